@@ -1,0 +1,60 @@
+package objfactory
+
+import (
+	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/wire"
+)
+
+// Bucket is one received message and the tuple objects decoded from it. A
+// bucket travels deserializer -> consumer -> back to the deserializer's free
+// ring; its buffer and tuple slice are reused, so after warm-up nothing is
+// allocated.
+type Bucket struct {
+	Msg    []byte // the whole message; tuple byte fields point into it
+	Header wire.Header
+	Tuples []scenarios.Tuple // Header.Count decoded tuples (data buckets)
+	End    wire.End          // final counts (end markers)
+	Lane   int               // index of the lane that received it
+	buf    []byte            // receive buffer owned by the bucket
+}
+
+// minTupleBytes is the smallest possible msgpack tuple (fixarray + two
+// fixints): it bounds the tuple count a header may claim, so a hostile
+// header cannot make the decoder allocate a huge slice.
+const minTupleBytes = 3
+
+// Decode parses Msg (header, then every tuple for a data bucket, or the
+// final counts for an end marker). On error the bucket must be discarded.
+// Data buckets decode without allocating once Tuples has grown to the
+// largest bucket seen.
+func (b *Bucket) Decode(dec scenarios.Decoder) error {
+	h, err := wire.ParseHeader(b.Msg)
+	if err != nil {
+		return err
+	}
+	b.Header = h
+	if h.Kind == wire.KindEnd {
+		b.Tuples = b.Tuples[:0]
+		b.End, err = wire.ParseEnd(b.Msg)
+		return err
+	}
+	n := int(h.Count)
+	if uint64(h.Count)*minTupleBytes > uint64(h.BodyLen) {
+		return wire.ErrTupleCount
+	}
+	if cap(b.Tuples) < n {
+		b.Tuples = make([]scenarios.Tuple, n)
+	}
+	b.Tuples = b.Tuples[:n]
+	off := wire.HeaderSize
+	msg := b.Msg
+	for i := range b.Tuples {
+		if off, err = dec(msg, off, &b.Tuples[i]); err != nil {
+			return err
+		}
+	}
+	if off != len(msg) {
+		return wire.ErrTupleCount
+	}
+	return nil
+}

@@ -1,0 +1,202 @@
+package objfactory
+
+import (
+	"errors"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/tsc"
+	"github.com/cloudprofiler-go/cp/wire"
+)
+
+// Source delivers messages to a lane. RecvInto receives one message into buf
+// (growing it when the message is larger, up to the source's limit) and
+// returns the message, which may alias buf. It returns ErrTimeout when
+// nothing arrived within its poll interval, so the lane can notice a stop.
+type Source interface {
+	RecvInto(buf []byte) ([]byte, error)
+}
+
+// ErrTimeout is returned by a Source when no message arrived in time.
+var ErrTimeout = errors.New("no message within the poll interval")
+
+// ErrOversized is returned by a Source for a message above its size limit
+// (the message is discarded).
+var ErrOversized = errors.New("message larger than the receive limit")
+
+// Malformed-message reasons, in the order of LaneStats.Malformed.
+const (
+	ReasonShort = iota
+	ReasonMagic
+	ReasonVersion
+	ReasonKind
+	ReasonLength
+	ReasonTuple
+	ReasonOversized
+	ReasonEnd
+	numReasons
+)
+
+// ReasonNames are the label values of the malformed-message reasons.
+var ReasonNames = [numReasons]string{"short", "magic", "version", "kind", "length", "tuple", "oversized", "end_marker"}
+
+func reasonOf(err error) int {
+	switch {
+	case errors.Is(err, wire.ErrShort):
+		return ReasonShort
+	case errors.Is(err, wire.ErrMagic):
+		return ReasonMagic
+	case errors.Is(err, wire.ErrVersion):
+		return ReasonVersion
+	case errors.Is(err, wire.ErrKind):
+		return ReasonKind
+	case errors.Is(err, wire.ErrBodyLen):
+		return ReasonLength
+	case errors.Is(err, ErrOversized):
+		return ReasonOversized
+	case errors.Is(err, wire.ErrTruncated), errors.Is(err, wire.ErrType),
+		errors.Is(err, wire.ErrTupleCount), errors.Is(err, wire.ErrTupleFields):
+		return ReasonTuple
+	}
+	return ReasonEnd
+}
+
+// LaneStats are the lane's counters, written by its deserializer only and
+// readable from any goroutine.
+type LaneStats struct {
+	Messages   atomic.Uint64 // well-formed messages (buckets and end markers)
+	Bytes      atomic.Uint64
+	Malformed  [numReasons]atomic.Uint64
+	LastError  atomic.Pointer[string] // most recent malformed reason, for logs
+	BusyTicks  atomic.Uint64          // TSC ticks spent decoding (service time)
+	StallCount atomic.Uint64          // times the deserializer waited for a free bucket
+}
+
+// MalformedTotal sums the malformed counters.
+func (s *LaneStats) MalformedTotal() uint64 {
+	var n uint64
+	for i := range s.Malformed {
+		n += s.Malformed[i].Load()
+	}
+	return n
+}
+
+// Lane is one receive path: a deserializer goroutine that fills buckets and
+// a consumer that drains them, connected by a full ring and a free ring of
+// the same capacity. Because there are exactly capacity buckets, the full
+// ring never overflows: when the consumer falls behind, the deserializer
+// runs out of free buckets and stops receiving, the socket's queue fills,
+// and backpressure reaches the sender.
+type Lane struct {
+	ID     int
+	Stats  LaneStats
+	full   *Ring[*Bucket]
+	free   *Ring[*Bucket]
+	decode scenarios.Decoder
+}
+
+// NewLane pre-allocates capacity buckets (a power of two) with receive
+// buffers of bufSize bytes.
+func NewLane(id, capacity, bufSize int, decode scenarios.Decoder) (*Lane, error) {
+	full, err := NewRing[*Bucket](capacity)
+	if err != nil {
+		return nil, err
+	}
+	free, _ := NewRing[*Bucket](capacity)
+	for i := 0; i < capacity; i++ {
+		free.Push(&Bucket{Lane: id, buf: make([]byte, bufSize)})
+	}
+	return &Lane{ID: id, full: full, free: free, decode: decode}, nil
+}
+
+// Accept is called by the deserializer for every well-formed message, after
+// decoding and before the bucket is queued; it returns false to recycle the
+// bucket at once (e.g. a duplicate). It runs on the deserializer goroutine.
+type Accept func(b *Bucket) bool
+
+// Run is the deserialization loop. It returns when stop is set (checked at
+// least once per poll interval of src) or src fails with an error other than
+// a timeout or a malformed message, which it returns.
+func (l *Lane) Run(src Source, stop *atomic.Bool, accept Accept) error {
+	var b *Bucket
+	for !stop.Load() {
+		if b == nil {
+			b = l.getFree(stop)
+			if b == nil {
+				return nil
+			}
+		}
+		msg, err := src.RecvInto(b.buf)
+		if err != nil {
+			if err == ErrTimeout {
+				continue
+			}
+			if err == ErrOversized {
+				l.malformed(err)
+				continue
+			}
+			return err
+		}
+		if cap(msg) > cap(b.buf) {
+			b.buf = msg[:cap(msg)] // the source grew the buffer: keep it
+		}
+		b.Msg = msg
+		t0 := tsc.ReadFast()
+		err = b.Decode(l.decode)
+		l.Stats.BusyTicks.Add(tsc.ReadFast() - t0)
+		if err != nil {
+			l.malformed(err)
+			continue // reuse the same bucket
+		}
+		l.Stats.Messages.Add(1)
+		l.Stats.Bytes.Add(uint64(len(msg)))
+		if accept != nil && !accept(b) {
+			continue
+		}
+		l.full.Push(b) // cannot fail: see Lane
+		b = nil
+	}
+	return nil
+}
+
+func (l *Lane) malformed(err error) {
+	r := reasonOf(err)
+	l.Stats.Malformed[r].Add(1)
+	msg := ReasonNames[r] + ": " + err.Error()
+	l.Stats.LastError.Store(&msg)
+}
+
+// getFree waits for the consumer to release a bucket, spinning briefly and
+// then sleeping so a stalled consumer does not cost a core.
+func (l *Lane) getFree(stop *atomic.Bool) *Bucket {
+	if b, ok := l.free.Pop(); ok {
+		return b
+	}
+	l.Stats.StallCount.Add(1)
+	for spins := 0; !stop.Load(); spins++ {
+		if b, ok := l.free.Pop(); ok {
+			return b
+		}
+		if spins < 100 {
+			runtime.Gosched()
+		} else {
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+	return nil
+}
+
+// Pop returns the next decoded bucket, if any (consumer side).
+func (l *Lane) Pop() (*Bucket, bool) { return l.full.Pop() }
+
+// Release returns a consumed bucket for reuse (consumer side). Its tuples
+// must not be used afterwards.
+func (l *Lane) Release(b *Bucket) { l.free.Push(b) }
+
+// Occupancy is the number of decoded buckets waiting for the consumer.
+func (l *Lane) Occupancy() int { return l.full.Len() }
+
+// Capacity is the number of buckets in the lane.
+func (l *Lane) Capacity() int { return l.full.Cap() }

@@ -1,0 +1,139 @@
+// Package scenarios describes workloads: the tuple schema (the Yahoo
+// streaming benchmark ad event, or a synthetic tuple of configurable size),
+// how tuples are generated deterministically from a seed, and how a receiver
+// decodes them into objects without copying.
+//
+// A scenario is a small YAML file (see the *.yaml files in this directory,
+// which are also compiled in as built-ins):
+//
+//	name: ad-event
+//	schema: ad-event     # or: synthetic
+//	seed: 42
+//	distinct: 1024       # distinct tuples pre-serialized and cycled through
+//	size: 100            # synthetic only: encoded tuple size in bytes
+package scenarios
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+//go:embed *.yaml
+var builtinFiles embed.FS
+
+// Scenario is a workload description.
+type Scenario struct {
+	Name     string `yaml:"name" json:"name"`
+	Schema   string `yaml:"schema" json:"schema"`
+	Seed     int64  `yaml:"seed" json:"seed"`
+	Distinct int    `yaml:"distinct" json:"distinct"`
+	Size     int    `yaml:"size,omitempty" json:"size,omitempty"`
+	// Ad-event parameters (Yahoo streaming benchmark defaults: 100 campaigns
+	// of 10 ads each).
+	Campaigns      int `yaml:"campaigns,omitempty" json:"campaigns,omitempty"`
+	AdsPerCampaign int `yaml:"ads_per_campaign,omitempty" json:"ads_per_campaign,omitempty"`
+}
+
+// Schema names.
+const (
+	SchemaAdEvent   = "ad-event"
+	SchemaSynthetic = "synthetic"
+	// SchemaRaw decodes only the tuple id and intended time and keeps the
+	// rest as raw msgpack: for tuples a system under test has transformed.
+	SchemaRaw = "raw"
+)
+
+// MinSyntheticSize is the smallest encodable synthetic tuple: array header,
+// two 9-byte integers and an empty bin.
+const MinSyntheticSize = 1 + 9 + 9 + 2
+
+// Validate checks the description and fills defaults.
+func (s *Scenario) Validate() error {
+	if s.Distinct == 0 {
+		s.Distinct = 1024
+	}
+	if s.Distinct < 1 || s.Distinct > 1<<20 {
+		return fmt.Errorf("scenario %q: distinct must be between 1 and 1048576, got %d", s.Name, s.Distinct)
+	}
+	switch s.Schema {
+	case SchemaAdEvent:
+		if s.Campaigns == 0 {
+			s.Campaigns = 100
+		}
+		if s.AdsPerCampaign == 0 {
+			s.AdsPerCampaign = 10
+		}
+		if s.Campaigns < 1 || s.AdsPerCampaign < 1 {
+			return fmt.Errorf("scenario %q: campaigns and ads_per_campaign must be positive", s.Name)
+		}
+	case SchemaSynthetic:
+		if s.Size < MinSyntheticSize || s.Size > 16<<20 {
+			return fmt.Errorf("scenario %q: size must be between %d and %d bytes, got %d", s.Name, MinSyntheticSize, 16<<20, s.Size)
+		}
+	case "":
+		return fmt.Errorf("scenario %q: schema is missing (use %q or %q)", s.Name, SchemaAdEvent, SchemaSynthetic)
+	default:
+		return fmt.Errorf("scenario %q: unknown schema %q (use %q or %q)", s.Name, s.Schema, SchemaAdEvent, SchemaSynthetic)
+	}
+	return nil
+}
+
+// Parse reads a scenario from YAML bytes; unknown keys are an error so a
+// typo does not silently change a workload.
+func Parse(data []byte, source string) (*Scenario, error) {
+	var s Scenario
+	dec := yaml.NewDecoder(strings.NewReader(string(data)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("parse scenario %s: %w", source, err)
+	}
+	if s.Name == "" {
+		s.Name = strings.TrimSuffix(filepath.Base(source), filepath.Ext(source))
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// Load returns a built-in scenario by name, a scenario file by path, or a
+// synthetic scenario of a given size written as "synthetic:SIZE".
+func Load(nameOrPath string) (*Scenario, error) {
+	if size, ok := strings.CutPrefix(nameOrPath, "synthetic:"); ok {
+		var n int
+		if _, err := fmt.Sscanf(size, "%d", &n); err != nil {
+			return nil, fmt.Errorf("scenario %q: size after 'synthetic:' must be a number of bytes", nameOrPath)
+		}
+		s := &Scenario{Name: nameOrPath, Schema: SchemaSynthetic, Seed: 1, Size: n}
+		return s, s.Validate()
+	}
+	if data, err := builtinFiles.ReadFile(nameOrPath + ".yaml"); err == nil {
+		return Parse(data, nameOrPath+".yaml")
+	}
+	data, err := os.ReadFile(nameOrPath)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("scenario %q: no such file and not a built-in (built-ins: %s; or synthetic:SIZE)", nameOrPath, strings.Join(Builtins(), ", "))
+		}
+		return nil, fmt.Errorf("read scenario: %w", err)
+	}
+	return Parse(data, nameOrPath)
+}
+
+// Builtins lists the names of the compiled-in scenarios.
+func Builtins() []string {
+	entries, _ := builtinFiles.ReadDir(".")
+	var names []string
+	for _, e := range entries {
+		names = append(names, strings.TrimSuffix(e.Name(), ".yaml"))
+	}
+	sort.Strings(names)
+	return names
+}

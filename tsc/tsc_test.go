@@ -1,0 +1,84 @@
+package tsc
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+func TestReadIsMonotonicOnOneThread(t *testing.T) {
+	prev := Read()
+	for i := 0; i < 100000; i++ {
+		now := Read()
+		if now < prev {
+			t.Fatalf("TSC went backwards: %d after %d", now, prev)
+		}
+		prev = now
+	}
+}
+
+func TestCalibrationAgreesWithWallClock(t *testing.T) {
+	c, err := NewClock(50 * time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Hz < 1e8 || c.Hz > 1e11 {
+		t.Fatalf("implausible TSC frequency %.0f Hz", c.Hz)
+	}
+	start, t0 := time.Now(), Read()
+	time.Sleep(200 * time.Millisecond)
+	elapsed, t1 := time.Since(start), Read()
+	got := c.TicksToNs(t1 - t0)
+	// Generous: scheduling noise between the paired reads on a shared VM.
+	if rel := math.Abs(got-float64(elapsed)) / float64(elapsed); rel > 0.01 {
+		t.Fatalf("TSC says %.0f ns, time.Since says %d ns (%.3f%% apart)", got, elapsed, rel*100)
+	}
+	if d := c.NowUnixNano() - time.Now().UnixNano(); d > int64(time.Millisecond) || d < -int64(time.Millisecond) {
+		t.Fatalf("TSC clock is %d ns away from the realtime clock", d)
+	}
+}
+
+func TestTicksRoundTrip(t *testing.T) {
+	c := NewClockHz(2.5e9)
+	for _, tc := range []struct {
+		d     time.Duration
+		ticks uint64
+	}{{time.Nanosecond, 3}, {time.Microsecond, 2500}, {time.Second, 2_500_000_000}, {0, 0}} {
+		if got := c.Ticks(tc.d); got != tc.ticks {
+			t.Errorf("Ticks(%v) = %d, want %d", tc.d, got, tc.ticks)
+		}
+	}
+}
+
+func TestFeaturesProblem(t *testing.T) {
+	for _, tc := range []struct {
+		f    Features
+		want bool
+	}{
+		{Features{Native: true, ConstantTSC: true, NonstopTSC: true, ClockSource: "tsc"}, false},
+		{Features{Native: true, ConstantTSC: true, ClockSource: "tsc"}, true},
+		{Features{Native: true, ConstantTSC: true, NonstopTSC: true, ClockSource: "hpet"}, true},
+		{Features{Native: false}, false},
+	} {
+		if got := tc.f.Problem() != ""; got != tc.want {
+			t.Errorf("%+v: problem=%q, want problem=%v", tc.f, tc.f.Problem(), tc.want)
+		}
+	}
+	f, err := DetectFeatures()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("this machine: %+v", f)
+}
+
+func BenchmarkRead(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		_ = Read()
+	}
+}
+
+func BenchmarkReadFast(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		_ = ReadFast()
+	}
+}

@@ -1,0 +1,150 @@
+// Package wire defines the bytes that travel between dgsend, a system under
+// test, and dgrecv: a ZeroMQ message is one bucket (a fixed 24-byte header
+// followed by msgpack-encoded tuples) or one end-of-stream marker. The
+// normative description is docs/wire.md; this package and that document
+// change together, and any change to the layout bumps Version.
+package wire
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Version is the format version this code writes and the only one it reads.
+const Version = 1
+
+// HeaderSize is the length of the fixed bucket header in bytes.
+const HeaderSize = 24
+
+// Magic is the first two bytes of every message ("CP").
+const (
+	Magic0 = 'C'
+	Magic1 = 'P'
+)
+
+// Kind says what a message carries.
+type Kind uint8
+
+const (
+	// KindData is a bucket of tuples.
+	KindData Kind = 1
+	// KindEnd is an end-of-stream marker with the stream's final counts.
+	KindEnd Kind = 2
+)
+
+// Header is the fixed part of every message. All integers are little-endian.
+//
+//	offset size field
+//	0      2    magic "CP"
+//	2      1    version (1)
+//	3      1    kind (1 data, 2 end of stream)
+//	4      4    stream id
+//	8      8    bucket sequence number (0, 1, 2, ... per stream; for an end
+//	            marker: the number of data buckets the stream sent)
+//	16     4    tuple count (0 for an end marker)
+//	20     4    body length in bytes (the message length minus 24)
+type Header struct {
+	Kind    Kind
+	Stream  uint32
+	Seq     uint64
+	Count   uint32
+	BodyLen uint32
+}
+
+// Errors returned by the decoders. They are values, not wrapped, so the hot
+// receive path can classify a malformed message without allocating.
+var (
+	ErrShort       = errors.New("message shorter than the 24-byte header")
+	ErrMagic       = errors.New("bad magic: not a Cloudprofiler message")
+	ErrVersion     = errors.New("unsupported format version")
+	ErrKind        = errors.New("unknown message kind")
+	ErrBodyLen     = errors.New("body length in header does not match message length")
+	ErrTruncated   = errors.New("msgpack value truncated")
+	ErrType        = errors.New("unexpected msgpack type")
+	ErrTupleCount  = errors.New("bucket holds fewer or more tuples than its header says")
+	ErrTupleFields = errors.New("tuple is not an array of at least [tuple_id, intended_ns]")
+)
+
+// PutHeader writes h into the first HeaderSize bytes of b.
+func PutHeader(b []byte, h Header) {
+	_ = b[HeaderSize-1]
+	b[0], b[1], b[2], b[3] = Magic0, Magic1, Version, byte(h.Kind)
+	binary.LittleEndian.PutUint32(b[4:], h.Stream)
+	binary.LittleEndian.PutUint64(b[8:], h.Seq)
+	binary.LittleEndian.PutUint32(b[16:], h.Count)
+	binary.LittleEndian.PutUint32(b[20:], h.BodyLen)
+}
+
+// PutSeq patches the sequence number of an encoded header in place.
+func PutSeq(b []byte, seq uint64) { binary.LittleEndian.PutUint64(b[8:], seq) }
+
+// ParseHeader validates and decodes the header of a whole message.
+func ParseHeader(msg []byte) (Header, error) {
+	if len(msg) < HeaderSize {
+		return Header{}, ErrShort
+	}
+	if msg[0] != Magic0 || msg[1] != Magic1 {
+		return Header{}, ErrMagic
+	}
+	if msg[2] != Version {
+		return Header{}, ErrVersion
+	}
+	h := Header{
+		Kind:    Kind(msg[3]),
+		Stream:  binary.LittleEndian.Uint32(msg[4:]),
+		Seq:     binary.LittleEndian.Uint64(msg[8:]),
+		Count:   binary.LittleEndian.Uint32(msg[16:]),
+		BodyLen: binary.LittleEndian.Uint32(msg[20:]),
+	}
+	if h.Kind != KindData && h.Kind != KindEnd {
+		return Header{}, ErrKind
+	}
+	if uint64(h.BodyLen) != uint64(len(msg)-HeaderSize) {
+		return Header{}, ErrBodyLen
+	}
+	return h, nil
+}
+
+// StreamID builds a stream id from a sender id and a sender thread.
+func StreamID(sender uint8, thread uint8) uint32 { return uint32(sender)<<8 | uint32(thread) }
+
+// TupleID builds the unique 64-bit tuple id: the stream id in the top 16
+// bits and the per-stream tuple sequence in the low 48 bits (2.8e14 tuples
+// per stream: 325 days at 10 M tuples/s).
+func TupleID(stream uint32, seq uint64) uint64 { return uint64(stream&0xffff)<<48 | seq&(1<<48-1) }
+
+// SplitTupleID is the inverse of TupleID.
+func SplitTupleID(id uint64) (stream uint32, seq uint64) { return uint32(id >> 48), id & (1<<48 - 1) }
+
+// End is the body of an end-of-stream marker (a msgpack map with these keys),
+// the stream's final counts as the sender saw them.
+type End struct {
+	Tuples         uint64 `msgpack:"tuples"`          // tuples in data buckets sent
+	Buckets        uint64 `msgpack:"buckets"`         // data buckets sent (= next sequence number)
+	DroppedBuckets uint64 `msgpack:"dropped_buckets"` // buckets not sent (overflow policy drop)
+	DroppedTuples  uint64 `msgpack:"dropped_tuples"`
+	Reason         string `msgpack:"reason"` // "completed", "interrupted" or "error"
+}
+
+// AppendEnd appends a complete end-of-stream message for stream to dst.
+func AppendEnd(dst []byte, stream uint32, e End) ([]byte, error) {
+	body, err := msgpack.Marshal(&e)
+	if err != nil {
+		return dst, fmt.Errorf("encode end marker: %w", err)
+	}
+	var h [HeaderSize]byte
+	PutHeader(h[:], Header{Kind: KindEnd, Stream: stream, Seq: e.Buckets, BodyLen: uint32(len(body))})
+	return append(append(dst, h[:]...), body...), nil
+}
+
+// ParseEnd decodes the body of an end marker whose header was parsed.
+func ParseEnd(msg []byte) (End, error) {
+	var e End
+	if err := msgpack.Unmarshal(msg[HeaderSize:], &e); err != nil {
+		return End{}, fmt.Errorf("decode end marker: %w", err)
+	}
+	return e, nil
+}
