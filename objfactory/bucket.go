@@ -15,6 +15,9 @@ type Bucket struct {
 	Tuples []scenarios.Tuple // Header.Count decoded tuples (data buckets)
 	End    wire.End          // final counts (end markers)
 	Lane   int               // index of the lane that received it
+	// Tag is set by the lane's Accept hook (e.g. per-stream state) for the
+	// consumer, so the consumer needs no lookup of its own.
+	Tag any
 	buf    []byte            // receive buffer owned by the bucket
 }
 

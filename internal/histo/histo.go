@@ -1,0 +1,150 @@
+// Package histo holds the latency histograms of the hot loops: a log2
+// histogram that one goroutine writes without atomics and publishes now and
+// then for concurrent readers (Prometheus scrapes), and an HdrHistogram
+// wrapper for the precise percentiles reported at the end of a run.
+package histo
+
+import (
+	"math/bits"
+	"sync/atomic"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+const log2Buckets = 65
+
+// Log2 counts values in power-of-two buckets: bucket i holds values v with
+// bits.Len64(v) == i, i.e. 2^(i-1) <= v < 2^i. Record and Publish belong to
+// one writer; Snapshot and Metric may be called from any goroutine.
+type Log2 struct {
+	local    [log2Buckets]uint64
+	localSum uint64
+	pub      [log2Buckets]atomic.Uint64
+	pubSum   atomic.Uint64
+}
+
+// Record adds one value.
+func (h *Log2) Record(v uint64) {
+	h.local[bits.Len64(v)]++
+	h.localSum += v
+}
+
+// RecordN adds n copies of v.
+func (h *Log2) RecordN(v, n uint64) {
+	h.local[bits.Len64(v)] += n
+	h.localSum += v * n
+}
+
+// Publish makes the writer's counts visible to readers.
+func (h *Log2) Publish() {
+	for i, c := range h.local {
+		if h.pub[i].Load() != c {
+			h.pub[i].Store(c)
+		}
+	}
+	h.pubSum.Store(h.localSum)
+}
+
+// Snapshot returns the published counts and sum.
+func (h *Log2) Snapshot() (counts [log2Buckets]uint64, sum uint64) {
+	for i := range counts {
+		counts[i] = h.pub[i].Load()
+	}
+	return counts, h.pubSum.Load()
+}
+
+// AddTo accumulates the published counts into a merged snapshot.
+func (h *Log2) AddTo(counts *[log2Buckets]uint64, sum *uint64) {
+	c, s := h.Snapshot()
+	for i := range c {
+		counts[i] += c[i]
+	}
+	*sum += s
+}
+
+// Counts is a merged snapshot of several Log2 histograms.
+type Counts struct {
+	Buckets [log2Buckets]uint64
+	Sum     uint64
+}
+
+// Add merges h's published counts.
+func (c *Counts) Add(h *Log2) { h.AddTo(&c.Buckets, &c.Sum) }
+
+// Metric renders the counts as a Prometheus histogram; scale converts a
+// recorded value to the metric's base unit (e.g. seconds per tick).
+func (c *Counts) Metric(desc *prometheus.Desc, scale float64, labels ...string) prometheus.Metric {
+	upper := make(map[float64]uint64, log2Buckets)
+	var cum, total uint64
+	for _, n := range c.Buckets {
+		total += n
+	}
+	// Bucket i's values are < 2^i: its upper bound is (2^i - 1) * scale.
+	for i, n := range c.Buckets {
+		cum += n
+		if i > 0 && i < 50 {
+			upper[float64(uint64(1)<<i-1)*scale] = cum
+		}
+	}
+	return prometheus.MustNewConstHistogram(desc, total, float64(c.Sum)*scale, upper, labels...)
+}
+
+// Precise is an HdrHistogram of nanoseconds (1 ns to 1 hour, 3 significant
+// digits) owned by one goroutine and read after it finishes.
+type Precise struct{ h *hdr.Histogram }
+
+// NewPrecise allocates the histogram (before the hot loop starts).
+func NewPrecise() *Precise { return &Precise{h: hdr.New(1, 3_600_000_000_000, 3)} }
+
+// Record adds one value in nanoseconds; values out of range are clamped so
+// a wild outlier is still counted.
+func (p *Precise) Record(ns int64) { p.RecordN(ns, 1) }
+
+// RecordN adds n copies of a value in nanoseconds.
+func (p *Precise) RecordN(ns, n int64) {
+	if ns < 1 {
+		ns = 1
+	}
+	if ns > p.h.HighestTrackableValue() {
+		ns = p.h.HighestTrackableValue()
+	}
+	_ = p.h.RecordValues(ns, n)
+}
+
+// Merge adds another histogram's counts.
+func (p *Precise) Merge(o *Precise) { p.h.Merge(o.h) }
+
+// Summary is the distribution as reported in results (nanoseconds).
+type Summary struct {
+	Count uint64  `json:"count"`
+	Mean  float64 `json:"mean_ns"`
+	Min   int64   `json:"min_ns"`
+	P50   int64   `json:"p50_ns"`
+	P90   int64   `json:"p90_ns"`
+	P99   int64   `json:"p99_ns"`
+	P999  int64   `json:"p999_ns"`
+	Max   int64   `json:"max_ns"`
+}
+
+// Summary returns count, mean and percentiles.
+func (p *Precise) Summary() Summary {
+	h := p.h
+	if h.TotalCount() == 0 {
+		return Summary{}
+	}
+	return Summary{Count: uint64(h.TotalCount()), Mean: h.Mean(), Min: h.Min(), P50: h.ValueAtQuantile(50),
+		P90: h.ValueAtQuantile(90), P99: h.ValueAtQuantile(99), P999: h.ValueAtQuantile(99.9), Max: h.Max()}
+}
+
+// CountAbove returns how many recorded values exceed ns.
+func (p *Precise) CountAbove(ns int64) uint64 {
+	var n int64
+	it := p.h.Distribution()
+	for _, b := range it {
+		if b.From > ns {
+			n += b.Count
+		}
+	}
+	return uint64(n)
+}

@@ -1,0 +1,93 @@
+package zmqraw
+
+import (
+	"bytes"
+	"testing"
+
+	zmq "github.com/pebbe/zmq4"
+
+	"github.com/cloudprofiler-go/cp/objfactory"
+)
+
+func pair(t testing.TB) (*Socket, *Socket) {
+	t.Helper()
+	ctx, err := zmq.NewContext()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pull, _ := ctx.NewSocket(zmq.PULL)
+	push, _ := ctx.NewSocket(zmq.PUSH)
+	if err := pull.Bind("inproc://t"); err != nil {
+		t.Fatal(err)
+	}
+	_ = pull.SetRcvtimeo(50e6)
+	if err := push.Connect("inproc://t"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { push.SetLinger(0); push.Close(); pull.Close(); ctx.Term() })
+	rp, err := Wrap(push, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rq, err := Wrap(pull, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rp, rq
+}
+
+func TestSendRecvSizes(t *testing.T) {
+	push, pull := pair(t)
+	buf := make([]byte, 16)
+	for _, tc := range []struct {
+		size int
+		want error
+	}{{0, nil}, {5, nil}, {16, nil}, {17, nil}, {999, nil}, {1001, objfactory.ErrOversized}} {
+		msg := bytes.Repeat([]byte{byte(tc.size)}, tc.size)
+		if err := push.Send(msg, false); err != nil {
+			t.Fatal(err)
+		}
+		got, err := pull.RecvInto(buf)
+		if err != tc.want {
+			t.Fatalf("size %d: err %v want %v", tc.size, err, tc.want)
+		}
+		if err == nil && !bytes.Equal(got, msg) {
+			t.Fatalf("size %d: got %d bytes back", tc.size, len(got))
+		}
+	}
+	if _, err := pull.RecvInto(buf); err != objfactory.ErrTimeout {
+		t.Fatalf("empty socket: err %v, want timeout", err)
+	}
+}
+
+func TestSendDontWaitReportsAgain(t *testing.T) {
+	ctx, _ := zmq.NewContext()
+	defer ctx.Term()
+	push, _ := ctx.NewSocket(zmq.PUSH) // no peer: nothing can be queued
+	defer push.Close()
+	_ = push.SetLinger(0)
+	r, err := Wrap(push, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Send([]byte("x"), true); err != ErrAgain {
+		t.Fatalf("err %v, want EAGAIN", err)
+	}
+}
+
+func TestSendAndReceiveDoNotAllocate(t *testing.T) {
+	push, pull := pair(t)
+	msg := make([]byte, 100)
+	buf := make([]byte, 200)
+	allocs := testing.AllocsPerRun(1000, func() {
+		if err := push.Send(msg, false); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pull.RecvInto(buf); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%.1f allocations per send+receive, want 0", allocs)
+	}
+}

@@ -1,0 +1,447 @@
+package receiver
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	zmq "github.com/pebbe/zmq4"
+
+	"github.com/cloudprofiler-go/cp/internal/cpuset"
+	"github.com/cloudprofiler-go/cp/internal/histo"
+	"github.com/cloudprofiler-go/cp/internal/zmqraw"
+	"github.com/cloudprofiler-go/cp/objfactory"
+	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/tsc"
+	"github.com/cloudprofiler-go/cp/wire"
+)
+
+// Config describes one dgrecv run.
+type Config struct {
+	Endpoints     []string // one PULL socket (lane) per endpoint
+	Connect       bool     // connect instead of bind (behind a system under test that pushes)
+	Schema        string   // tuple schema: ad-event, synthetic or raw
+	RingCapacity  int      // buckets per lane (power of two)
+	BufferSize    int      // initial receive buffer per bucket, bytes
+	MaxMessage    int      // larger messages are counted as malformed and skipped
+	HWM           int      // receive high-water mark in messages
+	IOThreads     int
+	WorkPerTuple  time.Duration // emulated processing cost per consumed tuple
+	ExpectStreams int           // finish when this many streams ended (0: when all seen streams ended)
+	Settle        time.Duration // with ExpectStreams 0: quiet time after the last end marker
+	EndTimeout    time.Duration // give up on missing end markers after this long without data
+	Duration      time.Duration // hard limit on the run (0: none)
+	CPUs          []int         // CPUs for the lane deserializers, then the consumer; nil: not pinned
+	Clock         *tsc.Clock
+	// Sink is called for every consumed tuple on the consumer goroutine (the
+	// source operator of a system under test). Nil: a checksum of the ids,
+	// so the work cannot be optimised away.
+	Sink func(*scenarios.Tuple)
+	// Logf reports malformed input (at most once per second) and progress
+	// notes. Nil: silent.
+	Logf func(format string, args ...any)
+}
+
+func (c *Config) validate() error {
+	var problems []string
+	if len(c.Endpoints) == 0 {
+		problems = append(problems, "no endpoint given (e.g. tcp://*:5555)")
+	}
+	if _, ok := scenarios.DecoderFor(c.Schema); !ok {
+		problems = append(problems, fmt.Sprintf("unknown schema %q (use ad-event, synthetic or raw)", c.Schema))
+	}
+	if c.RingCapacity == 0 {
+		c.RingCapacity = 256
+	}
+	if c.RingCapacity < 2 || c.RingCapacity&(c.RingCapacity-1) != 0 {
+		problems = append(problems, fmt.Sprintf("ring capacity must be a power of two >= 2, got %d", c.RingCapacity))
+	}
+	if c.BufferSize <= 0 {
+		c.BufferSize = 16 << 10
+	}
+	if c.MaxMessage <= 0 {
+		c.MaxMessage = 64 << 20
+	}
+	if c.HWM < 0 || c.IOThreads < 0 || c.WorkPerTuple < 0 || c.ExpectStreams < 0 {
+		problems = append(problems, "hwm, io-threads, work and expect-streams must not be negative")
+	}
+	if c.Clock == nil {
+		problems = append(problems, "no TSC clock")
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	if c.IOThreads == 0 {
+		c.IOThreads = 1
+	}
+	if c.Settle <= 0 {
+		c.Settle = 500 * time.Millisecond
+	}
+	if c.EndTimeout <= 0 {
+		c.EndTimeout = 10 * time.Second
+	}
+	return nil
+}
+
+// Receiver runs the lanes and the consumer of one dgrecv process.
+type Receiver struct {
+	cfg     Config
+	ctx     *zmq.Context
+	lanes   []*lane
+	stop    atomic.Bool // stops the deserializers
+	done    atomic.Bool // asks the consumer to drain and exit
+	quit    atomic.Bool // external Stop
+	started time.Time
+
+	consumed   atomic.Uint64
+	latency    histo.Log2 // consumer: intended send -> consumed, ns (weighted by tuples)
+	precise    *histo.Precise
+	checksum   uint64
+	firstData  atomic.Int64 // unix ns of the first data bucket
+	lastData   atomic.Int64 // unix ns of the last well-formed message (monitor only)
+	lastConsum atomic.Int64 // unix ns when the last tuple was consumed
+}
+
+type lane struct {
+	*objfactory.Lane
+	endpoint string
+	sock     *zmq.Socket
+	raw      *zmqraw.Socket
+	streams  streamTable
+	cpu      int
+	err      error
+	lastMsg  atomic.Uint64 // TSC of the last message (written by the deserializer)
+}
+
+// New validates cfg, binds (or connects) the lanes' sockets and allocates
+// the object factory's buckets.
+func New(cfg Config) (*Receiver, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	decode, _ := scenarios.DecoderFor(cfg.Schema)
+	ctx, err := zmq.NewContext()
+	if err != nil {
+		return nil, fmt.Errorf("create ZeroMQ context: %w", err)
+	}
+	r := &Receiver{cfg: cfg, ctx: ctx, precise: histo.NewPrecise()}
+	if err := ctx.SetIoThreads(cfg.IOThreads); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("set ZeroMQ I/O threads: %w", err)
+	}
+	for i, ep := range cfg.Endpoints {
+		l := &lane{endpoint: ep, cpu: -1, streams: streamTable{lane: i}}
+		if len(cfg.CPUs) > 0 {
+			l.cpu = cfg.CPUs[i%len(cfg.CPUs)]
+		}
+		if l.Lane, err = objfactory.NewLane(i, cfg.RingCapacity, cfg.BufferSize, decode); err != nil {
+			r.Close()
+			return nil, err
+		}
+		r.lanes = append(r.lanes, l)
+		if l.sock, err = r.openSocket(ep); err != nil {
+			r.Close()
+			return nil, err
+		}
+		if l.raw, err = zmqraw.Wrap(l.sock, cfg.MaxMessage); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+func (r *Receiver) openSocket(ep string) (*zmq.Socket, error) {
+	sock, err := r.ctx.NewSocket(zmq.PULL)
+	if err != nil {
+		return nil, fmt.Errorf("create PULL socket: %w", err)
+	}
+	for _, opt := range []struct {
+		what string
+		err  error
+	}{
+		{"receive HWM", sock.SetRcvhwm(r.cfg.HWM)},
+		{"receive timeout", sock.SetRcvtimeo(100 * time.Millisecond)}, // lets a lane notice a stop
+		{"linger", sock.SetLinger(0)},
+	} {
+		if opt.err != nil {
+			sock.Close()
+			return nil, fmt.Errorf("set %s on %s: %w", opt.what, ep, opt.err)
+		}
+	}
+	if r.cfg.Connect {
+		err = sock.Connect(ep)
+	} else {
+		err = sock.Bind(ep)
+	}
+	if err != nil {
+		sock.Close()
+		if r.cfg.Connect {
+			return nil, fmt.Errorf("connect to %s: %w", ep, err)
+		}
+		return nil, fmt.Errorf("bind %s: %w (is another dgrecv running on it?)", ep, err)
+	}
+	return sock, nil
+}
+
+// BoundEndpoints returns the endpoints actually bound (resolving port 0 or *).
+func (r *Receiver) BoundEndpoints() []string {
+	out := make([]string, len(r.lanes))
+	for i, l := range r.lanes {
+		out[i] = l.endpoint
+		if ep, err := l.sock.GetLastEndpoint(); err == nil && ep != "" {
+			out[i] = ep
+		}
+	}
+	return out
+}
+
+// Stop ends the run early (safe from any goroutine); Run still reports.
+func (r *Receiver) Stop() { r.quit.Store(true) }
+
+// Close releases sockets and the ZeroMQ context.
+func (r *Receiver) Close() {
+	for _, l := range r.lanes {
+		if l.raw != nil {
+			l.raw.Close()
+		}
+		if l.sock != nil {
+			l.sock.Close()
+		}
+	}
+	if r.ctx != nil {
+		_ = r.ctx.Term()
+		r.ctx = nil
+	}
+}
+
+// Run receives and consumes until the run is complete (every expected
+// stream ended), the end timeout passes without data, the duration is up,
+// or Stop; then it returns the accounting.
+func (r *Receiver) Run() (*Result, error) {
+	r.started = time.Now()
+	var wg sync.WaitGroup
+	for _, l := range r.lanes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if l.cpu >= 0 {
+				if err := cpuset.PinThread(l.cpu); err != nil {
+					l.err = err
+					return
+				}
+			} else {
+				runtime.LockOSThread() // the socket belongs to this thread
+			}
+			l.err = l.Run(l.raw, &r.stop, l.accept)
+		}()
+	}
+	consumerDone := make(chan struct{})
+	go func() {
+		defer close(consumerDone)
+		if len(r.cfg.CPUs) > 0 {
+			if err := cpuset.PinThread(r.cfg.CPUs[len(r.lanes)%len(r.cfg.CPUs)]); err != nil && r.cfg.Logf != nil {
+				r.cfg.Logf("consumer not pinned: %v", err)
+			}
+		}
+		r.consume()
+	}()
+	reason := r.monitor()
+	r.stop.Store(true)
+	wg.Wait()
+	r.done.Store(true)
+	<-consumerDone
+	res := r.result(reason)
+	for _, l := range r.lanes {
+		if l.err != nil {
+			res.Errors = append(res.Errors, fmt.Sprintf("lane %d (%s): %v", l.ID, l.endpoint, l.err))
+		}
+	}
+	return res, nil
+}
+
+// accept runs on a lane's deserializer for every well-formed message.
+func (l *lane) accept(b *objfactory.Bucket) bool {
+	st := l.streams.get(b.Header.Stream)
+	b.Tag = st
+	l.lastMsg.Store(tsc.ReadFast())
+	if b.Header.Kind == wire.KindEnd {
+		return true // queued behind the stream's data, so the consumer sees it last
+	}
+	if st.track(b.Header.Seq) {
+		return false
+	}
+	st.recvBuckets.Add(1)
+	st.recvTuples.Add(uint64(b.Header.Count))
+	return true
+}
+
+// consume drains the lanes round-robin a tuple at a time until told to
+// finish, then empties them.
+func (r *Receiver) consume() {
+	clock := r.cfg.Clock
+	sink := r.cfg.Sink
+	work := clock.Ticks(r.cfg.WorkPerTuple)
+	var checksum, consumed, sinceIdle uint64
+	idle := 0
+	for {
+		got := false
+		for _, l := range r.lanes {
+			b, ok := l.Pop()
+			if !ok {
+				continue
+			}
+			got = true
+			st := b.Tag.(*stream)
+			if b.Header.Kind == wire.KindEnd {
+				st.end = b.End
+				st.ended.Store(true)
+				l.Release(b)
+				continue
+			}
+			for i := range b.Tuples {
+				t := &b.Tuples[i]
+				if sink != nil {
+					sink(t)
+				} else {
+					checksum += t.ID
+				}
+				if work > 0 {
+					for until := tsc.ReadFast() + work; tsc.ReadFast() < until; {
+					}
+				}
+			}
+			n := uint64(len(b.Tuples))
+			if n > 0 {
+				// One clock read per bucket: the time the last tuple of the
+				// bucket was consumed, an upper bound for all of them.
+				now := clock.UnixNano(tsc.ReadFast())
+				lat := now - b.Tuples[0].IntendedNs
+				if lat < 0 {
+					lat = 0
+				}
+				r.latency.RecordN(uint64(lat), n)
+				r.precise.RecordN(lat, int64(n))
+				if r.firstData.Load() == 0 {
+					r.firstData.Store(now)
+				}
+				r.lastConsum.Store(now)
+			}
+			consumed += n
+			st.consumedTuples.Add(n)
+			st.consumedBuckets.Add(1)
+			l.Release(b)
+			if sinceIdle++; sinceIdle&63 == 0 {
+				r.consumed.Store(consumed)
+				r.latency.Publish()
+			}
+		}
+		if got {
+			idle = 0
+			continue
+		}
+		r.consumed.Store(consumed)
+		r.latency.Publish()
+		if r.done.Load() && r.empty() {
+			r.checksum = checksum
+			return
+		}
+		// Nothing to do: spin briefly, then yield, then sleep, so an idle
+		// consumer does not take a core from the deserializers.
+		idle++
+		switch {
+		case idle < 64:
+		case idle < 256:
+			runtime.Gosched()
+		default:
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+}
+
+func (r *Receiver) empty() bool {
+	for _, l := range r.lanes {
+		if l.Occupancy() > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// monitor decides when the run is over and logs malformed input.
+func (r *Receiver) monitor() string {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var lastMalformed uint64
+	lastLog := time.Now()
+	var lastSeen uint64 // newest message TSC over all lanes
+	lastSeenAt := time.Now()
+	var allEndedAt time.Time
+	for range tick.C {
+		now := time.Now()
+		if r.quit.Load() {
+			return "stopped"
+		}
+		if r.cfg.Duration > 0 && now.Sub(r.started) >= r.cfg.Duration {
+			return "duration reached"
+		}
+		if now.Sub(lastLog) >= time.Second {
+			lastLog = now
+			if m := r.malformedTotal(); m > lastMalformed && r.cfg.Logf != nil {
+				var last string
+				for _, l := range r.lanes {
+					if p := l.Stats.LastError.Load(); p != nil {
+						last = *p
+					}
+				}
+				r.cfg.Logf("skipped %d malformed message(s) in the last second (latest: %s)", m-lastMalformed, last)
+				lastMalformed = m
+			}
+		}
+		var newest uint64
+		for _, l := range r.lanes {
+			newest = max(newest, l.lastMsg.Load())
+		}
+		if newest != lastSeen {
+			lastSeen, lastSeenAt = newest, now
+		}
+		streams, ended := 0, 0
+		for _, l := range r.lanes {
+			for _, s := range l.streams.all() {
+				streams++
+				if s.ended.Load() {
+					ended++
+				}
+			}
+		}
+		switch {
+		case r.cfg.ExpectStreams > 0 && ended >= r.cfg.ExpectStreams:
+			return "all expected streams ended"
+		case r.cfg.ExpectStreams == 0 && streams > 0 && ended == streams:
+			if allEndedAt.IsZero() {
+				allEndedAt = now
+			}
+			if now.Sub(allEndedAt) >= r.cfg.Settle && now.Sub(lastSeenAt) >= r.cfg.Settle {
+				return "all streams ended"
+			}
+		default:
+			allEndedAt = time.Time{}
+		}
+		if lastSeen != 0 && now.Sub(lastSeenAt) >= r.cfg.EndTimeout {
+			return fmt.Sprintf("no data for %v: gave up waiting for end markers", r.cfg.EndTimeout)
+		}
+	}
+	return "stopped"
+}
+
+func (r *Receiver) malformedTotal() uint64 {
+	var m uint64
+	for _, l := range r.lanes {
+		m += l.Stats.MalformedTotal()
+	}
+	return m
+}

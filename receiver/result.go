@@ -1,0 +1,216 @@
+package receiver
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/cloudprofiler-go/cp/internal/histo"
+	"github.com/cloudprofiler-go/cp/objfactory"
+)
+
+// Result is the end-of-run accounting (--json prints it as is).
+type Result struct {
+	Complete    bool              `json:"complete"` // every stream ended and nothing is missing
+	Reason      string            `json:"reason"`   // why the run ended
+	Received    uint64            `json:"received_tuples"`
+	Consumed    uint64            `json:"consumed_tuples"`
+	Sent        uint64            `json:"sent_tuples"` // per the end markers that arrived
+	Missing     uint64            `json:"missing_tuples"`
+	Duplicates  uint64            `json:"duplicate_buckets"`
+	OutOfSeq    uint64            `json:"out_of_sequence_buckets"`
+	Malformed   uint64            `json:"malformed_messages"`
+	MalformedBy map[string]uint64 `json:"malformed_by_reason,omitempty"`
+	DurationS   float64           `json:"duration_s"` // first to last consumed tuple
+	Rate        float64           `json:"consume_rate_tuples_per_s"`
+	Latency     histo.Summary     `json:"latency"` // intended send -> consumed (same clock domain only)
+	Streams     []StreamResult    `json:"streams"`
+	Lanes       []LaneResult      `json:"lanes"`
+	Errors      []string          `json:"errors,omitempty"`
+}
+
+// StreamResult is one sender stream's accounting.
+type StreamResult struct {
+	Stream         uint32 `json:"stream"`
+	Sender         uint8  `json:"sender"`
+	Thread         uint8  `json:"thread"`
+	Lane           int    `json:"lane"`
+	ReceivedTuples uint64 `json:"received_tuples"`
+	ConsumedTuples uint64 `json:"consumed_tuples"`
+	Buckets        uint64 `json:"buckets"`
+	OutOfSeq       uint64 `json:"out_of_sequence_buckets"`
+	Duplicates     uint64 `json:"duplicate_buckets"`
+	GapBuckets     uint64 `json:"gap_buckets"` // sequence numbers never seen
+	Ended          bool   `json:"ended"`
+	SentTuples     uint64 `json:"sent_tuples"` // from the end marker
+	SenderDropped  uint64 `json:"sender_dropped_buckets"`
+	EndReason      string `json:"end_reason,omitempty"`
+	Missing        uint64 `json:"missing_tuples"`
+	Status         string `json:"status"`
+}
+
+// LaneResult is one receive socket's counters.
+type LaneResult struct {
+	Lane        int               `json:"lane"`
+	Endpoint    string            `json:"endpoint"`
+	Messages    uint64            `json:"messages"`
+	Bytes       uint64            `json:"bytes"`
+	Malformed   map[string]uint64 `json:"malformed,omitempty"`
+	Stalls      uint64            `json:"stalls"` // times the deserializer waited for the consumer
+	DecodeBusyS float64           `json:"decode_busy_s"`
+}
+
+func (r *Receiver) result(reason string) *Result {
+	res := &Result{Reason: reason, MalformedBy: map[string]uint64{}}
+	clock := r.cfg.Clock
+	allEnded := true
+	for _, l := range r.lanes {
+		lr := LaneResult{Lane: l.ID, Endpoint: l.endpoint, Messages: l.Stats.Messages.Load(), Bytes: l.Stats.Bytes.Load(),
+			Stalls: l.Stats.StallCount.Load(), DecodeBusyS: clock.TicksToNs(l.Stats.BusyTicks.Load()) / 1e9}
+		for i, name := range objfactory.ReasonNames {
+			if n := l.Stats.Malformed[i].Load(); n > 0 {
+				if lr.Malformed == nil {
+					lr.Malformed = map[string]uint64{}
+				}
+				lr.Malformed[name] = n
+				res.MalformedBy[name] += n
+				res.Malformed += n
+			}
+		}
+		res.Lanes = append(res.Lanes, lr)
+		for _, s := range l.streams.all() {
+			sr := s.result()
+			res.Received += sr.ReceivedTuples
+			res.Consumed += sr.ConsumedTuples
+			res.Sent += sr.SentTuples
+			res.Missing += sr.Missing
+			res.Duplicates += sr.Duplicates
+			res.OutOfSeq += sr.OutOfSeq
+			allEnded = allEnded && sr.Ended
+			res.Streams = append(res.Streams, sr)
+		}
+	}
+	res.Complete = len(res.Streams) > 0 && allEnded && res.Missing == 0
+	if first, last := r.firstData.Load(), r.lastConsum.Load(); first > 0 && last > first {
+		res.DurationS = float64(last-first) / 1e9
+		res.Rate = float64(res.Consumed) / res.DurationS
+	}
+	res.Latency = r.precise.Summary()
+	return res
+}
+
+func (s *stream) result() StreamResult {
+	sr := StreamResult{Stream: s.id, Sender: uint8(s.id >> 8), Thread: uint8(s.id), Lane: s.lane,
+		ReceivedTuples: s.recvTuples.Load(), ConsumedTuples: s.consumedTuples.Load(), Buckets: s.recvBuckets.Load(),
+		OutOfSeq: s.outOfSeq.Load(), Duplicates: s.duplicates.Load(), GapBuckets: s.missing.Load(), Ended: s.ended.Load()}
+	switch {
+	case !sr.Ended:
+		sr.Status = fmt.Sprintf("no end marker (consumed %d tuples; the sender may have died or the marker was lost)", sr.ConsumedTuples)
+	default:
+		sr.SentTuples, sr.SenderDropped, sr.EndReason = s.end.Tuples, s.end.DroppedBuckets, s.end.Reason
+		if sr.SentTuples > sr.ConsumedTuples {
+			sr.Missing = sr.SentTuples - sr.ConsumedTuples
+		}
+		switch {
+		case sr.Missing > 0:
+			sr.Status = fmt.Sprintf("missing %d of %d tuples (%d buckets never arrived)", sr.Missing, sr.SentTuples, sr.GapBuckets)
+		case sr.ConsumedTuples > sr.SentTuples:
+			sr.Status = fmt.Sprintf("consumed %d tuples, more than the %d sent", sr.ConsumedTuples, sr.SentTuples)
+		default:
+			sr.Status = "complete"
+		}
+	}
+	return sr
+}
+
+// Progress is a live view of the totals.
+type Progress struct {
+	Elapsed   time.Duration
+	Received  uint64
+	Consumed  uint64
+	Malformed uint64
+	Backlog   int // decoded buckets waiting for the consumer
+	Streams   int
+	Ended     int
+}
+
+// Snapshot returns the live totals (any goroutine).
+func (r *Receiver) Snapshot() Progress {
+	p := Progress{Elapsed: time.Since(r.started), Consumed: r.consumed.Load(), Malformed: r.malformedTotal()}
+	for _, l := range r.lanes {
+		p.Backlog += l.Occupancy()
+		for _, s := range l.streams.all() {
+			p.Received += s.recvTuples.Load()
+			p.Streams++
+			if s.ended.Load() {
+				p.Ended++
+			}
+		}
+	}
+	return p
+}
+
+var (
+	streamLabels  = []string{"lane", "stream"}
+	descRecvT     = prometheus.NewDesc("cp_receiver_tuples_received_total", "Tuples in well-formed data buckets received.", streamLabels, nil)
+	descRecvB     = prometheus.NewDesc("cp_receiver_buckets_received_total", "Data buckets received (duplicates excluded).", streamLabels, nil)
+	descConsT     = prometheus.NewDesc("cp_receiver_tuples_consumed_total", "Tuples handed to the consumer (the system under test's source).", streamLabels, nil)
+	descOOS       = prometheus.NewDesc("cp_receiver_buckets_out_of_sequence_total", "Buckets that did not arrive in sequence order.", streamLabels, nil)
+	descDup       = prometheus.NewDesc("cp_receiver_buckets_duplicate_total", "Buckets received twice (discarded).", streamLabels, nil)
+	descGap       = prometheus.NewDesc("cp_receiver_buckets_missing", "Sequence numbers skipped and not (yet) received.", streamLabels, nil)
+	descEnded     = prometheus.NewDesc("cp_receiver_stream_ended", "1 once the stream's end marker was consumed.", streamLabels, nil)
+	descMalformed = prometheus.NewDesc("cp_receiver_malformed_messages_total", "Messages skipped because they could not be decoded.", []string{"lane", "reason"}, nil)
+	descOcc       = prometheus.NewDesc("cp_receiver_ring_occupancy_buckets", "Decoded buckets waiting for the consumer.", []string{"lane"}, nil)
+	descCap       = prometheus.NewDesc("cp_receiver_ring_capacity_buckets", "Buckets in the lane's ring.", []string{"lane"}, nil)
+	descBusy      = prometheus.NewDesc("cp_receiver_decode_busy_seconds_total", "Time the lane's deserializer spent decoding.", []string{"lane"}, nil)
+	descStall     = prometheus.NewDesc("cp_receiver_deserializer_stalls_total", "Times the deserializer waited for the consumer to free a bucket.", []string{"lane"}, nil)
+	descLat       = prometheus.NewDesc("cp_receiver_latency_seconds", "Intended send time to consumption, per tuple (sender and receiver clocks must agree: same host or NTP).", nil, nil)
+	descConsAll   = prometheus.NewDesc("cp_receiver_consumed_tuples_total", "Tuples consumed over all streams.", nil, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (r *Receiver) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descRecvT, descRecvB, descConsT, descOOS, descDup, descGap, descEnded, descMalformed, descOcc, descCap, descBusy, descStall, descLat, descConsAll} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector from the published counters.
+func (r *Receiver) Collect(ch chan<- prometheus.Metric) {
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	for _, l := range r.lanes {
+		ln := strconv.Itoa(l.ID)
+		for _, s := range l.streams.all() {
+			lbl := []string{ln, strconv.FormatUint(uint64(s.id), 10)}
+			counter(descRecvT, s.recvTuples.Load(), lbl...)
+			counter(descRecvB, s.recvBuckets.Load(), lbl...)
+			counter(descConsT, s.consumedTuples.Load(), lbl...)
+			counter(descOOS, s.outOfSeq.Load(), lbl...)
+			counter(descDup, s.duplicates.Load(), lbl...)
+			gauge(descGap, float64(s.missing.Load()), lbl...)
+			ended := 0.0
+			if s.ended.Load() {
+				ended = 1
+			}
+			gauge(descEnded, ended, lbl...)
+		}
+		for i, name := range objfactory.ReasonNames {
+			counter(descMalformed, l.Stats.Malformed[i].Load(), ln, name)
+		}
+		gauge(descOcc, float64(l.Occupancy()), ln)
+		gauge(descCap, float64(l.Capacity()), ln)
+		ch <- prometheus.MustNewConstMetric(descBusy, prometheus.CounterValue, r.cfg.Clock.TicksToNs(l.Stats.BusyTicks.Load())/1e9, ln)
+		counter(descStall, l.Stats.StallCount.Load(), ln)
+	}
+	var c histo.Counts
+	c.Add(&r.latency)
+	ch <- c.Metric(descLat, 1e-9)
+	counter(descConsAll, r.consumed.Load())
+}

@@ -1,0 +1,130 @@
+// Package receiver is dgrecv's engine: one PULL socket per lane feeding the
+// object factory, a consumer that drains the lanes a tuple at a time (the
+// stand-in for a system under test's source operator), per-stream accounting
+// (received, consumed, out of sequence, duplicates, missing) and end-of-run
+// detection from the senders' end markers.
+package receiver
+
+import (
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cloudprofiler-go/cp/wire"
+)
+
+// seqWindow is how many recent bucket sequence numbers each stream
+// remembers to tell a duplicate from a late arrival.
+const seqWindow = 1024
+
+// stream is the accounting of one sender stream. Fields marked (d) are
+// written only by the deserializer of the stream's lane, (c) only by the
+// consumer; the atomics are read by anyone.
+type stream struct {
+	id   uint32
+	lane int
+
+	recvBuckets atomic.Uint64 // (d)
+	recvTuples  atomic.Uint64 // (d)
+	outOfSeq    atomic.Uint64 // (d) buckets that arrived ahead of or behind the next expected
+	duplicates  atomic.Uint64 // (d) buckets seen twice (discarded)
+	missing     atomic.Uint64 // (d) sequence numbers skipped and not (yet) filled
+	next        uint64        // (d) next expected sequence number
+	seen        [seqWindow / 64]uint64
+
+	consumedTuples  atomic.Uint64 // (c)
+	consumedBuckets atomic.Uint64 // (c)
+	end             wire.End      // (c) valid once ended is set
+	ended           atomic.Bool   // (c)
+}
+
+func (s *stream) bit(seq uint64) (int, uint64) {
+	i := seq % seqWindow
+	return int(i / 64), 1 << (i % 64)
+}
+
+// track records a data bucket's sequence number and reports whether it is
+// a duplicate. Sequence numbers start at 0 and grow by one per bucket, and
+// ZeroMQ keeps order per connection, so anything else is loss, reordering
+// (e.g. across a reconnect) or duplication by a system in between.
+func (s *stream) track(seq uint64) (duplicate bool) {
+	switch {
+	case seq == s.next:
+		w, b := s.bit(seq)
+		s.seen[w] |= b
+		s.next++
+	case seq > s.next:
+		s.outOfSeq.Add(1)
+		s.missing.Add(seq - s.next)
+		if seq-s.next >= seqWindow {
+			s.seen = [seqWindow / 64]uint64{}
+		} else {
+			for q := s.next; q < seq; q++ {
+				w, b := s.bit(q)
+				s.seen[w] &^= b
+			}
+		}
+		w, b := s.bit(seq)
+		s.seen[w] |= b
+		s.next = seq + 1
+	default: // behind: a duplicate, or a late bucket filling a gap
+		s.outOfSeq.Add(1)
+		if s.next-seq > seqWindow {
+			// Too old to tell a duplicate from a late arrival: accept it and
+			// leave missing alone; the end marker's counts settle it.
+			return false
+		}
+		w, b := s.bit(seq)
+		if s.seen[w]&b != 0 {
+			s.outOfSeq.Add(^uint64(0))
+			s.duplicates.Add(1)
+			return true
+		}
+		s.seen[w] |= b
+		if s.missing.Load() > 0 {
+			s.missing.Add(^uint64(0))
+		}
+	}
+	return false
+}
+
+// streamTable maps stream ids to their accounting for one lane. The lane's
+// deserializer is the only writer; the mutex guards inserts against readers
+// on other goroutines (metrics, results), and the deserializer reads its own
+// map without it.
+type streamTable struct {
+	mu   sync.Mutex
+	m    map[uint32]*stream
+	last *stream // one-entry cache: most lanes carry one stream
+	lane int
+}
+
+func (t *streamTable) get(id uint32) *stream {
+	if t.last != nil && t.last.id == id {
+		return t.last
+	}
+	s, ok := t.m[id]
+	if !ok {
+		s = &stream{id: id, lane: t.lane}
+		t.mu.Lock()
+		if t.m == nil {
+			t.m = make(map[uint32]*stream)
+		}
+		t.m[id] = s
+		t.mu.Unlock()
+	}
+	t.last = s
+	return s
+}
+
+// all returns the streams sorted by id (any goroutine).
+func (t *streamTable) all() []*stream {
+	t.mu.Lock()
+	out := make([]*stream, 0, len(t.m))
+	for _, s := range t.m {
+		out = append(out, s)
+	}
+	t.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}

@@ -1,0 +1,44 @@
+package receiver
+
+import "testing"
+
+func TestStreamTrack(t *testing.T) {
+	for _, tc := range []struct {
+		name                    string
+		seqs                    []uint64
+		outOfSeq, dups, missing uint64
+	}{
+		{"in order", []uint64{0, 1, 2, 3}, 0, 0, 0},
+		{"first bucket lost", []uint64{1, 2}, 1, 0, 1},
+		{"gap", []uint64{0, 1, 4, 5}, 1, 0, 2},
+		{"gap filled late", []uint64{0, 2, 1, 3}, 2, 0, 0},
+		{"duplicate", []uint64{0, 1, 1, 2}, 0, 1, 0},
+		{"duplicate after gap", []uint64{0, 3, 3}, 1, 1, 2},
+		{"big jump then old duplicate", []uint64{0, 5000, 0}, 2, 0, 4999},
+		{"repeat of skipped seq is not a duplicate", []uint64{0, 3, 2, 1}, 3, 0, 0},
+	} {
+		var s stream
+		dups := uint64(0)
+		for _, q := range tc.seqs {
+			if s.track(q) {
+				dups++
+			}
+		}
+		if s.outOfSeq.Load() != tc.outOfSeq || s.duplicates.Load() != tc.dups || dups != tc.dups || s.missing.Load() != tc.missing {
+			t.Errorf("%s: outOfSeq=%d dups=%d missing=%d, want %d %d %d", tc.name,
+				s.outOfSeq.Load(), s.duplicates.Load(), s.missing.Load(), tc.outOfSeq, tc.dups, tc.missing)
+		}
+	}
+}
+
+func TestStreamTrackWrapsWindow(t *testing.T) {
+	var s stream
+	for q := uint64(0); q < 10*seqWindow; q++ {
+		if s.track(q) {
+			t.Fatalf("seq %d flagged duplicate", q)
+		}
+	}
+	if !s.track(10*seqWindow - 5) {
+		t.Fatal("recent duplicate not detected after the window wrapped")
+	}
+}

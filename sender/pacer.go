@@ -1,0 +1,71 @@
+// Package sender is dgsend's engine: pinned emission threads that send
+// pre-serialized buckets over ZeroMQ PUSH sockets on a TSC-paced schedule
+// (the paper's Fig. 9b), count what they emitted, dropped and how late they
+// were, and end every stream with a marker carrying its final counts.
+package sender
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+)
+
+// Pacer is the schedule of one emission thread: slot k (one bucket) is due
+// at Start + floor(k * num / den) TSC ticks. The 128-bit product keeps the
+// schedule exact over any run length, so there is no drift to correct.
+type Pacer struct {
+	Start uint64
+	num   uint64 // ticks per slot, times den
+	den   uint64
+}
+
+// rateScale keeps a thousandth of a tuple per second of rate precision.
+const rateScale = 1000
+
+// NewPacer builds the schedule for sending tuplesPerSlot tuples per slot at
+// rate tuples per second with a TSC of hz ticks per second.
+func NewPacer(start uint64, hz float64, tuplesPerSlot int, rate float64) (Pacer, error) {
+	if !(rate > 0) || math.IsInf(rate, 0) {
+		return Pacer{}, fmt.Errorf("rate must be positive, got %v", rate)
+	}
+	if tuplesPerSlot < 1 {
+		return Pacer{}, fmt.Errorf("tuples per slot must be at least 1, got %d", tuplesPerSlot)
+	}
+	num := math.Round(float64(tuplesPerSlot) * hz * rateScale)
+	den := math.Round(rate * rateScale)
+	if den < 1 || num >= math.MaxUint64 || num < den {
+		return Pacer{}, fmt.Errorf("rate %.3f tuples/s with %d tuples per slot gives a slot shorter than one TSC tick", rate, tuplesPerSlot)
+	}
+	return Pacer{Start: start, num: uint64(num), den: uint64(den)}, nil
+}
+
+// Due returns the TSC time at which slot k should be sent.
+func (p Pacer) Due(k uint64) uint64 {
+	hi, lo := bits.Mul64(k, p.num)
+	if hi >= p.den { // beyond 2^64 ticks (centuries): saturate rather than fault
+		return math.MaxUint64
+	}
+	q, _ := bits.Div64(hi, lo, p.den)
+	return p.Start + q
+}
+
+// SlotTicks is the slot length in (fractional) ticks: the budget of one send.
+func (p Pacer) SlotTicks() float64 { return float64(p.num) / float64(p.den) }
+
+// SlotsBefore returns how many slots are due strictly before TSC time end:
+// what the schedule calls for in [Start, end).
+func (p Pacer) SlotsBefore(end uint64) uint64 {
+	if end <= p.Start {
+		return 0
+	}
+	// smallest k with Due(k) >= end is ceil((end-Start)*den/num)
+	hi, lo := bits.Mul64(end-p.Start, p.den)
+	if hi >= p.num {
+		return math.MaxUint64
+	}
+	q, r := bits.Div64(hi, lo, p.num)
+	if r != 0 {
+		q++
+	}
+	return q
+}

@@ -1,0 +1,187 @@
+package sender
+
+import (
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/cloudprofiler-go/cp/internal/histo"
+)
+
+// Result is what a run did, as dgsend reports it (--json prints it as is).
+type Result struct {
+	Scenario      string  `json:"scenario"`
+	TargetRate    float64 `json:"target_rate_tuples_per_s"` // 0 = unpaced
+	Threads       int     `json:"threads"`
+	BucketSize    int     `json:"bucket_size"`
+	TupleBytes    int     `json:"bucket_bytes"`
+	Overflow      string  `json:"overflow"`
+	Idle          string  `json:"idle"`
+	SendCostNs    int64   `json:"send_cost_ns"`     // measured cost of one send of one bucket
+	DurationS     float64 `json:"duration_s"`       // trial window (or first to last send)
+	ScheduledTups uint64  `json:"scheduled_tuples"` // what the schedule called for
+	Emitted       uint64  `json:"emitted_tuples"`
+	EmittedBkts   uint64  `json:"emitted_buckets"`
+	DroppedBkts   uint64  `json:"dropped_buckets"`
+	DroppedTups   uint64  `json:"dropped_tuples"`
+	Shortfall     uint64  `json:"shortfall_tuples"` // scheduled but neither sent nor dropped (fell behind)
+	AchievedRate  float64 `json:"achieved_rate_tuples_per_s"`
+	// Windows are the tuples emitted in each full 1-second window of the
+	// run, by actual send time (the final partial second is left out).
+	Windows        []uint64      `json:"windows_tuples"`
+	WindowMaxDev   float64       `json:"window_max_deviation"` // max |window - target| / target
+	LateSlots      uint64        `json:"late_slots"`
+	LateThreshNs   int64         `json:"late_threshold_ns"`
+	LateFraction   float64       `json:"late_slot_fraction"`
+	Lateness       histo.Summary `json:"lateness"`
+	Streams        []StreamEnd   `json:"streams"`
+	Interrupted    bool          `json:"interrupted"`
+	Errors         []string      `json:"errors,omitempty"`
+	latenessMerged *histo.Precise
+}
+
+// StreamEnd is one thread's stream as announced in its end marker.
+type StreamEnd struct {
+	Thread      int    `json:"thread"`
+	Stream      uint32 `json:"stream"`
+	Endpoint    string `json:"endpoint"`
+	CPU         int    `json:"cpu"`
+	Tuples      uint64 `json:"tuples"`
+	Dropped     uint64 `json:"dropped_buckets"`
+	MarkerSent  bool   `json:"end_marker_sent"`
+	LateSlots   uint64 `json:"late_slots"`
+	P99Lateness int64  `json:"p99_lateness_ns"`
+}
+
+func (s *Sender) result(start, end uint64) *Result {
+	cfg := &s.cfg
+	r := &Result{Scenario: cfg.Scenario.Name, TargetRate: cfg.Rate, Threads: cfg.Threads, BucketSize: cfg.BucketSize,
+		TupleBytes: len(s.threads[0].tpls[0].Msg), Overflow: string(cfg.Overflow), Idle: string(cfg.Idle),
+		SendCostNs: s.sendCost.Nanoseconds(), LateThreshNs: cfg.LateThreshold.Nanoseconds(), latenessMerged: histo.NewPrecise()}
+	var last uint64
+	var slotsSent uint64
+	var windows []uint64
+	bucket := uint64(cfg.BucketSize)
+	for _, t := range s.threads {
+		r.Emitted += t.emittedTuples.Load()
+		r.EmittedBkts += t.emittedBuckets.Load()
+		r.DroppedBkts += t.droppedBuckets.Load()
+		r.DroppedTups += t.droppedTuples.Load()
+		r.LateSlots += t.lateSlots.Load()
+		r.ScheduledTups += t.scheduled * bucket
+		slotsSent += t.emittedBuckets.Load() + t.droppedBuckets.Load()
+		r.Interrupted = r.Interrupted || t.interrupted
+		r.latenessMerged.Merge(t.precise)
+		last = max(last, t.lastSend)
+		se := StreamEnd{Thread: t.id, Stream: t.stream, Endpoint: t.endpoint, CPU: t.cpu, Tuples: t.emittedTuples.Load(),
+			Dropped: t.droppedBuckets.Load(), MarkerSent: t.endMarker == nil, LateSlots: t.lateSlots.Load(), P99Lateness: t.precise.Summary().P99}
+		r.Streams = append(r.Streams, se)
+		if t.err != nil {
+			r.Errors = append(r.Errors, t.err.Error())
+		}
+		if t.endMarker != nil {
+			r.Errors = append(r.Errors, t.endMarker.Error())
+		}
+		if windows == nil {
+			windows = make([]uint64, len(t.windows))
+		}
+		for i, c := range t.windows {
+			windows[i] += c
+		}
+	}
+	if r.ScheduledTups > r.Emitted+r.DroppedTups {
+		r.Shortfall = r.ScheduledTups - r.Emitted - r.DroppedTups
+	}
+	clock := cfg.Clock
+	span := last - start
+	if end != math.MaxUint64 && !r.Interrupted {
+		span = end - start
+	} else if cfg.Rate > 0 {
+		span += uint64(float64(bucket) * float64(cfg.Threads) / cfg.Rate * clock.Hz) // include the last slot
+	}
+	r.DurationS = clock.TicksToNs(span) / 1e9
+	if r.DurationS > 0 {
+		r.AchievedRate = float64(r.Emitted) / r.DurationS
+	}
+	// Full windows only: a window w is complete if the run lasted past its end.
+	full := int(r.DurationS)
+	var prev uint64
+	for i := 0; i < full && i < len(windows); i++ {
+		r.Windows = append(r.Windows, windows[i]-prev)
+		prev = windows[i]
+	}
+	if cfg.Rate > 0 {
+		for _, n := range r.Windows {
+			r.WindowMaxDev = max(r.WindowMaxDev, math.Abs(float64(n)-cfg.Rate)/cfg.Rate)
+		}
+	}
+	if slotsSent > 0 {
+		r.LateFraction = float64(r.LateSlots) / float64(slotsSent)
+	}
+	r.Lateness = r.latenessMerged.Summary()
+	return r
+}
+
+// Progress is a live view of the totals, safe to take while running.
+type Progress struct {
+	Elapsed        time.Duration
+	Emitted        uint64
+	DroppedBuckets uint64
+	LateSlots      uint64
+}
+
+// Snapshot returns the live totals.
+func (s *Sender) Snapshot() Progress {
+	p := Progress{Elapsed: time.Since(s.started)}
+	for _, t := range s.threads {
+		p.Emitted += t.emittedTuples.Load()
+		p.DroppedBuckets += t.droppedBuckets.Load()
+		p.LateSlots += t.lateSlots.Load()
+	}
+	return p
+}
+
+var (
+	descEmitted = prometheus.NewDesc("cp_sender_tuples_emitted_total", "Tuples sent, per emission thread.", []string{"thread", "stream"}, nil)
+	descBuckets = prometheus.NewDesc("cp_sender_buckets_emitted_total", "Buckets (ZeroMQ messages) sent.", []string{"thread", "stream"}, nil)
+	descDropB   = prometheus.NewDesc("cp_sender_buckets_dropped_total", "Buckets not sent because the socket was full (overflow policy drop).", []string{"thread", "stream"}, nil)
+	descDropT   = prometheus.NewDesc("cp_sender_tuples_dropped_total", "Tuples in dropped buckets.", []string{"thread", "stream"}, nil)
+	descLate    = prometheus.NewDesc("cp_sender_late_slots_total", "Slots sent later than the late threshold after their intended time.", []string{"thread", "stream"}, nil)
+	descLatency = prometheus.NewDesc("cp_sender_lateness_seconds", "Actual minus intended send time of each bucket.", []string{"thread", "stream"}, nil)
+	descTarget  = prometheus.NewDesc("cp_sender_target_rate_tuples_per_second", "Configured total emission rate (0 = unpaced).", nil, nil)
+	descCost    = prometheus.NewDesc("cp_sender_send_cost_seconds", "Measured cost of one send of one bucket.", nil, nil)
+	descRunning = prometheus.NewDesc("cp_sender_running", "1 while the emission threads run.", nil, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (s *Sender) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descEmitted, descBuckets, descDropB, descDropT, descLate, descLatency, descTarget, descCost, descRunning} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector: it reads the threads' published
+// counters, so a scrape costs the emission loops nothing.
+func (s *Sender) Collect(ch chan<- prometheus.Metric) {
+	secPerTick := 1 / s.cfg.Clock.Hz
+	for _, t := range s.threads {
+		labels := []string{strconv.Itoa(t.id), strconv.FormatUint(uint64(t.stream), 10)}
+		ch <- prometheus.MustNewConstMetric(descEmitted, prometheus.CounterValue, float64(t.emittedTuples.Load()), labels...)
+		ch <- prometheus.MustNewConstMetric(descBuckets, prometheus.CounterValue, float64(t.emittedBuckets.Load()), labels...)
+		ch <- prometheus.MustNewConstMetric(descDropB, prometheus.CounterValue, float64(t.droppedBuckets.Load()), labels...)
+		ch <- prometheus.MustNewConstMetric(descDropT, prometheus.CounterValue, float64(t.droppedTuples.Load()), labels...)
+		ch <- prometheus.MustNewConstMetric(descLate, prometheus.CounterValue, float64(t.lateSlots.Load()), labels...)
+		var c histo.Counts
+		c.Add(&t.lateness)
+		ch <- c.Metric(descLatency, secPerTick, labels...)
+	}
+	ch <- prometheus.MustNewConstMetric(descTarget, prometheus.GaugeValue, s.cfg.Rate)
+	ch <- prometheus.MustNewConstMetric(descCost, prometheus.GaugeValue, s.sendCost.Seconds())
+	running := 0.0
+	if s.running.Load() {
+		running = 1
+	}
+	ch <- prometheus.MustNewConstMetric(descRunning, prometheus.GaugeValue, running)
+}

@@ -1,0 +1,567 @@
+package sender
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	zmq "github.com/pebbe/zmq4"
+	"golang.org/x/sys/unix"
+
+	"github.com/cloudprofiler-go/cp/internal/cpuset"
+	"github.com/cloudprofiler-go/cp/internal/histo"
+	"github.com/cloudprofiler-go/cp/internal/zmqraw"
+	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/tsc"
+	"github.com/cloudprofiler-go/cp/wire"
+)
+
+// Overflow says what a thread does when its socket is at the high-water mark.
+type Overflow string
+
+const (
+	// Block waits (ZeroMQ's default): nothing is lost, lateness grows.
+	Block Overflow = "block"
+	// Drop sends with ZMQ_DONTWAIT and counts EAGAIN as a dropped bucket.
+	Drop Overflow = "drop"
+)
+
+// Idle says how a thread waits for its next slot.
+type Idle string
+
+const (
+	// Spin busy-waits on the TSC (the paper's loop): most precise, costs a core.
+	Spin Idle = "spin"
+	// Yield spins near the slot and calls sched_yield when far from it, so
+	// other threads on the same core can run (machines with few cores).
+	Yield Idle = "yield"
+	// Sleep nanosleeps (with 1 ns timer slack) when the slot is more than
+	// 100 us away: for low rates, where a spinning core would be wasted.
+	Sleep Idle = "sleep"
+)
+
+// Config describes one dgsend run.
+type Config struct {
+	Endpoints     []string // ZeroMQ endpoints; thread i uses Endpoints[i % len]
+	Bind          bool     // bind instead of connect (a system under test pulls from us)
+	SenderID      uint8    // distinguishes senders in stream and tuple ids
+	Threads       int
+	Rate          float64 // total tuples per second over all threads; 0 = unpaced
+	Duration      time.Duration
+	Count         uint64 // total tuples; 0 = until Duration or Stop
+	BucketSize    int
+	Scenario      *scenarios.Scenario
+	Overflow      Overflow
+	Idle          Idle
+	CPUs          []int // CPU per thread (cycled); nil = not pinned
+	HWM           int   // send high-water mark in messages
+	IOThreads     int   // libzmq I/O threads
+	LateThreshold time.Duration
+	SkipRateCheck bool          // do not refuse rates above the measured send cost
+	EndTimeout    time.Duration // how long to try delivering end markers
+	Clock         *tsc.Clock
+}
+
+func (c *Config) validate() error {
+	var problems []string
+	if len(c.Endpoints) == 0 {
+		problems = append(problems, "no endpoint given (e.g. tcp://receiver:5555)")
+	}
+	if c.Threads < 1 || c.Threads > 256 {
+		problems = append(problems, fmt.Sprintf("threads must be 1..256, got %d", c.Threads))
+	}
+	if c.Rate < 0 || math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0) {
+		problems = append(problems, fmt.Sprintf("rate must be a positive number of tuples/s (or 0 for unpaced), got %v", c.Rate))
+	}
+	if c.Duration <= 0 && c.Count == 0 {
+		problems = append(problems, "give a duration or a count, or the run never ends")
+	}
+	if c.BucketSize < 1 || c.BucketSize > 1<<20 {
+		problems = append(problems, fmt.Sprintf("bucket size must be 1..1048576 tuples, got %d", c.BucketSize))
+	}
+	if c.Overflow != Block && c.Overflow != Drop {
+		problems = append(problems, fmt.Sprintf("overflow policy must be %q or %q, got %q", Block, Drop, c.Overflow))
+	}
+	if c.Idle != Spin && c.Idle != Yield && c.Idle != Sleep {
+		problems = append(problems, fmt.Sprintf("idle strategy must be spin, yield or sleep, got %q", c.Idle))
+	}
+	if c.Scenario == nil {
+		problems = append(problems, "no scenario")
+	}
+	if c.HWM < 0 || c.IOThreads < 0 {
+		problems = append(problems, "hwm and io-threads must not be negative")
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	if c.IOThreads == 0 {
+		c.IOThreads = 1
+	}
+	if c.LateThreshold <= 0 {
+		c.LateThreshold = 10 * time.Microsecond
+	}
+	if c.EndTimeout <= 0 {
+		c.EndTimeout = 10 * time.Second
+	}
+	return nil
+}
+
+// Sender runs the emission threads of one dgsend process.
+type Sender struct {
+	cfg      Config
+	ctx      *zmq.Context
+	threads  []*thread
+	stop     atomic.Bool
+	ran      atomic.Bool // Run was called
+	running  atomic.Bool // emission threads are running
+	sendCost time.Duration
+	started  time.Time
+}
+
+// thread is one emission thread and its stream.
+type thread struct {
+	id       int
+	stream   uint32
+	cpu      int // -1: not pinned
+	endpoint string
+	sock     *zmq.Socket
+	raw      *zmqraw.Socket
+	tpls     []scenarios.Template
+	slots    uint64 // slot limit (count mode)
+
+	// Published counters: written by the emission loop, read by anyone.
+	emittedTuples  atomic.Uint64
+	emittedBuckets atomic.Uint64
+	droppedBuckets atomic.Uint64
+	droppedTuples  atomic.Uint64
+	lateSlots      atomic.Uint64
+	lateness       histo.Log2 // ticks
+
+	// Owned by the loop until it returns.
+	precise     *histo.Precise // lateness, ns
+	windows     []uint64       // cumulative tuples emitted at each 1 s boundary
+	scheduled   uint64         // slots the schedule called for before the end
+	firstSend   uint64
+	lastSend    uint64
+	endMarker   error
+	err         error
+	pacer       Pacer
+	interrupted bool
+}
+
+// New validates cfg, connects the sockets, pre-serializes the buckets and
+// measures the cost of one send, refusing a rate whose per-thread budget
+// is below it (unless SkipRateCheck).
+func New(cfg Config) (*Sender, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Clock == nil {
+		return nil, errors.New("no TSC clock")
+	}
+	encoded, err := cfg.Scenario.Generate()
+	if err != nil {
+		return nil, err
+	}
+	// The context (and its I/O threads) is created before any thread is
+	// pinned: C threads inherit the creator's affinity mask.
+	ctx, err := zmq.NewContext()
+	if err != nil {
+		return nil, fmt.Errorf("create ZeroMQ context: %w", err)
+	}
+	s := &Sender{cfg: cfg, ctx: ctx}
+	if err := ctx.SetIoThreads(cfg.IOThreads); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("set ZeroMQ I/O threads: %w", err)
+	}
+	for i := 0; i < cfg.Threads; i++ {
+		t := &thread{id: i, stream: wire.StreamID(cfg.SenderID, uint8(i)), cpu: -1,
+			endpoint: cfg.Endpoints[i%len(cfg.Endpoints)], slots: math.MaxUint64, precise: histo.NewPrecise()}
+		if len(cfg.CPUs) > 0 {
+			t.cpu = cfg.CPUs[i%len(cfg.CPUs)]
+		}
+		if t.tpls, err = scenarios.Templates(encoded, t.stream, cfg.BucketSize); err != nil {
+			s.Close()
+			return nil, err
+		}
+		if cfg.Count > 0 {
+			share := cfg.Count / uint64(cfg.Threads)
+			if uint64(i) < cfg.Count%uint64(cfg.Threads) {
+				share++
+			}
+			t.slots = (share + uint64(cfg.BucketSize) - 1) / uint64(cfg.BucketSize) // whole buckets
+		}
+		s.threads = append(s.threads, t)
+		if t.sock, err = s.openSocket(t.endpoint); err != nil {
+			s.Close()
+			return nil, err
+		}
+		if t.raw, err = zmqraw.Wrap(t.sock, 0); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	if s.sendCost, err = measureSendCost(ctx, s.threads[0].tpls[0].Msg); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if cfg.Rate > 0 && !cfg.SkipRateCheck {
+		budget := time.Duration(float64(time.Second) * float64(cfg.BucketSize) * float64(cfg.Threads) / cfg.Rate)
+		if budget < s.sendCost {
+			most := float64(cfg.BucketSize) * float64(cfg.Threads) / s.sendCost.Seconds()
+			s.Close()
+			return nil, fmt.Errorf("rate %.0f tuples/s needs a send every %v per thread, but one send of a %d-tuple bucket costs %v here: "+
+				"the most %d thread(s) can do is about %.0f tuples/s; use more threads or larger buckets (--bucket), or --no-rate-check to try anyway",
+				cfg.Rate, budget, cfg.BucketSize, s.sendCost, cfg.Threads, most)
+		}
+	}
+	return s, nil
+}
+
+func (s *Sender) openSocket(endpoint string) (*zmq.Socket, error) {
+	sock, err := s.ctx.NewSocket(zmq.PUSH)
+	if err != nil {
+		return nil, fmt.Errorf("create PUSH socket: %w", err)
+	}
+	set := func(what string, err error) error {
+		if err != nil {
+			return fmt.Errorf("set %s on %s: %w", what, endpoint, err)
+		}
+		return nil
+	}
+	if err := set("send HWM", sock.SetSndhwm(s.cfg.HWM)); err != nil {
+		sock.Close()
+		return nil, err
+	}
+	// A bounded send timeout lets a blocked thread notice the end of the
+	// trial or a stop request; in block mode it simply retries.
+	if err := set("send timeout", sock.SetSndtimeo(100*time.Millisecond)); err != nil {
+		sock.Close()
+		return nil, err
+	}
+	if err := set("linger", sock.SetLinger(s.cfg.EndTimeout)); err != nil {
+		sock.Close()
+		return nil, err
+	}
+	if s.cfg.Bind {
+		err = sock.Bind(endpoint)
+	} else {
+		err = sock.Connect(endpoint)
+	}
+	if err != nil {
+		sock.Close()
+		verb := "connect to"
+		if s.cfg.Bind {
+			verb = "bind"
+		}
+		return nil, fmt.Errorf("%s %s: %w", verb, endpoint, err)
+	}
+	return sock, nil
+}
+
+// measureSendCost times zmq_send of msg into a loopback PUSH socket whose
+// queue is unbounded (so nothing blocks) and returns the median per-send
+// cost of five batches: the floor below which a slot budget cannot be met.
+func measureSendCost(ctx *zmq.Context, msg []byte) (time.Duration, error) {
+	pull, err := ctx.NewSocket(zmq.PULL)
+	if err != nil {
+		return 0, fmt.Errorf("measure send cost: %w", err)
+	}
+	defer pull.Close()
+	_ = pull.SetLinger(0)
+	if err := pull.Bind("tcp://127.0.0.1:*"); err != nil {
+		return 0, fmt.Errorf("measure send cost: bind loopback: %w", err)
+	}
+	ep, _ := pull.GetLastEndpoint()
+	push, err := ctx.NewSocket(zmq.PUSH)
+	if err != nil {
+		return 0, fmt.Errorf("measure send cost: %w", err)
+	}
+	defer push.Close()
+	_ = push.SetLinger(0)
+	_ = push.SetSndhwm(0)
+	if err := push.Connect(ep); err != nil {
+		return 0, fmt.Errorf("measure send cost: connect %s: %w", ep, err)
+	}
+	raw, err := zmqraw.Wrap(push, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer raw.Close()
+	n := (32 << 20) / (len(msg) + 64) // bounded memory: at most ~32 MiB queued per batch
+	n = max(200, min(n, 20000))
+	costs := make([]time.Duration, 0, 5)
+	for batch := 0; batch < 6; batch++ {
+		start := time.Now()
+		for i := 0; i < n; i++ {
+			if err := raw.Send(msg, false); err != nil {
+				return 0, fmt.Errorf("measure send cost: %w", err)
+			}
+		}
+		if batch > 0 { // the first batch warms up the connection
+			costs = append(costs, time.Since(start)/time.Duration(n))
+		}
+	}
+	sort.Slice(costs, func(i, j int) bool { return costs[i] < costs[j] })
+	return costs[len(costs)/2], nil
+}
+
+// SendCost is the measured cost of one send of one bucket.
+func (s *Sender) SendCost() time.Duration { return s.sendCost }
+
+// Stop asks the threads to finish; it is safe from a signal handler
+// goroutine. Run still sends the end markers.
+func (s *Sender) Stop() { s.stop.Store(true) }
+
+// Close releases the sockets and the ZeroMQ context, waiting up to the end
+// timeout for queued messages to leave.
+func (s *Sender) Close() {
+	for _, t := range s.threads {
+		if t.raw != nil {
+			t.raw.Close()
+		}
+		if t.sock != nil {
+			t.sock.Close()
+		}
+	}
+	if s.ctx != nil {
+		_ = s.ctx.Term()
+		s.ctx = nil
+	}
+}
+
+// Run emits until the duration, count or Stop, sends every stream's end
+// marker, and returns the result. It can be called once.
+func (s *Sender) Run() (*Result, error) {
+	if !s.ran.CompareAndSwap(false, true) {
+		return nil, errors.New("sender already ran")
+	}
+	s.running.Store(true)
+	defer s.running.Store(false)
+	clock := s.cfg.Clock
+	// A common start a little in the future so all threads begin together.
+	start := tsc.Read() + clock.Ticks(20*time.Millisecond)
+	end := uint64(math.MaxUint64)
+	if s.cfg.Duration > 0 {
+		end = start + clock.Ticks(s.cfg.Duration)
+	}
+	nWindows := 1
+	if s.cfg.Duration > 0 {
+		nWindows = int(s.cfg.Duration/time.Second) + 2
+	} else if s.cfg.Rate > 0 {
+		nWindows = int(float64(s.cfg.Count)/s.cfg.Rate) + 2
+	}
+	nWindows = min(max(nWindows, 1), 7*24*3600)
+	s.started = time.Now()
+	var wg sync.WaitGroup
+	for _, t := range s.threads {
+		t.windows = make([]uint64, nWindows)
+		if s.cfg.Rate > 0 {
+			p, err := NewPacer(start, clock.Hz, s.cfg.BucketSize, s.cfg.Rate/float64(s.cfg.Threads))
+			if err != nil {
+				return nil, err
+			}
+			t.pacer = p
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t.run(s, start, end)
+		}()
+	}
+	wg.Wait()
+	return s.result(start, end), nil
+}
+
+// run is one emission thread (Fig. 9b). It owns its socket and never
+// unlocks its OS thread: a pinned thread must not return to the pool.
+func (t *thread) run(s *Sender, start, end uint64) {
+	if t.cpu >= 0 {
+		if err := cpuset.PinThread(t.cpu); err != nil {
+			t.err = err
+			return
+		}
+	} else {
+		runtime.LockOSThread()
+	}
+	if s.cfg.Idle == Sleep {
+		_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+	}
+	t.loop(s, start, end)
+	t.endMarker = t.sendEnd(s)
+}
+
+func (t *thread) loop(s *Sender, start, end uint64) {
+	cfg := &s.cfg
+	clock := cfg.Clock
+	paced := cfg.Rate > 0
+	drop := cfg.Overflow == Drop
+	lateTicks := clock.Ticks(cfg.LateThreshold)
+	yieldTicks := clock.Ticks(5 * time.Microsecond)
+	sleepTicks := clock.Ticks(100 * time.Microsecond)
+	sleepMargin := clock.Ticks(50 * time.Microsecond)
+	nsPerTick := 1e9 / clock.Hz
+	ticksPerSec := uint64(clock.Hz)
+	bucket := uint64(cfg.BucketSize)
+	tpls := t.tpls
+	stop := &s.stop
+
+	var (
+		k, seq, tupleSeq, emitted, buckets, dropB, late uint64
+		idx                                             int
+		w                                               int
+		winEnd                                          = start + ticksPerSec
+	)
+	for tsc.ReadFast() < start {
+	}
+	t.firstSend = 0
+	for k < t.slots {
+		var due uint64
+		if paced {
+			due = t.pacer.Due(k)
+			wait(due, cfg.Idle, yieldTicks, sleepTicks, sleepMargin)
+		}
+		tpl := &tpls[idx]
+		if paced {
+			tpl.Patch(seq, wire.TupleID(t.stream, tupleSeq), clock.UnixNano(due))
+		}
+		at := tsc.ReadFast()
+		if at >= end || stop.Load() {
+			t.interrupted = stop.Load() && at < end
+			break
+		}
+		if !paced {
+			due = at
+			tpl.Patch(seq, wire.TupleID(t.stream, tupleSeq), clock.UnixNano(at))
+		}
+		if t.firstSend == 0 {
+			t.firstSend = at
+		}
+		err := t.raw.Send(tpl.Msg, drop)
+		for err == zmqraw.ErrAgain && !drop { // block mode: the send timeout expired, keep trying
+			if tsc.ReadFast() >= end || stop.Load() {
+				break
+			}
+			err = t.raw.Send(tpl.Msg, false)
+		}
+		switch err {
+		case nil:
+			seq++
+			tupleSeq += bucket
+			emitted += bucket
+			buckets++
+		case zmqraw.ErrAgain:
+			if drop {
+				dropB++
+			}
+		default:
+			t.err = fmt.Errorf("send on %s: %w", t.endpoint, err)
+		}
+		lateness := at - due
+		if at < due {
+			lateness = 0
+		}
+		if lateness > lateTicks {
+			late++
+		}
+		t.lateness.Record(lateness)
+		t.precise.Record(int64(float64(lateness) * nsPerTick))
+		for at >= winEnd {
+			if w < len(t.windows) {
+				t.windows[w] = emitted
+			}
+			w++
+			winEnd += ticksPerSec
+		}
+		t.lastSend = at
+		k++
+		if idx++; idx == len(tpls) {
+			idx = 0
+		}
+		if k&63 == 0 || t.err != nil {
+			t.publish(emitted, buckets, dropB, late, bucket)
+			if t.err != nil {
+				break
+			}
+		}
+	}
+	t.publish(emitted, buckets, dropB, late, bucket)
+	if paced {
+		stopAt := end
+		if k < t.slots && stopAt == math.MaxUint64 {
+			stopAt = t.lastSend + 1
+		}
+		t.scheduled = min(t.pacer.SlotsBefore(stopAt), t.slots)
+		if t.interrupted {
+			t.scheduled = min(t.scheduled, t.pacer.SlotsBefore(t.lastSend+1))
+		}
+	} else {
+		t.scheduled = k
+	}
+	// Windows not reached (run ended early) stay at the final count.
+	for ; w < len(t.windows); w++ {
+		t.windows[w] = emitted
+	}
+}
+
+func (t *thread) publish(emitted, buckets, dropB, late, bucket uint64) {
+	t.emittedTuples.Store(emitted)
+	t.emittedBuckets.Store(buckets)
+	t.droppedBuckets.Store(dropB)
+	t.droppedTuples.Store(dropB * bucket)
+	t.lateSlots.Store(late)
+	t.lateness.Publish()
+}
+
+// wait holds the thread until the TSC reaches due.
+func wait(due uint64, idle Idle, yieldTicks, sleepTicks, sleepMargin uint64) {
+	for {
+		now := tsc.ReadFast()
+		if now >= due {
+			return
+		}
+		rem := due - now
+		switch {
+		case idle == Yield && rem > yieldTicks:
+			_, _, _ = unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		case idle == Sleep && rem > sleepTicks:
+			// ticks are close enough to ns for a sleep that stops early
+			ts := unix.NsecToTimespec(int64(rem - sleepMargin))
+			_ = unix.Nanosleep(&ts, nil)
+		}
+	}
+}
+
+// sendEnd delivers the stream's end marker, retrying until EndTimeout.
+func (t *thread) sendEnd(s *Sender) error {
+	reason := "completed"
+	switch {
+	case t.err != nil:
+		reason = "error"
+	case t.interrupted:
+		reason = "interrupted"
+	}
+	msg, err := wire.AppendEnd(nil, t.stream, wire.End{
+		Tuples: t.emittedTuples.Load(), Buckets: t.emittedBuckets.Load(),
+		DroppedBuckets: t.droppedBuckets.Load(), DroppedTuples: t.droppedTuples.Load(), Reason: reason,
+	})
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(s.cfg.EndTimeout)
+	for {
+		err := t.raw.Send(msg, false)
+		if err == nil {
+			return nil
+		}
+		if err != zmqraw.ErrAgain || time.Now().After(deadline) {
+			return fmt.Errorf("end marker of stream %d to %s not delivered within %v: %w", t.stream, t.endpoint, s.cfg.EndTimeout, err)
+		}
+	}
+}
