@@ -7,18 +7,18 @@ import (
 
 // Bucket is one received message and the tuple objects decoded from it. A
 // bucket travels deserializer -> consumer -> back to the deserializer's free
-// ring; its buffer and tuple slice are reused, so after warm-up nothing is
-// allocated.
+// ring; its message (owned by the Source) and tuple slice are reused, so
+// after warm-up nothing is allocated.
 type Bucket struct {
-	Msg    []byte // the whole message; tuple byte fields point into it
+	Msg    []byte // the whole message (owned by the Source); tuple byte fields point into it
 	Header wire.Header
 	Tuples []scenarios.Tuple // Header.Count decoded tuples (data buckets)
 	End    wire.End          // final counts (end markers)
 	Lane   int               // index of the lane that received it
+	Slot   int               // the bucket's number within its lane
 	// Tag is set by the lane's Accept hook (e.g. per-stream state) for the
 	// consumer, so the consumer needs no lookup of its own.
 	Tag any
-	buf    []byte            // receive buffer owned by the bucket
 }
 
 // minTupleBytes is the smallest possible msgpack tuple (fixarray + two

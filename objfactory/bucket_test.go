@@ -99,19 +99,17 @@ type fakeSource struct {
 	i    int
 }
 
-func (s *fakeSource) RecvInto(buf []byte) ([]byte, error) {
+func (s *fakeSource) Recv(b *Bucket) error {
 	if s.i >= len(s.msgs) {
-		return nil, ErrTimeout
+		return ErrTimeout
 	}
 	m := s.msgs[s.i]
 	s.i++
 	if len(m) > 1<<20 {
-		return nil, ErrOversized
+		return ErrOversized
 	}
-	if len(m) > cap(buf) {
-		buf = make([]byte, len(m))
-	}
-	return append(buf[:0], m...), nil
+	b.Msg = m
+	return nil
 }
 
 // TestLaneDeliversInOrderAndCountsMalformed runs the deserialization loop
@@ -129,7 +127,7 @@ func TestLaneDeliversInOrderAndCountsMalformed(t *testing.T) {
 			src.msgs = append(src.msgs, []byte("garbage that is longer than a header"), make([]byte, 2<<20))
 		}
 	}
-	lane, err := NewLane(0, 4, 64, scenarios.DecodeSynthetic)
+	lane, err := NewLane(0, 4, scenarios.DecodeSynthetic)
 	if err != nil {
 		t.Fatal(err)
 	}

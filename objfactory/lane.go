@@ -11,12 +11,14 @@ import (
 	"github.com/cloudprofiler-go/cp/wire"
 )
 
-// Source delivers messages to a lane. RecvInto receives one message into buf
-// (growing it when the message is larger, up to the source's limit) and
-// returns the message, which may alias buf. It returns ErrTimeout when
-// nothing arrived within its poll interval, so the lane can notice a stop.
+// Source delivers messages to a lane. Recv receives one message into the
+// bucket: it sets b.Msg, which must stay valid until the next Recv into the
+// same bucket (a source that owns message memory frees the previous message
+// of that bucket then; b.Slot identifies the bucket). Recv returns
+// ErrTimeout when nothing arrived within its poll interval, so the lane can
+// notice a stop.
 type Source interface {
-	RecvInto(buf []byte) ([]byte, error)
+	Recv(b *Bucket) error
 }
 
 // ErrTimeout is returned by a Source when no message arrived in time.
@@ -97,16 +99,16 @@ type Lane struct {
 	decode scenarios.Decoder
 }
 
-// NewLane pre-allocates capacity buckets (a power of two) with receive
-// buffers of bufSize bytes.
-func NewLane(id, capacity, bufSize int, decode scenarios.Decoder) (*Lane, error) {
+// NewLane pre-allocates capacity buckets (a power of two), numbered by
+// Slot from 0 to capacity-1.
+func NewLane(id, capacity int, decode scenarios.Decoder) (*Lane, error) {
 	full, err := NewRing[*Bucket](capacity)
 	if err != nil {
 		return nil, err
 	}
 	free, _ := NewRing[*Bucket](capacity)
 	for i := 0; i < capacity; i++ {
-		free.Push(&Bucket{Lane: id, buf: make([]byte, bufSize)})
+		free.Push(&Bucket{Lane: id, Slot: i})
 	}
 	return &Lane{ID: id, full: full, free: free, decode: decode}, nil
 }
@@ -128,7 +130,7 @@ func (l *Lane) Run(src Source, stop *atomic.Bool, accept Accept) error {
 				return nil
 			}
 		}
-		msg, err := src.RecvInto(b.buf)
+		err := src.Recv(b)
 		if err != nil {
 			if err == ErrTimeout {
 				continue
@@ -139,10 +141,6 @@ func (l *Lane) Run(src Source, stop *atomic.Bool, accept Accept) error {
 			}
 			return err
 		}
-		if cap(msg) > cap(b.buf) {
-			b.buf = msg[:cap(msg)] // the source grew the buffer: keep it
-		}
-		b.Msg = msg
 		t0 := tsc.ReadFast()
 		err = b.Decode(l.decode)
 		l.Stats.BusyTicks.Add(tsc.ReadFast() - t0)
@@ -151,7 +149,7 @@ func (l *Lane) Run(src Source, stop *atomic.Bool, accept Accept) error {
 			continue // reuse the same bucket
 		}
 		l.Stats.Messages.Add(1)
-		l.Stats.Bytes.Add(uint64(len(msg)))
+		l.Stats.Bytes.Add(uint64(len(b.Msg)))
 		if accept != nil && !accept(b) {
 			continue
 		}

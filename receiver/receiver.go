@@ -26,7 +26,6 @@ type Config struct {
 	Connect       bool     // connect instead of bind (behind a system under test that pushes)
 	Schema        string   // tuple schema: ad-event, synthetic or raw
 	RingCapacity  int      // buckets per lane (power of two)
-	BufferSize    int      // initial receive buffer per bucket, bytes
 	MaxMessage    int      // larger messages are counted as malformed and skipped
 	HWM           int      // receive high-water mark in messages
 	IOThreads     int
@@ -59,9 +58,6 @@ func (c *Config) validate() error {
 	}
 	if c.RingCapacity < 2 || c.RingCapacity&(c.RingCapacity-1) != 0 {
 		problems = append(problems, fmt.Sprintf("ring capacity must be a power of two >= 2, got %d", c.RingCapacity))
-	}
-	if c.BufferSize <= 0 {
-		c.BufferSize = 16 << 10
 	}
 	if c.MaxMessage <= 0 {
 		c.MaxMessage = 64 << 20
@@ -138,7 +134,7 @@ func New(cfg Config) (*Receiver, error) {
 		if len(cfg.CPUs) > 0 {
 			l.cpu = cfg.CPUs[i%len(cfg.CPUs)]
 		}
-		if l.Lane, err = objfactory.NewLane(i, cfg.RingCapacity, cfg.BufferSize, decode); err != nil {
+		if l.Lane, err = objfactory.NewLane(i, cfg.RingCapacity, decode); err != nil {
 			r.Close()
 			return nil, err
 		}
@@ -147,7 +143,7 @@ func New(cfg Config) (*Receiver, error) {
 			r.Close()
 			return nil, err
 		}
-		if l.raw, err = zmqraw.Wrap(l.sock, cfg.MaxMessage); err != nil {
+		if l.raw, err = zmqraw.Wrap(l.sock, cfg.RingCapacity, cfg.MaxMessage); err != nil {
 			r.Close()
 			return nil, err
 		}

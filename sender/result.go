@@ -106,7 +106,7 @@ func (s *Sender) result(start, end uint64) *Result {
 		r.AchievedRate = float64(r.Emitted) / r.DurationS
 	}
 	// Full windows only: a window w is complete if the run lasted past its end.
-	full := int(r.DurationS)
+	full := int(span / uint64(clock.Hz))
 	var prev uint64
 	for i := 0; i < full && i < len(windows); i++ {
 		r.Windows = append(r.Windows, windows[i]-prev)

@@ -112,6 +112,10 @@ func (c *Config) validate() error {
 	return nil
 }
 
+// EndGrace is how long after the end of the run a thread that is behind
+// schedule keeps sending slots that were due before the end.
+const EndGrace = 10 * time.Millisecond
+
 // Sender runs the emission threads of one dgsend process.
 type Sender struct {
 	cfg      Config
@@ -202,7 +206,7 @@ func New(cfg Config) (*Sender, error) {
 			s.Close()
 			return nil, err
 		}
-		if t.raw, err = zmqraw.Wrap(t.sock, 0); err != nil {
+		if t.raw, err = zmqraw.Wrap(t.sock, 0, 0); err != nil {
 			s.Close()
 			return nil, err
 		}
@@ -289,7 +293,7 @@ func measureSendCost(ctx *zmq.Context, msg []byte) (time.Duration, error) {
 	if err := push.Connect(ep); err != nil {
 		return 0, fmt.Errorf("measure send cost: connect %s: %w", ep, err)
 	}
-	raw, err := zmqraw.Wrap(push, 0)
+	raw, err := zmqraw.Wrap(push, 0, 0)
 	if err != nil {
 		return 0, err
 	}
@@ -407,6 +411,10 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 	sleepTicks := clock.Ticks(100 * time.Microsecond)
 	sleepMargin := clock.Ticks(50 * time.Microsecond)
 	nsPerTick := 1e9 / clock.Hz
+	endGrace := end
+	if end != math.MaxUint64 {
+		endGrace = end + clock.Ticks(EndGrace)
+	}
 	ticksPerSec := uint64(clock.Hz)
 	bucket := uint64(cfg.BucketSize)
 	tpls := t.tpls
@@ -429,10 +437,16 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 		}
 		tpl := &tpls[idx]
 		if paced {
+			if due >= end {
+				break // the schedule is complete
+			}
 			tpl.Patch(seq, wire.TupleID(t.stream, tupleSeq), clock.UnixNano(due))
 		}
 		at := tsc.ReadFast()
-		if at >= end || stop.Load() {
+		// A slot due before the end is still sent a little after it; a
+		// thread more than the grace behind stops, and the rest of the
+		// schedule is reported as shortfall.
+		if stop.Load() || (paced && at >= endGrace) || (!paced && at >= end) {
 			t.interrupted = stop.Load() && at < end
 			break
 		}
@@ -463,15 +477,17 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 		default:
 			t.err = fmt.Errorf("send on %s: %w", t.endpoint, err)
 		}
-		lateness := at - due
-		if at < due {
-			lateness = 0
+		if paced {
+			lateness := at - due
+			if at < due {
+				lateness = 0
+			}
+			if lateness > lateTicks {
+				late++
+			}
+			t.lateness.Record(lateness)
+			t.precise.Record(int64(float64(lateness) * nsPerTick))
 		}
-		if lateness > lateTicks {
-			late++
-		}
-		t.lateness.Record(lateness)
-		t.precise.Record(int64(float64(lateness) * nsPerTick))
 		for at >= winEnd {
 			if w < len(t.windows) {
 				t.windows[w] = emitted
@@ -493,14 +509,14 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 	}
 	t.publish(emitted, buckets, dropB, late, bucket)
 	if paced {
+		// What the schedule called for: every slot due before the end (or,
+		// when stopped early, before the stop), up to the count limit.
 		stopAt := end
-		if k < t.slots && stopAt == math.MaxUint64 {
+		if t.interrupted || stopAt == math.MaxUint64 {
 			stopAt = t.lastSend + 1
 		}
 		t.scheduled = min(t.pacer.SlotsBefore(stopAt), t.slots)
-		if t.interrupted {
-			t.scheduled = min(t.scheduled, t.pacer.SlotsBefore(t.lastSend+1))
-		}
+		t.scheduled = max(t.scheduled, k)
 	} else {
 		t.scheduled = k
 	}

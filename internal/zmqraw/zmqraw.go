@@ -12,37 +12,48 @@ package zmqraw
 #include <stdlib.h>
 #include <string.h>
 
-static int cp_send(void *s, void *buf, size_t len, int flags) {
-	int rc = zmq_send(s, buf, len, flags);
+#include <stdint.h>
+
+// Buffers arrive as integers (uintptr_t), not pointers: cgo then skips its
+// per-call pointer check (~6% of an unbatched send+receive). The Go side
+// keeps each buffer alive across the call; Go's heap objects do not move.
+static int cp_send(void *s, uintptr_t buf, size_t len, int flags) {
+	int rc = zmq_send(s, (void *)buf, len, flags);
 	return rc < 0 ? -zmq_errno() : rc;
 }
 
-// cp_recv receives one message into *m. If it fits in buf it is copied and
-// released; otherwise it stays in *m for cp_take or cp_drop. Returns the
-// message size or -errno.
-static long cp_recv(void *s, zmq_msg_t *m, void *buf, size_t cap, int flags) {
+// cp_recv closes the message previously held in *m (if any), receives the
+// next one into *m without copying it, and returns its size or -errno. The
+// data stays valid until the next cp_recv or cp_close on *m.
+static long cp_recv(void *s, zmq_msg_t *m, int *held, int flags) {
+	if (*held) {
+		zmq_msg_close(m);
+		*held = 0;
+	}
 	if (zmq_msg_init(m) != 0) return -zmq_errno();
 	if (zmq_msg_recv(m, s, flags) < 0) {
 		int e = zmq_errno();
 		zmq_msg_close(m);
 		return -e;
 	}
-	size_t n = zmq_msg_size(m);
-	if (n <= cap) {
-		if (n > 0) memcpy(buf, zmq_msg_data(m), n);
+	*held = 1;
+	return (long)zmq_msg_size(m);
+}
+
+static void *cp_data(zmq_msg_t *m) { return zmq_msg_data(m); }
+
+static void cp_close(zmq_msg_t *m, int *held) {
+	if (*held) {
 		zmq_msg_close(m);
+		*held = 0;
 	}
-	return (long)n;
 }
 
-static void cp_take(zmq_msg_t *m, void *buf) {
-	memcpy(buf, zmq_msg_data(m), zmq_msg_size(m));
-	zmq_msg_close(m);
-}
+static int cp_setint(void *s, int opt, int v) { return zmq_setsockopt(s, opt, &v, sizeof v) == 0 ? 0 : -zmq_errno(); }
 
-static void cp_drop(zmq_msg_t *m) { zmq_msg_close(m); }
-
-static zmq_msg_t *cp_msg_new(void) { return (zmq_msg_t *)malloc(sizeof(zmq_msg_t)); }
+static zmq_msg_t *cp_msgs_new(int n) { return (zmq_msg_t *)calloc(n, sizeof(zmq_msg_t)); }
+static int *cp_held_new(int n) { return (int *)calloc(n, sizeof(int)); }
+static zmq_msg_t *cp_msg_at(zmq_msg_t *m, int i) { return m + i; }
 */
 import "C"
 
@@ -50,6 +61,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime"
 	"syscall"
 	"unsafe"
 
@@ -70,7 +82,9 @@ var errInterrupted = zmq.Errno(syscall.EINTR)
 type Socket struct {
 	sock    *zmq.Socket
 	handle  unsafe.Pointer
-	msg     *C.zmq_msg_t // C memory: the receive path keeps a large message here between calls
+	msgs    *C.zmq_msg_t // C memory: one held message per bucket slot (receive side)
+	held    *C.int       // whether each slot holds a message
+	slots   int
 	maxSize int
 }
 
@@ -90,9 +104,14 @@ func handleOf(s *zmq.Socket) (unsafe.Pointer, error) {
 	return h, nil
 }
 
-// Wrap prepares s for hot-path I/O; received messages above maxSize bytes
-// are discarded and reported as objfactory.ErrOversized.
-func Wrap(s *zmq.Socket, maxSize int) (*Socket, error) {
+// addr passes a Go buffer's address to C as an integer (see cp_send); the
+// caller keeps the buffer alive with runtime.KeepAlive until C returns.
+func addr(b []byte) C.uintptr_t { return C.uintptr_t(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }
+
+// Wrap prepares s for sending, or for receiving into up to slots buckets
+// (slots 0 for a send-only socket). Received messages above maxSize bytes
+// are skipped and reported as objfactory.ErrOversized.
+func Wrap(s *zmq.Socket, slots, maxSize int) (*Socket, error) {
 	h, err := handleOf(s)
 	if err != nil {
 		return nil, err
@@ -107,15 +126,32 @@ func Wrap(s *zmq.Socket, maxSize int) (*Socket, error) {
 	if rc := C.zmq_getsockopt(h, C.ZMQ_TYPE, unsafe.Pointer(&raw), &size); rc != 0 || zmq.Type(raw) != typ {
 		return nil, errors.New("libzmq does not recognise the socket handle taken from pebbe/zmq4")
 	}
-	return &Socket{sock: s, handle: h, msg: C.cp_msg_new(), maxSize: maxSize}, nil
+	w := &Socket{sock: s, handle: h, slots: slots, maxSize: maxSize}
+	if slots > 0 {
+		w.msgs, w.held = C.cp_msgs_new(C.int(slots)), C.cp_held_new(C.int(slots))
+		if w.msgs == nil || w.held == nil {
+			w.Close()
+			return nil, errors.New("allocate receive slots: out of memory")
+		}
+	}
+	return w, nil
 }
 
-// Close releases the wrapper's C memory (not the pebbe socket).
+// Close releases every held message and the wrapper's C memory (not the
+// pebbe socket). No bucket of this socket may be used afterwards.
 func (s *Socket) Close() {
-	if s.msg != nil {
-		C.free(unsafe.Pointer(s.msg))
-		s.msg = nil
+	if s.msgs != nil {
+		for i := 0; i < s.slots; i++ {
+			C.cp_close(C.cp_msg_at(s.msgs, C.int(i)), s.heldAt(i))
+		}
+		C.free(unsafe.Pointer(s.msgs))
+		C.free(unsafe.Pointer(s.held))
+		s.msgs, s.held = nil, nil
 	}
+}
+
+func (s *Socket) heldAt(i int) *C.int {
+	return (*C.int)(unsafe.Add(unsafe.Pointer(s.held), uintptr(i)*unsafe.Sizeof(C.int(0))))
 }
 
 // Send sends b as one message. With dontWait it returns ErrAgain instead of
@@ -126,7 +162,8 @@ func (s *Socket) Send(b []byte, dontWait bool) error {
 		flags = C.ZMQ_DONTWAIT
 	}
 	for {
-		rc := C.cp_send(s.handle, unsafe.Pointer(unsafe.SliceData(b)), C.size_t(len(b)), flags)
+		rc := C.cp_send(s.handle, addr(b), C.size_t(len(b)), flags)
+		runtime.KeepAlive(b)
 		if rc >= 0 {
 			return nil
 		}
@@ -141,33 +178,46 @@ func (s *Socket) Send(b []byte, dontWait bool) error {
 	}
 }
 
-// RecvInto receives one message into buf, growing it (up to the size limit)
-// when the message is larger, and returns the message. It returns
-// objfactory.ErrTimeout when the socket's receive timeout expires.
-func (s *Socket) RecvInto(buf []byte) ([]byte, error) {
-	buf = buf[:cap(buf)]
+// Recv receives one message into bucket b without copying it: b.Msg points
+// into libzmq's memory until the next Recv into the same bucket slot (which
+// releases it). It returns objfactory.ErrTimeout when the socket's receive
+// timeout expires and objfactory.ErrOversized for a message above the limit.
+func (s *Socket) Recv(b *objfactory.Bucket) error {
+	if b.Slot < 0 || b.Slot >= s.slots {
+		return fmt.Errorf("bucket slot %d outside the socket's %d slots", b.Slot, s.slots)
+	}
+	m := C.cp_msg_at(s.msgs, C.int(b.Slot))
+	held := s.heldAt(b.Slot)
+	b.Msg = nil
 	for {
-		n := C.cp_recv(s.handle, s.msg, unsafe.Pointer(unsafe.SliceData(buf)), C.size_t(len(buf)), 0)
+		n := C.cp_recv(s.handle, m, held, 0)
 		if n < 0 {
 			e := zmq.Errno(-n)
 			switch e {
 			case errInterrupted:
 				continue
 			case ErrAgain:
-				return nil, objfactory.ErrTimeout
+				return objfactory.ErrTimeout
 			}
-			return nil, fmt.Errorf("receive: %w", e)
+			return fmt.Errorf("receive: %w", e)
 		}
-		size := int(n)
-		if size <= len(buf) {
-			return buf[:size], nil
+		if int(n) > s.maxSize {
+			return objfactory.ErrOversized
 		}
-		if size > s.maxSize {
-			C.cp_drop(s.msg)
-			return nil, objfactory.ErrOversized
+		if n == 0 {
+			b.Msg = []byte{}
+			return nil
 		}
-		buf = make([]byte, size, size+size/4)
-		C.cp_take(s.msg, unsafe.Pointer(unsafe.SliceData(buf)))
-		return buf, nil
+		b.Msg = unsafe.Slice((*byte)(C.cp_data(m)), int(n))
+		return nil
 	}
+}
+
+// SetInt sets an integer socket option that pebbe/zmq4 does not expose
+// (e.g. ZMQ_IN_BATCH_SIZE where libzmq supports it).
+func (s *Socket) SetInt(option, value int) error {
+	if rc := C.cp_setint(s.handle, C.int(option), C.int(value)); rc != 0 {
+		return fmt.Errorf("set socket option %d: %w", option, zmq.Errno(-rc))
+	}
+	return nil
 }

@@ -25,11 +25,11 @@ func pair(t testing.TB) (*Socket, *Socket) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { push.SetLinger(0); push.Close(); pull.Close(); ctx.Term() })
-	rp, err := Wrap(push, 1000)
+	rp, err := Wrap(push, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rq, err := Wrap(pull, 1000)
+	rq, err := Wrap(pull, 2, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func pair(t testing.TB) (*Socket, *Socket) {
 
 func TestSendRecvSizes(t *testing.T) {
 	push, pull := pair(t)
-	buf := make([]byte, 16)
+	b := &objfactory.Bucket{}
 	for _, tc := range []struct {
 		size int
 		want error
@@ -47,15 +47,21 @@ func TestSendRecvSizes(t *testing.T) {
 		if err := push.Send(msg, false); err != nil {
 			t.Fatal(err)
 		}
-		got, err := pull.RecvInto(buf)
+		b.Slot = tc.size % 2
+		err := pull.Recv(b)
 		if err != tc.want {
 			t.Fatalf("size %d: err %v want %v", tc.size, err, tc.want)
 		}
-		if err == nil && !bytes.Equal(got, msg) {
-			t.Fatalf("size %d: got %d bytes back", tc.size, len(got))
+		if err == nil && !bytes.Equal(b.Msg, msg) {
+			t.Fatalf("size %d: got %d bytes back", tc.size, len(b.Msg))
 		}
 	}
-	if _, err := pull.RecvInto(buf); err != objfactory.ErrTimeout {
+	b.Slot = 5
+	if err := pull.Recv(b); err == nil {
+		t.Fatal("bucket slot beyond the socket's slots accepted")
+	}
+	b.Slot = 0
+	if err := pull.Recv(b); err != objfactory.ErrTimeout {
 		t.Fatalf("empty socket: err %v, want timeout", err)
 	}
 }
@@ -66,7 +72,7 @@ func TestSendDontWaitReportsAgain(t *testing.T) {
 	push, _ := ctx.NewSocket(zmq.PUSH) // no peer: nothing can be queued
 	defer push.Close()
 	_ = push.SetLinger(0)
-	r, err := Wrap(push, 100)
+	r, err := Wrap(push, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,16 +84,19 @@ func TestSendDontWaitReportsAgain(t *testing.T) {
 func TestSendAndReceiveDoNotAllocate(t *testing.T) {
 	push, pull := pair(t)
 	msg := make([]byte, 100)
-	buf := make([]byte, 200)
+	b := &objfactory.Bucket{}
 	allocs := testing.AllocsPerRun(1000, func() {
 		if err := push.Send(msg, false); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := pull.RecvInto(buf); err != nil {
+		if err := pull.Recv(b); err != nil {
 			t.Fatal(err)
 		}
 	})
 	if allocs != 0 {
 		t.Fatalf("%.1f allocations per send+receive, want 0", allocs)
+	}
+	if !bytes.Equal(b.Msg, msg) {
+		t.Fatal("received message differs")
 	}
 }

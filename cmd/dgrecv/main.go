@@ -1,0 +1,217 @@
+// Command dgrecv receives tuples over ZeroMQ through the object factory and
+// accounts for every stream until its end marker arrives.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cloudprofiler-go/cp/internal/cli"
+	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/tsc"
+)
+
+// exitIncomplete is the exit status of a run that ended with data missing.
+const exitIncomplete = 3
+
+func main() {
+	code := 0
+	cmd := command(&code)
+	if err := cmd.Execute(); err != nil {
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func command(code *int) *cobra.Command {
+	var (
+		bind, connect                      []string
+		schema, scenario, cpu, metricsAddr string
+		output, progress                   string
+		lanes, ring, hwm, ioThreads        int
+		expect                             int
+		maxMessage                         int
+		work, endTimeout, settle, duration time.Duration
+		calibrate                          time.Duration
+		jsonOut                            bool
+	)
+	cmd := &cobra.Command{
+		Use:   "dgrecv",
+		Short: "Receive tuples through the object factory and account for every stream",
+		Long: `dgrecv pulls buckets of tuples from dgsend (or from a system under test) over
+ZeroMQ PULL sockets, one lane per socket. Each lane's deserializer decodes whole
+buckets into recycled tuple objects and hands them through a lock-free ring to a
+consumer, which takes them a tuple at a time (optionally spending --work per
+tuple to emulate a slower system).
+
+It accounts per stream (received, consumed, out of sequence, duplicates,
+missing), skips and counts malformed messages, and ends when every stream's end
+marker has been consumed (or --expect-streams have ended, or no data arrived for
+--end-timeout). Exit status: 0 complete, 3 incomplete (data missing), 1 error.`,
+		Example: `  # receive on port 5555 until the sender's streams end
+  dgrecv --bind tcp://*:5555
+
+  # two lanes (ports 5555 and 5556), expect 2 streams, 200 ns of work per tuple
+  dgrecv --bind tcp://*:5555 --lanes 2 --expect-streams 2 --work 200ns
+
+  # behind a system under test that pushes transformed tuples to us
+  dgrecv --connect tcp://sut-host:6000 --schema raw --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SilenceUsage = true
+			if len(bind) > 0 && len(connect) > 0 {
+				return errors.New("give --bind or --connect, not both")
+			}
+			endpoints := bind
+			if len(connect) > 0 {
+				endpoints = connect
+			}
+			if len(endpoints) == 0 {
+				endpoints = []string{"tcp://*:5555"}
+			}
+			endpoints, err := expandLanes(endpoints, lanes)
+			if err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("scenario") {
+				sc, err := scenarios.Load(scenario)
+				if err != nil {
+					return err
+				}
+				schema = sc.Schema
+			}
+			cpus, err := cli.CPUs(cpu, len(endpoints)+1)
+			if err != nil {
+				return err
+			}
+			clock, err := tsc.NewClock(calibrate)
+			if err != nil {
+				return err
+			}
+			r, err := receiver.New(receiver.Config{
+				Endpoints: endpoints, Connect: len(connect) > 0, Schema: schema, RingCapacity: ring, MaxMessage: maxMessage,
+				HWM: hwm, IOThreads: ioThreads, WorkPerTuple: work, ExpectStreams: expect, Settle: settle,
+				EndTimeout: endTimeout, Duration: duration, CPUs: cpus, Clock: clock,
+				Logf: func(format string, args ...any) { fmt.Fprintf(os.Stderr, "dgrecv: "+format+"\n", args...) },
+			})
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			fmt.Fprintf(os.Stderr, "dgrecv: listening on %s\n", strings.Join(r.BoundEndpoints(), " "))
+			addr, stopMetrics, err := cli.ServeMetrics(metricsAddr, r, nil)
+			if err != nil {
+				return err
+			}
+			defer stopMetrics()
+			if addr != "" {
+				fmt.Fprintf(os.Stderr, "dgrecv: metrics on http://%s/metrics\n", addr)
+			}
+			sigs := make(chan os.Signal, 2)
+			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+			go func() {
+				<-sigs
+				fmt.Fprintln(os.Stderr, "dgrecv: stopping; signal again to abort")
+				r.Stop()
+				<-sigs
+				os.Exit(130)
+			}()
+			done := make(chan struct{})
+			if cli.ShowProgress(progress) {
+				go reportProgress(r, done)
+			}
+			res, err := r.Run()
+			close(done)
+			if err != nil {
+				return err
+			}
+			if output != "" {
+				if err := cli.WriteJSONFile(output, res); err != nil {
+					return err
+				}
+			}
+			if jsonOut {
+				err = cli.WriteJSON(os.Stdout, res)
+			} else {
+				res.WriteText(os.Stdout)
+			}
+			if !res.Complete {
+				*code = exitIncomplete
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&bind, "bind", nil, "ZeroMQ endpoint to bind, one lane each (default tcp://*:5555)")
+	f.StringArrayVar(&connect, "connect", nil, "ZeroMQ endpoint to connect to instead (a system under test pushes to us)")
+	f.IntVar(&lanes, "lanes", 1, "with one endpoint: open this many lanes on consecutive ports")
+	f.StringVar(&schema, "schema", scenarios.SchemaAdEvent, "tuple schema to decode: ad-event, synthetic or raw (id and time only)")
+	f.StringVar(&scenario, "scenario", "", "take the schema from a scenario (name, synthetic:SIZE or YAML file)")
+	f.IntVar(&expect, "expect-streams", 0, "finish when this many streams have ended (0: when every stream seen has ended)")
+	f.DurationVar(&endTimeout, "end-timeout", 10*time.Second, "give up waiting for end markers after this long without data")
+	f.DurationVar(&settle, "settle", 500*time.Millisecond, "with --expect-streams 0: wait this long after the last end marker for new streams")
+	f.DurationVar(&duration, "duration", 0, "stop after this long regardless (0: no limit)")
+	f.DurationVar(&work, "work", 0, "busy work per consumed tuple, to emulate a slower system (e.g. 200ns)")
+	f.IntVar(&ring, "ring", 256, "buckets per lane ring (power of two)")
+	f.IntVar(&maxMessage, "max-message", 64<<20, "larger messages are counted as malformed and skipped (bytes)")
+	f.IntVar(&hwm, "hwm", 1000, "ZeroMQ receive high-water mark, in messages")
+	f.IntVar(&ioThreads, "io-threads", 1, "ZeroMQ I/O threads")
+	f.StringVar(&cpu, "cpus", "none", "CPUs for the lane deserializers then the consumer: none, auto, or a list like 0,1")
+	f.DurationVar(&calibrate, "calibrate", 100*time.Millisecond, "TSC frequency calibration time")
+	f.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:9102", "serve Prometheus /metrics here (\"\" to disable)")
+	f.BoolVar(&jsonOut, "json", false, "print the result as JSON instead of text")
+	f.StringVarP(&output, "output", "o", "", "also write the JSON result to this file")
+	f.StringVar(&progress, "progress", "auto", "per-second progress on stderr: auto (on a terminal), always, never")
+	return cmd
+}
+
+// expandLanes turns one endpoint and --lanes n into n endpoints on
+// consecutive ports.
+func expandLanes(endpoints []string, lanes int) ([]string, error) {
+	if lanes < 1 {
+		return nil, fmt.Errorf("--lanes must be at least 1, got %d", lanes)
+	}
+	if lanes == 1 {
+		return endpoints, nil
+	}
+	if len(endpoints) != 1 {
+		return nil, errors.New("--lanes needs exactly one --bind/--connect endpoint (or list every endpoint instead)")
+	}
+	i := strings.LastIndex(endpoints[0], ":")
+	port, err := strconv.Atoi(endpoints[0][i+1:])
+	if i < 0 || err != nil {
+		return nil, fmt.Errorf("--lanes needs an endpoint with a numeric port, got %q", endpoints[0])
+	}
+	out := make([]string, lanes)
+	for k := range out {
+		out[k] = fmt.Sprintf("%s:%d", endpoints[0][:i], port+k)
+	}
+	return out, nil
+}
+
+func reportProgress(r *receiver.Receiver, done <-chan struct{}) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var prev receiver.Progress
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+			p := r.Snapshot()
+			dt := (p.Elapsed - prev.Elapsed).Seconds()
+			fmt.Fprintf(os.Stderr, "dgrecv: %5.0fs  consumed %-9s  %-14s  backlog %-4d streams %d (%d ended)  malformed %d\n",
+				p.Elapsed.Seconds(), cli.HumanCount(p.Consumed), cli.HumanRate(float64(p.Consumed-prev.Consumed)/dt), p.Backlog, p.Streams, p.Ended, p.Malformed)
+			prev = p
+		}
+	}
+}

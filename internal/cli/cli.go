@@ -1,0 +1,159 @@
+// Package cli is the plumbing shared by the command-line front ends:
+// parsing rates and CPU choices, serving /metrics, detecting a terminal for
+// progress lines, and writing results as JSON.
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sys/unix"
+
+	"github.com/cloudprofiler-go/cp/internal/cpuset"
+)
+
+// ParseRate reads a rate in tuples per second: "500000", "500k", "2.5M",
+// "1e6". Zero is allowed (unpaced).
+func ParseRate(s string) (float64, error) {
+	in := strings.TrimSpace(s)
+	mult := 1.0
+	switch {
+	case strings.HasSuffix(in, "k"), strings.HasSuffix(in, "K"):
+		mult, in = 1e3, in[:len(in)-1]
+	case strings.HasSuffix(in, "M"), strings.HasSuffix(in, "m"):
+		mult, in = 1e6, in[:len(in)-1]
+	case strings.HasSuffix(in, "G"), strings.HasSuffix(in, "g"):
+		mult, in = 1e9, in[:len(in)-1]
+	}
+	v, err := strconv.ParseFloat(in, 64)
+	if err != nil || v < 0 || v != v || v > 1e12 {
+		return 0, fmt.Errorf("rate %q is not a number of tuples per second (e.g. 500000, 500k, 2.5M)", s)
+	}
+	return v * mult, nil
+}
+
+// HumanRate formats tuples per second compactly.
+func HumanRate(v float64) string {
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%.3f M/s", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%.2f k/s", v/1e3)
+	}
+	return fmt.Sprintf("%.0f /s", v)
+}
+
+// HumanCount formats a count compactly.
+func HumanCount(v uint64) string {
+	switch {
+	case v >= 10_000_000:
+		return fmt.Sprintf("%.2fM", float64(v)/1e6)
+	case v >= 10_000:
+		return fmt.Sprintf("%.1fk", float64(v)/1e3)
+	}
+	return strconv.FormatUint(v, 10)
+}
+
+// HumanNs formats nanoseconds with a unit.
+func HumanNs(ns int64) string { return time.Duration(ns).String() }
+
+// CPUs resolves a --cpus value: "none" (no pinning), "auto" (the last n
+// allowed CPUs, leaving CPU 0 to the kernel and the ZeroMQ I/O threads when
+// there is a choice), or an explicit list like "1" or "0,2-3".
+func CPUs(value string, n int) ([]int, error) {
+	if value != "auto" {
+		return cpuset.Parse(value)
+	}
+	allowed, err := cpuset.Allowed()
+	if err != nil {
+		return nil, err
+	}
+	if len(allowed) <= 1 {
+		return nil, nil
+	}
+	if n >= len(allowed) {
+		return allowed, nil
+	}
+	return allowed[len(allowed)-n:], nil
+}
+
+// IsTerminal reports whether f is a terminal (progress lines go there).
+func IsTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// ServeMetrics serves /metrics for the collector on addr ("" disables) and
+// returns the bound address (useful with port 0) and a shutdown function.
+func ServeMetrics(addr string, c prometheus.Collector, extra map[string]http.Handler) (string, func(), error) {
+	if addr == "" {
+		return "", func() {}, nil
+	}
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(c); err != nil {
+		return "", nil, fmt.Errorf("register metrics: %w", err)
+	}
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("listen for /metrics on %s: %w (use --metrics-addr to pick another, or \"\" to disable)", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	for path, h := range extra {
+		mux.Handle(path, h)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintf(os.Stderr, "metrics server: %v\n", err)
+		}
+	}()
+	return ln.Addr().String(), func() { _ = srv.Close() }, nil
+}
+
+// WriteJSON writes v indented to w.
+func WriteJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// WriteJSONFile writes v to path ("-" is standard output).
+func WriteJSONFile(path string, v any) error {
+	if path == "-" {
+		return WriteJSON(os.Stdout, v)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write result: %w", err)
+	}
+	if err := WriteJSON(f, v); err != nil {
+		f.Close()
+		return fmt.Errorf("write result %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// ShowProgress resolves a --progress value: always, never, or auto (only
+// when standard error is a terminal, so logs and pipes stay clean).
+func ShowProgress(mode string) bool {
+	switch mode {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	return IsTerminal(os.Stderr)
+}

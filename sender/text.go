@@ -1,0 +1,48 @@
+package sender
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteText prints the result for a person.
+func (r *Result) WriteText(w io.Writer) {
+	ns := func(v int64) string { return time.Duration(v).String() }
+	target := "unpaced"
+	if r.TargetRate > 0 {
+		target = fmt.Sprintf("%.0f tuples/s", r.TargetRate)
+	}
+	fmt.Fprintf(w, "dgsend: %s, %d thread(s), buckets of %d (%d bytes), %s, overflow %s, idle %s\n",
+		r.Scenario, r.Threads, r.BucketSize, r.TupleBytes, target, r.Overflow, r.Idle)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  emitted\t%d tuples in %d buckets over %.3f s\n", r.Emitted, r.EmittedBkts, r.DurationS)
+	fmt.Fprintf(tw, "  achieved rate\t%.0f tuples/s", r.AchievedRate)
+	if r.TargetRate > 0 {
+		fmt.Fprintf(tw, " (%.3f%% of target)", 100*r.AchievedRate/r.TargetRate)
+	}
+	fmt.Fprintln(tw)
+	if r.TargetRate > 0 {
+		fmt.Fprintf(tw, "  schedule\t%d tuples called for, shortfall %d\n", r.ScheduledTups, r.Shortfall)
+		if len(r.Windows) > 0 {
+			fmt.Fprintf(tw, "  1 s windows\t%d full, worst deviation from target %.4f%%\n", len(r.Windows), 100*r.WindowMaxDev)
+		}
+	}
+	fmt.Fprintf(tw, "  dropped\t%d buckets (%d tuples)\n", r.DroppedBkts, r.DroppedTups)
+	if r.TargetRate > 0 {
+		fmt.Fprintf(tw, "  late slots\t%d of %d (%.4f%%) later than %s\n", r.LateSlots, r.EmittedBkts+r.DroppedBkts, 100*r.LateFraction, ns(r.LateThreshNs))
+		l := r.Lateness
+		fmt.Fprintf(tw, "  lateness\tp50 %s  p90 %s  p99 %s  p99.9 %s  max %s\n", ns(l.P50), ns(l.P90), ns(l.P99), ns(l.P999), ns(l.Max))
+	} else {
+		fmt.Fprintln(tw, "  lateness\tnot measured: unpaced (no schedule)")
+	}
+	fmt.Fprintf(tw, "  send cost\t%s per bucket (measured before the run)\n", ns(r.SendCostNs))
+	tw.Flush()
+	if r.Interrupted {
+		fmt.Fprintln(w, "  interrupted: stopped before the end; end markers say so")
+	}
+	for _, e := range r.Errors {
+		fmt.Fprintf(w, "  error: %s\n", e)
+	}
+}
