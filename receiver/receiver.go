@@ -11,8 +11,8 @@ import (
 
 	zmq "github.com/pebbe/zmq4"
 
-	"github.com/cloudprofiler-go/cp/internal/cpuset"
 	"github.com/cloudprofiler-go/cp/internal/histo"
+	"github.com/cloudprofiler-go/cp/internal/osthread"
 	"github.com/cloudprofiler-go/cp/internal/zmqraw"
 	"github.com/cloudprofiler-go/cp/objfactory"
 	"github.com/cloudprofiler-go/cp/scenarios"
@@ -226,13 +226,12 @@ func (r *Receiver) Run() (*Result, error) {
 		go func() {
 			defer wg.Done()
 			if l.cpu >= 0 {
-				if err := cpuset.PinThread(l.cpu); err != nil {
+				if err := osthread.PinThread(l.cpu); err != nil {
 					l.err = err
 					return
 				}
-			} else {
-				runtime.LockOSThread() // the socket belongs to this thread
 			}
+			osthread.LockWithTightTimers() // the socket belongs to this thread
 			l.err = l.Run(l.raw, &r.stop, l.accept)
 		}()
 	}
@@ -240,10 +239,11 @@ func (r *Receiver) Run() (*Result, error) {
 	go func() {
 		defer close(consumerDone)
 		if len(r.cfg.CPUs) > 0 {
-			if err := cpuset.PinThread(r.cfg.CPUs[len(r.lanes)%len(r.cfg.CPUs)]); err != nil && r.cfg.Logf != nil {
+			if err := osthread.PinThread(r.cfg.CPUs[len(r.lanes)%len(r.cfg.CPUs)]); err != nil && r.cfg.Logf != nil {
 				r.cfg.Logf("consumer not pinned: %v", err)
 			}
 		}
+		osthread.LockWithTightTimers() // short idle naps
 		r.consume()
 	}()
 	reason := r.monitor()
@@ -346,7 +346,7 @@ func (r *Receiver) consume() {
 			r.checksum = checksum
 			return
 		}
-		// Nothing to do: spin briefly, then yield, then sleep, so an idle
+		// Nothing to do: spin briefly, then yield, then nap, so an idle
 		// consumer does not take a core from the deserializers.
 		idle++
 		switch {
@@ -354,7 +354,7 @@ func (r *Receiver) consume() {
 		case idle < 256:
 			runtime.Gosched()
 		default:
-			time.Sleep(50 * time.Microsecond)
+			osthread.Nap(20 * time.Microsecond)
 		}
 	}
 }

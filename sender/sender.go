@@ -14,9 +14,10 @@ import (
 	zmq "github.com/pebbe/zmq4"
 	"golang.org/x/sys/unix"
 
-	"github.com/cloudprofiler-go/cp/internal/cpuset"
 	"github.com/cloudprofiler-go/cp/internal/histo"
+	"github.com/cloudprofiler-go/cp/internal/osthread"
 	"github.com/cloudprofiler-go/cp/internal/zmqraw"
+	"github.com/cloudprofiler-go/cp/objfactory"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/wire"
@@ -41,8 +42,9 @@ const (
 	// Yield spins near the slot and calls sched_yield when far from it, so
 	// other threads on the same core can run (machines with few cores).
 	Yield Idle = "yield"
-	// Sleep nanosleeps (with 1 ns timer slack) when the slot is more than
-	// 100 us away: for low rates, where a spinning core would be wasted.
+	// Sleep nanosleeps (with 1 ns timer slack) until shortly before the
+	// slot, leaving a margin measured at start (this thread's wakeup
+	// overshoot), then spins: for machines with few cores and low rates.
 	Sleep Idle = "sleep"
 )
 
@@ -157,6 +159,7 @@ type thread struct {
 	err         error
 	pacer       Pacer
 	interrupted bool
+	napMargin   time.Duration // idle sleep: wake this long before the slot
 }
 
 // New validates cfg, connects the sockets, pre-serializes the buckets and
@@ -269,9 +272,10 @@ func (s *Sender) openSocket(endpoint string) (*zmq.Socket, error) {
 	return sock, nil
 }
 
-// measureSendCost times zmq_send of msg into a loopback PUSH socket whose
-// queue is unbounded (so nothing blocks) and returns the median per-send
-// cost of five batches: the floor below which a slot budget cannot be met.
+// measureSendCost times zmq_send of msg into a loopback PUSH socket that a
+// goroutine drains (so the queue's memory is recycled, as in a real run)
+// and returns the median per-send CPU cost of five batches: the floor below
+// which a slot budget cannot be met.
 func measureSendCost(ctx *zmq.Context, msg []byte) (time.Duration, error) {
 	pull, err := ctx.NewSocket(zmq.PULL)
 	if err != nil {
@@ -279,6 +283,7 @@ func measureSendCost(ctx *zmq.Context, msg []byte) (time.Duration, error) {
 	}
 	defer pull.Close()
 	_ = pull.SetLinger(0)
+	_ = pull.SetRcvtimeo(50 * time.Millisecond)
 	if err := pull.Bind("tcp://127.0.0.1:*"); err != nil {
 		return 0, fmt.Errorf("measure send cost: bind loopback: %w", err)
 	}
@@ -289,31 +294,66 @@ func measureSendCost(ctx *zmq.Context, msg []byte) (time.Duration, error) {
 	}
 	defer push.Close()
 	_ = push.SetLinger(0)
-	_ = push.SetSndhwm(0)
 	if err := push.Connect(ep); err != nil {
 		return 0, fmt.Errorf("measure send cost: connect %s: %w", ep, err)
 	}
-	raw, err := zmqraw.Wrap(push, 0, 0)
+	in, err := zmqraw.Wrap(pull, 1, len(msg))
 	if err != nil {
 		return 0, err
 	}
-	defer raw.Close()
-	n := (32 << 20) / (len(msg) + 64) // bounded memory: at most ~32 MiB queued per batch
-	n = max(200, min(n, 20000))
+	out, err := zmqraw.Wrap(push, 0, 0)
+	if err != nil {
+		in.Close()
+		return 0, err
+	}
+	defer out.Close()
+	var stop atomic.Bool
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		defer in.Close()
+		osthread.LockWithTightTimers()
+		b := &objfactory.Bucket{}
+		for !stop.Load() {
+			_ = in.Recv(b)
+		}
+	}()
+	defer func() { stop.Store(true); <-drained }()
+	// CPU time of this thread, not wall time: on a small machine the drain
+	// and the I/O threads take the CPU away, and that is contention (which
+	// the run reports as lateness), not the cost of a send.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	n := max(200, min((64<<20)/(len(msg)+64), 20000)) // ~64 MiB per batch at most
 	costs := make([]time.Duration, 0, 5)
 	for batch := 0; batch < 6; batch++ {
-		start := time.Now()
+		start, err := threadCPUTime()
+		if err != nil {
+			return 0, err
+		}
 		for i := 0; i < n; i++ {
-			if err := raw.Send(msg, false); err != nil {
+			if err := out.Send(msg, false); err != nil && err != zmqraw.ErrAgain {
 				return 0, fmt.Errorf("measure send cost: %w", err)
 			}
 		}
+		end, err := threadCPUTime()
+		if err != nil {
+			return 0, err
+		}
 		if batch > 0 { // the first batch warms up the connection
-			costs = append(costs, time.Since(start)/time.Duration(n))
+			costs = append(costs, (end-start)/time.Duration(n))
 		}
 	}
 	sort.Slice(costs, func(i, j int) bool { return costs[i] < costs[j] })
 	return costs[len(costs)/2], nil
+}
+
+func threadCPUTime() (time.Duration, error) {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0, fmt.Errorf("read thread CPU time: %w", err)
+	}
+	return time.Duration(ts.Nano()), nil
 }
 
 // SendCost is the measured cost of one send of one bucket.
@@ -387,15 +427,15 @@ func (s *Sender) Run() (*Result, error) {
 // unlocks its OS thread: a pinned thread must not return to the pool.
 func (t *thread) run(s *Sender, start, end uint64) {
 	if t.cpu >= 0 {
-		if err := cpuset.PinThread(t.cpu); err != nil {
+		if err := osthread.PinThread(t.cpu); err != nil {
 			t.err = err
 			return
 		}
-	} else {
-		runtime.LockOSThread()
 	}
+	osthread.LockWithTightTimers()
 	if s.cfg.Idle == Sleep {
-		_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+		// Sleep only as close to a slot as this thread's wakeups allow.
+		t.napMargin = osthread.NapOvershoot(20*time.Microsecond, 50) + 5*time.Microsecond
 	}
 	t.loop(s, start, end)
 	t.endMarker = t.sendEnd(s)
@@ -408,8 +448,9 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 	drop := cfg.Overflow == Drop
 	lateTicks := clock.Ticks(cfg.LateThreshold)
 	yieldTicks := clock.Ticks(5 * time.Microsecond)
-	sleepTicks := clock.Ticks(100 * time.Microsecond)
-	sleepMargin := clock.Ticks(50 * time.Microsecond)
+	sleepMargin := clock.Ticks(t.napMargin)
+	minNap := clock.Ticks(10 * time.Microsecond)
+	slack := clock.Ticks(3 * time.Microsecond)
 	nsPerTick := 1e9 / clock.Hz
 	endGrace := end
 	if end != math.MaxUint64 {
@@ -433,7 +474,7 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 		var due uint64
 		if paced {
 			due = t.pacer.Due(k)
-			wait(due, cfg.Idle, yieldTicks, sleepTicks, sleepMargin)
+			wait(due, cfg.Idle, yieldTicks, &sleepMargin, minNap, slack, nsPerTick)
 		}
 		tpl := &tpls[idx]
 		if paced {
@@ -535,8 +576,10 @@ func (t *thread) publish(emitted, buckets, dropB, late, bucket uint64) {
 	t.lateness.Publish()
 }
 
-// wait holds the thread until the TSC reaches due.
-func wait(due uint64, idle Idle, yieldTicks, sleepTicks, sleepMargin uint64) {
+// wait holds the thread until the TSC reaches due. sleepMargin is the
+// thread's adaptive wake-up margin (idle Sleep), minNap the shortest sleep
+// worth taking, slack the safety added to an observed overshoot.
+func wait(due uint64, idle Idle, yieldTicks uint64, sleepMargin *uint64, minNap, slack uint64, nsPerTick float64) {
 	for {
 		now := tsc.ReadFast()
 		if now >= due {
@@ -546,10 +589,19 @@ func wait(due uint64, idle Idle, yieldTicks, sleepTicks, sleepMargin uint64) {
 		switch {
 		case idle == Yield && rem > yieldTicks:
 			_, _, _ = unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
-		case idle == Sleep && rem > sleepTicks:
-			// ticks are close enough to ns for a sleep that stops early
-			ts := unix.NsecToTimespec(int64(rem - sleepMargin))
-			_ = unix.Nanosleep(&ts, nil)
+		case idle == Sleep && rem > *sleepMargin+minNap:
+			// Wake a margin before the slot and spin the rest. The margin
+			// follows this thread's wakeup overshoot: it widens at once
+			// after a late wake-up and narrows slowly after timely ones
+			// (a VM's vCPU wakes later from longer sleeps).
+			nap := rem - *sleepMargin
+			osthread.Nap(time.Duration(float64(nap) * nsPerTick))
+			woke := tsc.ReadFast()
+			if over := int64(woke - (now + nap)); over > 0 && uint64(over)+slack > *sleepMargin {
+				*sleepMargin = uint64(over) + slack
+			} else {
+				*sleepMargin -= *sleepMargin / 64
+			}
 		}
 	}
 }

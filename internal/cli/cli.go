@@ -20,7 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sys/unix"
 
-	"github.com/cloudprofiler-go/cp/internal/cpuset"
+	"github.com/cloudprofiler-go/cp/internal/osthread"
 )
 
 // ParseRate reads a rate in tuples per second: "500000", "500k", "2.5M",
@@ -73,9 +73,9 @@ func HumanNs(ns int64) string { return time.Duration(ns).String() }
 // there is a choice), or an explicit list like "1" or "0,2-3".
 func CPUs(value string, n int) ([]int, error) {
 	if value != "auto" {
-		return cpuset.Parse(value)
+		return osthread.Parse(value)
 	}
-	allowed, err := cpuset.Allowed()
+	allowed, err := osthread.Allowed()
 	if err != nil {
 		return nil, err
 	}

@@ -1,11 +1,15 @@
-// Package cpuset parses CPU lists ("0,2-3") and pins the calling OS thread.
-package cpuset
+// Package osthread controls the OS thread a hot loop runs on: CPU lists and
+// pinning, timer slack, and sleeps shorter than Go's timers can do (the
+// runtime's timers wake at millisecond granularity for short sleeps).
+package osthread
 
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -64,4 +68,34 @@ func PinThread(cpu int) error {
 		return fmt.Errorf("pin thread to CPU %d: %w", cpu, err)
 	}
 	return nil
+}
+
+// LockWithTightTimers locks the calling goroutine to its OS thread and sets
+// that thread's timer slack to 1 ns, so Nap wakes when asked instead of up
+// to 50 us later (the kernel's default slack).
+func LockWithTightTimers() {
+	runtime.LockOSThread()
+	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+}
+
+// Nap blocks the calling OS thread for d with nanosleep. Unlike time.Sleep
+// it does not round short sleeps up to a millisecond; it is for goroutines
+// locked to their thread (LockWithTightTimers).
+func Nap(d time.Duration) {
+	ts := unix.NsecToTimespec(int64(d))
+	_ = unix.Nanosleep(&ts, nil)
+}
+
+// NapOvershoot measures how much later than asked a Nap of d wakes on this
+// thread (the 90th percentile of n tries): the margin a paced loop must
+// leave before its deadline when it sleeps.
+func NapOvershoot(d time.Duration, n int) time.Duration {
+	over := make([]time.Duration, n)
+	for i := range over {
+		start := time.Now()
+		Nap(d)
+		over[i] = max(time.Since(start)-d, 0)
+	}
+	slices.Sort(over)
+	return over[n*9/10]
 }

@@ -1,8 +1,9 @@
-package cpuset
+package osthread
 
 import (
 	"reflect"
 	"testing"
+	"time"
 )
 
 func TestParse(t *testing.T) {
@@ -30,5 +31,19 @@ func TestPinThread(t *testing.T) {
 	go func() { done <- PinThread(cpus[len(cpus)-1]) }()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestNapIsShort(t *testing.T) {
+	done := make(chan time.Duration)
+	go func() {
+		LockWithTightTimers()
+		done <- NapOvershoot(50*time.Microsecond, 20)
+	}()
+	over := <-done
+	t.Logf("nanosleep(50us) overshoot p90: %v", over)
+	// Generous: a loaded VM; time.Sleep would overshoot by ~1 ms.
+	if over > 900*time.Microsecond {
+		t.Fatalf("Nap overshoots by %v", over)
 	}
 }

@@ -1,0 +1,43 @@
+# Cloudprofiler in Go: see README.md.
+GO      ?= go
+BIN     ?= bin
+GOFLAGS ?=
+export BIN
+
+.PHONY: all deps build test test-short lint bench demo fuzz clean
+
+all: build
+
+deps:
+	@scripts/ensure-deps.sh
+
+build: deps
+	$(GO) build $(GOFLAGS) -o $(BIN)/ ./cmd/...
+
+# Unit, race, fuzz-seed and integration tests (the integration tests build
+# and start the real binaries on loopback).
+test: deps
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./objfactory/ ./receiver/ ./sender/ ./internal/histo/ ./internal/zmqraw/
+	$(GO) test -count=1 ./...
+
+lint: deps
+	@command -v staticcheck >/dev/null 2>&1 || $(GO) install honnef.co/go/tools/cmd/staticcheck@latest
+	$$($(GO) env GOPATH)/bin/staticcheck ./...
+
+# Micro-benchmarks, then the end-to-end figures recorded in BENCHMARKS.md.
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem ./objfactory/ ./scenarios/ ./sender/ ./internal/histo/ ./tsc/
+	CP_BENCH=1 $(GO) test -count=1 -run '^TestBench' -v -timeout 30m ./internal/e2e/
+
+# A short dgsend -> dgrecv run on loopback with a summary.
+demo: build
+	scripts/demo.sh
+
+fuzz: deps
+	$(GO) test -run '^$$' -fuzz FuzzBucketDecode -fuzztime 60s ./objfactory/
+	$(GO) test -run '^$$' -fuzz FuzzFastPathsAgree -fuzztime 60s ./scenarios/
+
+clean:
+	rm -rf $(BIN)
