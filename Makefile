@@ -17,7 +17,7 @@ build: deps
 # Unit, race, fuzz-seed and integration tests (the integration tests build
 # and start the real binaries on loopback).
 test: deps
-	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./objfactory/ ./receiver/ ./sender/ ./internal/histo/ ./internal/zmqraw/
 	$(GO) test -count=1 ./...

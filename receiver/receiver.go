@@ -98,7 +98,6 @@ type Receiver struct {
 	precise    *histo.Precise
 	checksum   uint64
 	firstData  atomic.Int64 // unix ns of the first data bucket
-	lastData   atomic.Int64 // unix ns of the last well-formed message (monitor only)
 	lastConsum atomic.Int64 // unix ns when the last tuple was consumed
 }
 
@@ -373,6 +372,21 @@ func (r *Receiver) monitor() string {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	var lastMalformed uint64
+	logMalformed := func() {
+		m := r.malformedTotal()
+		if m <= lastMalformed || r.cfg.Logf == nil {
+			return
+		}
+		var last string
+		for _, l := range r.lanes {
+			if p := l.Stats.LastError.Load(); p != nil {
+				last = *p
+			}
+		}
+		r.cfg.Logf("skipped %d malformed message(s) (latest: %s)", m-lastMalformed, last)
+		lastMalformed = m
+	}
+	defer logMalformed()
 	lastLog := time.Now()
 	var lastSeen uint64 // newest message TSC over all lanes
 	lastSeenAt := time.Now()
@@ -385,18 +399,9 @@ func (r *Receiver) monitor() string {
 		if r.cfg.Duration > 0 && now.Sub(r.started) >= r.cfg.Duration {
 			return "duration reached"
 		}
-		if now.Sub(lastLog) >= time.Second {
+		if now.Sub(lastLog) >= time.Second { // at most one log line a second
 			lastLog = now
-			if m := r.malformedTotal(); m > lastMalformed && r.cfg.Logf != nil {
-				var last string
-				for _, l := range r.lanes {
-					if p := l.Stats.LastError.Load(); p != nil {
-						last = *p
-					}
-				}
-				r.cfg.Logf("skipped %d malformed message(s) in the last second (latest: %s)", m-lastMalformed, last)
-				lastMalformed = m
-			}
+			logMalformed()
 		}
 		var newest uint64
 		for _, l := range r.lanes {

@@ -77,7 +77,9 @@ func TestGenerateIsDeterministicAndSized(t *testing.T) {
 
 // refAd is the ad event as a generic msgpack library sees it.
 type refAd struct {
+	//lint:ignore U1000 read by the reference codec through its tag: encode as an array
 	_msgpack struct{} `msgpack:",as_array"`
+
 	ID       uint64
 	Intended int64
 	UserID   []byte

@@ -1,0 +1,341 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	zmq "github.com/pebbe/zmq4"
+)
+
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "cp-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if binDir, err = Binaries(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// TestCountsEqualEndToEnd runs the real binaries at several rates, bucket
+// sizes and thread counts: every tuple the sender emitted must be consumed.
+func TestCountsEqualEndToEnd(t *testing.T) {
+	for _, tc := range []struct {
+		rate, scenario  string
+		bucket, threads int
+		lanes           int
+		count           int
+	}{
+		{"50k", "ad-event", 1, 1, 1, 20000},
+		{"1M", "synthetic-100", 100, 1, 1, 500000},
+		{"400k", "ad-event", 10, 2, 2, 200000},
+		{"300k", "synthetic:300", 25, 3, 1, 150000},
+		{"0", "ad-event", 50, 2, 2, 300000},
+	} {
+		name := fmt.Sprintf("rate=%s/%s/bucket=%d/threads=%d/lanes=%d", tc.rate, tc.scenario, tc.bucket, tc.threads, tc.lanes)
+		t.Run(name, func(t *testing.T) {
+			pr := &Pair{Bin: binDir, Lanes: tc.lanes,
+				RecvArgs: []string{"--scenario", tc.scenario, "--expect-streams", fmt.Sprint(tc.threads)},
+				SendArgs: []string{"--scenario", tc.scenario, "--rate", tc.rate, "--bucket", fmt.Sprint(tc.bucket),
+					"--threads", fmt.Sprint(tc.threads), "--count", fmt.Sprint(tc.count), "--duration", "0", "--idle", "sleep"}}
+			pr.Run(t)
+			if pr.SendExit != 0 || pr.RecvExit != 0 {
+				t.Fatalf("exit codes send=%d recv=%d\n%s\n%s", pr.SendExit, pr.RecvExit, pr.SendProc.Stderr.String(), pr.RecvProc.Stderr.String())
+			}
+			s, r := pr.Send, pr.Recv
+			if s.Emitted != uint64(tc.count) || s.Shortfall != 0 || s.DroppedBkts != 0 {
+				t.Fatalf("sender emitted %d of %d, shortfall %d, dropped %d", s.Emitted, tc.count, s.Shortfall, s.DroppedBkts)
+			}
+			if !r.Complete || r.Consumed != s.Emitted || r.Sent != s.Emitted || r.Missing != 0 || len(r.Streams) != tc.threads {
+				t.Fatalf("receiver complete=%v consumed=%d sent=%d missing=%d streams=%d reason=%q",
+					r.Complete, r.Consumed, r.Sent, r.Missing, len(r.Streams), r.Reason)
+			}
+			if r.Duplicates+r.OutOfSeq+r.Malformed != 0 {
+				t.Fatalf("dups %d out-of-seq %d malformed %d", r.Duplicates, r.OutOfSeq, r.Malformed)
+			}
+		})
+	}
+}
+
+// TestSlowReceiverShowsLatenessOrDrops makes the consumer slower than the
+// sender: block mode must show the sender falling behind (shortfall and
+// lateness), drop mode must count dropped buckets; neither may report a
+// silent equality at the target rate.
+func TestSlowReceiverShowsLatenessOrDrops(t *testing.T) {
+	// Consumer capacity ~ 1 tuple / 20 us = 50 k/s, offered 200 k/s for 2 s.
+	common := []string{"--rate", "200k", "--bucket", "10", "--duration", "2s", "--hwm", "10", "--idle", "sleep"}
+	recv := []string{"--work", "20us", "--ring", "4", "--hwm", "10", "--expect-streams", "1"}
+	t.Run("block", func(t *testing.T) {
+		pr := &Pair{Bin: binDir, RecvArgs: recv, SendArgs: append([]string{"--overflow", "block"}, common...)}
+		pr.Run(t)
+		s, r := pr.Send, pr.Recv
+		if s.Shortfall < s.ScheduledTups/2 || s.Lateness.P99 < int64(100*time.Millisecond) {
+			t.Fatalf("block mode: shortfall %d of %d scheduled, p99 lateness %v: the sender did not fall behind",
+				s.Shortfall, s.ScheduledTups, time.Duration(s.Lateness.P99))
+		}
+		if !r.Complete || r.Consumed != s.Emitted {
+			t.Fatalf("block mode loses nothing: consumed %d of %d emitted (%s)", r.Consumed, s.Emitted, r.Reason)
+		}
+	})
+	t.Run("drop", func(t *testing.T) {
+		pr := &Pair{Bin: binDir, RecvArgs: recv, SendArgs: append([]string{"--overflow", "drop"}, common...)}
+		pr.Run(t)
+		s, r := pr.Send, pr.Recv
+		if s.DroppedBkts == 0 || s.DroppedTups != s.DroppedBkts*10 {
+			t.Fatalf("drop mode: %d buckets (%d tuples) dropped; expected drops", s.DroppedBkts, s.DroppedTups)
+		}
+		if !r.Complete || r.Consumed != s.Emitted || r.Streams[0].SenderDropped != s.DroppedBkts {
+			t.Fatalf("drop mode: consumed %d of %d emitted; marker says %d dropped, sender %d (%s)",
+				r.Consumed, s.Emitted, r.Streams[0].SenderDropped, s.DroppedBkts, r.Reason)
+		}
+		if s.Emitted+s.DroppedTups != s.ScheduledTups-s.Shortfall {
+			t.Fatalf("emitted %d + dropped %d != scheduled %d - shortfall %d", s.Emitted, s.DroppedTups, s.ScheduledTups, s.Shortfall)
+		}
+	})
+}
+
+// TestSIGTERMStillSendsEndMarkers interrupts a long run: the sender must
+// stop, send its end markers, and the receiver must account everything.
+func TestSIGTERMStillSendsEndMarkers(t *testing.T) {
+	base, err := FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := fmt.Sprintf("tcp://127.0.0.1:%d", base)
+	rp, err := Start(filepath.Join(binDir, "dgrecv"), "--bind", ep, "--json", "--metrics-addr", "", "--expect-streams", "2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp.WaitForLine("listening on", 5*time.Second)
+	sp, err := Start(filepath.Join(binDir, "dgsend"), "--connect", ep, "--json", "--metrics-addr", "", "--threads", "2",
+		"--rate", "200k", "--bucket", "10", "--duration", "1h", "--idle", "sleep", "--progress", "always")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sp.WaitForLine("emitted", 10*time.Second) { // first progress line: it is sending
+		t.Fatalf("no progress from dgsend: %s", sp.Stderr.String())
+	}
+	if err := sp.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := sp.Wait(15 * time.Second); err != nil {
+		t.Fatalf("dgsend after SIGTERM: %v\n%s", err, sp.Stderr.String())
+	}
+	if err := rp.Wait(15 * time.Second); err != nil {
+		t.Fatalf("dgrecv: %v\n%s", err, rp.Stderr.String())
+	}
+	var s struct {
+		Emitted     uint64 `json:"emitted_tuples"`
+		Interrupted bool   `json:"interrupted"`
+	}
+	var r struct {
+		Complete bool   `json:"complete"`
+		Consumed uint64 `json:"consumed_tuples"`
+		Streams  []struct {
+			EndReason string `json:"end_reason"`
+		} `json:"streams"`
+	}
+	mustJSON(t, sp.Stdout.Bytes(), &s)
+	mustJSON(t, rp.Stdout.Bytes(), &r)
+	if !s.Interrupted || s.Emitted == 0 || !r.Complete || r.Consumed != s.Emitted || len(r.Streams) != 2 || r.Streams[0].EndReason != "interrupted" {
+		t.Fatalf("sender %+v, receiver %+v", s, r)
+	}
+}
+
+// TestMalformedInputIsCountedAndSkipped pushes garbage, a wrong-version and
+// a truncated bucket into dgrecv in the middle of a real stream.
+func TestMalformedInputIsCountedAndSkipped(t *testing.T) {
+	base, err := FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := fmt.Sprintf("tcp://127.0.0.1:%d", base)
+	rp, err := Start(filepath.Join(binDir, "dgrecv"), "--bind", ep, "--json", "--metrics-addr", "", "--expect-streams", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp.WaitForLine("listening on", 5*time.Second)
+	ctx, _ := zmq.NewContext()
+	defer ctx.Term()
+	push, _ := ctx.NewSocket(zmq.PUSH)
+	defer push.Close()
+	_ = push.SetLinger(time.Second)
+	if err := push.Connect(ep); err != nil {
+		t.Fatal(err)
+	}
+	valid := []byte("CP\x01\x01\x00\x09\x00\x00" + strings.Repeat("\x00", 16)) // stream 0x0900, seq 0, 0 tuples, 0 bytes
+	for _, m := range [][]byte{[]byte("hello"), []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), append([]byte("CP\x07"), valid[3:]...), valid[:20], append(append([]byte{}, valid...), 1, 2)} {
+		if _, err := push.SendBytes(m, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sp, err := Start(filepath.Join(binDir, "dgsend"), "--connect", ep, "--json", "--metrics-addr", "", "--rate", "100k", "--count", "10000", "--duration", "0", "--bucket", "10", "--idle", "sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sp.Wait(20 * time.Second); err != nil {
+		t.Fatal(err, sp.Stderr.String())
+	}
+	if err := rp.Wait(20 * time.Second); err != nil {
+		t.Fatal(err, rp.Stderr.String())
+	}
+	var r struct {
+		Complete    bool              `json:"complete"`
+		Consumed    uint64            `json:"consumed_tuples"`
+		Malformed   uint64            `json:"malformed_messages"`
+		MalformedBy map[string]uint64 `json:"malformed_by_reason"`
+	}
+	mustJSON(t, rp.Stdout.Bytes(), &r)
+	if !r.Complete || r.Consumed != 10000 || r.Malformed != 5 || r.MalformedBy["short"] != 2 || r.MalformedBy["magic"] != 1 || r.MalformedBy["version"] != 1 || r.MalformedBy["length"] != 1 {
+		t.Fatalf("receiver: %+v", r)
+	}
+	if !strings.Contains(rp.Stderr.String(), "malformed") {
+		t.Fatalf("malformed input was not logged:\n%s", rp.Stderr.String())
+	}
+}
+
+var metricLine = regexp.MustCompile(`^(cp_[a-z_]+)(\{[^}]*\})? ([0-9.e+-]+)$`)
+
+func scrape(t *testing.T, addr string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatalf("scrape %s: %v", addr, err)
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if m := metricLine.FindStringSubmatch(sc.Text()); m != nil {
+			v, _ := strconv.ParseFloat(m[3], 64)
+			out[m[1]] += v // sum over label sets
+		}
+	}
+	return out
+}
+
+// TestMetricsMoveWithTheRun scrapes both binaries during a run: counters
+// must grow, never exceed what the final result says, and the final scrape
+// of the receiver must equal its result.
+func TestMetricsMoveWithTheRun(t *testing.T) {
+	base, err := FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := fmt.Sprintf("tcp://127.0.0.1:%d", base)
+	rp, err := Start(filepath.Join(binDir, "dgrecv"), "--bind", ep, "--json", "--metrics-addr", "127.0.0.1:0", "--settle", "1s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rm, err := rp.MetricsAddr(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := Start(filepath.Join(binDir, "dgsend"), "--connect", ep, "--json", "--metrics-addr", "127.0.0.1:0", "--rate", "200k", "--duration", "3s", "--bucket", "20", "--idle", "sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sm, err := sp.MetricsAddr(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	a := scrape(t, sm)
+	ra := scrape(t, rm)
+	time.Sleep(time.Second)
+	b := scrape(t, sm)
+	rb := scrape(t, rm)
+	if !(b["cp_sender_tuples_emitted_total"] > a["cp_sender_tuples_emitted_total"] && a["cp_sender_tuples_emitted_total"] > 0) {
+		t.Fatalf("sender counter did not move: %v -> %v", a["cp_sender_tuples_emitted_total"], b["cp_sender_tuples_emitted_total"])
+	}
+	if !(rb["cp_receiver_consumed_tuples_total"] > ra["cp_receiver_consumed_tuples_total"]) || rb["cp_receiver_tuples_received_total"] < rb["cp_receiver_consumed_tuples_total"] {
+		t.Fatalf("receiver counters: %v -> %v consumed, %v received", ra["cp_receiver_consumed_tuples_total"], rb["cp_receiver_consumed_tuples_total"], rb["cp_receiver_tuples_received_total"])
+	}
+	// rate over the second between scrapes is near the target (generous)
+	if d := b["cp_sender_tuples_emitted_total"] - a["cp_sender_tuples_emitted_total"]; d < 150e3 || d > 250e3 {
+		t.Fatalf("emitted %v tuples in ~1 s at 200k/s", d)
+	}
+	if b["cp_sender_lateness_seconds_count"] == 0 || b["cp_sender_target_rate_tuples_per_second"] != 200e3 {
+		t.Fatalf("lateness histogram count %v, target gauge %v", b["cp_sender_lateness_seconds_count"], b["cp_sender_target_rate_tuples_per_second"])
+	}
+	// While the receiver settles after the end marker (--settle), its final
+	// counters are scrapable.
+	if err := sp.Wait(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	final := scrape(t, rm)
+	if err := rp.Wait(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Consumed uint64 `json:"consumed_tuples"`
+	}
+	mustJSON(t, rp.Stdout.Bytes(), &r)
+	if final["cp_receiver_consumed_tuples_total"] != float64(r.Consumed) || final["cp_receiver_latency_seconds_count"] != float64(r.Consumed) {
+		t.Fatalf("final scrape consumed=%v latency count=%v, result consumed=%d", final["cp_receiver_consumed_tuples_total"], final["cp_receiver_latency_seconds_count"], r.Consumed)
+	}
+}
+
+// TestCLIErrors checks that bad input gets a clear message and a non-zero
+// exit, and that --help shows examples.
+func TestCLIErrors(t *testing.T) {
+	for _, tc := range []struct {
+		bin  string
+		args []string
+		want string
+	}{
+		{"dgsend", []string{"--rate", "fast"}, "not a number of tuples per second"},
+		{"dgsend", []string{"--connect", "tcp://127.0.0.1:1", "--scenario", "nope"}, "not a built-in"},
+		{"dgsend", []string{"--connect", "tcp://127.0.0.1:1", "--bucket", "0"}, "bucket size must be"},
+		{"dgsend", []string{"--connect", "tcp://127.0.0.1:1", "--overflow", "maybe"}, "overflow policy must be"},
+		{"dgsend", []string{"--connect", "nonsense"}, "connect to nonsense"},
+		{"dgsend", []string{"--connect", "tcp://127.0.0.1:1", "--rate", "1G", "--metrics-addr", ""}, "the most 1 thread(s) can do"},
+		{"dgrecv", []string{"--schema", "xml"}, "unknown schema"},
+		{"dgrecv", []string{"--ring", "3"}, "power of two"},
+		{"dgrecv", []string{"--lanes", "2", "--bind", "tcp://*:x"}, "numeric port"},
+		{"dgsend", []string{"--help"}, "Examples:"},
+		{"dgrecv", []string{"--help"}, "Examples:"},
+	} {
+		p, err := Start(filepath.Join(binDir, tc.bin), tc.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = p.Wait(20 * time.Second)
+		out := p.Stdout.String() + p.Stderr.String()
+		if !strings.Contains(out, tc.want) {
+			t.Errorf("%s %v: output lacks %q:\n%s", tc.bin, tc.args, tc.want, out)
+		}
+		if wantOK := tc.args[0] == "--help"; (err == nil) != wantOK {
+			t.Errorf("%s %v: exit error %v", tc.bin, tc.args, err)
+		}
+		if strings.Contains(out, "panic") || strings.Contains(out, "goroutine ") {
+			t.Errorf("%s %v crashed:\n%s", tc.bin, tc.args, out)
+		}
+	}
+}
+
+func mustJSON(t *testing.T, b []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("bad JSON (%v):\n%s", err, b)
+	}
+}
