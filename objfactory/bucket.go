@@ -27,9 +27,11 @@ type Bucket struct {
 const minTupleBytes = 3
 
 // Decode parses Msg (header, then every tuple for a data bucket, or the
-// final counts for an end marker). On error the bucket must be discarded.
-// Data buckets decode without allocating once Tuples has grown to the
-// largest bucket seen.
+// final counts for an end marker). With a nil decoder only the header is
+// checked and Tuples stays empty (drain mode: Header.Count says how many
+// tuples the bucket holds). On error the bucket must be discarded. Data
+// buckets decode without allocating once Tuples has grown to the largest
+// bucket seen.
 func (b *Bucket) Decode(dec scenarios.Decoder) error {
 	h, err := wire.ParseHeader(b.Msg)
 	if err != nil {
@@ -40,6 +42,13 @@ func (b *Bucket) Decode(dec scenarios.Decoder) error {
 		b.Tuples = b.Tuples[:0]
 		b.End, err = wire.ParseEnd(b.Msg)
 		return err
+	}
+	if dec == nil {
+		b.Tuples = b.Tuples[:0]
+		if uint64(h.Count)*minTupleBytes > uint64(h.BodyLen) {
+			return wire.ErrTupleCount
+		}
+		return nil
 	}
 	n := int(h.Count)
 	if uint64(h.Count)*minTupleBytes > uint64(h.BodyLen) {

@@ -101,7 +101,8 @@ type Lane struct {
 }
 
 // NewLane pre-allocates capacity buckets (a power of two), numbered by
-// Slot from 0 to capacity-1.
+// Slot from 0 to capacity-1. A nil decode makes a draining lane that checks
+// headers only.
 func NewLane(id, capacity int, decode scenarios.Decoder) (*Lane, error) {
 	full, err := NewRing[*Bucket](capacity)
 	if err != nil {

@@ -22,12 +22,16 @@ import (
 
 // Config describes one dgrecv run.
 type Config struct {
-	Endpoints     []string // one PULL socket (lane) per endpoint
-	Connect       bool     // connect instead of bind (behind a system under test that pushes)
-	Schema        string   // tuple schema: ad-event, synthetic or raw
-	RingCapacity  int      // buckets per lane (power of two)
-	MaxMessage    int      // larger messages are counted as malformed and skipped
-	HWM           int      // receive high-water mark in messages
+	Endpoints []string // one PULL socket (lane) per endpoint
+	Connect   bool     // connect instead of bind (behind a system under test that pushes)
+	Schema    string   // tuple schema: ad-event, synthetic or raw
+	// Drain checks bucket headers and accounts per stream but neither
+	// decodes tuples nor consumes them one by one: a receiver that measures
+	// the sender and the network rather than the object factory.
+	Drain         bool
+	RingCapacity  int // buckets per lane (power of two)
+	MaxMessage    int // larger messages are counted as malformed and skipped
+	HWM           int // receive high-water mark in messages
 	IOThreads     int
 	WorkPerTuple  time.Duration // emulated processing cost per consumed tuple
 	ExpectStreams int           // finish when this many streams ended (0: when all seen streams ended)
@@ -50,7 +54,7 @@ func (c *Config) validate() error {
 	if len(c.Endpoints) == 0 {
 		problems = append(problems, "no endpoint given (e.g. tcp://*:5555)")
 	}
-	if _, ok := scenarios.DecoderFor(c.Schema); !ok {
+	if _, ok := scenarios.DecoderFor(c.Schema); !ok && !c.Drain {
 		problems = append(problems, fmt.Sprintf("unknown schema %q (use ad-event, synthetic or raw)", c.Schema))
 	}
 	if c.RingCapacity == 0 {
@@ -97,8 +101,8 @@ type Receiver struct {
 	latency    histo.Log2 // consumer: intended send -> consumed, ns (weighted by tuples)
 	precise    *histo.Precise
 	checksum   uint64
-	firstData  atomic.Int64 // unix ns of the first data bucket
-	lastConsum atomic.Int64 // unix ns when the last tuple was consumed
+	firstData  atomic.Uint64 // TSC when the first data bucket was consumed
+	lastConsum atomic.Uint64 // TSC when the last tuple was consumed
 }
 
 type lane struct {
@@ -119,6 +123,9 @@ func New(cfg Config) (*Receiver, error) {
 		return nil, err
 	}
 	decode, _ := scenarios.DecoderFor(cfg.Schema)
+	if cfg.Drain {
+		decode = nil
+	}
 	ctx, err := zmq.NewContext()
 	if err != nil {
 		return nil, fmt.Errorf("create ZeroMQ context: %w", err)
@@ -231,7 +238,11 @@ func (r *Receiver) Run() (*Result, error) {
 				}
 			}
 			osthread.LockWithTightTimers() // the socket belongs to this thread
-			l.err = l.Run(l.raw, &r.stop, l.accept)
+			accept := l.accept
+			if r.cfg.Drain {
+				accept = func(b *objfactory.Bucket) bool { return l.drain(r, b) }
+			}
+			l.err = l.Run(l.raw, &r.stop, accept)
 		}()
 	}
 	consumerDone := make(chan struct{})
@@ -275,13 +286,31 @@ func (l *lane) accept(b *objfactory.Bucket) bool {
 	return true
 }
 
+// drain accounts a data bucket as consumed on the deserializer itself and
+// recycles it at once (drain mode); end markers still go through the ring
+// to the consumer, behind the stream's data.
+func (l *lane) drain(r *Receiver, b *objfactory.Bucket) bool {
+	if !l.accept(b) || b.Header.Kind == wire.KindEnd {
+		return b.Header.Kind == wire.KindEnd
+	}
+	st := b.Tag.(*stream)
+	n := uint64(b.Header.Count)
+	st.consumedTuples.Add(n)
+	st.consumedBuckets.Add(1)
+	r.consumed.Add(n)
+	now := tsc.ReadFast()
+	r.firstData.CompareAndSwap(0, now)
+	r.lastConsum.Store(now)
+	return false
+}
+
 // consume drains the lanes round-robin a tuple at a time until told to
 // finish, then empties them.
 func (r *Receiver) consume() {
 	clock := r.cfg.Clock
 	sink := r.cfg.Sink
 	work := clock.Ticks(r.cfg.WorkPerTuple)
-	var checksum, consumed, sinceIdle uint64
+	var checksum, pending, sinceIdle uint64
 	idle := 0
 	for {
 		got := false
@@ -314,7 +343,8 @@ func (r *Receiver) consume() {
 			if n > 0 {
 				// One clock read per bucket: the time the last tuple of the
 				// bucket was consumed, an upper bound for all of them.
-				now := clock.UnixNano(tsc.ReadFast())
+				ticks := tsc.ReadFast()
+				now := clock.UnixNano(ticks)
 				lat := now - b.Tuples[0].IntendedNs
 				if lat < 0 {
 					lat = 0
@@ -322,16 +352,17 @@ func (r *Receiver) consume() {
 				r.latency.RecordN(uint64(lat), n)
 				r.precise.RecordN(lat, int64(n))
 				if r.firstData.Load() == 0 {
-					r.firstData.Store(now)
+					r.firstData.Store(ticks)
 				}
-				r.lastConsum.Store(now)
+				r.lastConsum.Store(ticks)
 			}
-			consumed += n
+			pending += n
 			st.consumedTuples.Add(n)
 			st.consumedBuckets.Add(1)
 			l.Release(b)
 			if sinceIdle++; sinceIdle&63 == 0 {
-				r.consumed.Store(consumed)
+				r.consumed.Add(pending)
+				pending = 0
 				r.latency.Publish()
 			}
 		}
@@ -339,7 +370,8 @@ func (r *Receiver) consume() {
 			idle = 0
 			continue
 		}
-		r.consumed.Store(consumed)
+		r.consumed.Add(pending)
+		pending = 0
 		r.latency.Publish()
 		if r.done.Load() && r.empty() {
 			r.checksum = checksum

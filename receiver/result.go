@@ -15,6 +15,7 @@ import (
 type Result struct {
 	Complete    bool              `json:"complete"` // every stream ended and nothing is missing
 	Reason      string            `json:"reason"`   // why the run ended
+	Drain       bool              `json:"drain"`    // tuples counted from headers, not decoded
 	Received    uint64            `json:"received_tuples"`
 	Consumed    uint64            `json:"consumed_tuples"`
 	Sent        uint64            `json:"sent_tuples"` // per the end markers that arrived
@@ -63,7 +64,7 @@ type LaneResult struct {
 }
 
 func (r *Receiver) result(reason string) *Result {
-	res := &Result{Reason: reason, MalformedBy: map[string]uint64{}}
+	res := &Result{Reason: reason, Drain: r.cfg.Drain, MalformedBy: map[string]uint64{}}
 	clock := r.cfg.Clock
 	allEnded := true
 	for _, l := range r.lanes {
@@ -94,7 +95,7 @@ func (r *Receiver) result(reason string) *Result {
 	}
 	res.Complete = len(res.Streams) > 0 && allEnded && res.Missing == 0
 	if first, last := r.firstData.Load(), r.lastConsum.Load(); first > 0 && last > first {
-		res.DurationS = float64(last-first) / 1e9
+		res.DurationS = clock.TicksToNs(last-first) / 1e9
 		res.Rate = float64(res.Consumed) / res.DurationS
 	}
 	res.Latency = r.precise.Summary()

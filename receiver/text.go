@@ -16,6 +16,9 @@ func (r *Result) WriteText(w io.Writer) {
 		verdict = "INCOMPLETE"
 	}
 	fmt.Fprintf(w, "dgrecv: %s (%s)\n", verdict, r.Reason)
+	if r.Drain {
+		fmt.Fprintln(w, "  drain mode: tuples counted from bucket headers, not decoded or consumed one by one")
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  consumed\t%d tuples of %d sent (per end markers); received %d\n", r.Consumed, r.Sent, r.Received)
 	fmt.Fprintf(tw, "  rate\t%.0f tuples/s over %.3f s (first to last consumed)\n", r.Rate, r.DurationS)

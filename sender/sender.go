@@ -42,6 +42,9 @@ const (
 	// Yield spins near the slot and calls sched_yield when far from it, so
 	// other threads on the same core can run (machines with few cores).
 	Yield Idle = "yield"
+	// Auto is Spin on machines with at least 4 CPUs and Sleep on smaller
+	// ones, where a spinning sender starves a receiver on the same host.
+	Auto Idle = "auto"
 	// Sleep nanosleeps (with 1 ns timer slack) until shortly before the
 	// slot, leaving a margin measured at start (this thread's wakeup
 	// overshoot), then spins: for machines with few cores and low rates.
@@ -90,8 +93,14 @@ func (c *Config) validate() error {
 	if c.Overflow != Block && c.Overflow != Drop {
 		problems = append(problems, fmt.Sprintf("overflow policy must be %q or %q, got %q", Block, Drop, c.Overflow))
 	}
+	if c.Idle == Auto || c.Idle == "" {
+		c.Idle = Sleep
+		if runtime.NumCPU() >= 4 {
+			c.Idle = Spin
+		}
+	}
 	if c.Idle != Spin && c.Idle != Yield && c.Idle != Sleep {
-		problems = append(problems, fmt.Sprintf("idle strategy must be spin, yield or sleep, got %q", c.Idle))
+		problems = append(problems, fmt.Sprintf("idle strategy must be auto, spin, yield or sleep, got %q", c.Idle))
 	}
 	if c.Scenario == nil {
 		problems = append(problems, "no scenario")

@@ -42,7 +42,7 @@ func command(code *int) *cobra.Command {
 		maxMessage                         int
 		work, endTimeout, settle, duration time.Duration
 		calibrate                          time.Duration
-		jsonOut                            bool
+		jsonOut, drain                     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "dgrecv",
@@ -99,7 +99,7 @@ marker has been consumed (or --expect-streams have ended, or no data arrived for
 			}
 			r, err := receiver.New(receiver.Config{
 				Endpoints: endpoints, Connect: len(connect) > 0, Schema: schema, RingCapacity: ring, MaxMessage: maxMessage,
-				HWM: hwm, IOThreads: ioThreads, WorkPerTuple: work, ExpectStreams: expect, Settle: settle,
+				HWM: hwm, IOThreads: ioThreads, Drain: drain, WorkPerTuple: work, ExpectStreams: expect, Settle: settle,
 				EndTimeout: endTimeout, Duration: duration, CPUs: cpus, Clock: clock,
 				Logf: func(format string, args ...any) { fmt.Fprintf(os.Stderr, "dgrecv: "+format+"\n", args...) },
 			})
@@ -156,6 +156,7 @@ marker has been consumed (or --expect-streams have ended, or no data arrived for
 	f.IntVar(&lanes, "lanes", 1, "with one endpoint: open this many lanes on consecutive ports")
 	f.StringVar(&schema, "schema", scenarios.SchemaAdEvent, "tuple schema to decode: ad-event, synthetic or raw (id and time only)")
 	f.StringVar(&scenario, "scenario", "", "take the schema from a scenario (name, synthetic:SIZE or YAML file)")
+	f.BoolVar(&drain, "drain", false, "check headers and account per stream, but do not decode or consume tuples (measures the sender and network)")
 	f.IntVar(&expect, "expect-streams", 0, "finish when this many streams have ended (0: when every stream seen has ended)")
 	f.DurationVar(&endTimeout, "end-timeout", 10*time.Second, "give up waiting for end markers after this long without data")
 	f.DurationVar(&settle, "settle", 500*time.Millisecond, "with --expect-streams 0: wait this long after the last end marker for new streams")

@@ -146,7 +146,7 @@ send time) with the fraction of late slots.`,
 	f.IntVar(&bucket, "bucket", 1, "tuples per ZeroMQ message (1 reproduces the paper)")
 	f.StringVar(&scenario, "scenario", "ad-event", "workload: a built-in name ("+fmt.Sprint(scenarios.Builtins())+"), synthetic:SIZE, or a YAML file")
 	f.StringVar(&overflow, "overflow", "block", "when the socket is full: block (lateness grows) or drop (count dropped buckets)")
-	f.StringVar(&idle, "idle", "spin", "how to wait for the next slot: spin, yield (for machines with few cores) or sleep (low rates)")
+	f.StringVar(&idle, "idle", "auto", "how to wait for the next slot: spin (the paper's busy-wait), sleep (nanosleep until just before the slot, then spin),\nyield (spin with sched_yield), or auto (spin with 4+ CPUs, else sleep)")
 	f.StringVar(&cpu, "cpus", "auto", "CPUs to pin threads to: auto (the last CPUs), none, or a list like 1 or 2-3")
 	f.Uint8Var(&senderID, "sender-id", 0, "this sender's id (0-255), distinct per dgsend process feeding one receiver")
 	f.IntVar(&hwm, "hwm", 1000, "ZeroMQ send high-water mark, in messages")

@@ -49,12 +49,17 @@ func TestCountsEqualEndToEnd(t *testing.T) {
 		{"400k", "ad-event", 10, 2, 2, 200000},
 		{"300k", "synthetic:300", 25, 3, 1, 150000},
 		{"0", "ad-event", 50, 2, 2, 300000},
+		{"0", "drain", 100, 1, 1, 500000},
 	} {
 		name := fmt.Sprintf("rate=%s/%s/bucket=%d/threads=%d/lanes=%d", tc.rate, tc.scenario, tc.bucket, tc.threads, tc.lanes)
 		t.Run(name, func(t *testing.T) {
+			recv, scenario := []string{"--scenario", tc.scenario}, tc.scenario
+			if tc.scenario == "drain" {
+				recv, scenario = []string{"--drain"}, "synthetic-100"
+			}
 			pr := &Pair{Bin: binDir, Lanes: tc.lanes,
-				RecvArgs: []string{"--scenario", tc.scenario, "--expect-streams", fmt.Sprint(tc.threads)},
-				SendArgs: []string{"--scenario", tc.scenario, "--rate", tc.rate, "--bucket", fmt.Sprint(tc.bucket),
+				RecvArgs: append(recv, "--expect-streams", fmt.Sprint(tc.threads)),
+				SendArgs: []string{"--scenario", scenario, "--rate", tc.rate, "--bucket", fmt.Sprint(tc.bucket),
 					"--threads", fmt.Sprint(tc.threads), "--count", fmt.Sprint(tc.count), "--duration", "0", "--idle", "sleep"}}
 			pr.Run(t)
 			if pr.SendExit != 0 || pr.RecvExit != 0 {
@@ -67,6 +72,9 @@ func TestCountsEqualEndToEnd(t *testing.T) {
 			if !r.Complete || r.Consumed != s.Emitted || r.Sent != s.Emitted || r.Missing != 0 || len(r.Streams) != tc.threads {
 				t.Fatalf("receiver complete=%v consumed=%d sent=%d missing=%d streams=%d reason=%q",
 					r.Complete, r.Consumed, r.Sent, r.Missing, len(r.Streams), r.Reason)
+			}
+			if r.Drain != (tc.scenario == "drain") || (!r.Drain && r.Latency.Count != s.Emitted) {
+				t.Fatalf("drain=%v, latency recorded for %d tuples", r.Drain, r.Latency.Count)
 			}
 			if r.Duplicates+r.OutOfSeq+r.Malformed != 0 {
 				t.Fatalf("dups %d out-of-seq %d malformed %d", r.Duplicates, r.OutOfSeq, r.Malformed)

@@ -1,0 +1,184 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The end-to-end figures of BENCHMARKS.md. They run only with CP_BENCH=1
+// (make bench): minutes of full-machine load, not a CI test. Each figure is
+// printed next to the reference it is judged against, measured in the same
+// run where the reference is a measurement.
+
+func benchOnly(t *testing.T) {
+	if os.Getenv("CP_BENCH") == "" {
+		t.Skip("set CP_BENCH=1 (make bench) to run the end-to-end benchmarks")
+	}
+}
+
+func repeats() int {
+	var n int
+	if _, err := fmt.Sscan(os.Getenv("CP_BENCH_REPEATS"), &n); err != nil || n < 1 {
+		return 3
+	}
+	return n
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+func fmtRates(v []float64) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprintf("%.3fM", x/1e6)
+	}
+	return strings.Join(parts, " ")
+}
+
+// record appends a figure to $CP_BENCH_OUT (JSON lines) when set.
+func record(t *testing.T, name string, v map[string]any) {
+	v["figure"], v["date"] = name, time.Now().UTC().Format(time.RFC3339)
+	b, _ := json.Marshal(v)
+	t.Logf("RESULT %s", b)
+	if path := os.Getenv("CP_BENCH_OUT"); path != "" {
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			fmt.Fprintf(f, "%s\n", b)
+			f.Close()
+		}
+	}
+}
+
+func sendArgs(extra ...string) []string {
+	return append([]string{"--scenario", "synthetic-100", "--threads", "1"}, extra...)
+}
+
+// TestBenchEmission: one sender thread, 100-byte tuples, to a draining
+// dgrecv (--drain) on loopback. Both loops send the same count on the same socket
+// and message size: the unpaced loop gives the ceiling, the paced loop is
+// run at 90%, 95% and 100% of it, and its rate is count / elapsed (a
+// stall is caught up, not cut off). The highest paced rate that reaches
+// 99% of its target is reported next to the ceiling, as a ratio. Issue
+// targets: >= 2 M tuples/s unbatched, >= 10 M with buckets of 100, paced
+// >= 90% of the ceiling.
+func TestBenchEmission(t *testing.T) {
+	benchOnly(t)
+	idle := os.Getenv("CP_BENCH_IDLE")
+	if idle == "" {
+		idle = "auto"
+	}
+	for _, bucket := range []int{1, 100} {
+		count := 6_000_000
+		if bucket == 1 {
+			count = 3_000_000
+		}
+		var ceilings, pacedBest []float64
+		for rep := 0; rep < repeats(); rep++ {
+			pr := &Pair{Bin: binDir, RecvArgs: []string{"--drain", "--expect-streams", "1"},
+				SendArgs: sendArgs("--rate", "0", "--bucket", fmt.Sprint(bucket), "--count", fmt.Sprint(count), "--duration", "0")}
+			pr.Run(t)
+			if !pr.Recv.Complete {
+				t.Fatalf("unpaced run lost data: %+v", pr.Recv)
+			}
+			ceiling := pr.Send.AchievedRate
+			ceilings = append(ceilings, ceiling)
+			best := 0.0
+			for _, frac := range []float64{0.90, 0.95, 1.0} {
+				rate := frac * ceiling
+				pp := &Pair{Bin: binDir, RecvArgs: []string{"--drain", "--expect-streams", "1"},
+					SendArgs: sendArgs("--rate", fmt.Sprintf("%.0f", rate), "--bucket", fmt.Sprint(bucket), "--count", fmt.Sprint(count),
+						"--duration", "0", "--idle", idle)}
+				pp.Run(t)
+				s := pp.Send
+				ok := pp.Recv.Complete && s.AchievedRate >= 0.99*rate
+				t.Logf("bucket %d rep %d: paced at %.0f%% of ceiling %.3fM: achieved %.3fM, p99 lateness %v, late slots %.2f%% -> %v",
+					bucket, rep, frac*100, ceiling/1e6, s.AchievedRate/1e6, time.Duration(s.Lateness.P99), 100*s.LateFraction, ok)
+				if !ok {
+					break
+				}
+				best = s.AchievedRate
+			}
+			pacedBest = append(pacedBest, best)
+		}
+		c, p := median(ceilings), median(pacedBest)
+		t.Logf("EMISSION bucket=%d idle=%s: unpaced ceiling median %.3fM tuples/s [%s]; best sustained paced median %.3fM [%s] = %.1f%% of ceiling",
+			bucket, idle, c/1e6, fmtRates(ceilings), p/1e6, fmtRates(pacedBest), 100*p/c)
+		record(t, "emission", map[string]any{"bucket": bucket, "idle": idle, "ceiling_median": c, "ceilings": ceilings, "paced_median": p, "paced": pacedBest, "paced_over_ceiling": p / c})
+	}
+}
+
+// TestBenchEndToEnd: one sender thread, one receive lane, 100-byte tuples
+// in buckets, 5 M tuples/s for 10 s (issue target: sustained with zero
+// loss; the paper's headline is 4.68 M on two large VMs).
+func TestBenchEndToEnd(t *testing.T) {
+	benchOnly(t)
+	rate := os.Getenv("CP_BENCH_E2E_RATE")
+	if rate == "" {
+		rate = "5M"
+	}
+	for _, tc := range []struct {
+		bucket int
+		idle   string
+	}{{100, "sleep"}, {500, "sleep"}, {1000, "sleep"}} {
+		var achieved []float64
+		sustained := 0
+		for rep := 0; rep < repeats(); rep++ {
+			pr := &Pair{Bin: binDir, RecvArgs: []string{"--schema", "synthetic", "--expect-streams", "1"},
+				SendArgs: sendArgs("--rate", rate, "--bucket", fmt.Sprint(tc.bucket), "--duration", "10s", "--idle", tc.idle)}
+			pr.Run(t)
+			s, r := pr.Send, pr.Recv
+			zeroLoss := r.Complete && r.Consumed == s.Emitted && s.DroppedBkts == 0
+			ok := zeroLoss && s.Shortfall == 0
+			if ok {
+				sustained++
+			}
+			achieved = append(achieved, r.Rate)
+			t.Logf("E2E bucket=%d idle=%s rep %d: emitted %d consumed %d shortfall %d zero-loss=%v; consume rate %.3fM; windows max dev %.4f%%; late slots %.2f%%; lateness p99 %v; e2e latency p50 %v p99 %v",
+				tc.bucket, tc.idle, rep, s.Emitted, r.Consumed, s.Shortfall, zeroLoss, r.Rate/1e6, 100*s.WindowMaxDev, 100*s.LateFraction,
+				time.Duration(s.Lateness.P99), time.Duration(r.Latency.P50), time.Duration(r.Latency.P99))
+			record(t, "end_to_end", map[string]any{"bucket": tc.bucket, "idle": tc.idle, "rate": rate, "emitted": s.Emitted, "consumed": r.Consumed,
+				"shortfall": s.Shortfall, "zero_loss": zeroLoss, "window_max_dev": s.WindowMaxDev, "late_fraction": s.LateFraction,
+				"lateness_p99_ns": s.Lateness.P99, "latency_p50_ns": r.Latency.P50, "latency_p99_ns": r.Latency.P99, "consume_rate": r.Rate})
+		}
+		t.Logf("E2E bucket=%d: %d of %d runs sustained %s with zero loss and no shortfall; consume rates [%s]", tc.bucket, sustained, repeats(), rate, fmtRates(achieved))
+	}
+}
+
+// TestBenchRateAccuracy: at 50% of the measured unpaced maximum, every full
+// 1-second window must be within 0.1% of the target; the late-slot
+// fraction is reported.
+func TestBenchRateAccuracy(t *testing.T) {
+	benchOnly(t)
+	for _, bucket := range []int{1, 100} {
+		count := 4_000_000
+		if bucket == 1 {
+			count = 2_000_000
+		}
+		pr := &Pair{Bin: binDir, RecvArgs: []string{"--schema", "synthetic", "--expect-streams", "1"},
+			SendArgs: sendArgs("--rate", "0", "--bucket", fmt.Sprint(bucket), "--count", fmt.Sprint(count), "--duration", "0")}
+		pr.Run(t)
+		max := pr.Send.AchievedRate
+		for _, idle := range []string{"spin", "sleep"} {
+			pp := &Pair{Bin: binDir, RecvArgs: []string{"--schema", "synthetic", "--expect-streams", "1"},
+				SendArgs: sendArgs("--rate", fmt.Sprintf("%.0f", max/2), "--bucket", fmt.Sprint(bucket), "--duration", "10s", "--idle", idle)}
+			pp.Run(t)
+			s := pp.Send
+			t.Logf("ACCURACY bucket=%d idle=%s: max %.3fM, target %.3fM; %d windows %v; worst deviation %.4f%% (limit 0.1%%); late slots %.3f%% (>%v); lateness p50 %v p99 %v; complete=%v",
+				bucket, idle, max/1e6, max/2e6, len(s.Windows), s.Windows, 100*s.WindowMaxDev, 100*s.LateFraction, time.Duration(s.LateThreshNs),
+				time.Duration(s.Lateness.P50), time.Duration(s.Lateness.P99), pp.Recv.Complete)
+			record(t, "rate_accuracy", map[string]any{"bucket": bucket, "idle": idle, "max": max, "target": max / 2, "windows": s.Windows,
+				"window_max_dev": s.WindowMaxDev, "late_fraction": s.LateFraction, "lateness_p99_ns": s.Lateness.P99})
+			if s.WindowMaxDev > 0.001 {
+				t.Errorf("bucket %d idle %s: a 1 s window deviated %.4f%% from the target", bucket, idle, 100*s.WindowMaxDev)
+			}
+		}
+	}
+}
