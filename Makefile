@@ -1,4 +1,6 @@
 # Cloudprofiler in Go: see README.md.
+SHELL   := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 GO      ?= go
 BIN     ?= bin
 GOFLAGS ?=
@@ -29,7 +31,8 @@ lint: deps
 # Micro-benchmarks, then the end-to-end figures recorded in BENCHMARKS.md.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./objfactory/ ./scenarios/ ./sender/ ./internal/histo/ ./tsc/
-	CP_BENCH=1 $(GO) test -count=1 -run '^TestBench' -v -timeout 30m ./internal/e2e/
+	CP_RAW_CEILING=124,10024 $(GO) test -count=1 -run '^TestRawCeiling$$' -v ./internal/zmqraw/ | grep -E 'RAW|^(ok|FAIL)'
+	CP_BENCH=1 $(GO) test -count=1 -run '^TestBench' -v -timeout 30m ./internal/e2e/ | grep -E 'EMISSION|E2E|ACCURACY|^(ok|FAIL|---)'
 
 # A short dgsend -> dgrecv run on loopback with a summary.
 demo: build

@@ -14,55 +14,81 @@ import (
 	"github.com/cloudprofiler-go/cp/objfactory"
 )
 
-func TestCeiling(t *testing.T) {
-	if os.Getenv("CEIL") == "" {
-		t.Skip()
+// TestRawCeiling measures what libzmq itself does on this machine: one
+// thread sending unpaced over tcp loopback to a thread that receives and
+// discards, both through this package (one cgo call per message, no Go-side
+// work). It is the reference the emission figures are judged against
+// (make bench). CP_RAW_CEILING lists message sizes, e.g. "124,10024".
+func TestRawCeiling(t *testing.T) {
+	sizes := os.Getenv("CP_RAW_CEILING")
+	if sizes == "" {
+		t.Skip("set CP_RAW_CEILING=124,10024 (make bench) to measure the raw libzmq ceiling")
 	}
-	batch, _ := strconv.Atoi(os.Getenv("BATCH"))
-	for _, sz := range strings.Split(os.Getenv("CEIL"), ",") {
-		size, _ := strconv.Atoi(sz)
-		rctx, _ := zmq.NewContext()
-		sctx, _ := zmq.NewContext()
-		pull, _ := rctx.NewSocket(zmq.PULL)
-		pull.SetRcvtimeo(100 * time.Millisecond)
-		push, _ := sctx.NewSocket(zmq.PUSH)
-		rp, _ := Wrap(pull, 1, 1<<20)
-		sp, _ := Wrap(push, 0, 0)
-		if batch > 0 {
-			t.Log("in batch", rp.SetInt(101, batch), "out batch", sp.SetInt(102, batch))
+	for _, sz := range strings.Split(sizes, ",") {
+		size, err := strconv.Atoi(sz)
+		if err != nil || size < 1 {
+			t.Fatalf("CP_RAW_CEILING: %q is not a message size", sz)
 		}
-		pull.Bind("tcp://127.0.0.1:*")
-		ep, _ := pull.GetLastEndpoint()
-		push.Connect(ep)
-		var got atomic.Uint64
-		var stop atomic.Bool
-		go func() {
-			runtime.LockOSThread()
-			b := &objfactory.Bucket{}
-			for !stop.Load() {
-				if err := rp.Recv(b); err == nil {
-					got.Add(1)
-				}
-			}
-		}()
-		msg := make([]byte, size)
-		n := 300_000_000 / (size + 200)
+		t.Logf("RAW CEILING size %6d: %.3f M msg/s", size, rawCeiling(t, size)/1e6)
+	}
+}
+
+// rawCeiling returns messages per second of one unpaced sender thread to
+// one discarding receiver thread, each with its own context.
+func rawCeiling(t *testing.T, size int) float64 {
+	rctx, err := zmq.NewContext()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rctx.Term()
+	sctx, err := zmq.NewContext()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sctx.Term()
+	pull, _ := rctx.NewSocket(zmq.PULL)
+	defer pull.Close()
+	push, _ := sctx.NewSocket(zmq.PUSH)
+	defer push.Close()
+	if err := pull.SetRcvtimeo(100 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := pull.Bind("tcp://127.0.0.1:*"); err != nil {
+		t.Fatal(err)
+	}
+	ep, _ := pull.GetLastEndpoint()
+	if err := push.Connect(ep); err != nil {
+		t.Fatal(err)
+	}
+	in, err := Wrap(pull, 1, 1<<24)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Wrap(push, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 300_000_000 / (size + 200) // ~1-2 s of traffic
+	var got atomic.Uint64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
 		runtime.LockOSThread()
-		start := time.Now()
-		for i := 0; i < n; i++ {
-			sp.Send(msg, false)
-		}
+		b := &objfactory.Bucket{}
 		for got.Load() < uint64(n) {
-			time.Sleep(time.Millisecond)
+			if err := in.Recv(b); err == nil {
+				got.Add(1)
+			}
 		}
-		el2 := time.Since(start)
-		t.Logf("size %6d: %.3f M msg/s  %.0f MB/s", size, float64(n)/el2.Seconds()/1e6, float64(n)*float64(size)/el2.Seconds()/1e6)
-		stop.Store(true)
-		time.Sleep(200 * time.Millisecond)
-		push.Close()
-		pull.Close()
-		sctx.Term()
-		rctx.Term()
-		runtime.UnlockOSThread()
+		in.Close()
+	}()
+	msg := make([]byte, size)
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		if err := out.Send(msg, false); err != nil {
+			t.Fatal(err)
+		}
 	}
+	<-done
+	return float64(n) / time.Since(start).Seconds()
 }

@@ -49,8 +49,6 @@ static void cp_close(zmq_msg_t *m, int *held) {
 	}
 }
 
-static int cp_setint(void *s, int opt, int v) { return zmq_setsockopt(s, opt, &v, sizeof v) == 0 ? 0 : -zmq_errno(); }
-
 static zmq_msg_t *cp_msgs_new(int n) { return (zmq_msg_t *)calloc(n, sizeof(zmq_msg_t)); }
 static int *cp_held_new(int n) { return (int *)calloc(n, sizeof(int)); }
 static zmq_msg_t *cp_msg_at(zmq_msg_t *m, int i) { return m + i; }
@@ -211,13 +209,4 @@ func (s *Socket) Recv(b *objfactory.Bucket) error {
 		b.Msg = unsafe.Slice((*byte)(C.cp_data(m)), int(n))
 		return nil
 	}
-}
-
-// SetInt sets an integer socket option that pebbe/zmq4 does not expose
-// (e.g. ZMQ_IN_BATCH_SIZE where libzmq supports it).
-func (s *Socket) SetInt(option, value int) error {
-	if rc := C.cp_setint(s.handle, C.int(option), C.int(value)); rc != 0 {
-		return fmt.Errorf("set socket option %d: %w", option, zmq.Errno(-rc))
-	}
-	return nil
 }
