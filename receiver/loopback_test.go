@@ -2,6 +2,7 @@ package receiver_test
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -96,5 +97,33 @@ func TestLoopbackCountsMatch(t *testing.T) {
 				t.Fatalf("latency recorded for %d tuples, want %d", rres.Latency.Count, tc.count)
 			}
 		})
+	}
+}
+
+// TestSteadyStateDoesNotAllocate runs sender and receiver in this process
+// twice, the second time with 20x the tuples: if the emission loop, the
+// object factory or the consumer allocated per bucket, the second run would
+// allocate ~20x more. What remains is per-run setup and the monitors'
+// per-tick work, which depends on time, not on tuples.
+func TestSteadyStateDoesNotAllocate(t *testing.T) {
+	syn, _ := scenarios.Load("synthetic-100")
+	mallocs := func(count uint64) uint64 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		rres, sres := run(t, receiver.Config{ExpectStreams: 1},
+			sender.Config{Threads: 1, Rate: 0, Count: count, BucketSize: 10, Scenario: syn, Overflow: sender.Block, Idle: sender.Sleep, HWM: 1000})
+		runtime.ReadMemStats(&after)
+		if !rres.Complete || rres.Consumed != count || sres.Emitted != count {
+			t.Fatalf("run of %d: consumed %d emitted %d", count, rres.Consumed, sres.Emitted)
+		}
+		return after.Mallocs - before.Mallocs
+	}
+	small := mallocs(20_000)  // 2,000 buckets
+	large := mallocs(400_000) // 40,000 buckets
+	t.Logf("allocations: %d for 2,000 buckets, %d for 40,000 buckets", small, large)
+	// 38,000 more buckets; allow a few thousand for time-driven work.
+	if large > small+3000 {
+		t.Fatalf("allocations grow with the number of buckets: %d -> %d", small, large)
 	}
 }

@@ -444,12 +444,8 @@ func (r *Receiver) monitor() string {
 		}
 		streams, ended := 0, 0
 		for _, l := range r.lanes {
-			for _, s := range l.streams.all() {
-				streams++
-				if s.ended.Load() {
-					ended++
-				}
-			}
+			n, e := l.streams.count()
+			streams, ended = streams+n, ended+e
 		}
 		switch {
 		case r.cfg.ExpectStreams > 0 && ended >= r.cfg.ExpectStreams:

@@ -128,3 +128,17 @@ func (t *streamTable) all() []*stream {
 	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
 	return out
 }
+
+// count returns how many streams the table holds and how many have ended,
+// without allocating (the monitor asks every few milliseconds).
+func (t *streamTable) count() (streams, ended int) {
+	t.mu.Lock()
+	for _, s := range t.m {
+		streams++
+		if s.ended.Load() {
+			ended++
+		}
+	}
+	t.mu.Unlock()
+	return streams, ended
+}

@@ -162,7 +162,6 @@ type thread struct {
 	precise     *histo.Precise // lateness, ns
 	windows     []uint64       // cumulative tuples emitted at each 1 s boundary
 	scheduled   uint64         // slots the schedule called for before the end
-	firstSend   uint64
 	lastSend    uint64
 	endMarker   error
 	err         error
@@ -476,9 +475,7 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 		w                                               int
 		winEnd                                          = start + ticksPerSec
 	)
-	for tsc.ReadFast() < start {
-	}
-	t.firstSend = 0
+	wait(start, cfg.Idle, yieldTicks, &sleepMargin, minNap, slack, nsPerTick)
 	for k < t.slots {
 		var due uint64
 		if paced {
@@ -503,9 +500,6 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 		if !paced {
 			due = at
 			tpl.Patch(seq, wire.TupleID(t.stream, tupleSeq), clock.UnixNano(at))
-		}
-		if t.firstSend == 0 {
-			t.firstSend = at
 		}
 		err := t.raw.Send(tpl.Msg, drop)
 		for err == zmqraw.ErrAgain && !drop { // block mode: the send timeout expired, keep trying
