@@ -101,8 +101,9 @@ type Receiver struct {
 	latency    histo.Log2 // consumer: intended send -> consumed, ns (weighted by tuples)
 	precise    *histo.Precise
 	checksum   uint64
-	firstData  atomic.Uint64 // TSC when the first data bucket was consumed
-	lastConsum atomic.Uint64 // TSC when the last tuple was consumed
+	backlog    []BacklogSample // written by the monitor only
+	firstData  atomic.Uint64   // TSC when the first data bucket was consumed
+	lastConsum atomic.Uint64   // TSC when the last tuple was consumed
 }
 
 type lane struct {
@@ -423,8 +424,17 @@ func (r *Receiver) monitor() string {
 	var lastSeen uint64 // newest message TSC over all lanes
 	lastSeenAt := time.Now()
 	var allEndedAt time.Time
+	lastSample := time.Time{}
 	for range tick.C {
 		now := time.Now()
+		if now.Sub(lastSample) >= 100*time.Millisecond {
+			lastSample = now
+			occ := 0
+			for _, l := range r.lanes {
+				occ += l.Occupancy()
+			}
+			r.backlog = append(r.backlog, BacklogSample{UnixNs: now.UnixNano(), Buckets: occ})
+		}
 		if r.quit.Load() {
 			return "stopped"
 		}

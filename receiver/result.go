@@ -13,23 +13,33 @@ import (
 
 // Result is the end-of-run accounting (--json prints it as is).
 type Result struct {
-	Complete    bool              `json:"complete"` // every stream ended and nothing is missing
-	Reason      string            `json:"reason"`   // why the run ended
-	Drain       bool              `json:"drain"`    // tuples counted from headers, not decoded
-	Received    uint64            `json:"received_tuples"`
-	Consumed    uint64            `json:"consumed_tuples"`
-	Sent        uint64            `json:"sent_tuples"` // per the end markers that arrived
-	Missing     uint64            `json:"missing_tuples"`
-	Duplicates  uint64            `json:"duplicate_buckets"`
-	OutOfSeq    uint64            `json:"out_of_sequence_buckets"`
-	Malformed   uint64            `json:"malformed_messages"`
-	MalformedBy map[string]uint64 `json:"malformed_by_reason,omitempty"`
-	DurationS   float64           `json:"duration_s"` // first to last consumed tuple
-	Rate        float64           `json:"consume_rate_tuples_per_s"`
-	Latency     histo.Summary     `json:"latency"` // intended send -> consumed (same clock domain only)
-	Streams     []StreamResult    `json:"streams"`
-	Lanes       []LaneResult      `json:"lanes"`
-	Errors      []string          `json:"errors,omitempty"`
+	Complete     bool              `json:"complete"` // every stream ended and nothing is missing
+	Reason       string            `json:"reason"`   // why the run ended
+	Drain        bool              `json:"drain"`    // tuples counted from headers, not decoded
+	Received     uint64            `json:"received_tuples"`
+	Consumed     uint64            `json:"consumed_tuples"`
+	Sent         uint64            `json:"sent_tuples"` // per the end markers that arrived
+	Missing      uint64            `json:"missing_tuples"`
+	Duplicates   uint64            `json:"duplicate_buckets"`
+	OutOfSeq     uint64            `json:"out_of_sequence_buckets"`
+	Malformed    uint64            `json:"malformed_messages"`
+	MalformedBy  map[string]uint64 `json:"malformed_by_reason,omitempty"`
+	DurationS    float64           `json:"duration_s"` // first to last consumed tuple
+	Rate         float64           `json:"consume_rate_tuples_per_s"`
+	Latency      histo.Summary     `json:"latency"`               // intended send -> consumed (same clock domain only)
+	RingCapacity int               `json:"ring_capacity_buckets"` // over all lanes
+	// Backlog samples the decoded buckets waiting for the consumer, over all
+	// lanes, every 100 ms: a growing backlog means the consumer is behind.
+	Backlog []BacklogSample `json:"backlog"`
+	Streams []StreamResult  `json:"streams"`
+	Lanes   []LaneResult    `json:"lanes"`
+	Errors  []string        `json:"errors,omitempty"`
+}
+
+// BacklogSample is the ring occupancy at one instant.
+type BacklogSample struct {
+	UnixNs  int64 `json:"t_unix_ns"`
+	Buckets int   `json:"buckets"`
 }
 
 // StreamResult is one sender stream's accounting.
@@ -99,6 +109,10 @@ func (r *Receiver) result(reason string) *Result {
 		res.Rate = float64(res.Consumed) / res.DurationS
 	}
 	res.Latency = r.precise.Summary()
+	res.Backlog = r.backlog
+	for _, l := range r.lanes {
+		res.RingCapacity += l.Capacity()
+	}
 	return res
 }
 

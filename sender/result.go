@@ -21,6 +21,8 @@ type Result struct {
 	Idle          string  `json:"idle"`
 	SendCostNs    int64   `json:"send_cost_ns"`     // measured cost of one send of one bucket
 	DurationS     float64 `json:"duration_s"`       // trial window (or first to last send)
+	StartUnixNs   int64   `json:"start_unix_ns"`    // when the schedule started
+	WarmupNs      int64   `json:"warmup_ns"`        // lateness counts only slots due after this
 	ScheduledTups uint64  `json:"scheduled_tuples"` // what the schedule called for
 	Emitted       uint64  `json:"emitted_tuples"`
 	EmittedBkts   uint64  `json:"emitted_buckets"`
@@ -34,7 +36,7 @@ type Result struct {
 	WindowMaxDev   float64       `json:"window_max_deviation"` // max |window - target| / target
 	LateSlots      uint64        `json:"late_slots"`
 	LateThreshNs   int64         `json:"late_threshold_ns"`
-	LateFraction   float64       `json:"late_slot_fraction"`
+	LateFraction   float64       `json:"late_slot_fraction"` // of the slots due after the warm-up
 	Lateness       histo.Summary `json:"lateness"`
 	Streams        []StreamEnd   `json:"streams"`
 	Interrupted    bool          `json:"interrupted"`
@@ -61,7 +63,7 @@ func (s *Sender) result(start, end uint64) *Result {
 		TupleBytes: len(s.threads[0].tpls[0].Msg), Overflow: string(cfg.Overflow), Idle: string(cfg.Idle),
 		SendCostNs: s.sendCost.Nanoseconds(), LateThreshNs: cfg.LateThreshold.Nanoseconds(), latenessMerged: histo.NewPrecise()}
 	var last uint64
-	var slotsSent uint64
+	var measured uint64
 	var windows []uint64
 	bucket := uint64(cfg.BucketSize)
 	for _, t := range s.threads {
@@ -71,7 +73,7 @@ func (s *Sender) result(start, end uint64) *Result {
 		r.DroppedTups += t.droppedTuples.Load()
 		r.LateSlots += t.lateSlots.Load()
 		r.ScheduledTups += t.scheduled * bucket
-		slotsSent += t.emittedBuckets.Load() + t.droppedBuckets.Load()
+		measured += t.measuredSlots
 		r.Interrupted = r.Interrupted || t.interrupted
 		r.latenessMerged.Merge(t.precise)
 		last = max(last, t.lastSend)
@@ -117,8 +119,8 @@ func (s *Sender) result(start, end uint64) *Result {
 			r.WindowMaxDev = max(r.WindowMaxDev, math.Abs(float64(n)-cfg.Rate)/cfg.Rate)
 		}
 	}
-	if slotsSent > 0 {
-		r.LateFraction = float64(r.LateSlots) / float64(slotsSent)
+	if measured > 0 {
+		r.LateFraction = float64(r.LateSlots) / float64(measured)
 	}
 	r.Lateness = r.latenessMerged.Summary()
 	return r

@@ -59,7 +59,8 @@ type Config struct {
 	Threads       int
 	Rate          float64 // total tuples per second over all threads; 0 = unpaced
 	Duration      time.Duration
-	Count         uint64 // total tuples; 0 = until Duration or Stop
+	Warmup        time.Duration // lateness is recorded only for slots due after the warm-up
+	Count         uint64        // total tuples; 0 = until Duration or Stop
 	BucketSize    int
 	Scenario      *scenarios.Scenario
 	Overflow      Overflow
@@ -159,15 +160,16 @@ type thread struct {
 	lateness       histo.Log2 // ticks
 
 	// Owned by the loop until it returns.
-	precise     *histo.Precise // lateness, ns
-	windows     []uint64       // cumulative tuples emitted at each 1 s boundary
-	scheduled   uint64         // slots the schedule called for before the end
-	lastSend    uint64
-	endMarker   error
-	err         error
-	pacer       Pacer
-	interrupted bool
-	napMargin   time.Duration // idle sleep: wake this long before the slot
+	precise       *histo.Precise // lateness, ns
+	windows       []uint64       // cumulative tuples emitted at each 1 s boundary
+	scheduled     uint64         // slots the schedule called for before the end
+	lastSend      uint64
+	endMarker     error
+	err           error
+	pacer         Pacer
+	interrupted   bool
+	napMargin     time.Duration // idle sleep: wake this long before the slot
+	measuredSlots uint64        // slots due after the warm-up (lateness denominator)
 }
 
 // New validates cfg, connects the sockets, pre-serializes the buckets and
@@ -428,7 +430,10 @@ func (s *Sender) Run() (*Result, error) {
 		}()
 	}
 	wg.Wait()
-	return s.result(start, end), nil
+	res := s.result(start, end)
+	res.StartUnixNs = clock.UnixNano(start)
+	res.WarmupNs = s.cfg.Warmup.Nanoseconds()
+	return res, nil
 }
 
 // run is one emission thread (Fig. 9b). It owns its socket and never
@@ -460,6 +465,7 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 	minNap := clock.Ticks(10 * time.Microsecond)
 	slack := clock.Ticks(3 * time.Microsecond)
 	nsPerTick := 1e9 / clock.Hz
+	measureFrom := start + clock.Ticks(cfg.Warmup)
 	endGrace := end
 	if end != math.MaxUint64 {
 		endGrace = end + clock.Ticks(EndGrace)
@@ -470,10 +476,10 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 	stop := &s.stop
 
 	var (
-		k, seq, tupleSeq, emitted, buckets, dropB, late uint64
-		idx                                             int
-		w                                               int
-		winEnd                                          = start + ticksPerSec
+		k, seq, tupleSeq, emitted, buckets, dropB, late, measured uint64
+		idx                                                       int
+		w                                                         int
+		winEnd                                                    = start + ticksPerSec
 	)
 	wait(start, cfg.Idle, yieldTicks, &sleepMargin, minNap, slack, nsPerTick)
 	for k < t.slots {
@@ -521,7 +527,8 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 		default:
 			t.err = fmt.Errorf("send on %s: %w", t.endpoint, err)
 		}
-		if paced {
+		if paced && due >= measureFrom {
+			measured++
 			lateness := at - due
 			if at < due {
 				lateness = 0
@@ -552,6 +559,7 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 		}
 	}
 	t.publish(emitted, buckets, dropB, late, bucket)
+	t.measuredSlots = measured
 	if paced {
 		// What the schedule called for: every slot due before the end (or,
 		// when stopped early, before the stop), up to the count limit.

@@ -31,7 +31,7 @@ func (r *Result) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(tw, "  dropped\t%d buckets (%d tuples)\n", r.DroppedBkts, r.DroppedTups)
 	if r.TargetRate > 0 {
-		fmt.Fprintf(tw, "  late slots\t%d of %d (%.4f%%) later than %s\n", r.LateSlots, r.EmittedBkts+r.DroppedBkts, 100*r.LateFraction, ns(r.LateThreshNs))
+		fmt.Fprintf(tw, "  late slots\t%d (%.4f%% of slots) later than %s\n", r.LateSlots, 100*r.LateFraction, ns(r.LateThreshNs))
 		l := r.Lateness
 		fmt.Fprintf(tw, "  lateness\tp50 %s  p90 %s  p99 %s  p99.9 %s  max %s\n", ns(l.P50), ns(l.P90), ns(l.P99), ns(l.P999), ns(l.Max))
 	} else {

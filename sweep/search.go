@@ -1,0 +1,265 @@
+package sweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Trial is one measured run at a target rate.
+type Trial struct {
+	N         int           `json:"n"`
+	Rate      float64       `json:"rate"`
+	Achieved  float64       `json:"achieved"` // tuples/s consumed by the receivers
+	Verdict   Verdict       `json:"verdict"`
+	Purpose   string        `json:"purpose"` // ramp, bisect, hint, confirm, linear
+	Elapsed   time.Duration `json:"elapsed_ns"`
+	Outcome   *Outcome      `json:"-"` // full agent results (saved separately)
+	StartedAt time.Time     `json:"started_at"`
+}
+
+// Runner runs one trial at rate. An error means the trial could not be
+// judged at all (e.g. every agent is gone) and stops the search; an agent
+// failing inside a trial is a failed verdict instead.
+type Runner func(ctx context.Context, rate float64, purpose string) (Trial, error)
+
+// Result is a search's answer: the maximum sustainable throughput lies in
+// [LastPass, FirstFail).
+type Result struct {
+	Method    string        `json:"method"`
+	LastPass  float64       `json:"last_pass"`  // 0: no rate passed
+	FirstFail float64       `json:"first_fail"` // 0: no rate failed (the top of the range passed)
+	Trials    []Trial       `json:"trials"`
+	Elapsed   time.Duration `json:"elapsed_ns"`
+	Stopped   string        `json:"stopped,omitempty"` // why the search ended early
+}
+
+// Precision is the relative width of the answer's interval.
+func (r *Result) Precision() float64 {
+	if r.LastPass <= 0 || r.FirstFail <= 0 {
+		return math.Inf(1)
+	}
+	return (r.FirstFail - r.LastPass) / r.LastPass
+}
+
+// LinearPlan is the paper's search (Fig. 9a): from, from+step, ... up to
+// to, stopping at the first failing trial.
+type LinearPlan struct {
+	From, To, Step float64
+}
+
+// Linear runs the paper's search.
+func Linear(ctx context.Context, p LinearPlan, run Runner) (*Result, error) {
+	if p.From <= 0 || p.Step <= 0 || p.To < p.From {
+		return nil, fmt.Errorf("linear search needs 0 < from <= to and step > 0 (got from %g, to %g, step %g)", p.From, p.To, p.Step)
+	}
+	if n := (p.To - p.From) / p.Step; n > 1e6 {
+		return nil, fmt.Errorf("linear search from %g to %g in steps of %g is %.0f trials; use --search fast", p.From, p.To, p.Step, n)
+	}
+	res := &Result{Method: "linear"}
+	start := time.Now()
+	defer func() { res.Elapsed = time.Since(start) }()
+	for i := 0; ; i++ {
+		rate := p.From + float64(i)*p.Step
+		if rate > p.To*(1+1e-12) {
+			return res, nil
+		}
+		t, err := runOne(ctx, res, rate, "linear", run)
+		if err != nil {
+			return res, err
+		}
+		if !t.Verdict.Pass {
+			res.FirstFail = rate
+			return res, nil
+		}
+		res.LastPass = rate
+	}
+}
+
+// FastPlan configures the fast search.
+type FastPlan struct {
+	Start     float64 // first rate tried
+	Factor    float64 // ramp multiplier (default 2)
+	Max       float64 // never try above this (0: no limit)
+	Min       float64 // give up below this when even low rates fail (default Start/1024)
+	Precision float64 // stop when (first fail - last pass)/last pass <= this (default 0.01)
+	Confirm   int     // re-run the final pass this many times (default 1)
+	MaxTrials int     // hard limit on trials (default 20)
+}
+
+func (p FastPlan) withDefaults() (FastPlan, error) {
+	if p.Factor == 0 {
+		p.Factor = 2
+	}
+	if p.Precision == 0 {
+		p.Precision = 0.01
+	}
+	if p.MaxTrials == 0 {
+		p.MaxTrials = 20
+	}
+	if p.Confirm < 0 {
+		p.Confirm = 0
+	} else if p.Confirm == 0 {
+		p.Confirm = 1
+	}
+	if p.Min == 0 {
+		p.Min = p.Start / 1024
+	}
+	switch {
+	case p.Start <= 0:
+		return p, fmt.Errorf("fast search needs a positive start rate, got %g", p.Start)
+	case p.Factor <= 1:
+		return p, fmt.Errorf("ramp factor must be above 1, got %g", p.Factor)
+	case p.Precision <= 0 || p.Precision >= 1:
+		return p, fmt.Errorf("precision must be between 0 and 1 (e.g. 0.01 for 1%%), got %g", p.Precision)
+	case p.Max > 0 && p.Max < p.Start:
+		return p, fmt.Errorf("max rate %g is below the start rate %g", p.Max, p.Start)
+	}
+	return p, nil
+}
+
+// errTrialLimit ends a search that used up its trials.
+var errTrialLimit = errors.New("trial limit reached")
+
+// Fast ramps up geometrically from Start until a trial fails (or down
+// until one passes, if the first fails), then narrows [last pass, first
+// fail] to the precision (see nextProbe: the achieved rate of a failing
+// trial guides the next probe). The final pass is repeated to confirm; if a
+// repeat fails, the interval moves down and the narrowing resumes.
+func Fast(ctx context.Context, plan FastPlan, run Runner) (*Result, error) {
+	p, err := plan.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Method: "fast"}
+	start := time.Now()
+	defer func() { res.Elapsed = time.Since(start) }()
+	try := func(rate float64, purpose string) (Trial, error) {
+		if len(res.Trials) >= p.MaxTrials {
+			return Trial{}, errTrialLimit
+		}
+		return runOne(ctx, res, rate, purpose, run)
+	}
+	finish := func(err error) (*Result, error) {
+		if errors.Is(err, errTrialLimit) {
+			res.Stopped = fmt.Sprintf("used all %d trials before reaching %.2g%% precision", p.MaxTrials, p.Precision*100)
+			return res, nil
+		}
+		return res, err
+	}
+
+	var hint float64 // achieved rate of the most informative failing trial
+	// Ramp up (or down when the first trial fails).
+	rate := p.Start
+	for {
+		t, err := try(rate, "ramp")
+		if err != nil {
+			return finish(err)
+		}
+		if t.Verdict.Pass {
+			res.LastPass = rate
+			if res.FirstFail > 0 {
+				break // ramping down found a pass
+			}
+			if p.Max > 0 && rate >= p.Max {
+				res.Stopped = fmt.Sprintf("the maximum rate %g passed: the capacity is above it", p.Max)
+				return res, nil
+			}
+			rate *= p.Factor
+			if p.Max > 0 {
+				rate = math.Min(rate, p.Max)
+			}
+			continue
+		}
+		res.FirstFail, hint = rate, math.Min(t.Achieved, rate)
+		if res.LastPass > 0 {
+			break
+		}
+		rate /= p.Factor // the first trial failed: ramp down
+		if rate < p.Min {
+			res.Stopped = fmt.Sprintf("every rate down to %g failed", rate*p.Factor)
+			return res, nil
+		}
+	}
+
+	for confirmed := 0; ; {
+		for res.Precision() > p.Precision {
+			next, purpose := nextProbe(res.LastPass, res.FirstFail, hint, p.Precision)
+			t, err := try(next, purpose)
+			if err != nil {
+				return finish(err)
+			}
+			if t.Verdict.Pass {
+				res.LastPass = next
+			} else {
+				// A failing trial that kept up with its rate (it failed on
+				// noise or another rule) still says the capacity is near.
+				res.FirstFail, hint = next, math.Min(t.Achieved, next)
+			}
+		}
+		if confirmed >= p.Confirm {
+			return res, nil
+		}
+		t, err := try(res.LastPass, "confirm")
+		if err != nil {
+			return finish(err)
+		}
+		if t.Verdict.Pass {
+			confirmed++
+			continue
+		}
+		// The final pass did not hold: it becomes the first fail, the
+		// highest earlier pass below it the last pass, and what it achieved
+		// the hint.
+		res.FirstFail, hint = res.LastPass, math.Min(t.Achieved, res.LastPass)
+		res.LastPass = 0
+		for _, prev := range res.Trials {
+			if prev.Verdict.Pass && prev.Rate < res.FirstFail && prev.Rate > res.LastPass {
+				res.LastPass = prev.Rate
+			}
+		}
+		if res.LastPass == 0 {
+			res.Stopped = "no rate passed consistently"
+			return res, nil
+		}
+		confirmed = 0
+	}
+}
+
+// nextProbe picks the next rate inside (lo, hi). A hint (the rate the
+// latest failing trial actually achieved, usually the system's capacity) is
+// probed a third of the precision below it, where it should pass. When the
+// hint says the capacity is just above lo, or the interval is within a few
+// precisions of closing, a "closing" probe at lo·(1+0.9p) finishes the
+// search in one step if it fails. Otherwise: the geometric midpoint.
+func nextProbe(lo, hi, hint, precision float64) (float64, string) {
+	closing := lo * (1 + 0.9*precision)
+	if hint > 0 {
+		if below := hint * (1 - precision/3); below > lo*(1+precision/4) && below < hi {
+			return below, "hint"
+		}
+		if hint <= lo*(1+precision) && closing < hi { // the capacity is just above lo
+			return closing, "close"
+		}
+	}
+	if closing < hi && hi <= lo*(1+4*precision) {
+		return closing, "close"
+	}
+	return math.Sqrt(lo * hi), "bisect"
+}
+
+func runOne(ctx context.Context, res *Result, rate float64, purpose string, run Runner) (Trial, error) {
+	if err := ctx.Err(); err != nil {
+		res.Stopped = "interrupted"
+		return Trial{}, err
+	}
+	t, err := run(ctx, rate, purpose)
+	if err != nil {
+		return t, err
+	}
+	t.N, t.Rate, t.Purpose = len(res.Trials)+1, rate, purpose
+	res.Trials = append(res.Trials, t)
+	return t, nil
+}

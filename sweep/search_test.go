@@ -1,0 +1,137 @@
+package sweep
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// system simulates a receiver of known capacity: a trial passes when the
+// rate is at most the capacity (times a little noise), and achieves
+// min(rate, capacity) (times noise). flaky is the chance that a passing
+// trial fails anyway.
+type system struct {
+	capacity, noise, flaky float64
+	rng                    *rand.Rand
+}
+
+func (s *system) run(_ context.Context, rate float64, _ string) (Trial, error) {
+	jitter := func() float64 { return 1 + s.noise*(2*s.rng.Float64()-1) }
+	effective := s.capacity * jitter()
+	pass := rate <= effective && s.rng.Float64() >= s.flaky
+	return Trial{Achieved: math.Min(rate, effective) * jitter(), Verdict: Verdict{Pass: pass}}, nil
+}
+
+func newSystem(capacity, noise, flaky float64, seed uint64) *system {
+	return &system{capacity: capacity, noise: noise, flaky: flaky, rng: rand.New(rand.NewPCG(seed, 7))}
+}
+
+func TestFastFindsCapacity(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		capacity  float64
+		noise     float64
+		start     float64
+		maxTrials int
+	}{
+		{"exact, start far below", 5.13e6, 0, 100e3, 12},
+		{"exact, start near", 5.13e6, 0, 1e6, 12},
+		{"0.2% noise", 3.7e6, 0.002, 1e6, 12},
+		{"first trial already fails", 40e3, 0, 1e6, 16},
+		{"capacity just above a ramp step", 4.01e6, 0, 1e6, 12},
+	} {
+		for seed := uint64(1); seed <= 20; seed++ {
+			sys := newSystem(tc.capacity, tc.noise, 0, seed)
+			res, err := Fast(context.Background(), FastPlan{Start: tc.start, Precision: 0.01, MaxTrials: tc.maxTrials}, sys.run)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			if res.Stopped != "" {
+				t.Fatalf("%s seed %d: stopped: %s after %d trials", tc.name, seed, res.Stopped, len(res.Trials))
+			}
+			lo, hi := tc.capacity*(1-2*tc.noise), tc.capacity*(1+2*tc.noise)
+			if res.LastPass > hi || res.FirstFail < lo || res.Precision() > 0.01 {
+				t.Fatalf("%s seed %d: [%.0f, %.0f) does not bracket %.0f to 1%% (%d trials)", tc.name, seed, res.LastPass, res.FirstFail, tc.capacity, len(res.Trials))
+			}
+			if len(res.Trials) > tc.maxTrials {
+				t.Fatalf("%s: %d trials", tc.name, len(res.Trials))
+			}
+		}
+	}
+}
+
+func TestFastRespectsLimits(t *testing.T) {
+	sys := newSystem(5e6, 0, 0, 1)
+	res, err := Fast(context.Background(), FastPlan{Start: 1e3, Precision: 0.001, MaxTrials: 5}, sys.run)
+	if err != nil || len(res.Trials) != 5 || !strings.Contains(res.Stopped, "used all 5 trials") {
+		t.Fatalf("trial limit: %d trials, stopped %q, err %v", len(res.Trials), res.Stopped, err)
+	}
+	res, _ = Fast(context.Background(), FastPlan{Start: 1e6, Max: 2e6}, sys.run)
+	if res.LastPass != 2e6 || res.FirstFail != 0 || !strings.Contains(res.Stopped, "capacity is above") {
+		t.Fatalf("max rate: %+v", res)
+	}
+	dead := newSystem(0, 0, 0, 1)
+	res, _ = Fast(context.Background(), FastPlan{Start: 1e6, MaxTrials: 40}, dead.run)
+	if res.LastPass != 0 || !strings.Contains(res.Stopped, "every rate down to") {
+		t.Fatalf("nothing passes: %+v", res.Stopped)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Fast(ctx, FastPlan{Start: 1e6}, sys.run); err == nil {
+		t.Fatal("cancelled search did not report it")
+	}
+	for _, bad := range []FastPlan{{Start: 0}, {Start: 1, Factor: 1}, {Start: 1, Precision: 2}, {Start: 10, Max: 5}} {
+		if _, err := Fast(context.Background(), bad, sys.run); err == nil {
+			t.Errorf("plan %+v accepted", bad)
+		}
+	}
+}
+
+// TestFastSurvivesFlakyTrials: with trials that fail at random, the answer
+// never overstates the capacity, and the rate it reports passed at least
+// Confirm+1 times (a rate that passed once and then failed is not kept).
+func TestFastSurvivesFlakyTrials(t *testing.T) {
+	for seed := uint64(1); seed <= 50; seed++ {
+		sys := newSystem(2e6, 0, 0.15, seed)
+		res, err := Fast(context.Background(), FastPlan{Start: 250e3, Precision: 0.01, MaxTrials: 30, Confirm: 2}, sys.run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.LastPass > 2e6 {
+			t.Fatalf("seed %d: last pass %.0f above the capacity", seed, res.LastPass)
+		}
+		if res.Stopped != "" || res.LastPass == 0 {
+			continue // said why it could not answer
+		}
+		passes := 0
+		for _, tr := range res.Trials {
+			if tr.Rate == res.LastPass && tr.Verdict.Pass {
+				passes++
+			}
+		}
+		if passes < 3 {
+			t.Fatalf("seed %d: reported %.0f after only %d passes", seed, res.LastPass, passes)
+		}
+	}
+}
+
+func TestLinearReproducesThePaper(t *testing.T) {
+	sys := newSystem(1.2345e6, 0, 0, 1)
+	res, err := Linear(context.Background(), LinearPlan{From: 1e6, To: 5e6, Step: 1e3}, sys.run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.LastPass != 1.234e6 || res.FirstFail != 1.235e6 || len(res.Trials) != 236 {
+		t.Fatalf("linear: [%.0f, %.0f) in %d trials", res.LastPass, res.FirstFail, len(res.Trials))
+	}
+	if _, err := Linear(context.Background(), LinearPlan{From: 1, To: 1e9, Step: 1}, sys.run); err == nil {
+		t.Fatal("a billion-trial linear search was accepted")
+	}
+	top := newSystem(1e9, 0, 0, 1)
+	res, _ = Linear(context.Background(), LinearPlan{From: 1e3, To: 5e3, Step: 1e3}, top.run)
+	if res.LastPass != 5e3 || res.FirstFail != 0 || len(res.Trials) != 5 {
+		t.Fatalf("everything passes: %+v", res)
+	}
+}

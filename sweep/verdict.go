@@ -1,0 +1,197 @@
+// Package sweep finds the maximum sustainable throughput of a receiving
+// system: it runs trials (every sender at its share of a target rate for a
+// warm-up plus a measured window), judges each trial by explicit rules, and
+// searches over rates, linearly as the paper does (Fig. 9a) or fast
+// (exponential ramp, then bisection guided by the achieved rate). It also
+// holds the control API shared by the agents (dgsend/dgrecv --agent) and
+// the controller (cpsweep).
+package sweep
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/sender"
+)
+
+// Rules are the pass criteria of a trial.
+type Rules struct {
+	// LatenessBudgets bounds each sender's p99 lateness in slot budgets
+	// (one slot = the time between two of a thread's buckets).
+	LatenessBudgets float64 `json:"lateness_budgets"`
+	// LatenessFloor is the smallest lateness bound, whatever the budget:
+	// VMs stall for milliseconds, and that noise must not decide a verdict.
+	LatenessFloor time.Duration `json:"lateness_floor_ns"`
+	// BacklogGrowth bounds how much the receivers' ring occupancy may grow
+	// over the measured window (regression line), as a fraction of capacity.
+	BacklogGrowth float64 `json:"backlog_growth"`
+	// LatencyP99 is an optional end-to-end objective (0: off).
+	LatencyP99 time.Duration `json:"latency_p99_ns,omitempty"`
+}
+
+// DefaultRules are used when a rule is left at zero.
+var DefaultRules = Rules{LatenessBudgets: 5, LatenessFloor: 5 * time.Millisecond, BacklogGrowth: 0.10}
+
+func (r Rules) withDefaults() Rules {
+	if r.LatenessBudgets <= 0 {
+		r.LatenessBudgets = DefaultRules.LatenessBudgets
+	}
+	if r.LatenessFloor <= 0 {
+		r.LatenessFloor = DefaultRules.LatenessFloor
+	}
+	if r.BacklogGrowth <= 0 {
+		r.BacklogGrowth = DefaultRules.BacklogGrowth
+	}
+	return r
+}
+
+// Rule names, as they appear in verdicts.
+const (
+	RuleSchedule = "schedule" // senders emitted what the schedule called for
+	RuleDelivery = "delivery" // every emitted tuple was received and consumed
+	RuleLateness = "lateness" // emission lateness within budget
+	RuleBacklog  = "backlog"  // receiver backlog did not grow
+	RuleLatency  = "latency"  // optional end-to-end objective
+	RuleAgents   = "agents"   // every agent answered and finished
+)
+
+// Check is one rule's outcome with the numbers behind it.
+type Check struct {
+	Rule   string `json:"rule"`
+	Pass   bool   `json:"pass"`
+	Detail string `json:"detail"`
+}
+
+// Verdict is a trial's outcome: it passes only if every check passes.
+type Verdict struct {
+	Pass   bool    `json:"pass"`
+	Checks []Check `json:"checks"`
+}
+
+// Failed lists the failing checks' details, for a one-line reason.
+func (v Verdict) Failed() []string {
+	var out []string
+	for _, c := range v.Checks {
+		if !c.Pass {
+			out = append(out, c.Rule+": "+c.Detail)
+		}
+	}
+	return out
+}
+
+// Outcome is what the agents reported for one trial.
+type Outcome struct {
+	Rate      float64            `json:"rate"` // total target rate
+	Senders   []*sender.Result   `json:"senders"`
+	Receivers []*receiver.Result `json:"receivers"`
+	Errors    []string           `json:"errors,omitempty"` // agents that failed or did not answer
+	Window    [2]int64           `json:"window_unix_ns"`   // measured window (after warm-up)
+}
+
+// Judge applies the rules to a trial's outcome.
+func Judge(o *Outcome, rules Rules) Verdict {
+	rules = rules.withDefaults()
+	var v Verdict
+	add := func(rule string, pass bool, format string, args ...any) {
+		v.Checks = append(v.Checks, Check{Rule: rule, Pass: pass, Detail: fmt.Sprintf(format, args...)})
+	}
+	add(RuleAgents, len(o.Errors) == 0 && len(o.Senders) > 0 && len(o.Receivers) > 0,
+		"%d sender and %d receiver result(s); %d error(s)%s", len(o.Senders), len(o.Receivers), len(o.Errors), firstOf(o.Errors))
+
+	var scheduled, emitted, shortfall, dropped, consumed uint64
+	incomplete := 0
+	worstLate, worstBound := time.Duration(0), time.Duration(0)
+	lateOK := true
+	for _, s := range o.Senders {
+		scheduled += s.ScheduledTups
+		emitted += s.Emitted
+		shortfall += s.Shortfall
+		dropped += s.DroppedTups
+		if s.TargetRate > 0 {
+			slot := time.Duration(float64(time.Second) * float64(s.BucketSize*s.Threads) / s.TargetRate)
+			bound := max(time.Duration(rules.LatenessBudgets*float64(slot)), rules.LatenessFloor)
+			p99 := time.Duration(s.Lateness.P99)
+			if p99 > bound {
+				lateOK = false
+			}
+			if p99 > worstLate || worstLate == 0 {
+				worstLate, worstBound = p99, bound
+			}
+		}
+	}
+	add(RuleSchedule, shortfall == 0 && dropped == 0, "%d tuples scheduled, %d emitted, %d behind schedule, %d dropped", scheduled, emitted, shortfall, dropped)
+
+	var latencyP99 int64
+	for _, r := range o.Receivers {
+		consumed += r.Consumed
+		if !r.Complete {
+			incomplete++
+		}
+		latencyP99 = max(latencyP99, r.Latency.P99)
+	}
+	add(RuleDelivery, consumed == emitted && incomplete == 0 && len(o.Receivers) > 0,
+		"%d emitted, %d consumed (nr_emit %s nr_recv); %d receiver(s) incomplete", emitted, consumed, cmpSign(emitted, consumed), incomplete)
+	add(RuleLateness, lateOK, "worst p99 lateness %v (bound %v = max(%g slot budgets, %v))", worstLate, worstBound, rules.LatenessBudgets, rules.LatenessFloor)
+
+	growth, capacity := backlogGrowth(o)
+	limit := math.Max(rules.BacklogGrowth*float64(capacity), 2)
+	add(RuleBacklog, growth <= limit, "ring occupancy grew %.1f buckets over the window (limit %.1f of %d)", growth, limit, capacity)
+
+	if rules.LatencyP99 > 0 {
+		add(RuleLatency, time.Duration(latencyP99) <= rules.LatencyP99, "p99 latency %v (objective %v)", time.Duration(latencyP99), rules.LatencyP99)
+	}
+	v.Pass = true
+	for _, c := range v.Checks {
+		v.Pass = v.Pass && c.Pass
+	}
+	return v
+}
+
+// backlogGrowth fits a least-squares line through every receiver's total
+// ring occupancy within the measured window and returns the growth it
+// predicts over the window (buckets), and the total ring capacity.
+func backlogGrowth(o *Outcome) (float64, int) {
+	var growth float64
+	var capacity int
+	for _, r := range o.Receivers {
+		capacity += r.RingCapacity
+		var n, sx, sy, sxx, sxy float64
+		for _, p := range r.Backlog {
+			if o.Window[1] > 0 && (p.UnixNs < o.Window[0] || p.UnixNs > o.Window[1]) {
+				continue
+			}
+			x := float64(p.UnixNs-o.Window[0]) / 1e9
+			y := float64(p.Buckets)
+			n, sx, sy, sxx, sxy = n+1, sx+x, sy+y, sxx+x*x, sxy+x*y
+		}
+		if n < 3 {
+			continue
+		}
+		den := n*sxx - sx*sx
+		if den == 0 {
+			continue
+		}
+		slope := (n*sxy - sx*sy) / den // buckets per second
+		growth += slope * float64(o.Window[1]-o.Window[0]) / 1e9
+	}
+	return growth, capacity
+}
+
+func cmpSign(a, b uint64) string {
+	switch {
+	case a == b:
+		return "=="
+	case a > b:
+		return ">"
+	}
+	return "<"
+}
+
+func firstOf(errs []string) string {
+	if len(errs) == 0 {
+		return ""
+	}
+	return ": " + errs[0]
+}

@@ -1,0 +1,88 @@
+package sweep
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/internal/histo"
+	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/sender"
+)
+
+// passing is a trial outcome in which every rule holds: 1 M tuples/s from
+// one thread in buckets of 100 (a 100 us slot), everything consumed, a flat
+// backlog.
+func passing() *Outcome {
+	s := &sender.Result{TargetRate: 1e6, Threads: 1, BucketSize: 100, ScheduledTups: 1_000_000, Emitted: 1_000_000,
+		Lateness: histo.Summary{P99: int64(200 * time.Microsecond)}}
+	r := &receiver.Result{Complete: true, Consumed: 1_000_000, RingCapacity: 256, Latency: histo.Summary{P99: int64(2 * time.Millisecond)}}
+	for i := 0; i < 10; i++ {
+		r.Backlog = append(r.Backlog, receiver.BacklogSample{UnixNs: int64(i) * 1e8, Buckets: 3 + i%2})
+	}
+	return &Outcome{Rate: 1e6, Senders: []*sender.Result{s}, Receivers: []*receiver.Result{r}, Window: [2]int64{0, 1e9}}
+}
+
+func TestJudgeEachRuleFailsOnItsOwn(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(*Outcome)
+		rules  Rules
+		fails  string // the only rule that must fail ("" = pass)
+		detail string
+	}{
+		{"all hold", func(*Outcome) {}, Rules{}, "", ""},
+		{"fell behind schedule", func(o *Outcome) {
+			o.Senders[0].Shortfall = 500
+			o.Senders[0].Emitted -= 500
+			o.Receivers[0].Consumed -= 500
+		}, Rules{}, RuleSchedule, "500 behind schedule"},
+		{"dropped in drop mode", func(o *Outcome) {
+			o.Senders[0].DroppedTups = 100
+			o.Senders[0].Emitted -= 100
+			o.Receivers[0].Consumed -= 100
+		}, Rules{}, RuleSchedule, "100 dropped"},
+		{"lost in transit", func(o *Outcome) { o.Receivers[0].Consumed -= 1; o.Receivers[0].Complete = false }, Rules{}, RuleDelivery, "nr_emit > nr_recv"},
+		{"late beyond budget and floor", func(o *Outcome) { o.Senders[0].Lateness.P99 = int64(20 * time.Millisecond) }, Rules{}, RuleLateness, "bound 5ms"},
+		{"late beyond a tight budget", func(o *Outcome) { o.Senders[0].Lateness.P99 = int64(600 * time.Microsecond) },
+			Rules{LatenessBudgets: 5, LatenessFloor: time.Microsecond}, RuleLateness, "bound 500µs"},
+		{"backlog grows", func(o *Outcome) {
+			for i := range o.Receivers[0].Backlog {
+				o.Receivers[0].Backlog[i].Buckets = 10 + 20*i
+			}
+		}, Rules{}, RuleBacklog, "grew 200.0 buckets"},
+		{"latency objective", func(*Outcome) {}, Rules{LatencyP99: time.Millisecond}, RuleLatency, "objective 1ms"},
+		{"an agent failed", func(o *Outcome) { o.Errors = []string{"sender 10.0.0.2:9101: connection refused"} }, Rules{}, RuleAgents, "connection refused"},
+	} {
+		o := passing()
+		tc.mutate(o)
+		v := Judge(o, tc.rules)
+		var failed []string
+		for _, c := range v.Checks {
+			if !c.Pass {
+				failed = append(failed, c.Rule)
+				if !strings.Contains(c.Detail, tc.detail) {
+					t.Errorf("%s: %s detail %q lacks %q", tc.name, c.Rule, c.Detail, tc.detail)
+				}
+			}
+		}
+		want := []string{}
+		if tc.fails != "" {
+			want = []string{tc.fails}
+		}
+		if strings.Join(failed, ",") != strings.Join(want, ",") || v.Pass != (tc.fails == "") {
+			t.Errorf("%s: failed rules %v (pass=%v), want %v", tc.name, failed, v.Pass, want)
+		}
+	}
+}
+
+func TestJudgeNamesEveryFailingRule(t *testing.T) {
+	o := passing()
+	o.Senders[0].Shortfall = 10
+	o.Senders[0].Lateness.P99 = int64(time.Second)
+	o.Receivers[0].Consumed = 5
+	v := Judge(o, Rules{})
+	if v.Pass || len(v.Failed()) != 3 {
+		t.Fatalf("want schedule, delivery and lateness to fail: %v", v.Failed())
+	}
+}
