@@ -125,8 +125,8 @@ var errTrialLimit = errors.New("trial limit reached")
 
 // Fast ramps up geometrically from Start until a trial fails (or down
 // until one passes, if the first fails), then narrows [last pass, first
-// fail] to the precision (see nextProbe: the achieved rate of a failing
-// trial guides the next probe). The final pass is repeated to confirm; if a
+// fail] to the precision (see prober: what failing trials achieved guides
+// the next probe). The final pass is repeated to confirm; if a
 // repeat fails, the interval moves down and the narrowing resumes.
 func Fast(ctx context.Context, plan FastPlan, run Runner) (*Result, error) {
 	p, err := plan.withDefaults()
@@ -150,7 +150,7 @@ func Fast(ctx context.Context, plan FastPlan, run Runner) (*Result, error) {
 		return res, err
 	}
 
-	var hint float64 // achieved rate of the most informative failing trial
+	pr := prober{precision: p.Precision}
 	// Ramp up (or down when the first trial fails).
 	rate := p.Start
 	for {
@@ -160,6 +160,7 @@ func Fast(ctx context.Context, plan FastPlan, run Runner) (*Result, error) {
 		}
 		if t.Verdict.Pass {
 			res.LastPass = rate
+			pr.passed()
 			if res.FirstFail > 0 {
 				break // ramping down found a pass
 			}
@@ -173,7 +174,8 @@ func Fast(ctx context.Context, plan FastPlan, run Runner) (*Result, error) {
 			}
 			continue
 		}
-		res.FirstFail, hint = rate, math.Min(t.Achieved, rate)
+		res.FirstFail = rate
+		pr.failed(rate, t.Achieved, "ramp")
 		if res.LastPass > 0 {
 			break
 		}
@@ -186,17 +188,17 @@ func Fast(ctx context.Context, plan FastPlan, run Runner) (*Result, error) {
 
 	for confirmed := 0; ; {
 		for res.Precision() > p.Precision {
-			next, purpose := nextProbe(res.LastPass, res.FirstFail, hint, p.Precision)
+			next, purpose := pr.next(res.LastPass, res.FirstFail)
 			t, err := try(next, purpose)
 			if err != nil {
 				return finish(err)
 			}
 			if t.Verdict.Pass {
 				res.LastPass = next
+				pr.passed()
 			} else {
-				// A failing trial that kept up with its rate (it failed on
-				// noise or another rule) still says the capacity is near.
-				res.FirstFail, hint = next, math.Min(t.Achieved, next)
+				res.FirstFail = next
+				pr.failed(next, t.Achieved, purpose)
 			}
 		}
 		if confirmed >= p.Confirm {
@@ -210,10 +212,10 @@ func Fast(ctx context.Context, plan FastPlan, run Runner) (*Result, error) {
 			confirmed++
 			continue
 		}
-		// The final pass did not hold: it becomes the first fail, the
-		// highest earlier pass below it the last pass, and what it achieved
-		// the hint.
-		res.FirstFail, hint = res.LastPass, math.Min(t.Achieved, res.LastPass)
+		// The final pass did not hold: it becomes the first fail, and the
+		// highest earlier pass below it the last pass.
+		res.FirstFail = res.LastPass
+		pr.failed(res.FirstFail, t.Achieved, "confirm") // it passed before: the capacity is right below
 		res.LastPass = 0
 		for _, prev := range res.Trials {
 			if prev.Verdict.Pass && prev.Rate < res.FirstFail && prev.Rate > res.LastPass {
@@ -228,23 +230,54 @@ func Fast(ctx context.Context, plan FastPlan, run Runner) (*Result, error) {
 	}
 }
 
-// nextProbe picks the next rate inside (lo, hi). A hint (the rate the
-// latest failing trial actually achieved, usually the system's capacity) is
-// probed a third of the precision below it, where it should pass. When the
-// hint says the capacity is just above lo, or the interval is within a few
-// precisions of closing, a "closing" probe at lo·(1+0.9p) finishes the
-// search in one step if it fails. Otherwise: the geometric midpoint.
-func nextProbe(lo, hi, hint, precision float64) (float64, string) {
-	closing := lo * (1 + 0.9*precision)
-	if hint > 0 {
-		if below := hint * (1 - precision/3); below > lo*(1+precision/4) && below < hi {
+// prober chooses the rates that narrow [lo, hi). It learns from failing
+// trials: one that could not keep up achieved about the system's capacity
+// (a hint, probed a third of the precision below, where it should pass);
+// one that kept up but failed another rule (lateness, backlog) says the
+// capacity is just below its rate, so once the interval is narrow the next
+// probes gallop down from it in doubling steps of the precision. When the interval is nearly closed,
+// a "closing" probe at lo·(1+0.9p) finishes in one step if it fails.
+// Otherwise: the geometric midpoint.
+type prober struct {
+	precision float64
+	hint      float64 // rate achieved by the latest failing trial that fell behind
+	gallop    float64 // >0: consecutive kept-up failures, as a step multiplier
+	near      bool    // the capacity is known to be just below hi: gallop however wide the interval
+}
+
+// failed learns from a failing trial at rate, probed for purpose.
+func (pr *prober) failed(rate, achieved float64, purpose string) {
+	if achieved > 0 && achieved < rate*(1-pr.precision/2) {
+		pr.hint, pr.gallop, pr.near = achieved, 0, false
+		return
+	}
+	pr.hint = 0
+	pr.gallop = math.Max(1, 2*pr.gallop)
+	// A probe placed on evidence that the capacity is near (a hint, a
+	// closing step, a gallop, or a rate that passed before) that fails
+	// while keeping up puts the capacity right below it.
+	pr.near = pr.near || purpose != "ramp" && purpose != "bisect"
+}
+
+func (pr *prober) passed() { pr.gallop, pr.near = 0, false }
+
+func (pr *prober) next(lo, hi float64) (float64, string) {
+	p := pr.precision
+	closing := lo * (1 + 0.9*p)
+	if h := pr.hint; h > 0 {
+		if below := h * (1 - p/3); below > lo*(1+p/4) && below < hi {
 			return below, "hint"
 		}
-		if hint <= lo*(1+precision) && closing < hi { // the capacity is just above lo
+		if h <= lo*(1+p) && closing < hi { // the capacity is just above lo
 			return closing, "close"
 		}
 	}
-	if closing < hi && hi <= lo*(1+4*precision) {
+	if pr.gallop > 0 && (pr.near || hi <= lo*(1+16*p)) { // far from lo, halving is faster
+		if g := hi * (1 - pr.gallop*p); g > lo*(1+p/4) {
+			return g, "gallop"
+		}
+	}
+	if closing < hi && hi <= lo*(1+4*p) {
 		return closing, "close"
 	}
 	return math.Sqrt(lo * hi), "bisect"

@@ -14,6 +14,7 @@ import (
 // trial fails anyway.
 type system struct {
 	capacity, noise, flaky float64
+	keepsUp                bool // failing trials still achieve their rate (they fail on lateness)
 	rng                    *rand.Rand
 }
 
@@ -21,7 +22,11 @@ func (s *system) run(_ context.Context, rate float64, _ string) (Trial, error) {
 	jitter := func() float64 { return 1 + s.noise*(2*s.rng.Float64()-1) }
 	effective := s.capacity * jitter()
 	pass := rate <= effective && s.rng.Float64() >= s.flaky
-	return Trial{Achieved: math.Min(rate, effective) * jitter(), Verdict: Verdict{Pass: pass}}, nil
+	achieved := math.Min(rate, effective) * jitter()
+	if s.keepsUp {
+		achieved = rate * jitter()
+	}
+	return Trial{Achieved: achieved, Verdict: Verdict{Pass: pass}}, nil
 }
 
 func newSystem(capacity, noise, flaky float64, seed uint64) *system {
@@ -41,9 +46,12 @@ func TestFastFindsCapacity(t *testing.T) {
 		{"0.2% noise", 3.7e6, 0.002, 1e6, 12},
 		{"first trial already fails", 40e3, 0, 1e6, 16},
 		{"capacity just above a ramp step", 4.01e6, 0, 1e6, 12},
+		{"fails on lateness while keeping up", 1.95e6, 0, 1e6, 12},
+		{"fails on lateness while keeping up, noisy", 3.3e6, 0.002, 500e3, 12},
 	} {
 		for seed := uint64(1); seed <= 20; seed++ {
 			sys := newSystem(tc.capacity, tc.noise, 0, seed)
+			sys.keepsUp = strings.Contains(tc.name, "keeping up")
 			res, err := Fast(context.Background(), FastPlan{Start: tc.start, Precision: 0.01, MaxTrials: tc.maxTrials}, sys.run)
 			if err != nil {
 				t.Fatalf("%s: %v", tc.name, err)

@@ -17,6 +17,8 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/cli"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/sweep"
+	"github.com/cloudprofiler-go/cp/sweep/agent"
 	"github.com/cloudprofiler-go/cp/tsc"
 )
 
@@ -42,7 +44,8 @@ func command(code *int) *cobra.Command {
 		maxMessage                         int
 		work, endTimeout, settle, duration time.Duration
 		calibrate                          time.Duration
-		jsonOut, drain                     bool
+		jsonOut, drain, agentMode          bool
+		token, tokenFile                   string
 	)
 	cmd := &cobra.Command{
 		Use:   "dgrecv",
@@ -64,7 +67,10 @@ marker has been consumed (or --expect-streams have ended, or no data arrived for
   dgrecv --bind tcp://*:5555 --lanes 2 --expect-streams 2 --work 200ns
 
   # behind a system under test that pushes transformed tuples to us
-  dgrecv --connect tcp://sut-host:6000 --schema raw --json`,
+  dgrecv --connect tcp://sut-host:6000 --schema raw --json
+
+  # an agent for cpsweep on another host, data on ports 5555-5556
+  dgrecv --agent --bind tcp://*:5555 --lanes 2 --metrics-addr 0.0.0.0:9102 --token-file /etc/cp/token`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
@@ -92,6 +98,10 @@ marker has been consumed (or --expect-streams have ended, or no data arrived for
 			cpus, err := cli.CPUs(cpu, len(endpoints)+1)
 			if err != nil {
 				return err
+			}
+			if agentMode {
+				return agent.Run(agent.Options{Role: sweep.RoleReceiver, Endpoints: endpoints, Connect: len(connect) > 0, CPUs: cpus, IOThreads: ioThreads},
+					metricsAddr, token, tokenFile, calibrate)
 			}
 			clock, err := tsc.NewClock(calibrate)
 			if err != nil {
@@ -172,6 +182,9 @@ marker has been consumed (or --expect-streams have ended, or no data arrived for
 	f.BoolVar(&jsonOut, "json", false, "print the result as JSON instead of text")
 	f.StringVarP(&output, "output", "o", "", "also write the JSON result to this file")
 	f.StringVar(&progress, "progress", "auto", "per-second progress on stderr: auto (on a terminal), always, never")
+	f.BoolVar(&agentMode, "agent", false, "run as a cpsweep agent: serve the control API on --metrics-addr; every trial binds the --bind endpoints")
+	f.StringVar(&token, "token", "", "agent: shared token the controller must send (required unless --metrics-addr is loopback)")
+	f.StringVar(&tokenFile, "token-file", "", "agent: read the token from this file")
 	return cmd
 }
 

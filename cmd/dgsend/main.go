@@ -15,6 +15,8 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/cli"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
+	"github.com/cloudprofiler-go/cp/sweep"
+	"github.com/cloudprofiler-go/cp/sweep/agent"
 	"github.com/cloudprofiler-go/cp/tsc"
 )
 
@@ -33,7 +35,8 @@ func command() *cobra.Command {
 		senderID                            uint8
 		count                               uint64
 		duration, lateThresh, calibrate     time.Duration
-		jsonOut, noRateCheck                bool
+		jsonOut, noRateCheck, agentMode     bool
+		token, tokenFile                    string
 	)
 	cmd := &cobra.Command{
 		Use:   "dgsend",
@@ -54,10 +57,20 @@ send time) with the fraction of late slots.`,
   dgsend --connect tcp://recv:5555 --connect tcp://recv:5556 --threads 2 --bucket 100 --rate 5M --duration 30s
 
   # exactly 1e6 synthetic 200-byte tuples, as fast as possible, JSON result
-  dgsend --connect tcp://127.0.0.1:5555 --scenario synthetic:200 --rate 0 --count 1000000 --json`,
+  dgsend --connect tcp://127.0.0.1:5555 --scenario synthetic:200 --rate 0 --count 1000000 --json
+
+  # an agent for cpsweep on another host (trials come from the controller)
+  dgsend --agent --metrics-addr 0.0.0.0:9101 --token-file /etc/cp/token`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
+			if agentMode {
+				cpus, err := cli.CPUs(cpu, 1)
+				if err != nil {
+					return err
+				}
+				return agent.Run(agent.Options{Role: sweep.RoleSender, CPUs: cpus, IOThreads: ioThreads}, metricsAddr, token, tokenFile, calibrate)
+			}
 			r, err := cli.ParseRate(rate)
 			if err != nil {
 				return err
@@ -158,6 +171,9 @@ send time) with the fraction of late slots.`,
 	f.BoolVar(&jsonOut, "json", false, "print the result as JSON instead of text")
 	f.StringVarP(&output, "output", "o", "", "also write the JSON result to this file")
 	f.StringVar(&progress, "progress", "auto", "per-second progress on stderr: auto (on a terminal), always, never")
+	f.BoolVar(&agentMode, "agent", false, "run as a cpsweep agent: serve the control API on --metrics-addr and take trials from the controller")
+	f.StringVar(&token, "token", "", "agent: shared token the controller must send (required unless --metrics-addr is loopback)")
+	f.StringVar(&tokenFile, "token-file", "", "agent: read the token from this file")
 	return cmd
 }
 

@@ -1,0 +1,172 @@
+// Command cpsweep finds the maximum sustainable throughput of a receiving
+// system by driving dgsend and dgrecv agents through trials at rising rates.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cloudprofiler-go/cp/internal/cli"
+	"github.com/cloudprofiler-go/cp/results"
+	"github.com/cloudprofiler-go/cp/sweep"
+	"github.com/cloudprofiler-go/cp/sweep/agent"
+)
+
+func main() {
+	if err := command().Execute(); err != nil {
+		os.Exit(1)
+	}
+}
+
+func command() *cobra.Command {
+	var (
+		senders, receivers, relayInputs     []string
+		token, tokenFile, method, name      string
+		start, maxRate, from, to, step      string
+		scenario, overflow, idle, schema    string
+		resultsDir                          string
+		factor, precision                   float64
+		budgets, backlog                    float64
+		confirm, maxTrials, threads, bucket int
+		lanes, localSenders, ring           int
+		duration, warmup, work, endTimeout  time.Duration
+		latenessFloor, latencyP99           time.Duration
+		drain, jsonOut                      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "cpsweep",
+		Short: "Find the maximum sustainable throughput with dgsend/dgrecv agents",
+		Long: `cpsweep runs trials: every sender agent emits its share of a target rate for a
+warm-up plus a measured window, and the receivers account for every tuple. A
+trial passes only if the schedule was met, every emitted tuple was consumed
+(nr_emit == nr_recv), lateness stayed within budget, the receivers' backlog did
+not grow, and (optionally) p99 latency met its objective. A failing trial names
+every rule that failed, with the numbers.
+
+The fast search (default) ramps the rate up geometrically until a trial fails,
+then narrows [last pass, first fail] to --precision, guided by the rate the
+failing trials actually achieved, and repeats the final pass to confirm. The
+linear search is the paper's (--from --to --step).
+
+With no --sender/--receiver, cpsweep starts local agents on loopback (dgsend and
+dgrecv next to it or on PATH) and stops them afterwards. Every sweep writes
+results/<time>-<name>/ (config, trials as JSON and CSV, full agent results per
+trial, summary.json, sweep.svg). Ctrl-C stops the running trial and keeps every
+finished one.`,
+		Example: `  # on this machine: local agents on loopback
+  cpsweep --duration 3s --bucket 100
+
+  # two sender hosts, one receiver host, agents started there with --agent --token-file
+  cpsweep --sender 10.0.0.2:9101 --sender 10.0.0.3:9101 --receiver 10.0.0.4:9102 --token-file token --threads 2
+
+  # the paper's linear search, 1 M to 5 M tuples/s in steps of 100 k
+  cpsweep --search linear --from 1M --to 5M --step 100k
+
+  # a system under test between senders and receivers (relay)
+  cpsweep --sender h1:9101 --receiver h3:9102 --relay-input tcp://sut:6000 --schema raw`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SilenceUsage = true
+			tok, err := agent.ReadToken(token, tokenFile)
+			if err != nil {
+				return err
+			}
+			var rates [5]float64
+			for i, v := range []string{start, maxRate, from, to, step} {
+				if rates[i], err = cli.ParseRate(v); err != nil {
+					return err
+				}
+			}
+			if (len(senders) == 0) != (len(receivers) == 0) {
+				return errors.New("give both --sender and --receiver agents, or neither (local agents on loopback)")
+			}
+			if method != "fast" && method != "linear" {
+				return fmt.Errorf("--search must be fast or linear, got %q", method)
+			}
+			ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer cancel()
+
+			ctrl := &sweep.Controller{Plan: sweep.TrialPlan{Duration: duration, Warmup: warmup, Threads: threads, BucketSize: bucket,
+				Scenario: scenario, Overflow: overflow, Idle: idle, Schema: schema, Drain: drain, WorkPerTuple: work, Ring: ring,
+				EndTimeout: endTimeout, Relay: len(relayInputs) > 0, SenderTargets: relayInputs,
+				Rules: sweep.Rules{LatenessBudgets: budgets, LatenessFloor: latenessFloor, BacklogGrowth: backlog, LatencyP99: latencyP99}}}
+			if len(senders) == 0 {
+				local, err := sweep.StartLocal(ctx, localSenders, lanes, nil)
+				if err != nil {
+					return err
+				}
+				defer local.Close()
+				ctrl.Senders, ctrl.Receivers = local.Senders, local.Receivers
+			} else {
+				for _, a := range senders {
+					ctrl.Senders = append(ctrl.Senders, sweep.NewClient(a, tok))
+				}
+				for _, a := range receivers {
+					ctrl.Receivers = append(ctrl.Receivers, sweep.NewClient(a, tok))
+				}
+			}
+			run, err := results.Create(resultsDir, name, time.Now())
+			if err != nil {
+				return err
+			}
+			s := &sweep.Session{Ctrl: ctrl, Name: name, Run: run, Log: os.Stderr, Live: cli.IsTerminal(os.Stderr), Args: os.Args,
+				Search: sweep.Search{Method: method,
+					Fast:   sweep.FastPlan{Start: rates[0], Max: rates[1], Factor: factor, Precision: precision, Confirm: confirm, MaxTrials: maxTrials},
+					Linear: sweep.LinearPlan{From: rates[2], To: rates[3], Step: rates[4]}}}
+			report, err := s.Execute(ctx)
+			if report != nil {
+				if jsonOut {
+					_ = cli.WriteJSON(os.Stdout, report)
+				} else {
+					report.WriteText(os.Stdout)
+				}
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&senders, "sender", nil, "sender agent control address host:port (repeat); none: local agents")
+	f.StringArrayVar(&receivers, "receiver", nil, "receiver agent control address host:port (repeat)")
+	f.StringArrayVar(&relayInputs, "relay-input", nil, "relay topology: senders send to these endpoints of a system under test (repeat)")
+	f.StringVar(&token, "token", "", "token the agents expect")
+	f.StringVar(&tokenFile, "token-file", "", "read the token from this file")
+	f.StringVar(&method, "search", "fast", "fast or linear")
+	f.StringVar(&start, "start", "500k", "fast: first rate (tuples/s, k/M suffixes)")
+	f.StringVar(&maxRate, "max-rate", "0", "fast: never try above this (0: no limit)")
+	f.Float64Var(&factor, "factor", 2, "fast: ramp multiplier")
+	f.Float64Var(&precision, "precision", 0.01, "fast: stop when (first fail - last pass) / last pass is at most this")
+	f.IntVar(&confirm, "confirm", 1, "fast: repeat the final pass this many times")
+	f.IntVar(&maxTrials, "max-trials", 20, "fast: give up after this many trials")
+	f.StringVar(&from, "from", "100k", "linear: first rate")
+	f.StringVar(&to, "to", "5M", "linear: last rate")
+	f.StringVar(&step, "step", "100k", "linear: step")
+	f.DurationVar(&duration, "duration", 3*time.Second, "measured window of each trial")
+	f.DurationVar(&warmup, "warmup", time.Second, "warm-up before the measured window")
+	f.IntVar(&threads, "threads", 1, "emission threads per sender agent")
+	f.IntVar(&bucket, "bucket", 100, "tuples per message")
+	f.StringVar(&scenario, "scenario", "synthetic-100", "workload (see dgsend --help)")
+	f.StringVar(&overflow, "overflow", "block", "sender overflow policy: block or drop")
+	f.StringVar(&idle, "idle", "auto", "sender idle strategy (see dgsend --help)")
+	f.StringVar(&schema, "schema", "synthetic", "receiver schema: ad-event, synthetic or raw")
+	f.BoolVar(&drain, "drain", false, "receivers only count headers (measures senders and network)")
+	f.DurationVar(&work, "work", 0, "busy work per consumed tuple at the receivers (emulates a slower system)")
+	f.IntVar(&ring, "ring", 0, "receiver ring size in buckets (0: default)")
+	f.DurationVar(&endTimeout, "end-timeout", 5*time.Second, "receivers give up on end markers after this long without data")
+	f.Float64Var(&budgets, "lateness-budgets", sweep.DefaultRules.LatenessBudgets, "rule: p99 lateness at most this many slot budgets")
+	f.DurationVar(&latenessFloor, "lateness-floor", sweep.DefaultRules.LatenessFloor, "rule: ... but never a bound below this")
+	f.Float64Var(&backlog, "backlog-growth", sweep.DefaultRules.BacklogGrowth, "rule: receiver backlog may grow at most this fraction of the rings over the window")
+	f.DurationVar(&latencyP99, "latency-p99", 0, "rule: p99 end-to-end latency objective (0: off)")
+	f.IntVar(&lanes, "lanes", 1, "local mode: receiver lanes")
+	f.IntVar(&localSenders, "local-senders", 1, "local mode: sender agents")
+	f.StringVar(&resultsDir, "results", "results", "directory for run directories")
+	f.StringVar(&name, "name", "sweep", "name of this sweep (in the run directory's name)")
+	f.BoolVar(&jsonOut, "json", false, "print the summary as JSON")
+	return cmd
+}

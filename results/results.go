@@ -1,0 +1,78 @@
+// Package results writes and describes the run directories that cpsweep
+// produces: results/<timestamp>-<name>/ with the configuration, every
+// trial's verdict and counters (JSON and CSV), the full agent results, a
+// summary, and a plot a person can look at.
+package results
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+)
+
+// FormatVersion is written into every run directory's summary.
+const FormatVersion = 1
+
+// Run is one run directory.
+type Run struct {
+	Dir string
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// Create makes root/<UTC timestamp>-<name>/ (name sanitised).
+func Create(root, name string, now time.Time) (*Run, error) {
+	if name == "" {
+		name = "sweep"
+	}
+	dir := filepath.Join(root, now.UTC().Format("20060102T150405Z")+"-"+unsafeName.ReplaceAllString(name, "_"))
+	if err := os.MkdirAll(filepath.Join(dir, "trials"), 0o755); err != nil {
+		return nil, fmt.Errorf("create results directory: %w", err)
+	}
+	return &Run{Dir: dir}, nil
+}
+
+// WriteJSON writes v as indented JSON to name inside the run directory,
+// atomically (a crash never leaves a half-written file).
+func (r *Run) WriteJSON(name string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", name, err)
+	}
+	return r.write(name, append(b, '\n'))
+}
+
+// WriteCSV writes a header and rows to name inside the run directory.
+func (r *Run) WriteCSV(name string, header []string, rows [][]string) error {
+	path := filepath.Join(r.Dir, name)
+	f, err := os.Create(path + ".tmp")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	w := csv.NewWriter(f)
+	_ = w.Write(header)
+	_ = w.WriteAll(rows)
+	if err := w.Error(); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return os.Rename(path+".tmp", path)
+}
+
+func (r *Run) write(name string, data []byte) error {
+	path := filepath.Join(r.Dir, name)
+	if err := os.WriteFile(path+".tmp", data, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return nil
+}

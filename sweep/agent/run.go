@@ -1,0 +1,48 @@
+package agent
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/internal/cli"
+	"github.com/cloudprofiler-go/cp/sweep"
+	"github.com/cloudprofiler-go/cp/tsc"
+)
+
+// Run is the --agent mode of dgsend and dgrecv: it serves the control API
+// and metrics on addr until SIGINT or SIGTERM, which stops a running trial
+// first.
+func Run(opts Options, addr, token, tokenFile string, calibrate time.Duration) error {
+	tok, err := ReadToken(token, tokenFile)
+	if err != nil {
+		return err
+	}
+	if addr == "" {
+		return fmt.Errorf("an agent needs --metrics-addr (its control and metrics address)")
+	}
+	if opts.Clock, err = tsc.NewClock(calibrate); err != nil {
+		return err
+	}
+	opts.Token = tok
+	name := "dg" + map[string]string{sweep.RoleSender: "send", sweep.RoleReceiver: "recv"}[opts.Role]
+	opts.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, name+": "+format+"\n", args...) }
+	a, err := New(opts)
+	if err != nil {
+		return err
+	}
+	bound, stop, err := Serve(addr, a, cli.ServeMetrics)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	fmt.Fprintf(os.Stderr, "%s: agent ready: control http://%s/v1, metrics on http://%s/metrics\n", name, bound, bound)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	<-sigs
+	a.Stop()
+	fmt.Fprintf(os.Stderr, "%s: agent stopping\n", name)
+	return nil
+}

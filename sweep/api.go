@@ -1,0 +1,98 @@
+package sweep
+
+import (
+	"time"
+
+	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/sender"
+)
+
+// The agents' control API (HTTP/JSON, on the same port as /metrics):
+//
+//	GET  /v1/info        AgentInfo
+//	POST /v1/trial       start a trial: SenderTrial or ReceiverTrial -> TrialStatus
+//	GET  /v1/trial       TrialStatus of the current (or last) trial
+//	POST /v1/trial/stop  stop the current trial (it still reports) -> TrialStatus
+//
+// With a token set, every /v1 request needs "Authorization: Bearer TOKEN";
+// errors are {"error": "..."} with a 4xx/5xx status.
+
+// API paths.
+const (
+	PathInfo  = "/v1/info"
+	PathTrial = "/v1/trial"
+	PathStop  = "/v1/trial/stop"
+)
+
+// Roles of agents.
+const (
+	RoleSender   = "sender"
+	RoleReceiver = "receiver"
+)
+
+// Trial states.
+const (
+	StateIdle     = "idle"
+	StateStarting = "starting"
+	StateRunning  = "running"
+	StateDone     = "done"
+	StateFailed   = "failed"
+)
+
+// AgentInfo describes an agent.
+type AgentInfo struct {
+	Role      string  `json:"role"`
+	Host      string  `json:"host"`
+	Cores     int     `json:"cores"`
+	TSCHz     float64 `json:"tsc_hz"`
+	TSCNative bool    `json:"tsc_native"`
+	Version   string  `json:"version"`
+	PID       int     `json:"pid"`
+	// DataEndpoints are a receiver's ZeroMQ endpoints as bound (a "*" host
+	// means every interface; the controller substitutes the agent's host).
+	DataEndpoints []string `json:"data_endpoints,omitempty"`
+	State         string   `json:"state"`
+}
+
+// SenderTrial configures a sender agent for one trial.
+type SenderTrial struct {
+	Endpoints     []string      `json:"endpoints"` // thread i uses Endpoints[i % len]
+	SenderID      uint8         `json:"sender_id"`
+	Threads       int           `json:"threads"`
+	Rate          float64       `json:"rate"` // this sender's share, tuples/s
+	Duration      time.Duration `json:"duration_ns"`
+	Warmup        time.Duration `json:"warmup_ns"`
+	BucketSize    int           `json:"bucket_size"`
+	Scenario      string        `json:"scenario"`
+	Overflow      string        `json:"overflow"`
+	Idle          string        `json:"idle"`
+	LateThreshold time.Duration `json:"late_threshold_ns,omitempty"`
+	HWM           int           `json:"hwm,omitempty"`
+}
+
+// ReceiverTrial configures a receiver agent for one trial (its endpoints are
+// fixed when the agent starts).
+type ReceiverTrial struct {
+	Schema        string        `json:"schema"`
+	Drain         bool          `json:"drain,omitempty"`
+	ExpectStreams int           `json:"expect_streams"`
+	EndTimeout    time.Duration `json:"end_timeout_ns,omitempty"`
+	WorkPerTuple  time.Duration `json:"work_per_tuple_ns,omitempty"`
+	Ring          int           `json:"ring,omitempty"`
+	HWM           int           `json:"hwm,omitempty"`
+	Duration      time.Duration `json:"duration_ns,omitempty"` // hard limit
+}
+
+// TrialStatus is an agent's view of its current or last trial.
+type TrialStatus struct {
+	ID       int              `json:"id"`
+	Role     string           `json:"role"`
+	State    string           `json:"state"`
+	Error    string           `json:"error,omitempty"`
+	Started  time.Time        `json:"started"`
+	Sender   *sender.Result   `json:"sender,omitempty"`
+	Receiver *receiver.Result `json:"receiver,omitempty"`
+}
+
+// Finished reports whether the trial has a final state.
+func (s TrialStatus) Finished() bool { return s.State == StateDone || s.State == StateFailed }

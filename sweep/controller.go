@@ -1,0 +1,270 @@
+package sweep
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/sender"
+)
+
+// TrialPlan is what every trial of a sweep has in common.
+type TrialPlan struct {
+	Duration      time.Duration `json:"duration_ns"` // measured window
+	Warmup        time.Duration `json:"warmup_ns"`
+	Threads       int           `json:"threads"` // per sender agent
+	BucketSize    int           `json:"bucket_size"`
+	Scenario      string        `json:"scenario"`
+	Overflow      string        `json:"overflow"`
+	Idle          string        `json:"idle"`
+	Schema        string        `json:"schema"`
+	Drain         bool          `json:"drain,omitempty"`
+	WorkPerTuple  time.Duration `json:"work_per_tuple_ns,omitempty"`
+	Ring          int           `json:"ring,omitempty"`
+	EndTimeout    time.Duration `json:"end_timeout_ns"` // receivers give up on end markers after this without data
+	Rules         Rules         `json:"rules"`
+	Relay         bool          `json:"relay,omitempty"`          // a system under test between senders and receivers
+	SenderTargets []string      `json:"sender_targets,omitempty"` // relay: where senders send (the system's inputs)
+}
+
+// Controller runs trials on a set of agents.
+type Controller struct {
+	Senders   []*Client
+	Receivers []*Client
+	Plan      TrialPlan
+	// Progress, if set, is told what a trial is doing.
+	Progress func(format string, args ...any)
+
+	endpoints []string // receivers' data endpoints, resolved
+	expect    []int    // streams each receiver should see
+}
+
+// Prepare checks every agent and works out where senders send.
+func (c *Controller) Prepare(ctx context.Context) ([]AgentInfo, error) {
+	if len(c.Senders) == 0 || len(c.Receivers) == 0 {
+		return nil, fmt.Errorf("need at least one sender and one receiver agent")
+	}
+	if c.Plan.Threads < 1 {
+		c.Plan.Threads = 1
+	}
+	var infos []AgentInfo
+	recvOf := map[string]int{} // endpoint -> receiver index
+	for i, r := range c.Receivers {
+		info, err := r.Info(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if info.Role != RoleReceiver {
+			return nil, fmt.Errorf("agent %s is a %s, not a receiver", r.Addr, info.Role)
+		}
+		if len(info.DataEndpoints) == 0 {
+			return nil, fmt.Errorf("receiver agent %s reports no data endpoints", r.Addr)
+		}
+		for _, ep := range info.DataEndpoints {
+			resolved, err := resolveEndpoint(ep, r.Addr)
+			if err != nil {
+				return nil, err
+			}
+			c.endpoints = append(c.endpoints, resolved)
+			recvOf[resolved] = i
+		}
+		infos = append(infos, info)
+	}
+	for _, s := range c.Senders {
+		info, err := s.Info(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if info.Role != RoleSender {
+			return nil, fmt.Errorf("agent %s is a %s, not a sender", s.Addr, info.Role)
+		}
+		infos = append(infos, info)
+	}
+	// Thread t of sender s (global index g) sends to endpoint g mod n, so
+	// threads spread evenly over every receiver lane.
+	c.expect = make([]int, len(c.Receivers))
+	targets := c.endpoints
+	if c.Plan.Relay {
+		targets = c.Plan.SenderTargets
+		if len(targets) == 0 {
+			return nil, fmt.Errorf("relay topology needs the system under test's input endpoints")
+		}
+		c.expect = nil // the system decides how many streams reach each receiver
+	} else {
+		for g := 0; g < len(c.Senders)*c.Plan.Threads; g++ {
+			c.expect[recvOf[targets[g%len(targets)]]]++
+		}
+	}
+	return infos, nil
+}
+
+// resolveEndpoint turns a bound endpoint like tcp://*:5555 into one a
+// sender can connect to, using the host the agent was reached at.
+func resolveEndpoint(ep, agentAddr string) (string, error) {
+	u, err := url.Parse(ep)
+	if err != nil || u.Scheme == "" {
+		return "", fmt.Errorf("receiver endpoint %q is not a URL like tcp://host:port", ep)
+	}
+	host, port, err := net.SplitHostPort(u.Host)
+	if err != nil {
+		return "", fmt.Errorf("receiver endpoint %q: %w", ep, err)
+	}
+	if port == "*" || port == "0" {
+		return "", fmt.Errorf("receiver endpoint %q has no fixed port: start the agent with --bind tcp://*:PORT", ep)
+	}
+	if host == "*" || host == "0.0.0.0" || host == "" {
+		agentHost, _, err := net.SplitHostPort(agentAddr)
+		if err != nil {
+			return "", err
+		}
+		host = agentHost
+	}
+	return u.Scheme + "://" + net.JoinHostPort(host, port), nil
+}
+
+// RunTrial runs every agent at its share of rate and judges the outcome.
+// Agent failures make the trial fail (rule "agents"); the error return is
+// only for a cancelled context.
+func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string) (t Trial, err error) {
+	t = Trial{StartedAt: time.Now()}
+	o := &Outcome{Rate: rate}
+	t.Outcome = o
+	defer func() { t.Elapsed = time.Since(t.StartedAt) }()
+	say := func(format string, args ...any) {
+		if c.Progress != nil {
+			c.Progress(format, args...)
+		}
+	}
+	p := c.Plan
+	total := time.Duration(p.Warmup + p.Duration)
+	// Bound everything: warm-up, window, end markers, startup and slack.
+	deadline := total + p.EndTimeout + 20*time.Second
+	tctx, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
+
+	started := make([]*Client, 0, len(c.Receivers)+len(c.Senders))
+	stopAll := func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer scancel()
+		for _, a := range started {
+			_, _ = a.Stop(sctx)
+		}
+	}
+	for i, r := range c.Receivers {
+		cfg := ReceiverTrial{Schema: p.Schema, Drain: p.Drain, WorkPerTuple: p.WorkPerTuple, Ring: p.Ring, EndTimeout: p.EndTimeout,
+			Duration: deadline - 5*time.Second}
+		if c.expect != nil {
+			cfg.ExpectStreams = c.expect[i]
+		}
+		if _, err := r.Start(tctx, cfg); err != nil {
+			o.Errors = append(o.Errors, fmt.Sprintf("start receiver: %v", err))
+			stopAll()
+			t.Verdict = Judge(o, p.Rules)
+			return t, ctx.Err()
+		}
+		started = append(started, r)
+	}
+	targets := c.endpoints
+	if p.Relay {
+		targets = p.SenderTargets
+	}
+	totalThreads := len(c.Senders) * p.Threads
+	for i, s := range c.Senders {
+		eps := make([]string, p.Threads)
+		for k := range eps {
+			eps[k] = targets[(i*p.Threads+k)%len(targets)]
+		}
+		cfg := SenderTrial{Endpoints: eps, SenderID: uint8(i), Threads: p.Threads, Rate: rate * float64(p.Threads) / float64(totalThreads),
+			Duration: total, Warmup: p.Warmup, BucketSize: p.BucketSize, Scenario: p.Scenario, Overflow: p.Overflow, Idle: p.Idle}
+		if _, err := s.Start(tctx, cfg); err != nil {
+			o.Errors = append(o.Errors, fmt.Sprintf("start sender: %v", err))
+			stopAll()
+			break
+		}
+		started = append(started, s)
+	}
+	say("running %.0f tuples/s for %v (+%v warm-up)", rate, p.Duration, p.Warmup)
+
+	// Wait for every agent to finish; an agent that stops answering or
+	// never finishes fails the trial within the deadline.
+	pending := append([]*Client(nil), started...)
+	var lastErr = map[*Client]string{}
+	for len(pending) > 0 {
+		select {
+		case <-tctx.Done():
+			for _, a := range pending {
+				msg := "did not finish in time"
+				if e := lastErr[a]; e != "" {
+					msg += " (" + e + ")"
+				}
+				o.Errors = append(o.Errors, fmt.Sprintf("agent %s %s", a.Addr, msg))
+			}
+			stopAll()
+			pending = nil
+			continue
+		case <-time.After(200 * time.Millisecond):
+		}
+		next := pending[:0]
+		for _, a := range pending {
+			st, err := a.Status(tctx)
+			switch {
+			case err != nil:
+				lastErr[a] = err.Error()
+				next = append(next, a)
+			case !st.Finished():
+				next = append(next, a)
+			case st.State == StateFailed:
+				o.Errors = append(o.Errors, fmt.Sprintf("agent %s: trial failed: %s", a.Addr, st.Error))
+			case st.Sender != nil:
+				o.Senders = append(o.Senders, st.Sender)
+			case st.Receiver != nil:
+				o.Receivers = append(o.Receivers, st.Receiver)
+			}
+		}
+		pending = next
+		if len(o.Errors) > 0 && len(pending) > 0 {
+			stopAll() // one agent failed: end the trial for the others too
+		}
+	}
+	o.Window = window(o.Senders)
+	for _, r := range o.Receivers {
+		t.Achieved += r.Rate
+	}
+	t.Verdict = Judge(o, p.Rules)
+	if err := ctx.Err(); err != nil {
+		return t, err
+	}
+	return t, nil
+}
+
+// window is the measured window: from the end of the warm-up to the end of
+// the senders' schedule.
+func window(senders []*sender.Result) [2]int64 {
+	var w [2]int64
+	for _, s := range senders {
+		from := s.StartUnixNs + s.WarmupNs
+		to := s.StartUnixNs + int64(s.DurationS*1e9)
+		if w[0] == 0 || from > w[0] {
+			w[0] = from
+		}
+		if to > w[1] {
+			w[1] = to
+		}
+	}
+	return w
+}
+
+// AgentsSummary is a one-line description of the topology.
+func (c *Controller) AgentsSummary() string {
+	var s, r []string
+	for _, a := range c.Senders {
+		s = append(s, a.Addr)
+	}
+	for _, a := range c.Receivers {
+		r = append(r, a.Addr)
+	}
+	return fmt.Sprintf("senders %s -> receivers %s (data %s)", strings.Join(s, ","), strings.Join(r, ","), strings.Join(c.endpoints, ","))
+}

@@ -1,0 +1,155 @@
+package sweep
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// LocalAgents are dgsend/dgrecv agent processes started on loopback, for a
+// sweep with no hosts given.
+type LocalAgents struct {
+	Senders, Receivers []*Client
+	procs              []*exec.Cmd
+	logs               []*strings.Builder
+}
+
+// FindBinary looks for a sibling binary next to the running executable,
+// then on PATH.
+func FindBinary(name string) (string, error) {
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("%s not found next to this program or on PATH (make build puts it in bin/)", name)
+	}
+	return p, nil
+}
+
+var readyRe = regexp.MustCompile(`agent ready: control http://([^/\s]+)/v1`)
+
+// StartLocal starts one receiver agent with lanes lanes on free loopback
+// ports and senders sender agents, and waits until all are ready.
+func StartLocal(ctx context.Context, senders, lanes int, extra []string) (*LocalAgents, error) {
+	la := &LocalAgents{}
+	recvBin, err := FindBinary("dgrecv")
+	if err != nil {
+		return nil, err
+	}
+	sendBin, err := FindBinary("dgsend")
+	if err != nil {
+		return nil, err
+	}
+	port, err := freePorts(lanes)
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"--agent", "--bind", fmt.Sprintf("tcp://127.0.0.1:%d", port), "--lanes", fmt.Sprint(lanes), "--metrics-addr", "127.0.0.1:0"}
+	c, err := la.start(ctx, recvBin, append(args, extra...)...)
+	if err != nil {
+		la.Close()
+		return nil, err
+	}
+	la.Receivers = append(la.Receivers, c)
+	for i := 0; i < senders; i++ {
+		c, err := la.start(ctx, sendBin, "--agent", "--metrics-addr", "127.0.0.1:0")
+		if err != nil {
+			la.Close()
+			return nil, err
+		}
+		la.Senders = append(la.Senders, c)
+	}
+	return la, nil
+}
+
+func (la *LocalAgents) start(ctx context.Context, bin string, args ...string) (*Client, error) {
+	cmd := exec.Command(bin, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", filepath.Base(bin), err)
+	}
+	la.procs = append(la.procs, cmd)
+	log := &strings.Builder{}
+	la.logs = append(la.logs, log)
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			log.WriteString(line + "\n")
+			if m := readyRe.FindStringSubmatch(line); m != nil {
+				select {
+				case ready <- m[1]:
+				default:
+				}
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+	}()
+	select {
+	case addr := <-ready:
+		return NewClient(addr, ""), nil
+	case <-time.After(15 * time.Second):
+		return nil, fmt.Errorf("%s agent did not become ready within 15 s", filepath.Base(bin))
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Close stops the agents (SIGTERM, then kill after 5 s).
+func (la *LocalAgents) Close() {
+	for _, p := range la.procs {
+		_ = p.Process.Signal(syscall.SIGTERM)
+	}
+	for _, p := range la.procs {
+		done := make(chan struct{})
+		go func() { _ = p.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = p.Process.Kill()
+			<-done
+		}
+	}
+	la.procs = nil
+}
+
+func freePorts(n int) (int, error) {
+	for try := 0; try < 50; try++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		base := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		ok := true
+		for i := 1; i < n && ok; i++ {
+			l2, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+i))
+			if err != nil {
+				ok = false
+			} else {
+				l2.Close()
+			}
+		}
+		if ok {
+			return base, nil
+		}
+	}
+	return 0, fmt.Errorf("no %d consecutive free ports on loopback", n)
+}

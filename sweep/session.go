@@ -1,0 +1,225 @@
+package sweep
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/results"
+)
+
+// Search selects and configures the search method.
+type Search struct {
+	Method string     `json:"method"` // fast or linear
+	Fast   FastPlan   `json:"fast"`
+	Linear LinearPlan `json:"linear"`
+}
+
+// Report is a sweep's summary (summary.json).
+type Report struct {
+	FormatVersion int         `json:"format_version"`
+	Name          string      `json:"name"`
+	Started       time.Time   `json:"started"`
+	Plan          TrialPlan   `json:"plan"`
+	Search        Search      `json:"search"`
+	Agents        []AgentInfo `json:"agents"`
+	Topology      string      `json:"topology"`
+	Result        *Result     `json:"result"`
+	Interrupted   bool        `json:"interrupted"`
+	Dir           string      `json:"dir"`
+}
+
+// Session runs one sweep and records it.
+type Session struct {
+	Ctrl   *Controller
+	Search Search
+	Name   string
+	Run    *results.Run
+	Log    io.Writer // progress lines (nil: none)
+	Live   bool      // Log is a terminal: show the running trial too
+	Args   []string  // the command line, recorded in config.json
+	report Report
+}
+
+// Execute prepares the agents, runs the search and writes the run
+// directory as it goes. An interrupted sweep (ctx cancelled) keeps every
+// finished trial and returns the partial report with Interrupted set.
+func (s *Session) Execute(ctx context.Context) (*Report, error) {
+	agents, err := s.Ctrl.Prepare(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.report = Report{FormatVersion: results.FormatVersion, Name: s.Name, Started: time.Now().UTC(), Plan: s.Ctrl.Plan,
+		Search: s.Search, Agents: agents, Topology: s.Ctrl.AgentsSummary(), Dir: s.Run.Dir}
+	if err := s.Run.WriteJSON("config.json", map[string]any{"plan": s.Ctrl.Plan, "search": s.Search, "agents": agents,
+		"topology": s.report.Topology, "args": s.Args}); err != nil {
+		return nil, err
+	}
+	s.logf("sweep %q: %s\nresults in %s\n", s.Name, s.report.Topology, s.Run.Dir)
+
+	partial := &Result{Method: s.Search.Method}
+	run := func(ctx context.Context, rate float64, purpose string) (Trial, error) {
+		n := len(partial.Trials) + 1
+		if s.Live {
+			s.logf("trial %2d  %-7s  %12s  running ...", n, purpose, rateStr(rate))
+		}
+		t, err := s.Ctrl.RunTrial(ctx, rate, purpose)
+		t.N, t.Rate, t.Purpose = n, rate, purpose
+		if err != nil && ctx.Err() != nil {
+			s.logf(" interrupted\n")
+			return t, err
+		}
+		partial.Trials = append(partial.Trials, t)
+		if s.Live {
+			s.logf("\r\033[K")
+		}
+		s.logf("%s\n", s.trialLine(t))
+		if err := s.Run.WriteJSON(fmt.Sprintf("trials/%03d.json", n), map[string]any{"trial": t, "outcome": t.Outcome}); err != nil {
+			return t, err
+		}
+		s.save(partial, false)
+		if left := s.estimateLeft(partial); left != "" {
+			s.logf("          %s\n", left)
+		}
+		return t, nil
+	}
+	var res *Result
+	switch s.Search.Method {
+	case "linear":
+		res, err = Linear(ctx, s.Search.Linear, run)
+	default:
+		res, err = Fast(ctx, s.Search.Fast, run)
+	}
+	if res == nil {
+		res = partial
+	}
+	interrupted := ctx.Err() != nil
+	if err != nil && !interrupted {
+		s.save(res, false)
+		return &s.report, err
+	}
+	s.save(res, interrupted)
+	return &s.report, nil
+}
+
+func (s *Session) logf(format string, args ...any) {
+	if s.Log != nil {
+		fmt.Fprintf(s.Log, format, args...)
+	}
+}
+
+func (s *Session) trialLine(t Trial) string {
+	verdict := "PASS"
+	if !t.Verdict.Pass {
+		verdict = "FAIL"
+	}
+	line := fmt.Sprintf("trial %2d  %-7s  %12s  %s  achieved %s  (%.1fs)", t.N, t.Purpose, rateStr(t.Rate), verdict, rateStr(t.Achieved), t.Elapsed.Seconds())
+	if f := t.Verdict.Failed(); len(f) > 0 {
+		line += "\n          " + strings.Join(f, "\n          ")
+	}
+	return line
+}
+
+// estimateLeft guesses the trials (and time) a fast search still needs.
+func (s *Session) estimateLeft(r *Result) string {
+	if s.Search.Method == "linear" || len(r.Trials) == 0 {
+		return ""
+	}
+	var lastPass, firstFail float64
+	for _, t := range r.Trials {
+		if t.Verdict.Pass {
+			lastPass = math.Max(lastPass, t.Rate)
+		} else if firstFail == 0 || t.Rate < firstFail {
+			firstFail = t.Rate
+		}
+	}
+	if firstFail == 0 || lastPass == 0 || firstFail <= lastPass {
+		return ""
+	}
+	p := s.Search.Fast.Precision
+	if p == 0 {
+		p = 0.01
+	}
+	left := 1 + math.Ceil(math.Max(0, math.Log2((firstFail-lastPass)/lastPass/p))/2) // hints close faster than halving
+	var total time.Duration
+	for _, t := range r.Trials {
+		total += t.Elapsed
+	}
+	per := total / time.Duration(len(r.Trials))
+	return fmt.Sprintf("interval [%s, %s): about %.0f more trial(s), ~%v", rateStr(lastPass), rateStr(firstFail), left, (time.Duration(left) * per).Round(time.Second))
+}
+
+func (s *Session) save(r *Result, interrupted bool) {
+	s.report.Result, s.report.Interrupted = r, interrupted
+	_ = s.Run.WriteJSON("trials.json", r.Trials)
+	rows := make([][]string, 0, len(r.Trials))
+	pts := make([]results.SweepPoint, 0, len(r.Trials))
+	for _, t := range r.Trials {
+		rows = append(rows, []string{fmt.Sprint(t.N), t.Purpose, fmt.Sprintf("%.0f", t.Rate), fmt.Sprintf("%.0f", t.Achieved),
+			fmt.Sprint(t.Verdict.Pass), strings.Join(t.Verdict.Failed(), "; "), fmt.Sprintf("%.3f", t.Elapsed.Seconds())})
+		pts = append(pts, results.SweepPoint{Target: t.Rate, Achieved: t.Achieved, Pass: t.Verdict.Pass})
+	}
+	_ = s.Run.WriteCSV("trials.csv", []string{"trial", "purpose", "target_rate", "achieved_rate", "pass", "failed_rules", "elapsed_s"}, rows)
+	_ = s.Run.WriteJSON("summary.json", s.report)
+	if len(pts) > 0 {
+		if err := s.Run.PlotSweep("sweep.svg", fmt.Sprintf("%s: target vs achieved", s.Name), pts, r.LastPass, r.FirstFail); err != nil {
+			s.logf("plot: %v\n", err)
+		}
+	}
+}
+
+// WriteText prints the final table and the answer.
+func (r *Report) WriteText(w io.Writer) {
+	res := r.Result
+	if res == nil {
+		fmt.Fprintln(w, "no trial ran")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "trial\tpurpose\ttarget\tachieved\tverdict\tfailed rules")
+	for _, t := range res.Trials {
+		v := "pass"
+		if !t.Verdict.Pass {
+			v = "FAIL"
+		}
+		var rules []string
+		for _, c := range t.Verdict.Checks {
+			if !c.Pass {
+				rules = append(rules, c.Rule)
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", t.N, t.Purpose, rateStr(t.Rate), rateStr(t.Achieved), v, strings.Join(rules, ","))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	switch {
+	case res.LastPass > 0 && res.FirstFail > 0:
+		fmt.Fprintf(w, "max sustainable throughput: [%s, %s) (%.2f%% wide), %d trials in %v\n",
+			rateStr(res.LastPass), rateStr(res.FirstFail), 100*res.Precision(), len(res.Trials), res.Elapsed.Round(time.Second))
+	case res.LastPass > 0:
+		fmt.Fprintf(w, "max sustainable throughput: at least %s (nothing failed), %d trials\n", rateStr(res.LastPass), len(res.Trials))
+	default:
+		fmt.Fprintf(w, "no rate passed (lowest failing %s), %d trials\n", rateStr(res.FirstFail), len(res.Trials))
+	}
+	if res.Stopped != "" {
+		fmt.Fprintf(w, "stopped early: %s\n", res.Stopped)
+	}
+	if r.Interrupted {
+		fmt.Fprintln(w, "interrupted: the finished trials are kept")
+	}
+	fmt.Fprintf(w, "results: %s\n", r.Dir)
+}
+
+func rateStr(v float64) string {
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%.3f M/s", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%.1f k/s", v/1e3)
+	}
+	return fmt.Sprintf("%.0f /s", v)
+}
