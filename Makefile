@@ -6,7 +6,7 @@ BIN     ?= bin
 GOFLAGS ?=
 export BIN
 
-.PHONY: all deps build test test-short lint bench demo fuzz clean
+.PHONY: all deps build test lint bench demo demo-pair fuzz clean
 
 all: build
 
@@ -34,8 +34,13 @@ bench: build
 	CP_RAW_CEILING=124,10024 $(GO) test -count=1 -run '^TestRawCeiling$$' -v ./internal/zmqraw/ | grep -E 'RAW|^(ok|FAIL)'
 	CP_BENCH=1 $(GO) test -count=1 -run '^TestBench' -v -timeout 30m ./internal/e2e/ | grep -E 'EMISSION|E2E|ACCURACY|^(ok|FAIL|---)'
 
-# A short dgsend -> dgrecv run on loopback with a summary.
+# The main job on loopback: cpsweep starts local dgsend/dgrecv agents and
+# finds the maximum sustainable throughput (~1 min), writing results/.
 demo: build
+	$(BIN)/cpsweep --duration 2s --warmup 500ms --start 500k --bucket 100 --name demo
+
+# A short dgsend -> dgrecv run on loopback with a summary of both sides.
+demo-pair: build
 	scripts/demo.sh
 
 fuzz: deps

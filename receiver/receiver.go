@@ -97,13 +97,14 @@ type Receiver struct {
 	quit    atomic.Bool // external Stop
 	started time.Time
 
-	consumed   atomic.Uint64
-	latency    histo.Log2 // consumer: intended send -> consumed, ns (weighted by tuples)
-	precise    *histo.Precise
-	checksum   uint64
-	backlog    []BacklogSample // written by the monitor only
-	firstData  atomic.Uint64   // TSC when the first data bucket was consumed
-	lastConsum atomic.Uint64   // TSC when the last tuple was consumed
+	consumed    atomic.Uint64
+	latency     histo.Log2 // consumer: intended send -> consumed, ns (weighted by tuples)
+	precise     *histo.Precise
+	checksum    uint64
+	backlog     []BacklogSample // written by the monitor only
+	lastLatency atomic.Int64    // latency of the latest consumed bucket, ns
+	firstData   atomic.Uint64   // TSC when the first data bucket was consumed
+	lastConsum  atomic.Uint64   // TSC when the last tuple was consumed
 }
 
 type lane struct {
@@ -351,6 +352,7 @@ func (r *Receiver) consume() {
 					lat = 0
 				}
 				r.latency.RecordN(uint64(lat), n)
+				r.lastLatency.Store(lat)
 				r.precise.RecordN(lat, int64(n))
 				if r.firstData.Load() == 0 {
 					r.firstData.Store(ticks)
@@ -433,7 +435,7 @@ func (r *Receiver) monitor() string {
 			for _, l := range r.lanes {
 				occ += l.Occupancy()
 			}
-			r.backlog = append(r.backlog, BacklogSample{UnixNs: now.UnixNano(), Buckets: occ})
+			r.backlog = append(r.backlog, BacklogSample{UnixNs: now.UnixNano(), Buckets: occ, Consumed: r.consumed.Load(), LatencyNs: r.lastLatency.Load()})
 		}
 		if r.quit.Load() {
 			return "stopped"

@@ -36,10 +36,16 @@ type Result struct {
 	Errors  []string        `json:"errors,omitempty"`
 }
 
-// BacklogSample is the ring occupancy at one instant.
+// BacklogSample is the receiver's state at one instant: ring occupancy,
+// tuples consumed so far, and the latency (intended send -> consumed) of
+// the latest consumed bucket. A latency that keeps growing is a queue
+// growing somewhere (ring, sockets or network), even where occupancy cannot
+// be seen.
 type BacklogSample struct {
-	UnixNs  int64 `json:"t_unix_ns"`
-	Buckets int   `json:"buckets"`
+	UnixNs    int64  `json:"t_unix_ns"`
+	Buckets   int    `json:"buckets"`
+	Consumed  uint64 `json:"consumed"`
+	LatencyNs int64  `json:"latency_ns"`
 }
 
 // StreamResult is one sender stream's accounting.

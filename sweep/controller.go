@@ -230,9 +230,7 @@ func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string)
 		}
 	}
 	o.Window = window(o.Senders)
-	for _, r := range o.Receivers {
-		t.Achieved += r.Rate
-	}
+	t.Achieved = WindowRate(o)
 	t.Verdict = Judge(o, p.Rules)
 	if err := ctx.Err(); err != nil {
 		return t, err

@@ -160,7 +160,7 @@ func Fast(ctx context.Context, plan FastPlan, run Runner) (*Result, error) {
 		}
 		if t.Verdict.Pass {
 			res.LastPass = rate
-			pr.passed()
+			pr.passed(rate)
 			if res.FirstFail > 0 {
 				break // ramping down found a pass
 			}
@@ -195,7 +195,7 @@ func Fast(ctx context.Context, plan FastPlan, run Runner) (*Result, error) {
 			}
 			if t.Verdict.Pass {
 				res.LastPass = next
-				pr.passed()
+				pr.passed(next)
 			} else {
 				res.FirstFail = next
 				pr.failed(next, t.Achieved, purpose)
@@ -247,7 +247,9 @@ type prober struct {
 
 // failed learns from a failing trial at rate, probed for purpose.
 func (pr *prober) failed(rate, achieved float64, purpose string) {
-	if achieved > 0 && achieved < rate*(1-pr.precision/2) {
+	// Only a trial that fell well behind measured the capacity; near it,
+	// trials fail on lateness or backlog while achieving ~99% of their rate.
+	if achieved > 0 && achieved < rate*(1-4*pr.precision) {
 		pr.hint, pr.gallop, pr.near = achieved, 0, false
 		return
 	}
@@ -259,7 +261,15 @@ func (pr *prober) failed(rate, achieved float64, purpose string) {
 	pr.near = pr.near || purpose != "ramp" && purpose != "bisect"
 }
 
-func (pr *prober) passed() { pr.gallop, pr.near = 0, false }
+// passed learns from a passing trial at rate: a pass clearly above the
+// hint disproves it (under heavy overload on a shared machine the achieved
+// rate underestimates the capacity).
+func (pr *prober) passed(rate float64) {
+	pr.gallop, pr.near = 0, false
+	if rate > pr.hint*(1+pr.precision) {
+		pr.hint = 0
+	}
+}
 
 func (pr *prober) next(lo, hi float64) (float64, string) {
 	p := pr.precision

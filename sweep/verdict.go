@@ -27,12 +27,17 @@ type Rules struct {
 	// BacklogGrowth bounds how much the receivers' ring occupancy may grow
 	// over the measured window (regression line), as a fraction of capacity.
 	BacklogGrowth float64 `json:"backlog_growth"`
+	// DelayGrowth bounds how much the queueing delay (the latency trend of
+	// consumed tuples) may grow over the window, as a fraction of the
+	// window; never less than LatenessFloor. It sees queues in the sockets
+	// and the network, which occupancy cannot.
+	DelayGrowth float64 `json:"delay_growth"`
 	// LatencyP99 is an optional end-to-end objective (0: off).
 	LatencyP99 time.Duration `json:"latency_p99_ns,omitempty"`
 }
 
 // DefaultRules are used when a rule is left at zero.
-var DefaultRules = Rules{LatenessBudgets: 5, LatenessFloor: 5 * time.Millisecond, BacklogGrowth: 0.10}
+var DefaultRules = Rules{LatenessBudgets: 5, LatenessFloor: 5 * time.Millisecond, BacklogGrowth: 0.10, DelayGrowth: 0.005}
 
 func (r Rules) withDefaults() Rules {
 	if r.LatenessBudgets <= 0 {
@@ -43,6 +48,9 @@ func (r Rules) withDefaults() Rules {
 	}
 	if r.BacklogGrowth <= 0 {
 		r.BacklogGrowth = DefaultRules.BacklogGrowth
+	}
+	if r.DelayGrowth <= 0 {
+		r.DelayGrowth = DefaultRules.DelayGrowth
 	}
 	return r
 }
@@ -135,9 +143,13 @@ func Judge(o *Outcome, rules Rules) Verdict {
 		"%d emitted, %d consumed (nr_emit %s nr_recv); %d receiver(s) incomplete", emitted, consumed, cmpSign(emitted, consumed), incomplete)
 	add(RuleLateness, lateOK, "worst p99 lateness %v (bound %v = max(%g slot budgets, %v))", worstLate, worstBound, rules.LatenessBudgets, rules.LatenessFloor)
 
-	growth, capacity := backlogGrowth(o)
+	growth, delay, capacity := backlogGrowth(o)
 	limit := math.Max(rules.BacklogGrowth*float64(capacity), 2)
-	add(RuleBacklog, growth <= limit, "ring occupancy grew %.1f buckets over the window (limit %.1f of %d)", growth, limit, capacity)
+	windowNs := float64(o.Window[1] - o.Window[0])
+	delayLimit := time.Duration(math.Max(rules.DelayGrowth*windowNs, float64(rules.LatenessFloor)))
+	add(RuleBacklog, growth <= limit && delay <= delayLimit,
+		"over the window the queueing delay grew %v (limit %v) and ring occupancy %.1f buckets (limit %.1f of %d)",
+		delay.Round(time.Microsecond), delayLimit, growth, limit, capacity)
 
 	if rules.LatencyP99 > 0 {
 		add(RuleLatency, time.Duration(latencyP99) <= rules.LatencyP99, "p99 latency %v (objective %v)", time.Duration(latencyP99), rules.LatencyP99)
@@ -149,34 +161,71 @@ func Judge(o *Outcome, rules Rules) Verdict {
 	return v
 }
 
-// backlogGrowth fits a least-squares line through every receiver's total
-// ring occupancy within the measured window and returns the growth it
-// predicts over the window (buckets), and the total ring capacity.
-func backlogGrowth(o *Outcome) (float64, int) {
-	var growth float64
-	var capacity int
+// backlogGrowth fits least-squares lines through every receiver's ring
+// occupancy and latency samples within the measured window and returns the
+// growth they predict over the window (occupancy summed over receivers,
+// delay the worst receiver's), and the total ring capacity.
+func backlogGrowth(o *Outcome) (buckets float64, delay time.Duration, capacity int) {
+	span := float64(o.Window[1]-o.Window[0]) / 1e9
 	for _, r := range o.Receivers {
 		capacity += r.RingCapacity
-		var n, sx, sy, sxx, sxy float64
+		var occ, lat trend
 		for _, p := range r.Backlog {
 			if o.Window[1] > 0 && (p.UnixNs < o.Window[0] || p.UnixNs > o.Window[1]) {
 				continue
 			}
 			x := float64(p.UnixNs-o.Window[0]) / 1e9
-			y := float64(p.Buckets)
-			n, sx, sy, sxx, sxy = n+1, sx+x, sy+y, sxx+x*x, sxy+x*y
+			occ.add(x, float64(p.Buckets))
+			if p.LatencyNs > 0 {
+				lat.add(x, float64(p.LatencyNs))
+			}
 		}
-		if n < 3 {
-			continue
-		}
-		den := n*sxx - sx*sx
-		if den == 0 {
-			continue
-		}
-		slope := (n*sxy - sx*sy) / den // buckets per second
-		growth += slope * float64(o.Window[1]-o.Window[0]) / 1e9
+		buckets += occ.slope() * span
+		delay = max(delay, time.Duration(lat.slope()*span))
 	}
-	return growth, capacity
+	return buckets, delay, capacity
+}
+
+// trend accumulates a least-squares line fit.
+type trend struct{ n, sx, sy, sxx, sxy float64 }
+
+func (t *trend) add(x, y float64) {
+	t.n, t.sx, t.sy, t.sxx, t.sxy = t.n+1, t.sx+x, t.sy+y, t.sxx+x*x, t.sxy+x*y
+}
+
+// slope is the fitted y per unit x (0 with fewer than 3 points).
+func (t *trend) slope() float64 {
+	den := t.n*t.sxx - t.sx*t.sx
+	if t.n < 3 || den == 0 {
+		return 0
+	}
+	return (t.n*t.sxy - t.sx*t.sy) / den
+}
+
+// WindowRate is the receivers' consumption rate inside the measured window
+// (from their cumulative counts): what the system actually sustained, not
+// stretched by draining buffers after the senders stopped.
+func WindowRate(o *Outcome) float64 {
+	var rate float64
+	for _, r := range o.Receivers {
+		var first, last *receiver.BacklogSample
+		for i := range r.Backlog {
+			p := &r.Backlog[i]
+			if p.UnixNs < o.Window[0] || p.UnixNs > o.Window[1] {
+				continue
+			}
+			if first == nil {
+				first = p
+			}
+			last = p
+		}
+		if first != nil && last != first && last.UnixNs > first.UnixNs {
+			rate += float64(last.Consumed-first.Consumed) / (float64(last.UnixNs-first.UnixNs) / 1e9)
+		} else {
+			rate += r.Rate // too short a window to sample: first to last consumed
+		}
+	}
+	return rate
 }
 
 func cmpSign(a, b uint64) string {

@@ -18,7 +18,8 @@ func passing() *Outcome {
 		Lateness: histo.Summary{P99: int64(200 * time.Microsecond)}}
 	r := &receiver.Result{Complete: true, Consumed: 1_000_000, RingCapacity: 256, Latency: histo.Summary{P99: int64(2 * time.Millisecond)}}
 	for i := 0; i < 10; i++ {
-		r.Backlog = append(r.Backlog, receiver.BacklogSample{UnixNs: int64(i) * 1e8, Buckets: 3 + i%2})
+		r.Backlog = append(r.Backlog, receiver.BacklogSample{UnixNs: int64(i) * 1e8, Buckets: 3 + i%2,
+			Consumed: uint64(i) * 100_000, LatencyNs: int64(time.Millisecond) + int64(i%3)*int64(time.Millisecond)})
 	}
 	return &Outcome{Rate: 1e6, Senders: []*sender.Result{s}, Receivers: []*receiver.Result{r}, Window: [2]int64{0, 1e9}}
 }
@@ -46,11 +47,17 @@ func TestJudgeEachRuleFailsOnItsOwn(t *testing.T) {
 		{"late beyond budget and floor", func(o *Outcome) { o.Senders[0].Lateness.P99 = int64(20 * time.Millisecond) }, Rules{}, RuleLateness, "bound 5ms"},
 		{"late beyond a tight budget", func(o *Outcome) { o.Senders[0].Lateness.P99 = int64(600 * time.Microsecond) },
 			Rules{LatenessBudgets: 5, LatenessFloor: time.Microsecond}, RuleLateness, "bound 500µs"},
-		{"backlog grows", func(o *Outcome) {
+		{"ring backlog grows", func(o *Outcome) {
 			for i := range o.Receivers[0].Backlog {
 				o.Receivers[0].Backlog[i].Buckets = 10 + 20*i
 			}
-		}, Rules{}, RuleBacklog, "grew 200.0 buckets"},
+		}, Rules{}, RuleBacklog, "occupancy 200.0 buckets"},
+		{"queueing delay grows (a full ring hides it)", func(o *Outcome) {
+			for i := range o.Receivers[0].Backlog {
+				o.Receivers[0].Backlog[i].Buckets = 256
+				o.Receivers[0].Backlog[i].LatencyNs = int64(time.Millisecond) + int64(i)*int64(10*time.Millisecond)
+			}
+		}, Rules{}, RuleBacklog, "delay grew 100ms (limit 5ms)"},
 		{"latency objective", func(*Outcome) {}, Rules{LatencyP99: time.Millisecond}, RuleLatency, "objective 1ms"},
 		{"an agent failed", func(o *Outcome) { o.Errors = []string{"sender 10.0.0.2:9101: connection refused"} }, Rules{}, RuleAgents, "connection refused"},
 	} {
@@ -84,5 +91,17 @@ func TestJudgeNamesEveryFailingRule(t *testing.T) {
 	v := Judge(o, Rules{})
 	if v.Pass || len(v.Failed()) != 3 {
 		t.Fatalf("want schedule, delivery and lateness to fail: %v", v.Failed())
+	}
+}
+
+func TestWindowRateCountsOnlyTheWindow(t *testing.T) {
+	o := passing()            // 100,000 tuples per 100 ms sample = 1 M/s
+	o.Receivers[0].Rate = 123 // first-to-last rate, stretched by draining: not used
+	if got := WindowRate(o); got < 0.999e6 || got > 1.001e6 {
+		t.Fatalf("window rate %.0f, want 1e6", got)
+	}
+	o.Window = [2]int64{2e8, 5e8} // samples 2..5
+	if got := WindowRate(o); got < 0.999e6 || got > 1.001e6 {
+		t.Fatalf("sub-window rate %.0f", got)
 	}
 }

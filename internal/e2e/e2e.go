@@ -21,13 +21,13 @@ import (
 	"github.com/cloudprofiler-go/cp/sender"
 )
 
-// Binaries builds dgsend and dgrecv once into dir.
+// Binaries builds dgsend, dgrecv and cpsweep once into dir.
 func Binaries(dir string) (string, error) {
 	root, err := moduleRoot()
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/dgsend", "./cmd/dgrecv")
+	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/dgsend", "./cmd/dgrecv", "./cmd/cpsweep")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build binaries: %v\n%s", err, out)

@@ -1,0 +1,99 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sweepReport is the part of cpsweep's JSON summary the tests read.
+type sweepReport struct {
+	FormatVersion int    `json:"format_version"`
+	Dir           string `json:"dir"`
+	Interrupted   bool   `json:"interrupted"`
+	Result        struct {
+		LastPass  float64 `json:"last_pass"`
+		FirstFail float64 `json:"first_fail"`
+		Stopped   string  `json:"stopped"`
+		Trials    []struct {
+			Rate     float64 `json:"rate"`
+			Achieved float64 `json:"achieved"`
+			Verdict  struct {
+				Pass bool `json:"pass"`
+			} `json:"verdict"`
+		} `json:"trials"`
+	} `json:"result"`
+}
+
+func runSweep(t *testing.T, timeout time.Duration, args ...string) (sweepReport, *Proc) {
+	t.Helper()
+	p, err := Start(filepath.Join(binDir, "cpsweep"), append([]string{"--json", "--results", t.TempDir()}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Wait(timeout); err != nil {
+		t.Fatalf("cpsweep: %v\n%s", err, p.Stderr.String())
+	}
+	var rep sweepReport
+	if err := json.Unmarshal(p.Stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("cpsweep output: %v\n%s\n%s", err, p.Stdout.String(), p.Stderr.String())
+	}
+	return rep, p
+}
+
+// TestSweepBracketsAnInjectedCapacity sweeps local agents whose consumer
+// spends 100 us per tuple, so it cannot consume more than 10 k tuples/s: no
+// trial above that may pass (a verdict that let buffering hide overload
+// would), the answer must be close below it, within the trial limit, and
+// the run directory must hold every file the README promises.
+func TestSweepBracketsAnInjectedCapacity(t *testing.T) {
+	rep, p := runSweep(t, 3*time.Minute, "--duration", "1s", "--warmup", "300ms", "--start", "2k", "--precision", "0.05",
+		"--max-trials", "12", "--work", "100us", "--bucket", "10", "--name", "capacity")
+	res := rep.Result
+	if res.Stopped != "" || rep.Interrupted {
+		t.Fatalf("sweep stopped: %q\n%s", res.Stopped, p.Stderr.String())
+	}
+	const limit = 10e3 // 1 / 100 us: the consumer's physical maximum
+	for _, tr := range res.Trials {
+		if tr.Verdict.Pass && tr.Rate > limit*1.02 {
+			t.Fatalf("a trial at %.0f tuples/s passed, above the consumer's maximum of %.0f\n%s", tr.Rate, limit, p.Stderr.String())
+		}
+	}
+	if res.LastPass < limit*0.6 || res.FirstFail > limit*1.5 || (res.FirstFail-res.LastPass)/res.LastPass > 0.05 {
+		t.Fatalf("answer [%.0f, %.0f) is not within 5%% just below the %.0f limit\n%s", res.LastPass, res.FirstFail, limit, p.Stderr.String())
+	}
+	for _, f := range []string{"config.json", "summary.json", "trials.json", "trials.csv", "sweep.svg", "trials/001.json"} {
+		st, err := os.Stat(filepath.Join(rep.Dir, f))
+		if err != nil || st.Size() == 0 {
+			t.Errorf("run directory lacks %s: %v", f, err)
+		}
+	}
+	csv, _ := os.ReadFile(filepath.Join(rep.Dir, "trials.csv"))
+	if lines := strings.Count(string(csv), "\n"); lines != len(res.Trials)+1 {
+		t.Errorf("trials.csv has %d lines for %d trials", lines, len(res.Trials))
+	}
+	svg, _ := os.ReadFile(filepath.Join(rep.Dir, "sweep.svg"))
+	if !strings.Contains(string(svg), "<svg") || !strings.Contains(string(svg), "target rate") {
+		t.Error("sweep.svg is not the plot")
+	}
+	if rep.FormatVersion != 1 || !strings.Contains(p.Stderr.String(), "trial  1") {
+		t.Errorf("format %d; progress:\n%s", rep.FormatVersion, p.Stderr.String())
+	}
+}
+
+// TestSweepFailsWhenAnAgentIsGone points cpsweep at agents that do not
+// exist: it must say so quickly, not hang.
+func TestSweepFailsWhenAnAgentIsGone(t *testing.T) {
+	start := time.Now()
+	p, err := Start(filepath.Join(binDir, "cpsweep"), "--sender", "127.0.0.1:1", "--receiver", "127.0.0.1:2", "--results", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.Wait(time.Minute)
+	if err == nil || !strings.Contains(p.Stderr.String(), "unreachable") || time.Since(start) > 30*time.Second {
+		t.Fatalf("err %v after %v:\n%s", err, time.Since(start), p.Stderr.String())
+	}
+}
