@@ -53,14 +53,17 @@ const (
 
 // Config describes one dgsend run.
 type Config struct {
-	Endpoints     []string // ZeroMQ endpoints; thread i uses Endpoints[i % len]
-	Bind          bool     // bind instead of connect (a system under test pulls from us)
-	SenderID      uint8    // distinguishes senders in stream and tuple ids
-	Threads       int
-	Rate          float64 // total tuples per second over all threads; 0 = unpaced
-	Duration      time.Duration
-	Warmup        time.Duration // lateness is recorded only for slots due after the warm-up
-	Count         uint64        // total tuples; 0 = until Duration or Stop
+	Endpoints []string // ZeroMQ endpoints; thread i uses Endpoints[i % len]
+	Bind      bool     // bind instead of connect (a system under test pulls from us)
+	SenderID  uint8    // distinguishes senders in stream and tuple ids
+	Threads   int
+	Rate      float64 // total tuples per second over all threads; 0 = unpaced
+	Duration  time.Duration
+	Warmup    time.Duration // lateness is recorded only for slots due after the warm-up
+	// StartAt (wall clock) aligns the start of several senders, possibly on
+	// several hosts; zero or past: start 20 ms after Run is called.
+	StartAt       time.Time
+	Count         uint64 // total tuples; 0 = until Duration or Stop
 	BucketSize    int
 	Scenario      *scenarios.Scenario
 	Overflow      Overflow
@@ -399,8 +402,13 @@ func (s *Sender) Run() (*Result, error) {
 	s.running.Store(true)
 	defer s.running.Store(false)
 	clock := s.cfg.Clock
-	// A common start a little in the future so all threads begin together.
-	start := tsc.Read() + clock.Ticks(20*time.Millisecond)
+	// A common start a little in the future so all threads (and, with
+	// StartAt, all senders) begin together.
+	lead := 20 * time.Millisecond
+	if until := time.Until(s.cfg.StartAt); until > lead {
+		lead = until
+	}
+	start := tsc.Read() + clock.Ticks(lead)
 	end := uint64(math.MaxUint64)
 	if s.cfg.Duration > 0 {
 		end = start + clock.Ticks(s.cfg.Duration)
@@ -464,6 +472,11 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 	sleepMargin := clock.Ticks(t.napMargin)
 	minNap := clock.Ticks(10 * time.Microsecond)
 	slack := clock.Ticks(3 * time.Microsecond)
+	maxMargin := clock.Ticks(250 * time.Microsecond)
+	if paced {
+		maxMargin = min(maxMargin, uint64(t.pacer.SlotTicks()/2))
+	}
+	sleepMargin = min(sleepMargin, maxMargin)
 	nsPerTick := 1e9 / clock.Hz
 	measureFrom := start + clock.Ticks(cfg.Warmup)
 	endGrace := end
@@ -481,12 +494,12 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 		w                                                         int
 		winEnd                                                    = start + ticksPerSec
 	)
-	wait(start, cfg.Idle, yieldTicks, &sleepMargin, minNap, slack, nsPerTick)
+	wait(start, cfg.Idle, yieldTicks, &sleepMargin, minNap, slack, maxMargin, nsPerTick)
 	for k < t.slots {
 		var due uint64
 		if paced {
 			due = t.pacer.Due(k)
-			wait(due, cfg.Idle, yieldTicks, &sleepMargin, minNap, slack, nsPerTick)
+			wait(due, cfg.Idle, yieldTicks, &sleepMargin, minNap, slack, maxMargin, nsPerTick)
 		}
 		tpl := &tpls[idx]
 		if paced {
@@ -589,8 +602,9 @@ func (t *thread) publish(emitted, buckets, dropB, late, bucket uint64) {
 
 // wait holds the thread until the TSC reaches due. sleepMargin is the
 // thread's adaptive wake-up margin (idle Sleep), minNap the shortest sleep
-// worth taking, slack the safety added to an observed overshoot.
-func wait(due uint64, idle Idle, yieldTicks uint64, sleepMargin *uint64, minNap, slack uint64, nsPerTick float64) {
+// worth taking, slack the safety added to an observed overshoot, maxMargin
+// the widest margin.
+func wait(due uint64, idle Idle, yieldTicks uint64, sleepMargin *uint64, minNap, slack, maxMargin uint64, nsPerTick float64) {
 	for {
 		now := tsc.ReadFast()
 		if now >= due {
@@ -602,14 +616,16 @@ func wait(due uint64, idle Idle, yieldTicks uint64, sleepMargin *uint64, minNap,
 			_, _, _ = unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 		case idle == Sleep && rem > *sleepMargin+minNap:
 			// Wake a margin before the slot and spin the rest. The margin
-			// follows this thread's wakeup overshoot: it widens at once
-			// after a late wake-up and narrows slowly after timely ones
-			// (a VM's vCPU wakes later from longer sleeps).
+			// follows this thread's wake-up overshoot (a VM's vCPU wakes
+			// later from longer sleeps): it widens by a quarter of the gap
+			// after a late wake-up and narrows slowly after timely ones, up
+			// to maxMargin. A longer overshoot is the CPU being busy, which
+			// spinning longer before every slot would only make worse.
 			nap := rem - *sleepMargin
 			osthread.Nap(time.Duration(float64(nap) * nsPerTick))
 			woke := tsc.ReadFast()
 			if over := int64(woke - (now + nap)); over > 0 && uint64(over)+slack > *sleepMargin {
-				*sleepMargin = uint64(over) + slack
+				*sleepMargin = min(*sleepMargin+(uint64(over)+slack-*sleepMargin)/4+1, maxMargin)
 			} else {
 				*sleepMargin -= *sleepMargin / 64
 			}

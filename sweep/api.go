@@ -62,6 +62,7 @@ type SenderTrial struct {
 	Rate          float64       `json:"rate"` // this sender's share, tuples/s
 	Duration      time.Duration `json:"duration_ns"`
 	Warmup        time.Duration `json:"warmup_ns"`
+	StartAt       time.Time     `json:"start_at,omitempty"` // common start of all senders (wall clock)
 	BucketSize    int           `json:"bucket_size"`
 	Scenario      string        `json:"scenario"`
 	Overflow      string        `json:"overflow"`

@@ -6,10 +6,16 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cloudprofiler-go/cp/sender"
 )
+
+// senderLead is how far ahead the common start of the senders is set:
+// enough for every sender to prepare (pre-serialization, send-cost
+// measurement) before it.
+const senderLead = 2 * time.Second
 
 // TrialPlan is what every trial of a sweep has in common.
 type TrialPlan struct {
@@ -141,7 +147,7 @@ func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string)
 	p := c.Plan
 	total := time.Duration(p.Warmup + p.Duration)
 	// Bound everything: warm-up, window, end markers, startup and slack.
-	deadline := total + p.EndTimeout + 20*time.Second
+	deadline := senderLead + total + p.EndTimeout + 20*time.Second
 	tctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
 
@@ -171,20 +177,35 @@ func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string)
 	if p.Relay {
 		targets = p.SenderTargets
 	}
+	// Senders prepare (pre-serialize, measure their send cost) in parallel
+	// and then start together at a common instant.
+	startAt := time.Now().Add(senderLead)
 	totalThreads := len(c.Senders) * p.Threads
+	errs := make([]error, len(c.Senders))
+	var wg sync.WaitGroup
 	for i, s := range c.Senders {
 		eps := make([]string, p.Threads)
 		for k := range eps {
 			eps[k] = targets[(i*p.Threads+k)%len(targets)]
 		}
 		cfg := SenderTrial{Endpoints: eps, SenderID: uint8(i), Threads: p.Threads, Rate: rate * float64(p.Threads) / float64(totalThreads),
-			Duration: total, Warmup: p.Warmup, BucketSize: p.BucketSize, Scenario: p.Scenario, Overflow: p.Overflow, Idle: p.Idle}
-		if _, err := s.Start(tctx, cfg); err != nil {
+			Duration: total, Warmup: p.Warmup, StartAt: startAt, BucketSize: p.BucketSize, Scenario: p.Scenario, Overflow: p.Overflow, Idle: p.Idle}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = s.Start(tctx, cfg)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
 			o.Errors = append(o.Errors, fmt.Sprintf("start sender: %v", err))
-			stopAll()
-			break
+		} else {
+			started = append(started, c.Senders[i])
 		}
-		started = append(started, s)
+	}
+	if len(o.Errors) > 0 {
+		stopAll()
 	}
 	say("running %.0f tuples/s for %v (+%v warm-up)", rate, p.Duration, p.Warmup)
 
@@ -238,17 +259,17 @@ func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string)
 	return t, nil
 }
 
-// window is the measured window: from the end of the warm-up to the end of
-// the senders' schedule.
+// window is the measured window, when every sender runs past its warm-up:
+// from the latest end of a warm-up to the earliest end of a schedule.
 func window(senders []*sender.Result) [2]int64 {
 	var w [2]int64
-	for _, s := range senders {
+	for i, s := range senders {
 		from := s.StartUnixNs + s.WarmupNs
 		to := s.StartUnixNs + int64(s.DurationS*1e9)
-		if w[0] == 0 || from > w[0] {
+		if i == 0 || from > w[0] {
 			w[0] = from
 		}
-		if to > w[1] {
+		if i == 0 || to < w[1] {
 			w[1] = to
 		}
 	}

@@ -1,0 +1,168 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testNet is a bridge in the root namespace with one veth-connected network
+// namespace per host: a small LAN of test hosts that exist only for the
+// test (addresses 10.231.77.0/24, the bridge is .1).
+type testNet struct {
+	t      *testing.T
+	prefix string
+	hosts  map[string]string // namespace -> address
+}
+
+func run(args ...string) error {
+	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// newTestNet creates the namespaces, or skips saying why it cannot.
+func newTestNet(t *testing.T, names ...string) *testNet {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("network namespaces need root: multi-host test skipped")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("no ip command (apt-get install iproute2): multi-host test skipped")
+	}
+	n := &testNet{t: t, prefix: fmt.Sprintf("cpt%d", os.Getpid()%10000), hosts: map[string]string{}}
+	br := n.prefix + "br"
+	if err := run("ip", "link", "add", br, "type", "bridge"); err != nil {
+		t.Skipf("cannot create a bridge here (%v): multi-host test skipped", err)
+	}
+	t.Cleanup(n.destroy)
+	must := func(args ...string) {
+		if err := run(args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must("ip", "addr", "add", "10.231.77.1/24", "dev", br)
+	must("ip", "link", "set", br, "up")
+	for i, name := range names {
+		ns := n.prefix + name
+		veth, peer := fmt.Sprintf("%sv%d", n.prefix, i), fmt.Sprintf("%sp%d", n.prefix, i)
+		addr := fmt.Sprintf("10.231.77.%d", i+2)
+		must("ip", "netns", "add", ns)
+		must("ip", "link", "add", veth, "type", "veth", "peer", "name", peer)
+		must("ip", "link", "set", veth, "netns", ns)
+		must("ip", "link", "set", peer, "master", br, "up")
+		must("ip", "-n", ns, "addr", "add", addr+"/24", "dev", veth)
+		must("ip", "-n", ns, "link", "set", veth, "up")
+		must("ip", "-n", ns, "link", "set", "lo", "up")
+		n.hosts[name] = addr
+	}
+	return n
+}
+
+func (n *testNet) destroy() {
+	for name := range n.hosts {
+		_ = run("ip", "netns", "del", n.prefix+name)
+	}
+	_ = run("ip", "link", "del", n.prefix+"br")
+}
+
+// start runs bin inside the namespace of host.
+func (n *testNet) start(host, bin string, args ...string) (*Proc, error) {
+	return Start("ip", append([]string{"netns", "exec", n.prefix + host, filepath.Join(binDir, bin)}, args...)...)
+}
+
+// TestMultiHostSweep runs two sender hosts and one receiver host in network
+// namespaces, with agents on non-loopback addresses (so a token is
+// required), and sweeps across them from the root namespace.
+func TestMultiHostSweep(t *testing.T) {
+	n := newTestNet(t, "s1", "s2", "r1")
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte("multi-host-test-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// An agent on a non-loopback address without a token refuses to start.
+	p, err := n.start("r1", "dgrecv", "--agent", "--bind", "tcp://*:5555", "--metrics-addr", n.hosts["r1"]+":9102")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Wait(10 * time.Second); err == nil || !strings.Contains(p.Stderr.String(), "give a shared --token") {
+		t.Fatalf("tokenless agent on %s: %v\n%s", n.hosts["r1"], err, p.Stderr.String())
+	}
+	var agents []*Proc
+	defer func() {
+		for _, a := range agents {
+			_ = a.Cmd.Process.Kill()
+			_ = a.Wait(5 * time.Second)
+		}
+	}()
+	for _, spec := range []struct{ host, bin, port string }{{"r1", "dgrecv", "9102"}, {"s1", "dgsend", "9101"}, {"s2", "dgsend", "9101"}} {
+		args := []string{"--agent", "--metrics-addr", n.hosts[spec.host] + ":" + spec.port, "--token-file", token, "--calibrate", "30ms"}
+		if spec.bin == "dgrecv" {
+			args = append(args, "--bind", "tcp://*:5555", "--lanes", "2")
+		}
+		a, err := n.start(spec.host, spec.bin, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		agents = append(agents, a)
+		if !a.WaitForLine("agent ready", 10*time.Second) {
+			t.Fatalf("%s on %s did not start:\n%s", spec.bin, spec.host, a.Stderr.String())
+		}
+	}
+	// Without the token the controller is refused.
+	bad, err := Start(filepath.Join(binDir, "cpsweep"), "--sender", n.hosts["s1"]+":9101", "--receiver", n.hosts["r1"]+":9102",
+		"--token", "wrong", "--results", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bad.Wait(30 * time.Second); err == nil || !strings.Contains(bad.Stderr.String(), "missing or wrong token") {
+		t.Fatalf("wrong token: %v\n%s", err, bad.Stderr.String())
+	}
+	rep, sp := runSweep(t, 3*time.Minute, "--sender", n.hosts["s1"]+":9101", "--sender", n.hosts["s2"]+":9101",
+		"--receiver", n.hosts["r1"]+":9102", "--token-file", token, "--search", "linear", "--from", "20k", "--to", "40k", "--step", "20k",
+		"--duration", "1s", "--warmup", "300ms", "--threads", "2", "--bucket", "10")
+	if len(rep.Result.Trials) != 2 || !rep.Result.Trials[0].Verdict.Pass {
+		t.Fatalf("multi-host sweep: %+v\n%s", rep.Result, sp.Stderr.String())
+	}
+	// The receiver host saw four streams: two threads on each sender host,
+	// spread over its two lanes.
+	data, err := os.ReadFile(filepath.Join(rep.Dir, "trials", "001.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		Outcome struct {
+			Receivers []struct {
+				Complete bool `json:"complete"`
+				Streams  []struct {
+					Sender, Thread uint8
+					Lane           int
+				} `json:"streams"`
+			} `json:"receivers"`
+			Senders []struct {
+				Emitted uint64 `json:"emitted_tuples"`
+			} `json:"senders"`
+		} `json:"outcome"`
+	}
+	if err := json.Unmarshal(data, &rec); err != nil {
+		t.Fatal(err)
+	}
+	o := rec.Outcome
+	if len(o.Senders) != 2 || len(o.Receivers) != 1 || !o.Receivers[0].Complete || len(o.Receivers[0].Streams) != 4 {
+		t.Fatalf("trial 1 outcome: %+v", o)
+	}
+	senders, lanes := map[uint8]bool{}, map[int]bool{}
+	for _, s := range o.Receivers[0].Streams {
+		senders[s.Sender], lanes[s.Lane] = true, true
+	}
+	if len(senders) != 2 || len(lanes) != 2 {
+		t.Fatalf("streams came from senders %v over lanes %v", senders, lanes)
+	}
+}
