@@ -15,7 +15,11 @@ import (
 // senderLead is how far ahead the common start of the senders is set:
 // enough for every sender to prepare (pre-serialization, send-cost
 // measurement) before it.
-const senderLead = 2 * time.Second
+const senderLead = time.Second
+
+// deadAfterPolls is how many consecutive failed status polls (200 ms
+// apart) make an agent count as dead for the trial.
+const deadAfterPolls = 15
 
 // TrialPlan is what every trial of a sweep has in common.
 type TrialPlan struct {
@@ -212,7 +216,8 @@ func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string)
 	// Wait for every agent to finish; an agent that stops answering or
 	// never finishes fails the trial within the deadline.
 	pending := append([]*Client(nil), started...)
-	var lastErr = map[*Client]string{}
+	lastErr := map[*Client]string{}
+	silent := map[*Client]int{} // consecutive failed polls
 	for len(pending) > 0 {
 		select {
 		case <-tctx.Done():
@@ -234,8 +239,13 @@ func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string)
 			switch {
 			case err != nil:
 				lastErr[a] = err.Error()
+				if silent[a]++; silent[a] >= deadAfterPolls {
+					o.Errors = append(o.Errors, fmt.Sprintf("agent %s stopped answering mid-trial: %v", a.Addr, err))
+					continue
+				}
 				next = append(next, a)
 			case !st.Finished():
+				silent[a] = 0
 				next = append(next, a)
 			case st.State == StateFailed:
 				o.Errors = append(o.Errors, fmt.Sprintf("agent %s: trial failed: %s", a.Addr, st.Error))

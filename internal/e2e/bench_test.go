@@ -194,3 +194,52 @@ func TestBenchRateAccuracy(t *testing.T) {
 		}
 	}
 }
+
+// sweepArgs are the trial settings of the sweep benchmarks.
+var sweepArgs = []string{"--duration", "2s", "--warmup", "500ms", "--bucket", "100", "--precision", "0.01", "--max-trials", "20"}
+
+// TestBenchSweep: the fast search on a local dgsend -> dgrecv pair, five
+// times. Reports trials to 1% precision (target: at most 12) next to what
+// the paper's linear search with 1 k steps would need over the same range,
+// and the spread of the five answers (aim: within 5%).
+func TestBenchSweep(t *testing.T) {
+	benchOnly(t)
+	var lows []float64
+	within12 := 0
+	for rep := 0; rep < 5; rep++ {
+		r, _ := runSweep(t, 10*time.Minute, append([]string{"--start", "500k", "--name", fmt.Sprintf("bench-%d", rep)}, sweepArgs...)...)
+		res := r.Result
+		n := len(res.Trials)
+		linear := (res.FirstFail - 500e3) / 1e3
+		if n <= 12 && res.Stopped == "" {
+			within12++
+		}
+		lows = append(lows, res.LastPass)
+		t.Logf("SWEEP rep %d: [%.3fM, %.3fM) (%.2f%% wide) in %d trials (target <= 12: %s); linear search from 500k in 1k steps: ~%.0f trials%s",
+			rep, res.LastPass/1e6, res.FirstFail/1e6, 100*(res.FirstFail-res.LastPass)/res.LastPass, n, verdict(n <= 12 && res.Stopped == ""), linear,
+			map[bool]string{true: "; stopped: " + res.Stopped, false: ""}[res.Stopped != ""])
+		record(t, "sweep", map[string]any{"rep": rep, "last_pass": res.LastPass, "first_fail": res.FirstFail, "trials": n, "linear_trials": linear})
+	}
+	sorted := append([]float64(nil), lows...)
+	sort.Float64s(sorted)
+	spread := (sorted[len(sorted)-1] - sorted[0]) / median(sorted)
+	t.Logf("SWEEP repeatability: last passes [%s], spread %.1f%% of the median (aim 5%%: %s); %d of 5 sweeps within 12 trials",
+		fmtRates(lows), 100*spread, verdict(spread <= 0.05), within12)
+}
+
+// TestBenchSweepCapacity: a consumer that spends 10 us per tuple. Its
+// capacity C is measured on its own first (unpaced dgsend into it); the
+// sweep's answer must bracket C within a few percent.
+func TestBenchSweepCapacity(t *testing.T) {
+	benchOnly(t)
+	pr := &Pair{Bin: binDir, RecvArgs: []string{"--schema", "synthetic", "--expect-streams", "1", "--work", "10us"},
+		SendArgs: sendArgs("--rate", "0", "--bucket", "100", "--count", "1000000", "--duration", "0")}
+	pr.Run(t)
+	c := pr.Recv.Rate
+	r, _ := runSweep(t, 10*time.Minute, append([]string{"--start", "20k", "--work", "10us", "--name", "bench-capacity"}, sweepArgs...)...)
+	res := r.Result
+	ok := res.LastPass <= c*1.03 && res.FirstFail >= c*0.97
+	t.Logf("CAPACITY consumer at 10 us/tuple: measured C = %.1fk tuples/s (unpaced); sweep answer [%.1fk, %.1fk) in %d trials: brackets C within 3%%: %s",
+		c/1e3, res.LastPass/1e3, res.FirstFail/1e3, len(res.Trials), verdict(ok))
+	record(t, "sweep_capacity", map[string]any{"capacity": c, "last_pass": res.LastPass, "first_fail": res.FirstFail, "trials": len(res.Trials)})
+}

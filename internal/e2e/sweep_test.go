@@ -2,11 +2,16 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	zmq "github.com/pebbe/zmq4"
 )
 
 // sweepReport is the part of cpsweep's JSON summary the tests read.
@@ -95,5 +100,104 @@ func TestSweepFailsWhenAnAgentIsGone(t *testing.T) {
 	err = p.Wait(time.Minute)
 	if err == nil || !strings.Contains(p.Stderr.String(), "unreachable") || time.Since(start) > 30*time.Second {
 		t.Fatalf("err %v after %v:\n%s", err, time.Since(start), p.Stderr.String())
+	}
+}
+
+// TestSweepSurvivesAnAgentDyingAndCtrlC kills the sender agent during a
+// trial (the trial must fail with that reason within seconds), then
+// interrupts cpsweep: the finished trials stay on disk and it says where.
+func TestSweepSurvivesAnAgentDyingAndCtrlC(t *testing.T) {
+	results := t.TempDir()
+	recv, err := Start(filepath.Join(binDir, "dgrecv"), "--agent", "--bind", fmt.Sprintf("tcp://127.0.0.1:%d", mustPort(t)), "--metrics-addr", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer recv.Cmd.Process.Kill()
+	snd, err := Start(filepath.Join(binDir, "dgsend"), "--agent", "--metrics-addr", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snd.Cmd.Process.Kill()
+	rAddr, sAddr := agentAddr(t, recv), agentAddr(t, snd)
+	sw, err := Start(filepath.Join(binDir, "cpsweep"), "--sender", sAddr, "--receiver", rAddr, "--results", results,
+		"--duration", "20s", "--warmup", "0s", "--start", "10k", "--search", "linear", "--from", "10k", "--to", "30k", "--step", "10k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(4 * time.Second) // inside the first trial's 20 s window
+	_ = snd.Cmd.Process.Kill()
+	if !sw.WaitForLine("trial  1", 20*time.Second) {
+		t.Fatalf("no verdict within 20 s of the sender dying:\n%s", sw.Stderr.String())
+	}
+	if !strings.Contains(sw.Stderr.String(), "FAIL") || !strings.Contains(sw.Stderr.String(), "agent") {
+		t.Fatalf("trial 1 should fail on the dead agent:\n%s", sw.Stderr.String())
+	}
+	_ = sw.Signal(syscall.SIGINT)
+	if err := sw.Wait(30 * time.Second); err != nil && ExitCode(err) < 0 {
+		t.Fatalf("cpsweep after SIGINT: %v\n%s", err, sw.Stderr.String())
+	}
+	out := sw.Stdout.String()
+	if !strings.Contains(out, "results: "+results) {
+		t.Fatalf("cpsweep did not say where the results are:\n%s\n%s", out, sw.Stderr.String())
+	}
+	dirs, _ := filepath.Glob(filepath.Join(results, "*", "trials", "001.json"))
+	if len(dirs) != 1 {
+		t.Fatalf("trial 1 not kept on disk: %v", dirs)
+	}
+}
+
+func mustPort(t *testing.T) int {
+	p, err := FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+var readyAddr = regexp.MustCompile(`control http://([^/\s]+)/v1`)
+
+func agentAddr(t *testing.T, p *Proc) string {
+	t.Helper()
+	if !p.WaitForLine("agent ready", 10*time.Second) {
+		t.Fatalf("agent did not start:\n%s", p.Stderr.String())
+	}
+	return readyAddr.FindStringSubmatch(p.Stderr.String())[1]
+}
+
+// TestRelaySweep puts a system under test between senders and receivers:
+// a ZeroMQ forwarder (PULL -> PUSH) that the receiver agent connects to.
+func TestRelaySweep(t *testing.T) {
+	in, out := mustPort(t), mustPort(t)
+	ctx, err := zmq.NewContext()
+	if err != nil {
+		t.Fatal(err)
+	}
+	front, _ := ctx.NewSocket(zmq.PULL)
+	back, _ := ctx.NewSocket(zmq.PUSH)
+	if err := front.Bind(fmt.Sprintf("tcp://127.0.0.1:%d", in)); err != nil {
+		t.Fatal(err)
+	}
+	if err := back.Bind(fmt.Sprintf("tcp://127.0.0.1:%d", out)); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = zmq.Proxy(front, back, nil) }() // returns when the context ends
+	defer func() { _ = ctx.Term() }()
+	defer func() { front.SetLinger(0); back.SetLinger(0); front.Close(); back.Close() }()
+
+	recv, err := Start(filepath.Join(binDir, "dgrecv"), "--agent", "--connect", fmt.Sprintf("tcp://127.0.0.1:%d", out), "--metrics-addr", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer recv.Cmd.Process.Kill()
+	snd, err := Start(filepath.Join(binDir, "dgsend"), "--agent", "--metrics-addr", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snd.Cmd.Process.Kill()
+	rep, p := runSweep(t, 2*time.Minute, "--sender", agentAddr(t, snd), "--receiver", agentAddr(t, recv),
+		"--relay-input", fmt.Sprintf("tcp://127.0.0.1:%d", in), "--schema", "raw", "--search", "linear",
+		"--from", "10k", "--to", "20k", "--step", "10k", "--duration", "1s", "--warmup", "200ms", "--threads", "2", "--bucket", "10")
+	if len(rep.Result.Trials) != 2 || !rep.Result.Trials[0].Verdict.Pass || !rep.Result.Trials[1].Verdict.Pass {
+		t.Fatalf("relay sweep: %+v\n%s", rep.Result, p.Stderr.String())
 	}
 }
