@@ -14,6 +14,7 @@ import (
 type Result struct {
 	Scenario      string  `json:"scenario"`
 	TargetRate    float64 `json:"target_rate_tuples_per_s"` // 0 = unpaced
+	Shape         Shape   `json:"shape"`
 	Threads       int     `json:"threads"`
 	BucketSize    int     `json:"bucket_size"`
 	TupleBytes    int     `json:"bucket_bytes"`
@@ -59,7 +60,7 @@ type StreamEnd struct {
 
 func (s *Sender) result(start, end uint64) *Result {
 	cfg := &s.cfg
-	r := &Result{Scenario: cfg.Scenario.Name, TargetRate: cfg.Rate, Threads: cfg.Threads, BucketSize: cfg.BucketSize,
+	r := &Result{Scenario: cfg.Scenario.Name, TargetRate: cfg.Rate, Shape: cfg.Shape, Threads: cfg.Threads, BucketSize: cfg.BucketSize,
 		TupleBytes: len(s.threads[0].tpls[0].Msg), Overflow: string(cfg.Overflow), Idle: string(cfg.Idle),
 		SendCostNs: s.sendCost.Nanoseconds(), LateThreshNs: cfg.LateThreshold.Nanoseconds(), latenessMerged: histo.NewPrecise()}
 	var last uint64

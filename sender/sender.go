@@ -59,6 +59,7 @@ type Config struct {
 	Threads   int
 	Rate      float64 // total tuples per second over all threads; 0 = unpaced
 	Duration  time.Duration
+	Shape     Shape         // how the rate varies around its mean (zero: constant)
 	Warmup    time.Duration // lateness is recorded only for slots due after the warm-up
 	// StartAt (wall clock) aligns the start of several senders, possibly on
 	// several hosts; zero or past: start 20 ms after Run is called.
@@ -169,7 +170,7 @@ type thread struct {
 	lastSend      uint64
 	endMarker     error
 	err           error
-	pacer         Pacer
+	sched         Schedule
 	interrupted   bool
 	napMargin     time.Duration // idle sleep: wake this long before the slot
 	measuredSlots uint64        // slots due after the warm-up (lateness denominator)
@@ -425,11 +426,15 @@ func (s *Sender) Run() (*Result, error) {
 	for _, t := range s.threads {
 		t.windows = make([]uint64, nWindows)
 		if s.cfg.Rate > 0 {
-			p, err := NewPacer(start, clock.Hz, s.cfg.BucketSize, s.cfg.Rate/float64(s.cfg.Threads))
+			length := s.cfg.Duration
+			if length <= 0 {
+				length = time.Duration(float64(s.cfg.Count) / s.cfg.Rate * float64(time.Second))
+			}
+			sched, err := NewSchedule(s.cfg.Shape, start, clock.Hz, s.cfg.BucketSize, s.cfg.Rate/float64(s.cfg.Threads), length, t.id)
 			if err != nil {
 				return nil, err
 			}
-			t.pacer = p
+			t.sched = sched
 		}
 		wg.Add(1)
 		go func() {
@@ -474,7 +479,7 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 	slack := clock.Ticks(3 * time.Microsecond)
 	maxMargin := clock.Ticks(250 * time.Microsecond)
 	if paced {
-		maxMargin = min(maxMargin, uint64(t.pacer.SlotTicks()/2))
+		maxMargin = min(maxMargin, uint64(t.sched.SlotTicks()/2))
 	}
 	sleepMargin = min(sleepMargin, maxMargin)
 	nsPerTick := 1e9 / clock.Hz
@@ -498,7 +503,7 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 	for k < t.slots {
 		var due uint64
 		if paced {
-			due = t.pacer.Due(k)
+			due = t.sched.Due(k)
 			wait(due, cfg.Idle, yieldTicks, &sleepMargin, minNap, slack, maxMargin, nsPerTick)
 		}
 		tpl := &tpls[idx]
@@ -580,7 +585,7 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 		if t.interrupted || stopAt == math.MaxUint64 {
 			stopAt = t.lastSend + 1
 		}
-		t.scheduled = min(t.pacer.SlotsBefore(stopAt), t.slots)
+		t.scheduled = min(t.sched.SlotsBefore(stopAt), t.slots)
 		t.scheduled = max(t.scheduled, k)
 	} else {
 		t.scheduled = k

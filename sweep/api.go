@@ -59,7 +59,8 @@ type SenderTrial struct {
 	Endpoints     []string      `json:"endpoints"` // thread i uses Endpoints[i % len]
 	SenderID      uint8         `json:"sender_id"`
 	Threads       int           `json:"threads"`
-	Rate          float64       `json:"rate"` // this sender's share, tuples/s
+	Rate          float64       `json:"rate"`            // this sender's share, tuples/s
+	Shape         string        `json:"shape,omitempty"` // rate shape around Rate (see dgsend --shape)
 	Duration      time.Duration `json:"duration_ns"`
 	Warmup        time.Duration `json:"warmup_ns"`
 	StartAt       time.Time     `json:"start_at,omitempty"` // common start of all senders (wall clock)

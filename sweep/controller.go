@@ -28,6 +28,7 @@ type TrialPlan struct {
 	Threads       int           `json:"threads"` // per sender agent
 	BucketSize    int           `json:"bucket_size"`
 	Scenario      string        `json:"scenario"`
+	Shape         string        `json:"shape,omitempty"` // rate shape of every trial around its target rate
 	Overflow      string        `json:"overflow"`
 	Idle          string        `json:"idle"`
 	Schema        string        `json:"schema"`
@@ -193,7 +194,7 @@ func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string)
 			eps[k] = targets[(i*p.Threads+k)%len(targets)]
 		}
 		cfg := SenderTrial{Endpoints: eps, SenderID: uint8(i), Threads: p.Threads, Rate: rate * float64(p.Threads) / float64(totalThreads),
-			Duration: total, Warmup: p.Warmup, StartAt: startAt, BucketSize: p.BucketSize, Scenario: p.Scenario, Overflow: p.Overflow, Idle: p.Idle}
+			Duration: total, Warmup: p.Warmup, StartAt: startAt, BucketSize: p.BucketSize, Scenario: p.Scenario, Shape: p.Shape, Overflow: p.Overflow, Idle: p.Idle}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

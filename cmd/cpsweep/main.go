@@ -27,18 +27,18 @@ func main() {
 
 func command() *cobra.Command {
 	var (
-		senders, receivers, relayInputs     []string
-		token, tokenFile, method, name      string
-		start, maxRate, from, to, step      string
-		scenario, overflow, idle, schema    string
-		resultsDir                          string
-		factor, precision                   float64
-		budgets, backlog                    float64
-		confirm, maxTrials, threads, bucket int
-		lanes, localSenders, ring           int
-		duration, warmup, work, endTimeout  time.Duration
-		latenessFloor, latencyP99           time.Duration
-		drain, jsonOut                      bool
+		senders, receivers, relayInputs         []string
+		token, tokenFile, method, name          string
+		start, maxRate, from, to, step          string
+		scenario, overflow, idle, schema, shape string
+		resultsDir                              string
+		factor, precision                       float64
+		budgets, backlog                        float64
+		confirm, maxTrials, threads, bucket     int
+		lanes, localSenders, ring               int
+		duration, warmup, work, endTimeout      time.Duration
+		latenessFloor, latencyP99               time.Duration
+		drain, jsonOut                          bool
 	)
 	cmd := &cobra.Command{
 		Use:   "cpsweep",
@@ -94,7 +94,7 @@ finished one.`,
 			defer cancel()
 
 			ctrl := &sweep.Controller{Plan: sweep.TrialPlan{Duration: duration, Warmup: warmup, Threads: threads, BucketSize: bucket,
-				Scenario: scenario, Overflow: overflow, Idle: idle, Schema: schema, Drain: drain, WorkPerTuple: work, Ring: ring,
+				Scenario: scenario, Shape: shape, Overflow: overflow, Idle: idle, Schema: schema, Drain: drain, WorkPerTuple: work, Ring: ring,
 				EndTimeout: endTimeout, Relay: len(relayInputs) > 0, SenderTargets: relayInputs,
 				Rules: sweep.Rules{LatenessBudgets: budgets, LatenessFloor: latenessFloor, BacklogGrowth: backlog, LatencyP99: latencyP99}}}
 			if len(senders) == 0 {
@@ -152,6 +152,7 @@ finished one.`,
 	f.IntVar(&threads, "threads", 1, "emission threads per sender agent")
 	f.IntVar(&bucket, "bucket", 100, "tuples per message")
 	f.StringVar(&scenario, "scenario", "synthetic-100", "workload (see dgsend --help)")
+	f.StringVar(&shape, "shape", "constant", "rate shape of each trial around its target (see dgsend --help), e.g. poisson or sine:0.2,1s")
 	f.StringVar(&overflow, "overflow", "block", "sender overflow policy: block or drop")
 	f.StringVar(&idle, "idle", "auto", "sender idle strategy (see dgsend --help)")
 	f.StringVar(&schema, "schema", "synthetic", "receiver schema: ad-event, synthetic or raw")

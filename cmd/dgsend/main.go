@@ -30,6 +30,7 @@ func command() *cobra.Command {
 	var (
 		connect, bind                       []string
 		rate, scenario, overflow, idle, cpu string
+		shape                               string
 		metricsAddr, output, progress       string
 		threads, bucket, hwm, ioThreads     int
 		senderID                            uint8
@@ -52,6 +53,9 @@ fell behind on), per-second achieved rates, and lateness (actual minus intended
 send time) with the fraction of late slots.`,
 		Example: `  # 1 M tuples/s of YSB ad events for 10 s to a receiver on another host
   dgsend --connect tcp://recv-host:5555 --rate 1M --duration 10s
+
+  # a 10 s sine wave of +-30% around 2 M tuples/s, for a minute
+  dgsend --connect tcp://recv:5555 --rate 2M --shape sine:0.3,10s --duration 1m --bucket 100
 
   # 5 M tuples/s in buckets of 100, two threads to two receiver lanes
   dgsend --connect tcp://recv:5555 --connect tcp://recv:5556 --threads 2 --bucket 100 --rate 5M --duration 30s
@@ -86,6 +90,10 @@ send time) with the fraction of late slots.`,
 			if err != nil {
 				return err
 			}
+			sh, err := sender.ParseShape(shape)
+			if err != nil {
+				return err
+			}
 			cpus, err := cli.CPUs(cpu, threads)
 			if err != nil {
 				return err
@@ -100,7 +108,7 @@ send time) with the fraction of late slots.`,
 			}
 			s, err := sender.New(sender.Config{
 				Endpoints: endpoints, Bind: len(bind) > 0, SenderID: senderID, Threads: threads, Rate: r,
-				Duration: duration, Count: count, BucketSize: bucket, Scenario: sc, Overflow: sender.Overflow(overflow),
+				Duration: duration, Count: count, BucketSize: bucket, Scenario: sc, Shape: sh, Overflow: sender.Overflow(overflow),
 				Idle: sender.Idle(idle), CPUs: cpus, HWM: hwm, IOThreads: ioThreads, LateThreshold: lateThresh,
 				SkipRateCheck: noRateCheck, Clock: clock,
 			})
@@ -153,6 +161,7 @@ send time) with the fraction of late slots.`,
 	f.StringArrayVar(&connect, "connect", nil, "ZeroMQ endpoint to connect to (repeat for several receivers; thread i uses endpoint i mod n)")
 	f.StringArrayVar(&bind, "bind", nil, "ZeroMQ endpoint to bind instead (a system under test pulls from dgsend)")
 	f.StringVar(&rate, "rate", "1M", "total tuples per second over all threads (k, M suffixes; 0 = unpaced, as fast as possible)")
+	f.StringVar(&shape, "shape", "constant", "how the rate varies around --rate (its mean): constant, step:1x@2s,2x@1s (repeating),\nramp:0.5x..1.5x (over the run), sine:0.2,10s, poisson[:SEED] (exponential gaps), replay:FILE (lines \"seconds rate\")")
 	f.DurationVar(&duration, "duration", 10*time.Second, "how long to send (0 with --count: until the count is sent)")
 	f.Uint64Var(&count, "count", 0, "total tuples to send (rounded up to whole buckets per thread); 0 = no limit")
 	f.IntVar(&threads, "threads", 1, "emission threads, each with its own socket and stream")

@@ -215,8 +215,12 @@ func (a *Agent) startSender(c sweep.SenderTrial) (prometheus.Collector, func(), 
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	sh, err := sender.ParseShape(c.Shape)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	s, err := sender.New(sender.Config{Endpoints: c.Endpoints, SenderID: c.SenderID, Threads: c.Threads, Rate: c.Rate,
-		Duration: c.Duration, Warmup: c.Warmup, StartAt: c.StartAt, BucketSize: c.BucketSize, Scenario: sc, Overflow: sender.Overflow(c.Overflow),
+		Duration: c.Duration, Warmup: c.Warmup, StartAt: c.StartAt, Shape: sh, BucketSize: c.BucketSize, Scenario: sc, Overflow: sender.Overflow(c.Overflow),
 		Idle: sender.Idle(c.Idle), LateThreshold: c.LateThreshold, HWM: hwm(c.HWM), CPUs: a.opts.CPUs, IOThreads: a.opts.IOThreads,
 		Clock: a.opts.Clock, EndTimeout: 5 * time.Second})
 	if err != nil {

@@ -1,0 +1,318 @@
+package sender
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Schedule gives the TSC time at which each slot (one bucket) is due. The
+// emission loop asks for slots in increasing order.
+type Schedule interface {
+	// Due returns the due time of slot k (k increases by one per call).
+	Due(k uint64) uint64
+	// SlotsBefore returns how many slots are due before TSC time end.
+	SlotsBefore(end uint64) uint64
+	// SlotTicks is the mean slot length in ticks (the lateness budget).
+	SlotTicks() float64
+}
+
+// Shape describes how the rate varies within a run, relative to the mean
+// rate. Spec strings (--shape):
+//
+//	constant                   the mean rate throughout (default)
+//	step:1x@2s,2x@1s,...       piecewise constant multipliers of the mean, each for a
+//	                           duration, repeating; normalised so the mean is the rate
+//	ramp:0.5x..1.5x            linear from the first to the second multiplier over the run
+//	sine:0.2,10s               mean × (1 + 0.2·sin(2πt/10s))
+//	poisson                    exponential gaps between buckets (Poisson arrivals) at the mean rate
+//	replay:FILE                a recorded trace: lines "seconds rate" (piecewise constant),
+//	                           scaled so its mean is the rate; repeats if shorter than the run
+type Shape struct {
+	Kind   string    `json:"kind"`
+	Mults  []float64 `json:"mults,omitempty"`    // step: multipliers; ramp: from, to
+	Spans  []float64 `json:"spans_s,omitempty"`  // step/replay: seconds per piece
+	Amp    float64   `json:"amp,omitempty"`      // sine
+	Period float64   `json:"period_s,omitempty"` // sine
+	Seed   uint64    `json:"seed,omitempty"`     // poisson
+	Source string    `json:"source,omitempty"`   // replay: file name
+}
+
+// ParseShape reads a --shape spec.
+func ParseShape(spec string) (Shape, error) {
+	kind, arg, _ := strings.Cut(strings.TrimSpace(spec), ":")
+	bad := func(format string, a ...any) (Shape, error) {
+		return Shape{}, fmt.Errorf("shape %q: "+format+" (see dgsend --help)", append([]any{spec}, a...)...)
+	}
+	mult := func(s string) (float64, error) {
+		v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(s), "x"), 64)
+		if err != nil || v < 0 || math.IsInf(v, 0) {
+			return 0, fmt.Errorf("%q is not a multiplier like 1.5x", s)
+		}
+		return v, nil
+	}
+	switch kind {
+	case "", "constant":
+		return Shape{Kind: "constant"}, nil
+	case "poisson":
+		seed := uint64(1)
+		if arg != "" {
+			v, err := strconv.ParseUint(arg, 10, 64)
+			if err != nil {
+				return bad("the seed must be a number")
+			}
+			seed = v
+		}
+		return Shape{Kind: "poisson", Seed: seed}, nil
+	case "step":
+		sh := Shape{Kind: "step"}
+		for _, part := range strings.Split(arg, ",") {
+			m, d, ok := strings.Cut(part, "@")
+			if !ok {
+				return bad("each step is MULTIPLIER@DURATION, e.g. 1x@2s")
+			}
+			v, err := mult(m)
+			if err != nil {
+				return bad("%v", err)
+			}
+			dur, err := time.ParseDuration(strings.TrimSpace(d))
+			if err != nil || dur <= 0 {
+				return bad("%q is not a positive duration", d)
+			}
+			sh.Mults, sh.Spans = append(sh.Mults, v), append(sh.Spans, dur.Seconds())
+		}
+		return sh, sh.check()
+	case "ramp":
+		from, to, ok := strings.Cut(arg, "..")
+		if !ok {
+			return bad("a ramp is FROM..TO, e.g. 0.5x..1.5x")
+		}
+		a, err := mult(from)
+		if err != nil {
+			return bad("%v", err)
+		}
+		b, err := mult(to)
+		if err != nil {
+			return bad("%v", err)
+		}
+		sh := Shape{Kind: "ramp", Mults: []float64{a, b}}
+		return sh, sh.check()
+	case "sine":
+		a, p, ok := strings.Cut(arg, ",")
+		if !ok {
+			return bad("a sine is AMPLITUDE,PERIOD, e.g. 0.2,10s")
+		}
+		amp, err := strconv.ParseFloat(a, 64)
+		if err != nil || amp < 0 || amp > 1 {
+			return bad("the amplitude must be between 0 and 1 (a fraction of the mean)")
+		}
+		period, err := time.ParseDuration(p)
+		if err != nil || period <= 0 {
+			return bad("%q is not a positive period", p)
+		}
+		return Shape{Kind: "sine", Amp: amp, Period: period.Seconds()}, nil
+	case "replay":
+		return loadTrace(arg)
+	}
+	return bad("unknown shape %q (constant, step, ramp, sine, poisson, replay)", kind)
+}
+
+func (s Shape) check() error {
+	total := 0.0
+	for _, m := range s.Mults {
+		total += m
+	}
+	if total <= 0 {
+		return fmt.Errorf("shape %s: the rate is zero throughout", s.Kind)
+	}
+	return nil
+}
+
+// loadTrace reads "seconds rate" lines (times increasing from 0; each rate
+// holds until the next time; the last holds for the mean gap).
+func loadTrace(path string) (Shape, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Shape{}, fmt.Errorf("replay trace: %w", err)
+	}
+	defer f.Close()
+	var ts, rates []float64
+	sc := bufio.NewScanner(f)
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		fields := strings.Fields(strings.ReplaceAll(text, ",", " "))
+		if len(fields) != 2 {
+			return Shape{}, fmt.Errorf("replay trace %s line %d: want \"seconds rate\", got %q", path, line, text)
+		}
+		t, err1 := strconv.ParseFloat(fields[0], 64)
+		r, err2 := strconv.ParseFloat(fields[1], 64)
+		if err1 != nil || err2 != nil || r < 0 || (len(ts) > 0 && t <= ts[len(ts)-1]) || (len(ts) == 0 && t != 0) {
+			return Shape{}, fmt.Errorf("replay trace %s line %d: times must start at 0 and increase, rates be >= 0: %q", path, line, text)
+		}
+		ts, rates = append(ts, t), append(rates, r)
+	}
+	if err := sc.Err(); err != nil {
+		return Shape{}, fmt.Errorf("replay trace %s: %w", path, err)
+	}
+	if len(ts) == 0 {
+		return Shape{}, fmt.Errorf("replay trace %s is empty", path)
+	}
+	sh := Shape{Kind: "replay", Source: path}
+	for i := range ts {
+		span := 1.0
+		if i+1 < len(ts) {
+			span = ts[i+1] - ts[i]
+		} else if len(ts) > 1 {
+			span = ts[len(ts)-1] / float64(len(ts)-1)
+		}
+		sh.Mults, sh.Spans = append(sh.Mults, rates[i]), append(sh.Spans, span)
+	}
+	return sh, sh.check()
+}
+
+// mult returns the rate multiplier at time t (seconds) of a run lasting
+// total seconds, before normalisation.
+func (s Shape) mult(t, total float64) float64 {
+	switch s.Kind {
+	case "ramp":
+		if total <= 0 {
+			return s.Mults[0]
+		}
+		f := math.Min(t/total, 1)
+		return s.Mults[0] + (s.Mults[1]-s.Mults[0])*f
+	case "sine":
+		return 1 + s.Amp*math.Sin(2*math.Pi*t/s.Period)
+	case "step", "replay":
+		cycle := 0.0
+		for _, d := range s.Spans {
+			cycle += d
+		}
+		t = math.Mod(t, cycle)
+		for i, d := range s.Spans {
+			if t < d {
+				return s.Mults[i]
+			}
+			t -= d
+		}
+		return s.Mults[len(s.Mults)-1]
+	}
+	return 1
+}
+
+// gridStep is the resolution of tabulated rate profiles.
+const gridStep = time.Millisecond
+
+// NewSchedule builds a thread's schedule: mean rate (tuples/s for this
+// thread) shaped over a run of the given length, starting at TSC start.
+func NewSchedule(shape Shape, start uint64, hz float64, bucket int, rate float64, length time.Duration, thread int) (Schedule, error) {
+	p, err := NewPacer(start, hz, bucket, rate)
+	if err != nil {
+		return nil, err
+	}
+	switch shape.Kind {
+	case "", "constant":
+		return p, nil
+	case "poisson":
+		return &poisson{start: start, mean: p.SlotTicks(), rng: rand.New(rand.NewPCG(shape.Seed, uint64(thread)+1)), next: float64(start)}, nil
+	}
+	if length <= 0 {
+		return nil, fmt.Errorf("shape %s needs a run duration (it is laid out over the run)", shape.Kind)
+	}
+	// Tabulate the cumulative slot count on a 1 ms grid, normalised so the
+	// run's mean rate is rate.
+	n := int(length/gridStep) + 1
+	total := length.Seconds()
+	cum := make([]float64, n+1)
+	var sum float64
+	for i := 1; i <= n; i++ {
+		sum += shape.mult((float64(i)-0.5)*gridStep.Seconds(), total)
+		cum[i] = sum
+	}
+	scale := 0.0
+	if sum > 0 {
+		scale = float64(n) / sum
+	}
+	slotsPerStep := rate * gridStep.Seconds() / float64(bucket)
+	for i := range cum {
+		cum[i] *= scale * slotsPerStep
+	}
+	return &profile{start: start, stepTicks: hz * gridStep.Seconds(), cum: cum, mean: p.SlotTicks()}, nil
+}
+
+// profile is a tabulated schedule: cum[i] slots are due by the end of grid
+// step i; within a step the rate is constant. Due walks a cursor forward.
+type profile struct {
+	start     uint64
+	stepTicks float64
+	cum       []float64
+	mean      float64
+	cursor    int
+}
+
+func (p *profile) Due(k uint64) uint64 {
+	x := float64(k)
+	for p.cursor+1 < len(p.cum) && p.cum[p.cursor+1] <= x {
+		p.cursor++
+	}
+	if p.cursor+1 >= len(p.cum) { // past the run: keep the last step's rate
+		last := len(p.cum) - 1
+		per := p.cum[last] - p.cum[last-1]
+		if per <= 0 {
+			return math.MaxUint64
+		}
+		return p.start + uint64((float64(last)+(x-p.cum[last])/per)*p.stepTicks)
+	}
+	lo, hi := p.cum[p.cursor], p.cum[p.cursor+1]
+	frac := (x - lo) / (hi - lo)
+	return p.start + uint64((float64(p.cursor)+frac)*p.stepTicks)
+}
+
+func (p *profile) SlotsBefore(end uint64) uint64 {
+	if end <= p.start {
+		return 0
+	}
+	t := float64(end-p.start) / p.stepTicks
+	i := int(t)
+	if i+1 >= len(p.cum) {
+		return uint64(math.Ceil(p.cum[len(p.cum)-1]))
+	}
+	return uint64(math.Ceil(p.cum[i] + (t-float64(i))*(p.cum[i+1]-p.cum[i])))
+}
+
+func (p *profile) SlotTicks() float64 { return p.mean }
+
+// poisson spaces slots by exponential gaps with the mean slot length.
+type poisson struct {
+	start uint64
+	mean  float64
+	rng   *rand.Rand
+	next  float64 // due time of slot k
+	k     uint64
+}
+
+func (p *poisson) Due(k uint64) uint64 {
+	for p.k < k {
+		p.next += p.rng.ExpFloat64() * p.mean
+		p.k++
+	}
+	return uint64(p.next)
+}
+
+// SlotsBefore continues the same arrival sequence up to end (called after
+// the loop, when no more slots will be asked for).
+func (p *poisson) SlotsBefore(end uint64) uint64 {
+	for uint64(p.next) < end {
+		p.Due(p.k + 1)
+	}
+	return p.k
+}
+
+func (p *poisson) SlotTicks() float64 { return p.mean }
