@@ -53,7 +53,7 @@ func StartLocal(ctx context.Context, senders, lanes int, extra []string) (*Local
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePorts(lanes)
+	port, err := FreePorts(lanes)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +130,8 @@ func (la *LocalAgents) Close() {
 	la.procs = nil
 }
 
-func freePorts(n int) (int, error) {
+// FreePorts returns the first of n consecutive free TCP ports on loopback.
+func FreePorts(n int) (int, error) {
 	for try := 0; try < 50; try++ {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/internal/cli"
 	"github.com/cloudprofiler-go/cp/results"
 )
 
@@ -65,7 +66,7 @@ func (s *Session) Execute(ctx context.Context) (*Report, error) {
 	run := func(ctx context.Context, rate float64, purpose string) (Trial, error) {
 		n := len(partial.Trials) + 1
 		if s.Live {
-			s.logf("trial %2d  %-7s  %12s  running ...", n, purpose, rateStr(rate))
+			s.logf("trial %2d  %-7s  %12s  running ...", n, purpose, cli.HumanRate(rate))
 		}
 		t, err := s.Ctrl.RunTrial(ctx, rate, purpose)
 		t.N, t.Rate, t.Purpose = n, rate, purpose
@@ -117,7 +118,7 @@ func (s *Session) trialLine(t Trial) string {
 	if !t.Verdict.Pass {
 		verdict = "FAIL"
 	}
-	line := fmt.Sprintf("trial %2d  %-7s  %12s  %s  achieved %s  (%.1fs)", t.N, t.Purpose, rateStr(t.Rate), verdict, rateStr(t.Achieved), t.Elapsed.Seconds())
+	line := fmt.Sprintf("trial %2d  %-7s  %12s  %s  achieved %s  (%.1fs)", t.N, t.Purpose, cli.HumanRate(t.Rate), verdict, cli.HumanRate(t.Achieved), t.Elapsed.Seconds())
 	if f := t.Verdict.Failed(); len(f) > 0 {
 		line += "\n          " + strings.Join(f, "\n          ")
 	}
@@ -150,7 +151,7 @@ func (s *Session) estimateLeft(r *Result) string {
 		total += t.Elapsed
 	}
 	per := total / time.Duration(len(r.Trials))
-	return fmt.Sprintf("interval [%s, %s): about %.0f more trial(s), ~%v", rateStr(lastPass), rateStr(firstFail), left, (time.Duration(left) * per).Round(time.Second))
+	return fmt.Sprintf("interval [%s, %s): about %.0f more trial(s), ~%v", cli.HumanRate(lastPass), cli.HumanRate(firstFail), left, (time.Duration(left) * per).Round(time.Second))
 }
 
 func (s *Session) save(r *Result, interrupted bool) {
@@ -192,18 +193,18 @@ func (r *Report) WriteText(w io.Writer) {
 				rules = append(rules, c.Rule)
 			}
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", t.N, t.Purpose, rateStr(t.Rate), rateStr(t.Achieved), v, strings.Join(rules, ","))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", t.N, t.Purpose, cli.HumanRate(t.Rate), cli.HumanRate(t.Achieved), v, strings.Join(rules, ","))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
 	switch {
 	case res.LastPass > 0 && res.FirstFail > 0:
 		fmt.Fprintf(w, "max sustainable throughput: [%s, %s) (%.2f%% wide), %d trials in %v\n",
-			rateStr(res.LastPass), rateStr(res.FirstFail), 100*res.Precision(), len(res.Trials), res.Elapsed.Round(time.Second))
+			cli.HumanRate(res.LastPass), cli.HumanRate(res.FirstFail), 100*res.Precision(), len(res.Trials), res.Elapsed.Round(time.Second))
 	case res.LastPass > 0:
-		fmt.Fprintf(w, "max sustainable throughput: at least %s (nothing failed), %d trials\n", rateStr(res.LastPass), len(res.Trials))
+		fmt.Fprintf(w, "max sustainable throughput: at least %s (nothing failed), %d trials\n", cli.HumanRate(res.LastPass), len(res.Trials))
 	default:
-		fmt.Fprintf(w, "no rate passed (lowest failing %s), %d trials\n", rateStr(res.FirstFail), len(res.Trials))
+		fmt.Fprintf(w, "no rate passed (lowest failing %s), %d trials\n", cli.HumanRate(res.FirstFail), len(res.Trials))
 	}
 	if res.Stopped != "" {
 		fmt.Fprintf(w, "stopped early: %s\n", res.Stopped)
@@ -212,14 +213,4 @@ func (r *Report) WriteText(w io.Writer) {
 		fmt.Fprintln(w, "interrupted: the finished trials are kept")
 	}
 	fmt.Fprintf(w, "results: %s\n", r.Dir)
-}
-
-func rateStr(v float64) string {
-	switch {
-	case v >= 1e6:
-		return fmt.Sprintf("%.3f M/s", v/1e6)
-	case v >= 1e3:
-		return fmt.Sprintf("%.1f k/s", v/1e3)
-	}
-	return fmt.Sprintf("%.0f /s", v)
 }

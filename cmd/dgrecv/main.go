@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -126,15 +124,7 @@ marker has been consumed (or --expect-streams have ended, or no data arrived for
 			if addr != "" {
 				fmt.Fprintf(os.Stderr, "dgrecv: metrics on http://%s/metrics\n", addr)
 			}
-			sigs := make(chan os.Signal, 2)
-			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-			go func() {
-				<-sigs
-				fmt.Fprintln(os.Stderr, "dgrecv: stopping; signal again to abort")
-				r.Stop()
-				<-sigs
-				os.Exit(130)
-			}()
+			cli.StopOnSignal("dgrecv", r.Stop)
 			done := make(chan struct{})
 			if cli.ShowProgress(progress) {
 				go reportProgress(r, done)

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -124,15 +122,7 @@ send time) with the fraction of late slots.`,
 			if addr != "" {
 				fmt.Fprintf(os.Stderr, "dgsend: metrics on http://%s/metrics\n", addr)
 			}
-			sigs := make(chan os.Signal, 2)
-			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-			go func() {
-				<-sigs
-				fmt.Fprintln(os.Stderr, "dgsend: stopping (sending end markers); signal again to abort")
-				s.Stop()
-				<-sigs
-				os.Exit(130)
-			}()
+			cli.StopOnSignal("dgsend", s.Stop)
 			done := make(chan struct{})
 			if cli.ShowProgress(progress) {
 				go reportProgress(s, r, done)

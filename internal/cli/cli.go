@@ -11,8 +11,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -156,4 +158,18 @@ func ShowProgress(mode string) bool {
 		return false
 	}
 	return IsTerminal(os.Stderr)
+}
+
+// StopOnSignal calls stop on the first SIGINT or SIGTERM, so a run ends
+// cleanly and still reports, and exits at once on the second.
+func StopOnSignal(name string, stop func()) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		fmt.Fprintf(os.Stderr, "%s: stopping; signal again to abort\n", name)
+		stop()
+		<-sigs
+		os.Exit(130)
+	}()
 }

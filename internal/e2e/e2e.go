@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/sender"
+	"github.com/cloudprofiler-go/cp/sweep"
 )
 
 // Binaries builds dgsend, dgrecv and cpsweep once into dir.
@@ -53,29 +53,7 @@ func moduleRoot() (string, error) {
 }
 
 // FreePorts returns n consecutive free TCP ports on loopback.
-func FreePorts(n int) (int, error) {
-	for try := 0; try < 50; try++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
-		}
-		base := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		ok := true
-		for i := 1; i < n; i++ {
-			if l2, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+i)); err != nil {
-				ok = false
-				break
-			} else {
-				l2.Close()
-			}
-		}
-		if ok {
-			return base, nil
-		}
-	}
-	return 0, fmt.Errorf("no %d consecutive free ports", n)
-}
+func FreePorts(n int) (int, error) { return sweep.FreePorts(n) }
 
 // Proc is a running binary whose stdout (JSON) and stderr are captured.
 type Proc struct {
