@@ -145,6 +145,9 @@ func (s *Session) estimateLeft(r *Result) string {
 	if p == 0 {
 		p = 0.01
 	}
+	if (firstFail-lastPass)/lastPass <= p {
+		return fmt.Sprintf("interval [%s, %s) is within %.2g%%: confirming the last pass", cli.HumanRate(lastPass), cli.HumanRate(firstFail), 100*p)
+	}
 	left := 1 + math.Ceil(math.Max(0, math.Log2((firstFail-lastPass)/lastPass/p))/2) // hints close faster than halving
 	var total time.Duration
 	for _, t := range r.Trials {
