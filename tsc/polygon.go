@@ -31,10 +31,24 @@ const margin = 1.0
 
 // NewLinearRelation intersects the constraints of every valid probe.
 func NewLinearRelation(probes []Probe) (*LinearRelation, error) {
+	return NewLinearRelationBoth(probes, nil)
+}
+
+// NewLinearRelationBoth also uses probes in the other direction (B probing
+// A: their A fields are B's stamps and their B fields A's). Those constrain
+// the same mapping: α·(B's send) + β ≤ A's receive and A's reply ≤
+// α·(B's return) + β.
+func NewLinearRelationBoth(probes, reverse []Probe) (*LinearRelation, error) {
 	ps := make([]Probe, 0, len(probes))
 	for _, p := range probes {
 		if p.Valid() {
 			ps = append(ps, p)
+		}
+	}
+	var rs []Probe
+	for _, p := range reverse {
+		if p.Valid() {
+			rs = append(rs, p)
 		}
 	}
 	if len(ps) == 0 {
@@ -66,6 +80,17 @@ func NewLinearRelation(probes []Probe) (*LinearRelation, error) {
 		poly = clip(poly, bRecv, 1, aSend-margin)
 		// α·bReply + β ≤ aBack + margin  <=>  -α·bReply - β ≥ -aBack - margin
 		poly = clip(poly, -bReply, -1, -aBack-margin)
+		if len(poly) == 0 {
+			return nil, ErrNoBound
+		}
+	}
+	for _, p := range rs {
+		bSend, bBack := r.cb(p.ASend), r.cb(p.ABack)
+		aRecv, aReply := r.ca(p.BRecv), r.ca(p.BReply)
+		// α·bSend + β ≤ aRecv + margin  <=>  -α·bSend - β ≥ -aRecv - margin
+		poly = clip(poly, -bSend, -1, -aRecv-margin)
+		// α·bBack + β ≥ aReply - margin
+		poly = clip(poly, bBack, 1, aReply-margin)
 		if len(poly) == 0 {
 			return nil, ErrNoBound
 		}

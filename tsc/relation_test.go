@@ -237,3 +237,44 @@ func TestClockStepIsDetected(t *testing.T) {
 		t.Fatalf("two clusters always fit a line, got %v", err)
 	}
 }
+
+// reverse simulates B probing A: the returned probes have B's stamps in the
+// A fields and A's in the B fields.
+func (c clockB) reverse(at, fwd, proc, rev float64) Probe {
+	return Probe{ASend: c.b(at), BRecv: uint64(at + fwd), BReply: uint64(at + fwd + proc), ABack: c.b(at + fwd + proc + rev)}
+}
+
+// TestBothDirections: adding B->A probes keeps the truth inside and never
+// widens the bound.
+func TestBothDirections(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	c := clockB{alpha: 0.75 * (1 + 120e-6), beta: -3e12}
+	d := asymmetricJitter
+	fwd := append(cluster(rng, c, d, 1e9, 50), cluster(rng, c, d, 9e9, 50)...)
+	var rev []Probe
+	for i := 0; i < 50; i++ {
+		for _, at := range []float64{1e9 + float64(i)*1e6 + 5e5, 9e9 + float64(i)*1e6 + 5e5} {
+			rev = append(rev, c.reverse(at, d.rev+rng.ExpFloat64()*d.revJitter, d.proc, d.fwd+rng.ExpFloat64()*d.fwdJitter))
+		}
+	}
+	one, err := NewLinearRelation(fwd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	both, err := NewLinearRelationBoth(fwd, rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := one.Window()
+	var w1, w2 float64
+	for q := 0; q < 2000; q++ {
+		b := lo + uint64(rng.Float64()*float64(hi-lo))
+		g1, _ := one.Translate(b)
+		g2, err := both.Translate(b)
+		if err != nil || !g2.Contains(c.a(b)) || g2.Err > g1.Err+1e-6 {
+			t.Fatalf("both directions: %+v vs one %+v, truth %v (%v)", g2, g1, c.a(b), err)
+		}
+		w1, w2 = w1+g1.Err, w2+g2.Err
+	}
+	t.Logf("mean half-width: one direction %.0f ticks, both %.0f ticks", w1/2000, w2/2000)
+}

@@ -1,0 +1,220 @@
+// Package probing runs the TSC probing of several nodes: a TSC client on
+// every node answers probes (UDP) and, on request (HTTP/JSON), probes a
+// peer; a TSC server asks every ordered pair of clients to probe each
+// other and records the probes in a session; sessions taken before and
+// after an experiment make a relation file (the paper's MinRTT relation
+// and the tighter polygon relation, per pair) that translates any node's
+// TSC values into the reference node's domain with a strict bound.
+package probing
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cloudprofiler-go/cp/tsc"
+)
+
+// API paths of a TSC client.
+const (
+	PathInfo  = "/v1/clock/info"
+	PathProbe = "/v1/clock/probe"
+)
+
+// Info describes a TSC client.
+type Info struct {
+	Host     string       `json:"host"`
+	UDP      string       `json:"udp"` // the responder's address
+	TSCHz    float64      `json:"tsc_hz"`
+	Features tsc.Features `json:"features"`
+	// The kernel's NTP error estimates (adjtimex), for comparison with the
+	// TSC bounds (§6.4).
+	NTPMaxErrorUs int64 `json:"ntp_maxerror_us"`
+	NTPEstErrorUs int64 `json:"ntp_esterror_us"`
+	NTPSynced     bool  `json:"ntp_synced"`
+}
+
+// ProbeRequest asks a client to probe a peer's responder.
+type ProbeRequest struct {
+	Peer    string        `json:"peer"` // UDP address
+	Count   int           `json:"count"`
+	Gap     time.Duration `json:"gap_ns"`
+	Timeout time.Duration `json:"timeout_ns"`
+	Nonce   uint64        `json:"nonce"`
+}
+
+// ProbeResult is what the client saw: it is A, the peer B.
+type ProbeResult struct {
+	Probes []tsc.Probe    `json:"probes"`
+	Stats  tsc.ProbeStats `json:"stats"`
+}
+
+// Client is a TSC client: a UDP responder plus the HTTP control handler.
+type Client struct {
+	Responder *tsc.Responder
+	Hz        float64
+	Token     string
+	Advertise string // UDP address peers should use (default: the bound one)
+}
+
+// Info describes this client.
+func (c *Client) Info() Info {
+	host, _ := os.Hostname()
+	f, _ := tsc.DetectFeatures()
+	info := Info{Host: host, UDP: c.Responder.Addr(), TSCHz: c.Hz, Features: f}
+	if c.Advertise != "" {
+		info.UDP = c.Advertise
+	}
+	var tx unix.Timex
+	if state, err := unix.Adjtimex(&tx); err == nil {
+		info.NTPMaxErrorUs, info.NTPEstErrorUs = tx.Maxerror, tx.Esterror
+		info.NTPSynced = state != unix.TIME_ERROR && tx.Status&unix.STA_UNSYNC == 0
+	}
+	return info
+}
+
+// Handler serves the client's control API.
+func (c *Client) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+PathInfo, func(w http.ResponseWriter, r *http.Request) { reply(w, http.StatusOK, c.Info()) })
+	mux.HandleFunc("POST "+PathProbe, func(w http.ResponseWriter, r *http.Request) {
+		var req ProbeRequest
+		dec := json.NewDecoder(io.LimitReader(r.Body, 1<<16))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			reply(w, http.StatusBadRequest, map[string]string{"error": "bad probe request: " + err.Error()})
+			return
+		}
+		if req.Count < 1 || req.Count > 100000 || req.Peer == "" {
+			reply(w, http.StatusBadRequest, map[string]string{"error": "a probe request needs a peer and a count between 1 and 100000"})
+			return
+		}
+		if req.Timeout <= 0 {
+			req.Timeout = 100 * time.Millisecond
+		}
+		probes, st, err := tsc.ProbePeer(req.Peer, req.Count, req.Gap, req.Timeout, req.Nonce)
+		if err != nil {
+			reply(w, http.StatusBadGateway, map[string]string{"error": err.Error()})
+			return
+		}
+		reply(w, http.StatusOK, ProbeResult{Probes: probes, Stats: st})
+	})
+	want := []byte("Bearer " + c.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c.Token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			reply(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong token"})
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func reply(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// Node is a TSC client as the server knows it.
+type Node struct {
+	Name    string `json:"name"`
+	Control string `json:"control"` // host:port of the HTTP API
+	Info    Info   `json:"info"`
+}
+
+// Pair is one ordered pair's probes: A probed B.
+type Pair struct {
+	A      string         `json:"a"`
+	B      string         `json:"b"`
+	Probes []tsc.Probe    `json:"probes"`
+	Stats  tsc.ProbeStats `json:"stats"`
+}
+
+// Session is one probing round over every ordered pair.
+type Session struct {
+	Started time.Time `json:"started"`
+	Nodes   []Node    `json:"nodes"`
+	Pairs   []Pair    `json:"pairs"`
+}
+
+// Settings of a probing round.
+type Settings struct {
+	Count   int
+	Gap     time.Duration
+	Timeout time.Duration
+	Token   string
+}
+
+// Probe runs one session: it describes every node, then asks every ordered
+// pair (A, B) for Count round trips from A to B, one pair at a time (a
+// quiet network), each with a fresh nonce.
+func Probe(ctx context.Context, nodes []Node, s Settings) (*Session, error) {
+	if len(nodes) < 2 {
+		return nil, errors.New("probing needs at least two TSC clients")
+	}
+	cl := &http.Client{Timeout: 60 * time.Second}
+	ses := &Session{Started: time.Now().UTC()}
+	for _, n := range nodes {
+		if err := call(ctx, cl, http.MethodGet, n.Control, PathInfo, s.Token, nil, &n.Info); err != nil {
+			return nil, err
+		}
+		ses.Nodes = append(ses.Nodes, n)
+	}
+	for _, a := range ses.Nodes {
+		for _, b := range ses.Nodes {
+			if a.Name == b.Name {
+				continue
+			}
+			var nonce [8]byte
+			_, _ = rand.Read(nonce[:])
+			var res ProbeResult
+			req := ProbeRequest{Peer: b.Info.UDP, Count: s.Count, Gap: s.Gap, Timeout: s.Timeout, Nonce: binary.LittleEndian.Uint64(nonce[:])}
+			if err := call(ctx, cl, http.MethodPost, a.Control, PathProbe, s.Token, req, &res); err != nil {
+				return nil, fmt.Errorf("%s probing %s: %w", a.Name, b.Name, err)
+			}
+			ses.Pairs = append(ses.Pairs, Pair{A: a.Name, B: b.Name, Probes: res.Probes, Stats: res.Stats})
+		}
+	}
+	return ses, nil
+}
+
+func call(ctx context.Context, cl *http.Client, method, addr, path, token string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, _ := json.Marshal(in)
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, body)
+	if err != nil {
+		return err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := cl.Do(req)
+	if err != nil {
+		return fmt.Errorf("TSC client %s unreachable: %w", addr, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	if resp.StatusCode >= 300 {
+		var e struct{ Error string }
+		_ = json.Unmarshal(data, &e)
+		return fmt.Errorf("TSC client %s: %s (HTTP %d)", addr, e.Error, resp.StatusCode)
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("TSC client %s: bad reply: %w", addr, err)
+	}
+	return nil
+}
