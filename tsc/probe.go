@@ -78,14 +78,19 @@ func decodePacket(b []byte) (packet, error) {
 // Responder answers probe requests on a UDP socket with its TSC stamps
 // (a TSC client, in the paper's terms). It counts what it could not parse.
 type Responder struct {
+	now       func() uint64 // the clock it stamps with (Read, or a simulated node's)
 	conn      *net.UDPConn
 	Answered  atomic.Uint64
 	Malformed atomic.Uint64
 	done      chan struct{}
 }
 
-// NewResponder listens on addr (e.g. ":9200", or "127.0.0.1:0").
-func NewResponder(addr string) (*Responder, error) {
+// NewResponder listens on addr (e.g. ":9200", or "127.0.0.1:0") and
+// stamps with the TSC.
+func NewResponder(addr string) (*Responder, error) { return NewResponderClock(addr, Read) }
+
+// NewResponderClock stamps with now instead (simulated nodes in tests).
+func NewResponderClock(addr string, now func() uint64) (*Responder, error) {
 	ua, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("probe responder address %q: %w", addr, err)
@@ -94,7 +99,7 @@ func NewResponder(addr string) (*Responder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("probe responder: %w", err)
 	}
-	r := &Responder{conn: conn, done: make(chan struct{})}
+	r := &Responder{now: now, conn: conn, done: make(chan struct{})}
 	go r.serve()
 	return r, nil
 }
@@ -118,7 +123,7 @@ func (r *Responder) serve() {
 	out := make([]byte, packetSize)
 	for {
 		n, from, err := r.conn.ReadFromUDPAddrPort(buf)
-		t2 := Read()
+		t2 := r.now()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -131,7 +136,7 @@ func (r *Responder) serve() {
 			continue
 		}
 		p.kind, p.t2 = kindReply, t2
-		p.t3 = Read()
+		p.t3 = r.now()
 		if _, err := r.conn.WriteToUDPAddrPort(p.encode(out), from); err == nil {
 			r.Answered.Add(1)
 		}
@@ -154,6 +159,11 @@ type ProbeStats struct {
 // time (so a probe's reply is never confused with another's), each given up
 // after timeout. It returns the good probes (this node is A, the peer B).
 func ProbePeer(peer string, count int, gap, timeout time.Duration, nonce uint64) ([]Probe, ProbeStats, error) {
+	return ProbePeerClock(peer, count, gap, timeout, nonce, Read)
+}
+
+// ProbePeerClock is ProbePeer stamping with now (simulated nodes in tests).
+func ProbePeerClock(peer string, count int, gap, timeout time.Duration, nonce uint64, now func() uint64) ([]Probe, ProbeStats, error) {
 	var st ProbeStats
 	ua, err := net.ResolveUDPAddr("udp", peer)
 	if err != nil {
@@ -170,7 +180,7 @@ func ProbePeer(peer string, count int, gap, timeout time.Duration, nonce uint64)
 	answered := map[uint64]bool{} // sequence numbers that got a good reply
 	probes := make([]Probe, 0, count)
 	for seq := uint64(1); seq <= uint64(count); seq++ {
-		t1 := Read()
+		t1 := now()
 		if _, err := conn.Write(packet{kind: kindRequest, nonce: nonce, seq: seq, t1: t1}.encode(out)); err != nil {
 			return probes, st, fmt.Errorf("probe %s: %w", peer, err)
 		}
@@ -180,7 +190,7 @@ func ProbePeer(peer string, count int, gap, timeout time.Duration, nonce uint64)
 		for !got {
 			_ = conn.SetReadDeadline(deadline)
 			n, err := conn.Read(buf)
-			t4 := Read()
+			t4 := now()
 			if err != nil {
 				var ne net.Error
 				if errors.As(err, &ne) && ne.Timeout() {

@@ -66,6 +66,9 @@ type Client struct {
 	Hz        float64
 	Token     string
 	Advertise string // UDP address peers should use (default: the bound one)
+	// Now is the clock the client stamps with (nil: the TSC); tests give
+	// it a simulated node's clock.
+	Now func() uint64
 }
 
 // Info describes this client.
@@ -103,7 +106,11 @@ func (c *Client) Handler() http.Handler {
 		if req.Timeout <= 0 {
 			req.Timeout = 100 * time.Millisecond
 		}
-		probes, st, err := tsc.ProbePeer(req.Peer, req.Count, req.Gap, req.Timeout, req.Nonce)
+		now := c.Now
+		if now == nil {
+			now = tsc.Read
+		}
+		probes, st, err := tsc.ProbePeerClock(req.Peer, req.Count, req.Gap, req.Timeout, req.Nonce, now)
 		if err != nil {
 			reply(w, http.StatusBadGateway, map[string]string{"error": err.Error()})
 			return

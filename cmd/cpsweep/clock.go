@@ -1,0 +1,260 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+
+	"github.com/cloudprofiler-go/cp/internal/cli"
+	"github.com/cloudprofiler-go/cp/sweep/agent"
+	"github.com/cloudprofiler-go/cp/tsc"
+	"github.com/cloudprofiler-go/cp/tsc/probing"
+)
+
+func clockCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "clock",
+		Short: "Relate the TSCs of several nodes with strict error bounds",
+		Long: `Inter-node durations with the TSC (the paper's §3 and §5.2, and tighter):
+
+  1. run "cpsweep clock client" on every node (a UDP probe responder plus a
+     small HTTP control API);
+  2. before the experiment, "cpsweep clock probe" asks every ordered pair of
+     clients for round trips and writes a session file; probe again after it;
+  3. "cpsweep clock relate" turns the sessions into a relation file: per node,
+     the paper's MinRTT relation (ratio r, error e = MinRTT/2) and the tighter
+     relation from every probe (an interval of slopes; no bound at all if no
+     straight line fits, e.g. after a clock step);
+  4. "cpsweep clock translate" maps a node's TSC value into the reference
+     node's domain with both bounds.`,
+	}
+	cmd.AddCommand(clockClientCommand(), clockProbeCommand(), clockRelateCommand(), clockTranslateCommand())
+	return cmd
+}
+
+func clockClientCommand() *cobra.Command {
+	var listen, control, advertise, token, tokenFile, simulate string
+	var calibrate time.Duration
+	cmd := &cobra.Command{
+		Use:   "client",
+		Short: "Answer TSC probes and probe peers on request",
+		Example: `  cpsweep clock client --listen 0.0.0.0:9200 --control 0.0.0.0:9201 --token-file token
+  cpsweep clock client   # loopback: UDP 127.0.0.1:9200, control 127.0.0.1:9201`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SilenceUsage = true
+			tok, err := agent.ReadToken(token, tokenFile)
+			if err != nil {
+				return err
+			}
+			if err := agent.CheckBind(control, tok); err != nil {
+				return err
+			}
+			f, err := tsc.DetectFeatures()
+			if err == nil && f.Problem() != "" {
+				fmt.Fprintf(os.Stderr, "clock client: warning: %s\n", f.Problem())
+			}
+			hz, err := tsc.Calibrate(calibrate)
+			if err != nil {
+				return err
+			}
+			now, err := simulatedClock(simulate)
+			if err != nil {
+				return err
+			}
+			r, err := tsc.NewResponderClock(listen, now)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			c := &probing.Client{Responder: r, Hz: hz, Token: tok, Advertise: advertise, Now: now}
+			addr, stop, err := cli.ServeMetrics(control, emptyCollector{}, map[string]http.Handler{"/v1/clock/": c.Handler()})
+			if err != nil {
+				return err
+			}
+			defer stop()
+			fmt.Fprintf(os.Stderr, "clock client ready: probes on udp %s, control http://%s/v1/clock (TSC %.6f GHz)\n", r.Addr(), addr, hz/1e9)
+			sigs := make(chan os.Signal, 1)
+			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+			<-sigs
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", "127.0.0.1:9200", "UDP address for probes")
+	f.StringVar(&control, "control", "127.0.0.1:9201", "HTTP control address (also /metrics)")
+	f.StringVar(&advertise, "advertise", "", "UDP address peers should probe (default: --listen)")
+	f.StringVar(&token, "token", "", "shared token (required unless --control is loopback)")
+	f.StringVar(&tokenFile, "token-file", "", "read the token from this file")
+	f.DurationVar(&calibrate, "calibrate", 200*time.Millisecond, "TSC frequency calibration time")
+	f.StringVar(&simulate, "simulate", "", "testing: stamp with SCALE,OFFSET applied to the TSC (a simulated node's clock)")
+	_ = f.MarkHidden("simulate")
+	return cmd
+}
+
+// simulatedClock returns the TSC, or for "SCALE,OFFSET" a simulated node's
+// clock SCALE·TSC + OFFSET (tests relate such nodes with known truth).
+func simulatedClock(spec string) (func() uint64, error) {
+	if spec == "" {
+		return tsc.Read, nil
+	}
+	a, b, ok := strings.Cut(spec, ",")
+	scale, err1 := strconv.ParseFloat(a, 64)
+	offset, err2 := strconv.ParseFloat(b, 64)
+	if !ok || err1 != nil || err2 != nil || scale <= 0 {
+		return nil, fmt.Errorf("--simulate %q: want SCALE,OFFSET", spec)
+	}
+	return func() uint64 { return uint64(scale*float64(tsc.Read()) + offset) }, nil
+}
+
+func clockProbeCommand() *cobra.Command {
+	var nodes []string
+	var count int
+	var gap, timeout time.Duration
+	var output, token, tokenFile string
+	cmd := &cobra.Command{
+		Use:     "probe",
+		Short:   "Probe every ordered pair of TSC clients once and write a session file",
+		Example: `  cpsweep clock probe --node a=10.0.0.2:9201 --node b=10.0.0.3:9201 --count 100 -o before.json`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SilenceUsage = true
+			tok, err := agent.ReadToken(token, tokenFile)
+			if err != nil {
+				return err
+			}
+			var ns []probing.Node
+			for _, spec := range nodes {
+				name, addr, ok := strings.Cut(spec, "=")
+				if !ok || name == "" || addr == "" {
+					return fmt.Errorf("--node %q: want NAME=HOST:PORT (the client's control address)", spec)
+				}
+				ns = append(ns, probing.Node{Name: name, Control: addr})
+			}
+			ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer cancel()
+			ses, err := probing.Probe(ctx, ns, probing.Settings{Count: count, Gap: gap, Timeout: timeout, Token: tok})
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(os.Stderr, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "A\tB\tgood\tlost\tlate\tdup\tforeign\tmalformed\tMinRTT")
+			for _, p := range ses.Pairs {
+				best, _ := tsc.MinRTT(p.Probes)
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d ticks\n", p.A, p.B, p.Stats.Good, p.Stats.Lost, p.Stats.Late, p.Stats.Duplicates, p.Stats.Foreign, p.Stats.Malformed, best.RTT())
+			}
+			tw.Flush()
+			return cli.WriteJSONFile(output, ses)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&nodes, "node", nil, "a TSC client as NAME=CONTROL_HOST:PORT (repeat; at least two)")
+	f.IntVar(&count, "count", 100, "round trips per ordered pair")
+	f.DurationVar(&gap, "gap", time.Millisecond, "pause between round trips")
+	f.DurationVar(&timeout, "timeout", 100*time.Millisecond, "give up on a reply after this long")
+	f.StringVarP(&output, "output", "o", "-", "session file (- for standard output)")
+	f.StringVar(&token, "token", "", "token the clients expect")
+	f.StringVar(&tokenFile, "token-file", "", "read the token from this file")
+	return cmd
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+func clockRelateCommand() *cobra.Command {
+	var reference, output string
+	cmd := &cobra.Command{
+		Use:     "relate SESSION...",
+		Short:   "Build a relation file from sessions taken before and after an experiment",
+		Example: `  cpsweep clock relate --reference a before.json after.json -o relation.json`,
+		Args:    cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cmd.SilenceUsage = true
+			var sessions []*probing.Session
+			for _, path := range args {
+				var s probing.Session
+				if err := readJSON(path, &s); err != nil {
+					return err
+				}
+				sessions = append(sessions, &s)
+			}
+			rf, err := probing.Relate(sessions, reference)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(os.Stderr, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "node\tprobes\tMinRTT before/after\tpaper e (MinRTT/2)\ttighter half-width (mid)\talpha width\tstatus")
+			for _, r := range rf.Relations {
+				fmt.Fprintf(tw, "%s\t%d\t%d / %d\t%.0f\t%.0f\t%.3f ppm\t%s\n", r.Node, r.Probes, r.MinRTT[0], r.MinRTT[1], r.PaperErr, r.MidHalfWidth, r.AlphaPPM, r.Status)
+			}
+			tw.Flush()
+			return cli.WriteJSONFile(output, rf)
+		},
+	}
+	cmd.Flags().StringVar(&reference, "reference", "", "the reference node (every value is translated into its TSC domain)")
+	_ = cmd.MarkFlagRequired("reference")
+	cmd.Flags().StringVarP(&output, "output", "o", "-", "relation file (- for standard output)")
+	return cmd
+}
+
+func clockTranslateCommand() *cobra.Command {
+	var relation, node string
+	cmd := &cobra.Command{
+		Use:     "translate TSC...",
+		Short:   "Translate TSC values of a node into the reference domain, with bounds",
+		Example: `  cpsweep clock translate --relation relation.json --node b 123456789012 123456799012`,
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cmd.SilenceUsage = true
+			var rf probing.RelationFile
+			if err := readJSON(relation, &rf); err != nil {
+				return err
+			}
+			if rf.FormatVersion != probing.FormatVersion {
+				return fmt.Errorf("%s: relation format %d, this cpsweep reads %d", relation, rf.FormatVersion, probing.FormatVersion)
+			}
+			var out []probing.Translation
+			for _, a := range args {
+				v, err := strconv.ParseUint(a, 10, 64)
+				if err != nil {
+					return fmt.Errorf("%q is not a TSC value", a)
+				}
+				t, err := rf.Translate(node, v)
+				if err != nil {
+					return err
+				}
+				out = append(out, t)
+			}
+			return cli.WriteJSON(os.Stdout, out)
+		},
+	}
+	cmd.Flags().StringVar(&relation, "relation", "relation.json", "relation file")
+	cmd.Flags().StringVar(&node, "node", "", "the node the TSC values come from")
+	_ = cmd.MarkFlagRequired("node")
+	return cmd
+}
+
+// emptyCollector lets the clock client reuse the metrics server.
+type emptyCollector struct{}
+
+func (emptyCollector) Describe(chan<- *prometheus.Desc) {}
+func (emptyCollector) Collect(chan<- prometheus.Metric) {}
