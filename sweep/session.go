@@ -11,6 +11,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/internal/cli"
 	"github.com/cloudprofiler-go/cp/results"
+	"github.com/cloudprofiler-go/cp/tsc/probing"
 )
 
 // Search selects and configures the search method.
@@ -43,7 +44,12 @@ type Session struct {
 	Log    io.Writer // progress lines (nil: none)
 	Live   bool      // Log is a terminal: show the running trial too
 	Args   []string  // the command line, recorded in config.json
-	report Report
+	// Clock probes the agents' TSCs before the first trial and after the
+	// last (ClockCount round trips per ordered pair) and writes
+	// relation.json, with the first receiver as the reference.
+	Clock      bool
+	ClockCount int
+	report     Report
 }
 
 // Execute prepares the agents, runs the search and writes the run
@@ -62,6 +68,12 @@ func (s *Session) Execute(ctx context.Context) (*Report, error) {
 	}
 	s.logf("sweep %q: %s\nresults in %s\n", s.Name, s.report.Topology, s.Run.Dir)
 
+	var before *probing.Session
+	if s.Clock {
+		if before, err = s.probeClocks(ctx); err != nil {
+			return nil, fmt.Errorf("TSC probing before the sweep: %w", err)
+		}
+	}
 	partial := &Result{Method: s.Search.Method}
 	run := func(ctx context.Context, rate float64, purpose string) (Trial, error) {
 		n := len(partial.Trials) + 1
@@ -99,12 +111,42 @@ func (s *Session) Execute(ctx context.Context) (*Report, error) {
 		res = partial
 	}
 	interrupted := ctx.Err() != nil
+	if before != nil && !interrupted {
+		if after, perr := s.probeClocks(context.WithoutCancel(ctx)); perr != nil {
+			s.logf("TSC probing after the sweep: %v\n", perr)
+		} else if rf, perr := probing.Relate([]*probing.Session{before, after}, "receiver0"); perr != nil {
+			s.logf("TSC relation: %v\n", perr)
+		} else if perr := s.Run.WriteJSON("relation.json", rf); perr == nil {
+			for _, r := range rf.Relations {
+				s.logf("TSC %s -> receiver0: %s; paper e %.0f ticks, tighter half-width %.0f ticks, slope width %.3f ppm\n",
+					r.Node, r.Status, r.PaperErr, r.MidHalfWidth, r.AlphaPPM)
+			}
+		}
+	}
 	if err != nil && !interrupted {
 		s.save(res, false)
 		return &s.report, err
 	}
 	s.save(res, interrupted)
 	return &s.report, nil
+}
+
+// probeClocks runs one probing session over every agent.
+func (s *Session) probeClocks(ctx context.Context) (*probing.Session, error) {
+	var nodes []probing.Node
+	token := ""
+	for i, r := range s.Ctrl.Receivers {
+		nodes, token = append(nodes, probing.Node{Name: fmt.Sprintf("receiver%d", i), Control: r.Addr}), r.Token
+	}
+	for i, a := range s.Ctrl.Senders {
+		nodes = append(nodes, probing.Node{Name: fmt.Sprintf("sender%d", i), Control: a.Addr})
+	}
+	count := s.ClockCount
+	if count <= 0 {
+		count = 100
+	}
+	s.logf("probing the agents' TSCs (%d round trips per ordered pair)\n", count)
+	return probing.Probe(ctx, nodes, probing.Settings{Count: count, Gap: 200 * time.Microsecond, Timeout: 100 * time.Millisecond, Token: token})
 }
 
 func (s *Session) logf(format string, args ...any) {

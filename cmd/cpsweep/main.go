@@ -38,7 +38,7 @@ func command() *cobra.Command {
 		lanes, localSenders, ring               int
 		duration, warmup, work, endTimeout      time.Duration
 		latenessFloor, latencyP99               time.Duration
-		drain, jsonOut                          bool
+		drain, jsonOut, clock                   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "cpsweep",
@@ -116,7 +116,7 @@ finished one.`,
 			if err != nil {
 				return err
 			}
-			s := &sweep.Session{Ctrl: ctrl, Name: name, Run: run, Log: os.Stderr, Live: cli.IsTerminal(os.Stderr), Args: os.Args,
+			s := &sweep.Session{Ctrl: ctrl, Name: name, Run: run, Log: os.Stderr, Live: cli.IsTerminal(os.Stderr), Args: os.Args, Clock: clock,
 				Search: sweep.Search{Method: method,
 					Fast:   sweep.FastPlan{Start: rates[0], Max: rates[1], Factor: factor, Precision: precision, Confirm: confirm, MaxTrials: maxTrials},
 					Linear: sweep.LinearPlan{From: rates[2], To: rates[3], Step: rates[4]}}}
@@ -170,5 +170,6 @@ finished one.`,
 	f.StringVar(&resultsDir, "results", "results", "directory for run directories")
 	f.StringVar(&name, "name", "sweep", "name of this sweep (in the run directory's name)")
 	f.BoolVar(&jsonOut, "json", false, "print the summary as JSON")
+	f.BoolVar(&clock, "clock", false, "probe the agents' TSCs before the first trial and after the last, and write relation.json (see cpsweep clock --help)")
 	return cmd
 }

@@ -127,7 +127,7 @@ func TestMultiHostSweep(t *testing.T) {
 	}
 	rep, sp := runSweep(t, 3*time.Minute, "--sender", n.hosts["s1"]+":9101", "--sender", n.hosts["s2"]+":9101",
 		"--receiver", n.hosts["r1"]+":9102", "--token-file", token, "--search", "linear", "--from", "20k", "--to", "40k", "--step", "20k",
-		"--duration", "1s", "--warmup", "300ms", "--threads", "2", "--bucket", "10")
+		"--duration", "1s", "--warmup", "300ms", "--threads", "2", "--bucket", "10", "--clock")
 	if len(rep.Result.Trials) != 2 || !rep.Result.Trials[0].Verdict.Pass {
 		t.Fatalf("multi-host sweep: %+v\n%s", rep.Result, sp.Stderr.String())
 	}
@@ -157,6 +157,21 @@ func TestMultiHostSweep(t *testing.T) {
 	o := rec.Outcome
 	if len(o.Senders) != 2 || len(o.Receivers) != 1 || !o.Receivers[0].Complete || len(o.Receivers[0].Streams) != 4 {
 		t.Fatalf("trial 1 outcome: %+v", o)
+	}
+	// --clock probed the three hosts' TSCs through the agents before and
+	// after, across the bridge: both senders relate to the receiver host.
+	var rel struct {
+		Relations []struct {
+			Node, Status string
+		} `json:"relations"`
+	}
+	if b, err := os.ReadFile(filepath.Join(rep.Dir, "relation.json")); err != nil || json.Unmarshal(b, &rel) != nil || len(rel.Relations) != 2 {
+		t.Fatalf("relation.json: %v %+v\n%s", err, rel, sp.Stderr.String())
+	}
+	for _, r := range rel.Relations {
+		if r.Status != "ok" {
+			t.Fatalf("TSC relation %s: %s", r.Node, r.Status)
+		}
 	}
 	senders, lanes := map[uint8]bool{}, map[int]bool{}
 	for _, s := range o.Receivers[0].Streams {

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -10,6 +12,9 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/cli"
 	"github.com/cloudprofiler-go/cp/sweep"
 	"github.com/cloudprofiler-go/cp/tsc"
+	"github.com/cloudprofiler-go/cp/tsc/probing"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Run is the --agent mode of dgsend and dgrecv: it serves the control API
@@ -33,12 +38,24 @@ func Run(opts Options, addr, token, tokenFile string, calibrate time.Duration) e
 	if err != nil {
 		return err
 	}
-	bound, stop, err := Serve(addr, a, cli.ServeMetrics)
+	// The agent is also a TSC client: a probe responder on the control
+	// address's host, its API next to the agent's.
+	host, _, _ := net.SplitHostPort(addr)
+	resp, err := tsc.NewResponder(net.JoinHostPort(host, "0"))
+	if err != nil {
+		return err
+	}
+	defer resp.Close()
+	clock := &probing.Client{Responder: resp, Hz: opts.Clock.Hz, Token: tok}
+	bound, stop, err := Serve(addr, a, func(addr string, c prometheus.Collector, extra map[string]http.Handler) (string, func(), error) {
+		extra["/v1/clock/"] = clock.Handler()
+		return cli.ServeMetrics(addr, c, extra)
+	})
 	if err != nil {
 		return err
 	}
 	defer stop()
-	fmt.Fprintf(os.Stderr, "%s: agent ready: control http://%s/v1, metrics on http://%s/metrics\n", name, bound, bound)
+	fmt.Fprintf(os.Stderr, "%s: agent ready: control http://%s/v1, metrics on http://%s/metrics, TSC probes on udp %s\n", name, bound, bound, resp.Addr())
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	<-sigs

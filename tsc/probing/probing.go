@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"time"
@@ -176,6 +177,7 @@ func Probe(ctx context.Context, nodes []Node, s Settings) (*Session, error) {
 		if err := call(ctx, cl, http.MethodGet, n.Control, PathInfo, s.Token, nil, &n.Info); err != nil {
 			return nil, err
 		}
+		n.Info.UDP = reachable(n.Info.UDP, n.Control)
 		ses.Nodes = append(ses.Nodes, n)
 	}
 	for _, a := range ses.Nodes {
@@ -224,4 +226,19 @@ func call(ctx context.Context, cl *http.Client, method, addr, path, token string
 		return fmt.Errorf("TSC client %s: bad reply: %w", addr, err)
 	}
 	return nil
+}
+
+// reachable replaces an unspecified host in a responder's address (bound
+// to every interface) by the host its control API was reached at.
+func reachable(udp, control string) string {
+	host, port, err := net.SplitHostPort(udp)
+	if err != nil {
+		return udp
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		if ch, _, err := net.SplitHostPort(control); err == nil {
+			return net.JoinHostPort(ch, port)
+		}
+	}
+	return udp
 }
