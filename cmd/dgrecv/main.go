@@ -116,14 +116,11 @@ marker has been consumed (or --expect-streams have ended, or no data arrived for
 			}
 			defer r.Close()
 			fmt.Fprintf(os.Stderr, "dgrecv: listening on %s\n", strings.Join(r.BoundEndpoints(), " "))
-			addr, stopMetrics, err := cli.ServeMetrics(metricsAddr, r, nil)
+			stopMetrics, err := cli.ServeMetricsFor("dgrecv", metricsAddr, r)
 			if err != nil {
 				return err
 			}
 			defer stopMetrics()
-			if addr != "" {
-				fmt.Fprintf(os.Stderr, "dgrecv: metrics on http://%s/metrics\n", addr)
-			}
 			cli.StopOnSignal("dgrecv", r.Stop)
 			done := make(chan struct{})
 			if cli.ShowProgress(progress) {
@@ -134,16 +131,7 @@ marker has been consumed (or --expect-streams have ended, or no data arrived for
 			if err != nil {
 				return err
 			}
-			if output != "" {
-				if err := cli.WriteJSONFile(output, res); err != nil {
-					return err
-				}
-			}
-			if jsonOut {
-				err = cli.WriteJSON(os.Stdout, res)
-			} else {
-				res.WriteText(os.Stdout)
-			}
+			err = cli.WriteResult(res, jsonOut, output)
 			if !res.Complete {
 				*code = exitIncomplete
 			}

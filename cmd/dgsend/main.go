@@ -114,14 +114,11 @@ send time) with the fraction of late slots.`,
 				return err
 			}
 			defer s.Close()
-			addr, stopMetrics, err := cli.ServeMetrics(metricsAddr, s, nil)
+			stopMetrics, err := cli.ServeMetricsFor("dgsend", metricsAddr, s)
 			if err != nil {
 				return err
 			}
 			defer stopMetrics()
-			if addr != "" {
-				fmt.Fprintf(os.Stderr, "dgsend: metrics on http://%s/metrics\n", addr)
-			}
 			cli.StopOnSignal("dgsend", s.Stop)
 			done := make(chan struct{})
 			if cli.ShowProgress(progress) {
@@ -132,15 +129,9 @@ send time) with the fraction of late slots.`,
 			if err != nil {
 				return err
 			}
-			if output != "" {
-				if err := cli.WriteJSONFile(output, res); err != nil {
-					return err
-				}
+			if err := cli.WriteResult(res, jsonOut, output); err != nil {
+				return err
 			}
-			if jsonOut {
-				return cli.WriteJSON(os.Stdout, res)
-			}
-			res.WriteText(os.Stdout)
 			if len(res.Errors) > 0 {
 				return errors.New("run finished with errors")
 			}

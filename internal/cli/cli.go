@@ -173,3 +173,34 @@ func StopOnSignal(name string, stop func()) {
 		os.Exit(130)
 	}()
 }
+
+// ServeMetricsFor is ServeMetrics for a command called name: it says where
+// the metrics are on standard error.
+func ServeMetricsFor(name, addr string, c prometheus.Collector) (func(), error) {
+	bound, stop, err := ServeMetrics(addr, c, nil)
+	if err != nil {
+		return nil, err
+	}
+	if bound != "" {
+		fmt.Fprintf(os.Stderr, "%s: metrics on http://%s/metrics\n", name, bound)
+	}
+	return stop, nil
+}
+
+// TextWriter is a result that can describe itself to a person.
+type TextWriter interface{ WriteText(io.Writer) }
+
+// WriteResult writes res to the --output file (if any) and prints it on
+// standard output as JSON or as text.
+func WriteResult(res TextWriter, jsonOut bool, output string) error {
+	if output != "" {
+		if err := WriteJSONFile(output, res); err != nil {
+			return err
+		}
+	}
+	if jsonOut {
+		return WriteJSON(os.Stdout, res)
+	}
+	res.WriteText(os.Stdout)
+	return nil
+}
