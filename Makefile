@@ -21,7 +21,7 @@ build: deps
 test: deps
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
-	$(GO) test -race -count=1 ./objfactory/ ./receiver/ ./sender/ ./internal/histo/ ./internal/zmqraw/
+	$(GO) test -race -count=1 ./objfactory/ ./receiver/ ./sender/ ./internal/histo/ ./internal/zmqraw/ ./profiler/ ./tsc/...
 	$(GO) test -count=1 ./...
 
 lint: deps
@@ -30,7 +30,7 @@ lint: deps
 
 # Micro-benchmarks, then the end-to-end figures recorded in BENCHMARKS.md.
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem ./objfactory/ ./scenarios/ ./sender/ ./internal/histo/ ./tsc/
+	$(GO) test -run '^$$' -bench . -benchmem ./objfactory/ ./scenarios/ ./sender/ ./internal/histo/ ./tsc/ ./profiler/
 	CP_RAW_CEILING=124,10024 $(GO) test -count=1 -run '^TestRawCeiling$$' -v ./internal/zmqraw/ | grep -E 'RAW|^(ok|FAIL)'
 	CP_BENCH=1 $(GO) test -count=1 -run '^TestBench' -v -timeout 30m ./internal/e2e/ | grep -E 'EMISSION|E2E|ACCURACY|SWEEP|CAPACITY|^(ok|FAIL|---)'
 

@@ -1,0 +1,278 @@
+package profiler
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+
+	"github.com/cloudprofiler-go/cp/tsc"
+)
+
+// sink writes blocks of records to a file in the channel's format. Blocks
+// are encoded by workers (compression off the calling thread) and written
+// in order by one writer.
+type sink struct {
+	f       *os.File
+	format  string
+	codec   int
+	jobs    chan job
+	done    chan struct{}
+	free    chan []Record
+	mu      sync.Mutex
+	pending map[uint64][]byte
+	next    uint64
+	err     error
+	wg      sync.WaitGroup
+}
+
+type job struct {
+	seq  uint64
+	recs []Record
+}
+
+func newSink(cfg Config) (*sink, error) {
+	f, err := os.OpenFile(cfg.Path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	codec := CodecZstd
+	switch cfg.Codec {
+	case "", "zstd":
+	case "none":
+		codec = CodecNone
+	default:
+		f.Close()
+		return nil, fmt.Errorf("codec must be zstd or none, got %q", cfg.Codec)
+	}
+	workers := max(cfg.Workers, 1)
+	s := &sink{f: f, format: cfg.Format, codec: codec, jobs: make(chan job, workers*2), done: make(chan struct{}),
+		free: make(chan []Record, workers*2+2), pending: map[uint64][]byte{}}
+	for i := 0; i < workers; i++ {
+		enc, err := newBlockEncoder(codec)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		s.wg.Add(1)
+		go s.work(enc)
+	}
+	return s, nil
+}
+
+// work encodes blocks and hands them to the writer in sequence order.
+func (s *sink) work(enc *blockEncoder) {
+	defer s.wg.Done()
+	for j := range s.jobs {
+		var out []byte
+		if s.format == FormatASCII {
+			for _, r := range j.recs {
+				out = strconv.AppendUint(out, r.TSC, 10)
+				out = append(out, ',')
+				out = strconv.AppendUint(out, r.ID, 10)
+				out = append(out, '\n')
+			}
+		} else {
+			out = enc.encode(nil, j.recs)
+		}
+		s.recycle(j.recs)
+		s.mu.Lock()
+		s.pending[j.seq] = out
+		for {
+			b, ok := s.pending[s.next]
+			if !ok {
+				break
+			}
+			delete(s.pending, s.next)
+			s.next++
+			if s.err == nil {
+				_, s.err = s.f.Write(b)
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+func (s *sink) recycle(recs []Record) {
+	select {
+	case s.free <- recs[:0]:
+	default:
+	}
+}
+
+// block returns an empty block of capacity n (recycled when possible).
+func (s *sink) block(n int) []Record {
+	select {
+	case b := <-s.free:
+		if cap(b) >= n {
+			return b[:n]
+		}
+	default:
+	}
+	return make([]Record, n)
+}
+
+// close waits for every block to be written and closes the file.
+func (s *sink) close() error {
+	close(s.jobs)
+	s.wg.Wait()
+	if err := s.f.Sync(); err != nil && s.err == nil {
+		s.err = err
+	}
+	if err := s.f.Close(); err != nil && s.err == nil {
+		s.err = err
+	}
+	return s.err
+}
+
+// buffered is the buffered identity handler: (TSC, id) pairs go into a
+// fixed block on the calling thread; a full block goes to the sink.
+type buffered struct {
+	s     *sink
+	block []Record
+	n     int
+	seq   uint64
+}
+
+func newBuffered(cfg Config) (*buffered, error) {
+	s, err := newSink(cfg)
+	if err != nil {
+		return nil, err
+	}
+	size := cfg.BlockSize
+	if size <= 0 {
+		size = 1 << 20
+	}
+	return &buffered{s: s, block: s.block(size)}, nil
+}
+
+func (b *buffered) log(id uint64) { b.put(Record{TSC: tsc.ReadFast(), ID: id}) }
+
+func (b *buffered) put(r Record) {
+	b.block[b.n] = r
+	if b.n++; b.n == len(b.block) {
+		b.handoff()
+	}
+}
+
+func (b *buffered) handoff() {
+	b.s.jobs <- job{seq: b.seq, recs: b.block[:b.n]}
+	b.seq++
+	b.block, b.n = b.s.block(len(b.block)), 0
+}
+
+func (b *buffered) close() error {
+	if b.n > 0 {
+		b.handoff()
+	}
+	return b.s.close()
+}
+
+// identity writes every pair as it comes: a one-record block (binary) or a
+// line (ASCII), through a small buffer like stdio's.
+type identity struct {
+	mu  sync.Mutex
+	f   *os.File
+	w   *bufio.Writer
+	enc *blockEncoder
+	fmt string
+	one [1]Record
+	buf []byte
+}
+
+func newIdentity(cfg Config) (*identity, error) {
+	f, err := os.OpenFile(cfg.Path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	enc, _ := newBlockEncoder(CodecNone)
+	return &identity{f: f, w: bufio.NewWriterSize(f, 4096), enc: enc, fmt: cfg.Format}, nil
+}
+
+func (h *identity) log(id uint64) {
+	t := tsc.ReadFast()
+	h.mu.Lock()
+	if h.fmt == FormatASCII {
+		h.buf = strconv.AppendUint(h.buf[:0], t, 10)
+		h.buf = append(h.buf, ',')
+		h.buf = strconv.AppendUint(h.buf, id, 10)
+		h.buf = append(h.buf, '\n')
+	} else {
+		h.one[0] = Record{TSC: t, ID: id}
+		h.buf = h.enc.encode(h.buf[:0], h.one[:])
+	}
+	_, _ = h.w.Write(h.buf)
+	h.mu.Unlock()
+}
+
+func (h *identity) close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	err := h.w.Flush()
+	if e := h.f.Close(); err == nil {
+		err = e
+	}
+	return err
+}
+
+// downsample logs every n-th call.
+type downsample struct {
+	every, n uint64
+	out      *buffered
+}
+
+func (d *downsample) log(id uint64) {
+	if d.n++; d.n == d.every {
+		d.n = 0
+		d.out.log(id)
+	}
+}
+
+func (d *downsample) close() error { return d.out.close() }
+
+// xoy logs a tuple iff id mod y < x: the same ids on every node, so
+// sampled tuples can be joined across nodes.
+type xoy struct {
+	x, y uint64
+	out  *buffered
+}
+
+func (h *xoy) log(id uint64) {
+	if id%h.y < h.x {
+		h.out.log(id)
+	}
+}
+
+func (h *xoy) close() error { return h.out.close() }
+
+// firstLast keeps the first and the latest pair and writes both on close.
+type firstLast struct {
+	cfg         Config
+	first, last Record
+	seen        bool
+}
+
+func newFirstLast(cfg Config) (*firstLast, error) { return &firstLast{cfg: cfg}, nil }
+
+func (h *firstLast) log(id uint64) {
+	r := Record{TSC: tsc.ReadFast(), ID: id}
+	if !h.seen {
+		h.first, h.seen = r, true
+	}
+	h.last = r
+}
+
+func (h *firstLast) close() error {
+	cfg := h.cfg
+	cfg.BlockSize = 2
+	b, err := newBuffered(cfg)
+	if err != nil {
+		return err
+	}
+	if h.seen {
+		b.put(h.first)
+		b.put(h.last)
+	}
+	return b.close()
+}
