@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -90,8 +88,11 @@ finished one.`,
 			if method != "fast" && method != "linear" {
 				return fmt.Errorf("--search must be fast or linear, got %q", method)
 			}
-			ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			// The first signal stops the running trial and keeps what is
+			// done; a second one aborts at once.
+			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
+			cli.StopOnSignal("cpsweep", cancel)
 
 			ctrl := &sweep.Controller{Plan: sweep.TrialPlan{Duration: duration, Warmup: warmup, Threads: threads, BucketSize: bucket,
 				Scenario: scenario, Shape: shape, Overflow: overflow, Idle: idle, Schema: schema, Drain: drain, WorkPerTuple: work, Ring: ring,

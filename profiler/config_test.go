@@ -1,0 +1,58 @@
+package profiler
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestHandlersByChannelName(t *testing.T) {
+	dir := t.TempDir()
+	yml := `
+default: {handler: spc}
+channels:
+  receive: {handler: buffered, path: ` + filepath.Join(dir, "r.log") + `, block_size: 8}
+  emit: {handler: null}
+`
+	h, err := ParseHandlers([]byte(yml), "test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := New(time.Hour)
+	r, err := p.OpenNamed("receive", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := p.OpenNamed("emit", h)
+	other, _ := p.OpenNamed("consume", h)
+	for i := uint64(0); i < 20; i++ {
+		r.LogTS(i)
+		e.LogTS(i)
+		other.LogTS(i)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(readAll(t, filepath.Join(dir, "r.log"))); got != 20 {
+		t.Fatalf("receive logged %d records, want 20", got)
+	}
+	if c := p.Counts("consume"); len(c) != 1 || c[0] != 20 {
+		t.Fatalf("consume (default spc) counted %v", c)
+	}
+	if !e.null {
+		t.Fatal("emit should be null")
+	}
+	var none *Handlers
+	if none.For("x").Handler != HandlerNull {
+		t.Fatal("no configuration must mean null")
+	}
+	for _, bad := range []string{"channels: {a: {handlr: spc}}", "defaults: {}", "channels: [1, 2]"} {
+		if _, err := ParseHandlers([]byte(bad), "bad.yaml"); err == nil || !strings.Contains(err.Error(), "bad.yaml") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+	if _, err := LoadHandlers(filepath.Join(dir, "missing.yaml")); err == nil {
+		t.Error("missing file accepted")
+	}
+}
