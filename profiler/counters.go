@@ -10,16 +10,18 @@ import (
 // (see spc_norace.go); the sampler reads it from another goroutine.
 type spc struct{ c spcCell }
 
-func (s *spc) log(uint64)    { s.c.inc() }
-func (s *spc) close() error  { return nil }
-func (s *spc) total() uint64 { return s.c.load() }
+func (s *spc) log(uint64)           { s.c.inc() }
+func (s *spc) logAt(uint64, uint64) { s.c.inc() }
+func (s *spc) close() error         { return nil }
+func (s *spc) total() uint64        { return s.c.load() }
 
 // mpc is the multi-writer periodic counter: an atomic add per call.
 type mpc struct{ n atomic.Uint64 }
 
-func (m *mpc) log(uint64)    { m.n.Add(1) }
-func (m *mpc) close() error  { return nil }
-func (m *mpc) total() uint64 { return m.n.Load() }
+func (m *mpc) log(uint64)           { m.n.Add(1) }
+func (m *mpc) logAt(uint64, uint64) { m.n.Add(1) }
+func (m *mpc) close() error         { return nil }
+func (m *mpc) total() uint64        { return m.n.Load() }
 
 type counter interface {
 	handler

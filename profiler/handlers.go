@@ -147,7 +147,8 @@ func newBuffered(cfg Config) (*buffered, error) {
 	return &buffered{s: s, block: s.block(size)}, nil
 }
 
-func (b *buffered) log(id uint64) { b.put(Record{TSC: tsc.ReadFast(), ID: id}) }
+func (b *buffered) log(id uint64)             { b.put(Record{TSC: tsc.ReadFast(), ID: id}) }
+func (b *buffered) logAt(t uint64, id uint64) { b.put(Record{TSC: t, ID: id}) }
 
 func (b *buffered) put(r Record) {
 	b.block[b.n] = r
@@ -190,8 +191,9 @@ func newIdentity(cfg Config) (*identity, error) {
 	return &identity{f: f, w: bufio.NewWriterSize(f, 4096), enc: enc, fmt: cfg.Format}, nil
 }
 
-func (h *identity) log(id uint64) {
-	t := tsc.ReadFast()
+func (h *identity) log(id uint64) { h.logAt(tsc.ReadFast(), id) }
+
+func (h *identity) logAt(t, id uint64) {
 	h.mu.Lock()
 	if h.fmt == FormatASCII {
 		h.buf = strconv.AppendUint(h.buf[:0], t, 10)
@@ -229,6 +231,13 @@ func (d *downsample) log(id uint64) {
 	}
 }
 
+func (d *downsample) logAt(t, id uint64) {
+	if d.n++; d.n == d.every {
+		d.n = 0
+		d.out.logAt(t, id)
+	}
+}
+
 func (d *downsample) close() error { return d.out.close() }
 
 // xoy logs a tuple iff id mod y < x: the same ids on every node, so
@@ -244,6 +253,12 @@ func (h *xoy) log(id uint64) {
 	}
 }
 
+func (h *xoy) logAt(t, id uint64) {
+	if id%h.y < h.x {
+		h.out.logAt(t, id)
+	}
+}
+
 func (h *xoy) close() error { return h.out.close() }
 
 // firstLast keeps the first and the latest pair and writes both on close.
@@ -255,8 +270,10 @@ type firstLast struct {
 
 func newFirstLast(cfg Config) (*firstLast, error) { return &firstLast{cfg: cfg}, nil }
 
-func (h *firstLast) log(id uint64) {
-	r := Record{TSC: tsc.ReadFast(), ID: id}
+func (h *firstLast) log(id uint64) { h.logAt(tsc.ReadFast(), id) }
+
+func (h *firstLast) logAt(t, id uint64) {
+	r := Record{TSC: t, ID: id}
 	if !h.seen {
 		h.first, h.seen = r, true
 	}

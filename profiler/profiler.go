@@ -13,6 +13,7 @@ package profiler
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -51,6 +52,7 @@ type Config struct {
 // handler is what a channel calls. Implementations are in this package.
 type handler interface {
 	log(id uint64)
+	logAt(tsc, id uint64) // with a TSC the caller already read
 	close() error
 }
 
@@ -74,6 +76,20 @@ func (c *Channel) LogTS(id uint64) {
 		c.h.log(id)
 	}
 }
+
+// LogTSAt logs the tuple id with a TSC value the caller already has (e.g.
+// the instant it sent the tuple), saving a second read of the clock.
+func (c *Channel) LogTSAt(tsc, id uint64) {
+	if c.spc != nil {
+		c.spc.c.inc()
+	} else if !c.null {
+		c.h.logAt(tsc, id)
+	}
+}
+
+// Null reports whether the channel logs nothing, so a caller can skip the
+// work of producing ids for it (e.g. a loop over a bucket's tuples).
+func (c *Channel) Null() bool { return c.null }
 
 // Name is the channel's name.
 func (c *Channel) Name() string { return c.name }
@@ -106,6 +122,9 @@ func (p *Profiler) Open(name string, cfg Config) (*Channel, error) {
 	if _, ok := p.channels[name]; ok {
 		return nil, fmt.Errorf("channel %q is already open", name)
 	}
+	// "{name}" in a path is the channel's name, so one default can give
+	// every channel its own file.
+	cfg.Path = strings.ReplaceAll(cfg.Path, "{name}", name)
 	h, err := p.newHandler(name, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open channel %q: %w", name, err)
@@ -168,8 +187,11 @@ func (p *Profiler) newHandler(name string, cfg Config) (handler, error) {
 func (p *Profiler) Counts(name string) []uint64 { return p.sampler.series(name) }
 
 // Close flushes and closes every channel (no record is lost); LogTS must not
-// be called afterwards.
+// be called afterwards. A nil profiler closes as a no-op.
 func (p *Profiler) Close() error {
+	if p == nil {
+		return nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -188,5 +210,6 @@ func (p *Profiler) Close() error {
 
 type nullHandler struct{}
 
-func (nullHandler) log(uint64)   {}
-func (nullHandler) close() error { return nil }
+func (nullHandler) log(uint64)           {}
+func (nullHandler) logAt(uint64, uint64) {}
+func (nullHandler) close() error         { return nil }

@@ -2,11 +2,15 @@ package receiver_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
@@ -125,5 +129,61 @@ func TestSteadyStateDoesNotAllocate(t *testing.T) {
 	// 38,000 more buckets; allow a few thousand for time-driven work.
 	if large > small+3000 {
 		t.Fatalf("allocations grow with the number of buckets: %d -> %d", small, large)
+	}
+}
+
+// TestProfiledRun instruments sender and receiver with buffered channels:
+// every tuple appears once in emit, deserialized and consumed, and its TSC
+// stamps are in that order (one host, one TSC).
+func TestProfiledRun(t *testing.T) {
+	dir := t.TempDir()
+	h, err := profiler.ParseHandlers([]byte("default: {handler: buffered, path: \""+filepath.Join(dir, "{name}.log")+"\", block_size: 4096}\n"), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof := profiler.New(time.Hour)
+	syn, _ := scenarios.Load("synthetic-100")
+	const count = 50_000
+	rres, sres := run(t, receiver.Config{ExpectStreams: 2, Profile: prof, Handlers: h},
+		sender.Config{Threads: 2, Rate: 0, Count: count, BucketSize: 10, Scenario: syn, Overflow: sender.Block, Idle: sender.Sleep, HWM: 1000, Profile: prof, Handlers: h})
+	if err := prof.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !rres.Complete || sres.Emitted != count {
+		t.Fatalf("run: complete=%v emitted=%d", rres.Complete, sres.Emitted)
+	}
+	stamps := map[string]map[uint64]uint64{}
+	for _, name := range []string{"emit.0", "emit.1", "deserialized.0", "consumed"} {
+		f, err := os.Open(filepath.Join(dir, name+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		point := strings.Split(name, ".")[0]
+		if stamps[point] == nil {
+			stamps[point] = map[uint64]uint64{}
+		}
+		if _, err := profiler.ReadBlocks(f, func(recs []profiler.Record) error {
+			for _, r := range recs {
+				if _, dup := stamps[point][r.ID]; dup {
+					t.Fatalf("%s: tuple %x logged twice", name, r.ID)
+				}
+				stamps[point][r.ID] = r.TSC
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	for _, point := range []string{"emit", "deserialized", "consumed"} {
+		if len(stamps[point]) != count {
+			t.Fatalf("%s logged %d tuples, want %d", point, len(stamps[point]), count)
+		}
+	}
+	for id, e := range stamps["emit"] {
+		d, c := stamps["deserialized"][id], stamps["consumed"][id]
+		if !(e <= d && d <= c) {
+			t.Fatalf("tuple %x: emit %d, deserialized %d, consumed %d out of order", id, e, d, c)
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/osthread"
 	"github.com/cloudprofiler-go/cp/internal/zmqraw"
 	"github.com/cloudprofiler-go/cp/objfactory"
+	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/wire"
@@ -47,6 +48,11 @@ type Config struct {
 	// Logf reports malformed input (at most once per second) and progress
 	// notes. Nil: silent.
 	Logf func(format string, args ...any)
+	// Profile, if set, gets channels "deserialized.<lane>" (every tuple id
+	// once its bucket is decoded, on the lane's deserializer) and "consumed"
+	// (on the consumer), handlers from Handlers (Null when unlisted).
+	Profile  *profiler.Profiler
+	Handlers *profiler.Handlers
 }
 
 func (c *Config) validate() error {
@@ -101,21 +107,23 @@ type Receiver struct {
 	latency     histo.Log2 // consumer: intended send -> consumed, ns (weighted by tuples)
 	precise     *histo.Precise
 	checksum    uint64
-	backlog     []BacklogSample // written by the monitor only
-	lastLatency atomic.Int64    // latency of the latest consumed bucket, ns
-	firstData   atomic.Uint64   // TSC when the first data bucket was consumed
-	lastConsum  atomic.Uint64   // TSC when the last tuple was consumed
+	backlog     []BacklogSample   // written by the monitor only
+	consumedCh  *profiler.Channel // nil: not profiled
+	lastLatency atomic.Int64      // latency of the latest consumed bucket, ns
+	firstData   atomic.Uint64     // TSC when the first data bucket was consumed
+	lastConsum  atomic.Uint64     // TSC when the last tuple was consumed
 }
 
 type lane struct {
 	*objfactory.Lane
-	endpoint string
-	sock     *zmq.Socket
-	raw      *zmqraw.Socket
-	streams  streamTable
-	cpu      int
-	err      error
-	lastMsg  atomic.Uint64 // TSC of the last message (written by the deserializer)
+	endpoint     string
+	sock         *zmq.Socket
+	raw          *zmqraw.Socket
+	streams      streamTable
+	cpu          int
+	err          error
+	lastMsg      atomic.Uint64     // TSC of the last message (written by the deserializer)
+	deserialized *profiler.Channel // nil: not profiled
 }
 
 // New validates cfg, binds (or connects) the lanes' sockets and allocates
@@ -146,6 +154,16 @@ func New(cfg Config) (*Receiver, error) {
 			r.Close()
 			return nil, err
 		}
+		if cfg.Profile != nil {
+			ch, err := cfg.Profile.OpenNamed(fmt.Sprintf("deserialized.%d", i), cfg.Handlers)
+			if err != nil {
+				r.Close()
+				return nil, err
+			}
+			if !ch.Null() {
+				l.deserialized = ch
+			}
+		}
 		r.lanes = append(r.lanes, l)
 		if l.sock, err = r.openSocket(ep); err != nil {
 			r.Close()
@@ -154,6 +172,16 @@ func New(cfg Config) (*Receiver, error) {
 		if l.raw, err = zmqraw.Wrap(l.sock, cfg.RingCapacity, cfg.MaxMessage); err != nil {
 			r.Close()
 			return nil, err
+		}
+	}
+	if cfg.Profile != nil {
+		ch, err := cfg.Profile.OpenNamed("consumed", cfg.Handlers)
+		if err != nil {
+			r.Close()
+			return nil, err
+		}
+		if !ch.Null() {
+			r.consumedCh = ch
 		}
 	}
 	return r, nil
@@ -283,6 +311,11 @@ func (l *lane) accept(b *objfactory.Bucket) bool {
 	if st.track(b.Header.Seq) {
 		return false
 	}
+	if l.deserialized != nil {
+		for i := range b.Tuples {
+			l.deserialized.LogTS(b.Tuples[i].ID)
+		}
+	}
 	st.recvBuckets.Add(1)
 	st.recvTuples.Add(uint64(b.Header.Count))
 	return true
@@ -329,8 +362,12 @@ func (r *Receiver) consume() {
 				l.Release(b)
 				continue
 			}
+			consumedCh := r.consumedCh
 			for i := range b.Tuples {
 				t := &b.Tuples[i]
+				if consumedCh != nil {
+					consumedCh.LogTS(t.ID)
+				}
 				if sink != nil {
 					sink(t)
 				} else {

@@ -18,6 +18,7 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/osthread"
 	"github.com/cloudprofiler-go/cp/internal/zmqraw"
 	"github.com/cloudprofiler-go/cp/objfactory"
+	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/wire"
@@ -76,6 +77,10 @@ type Config struct {
 	SkipRateCheck bool          // do not refuse rates above the measured send cost
 	EndTimeout    time.Duration // how long to try delivering end markers
 	Clock         *tsc.Clock
+	// Profile, if set, gets a channel "emit.<thread>" per thread, its
+	// handler from Handlers (Null when unlisted): every emitted tuple id.
+	Profile  *profiler.Profiler
+	Handlers *profiler.Handlers
 }
 
 func (c *Config) validate() error {
@@ -171,6 +176,7 @@ type thread struct {
 	endMarker     error
 	err           error
 	sched         Schedule
+	emit          *profiler.Channel // nil: not profiled
 	interrupted   bool
 	napMargin     time.Duration // idle sleep: wake this long before the slot
 	measuredSlots uint64        // slots due after the warm-up (lateness denominator)
@@ -217,6 +223,16 @@ func New(cfg Config) (*Sender, error) {
 				share++
 			}
 			t.slots = (share + uint64(cfg.BucketSize) - 1) / uint64(cfg.BucketSize) // whole buckets
+		}
+		if cfg.Profile != nil {
+			ch, err := cfg.Profile.OpenNamed(fmt.Sprintf("emit.%d", i), cfg.Handlers)
+			if err != nil {
+				s.Close()
+				return nil, err
+			}
+			if !ch.Null() {
+				t.emit = ch
+			}
 		}
 		s.threads = append(s.threads, t)
 		if t.sock, err = s.openSocket(t.endpoint); err != nil {
@@ -534,6 +550,12 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 		}
 		switch err {
 		case nil:
+			if t.emit != nil { // stamped with the instant of the send
+				first := wire.TupleID(t.stream, tupleSeq)
+				for i := uint64(0); i < bucket; i++ {
+					t.emit.LogTSAt(at, first+i)
+				}
+			}
 			seq++
 			tupleSeq += bucket
 			emitted += bucket

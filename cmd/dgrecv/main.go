@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cloudprofiler-go/cp/internal/cli"
+	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sweep"
@@ -22,6 +23,8 @@ import (
 
 // exitIncomplete is the exit status of a run that ended with data missing.
 const exitIncomplete = 3
+
+const profileChannels = "deserialized.<lane>, consumed"
 
 func main() {
 	code := 0
@@ -34,6 +37,7 @@ func main() {
 
 func command(code *int) *cobra.Command {
 	var (
+		profileFile                        string
 		bind, connect                      []string
 		schema, scenario, cpu, metricsAddr string
 		output, progress                   string
@@ -105,7 +109,12 @@ marker has been consumed (or --expect-streams have ended, or no data arrived for
 			if err != nil {
 				return err
 			}
-			r, err := receiver.New(receiver.Config{
+			prof, handlers, err := openProfile(profileFile)
+			if err != nil {
+				return err
+			}
+			defer prof.Close() // flushes every channel, also after a signal
+			r, err := receiver.New(receiver.Config{Profile: prof, Handlers: handlers,
 				Endpoints: endpoints, Connect: len(connect) > 0, Schema: schema, RingCapacity: ring, MaxMessage: maxMessage,
 				HWM: hwm, IOThreads: ioThreads, Drain: drain, WorkPerTuple: work, ExpectStreams: expect, Settle: settle,
 				EndTimeout: endTimeout, Duration: duration, CPUs: cpus, Clock: clock,
@@ -160,6 +169,7 @@ marker has been consumed (or --expect-streams have ended, or no data arrived for
 	f.BoolVar(&jsonOut, "json", false, "print the result as JSON instead of text")
 	f.StringVarP(&output, "output", "o", "", "also write the JSON result to this file")
 	f.StringVar(&progress, "progress", "auto", "per-second progress on stderr: auto (on a terminal), always, never")
+	f.StringVar(&profileFile, "profile", "", "profile with the handlers of this YAML file (see README: channels "+profileChannels+")")
 	f.BoolVar(&agentMode, "agent", false, "run as a cpsweep agent: serve the control API on --metrics-addr; every trial binds the --bind endpoints")
 	f.StringVar(&token, "token", "", "agent: shared token the controller must send (required unless --metrics-addr is loopback)")
 	f.StringVar(&tokenFile, "token-file", "", "agent: read the token from this file")
@@ -206,4 +216,17 @@ func reportProgress(r *receiver.Receiver, done <-chan struct{}) {
 			prev = p
 		}
 	}
+}
+
+// openProfile returns a profiler with the handlers of file, or nil (no
+// profiling) when file is empty.
+func openProfile(file string) (*profiler.Profiler, *profiler.Handlers, error) {
+	if file == "" {
+		return nil, nil, nil
+	}
+	h, err := profiler.LoadHandlers(file)
+	if err != nil {
+		return nil, nil, err
+	}
+	return profiler.New(time.Second), h, nil
 }

@@ -11,12 +11,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cloudprofiler-go/cp/internal/cli"
+	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
 	"github.com/cloudprofiler-go/cp/sweep"
 	"github.com/cloudprofiler-go/cp/sweep/agent"
 	"github.com/cloudprofiler-go/cp/tsc"
 )
+
+const profileChannels = "emit.<thread>"
 
 func main() {
 	if err := command().Execute(); err != nil {
@@ -26,6 +29,7 @@ func main() {
 
 func command() *cobra.Command {
 	var (
+		profileFile                         string
 		connect, bind                       []string
 		rate, scenario, overflow, idle, cpu string
 		shape                               string
@@ -104,7 +108,12 @@ send time) with the fraction of late slots.`,
 			if err != nil {
 				return err
 			}
-			s, err := sender.New(sender.Config{
+			prof, handlers, err := openProfile(profileFile)
+			if err != nil {
+				return err
+			}
+			defer prof.Close() // flushes every channel, also after a signal
+			s, err := sender.New(sender.Config{Profile: prof, Handlers: handlers,
 				Endpoints: endpoints, Bind: len(bind) > 0, SenderID: senderID, Threads: threads, Rate: r,
 				Duration: duration, Count: count, BucketSize: bucket, Scenario: sc, Shape: sh, Overflow: sender.Overflow(overflow),
 				Idle: sender.Idle(idle), CPUs: cpus, HWM: hwm, IOThreads: ioThreads, LateThreshold: lateThresh,
@@ -161,6 +170,7 @@ send time) with the fraction of late slots.`,
 	f.BoolVar(&jsonOut, "json", false, "print the result as JSON instead of text")
 	f.StringVarP(&output, "output", "o", "", "also write the JSON result to this file")
 	f.StringVar(&progress, "progress", "auto", "per-second progress on stderr: auto (on a terminal), always, never")
+	f.StringVar(&profileFile, "profile", "", "profile with the handlers of this YAML file (see README: channels "+profileChannels+")")
 	f.BoolVar(&agentMode, "agent", false, "run as a cpsweep agent: serve the control API on --metrics-addr and take trials from the controller")
 	f.StringVar(&token, "token", "", "agent: shared token the controller must send (required unless --metrics-addr is loopback)")
 	f.StringVar(&tokenFile, "token-file", "", "agent: read the token from this file")
@@ -183,4 +193,17 @@ func reportProgress(s *sender.Sender, target float64, done <-chan struct{}) {
 			prev = p
 		}
 	}
+}
+
+// openProfile returns a profiler with the handlers of file, or nil (no
+// profiling) when file is empty.
+func openProfile(file string) (*profiler.Profiler, *profiler.Handlers, error) {
+	if file == "" {
+		return nil, nil, nil
+	}
+	h, err := profiler.LoadHandlers(file)
+	if err != nil {
+		return nil, nil, err
+	}
+	return profiler.New(time.Second), h, nil
 }
