@@ -34,16 +34,24 @@ func TestPinThread(t *testing.T) {
 	}
 }
 
+// TestNapIsShort: Nap does not round short sleeps up to a millisecond as
+// time.Sleep does. The minimum overshoot of 20 naps says so even while the
+// other tests load the machine (a p90 does not).
 func TestNapIsShort(t *testing.T) {
 	done := make(chan time.Duration)
 	go func() {
 		LockWithTightTimers()
-		done <- NapOvershoot(50*time.Microsecond, 20)
+		best := time.Hour
+		for i := 0; i < 20; i++ {
+			start := time.Now()
+			Nap(50 * time.Microsecond)
+			best = min(best, time.Since(start)-50*time.Microsecond)
+		}
+		done <- best
 	}()
 	over := <-done
-	t.Logf("nanosleep(50us) overshoot p90: %v", over)
-	// Generous: a loaded VM; time.Sleep would overshoot by ~1 ms.
-	if over > 900*time.Microsecond {
-		t.Fatalf("Nap overshoots by %v", over)
+	t.Logf("nanosleep(50us): smallest overshoot of 20 naps %v", over)
+	if over > 500*time.Microsecond {
+		t.Fatalf("every nap overshot by %v or more", over)
 	}
 }
