@@ -33,7 +33,8 @@ func TestCalibrationAgreesWithWallClock(t *testing.T) {
 	if rel := math.Abs(got-float64(elapsed)) / float64(elapsed); rel > 0.01 {
 		t.Fatalf("TSC says %.0f ns, time.Since says %d ns (%.3f%% apart)", got, elapsed, rel*100)
 	}
-	if d := c.NowUnixNano() - time.Now().UnixNano(); d > int64(time.Millisecond) || d < -int64(time.Millisecond) {
+	// Generous: a preemption between the two reads under parallel tests.
+	if d := c.NowUnixNano() - time.Now().UnixNano(); d > int64(10*time.Millisecond) || d < -int64(10*time.Millisecond) {
 		t.Fatalf("TSC clock is %d ns away from the realtime clock", d)
 	}
 }
