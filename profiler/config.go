@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -59,4 +60,18 @@ func LoadHandlers(path string) (*Handlers, error) {
 // OpenNamed opens a channel with the configuration h gives its name.
 func (p *Profiler) OpenNamed(name string, h *Handlers) (*Channel, error) {
 	return p.Open(name, h.For(name))
+}
+
+// FromFile returns a profiler (counters sampled every second) with the
+// handlers of the YAML file at path, or nil and nil when path is empty (no
+// profiling: every channel would be Null).
+func FromFile(path string) (*Profiler, *Handlers, error) {
+	if path == "" {
+		return nil, nil, nil
+	}
+	h, err := LoadHandlers(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return New(time.Second), h, nil
 }

@@ -109,7 +109,7 @@ marker has been consumed (or --expect-streams have ended, or no data arrived for
 			if err != nil {
 				return err
 			}
-			prof, handlers, err := openProfile(profileFile)
+			prof, handlers, err := profiler.FromFile(profileFile)
 			if err != nil {
 				return err
 			}
@@ -216,17 +216,4 @@ func reportProgress(r *receiver.Receiver, done <-chan struct{}) {
 			prev = p
 		}
 	}
-}
-
-// openProfile returns a profiler with the handlers of file, or nil (no
-// profiling) when file is empty.
-func openProfile(file string) (*profiler.Profiler, *profiler.Handlers, error) {
-	if file == "" {
-		return nil, nil, nil
-	}
-	h, err := profiler.LoadHandlers(file)
-	if err != nil {
-		return nil, nil, err
-	}
-	return profiler.New(time.Second), h, nil
 }

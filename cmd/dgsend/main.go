@@ -108,7 +108,7 @@ send time) with the fraction of late slots.`,
 			if err != nil {
 				return err
 			}
-			prof, handlers, err := openProfile(profileFile)
+			prof, handlers, err := profiler.FromFile(profileFile)
 			if err != nil {
 				return err
 			}
@@ -193,17 +193,4 @@ func reportProgress(s *sender.Sender, target float64, done <-chan struct{}) {
 			prev = p
 		}
 	}
-}
-
-// openProfile returns a profiler with the handlers of file, or nil (no
-// profiling) when file is empty.
-func openProfile(file string) (*profiler.Profiler, *profiler.Handlers, error) {
-	if file == "" {
-		return nil, nil, nil
-	}
-	h, err := profiler.LoadHandlers(file)
-	if err != nil {
-		return nil, nil, err
-	}
-	return profiler.New(time.Second), h, nil
 }
