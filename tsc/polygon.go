@@ -161,3 +161,20 @@ func (r *LinearRelation) Duration(b1, b2 uint64) (Bound, error) {
 	x, y := lo*d, hi*d
 	return Bound{Value: (x + y) / 2, Err: math.Abs(y-x) / 2}, nil
 }
+
+// Range maps an interval [lo, hi] of B ticks into A's domain: every
+// relation the probes allow puts every point of it inside the result.
+// The mapping is increasing (α > 0), so the low end's minimum and the high
+// end's maximum over the polygon bound it.
+func (r *LinearRelation) Range(lo, hi float64) (float64, float64, error) {
+	if lo < float64(r.bMin) || hi > float64(r.bMax) || lo > hi {
+		return 0, 0, ErrOutsideWindow
+	}
+	xl, xh := lo-float64(r.b0), hi-float64(r.b0)
+	minA, maxA := math.Inf(1), math.Inf(-1)
+	for _, v := range r.vertices {
+		minA = math.Min(minA, v[0]*xl+v[1])
+		maxA = math.Max(maxA, v[0]*xh+v[1])
+	}
+	return float64(r.a0) + minA, float64(r.a0) + maxA, nil
+}

@@ -74,6 +74,9 @@ func TestClockRelationAcrossProcesses(t *testing.T) {
 			if math.Abs(tr.Tighter.Value-truth) > tr.Tighter.Err+2 {
 				t.Fatalf("%s: tighter bound %+v misses truth %.0f", r.Node, tr.Tighter, truth)
 			}
+			if tr.Network == nil || math.Abs(tr.Network.Value-truth) > tr.Network.Err+2 || tr.Network.Err > tr.Tighter.Err+1 {
+				t.Fatalf("%s: network bound %+v (%s) misses truth %.0f or is wider than %v", r.Node, tr.Network, tr.NetworkNote, truth, tr.Tighter.Err)
+			}
 			if tr.Paper != nil {
 				if math.Abs(tr.Paper.Value-truth) > tr.Paper.Err+2 {
 					t.Fatalf("%s: paper bound %+v misses truth %.0f", r.Node, *tr.Paper, truth)

@@ -64,6 +64,9 @@ func TestSessionsRelationAndTranslate(t *testing.T) {
 	if err != nil || !tr.Tighter.Contains(float64(mid)) || tr.Paper == nil || !tr.Paper.Contains(float64(mid)) || tr.Tighter.Err > tr.Paper.Err+1 {
 		t.Fatalf("translate: %+v (%v)", tr, err)
 	}
+	if tr.Network == nil || !tr.Network.Contains(float64(mid)) || tr.Network.Err > tr.Tighter.Err+1 {
+		t.Fatalf("network bound: %+v (%s)", tr.Network, tr.NetworkNote)
+	}
 	if _, err := rf.Translate("b", 1); err == nil {
 		t.Fatal("a value outside the probed window was translated")
 	}

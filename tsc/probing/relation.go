@@ -121,6 +121,10 @@ type Translation struct {
 	Tighter   tsc.Bound  `json:"tighter"`
 	Paper     *tsc.Bound `json:"paper,omitempty"`
 	PaperNote string     `json:"paper_note,omitempty"` // why there is no paper bound
+	// Network is the bound through every path of pairwise relations (at
+	// least as tight as Tighter); NetworkNote says why there is none.
+	Network     *tsc.Bound `json:"network,omitempty"`
+	NetworkNote string     `json:"network_note,omitempty"`
 }
 
 // Translate maps a TSC value of node into the reference domain.
@@ -141,6 +145,13 @@ func (rf *RelationFile) Translate(node string, value uint64) (Translation, error
 	if t.Tighter, err = lin.Translate(value); err != nil {
 		return t, err
 	}
+	if net, err := rf.network(); err != nil {
+		t.NetworkNote = err.Error()
+	} else if b, err := net.Tighten(node, value, rf.Reference); err != nil {
+		t.NetworkNote = err.Error()
+	} else {
+		t.Network = &b
+	}
 	paper, err := tsc.NewPaperRelation(first, last)
 	if err != nil {
 		t.PaperNote = err.Error()
@@ -152,4 +163,37 @@ func (rf *RelationFile) Translate(node string, value uint64) (Translation, error
 		t.PaperNote = err.Error() // the paper's window is the MinRTT probes only
 	}
 	return t, nil
+}
+
+// network builds the pairwise relations of every ordered pair of nodes
+// (x's ticks into y's domain, from the probes of both directions).
+func (rf *RelationFile) network() (*tsc.Network, error) {
+	probes := map[[2]string][]tsc.Probe{}
+	for _, s := range rf.Sessions {
+		for _, p := range s.Pairs {
+			k := [2]string{p.A, p.B}
+			probes[k] = append(probes[k], p.Probes...)
+		}
+	}
+	net := &tsc.Network{Links: map[string]map[string]*tsc.LinearRelation{}}
+	for _, x := range rf.Nodes {
+		for _, y := range rf.Nodes {
+			if x.Name == y.Name {
+				continue
+			}
+			yx, xy := probes[[2]string{y.Name, x.Name}], probes[[2]string{x.Name, y.Name}]
+			if len(yx) == 0 {
+				continue
+			}
+			rel, err := tsc.NewLinearRelationBoth(yx, xy)
+			if err != nil {
+				return nil, fmt.Errorf("%s -> %s: %w", x.Name, y.Name, err)
+			}
+			if net.Links[x.Name] == nil {
+				net.Links[x.Name] = map[string]*tsc.LinearRelation{}
+			}
+			net.Links[x.Name][y.Name] = rel
+		}
+	}
+	return net, nil
 }
