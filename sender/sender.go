@@ -386,9 +386,6 @@ func threadCPUTime() (time.Duration, error) {
 	return time.Duration(ts.Nano()), nil
 }
 
-// SendCost is the measured cost of one send of one bucket.
-func (s *Sender) SendCost() time.Duration { return s.sendCost }
-
 // Stop asks the threads to finish; it is safe from a signal handler
 // goroutine. Run still sends the end markers.
 func (s *Sender) Stop() { s.stop.Store(true) }

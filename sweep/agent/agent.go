@@ -5,7 +5,6 @@
 package agent
 
 import (
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/cloudprofiler-go/cp/internal/cli"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
@@ -85,25 +85,14 @@ func CheckBind(addr, token string) error {
 // Handler serves the /v1 control API.
 func (a *Agent) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+sweep.PathInfo, func(w http.ResponseWriter, r *http.Request) { reply(w, http.StatusOK, a.Info()) })
-	mux.HandleFunc("GET "+sweep.PathTrial, func(w http.ResponseWriter, r *http.Request) { reply(w, http.StatusOK, a.Status()) })
+	mux.HandleFunc("GET "+sweep.PathInfo, func(w http.ResponseWriter, r *http.Request) { cli.ReplyJSON(w, http.StatusOK, a.Info()) })
+	mux.HandleFunc("GET "+sweep.PathTrial, func(w http.ResponseWriter, r *http.Request) { cli.ReplyJSON(w, http.StatusOK, a.Status()) })
 	mux.HandleFunc("POST "+sweep.PathTrial, a.handleStart)
-	mux.HandleFunc("POST "+sweep.PathStop, func(w http.ResponseWriter, r *http.Request) { reply(w, http.StatusOK, a.Stop()) })
+	mux.HandleFunc("POST "+sweep.PathStop, func(w http.ResponseWriter, r *http.Request) { cli.ReplyJSON(w, http.StatusOK, a.Stop()) })
 	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
-		fail(w, http.StatusNotFound, fmt.Errorf("no %s %s; the API is GET %s, GET|POST %s, POST %s", r.Method, r.URL.Path, sweep.PathInfo, sweep.PathTrial, sweep.PathStop))
+		cli.ReplyError(w, http.StatusNotFound, fmt.Errorf("no %s %s; the API is GET %s, GET|POST %s, POST %s", r.Method, r.URL.Path, sweep.PathInfo, sweep.PathTrial, sweep.PathStop))
 	})
-	return a.authorize(mux)
-}
-
-func (a *Agent) authorize(next http.Handler) http.Handler {
-	want := []byte("Bearer " + a.opts.Token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if a.opts.Token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			fail(w, http.StatusUnauthorized, errors.New("missing or wrong token (send Authorization: Bearer TOKEN)"))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+	return cli.RequireToken(a.opts.Token, mux)
 }
 
 // Info describes the agent.
@@ -139,13 +128,13 @@ const maxRequest = 1 << 20
 func (a *Agent) handleStart(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequest))
 	if err != nil {
-		fail(w, http.StatusBadRequest, fmt.Errorf("read request: %w", err))
+		cli.ReplyError(w, http.StatusBadRequest, fmt.Errorf("read request: %w", err))
 		return
 	}
 	a.mu.Lock()
 	if s := a.status.State; s == sweep.StateStarting || s == sweep.StateRunning {
 		a.mu.Unlock()
-		fail(w, http.StatusConflict, fmt.Errorf("trial %d is %s: stop it first (POST %s)", a.status.ID, s, sweep.PathStop))
+		cli.ReplyError(w, http.StatusConflict, fmt.Errorf("trial %d is %s: stop it first (POST %s)", a.status.ID, s, sweep.PathStop))
 		return
 	}
 	id := a.status.ID + 1
@@ -158,7 +147,7 @@ func (a *Agent) handleStart(w http.ResponseWriter, r *http.Request) {
 		var cfg sweep.SenderTrial
 		if err := decodeStrict(body, &cfg); err != nil {
 			a.setFailed(id, err)
-			fail(w, http.StatusBadRequest, err)
+			cli.ReplyError(w, http.StatusBadRequest, err)
 			return
 		}
 		start = func() (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error) {
@@ -168,7 +157,7 @@ func (a *Agent) handleStart(w http.ResponseWriter, r *http.Request) {
 		var cfg sweep.ReceiverTrial
 		if err := decodeStrict(body, &cfg); err != nil {
 			a.setFailed(id, err)
-			fail(w, http.StatusBadRequest, err)
+			cli.ReplyError(w, http.StatusBadRequest, err)
 			return
 		}
 		start = func() (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error) {
@@ -178,7 +167,7 @@ func (a *Agent) handleStart(w http.ResponseWriter, r *http.Request) {
 	coll, stop, wait, err := start()
 	if err != nil {
 		a.setFailed(id, err)
-		fail(w, http.StatusBadRequest, err)
+		cli.ReplyError(w, http.StatusBadRequest, err)
 		return
 	}
 	a.mu.Lock()
@@ -199,7 +188,7 @@ func (a *Agent) handleStart(w http.ResponseWriter, r *http.Request) {
 		a.status.State, a.status.Sender, a.status.Receiver = sweep.StateDone, res.Sender, res.Receiver
 		a.opts.Logf("trial %d done", id)
 	}()
-	reply(w, http.StatusAccepted, st)
+	cli.ReplyJSON(w, http.StatusAccepted, st)
 }
 
 func (a *Agent) setFailed(id int, err error) {
@@ -284,16 +273,6 @@ func decodeStrict(body []byte, v any) error {
 		return fmt.Errorf("bad trial configuration: %w", err)
 	}
 	return nil
-}
-
-func reply(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func fail(w http.ResponseWriter, code int, err error) {
-	reply(w, code, map[string]string{"error": err.Error()})
 }
 
 // ReadToken returns the token from a flag value or a file ("" if neither).

@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -24,6 +23,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cloudprofiler-go/cp/internal/cli"
 	"github.com/cloudprofiler-go/cp/tsc"
 )
 
@@ -91,17 +91,17 @@ func (c *Client) Info() Info {
 // Handler serves the client's control API.
 func (c *Client) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+PathInfo, func(w http.ResponseWriter, r *http.Request) { reply(w, http.StatusOK, c.Info()) })
+	mux.HandleFunc("GET "+PathInfo, func(w http.ResponseWriter, r *http.Request) { cli.ReplyJSON(w, http.StatusOK, c.Info()) })
 	mux.HandleFunc("POST "+PathProbe, func(w http.ResponseWriter, r *http.Request) {
 		var req ProbeRequest
 		dec := json.NewDecoder(io.LimitReader(r.Body, 1<<16))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&req); err != nil {
-			reply(w, http.StatusBadRequest, map[string]string{"error": "bad probe request: " + err.Error()})
+			cli.ReplyError(w, http.StatusBadRequest, errors.New("bad probe request: "+err.Error()))
 			return
 		}
 		if req.Count < 1 || req.Count > 100000 || req.Peer == "" {
-			reply(w, http.StatusBadRequest, map[string]string{"error": "a probe request needs a peer and a count between 1 and 100000"})
+			cli.ReplyError(w, http.StatusBadRequest, errors.New("a probe request needs a peer and a count between 1 and 100000"))
 			return
 		}
 		if req.Timeout <= 0 {
@@ -113,25 +113,12 @@ func (c *Client) Handler() http.Handler {
 		}
 		probes, st, err := tsc.ProbePeerClock(req.Peer, req.Count, req.Gap, req.Timeout, req.Nonce, now)
 		if err != nil {
-			reply(w, http.StatusBadGateway, map[string]string{"error": err.Error()})
+			cli.ReplyError(w, http.StatusBadGateway, err)
 			return
 		}
-		reply(w, http.StatusOK, ProbeResult{Probes: probes, Stats: st})
+		cli.ReplyJSON(w, http.StatusOK, ProbeResult{Probes: probes, Stats: st})
 	})
-	want := []byte("Bearer " + c.Token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if c.Token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			reply(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong token"})
-			return
-		}
-		mux.ServeHTTP(w, r)
-	})
-}
-
-func reply(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
+	return cli.RequireToken(c.Token, mux)
 }
 
 // Node is a TSC client as the server knows it.
