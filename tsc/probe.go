@@ -79,6 +79,7 @@ func decodePacket(b []byte) (packet, error) {
 // (a TSC client, in the paper's terms). It counts what it could not parse.
 type Responder struct {
 	now       func() uint64 // the clock it stamps with (Read, or a simulated node's)
+	delay     func() (out, in time.Duration)
 	conn      *net.UDPConn
 	Answered  atomic.Uint64
 	Malformed atomic.Uint64
@@ -87,10 +88,35 @@ type Responder struct {
 
 // NewResponder listens on addr (e.g. ":9200", or "127.0.0.1:0") and
 // stamps with the TSC.
-func NewResponder(addr string) (*Responder, error) { return NewResponderClock(addr, Read) }
+func NewResponder(addr string) (*Responder, error) { return NewResponderOpts(addr, Stamping{}) }
 
-// NewResponderClock stamps with now instead (simulated nodes in tests).
-func NewResponderClock(addr string, now func() uint64) (*Responder, error) {
+// Stamping is how a node stamps probe packets: with which clock, and with
+// which injected delays.
+type Stamping struct {
+	// Now is the clock to stamp with (nil: the TSC); tests give simulated
+	// nodes' clocks.
+	Now func() uint64
+	// Delay, when set, injects one-way delays in user space on this node's
+	// side of every path (tests use it where the kernel has no netem):
+	// out is spent after a packet is stamped and before it leaves, in after
+	// it arrives and before it is stamped. With every node doing so, the
+	// path from X to Y takes X's out plus Y's in, in both the prober's and
+	// the responder's packets. It is called once per round trip.
+	Delay func() (out, in time.Duration)
+}
+
+func (s Stamping) delays() (out, in time.Duration) {
+	if s.Delay == nil {
+		return 0, 0
+	}
+	return s.Delay()
+}
+
+// NewResponderOpts listens on addr and stamps as o says.
+func NewResponderOpts(addr string, o Stamping) (*Responder, error) {
+	if o.Now == nil {
+		o.Now = Read
+	}
 	ua, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("probe responder address %q: %w", addr, err)
@@ -99,7 +125,7 @@ func NewResponderClock(addr string, now func() uint64) (*Responder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("probe responder: %w", err)
 	}
-	r := &Responder{now: now, conn: conn, done: make(chan struct{})}
+	r := &Responder{now: o.Now, delay: o.Delay, conn: conn, done: make(chan struct{})}
 	go r.serve()
 	return r, nil
 }
@@ -123,6 +149,12 @@ func (r *Responder) serve() {
 	out := make([]byte, packetSize)
 	for {
 		n, from, err := r.conn.ReadFromUDPAddrPort(buf)
+		var outDelay time.Duration
+		if r.delay != nil && err == nil {
+			var inDelay time.Duration
+			outDelay, inDelay = r.delay()
+			waitFor(inDelay)
+		}
 		t2 := r.now()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
@@ -137,9 +169,20 @@ func (r *Responder) serve() {
 		}
 		p.kind, p.t2 = kindReply, t2
 		p.t3 = r.now()
+		waitFor(outDelay)
 		if _, err := r.conn.WriteToUDPAddrPort(p.encode(out), from); err == nil {
 			r.Answered.Add(1)
 		}
+	}
+}
+
+// waitFor spins for d: injected delays are tens to hundreds of
+// microseconds, shorter than the scheduler's sleep granularity.
+func waitFor(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	for end := time.Now().Add(d); time.Now().Before(end); {
 	}
 }
 
@@ -159,11 +202,15 @@ type ProbeStats struct {
 // time (so a probe's reply is never confused with another's), each given up
 // after timeout. It returns the good probes (this node is A, the peer B).
 func ProbePeer(peer string, count int, gap, timeout time.Duration, nonce uint64) ([]Probe, ProbeStats, error) {
-	return ProbePeerClock(peer, count, gap, timeout, nonce, Read)
+	return ProbePeerOpts(peer, count, gap, timeout, nonce, Stamping{})
 }
 
-// ProbePeerClock is ProbePeer stamping with now (simulated nodes in tests).
-func ProbePeerClock(peer string, count int, gap, timeout time.Duration, nonce uint64, now func() uint64) ([]Probe, ProbeStats, error) {
+// ProbePeerOpts is ProbePeer stamping as o says.
+func ProbePeerOpts(peer string, count int, gap, timeout time.Duration, nonce uint64, o Stamping) ([]Probe, ProbeStats, error) {
+	now := o.Now
+	if now == nil {
+		now = Read
+	}
 	var st ProbeStats
 	ua, err := net.ResolveUDPAddr("udp", peer)
 	if err != nil {
@@ -181,6 +228,8 @@ func ProbePeerClock(peer string, count int, gap, timeout time.Duration, nonce ui
 	probes := make([]Probe, 0, count)
 	for seq := uint64(1); seq <= uint64(count); seq++ {
 		t1 := now()
+		outDelay, inDelay := o.delays()
+		waitFor(outDelay)
 		if _, err := conn.Write(packet{kind: kindRequest, nonce: nonce, seq: seq, t1: t1}.encode(out)); err != nil {
 			return probes, st, fmt.Errorf("probe %s: %w", peer, err)
 		}
@@ -190,6 +239,7 @@ func ProbePeerClock(peer string, count int, gap, timeout time.Duration, nonce ui
 		for !got {
 			_ = conn.SetReadDeadline(deadline)
 			n, err := conn.Read(buf)
+			waitFor(inDelay)
 			t4 := now()
 			if err != nil {
 				var ne net.Error

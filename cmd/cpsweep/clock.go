@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/signal"
@@ -39,12 +40,12 @@ func clockCommand() *cobra.Command {
   4. "cpsweep clock translate" maps a node's TSC value into the reference
      node's domain with both bounds.`,
 	}
-	cmd.AddCommand(clockClientCommand(), clockProbeCommand(), clockRelateCommand(), clockTranslateCommand())
+	cmd.AddCommand(clockClientCommand(), clockProbeCommand(), clockRelateCommand(), clockTranslateCommand(), clockWatchCommand())
 	return cmd
 }
 
 func clockClientCommand() *cobra.Command {
-	var listen, control, advertise, token, tokenFile, simulate string
+	var listen, control, advertise, token, tokenFile, simulate, injectDelay string
 	var calibrate time.Duration
 	cmd := &cobra.Command{
 		Use:   "client",
@@ -73,12 +74,17 @@ func clockClientCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			r, err := tsc.NewResponderClock(listen, now)
+			delay, err := parseInjectedDelay(injectDelay)
+			if err != nil {
+				return err
+			}
+			stamping := tsc.Stamping{Now: now, Delay: delay}
+			r, err := tsc.NewResponderOpts(listen, stamping)
 			if err != nil {
 				return err
 			}
 			defer r.Close()
-			c := &probing.Client{Responder: r, Hz: hz, Token: tok, Advertise: advertise, Now: now}
+			c := &probing.Client{Responder: r, Hz: hz, Token: tok, Advertise: advertise, Stamping: stamping}
 			addr, stop, err := cli.ServeMetrics(control, emptyCollector{}, map[string]http.Handler{"/v1/clock/": c.Handler()})
 			if err != nil {
 				return err
@@ -100,7 +106,74 @@ func clockClientCommand() *cobra.Command {
 	f.DurationVar(&calibrate, "calibrate", 200*time.Millisecond, "TSC frequency calibration time")
 	f.StringVar(&simulate, "simulate", "", "testing: stamp with SCALE,OFFSET applied to the TSC (a simulated node's clock)")
 	_ = f.MarkHidden("simulate")
+	f.StringVar(&injectDelay, "inject-delay", "", "testing: delay every packet OUT[+JITTER] on leaving and IN[+JITTER] on arriving, in user space (e.g. 20us+200us,50us+400us)")
+	_ = f.MarkHidden("inject-delay")
 	return cmd
+}
+
+// parseInjectedDelay reads "OUT[+JITTER],IN[+JITTER]": this node's packets
+// are delayed by OUT plus a uniform jitter up to JITTER on leaving and by
+// IN (+jitter) on arriving: asymmetric one-way delays without netem.
+func parseInjectedDelay(spec string) (func() (time.Duration, time.Duration), error) {
+	if spec == "" {
+		return nil, nil
+	}
+	var legs [2][2]time.Duration
+	parts := strings.Split(spec, ",")
+	if len(parts) != 2 {
+		return nil, fmt.Errorf("--inject-delay %q: want OUT[+JITTER],IN[+JITTER]", spec)
+	}
+	for i, part := range parts {
+		base, jitter, _ := strings.Cut(part, "+")
+		for j, v := range []string{base, jitter} {
+			if v == "" {
+				continue
+			}
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 || d > time.Second {
+				return nil, fmt.Errorf("--inject-delay %q: %q is not a duration between 0 and 1s", spec, v)
+			}
+			legs[i][j] = d
+		}
+	}
+	// The package-level generator: the responder and the prober draw from
+	// different goroutines.
+	leg := func(l [2]time.Duration) time.Duration {
+		if l[1] == 0 {
+			return l[0]
+		}
+		return l[0] + time.Duration(rand.Int64N(int64(l[1])))
+	}
+	return func() (time.Duration, time.Duration) { return leg(legs[0]), leg(legs[1]) }, nil
+}
+
+// printComparison shows every method's error bound side by side (§6.4).
+func printComparison(rf *probing.RelationFile) {
+	tw := tabwriter.NewWriter(os.Stderr, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nerror bound of one timestamp\tCP (paper)\tCP (tighter)\tReT (min / median / max)\tsystem clock (NTP max / est)")
+	for _, r := range rf.Relations {
+		c := r.Compare
+		if c == nil {
+			continue
+		}
+		ntp := fmt.Sprintf("%s / %s", fmtNs(c.NTPMaxNs), fmtNs(c.NTPEstNs))
+		if !c.NTPSynced {
+			ntp += " (not synchronised)"
+		}
+		fmt.Fprintf(tw, "%s -> %s\t±%s\t±%s\t%s / %s / %s\t±%s\n", r.Node, r.Reference, fmtNs(c.PaperNs), fmtNs(c.TighterNs),
+			fmtNs(c.ReTMinNs), fmtNs(c.ReTMedianNs), fmtNs(c.ReTMaxNs), ntp)
+	}
+	tw.Flush()
+}
+
+func fmtNs(ns float64) string {
+	switch {
+	case ns >= 1e6:
+		return fmt.Sprintf("%.2f ms", ns/1e6)
+	case ns >= 1e3:
+		return fmt.Sprintf("%.1f µs", ns/1e3)
+	}
+	return fmt.Sprintf("%.0f ns", ns)
 }
 
 // simulatedClock returns the TSC, or for "SCALE,OFFSET" a simulated node's
@@ -134,13 +207,9 @@ func clockProbeCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var ns []probing.Node
-			for _, spec := range nodes {
-				name, addr, ok := strings.Cut(spec, "=")
-				if !ok || name == "" || addr == "" {
-					return fmt.Errorf("--node %q: want NAME=HOST:PORT (the client's control address)", spec)
-				}
-				ns = append(ns, probing.Node{Name: name, Control: addr})
+			ns, err := parseClockNodes(nodes)
+			if err != nil {
+				return err
 			}
 			ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer cancel()
@@ -164,6 +233,87 @@ func clockProbeCommand() *cobra.Command {
 	f.DurationVar(&gap, "gap", time.Millisecond, "pause between round trips")
 	f.DurationVar(&timeout, "timeout", 100*time.Millisecond, "give up on a reply after this long")
 	f.StringVarP(&output, "output", "o", "-", "session file (- for standard output)")
+	f.StringVar(&token, "token", "", "token the clients expect")
+	f.StringVar(&tokenFile, "token-file", "", "read the token from this file")
+	return cmd
+}
+
+func parseClockNodes(specs []string) ([]probing.Node, error) {
+	var ns []probing.Node
+	for _, spec := range specs {
+		name, addr, ok := strings.Cut(spec, "=")
+		if !ok || name == "" || addr == "" {
+			return nil, fmt.Errorf("--node %q: want NAME=HOST:PORT (the client's control address)", spec)
+		}
+		ns = append(ns, probing.Node{Name: name, Control: addr})
+	}
+	return ns, nil
+}
+
+func clockWatchCommand() *cobra.Command {
+	var nodes []string
+	var count, rounds int
+	var gap, timeout, every time.Duration
+	var output, token, tokenFile, reference, metrics string
+	cmd := &cobra.Command{
+		Use:   "watch",
+		Short: "Probe periodically, keep the relation current and export it to Prometheus",
+		Long: `Probes every ordered pair once per --every and relates the first round to
+the latest, so the bounds, MinRTT and status of every pair are visible as
+Prometheus gauges (cp_clock_*) while nodes run: between experiments, or at a
+low rate during one. Each new relation is also written to --output.`,
+		Example: `  cpsweep clock watch --node a=10.0.0.2:9201 --node b=10.0.0.3:9201 --reference a \
+      --every 30s --metrics 0.0.0.0:9300 -o relation.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SilenceUsage = true
+			tok, err := agent.ReadToken(token, tokenFile)
+			if err != nil {
+				return err
+			}
+			ns, err := parseClockNodes(nodes)
+			if err != nil {
+				return err
+			}
+			if rounds == 1 || rounds < 0 {
+				return fmt.Errorf("--rounds %d: a relation needs two rounds (0 runs until interrupted)", rounds)
+			}
+			g := &probing.Gauges{}
+			stop, err := cli.ServeMetricsFor("clock watch", metrics, g)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer cancel()
+			return probing.Watch(ctx, ns, probing.Settings{Count: count, Gap: gap, Timeout: timeout, Token: tok}, reference, every, rounds, func(rf *probing.RelationFile) {
+				g.Set(rf)
+				for _, r := range rf.Relations {
+					c := r.Compare
+					if c == nil {
+						c = &probing.Comparison{}
+					}
+					fmt.Fprintf(os.Stderr, "%s %s -> %s: paper ±%s, tighter ±%s, MinRTT %s, %s\n", time.Now().Format("15:04:05"), r.Node, r.Reference, fmtNs(c.PaperNs), fmtNs(c.TighterNs), fmtNs(c.ReTMinNs), r.Status)
+				}
+				if output != "" {
+					if err := cli.WriteJSONFile(output, rf); err != nil {
+						fmt.Fprintf(os.Stderr, "clock watch: %v\n", err)
+					}
+				}
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&nodes, "node", nil, "a TSC client as NAME=CONTROL_HOST:PORT (repeat; at least two)")
+	f.StringVar(&reference, "reference", "", "the reference node")
+	_ = cmd.MarkFlagRequired("reference")
+	f.IntVar(&count, "count", 100, "round trips per ordered pair and round")
+	f.DurationVar(&gap, "gap", time.Millisecond, "pause between round trips")
+	f.DurationVar(&timeout, "timeout", 100*time.Millisecond, "give up on a reply after this long")
+	f.DurationVar(&every, "every", 30*time.Second, "time between rounds")
+	f.IntVar(&rounds, "rounds", 0, "stop after this many rounds (0: until interrupted)")
+	f.StringVar(&metrics, "metrics", "127.0.0.1:9300", "serve Prometheus metrics here (empty: off)")
+	f.StringVarP(&output, "output", "o", "", "write the latest relation file here after every round")
 	f.StringVar(&token, "token", "", "token the clients expect")
 	f.StringVar(&tokenFile, "token-file", "", "read the token from this file")
 	return cmd
@@ -207,6 +357,7 @@ func clockRelateCommand() *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%d\t%d / %d\t%.0f\t%.0f\t%.3f ppm\t%s\n", r.Node, r.Probes, r.MinRTT[0], r.MinRTT[1], r.PaperErr, r.MidHalfWidth, r.AlphaPPM, r.Status)
 			}
 			tw.Flush()
+			printComparison(rf)
 			return cli.WriteJSONFile(output, rf)
 		},
 	}

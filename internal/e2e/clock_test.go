@@ -3,11 +3,14 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,60 +19,99 @@ import (
 
 var clockReady = regexp.MustCompile(`control http://([^/\s]+)/v1/clock`)
 
-// TestClockRelationAcrossProcesses runs three TSC clients as separate
-// processes, two of them simulated nodes whose clock is SCALE·TSC+OFFSET
-// (known to the test), probes before and after, relates, and checks that
-// the truth lies inside both methods' bounds for every one of 2,000
-// values per node, and that the tighter bound is never wider.
-func TestClockRelationAcrossProcesses(t *testing.T) {
-	sims := map[string][2]float64{"a": {1, 0}, "b": {0.75 * (1 + 40e-6), 1e12}, "c": {1.2, 5e11}}
+// clockNode is one simulated node: its clock is Scale·TSC + Offset, and it
+// delays its packets in user space on leaving and on arriving (delay, as
+// --inject-delay takes it; "" for none), so the path from X to Y takes X's
+// out plus Y's in.
+type clockNode struct {
+	name          string
+	scale, offset float64
+	delay         string
+}
+
+// Two simulated nodes besides the reference, with slopes hundreds of ppm
+// apart and asymmetric, jittered one-way delays in both directions.
+var clockNodes = []clockNode{
+	{name: "a", scale: 1},
+	{name: "b", scale: 0.75 * (1 + 300e-6), offset: 1e12, delay: "10us+300us,50us+600us"},
+	{name: "c", scale: 1.2 * (1 - 200e-6), offset: 5e11, delay: "60us+500us,10us+200us"},
+}
+
+// queriesPerNode makes the coverage check at least 10,000 queries.
+const queriesPerNode = 6000
+
+// clockCoverage starts the nodes with start (on loopback or in network
+// namespaces), probes before and after, relates, and checks the truth
+// against both methods' bounds for every query, and that the tighter bound
+// is never wider and narrower on average by at least 10%.
+func clockCoverage(t *testing.T, start func(n clockNode, args ...string) (*Proc, error), extra ...string) {
 	var nodeArgs []string
-	for _, name := range []string{"a", "b", "c"} {
-		args := []string{"clock", "client", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--calibrate", "30ms"}
-		if s := sims[name]; s != [2]float64{1, 0} {
-			args = append(args, "--simulate", fmt.Sprintf("%v,%v", s[0], s[1]))
+	for _, n := range clockNodes {
+		args := append([]string{"clock", "client", "--calibrate", "30ms"}, extra...)
+		if n.scale != 1 || n.offset != 0 {
+			args = append(args, "--simulate", fmt.Sprintf("%v,%v", n.scale, n.offset))
 		}
-		p, err := Start(filepath.Join(binDir, "cpsweep"), args...)
+		if n.delay != "" {
+			args = append(args, "--inject-delay", n.delay)
+		}
+		p, err := start(n, args...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer p.Cmd.Process.Kill()
 		if !p.WaitForLine("clock client ready", 10*time.Second) {
-			t.Fatalf("clock client %s did not start:\n%s", name, p.Stderr.String())
+			t.Fatalf("clock client %s did not start:\n%s", n.name, p.Stderr.String())
 		}
-		nodeArgs = append(nodeArgs, "--node", name+"="+clockReady.FindStringSubmatch(p.Stderr.String())[1])
+		nodeArgs = append(nodeArgs, "--node", n.name+"="+clockReady.FindStringSubmatch(p.Stderr.String())[1])
 	}
 	dir := t.TempDir()
 	for _, session := range []string{"before", "after"} {
-		out, err := exec.Command(filepath.Join(binDir, "cpsweep"), append([]string{"clock", "probe", "--count", "100", "--gap", "0", "-o", filepath.Join(dir, session+".json")}, nodeArgs...)...).CombinedOutput()
+		out, err := exec.Command(filepath.Join(binDir, "cpsweep"), append(append([]string{"clock", "probe", "--count", "200", "--gap", "0", "-o", filepath.Join(dir, session+".json")}, extra...), nodeArgs...)...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("probe %s: %v\n%s", session, err, out)
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
 	rel := filepath.Join(dir, "relation.json")
-	if out, err := exec.Command(filepath.Join(binDir, "cpsweep"), "clock", "relate", "--reference", "a", filepath.Join(dir, "before.json"), filepath.Join(dir, "after.json"), "-o", rel).CombinedOutput(); err != nil {
+	out, err := exec.Command(filepath.Join(binDir, "cpsweep"), "clock", "relate", "--reference", "a", filepath.Join(dir, "before.json"), filepath.Join(dir, "after.json"), "-o", rel).CombinedOutput()
+	if err != nil {
 		t.Fatalf("relate: %v\n%s", err, out)
 	}
+	if !strings.Contains(string(out), "CP (tighter)") || !strings.Contains(string(out), "ReT") || !strings.Contains(string(out), "system clock") {
+		t.Fatalf("relate printed no comparison of the methods:\n%s", out)
+	}
+	t.Logf("relate:\n%s", out)
 	var rf probing.RelationFile
 	b, _ := os.ReadFile(rel)
 	if err := json.Unmarshal(b, &rf); err != nil {
 		t.Fatal(err)
 	}
+	total, paperTotal := 0, 0
 	for _, r := range rf.Relations {
-		s := sims[r.Node]
-		if r.Status != "ok" || r.AlphaLo > 1/s[0] || r.AlphaHi < 1/s[0] {
-			t.Fatalf("%s: relation %+v does not contain the true slope %v", r.Node, r, 1/s[0])
+		var s clockNode
+		for _, n := range clockNodes {
+			if n.name == r.Node {
+				s = n
+			}
+		}
+		if r.Status != "ok" || r.AlphaLo > 1/s.scale || r.AlphaHi < 1/s.scale {
+			t.Fatalf("%s: relation %+v does not contain the true slope %v", r.Node, r, 1/s.scale)
+		}
+		// ReT's error is a return leg, bounded by its round trip: with
+		// jitter, the typical one is far wider than CP's bound.
+		if c := r.Compare; c == nil || c.ReTMinNs > c.ReTMedianNs || c.ReTMedianNs > c.ReTMaxNs || c.ReTMedianNs < c.TighterNs || c.PaperNs < c.TighterNs {
+			t.Fatalf("%s: comparison %+v: want tighter <= paper and tighter < ReT's median round trip", r.Node, r.Compare)
 		}
 		var paperSum, tightSum float64
 		n := 0
-		for i := 0; i <= 2000; i++ {
-			v := r.Window[0] + uint64(float64(r.Window[1]-r.Window[0])*float64(i)/2000)
-			truth := (float64(v) - s[1]) / s[0] // the reference's TSC at that instant
+		for i := 0; i < queriesPerNode; i++ {
+			v := r.Window[0] + uint64(float64(r.Window[1]-r.Window[0])*float64(i)/(queriesPerNode-1))
+			truth := (float64(v) - s.offset) / s.scale // the reference's TSC at that instant
 			tr, err := rf.Translate(r.Node, v)
 			if err != nil {
 				t.Fatalf("%s: translate %d: %v", r.Node, v, err)
 			}
+			total++
 			// the simulated clock rounds to a tick: allow one tick of truth
 			if math.Abs(tr.Tighter.Value-truth) > tr.Tighter.Err+2 {
 				t.Fatalf("%s: tighter bound %+v misses truth %.0f", r.Node, tr.Tighter, truth)
@@ -87,6 +129,94 @@ func TestClockRelationAcrossProcesses(t *testing.T) {
 				paperSum, tightSum, n = paperSum+tr.Paper.Err, tightSum+tr.Tighter.Err, n+1
 			}
 		}
-		t.Logf("%s: %d values inside both bounds; mean half-width paper %.0f ticks, tighter %.0f ticks (reference ticks)", r.Node, n, paperSum/float64(n), tightSum/float64(n))
+		paperTotal += n
+		gain := 1 - tightSum/paperSum
+		t.Logf("%s: %d values inside the tighter and network bounds, %d inside the paper's; mean half-width paper %.0f ticks, tighter %.0f ticks (%.1f%% narrower)",
+			r.Node, queriesPerNode, n, paperSum/float64(n), tightSum/float64(n), 100*gain)
+		if gain < 0.10 {
+			t.Errorf("%s: the tighter bound is only %.1f%% narrower than the paper's on average (want at least 10%% with asymmetric jittered delays)", r.Node, 100*gain)
+		}
+	}
+	if total < 10000 || paperTotal < 10000 {
+		t.Fatalf("only %d queries (%d with a paper bound): want at least 10,000 for both methods", total, paperTotal)
+	}
+}
+
+// TestClockRelationAcrossProcesses runs the nodes as separate processes on
+// loopback.
+func TestClockRelationAcrossProcesses(t *testing.T) {
+	clockCoverage(t, func(n clockNode, args ...string) (*Proc, error) {
+		return Start(filepath.Join(binDir, "cpsweep"), append(args, "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0")...)
+	})
+}
+
+// TestClockRelationAcrossNamespaces runs each node in its own network
+// namespace, probed over veth pairs and a bridge, with a token (the
+// control APIs are not on loopback).
+func TestClockRelationAcrossNamespaces(t *testing.T) {
+	net := newTestNet(t, "a", "b", "c")
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte("clock-test-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	clockCoverage(t, func(n clockNode, args ...string) (*Proc, error) {
+		h := net.hosts[n.name]
+		return net.start(n.name, "cpsweep", append(args, "--listen", h+":9200", "--control", h+":9201")...)
+	}, "--token-file", token)
+}
+
+// TestClockWatchExportsGauges runs "cpsweep clock watch" for three rounds
+// and reads the per-pair gauges off its /metrics.
+func TestClockWatchExportsGauges(t *testing.T) {
+	var nodeArgs []string
+	for _, name := range []string{"x", "y"} {
+		p, err := Start(filepath.Join(binDir, "cpsweep"), "clock", "client", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--calibrate", "30ms")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Cmd.Process.Kill()
+		if !p.WaitForLine("clock client ready", 10*time.Second) {
+			t.Fatalf("clock client did not start:\n%s", p.Stderr.String())
+		}
+		nodeArgs = append(nodeArgs, "--node", name+"="+clockReady.FindStringSubmatch(p.Stderr.String())[1])
+	}
+	rel := filepath.Join(t.TempDir(), "relation.json")
+	w, err := Start(filepath.Join(binDir, "cpsweep"), append([]string{"clock", "watch", "--reference", "x", "--every", "200ms", "--rounds", "4",
+		"--count", "50", "--gap", "0", "--metrics", "127.0.0.1:0", "-o", rel}, nodeArgs...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, err := w.MetricsAddr(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !w.WaitForLine("y -> x", 20*time.Second) {
+		t.Fatalf("watch reported no relation:\n%s", w.Stderr.String())
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`cp_clock_status_ok{node="y",reference="x"} 1`,
+		`cp_clock_probes{node="y",reference="x"} 200`,
+		`cp_clock_bound_half_width_seconds{method="tighter",node="y",reference="x"}`,
+		`cp_clock_bound_half_width_seconds{method="paper",node="y",reference="x"}`,
+		`cp_clock_min_rtt_seconds{node="y",reference="x"}`,
+		`cp_clock_alpha_width_ppm{node="y",reference="x"}`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %q:\n%s", want, body)
+		}
+	}
+	if err := w.Wait(30 * time.Second); err != nil {
+		t.Fatalf("watch did not finish its rounds: %v\n%s", err, w.Stderr.String())
+	}
+	var rf probing.RelationFile
+	b, _ := os.ReadFile(rel)
+	if err := json.Unmarshal(b, &rf); err != nil || len(rf.Relations) != 1 || rf.Relations[0].Status != "ok" {
+		t.Fatalf("relation file after watching: %v %+v", err, rf.Relations)
 	}
 }

@@ -67,9 +67,9 @@ type Client struct {
 	Hz        float64
 	Token     string
 	Advertise string // UDP address peers should use (default: the bound one)
-	// Now is the clock the client stamps with (nil: the TSC); tests give
-	// it a simulated node's clock.
-	Now func() uint64
+	// Stamping is how the client stamps its probes (the zero value: the
+	// TSC, no injected delay); tests simulate nodes with it.
+	Stamping tsc.Stamping
 }
 
 // Info describes this client.
@@ -107,11 +107,7 @@ func (c *Client) Handler() http.Handler {
 		if req.Timeout <= 0 {
 			req.Timeout = 100 * time.Millisecond
 		}
-		now := c.Now
-		if now == nil {
-			now = tsc.Read
-		}
-		probes, st, err := tsc.ProbePeerClock(req.Peer, req.Count, req.Gap, req.Timeout, req.Nonce, now)
+		probes, st, err := tsc.ProbePeerOpts(req.Peer, req.Count, req.Gap, req.Timeout, req.Nonce, c.Stamping)
 		if err != nil {
 			cli.ReplyError(w, http.StatusBadGateway, err)
 			return

@@ -3,6 +3,8 @@ package probing
 import (
 	"errors"
 	"fmt"
+	"sort"
+	"sync"
 
 	"github.com/cloudprofiler-go/cp/tsc"
 )
@@ -27,6 +29,26 @@ type PairRelation struct {
 	Window       [2]uint64 `json:"window,omitempty"` // node's TSC range covered
 	MidHalfWidth float64   `json:"mid_half_width_ticks,omitempty"`
 	Status       string    `json:"status"` // "ok" or "no bound: ..."
+	// Compare puts the methods side by side (§6.4), in nanoseconds.
+	Compare *Comparison `json:"compare,omitempty"`
+}
+
+// Comparison is the error bound of one cross-node timestamp by each
+// method, in nanoseconds of the reference clock. The return-trip method
+// (ReT) is as good as the return leg of its acknowledgement, which the
+// probes' round trips bound: its error ranges from the fastest to the
+// slowest round trip seen. The system clock's is what the kernel's NTP
+// discipline reports (adjtimex maxerror and esterror) on both nodes,
+// summed, since a cross-node duration reads two clocks.
+type Comparison struct {
+	PaperNs     float64 `json:"cp_paper_ns"`
+	TighterNs   float64 `json:"cp_tighter_ns"`
+	ReTMinNs    float64 `json:"ret_min_ns"`
+	ReTMedianNs float64 `json:"ret_median_ns"`
+	ReTMaxNs    float64 `json:"ret_max_ns"`
+	NTPMaxNs    float64 `json:"ntp_maxerror_ns"`
+	NTPEstNs    float64 `json:"ntp_esterror_ns"`
+	NTPSynced   bool    `json:"ntp_synced"` // both nodes' kernels say synchronised
 }
 
 // RelationFile is what other tools load: the nodes, the sessions' probes
@@ -37,6 +59,39 @@ type RelationFile struct {
 	Nodes         []Node         `json:"nodes"`
 	Sessions      []*Session     `json:"sessions"`
 	Relations     []PairRelation `json:"relations"`
+
+	// cache holds the relations Translate needs, computed once: an analysis
+	// translates millions of values.
+	cacheOnce sync.Once
+	cache     map[string]*nodeRelations
+	net       *tsc.Network
+	netErr    error
+}
+
+type nodeRelations struct {
+	lin      *tsc.LinearRelation
+	linErr   error
+	paper    *tsc.PaperRelation
+	paperErr error
+	probed   bool
+}
+
+func (rf *RelationFile) relations(node string) *nodeRelations {
+	rf.cacheOnce.Do(func() {
+		rf.cache = map[string]*nodeRelations{}
+		for _, n := range rf.Nodes {
+			first, last, fwd, rev := rf.probes(n.Name)
+			nr := &nodeRelations{probed: len(fwd) > 0}
+			nr.lin, nr.linErr = tsc.NewLinearRelationBoth(fwd, rev)
+			nr.paper, nr.paperErr = tsc.NewPaperRelation(first, last)
+			rf.cache[n.Name] = nr
+		}
+		rf.net, rf.netErr = rf.network()
+	})
+	if nr := rf.cache[node]; nr != nil {
+		return nr
+	}
+	return &nodeRelations{}
 }
 
 // Relate builds the relation file from sessions taken before and after
@@ -110,7 +165,38 @@ func (rf *RelationFile) relate(node string) PairRelation {
 		pr.MidHalfWidth = b.Err
 	}
 	pr.Status = "ok"
+	pr.Compare = rf.compare(node, pr, fwd) // the reference stamped these: its ticks
 	return pr
+}
+
+// compare converts the bounds to nanoseconds with the reference's
+// calibrated frequency; nil when the reference did not report one.
+func (rf *RelationFile) compare(node string, pr PairRelation, probes []tsc.Probe) *Comparison {
+	var ref, other *Info
+	for i := range rf.Nodes {
+		switch rf.Nodes[i].Name {
+		case rf.Reference:
+			ref = &rf.Nodes[i].Info
+		case node:
+			other = &rf.Nodes[i].Info
+		}
+	}
+	if ref == nil || other == nil || ref.TSCHz <= 0 || len(probes) == 0 {
+		return nil
+	}
+	ns := 1e9 / ref.TSCHz
+	rtts := make([]float64, len(probes))
+	for i, p := range probes {
+		rtts[i] = float64(p.RTT())
+	}
+	sort.Float64s(rtts)
+	return &Comparison{
+		PaperNs: pr.PaperErr * ns, TighterNs: pr.MidHalfWidth * ns,
+		ReTMinNs: rtts[0] * ns, ReTMedianNs: rtts[len(rtts)/2] * ns, ReTMaxNs: rtts[len(rtts)-1] * ns,
+		NTPMaxNs:  float64(ref.NTPMaxErrorUs+other.NTPMaxErrorUs) * 1e3,
+		NTPEstNs:  float64(ref.NTPEstErrorUs+other.NTPEstErrorUs) * 1e3,
+		NTPSynced: ref.NTPSynced && other.NTPSynced,
+	}
 }
 
 // Translation is a node's TSC value in the reference domain by both methods.
@@ -134,30 +220,29 @@ func (rf *RelationFile) Translate(node string, value uint64) (Translation, error
 		t.Tighter, t.Paper = tsc.Bound{Value: float64(value)}, &tsc.Bound{Value: float64(value)}
 		return t, nil
 	}
-	first, last, fwd, rev := rf.probes(node)
-	if len(fwd) == 0 {
+	nr := rf.relations(node)
+	if !nr.probed {
 		return t, fmt.Errorf("no probes between %s and reference %s", node, rf.Reference)
 	}
-	lin, err := tsc.NewLinearRelationBoth(fwd, rev)
-	if err != nil {
+	if nr.linErr != nil {
+		return t, nr.linErr
+	}
+	var err error
+	if t.Tighter, err = nr.lin.Translate(value); err != nil {
 		return t, err
 	}
-	if t.Tighter, err = lin.Translate(value); err != nil {
-		return t, err
-	}
-	if net, err := rf.network(); err != nil {
-		t.NetworkNote = err.Error()
-	} else if b, err := net.Tighten(node, value, rf.Reference); err != nil {
+	if rf.netErr != nil {
+		t.NetworkNote = rf.netErr.Error()
+	} else if b, err := rf.net.Tighten(node, value, rf.Reference); err != nil {
 		t.NetworkNote = err.Error()
 	} else {
 		t.Network = &b
 	}
-	paper, err := tsc.NewPaperRelation(first, last)
-	if err != nil {
-		t.PaperNote = err.Error()
+	if nr.paperErr != nil {
+		t.PaperNote = nr.paperErr.Error()
 		return t, nil
 	}
-	if a, e, err := paper.Translate(value); err == nil {
+	if a, e, err := nr.paper.Translate(value); err == nil {
 		t.Paper = &tsc.Bound{Value: a, Err: e}
 	} else {
 		t.PaperNote = err.Error() // the paper's window is the MinRTT probes only

@@ -1,0 +1,110 @@
+package probing
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Watch probes every ordered pair of nodes once per period for rounds
+// rounds (0: until ctx ends) and, after each round from the second on,
+// relates the first session to the latest one and hands the result to
+// each. Between experiments (or at a low rate during one, §Fig. 2's
+// CP_BUSY) this keeps the relations and their Prometheus gauges current.
+func Watch(ctx context.Context, nodes []Node, s Settings, reference string, every time.Duration, rounds int, each func(*RelationFile)) error {
+	var first *Session
+	for round := 1; rounds == 0 || round <= rounds; round++ {
+		ses, err := Probe(ctx, nodes, s)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("probing round %d: %w", round, err)
+		}
+		if first == nil {
+			first = ses
+		} else {
+			rf, err := Relate([]*Session{first, ses}, reference)
+			if err != nil {
+				return err
+			}
+			each(rf)
+		}
+		if rounds != 0 && round == rounds {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(every):
+		}
+	}
+	return nil
+}
+
+// Gauges exports the latest relation of every pair to Prometheus: MinRTT,
+// the bound's half-width by method, the width of the alpha interval in
+// ppm, the probe count and the status (1: a strict bound exists).
+type Gauges struct {
+	mu     sync.Mutex
+	rf     *RelationFile
+	rounds int
+}
+
+// Set replaces the relation the gauges show.
+func (g *Gauges) Set(rf *RelationFile) {
+	g.mu.Lock()
+	g.rf, g.rounds = rf, g.rounds+1
+	g.mu.Unlock()
+}
+
+var (
+	pairLabels = []string{"node", "reference"}
+	descMinRTT = prometheus.NewDesc("cp_clock_min_rtt_seconds", "Smallest round trip from the reference to the node in the sessions the relation uses.", pairLabels, nil)
+	descBound  = prometheus.NewDesc("cp_clock_bound_half_width_seconds", "Half-width of the error bound of one translated timestamp (mid-window for the tighter method).", append(pairLabels, "method"), nil)
+	descAlpha  = prometheus.NewDesc("cp_clock_alpha_width_ppm", "Width of the interval of TSC ratios consistent with every probe, in ppm.", pairLabels, nil)
+	descProbes = prometheus.NewDesc("cp_clock_probes", "Probes the relation was computed from.", pairLabels, nil)
+	descOK     = prometheus.NewDesc("cp_clock_status_ok", "1 when a strict bound exists for the pair, 0 when the linear model broke (clock step, migration).", pairLabels, nil)
+	descRounds = prometheus.NewDesc("cp_clock_relations_total", "Relations computed since the start.", nil, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (g *Gauges) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descMinRTT, descBound, descAlpha, descProbes, descOK, descRounds} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (g *Gauges) Collect(ch chan<- prometheus.Metric) {
+	g.mu.Lock()
+	rf, rounds := g.rf, g.rounds
+	g.mu.Unlock()
+	ch <- prometheus.MustNewConstMetric(descRounds, prometheus.CounterValue, float64(rounds))
+	if rf == nil {
+		return
+	}
+	for _, r := range rf.Relations {
+		ok := 0.0
+		if r.Status == "ok" {
+			ok = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descOK, prometheus.GaugeValue, ok, r.Node, r.Reference)
+		ch <- prometheus.MustNewConstMetric(descProbes, prometheus.GaugeValue, float64(r.Probes), r.Node, r.Reference)
+		if r.Status == "ok" {
+			ch <- prometheus.MustNewConstMetric(descAlpha, prometheus.GaugeValue, r.AlphaPPM, r.Node, r.Reference)
+		}
+		if c := r.Compare; c != nil {
+			ch <- prometheus.MustNewConstMetric(descMinRTT, prometheus.GaugeValue, c.ReTMinNs/1e9, r.Node, r.Reference)
+			if r.PaperStatus == "ok" {
+				ch <- prometheus.MustNewConstMetric(descBound, prometheus.GaugeValue, c.PaperNs/1e9, r.Node, r.Reference, "paper")
+			}
+			if r.Status == "ok" {
+				ch <- prometheus.MustNewConstMetric(descBound, prometheus.GaugeValue, c.TighterNs/1e9, r.Node, r.Reference, "tighter")
+			}
+		}
+	}
+}
