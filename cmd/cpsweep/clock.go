@@ -40,7 +40,7 @@ func clockCommand() *cobra.Command {
   4. "cpsweep clock translate" maps a node's TSC value into the reference
      node's domain with both bounds.`,
 	}
-	cmd.AddCommand(clockClientCommand(), clockProbeCommand(), clockRelateCommand(), clockTranslateCommand(), clockWatchCommand())
+	cmd.AddCommand(clockClientCommand(), clockProbeCommand(), clockRelateCommand(), clockTranslateCommand(), clockDurationCommand(), clockWatchCommand())
 	return cmd
 }
 
@@ -352,9 +352,9 @@ func clockRelateCommand() *cobra.Command {
 				return err
 			}
 			tw := tabwriter.NewWriter(os.Stderr, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "node\tprobes\tMinRTT before/after\tpaper e (MinRTT/2)\ttighter half-width (mid)\talpha width\tstatus")
+			fmt.Fprintln(tw, "node\tprobes\tMinRTT before/after\tpaper e (MinRTT/2)\ttighter half-width (mid)\talpha width\tTSC GHz from probes / calibrated\tstatus")
 			for _, r := range rf.Relations {
-				fmt.Fprintf(tw, "%s\t%d\t%d / %d\t%.0f\t%.0f\t%.3f ppm\t%s\n", r.Node, r.Probes, r.MinRTT[0], r.MinRTT[1], r.PaperErr, r.MidHalfWidth, r.AlphaPPM, r.Status)
+				fmt.Fprintf(tw, "%s\t%d\t%d / %d\t%.0f\t%.0f\t%.3f ppm\t%.6f / %.6f\t%s\n", r.Node, r.Probes, r.MinRTT[0], r.MinRTT[1], r.PaperErr, r.MidHalfWidth, r.AlphaPPM, r.PaperHz/1e9, r.CalibratedHz/1e9, r.Status)
 			}
 			tw.Flush()
 			printComparison(rf)
@@ -376,12 +376,9 @@ func clockTranslateCommand() *cobra.Command {
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cmd.SilenceUsage = true
-			var rf probing.RelationFile
-			if err := readJSON(relation, &rf); err != nil {
+			rf, err := probing.ReadRelationFile(relation)
+			if err != nil {
 				return err
-			}
-			if rf.FormatVersion != probing.FormatVersion {
-				return fmt.Errorf("%s: relation format %d, this cpsweep reads %d", relation, rf.FormatVersion, probing.FormatVersion)
 			}
 			var out []probing.Translation
 			for _, a := range args {
@@ -401,6 +398,44 @@ func clockTranslateCommand() *cobra.Command {
 	cmd.Flags().StringVar(&relation, "relation", "relation.json", "relation file")
 	cmd.Flags().StringVar(&node, "node", "", "the node the TSC values come from")
 	_ = cmd.MarkFlagRequired("node")
+	return cmd
+}
+
+func clockDurationCommand() *cobra.Command {
+	var relation string
+	cmd := &cobra.Command{
+		Use:   "duration FROM_NODE:TSC TO_NODE:TSC",
+		Short: "Measure the time between two events on any nodes, with strict bounds",
+		Long: `Prints the duration from the first event to the second in the reference
+node's ticks and nanoseconds, with the paper's bound for the case of §3.3
+(reference, one node, from/to reference, across two non-reference nodes),
+its 2e baseline where it applies, and the tighter bound.`,
+		Example: `  cpsweep clock duration --relation relation.json b:123456789012 c:98765432100`,
+		Args:    cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cmd.SilenceUsage = true
+			rf, err := probing.ReadRelationFile(relation)
+			if err != nil {
+				return err
+			}
+			var nodes [2]string
+			var values [2]uint64
+			for i, a := range args {
+				n, v, ok := strings.Cut(a, ":")
+				x, err := strconv.ParseUint(v, 10, 64)
+				if !ok || err != nil || n == "" {
+					return fmt.Errorf("%q: want NODE:TSC (a TSC value in ticks)", a)
+				}
+				nodes[i], values[i] = n, x
+			}
+			d, err := rf.Duration(nodes[0], values[0], nodes[1], values[1])
+			if err != nil {
+				return err
+			}
+			return cli.WriteJSON(os.Stdout, d)
+		},
+	}
+	cmd.Flags().StringVar(&relation, "relation", "relation.json", "relation file")
 	return cmd
 }
 

@@ -137,6 +137,22 @@ func clockCoverage(t *testing.T, start func(n clockNode, args ...string) (*Proc,
 			t.Errorf("%s: the tighter bound is only %.1f%% narrower than the paper's on average (want at least 10%% with asymmetric jittered delays)", r.Node, 100*gain)
 		}
 	}
+	// A duration across the two non-reference nodes, from the command.
+	mid := func(r probing.PairRelation) uint64 { return r.Window[0]/2 + r.Window[1]/2 }
+	out, err = exec.Command(filepath.Join(binDir, "cpsweep"), "clock", "duration", "--relation", rel,
+		fmt.Sprintf("b:%d", mid(rf.Relations[0])), fmt.Sprintf("c:%d", mid(rf.Relations[1]))).Output()
+	if err != nil {
+		t.Fatalf("clock duration: %v", err)
+	}
+	var d probing.Duration
+	if err := json.Unmarshal(out, &d); err != nil || d.Case != "across" || d.Tighter == nil {
+		t.Fatalf("clock duration: %v %s", err, out)
+	}
+	bTruth := (float64(mid(rf.Relations[0])) - clockNodes[1].offset) / clockNodes[1].scale
+	cTruth := (float64(mid(rf.Relations[1])) - clockNodes[2].offset) / clockNodes[2].scale
+	if math.Abs(d.Tighter.Value-(cTruth-bTruth)) > d.Tighter.Err+4 {
+		t.Fatalf("clock duration %+v misses the truth %.0f", d.Tighter, cTruth-bTruth)
+	}
 	if total < 10000 || paperTotal < 10000 {
 		t.Fatalf("only %d queries (%d with a paper bound): want at least 10,000 for both methods", total, paperTotal)
 	}

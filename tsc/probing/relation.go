@@ -1,8 +1,10 @@
 package probing
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"sync"
 
@@ -22,6 +24,10 @@ type PairRelation struct {
 	PaperRatio  float64 `json:"paper_ratio,omitempty"`
 	PaperErr    float64 `json:"paper_err_ticks,omitempty"` // e = max(MinRTT)/2
 	PaperStatus string  `json:"paper_status"`
+	// The node's TSC frequency derived from the two MinRTT probes (§5.2)
+	// and the reference's calibrated one, next to the node's own calibration.
+	PaperHz      float64 `json:"paper_hz,omitempty"`
+	CalibratedHz float64 `json:"calibrated_hz,omitempty"`
 	// The tighter method: every probe of both directions.
 	AlphaLo      float64   `json:"alpha_lo,omitempty"` // A ticks per node tick
 	AlphaHi      float64   `json:"alpha_hi,omitempty"`
@@ -62,10 +68,11 @@ type RelationFile struct {
 
 	// cache holds the relations Translate needs, computed once: an analysis
 	// translates millions of values.
-	cacheOnce sync.Once
-	cache     map[string]*nodeRelations
-	net       *tsc.Network
-	netErr    error
+	cacheMu sync.Mutex
+	cache   map[[2]string]*nodeRelations // (node, into)
+	netOnce sync.Once
+	net     *tsc.Network
+	netErr  error
 }
 
 type nodeRelations struct {
@@ -76,22 +83,44 @@ type nodeRelations struct {
 	probed   bool
 }
 
-func (rf *RelationFile) relations(node string) *nodeRelations {
-	rf.cacheOnce.Do(func() {
-		rf.cache = map[string]*nodeRelations{}
-		for _, n := range rf.Nodes {
-			first, last, fwd, rev := rf.probes(n.Name)
-			nr := &nodeRelations{probed: len(fwd) > 0}
-			nr.lin, nr.linErr = tsc.NewLinearRelationBoth(fwd, rev)
-			nr.paper, nr.paperErr = tsc.NewPaperRelation(first, last)
-			rf.cache[n.Name] = nr
-		}
-		rf.net, rf.netErr = rf.network()
-	})
-	if nr := rf.cache[node]; nr != nil {
+// relations relates node's TSC to into's, computed once per pair.
+func (rf *RelationFile) relations(node, into string) *nodeRelations {
+	rf.cacheMu.Lock()
+	defer rf.cacheMu.Unlock()
+	key := [2]string{node, into}
+	if nr := rf.cache[key]; nr != nil {
 		return nr
 	}
-	return &nodeRelations{}
+	if rf.cache == nil {
+		rf.cache = map[[2]string]*nodeRelations{}
+	}
+	first, last, fwd, rev := rf.probesBetween(into, node)
+	nr := &nodeRelations{probed: len(fwd) > 0}
+	nr.lin, nr.linErr = tsc.NewLinearRelationBoth(fwd, rev)
+	nr.paper, nr.paperErr = tsc.NewPaperRelation(first, last)
+	rf.cache[key] = nr
+	return nr
+}
+
+func (rf *RelationFile) networkOnce() (*tsc.Network, error) {
+	rf.netOnce.Do(func() { rf.net, rf.netErr = rf.network() })
+	return rf.net, rf.netErr
+}
+
+// ReadRelationFile loads a relation file and checks its format version.
+func ReadRelationFile(path string) (*RelationFile, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read relation file: %w", err)
+	}
+	var rf RelationFile
+	if err := json.Unmarshal(b, &rf); err != nil {
+		return nil, fmt.Errorf("relation file %s: %w", path, err)
+	}
+	if rf.FormatVersion != FormatVersion {
+		return nil, fmt.Errorf("relation file %s: format %d, this version reads format %d", path, rf.FormatVersion, FormatVersion)
+	}
+	return &rf, nil
 }
 
 // Relate builds the relation file from sessions taken before and after
@@ -119,10 +148,16 @@ func Relate(sessions []*Session, reference string) (*RelationFile, error) {
 
 // probes returns the reference->node probes of one session and of all.
 func (rf *RelationFile) probes(node string) (first, last, fwd, rev []tsc.Probe) {
+	return rf.probesBetween(rf.Reference, node)
+}
+
+// probesBetween returns the a->b probes of the first and last sessions,
+// and of all sessions in both directions.
+func (rf *RelationFile) probesBetween(a, b string) (first, last, fwd, rev []tsc.Probe) {
 	for i, s := range rf.Sessions {
 		for _, p := range s.Pairs {
 			switch {
-			case p.A == rf.Reference && p.B == node:
+			case p.A == a && p.B == b:
 				fwd = append(fwd, p.Probes...)
 				if i == 0 {
 					first = p.Probes
@@ -130,7 +165,7 @@ func (rf *RelationFile) probes(node string) (first, last, fwd, rev []tsc.Probe) 
 				if i == len(rf.Sessions)-1 {
 					last = p.Probes
 				}
-			case p.A == node && p.B == rf.Reference:
+			case p.A == b && p.B == a:
 				rev = append(rev, p.Probes...)
 			}
 		}
@@ -152,6 +187,16 @@ func (rf *RelationFile) relate(node string) PairRelation {
 		pr.PaperStatus = "no relation: " + err.Error()
 	} else {
 		pr.PaperRatio, pr.PaperErr, pr.PaperStatus = paper.R, paper.E, "ok"
+		for _, n := range rf.Nodes {
+			switch n.Name {
+			case rf.Reference:
+				if n.Info.TSCHz > 0 {
+					pr.PaperHz = paper.FrequencyFromProbes(n.Info.TSCHz)
+				}
+			case node:
+				pr.CalibratedHz = n.Info.TSCHz
+			}
+		}
 	}
 	lin, err := tsc.NewLinearRelationBoth(fwd, rev)
 	if err != nil {
@@ -220,7 +265,7 @@ func (rf *RelationFile) Translate(node string, value uint64) (Translation, error
 		t.Tighter, t.Paper = tsc.Bound{Value: float64(value)}, &tsc.Bound{Value: float64(value)}
 		return t, nil
 	}
-	nr := rf.relations(node)
+	nr := rf.relations(node, rf.Reference)
 	if !nr.probed {
 		return t, fmt.Errorf("no probes between %s and reference %s", node, rf.Reference)
 	}
@@ -231,9 +276,9 @@ func (rf *RelationFile) Translate(node string, value uint64) (Translation, error
 	if t.Tighter, err = nr.lin.Translate(value); err != nil {
 		return t, err
 	}
-	if rf.netErr != nil {
-		t.NetworkNote = rf.netErr.Error()
-	} else if b, err := rf.net.Tighten(node, value, rf.Reference); err != nil {
+	if net, err := rf.networkOnce(); err != nil {
+		t.NetworkNote = err.Error()
+	} else if b, err := net.Tighten(node, value, rf.Reference); err != nil {
 		t.NetworkNote = err.Error()
 	} else {
 		t.Network = &b
