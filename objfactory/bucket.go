@@ -15,6 +15,9 @@ type Bucket struct {
 	Tuples []scenarios.Tuple // Header.Count decoded tuples (data buckets)
 	End    wire.End          // final counts (end markers)
 	Lane   int               // index of the lane that received it
+	// Received is the TSC when the lane got the message, before decoding
+	// (the profiler's "receive" point).
+	Received uint64
 	Slot   int               // the bucket's number within its lane
 	// Tag is set by the lane's Accept hook (e.g. per-stream state) for the
 	// consumer, so the consumer needs no lookup of its own.

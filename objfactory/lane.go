@@ -144,6 +144,7 @@ func (l *Lane) Run(src Source, stop *atomic.Bool, accept Accept) error {
 			return err
 		}
 		t0 := tsc.ReadFast()
+		b.Received = t0
 		err = b.Decode(l.decode)
 		l.Stats.BusyTicks.Add(tsc.ReadFast() - t0)
 		if err != nil {

@@ -40,7 +40,7 @@ channels:
 	if c := p.Counts("consume"); len(c) != 1 || c[0] != 20 {
 		t.Fatalf("consume (default spc) counted %v", c)
 	}
-	if !e.null {
+	if !e.Null() {
 		t.Fatal("emit should be null")
 	}
 	var none *Handlers

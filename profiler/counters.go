@@ -6,14 +6,9 @@ import (
 	"time"
 )
 
-// spc is the single-writer periodic counter: one plain increment per call
-// (see spc_norace.go); the sampler reads it from another goroutine.
-type spc struct{ c spcCell }
-
-func (s *spc) log(uint64)           { s.c.inc() }
-func (s *spc) logAt(uint64, uint64) { s.c.inc() }
-func (s *spc) close() error         { return nil }
-func (s *spc) total() uint64        { return s.c.load() }
+// The single-writer periodic counter (SPC) is a channel state's spcCell:
+// one plain increment per call (see spc_norace.go); the sampler reads it
+// from another goroutine.
 
 // mpc is the multi-writer periodic counter: an atomic add per call.
 type mpc struct{ n atomic.Uint64 }
@@ -24,7 +19,6 @@ func (m *mpc) close() error         { return nil }
 func (m *mpc) total() uint64        { return m.n.Load() }
 
 type counter interface {
-	handler
 	total() uint64
 }
 
@@ -40,10 +34,21 @@ type sampler struct {
 	once   sync.Once
 }
 
+// series is one channel's counter across switches: every generation keeps
+// being sampled (a writer may still add to an old one briefly), so the
+// periods always sum to everything counted.
 type series struct {
-	c       counter
+	gens    []counter
 	prev    uint64
 	periods []uint64
+}
+
+func (s *series) total() uint64 {
+	var t uint64
+	for _, c := range s.gens {
+		t += c.total()
+	}
+	return t
 }
 
 func newSampler(period time.Duration) *sampler {
@@ -52,11 +57,14 @@ func newSampler(period time.Duration) *sampler {
 	return s
 }
 
-func (s *sampler) add(name string, c counter) counter {
+func (s *sampler) add(name string, c counter) {
 	s.mu.Lock()
-	s.chans[name] = &series{c: c}
-	s.mu.Unlock()
-	return c
+	defer s.mu.Unlock()
+	if ser, ok := s.chans[name]; ok {
+		ser.gens = append(ser.gens, c)
+		return
+	}
+	s.chans[name] = &series{gens: []counter{c}}
 }
 
 func (s *sampler) run() {
@@ -78,7 +86,7 @@ func (s *sampler) sample() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, ser := range s.chans {
-		v := ser.c.total()
+		v := ser.total()
 		ser.periods = append(ser.periods, v-ser.prev)
 		ser.prev = v
 	}

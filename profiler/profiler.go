@@ -15,7 +15,9 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // Handler names.
@@ -56,43 +58,114 @@ type handler interface {
 	close() error
 }
 
-// Channel is an instrumentation point.
+// Kinds of channel state: the two cheapest handlers are tested first, with
+// predictable branches, so they do not pay for a dynamic call (the point
+// of Null and SPC is to cost next to nothing).
+const (
+	kindNull uint32 = iota
+	kindSPC
+	kindOther
+)
+
+// state is what a channel does now. It is immutable once published, except
+// for the SPC cell its single writer increments.
+type state struct {
+	kind uint32
+	spc  spcCell // kindSPC
+	h    handler // kindOther (nil in a transition)
+	cfg  Config  // as the handler was opened (a reused path gets .N)
+	// asked is the configuration as requested ({name} expanded), what
+	// Config reports and Apply compares.
+	asked Config
+	// A transition (kindOther, h nil): the writer's next call retires prev
+	// (the recording handler it may still be inside of) and installs next.
+	prev, next *state
+}
+
+// Channel is an instrumentation point. Its state is one atomic pointer, so
+// Switch can replace the handler under running writers (see Switch).
 type Channel struct {
-	// The two cheapest handlers are tested first, with predictable branches,
-	// so they do not pay for a dynamic call (the point of Null and SPC is to
-	// cost next to nothing).
-	null bool
-	spc  *spc
-	h    handler
+	// st is a *state. An unsafe.Pointer with atomic.LoadPointer keeps
+	// LogTS within the inlining budget, which atomic.Pointer[state] does
+	// not (its generic Load costs more to the inliner).
+	st   unsafe.Pointer
 	name string
-	cfg  Config
+	p    *Profiler
+	mu   sync.Mutex // serialises switches
 }
 
-// LogTS logs the tuple id (and, depending on the handler, the TSC now).
-func (c *Channel) LogTS(id uint64) {
-	if c.spc != nil {
-		c.spc.c.inc()
-	} else if !c.null {
-		c.h.log(id)
+// LogTS and LogTSAt are in logts_norace.go (and logts_race.go for
+// race-detector builds).
+
+func (c *Channel) load() *state { return (*state)(atomic.LoadPointer(&c.st)) }
+
+func (c *Channel) store(s *state) { atomic.StorePointer(&c.st, unsafe.Pointer(s)) }
+
+func (c *Channel) cas(old, new *state) bool {
+	return atomic.CompareAndSwapPointer(&c.st, unsafe.Pointer(old), unsafe.Pointer(new))
+}
+
+// slow calls a recording handler, first completing a pending switch. It
+// loads the state again rather than take it as an argument: one argument
+// less keeps LogTS inlined.
+func (c *Channel) slow(id uint64) {
+	s := c.load()
+	if s.next != nil {
+		if s = c.complete(s); s.kind != kindOther {
+			c.LogTS(id) // switched to Null or a counter
+			return
+		}
 	}
+	s.h.log(id)
 }
 
-// LogTSAt logs the tuple id with a TSC value the caller already has (e.g.
-// the instant it sent the tuple), saving a second read of the clock.
-func (c *Channel) LogTSAt(tsc, id uint64) {
-	if c.spc != nil {
-		c.spc.c.inc()
-	} else if !c.null {
-		c.h.logAt(tsc, id)
+func (c *Channel) slowAt(tsc, id uint64) {
+	s := c.load()
+	if s.next != nil {
+		if s = c.complete(s); s.kind != kindOther {
+			c.LogTSAt(tsc, id)
+			return
+		}
 	}
+	s.h.logAt(tsc, id)
 }
 
-// Null reports whether the channel logs nothing, so a caller can skip the
-// work of producing ids for it (e.g. a loop over a bucket's tuples).
-func (c *Channel) Null() bool { return c.null }
+// complete installs a pending switch's new state. Only the writer knows it
+// has left the old handler, so only it retires it (a switcher may have
+// replaced the transition meanwhile: then it tries again).
+func (c *Channel) complete(s *state) *state {
+	for s.next != nil {
+		if c.cas(s, s.next) {
+			c.p.retire(c.name, s.prev)
+		}
+		s = c.load()
+	}
+	return s
+}
+
+// Null reports whether the channel logs nothing now, so a caller can skip
+// the work of producing ids for it (e.g. a loop over a bucket's tuples).
+// Ask per batch, not once: the handler may be switched while running.
+func (c *Channel) Null() bool {
+	s := c.load()
+	if s.next != nil {
+		s = s.next
+	}
+	_, shared := s.h.(nullHandler)
+	return s.kind == kindNull || shared
+}
 
 // Name is the channel's name.
 func (c *Channel) Name() string { return c.name }
+
+// Config is the channel's current configuration.
+func (c *Channel) Config() Config {
+	s := c.load()
+	if s.next != nil {
+		return s.next.asked
+	}
+	return s.asked
+}
 
 // Profiler owns the channels of a process and the sampler of the periodic
 // counters.
@@ -101,6 +174,10 @@ type Profiler struct {
 	channels map[string]*Channel
 	sampler  *sampler
 	closed   bool
+	paths    map[string]int // log paths used so far: a switch never truncates one
+	retiring sync.WaitGroup
+	errMu    sync.Mutex
+	errs     []error
 }
 
 // New returns a profiler whose counters are sampled every period (0: one
@@ -109,7 +186,7 @@ func New(period time.Duration) *Profiler {
 	if period <= 0 {
 		period = time.Second
 	}
-	return &Profiler{channels: map[string]*Channel{}, sampler: newSampler(period)}
+	return &Profiler{channels: map[string]*Channel{}, sampler: newSampler(period), paths: map[string]int{}}
 }
 
 // Open creates the named channel with cfg.
@@ -122,34 +199,143 @@ func (p *Profiler) Open(name string, cfg Config) (*Channel, error) {
 	if _, ok := p.channels[name]; ok {
 		return nil, fmt.Errorf("channel %q is already open", name)
 	}
-	// "{name}" in a path is the channel's name, so one default can give
-	// every channel its own file.
-	cfg.Path = strings.ReplaceAll(cfg.Path, "{name}", name)
-	h, err := p.newHandler(name, cfg)
+	st, err := p.newState(name, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open channel %q: %w", name, err)
 	}
-	c := &Channel{name: name, h: h, cfg: cfg}
-	_, c.null = h.(nullHandler)
-	c.spc, _ = h.(*spc)
+	c := &Channel{name: name, p: p}
+	c.store(st)
 	p.channels[name] = c
 	return c, nil
 }
 
+// Switch replaces the handler of an open channel while writers may be
+// calling LogTS (§5.1's online handler configuration, done live). Every
+// record goes to exactly one handler: a writer that is inside the old
+// handler finishes there, and its next call moves to the new one and
+// retires the old one, which is flushed and closed in the background. A
+// recording handler that would reuse a path already written in this run
+// writes to PATH.N instead, so nothing recorded is ever truncated.
+func (p *Profiler) Switch(name string, cfg Config) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return errors.New("profiler is closed")
+	}
+	c, ok := p.channels[name]
+	if !ok {
+		return fmt.Errorf("switch channel %q: not open", name)
+	}
+	next, err := p.newState(name, cfg)
+	if err != nil {
+		return fmt.Errorf("switch channel %q: %w", name, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for {
+		cur := c.load()
+		old, abandoned := cur, (*state)(nil)
+		if cur.next != nil { // a switch the writer has not picked up yet
+			old, abandoned = cur.prev, cur.next
+		}
+		if next.kind == kindNull && old.cfg.Handler == HandlerMPC {
+			// several writers: a Null through the call, so they do not
+			// all increment one cell (see LogTS)
+			next = &state{kind: kindOther, h: nullHandler{}, cfg: next.cfg, asked: next.asked}
+		}
+		install := next
+		if old.kind == kindOther {
+			install = &state{kind: kindOther, prev: old, next: next}
+		}
+		if !c.cas(cur, install) {
+			continue // the writer completed the pending switch meanwhile
+		}
+		if abandoned != nil {
+			p.retire(name, abandoned) // never written to
+		}
+		if old.kind != kindOther {
+			p.retire(name, old) // counters keep being sampled; Null has nothing
+		}
+		return nil
+	}
+}
+
+// nullHandler logs nothing (a Null shared by several writers).
+type nullHandler struct{}
+
+func (nullHandler) log(uint64)           {}
+func (nullHandler) logAt(uint64, uint64) {}
+func (nullHandler) close() error         { return nil }
+
+// retire closes a state's handler in the background; counters stay with
+// the sampler, so a writer's late increment still counts.
+func (p *Profiler) retire(name string, s *state) {
+	if s == nil || s.kind != kindOther || s.h == nil {
+		return
+	}
+	p.retiring.Add(1)
+	go func() {
+		defer p.retiring.Done()
+		if err := s.h.close(); err != nil {
+			p.errMu.Lock()
+			p.errs = append(p.errs, fmt.Errorf("close channel %q (switched away): %w", name, err))
+			p.errMu.Unlock()
+		}
+	}()
+}
+
+func (p *Profiler) newState(name string, cfg Config) (*state, error) {
+	// "{name}" in a path is the channel's name, so one default can give
+	// every channel its own file.
+	cfg.Path = strings.ReplaceAll(cfg.Path, "{name}", name)
+	asked := cfg
+	if cfg.Path != "" {
+		base := cfg.Path
+		if n := p.paths[base]; n > 0 {
+			cfg.Path = fmt.Sprintf("%s.%d", base, n)
+		}
+		defer func() { p.paths[base]++ }()
+	}
+	st := &state{cfg: cfg, asked: asked}
+	switch cfg.Handler {
+	case "", HandlerNull:
+		st.kind = kindNull
+		return st, validFormat(cfg)
+	case HandlerSPC:
+		if err := validFormat(cfg); err != nil {
+			return nil, err
+		}
+		st.kind = kindSPC
+		p.sampler.add(name, &st.spc)
+		return st, nil
+	}
+	h, err := p.newHandler(name, cfg)
+	if err != nil {
+		return nil, err
+	}
+	st.kind, st.h = kindOther, h
+	return st, nil
+}
+
+func validFormat(cfg Config) error {
+	if cfg.Format != "" && cfg.Format != FormatBinary && cfg.Format != FormatASCII {
+		return fmt.Errorf("format must be %q or %q, got %q", FormatBinary, FormatASCII, cfg.Format)
+	}
+	return nil
+}
+
 func (p *Profiler) newHandler(name string, cfg Config) (handler, error) {
+	if err := validFormat(cfg); err != nil {
+		return nil, err
+	}
 	if cfg.Format == "" {
 		cfg.Format = FormatBinary
 	}
-	if cfg.Format != FormatBinary && cfg.Format != FormatASCII {
-		return nil, fmt.Errorf("format must be %q or %q, got %q", FormatBinary, FormatASCII, cfg.Format)
-	}
 	switch cfg.Handler {
-	case "", HandlerNull:
-		return nullHandler{}, nil
-	case HandlerSPC:
-		return p.sampler.add(name, &spc{}), nil
 	case HandlerMPC:
-		return p.sampler.add(name, &mpc{}), nil
+		m := &mpc{}
+		p.sampler.add(name, m)
+		return m, nil
 	}
 	if cfg.Path == "" {
 		return nil, fmt.Errorf("handler %q needs a log file path", cfg.Handler)
@@ -201,15 +387,20 @@ func (p *Profiler) Close() error {
 	p.sampler.stop()
 	var errs []error
 	for _, c := range p.channels {
-		if err := c.h.close(); err != nil {
-			errs = append(errs, fmt.Errorf("close channel %q: %w", c.name, err))
+		s := c.load()
+		if s.next != nil { // a switch no writer picked up
+			p.retire(c.name, s.prev)
+			s = s.next
+		}
+		if s.kind == kindOther {
+			if err := s.h.close(); err != nil {
+				errs = append(errs, fmt.Errorf("close channel %q: %w", c.name, err))
+			}
 		}
 	}
+	p.retiring.Wait()
+	p.errMu.Lock()
+	errs = append(errs, p.errs...)
+	p.errMu.Unlock()
 	return errors.Join(errs...)
 }
-
-type nullHandler struct{}
-
-func (nullHandler) log(uint64)           {}
-func (nullHandler) logAt(uint64, uint64) {}
-func (nullHandler) close() error         { return nil }

@@ -10,3 +10,5 @@ type spcCell struct{ n atomic.Uint64 }
 
 func (c *spcCell) inc()         { c.n.Add(1) }
 func (c *spcCell) load() uint64 { return c.n.Load() }
+
+func (c *spcCell) total() uint64 { return c.load() }

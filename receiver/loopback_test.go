@@ -133,8 +133,8 @@ func TestSteadyStateDoesNotAllocate(t *testing.T) {
 }
 
 // TestProfiledRun instruments sender and receiver with buffered channels:
-// every tuple appears once in emit, deserialized and consumed, and its TSC
-// stamps are in that order (one host, one TSC).
+// every tuple appears once in emit, receive, deserialized and consumed, and
+// its TSC stamps are in that order (one host, one TSC).
 func TestProfiledRun(t *testing.T) {
 	dir := t.TempDir()
 	h, err := profiler.ParseHandlers([]byte("default: {handler: buffered, path: \""+filepath.Join(dir, "{name}.log")+"\", block_size: 4096}\n"), "test")
@@ -153,7 +153,7 @@ func TestProfiledRun(t *testing.T) {
 		t.Fatalf("run: complete=%v emitted=%d", rres.Complete, sres.Emitted)
 	}
 	stamps := map[string]map[uint64]uint64{}
-	for _, name := range []string{"emit.0", "emit.1", "deserialized.0", "consumed"} {
+	for _, name := range []string{"emit.0", "emit.1", "receive.0", "deserialized.0", "consumed"} {
 		f, err := os.Open(filepath.Join(dir, name+".log"))
 		if err != nil {
 			t.Fatal(err)
@@ -175,15 +175,15 @@ func TestProfiledRun(t *testing.T) {
 		}
 		f.Close()
 	}
-	for _, point := range []string{"emit", "deserialized", "consumed"} {
+	for _, point := range []string{"emit", "receive", "deserialized", "consumed"} {
 		if len(stamps[point]) != count {
 			t.Fatalf("%s logged %d tuples, want %d", point, len(stamps[point]), count)
 		}
 	}
 	for id, e := range stamps["emit"] {
-		d, c := stamps["deserialized"][id], stamps["consumed"][id]
-		if !(e <= d && d <= c) {
-			t.Fatalf("tuple %x: emit %d, deserialized %d, consumed %d out of order", id, e, d, c)
+		r, d, c := stamps["receive"][id], stamps["deserialized"][id], stamps["consumed"][id]
+		if !(e <= r && r <= d && d <= c) {
+			t.Fatalf("tuple %x: emit %d, receive %d, deserialized %d, consumed %d out of order", id, e, r, d, c)
 		}
 	}
 }

@@ -48,9 +48,11 @@ type Config struct {
 	// Logf reports malformed input (at most once per second) and progress
 	// notes. Nil: silent.
 	Logf func(format string, args ...any)
-	// Profile, if set, gets channels "deserialized.<lane>" (every tuple id
-	// once its bucket is decoded, on the lane's deserializer) and "consumed"
-	// (on the consumer), handlers from Handlers (Null when unlisted).
+	// Profile, if set, gets channels "receive.<lane>" (every tuple id,
+	// stamped when its message arrived, before decoding),
+	// "deserialized.<lane>" (every tuple id once its bucket is decoded, on
+	// the lane's deserializer) and "consumed" (on the consumer), handlers
+	// from Handlers (Null when unlisted, and switchable live).
 	Profile  *profiler.Profiler
 	Handlers *profiler.Handlers
 }
@@ -123,7 +125,8 @@ type lane struct {
 	cpu          int
 	err          error
 	lastMsg      atomic.Uint64     // TSC of the last message (written by the deserializer)
-	deserialized *profiler.Channel // nil: not profiled
+	receive      *profiler.Channel // nil: not profiled
+	deserialized *profiler.Channel
 }
 
 // New validates cfg, binds (or connects) the lanes' sockets and allocates
@@ -155,13 +158,14 @@ func New(cfg Config) (*Receiver, error) {
 			return nil, err
 		}
 		if cfg.Profile != nil {
-			ch, err := cfg.Profile.OpenNamed(fmt.Sprintf("deserialized.%d", i), cfg.Handlers)
-			if err != nil {
+			// Kept even when Null: a live switch may turn them on.
+			if l.receive, err = cfg.Profile.OpenNamed(fmt.Sprintf("receive.%d", i), cfg.Handlers); err != nil {
 				r.Close()
 				return nil, err
 			}
-			if !ch.Null() {
-				l.deserialized = ch
+			if l.deserialized, err = cfg.Profile.OpenNamed(fmt.Sprintf("deserialized.%d", i), cfg.Handlers); err != nil {
+				r.Close()
+				return nil, err
 			}
 		}
 		r.lanes = append(r.lanes, l)
@@ -175,13 +179,9 @@ func New(cfg Config) (*Receiver, error) {
 		}
 	}
 	if cfg.Profile != nil {
-		ch, err := cfg.Profile.OpenNamed("consumed", cfg.Handlers)
-		if err != nil {
+		if r.consumedCh, err = cfg.Profile.OpenNamed("consumed", cfg.Handlers); err != nil {
 			r.Close()
 			return nil, err
-		}
-		if !ch.Null() {
-			r.consumedCh = ch
 		}
 	}
 	return r, nil
@@ -311,9 +311,14 @@ func (l *lane) accept(b *objfactory.Bucket) bool {
 	if st.track(b.Header.Seq) {
 		return false
 	}
-	if l.deserialized != nil {
+	if ch := l.receive; ch != nil && !ch.Null() { // stamped when the message arrived
 		for i := range b.Tuples {
-			l.deserialized.LogTS(b.Tuples[i].ID)
+			ch.LogTSAt(b.Received, b.Tuples[i].ID)
+		}
+	}
+	if ch := l.deserialized; ch != nil && !ch.Null() {
+		for i := range b.Tuples {
+			ch.LogTS(b.Tuples[i].ID)
 		}
 	}
 	st.recvBuckets.Add(1)
@@ -363,6 +368,9 @@ func (r *Receiver) consume() {
 				continue
 			}
 			consumedCh := r.consumedCh
+			if consumedCh != nil && consumedCh.Null() {
+				consumedCh = nil // asked per bucket: the handler may be switched live
+			}
 			for i := range b.Tuples {
 				t := &b.Tuples[i]
 				if consumedCh != nil {

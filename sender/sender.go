@@ -225,13 +225,10 @@ func New(cfg Config) (*Sender, error) {
 			t.slots = (share + uint64(cfg.BucketSize) - 1) / uint64(cfg.BucketSize) // whole buckets
 		}
 		if cfg.Profile != nil {
-			ch, err := cfg.Profile.OpenNamed(fmt.Sprintf("emit.%d", i), cfg.Handlers)
-			if err != nil {
+			// Kept even when Null: a live switch may turn it on.
+			if t.emit, err = cfg.Profile.OpenNamed(fmt.Sprintf("emit.%d", i), cfg.Handlers); err != nil {
 				s.Close()
 				return nil, err
-			}
-			if !ch.Null() {
-				t.emit = ch
 			}
 		}
 		s.threads = append(s.threads, t)
@@ -547,7 +544,7 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 		}
 		switch err {
 		case nil:
-			if t.emit != nil { // stamped with the instant of the send
+			if t.emit != nil && !t.emit.Null() { // stamped with the instant of the send
 				first := wire.TupleID(t.stream, tupleSeq)
 				for i := uint64(0); i < bucket; i++ {
 					t.emit.LogTSAt(at, first+i)

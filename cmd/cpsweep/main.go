@@ -132,7 +132,7 @@ finished one.`,
 			return err
 		},
 	}
-	cmd.AddCommand(clockCommand(), logsCommand())
+	cmd.AddCommand(clockCommand(), logsCommand(), profilerCommand())
 	f := cmd.Flags()
 	f.StringArrayVar(&senders, "sender", nil, "sender agent control address host:port (repeat); none: local agents")
 	f.StringArrayVar(&receivers, "receiver", nil, "receiver agent control address host:port (repeat)")

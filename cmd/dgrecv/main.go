@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cloudprofiler-go/cp/internal/cli"
-	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sweep"
@@ -24,7 +23,7 @@ import (
 // exitIncomplete is the exit status of a run that ended with data missing.
 const exitIncomplete = 3
 
-const profileChannels = "deserialized.<lane>, consumed"
+const profileChannels = "receive.<lane>, deserialized.<lane>, consumed"
 
 func main() {
 	code := 0
@@ -37,7 +36,8 @@ func main() {
 
 func command(code *int) *cobra.Command {
 	var (
-		profileFile                        string
+		profileFile, profileToken          string
+		profileFollow                      time.Duration
 		bind, connect                      []string
 		schema, scenario, cpu, metricsAddr string
 		output, progress                   string
@@ -109,12 +109,12 @@ marker has been consumed (or --expect-streams have ended, or no data arrived for
 			if err != nil {
 				return err
 			}
-			prof, handlers, err := profiler.FromFile(profileFile)
+			prof, err := cli.OpenProfile("dgrecv", profileFile, profileToken, profileFollow)
 			if err != nil {
 				return err
 			}
 			defer prof.Close() // flushes every channel, also after a signal
-			r, err := receiver.New(receiver.Config{Profile: prof, Handlers: handlers,
+			r, err := receiver.New(receiver.Config{Profile: prof.Profiler, Handlers: prof.Handlers,
 				Endpoints: endpoints, Connect: len(connect) > 0, Schema: schema, RingCapacity: ring, MaxMessage: maxMessage,
 				HWM: hwm, IOThreads: ioThreads, Drain: drain, WorkPerTuple: work, ExpectStreams: expect, Settle: settle,
 				EndTimeout: endTimeout, Duration: duration, CPUs: cpus, Clock: clock,
@@ -125,7 +125,7 @@ marker has been consumed (or --expect-streams have ended, or no data arrived for
 			}
 			defer r.Close()
 			fmt.Fprintf(os.Stderr, "dgrecv: listening on %s\n", strings.Join(r.BoundEndpoints(), " "))
-			stopMetrics, err := cli.ServeMetricsFor("dgrecv", metricsAddr, r)
+			stopMetrics, err := cli.ServeMetricsFor("dgrecv", metricsAddr, prof.Collector(r))
 			if err != nil {
 				return err
 			}
@@ -169,7 +169,9 @@ marker has been consumed (or --expect-streams have ended, or no data arrived for
 	f.BoolVar(&jsonOut, "json", false, "print the result as JSON instead of text")
 	f.StringVarP(&output, "output", "o", "", "also write the JSON result to this file")
 	f.StringVar(&progress, "progress", "auto", "per-second progress on stderr: auto (on a terminal), always, never")
-	f.StringVar(&profileFile, "profile", "", "profile with the handlers of this YAML file (see README: channels "+profileChannels+")")
+	f.StringVar(&profileFile, "profile", "", "profile with the handlers of this YAML file or configuration server URL (see README: channels "+profileChannels+")")
+	f.DurationVar(&profileFollow, "profile-follow", 0, "re-read --profile this often and switch changed channels live (0: never)")
+	f.StringVar(&profileToken, "profile-token", "", "bearer token for a --profile server")
 	f.BoolVar(&agentMode, "agent", false, "run as a cpsweep agent: serve the control API on --metrics-addr; every trial binds the --bind endpoints")
 	f.StringVar(&token, "token", "", "agent: shared token the controller must send (required unless --metrics-addr is loopback)")
 	f.StringVar(&tokenFile, "token-file", "", "agent: read the token from this file")

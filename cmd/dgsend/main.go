@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cloudprofiler-go/cp/internal/cli"
-	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
 	"github.com/cloudprofiler-go/cp/sweep"
@@ -29,7 +28,8 @@ func main() {
 
 func command() *cobra.Command {
 	var (
-		profileFile                         string
+		profileFile, profileToken           string
+		profileFollow                       time.Duration
 		connect, bind                       []string
 		rate, scenario, overflow, idle, cpu string
 		shape                               string
@@ -108,12 +108,12 @@ send time) with the fraction of late slots.`,
 			if err != nil {
 				return err
 			}
-			prof, handlers, err := profiler.FromFile(profileFile)
+			prof, err := cli.OpenProfile("dgsend", profileFile, profileToken, profileFollow)
 			if err != nil {
 				return err
 			}
 			defer prof.Close() // flushes every channel, also after a signal
-			s, err := sender.New(sender.Config{Profile: prof, Handlers: handlers,
+			s, err := sender.New(sender.Config{Profile: prof.Profiler, Handlers: prof.Handlers,
 				Endpoints: endpoints, Bind: len(bind) > 0, SenderID: senderID, Threads: threads, Rate: r,
 				Duration: duration, Count: count, BucketSize: bucket, Scenario: sc, Shape: sh, Overflow: sender.Overflow(overflow),
 				Idle: sender.Idle(idle), CPUs: cpus, HWM: hwm, IOThreads: ioThreads, LateThreshold: lateThresh,
@@ -123,7 +123,7 @@ send time) with the fraction of late slots.`,
 				return err
 			}
 			defer s.Close()
-			stopMetrics, err := cli.ServeMetricsFor("dgsend", metricsAddr, s)
+			stopMetrics, err := cli.ServeMetricsFor("dgsend", metricsAddr, prof.Collector(s))
 			if err != nil {
 				return err
 			}
@@ -170,7 +170,9 @@ send time) with the fraction of late slots.`,
 	f.BoolVar(&jsonOut, "json", false, "print the result as JSON instead of text")
 	f.StringVarP(&output, "output", "o", "", "also write the JSON result to this file")
 	f.StringVar(&progress, "progress", "auto", "per-second progress on stderr: auto (on a terminal), always, never")
-	f.StringVar(&profileFile, "profile", "", "profile with the handlers of this YAML file (see README: channels "+profileChannels+")")
+	f.StringVar(&profileFile, "profile", "", "profile with the handlers of this YAML file or configuration server URL (see README: channels "+profileChannels+")")
+	f.DurationVar(&profileFollow, "profile-follow", 0, "re-read --profile this often and switch changed channels live (0: never)")
+	f.StringVar(&profileToken, "profile-token", "", "bearer token for a --profile server")
 	f.BoolVar(&agentMode, "agent", false, "run as a cpsweep agent: serve the control API on --metrics-addr and take trials from the controller")
 	f.StringVar(&token, "token", "", "agent: shared token the controller must send (required unless --metrics-addr is loopback)")
 	f.StringVar(&tokenFile, "token-file", "", "agent: read the token from this file")

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cloudprofiler-go/cp/internal/cli"
+	"github.com/cloudprofiler-go/cp/profiler"
+	"github.com/cloudprofiler-go/cp/sweep/agent"
+)
+
+func profilerCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "profiler",
+		Short: "Serve profiler handler configurations to instrumented processes",
+	}
+	cmd.AddCommand(profilerServeCommand())
+	return cmd
+}
+
+func profilerServeCommand() *cobra.Command {
+	var file, listen, token, tokenFile string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "A configuration server: processes open and switch channels from it",
+		Long: `Serves a handler configuration (the YAML of --profile) at
+http://LISTEN` + profiler.PathHandlers + `. Processes started with
+"--profile http://LISTEN` + profiler.PathHandlers + ` --profile-follow 1s" open their
+channels from it and switch any channel whose entry changes, live. Change it by
+editing --file, or with an HTTP PUT of new YAML (checked before it is stored;
+a broken configuration is refused, and clients keep their handlers).`,
+		Example: `  cpsweep profiler serve --file handlers.yaml --listen 0.0.0.0:9400 --token-file token
+  curl -X PUT -H "Authorization: Bearer $(cat token)" --data-binary @buffered.yaml \
+      http://cfg-host:9400` + profiler.PathHandlers,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SilenceUsage = true
+			tok, err := agent.ReadToken(token, tokenFile)
+			if err != nil {
+				return err
+			}
+			if err := agent.CheckBind(listen, tok); err != nil {
+				return err
+			}
+			if _, err := profiler.LoadHandlers(file); err != nil {
+				return err
+			}
+			addr, stop, err := cli.ServeMetrics(listen, cli.Collectors{}, map[string]http.Handler{profiler.PathHandlers: &profiler.ConfigServer{File: file, Token: tok}})
+			if err != nil {
+				return err
+			}
+			defer stop()
+			fmt.Fprintf(os.Stderr, "profiler configuration server ready: http://%s%s (from %s)\n", addr, profiler.PathHandlers, file)
+			sigs := make(chan os.Signal, 1)
+			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+			<-sigs
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&file, "file", "handlers.yaml", "the handler configuration (YAML) to serve; PUTs are written back to it")
+	f.StringVar(&listen, "listen", "127.0.0.1:9400", "HTTP address")
+	f.StringVar(&token, "token", "", "bearer token clients must send (required unless --listen is loopback)")
+	f.StringVar(&tokenFile, "token-file", "", "read the token from this file")
+	return cmd
+}
+

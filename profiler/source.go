@@ -1,0 +1,215 @@
+package profiler
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// A configuration source is a YAML file or the URL of a configuration
+// server (http:// or https://) that serves the same YAML: every process of
+// an experiment can follow one server, and a change there switches their
+// channels live (Follow).
+
+// PathHandlers is where a configuration server serves the handlers.
+const PathHandlers = "/v1/profiler/handlers"
+
+// FetchHandlers reads a handler configuration from a file or a server
+// (token: sent as a bearer token, may be empty). It also returns the raw
+// bytes, so a follower can tell whether anything changed.
+func FetchHandlers(ctx context.Context, source, token string) (*Handlers, []byte, error) {
+	var data []byte
+	if strings.HasPrefix(source, "http://") || strings.HasPrefix(source, "https://") {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, source, nil)
+		if err != nil {
+			return nil, nil, fmt.Errorf("handler configuration %s: %w", source, err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+		if err != nil {
+			return nil, nil, fmt.Errorf("handler configuration: %w", err)
+		}
+		defer resp.Body.Close()
+		data, err = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if err != nil {
+			return nil, nil, fmt.Errorf("handler configuration %s: %w", source, err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			return nil, nil, fmt.Errorf("handler configuration %s: %s: %s", source, resp.Status, bytes.TrimSpace(data))
+		}
+	} else {
+		var err error
+		if data, err = os.ReadFile(source); err != nil {
+			return nil, nil, fmt.Errorf("handler configuration: %w", err)
+		}
+	}
+	h, err := ParseHandlers(data, source)
+	return h, data, err
+}
+
+// FromSource is FromFile for a file or a configuration server; a nil
+// profiler and nil handlers when source is empty.
+func FromSource(ctx context.Context, source, token string) (*Profiler, *Handlers, error) {
+	if source == "" {
+		return nil, nil, nil
+	}
+	h, _, err := FetchHandlers(ctx, source, token)
+	if err != nil {
+		return nil, nil, err
+	}
+	return New(time.Second), h, nil
+}
+
+// Apply switches every open channel whose configuration in h differs from
+// its current one, and returns the names of those it switched. A channel
+// whose new configuration is refused keeps its handler; the errors are
+// joined.
+func (p *Profiler) Apply(h *Handlers) ([]string, error) {
+	p.mu.Lock()
+	names := make([]string, 0, len(p.channels))
+	for name := range p.channels {
+		names = append(names, name)
+	}
+	p.mu.Unlock()
+	sort.Strings(names)
+	var changed []string
+	var errs []error
+	for _, name := range names {
+		p.mu.Lock()
+		c := p.channels[name]
+		p.mu.Unlock()
+		want := h.For(name)
+		want.Path = strings.ReplaceAll(want.Path, "{name}", name)
+		if sameConfig(c.Config(), want) {
+			continue
+		}
+		if err := p.Switch(name, want); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		changed = append(changed, name)
+	}
+	return changed, errors.Join(errs...)
+}
+
+func sameConfig(a, b Config) bool {
+	norm := func(c Config) Config {
+		if c.Handler == "" {
+			c.Handler = HandlerNull
+		}
+		if c.Format == "" {
+			c.Format = FormatBinary
+		}
+		return c
+	}
+	return norm(a) == norm(b)
+}
+
+// Follow polls source every period until ctx ends and applies every change
+// of its content; report (may be nil) hears of each switch and error. A
+// source that cannot be read or parsed leaves every channel as it is.
+func (p *Profiler) Follow(ctx context.Context, source, token string, every time.Duration, report func(changed []string, err error)) {
+	if report == nil {
+		report = func([]string, error) {}
+	}
+	var last []byte
+	if _, data, err := FetchHandlers(ctx, source, token); err == nil {
+		last = data
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		h, data, err := FetchHandlers(ctx, source, token)
+		if err != nil {
+			if ctx.Err() == nil {
+				report(nil, err)
+			}
+			continue
+		}
+		if bytes.Equal(data, last) {
+			continue
+		}
+		last = data
+		changed, err := p.Apply(h)
+		report(changed, err)
+	}
+}
+
+// ConfigServer serves a handler configuration at PathHandlers: GET returns
+// it (YAML), PUT replaces it after checking it parses (and writes it back
+// to File when set). Processes follow it with Follow.
+type ConfigServer struct {
+	File  string // re-read on every GET, so editing it works too
+	Token string // required as a bearer token when set
+	mu    sync.Mutex
+	data  []byte // when File is empty
+}
+
+// ServeHTTP implements http.Handler.
+func (s *ConfigServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.Token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+s.Token)) != 1 {
+		http.Error(w, "missing or wrong token (send Authorization: Bearer TOKEN)", http.StatusUnauthorized)
+		return
+	}
+	if r.URL.Path != PathHandlers {
+		http.NotFound(w, r)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch r.Method {
+	case http.MethodGet:
+		data := s.data
+		if s.File != "" {
+			var err error
+			if data, err = os.ReadFile(s.File); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+		}
+		if _, err := ParseHandlers(data, s.File); err != nil {
+			// never hand out what clients would refuse anyway
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/yaml")
+		_, _ = w.Write(data)
+	case http.MethodPut:
+		data, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if _, err := ParseHandlers(data, "request"); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if s.File != "" {
+			if err := os.WriteFile(s.File, data, 0o644); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+		}
+		s.data = data
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		w.Header().Set("Allow", "GET, PUT")
+		http.Error(w, "GET or PUT", http.StatusMethodNotAllowed)
+	}
+}
