@@ -69,4 +69,3 @@ a broken configuration is refused, and clients keep their handlers).`,
 	f.StringVar(&tokenFile, "token-file", "", "read the token from this file")
 	return cmd
 }
-
