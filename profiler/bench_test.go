@@ -1,8 +1,11 @@
 package profiler
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 )
@@ -88,5 +91,80 @@ func BenchmarkBufferedSustained(b *testing.B) {
 	b.ReportMetric(float64(b.N)/elapsed.Seconds()/1e6, "Mevents/s")
 	if st, err := os.Stat(path); err == nil {
 		b.ReportMetric(float64(b.N)*16/float64(st.Size()), "compression-ratio")
+	}
+}
+
+// BenchmarkBufferedScaling runs 1, 2 and 4 writer threads, each with its
+// own buffered zstd channel and file (as in the paper's Fig. 13), logging
+// b.N events each, flush included: the total and per-thread rates show
+// where the cores (2 here) or the disk become the limit.
+func BenchmarkBufferedScaling(b *testing.B) {
+	for _, threads := range []int{1, 2, 4} {
+		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
+			dir := b.TempDir()
+			p := New(time.Hour)
+			chans := make([]*Channel, threads)
+			for i := range chans {
+				var err error
+				if chans[i], err = p.Open(fmt.Sprintf("t%d", i), Config{Handler: HandlerBuffered, Path: filepath.Join(dir, fmt.Sprintf("t%d.log", i))}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			start := time.Now()
+			var wg sync.WaitGroup
+			for _, ch := range chans {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					runtime.LockOSThread()
+					for i := 0; i < b.N; i++ {
+						ch.LogTS(uint64(i))
+					}
+				}()
+			}
+			wg.Wait()
+			if err := p.Close(); err != nil {
+				b.Fatal(err)
+			}
+			elapsed := time.Since(start)
+			b.StopTimer()
+			var bytes int64
+			for i := range chans {
+				if st, err := os.Stat(filepath.Join(dir, fmt.Sprintf("t%d.log", i))); err == nil {
+					bytes += st.Size()
+				}
+			}
+			total := float64(b.N*threads) / elapsed.Seconds()
+			b.ReportMetric(total/1e6, "Mevents/s")
+			b.ReportMetric(total/float64(threads)/1e6, "Mevents/s/thread")
+			b.ReportMetric(float64(b.N*threads)*16/float64(bytes), "compression-ratio")
+		})
+	}
+}
+
+// BenchmarkReTEnd is the return-trip end's cost on the calling thread: a
+// log record and a UDP datagram per acknowledged tuple (x of every y).
+func BenchmarkReTEnd(b *testing.B) {
+	for _, y := range []uint64{1, 100} {
+		b.Run(fmt.Sprintf("ack=1of%d", y), func(b *testing.B) {
+			dir := b.TempDir()
+			p := New(time.Hour)
+			if _, err := p.Open("s", Config{Handler: HandlerReTStart, Path: filepath.Join(dir, "s.log"), Listen: "127.0.0.1:0"}); err != nil {
+				b.Fatal(err)
+			}
+			_, addr := p.ReT("s")
+			ch, err := p.Open("e", Config{Handler: HandlerReTEnd, Path: filepath.Join(dir, "e.log"), Peer: addr, X: 1, Y: y})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				ch.LogTS(uint64(i))
+			}
+			b.StopTimer()
+			_ = p.Close()
+		})
 	}
 }

@@ -103,14 +103,19 @@ func (e *blockEncoder) encode(dst []byte, recs []Record) []byte {
 	if e.zenc != nil {
 		codec, payload = CodecZstd, e.zenc.EncodeAll(e.raw, nil)
 	}
-	var h [blockHeader]byte
-	copy(h[:], blockMagic[:])
+	// The header is built in place in dst: a local array would escape
+	// through crc32 and cost an allocation per block (per record for the
+	// identity handler).
+	start := len(dst)
+	dst = append(dst, make([]byte, blockHeader)...)
+	h := dst[start : start+blockHeader]
+	copy(h, blockMagic[:])
 	h[4], h[5] = blockVersion, codec
 	binary.LittleEndian.PutUint32(h[8:], uint32(len(recs)))
 	binary.LittleEndian.PutUint32(h[12:], uint32(len(payload)))
 	binary.LittleEndian.PutUint32(h[16:], crc32.Checksum(payload, crcTable))
 	binary.LittleEndian.PutUint32(h[20:], crc32.Checksum(h[:20], crcTable))
-	return append(append(dst, h[:]...), payload...)
+	return append(dst, payload...)
 }
 
 // Corruption describes damaged bytes the reader skipped.

@@ -16,7 +16,9 @@ type mpc struct{ n atomic.Uint64 }
 func (m *mpc) log(uint64)           { m.n.Add(1) }
 func (m *mpc) logAt(uint64, uint64) { m.n.Add(1) }
 func (m *mpc) close() error         { return nil }
-func (m *mpc) total() uint64        { return m.n.Load() }
+
+func (m *mpc) logRangeAt(_, _, n uint64) { m.n.Add(n) }
+func (m *mpc) total() uint64             { return m.n.Load() }
 
 type counter interface {
 	total() uint64

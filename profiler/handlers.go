@@ -157,6 +157,15 @@ func (b *buffered) put(r Record) {
 	}
 }
 
+func (b *buffered) logRangeAt(t, first, n uint64) {
+	for i := uint64(0); i < n; i++ {
+		b.block[b.n] = Record{TSC: t, ID: first + i}
+		if b.n++; b.n == len(b.block) {
+			b.handoff()
+		}
+	}
+}
+
 func (b *buffered) handoff() {
 	b.s.jobs <- job{seq: b.seq, recs: b.block[:b.n]}
 	b.seq++

@@ -49,6 +49,9 @@ type Config struct {
 	BlockSize int    `yaml:"block_size,omitempty" json:"block_size,omitempty"` // buffered: records per block (default 1 M)
 	Workers   int    `yaml:"workers,omitempty" json:"workers,omitempty"`       // buffered: compression workers (default 1)
 	Codec     string `yaml:"codec,omitempty" json:"codec,omitempty"`           // buffered: zstd (default) or none
+	Listen    string `yaml:"listen,omitempty" json:"listen,omitempty"`         // ret-start: UDP address for acknowledgements
+	AckPath   string `yaml:"ack_path,omitempty" json:"ack_path,omitempty"`     // ret-start: ack log (default path + ".ack")
+	Peer      string `yaml:"peer,omitempty" json:"peer,omitempty"`             // ret-end: the ret-start's UDP address
 }
 
 // handler is what a channel calls. Implementations are in this package.
@@ -96,6 +99,39 @@ type Channel struct {
 
 // LogTS and LogTSAt are in logts_norace.go (and logts_race.go for
 // race-detector builds).
+
+// LogRangeAt logs the n consecutive ids first, first+1, ... with one TSC
+// value (e.g. a bucket of tuples sent at once): one call instead of n. A
+// counter counts n calls.
+func (c *Channel) LogRangeAt(tsc, first, n uint64) {
+	s := c.load()
+	switch s.kind {
+	case kindNull:
+		return
+	case kindSPC:
+		s.spc.add(n)
+		return
+	}
+	if s.next != nil {
+		if s = c.complete(s); s.kind != kindOther {
+			c.LogRangeAt(tsc, first, n)
+			return
+		}
+	}
+	if r, ok := s.h.(rangeLogger); ok {
+		r.logRangeAt(tsc, first, n)
+		return
+	}
+	for i := uint64(0); i < n; i++ {
+		s.h.logAt(tsc, first+i)
+	}
+}
+
+// rangeLogger is a handler that logs a run of consecutive ids faster than
+// one call each.
+type rangeLogger interface {
+	logRangeAt(tsc, first, n uint64)
+}
 
 func (c *Channel) load() *state { return (*state)(atomic.LoadPointer(&c.st)) }
 
@@ -178,6 +214,9 @@ type Profiler struct {
 	retiring sync.WaitGroup
 	errMu    sync.Mutex
 	errs     []error
+	// return-trip listeners by address, shared by ret-start channels
+	retMu        sync.Mutex
+	retListeners map[string]*retListener
 }
 
 // New returns a profiler whose counters are sampled every period (0: one
@@ -365,8 +404,12 @@ func (p *Profiler) newHandler(name string, cfg Config) (handler, error) {
 		return &xoy{x: cfg.X, y: cfg.Y, out: b}, nil
 	case HandlerFirstLast:
 		return newFirstLast(cfg)
+	case HandlerReTStart:
+		return p.newReTStart(cfg)
+	case HandlerReTEnd:
+		return newReTEnd(cfg)
 	}
-	return nil, fmt.Errorf("unknown handler %q (null, identity, buffered, spc, mpc, downsample, xoy, firstlast)", cfg.Handler)
+	return nil, fmt.Errorf("unknown handler %q (null, identity, buffered, spc, mpc, downsample, xoy, firstlast, ret-start, ret-end)", cfg.Handler)
 }
 
 // Counts returns the periods sampled so far for a counter channel.

@@ -15,3 +15,5 @@ func (c *spcCell) inc()         { c.n++ }
 func (c *spcCell) load() uint64 { return atomic.LoadUint64(&c.n) }
 
 func (c *spcCell) total() uint64 { return c.load() }
+
+func (c *spcCell) add(n uint64) { c.n += n }

@@ -12,3 +12,5 @@ func (c *spcCell) inc()         { c.n.Add(1) }
 func (c *spcCell) load() uint64 { return c.n.Load() }
 
 func (c *spcCell) total() uint64 { return c.load() }
+
+func (c *spcCell) add(n uint64) { c.n.Add(n) }

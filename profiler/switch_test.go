@@ -161,3 +161,46 @@ func TestSwitchErrors(t *testing.T) {
 		t.Fatalf("after refused switches the handler is %q", got)
 	}
 }
+
+// TestLogRangeAt: a run of ids logs like one LogTSAt per id, by handler.
+func TestLogRangeAt(t *testing.T) {
+	dir := t.TempDir()
+	p := New(time.Hour)
+	buf, _ := p.Open("b", Config{Handler: HandlerBuffered, Path: filepath.Join(dir, "b.log"), BlockSize: 7})
+	xy, _ := p.Open("x", Config{Handler: HandlerXoY, X: 1, Y: 10, Path: filepath.Join(dir, "x.log")})
+	spc, _ := p.Open("s", Config{Handler: HandlerSPC})
+	mpc, _ := p.Open("m", Config{Handler: HandlerMPC})
+	null, _ := p.Open("n", Config{})
+	for _, c := range []*Channel{buf, xy, spc, mpc, null} {
+		c.LogRangeAt(100, 1000, 50)
+		c.LogRangeAt(200, 1050, 50)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recs := readAll(t, filepath.Join(dir, "b.log"))
+	if len(recs) != 100 {
+		t.Fatalf("buffered: %d records", len(recs))
+	}
+	for i, r := range recs {
+		want := uint64(100)
+		if i >= 50 {
+			want = 200
+		}
+		if r.ID != 1000+uint64(i) || r.TSC != want {
+			t.Fatalf("record %d: %+v", i, r)
+		}
+	}
+	if x := readAll(t, filepath.Join(dir, "x.log")); len(x) != 10 || x[0].ID != 1000 || x[9].ID != 1090 {
+		t.Fatalf("xoy kept %+v", x)
+	}
+	for _, name := range []string{"s", "m"} {
+		var sum uint64
+		for _, c := range p.Counts(name) {
+			sum += c
+		}
+		if sum != 100 {
+			t.Fatalf("%s counted %d, want 100", name, sum)
+		}
+	}
+}

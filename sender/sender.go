@@ -545,10 +545,7 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 		switch err {
 		case nil:
 			if t.emit != nil && !t.emit.Null() { // stamped with the instant of the send
-				first := wire.TupleID(t.stream, tupleSeq)
-				for i := uint64(0); i < bucket; i++ {
-					t.emit.LogTSAt(at, first+i)
-				}
+				t.emit.LogRangeAt(at, wire.TupleID(t.stream, tupleSeq), bucket)
 			}
 			seq++
 			tupleSeq += bucket

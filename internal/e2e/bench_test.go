@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -251,4 +252,49 @@ func TestBenchSweepCapacity(t *testing.T) {
 	t.Logf("CAPACITY consumer at 10 us/tuple: measured C = %.1fk tuples/s (unpaced); sweep answer [%.1fk, %.1fk) in %d trials: brackets C within 3%%: %s",
 		c/1e3, res.LastPass/1e3, res.FirstFail/1e3, len(res.Trials), verdict(ok))
 	record(t, "sweep_capacity", map[string]any{"capacity": c, "last_pass": res.LastPass, "first_fail": res.FirstFail, "trials": len(res.Trials)})
+}
+
+// TestBenchProfilerOverhead: the data path's throughput with the profiler
+// at Null, periodic counters (SPC) and buffered identity (zstd) on every
+// standard channel (emit.<thread>, receive.<lane>, deserialized.<lane>,
+// consumed), and for comparison uncompressed buffered and XoY sampling 1 in
+// 100, in one run with the configurations interleaved per repeat:
+// an unpaced sender of 5 M 100-byte tuples in buckets of 100 into a
+// decoding receiver, whose consume rate is the figure (the paper's Table 4:
+// 2.2% average overhead).
+func TestBenchProfilerOverhead(t *testing.T) {
+	benchOnly(t)
+	dir := t.TempDir()
+	configs := []struct{ name, yaml string }{
+		{"null", "default: {handler: null}\n"},
+		{"counters", "default: {handler: spc}\n"},
+		{"buffered", fmt.Sprintf("default: {handler: buffered, path: '%s'}\n", filepath.Join(dir, "{name}.log"))},
+		{"buffered-uncompressed", fmt.Sprintf("default: {handler: buffered, codec: none, path: '%s'}\n", filepath.Join(dir, "{name}.raw"))},
+		{"xoy-1of100", fmt.Sprintf("default: {handler: xoy, x: 1, y: 100, path: '%s'}\n", filepath.Join(dir, "{name}.xoy"))},
+	}
+	rates := map[string][]float64{}
+	for rep := 0; rep < repeats(); rep++ {
+		for _, c := range configs {
+			file := filepath.Join(dir, c.name+".yaml")
+			if err := os.WriteFile(file, []byte(c.yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			pr := &Pair{Bin: binDir, RecvArgs: []string{"--schema", "synthetic", "--expect-streams", "1", "--profile", file},
+				SendArgs: sendArgs("--rate", "0", "--bucket", "100", "--count", "5000000", "--duration", "0", "--profile", file)}
+			pr.Run(t)
+			if !pr.Recv.Complete || pr.Recv.Consumed != 5_000_000 {
+				t.Fatalf("%s: incomplete run: %+v", c.name, pr.Recv)
+			}
+			rates[c.name] = append(rates[c.name], pr.Recv.Rate)
+			t.Logf("profiler %s rep %d: consume rate %.3fM tuples/s, emission %.3fM", c.name, rep, pr.Recv.Rate/1e6, pr.Send.AchievedRate/1e6)
+		}
+	}
+	base := median(rates["null"])
+	out := map[string]any{"null_median": base}
+	for _, c := range configs {
+		m := median(rates[c.name])
+		t.Logf("OVERHEAD profiler=%s: consume rate median %.3fM tuples/s [%s], %.1f%% below Null", c.name, m/1e6, fmtRates(rates[c.name]), 100*(1-m/base))
+		out[c.name+"_median"], out[c.name] = m, rates[c.name]
+	}
+	record(t, "profiler_overhead", out)
 }

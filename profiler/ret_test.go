@@ -1,0 +1,87 @@
+package profiler
+
+import (
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestReturnTrip runs ReT-Start and ReT-End in one process over loopback
+// UDP: every start and end is logged, every sampled end is acknowledged and
+// its ack logged on the start's clock after the start, and foreign packets
+// are counted, not logged.
+func TestReturnTrip(t *testing.T) {
+	dir := t.TempDir()
+	p := New(time.Hour)
+	start, err := p.Open("emit", Config{Handler: HandlerReTStart, Path: filepath.Join(dir, "emit.log"), Listen: "127.0.0.1:0", BlockSize: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, addr := p.ReT("emit")
+	if addr == "" {
+		t.Fatal("no listener address for the ret-start channel")
+	}
+	end, err := p.Open("consumed", Config{Handler: HandlerReTEnd, Path: filepath.Join(dir, "consumed.log"), Peer: addr, X: 1, Y: 2, BlockSize: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	junk, _ := net.Dial("udp", addr)
+	_, _ = junk.Write([]byte("hello"))
+	junk.Close()
+	const n = 2000
+	for id := uint64(0); id < n; id++ {
+		start.LogTS(id)
+		end.LogTS(id)
+		if id%100 == 99 {
+			time.Sleep(time.Millisecond) // let the listener keep up: this is a test of bookkeeping, not of UDP
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if st, _ := p.ReT("emit"); st.AcksReceived == n/2 && st.AcksMalformed == 1 {
+			break
+		}
+	}
+	st, _ := p.ReT("emit")
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st.AcksReceived != n/2 || st.AcksMalformed != 1 {
+		t.Fatalf("acks: %+v, want %d received and 1 malformed", st, n/2)
+	}
+	starts := readAll(t, filepath.Join(dir, "emit.log"))
+	ends := readAll(t, filepath.Join(dir, "consumed.log"))
+	acks := readAll(t, filepath.Join(dir, "emit.log.ack"))
+	if len(starts) != n || len(ends) != n || len(acks) != n/2 {
+		t.Fatalf("logged %d starts, %d ends, %d acks", len(starts), len(ends), len(acks))
+	}
+	at := map[uint64]uint64{}
+	for _, r := range starts {
+		at[r.ID] = r.TSC
+	}
+	for _, a := range acks {
+		if a.ID%2 != 0 {
+			t.Fatalf("id %d acknowledged but not sampled (x=1, y=2)", a.ID)
+		}
+		if a.TSC < at[a.ID] {
+			t.Fatalf("id %d: ack at %d before its start at %d", a.ID, a.TSC, at[a.ID])
+		}
+	}
+	for _, bad := range []Config{{Handler: HandlerReTStart, Path: filepath.Join(dir, "x")}, {Handler: HandlerReTEnd, Path: filepath.Join(dir, "y")},
+		{Handler: HandlerReTEnd, Path: filepath.Join(dir, "z"), Peer: addr, X: 3, Y: 2}} {
+		if _, err := New(time.Hour).Open("c", bad); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+}
+
+func FuzzDecodeAck(f *testing.F) {
+	f.Add(encodeAck(nil, 42))
+	f.Add([]byte("CPRA"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		id, err := decodeAck(b)
+		if err == nil && string(encodeAck(nil, id)[:5]) != string(b[:5]) {
+			t.Fatalf("accepted %x", b)
+		}
+	})
+}
