@@ -22,6 +22,9 @@ import (
 type Handlers struct {
 	Default  Config            `yaml:"default"`
 	Channels map[string]Config `yaml:"channels"`
+	// Counters, if set, is where the periodic counters' series are written
+	// (JSON) when the profiler closes ({pid} is the process id).
+	Counters string `yaml:"counters,omitempty"`
 }
 
 // For returns the configuration of a channel (the default if it is not
@@ -73,5 +76,7 @@ func FromFile(path string) (*Profiler, *Handlers, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return New(time.Second), h, nil
+	p := New(time.Second)
+	p.CountersPath = h.Counters
+	return p, h, nil
 }

@@ -1,6 +1,9 @@
 package profiler
 
 import (
+	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,12 +17,14 @@ default: {handler: spc}
 channels:
   receive: {handler: buffered, path: ` + filepath.Join(dir, "r.log") + `, block_size: 8}
   emit: {handler: null}
+counters: ` + filepath.Join(dir, "counters-{pid}.json") + `
 `
 	h, err := ParseHandlers([]byte(yml), "test.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := New(time.Hour)
+	p.CountersPath = h.Counters
 	r, err := p.OpenNamed("receive", h)
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +44,11 @@ channels:
 	}
 	if c := p.Counts("consume"); len(c) != 1 || c[0] != 20 {
 		t.Fatalf("consume (default spc) counted %v", c)
+	}
+	var cl CounterLog
+	b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("counters-%d.json", os.Getpid())))
+	if err != nil || json.Unmarshal(b, &cl) != nil || len(cl.Channels["consume"]) != 1 || cl.Channels["consume"][0] != 20 || cl.PeriodNs != int64(time.Hour) {
+		t.Fatalf("counter log: %v %s", err, b)
 	}
 	if !e.Null() {
 		t.Fatal("emit should be null")

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cloudprofiler-go/cp/tsc"
 )
 
 // The single-writer periodic counter (SPC) is a channel state's spcCell:
@@ -29,11 +31,14 @@ type counter interface {
 // so each channel's periods add up to its total.
 type sampler struct {
 	period time.Duration
-	mu     sync.Mutex
-	chans  map[string]*series
-	quit   chan struct{}
-	done   chan struct{}
-	once   sync.Once
+	// when sampling started, on the wall clock and the TSC
+	started    time.Time
+	startedTSC uint64
+	mu         sync.Mutex
+	chans      map[string]*series
+	quit       chan struct{}
+	done       chan struct{}
+	once       sync.Once
 }
 
 // series is one channel's counter across switches: every generation keeps
@@ -54,7 +59,8 @@ func (s *series) total() uint64 {
 }
 
 func newSampler(period time.Duration) *sampler {
-	s := &sampler{period: period, chans: map[string]*series{}, quit: make(chan struct{}), done: make(chan struct{})}
+	s := &sampler{period: period, chans: map[string]*series{}, quit: make(chan struct{}), done: make(chan struct{}),
+		started: time.Now().UTC(), startedTSC: tsc.Read()}
 	go s.run()
 	return s
 }
@@ -105,4 +111,25 @@ func (s *sampler) series(name string) []uint64 {
 
 func (s *sampler) stop() {
 	s.once.Do(func() { close(s.quit); <-s.done })
+}
+
+// CounterLog is the file a profiler writes its counters' series to on
+// Close (Profiler.CountersPath): every counter channel's count per period,
+// all periods sampled at the same instants from Started on.
+type CounterLog struct {
+	FormatVersion int                 `json:"format_version"`
+	Started       time.Time           `json:"started"`
+	StartedTSC    uint64              `json:"started_tsc"`
+	PeriodNs      int64               `json:"period_ns"`
+	Channels      map[string][]uint64 `json:"channels"`
+}
+
+func (s *sampler) log() CounterLog {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := CounterLog{FormatVersion: 1, Started: s.started, StartedTSC: s.startedTSC, PeriodNs: s.period.Nanoseconds(), Channels: map[string][]uint64{}}
+	for name, ser := range s.chans {
+		out.Channels[name] = append([]uint64(nil), ser.periods...)
+	}
+	return out
 }

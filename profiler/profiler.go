@@ -11,8 +11,11 @@
 package profiler
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -206,6 +209,10 @@ func (c *Channel) Config() Config {
 // Profiler owns the channels of a process and the sampler of the periodic
 // counters.
 type Profiler struct {
+	// CountersPath, if set before Close, is where Close writes the
+	// counters' series (a CounterLog as JSON; {pid} is the process id).
+	CountersPath string
+
 	mu       sync.Mutex
 	channels map[string]*Channel
 	sampler  *sampler
@@ -442,8 +449,24 @@ func (p *Profiler) Close() error {
 		}
 	}
 	p.retiring.Wait()
+	if p.CountersPath != "" {
+		if err := writeCounterLog(strings.ReplaceAll(p.CountersPath, "{pid}", strconv.Itoa(os.Getpid())), p.sampler.log()); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	p.errMu.Lock()
 	errs = append(errs, p.errs...)
 	p.errMu.Unlock()
 	return errors.Join(errs...)
+}
+
+func writeCounterLog(path string, l CounterLog) error {
+	b, err := json.MarshalIndent(l, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write counters: %w", err)
+	}
+	return nil
 }

@@ -68,7 +68,9 @@ func FromSource(ctx context.Context, source, token string) (*Profiler, *Handlers
 	if err != nil {
 		return nil, nil, err
 	}
-	return New(time.Second), h, nil
+	p := New(time.Second)
+	p.CountersPath = h.Counters
+	return p, h, nil
 }
 
 // Apply switches every open channel whose configuration in h differs from

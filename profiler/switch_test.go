@@ -1,6 +1,7 @@
 package profiler
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -203,4 +204,34 @@ func TestLogRangeAt(t *testing.T) {
 			t.Fatalf("%s counted %d, want 100", name, sum)
 		}
 	}
+}
+
+// A running process turns a channel from Null into a log and back without
+// restarting: the writer never stops.
+func ExampleProfiler_Switch() {
+	dir, _ := os.MkdirTemp("", "cp-example")
+	defer os.RemoveAll(dir)
+	p := New(time.Second)
+	recv, _ := p.Open("receive", Config{Handler: HandlerNull})
+	for id := uint64(0); id < 100; id++ {
+		if id == 40 {
+			_ = p.Switch("receive", Config{Handler: HandlerBuffered, Path: filepath.Join(dir, "receive.log")})
+		}
+		if id == 60 {
+			_ = p.Switch("receive", Config{Handler: HandlerNull})
+		}
+		recv.LogTS(id)
+	}
+	_ = p.Close()
+	f, _ := os.Open(filepath.Join(dir, "receive.log"))
+	defer f.Close()
+	var logged []uint64
+	_, _ = ReadBlocks(f, func(recs []Record) error {
+		for _, r := range recs {
+			logged = append(logged, r.ID)
+		}
+		return nil
+	})
+	fmt.Println(len(logged), "ids logged, from", logged[0], "to", logged[len(logged)-1])
+	// Output: 20 ids logged, from 40 to 59
 }
