@@ -13,15 +13,17 @@ import (
 //	POST /v1/trial       start a trial: SenderTrial or ReceiverTrial -> TrialStatus
 //	GET  /v1/trial       TrialStatus of the current (or last) trial
 //	POST /v1/trial/stop  stop the current trial (it still reports) -> TrialStatus
+//	GET  /v1/trial/profile  the last profiled trial's logs (a tar of its files)
 //
 // With a token set, every /v1 request needs "Authorization: Bearer TOKEN";
 // errors are {"error": "..."} with a 4xx/5xx status.
 
 // API paths.
 const (
-	PathInfo  = "/v1/info"
-	PathTrial = "/v1/trial"
-	PathStop  = "/v1/trial/stop"
+	PathInfo    = "/v1/info"
+	PathTrial   = "/v1/trial"
+	PathStop    = "/v1/trial/stop"
+	PathProfile = "/v1/trial/profile"
 )
 
 // Roles of agents.
@@ -70,6 +72,10 @@ type SenderTrial struct {
 	Idle          string        `json:"idle"`
 	LateThreshold time.Duration `json:"late_threshold_ns,omitempty"`
 	HWM           int           `json:"hwm,omitempty"`
+	// Profile, if set, is a handler configuration (the YAML of --profile)
+	// for this trial; the agent keeps only the base names of its paths and
+	// writes the logs into a directory of its own (GET PathProfile).
+	Profile string `json:"profile,omitempty"`
 }
 
 // ReceiverTrial configures a receiver agent for one trial (its endpoints are
@@ -83,6 +89,7 @@ type ReceiverTrial struct {
 	Ring          int           `json:"ring,omitempty"`
 	HWM           int           `json:"hwm,omitempty"`
 	Duration      time.Duration `json:"duration_ns,omitempty"` // hard limit
+	Profile       string        `json:"profile,omitempty"`     // see SenderTrial
 }
 
 // TrialStatus is an agent's view of its current or last trial.

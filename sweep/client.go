@@ -1,12 +1,15 @@
 package sweep
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -87,4 +90,57 @@ func (c *Client) Status(ctx context.Context) (TrialStatus, error) {
 func (c *Client) Stop(ctx context.Context) (TrialStatus, error) {
 	var st TrialStatus
 	return st, c.do(ctx, http.MethodPost, PathStop, nil, &st)
+}
+
+// FetchProfile downloads the agent's last profiled trial's logs into dir
+// (created if needed) and returns the files written. Only plain file names
+// are accepted from the archive.
+func (c *Client) FetchProfile(ctx context.Context, dir string) ([]string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.Addr+PathProfile, nil)
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: %w", c.Addr, err)
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	resp, err := (&http.Client{Timeout: 10 * time.Minute}).Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("agent %s unreachable: %w", c.Addr, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return nil, fmt.Errorf("agent %s: profile: HTTP %d: %s", c.Addr, resp.StatusCode, bytes.TrimSpace(data))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var files []string
+	tr := tar.NewReader(resp.Body)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return files, nil
+		}
+		if err != nil {
+			return files, fmt.Errorf("agent %s: profile archive: %w", c.Addr, err)
+		}
+		name := filepath.Base(h.Name)
+		if h.Typeflag != tar.TypeReg || name != h.Name || name == "." || name == ".." {
+			return files, fmt.Errorf("agent %s: profile archive holds %q: not a plain file name", c.Addr, h.Name)
+		}
+		path := filepath.Join(dir, name)
+		f, err := os.Create(path)
+		if err != nil {
+			return files, err
+		}
+		_, err = io.Copy(f, tr)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return files, fmt.Errorf("agent %s: profile %s: %w", c.Addr, name, err)
+		}
+		files = append(files, path)
+	}
 }

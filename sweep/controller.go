@@ -48,6 +48,9 @@ type Controller struct {
 	Plan      TrialPlan
 	// Progress, if set, is told what a trial is doing.
 	Progress func(format string, args ...any)
+	// TrialProfile, if set, profiles the trials started from now on with
+	// this handler configuration (YAML) on every agent.
+	TrialProfile string
 
 	endpoints []string // receivers' data endpoints, resolved
 	expect    []int    // streams each receiver should see
@@ -166,7 +169,7 @@ func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string)
 	}
 	for i, r := range c.Receivers {
 		cfg := ReceiverTrial{Schema: p.Schema, Drain: p.Drain, WorkPerTuple: p.WorkPerTuple, Ring: p.Ring, EndTimeout: p.EndTimeout,
-			Duration: deadline - 5*time.Second}
+			Duration: deadline - 5*time.Second, Profile: c.TrialProfile}
 		if c.expect != nil {
 			cfg.ExpectStreams = c.expect[i]
 		}
@@ -194,7 +197,8 @@ func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string)
 			eps[k] = targets[(i*p.Threads+k)%len(targets)]
 		}
 		cfg := SenderTrial{Endpoints: eps, SenderID: uint8(i), Threads: p.Threads, Rate: rate * float64(p.Threads) / float64(totalThreads),
-			Duration: total, Warmup: p.Warmup, StartAt: startAt, BucketSize: p.BucketSize, Scenario: p.Scenario, Shape: p.Shape, Overflow: p.Overflow, Idle: p.Idle}
+			Duration: total, Warmup: p.Warmup, StartAt: startAt, BucketSize: p.BucketSize, Scenario: p.Scenario, Shape: p.Shape, Overflow: p.Overflow, Idle: p.Idle,
+			Profile: c.TrialProfile}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -297,4 +301,17 @@ func (c *Controller) AgentsSummary() string {
 		r = append(r, a.Addr)
 	}
 	return fmt.Sprintf("senders %s -> receivers %s (data %s)", strings.Join(s, ","), strings.Join(r, ","), strings.Join(c.endpoints, ","))
+}
+
+// NodeNames names the agents as the run directory does: receiver0, ...,
+// sender0, ... (the TSC relation and the collected profiles use them).
+func (c *Controller) NodeNames() map[string]*Client {
+	out := map[string]*Client{}
+	for i, r := range c.Receivers {
+		out[fmt.Sprintf("receiver%d", i)] = r
+	}
+	for i, s := range c.Senders {
+		out[fmt.Sprintf("sender%d", i)] = s
+	}
+	return out
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -49,7 +51,13 @@ type Session struct {
 	// relation.json, with the first receiver as the reference.
 	Clock      bool
 	ClockCount int
-	report     Report
+	// Profile, if set, is a handler configuration (YAML): after the search,
+	// one more trial runs at ProfileAt × the highest passing rate with it on
+	// every agent, and each agent's logs are collected into
+	// profiles/<node>/.
+	Profile   string
+	ProfileAt float64
+	report    Report
 }
 
 // Execute prepares the agents, runs the search and writes the run
@@ -111,6 +119,9 @@ func (s *Session) Execute(ctx context.Context) (*Report, error) {
 		res = partial
 	}
 	interrupted := ctx.Err() != nil
+	if s.Profile != "" && !interrupted && res.LastPass > 0 {
+		s.profiledTrial(ctx, res, run)
+	}
 	if before != nil && !interrupted {
 		if after, perr := s.probeClocks(context.WithoutCancel(ctx)); perr != nil {
 			s.logf("TSC probing after the sweep: %v\n", perr)
@@ -129,6 +140,39 @@ func (s *Session) Execute(ctx context.Context) (*Report, error) {
 	}
 	s.save(res, interrupted)
 	return &s.report, nil
+}
+
+// profiledTrial runs the profiled trial and collects every agent's logs.
+// A failure is reported and leaves the sweep's result as it is.
+func (s *Session) profiledTrial(ctx context.Context, res *Result, run func(context.Context, float64, string) (Trial, error)) {
+	at := s.ProfileAt
+	if at <= 0 {
+		at = 0.9
+	}
+	rate := res.LastPass * at
+	s.logf("profiled trial at %s (%.0f%% of the highest passing rate)\n", cli.HumanRate(rate), 100*at)
+	s.Ctrl.TrialProfile = s.Profile
+	t, err := run(ctx, rate, "profile")
+	s.Ctrl.TrialProfile = ""
+	if err != nil {
+		s.logf("profiled trial: %v\n", err)
+		return
+	}
+	res.Trials = append(res.Trials, t)
+	names := s.Ctrl.NodeNames()
+	keys := make([]string, 0, len(names))
+	for name := range names {
+		keys = append(keys, name)
+	}
+	sort.Strings(keys)
+	for _, name := range keys {
+		files, err := names[name].FetchProfile(ctx, filepath.Join(s.Run.Dir, "profiles", name))
+		if err != nil {
+			s.logf("collect profile of %s: %v\n", name, err)
+			continue
+		}
+		s.logf("collected %d profile files from %s\n", len(files), name)
+	}
 }
 
 // probeClocks runs one probing session over every agent.

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cloudprofiler-go/cp/internal/cli"
+	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/results"
 	"github.com/cloudprofiler-go/cp/sweep"
 	"github.com/cloudprofiler-go/cp/sweep/agent"
@@ -29,8 +30,8 @@ func command() *cobra.Command {
 		token, tokenFile, method, name          string
 		start, maxRate, from, to, step          string
 		scenario, overflow, idle, schema, shape string
-		resultsDir                              string
-		factor, precision                       float64
+		resultsDir, profileFile                 string
+		factor, precision, profileAt            float64
 		budgets, backlog                        float64
 		confirm, maxTrials, threads, bucket     int
 		lanes, localSenders, ring               int
@@ -113,11 +114,24 @@ finished one.`,
 					ctrl.Receivers = append(ctrl.Receivers, sweep.NewClient(a, tok))
 				}
 			}
+			var profile []byte
+			if profileFile != "" {
+				if profile, err = os.ReadFile(profileFile); err != nil {
+					return fmt.Errorf("--profile: %w", err)
+				}
+				if _, err := profiler.ParseHandlers(profile, profileFile); err != nil {
+					return err
+				}
+				if profileAt <= 0 || profileAt > 1 {
+					return fmt.Errorf("--profile-at %v: want a fraction in (0, 1]", profileAt)
+				}
+			}
 			run, err := results.Create(resultsDir, name, time.Now())
 			if err != nil {
 				return err
 			}
 			s := &sweep.Session{Ctrl: ctrl, Name: name, Run: run, Log: os.Stderr, Live: cli.IsTerminal(os.Stderr), Args: os.Args, Clock: clock,
+				Profile: string(profile), ProfileAt: profileAt,
 				Search: sweep.Search{Method: method,
 					Fast:   sweep.FastPlan{Start: rates[0], Max: rates[1], Factor: factor, Precision: precision, Confirm: confirm, MaxTrials: maxTrials},
 					Linear: sweep.LinearPlan{From: rates[2], To: rates[3], Step: rates[4]}}}
@@ -134,6 +148,8 @@ finished one.`,
 	}
 	cmd.AddCommand(clockCommand(), logsCommand(), profilerCommand())
 	f := cmd.Flags()
+	f.StringVar(&profileFile, "profile", "", "after the search, run one profiled trial with these handlers (YAML) on every agent and collect the logs into the run directory")
+	f.Float64Var(&profileAt, "profile-at", 0.9, "the profiled trial's rate, as a fraction of the highest passing rate")
 	f.StringArrayVar(&senders, "sender", nil, "sender agent control address host:port (repeat); none: local agents")
 	f.StringArrayVar(&receivers, "receiver", nil, "receiver agent control address host:port (repeat)")
 	f.StringArrayVar(&relayInputs, "relay-input", nil, "relay topology: senders send to these endpoints of a system under test (repeat)")

@@ -50,6 +50,8 @@ type Agent struct {
 	status sweep.TrialStatus
 	stop   func()               // stops the running trial
 	coll   prometheus.Collector // the running (or last) trial's metrics
+	// profileDir holds the last profiled trial's logs (served as a tar).
+	profileDir string
 }
 
 // New returns an idle agent.
@@ -89,6 +91,7 @@ func (a *Agent) Handler() http.Handler {
 	mux.HandleFunc("GET "+sweep.PathTrial, func(w http.ResponseWriter, r *http.Request) { cli.ReplyJSON(w, http.StatusOK, a.Status()) })
 	mux.HandleFunc("POST "+sweep.PathTrial, a.handleStart)
 	mux.HandleFunc("POST "+sweep.PathStop, func(w http.ResponseWriter, r *http.Request) { cli.ReplyJSON(w, http.StatusOK, a.Stop()) })
+	mux.HandleFunc("GET "+sweep.PathProfile, a.handleProfile)
 	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		cli.ReplyError(w, http.StatusNotFound, fmt.Errorf("no %s %s; the API is GET %s, GET|POST %s, POST %s", r.Method, r.URL.Path, sweep.PathInfo, sweep.PathTrial, sweep.PathStop))
 	})
@@ -141,7 +144,8 @@ func (a *Agent) handleStart(w http.ResponseWriter, r *http.Request) {
 	a.status = sweep.TrialStatus{ID: id, Role: a.opts.Role, State: sweep.StateStarting, Started: time.Now()}
 	a.mu.Unlock()
 
-	var start func() (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error)
+	var start func(*profiling) (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error)
+	var profile string
 	switch a.opts.Role {
 	case sweep.RoleSender:
 		var cfg sweep.SenderTrial
@@ -150,8 +154,9 @@ func (a *Agent) handleStart(w http.ResponseWriter, r *http.Request) {
 			cli.ReplyError(w, http.StatusBadRequest, err)
 			return
 		}
-		start = func() (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error) {
-			return a.startSender(cfg)
+		profile = cfg.Profile
+		start = func(p *profiling) (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error) {
+			return a.startSender(cfg, p)
 		}
 	default:
 		var cfg sweep.ReceiverTrial
@@ -160,12 +165,20 @@ func (a *Agent) handleStart(w http.ResponseWriter, r *http.Request) {
 			cli.ReplyError(w, http.StatusBadRequest, err)
 			return
 		}
-		start = func() (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error) {
-			return a.startReceiver(cfg)
+		profile = cfg.Profile
+		start = func(p *profiling) (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error) {
+			return a.startReceiver(cfg, p)
 		}
 	}
-	coll, stop, wait, err := start()
+	prof, err := a.newProfiling(id, profile)
 	if err != nil {
+		a.setFailed(id, err)
+		cli.ReplyError(w, http.StatusBadRequest, err)
+		return
+	}
+	coll, stop, wait, err := start(prof)
+	if err != nil {
+		prof.close()
 		a.setFailed(id, err)
 		cli.ReplyError(w, http.StatusBadRequest, err)
 		return
@@ -177,9 +190,15 @@ func (a *Agent) handleStart(w http.ResponseWriter, r *http.Request) {
 	a.opts.Logf("trial %d started", id)
 	go func() {
 		res, err := wait()
+		if perr := prof.close(); perr != nil && err == nil { // every record on disk before "done"
+			err = fmt.Errorf("profile: %w", perr)
+		}
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		a.stop = nil
+		if prof != nil {
+			a.profileDir = prof.dir
+		}
 		if err != nil {
 			a.status.State, a.status.Error = sweep.StateFailed, err.Error()
 			a.opts.Logf("trial %d failed: %v", id, err)
@@ -199,7 +218,7 @@ func (a *Agent) setFailed(id int, err error) {
 	}
 }
 
-func (a *Agent) startSender(c sweep.SenderTrial) (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error) {
+func (a *Agent) startSender(c sweep.SenderTrial, prof *profiling) (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error) {
 	sc, err := scenarios.Load(c.Scenario)
 	if err != nil {
 		return nil, nil, nil, err
@@ -211,7 +230,7 @@ func (a *Agent) startSender(c sweep.SenderTrial) (prometheus.Collector, func(), 
 	s, err := sender.New(sender.Config{Endpoints: c.Endpoints, SenderID: c.SenderID, Threads: c.Threads, Rate: c.Rate,
 		Duration: c.Duration, Warmup: c.Warmup, StartAt: c.StartAt, Shape: sh, BucketSize: c.BucketSize, Scenario: sc, Overflow: sender.Overflow(c.Overflow),
 		Idle: sender.Idle(c.Idle), LateThreshold: c.LateThreshold, HWM: hwm(c.HWM), CPUs: a.opts.CPUs, IOThreads: a.opts.IOThreads,
-		Clock: a.opts.Clock, EndTimeout: 5 * time.Second})
+		Clock: a.opts.Clock, EndTimeout: 5 * time.Second, Profile: prof.profiler(), Handlers: prof.handlers()})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -226,10 +245,11 @@ func (a *Agent) startSender(c sweep.SenderTrial) (prometheus.Collector, func(), 
 	return s, s.Stop, wait, nil
 }
 
-func (a *Agent) startReceiver(c sweep.ReceiverTrial) (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error) {
+func (a *Agent) startReceiver(c sweep.ReceiverTrial, prof *profiling) (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error) {
 	r, err := receiver.New(receiver.Config{Endpoints: a.opts.Endpoints, Connect: a.opts.Connect, Schema: c.Schema, Drain: c.Drain,
 		ExpectStreams: c.ExpectStreams, EndTimeout: c.EndTimeout, WorkPerTuple: c.WorkPerTuple, RingCapacity: c.Ring,
-		HWM: hwm(c.HWM), Duration: c.Duration, CPUs: a.opts.CPUs, IOThreads: a.opts.IOThreads, Clock: a.opts.Clock, Logf: a.opts.Logf})
+		HWM: hwm(c.HWM), Duration: c.Duration, CPUs: a.opts.CPUs, IOThreads: a.opts.IOThreads, Clock: a.opts.Clock, Logf: a.opts.Logf,
+		Profile: prof.profiler(), Handlers: prof.handlers()})
 	if err != nil {
 		return nil, nil, nil, err
 	}
