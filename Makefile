@@ -46,6 +46,9 @@ demo-pair: build
 fuzz: deps
 	$(GO) test -run '^$$' -fuzz FuzzBucketDecode -fuzztime 60s ./objfactory/
 	$(GO) test -run '^$$' -fuzz FuzzFastPathsAgree -fuzztime 60s ./scenarios/
+	$(GO) test -run '^$$' -fuzz FuzzDecodePacket -fuzztime 60s ./tsc/
+	$(GO) test -run '^$$' -fuzz FuzzBlockReader -fuzztime 60s ./profiler/
+	$(GO) test -run '^$$' -fuzz FuzzDecodeAck -fuzztime 30s ./profiler/
 
 clean:
 	rm -rf $(BIN)

@@ -1,6 +1,7 @@
 package profiler
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -128,80 +129,174 @@ func (c Corruption) Error() string { return fmt.Sprintf("offset %d: %s", c.Offse
 
 // ReadBlocks reads a binary log: it calls fn for every intact block and
 // skips damaged bytes (resynchronising on the next block magic), returning
-// what it skipped. Only an I/O error stops it.
+// what it skipped. Only an I/O error stops it. recs is reused after fn
+// returns.
 func ReadBlocks(r io.Reader, fn func(recs []Record) error) ([]Corruption, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("read log: %w", err)
-	}
-	var bad []Corruption
-	zdec, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
-	defer zdec.Close()
+	br := NewBlockReader(r)
 	var recs []Record
-	off := 0
-	skip := func(reason string) {
-		bad = append(bad, Corruption{Offset: int64(off), Reason: reason})
-		next := indexMagic(data[off+1:])
-		if next < 0 {
-			off = len(data)
-		} else {
-			off += 1 + next
+	for {
+		var err error
+		recs, err = br.Next(recs[:0])
+		if err == io.EOF {
+			return br.Corruptions, nil
+		}
+		if err != nil {
+			return br.Corruptions, err
+		}
+		if err := fn(recs); err != nil {
+			return br.Corruptions, err
 		}
 	}
-	for off < len(data) {
-		h := data[off:]
+}
+
+// BlockReader reads a binary log block by block, streaming: memory is one
+// block, however long the file. Damaged bytes are skipped (it
+// resynchronises on the next block magic) and listed in Corruptions.
+type BlockReader struct {
+	r           *bufio.Reader
+	off         int64
+	zdec        *zstd.Decoder
+	payload     []byte
+	raw         []byte
+	Corruptions []Corruption
+}
+
+// NewBlockReader reads blocks from r.
+func NewBlockReader(r io.Reader) *BlockReader {
+	zdec, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+	return &BlockReader{r: bufio.NewReaderSize(r, 1<<20), zdec: zdec}
+}
+
+// Next appends the next intact block's records to dst; io.EOF at the end.
+func (br *BlockReader) Next(dst []Record) ([]Record, error) {
+	for {
+		h, err := br.r.Peek(blockHeader)
+		if len(h) == 0 && err == io.EOF {
+			br.zdec.Close()
+			return dst, io.EOF
+		}
+		if err != nil && err != io.EOF {
+			return dst, fmt.Errorf("read log: %w", err)
+		}
 		switch {
 		case len(h) < blockHeader:
-			skip(fmt.Sprintf("truncated block header (%d bytes)", len(h)))
+			br.damaged(fmt.Sprintf("truncated block header (%d bytes)", len(h)))
 			continue
 		case [4]byte(h[:4]) != blockMagic:
-			skip("not a block header")
+			br.damaged("not a block header")
 			continue
 		case binary.LittleEndian.Uint32(h[20:]) != crc32.Checksum(h[:20], crcTable):
-			skip("block header checksum mismatch")
+			br.damaged("block header checksum mismatch")
 			continue
 		case h[4] != blockVersion:
-			skip(fmt.Sprintf("unsupported block version %d", h[4]))
+			br.damaged(fmt.Sprintf("unsupported block version %d", h[4]))
 			continue
 		}
 		n := int(binary.LittleEndian.Uint32(h[8:]))
 		plen := int(binary.LittleEndian.Uint32(h[12:]))
-		if plen > len(h)-blockHeader {
-			skip(fmt.Sprintf("truncated block: %d payload bytes announced, %d present", plen, len(h)-blockHeader))
+		codec, crc := h[5], binary.LittleEndian.Uint32(h[16:])
+		if plen > maxBlockPayload || n > maxBlockRecords {
+			br.damaged(fmt.Sprintf("implausible block: %d records in %d bytes", n, plen))
 			continue
 		}
-		payload := h[blockHeader : blockHeader+plen]
-		if binary.LittleEndian.Uint32(h[16:]) != crc32.Checksum(payload, crcTable) {
-			skip("block payload checksum mismatch")
-			continue
+		// Peek the whole block so a damaged one can be resynchronised from
+		// its second byte.
+		whole, err := br.r.Peek(blockHeader + plen)
+		if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+			return dst, fmt.Errorf("read log: %w", err)
 		}
-		raw := payload
-		if h[5] == CodecZstd {
-			if raw, err = zdec.DecodeAll(payload, nil); err != nil {
-				skip("zstd: " + err.Error())
+		var payload []byte
+		if err == bufio.ErrBufferFull { // larger than the buffer: read it out
+			br.payload = append(br.payload[:0], make([]byte, blockHeader+plen)...)
+			got, rerr := io.ReadFull(br.r, br.payload)
+			if rerr != nil {
+				br.off += int64(got)
+				br.Corruptions = append(br.Corruptions, Corruption{Offset: br.off - int64(got), Reason: fmt.Sprintf("truncated block: %d payload bytes announced, %d present", plen, got-blockHeader)})
 				continue
 			}
-		} else if h[5] != CodecNone {
-			skip(fmt.Sprintf("unknown codec %d", h[5]))
+			payload = br.payload[blockHeader:]
+			if crc32.Checksum(payload, crcTable) != crc {
+				br.Corruptions = append(br.Corruptions, Corruption{Offset: br.off, Reason: "block payload checksum mismatch"})
+				br.off += int64(blockHeader + plen)
+				continue
+			}
+			br.off += int64(blockHeader + plen)
+		} else {
+			if len(whole) < blockHeader+plen {
+				br.damaged(fmt.Sprintf("truncated block: %d payload bytes announced, %d present", plen, len(whole)-blockHeader))
+				continue
+			}
+			payload = whole[blockHeader:]
+			if crc32.Checksum(payload, crcTable) != crc {
+				br.damaged("block payload checksum mismatch")
+				continue
+			}
+		}
+		raw := payload
+		switch codec {
+		case CodecZstd:
+			if br.raw, err = br.zdec.DecodeAll(payload, br.raw[:0]); err != nil {
+				br.skipped(len(whole), blockHeader+plen, "zstd: "+err.Error())
+				continue
+			}
+			raw = br.raw
+		case CodecNone:
+		default:
+			br.skipped(len(whole), blockHeader+plen, fmt.Sprintf("unknown codec %d", codec))
 			continue
 		}
-		if recs, err = decodeRecords(recs[:0], raw, n); err != nil {
-			skip(err.Error())
+		start := len(dst)
+		out, err := decodeRecords(dst, raw, n)
+		if err != nil {
+			br.skipped(len(whole), blockHeader+plen, err.Error())
+			dst = dst[:start]
 			continue
 		}
-		if err := fn(recs); err != nil {
-			return bad, err
+		if len(whole) >= blockHeader+plen { // still in the buffer: consume it now
+			_, _ = br.r.Discard(blockHeader + plen)
+			br.off += int64(blockHeader + plen)
 		}
-		off += blockHeader + plen
+		return out, nil
 	}
-	return bad, nil
 }
 
-func indexMagic(b []byte) int {
-	for i := 0; i+4 <= len(b); i++ {
-		if b[i] == 'C' && b[i+1] == 'P' && b[i+2] == 'L' && b[i+3] == 'B' {
-			return i
+// Blocks larger than these are damage, not data (1 M records of at most
+// 20 varint bytes each).
+const (
+	maxBlockRecords = 1 << 26
+	maxBlockPayload = 1 << 30
+)
+
+// damaged records a corruption at the current offset and moves one byte
+// on, to the next block magic.
+func (br *BlockReader) damaged(reason string) {
+	br.Corruptions = append(br.Corruptions, Corruption{Offset: br.off, Reason: reason})
+	_, _ = br.r.Discard(1)
+	br.off++
+	for {
+		b, err := br.r.Peek(4)
+		if len(b) < 4 {
+			n, _ := br.r.Discard(len(b))
+			br.off += int64(n)
+			if err != nil {
+				return
+			}
+			continue
 		}
+		if [4]byte(b) == blockMagic {
+			return
+		}
+		_, _ = br.r.Discard(1)
+		br.off++
 	}
-	return -1
+}
+
+// skipped records a block that framed correctly but did not decode; if it
+// is still buffered it is skipped like damage, else it was consumed.
+func (br *BlockReader) skipped(buffered, size int, reason string) {
+	if buffered >= size {
+		br.damaged(reason)
+		return
+	}
+	br.Corruptions = append(br.Corruptions, Corruption{Offset: br.off - int64(size), Reason: reason})
 }

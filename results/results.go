@@ -14,8 +14,9 @@ import (
 	"time"
 )
 
-// FormatVersion is written into every run directory's summary.
-const FormatVersion = 1
+// FormatVersion is written into every run directory (format.json and the
+// summary). Version 2 added format.json and profiles/.
+const FormatVersion = 2
 
 // Run is one run directory.
 type Run struct {
@@ -33,7 +34,11 @@ func Create(root, name string, now time.Time) (*Run, error) {
 	if err := os.MkdirAll(filepath.Join(dir, "trials"), 0o755); err != nil {
 		return nil, fmt.Errorf("create results directory: %w", err)
 	}
-	return &Run{Dir: dir}, nil
+	r := &Run{Dir: dir}
+	if err := r.writeFormat(); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // WriteJSON writes v as indented JSON to name inside the run directory,

@@ -1,0 +1,244 @@
+package results
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/internal/histo"
+	"github.com/cloudprofiler-go/cp/profiler"
+	"github.com/cloudprofiler-go/cp/tsc/probing"
+)
+
+// FormatFile marks a run directory and names its format version.
+const FormatFile = "format.json"
+
+// formatMarker is FormatFile's content.
+type formatMarker struct {
+	Format  string `json:"format"`
+	Version int    `json:"version"`
+}
+
+const formatName = "cloudprofiler-go run directory"
+
+func (r *Run) writeFormat() error {
+	return r.WriteJSON(FormatFile, formatMarker{Format: formatName, Version: FormatVersion})
+}
+
+// Dir is a run directory as read back: what is there, typed, and what is
+// wrong with it. Open fails only when the directory cannot be read at all
+// or has a format this version does not know; a missing or damaged file is
+// a Problem, and everything intact stays usable.
+type Dir struct {
+	Path     string
+	Version  int
+	Summary  *Summary              // nil: summary.json missing or damaged
+	Relation *probing.RelationFile // nil: no relation.json (no --clock)
+	Nodes    map[string]*NodeFiles // profiles/<node>/
+	Problems []string
+}
+
+// Summary is the part of summary.json the analysis and the report read.
+type Summary struct {
+	FormatVersion int             `json:"format_version"`
+	Name          string          `json:"name"`
+	Started       time.Time       `json:"started"`
+	Topology      string          `json:"topology"`
+	Interrupted   bool            `json:"interrupted"`
+	Plan          json.RawMessage `json:"plan"`
+	Result        struct {
+		Method    string        `json:"method"`
+		LastPass  float64       `json:"last_pass"`
+		FirstFail float64       `json:"first_fail"`
+		Trials    []TrialRecord `json:"trials"`
+		Elapsed   time.Duration `json:"elapsed_ns"`
+	} `json:"result"`
+}
+
+// TrialRecord is one trial of the sweep.
+type TrialRecord struct {
+	N        int     `json:"n"`
+	Rate     float64 `json:"rate"`
+	Achieved float64 `json:"achieved"`
+	Purpose  string  `json:"purpose"`
+	Verdict  struct {
+		Pass   bool `json:"pass"`
+		Checks []struct {
+			Rule   string `json:"rule"`
+			Pass   bool   `json:"pass"`
+			Detail string `json:"detail"`
+		} `json:"checks"`
+	} `json:"verdict"`
+	Elapsed time.Duration `json:"elapsed_ns"`
+}
+
+// TrialOutcome is the part of trials/NNN.json the report reads: per
+// sender its lateness, per receiver its latency and consume rate.
+type TrialOutcome struct {
+	Outcome struct {
+		Senders []struct {
+			Lateness histo.Summary `json:"lateness"`
+		} `json:"senders"`
+		Receivers []struct {
+			Latency     histo.Summary `json:"latency"`
+			ConsumeRate float64       `json:"consume_rate_tuples_per_s"`
+		} `json:"receivers"`
+	} `json:"outcome"`
+}
+
+// NodeFiles are the profiler files collected from one node.
+type NodeFiles struct {
+	// Logs maps a channel to its log files: CHANNEL.log, then the segments
+	// a live switch wrote (CHANNEL.log.1, ...), and return-trip acks
+	// (channel "CHANNEL.ack").
+	Logs     map[string][]string
+	Counters *profiler.CounterLog // nil: none
+}
+
+// Open reads the run directory at path.
+func Open(path string) (*Dir, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("run directory: %w", err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("run directory %s: not a directory", path)
+	}
+	d := &Dir{Path: path, Nodes: map[string]*NodeFiles{}}
+	var marker formatMarker
+	switch err := readJSONFile(filepath.Join(path, FormatFile), &marker); {
+	case err == nil:
+		if marker.Format != formatName {
+			return nil, fmt.Errorf("run directory %s: %s says format %q, not a %s", path, FormatFile, marker.Format, formatName)
+		}
+		d.Version = marker.Version
+	case errors.Is(err, os.ErrNotExist):
+		d.Version = 1 // before format.json existed: summary.json says it
+	default:
+		return nil, fmt.Errorf("run directory %s: %w", path, err)
+	}
+	var sum Summary
+	switch err := readJSONFile(filepath.Join(path, "summary.json"), &sum); {
+	case err == nil:
+		d.Summary = &sum
+		if marker.Version == 0 {
+			d.Version = sum.FormatVersion
+		}
+	case errors.Is(err, os.ErrNotExist):
+		d.problem("summary.json is missing: no sweep results (the sweep did not finish, or this is not a run directory)")
+	default:
+		d.problem("%v", err)
+	}
+	if d.Version < 1 || d.Version > FormatVersion {
+		return nil, fmt.Errorf("run directory %s: format version %d; this cpsweep reads versions 1 to %d (a newer cpsweep wrote it?)", path, d.Version, FormatVersion)
+	}
+	if _, err := os.Stat(filepath.Join(path, "relation.json")); err == nil {
+		if rf, err := probing.ReadRelationFile(filepath.Join(path, "relation.json")); err != nil {
+			d.problem("%v", err)
+		} else {
+			d.Relation = rf
+		}
+	}
+	d.readProfiles()
+	return d, nil
+}
+
+func (d *Dir) problem(format string, args ...any) {
+	d.Problems = append(d.Problems, fmt.Sprintf(format, args...))
+}
+
+func (d *Dir) readProfiles() {
+	root := filepath.Join(d.Path, "profiles")
+	nodes, err := os.ReadDir(root)
+	if err != nil {
+		return // no profiled trial
+	}
+	for _, n := range nodes {
+		if !n.IsDir() {
+			continue
+		}
+		nf := &NodeFiles{Logs: map[string][]string{}}
+		files, _ := os.ReadDir(filepath.Join(root, n.Name()))
+		for _, f := range files {
+			name, path := f.Name(), filepath.Join(root, n.Name(), f.Name())
+			switch {
+			case name == "counters.json":
+				var cl profiler.CounterLog
+				if err := readJSONFile(path, &cl); err != nil {
+					d.problem("%v", err)
+				} else {
+					nf.Counters = &cl
+				}
+			case strings.HasSuffix(name, ".ack"):
+				ch := strings.TrimSuffix(strings.TrimSuffix(name, ".ack"), ".log") + ".ack"
+				nf.Logs[ch] = append(nf.Logs[ch], path)
+			case strings.Contains(name, ".log"):
+				ch, seg, _ := strings.Cut(name, ".log")
+				if seg != "" && !isSegment(seg) {
+					continue
+				}
+				nf.Logs[ch] = append(nf.Logs[ch], path)
+			}
+		}
+		for ch := range nf.Logs {
+			sort.Slice(nf.Logs[ch], func(i, j int) bool { return segmentOrder(nf.Logs[ch][i]) < segmentOrder(nf.Logs[ch][j]) })
+		}
+		d.Nodes[n.Name()] = nf
+	}
+}
+
+func isSegment(s string) bool {
+	if len(s) < 2 || s[0] != '.' {
+		return false
+	}
+	for _, c := range s[1:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// segmentOrder sorts CHANNEL.log before CHANNEL.log.1, .2, ..., .10.
+func segmentOrder(path string) int {
+	_, seg, _ := strings.Cut(filepath.Base(path), ".log")
+	n := 0
+	if isSegment(seg) {
+		fmt.Sscan(seg[1:], &n)
+	}
+	return n
+}
+
+// Outcome reads trials/NNN.json of trial n.
+func (d *Dir) Outcome(n int) (*TrialOutcome, error) {
+	var o TrialOutcome
+	if err := readJSONFile(filepath.Join(d.Path, "trials", fmt.Sprintf("%03d.json", n)), &o); err != nil {
+		return nil, err
+	}
+	return &o, nil
+}
+
+// Config returns config.json as raw JSON (nil when missing).
+func (d *Dir) Config() json.RawMessage {
+	b, err := os.ReadFile(filepath.Join(d.Path, "config.json"))
+	if err != nil || !json.Valid(b) {
+		return nil
+	}
+	return b
+}
+
+func readJSONFile(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
