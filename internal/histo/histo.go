@@ -148,3 +148,15 @@ func (p *Precise) CountAbove(ns int64) uint64 {
 	}
 	return uint64(n)
 }
+
+// Quantiles returns the values at the given percentiles (0 when empty).
+func (p *Precise) Quantiles(q ...float64) [5]int64 {
+	var out [5]int64
+	if p.h.TotalCount() == 0 {
+		return out
+	}
+	for i := 0; i < len(q) && i < len(out); i++ {
+		out[i] = p.h.ValueAtQuantile(q[i])
+	}
+	return out
+}

@@ -189,3 +189,22 @@ func (rf *RelationFile) nodeNames() []string {
 	}
 	return out
 }
+
+// Linear is the polygon relation mapping node's TSC into into's (computed
+// once per pair; an error when there are no probes or no line fits).
+func (rf *RelationFile) Linear(node, into string) (*tsc.LinearRelation, error) {
+	nr := rf.relations(node, into)
+	if !nr.probed {
+		return nil, fmt.Errorf("no probes between %s and %s", node, into)
+	}
+	return nr.lin, nr.linErr
+}
+
+// Paper is the paper's MinRTT relation of node to the reference.
+func (rf *RelationFile) Paper(node string) (*tsc.PaperRelation, error) {
+	nr := rf.relations(node, rf.Reference)
+	if !nr.probed {
+		return nil, fmt.Errorf("no probes between %s and %s", node, rf.Reference)
+	}
+	return nr.paper, nr.paperErr
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cloudprofiler-go/cp/internal/cli"
+	"github.com/cloudprofiler-go/cp/results"
+	"github.com/cloudprofiler-go/cp/results/analysis"
+)
+
+func analyzeCommand() *cobra.Command {
+	var pairs []string
+	var lag time.Duration
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "analyze RUNDIR",
+		Short: "Join the profiler logs of a run across nodes: per-pair latency with error bounds",
+		Long: `Reads RUNDIR/profiles/<node>/ (collected by cpsweep --profile) and
+RUNDIR/relation.json (cpsweep --clock), joins every tuple's records by id
+across nodes, translates every TSC value into the reference node's time, and
+reports for each pair of points (emit -> receive -> deserialized -> consumed,
+and end to end) the latency distribution and the distribution of its strict
+error bound, split into same-node and cross-node pairs; throughput over time
+from the counters; and the return-trip method's round trips (ret-start
+channels). Writes RUNDIR/analysis.json and RUNDIR/analysis.csv.`,
+		Example: `  cpsweep analyze results/20261122T004900Z-demo
+  cpsweep analyze --pair emit,consumed --json results/20261122T004900Z-demo`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cmd.SilenceUsage = true
+			var o analysis.Options
+			o.Lag = lag
+			for _, p := range pairs {
+				a, b, ok := strings.Cut(p, ",")
+				if !ok || a == "" || b == "" {
+					return fmt.Errorf("--pair %q: want FROM,TO (points such as emit,consumed)", p)
+				}
+				o.Pairs = append(o.Pairs, [2]string{a, b})
+			}
+			d, err := results.Open(args[0])
+			if err != nil {
+				return err
+			}
+			rep, err := analysis.Analyze(d, o)
+			if err != nil {
+				return err
+			}
+			if err := rep.WriteFiles(d.Path); err != nil {
+				return err
+			}
+			if jsonOut {
+				return cli.WriteJSON(os.Stdout, rep)
+			}
+			rep.WriteText(os.Stdout)
+			fmt.Fprintf(os.Stderr, "wrote %s and %s\n", filepath.Join(d.Path, analysis.JSONFile), filepath.Join(d.Path, analysis.CSVFile))
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&pairs, "pair", nil, "join these points FROM,TO (repeat; default: consecutive standard points and end to end)")
+	f.DurationVar(&lag, "lag", analysis.DefaultLag, "the largest latency expected between two points: a tuple later than this counts as missing (memory grows with it)")
+	f.BoolVar(&jsonOut, "json", false, "print the analysis as JSON")
+	return cmd
+}
