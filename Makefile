@@ -33,11 +33,15 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./objfactory/ ./scenarios/ ./sender/ ./internal/histo/ ./tsc/ ./profiler/
 	CP_RAW_CEILING=124,10024 $(GO) test -count=1 -run '^TestRawCeiling$$' -v ./internal/zmqraw/ | grep -E 'RAW|^(ok|FAIL)'
 	CP_BENCH=1 $(GO) test -count=1 -run '^TestBench' -v -timeout 30m ./internal/e2e/ | grep -E 'EMISSION|E2E|ACCURACY|SWEEP|CAPACITY|OVERHEAD|^(ok|FAIL|---)'
+	CP_BENCH=1 $(GO) test -count=1 -run '^TestBenchAnalyzeScale$$' -v -timeout 20m ./results/analysis/ | grep -E 'generated|ANALYZE|^(ok|FAIL)'
 
-# The main job on loopback: cpsweep starts local dgsend/dgrecv agents and
-# finds the maximum sustainable throughput (~1 min), writing results/.
+# The main job on loopback: cpsweep starts local dgsend/dgrecv agents, finds
+# the maximum sustainable throughput, relates the agents' TSCs, runs one
+# profiled trial at 90% of the answer, then analyses the logs and writes
+# report.html into the run directory under results/ (~1-2 min).
 demo: build
-	$(BIN)/cpsweep --duration 2s --warmup 500ms --start 500k --bucket 100 --name demo
+	$(BIN)/cpsweep --duration 2s --warmup 500ms --start 500k --bucket 100 --name demo --clock --profile scripts/demo-handlers.yaml --profile-at 0.7
+	@dir=$$(ls -td results/*-demo | head -1) && $(BIN)/cpsweep analyze $$dir && $(BIN)/cpsweep report $$dir && echo "open $$dir/report.html"
 
 # A short dgsend -> dgrecv run on loopback with a summary of both sides.
 demo-pair: build

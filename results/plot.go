@@ -21,6 +21,18 @@ type SweepPoint struct {
 // the ideal diagonal, and the max-sustainable interval, to name (SVG or
 // PNG by extension) inside the run directory.
 func (r *Run) PlotSweep(name, title string, pts []SweepPoint, lastPass, firstFail float64) error {
+	p, err := SweepPlot(title, pts, lastPass, firstFail)
+	if err != nil {
+		return err
+	}
+	if err := p.Save(16*vg.Centimeter, 11*vg.Centimeter, filepath.Join(r.Dir, name)); err != nil {
+		return fmt.Errorf("plot %s: %w", name, err)
+	}
+	return nil
+}
+
+// SweepPlot is the sweep's plot (see PlotSweep), for embedding.
+func SweepPlot(title string, pts []SweepPoint, lastPass, firstFail float64) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "target rate (M tuples/s)"
@@ -39,7 +51,7 @@ func (r *Run) PlotSweep(name, title string, pts []SweepPoint, lastPass, firstFai
 	}
 	ideal, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: maxV * 1.05, Y: maxV * 1.05}})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ideal.Color = color.Gray{Y: 150}
 	ideal.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
@@ -73,7 +85,7 @@ func (r *Run) PlotSweep(name, title string, pts []SweepPoint, lastPass, firstFai
 		}
 		sc, err := plotter.NewScatter(set.xys)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		sc.GlyphStyle.Shape, sc.GlyphStyle.Color, sc.GlyphStyle.Radius = set.shape, set.col, vg.Points(4)
 		p.Add(sc)
@@ -81,8 +93,5 @@ func (r *Run) PlotSweep(name, title string, pts []SweepPoint, lastPass, firstFai
 	}
 	p.Legend.Top, p.Legend.Left = true, true
 	p.X.Min, p.Y.Min = 0, 0
-	if err := p.Save(16*vg.Centimeter, 11*vg.Centimeter, filepath.Join(r.Dir, name)); err != nil {
-		return fmt.Errorf("plot %s: %w", name, err)
-	}
-	return nil
+	return p, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/cli"
 	"github.com/cloudprofiler-go/cp/results"
 	"github.com/cloudprofiler-go/cp/results/analysis"
+	"github.com/cloudprofiler-go/cp/results/report"
 )
 
 func analyzeCommand() *cobra.Command {
@@ -66,5 +67,34 @@ channels). Writes RUNDIR/analysis.json and RUNDIR/analysis.csv.`,
 	f.StringArrayVar(&pairs, "pair", nil, "join these points FROM,TO (repeat; default: consecutive standard points and end to end)")
 	f.DurationVar(&lag, "lag", analysis.DefaultLag, "the largest latency expected between two points: a tuple later than this counts as missing (memory grows with it)")
 	f.BoolVar(&jsonOut, "json", false, "print the analysis as JSON")
+	return cmd
+}
+
+func reportCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "report RUNDIR",
+		Short: "Render a run directory as one self-contained HTML page (report.html)",
+		Long: `Writes RUNDIR/report.html: the sweep curve, every trial's verdict,
+lateness and latency, the per-pair tuple latency with its error bound (from
+analysis.json, or analysing the profiles when there is none), the clock
+methods side by side, throughput over time and the configuration. The page
+is self-contained (inline SVG, no network) and checks its own plots when it
+loads (<body data-check="ok">).`,
+		Example: `  cpsweep report results/20261122T004900Z-demo && xdg-open results/20261122T004900Z-demo/report.html`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cmd.SilenceUsage = true
+			d, err := results.Open(args[0])
+			if err != nil {
+				return err
+			}
+			path, err := report.Write(d)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "wrote %s\n", path)
+			return nil
+		},
+	}
 	return cmd
 }

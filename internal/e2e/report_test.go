@@ -1,0 +1,103 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/results/analysis"
+)
+
+// TestProfiledSweepReport is the demo's path: a sweep with TSC probing and
+// a profiled trial, the logs collected from the agents, the analysis
+// (every standard pair joined, cross-node latencies bounded), and the HTML
+// report, which must render in headless Chromium with every plot drawn.
+func TestProfiledSweepReport(t *testing.T) {
+	dir := t.TempDir()
+	handlers := filepath.Join(dir, "handlers.yaml")
+	if err := os.WriteFile(handlers, []byte("default: {handler: buffered, path: \"{name}.log\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, p := runSweep(t, 3*time.Minute, "--search", "linear", "--from", "50k", "--to", "100k", "--step", "50k", "--duration", "1s",
+		"--warmup", "200ms", "--bucket", "10", "--clock", "--profile", handlers, "--name", "report")
+	if !strings.Contains(p.Stderr.String(), "collected") {
+		t.Fatalf("no profile collected:\n%s", p.Stderr.String())
+	}
+	out, err := exec.Command(filepath.Join(binDir, "cpsweep"), "analyze", "--json", rep.Dir).Output()
+	if err != nil {
+		t.Fatalf("analyze: %v\n%s", err, out)
+	}
+	var an analysis.Report
+	if err := json.Unmarshal(out, &an); err != nil {
+		t.Fatal(err)
+	}
+	pairs := map[string]analysis.PairResult{}
+	for _, pr := range an.Pairs {
+		pairs[pr.From+">"+pr.To] = pr
+	}
+	for _, want := range []struct {
+		pair, group string
+		bounded     bool
+	}{{"emit>receive", "cross node", true}, {"receive>deserialized", "same node", false}, {"deserialized>consumed", "same node", false}, {"emit>consumed", "cross node", true}} {
+		pr, ok := pairs[want.pair]
+		if !ok || len(pr.Groups) != 1 || pr.Groups[0].Name != want.group || pr.Groups[0].Latency.Count < 50_000 || pr.OnlyFrom != 0 || pr.OnlyTo != 0 {
+			t.Fatalf("%s: %+v\nproblems: %v", want.pair, pr, an.Problems)
+		}
+		if e := pr.Groups[0].Error; want.bounded != (e.P50 > 0) {
+			t.Fatalf("%s: error bound %+v (the receiver is the reference: same-node pairs there are exact)", want.pair, e)
+		}
+	}
+	if out, err := exec.Command(filepath.Join(binDir, "cpsweep"), "report", rep.Dir).CombinedOutput(); err != nil {
+		t.Fatalf("report: %v\n%s", err, out)
+	}
+	page := filepath.Join(rep.Dir, "report.html")
+	html, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := regexp.MustCompile(`(src|href)="(https?:)?//`).Find(html); m != nil {
+		t.Fatalf("the report loads %s from elsewhere: it must be self-contained", m)
+	}
+	for _, id := range []string{"fig-sweep", "fig-percentiles", "fig-latency", "fig-error", "fig-clock", "fig-throughput"} {
+		if !strings.Contains(string(html), `id="`+id+`"`) {
+			t.Errorf("report has no %s", id)
+		}
+	}
+	t.Run("chromium", func(t *testing.T) { checkInChromium(t, page, 6) })
+}
+
+// checkInChromium loads the page headless and reads the verdict the page's
+// own check leaves on <body>: every figure drawn and no script error.
+func checkInChromium(t *testing.T, page string, figures int) {
+	bin := ""
+	for _, b := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(b); err == nil {
+			bin = p
+			break
+		}
+	}
+	if bin == "" {
+		t.Skip("no Chromium here (apt-get install chromium; .ci/run installs it): the rendering check is skipped")
+	}
+	out, err := exec.Command("timeout", "90", bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--user-data-dir="+t.TempDir(),
+		"--virtual-time-budget=5000", "--dump-dom", "file://"+page).Output()
+	if err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	body := regexp.MustCompile(`<body[^>]*>`).FindString(string(out))
+	if !strings.Contains(body, `data-check="ok"`) || !strings.Contains(body, `data-figures="`) {
+		t.Fatalf("the page's own check failed in Chromium: %s", body)
+	}
+	m := regexp.MustCompile(`data-figures="(\d+)"`).FindStringSubmatch(body)
+	if n, _ := strconv.Atoi(m[1]); n < figures {
+		t.Fatalf("Chromium saw %d figures, want %d: %s", n, figures, body)
+	}
+	t.Logf("Chromium: %s", body)
+}
