@@ -11,7 +11,6 @@ import "sync/atomic"
 // atomic variant (spc_race.go) so tests stay clean.
 type spcCell struct{ n uint64 }
 
-func (c *spcCell) inc()         { c.n++ }
 func (c *spcCell) load() uint64 { return atomic.LoadUint64(&c.n) }
 
 func (c *spcCell) total() uint64 { return c.load() }
