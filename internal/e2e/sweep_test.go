@@ -12,6 +12,8 @@ import (
 	"time"
 
 	zmq "github.com/pebbe/zmq4"
+
+	"github.com/cloudprofiler-go/cp/results"
 )
 
 // sweepReport is the part of cpsweep's JSON summary the tests read.
@@ -75,7 +77,7 @@ func TestSweepBracketsAnInjectedCapacity(t *testing.T) {
 	if res.LastPass < limit*0.3 || res.FirstFail > limit*1.5 || (res.FirstFail-res.LastPass)/res.LastPass > 0.05 {
 		t.Fatalf("answer [%.0f, %.0f) is not a 5%% interval below the %.0f limit\n%s", res.LastPass, res.FirstFail, limit, p.Stderr.String())
 	}
-	for _, f := range []string{"config.json", "summary.json", "trials.json", "trials.csv", "sweep.svg", "trials/001.json"} {
+	for _, f := range []string{"format.json", "config.json", "summary.json", "trials.json", "trials.csv", "sweep.svg", "trials/001.json"} {
 		st, err := os.Stat(filepath.Join(rep.Dir, f))
 		if err != nil || st.Size() == 0 {
 			t.Errorf("run directory lacks %s: %v", f, err)
@@ -89,7 +91,7 @@ func TestSweepBracketsAnInjectedCapacity(t *testing.T) {
 	if !strings.Contains(string(svg), "<svg") || !strings.Contains(string(svg), "target rate") {
 		t.Error("sweep.svg is not the plot")
 	}
-	if rep.FormatVersion != 1 || !strings.Contains(p.Stderr.String(), "trial  1") {
+	if rep.FormatVersion != results.FormatVersion || !strings.Contains(p.Stderr.String(), "trial  1") {
 		t.Errorf("format %d; progress:\n%s", rep.FormatVersion, p.Stderr.String())
 	}
 }
