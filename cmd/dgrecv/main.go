@@ -72,7 +72,10 @@ marker has been consumed (or --expect-streams have ended, or no data arrived for
   dgrecv --connect tcp://sut-host:6000 --schema raw --json
 
   # an agent for cpsweep on another host, data on ports 5555-5556
-  dgrecv --agent --bind tcp://*:5555 --lanes 2 --metrics-addr 0.0.0.0:9102 --token-file /etc/cp/token`,
+  dgrecv --agent --bind tcp://*:5555 --lanes 2 --metrics-addr 0.0.0.0:9102 --token-file /etc/cp/token
+
+  # profiled: handlers from a configuration server, switched live when it changes
+  dgrecv --bind tcp://*:5555 --profile http://cfg:9400/v1/profiler/handlers --profile-follow 1s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true

@@ -66,7 +66,10 @@ send time) with the fraction of late slots.`,
   dgsend --connect tcp://127.0.0.1:5555 --scenario synthetic:200 --rate 0 --count 1000000 --json
 
   # an agent for cpsweep on another host (trials come from the controller)
-  dgsend --agent --metrics-addr 0.0.0.0:9101 --token-file /etc/cp/token`,
+  dgsend --agent --metrics-addr 0.0.0.0:9101 --token-file /etc/cp/token
+
+  # every tuple's send instant logged (channels emit.<thread>), switchable live
+  dgsend --connect tcp://127.0.0.1:5555 --rate 1M --profile handlers.yaml --profile-follow 2s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
