@@ -1,0 +1,470 @@
+// Package analysis joins the profiler logs of a run directory across nodes
+// by tuple id and reports, per pair of instrumentation points, where a
+// tuple's time goes and how well it is known: the latency distribution in
+// the reference node's time with the distribution of its strict error
+// bound, split into same-node and cross-node pairs (the paper's Fig. 17),
+// plus throughput over time from the periodic counters.
+//
+// It streams: every log is read block by block, and a join keeps only the
+// tuples seen at the first point and not yet at the second (per stream, in
+// order). Logs of one point must list each stream's tuples in order, which
+// dgsend and dgrecv do (a stream is one sender thread, received by one
+// lane, consumed in order).
+package analysis
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/internal/histo"
+	"github.com/cloudprofiler-go/cp/profiler"
+	"github.com/cloudprofiler-go/cp/results"
+	"github.com/cloudprofiler-go/cp/tsc"
+	"github.com/cloudprofiler-go/cp/tsc/probing"
+)
+
+// FormatVersion of the analysis output.
+const FormatVersion = 1
+
+// Pipeline is the order of dgsend/dgrecv's standard points.
+var Pipeline = []string{"emit", "receive", "deserialized", "consumed"}
+
+// DefaultLag bounds the latency (plus error) the join expects: memory is
+// the tuples of one lag's worth of the first point.
+const DefaultLag = 200 * time.Millisecond
+
+// Options of an analysis.
+type Options struct {
+	// Pairs to join, as [from, to] points; empty: every consecutive pair of
+	// the standard points present, and the first to the last (end to end).
+	Pairs [][2]string
+	// Lag is how far (in the reference's time) the second point of a pair
+	// may be read ahead of the first before a tuple counts as missing at
+	// the first: more than the largest latency plus error expected.
+	Lag time.Duration
+	// Visit, if set, sees every matched tuple (custom analyses, tests).
+	Visit func(Match)
+}
+
+// Match is one tuple seen at both points of a pair: its latency in
+// nanoseconds of the reference clock, within ±ErrorNs.
+type Match struct {
+	From, To         string
+	ID               uint64
+	FromNode, ToNode string
+	LatencyNs        float64
+	ErrorNs          float64
+}
+
+// Report is the analysis of a run directory.
+type Report struct {
+	FormatVersion int          `json:"format_version"`
+	Run           string       `json:"run"`
+	Reference     string       `json:"reference,omitempty"`
+	TSCHz         float64      `json:"tsc_hz"`
+	Pairs         []PairResult `json:"pairs"`
+	Throughput    []Series     `json:"throughput,omitempty"`
+	PointRates    []PointRate  `json:"point_rates,omitempty"`
+	ReT           []ReTResult  `json:"return_trip,omitempty"`
+	Records       uint64       `json:"records_read"`
+	Elapsed       float64      `json:"elapsed_s"`
+	RecordsPerSec float64      `json:"records_per_s"`
+	Problems      []string     `json:"problems,omitempty"`
+}
+
+// PairResult is one pair of points.
+type PairResult struct {
+	From   string  `json:"from"`
+	To     string  `json:"to"`
+	Groups []Group `json:"groups"` // "same node", "cross node"
+	// Tuples seen at one point only: dropped, still in flight at the end,
+	// or not sampled there (XoY/Downsample keep different tuples).
+	OnlyFrom uint64 `json:"only_from"`
+	OnlyTo   uint64 `json:"only_to"`
+	// Matched tuples without a bound: outside the relation's window, or a
+	// relation that broke (the reason is in Problems).
+	Unbounded uint64 `json:"unbounded"`
+	// Skipped says why the pair was not joined at all.
+	Skipped string `json:"skipped,omitempty"`
+
+	rates [2]*binner // records per bin at each point
+}
+
+// ThroughputBin is the width of the bins of PointRate.
+const ThroughputBin = 100 * time.Millisecond
+
+// PointRate is a point's records per second over time, from its logs (in
+// the reference's time, all points on one time axis).
+type PointRate struct {
+	Point   string    `json:"point"`
+	StartS  float64   `json:"start_s"` // the first bin's start, seconds after the earliest record of any point
+	BinS    float64   `json:"bin_s"`
+	PerSec  []float64 `json:"per_second"`
+	Records uint64    `json:"records"`
+}
+
+// Group is the latency distribution of one kind of pair, in nanoseconds,
+// and the distribution of its error bound's half-width.
+type Group struct {
+	Name    string        `json:"name"`
+	Latency histo.Summary `json:"latency"`
+	Error   histo.Summary `json:"error"`
+	// BelowZero counts tuples whose latency's midpoint came out negative
+	// (a wide bound around a short latency); they count as 0 above.
+	BelowZero uint64 `json:"below_zero"`
+	// Box holds the quartiles and whiskers (p1, p25, p50, p75, p99) of the
+	// latency for box plots, and of the error.
+	Box      [5]int64 `json:"box_ns"`
+	ErrorBox [5]int64 `json:"error_box_ns"`
+}
+
+// Series is a counter channel's throughput over time.
+type Series struct {
+	Node     string    `json:"node"`
+	Channel  string    `json:"channel"`
+	PeriodS  float64   `json:"period_s"`
+	Started  time.Time `json:"started"`
+	PerSec   []float64 `json:"per_second"`
+	Total    uint64    `json:"total"`
+	MeanRate float64   `json:"mean_rate"`
+}
+
+// ReTResult is the return-trip method's view of a ret-start channel: the
+// time from a tuple's start to its acknowledgement, on one clock.
+type ReTResult struct {
+	Node      string        `json:"node"`
+	Channel   string        `json:"channel"`
+	RoundTrip histo.Summary `json:"round_trip"`
+	Unacked   uint64        `json:"unacknowledged"`
+}
+
+var indexSuffix = regexp.MustCompile(`\.\d+(\.ack)?$`)
+
+// PointOf is the instrumentation point of a channel: its name without a
+// thread or lane index ("emit.3" -> "emit", "emit.3.ack" -> "emit.ack").
+func PointOf(channel string) string { return indexSuffix.ReplaceAllString(channel, "$1") }
+
+// source is one log file of a point on a node.
+type source struct {
+	node, channel, path string
+}
+
+// Analyze reads the run directory's profiles and relation.
+func Analyze(d *results.Dir, o Options) (*Report, error) {
+	started := time.Now()
+	rep := &Report{FormatVersion: FormatVersion, Run: d.Path, Problems: append([]string(nil), d.Problems...)}
+	if len(d.Nodes) == 0 {
+		return rep, errors.New("no profiles in the run directory (profiles/<node>/): run cpsweep with --profile")
+	}
+	if o.Lag <= 0 {
+		o.Lag = DefaultLag
+	}
+	points := map[string][]source{}
+	var nodes []string
+	for node, nf := range d.Nodes {
+		nodes = append(nodes, node)
+		for ch, paths := range nf.Logs {
+			for _, p := range paths {
+				points[PointOf(ch)] = append(points[PointOf(ch)], source{node: node, channel: ch, path: p})
+			}
+		}
+	}
+	sort.Strings(nodes)
+	tr, err := newTranslator(d, nodes)
+	if err != nil {
+		return rep, err
+	}
+	rep.Reference, rep.TSCHz = tr.reference, tr.hz
+	rep.Problems = append(rep.Problems, tr.problems...)
+	pairs := o.Pairs
+	if len(pairs) == 0 {
+		var present []string
+		for _, p := range Pipeline {
+			if len(points[p]) > 0 {
+				present = append(present, p)
+			}
+		}
+		for i := 1; i < len(present); i++ {
+			pairs = append(pairs, [2]string{present[i-1], present[i]})
+		}
+		if len(present) > 2 {
+			pairs = append(pairs, [2]string{present[0], present[len(present)-1]})
+		}
+	}
+	if len(pairs) == 0 {
+		rep.Problems = append(rep.Problems, "fewer than two instrumentation points have logs: nothing to join")
+	}
+	for _, pr := range pairs {
+		from, to := points[pr[0]], points[pr[1]]
+		if len(from) == 0 || len(to) == 0 {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%s -> %s: no logs of %s", pr[0], pr[1], missingOf(pr, from)))
+			continue
+		}
+		if tr.rf == nil && spansNodes(from, to) {
+			why := "its points are on different nodes and there is no relation.json (run cpsweep with --clock)"
+			rep.Pairs = append(rep.Pairs, PairResult{From: pr[0], To: pr[1], Skipped: why})
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%s -> %s not joined: %s", pr[0], pr[1], why))
+			continue
+		}
+		res, n, probs := join(pr[0], pr[1], from, to, tr, float64(o.Lag.Nanoseconds()), o.Visit)
+		if res.OnlyTo > 0 && res.OnlyFrom > 0 {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%s -> %s: %d tuples seen only at %s and %d only at %s: lost or unsampled, or a latency above the join's lag of %v (raise --lag)",
+				pr[0], pr[1], res.OnlyFrom, pr[0], res.OnlyTo, pr[1], o.Lag))
+		}
+		rep.Pairs = append(rep.Pairs, res)
+		rep.Records += n
+		rep.Problems = append(rep.Problems, probs...)
+	}
+	rep.PointRates = pointRates(rep.Pairs)
+	for point, srcs := range points {
+		if !strings.HasSuffix(point, ".ack") {
+			continue
+		}
+		rep.ReT = append(rep.ReT, returnTrips(point, srcs, points[strings.TrimSuffix(point, ".ack")], tr)...)
+	}
+	for _, node := range nodes {
+		if cl := d.Nodes[node].Counters; cl != nil {
+			rep.Throughput = append(rep.Throughput, seriesOf(node, cl)...)
+		}
+	}
+	rep.Elapsed = time.Since(started).Seconds()
+	if rep.Elapsed > 0 {
+		rep.RecordsPerSec = float64(rep.Records) / rep.Elapsed
+	}
+	return rep, nil
+}
+
+// pointRates takes each point's rate from the first pair it appears in.
+func pointRates(pairs []PairResult) []PointRate {
+	seen := map[string]*binner{}
+	var order []string
+	for _, p := range pairs {
+		for k, point := range []string{p.From, p.To} {
+			if b := p.rates[k]; b != nil && b.counts != nil && seen[point] == nil {
+				seen[point] = b
+				order = append(order, point)
+			}
+		}
+	}
+	if len(order) == 0 {
+		return nil
+	}
+	origin := int64(math.MaxInt64)
+	for _, b := range seen {
+		origin = min(origin, b.origin)
+	}
+	var out []PointRate
+	bin := ThroughputBin.Seconds()
+	for _, point := range order {
+		b := seen[point]
+		r := PointRate{Point: point, StartS: float64(b.origin-origin) * bin, BinS: bin}
+		for _, c := range b.counts {
+			r.PerSec = append(r.PerSec, float64(c)/bin)
+			r.Records += c
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func spansNodes(a, b []source) bool {
+	for _, s := range append(append([]source(nil), a...), b...) {
+		if s.node != a[0].node {
+			return true
+		}
+	}
+	return false
+}
+
+func missingOf(pr [2]string, from []source) string {
+	if len(from) == 0 {
+		return pr[0]
+	}
+	return pr[1]
+}
+
+func seriesOf(node string, cl *profiler.CounterLog) []Series {
+	var out []Series
+	names := make([]string, 0, len(cl.Channels))
+	for name := range cl.Channels {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	period := time.Duration(cl.PeriodNs).Seconds()
+	for _, name := range names {
+		s := Series{Node: node, Channel: name, PeriodS: period, Started: cl.Started}
+		for _, c := range cl.Channels[name] {
+			s.PerSec = append(s.PerSec, float64(c)/period)
+			s.Total += c
+		}
+		if n := len(s.PerSec); n > 0 {
+			s.MeanRate = float64(s.Total) / (float64(n) * period)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// translator maps (node, TSC) to the reference's ticks with a strict bound.
+// Nodes are indices (the hot path does no map lookups).
+type translator struct {
+	reference string
+	hz        float64 // the reference's TSC frequency
+	rf        *probing.RelationFile
+	names     []string
+	index     map[string]int
+	isRef     []bool
+	lin       []*tsc.LinearRelation // node -> reference
+	paper     []*tsc.PaperRelation
+	problems  []string
+}
+
+func newTranslator(d *results.Dir, nodes []string) (*translator, error) {
+	t := &translator{names: nodes, index: map[string]int{}, isRef: make([]bool, len(nodes)),
+		lin: make([]*tsc.LinearRelation, len(nodes)), paper: make([]*tsc.PaperRelation, len(nodes))}
+	for i, n := range nodes {
+		t.index[n] = i
+	}
+	if d.Relation == nil {
+		if len(nodes) > 1 {
+			t.problems = append(t.problems, "no relation.json: cross-node durations cannot be bounded (run cpsweep with --clock)")
+		}
+		t.reference = nodes[0]
+		t.isRef[0] = len(nodes) == 1
+		t.hz = hzFromConfig(d)
+		if t.hz == 0 {
+			return nil, errors.New("no relation.json and no agent TSC frequency in config.json: cannot convert ticks to time")
+		}
+		return t, nil
+	}
+	rf := d.Relation
+	t.rf, t.reference = rf, rf.Reference
+	for _, n := range rf.Nodes {
+		if n.Name == rf.Reference {
+			t.hz = n.Info.TSCHz
+		}
+	}
+	if t.hz <= 0 {
+		return nil, fmt.Errorf("relation.json: the reference %s has no TSC frequency", rf.Reference)
+	}
+	for i, n := range nodes {
+		if n == rf.Reference {
+			t.isRef[i] = true
+			continue
+		}
+		lin, err := rf.Linear(n, rf.Reference)
+		if err != nil {
+			t.problems = append(t.problems, fmt.Sprintf("%s -> %s: no tighter relation: %v", n, rf.Reference, err))
+		} else {
+			t.lin[i] = lin
+		}
+		if p, err := rf.Paper(n); err == nil {
+			t.paper[i] = p
+		}
+	}
+	return t, nil
+}
+
+func hzFromConfig(d *results.Dir) float64 {
+	var cfg struct {
+		Agents []struct {
+			TSCHz float64 `json:"tsc_hz"`
+		} `json:"agents"`
+	}
+	if b := d.Config(); b != nil {
+		_ = json.Unmarshal(b, &cfg)
+	}
+	for _, a := range cfg.Agents {
+		if a.TSCHz > 0 {
+			return a.TSCHz
+		}
+	}
+	return 0
+}
+
+// point translates one node's TSC value into the reference's ticks: the
+// narrower of the tighter and the paper's bound. ok is false when there is
+// none.
+func (t *translator) point(node int, v uint64) (tsc.Bound, bool) {
+	if t.isRef[node] {
+		return tsc.Bound{Value: float64(v)}, true
+	}
+	best, ok := tsc.Bound{}, false
+	if lin := t.lin[node]; lin != nil {
+		if b, err := lin.Translate(v); err == nil {
+			best, ok = b, true
+		}
+	}
+	if p := t.paper[node]; p != nil {
+		if a, e, err := p.Translate(v); err == nil && (!ok || e < best.Err) {
+			best, ok = tsc.Bound{Value: a, Err: e}, true
+		}
+	}
+	return best, ok
+}
+
+// approxFunc returns a quick mapping of a node's ticks to reference ticks,
+// for ordering reads (no bound needed).
+func (t *translator) approxFunc(node int) (a0, b0, r float64) {
+	if t.isRef[node] || t.rf == nil {
+		return 0, 0, 1
+	}
+	if p := t.paper[node]; p != nil {
+		return p.Start.A, float64(p.Start.B), p.R
+	}
+	if lin := t.lin[node]; lin != nil {
+		lo, hi := lin.Alpha()
+		w0, _ := lin.Window()
+		if at, err := lin.Translate(w0); err == nil {
+			return at.Value, float64(w0), (lo + hi) / 2
+		}
+	}
+	return 0, 0, 1
+}
+
+// duration bounds the time from (n1, v1) to (n2, v2) in reference ticks,
+// choosing the tightest case (§3.3): exact on the reference, the slope
+// interval on one other node, and the sum of both ends' bounds across nodes.
+func (t *translator) duration(n1 int, v1 uint64, n2 int, v2 uint64) (tsc.Bound, bool) {
+	if n1 == n2 {
+		if t.isRef[n1] || t.rf == nil { // the reference, or one node's own ticks
+			return tsc.TrivialDuration(v1, v2), true
+		}
+		best, ok := tsc.Bound{}, false
+		if lin := t.lin[n1]; lin != nil {
+			if b, err := lin.Duration(v1, v2); err == nil {
+				best, ok = b, true
+			}
+		}
+		if p := t.paper[n1]; p != nil {
+			if b, err := tsc.DurationOnOneNode(p, v1, v2); err == nil && (!ok || b.Err < best.Err) {
+				best, ok = b, true
+			}
+		}
+		return best, ok
+	}
+	if t.rf == nil {
+		return tsc.Bound{}, false
+	}
+	a, ok1 := t.point(n1, v1)
+	b, ok2 := t.point(n2, v2)
+	if !ok1 || !ok2 {
+		return tsc.Bound{}, false
+	}
+	return tsc.Bound{Value: b.Value - a.Value, Err: a.Err + b.Err}, true
+}
+
+func (t *translator) ns(ticks float64) float64 { return ticks * 1e9 / t.hz }
+
+func clampNs(v float64) int64 {
+	if v > math.MaxInt64/2 {
+		return math.MaxInt64 / 2
+	}
+	return int64(v)
+}

@@ -1,0 +1,303 @@
+package analysis
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/profiler"
+	"github.com/cloudprofiler-go/cp/results"
+	"github.com/cloudprofiler-go/cp/tsc"
+	"github.com/cloudprofiler-go/cp/tsc/probing"
+	"github.com/cloudprofiler-go/cp/wire"
+)
+
+// A synthetic run: node "a" is the reference (1 tick = 1 ns), node "b"
+// sends; its clock is scale·t + offset. Tuple i of stream s is emitted on
+// b at true time t_i, received on a after lat1(i) and consumed after
+// lat2(i) more. Some tuples are lost before receive, and consumed logs only
+// XoY-sampled ids.
+type synth struct {
+	n             int
+	scale, offset float64
+	dir           string
+}
+
+const t0 = 1.2e9 // first emit, ns
+
+// span spreads the emits over at least 1.6 s, at most 10 M tuples/s.
+func (s synth) span() float64 { return max(1.6e9, float64(s.n)/10e6*1e9) }
+
+func (s synth) t(i int) float64         { return t0 + s.span()*float64(i)/float64(s.n) }
+func lat1(i int) float64                { return 50e3 + float64(i%100)*1e3 } // 50..149 µs
+func lat2(i int) float64                { return 2e3 + float64(i%7)*100 }    // 2.0..2.6 µs
+func lost(i int) bool                   { return i%50 == 7 }
+func sampled(id uint64) bool            { return id%10 < 1 } // XoY x=1 y=10 at consumed
+func tupleID(i int) uint64              { return wire.TupleID(uint32(i%2), uint64(i/2)) }
+func (s synth) clockB(t float64) uint64 { return uint64(s.scale*t + s.offset) }
+
+// write creates the run directory: format marker, relation and logs.
+func (s synth) write(t testing.TB) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(5, 6))
+	var sessions []*probing.Session
+	for _, start := range []float64{1e9, t0 + s.span() + 0.2e9} {
+		ses := &probing.Session{Nodes: []probing.Node{{Name: "a", Info: probing.Info{TSCHz: 1e9}}, {Name: "b", Info: probing.Info{TSCHz: 1e9 * s.scale}}}}
+		now := start
+		for _, dir := range [][2]string{{"a", "b"}, {"b", "a"}} {
+			var probes []tsc.Probe
+			for i := 0; i < 100; i++ {
+				fwd, back := 20e3+rng.Float64()*30e3, 15e3+rng.Float64()*40e3
+				st := func(node string, at float64) uint64 {
+					if node == "a" {
+						return uint64(at)
+					}
+					return s.clockB(at)
+				}
+				probes = append(probes, tsc.Probe{ASend: st(dir[0], now), BRecv: st(dir[1], now+fwd), BReply: st(dir[1], now+fwd+1e3), ABack: st(dir[0], now+fwd+1e3+back)})
+				now += 300e3
+			}
+			ses.Pairs = append(ses.Pairs, probing.Pair{A: dir[0], B: dir[1], Probes: probes})
+		}
+		sessions = append(sessions, ses)
+	}
+	rf, err := probing.Relate(sessions, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(rf)
+	must(t, os.WriteFile(filepath.Join(s.dir, "relation.json"), b, 0o644))
+	must(t, os.WriteFile(filepath.Join(s.dir, "config.json"), []byte(`{"agents": [{"role": "receiver", "tsc_hz": 1e9}]}`), 0o644))
+	must(t, os.WriteFile(filepath.Join(s.dir, results.FormatFile), []byte(`{"format": "cloudprofiler-go run directory", "version": 2}`), 0o644))
+	for _, n := range []string{"a", "b"} {
+		must(t, os.MkdirAll(filepath.Join(s.dir, "profiles", n), 0o755))
+	}
+	p := profiler.New(time.Hour)
+	open := func(node, ch string, cfg profiler.Config) *profiler.Channel {
+		cfg.Path = filepath.Join(s.dir, "profiles", node, ch+".log")
+		c, err := p.Open(node+"/"+ch, cfg)
+		must(t, err)
+		return c
+	}
+	// blocks of 64 k records: a truncated file keeps its first blocks
+	emit := open("b", "emit.0", profiler.Config{Handler: profiler.HandlerBuffered, BlockSize: 1 << 16})
+	recv := open("a", "receive.0", profiler.Config{Handler: profiler.HandlerBuffered, BlockSize: 1 << 16})
+	cons := open("a", "consumed", profiler.Config{Handler: profiler.HandlerXoY, X: 1, Y: 10, BlockSize: 1 << 16})
+	for i := 0; i < s.n; i++ {
+		emit.LogTSAt(s.clockB(s.t(i)), tupleID(i))
+	}
+	for i := 0; i < s.n; i++ {
+		if !lost(i) {
+			recv.LogTSAt(uint64(s.t(i)+lat1(i)), tupleID(i))
+		}
+	}
+	// consumed in the order of its times (lat2 varies, but by less than
+	// the gap between tuples, so the order is the ids')
+	for i := 0; i < s.n; i++ {
+		if !lost(i) {
+			cons.LogTSAt(uint64(s.t(i)+lat1(i)+lat2(i)), tupleID(i))
+		}
+	}
+	must(t, p.Close())
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func percentile(v []float64, q float64) float64 {
+	sort.Float64s(v)
+	return v[int(math.Ceil(q/100*float64(len(v))))-1]
+}
+
+// TestSyntheticExactAnswers checks the analysis against known latencies
+// and a known clock relation: every cross-node bound contains the truth,
+// same-node latencies on the reference are exact, and the missing and
+// unsampled tuples are counted exactly.
+func TestSyntheticExactAnswers(t *testing.T) {
+	s := synth{n: 20000, scale: 0.75 * (1 + 200e-6), offset: 5e11, dir: t.TempDir()}
+	s.write(t)
+	d, err := results.Open(s.dir)
+	must(t, err)
+	truth := map[[2]string]map[uint64]float64{{"emit", "receive"}: {}, {"receive", "consumed"}: {}, {"emit", "consumed"}: {}}
+	var lost1, recvUnsampled, sampledN int
+	var l2 []float64
+	for i := 0; i < s.n; i++ {
+		id := tupleID(i)
+		truth[[2]string{"emit", "receive"}][id] = lat1(i)
+		truth[[2]string{"receive", "consumed"}][id] = lat2(i)
+		truth[[2]string{"emit", "consumed"}][id] = lat1(i) + lat2(i)
+		switch {
+		case lost(i):
+			lost1++
+		case sampled(id):
+			sampledN++
+			l2 = append(l2, lat2(i))
+		default:
+			recvUnsampled++
+		}
+	}
+	checked := 0
+	rep, err := Analyze(d, Options{Visit: func(m Match) {
+		want := truth[[2]string{m.From, m.To}][m.ID]
+		if math.Abs(m.LatencyNs-want) > m.ErrorNs+2 {
+			t.Fatalf("%s -> %s, tuple %x: %.0f ± %.0f ns does not contain the true %.0f", m.From, m.To, m.ID, m.LatencyNs, m.ErrorNs, want)
+		}
+		checked++
+	}})
+	must(t, err)
+	if rep.Reference != "a" || rep.TSCHz != 1e9 {
+		t.Fatalf("reference %s at %v Hz", rep.Reference, rep.TSCHz)
+	}
+	byPair := map[string]PairResult{}
+	for _, p := range rep.Pairs {
+		byPair[p.From+">"+p.To] = p
+	}
+	er, rc, ec := byPair["emit>receive"], byPair["receive>consumed"], byPair["emit>consumed"]
+	if er.OnlyFrom != uint64(lost1) || er.OnlyTo != 0 || rc.OnlyFrom != uint64(recvUnsampled) || rc.OnlyTo != 0 || ec.OnlyFrom != uint64(lost1+recvUnsampled) {
+		t.Fatalf("missing counts: emit>receive %d/%d (want %d), receive>consumed %d/%d (want %d), emit>consumed %d (want %d)",
+			er.OnlyFrom, er.OnlyTo, lost1, rc.OnlyFrom, rc.OnlyTo, recvUnsampled, ec.OnlyFrom, lost1+recvUnsampled)
+	}
+	if len(rc.Groups) != 1 || rc.Groups[0].Name != "same node" || rc.Groups[0].Error.Max != 0 || rc.Groups[0].Latency.Count != uint64(sampledN) {
+		t.Fatalf("receive>consumed on the reference must be exact: %+v", rc.Groups)
+	}
+	// exact to the histogram's 3 significant digits
+	for _, q := range []struct {
+		got  int64
+		perc float64
+	}{{rc.Groups[0].Latency.P50, 50}, {rc.Groups[0].Latency.P99, 99}} {
+		if want := percentile(l2, q.perc); math.Abs(float64(q.got)-want) > want*1e-3+1 {
+			t.Fatalf("receive>consumed p%v = %d, want %.0f", q.perc, q.got, want)
+		}
+	}
+	if len(er.Groups) != 1 || er.Groups[0].Name != "cross node" || er.Groups[0].Latency.Count != uint64(s.n-lost1) || er.Groups[0].Error.P50 <= 0 {
+		t.Fatalf("emit>receive: %+v", er.Groups)
+	}
+	if want := uint64(s.n-lost1) + uint64(sampledN)*2; uint64(checked) != want {
+		t.Fatalf("visited %d matches, want %d", checked, want)
+	}
+	var sb strings.Builder
+	rep.WriteText(&sb)
+	t.Logf("\n%s", sb.String())
+}
+
+// TestDamagedRunDirectory: an unknown format version is refused with the
+// version named; a truncated log and a missing relation are reported, and
+// everything intact is still analysed.
+func TestDamagedRunDirectory(t *testing.T) {
+	s := synth{n: 300_000, scale: 1.1, offset: 1e10, dir: t.TempDir()}
+	s.write(t)
+	// truncate the receive log in its middle
+	path := filepath.Join(s.dir, "profiles", "a", "receive.0.log")
+	data, _ := os.ReadFile(path)
+	must(t, os.WriteFile(path, data[:len(data)*2/3], 0o644))
+	must(t, os.Remove(filepath.Join(s.dir, "relation.json")))
+	d, err := results.Open(s.dir)
+	must(t, err)
+	rep, err := Analyze(d, Options{})
+	must(t, err)
+	all := strings.Join(rep.Problems, "\n")
+	for _, want := range []string{"summary.json is missing", "no relation.json", "receive.0.log", "offset", "emit -> receive not joined"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("problems do not mention %q:\n%s", want, all)
+		}
+	}
+	var sb strings.Builder
+	rep.WriteText(&sb)
+	t.Logf("\n%s", sb.String())
+	// receive -> consumed is on one node: still analysed, over the intact part
+	for _, p := range rep.Pairs {
+		if p.From == "receive" && p.To == "consumed" && (len(p.Groups) != 1 || p.Groups[0].Latency.Count == 0) {
+			t.Fatalf("receive>consumed not analysed: %+v", p)
+		}
+		if p.From == "emit" && p.Skipped == "" {
+			t.Fatalf("%s>%s: cross-node pairs without a relation must be skipped, saying why: %+v", p.From, p.To, p)
+		}
+	}
+	must(t, os.WriteFile(filepath.Join(s.dir, "config.json"), []byte(`{"agents": [{"role": "receiver", "tsc_hz": 1e9}]}`), 0o644))
+	must(t, os.WriteFile(filepath.Join(s.dir, results.FormatFile), []byte(`{"format": "cloudprofiler-go run directory", "version": 9}`), 0o644))
+	if _, err := results.Open(s.dir); err == nil || !strings.Contains(err.Error(), "format version 9") {
+		t.Fatalf("unknown version: %v", err)
+	}
+	if _, err := results.Open(filepath.Join(s.dir, "nope")); err == nil {
+		t.Fatal("a missing directory was opened")
+	}
+}
+
+// BenchmarkAnalyze joins a synthetic run of b.N tuples at three points
+// (3 pairs, ~8 records read per tuple): records per second, one core for
+// the join, readers decompressing beside it.
+func BenchmarkAnalyze(b *testing.B) {
+	s := synth{n: max(b.N, 1000), scale: 0.75, offset: 5e11, dir: b.TempDir()}
+	s.write(b)
+	d, err := results.Open(s.dir)
+	must(b, err)
+	b.ResetTimer()
+	rep, err := Analyze(d, Options{})
+	must(b, err)
+	b.ReportMetric(rep.RecordsPerSec/1e6, "Mrecords/s")
+}
+
+// TestBenchAnalyzeScale (CP_BENCH=1, part of make bench): a synthetic run
+// whose logs hold ~100 M records (CP_BENCH_ANALYZE_TUPLES tuples, default
+// 48 M: emit, receive and 1-in-10 consumed), analysed with its time, rate
+// and the process's peak resident memory.
+func TestBenchAnalyzeScale(t *testing.T) {
+	if os.Getenv("CP_BENCH") == "" {
+		t.Skip("set CP_BENCH=1 (make bench) to run the 100 M record analysis")
+	}
+	n := 48_000_000
+	if v := os.Getenv("CP_BENCH_ANALYZE_TUPLES"); v != "" {
+		fmt.Sscan(v, &n)
+	}
+	s := synth{n: n, scale: 0.75 * (1 + 200e-6), offset: 5e11, dir: t.TempDir()}
+	gen := time.Now()
+	s.write(t)
+	var logRecords uint64
+	d, err := results.Open(s.dir)
+	must(t, err)
+	for _, nf := range d.Nodes {
+		for _, paths := range nf.Logs {
+			for _, p := range paths {
+				f, _ := os.Open(p)
+				_, _ = profiler.ReadBlocks(f, func(r []profiler.Record) error { logRecords += uint64(len(r)); return nil })
+				f.Close()
+			}
+		}
+	}
+	t.Logf("generated %d tuples, %d records in the logs, in %v (peak RSS so far %s)", n, logRecords, time.Since(gen).Round(time.Second), peakRSS())
+	runtime.GC()
+	debug.FreeOSMemory()
+	// reset the high-water mark, so the peak below is the analysis's own
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+	rep, err := Analyze(d, Options{})
+	must(t, err)
+	t.Logf("ANALYZE %d log records (%d read across the 3 pairs) in %.1fs: %.2f M records/s read and joined; peak RSS %s",
+		logRecords, rep.Records, rep.Elapsed, rep.RecordsPerSec/1e6, peakRSS())
+}
+
+// peakRSS is the process's high-water resident memory (VmHWM).
+func peakRSS() string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "unknown"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			return strings.TrimSpace(strings.TrimPrefix(line, "VmHWM:"))
+		}
+	}
+	return "unknown"
+}

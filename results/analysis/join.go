@@ -1,0 +1,306 @@
+package analysis
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+
+	"github.com/cloudprofiler-go/cp/internal/histo"
+	"github.com/cloudprofiler-go/cp/profiler"
+)
+
+// cursor reads one log file in a goroutine (decompression runs in
+// parallel with the join) and hands its blocks over a channel.
+type cursor struct {
+	src    source
+	node   int
+	blocks chan []profiler.Record
+	free   chan []profiler.Record
+	recs   []profiler.Record
+	i      int
+	key    float64 // approximate reference time of recs[i] (+ lag on the "to" side)
+	shift  float64
+	a0, b0 float64 // approximate mapping to reference ticks
+	r      float64
+	done   bool
+	result chan readResult
+}
+
+type readResult struct {
+	bad []profiler.Corruption
+	err error
+}
+
+func openCursor(s source, node int, tr *translator, shift float64) *cursor {
+	c := &cursor{src: s, node: node, blocks: make(chan []profiler.Record, 2), free: make(chan []profiler.Record, 3),
+		shift: shift, result: make(chan readResult, 1)}
+	c.a0, c.b0, c.r = tr.approxFunc(node)
+	go c.read()
+	c.advance()
+	return c
+}
+
+func (c *cursor) read() {
+	defer close(c.blocks)
+	f, err := os.Open(c.src.path)
+	if err != nil {
+		c.result <- readResult{err: err}
+		return
+	}
+	defer f.Close()
+	br := profiler.NewBlockReader(f)
+	for {
+		var buf []profiler.Record
+		select {
+		case buf = <-c.free:
+		default:
+		}
+		recs, err := br.Next(buf[:0])
+		if errors.Is(err, io.EOF) {
+			c.result <- readResult{bad: br.Corruptions}
+			return
+		}
+		if err != nil {
+			c.result <- readResult{bad: br.Corruptions, err: err}
+			return
+		}
+		c.blocks <- recs
+	}
+}
+
+// advance moves to the next record, fetching the next block when needed.
+func (c *cursor) advance() {
+	c.i++
+	for c.i >= len(c.recs) {
+		if c.recs != nil {
+			select {
+			case c.free <- c.recs:
+			default:
+			}
+		}
+		b, ok := <-c.blocks
+		if !ok {
+			c.done, c.recs = true, nil
+			c.key = math.Inf(1)
+			return
+		}
+		c.recs, c.i = b, 0
+	}
+	c.key = c.a0 + c.r*(float64(c.recs[c.i].TSC)-c.b0) + c.shift
+}
+
+// pending is a tuple seen at the first point, waiting for the second.
+type pending struct {
+	id, tsc uint64
+	node    int
+}
+
+// fifo is one stream's pending tuples, in id order.
+type fifo struct {
+	q    []pending
+	head int
+}
+
+func (f *fifo) push(p pending) {
+	if f.head > 4096 && f.head*2 > len(f.q) { // compact now and then
+		n := copy(f.q, f.q[f.head:])
+		f.q, f.head = f.q[:n], 0
+	}
+	f.q = append(f.q, p)
+}
+
+// groupAcc accumulates one group's distributions.
+type groupAcc struct {
+	lat, err *histo.Precise
+	below    uint64
+}
+
+func newGroupAcc() *groupAcc { return &groupAcc{lat: histo.NewPrecise(), err: histo.NewPrecise()} }
+
+// The histograms cannot hold 0 (an exact bound, a clamped latency), so
+// values are recorded plus one nanosecond and reported minus one.
+func (g *groupAcc) record(lat, err int64) {
+	g.lat.Record(lat + 1)
+	g.err.Record(err + 1)
+}
+
+func unshift(s histo.Summary) histo.Summary {
+	if s.Count == 0 {
+		return s
+	}
+	s.Mean--
+	s.Min, s.P50, s.P90, s.P99, s.P999, s.Max = s.Min-1, s.P50-1, s.P90-1, s.P99-1, s.P999-1, s.Max-1
+	return s
+}
+
+func unshiftBox(b [5]int64) [5]int64 {
+	for i := range b {
+		b[i]--
+	}
+	return b
+}
+
+func (g *groupAcc) group(name string) Group {
+	out := Group{Name: name, Latency: unshift(g.lat.Summary()), Error: unshift(g.err.Summary()), BelowZero: g.below}
+	out.Box = unshiftBox(g.lat.Quantiles(1, 25, 50, 75, 99))
+	out.ErrorBox = unshiftBox(g.err.Quantiles(1, 25, 50, 75, 99))
+	return out
+}
+
+// join pairs every tuple at point from with the same tuple at point to.
+func join(fromPoint, toPoint string, from, to []source, tr *translator, lag float64, visit func(Match)) (PairResult, uint64, []string) {
+	res := PairResult{From: fromPoint, To: toPoint}
+	var problems []string
+	lagTicks := lag * tr.hz / 1e9
+	var cursors []*cursor
+	nFrom := len(from)
+	for _, s := range from {
+		cursors = append(cursors, openCursor(s, tr.index[s.node], tr, 0))
+	}
+	for _, s := range to {
+		cursors = append(cursors, openCursor(s, tr.index[s.node], tr, lagTicks))
+	}
+	var streams [1 << 16]*fifo
+	same, cross := newGroupAcc(), newGroupAcc()
+	binTicks := ThroughputBin.Seconds() * tr.hz
+	rates := [2]*binner{{width: binTicks}, {width: binTicks}}
+	var read uint64
+	for {
+		best := -1
+		for i, c := range cursors {
+			if !c.done && (best < 0 || c.key < cursors[best].key) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		c := cursors[best]
+		rec := c.recs[c.i]
+		read++
+		st := streams[rec.ID>>48]
+		if st == nil {
+			st = &fifo{}
+			streams[rec.ID>>48] = st
+		}
+		if best < nFrom {
+			rates[0].add(c.key)
+			st.push(pending{id: rec.ID, tsc: rec.TSC, node: c.node})
+			c.advance()
+			continue
+		}
+		rates[1].add(c.key - c.shift)
+		for st.head < len(st.q) && st.q[st.head].id < rec.ID {
+			st.head++
+			res.OnlyFrom++
+		}
+		if st.head < len(st.q) && st.q[st.head].id == rec.ID {
+			p := st.q[st.head]
+			st.head++
+			d, ok := tr.duration(p.node, p.tsc, c.node, rec.TSC)
+			if !ok {
+				res.Unbounded++
+			} else {
+				g := cross
+				if p.node == c.node {
+					g = same
+				}
+				v := tr.ns(d.Value)
+				if v < 0 {
+					g.below++
+					v = 0
+				}
+				g.record(clampNs(v), clampNs(tr.ns(d.Err)))
+				if visit != nil {
+					visit(Match{From: fromPoint, To: toPoint, ID: rec.ID, FromNode: tr.names[p.node], ToNode: tr.names[c.node],
+						LatencyNs: tr.ns(d.Value), ErrorNs: tr.ns(d.Err)})
+				}
+			}
+		} else {
+			res.OnlyTo++
+		}
+		c.advance()
+	}
+	for _, st := range streams {
+		if st != nil {
+			res.OnlyFrom += uint64(len(st.q) - st.head)
+		}
+	}
+	for _, c := range cursors {
+		r := <-c.result
+		if r.err != nil {
+			problems = append(problems, fmt.Sprintf("%s (%s on %s): %v; the records before it are analysed", c.src.path, c.src.channel, c.src.node, r.err))
+		}
+		for _, b := range r.bad {
+			problems = append(problems, fmt.Sprintf("%s (%s on %s): damaged at offset %d (%s); skipped, the intact blocks are analysed", c.src.path, c.src.channel, c.src.node, b.Offset, b.Reason))
+		}
+	}
+	if same.lat.Summary().Count > 0 || same.err.Summary().Count > 0 {
+		res.Groups = append(res.Groups, same.group("same node"))
+	}
+	if cross.lat.Summary().Count > 0 {
+		res.Groups = append(res.Groups, cross.group("cross node"))
+	}
+	if res.Unbounded > 0 {
+		problems = append(problems, fmt.Sprintf("%s -> %s: %d matched tuples have no bound (outside the relation's probed window, or no relation)", fromPoint, toPoint, res.Unbounded))
+	}
+	res.rates = [2]*binner{rates[0], rates[1]}
+	return res, read, problems
+}
+
+// binner counts records per bin of reference time.
+type binner struct {
+	width  float64 // ticks
+	origin int64   // the first bin's number
+	counts []uint64
+}
+
+func (b *binner) add(t float64) {
+	n := int64(math.Floor(t / b.width))
+	if b.counts == nil {
+		b.origin = n
+	}
+	i := n - b.origin
+	if i < 0 { // a record before the first one seen: rare (reordered sources)
+		if i < -1<<20 {
+			return
+		}
+		b.counts = append(make([]uint64, -i), b.counts...)
+		b.origin, i = n, 0
+	}
+	if i >= int64(len(b.counts)) {
+		if i-int64(len(b.counts)) > 1<<24 {
+			return // a wild timestamp: do not allocate for it
+		}
+		b.counts = append(b.counts, make([]uint64, i+1-int64(len(b.counts)))...)
+	}
+	b.counts[i]++
+}
+
+// returnTrips joins a ret-start channel's starts with its acks (same node,
+// same clock): the return-trip method's durations.
+func returnTrips(ackPoint string, acks, starts []source, tr *translator) []ReTResult {
+	var out []ReTResult
+	for _, a := range acks {
+		var s *source
+		for i := range starts {
+			if starts[i].node == a.node && starts[i].channel+".ack" == a.channel {
+				s = &starts[i]
+			}
+		}
+		if s == nil {
+			continue
+		}
+		res, _, _ := join(PointOf(s.channel), ackPoint, []source{*s}, []source{a}, tr, 2e9, nil)
+		r := ReTResult{Node: a.node, Channel: s.channel, Unacked: res.OnlyFrom}
+		for _, g := range res.Groups {
+			if g.Name == "same node" {
+				r.RoundTrip = g.Latency
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}

@@ -1,0 +1,49 @@
+package report
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cloudprofiler-go/cp/results"
+)
+
+// TestPartialRunDirectory: a run directory with a summary but no trial
+// details, relation or profiles still renders, with what it has and
+// nothing it lacks.
+func TestPartialRunDirectory(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		results.FormatFile: `{"format": "cloudprofiler-go run directory", "version": 2}`,
+		"summary.json": `{"format_version": 2, "name": "partial", "topology": "1 sender, 1 receiver",
+			"result": {"method": "fast", "last_pass": 1000000, "first_fail": 1010000, "trials": [
+			{"n": 1, "rate": 1000000, "achieved": 999000, "purpose": "ramp", "verdict": {"pass": true}},
+			{"n": 2, "rate": 1010000, "achieved": 900000, "purpose": "close", "verdict": {"pass": false, "checks": [{"rule": "lateness", "pass": false, "detail": "p99 too high"}]}}]}}`,
+		"config.json": `{"args": ["cpsweep"]}`,
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := results.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html, err := Build(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(html)
+	for _, want := range []string{`id="fig-sweep"`, "between 1.000 M tuples/s (passed) and 1.010 M tuples/s (failed)", "lateness: p99 too high", "<details>"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	for _, absent := range []string{`id="fig-latency"`, `id="fig-clock"`, "<script src"} {
+		if strings.Contains(page, absent) {
+			t.Errorf("report has %q without the data for it", absent)
+		}
+	}
+}
