@@ -125,10 +125,9 @@ func (p *Profiler) Follow(ctx context.Context, source, token string, every time.
 	if report == nil {
 		report = func([]string, error) {}
 	}
+	// The first fetch is applied too (channels already as configured are
+	// left alone): a change made before it must not be missed.
 	var last []byte
-	if _, data, err := FetchHandlers(ctx, source, token); err == nil {
-		last = data
-	}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -144,12 +143,13 @@ func (p *Profiler) Follow(ctx context.Context, source, token string, every time.
 			}
 			continue
 		}
-		if bytes.Equal(data, last) {
+		if last != nil && bytes.Equal(data, last) {
 			continue
 		}
 		last = data
-		changed, err := p.Apply(h)
-		report(changed, err)
+		if changed, err := p.Apply(h); len(changed) > 0 || err != nil {
+			report(changed, err)
+		}
 	}
 }
 
