@@ -91,9 +91,7 @@ func clockClientCommand() *cobra.Command {
 			}
 			defer stop()
 			fmt.Fprintf(os.Stderr, "clock client ready: probes on udp %s, control http://%s/v1/clock (TSC %.6f GHz)\n", r.Addr(), addr, hz/1e9)
-			sigs := make(chan os.Signal, 1)
-			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-			<-sigs
+			cli.WaitForSignal()
 			return nil
 		},
 	}
@@ -192,10 +190,8 @@ func simulatedClock(spec string) (func() uint64, error) {
 }
 
 func clockProbeCommand() *cobra.Command {
-	var nodes []string
-	var count int
-	var gap, timeout time.Duration
-	var output, token, tokenFile string
+	var pf probeFlags
+	var output string
 	cmd := &cobra.Command{
 		Use:     "probe",
 		Short:   "Probe every ordered pair of TSC clients once and write a session file",
@@ -203,17 +199,13 @@ func clockProbeCommand() *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
-			tok, err := agent.ReadToken(token, tokenFile)
-			if err != nil {
-				return err
-			}
-			ns, err := parseClockNodes(nodes)
+			ns, settings, err := pf.resolve()
 			if err != nil {
 				return err
 			}
 			ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer cancel()
-			ses, err := probing.Probe(ctx, ns, probing.Settings{Count: count, Gap: gap, Timeout: timeout, Token: tok})
+			ses, err := probing.Probe(ctx, ns, settings)
 			if err != nil {
 				return err
 			}
@@ -227,34 +219,51 @@ func clockProbeCommand() *cobra.Command {
 			return cli.WriteJSONFile(output, ses)
 		},
 	}
-	f := cmd.Flags()
-	f.StringArrayVar(&nodes, "node", nil, "a TSC client as NAME=CONTROL_HOST:PORT (repeat; at least two)")
-	f.IntVar(&count, "count", 100, "round trips per ordered pair")
-	f.DurationVar(&gap, "gap", time.Millisecond, "pause between round trips")
-	f.DurationVar(&timeout, "timeout", 100*time.Millisecond, "give up on a reply after this long")
-	f.StringVarP(&output, "output", "o", "-", "session file (- for standard output)")
-	f.StringVar(&token, "token", "", "token the clients expect")
-	f.StringVar(&tokenFile, "token-file", "", "read the token from this file")
+	pf.register(cmd, "round trips per ordered pair")
+	cmd.Flags().StringVarP(&output, "output", "o", "-", "session file (- for standard output)")
 	return cmd
 }
 
-func parseClockNodes(specs []string) ([]probing.Node, error) {
+// probeFlags are the flags of every command that probes TSC clients.
+type probeFlags struct {
+	nodes            []string
+	count            int
+	gap, timeout     time.Duration
+	token, tokenFile string
+}
+
+func (pf *probeFlags) register(cmd *cobra.Command, countHelp string) {
+	f := cmd.Flags()
+	f.StringArrayVar(&pf.nodes, "node", nil, "a TSC client as NAME=CONTROL_HOST:PORT (repeat; at least two)")
+	f.IntVar(&pf.count, "count", 100, countHelp)
+	f.DurationVar(&pf.gap, "gap", time.Millisecond, "pause between round trips")
+	f.DurationVar(&pf.timeout, "timeout", 100*time.Millisecond, "give up on a reply after this long")
+	f.StringVar(&pf.token, "token", "", "token the clients expect")
+	f.StringVar(&pf.tokenFile, "token-file", "", "read the token from this file")
+}
+
+// resolve reads the token and parses the nodes.
+func (pf *probeFlags) resolve() ([]probing.Node, probing.Settings, error) {
+	tok, err := agent.ReadToken(pf.token, pf.tokenFile)
+	if err != nil {
+		return nil, probing.Settings{}, err
+	}
 	var ns []probing.Node
-	for _, spec := range specs {
+	for _, spec := range pf.nodes {
 		name, addr, ok := strings.Cut(spec, "=")
 		if !ok || name == "" || addr == "" {
-			return nil, fmt.Errorf("--node %q: want NAME=HOST:PORT (the client's control address)", spec)
+			return nil, probing.Settings{}, fmt.Errorf("--node %q: want NAME=HOST:PORT (the client's control address)", spec)
 		}
 		ns = append(ns, probing.Node{Name: name, Control: addr})
 	}
-	return ns, nil
+	return ns, probing.Settings{Count: pf.count, Gap: pf.gap, Timeout: pf.timeout, Token: tok}, nil
 }
 
 func clockWatchCommand() *cobra.Command {
-	var nodes []string
-	var count, rounds int
-	var gap, timeout, every time.Duration
-	var output, token, tokenFile, reference, metrics string
+	var pf probeFlags
+	var rounds int
+	var every time.Duration
+	var output, reference, metrics string
 	cmd := &cobra.Command{
 		Use:   "watch",
 		Short: "Probe periodically, keep the relation current and export it to Prometheus",
@@ -267,11 +276,7 @@ low rate during one. Each new relation is also written to --output.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
-			tok, err := agent.ReadToken(token, tokenFile)
-			if err != nil {
-				return err
-			}
-			ns, err := parseClockNodes(nodes)
+			ns, settings, err := pf.resolve()
 			if err != nil {
 				return err
 			}
@@ -286,7 +291,7 @@ low rate during one. Each new relation is also written to --output.`,
 			defer stop()
 			ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer cancel()
-			return probing.Watch(ctx, ns, probing.Settings{Count: count, Gap: gap, Timeout: timeout, Token: tok}, reference, every, rounds, func(rf *probing.RelationFile) {
+			return probing.Watch(ctx, ns, settings, reference, every, rounds, func(rf *probing.RelationFile) {
 				g.Set(rf)
 				for _, r := range rf.Relations {
 					c := r.Compare
@@ -303,19 +308,14 @@ low rate during one. Each new relation is also written to --output.`,
 			})
 		},
 	}
+	pf.register(cmd, "round trips per ordered pair and round")
 	f := cmd.Flags()
-	f.StringArrayVar(&nodes, "node", nil, "a TSC client as NAME=CONTROL_HOST:PORT (repeat; at least two)")
 	f.StringVar(&reference, "reference", "", "the reference node")
 	_ = cmd.MarkFlagRequired("reference")
-	f.IntVar(&count, "count", 100, "round trips per ordered pair and round")
-	f.DurationVar(&gap, "gap", time.Millisecond, "pause between round trips")
-	f.DurationVar(&timeout, "timeout", 100*time.Millisecond, "give up on a reply after this long")
 	f.DurationVar(&every, "every", 30*time.Second, "time between rounds")
 	f.IntVar(&rounds, "rounds", 0, "stop after this many rounds (0: until interrupted)")
 	f.StringVar(&metrics, "metrics", "127.0.0.1:9300", "serve Prometheus metrics here (empty: off)")
 	f.StringVarP(&output, "output", "o", "", "write the latest relation file here after every round")
-	f.StringVar(&token, "token", "", "token the clients expect")
-	f.StringVar(&tokenFile, "token-file", "", "read the token from this file")
 	return cmd
 }
 

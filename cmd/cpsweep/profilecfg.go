@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -56,9 +54,7 @@ a broken configuration is refused, and clients keep their handlers).`,
 			}
 			defer stop()
 			fmt.Fprintf(os.Stderr, "profiler configuration server ready: http://%s%s (from %s)\n", addr, profiler.PathHandlers, file)
-			sigs := make(chan os.Signal, 1)
-			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-			<-sigs
+			cli.WaitForSignal()
 			return nil
 		},
 	}

@@ -173,6 +173,15 @@ func StopOnSignal(name string, stop func()) {
 	}()
 }
 
+// WaitForSignal blocks until SIGINT or SIGTERM (servers that run until
+// stopped).
+func WaitForSignal() {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	<-sigs
+	signal.Stop(sigs)
+}
+
 // ServeMetricsFor is ServeMetrics for a command called name: it says where
 // the metrics are on standard error.
 func ServeMetricsFor(name, addr string, c prometheus.Collector) (func(), error) {

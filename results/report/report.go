@@ -24,6 +24,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/cloudprofiler-go/cp/internal/cli"
 	"github.com/cloudprofiler-go/cp/results"
 	"github.com/cloudprofiler-go/cp/results/analysis"
 )
@@ -158,19 +159,9 @@ func verdict(s *results.Summary) string {
 	case r.LastPass == 0:
 		return "no rate passed"
 	case r.FirstFail == 0:
-		return fmt.Sprintf("at least %s (nothing failed)", rate(r.LastPass))
+		return fmt.Sprintf("at least %s (nothing failed)", cli.HumanRate(r.LastPass))
 	}
-	return fmt.Sprintf("between %s (passed) and %s (failed), ±%.1f%%", rate(r.LastPass), rate(r.FirstFail), 50*(r.FirstFail-r.LastPass)/r.LastPass)
-}
-
-func rate(r float64) string {
-	switch {
-	case r >= 1e6:
-		return fmt.Sprintf("%.3f M tuples/s", r/1e6)
-	case r >= 1e3:
-		return fmt.Sprintf("%.1f k tuples/s", r/1e3)
-	}
-	return fmt.Sprintf("%.0f tuples/s", r)
+	return fmt.Sprintf("between %s (passed) and %s (failed), ±%.1f%%", cli.HumanRate(r.LastPass), cli.HumanRate(r.FirstFail), 50*(r.FirstFail-r.LastPass)/r.LastPass)
 }
 
 func dur(ns int64) string {
@@ -189,7 +180,7 @@ func dur(ns int64) string {
 func trialRows(d *results.Dir) []trialRow {
 	var rows []trialRow
 	for _, t := range d.Summary.Result.Trials {
-		r := trialRow{N: t.N, Purpose: t.Purpose, Target: rate(t.Rate), Achieved: rate(t.Achieved), Pass: t.Verdict.Pass, Verdict: "fail"}
+		r := trialRow{N: t.N, Purpose: t.Purpose, Target: cli.HumanRate(t.Rate), Achieved: cli.HumanRate(t.Achieved), Pass: t.Verdict.Pass, Verdict: "fail"}
 		if t.Verdict.Pass {
 			r.Verdict = "pass"
 		}

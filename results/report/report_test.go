@@ -36,7 +36,7 @@ func TestPartialRunDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := string(html)
-	for _, want := range []string{`id="fig-sweep"`, "between 1.000 M tuples/s (passed) and 1.010 M tuples/s (failed)", "lateness: p99 too high", "<details>"} {
+	for _, want := range []string{`id="fig-sweep"`, "between 1.000 M/s (passed) and 1.010 M/s (failed)", "lateness: p99 too high", "<details>"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report lacks %q", want)
 		}
