@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cloudprofiler-go/cp/results/analysis"
 )
 
 // testNet is a bridge in the root namespace with one veth-connected network
@@ -125,10 +127,15 @@ func TestMultiHostSweep(t *testing.T) {
 	if err := bad.Wait(30 * time.Second); err == nil || !strings.Contains(bad.Stderr.String(), "missing or wrong token") {
 		t.Fatalf("wrong token: %v\n%s", err, bad.Stderr.String())
 	}
+	handlers := filepath.Join(t.TempDir(), "handlers.yaml")
+	if err := os.WriteFile(handlers, []byte("default: {handler: buffered, path: \"/etc/{name}.log\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	rep, sp := runSweep(t, 3*time.Minute, "--sender", n.hosts["s1"]+":9101", "--sender", n.hosts["s2"]+":9101",
 		"--receiver", n.hosts["r1"]+":9102", "--token-file", token, "--search", "linear", "--from", "20k", "--to", "40k", "--step", "20k",
-		"--duration", "1s", "--warmup", "300ms", "--threads", "2", "--bucket", "10", "--clock")
-	if len(rep.Result.Trials) != 2 || !rep.Result.Trials[0].Verdict.Pass {
+		"--duration", "1s", "--warmup", "300ms", "--threads", "2", "--bucket", "10", "--clock", "--profile", handlers, "--profile-at", "0.5")
+	// two search trials and the profiled one
+	if len(rep.Result.Trials) != 3 || !rep.Result.Trials[0].Verdict.Pass || rep.Result.Trials[2].Purpose != "profile" {
 		t.Fatalf("multi-host sweep: %+v\n%s", rep.Result, sp.Stderr.String())
 	}
 	// The receiver host saw four streams: two threads on each sender host,
@@ -179,5 +186,30 @@ func TestMultiHostSweep(t *testing.T) {
 	}
 	if len(senders) != 2 || len(lanes) != 2 {
 		t.Fatalf("streams came from senders %v over lanes %v", senders, lanes)
+	}
+	// The profiled trial's logs came back from all three hosts (the
+	// controller's "/etc/" was dropped: agents write only to their own
+	// directory), and the analysis joins them across hosts with bounds.
+	for _, f := range []string{"receiver0/consumed.log", "receiver0/receive.0.log", "receiver0/receive.1.log", "sender0/emit.0.log", "sender1/emit.1.log"} {
+		if _, err := os.Stat(filepath.Join(rep.Dir, "profiles", f)); err != nil {
+			t.Fatalf("profile %s not collected: %v\n%s", f, err, sp.Stderr.String())
+		}
+	}
+	out, err := exec.Command(filepath.Join(binDir, "cpsweep"), "analyze", "--json", rep.Dir).Output()
+	if err != nil {
+		t.Fatalf("analyze: %v", err)
+	}
+	var an analysis.Report
+	if err := json.Unmarshal(out, &an); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range an.Pairs {
+		if p.From != "emit" {
+			continue
+		}
+		if len(p.Groups) != 1 || p.Groups[0].Name != "cross node" || p.Groups[0].Latency.Count < 10_000 || p.Groups[0].Error.P50 <= 0 || p.OnlyFrom != 0 || p.OnlyTo != 0 {
+			t.Fatalf("%s -> %s across hosts: %+v\nproblems: %v", p.From, p.To, p, an.Problems)
+		}
+		t.Logf("%s -> %s across namespaces: p50 %v ± %v", p.From, p.To, time.Duration(p.Groups[0].Latency.P50), time.Duration(p.Groups[0].Error.P50))
 	}
 }

@@ -28,6 +28,7 @@ type sweepReport struct {
 		Trials    []struct {
 			Rate     float64 `json:"rate"`
 			Achieved float64 `json:"achieved"`
+			Purpose  string  `json:"purpose"`
 			Verdict  struct {
 				Pass bool `json:"pass"`
 			} `json:"verdict"`
