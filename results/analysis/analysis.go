@@ -322,6 +322,7 @@ type translator struct {
 	isRef     []bool
 	lin       []*tsc.LinearRelation // node -> reference
 	paper     []*tsc.PaperRelation
+	between   [][]*tsc.LinearRelation // [to][from]: from's ticks into to's (non-reference pairs)
 	problems  []string
 }
 
@@ -366,6 +367,18 @@ func newTranslator(d *results.Dir, nodes []string) (*translator, error) {
 		}
 		if p, err := rf.Paper(n); err == nil {
 			t.paper[i] = p
+		}
+	}
+	// Direct relations between non-reference nodes, for Scenario 3.
+	t.between = make([][]*tsc.LinearRelation, len(nodes))
+	for i, x := range nodes {
+		t.between[i] = make([]*tsc.LinearRelation, len(nodes))
+		for j, y := range nodes {
+			if i != j && !t.isRef[i] && !t.isRef[j] {
+				if lin, err := rf.Linear(y, x); err == nil {
+					t.between[i][j] = lin
+				}
+			}
 		}
 	}
 	return t, nil
@@ -454,10 +467,36 @@ func (t *translator) duration(n1 int, v1 uint64, n2 int, v2 uint64) (tsc.Bound, 
 	}
 	a, ok1 := t.point(n1, v1)
 	b, ok2 := t.point(n2, v2)
-	if !ok1 || !ok2 {
+	best, ok := tsc.Bound{}, ok1 && ok2
+	if ok {
+		best = tsc.Bound{Value: b.Value - a.Value, Err: a.Err + b.Err}
+	}
+	if s3, ok3 := t.scenario3(n1, v1, n2, v2); ok3 && (!ok || s3.Err < best.Err) {
+		best, ok = s3, true
+	}
+	return best, ok
+}
+
+// scenario3 is §3.3.4 with the polygon relations, for two non-reference
+// nodes: the end is bounded in the start node's ticks through their direct
+// relation, and that duration is scaled by every slope the start node's
+// relation to the reference allows.
+func (t *translator) scenario3(n1 int, v1 uint64, n2 int, v2 uint64) (tsc.Bound, bool) {
+	if t.between == nil || t.isRef[n1] || t.isRef[n2] || t.between[n1][n2] == nil || t.lin[n1] == nil {
 		return tsc.Bound{}, false
 	}
-	return tsc.Bound{Value: b.Value - a.Value, Err: a.Err + b.Err}, true
+	if lo, hi := t.lin[n1].Window(); v1 < lo || v1 > hi {
+		return tsc.Bound{}, false
+	}
+	end, err := t.between[n1][n2].Translate(v2)
+	if err != nil {
+		return tsc.Bound{}, false
+	}
+	dLo, dHi := end.Value-end.Err-float64(v1), end.Value+end.Err-float64(v1)
+	aLo, aHi := t.lin[n1].Alpha()
+	lo := math.Min(math.Min(aLo*dLo, aLo*dHi), math.Min(aHi*dLo, aHi*dHi))
+	hi := math.Max(math.Max(aLo*dLo, aLo*dHi), math.Max(aHi*dLo, aHi*dHi))
+	return tsc.Bound{Value: (lo + hi) / 2, Err: (hi - lo) / 2}, true
 }
 
 func (t *translator) ns(ticks float64) float64 { return ticks * 1e9 / t.hz }

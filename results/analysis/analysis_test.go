@@ -30,6 +30,26 @@ type synth struct {
 	n             int
 	scale, offset float64
 	dir           string
+	// recvOnC puts receive on a third node c (clock 1.2·(1−150 ppm)·t +
+	// 3e11): emit -> receive is then across two non-reference nodes.
+	recvOnC bool
+}
+
+func (s synth) clock(node string, t float64) uint64 {
+	switch node {
+	case "b":
+		return s.clockB(t)
+	case "c":
+		return uint64(1.2*(1-150e-6)*t + 3e11)
+	}
+	return uint64(t)
+}
+
+func (s synth) recvNode() string {
+	if s.recvOnC {
+		return "c"
+	}
+	return "a"
 }
 
 const t0 = 1.2e9 // first emit, ns
@@ -50,23 +70,29 @@ func (s synth) write(t testing.TB) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(5, 6))
 	var sessions []*probing.Session
+	names := []string{"a", "b"}
+	if s.recvOnC {
+		names = append(names, "c")
+	}
 	for _, start := range []float64{1e9, t0 + s.span() + 0.2e9} {
-		ses := &probing.Session{Nodes: []probing.Node{{Name: "a", Info: probing.Info{TSCHz: 1e9}}, {Name: "b", Info: probing.Info{TSCHz: 1e9 * s.scale}}}}
+		ses := &probing.Session{}
+		for _, n := range names {
+			ses.Nodes = append(ses.Nodes, probing.Node{Name: n, Info: probing.Info{TSCHz: 1e9}})
+		}
 		now := start
-		for _, dir := range [][2]string{{"a", "b"}, {"b", "a"}} {
-			var probes []tsc.Probe
-			for i := 0; i < 100; i++ {
-				fwd, back := 20e3+rng.Float64()*30e3, 15e3+rng.Float64()*40e3
-				st := func(node string, at float64) uint64 {
-					if node == "a" {
-						return uint64(at)
-					}
-					return s.clockB(at)
+		for _, x := range names {
+			for _, y := range names {
+				if x == y {
+					continue
 				}
-				probes = append(probes, tsc.Probe{ASend: st(dir[0], now), BRecv: st(dir[1], now+fwd), BReply: st(dir[1], now+fwd+1e3), ABack: st(dir[0], now+fwd+1e3+back)})
-				now += 300e3
+				var probes []tsc.Probe
+				for i := 0; i < 100; i++ {
+					fwd, back := 20e3+rng.Float64()*30e3, 15e3+rng.Float64()*40e3
+					probes = append(probes, tsc.Probe{ASend: s.clock(x, now), BRecv: s.clock(y, now+fwd), BReply: s.clock(y, now+fwd+1e3), ABack: s.clock(x, now+fwd+1e3+back)})
+					now += 300e3
+				}
+				ses.Pairs = append(ses.Pairs, probing.Pair{A: x, B: y, Probes: probes})
 			}
-			ses.Pairs = append(ses.Pairs, probing.Pair{A: dir[0], B: dir[1], Probes: probes})
 		}
 		sessions = append(sessions, ses)
 	}
@@ -78,7 +104,7 @@ func (s synth) write(t testing.TB) {
 	must(t, os.WriteFile(filepath.Join(s.dir, "relation.json"), b, 0o644))
 	must(t, os.WriteFile(filepath.Join(s.dir, "config.json"), []byte(`{"agents": [{"role": "receiver", "tsc_hz": 1e9}]}`), 0o644))
 	must(t, os.WriteFile(filepath.Join(s.dir, results.FormatFile), []byte(`{"format": "cloudprofiler-go run directory", "version": 2}`), 0o644))
-	for _, n := range []string{"a", "b"} {
+	for _, n := range names {
 		must(t, os.MkdirAll(filepath.Join(s.dir, "profiles", n), 0o755))
 	}
 	p := profiler.New(time.Hour)
@@ -90,14 +116,14 @@ func (s synth) write(t testing.TB) {
 	}
 	// blocks of 64 k records: a truncated file keeps its first blocks
 	emit := open("b", "emit.0", profiler.Config{Handler: profiler.HandlerBuffered, BlockSize: 1 << 16})
-	recv := open("a", "receive.0", profiler.Config{Handler: profiler.HandlerBuffered, BlockSize: 1 << 16})
+	recv := open(s.recvNode(), "receive.0", profiler.Config{Handler: profiler.HandlerBuffered, BlockSize: 1 << 16})
 	cons := open("a", "consumed", profiler.Config{Handler: profiler.HandlerXoY, X: 1, Y: 10, BlockSize: 1 << 16})
 	for i := 0; i < s.n; i++ {
 		emit.LogTSAt(s.clockB(s.t(i)), tupleID(i))
 	}
 	for i := 0; i < s.n; i++ {
 		if !lost(i) {
-			recv.LogTSAt(uint64(s.t(i)+lat1(i)), tupleID(i))
+			recv.LogTSAt(s.clock(s.recvNode(), s.t(i)+lat1(i)), tupleID(i))
 		}
 	}
 	// consumed in the order of its times (lat2 varies, but by less than
@@ -191,6 +217,45 @@ func TestSyntheticExactAnswers(t *testing.T) {
 	var sb strings.Builder
 	rep.WriteText(&sb)
 	t.Logf("\n%s", sb.String())
+}
+
+// TestAcrossNonReferenceNodes: emit on b, receive on c, neither the
+// reference: every bound holds, and the per-record choice of the tightest
+// case (Scenario 3 through the direct b–c relation, or both ends
+// translated) is never wider than translating both ends.
+func TestAcrossNonReferenceNodes(t *testing.T) {
+	s := synth{n: 20000, scale: 0.75 * (1 + 200e-6), offset: 5e11, dir: t.TempDir(), recvOnC: true}
+	s.write(t)
+	d, err := results.Open(s.dir)
+	must(t, err)
+	tr, err := newTranslator(d, []string{"a", "b", "c"})
+	must(t, err)
+	var chosen, sum float64
+	n := 0
+	rep, err := Analyze(d, Options{Pairs: [][2]string{{"emit", "receive"}}, Visit: func(m Match) {
+		if math.Abs(m.LatencyNs-lat1(int(m.ID>>48)+2*int(m.ID&(1<<48-1)))) > m.ErrorNs+2 {
+			t.Fatalf("tuple %x: %.0f ± %.0f misses the truth", m.ID, m.LatencyNs, m.ErrorNs)
+		}
+		chosen += m.ErrorNs
+		n++
+	}})
+	must(t, err)
+	k := 0
+	for i := 0; i < s.n; i++ {
+		a, ok1 := tr.point(1, s.clockB(s.t(i)))
+		b, ok2 := tr.point(2, s.clock("c", s.t(i)+lat1(i)))
+		if !lost(i) && ok1 && ok2 {
+			sum, k = sum+a.Err+b.Err, k+1
+		}
+	}
+	if n == 0 || len(rep.Pairs) != 1 || rep.Pairs[0].Groups[0].Name != "cross node" {
+		t.Fatalf("emit -> receive across b and c: %+v", rep.Pairs)
+	}
+	meanChosen, meanSum := chosen/float64(n), sum/float64(k)
+	t.Logf("%d tuples across b and c: mean half-width %.0f ns (both ends translated: %.0f ns)", n, meanChosen, meanSum)
+	if meanChosen > meanSum+1 {
+		t.Fatalf("the chosen bounds (mean %.0f) are wider than translating both ends (%.0f)", meanChosen, meanSum)
+	}
 }
 
 // TestDamagedRunDirectory: an unknown format version is refused with the
