@@ -69,7 +69,11 @@ finished one.`,
   cpsweep --search linear --from 1M --to 5M --step 100k
 
   # a system under test between senders and receivers (relay)
-  cpsweep --sender h1:9101 --receiver h3:9102 --relay-input tcp://sut:6000 --schema raw`,
+  cpsweep --sender h1:9101 --receiver h3:9102 --relay-input tcp://sut:6000 --schema raw
+
+  # relate the agents' TSCs, profile one trial at 90% of the answer, then read it
+  cpsweep --clock --profile handlers.yaml --name run1
+  cpsweep analyze results/*-run1 && cpsweep report results/*-run1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
