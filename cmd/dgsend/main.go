@@ -28,8 +28,7 @@ func main() {
 
 func command() *cobra.Command {
 	var (
-		profileFile, profileToken           string
-		profileFollow                       time.Duration
+		profile                             cli.ProfileFlags
 		connect, bind                       []string
 		rate, scenario, overflow, idle, cpu string
 		shape                               string
@@ -111,7 +110,7 @@ send time) with the fraction of late slots.`,
 			if err != nil {
 				return err
 			}
-			prof, err := cli.OpenProfile("dgsend", profileFile, profileToken, profileFollow)
+			prof, err := profile.Open("dgsend")
 			if err != nil {
 				return err
 			}
@@ -173,9 +172,7 @@ send time) with the fraction of late slots.`,
 	f.BoolVar(&jsonOut, "json", false, "print the result as JSON instead of text")
 	f.StringVarP(&output, "output", "o", "", "also write the JSON result to this file")
 	f.StringVar(&progress, "progress", "auto", "per-second progress on stderr: auto (on a terminal), always, never")
-	f.StringVar(&profileFile, "profile", "", "profile with the handlers of this YAML file or configuration server URL (see README: channels "+profileChannels+")")
-	f.DurationVar(&profileFollow, "profile-follow", 0, "re-read --profile this often and switch changed channels live (0: never)")
-	f.StringVar(&profileToken, "profile-token", "", "bearer token for a --profile server")
+	profile.Register(f, profileChannels)
 	f.BoolVar(&agentMode, "agent", false, "run as a cpsweep agent: serve the control API on --metrics-addr and take trials from the controller")
 	f.StringVar(&token, "token", "", "agent: shared token the controller must send (required unless --metrics-addr is loopback)")
 	f.StringVar(&tokenFile, "token-file", "", "agent: read the token from this file")

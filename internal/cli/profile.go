@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
 
 	"github.com/cloudprofiler-go/cp/profiler"
 )
@@ -19,6 +20,25 @@ type Profile struct {
 	Profiler *profiler.Profiler // nil: not profiling
 	Handlers *profiler.Handlers
 	stop     context.CancelFunc
+}
+
+// ProfileFlags are the profiling flags of dgsend and dgrecv.
+type ProfileFlags struct {
+	Source, Token string
+	Follow        time.Duration
+}
+
+// Register adds --profile, --profile-follow and --profile-token; channels
+// names the command's instrumentation points for the help.
+func (pf *ProfileFlags) Register(f *pflag.FlagSet, channels string) {
+	f.StringVar(&pf.Source, "profile", "", "profile with the handlers of this YAML file or configuration server URL (see README: channels "+channels+")")
+	f.DurationVar(&pf.Follow, "profile-follow", 0, "re-read --profile this often and switch changed channels live (0: never)")
+	f.StringVar(&pf.Token, "profile-token", "", "bearer token for a --profile server")
+}
+
+// Open is OpenProfile with the flags' values.
+func (pf *ProfileFlags) Open(name string) (*Profile, error) {
+	return OpenProfile(name, pf.Source, pf.Token, pf.Follow)
 }
 
 // OpenProfile loads the source ("" disables profiling). name prefixes the
