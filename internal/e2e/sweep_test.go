@@ -214,7 +214,10 @@ func TestRelaySweep(t *testing.T) {
 	defer snd.Cmd.Process.Kill()
 	rep, p := runSweep(t, 2*time.Minute, "--sender", agentAddr(t, snd), "--receiver", agentAddr(t, recv),
 		"--relay-input", fmt.Sprintf("tcp://127.0.0.1:%d", in), "--schema", "raw", "--search", "linear",
-		"--from", "10k", "--to", "20k", "--step", "10k", "--duration", "1s", "--warmup", "200ms", "--threads", "2", "--bucket", "10")
+		"--from", "10k", "--to", "20k", "--step", "10k", "--duration", "1s", "--warmup", "200ms", "--threads", "2", "--bucket", "10",
+		// the relay is under test, not the shared VM's scheduling: a 12 ms
+		// stall under CI load once failed the default 5 ms lateness floor
+		"--lateness-floor", "100ms")
 	if len(rep.Result.Trials) != 2 || !rep.Result.Trials[0].Verdict.Pass || !rep.Result.Trials[1].Verdict.Pass {
 		t.Fatalf("relay sweep: %+v\n%s", rep.Result, p.Stderr.String())
 	}
