@@ -178,3 +178,22 @@ func (r *LinearRelation) Range(lo, hi float64) (float64, float64, error) {
 	}
 	return float64(r.a0) + minA, float64(r.a0) + maxA, nil
 }
+
+// DurationAcross is Scenario 3 (§3.3.4) with polygon relations: from an
+// event on B to one on C, neither the reference A. The end is bounded in
+// B's ticks through bc (C -> B), and that duration is scaled by every slope
+// ab (B -> A) allows.
+func DurationAcross(ab, bc *LinearRelation, startB, endC uint64) (Bound, error) {
+	if startB < ab.bMin || startB > ab.bMax {
+		return Bound{}, ErrOutsideWindow
+	}
+	end, err := bc.Translate(endC)
+	if err != nil {
+		return Bound{}, err
+	}
+	dLo, dHi := end.Value-end.Err-float64(startB), end.Value+end.Err-float64(startB)
+	aLo, aHi := ab.Alpha()
+	lo := math.Min(math.Min(aLo*dLo, aLo*dHi), math.Min(aHi*dLo, aHi*dHi))
+	hi := math.Max(math.Max(aLo*dLo, aLo*dHi), math.Max(aHi*dLo, aHi*dHi))
+	return Bound{Value: (lo + hi) / 2, Err: (hi - lo) / 2}, nil
+}

@@ -477,26 +477,14 @@ func (t *translator) duration(n1 int, v1 uint64, n2 int, v2 uint64) (tsc.Bound, 
 	return best, ok
 }
 
-// scenario3 is §3.3.4 with the polygon relations, for two non-reference
-// nodes: the end is bounded in the start node's ticks through their direct
-// relation, and that duration is scaled by every slope the start node's
-// relation to the reference allows.
+// scenario3 is §3.3.4 with the polygon relations (tsc.DurationAcross) for
+// two non-reference nodes.
 func (t *translator) scenario3(n1 int, v1 uint64, n2 int, v2 uint64) (tsc.Bound, bool) {
 	if t.between == nil || t.isRef[n1] || t.isRef[n2] || t.between[n1][n2] == nil || t.lin[n1] == nil {
 		return tsc.Bound{}, false
 	}
-	if lo, hi := t.lin[n1].Window(); v1 < lo || v1 > hi {
-		return tsc.Bound{}, false
-	}
-	end, err := t.between[n1][n2].Translate(v2)
-	if err != nil {
-		return tsc.Bound{}, false
-	}
-	dLo, dHi := end.Value-end.Err-float64(v1), end.Value+end.Err-float64(v1)
-	aLo, aHi := t.lin[n1].Alpha()
-	lo := math.Min(math.Min(aLo*dLo, aLo*dHi), math.Min(aHi*dLo, aHi*dHi))
-	hi := math.Max(math.Max(aLo*dLo, aLo*dHi), math.Max(aHi*dLo, aHi*dHi))
-	return tsc.Bound{Value: (lo + hi) / 2, Err: (hi - lo) / 2}, true
+	b, err := tsc.DurationAcross(t.lin[n1], t.between[n1][n2], v1, v2)
+	return b, err == nil
 }
 
 func (t *translator) ns(ticks float64) float64 { return ticks * 1e9 / t.hz }

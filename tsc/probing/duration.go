@@ -126,10 +126,7 @@ func (rf *RelationFile) Duration(fromNode string, fromTSC uint64, toNode string,
 	return d, nil
 }
 
-// tighterAcross is Scenario 3 with the polygon relations: the end is
-// bounded in the start node's ticks through their direct relation, and
-// that duration is scaled by every slope the start node's relation to the
-// reference allows.
+// tighterAcross is Scenario 3 with the polygon relations (tsc.DurationAcross).
 func (rf *RelationFile) tighterAcross(fromNode string, fromTSC uint64, toNode string, toTSC uint64) (tsc.Bound, error) {
 	ab, bc := rf.relations(fromNode, rf.Reference), rf.relations(toNode, fromNode)
 	if ab.linErr != nil {
@@ -138,18 +135,7 @@ func (rf *RelationFile) tighterAcross(fromNode string, fromTSC uint64, toNode st
 	if bc.linErr != nil {
 		return tsc.Bound{}, bc.linErr
 	}
-	if lo, hi := ab.lin.Window(); fromTSC < lo || fromTSC > hi {
-		return tsc.Bound{}, tsc.ErrOutsideWindow
-	}
-	end, err := bc.lin.Translate(toTSC)
-	if err != nil {
-		return tsc.Bound{}, err
-	}
-	dLo, dHi := end.Value-end.Err-float64(fromTSC), end.Value+end.Err-float64(fromTSC)
-	aLo, aHi := ab.lin.Alpha()
-	lo := math.Min(math.Min(aLo*dLo, aLo*dHi), math.Min(aHi*dLo, aHi*dHi))
-	hi := math.Max(math.Max(aLo*dLo, aLo*dHi), math.Max(aHi*dLo, aHi*dHi))
-	return tsc.Bound{Value: (lo + hi) / 2, Err: (hi - lo) / 2}, nil
+	return tsc.DurationAcross(ab.lin, bc.lin, fromTSC, toTSC)
 }
 
 func narrowest(t Translation) tsc.Bound {
