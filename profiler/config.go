@@ -1,10 +1,13 @@
 package profiler
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
+	"path/filepath"
 	"strings"
-	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -39,16 +42,156 @@ func (h *Handlers) For(name string) Config {
 	return Config{Handler: HandlerNull}
 }
 
-// ParseHandlers reads a handler configuration; unknown keys are errors, so a
-// typo does not silently turn a channel into Null.
+// Limits of a handler configuration (from a file, a server or a request).
+const (
+	MaxHandlersBytes = 1 << 20
+	MaxChannels      = 4096
+	MaxNameLen       = 256
+	MaxPathLen       = 1024
+	MaxBlockSize     = 1 << 24
+	MaxWorkers       = 16
+)
+
+// ParseHandlers reads a handler configuration and validates it (Validate);
+// unknown keys are errors, so a typo does not silently turn a channel into
+// Null.
 func ParseHandlers(data []byte, source string) (*Handlers, error) {
+	if len(data) > MaxHandlersBytes {
+		return nil, fmt.Errorf("handler configuration %s is larger than %d bytes", source, MaxHandlersBytes)
+	}
 	var h Handlers
 	dec := yaml.NewDecoder(strings.NewReader(string(data)))
 	dec.KnownFields(true)
-	if err := dec.Decode(&h); err != nil {
+	if err := dec.Decode(&h); err != nil && err != io.EOF {
+		return nil, fmt.Errorf("handler configuration %s: %w", source, err)
+	}
+	if err := h.Validate(); err != nil {
 		return nil, fmt.Errorf("handler configuration %s: %w", source, err)
 	}
 	return &h, nil
+}
+
+// recording says whether a handler writes a log file.
+func recording(handler string) bool {
+	switch handler {
+	case "", HandlerNull, HandlerSPC, HandlerMPC:
+		return false
+	}
+	return true
+}
+
+// Validate checks a channel's configuration: a known handler, the
+// parameters it needs, each in range. It opens and allocates nothing.
+func (c Config) Validate() error {
+	switch c.Handler {
+	case "", HandlerNull, HandlerSPC, HandlerMPC, HandlerIdentity, HandlerBuffered, HandlerFirstLast:
+	case HandlerDownsample:
+		if c.Every < 1 {
+			return errors.New("downsample needs every >= 1")
+		}
+	case HandlerXoY:
+		if c.Y < 1 || c.X > c.Y {
+			return fmt.Errorf("xoy needs 0 <= x <= y and y >= 1, got x=%d y=%d", c.X, c.Y)
+		}
+	case HandlerReTStart:
+		if c.Listen == "" {
+			return errors.New("ret-start needs listen: the UDP address acknowledgements come to")
+		}
+	case HandlerReTEnd:
+		if c.Peer == "" {
+			return errors.New("ret-end needs peer: the ret-start channel's UDP address")
+		}
+		if c.Y > 0 && c.X > c.Y {
+			return fmt.Errorf("ret-end sampling needs x <= y, got x=%d y=%d", c.X, c.Y)
+		}
+	default:
+		return fmt.Errorf("unknown handler %.32q (null, identity, buffered, spc, mpc, downsample, xoy, firstlast, ret-start, ret-end)", c.Handler)
+	}
+	if err := validFormat(c); err != nil {
+		return err
+	}
+	if recording(c.Handler) && c.Path == "" {
+		return fmt.Errorf("handler %q needs a log file path", c.Handler)
+	}
+	if len(c.Path) > MaxPathLen || len(c.AckPath) > MaxPathLen {
+		return fmt.Errorf("paths are at most %d bytes", MaxPathLen)
+	}
+	if c.BlockSize < 0 || c.BlockSize > MaxBlockSize {
+		return fmt.Errorf("block_size must be 0 (default) to %d records, got %d", MaxBlockSize, c.BlockSize)
+	}
+	if c.Workers < 0 || c.Workers > MaxWorkers {
+		return fmt.Errorf("workers must be 0 (default) to %d, got %d", MaxWorkers, c.Workers)
+	}
+	if c.Codec != "" && c.Codec != "zstd" && c.Codec != "none" {
+		return fmt.Errorf("codec must be zstd or none, got %.32q", c.Codec)
+	}
+	for _, addr := range []string{c.Listen, c.Peer} {
+		if _, _, err := net.SplitHostPort(addr); addr != "" && err != nil {
+			return fmt.Errorf("%.64q is not a UDP address host:port", addr)
+		}
+	}
+	return nil
+}
+
+// Validate checks every channel's configuration (see Config.Validate).
+func (h *Handlers) Validate() error {
+	if len(h.Channels) > MaxChannels {
+		return fmt.Errorf("at most %d channels, got %d", MaxChannels, len(h.Channels))
+	}
+	if err := h.Default.Validate(); err != nil {
+		return fmt.Errorf("default: %w", err)
+	}
+	for name, c := range h.Channels {
+		if name == "" || len(name) > MaxNameLen {
+			return fmt.Errorf("channel names are 1 to %d bytes", MaxNameLen)
+		}
+		if err := c.Validate(); err != nil {
+			return fmt.Errorf("channel %.64q: %w", name, err)
+		}
+	}
+	if len(h.Counters) > MaxPathLen {
+		return fmt.Errorf("counters: paths are at most %d bytes", MaxPathLen)
+	}
+	return nil
+}
+
+// CheckLocal refuses a configuration that names a file outside the
+// directory it will be written in: every path (logs, acknowledgement logs,
+// counters) must be relative and must not climb with "..". This is the
+// rule of dgsend, dgrecv and the agents, which write only inside their
+// profile directory (symbolic links out of it are refused when a file is
+// opened).
+func (h *Handlers) CheckLocal() error {
+	check := func(what, path string) error {
+		if path == "" {
+			return nil
+		}
+		p := strings.NewReplacer("{name}", "n", "{pid}", "1").Replace(path)
+		if !filepath.IsLocal(p) {
+			return fmt.Errorf("%s path %.64q must be relative to the profile directory and stay inside it (no leading /, no \"..\")", what, path)
+		}
+		return nil
+	}
+	if err := check("counters", h.Counters); err != nil {
+		return err
+	}
+	for _, c := range append([]Config{h.Default}, mapValues(h.Channels)...) {
+		if err := check("log", c.Path); err != nil {
+			return err
+		}
+		if err := check("ack", c.AckPath); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func mapValues(m map[string]Config) []Config {
+	out := make([]Config, 0, len(m))
+	for _, c := range m {
+		out = append(out, c)
+	}
+	return out
 }
 
 // LoadHandlers reads a handler configuration file.
@@ -63,20 +206,4 @@ func LoadHandlers(path string) (*Handlers, error) {
 // OpenNamed opens a channel with the configuration h gives its name.
 func (p *Profiler) OpenNamed(name string, h *Handlers) (*Channel, error) {
 	return p.Open(name, h.For(name))
-}
-
-// FromFile returns a profiler (counters sampled every second) with the
-// handlers of the YAML file at path, or nil and nil when path is empty (no
-// profiling: every channel would be Null).
-func FromFile(path string) (*Profiler, *Handlers, error) {
-	if path == "" {
-		return nil, nil, nil
-	}
-	h, err := LoadHandlers(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	p := New(time.Second)
-	p.CountersPath = h.Counters
-	return p, h, nil
 }

@@ -15,16 +15,35 @@ import (
 // in order by one writer.
 type sink struct {
 	f       *os.File
+	path    string
 	format  string
 	codec   int
 	jobs    chan job
 	done    chan struct{}
 	free    chan []Record
 	mu      sync.Mutex
-	pending map[uint64][]byte
+	pending map[uint64]encoded
 	next    uint64
 	err     error
 	wg      sync.WaitGroup
+	// records handed to the sink, and those of them not written because
+	// a write failed (the block that failed and every one after it)
+	records, lost uint64
+}
+
+// encoded is a block ready to be written.
+type encoded struct {
+	b []byte
+	n int // records
+}
+
+// opener creates a log file: the profiler's, confined to its directory
+// when it has one.
+type opener func(path string) (*os.File, error)
+
+// createFile is the opener of a profiler without a directory.
+func createFile(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 }
 
 type job struct {
@@ -32,8 +51,8 @@ type job struct {
 	recs []Record
 }
 
-func newSink(cfg Config) (*sink, error) {
-	f, err := os.OpenFile(cfg.Path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+func newSink(open opener, cfg Config) (*sink, error) {
+	f, err := open(cfg.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -47,8 +66,8 @@ func newSink(cfg Config) (*sink, error) {
 		return nil, fmt.Errorf("codec must be zstd or none, got %q", cfg.Codec)
 	}
 	workers := max(cfg.Workers, 1)
-	s := &sink{f: f, format: cfg.Format, codec: codec, jobs: make(chan job, workers*2), done: make(chan struct{}),
-		free: make(chan []Record, workers*2+2), pending: map[uint64][]byte{}}
+	s := &sink{f: f, path: cfg.Path, format: cfg.Format, codec: codec, jobs: make(chan job, workers*2), done: make(chan struct{}),
+		free: make(chan []Record, workers*2+2), pending: map[uint64]encoded{}}
 	for i := 0; i < workers; i++ {
 		enc, err := newBlockEncoder(codec)
 		if err != nil {
@@ -76,18 +95,23 @@ func (s *sink) work(enc *blockEncoder) {
 		} else {
 			out = enc.encode(nil, j.recs)
 		}
+		n := len(j.recs)
 		s.recycle(j.recs)
 		s.mu.Lock()
-		s.pending[j.seq] = out
+		s.pending[j.seq] = encoded{out, n}
 		for {
-			b, ok := s.pending[s.next]
+			e, ok := s.pending[s.next]
 			if !ok {
 				break
 			}
 			delete(s.pending, s.next)
 			s.next++
+			s.records += uint64(e.n)
 			if s.err == nil {
-				_, s.err = s.f.Write(b)
+				_, s.err = s.f.Write(e.b)
+			}
+			if s.err != nil { // a torn block cannot be read: count it whole
+				s.lost += uint64(e.n)
 			}
 		}
 		s.mu.Unlock()
@@ -113,18 +137,42 @@ func (s *sink) block(n int) []Record {
 	return make([]Record, n)
 }
 
-// close waits for every block to be written and closes the file.
+// close waits for every block to be written and closes the file. An
+// error names the file and how many of its records were lost.
 func (s *sink) close() error {
 	close(s.jobs)
 	s.wg.Wait()
-	if err := s.f.Sync(); err != nil && s.err == nil {
-		s.err = err
+	if s.err != nil {
+		s.f.Close()
+		return &WriteError{Path: s.path, Err: s.err, Lost: s.lost, Records: s.records}
 	}
-	if err := s.f.Close(); err != nil && s.err == nil {
-		s.err = err
+	err := s.f.Sync()
+	if cerr := s.f.Close(); err == nil {
+		err = cerr
 	}
-	return s.err
+	if err != nil { // the kernel could not keep what it accepted: any record may be gone
+		return &WriteError{Path: s.path, Err: err, Lost: s.records, Records: s.records, UpTo: true}
+	}
+	return nil
 }
+
+// WriteError is a log that could not be written completely.
+type WriteError struct {
+	Path          string
+	Err           error
+	Lost, Records uint64
+	UpTo          bool // Lost is an upper bound (a failed sync or close)
+}
+
+func (e *WriteError) Error() string {
+	bound := ""
+	if e.UpTo {
+		bound = "up to "
+	}
+	return fmt.Sprintf("write %s: %v: %s%d of %d records lost", e.Path, e.Err, bound, e.Lost, e.Records)
+}
+
+func (e *WriteError) Unwrap() error { return e.Err }
 
 // buffered is the buffered identity handler: (TSC, id) pairs go into a
 // fixed block on the calling thread; a full block goes to the sink.
@@ -135,8 +183,8 @@ type buffered struct {
 	seq   uint64
 }
 
-func newBuffered(cfg Config) (*buffered, error) {
-	s, err := newSink(cfg)
+func newBuffered(open opener, cfg Config) (*buffered, error) {
+	s, err := newSink(open, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -182,22 +230,27 @@ func (b *buffered) close() error {
 // identity writes every pair as it comes: a one-record block (binary) or a
 // line (ASCII), through a small buffer like stdio's.
 type identity struct {
-	mu  sync.Mutex
-	f   *os.File
-	w   *bufio.Writer
-	enc *blockEncoder
-	fmt string
-	one [1]Record
-	buf []byte
+	mu   sync.Mutex
+	f    *os.File
+	path string
+	w    *bufio.Writer
+	enc  *blockEncoder
+	fmt  string
+	one  [1]Record
+	buf  []byte
+	// records logged; lost: those logged since the first failed write
+	// (the buffer's content then, at most 4 KiB, is lost too)
+	records, lost uint64
+	err           error
 }
 
-func newIdentity(cfg Config) (*identity, error) {
-	f, err := os.OpenFile(cfg.Path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+func newIdentity(open opener, cfg Config) (*identity, error) {
+	f, err := open(cfg.Path)
 	if err != nil {
 		return nil, err
 	}
 	enc, _ := newBlockEncoder(CodecNone)
-	return &identity{f: f, w: bufio.NewWriterSize(f, 4096), enc: enc, fmt: cfg.Format}, nil
+	return &identity{f: f, path: cfg.Path, w: bufio.NewWriterSize(f, 4096), enc: enc, fmt: cfg.Format}, nil
 }
 
 func (h *identity) log(id uint64) { h.logAt(tsc.ReadFast(), id) }
@@ -213,7 +266,13 @@ func (h *identity) logAt(t, id uint64) {
 		h.one[0] = Record{TSC: t, ID: id}
 		h.buf = h.enc.encode(h.buf[:0], h.one[:])
 	}
-	_, _ = h.w.Write(h.buf)
+	h.records++
+	if _, err := h.w.Write(h.buf); err != nil {
+		h.lost++
+		if h.err == nil {
+			h.err = err
+		}
+	}
 	h.mu.Unlock()
 }
 
@@ -221,10 +280,16 @@ func (h *identity) close() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	err := h.w.Flush()
+	if h.err != nil {
+		err = h.err
+	}
 	if e := h.f.Close(); err == nil {
 		err = e
 	}
-	return err
+	if err != nil {
+		return &WriteError{Path: h.path, Err: err, Lost: h.lost, Records: h.records, UpTo: h.lost == 0}
+	}
+	return nil
 }
 
 // downsample logs every n-th call.
@@ -272,12 +337,15 @@ func (h *xoy) close() error { return h.out.close() }
 
 // firstLast keeps the first and the latest pair and writes both on close.
 type firstLast struct {
+	open        opener
 	cfg         Config
 	first, last Record
 	seen        bool
 }
 
-func newFirstLast(cfg Config) (*firstLast, error) { return &firstLast{cfg: cfg}, nil }
+func newFirstLast(open opener, cfg Config) (*firstLast, error) {
+	return &firstLast{open: open, cfg: cfg}, nil
+}
 
 func (h *firstLast) log(id uint64) { h.logAt(tsc.ReadFast(), id) }
 
@@ -292,7 +360,7 @@ func (h *firstLast) logAt(t, id uint64) {
 func (h *firstLast) close() error {
 	cfg := h.cfg
 	cfg.BlockSize = 2
-	b, err := newBuffered(cfg)
+	b, err := newBuffered(h.open, cfg)
 	if err != nil {
 		return err
 	}

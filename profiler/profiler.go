@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -224,6 +225,48 @@ type Profiler struct {
 	// return-trip listeners by address, shared by ret-start channels
 	retMu        sync.Mutex
 	retListeners map[string]*retListener
+	// root, if set, confines every file the profiler writes to one
+	// directory (NewIn): paths are relative to it, and neither an absolute
+	// path, nor "..", nor a symbolic link leads out of it.
+	root *os.Root
+}
+
+// NewIn returns a profiler (as New) whose logs and counters are written
+// only inside dir, which must exist: every path of a handler configuration
+// is taken relative to it, and one that would lead outside (absolute, with
+// "..", or through a symbolic link) is refused when the channel opens.
+func NewIn(dir string, period time.Duration) (*Profiler, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("profile directory: %w", err)
+	}
+	p := New(period)
+	p.root = root
+	return p, nil
+}
+
+// Dir is the directory the profiler writes in ("" when not confined).
+func (p *Profiler) Dir() string {
+	if p == nil || p.root == nil {
+		return ""
+	}
+	return p.root.Name()
+}
+
+// openLog creates (or truncates) a log file, inside the profiler's
+// directory when it has one.
+func (p *Profiler) openLog(path string) (*os.File, error) {
+	if p.root == nil {
+		return createFile(path)
+	}
+	if !filepath.IsLocal(path) {
+		return nil, fmt.Errorf("log path %q must be relative to the profile directory, without \"..\"", path)
+	}
+	f, err := p.root.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("log path %q in the profile directory: %w", path, err)
+	}
+	return f, nil
 }
 
 // New returns a profiler whose counters are sampled every period (0: one
@@ -388,14 +431,14 @@ func (p *Profiler) newHandler(name string, cfg Config) (handler, error) {
 	}
 	switch cfg.Handler {
 	case HandlerIdentity:
-		return newIdentity(cfg)
+		return newIdentity(p.openLog, cfg)
 	case HandlerBuffered:
-		return newBuffered(cfg)
+		return newBuffered(p.openLog, cfg)
 	case HandlerDownsample:
 		if cfg.Every < 1 {
 			return nil, errors.New("downsample needs every >= 1")
 		}
-		b, err := newBuffered(cfg)
+		b, err := newBuffered(p.openLog, cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -404,17 +447,17 @@ func (p *Profiler) newHandler(name string, cfg Config) (handler, error) {
 		if cfg.Y < 1 || cfg.X > cfg.Y {
 			return nil, fmt.Errorf("xoy needs 0 <= x <= y and y >= 1, got x=%d y=%d", cfg.X, cfg.Y)
 		}
-		b, err := newBuffered(cfg)
+		b, err := newBuffered(p.openLog, cfg)
 		if err != nil {
 			return nil, err
 		}
 		return &xoy{x: cfg.X, y: cfg.Y, out: b}, nil
 	case HandlerFirstLast:
-		return newFirstLast(cfg)
+		return newFirstLast(p.openLog, cfg)
 	case HandlerReTStart:
 		return p.newReTStart(cfg)
 	case HandlerReTEnd:
-		return newReTEnd(cfg)
+		return newReTEnd(p.openLog, cfg)
 	}
 	return nil, fmt.Errorf("unknown handler %q (null, identity, buffered, spc, mpc, downsample, xoy, firstlast, ret-start, ret-end)", cfg.Handler)
 }
@@ -450,23 +493,36 @@ func (p *Profiler) Close() error {
 	}
 	p.retiring.Wait()
 	if p.CountersPath != "" {
-		if err := writeCounterLog(strings.ReplaceAll(p.CountersPath, "{pid}", strconv.Itoa(os.Getpid())), p.sampler.log()); err != nil {
+		if err := p.writeCounterLog(strings.ReplaceAll(p.CountersPath, "{pid}", strconv.Itoa(os.Getpid())), p.sampler.log()); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	p.errMu.Lock()
 	errs = append(errs, p.errs...)
 	p.errMu.Unlock()
+	if p.root != nil {
+		if err := p.root.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
 
-func writeCounterLog(path string, l CounterLog) error {
+func (p *Profiler) writeCounterLog(path string, l CounterLog) error {
 	b, err := json.MarshalIndent(l, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	f, err := p.openLog(path)
+	if err != nil {
 		return fmt.Errorf("write counters: %w", err)
+	}
+	_, err = f.Write(append(b, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write counters %s: %w (the counters' series of %d channel(s) is lost)", path, err, len(l.Channels))
 	}
 	return nil
 }

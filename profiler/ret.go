@@ -59,7 +59,7 @@ type retListener struct {
 	done      chan struct{}
 }
 
-func newReTListener(addr string, ackCfg Config) (*retListener, error) {
+func newReTListener(addr string, open opener, ackCfg Config) (*retListener, error) {
 	ua, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("ret-start listen address %q: %w", addr, err)
@@ -68,7 +68,7 @@ func newReTListener(addr string, ackCfg Config) (*retListener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ret-start: %w", err)
 	}
-	acks, err := newBuffered(ackCfg)
+	acks, err := newBuffered(open, ackCfg)
 	if err != nil {
 		conn.Close()
 		return nil, err
@@ -135,7 +135,7 @@ type retEnd struct {
 	failed uint64
 }
 
-func newReTEnd(cfg Config) (*retEnd, error) {
+func newReTEnd(open opener, cfg Config) (*retEnd, error) {
 	if cfg.Peer == "" {
 		return nil, errors.New("ret-end needs peer: the ret-start channel's UDP address")
 	}
@@ -150,7 +150,7 @@ func newReTEnd(cfg Config) (*retEnd, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ret-end: %w", err)
 	}
-	b, err := newBuffered(cfg)
+	b, err := newBuffered(open, cfg)
 	if err != nil {
 		conn.Close()
 		return nil, err
@@ -226,7 +226,7 @@ func (p *Profiler) newReTStart(cfg Config) (*retStart, error) {
 			ack.Path = cfg.Path + ".ack"
 		}
 		var err error
-		if l, err = newReTListener(cfg.Listen, ack); err != nil {
+		if l, err = newReTListener(cfg.Listen, p.openLog, ack); err != nil {
 			return nil, err
 		}
 		if p.retListeners == nil {
@@ -234,7 +234,7 @@ func (p *Profiler) newReTStart(cfg Config) (*retStart, error) {
 		}
 		p.retListeners[cfg.Listen] = l
 	}
-	b, err := newBuffered(cfg)
+	b, err := newBuffered(p.openLog, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package profiler
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
 )
 
 // A configuration source is a YAML file or the URL of a configuration
@@ -58,9 +59,10 @@ func FetchHandlers(ctx context.Context, source, token string) (*Handlers, []byte
 	return h, data, err
 }
 
-// FromSource is FromFile for a file or a configuration server; a nil
-// profiler and nil handlers when source is empty.
-func FromSource(ctx context.Context, source, token string) (*Profiler, *Handlers, error) {
+// FromSource returns a profiler confined to dir (see NewIn) with the
+// handlers of a file or a configuration server, or nil and nil when source
+// is empty. A configuration that names a path outside dir is refused.
+func FromSource(ctx context.Context, source, token, dir string) (*Profiler, *Handlers, error) {
 	if source == "" {
 		return nil, nil, nil
 	}
@@ -68,7 +70,13 @@ func FromSource(ctx context.Context, source, token string) (*Profiler, *Handlers
 	if err != nil {
 		return nil, nil, err
 	}
-	p := New(time.Second)
+	if err := h.CheckLocal(); err != nil {
+		return nil, nil, fmt.Errorf("handler configuration %s: %w", source, err)
+	}
+	p, err := NewIn(dir, time.Second)
+	if err != nil {
+		return nil, nil, err
+	}
 	p.CountersPath = h.Counters
 	return p, h, nil
 }
@@ -78,6 +86,11 @@ func FromSource(ctx context.Context, source, token string) (*Profiler, *Handlers
 // whose new configuration is refused keeps its handler; the errors are
 // joined.
 func (p *Profiler) Apply(h *Handlers) ([]string, error) {
+	if p.root != nil {
+		if err := h.CheckLocal(); err != nil {
+			return nil, err // not one channel switched
+		}
+	}
 	p.mu.Lock()
 	names := make([]string, 0, len(p.channels))
 	for name := range p.channels {
@@ -163,12 +176,11 @@ type ConfigServer struct {
 	data  []byte // when File is empty
 }
 
-// ServeHTTP implements http.Handler.
+// Handler is the server with its token check (see httpapi.RequireToken).
+func (s *ConfigServer) Handler() http.Handler { return httpapi.RequireToken(s.Token, s) }
+
+// ServeHTTP implements http.Handler (without the token check: use Handler).
 func (s *ConfigServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.Token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+s.Token)) != 1 {
-		http.Error(w, "missing or wrong token (send Authorization: Bearer TOKEN)", http.StatusUnauthorized)
-		return
-	}
 	if r.URL.Path != PathHandlers {
 		http.NotFound(w, r)
 		return
@@ -181,30 +193,35 @@ func (s *ConfigServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if s.File != "" {
 			var err error
 			if data, err = os.ReadFile(s.File); err != nil {
-				http.Error(w, err.Error(), http.StatusInternalServerError)
+				httpapi.ReplyError(w, http.StatusInternalServerError, errors.New("the configuration file cannot be read"))
 				return
 			}
 		}
-		if _, err := ParseHandlers(data, s.File); err != nil {
+		if h, err := ParseHandlers(data, s.File); err != nil || h.CheckLocal() != nil {
 			// never hand out what clients would refuse anyway
-			http.Error(w, err.Error(), http.StatusInternalServerError)
+			httpapi.ReplyError(w, http.StatusInternalServerError, fmt.Errorf("the served configuration is not valid; fix %s", s.File))
 			return
 		}
 		w.Header().Set("Content-Type", "application/yaml")
 		_, _ = w.Write(data)
 	case http.MethodPut:
-		data, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		data, err := httpapi.ReadBody(w, r, MaxHandlersBytes)
 		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
+			httpapi.ReplyRequestError(w, err)
 			return
 		}
-		if _, err := ParseHandlers(data, "request"); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
+		h, err := ParseHandlers(data, "request")
+		if err == nil {
+			// followers write only inside their profile directories
+			err = h.CheckLocal()
+		}
+		if err != nil {
+			httpapi.ReplyError(w, http.StatusBadRequest, err)
 			return
 		}
 		if s.File != "" {
 			if err := os.WriteFile(s.File, data, 0o644); err != nil {
-				http.Error(w, err.Error(), http.StatusInternalServerError)
+				httpapi.ReplyError(w, http.StatusInternalServerError, fmt.Errorf("store the configuration: %w", err))
 				return
 			}
 		}

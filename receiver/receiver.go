@@ -57,28 +57,85 @@ type Config struct {
 	Handlers *profiler.Handlers
 }
 
-func (c *Config) validate() error {
+// Limits of a receiver's configuration. Every value from a flag or a
+// controller's request is checked against them before anything is
+// allocated (docs/security.md lists them).
+const (
+	MaxLanes         = 64
+	MaxEndpointLen   = 256
+	MaxRing          = 1 << 14 // buckets per lane
+	MaxMessageLimit  = 256 << 20
+	MaxHWM           = 1_000_000
+	MaxIOThreads     = 64
+	MaxWorkPerTuple  = 100 * time.Millisecond // a stop is noticed between tuples
+	MaxExpectStreams = 1 << 16
+	MaxWait          = 10 * time.Minute // settle and end timeout
+	MaxDuration      = 24 * time.Hour
+	MaxCPU           = 4095
+	// DefaultHWM is the receive high-water mark when none is given.
+	DefaultHWM = 1000
+	// DefaultRing is the ring capacity when none is given.
+	DefaultRing = 256
+)
+
+// Validate checks every field against its range and fills defaults; it
+// allocates nothing, so it is safe on untrusted input.
+func (c *Config) Validate() error {
 	var problems []string
+	bad := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
 	if len(c.Endpoints) == 0 {
-		problems = append(problems, "no endpoint given (e.g. tcp://*:5555)")
+		bad("no endpoint given (e.g. tcp://*:5555)")
+	}
+	if len(c.Endpoints) > MaxLanes {
+		bad("at most %d lanes (endpoints), got %d", MaxLanes, len(c.Endpoints))
+	}
+	for _, ep := range c.Endpoints {
+		if len(ep) > MaxEndpointLen || !strings.Contains(ep, "://") {
+			bad("endpoint %.64q is not a ZeroMQ endpoint like tcp://*:5555", ep)
+			break
+		}
 	}
 	if _, ok := scenarios.DecoderFor(c.Schema); !ok && !c.Drain {
-		problems = append(problems, fmt.Sprintf("unknown schema %q (use ad-event, synthetic or raw)", c.Schema))
+		bad("unknown schema %.32q (use ad-event, synthetic or raw)", c.Schema)
 	}
 	if c.RingCapacity == 0 {
-		c.RingCapacity = 256
+		c.RingCapacity = DefaultRing
 	}
-	if c.RingCapacity < 2 || c.RingCapacity&(c.RingCapacity-1) != 0 {
-		problems = append(problems, fmt.Sprintf("ring capacity must be a power of two >= 2, got %d", c.RingCapacity))
+	if c.RingCapacity < 2 || c.RingCapacity > MaxRing || c.RingCapacity&(c.RingCapacity-1) != 0 {
+		bad("ring capacity must be a power of two from 2 to %d, got %d", MaxRing, c.RingCapacity)
 	}
-	if c.MaxMessage <= 0 {
+	if c.MaxMessage == 0 {
 		c.MaxMessage = 64 << 20
 	}
-	if c.HWM < 0 || c.IOThreads < 0 || c.WorkPerTuple < 0 || c.ExpectStreams < 0 {
-		problems = append(problems, "hwm, io-threads, work and expect-streams must not be negative")
+	if c.MaxMessage < 0 || c.MaxMessage > MaxMessageLimit {
+		bad("max message must be 1 to %d bytes, got %d", MaxMessageLimit, c.MaxMessage)
 	}
-	if c.Clock == nil {
-		problems = append(problems, "no TSC clock")
+	if c.HWM < 0 || c.HWM > MaxHWM {
+		bad("hwm must be 0 to %d messages, got %d", MaxHWM, c.HWM)
+	}
+	if c.IOThreads < 0 || c.IOThreads > MaxIOThreads {
+		bad("io-threads must be 0 to %d, got %d", MaxIOThreads, c.IOThreads)
+	}
+	if c.WorkPerTuple < 0 || c.WorkPerTuple > MaxWorkPerTuple {
+		bad("work per tuple must be 0 to %v, got %v", MaxWorkPerTuple, c.WorkPerTuple)
+	}
+	if c.ExpectStreams < 0 || c.ExpectStreams > MaxExpectStreams {
+		bad("expect-streams must be 0 to %d, got %d", MaxExpectStreams, c.ExpectStreams)
+	}
+	if c.Settle < 0 || c.Settle > MaxWait || c.EndTimeout < 0 || c.EndTimeout > MaxWait {
+		bad("settle and end timeout must be 0 to %v, got %v and %v", MaxWait, c.Settle, c.EndTimeout)
+	}
+	if c.Duration < 0 || c.Duration > MaxDuration {
+		bad("duration must be 0 (no limit) to %v, got %v", MaxDuration, c.Duration)
+	}
+	if len(c.CPUs) > MaxCPU+1 {
+		bad("at most %d CPUs", MaxCPU+1)
+	}
+	for _, cpu := range c.CPUs {
+		if cpu < 0 || cpu > MaxCPU {
+			bad("CPU %d is out of range 0..%d", cpu, MaxCPU)
+			break
+		}
 	}
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "; "))
@@ -86,10 +143,13 @@ func (c *Config) validate() error {
 	if c.IOThreads == 0 {
 		c.IOThreads = 1
 	}
-	if c.Settle <= 0 {
+	if c.HWM == 0 {
+		c.HWM = DefaultHWM // ZeroMQ's 0 would mean an unbounded queue
+	}
+	if c.Settle == 0 {
 		c.Settle = 500 * time.Millisecond
 	}
-	if c.EndTimeout <= 0 {
+	if c.EndTimeout == 0 {
 		c.EndTimeout = 10 * time.Second
 	}
 	return nil
@@ -132,8 +192,11 @@ type lane struct {
 // New validates cfg, binds (or connects) the lanes' sockets and allocates
 // the object factory's buckets.
 func New(cfg Config) (*Receiver, error) {
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Clock == nil {
+		return nil, errors.New("no TSC clock")
 	}
 	decode, _ := scenarios.DecoderFor(cfg.Schema)
 	if cfg.Drain {
@@ -355,6 +418,9 @@ func (r *Receiver) consume() {
 	for {
 		got := false
 		for _, l := range r.lanes {
+			if work > 0 && r.quit.Load() {
+				break // stopped: the rest of the rings is left unconsumed
+			}
 			b, ok := l.Pop()
 			if !ok {
 				continue
@@ -371,7 +437,12 @@ func (r *Receiver) consume() {
 			if consumedCh != nil && consumedCh.Null() {
 				consumedCh = nil // asked per bucket: the handler may be switched live
 			}
+			n := uint64(len(b.Tuples))
 			for i := range b.Tuples {
+				if work > 0 && r.quit.Load() { // a stop must not wait for a ring of busy work
+					n = uint64(i)
+					break
+				}
 				t := &b.Tuples[i]
 				if consumedCh != nil {
 					consumedCh.LogTS(t.ID)
@@ -386,7 +457,6 @@ func (r *Receiver) consume() {
 					}
 				}
 			}
-			n := uint64(len(b.Tuples))
 			if n > 0 {
 				// One clock read per bucket: the time the last tuple of the
 				// bucket was consumed, an upper bound for all of them.
@@ -421,7 +491,7 @@ func (r *Receiver) consume() {
 		r.consumed.Add(pending)
 		pending = 0
 		r.latency.Publish()
-		if r.done.Load() && r.empty() {
+		if r.done.Load() && (r.empty() || r.quit.Load()) { // stopped: what is left stays unconsumed
 			r.checksum = checksum
 			return
 		}

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -54,8 +55,31 @@ const (
 // two 9-byte integers and an empty bin.
 const MinSyntheticSize = 1 + 9 + 9 + 2
 
-// Validate checks the description and fills defaults.
+// Limits of a scenario: a description from a file or a controller's
+// request is checked against them before anything is generated.
+const (
+	MaxNameLen     = 128
+	MaxDistinct    = 1 << 20
+	MaxSize        = 16 << 20
+	MaxAds         = 1 << 20   // campaigns × ads per campaign
+	MaxGenerated   = 256 << 20 // distinct × tuple size, bytes pre-serialized
+	adEventMaxSize = 128       // the longest encoded ad event
+)
+
+// MaxTupleSize is the largest encoded size of one of the scenario's tuples.
+func (s *Scenario) MaxTupleSize() int {
+	if s.Schema == SchemaSynthetic {
+		return s.Size
+	}
+	return adEventMaxSize
+}
+
+// Validate checks the description and fills defaults. It allocates
+// nothing, so it is safe on a description from the network.
 func (s *Scenario) Validate() error {
+	if len(s.Name) > MaxNameLen {
+		return fmt.Errorf("scenario name longer than %d bytes", MaxNameLen)
+	}
 	if s.Distinct == 0 {
 		s.Distinct = 1024
 	}
@@ -70,17 +94,20 @@ func (s *Scenario) Validate() error {
 		if s.AdsPerCampaign == 0 {
 			s.AdsPerCampaign = 10
 		}
-		if s.Campaigns < 1 || s.AdsPerCampaign < 1 {
-			return fmt.Errorf("scenario %q: campaigns and ads_per_campaign must be positive", s.Name)
+		if s.Campaigns < 1 || s.AdsPerCampaign < 1 || s.Campaigns > MaxAds || s.AdsPerCampaign > MaxAds || s.Campaigns*s.AdsPerCampaign > MaxAds {
+			return fmt.Errorf("scenario %q: campaigns and ads_per_campaign must be positive, with at most %d ads in all", s.Name, MaxAds)
 		}
 	case SchemaSynthetic:
-		if s.Size < MinSyntheticSize || s.Size > 16<<20 {
-			return fmt.Errorf("scenario %q: size must be between %d and %d bytes, got %d", s.Name, MinSyntheticSize, 16<<20, s.Size)
+		if s.Size < MinSyntheticSize || s.Size > MaxSize {
+			return fmt.Errorf("scenario %q: size must be between %d and %d bytes, got %d", s.Name, MinSyntheticSize, MaxSize, s.Size)
 		}
 	case "":
 		return fmt.Errorf("scenario %q: schema is missing (use %q or %q)", s.Name, SchemaAdEvent, SchemaSynthetic)
 	default:
-		return fmt.Errorf("scenario %q: unknown schema %q (use %q or %q)", s.Name, s.Schema, SchemaAdEvent, SchemaSynthetic)
+		return fmt.Errorf("scenario %q: unknown schema %.32q (use %q or %q)", s.Name, s.Schema, SchemaAdEvent, SchemaSynthetic)
+	}
+	if s.Distinct*s.MaxTupleSize() > MaxGenerated {
+		return fmt.Errorf("scenario %q: %d distinct tuples of up to %d bytes exceed %d MiB: use fewer distinct tuples", s.Name, s.Distinct, s.MaxTupleSize(), MaxGenerated>>20)
 	}
 	return nil
 }
@@ -92,7 +119,7 @@ func Parse(data []byte, source string) (*Scenario, error) {
 	dec := yaml.NewDecoder(strings.NewReader(string(data)))
 	dec.KnownFields(true)
 	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("parse scenario %s: %w", source, err)
+		return nil, fmt.Errorf("parse scenario %s: %s", source, withoutValues(err))
 	}
 	if s.Name == "" {
 		s.Name = strings.TrimSuffix(filepath.Base(source), filepath.Ext(source))
@@ -101,6 +128,17 @@ func Parse(data []byte, source string) (*Scenario, error) {
 		return nil, err
 	}
 	return &s, nil
+}
+
+// quotedValue is how the YAML decoder quotes a value of the input in its
+// errors.
+var quotedValue = regexp.MustCompile("`[^`]*`")
+
+// withoutValues is a YAML error without the input's values: a file given
+// by mistake (a secret, a binary) must not be echoed into a terminal or a
+// log.
+func withoutValues(err error) string {
+	return quotedValue.ReplaceAllString(err.Error(), "a value")
 }
 
 // Load returns a built-in scenario by name, a scenario file by path, or a

@@ -41,6 +41,7 @@ type Result struct {
 	Lateness       histo.Summary `json:"lateness"`
 	Streams        []StreamEnd   `json:"streams"`
 	Interrupted    bool          `json:"interrupted"`
+	Links          []*Link       `json:"links"` // each data socket's connections
 	Errors         []string      `json:"errors,omitempty"`
 	latenessMerged *histo.Precise
 }
@@ -92,6 +93,12 @@ func (s *Sender) result(start, end uint64) *Result {
 		}
 		for i, c := range t.windows {
 			windows[i] += c
+		}
+	}
+	for _, t := range s.threads {
+		r.Links = append(r.Links, t.link)
+		if p := t.link.Problem(); p != "" {
+			r.Errors = append(r.Errors, p)
 		}
 	}
 	if r.ScheduledTups > r.Emitted+r.DroppedTups {
@@ -168,7 +175,6 @@ func (s *Sender) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector: it reads the threads' published
 // counters, so a scrape costs the emission loops nothing.
 func (s *Sender) Collect(ch chan<- prometheus.Metric) {
-	secPerTick := 1 / s.cfg.Clock.Hz
 	for _, t := range s.threads {
 		labels := []string{strconv.Itoa(t.id), strconv.FormatUint(uint64(t.stream), 10)}
 		ch <- prometheus.MustNewConstMetric(descEmitted, prometheus.CounterValue, float64(t.emittedTuples.Load()), labels...)
@@ -178,7 +184,7 @@ func (s *Sender) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descLate, prometheus.CounterValue, float64(t.lateSlots.Load()), labels...)
 		var c histo.Counts
 		c.Add(&t.lateness)
-		ch <- c.Metric(descLatency, secPerTick, labels...)
+		ch <- c.Metric(descLatency, 1e-9, labels...) // recorded in ns: the same buckets on every host
 	}
 	ch <- prometheus.MustNewConstMetric(descTarget, prometheus.GaugeValue, s.cfg.Rate)
 	ch <- prometheus.MustNewConstMetric(descCost, prometheus.GaugeValue, s.sendCost.Seconds())

@@ -83,25 +83,72 @@ type Config struct {
 	Handlers *profiler.Handlers
 }
 
-func (c *Config) validate() error {
+// Limits of a sender's configuration. Every value from a flag or a
+// controller's request is checked against them before anything is
+// allocated (docs/security.md lists them).
+const (
+	MaxThreads       = 256
+	MaxEndpoints     = 256
+	MaxEndpointLen   = 256
+	MaxRate          = 1e10 // tuples/s
+	MaxDuration      = 24 * time.Hour
+	MaxBucketSize    = 1 << 20
+	MaxMessageBytes  = 64 << 20 // a bucket's encoded size (dgrecv's default --max-message)
+	MaxHWM           = 1_000_000
+	MaxIOThreads     = 64
+	MaxLateThreshold = time.Minute
+	MaxEndTimeout    = 10 * time.Minute
+	// MaxStartLead is how far in the future a common start may be: a
+	// start time beyond it is refused, not waited for.
+	MaxStartLead = time.Minute
+	MaxCPU       = 4095
+	// DefaultHWM is the send high-water mark when none is given.
+	DefaultHWM = 1000
+)
+
+// Validate checks every field against its range and fills defaults; it
+// allocates nothing, so it is safe on untrusted input.
+func (c *Config) Validate() error {
 	var problems []string
+	bad := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
 	if len(c.Endpoints) == 0 {
-		problems = append(problems, "no endpoint given (e.g. tcp://receiver:5555)")
+		bad("no endpoint given (e.g. tcp://receiver:5555)")
 	}
-	if c.Threads < 1 || c.Threads > 256 {
-		problems = append(problems, fmt.Sprintf("threads must be 1..256, got %d", c.Threads))
+	if len(c.Endpoints) > MaxEndpoints {
+		bad("at most %d endpoints, got %d", MaxEndpoints, len(c.Endpoints))
 	}
-	if c.Rate < 0 || math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0) {
-		problems = append(problems, fmt.Sprintf("rate must be a positive number of tuples/s (or 0 for unpaced), got %v", c.Rate))
+	for _, ep := range c.Endpoints {
+		if len(ep) > MaxEndpointLen || !strings.Contains(ep, "://") {
+			bad("endpoint %.64q is not a ZeroMQ endpoint like tcp://host:port", ep)
+			break
+		}
 	}
-	if c.Duration <= 0 && c.Count == 0 {
-		problems = append(problems, "give a duration or a count, or the run never ends")
+	if c.Threads < 1 || c.Threads > MaxThreads {
+		bad("threads must be 1..%d, got %d", MaxThreads, c.Threads)
 	}
-	if c.BucketSize < 1 || c.BucketSize > 1<<20 {
-		problems = append(problems, fmt.Sprintf("bucket size must be 1..1048576 tuples, got %d", c.BucketSize))
+	if c.Rate < 0 || c.Rate > MaxRate || math.IsNaN(c.Rate) {
+		bad("rate must be 0 (unpaced) to %g tuples/s, got %v", MaxRate, c.Rate)
+	}
+	if c.Duration < 0 || c.Duration > MaxDuration {
+		bad("duration must be 0 to %v, got %v", MaxDuration, c.Duration)
+	}
+	if c.Duration == 0 && c.Count == 0 {
+		bad("give a duration or a count, or the run never ends")
+	}
+	if c.Count > 0 && c.Rate > 0 && float64(c.Count)/c.Rate > MaxDuration.Seconds() {
+		bad("%d tuples at %g tuples/s take longer than %v", c.Count, c.Rate, MaxDuration)
+	}
+	if c.Warmup < 0 || (c.Duration > 0 && c.Warmup > c.Duration) {
+		bad("warm-up must be 0 to the duration (%v), got %v", c.Duration, c.Warmup)
+	}
+	if !c.StartAt.IsZero() && time.Until(c.StartAt) > MaxStartLead {
+		bad("start time %s is more than %v ahead: refused rather than waited for", c.StartAt.UTC().Format(time.RFC3339), MaxStartLead)
+	}
+	if c.BucketSize < 1 || c.BucketSize > MaxBucketSize {
+		bad("bucket size must be 1..%d tuples, got %d", MaxBucketSize, c.BucketSize)
 	}
 	if c.Overflow != Block && c.Overflow != Drop {
-		problems = append(problems, fmt.Sprintf("overflow policy must be %q or %q, got %q", Block, Drop, c.Overflow))
+		bad("overflow policy must be %q or %q, got %.32q", Block, Drop, c.Overflow)
 	}
 	if c.Idle == Auto || c.Idle == "" {
 		c.Idle = Sleep
@@ -110,19 +157,47 @@ func (c *Config) validate() error {
 		}
 	}
 	if c.Idle != Spin && c.Idle != Yield && c.Idle != Sleep {
-		problems = append(problems, fmt.Sprintf("idle strategy must be auto, spin, yield or sleep, got %q", c.Idle))
+		bad("idle strategy must be auto, spin, yield or sleep, got %.32q", c.Idle)
 	}
 	if c.Scenario == nil {
-		problems = append(problems, "no scenario")
+		bad("no scenario")
+	} else if err := c.Scenario.Validate(); err != nil {
+		bad("%v", err)
+	} else if c.BucketSize >= 1 && c.BucketSize <= MaxBucketSize && c.BucketSize*c.Scenario.MaxTupleSize() > MaxMessageBytes {
+		bad("a bucket of %d tuples of up to %d bytes exceeds %d MiB: use smaller buckets", c.BucketSize, c.Scenario.MaxTupleSize(), MaxMessageBytes>>20)
 	}
-	if c.HWM < 0 || c.IOThreads < 0 {
-		problems = append(problems, "hwm and io-threads must not be negative")
+	if err := c.Shape.Validate(); err != nil {
+		bad("%v", err)
+	}
+	if c.HWM < 0 || c.HWM > MaxHWM {
+		bad("hwm must be 0 to %d messages, got %d", MaxHWM, c.HWM)
+	}
+	if c.IOThreads < 0 || c.IOThreads > MaxIOThreads {
+		bad("io-threads must be 0 to %d, got %d", MaxIOThreads, c.IOThreads)
+	}
+	if c.LateThreshold < 0 || c.LateThreshold > MaxLateThreshold {
+		bad("late threshold must be 0 to %v, got %v", MaxLateThreshold, c.LateThreshold)
+	}
+	if c.EndTimeout < 0 || c.EndTimeout > MaxEndTimeout {
+		bad("end timeout must be 0 to %v, got %v", MaxEndTimeout, c.EndTimeout)
+	}
+	if len(c.CPUs) > MaxCPU+1 {
+		bad("at most %d CPUs", MaxCPU+1)
+	}
+	for _, cpu := range c.CPUs {
+		if cpu < 0 || cpu > MaxCPU {
+			bad("CPU %d is out of range 0..%d", cpu, MaxCPU)
+			break
+		}
 	}
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "; "))
 	}
 	if c.IOThreads == 0 {
 		c.IOThreads = 1
+	}
+	if c.HWM == 0 {
+		c.HWM = DefaultHWM // ZeroMQ's 0 would mean an unbounded queue
 	}
 	if c.LateThreshold <= 0 {
 		c.LateThreshold = 10 * time.Microsecond
@@ -132,6 +207,10 @@ func (c *Config) validate() error {
 	}
 	return nil
 }
+
+// stoppedEndTimeout bounds the end markers' delivery, and the flush of
+// what is queued, after Stop.
+const stoppedEndTimeout = 300 * time.Millisecond
 
 // EndGrace is how long after the end of the run a thread that is behind
 // schedule keeps sending slots that were due before the end.
@@ -147,6 +226,8 @@ type Sender struct {
 	running  atomic.Bool // emission threads are running
 	sendCost time.Duration
 	started  time.Time
+	mon      monitor
+	links    []*Link // one per thread, final after Run
 }
 
 // thread is one emission thread and its stream.
@@ -157,6 +238,7 @@ type thread struct {
 	endpoint string
 	sock     *zmq.Socket
 	raw      *zmqraw.Socket
+	link     *Link
 	tpls     []scenarios.Template
 	slots    uint64 // slot limit (count mode)
 
@@ -166,7 +248,7 @@ type thread struct {
 	droppedBuckets atomic.Uint64
 	droppedTuples  atomic.Uint64
 	lateSlots      atomic.Uint64
-	lateness       histo.Log2 // ticks
+	lateness       histo.Log2 // ns
 
 	// Owned by the loop until it returns.
 	precise       *histo.Precise // lateness, ns
@@ -186,7 +268,7 @@ type thread struct {
 // measures the cost of one send, refusing a rate whose per-thread budget
 // is below it (unless SkipRateCheck).
 func New(cfg Config) (*Sender, error) {
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if cfg.Clock == nil {
@@ -232,7 +314,7 @@ func New(cfg Config) (*Sender, error) {
 			}
 		}
 		s.threads = append(s.threads, t)
-		if t.sock, err = s.openSocket(t.endpoint); err != nil {
+		if t.sock, t.link, err = s.openSocket(t.id, t.endpoint); err != nil {
 			s.Close()
 			return nil, err
 		}
@@ -250,38 +332,56 @@ func New(cfg Config) (*Sender, error) {
 		if budget < s.sendCost {
 			most := float64(cfg.BucketSize) * float64(cfg.Threads) / s.sendCost.Seconds()
 			s.Close()
-			return nil, fmt.Errorf("rate %.0f tuples/s needs a send every %v per thread, but one send of a %d-tuple bucket costs %v here: "+
-				"the most %d thread(s) can do is about %.0f tuples/s; use more threads or larger buckets (--bucket), or --no-rate-check to try anyway",
-				cfg.Rate, budget, cfg.BucketSize, s.sendCost, cfg.Threads, most)
+			return nil, &RateError{Rate: cfg.Rate, Budget: budget, SendCost: s.sendCost, BucketSize: cfg.BucketSize, Threads: cfg.Threads, Most: most}
 		}
 	}
 	return s, nil
 }
 
-func (s *Sender) openSocket(endpoint string) (*zmq.Socket, error) {
+// RateError is a rate refused because its per-thread budget is below the
+// measured cost of one send: the sender could not keep the schedule.
+type RateError struct {
+	Rate       float64
+	Budget     time.Duration // per thread and send
+	SendCost   time.Duration
+	BucketSize int
+	Threads    int
+	Most       float64 // about the highest rate these threads can send
+}
+
+func (e *RateError) Error() string {
+	return fmt.Sprintf("rate %.0f tuples/s needs a send every %v per thread, but one send of a %d-tuple bucket costs %v here: "+
+		"the most %d thread(s) can do is about %.0f tuples/s; use more threads or larger buckets (--bucket), or --no-rate-check to try anyway",
+		e.Rate, e.Budget, e.BucketSize, e.SendCost, e.Threads, e.Most)
+}
+
+func (s *Sender) openSocket(thread int, endpoint string) (*zmq.Socket, *Link, error) {
 	sock, err := s.ctx.NewSocket(zmq.PUSH)
 	if err != nil {
-		return nil, fmt.Errorf("create PUSH socket: %w", err)
+		return nil, nil, fmt.Errorf("create PUSH socket: %w", err)
 	}
-	set := func(what string, err error) error {
-		if err != nil {
-			return fmt.Errorf("set %s on %s: %w", what, endpoint, err)
-		}
-		return nil
-	}
-	if err := set("send HWM", sock.SetSndhwm(s.cfg.HWM)); err != nil {
+	fail := func(what string, err error) (*zmq.Socket, *Link, error) {
 		sock.Close()
-		return nil, err
+		return nil, nil, fmt.Errorf("%s %s: %w", what, endpoint, err)
 	}
 	// A bounded send timeout lets a blocked thread notice the end of the
 	// trial or a stop request; in block mode it simply retries.
-	if err := set("send timeout", sock.SetSndtimeo(100*time.Millisecond)); err != nil {
-		sock.Close()
-		return nil, err
+	for _, opt := range []struct {
+		what string
+		err  error
+	}{
+		{"set send HWM on", sock.SetSndhwm(s.cfg.HWM)},
+		{"set send timeout on", sock.SetSndtimeo(100 * time.Millisecond)},
+		{"set linger on", sock.SetLinger(s.cfg.EndTimeout)},
+	} {
+		if opt.err != nil {
+			return fail(opt.what, opt.err)
+		}
 	}
-	if err := set("linger", sock.SetLinger(s.cfg.EndTimeout)); err != nil {
+	link, err := s.mon.watch(s.ctx, sock, thread, endpoint) // before connecting: no event missed
+	if err != nil {
 		sock.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	if s.cfg.Bind {
 		err = sock.Bind(endpoint)
@@ -289,14 +389,13 @@ func (s *Sender) openSocket(endpoint string) (*zmq.Socket, error) {
 		err = sock.Connect(endpoint)
 	}
 	if err != nil {
-		sock.Close()
 		verb := "connect to"
 		if s.cfg.Bind {
 			verb = "bind"
 		}
-		return nil, fmt.Errorf("%s %s: %w", verb, endpoint, err)
+		return fail(verb, err)
 	}
-	return sock, nil
+	return sock, link, nil
 }
 
 // measureSendCost times zmq_send of msg into a loopback PUSH socket that a
@@ -387,20 +486,53 @@ func threadCPUTime() (time.Duration, error) {
 // goroutine. Run still sends the end markers.
 func (s *Sender) Stop() { s.stop.Store(true) }
 
-// Close releases the sockets and the ZeroMQ context, waiting up to the end
-// timeout for queued messages to leave.
-func (s *Sender) Close() {
+// Close releases the sockets and the ZeroMQ context. Run has closed them
+// already (to learn whether everything queued was flushed); before Run
+// there is nothing queued to wait for.
+func (s *Sender) Close() { s.closeSockets(0) }
+
+// closeSockets closes every socket, lingering up to linger where a peer is
+// connected (none: waiting would deliver nothing), and terminates the
+// context, which waits for what is queued to leave; it returns how long
+// that took.
+func (s *Sender) closeSockets(linger time.Duration) time.Duration {
 	for _, t := range s.threads {
 		if t.raw != nil {
 			t.raw.Close()
+			t.raw = nil
 		}
 		if t.sock != nil {
+			l := linger
+			if t.link == nil || t.link.PeersAtEnd == 0 {
+				l = 0
+			}
+			_ = t.sock.SetLinger(l)
 			t.sock.Close()
+			t.sock = nil
 		}
 	}
-	if s.ctx != nil {
-		_ = s.ctx.Term()
-		s.ctx = nil
+	s.mon.wait()
+	if s.ctx == nil {
+		return 0
+	}
+	start := time.Now()
+	_ = s.ctx.Term()
+	s.ctx = nil
+	return time.Since(start)
+}
+
+// flush closes the sockets after the run and records, per link, whether
+// everything queued left (the context closed before the linger ran out).
+func (s *Sender) flush() {
+	s.mon.settle()
+	linger := s.cfg.EndTimeout
+	if s.stop.Load() {
+		linger = stoppedEndTimeout
+	}
+	took := s.closeSockets(linger)
+	for _, t := range s.threads {
+		t.link.linger = linger
+		t.link.Flushed = t.link.PeersAtEnd > 0 && took < linger-linger/10
 	}
 }
 
@@ -432,19 +564,27 @@ func (s *Sender) Run() (*Result, error) {
 	}
 	nWindows = min(max(nWindows, 1), 7*24*3600)
 	s.started = time.Now()
+	s.mon.run()
 	var wg sync.WaitGroup
+	var shared *profile // a tabulated shape is the same for every thread
 	for _, t := range s.threads {
 		t.windows = make([]uint64, nWindows)
 		if s.cfg.Rate > 0 {
-			length := s.cfg.Duration
-			if length <= 0 {
-				length = time.Duration(float64(s.cfg.Count) / s.cfg.Rate * float64(time.Second))
+			if shared != nil {
+				own := *shared
+				t.sched = &own
+			} else {
+				length := s.cfg.Duration
+				if length <= 0 {
+					length = time.Duration(float64(s.cfg.Count) / s.cfg.Rate * float64(time.Second))
+				}
+				sched, err := NewSchedule(s.cfg.Shape, start, clock.Hz, s.cfg.BucketSize, s.cfg.Rate/float64(s.cfg.Threads), length, t.id)
+				if err != nil {
+					return nil, err
+				}
+				t.sched = sched
+				shared, _ = sched.(*profile)
 			}
-			sched, err := NewSchedule(s.cfg.Shape, start, clock.Hz, s.cfg.BucketSize, s.cfg.Rate/float64(s.cfg.Threads), length, t.id)
-			if err != nil {
-				return nil, err
-			}
-			t.sched = sched
 		}
 		wg.Add(1)
 		go func() {
@@ -453,6 +593,7 @@ func (s *Sender) Run() (*Result, error) {
 		}()
 	}
 	wg.Wait()
+	s.flush()
 	res := s.result(start, end)
 	res.StartUnixNs = clock.UnixNano(start)
 	res.WarmupNs = s.cfg.Warmup.Nanoseconds()
@@ -483,15 +624,19 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 	paced := cfg.Rate > 0
 	drop := cfg.Overflow == Drop
 	lateTicks := clock.Ticks(cfg.LateThreshold)
-	yieldTicks := clock.Ticks(5 * time.Microsecond)
-	sleepMargin := clock.Ticks(t.napMargin)
-	minNap := clock.Ticks(10 * time.Microsecond)
-	slack := clock.Ticks(3 * time.Microsecond)
-	maxMargin := clock.Ticks(250 * time.Microsecond)
-	if paced {
-		maxMargin = min(maxMargin, uint64(t.sched.SlotTicks()/2))
+	pace := pacer{idle: cfg.Idle, stop: &s.stop,
+		yieldTicks:  clock.Ticks(5 * time.Microsecond),
+		sleepMargin: clock.Ticks(t.napMargin),
+		minNap:      clock.Ticks(10 * time.Microsecond),
+		slack:       clock.Ticks(3 * time.Microsecond),
+		maxMargin:   clock.Ticks(250 * time.Microsecond),
+		maxNap:      clock.Ticks(maxNap),
+		nsPerTick:   1e9 / clock.Hz,
 	}
-	sleepMargin = min(sleepMargin, maxMargin)
+	if paced {
+		pace.maxMargin = min(pace.maxMargin, uint64(t.sched.SlotTicks()/2))
+	}
+	pace.sleepMargin = min(pace.sleepMargin, pace.maxMargin)
 	nsPerTick := 1e9 / clock.Hz
 	measureFrom := start + clock.Ticks(cfg.Warmup)
 	endGrace := end
@@ -499,6 +644,8 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 		endGrace = end + clock.Ticks(EndGrace)
 	}
 	ticksPerSec := uint64(clock.Hz)
+	publishTicks := clock.Ticks(publishEvery)
+	nextPublish := start
 	bucket := uint64(cfg.BucketSize)
 	tpls := t.tpls
 	stop := &s.stop
@@ -509,12 +656,17 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 		w                                                         int
 		winEnd                                                    = start + ticksPerSec
 	)
-	wait(start, cfg.Idle, yieldTicks, &sleepMargin, minNap, slack, maxMargin, nsPerTick)
+	// Until the common start (up to MaxStartLead away), nap in short
+	// slices so that a stop is noticed at once.
+	for !stop.Load() && tsc.ReadFast()+pace.maxNap < start {
+		osthread.Nap(maxNap)
+	}
+	pace.wait(start)
 	for k < t.slots {
 		var due uint64
 		if paced {
 			due = t.sched.Due(k)
-			wait(due, cfg.Idle, yieldTicks, &sleepMargin, minNap, slack, maxMargin, nsPerTick)
+			pace.wait(due)
 		}
 		tpl := &tpls[idx]
 		if paced {
@@ -567,8 +719,9 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 			if lateness > lateTicks {
 				late++
 			}
-			t.lateness.Record(lateness)
-			t.precise.Record(int64(float64(lateness) * nsPerTick))
+			ns := uint64(float64(lateness) * nsPerTick) // the same buckets on every host
+			t.lateness.Record(ns)
+			t.precise.Record(int64(ns))
 		}
 		for at >= winEnd {
 			if w < len(t.windows) {
@@ -582,7 +735,10 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 		if idx++; idx == len(tpls) {
 			idx = 0
 		}
-		if k&63 == 0 || t.err != nil {
+		// Counters are published every 64 slots, and at least every
+		// publishEvery, so that a scrape at a low rate is exact too.
+		if k&63 == 0 || at >= nextPublish || t.err != nil {
+			nextPublish = at + publishTicks
 			t.publish(emitted, buckets, dropB, late, bucket)
 			if t.err != nil {
 				break
@@ -618,34 +774,53 @@ func (t *thread) publish(emitted, buckets, dropB, late, bucket uint64) {
 	t.lateness.Publish()
 }
 
-// wait holds the thread until the TSC reaches due. sleepMargin is the
-// thread's adaptive wake-up margin (idle Sleep), minNap the shortest sleep
-// worth taking, slack the safety added to an observed overshoot, maxMargin
-// the widest margin.
-func wait(due uint64, idle Idle, yieldTicks uint64, sleepMargin *uint64, minNap, slack, maxMargin uint64, nsPerTick float64) {
+// publishEvery bounds how stale the published counters may be while
+// the loop is sending.
+const publishEvery = 10 * time.Millisecond
+
+// maxNap is the longest the emission loop sleeps at once: a stop is
+// noticed within it, however far the next slot is.
+const maxNap = 10 * time.Millisecond
+
+// pacer holds an emission thread until its next slot (the idle
+// strategy's wait) and returns early when the run is stopped.
+type pacer struct {
+	idle       Idle
+	stop       *atomic.Bool
+	yieldTicks uint64 // Yield: spin only this close to the slot
+	// sleepMargin is the thread's adaptive wake-up margin (Sleep), minNap
+	// the shortest sleep worth taking, slack the safety added to an
+	// observed overshoot, maxMargin the widest margin, maxNap the longest
+	// single sleep.
+	sleepMargin, minNap, slack, maxMargin, maxNap uint64
+	nsPerTick                                     float64
+}
+
+// wait returns when the TSC reaches due, or when the run is stopped.
+func (p *pacer) wait(due uint64) {
 	for {
 		now := tsc.ReadFast()
-		if now >= due {
+		if now >= due || p.stop.Load() {
 			return
 		}
 		rem := due - now
 		switch {
-		case idle == Yield && rem > yieldTicks:
+		case p.idle == Yield && rem > p.yieldTicks:
 			_, _, _ = unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
-		case idle == Sleep && rem > *sleepMargin+minNap:
+		case p.idle == Sleep && rem > p.sleepMargin+p.minNap:
 			// Wake a margin before the slot and spin the rest. The margin
 			// follows this thread's wake-up overshoot (a VM's vCPU wakes
 			// later from longer sleeps): it widens by a quarter of the gap
 			// after a late wake-up and narrows slowly after timely ones, up
 			// to maxMargin. A longer overshoot is the CPU being busy, which
 			// spinning longer before every slot would only make worse.
-			nap := rem - *sleepMargin
-			osthread.Nap(time.Duration(float64(nap) * nsPerTick))
+			nap := min(rem-p.sleepMargin, p.maxNap)
+			osthread.Nap(time.Duration(float64(nap) * p.nsPerTick))
 			woke := tsc.ReadFast()
-			if over := int64(woke - (now + nap)); over > 0 && uint64(over)+slack > *sleepMargin {
-				*sleepMargin = min(*sleepMargin+(uint64(over)+slack-*sleepMargin)/4+1, maxMargin)
+			if over := int64(woke - (now + nap)); over > 0 && uint64(over)+p.slack > p.sleepMargin {
+				p.sleepMargin = min(p.sleepMargin+(uint64(over)+p.slack-p.sleepMargin)/4+1, p.maxMargin)
 			} else {
-				*sleepMargin -= *sleepMargin / 64
+				p.sleepMargin -= p.sleepMargin / 64
 			}
 		}
 	}
@@ -667,14 +842,19 @@ func (t *thread) sendEnd(s *Sender) error {
 	if err != nil {
 		return err
 	}
-	deadline := time.Now().Add(s.cfg.EndTimeout)
+	timeout := s.cfg.EndTimeout
+	if s.stop.Load() || t.link.peers.Load() == 0 {
+		// a stop ends the run within a second; with no peer, waiting longer delivers nothing
+		timeout = min(timeout, stoppedEndTimeout)
+	}
+	deadline := time.Now().Add(timeout)
 	for {
 		err := t.raw.Send(msg, false)
 		if err == nil {
 			return nil
 		}
 		if err != zmqraw.ErrAgain || time.Now().After(deadline) {
-			return fmt.Errorf("end marker of stream %d to %s not delivered within %v: %w", t.stream, t.endpoint, s.cfg.EndTimeout, err)
+			return fmt.Errorf("end marker of stream %d to %s not delivered within %v: %w", t.stream, t.endpoint, timeout, err)
 		}
 	}
 }

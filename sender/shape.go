@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -122,6 +123,57 @@ func ParseShape(spec string) (Shape, error) {
 	return bad("unknown shape %q (constant, step, ramp, sine, poisson, replay)", kind)
 }
 
+// Limits of a shape (from a flag, a trace file or a controller's request).
+const (
+	MaxShapePieces = 100_000
+	MaxMultiplier  = 1e6
+	MaxShapeSpan   = 24 * 3600.0 // seconds
+	maxSourceLen   = 256
+)
+
+// Validate checks a shape as it arrives from outside (e.g. inline in a
+// trial request): a known kind, and every number finite and in range. It
+// allocates nothing.
+func (s Shape) Validate() error {
+	finite := func(v, lo, hi float64) bool { return !math.IsNaN(v) && v >= lo && v <= hi }
+	if len(s.Source) > maxSourceLen {
+		return fmt.Errorf("shape source name longer than %d bytes", maxSourceLen)
+	}
+	switch s.Kind {
+	case "", "constant", "poisson":
+		if len(s.Mults) > 0 || len(s.Spans) > 0 {
+			return fmt.Errorf("shape %s takes no multipliers", s.Kind)
+		}
+		return nil
+	case "sine":
+		if !finite(s.Amp, 0, 1) || !finite(s.Period, 1e-6, MaxShapeSpan) || s.Period == 0 {
+			return fmt.Errorf("shape sine: amplitude must be 0..1 and period above 0 and at most %gs", MaxShapeSpan)
+		}
+		return nil
+	case "ramp":
+		if len(s.Mults) != 2 || len(s.Spans) != 0 {
+			return fmt.Errorf("shape ramp has two multipliers, from and to")
+		}
+	case "step", "replay":
+		if len(s.Mults) < 1 || len(s.Mults) > MaxShapePieces || len(s.Spans) != len(s.Mults) {
+			return fmt.Errorf("shape %s needs 1..%d pieces, each with a multiplier and a span", s.Kind, MaxShapePieces)
+		}
+		for _, d := range s.Spans {
+			if !finite(d, 0, MaxShapeSpan) || d == 0 {
+				return fmt.Errorf("shape %s: every span must be above 0 and at most %gs", s.Kind, MaxShapeSpan)
+			}
+		}
+	default:
+		return fmt.Errorf("unknown shape kind %.32q (constant, step, ramp, sine, poisson, replay)", s.Kind)
+	}
+	for _, m := range s.Mults {
+		if !finite(m, 0, MaxMultiplier) {
+			return fmt.Errorf("shape %s: every multiplier must be 0..%g", s.Kind, MaxMultiplier)
+		}
+	}
+	return s.check()
+}
+
 func (s Shape) check() error {
 	total := 0.0
 	for _, m := range s.Mults {
@@ -150,12 +202,15 @@ func loadTrace(path string) (Shape, error) {
 		}
 		fields := strings.Fields(strings.ReplaceAll(text, ",", " "))
 		if len(fields) != 2 {
-			return Shape{}, fmt.Errorf("replay trace %s line %d: want \"seconds rate\", got %q", path, line, text)
+			return Shape{}, fmt.Errorf("replay trace %s line %d: want two numbers, \"seconds rate\"", path, line)
 		}
 		t, err1 := strconv.ParseFloat(fields[0], 64)
 		r, err2 := strconv.ParseFloat(fields[1], 64)
 		if err1 != nil || err2 != nil || r < 0 || (len(ts) > 0 && t <= ts[len(ts)-1]) || (len(ts) == 0 && t != 0) {
-			return Shape{}, fmt.Errorf("replay trace %s line %d: times must start at 0 and increase, rates be >= 0: %q", path, line, text)
+			return Shape{}, fmt.Errorf("replay trace %s line %d: times must start at 0 and increase, rates be >= 0", path, line)
+		}
+		if len(ts) == MaxShapePieces {
+			return Shape{}, fmt.Errorf("replay trace %s has more than %d lines", path, MaxShapePieces)
 		}
 		ts, rates = append(ts, t), append(rates, r)
 	}
@@ -165,7 +220,7 @@ func loadTrace(path string) (Shape, error) {
 	if len(ts) == 0 {
 		return Shape{}, fmt.Errorf("replay trace %s is empty", path)
 	}
-	sh := Shape{Kind: "replay", Source: path}
+	sh := Shape{Kind: "replay", Source: filepath.Base(path)}
 	for i := range ts {
 		span := 1.0
 		if i+1 < len(ts) {
@@ -207,8 +262,12 @@ func (s Shape) mult(t, total float64) float64 {
 	return 1
 }
 
-// gridStep is the resolution of tabulated rate profiles.
-const gridStep = time.Millisecond
+// gridStep is the resolution of tabulated rate profiles, and maxGrid the
+// most steps a table has (8 MiB).
+const (
+	gridStep = time.Millisecond
+	maxGrid  = 1 << 20
+)
 
 // NewSchedule builds a thread's schedule: mean rate (tuples/s for this
 // thread) shaped over a run of the given length, starting at TSC start.
@@ -226,25 +285,27 @@ func NewSchedule(shape Shape, start uint64, hz float64, bucket int, rate float64
 	if length <= 0 {
 		return nil, fmt.Errorf("shape %s needs a run duration (it is laid out over the run)", shape.Kind)
 	}
-	// Tabulate the cumulative slot count on a 1 ms grid, normalised so the
-	// run's mean rate is rate.
-	n := int(length/gridStep) + 1
+	// Tabulate the cumulative slot count on a 1 ms grid (coarser for runs
+	// over maxGrid ms, so the table stays small), normalised so the run's
+	// mean rate is rate.
+	step := max(gridStep, length/maxGrid)
+	n := int(length/step) + 1
 	total := length.Seconds()
 	cum := make([]float64, n+1)
 	var sum float64
 	for i := 1; i <= n; i++ {
-		sum += shape.mult((float64(i)-0.5)*gridStep.Seconds(), total)
+		sum += shape.mult((float64(i)-0.5)*step.Seconds(), total)
 		cum[i] = sum
 	}
 	scale := 0.0
 	if sum > 0 {
 		scale = float64(n) / sum
 	}
-	slotsPerStep := rate * gridStep.Seconds() / float64(bucket)
+	slotsPerStep := rate * step.Seconds() / float64(bucket)
 	for i := range cum {
 		cum[i] *= scale * slotsPerStep
 	}
-	return &profile{start: start, stepTicks: hz * gridStep.Seconds(), cum: cum, mean: p.SlotTicks()}, nil
+	return &profile{start: start, stepTicks: hz * step.Seconds(), cum: cum, mean: p.SlotTicks()}, nil
 }
 
 // profile is a tabulated schedule: cum[i] slots are due by the end of grid

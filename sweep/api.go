@@ -1,7 +1,11 @@
 package sweep
 
 import (
+	"errors"
 	"time"
+
+	"github.com/cloudprofiler-go/cp/profiler"
+	"github.com/cloudprofiler-go/cp/scenarios"
 
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/sender"
@@ -56,26 +60,52 @@ type AgentInfo struct {
 	State         string   `json:"state"`
 }
 
-// SenderTrial configures a sender agent for one trial.
+// SenderTrial configures a sender agent for one trial. Everything the
+// agent needs travels inline: the agent opens no file a request names (the
+// controller reads the user's scenario and replay files and sends their
+// content). Validate checks every field's range before anything is
+// allocated.
 type SenderTrial struct {
-	Endpoints     []string      `json:"endpoints"` // thread i uses Endpoints[i % len]
-	SenderID      uint8         `json:"sender_id"`
-	Threads       int           `json:"threads"`
-	Rate          float64       `json:"rate"`            // this sender's share, tuples/s
-	Shape         string        `json:"shape,omitempty"` // rate shape around Rate (see dgsend --shape)
-	Duration      time.Duration `json:"duration_ns"`
-	Warmup        time.Duration `json:"warmup_ns"`
-	StartAt       time.Time     `json:"start_at,omitempty"` // common start of all senders (wall clock)
-	BucketSize    int           `json:"bucket_size"`
-	Scenario      string        `json:"scenario"`
-	Overflow      string        `json:"overflow"`
-	Idle          string        `json:"idle"`
-	LateThreshold time.Duration `json:"late_threshold_ns,omitempty"`
-	HWM           int           `json:"hwm,omitempty"`
+	Endpoints     []string           `json:"endpoints"` // thread i uses Endpoints[i % len]
+	SenderID      uint8              `json:"sender_id"`
+	Threads       int                `json:"threads"`
+	Rate          float64            `json:"rate"`  // this sender's share, tuples/s
+	Shape         sender.Shape       `json:"shape"` // rate shape around Rate (see dgsend --shape)
+	Duration      time.Duration      `json:"duration_ns"`
+	Warmup        time.Duration      `json:"warmup_ns"`
+	StartAt       time.Time          `json:"start_at,omitempty"` // common start of all senders (wall clock)
+	BucketSize    int                `json:"bucket_size"`
+	Scenario      scenarios.Scenario `json:"scenario"`
+	Overflow      string             `json:"overflow"`
+	Idle          string             `json:"idle"`
+	LateThreshold time.Duration      `json:"late_threshold_ns,omitempty"`
+	HWM           int                `json:"hwm,omitempty"`
 	// Profile, if set, is a handler configuration (the YAML of --profile)
-	// for this trial; the agent keeps only the base names of its paths and
-	// writes the logs into a directory of its own (GET PathProfile).
+	// for this trial; its paths are relative to a directory of the agent's
+	// own (GET PathProfile), and one that leads outside it is refused.
 	Profile string `json:"profile,omitempty"`
+}
+
+// SenderConfig is the trial as a sender configuration; the agent adds what
+// is its own (CPUs, I/O threads, clock, profiler).
+func (t SenderTrial) SenderConfig() sender.Config {
+	sc := t.Scenario
+	return sender.Config{Endpoints: t.Endpoints, SenderID: t.SenderID, Threads: t.Threads, Rate: t.Rate,
+		Duration: t.Duration, Warmup: t.Warmup, StartAt: t.StartAt, Shape: t.Shape, BucketSize: t.BucketSize, Scenario: &sc,
+		Overflow: sender.Overflow(t.Overflow), Idle: sender.Idle(t.Idle), LateThreshold: t.LateThreshold, HWM: t.HWM,
+		EndTimeout: 5 * time.Second}
+}
+
+// Validate checks the trial as the agent will run it.
+func (t SenderTrial) Validate() error {
+	if t.Duration <= 0 {
+		return errors.New("a sender trial needs a duration")
+	}
+	cfg := t.SenderConfig()
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	return validProfile(t.Profile)
 }
 
 // ReceiverTrial configures a receiver agent for one trial (its endpoints are
@@ -90,6 +120,36 @@ type ReceiverTrial struct {
 	HWM           int           `json:"hwm,omitempty"`
 	Duration      time.Duration `json:"duration_ns,omitempty"` // hard limit
 	Profile       string        `json:"profile,omitempty"`     // see SenderTrial
+}
+
+// ReceiverConfig is the trial as a receiver configuration on the agent's
+// endpoints; the agent adds what is its own.
+func (t ReceiverTrial) ReceiverConfig(endpoints []string, connect bool) receiver.Config {
+	return receiver.Config{Endpoints: endpoints, Connect: connect, Schema: t.Schema, Drain: t.Drain,
+		ExpectStreams: t.ExpectStreams, EndTimeout: t.EndTimeout, WorkPerTuple: t.WorkPerTuple, RingCapacity: t.Ring,
+		HWM: t.HWM, Duration: t.Duration}
+}
+
+// Validate checks the trial as an agent with these endpoints will run it.
+func (t ReceiverTrial) Validate(endpoints []string) error {
+	cfg := t.ReceiverConfig(endpoints, false)
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	return validProfile(t.Profile)
+}
+
+// validProfile checks a trial's handler configuration: valid, and writing
+// only inside the agent's directory.
+func validProfile(yaml string) error {
+	if yaml == "" {
+		return nil
+	}
+	h, err := profiler.ParseHandlers([]byte(yaml), "of the trial")
+	if err != nil {
+		return err
+	}
+	return h.CheckLocal()
 }
 
 // TrialStatus is an agent's view of its current or last trial.

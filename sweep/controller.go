@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
 )
 
@@ -39,6 +40,10 @@ type TrialPlan struct {
 	Rules         Rules         `json:"rules"`
 	Relay         bool          `json:"relay,omitempty"`          // a system under test between senders and receivers
 	SenderTargets []string      `json:"sender_targets,omitempty"` // relay: where senders send (the system's inputs)
+	// The workload as it is sent to the agents, resolved on the
+	// controller's host from Scenario and Shape (Resolve).
+	ScenarioSpec *scenarios.Scenario `json:"scenario_spec,omitempty"`
+	ShapeSpec    sender.Shape        `json:"shape_spec"`
 }
 
 // Controller runs trials on a set of agents.
@@ -168,8 +173,8 @@ func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string)
 		}
 	}
 	for i, r := range c.Receivers {
-		cfg := ReceiverTrial{Schema: p.Schema, Drain: p.Drain, WorkPerTuple: p.WorkPerTuple, Ring: p.Ring, EndTimeout: p.EndTimeout,
-			Duration: deadline - 5*time.Second, Profile: c.TrialProfile}
+		cfg := p.receiverTrial(deadline - 5*time.Second)
+		cfg.Profile = c.TrialProfile
 		if c.expect != nil {
 			cfg.ExpectStreams = c.expect[i]
 		}
@@ -196,9 +201,8 @@ func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string)
 		for k := range eps {
 			eps[k] = targets[(i*p.Threads+k)%len(targets)]
 		}
-		cfg := SenderTrial{Endpoints: eps, SenderID: uint8(i), Threads: p.Threads, Rate: rate * float64(p.Threads) / float64(totalThreads),
-			Duration: total, Warmup: p.Warmup, StartAt: startAt, BucketSize: p.BucketSize, Scenario: p.Scenario, Shape: p.Shape, Overflow: p.Overflow, Idle: p.Idle,
-			Profile: c.TrialProfile}
+		cfg := p.senderTrial(eps, i, rate*float64(p.Threads)/float64(totalThreads))
+		cfg.StartAt, cfg.Profile = startAt, c.TrialProfile
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -39,6 +39,24 @@ type Rules struct {
 // DefaultRules are used when a rule is left at zero.
 var DefaultRules = Rules{LatenessBudgets: 5, LatenessFloor: 5 * time.Millisecond, BacklogGrowth: 0.10, DelayGrowth: 0.005}
 
+// Validate checks the rules' ranges (zero means the default).
+func (r Rules) Validate() error {
+	in := func(v, hi float64) bool { return v >= 0 && v <= hi && !math.IsNaN(v) }
+	switch {
+	case !in(r.LatenessBudgets, 1e6):
+		return fmt.Errorf("--lateness-budgets must be 0 (default) to 1e6, got %v", r.LatenessBudgets)
+	case r.LatenessFloor < 0 || r.LatenessFloor > time.Minute:
+		return fmt.Errorf("--lateness-floor must be 0 (default) to 1m, got %v", r.LatenessFloor)
+	case !in(r.BacklogGrowth, 1):
+		return fmt.Errorf("--backlog-growth must be a fraction from 0 (default) to 1, got %v", r.BacklogGrowth)
+	case !in(r.DelayGrowth, 1):
+		return fmt.Errorf("delay growth must be a fraction from 0 (default) to 1, got %v", r.DelayGrowth)
+	case r.LatencyP99 < 0 || r.LatencyP99 > time.Hour:
+		return fmt.Errorf("--latency-p99 must be 0 (off) to 1h, got %v", r.LatencyP99)
+	}
+	return nil
+}
+
 func (r Rules) withDefaults() Rules {
 	if r.LatenessBudgets <= 0 {
 		r.LatenessBudgets = DefaultRules.LatenessBudgets

@@ -14,11 +14,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/cloudprofiler-go/cp/internal/cli"
-	"github.com/cloudprofiler-go/cp/sweep/agent"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
 )
@@ -55,11 +56,11 @@ func clockClientCommand() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
-			tok, err := agent.ReadToken(token, tokenFile)
+			tok, err := httpapi.ReadToken(token, tokenFile)
 			if err != nil {
 				return err
 			}
-			if err := agent.CheckBind(control, tok); err != nil {
+			if err := httpapi.CheckBind(control, tok); err != nil {
 				return err
 			}
 			f, err := tsc.DetectFeatures()
@@ -244,7 +245,7 @@ func (pf *probeFlags) register(cmd *cobra.Command, countHelp string) {
 
 // resolve reads the token and parses the nodes.
 func (pf *probeFlags) resolve() ([]probing.Node, probing.Settings, error) {
-	tok, err := agent.ReadToken(pf.token, pf.tokenFile)
+	tok, err := httpapi.ReadToken(pf.token, pf.tokenFile)
 	if err != nil {
 		return nil, probing.Settings{}, err
 	}

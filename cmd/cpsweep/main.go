@@ -9,13 +9,14 @@ import (
 	"os"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
+
 	"github.com/spf13/cobra"
 
 	"github.com/cloudprofiler-go/cp/internal/cli"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/results"
 	"github.com/cloudprofiler-go/cp/sweep"
-	"github.com/cloudprofiler-go/cp/sweep/agent"
 )
 
 func main() {
@@ -77,7 +78,7 @@ finished one.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
-			tok, err := agent.ReadToken(token, tokenFile)
+			tok, err := httpapi.ReadToken(token, tokenFile)
 			if err != nil {
 				return err
 			}

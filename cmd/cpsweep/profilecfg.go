@@ -5,11 +5,12 @@ import (
 	"net/http"
 	"os"
 
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
+
 	"github.com/spf13/cobra"
 
 	"github.com/cloudprofiler-go/cp/internal/cli"
 	"github.com/cloudprofiler-go/cp/profiler"
-	"github.com/cloudprofiler-go/cp/sweep/agent"
 )
 
 func profilerCommand() *cobra.Command {
@@ -38,11 +39,11 @@ a broken configuration is refused, and clients keep their handlers).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
-			tok, err := agent.ReadToken(token, tokenFile)
+			tok, err := httpapi.ReadToken(token, tokenFile)
 			if err != nil {
 				return err
 			}
-			if err := agent.CheckBind(listen, tok); err != nil {
+			if err := httpapi.CheckBind(listen, tok); err != nil {
 				return err
 			}
 			if _, err := profiler.LoadHandlers(file); err != nil {

@@ -76,7 +76,7 @@ marker has been consumed (or --expect-streams have ended, or no data arrived for
   # profiled: handlers from a configuration server, switched live when it changes
   dgrecv --bind tcp://*:5555 --profile http://cfg:9400/v1/profiler/handlers --profile-follow 1s`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			cmd.SilenceUsage = true
 			if len(bind) > 0 && len(connect) > 0 {
 				return errors.New("give --bind or --connect, not both")
@@ -88,7 +88,7 @@ marker has been consumed (or --expect-streams have ended, or no data arrived for
 			if len(endpoints) == 0 {
 				endpoints = []string{"tcp://*:5555"}
 			}
-			endpoints, err := expandLanes(endpoints, lanes)
+			endpoints, err = expandLanes(endpoints, lanes)
 			if err != nil {
 				return err
 			}
@@ -115,7 +115,11 @@ marker has been consumed (or --expect-streams have ended, or no data arrived for
 			if err != nil {
 				return err
 			}
-			defer prof.Close() // flushes every channel, also after a signal
+			defer func() { // flushes every channel, also after a signal; a lost record fails the run
+				if cerr := prof.Close(); cerr != nil {
+					err = errors.Join(err, cerr)
+				}
+			}()
 			r, err := receiver.New(receiver.Config{Profile: prof.Profiler, Handlers: prof.Handlers,
 				Endpoints: endpoints, Connect: len(connect) > 0, Schema: schema, RingCapacity: ring, MaxMessage: maxMessage,
 				HWM: hwm, IOThreads: ioThreads, Drain: drain, WorkPerTuple: work, ExpectStreams: expect, Settle: settle,

@@ -70,7 +70,7 @@ send time) with the fraction of late slots.`,
   # every tuple's send instant logged (channels emit.<thread>), switchable live
   dgsend --connect tcp://127.0.0.1:5555 --rate 1M --profile handlers.yaml --profile-follow 2s`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			cmd.SilenceUsage = true
 			if agentMode {
 				cpus, err := cli.CPUs(cpu, 1)
@@ -114,7 +114,11 @@ send time) with the fraction of late slots.`,
 			if err != nil {
 				return err
 			}
-			defer prof.Close() // flushes every channel, also after a signal
+			defer func() { // flushes every channel, also after a signal; a lost record fails the run
+				if cerr := prof.Close(); cerr != nil {
+					err = errors.Join(err, cerr)
+				}
+			}()
 			s, err := sender.New(sender.Config{Profile: prof.Profiler, Handlers: prof.Handlers,
 				Endpoints: endpoints, Bind: len(bind) > 0, SenderID: senderID, Threads: threads, Rate: r,
 				Duration: duration, Count: count, BucketSize: bucket, Scenario: sc, Shape: sh, Overflow: sender.Overflow(overflow),

@@ -1,11 +1,9 @@
 // Package cli is the plumbing shared by the command-line front ends and
 // their HTTP endpoints: parsing rates and CPU choices, serving /metrics,
-// detecting a terminal for progress lines, writing results as JSON, and
-// the token check and JSON replies of the control APIs.
+// detecting a terminal for progress lines, and writing results as JSON.
 package cli
 
 import (
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -211,32 +209,4 @@ func WriteResult(res TextWriter, jsonOut bool, output string) error {
 	}
 	res.WriteText(os.Stdout)
 	return nil
-}
-
-// RequireToken refuses requests without "Authorization: Bearer token" (401,
-// a JSON error) when token is set; the comparison takes constant time.
-func RequireToken(token string, next http.Handler) http.Handler {
-	if token == "" {
-		return next
-	}
-	want := []byte("Bearer " + token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			ReplyError(w, http.StatusUnauthorized, errors.New("missing or wrong token (send Authorization: Bearer TOKEN)"))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// ReplyJSON writes v as a JSON response with the status code.
-func ReplyJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-// ReplyError writes {"error": err} with the status code.
-func ReplyError(w http.ResponseWriter, code int, err error) {
-	ReplyJSON(w, code, map[string]string{"error": err.Error()})
 }

@@ -24,8 +24,8 @@ type Profile struct {
 
 // ProfileFlags are the profiling flags of dgsend and dgrecv.
 type ProfileFlags struct {
-	Source, Token string
-	Follow        time.Duration
+	Source, Token, Dir string
+	Follow             time.Duration
 }
 
 // Register adds --profile, --profile-follow and --profile-token; channels
@@ -34,22 +34,34 @@ func (pf *ProfileFlags) Register(f *pflag.FlagSet, channels string) {
 	f.StringVar(&pf.Source, "profile", "", "profile with the handlers of this YAML file or configuration server URL (see README: channels "+channels+")")
 	f.DurationVar(&pf.Follow, "profile-follow", 0, "re-read --profile this often and switch changed channels live (0: never)")
 	f.StringVar(&pf.Token, "profile-token", "", "bearer token for a --profile server")
+	f.StringVar(&pf.Dir, "profile-dir", "", "write every log here: the handlers' paths are relative to it and may not leave it\n(default: a new directory cp-profile-<command>-<time>-<pid> under the working directory)")
 }
 
 // Open is OpenProfile with the flags' values.
 func (pf *ProfileFlags) Open(name string) (*Profile, error) {
-	return OpenProfile(name, pf.Source, pf.Token, pf.Follow)
+	return OpenProfile(name, pf.Source, pf.Token, pf.Dir, pf.Follow)
 }
 
-// OpenProfile loads the source ("" disables profiling). name prefixes the
-// switch reports on standard error.
-func OpenProfile(name, source, token string, follow time.Duration) (*Profile, error) {
+// OpenProfile loads the source ("" disables profiling) and confines every
+// log to dir (created if missing; "": a new directory under the working
+// directory). name prefixes the reports on standard error.
+func OpenProfile(name, source, token, dir string, follow time.Duration) (*Profile, error) {
+	if source == "" {
+		return &Profile{stop: func() {}}, nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	p, h, err := profiler.FromSource(ctx, source, token)
+	if dir == "" {
+		dir = fmt.Sprintf("cp-profile-%s-%s-%d", name, time.Now().UTC().Format("20060102-150405"), os.Getpid())
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("--profile-dir: %w", err)
+	}
+	p, h, err := profiler.FromSource(ctx, source, token, dir)
 	if err != nil {
 		return nil, err
 	}
+	fmt.Fprintf(os.Stderr, "%s: profile logs in %s\n", name, dir)
 	pr := &Profile{Profiler: p, Handlers: h, stop: func() {}}
 	if p != nil && follow > 0 {
 		fctx, stop := context.WithCancel(context.Background())
@@ -66,10 +78,14 @@ func OpenProfile(name, source, token string, follow time.Duration) (*Profile, er
 	return pr, nil
 }
 
-// Close stops following and flushes every channel.
+// Close stops following and flushes every channel. Its error names every
+// log that could not be written completely and how many records were lost.
 func (p *Profile) Close() error {
 	p.stop()
-	return p.Profiler.Close()
+	if err := p.Profiler.Close(); err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	return nil
 }
 
 // Collector adds the profiler's counters to c's metrics (c alone when not

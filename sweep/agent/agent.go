@@ -5,23 +5,19 @@
 package agent
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
 	"runtime"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
+
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/cloudprofiler-go/cp/internal/cli"
 	"github.com/cloudprofiler-go/cp/receiver"
-	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
 	"github.com/cloudprofiler-go/cp/sweep"
 	"github.com/cloudprofiler-go/cp/tsc"
@@ -50,7 +46,11 @@ type Agent struct {
 	status sweep.TrialStatus
 	stop   func()               // stops the running trial
 	coll   prometheus.Collector // the running (or last) trial's metrics
-	// profileDir holds the last profiled trial's logs (served as a tar).
+	// stopEarly is a stop asked for while the trial was starting.
+	stopEarly bool
+	// workDir holds the profiled trials' directories; profileDir the last
+	// one's logs (served as a tar, then removed).
+	workDir    string
 	profileDir string
 }
 
@@ -68,34 +68,32 @@ func New(opts Options) (*Agent, error) {
 	return &Agent{opts: opts, status: sweep.TrialStatus{Role: opts.Role, State: sweep.StateIdle}}, nil
 }
 
-// CheckBind refuses to serve the control API on a non-loopback address
-// without a token: anyone who can reach it could otherwise drive load.
-func CheckBind(addr, token string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("control address %q: %w", addr, err)
-	}
-	if token != "" {
+// Close stops a running trial and removes the agent's temporary
+// directory (the profiled trials' logs not fetched yet).
+func (a *Agent) Close() error {
+	a.Stop()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.workDir == "" {
 		return nil
 	}
-	if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
-		return nil
-	}
-	return fmt.Errorf("control address %s is not loopback: give a shared --token (or --token-file) so that only the controller can drive this agent", addr)
+	err := os.RemoveAll(a.workDir)
+	a.workDir, a.profileDir = "", ""
+	return err
 }
 
 // Handler serves the /v1 control API.
 func (a *Agent) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+sweep.PathInfo, func(w http.ResponseWriter, r *http.Request) { cli.ReplyJSON(w, http.StatusOK, a.Info()) })
-	mux.HandleFunc("GET "+sweep.PathTrial, func(w http.ResponseWriter, r *http.Request) { cli.ReplyJSON(w, http.StatusOK, a.Status()) })
+	mux.HandleFunc("GET "+sweep.PathInfo, func(w http.ResponseWriter, r *http.Request) { httpapi.ReplyJSON(w, http.StatusOK, a.Info()) })
+	mux.HandleFunc("GET "+sweep.PathTrial, func(w http.ResponseWriter, r *http.Request) { httpapi.ReplyJSON(w, http.StatusOK, a.Status()) })
 	mux.HandleFunc("POST "+sweep.PathTrial, a.handleStart)
-	mux.HandleFunc("POST "+sweep.PathStop, func(w http.ResponseWriter, r *http.Request) { cli.ReplyJSON(w, http.StatusOK, a.Stop()) })
+	mux.HandleFunc("POST "+sweep.PathStop, func(w http.ResponseWriter, r *http.Request) { httpapi.ReplyJSON(w, http.StatusOK, a.Stop()) })
 	mux.HandleFunc("GET "+sweep.PathProfile, a.handleProfile)
 	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
-		cli.ReplyError(w, http.StatusNotFound, fmt.Errorf("no %s %s; the API is GET %s, GET|POST %s, POST %s", r.Method, r.URL.Path, sweep.PathInfo, sweep.PathTrial, sweep.PathStop))
+		httpapi.ReplyError(w, http.StatusNotFound, fmt.Errorf("no %s %s; the API is GET %s, GET|POST %s, POST %s", r.Method, r.URL.Path, sweep.PathInfo, sweep.PathTrial, sweep.PathStop))
 	})
-	return cli.RequireToken(a.opts.Token, mux)
+	return httpapi.RequireToken(a.opts.Token, mux)
 }
 
 // Info describes the agent.
@@ -115,10 +113,14 @@ func (a *Agent) Status() sweep.TrialStatus {
 	return a.status
 }
 
-// Stop asks the running trial to finish early.
+// Stop asks the running trial to finish early; a trial that is still
+// starting stops as soon as it has started.
 func (a *Agent) Stop() sweep.TrialStatus {
 	a.mu.Lock()
 	stop := a.stop
+	if a.status.State == sweep.StateStarting {
+		a.stopEarly = true
+	}
 	a.mu.Unlock()
 	if stop != nil {
 		stop()
@@ -126,78 +128,103 @@ func (a *Agent) Stop() sweep.TrialStatus {
 	return a.Status()
 }
 
-const maxRequest = 1 << 20
+// maxRequest bounds a trial request: the largest inline configuration
+// (a handler configuration and a replay shape) with room to spare.
+const maxRequest = 4 << 20
+
+// StatusCapacity is the answer to a trial whose rate the sender refuses
+// because it is above what its measured send cost allows: a fact about
+// the sender's capacity (the controller fails the trial), not a fault.
+const StatusCapacity = http.StatusUnprocessableEntity
+
+type starter func(*profiling) (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error)
+
+// parseTrial decodes and validates a trial request for this agent's role;
+// nothing is allocated for the trial before it passes.
+func (a *Agent) parseTrial(body []byte) (starter, string, error) {
+	if a.opts.Role == sweep.RoleSender {
+		var cfg sweep.SenderTrial
+		if err := httpapi.DecodeStrict(body, &cfg); err != nil {
+			return nil, "", fmt.Errorf("bad trial configuration: %w", err)
+		}
+		if err := cfg.Validate(); err != nil {
+			return nil, "", fmt.Errorf("bad trial configuration: %w", err)
+		}
+		return func(p *profiling) (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error) {
+			return a.startSender(cfg, p)
+		}, cfg.Profile, nil
+	}
+	var cfg sweep.ReceiverTrial
+	if err := httpapi.DecodeStrict(body, &cfg); err != nil {
+		return nil, "", fmt.Errorf("bad trial configuration: %w", err)
+	}
+	if err := cfg.Validate(a.opts.Endpoints); err != nil {
+		return nil, "", fmt.Errorf("bad trial configuration: %w", err)
+	}
+	return func(p *profiling) (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error) {
+		return a.startReceiver(cfg, p)
+	}, cfg.Profile, nil
+}
 
 func (a *Agent) handleStart(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequest))
+	body, err := httpapi.ReadBody(w, r, maxRequest)
 	if err != nil {
-		cli.ReplyError(w, http.StatusBadRequest, fmt.Errorf("read request: %w", err))
+		httpapi.ReplyRequestError(w, err)
+		return
+	}
+	start, profile, err := a.parseTrial(body)
+	if err != nil {
+		httpapi.ReplyError(w, http.StatusBadRequest, err)
 		return
 	}
 	a.mu.Lock()
 	if s := a.status.State; s == sweep.StateStarting || s == sweep.StateRunning {
 		a.mu.Unlock()
-		cli.ReplyError(w, http.StatusConflict, fmt.Errorf("trial %d is %s: stop it first (POST %s)", a.status.ID, s, sweep.PathStop))
+		httpapi.ReplyError(w, http.StatusConflict, fmt.Errorf("trial %d is %s: stop it first (POST %s)", a.status.ID, s, sweep.PathStop))
 		return
 	}
 	id := a.status.ID + 1
 	a.status = sweep.TrialStatus{ID: id, Role: a.opts.Role, State: sweep.StateStarting, Started: time.Now()}
+	a.stopEarly = false
 	a.mu.Unlock()
 
-	var start func(*profiling) (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error)
-	var profile string
-	switch a.opts.Role {
-	case sweep.RoleSender:
-		var cfg sweep.SenderTrial
-		if err := decodeStrict(body, &cfg); err != nil {
-			a.setFailed(id, err)
-			cli.ReplyError(w, http.StatusBadRequest, err)
-			return
-		}
-		profile = cfg.Profile
-		start = func(p *profiling) (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error) {
-			return a.startSender(cfg, p)
-		}
-	default:
-		var cfg sweep.ReceiverTrial
-		if err := decodeStrict(body, &cfg); err != nil {
-			a.setFailed(id, err)
-			cli.ReplyError(w, http.StatusBadRequest, err)
-			return
-		}
-		profile = cfg.Profile
-		start = func(p *profiling) (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error) {
-			return a.startReceiver(cfg, p)
-		}
-	}
 	prof, err := a.newProfiling(id, profile)
 	if err != nil {
 		a.setFailed(id, err)
-		cli.ReplyError(w, http.StatusBadRequest, err)
+		httpapi.ReplyError(w, http.StatusBadRequest, err)
 		return
 	}
 	coll, stop, wait, err := start(prof)
 	if err != nil {
-		prof.close()
+		a.discard(prof)
 		a.setFailed(id, err)
-		cli.ReplyError(w, http.StatusBadRequest, err)
+		code := http.StatusBadRequest
+		var rate *sender.RateError
+		if errors.As(err, &rate) {
+			code = StatusCapacity
+		}
+		httpapi.ReplyError(w, code, err)
 		return
 	}
 	a.mu.Lock()
 	a.status.State, a.stop, a.coll = sweep.StateRunning, stop, coll
 	st := a.status
+	stopNow := a.stopEarly // a stop that came while the trial was starting
 	a.mu.Unlock()
+	if stopNow {
+		stop()
+	}
 	a.opts.Logf("trial %d started", id)
 	go func() {
 		res, err := wait()
-		if perr := prof.close(); perr != nil && err == nil { // every record on disk before "done"
-			err = fmt.Errorf("profile: %w", perr)
+		if perr := prof.close(); perr != nil { // every record on disk before "done"
+			err = errors.Join(err, perr)
 		}
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		a.stop = nil
 		if prof != nil {
-			a.profileDir = prof.dir
+			a.keepProfile(prof.dir)
 		}
 		if err != nil {
 			a.status.State, a.status.Error = sweep.StateFailed, err.Error()
@@ -207,7 +234,7 @@ func (a *Agent) handleStart(w http.ResponseWriter, r *http.Request) {
 		a.status.State, a.status.Sender, a.status.Receiver = sweep.StateDone, res.Sender, res.Receiver
 		a.opts.Logf("trial %d done", id)
 	}()
-	cli.ReplyJSON(w, http.StatusAccepted, st)
+	httpapi.ReplyJSON(w, http.StatusAccepted, st)
 }
 
 func (a *Agent) setFailed(id int, err error) {
@@ -219,18 +246,10 @@ func (a *Agent) setFailed(id int, err error) {
 }
 
 func (a *Agent) startSender(c sweep.SenderTrial, prof *profiling) (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error) {
-	sc, err := scenarios.Load(c.Scenario)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	sh, err := sender.ParseShape(c.Shape)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	s, err := sender.New(sender.Config{Endpoints: c.Endpoints, SenderID: c.SenderID, Threads: c.Threads, Rate: c.Rate,
-		Duration: c.Duration, Warmup: c.Warmup, StartAt: c.StartAt, Shape: sh, BucketSize: c.BucketSize, Scenario: sc, Overflow: sender.Overflow(c.Overflow),
-		Idle: sender.Idle(c.Idle), LateThreshold: c.LateThreshold, HWM: hwm(c.HWM), CPUs: a.opts.CPUs, IOThreads: a.opts.IOThreads,
-		Clock: a.opts.Clock, EndTimeout: 5 * time.Second, Profile: prof.profiler(), Handlers: prof.handlers()})
+	cfg := c.SenderConfig()
+	cfg.CPUs, cfg.IOThreads, cfg.Clock = a.opts.CPUs, a.opts.IOThreads, a.opts.Clock
+	cfg.Profile, cfg.Handlers = prof.profiler(), prof.handlers()
+	s, err := sender.New(cfg)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -246,10 +265,10 @@ func (a *Agent) startSender(c sweep.SenderTrial, prof *profiling) (prometheus.Co
 }
 
 func (a *Agent) startReceiver(c sweep.ReceiverTrial, prof *profiling) (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error) {
-	r, err := receiver.New(receiver.Config{Endpoints: a.opts.Endpoints, Connect: a.opts.Connect, Schema: c.Schema, Drain: c.Drain,
-		ExpectStreams: c.ExpectStreams, EndTimeout: c.EndTimeout, WorkPerTuple: c.WorkPerTuple, RingCapacity: c.Ring,
-		HWM: hwm(c.HWM), Duration: c.Duration, CPUs: a.opts.CPUs, IOThreads: a.opts.IOThreads, Clock: a.opts.Clock, Logf: a.opts.Logf,
-		Profile: prof.profiler(), Handlers: prof.handlers()})
+	cfg := c.ReceiverConfig(a.opts.Endpoints, a.opts.Connect)
+	cfg.CPUs, cfg.IOThreads, cfg.Clock, cfg.Logf = a.opts.CPUs, a.opts.IOThreads, a.opts.Clock, a.opts.Logf
+	cfg.Profile, cfg.Handlers = prof.profiler(), prof.handlers()
+	r, err := receiver.New(cfg)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -262,13 +281,6 @@ func (a *Agent) startReceiver(c sweep.ReceiverTrial, prof *profiling) (prometheu
 		return &sweep.TrialStatus{Receiver: res}, nil
 	}
 	return r, r.Stop, wait, nil
-}
-
-func hwm(v int) int {
-	if v <= 0 {
-		return 1000
-	}
-	return v
 }
 
 // Describe implements prometheus.Collector: the metrics are those of the
@@ -286,38 +298,10 @@ func (a *Agent) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func decodeStrict(body []byte, v any) error {
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("bad trial configuration: %w", err)
-	}
-	return nil
-}
-
-// ReadToken returns the token from a flag value or a file ("" if neither).
-func ReadToken(token, file string) (string, error) {
-	if token != "" && file != "" {
-		return "", errors.New("give --token or --token-file, not both")
-	}
-	if file == "" {
-		return token, nil
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return "", fmt.Errorf("read token file: %w", err)
-	}
-	t := strings.TrimSpace(string(b))
-	if t == "" {
-		return "", fmt.Errorf("token file %s is empty", file)
-	}
-	return t, nil
-}
-
 // Serve runs the agent's control API and metrics on addr until stop is
 // called; it returns the bound address.
 func Serve(addr string, a *Agent, serve func(addr string, c prometheus.Collector, extra map[string]http.Handler) (string, func(), error)) (string, func(), error) {
-	if err := CheckBind(addr, a.opts.Token); err != nil {
+	if err := httpapi.CheckBind(addr, a.opts.Token); err != nil {
 		return "", nil, err
 	}
 	return serve(addr, a, map[string]http.Handler{"/v1/": a.Handler()})

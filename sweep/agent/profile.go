@@ -2,6 +2,7 @@ package agent
 
 import (
 	"archive/tar"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,48 +11,71 @@ import (
 	"sort"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/internal/cli"
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
+
 	"github.com/cloudprofiler-go/cp/profiler"
 )
 
 // profiling is one trial's profiler: its logs go to a directory of the
-// agent's, whatever paths the controller's configuration named (only their
-// base names are kept), so a controller cannot make an agent write
-// elsewhere.
+// agent's own, and the handler configuration's paths are relative to it;
+// a path that would lead outside (absolute, "..", a symbolic link) is
+// refused, so a controller cannot make an agent write elsewhere.
 type profiling struct {
 	dir string
 	p   *profiler.Profiler
 	h   *profiler.Handlers
 }
 
+// newProfiling makes the trial's directory inside the agent's temporary
+// directory (created on first use, removed by Close).
 func (a *Agent) newProfiling(trial int, yaml string) (*profiling, error) {
 	if yaml == "" {
 		return nil, nil
 	}
-	h, err := profiler.ParseHandlers([]byte(yaml), "the trial's profile")
+	h, err := profiler.ParseHandlers([]byte(yaml), "of the trial")
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", fmt.Sprintf("cp-agent-%d-trial-%d-", os.Getpid(), trial))
-	if err != nil {
+	if err := h.CheckLocal(); err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	if a.workDir == "" {
+		if a.workDir, err = os.MkdirTemp("", fmt.Sprintf("cp-agent-%d-", os.Getpid())); err != nil {
+			a.mu.Unlock()
+			return nil, fmt.Errorf("agent directory: %w", err)
+		}
+	}
+	dir := filepath.Join(a.workDir, fmt.Sprintf("trial-%d", trial))
+	a.mu.Unlock()
+	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("profile directory: %w", err)
 	}
-	local := func(c profiler.Config) profiler.Config {
-		if c.Path != "" {
-			c.Path = filepath.Join(dir, filepath.Base(c.Path))
-		}
-		if c.AckPath != "" {
-			c.AckPath = filepath.Join(dir, filepath.Base(c.AckPath))
-		}
-		return c
+	p, err := profiler.NewIn(dir, time.Second)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
 	}
-	h.Default = local(h.Default)
-	for name, c := range h.Channels {
-		h.Channels[name] = local(c)
-	}
-	p := profiler.New(time.Second)
-	p.CountersPath = filepath.Join(dir, "counters.json")
+	p.CountersPath = "counters.json"
 	return &profiling{dir: dir, p: p, h: h}, nil
+}
+
+// discard closes a trial's profiler that never ran and removes its files.
+func (a *Agent) discard(p *profiling) {
+	if p == nil {
+		return
+	}
+	_ = p.p.Close()
+	os.RemoveAll(p.dir)
+}
+
+// keepProfile makes dir the profile served next, removing the previous
+// one (a.mu is held).
+func (a *Agent) keepProfile(dir string) {
+	if a.profileDir != "" && a.profileDir != dir {
+		os.RemoveAll(a.profileDir)
+	}
+	a.profileDir = dir
 }
 
 func (p *profiling) profiler() *profiler.Profiler {
@@ -75,18 +99,19 @@ func (p *profiling) close() error {
 	return p.p.Close()
 }
 
-// handleProfile streams the last profiled trial's files as a tar.
+// handleProfile streams the last profiled trial's files as a tar; once
+// they are all sent, the agent removes them.
 func (a *Agent) handleProfile(w http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()
 	dir := a.profileDir
 	a.mu.Unlock()
 	if dir == "" {
-		cli.ReplyError(w, http.StatusNotFound, fmt.Errorf("no profiled trial has finished on this agent"))
+		httpapi.ReplyError(w, http.StatusNotFound, fmt.Errorf("no profiled trial's logs are waiting on this agent (they are removed once fetched)"))
 		return
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		cli.ReplyError(w, http.StatusInternalServerError, err)
+		httpapi.ReplyError(w, http.StatusInternalServerError, errors.New("the profile directory cannot be read"))
 		return
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
@@ -96,21 +121,35 @@ func (a *Agent) handleProfile(w http.ResponseWriter, r *http.Request) {
 		if !e.Type().IsRegular() {
 			continue
 		}
-		f, err := os.Open(filepath.Join(dir, e.Name()))
-		if err != nil {
-			continue
-		}
-		st, err := f.Stat()
-		if err == nil {
-			err = tw.WriteHeader(&tar.Header{Name: e.Name(), Mode: 0o644, Size: st.Size(), ModTime: st.ModTime(), Typeflag: tar.TypeReg})
-		}
-		if err == nil {
-			_, err = io.CopyN(tw, f, st.Size())
-		}
-		f.Close()
-		if err != nil {
-			return // the client sees a truncated archive
+		if err := addFile(tw, dir, e.Name()); err != nil {
+			a.opts.Logf("profile: %v (the client gets a truncated archive)", err)
+			return
 		}
 	}
-	_ = tw.Close()
+	if err := tw.Close(); err != nil {
+		return
+	}
+	a.mu.Lock()
+	if a.profileDir == dir {
+		os.RemoveAll(dir)
+		a.profileDir = ""
+	}
+	a.mu.Unlock()
+}
+
+func addFile(tw *tar.Writer, dir, name string) error {
+	f, err := os.Open(filepath.Join(dir, name))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: st.Size(), ModTime: st.ModTime(), Typeflag: tar.TypeReg}); err != nil {
+		return err
+	}
+	_, err = io.CopyN(tw, f, st.Size())
+	return err
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/cli"
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/sweep"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
@@ -21,7 +22,7 @@ import (
 // and metrics on addr until SIGINT or SIGTERM, which stops a running trial
 // first.
 func Run(opts Options, addr, token, tokenFile string, calibrate time.Duration) error {
-	tok, err := ReadToken(token, tokenFile)
+	tok, err := httpapi.ReadToken(token, tokenFile)
 	if err != nil {
 		return err
 	}

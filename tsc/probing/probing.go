@@ -21,9 +21,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
+
 	"golang.org/x/sys/unix"
 
-	"github.com/cloudprofiler-go/cp/internal/cli"
 	"github.com/cloudprofiler-go/cp/tsc"
 )
 
@@ -91,17 +92,17 @@ func (c *Client) Info() Info {
 // Handler serves the client's control API.
 func (c *Client) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+PathInfo, func(w http.ResponseWriter, r *http.Request) { cli.ReplyJSON(w, http.StatusOK, c.Info()) })
+	mux.HandleFunc("GET "+PathInfo, func(w http.ResponseWriter, r *http.Request) { httpapi.ReplyJSON(w, http.StatusOK, c.Info()) })
 	mux.HandleFunc("POST "+PathProbe, func(w http.ResponseWriter, r *http.Request) {
 		var req ProbeRequest
 		dec := json.NewDecoder(io.LimitReader(r.Body, 1<<16))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&req); err != nil {
-			cli.ReplyError(w, http.StatusBadRequest, errors.New("bad probe request: "+err.Error()))
+			httpapi.ReplyError(w, http.StatusBadRequest, errors.New("bad probe request: "+err.Error()))
 			return
 		}
 		if req.Count < 1 || req.Count > 100000 || req.Peer == "" {
-			cli.ReplyError(w, http.StatusBadRequest, errors.New("a probe request needs a peer and a count between 1 and 100000"))
+			httpapi.ReplyError(w, http.StatusBadRequest, errors.New("a probe request needs a peer and a count between 1 and 100000"))
 			return
 		}
 		if req.Timeout <= 0 {
@@ -109,12 +110,12 @@ func (c *Client) Handler() http.Handler {
 		}
 		probes, st, err := tsc.ProbePeerOpts(req.Peer, req.Count, req.Gap, req.Timeout, req.Nonce, c.Stamping)
 		if err != nil {
-			cli.ReplyError(w, http.StatusBadGateway, err)
+			httpapi.ReplyError(w, http.StatusBadGateway, err)
 			return
 		}
-		cli.ReplyJSON(w, http.StatusOK, ProbeResult{Probes: probes, Stats: st})
+		httpapi.ReplyJSON(w, http.StatusOK, ProbeResult{Probes: probes, Stats: st})
 	})
-	return cli.RequireToken(c.Token, mux)
+	return httpapi.RequireToken(c.Token, mux)
 }
 
 // Node is a TSC client as the server knows it.

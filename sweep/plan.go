@@ -1,0 +1,143 @@
+package sweep
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/sender"
+)
+
+// PlanError is an invalid sweep plan, found before any agent is started or
+// any run directory is created.
+type PlanError struct{ Problems []string }
+
+func (e *PlanError) Error() string {
+	return "invalid plan: " + strings.Join(e.Problems, "; ")
+}
+
+// Resolve reads the plan's scenario and shape on the controller's host (a
+// built-in name, synthetic:SIZE or the user's YAML file; a replay trace
+// file) into the specifications sent inline to the agents.
+func (p *TrialPlan) Resolve() error {
+	sc, err := scenarios.Load(p.Scenario)
+	if err != nil {
+		return &PlanError{Problems: []string{err.Error()}}
+	}
+	sh, err := sender.ParseShape(p.Shape)
+	if err != nil {
+		return &PlanError{Problems: []string{err.Error()}}
+	}
+	p.ScenarioSpec, p.ShapeSpec = sc, sh
+	return nil
+}
+
+// senderTrial is sender i's share of a trial.
+func (p TrialPlan) senderTrial(endpoints []string, i int, rate float64) SenderTrial {
+	var sc scenarios.Scenario
+	if p.ScenarioSpec != nil {
+		sc = *p.ScenarioSpec
+	}
+	return SenderTrial{Endpoints: endpoints, SenderID: uint8(i), Threads: p.Threads, Rate: rate,
+		Duration: p.Warmup + p.Duration, Warmup: p.Warmup, BucketSize: p.BucketSize, Scenario: sc, Shape: p.ShapeSpec,
+		Overflow: p.Overflow, Idle: p.Idle}
+}
+
+// receiverTrial is a receiver's part of a trial that may last limit.
+func (p TrialPlan) receiverTrial(limit time.Duration) ReceiverTrial {
+	return ReceiverTrial{Schema: p.Schema, Drain: p.Drain, WorkPerTuple: p.WorkPerTuple, Ring: p.Ring, EndTimeout: p.EndTimeout,
+		Duration: limit}
+}
+
+// CheckPlan validates a whole sweep before it starts: the trials every agent
+// would be sent (with the same checks the agents make), the search, the
+// rules and the profiled trial's handlers. The plan must be resolved. One
+// error lists every problem.
+func CheckPlan(p TrialPlan, search Search, senders int, profile string, profileAt float64) error {
+	var problems []string
+	add := func(err error) {
+		if err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	if p.ScenarioSpec == nil {
+		add(errors.New("the scenario is not resolved"))
+	}
+	if p.Duration <= 0 || p.Warmup < 0 {
+		add(fmt.Errorf("a trial needs a positive --duration and a --warmup of 0 or more, got %v and %v", p.Duration, p.Warmup))
+	}
+	if senders < 1 {
+		senders = 1
+	}
+	if p.Threads < 1 || p.Threads > sender.MaxThreads {
+		add(fmt.Errorf("--threads must be 1..%d, got %d", sender.MaxThreads, p.Threads))
+	}
+	if senders*max(p.Threads, 1) > 256 {
+		add(fmt.Errorf("%d senders × %d threads exceed 256 streams", senders, p.Threads))
+	}
+	if p.Relay && len(p.SenderTargets) == 0 {
+		add(errors.New("a relay needs the system under test's input endpoints"))
+	}
+	// What every sender and receiver would be sent, at the rates the search
+	// starts from (the same checks the agents make on arrival).
+	lowest, highest, err := search.rates()
+	add(err)
+	if p.ScenarioSpec != nil && p.Threads >= 1 && p.Threads <= sender.MaxThreads && err == nil {
+		eps := []string{"tcp://127.0.0.1:1"}
+		for _, rate := range []float64{lowest, highest} {
+			t := p.senderTrial(eps, 0, rate/float64(senders))
+			t.Endpoints = make([]string, p.Threads)
+			for i := range t.Endpoints {
+				t.Endpoints[i] = eps[0]
+			}
+			if err := t.Validate(); err != nil {
+				add(fmt.Errorf("sender trial: %w", err))
+				break
+			}
+		}
+	}
+	add(p.receiverTrial(time.Hour).Validate([]string{"tcp://127.0.0.1:1"}))
+	add(p.Rules.Validate())
+	if profile != "" {
+		add(validProfile(profile))
+		if profileAt <= 0 || profileAt > 1 || math.IsNaN(profileAt) {
+			add(fmt.Errorf("--profile-at %v: want a fraction in (0, 1]", profileAt))
+		}
+	}
+	if len(problems) > 0 {
+		return &PlanError{Problems: problems}
+	}
+	return nil
+}
+
+// rates are the lowest and highest rates the search can try (as far as
+// they are known before it runs), after checking its parameters.
+func (s Search) rates() (lowest, highest float64, err error) {
+	switch s.Method {
+	case "linear":
+		l := s.Linear
+		if l.From <= 0 || l.Step <= 0 || l.To < l.From {
+			return 0, 0, fmt.Errorf("linear search needs 0 < --from <= --to and --step > 0 (got from %g, to %g, step %g)", l.From, l.To, l.Step)
+		}
+		if n := (l.To - l.From) / l.Step; n > 1e6 {
+			return 0, 0, fmt.Errorf("linear search from %g to %g in steps of %g is %.0f trials; use --search fast", l.From, l.To, l.Step, n)
+		}
+		return l.From, l.To, nil
+	case "fast", "":
+		p, err := s.Fast.withDefaults()
+		if err != nil {
+			return 0, 0, err
+		}
+		if p.MaxTrials < 1 || p.MaxTrials > 10000 {
+			return 0, 0, fmt.Errorf("--max-trials must be 1..10000, got %d", p.MaxTrials)
+		}
+		if p.Confirm > 100 {
+			return 0, 0, fmt.Errorf("--confirm must be at most 100, got %d", p.Confirm)
+		}
+		return p.Start, p.Start, nil
+	}
+	return 0, 0, fmt.Errorf("--search must be fast or linear, got %.32q", s.Method)
+}
