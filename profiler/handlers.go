@@ -1,7 +1,6 @@
 package profiler
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"strconv"
@@ -228,21 +227,24 @@ func (b *buffered) close() error {
 }
 
 // identity writes every pair as it comes: a one-record block (binary) or a
-// line (ASCII), through a small buffer like stdio's.
+// line (ASCII), through a small buffer like stdio's (its own, so that a
+// failed write knows exactly which records it lost).
 type identity struct {
 	mu   sync.Mutex
 	f    *os.File
 	path string
-	w    *bufio.Writer
 	enc  *blockEncoder
 	fmt  string
 	one  [1]Record
-	buf  []byte
-	// records logged; lost: those logged since the first failed write
-	// (the buffer's content then, at most 4 KiB, is lost too)
+	buf  []byte // encoded records not written yet
+	n    int    // records in buf
+	// records logged, and those lost to a failed write (the buffer then,
+	// and everything after it)
 	records, lost uint64
 	err           error
 }
+
+const identityBuffer = 4096
 
 func newIdentity(open opener, cfg Config) (*identity, error) {
 	f, err := open(cfg.Path)
@@ -250,44 +252,56 @@ func newIdentity(open opener, cfg Config) (*identity, error) {
 		return nil, err
 	}
 	enc, _ := newBlockEncoder(CodecNone)
-	return &identity{f: f, path: cfg.Path, w: bufio.NewWriterSize(f, 4096), enc: enc, fmt: cfg.Format}, nil
+	return &identity{f: f, path: cfg.Path, enc: enc, fmt: cfg.Format, buf: make([]byte, 0, identityBuffer+64)}, nil
 }
 
 func (h *identity) log(id uint64) { h.logAt(tsc.ReadFast(), id) }
 
 func (h *identity) logAt(t, id uint64) {
 	h.mu.Lock()
+	h.records++
+	if h.err != nil {
+		h.lost++
+		h.mu.Unlock()
+		return
+	}
 	if h.fmt == FormatASCII {
-		h.buf = strconv.AppendUint(h.buf[:0], t, 10)
+		h.buf = strconv.AppendUint(h.buf, t, 10)
 		h.buf = append(h.buf, ',')
 		h.buf = strconv.AppendUint(h.buf, id, 10)
 		h.buf = append(h.buf, '\n')
 	} else {
 		h.one[0] = Record{TSC: t, ID: id}
-		h.buf = h.enc.encode(h.buf[:0], h.one[:])
+		h.buf = h.enc.encode(h.buf, h.one[:])
 	}
-	h.records++
-	if _, err := h.w.Write(h.buf); err != nil {
-		h.lost++
-		if h.err == nil {
-			h.err = err
-		}
+	if h.n++; len(h.buf) >= identityBuffer {
+		h.flush()
 	}
 	h.mu.Unlock()
+}
+
+// flush writes the buffer (h.mu held).
+func (h *identity) flush() {
+	if len(h.buf) == 0 || h.err != nil {
+		return
+	}
+	if _, err := h.f.Write(h.buf); err != nil {
+		h.err, h.lost = err, h.lost+uint64(h.n)
+	}
+	h.buf, h.n = h.buf[:0], 0
 }
 
 func (h *identity) close() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	err := h.w.Flush()
-	if h.err != nil {
-		err = h.err
-	}
-	if e := h.f.Close(); err == nil {
+	h.flush()
+	err := h.err
+	if e := h.f.Close(); err == nil && e != nil {
 		err = e
+		h.lost = h.records // what the kernel had accepted may be gone too
 	}
 	if err != nil {
-		return &WriteError{Path: h.path, Err: err, Lost: h.lost, Records: h.records, UpTo: h.lost == 0}
+		return &WriteError{Path: h.path, Err: err, Lost: h.lost, Records: h.records, UpTo: h.err == nil}
 	}
 	return nil
 }

@@ -2,6 +2,8 @@ package profiler
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -35,13 +37,13 @@ func TestFollowConfigServer(t *testing.T) {
 	if err := os.WriteFile(file, []byte("default: {handler: null}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(&ConfigServer{File: file, Token: "s3cret"})
+	srv := httptest.NewServer((&ConfigServer{File: file, Token: "s3cret-s3cret-s3cret"}).Handler())
 	defer srv.Close()
 	url := srv.URL + PathHandlers
 	if _, _, err := FetchHandlers(context.Background(), url, "wrong"); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Fatalf("a wrong token was accepted: %v", err)
 	}
-	p, h, err := FromSource(context.Background(), url, "s3cret")
+	p, h, err := FromSource(context.Background(), url, "s3cret-s3cret-s3cret", dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +57,7 @@ func TestFollowConfigServer(t *testing.T) {
 	followed := make(chan struct{})
 	go func() {
 		defer close(followed)
-		p.Follow(ctx, url, "s3cret", 5*time.Millisecond, func(changed []string, err error) {
+		p.Follow(ctx, url, "s3cret-s3cret-s3cret", 5*time.Millisecond, func(changed []string, err error) {
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -65,11 +67,10 @@ func TestFollowConfigServer(t *testing.T) {
 			}
 		})
 	}()
-	if code := put(t, url, "s3cret", "channels: {recv: {handlr: buffered}}"); code != http.StatusBadRequest {
+	if code := put(t, url, "s3cret-s3cret-s3cret", "channels: {recv: {handlr: buffered}}"); code != http.StatusBadRequest {
 		t.Fatalf("a misspelt configuration was stored (%d)", code)
 	}
-	logPath := filepath.Join(dir, "{name}.log")
-	if code := put(t, url, "s3cret", "channels:\n  recv: {handler: buffered, path: '"+logPath+"', block_size: 100}\n"); code != http.StatusNoContent {
+	if code := put(t, url, "s3cret-s3cret-s3cret", "channels:\n  recv: {handler: buffered, path: '{name}.log', block_size: 100}\n"); code != http.StatusNoContent {
 		t.Fatalf("put: %d", code)
 	}
 	// The writer logs until the switch has happened, and 500 ids after.
@@ -108,5 +109,121 @@ func TestFollowConfigServer(t *testing.T) {
 	joined := strings.Join(reports, "\n")
 	if !strings.Contains(joined, "switched recv") || !strings.Contains(joined, "error:") {
 		t.Fatalf("follow reported:\n%s", joined)
+	}
+}
+
+// TestConfigServerRefuses: the server validates a configuration before it
+// accepts it (names, parameters, paths that followers could not write) and
+// answers 413 above its size limit instead of truncating.
+func TestConfigServerRefuses(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "handlers.yaml")
+	good := "default: {handler: null}\n"
+	if err := os.WriteFile(file, []byte(good), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer((&ConfigServer{File: file}).Handler())
+	defer srv.Close()
+	url := srv.URL + PathHandlers
+	for _, tc := range []struct {
+		name, body string
+		want       int
+	}{
+		{"unknown handler", "default: {handler: nosuch}", http.StatusBadRequest},
+		{"downsample every 0", "channels: {a: {handler: downsample, path: a.log, every: 0}}", http.StatusBadRequest},
+		{"xoy x > y", "channels: {a: {handler: xoy, path: a.log, x: 3, y: 2}}", http.StatusBadRequest},
+		{"recording without path", "default: {handler: buffered}", http.StatusBadRequest},
+		{"absolute path", "default: {handler: buffered, path: /etc/passwd}", http.StatusBadRequest},
+		{"climbing path", "default: {handler: buffered, path: ../../x.log}", http.StatusBadRequest},
+		{"absolute counters", "counters: /tmp/c.json", http.StatusBadRequest},
+		{"bad codec", "default: {handler: buffered, path: a.log, codec: lz4}", http.StatusBadRequest},
+		{"too large", "# " + strings.Repeat("x", MaxHandlersBytes) + "\n" + good, http.StatusRequestEntityTooLarge},
+		{"valid", "default: {handler: buffered, path: '{name}.log'}", http.StatusNoContent},
+	} {
+		if code := put(t, url, "", tc.body); code != tc.want {
+			t.Errorf("%s: PUT answered %d, want %d", tc.name, code, tc.want)
+		}
+	}
+	b, err := os.ReadFile(file)
+	if err != nil || string(b) != "default: {handler: buffered, path: '{name}.log'}" {
+		t.Fatalf("the stored configuration is %q (%v): only the valid one may be stored", b, err)
+	}
+}
+
+// TestProfileDirConfinement: a confined profiler opens logs only inside its
+// directory: absolute paths, ".." and a symbolic link leading out are
+// refused, and nothing is created outside.
+func TestProfileDirConfinement(t *testing.T) {
+	outside := t.TempDir()
+	dir := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(dir, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "target.log"), filepath.Join(dir, "link.log")); err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewIn(dir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, path := range []string{filepath.Join(outside, "abs.log"), "../x.log", "escape/y.log", "link.log"} {
+		if _, err := p.Open(fmt.Sprint("c", i), Config{Handler: HandlerBuffered, Path: path}); err == nil {
+			t.Errorf("path %q was opened", path)
+		}
+	}
+	c, err := p.Open("ok", Config{Handler: HandlerBuffered, Path: "sub.log"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.LogTS(1)
+	p.CountersPath = "/tmp/counters-outside.json"
+	err = p.Close()
+	if err == nil || !strings.Contains(err.Error(), "counters") {
+		t.Errorf("an absolute counters path was not refused at close: %v", err)
+	}
+	entries, _ := os.ReadDir(outside)
+	if len(entries) != 0 {
+		t.Fatalf("files were created outside the profile directory: %v", entries)
+	}
+	if recs := readAll(t, filepath.Join(dir, "sub.log")); len(recs) != 1 {
+		t.Fatalf("the log inside has %d records, want 1", len(recs))
+	}
+	h := &Handlers{Default: Config{Handler: HandlerBuffered, Path: "/abs/{name}.log"}}
+	if err := h.CheckLocal(); err == nil {
+		t.Fatal("CheckLocal accepted an absolute path")
+	}
+	if _, err := p.Apply(h); err == nil {
+		t.Fatal("Apply accepted an absolute path on a confined profiler")
+	}
+}
+
+// TestWriteErrorsCountLostRecords: a log that cannot be written (here
+// /dev/full: every write fails with ENOSPC) is reported at Close with its
+// path and how many records were lost.
+func TestWriteErrorsCountLostRecords(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	for _, cfg := range []Config{
+		{Handler: HandlerBuffered, Path: "/dev/full", BlockSize: 4, Codec: "none"},
+		{Handler: HandlerBuffered, Path: "/dev/full", BlockSize: 4},
+		{Handler: HandlerIdentity, Path: "/dev/full"},
+	} {
+		p := New(time.Second)
+		c, err := p.Open("full", cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id := uint64(0); id < 1000; id++ {
+			c.LogTS(id)
+		}
+		err = p.Close()
+		var we *WriteError
+		if !errors.As(err, &we) {
+			t.Fatalf("%s: close returned %v, want a WriteError", cfg.Handler, err)
+		}
+		if we.Path != "/dev/full" || we.Records != 1000 || we.Lost != 1000 || !strings.Contains(err.Error(), "1000 of 1000 records lost") {
+			t.Errorf("%s: %v (lost %d of %d)", cfg.Handler, err, we.Lost, we.Records)
+		}
 	}
 }

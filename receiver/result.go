@@ -2,6 +2,7 @@ package receiver
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -101,8 +102,8 @@ func (r *Receiver) result(reason string) *Result {
 			sr := s.result()
 			res.Received += sr.ReceivedTuples
 			res.Consumed += sr.ConsumedTuples
-			res.Sent += sr.SentTuples
-			res.Missing += sr.Missing
+			res.Sent = satAdd(res.Sent, sr.SentTuples) // announced by peers: never let it wrap
+			res.Missing = satAdd(res.Missing, sr.Missing)
 			res.Duplicates += sr.Duplicates
 			res.OutOfSeq += sr.OutOfSeq
 			allEnded = allEnded && sr.Ended
@@ -234,4 +235,13 @@ func (r *Receiver) Collect(ch chan<- prometheus.Metric) {
 	c.Add(&r.latency)
 	ch <- c.Metric(descLat, 1e-9)
 	counter(descConsAll, r.consumed.Load())
+}
+
+// satAdd adds counts without wrapping (a total of counts a peer announced
+// saturates instead).
+func satAdd(a, b uint64) uint64 {
+	if a+b < a {
+		return math.MaxUint64
+	}
+	return a + b
 }

@@ -45,13 +45,15 @@ type Dir struct {
 
 // Summary is the part of summary.json the analysis and the report read.
 type Summary struct {
-	FormatVersion int             `json:"format_version"`
-	Name          string          `json:"name"`
-	Started       time.Time       `json:"started"`
-	Topology      string          `json:"topology"`
-	Interrupted   bool            `json:"interrupted"`
-	Plan          json.RawMessage `json:"plan"`
-	Result        struct {
+	FormatVersion int       `json:"format_version"`
+	Name          string    `json:"name"`
+	Started       time.Time `json:"started"`
+	Topology      string    `json:"topology"`
+	Interrupted   bool      `json:"interrupted"`
+	// ProfileSkipped says why a requested profiled trial did not run.
+	ProfileSkipped string          `json:"profile_skipped"`
+	Plan           json.RawMessage `json:"plan"`
+	Result         struct {
 		Method    string        `json:"method"`
 		LastPass  float64       `json:"last_pass"`
 		FirstFail float64       `json:"first_fail"`

@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"errors"
+	"net/http"
 	"time"
 
 	"github.com/cloudprofiler-go/cp/profiler"
@@ -29,6 +30,12 @@ const (
 	PathStop    = "/v1/trial/stop"
 	PathProfile = "/v1/trial/profile"
 )
+
+// StatusCapacity is an agent's answer to a trial whose rate the sender
+// refuses because it is above what its measured send cost allows: a fact
+// about the sender's capacity (the controller fails the trial), not a
+// fault (every other refusal makes the trial invalid).
+const StatusCapacity = http.StatusUnprocessableEntity
 
 // Roles of agents.
 const (

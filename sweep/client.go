@@ -20,12 +20,42 @@ type Client struct {
 	http  *http.Client
 }
 
+// Bounds of the control requests: a status poll (or info, or stop) that
+// takes longer than ControlTimeout counts as a failed poll; a start may
+// take StartTimeout (the agent prepares the trial before it answers).
+const (
+	ControlTimeout = 3 * time.Second
+	StartTimeout   = 15 * time.Second
+)
+
 // NewClient returns a client for the agent at addr (host:port).
 func NewClient(addr, token string) *Client {
-	return &Client{Addr: addr, Token: token, http: &http.Client{Timeout: 30 * time.Second}}
+	return &Client{Addr: addr, Token: token, http: &http.Client{}}
 }
 
-func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+// StatusError is an agent's refusal of a request.
+type StatusError struct {
+	Agent string
+	Code  int
+	Msg   string
+}
+
+func (e *StatusError) Error() string {
+	switch e.Code {
+	case http.StatusUnauthorized:
+		return fmt.Sprintf("agent %s refused the token: pass --token-file with the token the agents were started with", e.Agent)
+	case 0:
+		return fmt.Sprintf("agent %s: %s", e.Agent, e.Msg)
+	}
+	if e.Msg == "" {
+		return fmt.Sprintf("agent %s: HTTP %d", e.Agent, e.Code)
+	}
+	return fmt.Sprintf("agent %s: %s (HTTP %d)", e.Agent, e.Msg, e.Code)
+}
+
+func (c *Client) do(ctx context.Context, timeout time.Duration, method, path string, in, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -55,10 +85,8 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	}
 	if resp.StatusCode >= 300 {
 		var e struct{ Error string }
-		if json.Unmarshal(data, &e) == nil && e.Error != "" {
-			return fmt.Errorf("agent %s: %s (HTTP %d)", c.Addr, e.Error, resp.StatusCode)
-		}
-		return fmt.Errorf("agent %s: HTTP %d", c.Addr, resp.StatusCode)
+		_ = json.Unmarshal(data, &e)
+		return &StatusError{Agent: c.Addr, Code: resp.StatusCode, Msg: e.Error}
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
@@ -71,25 +99,25 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 // Info describes the agent.
 func (c *Client) Info(ctx context.Context) (AgentInfo, error) {
 	var info AgentInfo
-	return info, c.do(ctx, http.MethodGet, PathInfo, nil, &info)
+	return info, c.do(ctx, ControlTimeout, http.MethodGet, PathInfo, nil, &info)
 }
 
 // Start begins a trial (cfg is a SenderTrial or a ReceiverTrial).
 func (c *Client) Start(ctx context.Context, cfg any) (TrialStatus, error) {
 	var st TrialStatus
-	return st, c.do(ctx, http.MethodPost, PathTrial, cfg, &st)
+	return st, c.do(ctx, StartTimeout, http.MethodPost, PathTrial, cfg, &st)
 }
 
 // Status returns the current or last trial's status.
 func (c *Client) Status(ctx context.Context) (TrialStatus, error) {
 	var st TrialStatus
-	return st, c.do(ctx, http.MethodGet, PathTrial, nil, &st)
+	return st, c.do(ctx, ControlTimeout, http.MethodGet, PathTrial, nil, &st)
 }
 
 // Stop ends the current trial early.
 func (c *Client) Stop(ctx context.Context) (TrialStatus, error) {
 	var st TrialStatus
-	return st, c.do(ctx, http.MethodPost, PathStop, nil, &st)
+	return st, c.do(ctx, ControlTimeout, http.MethodPost, PathStop, nil, &st)
 }
 
 // FetchProfile downloads the agent's last profiled trial's logs into dir
@@ -109,8 +137,9 @@ func (c *Client) FetchProfile(ctx context.Context, dir string) ([]string, error)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return nil, fmt.Errorf("agent %s: profile: HTTP %d: %s", c.Addr, resp.StatusCode, bytes.TrimSpace(data))
+		var e struct{ Error string }
+		_ = json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&e)
+		return nil, &StatusError{Agent: c.Addr, Code: resp.StatusCode, Msg: "profile: " + e.Error}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err

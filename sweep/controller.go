@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -17,10 +18,6 @@ import (
 // enough for every sender to prepare (pre-serialization, send-cost
 // measurement) before it.
 const senderLead = time.Second
-
-// deadAfterPolls is how many consecutive failed status polls (200 ms
-// apart) make an agent count as dead for the trial.
-const deadAfterPolls = 15
 
 // TrialPlan is what every trial of a sweep has in common.
 type TrialPlan struct {
@@ -56,6 +53,9 @@ type Controller struct {
 	// TrialProfile, if set, profiles the trials started from now on with
 	// this handler configuration (YAML) on every agent.
 	TrialProfile string
+	// AgentTimeout is how long an agent may not answer during a trial
+	// (0: DefaultAgentTimeout).
+	AgentTimeout time.Duration
 
 	endpoints []string // receivers' data endpoints, resolved
 	expect    []int    // streams each receiver should see
@@ -74,13 +74,13 @@ func (c *Controller) Prepare(ctx context.Context) ([]AgentInfo, error) {
 	for i, r := range c.Receivers {
 		info, err := r.Info(ctx)
 		if err != nil {
-			return nil, err
+			return nil, agentFault(r, err)
 		}
 		if info.Role != RoleReceiver {
-			return nil, fmt.Errorf("agent %s is a %s, not a receiver", r.Addr, info.Role)
+			return nil, &PlanError{Problems: []string{fmt.Sprintf("agent %s is a %s, not a receiver", r.Addr, info.Role)}}
 		}
 		if len(info.DataEndpoints) == 0 {
-			return nil, fmt.Errorf("receiver agent %s reports no data endpoints", r.Addr)
+			return nil, agentFault(r, errors.New("it reports no data endpoints"))
 		}
 		for _, ep := range info.DataEndpoints {
 			resolved, err := resolveEndpoint(ep, r.Addr)
@@ -95,10 +95,10 @@ func (c *Controller) Prepare(ctx context.Context) ([]AgentInfo, error) {
 	for _, s := range c.Senders {
 		info, err := s.Info(ctx)
 		if err != nil {
-			return nil, err
+			return nil, agentFault(s, err)
 		}
 		if info.Role != RoleSender {
-			return nil, fmt.Errorf("agent %s is a %s, not a sender", s.Addr, info.Role)
+			return nil, &PlanError{Problems: []string{fmt.Sprintf("agent %s is a %s, not a sender", s.Addr, info.Role)}}
 		}
 		infos = append(infos, info)
 	}
@@ -118,6 +118,37 @@ func (c *Controller) Prepare(ctx context.Context) ([]AgentInfo, error) {
 		}
 	}
 	return infos, nil
+}
+
+// WaitIdle waits up to timeout for every agent to answer and to have no
+// trial running (a running one is asked to stop): after an agent failure,
+// before a trial is repeated.
+func (c *Controller) WaitIdle(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	all := append(append([]*Client(nil), c.Receivers...), c.Senders...)
+	for {
+		var last error
+		for _, a := range all {
+			st, err := a.Status(ctx)
+			if err == nil && (st.State == StateStarting || st.State == StateRunning) {
+				_, _ = a.Stop(ctx)
+				err = fmt.Errorf("agent %s is still %s", a.Addr, st.State)
+			}
+			if err != nil {
+				last = err
+				break
+			}
+		}
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the agents did not come back within %v: %w", timeout, last)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // resolveEndpoint turns a bound endpoint like tcp://*:5555 into one a
@@ -144,9 +175,40 @@ func resolveEndpoint(ep, agentAddr string) (string, error) {
 	return u.Scheme + "://" + net.JoinHostPort(host, port), nil
 }
 
+// AgentError is a trial that could not be judged: an agent refused it,
+// died, stopped answering or failed. It is not a failed trial (it says
+// nothing about the capacity), and it ends the search.
+type AgentError struct {
+	Agent string // host:port
+	Err   error
+}
+
+func (e *AgentError) Error() string { return fmt.Sprintf("agent %s: %v", e.Agent, e.Err) }
+func (e *AgentError) Unwrap() error { return e.Err }
+
+// DefaultAgentTimeout is how long an agent may go without answering a
+// status poll during a trial before it counts as failed.
+const DefaultAgentTimeout = 5 * time.Second
+
+// agentFault wraps err as an *AgentError of agent a, unless it is one.
+func agentFault(a *Client, err error) error {
+	var ae *AgentError
+	if errors.As(err, &ae) {
+		return err
+	}
+	var se *StatusError
+	if errors.As(err, &se) {
+		err = errors.New(strings.TrimPrefix(se.Error(), "agent "+a.Addr+": "))
+	}
+	return &AgentError{Agent: a.Addr, Err: err}
+}
+
 // RunTrial runs every agent at its share of rate and judges the outcome.
-// Agent failures make the trial fail (rule "agents"); the error return is
-// only for a cancelled context.
+// A sender that refuses the rate because it is above its measured send
+// cost fails the trial (rule send-cost). Any other refusal, an agent that
+// dies, stops answering for AgentTimeout, fails or does not finish in
+// time makes the trial invalid: an *AgentError, with the outcome so far.
+// The error is ctx's when the context is cancelled.
 func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string) (t Trial, err error) {
 	t = Trial{StartedAt: time.Now()}
 	o := &Outcome{Rate: rate}
@@ -163,14 +225,29 @@ func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string)
 	deadline := senderLead + total + p.EndTimeout + 20*time.Second
 	tctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
+	silentFor := c.AgentTimeout
+	if silentFor <= 0 {
+		silentFor = DefaultAgentTimeout
+	}
 
 	started := make([]*Client, 0, len(c.Receivers)+len(c.Senders))
 	stopAll := func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), ControlTimeout)
 		defer scancel()
+		var wg sync.WaitGroup
 		for _, a := range started {
-			_, _ = a.Stop(sctx)
+			wg.Add(1)
+			go func() { defer wg.Done(); _, _ = a.Stop(sctx) }()
 		}
+		wg.Wait()
+	}
+	invalid := func(err error) (Trial, error) {
+		stopAll()
+		t.Verdict = Judge(o, p.Rules)
+		if ctx.Err() != nil {
+			return t, ctx.Err()
+		}
+		return t, err
 	}
 	for i, r := range c.Receivers {
 		cfg := p.receiverTrial(deadline - 5*time.Second)
@@ -179,10 +256,7 @@ func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string)
 			cfg.ExpectStreams = c.expect[i]
 		}
 		if _, err := r.Start(tctx, cfg); err != nil {
-			o.Errors = append(o.Errors, fmt.Sprintf("start receiver: %v", err))
-			stopAll()
-			t.Verdict = Judge(o, p.Rules)
-			return t, ctx.Err()
+			return invalid(agentFault(r, fmt.Errorf("start receiver: %w", err)))
 		}
 		started = append(started, r)
 	}
@@ -210,64 +284,69 @@ func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string)
 		}()
 	}
 	wg.Wait()
+	var fault error
 	for i, err := range errs {
-		if err != nil {
-			o.Errors = append(o.Errors, fmt.Sprintf("start sender: %v", err))
-		} else {
+		var se *StatusError
+		switch {
+		case err == nil:
 			started = append(started, c.Senders[i])
+		case errors.As(err, &se) && se.Code == StatusCapacity:
+			o.Refused = append(o.Refused, fmt.Sprintf("sender %s: %s", c.Senders[i].Addr, se.Msg))
+		case fault == nil:
+			fault = agentFault(c.Senders[i], fmt.Errorf("start sender: %w", err))
 		}
 	}
-	if len(o.Errors) > 0 {
+	if fault != nil {
+		return invalid(fault)
+	}
+	if len(o.Refused) > 0 {
 		stopAll()
+		t.Verdict = Judge(o, p.Rules)
+		return t, ctx.Err()
 	}
 	say("running %.0f tuples/s for %v (+%v warm-up)", rate, p.Duration, p.Warmup)
 
-	// Wait for every agent to finish; an agent that stops answering or
-	// never finishes fails the trial within the deadline.
+	// Wait for every agent to finish; one that fails, stops answering for
+	// silentFor, or never finishes makes the trial invalid.
 	pending := append([]*Client(nil), started...)
-	lastErr := map[*Client]string{}
-	silent := map[*Client]int{} // consecutive failed polls
+	lastOK := map[*Client]time.Time{}
+	for _, a := range pending {
+		lastOK[a] = time.Now()
+	}
 	for len(pending) > 0 {
 		select {
 		case <-tctx.Done():
-			for _, a := range pending {
-				msg := "did not finish in time"
-				if e := lastErr[a]; e != "" {
-					msg += " (" + e + ")"
-				}
-				o.Errors = append(o.Errors, fmt.Sprintf("agent %s %s", a.Addr, msg))
+			if ctx.Err() != nil {
+				return invalid(ctx.Err())
 			}
-			stopAll()
-			pending = nil
-			continue
+			return invalid(agentFault(pending[0], fmt.Errorf("the trial did not finish within %v", deadline)))
 		case <-time.After(200 * time.Millisecond):
 		}
 		next := pending[:0]
 		for _, a := range pending {
 			st, err := a.Status(tctx)
 			switch {
+			case err != nil && ctx.Err() != nil:
+				return invalid(ctx.Err())
 			case err != nil:
-				lastErr[a] = err.Error()
-				if silent[a]++; silent[a] >= deadAfterPolls {
-					o.Errors = append(o.Errors, fmt.Sprintf("agent %s stopped answering mid-trial: %v", a.Addr, err))
-					continue
+				if since := time.Since(lastOK[a]); since >= silentFor {
+					return invalid(agentFault(a, fmt.Errorf("stopped answering mid-trial (nothing for %v): %w", since.Round(100*time.Millisecond), err)))
 				}
 				next = append(next, a)
 			case !st.Finished():
-				silent[a] = 0
+				lastOK[a] = time.Now()
 				next = append(next, a)
 			case st.State == StateFailed:
-				o.Errors = append(o.Errors, fmt.Sprintf("agent %s: trial failed: %s", a.Addr, st.Error))
+				return invalid(agentFault(a, fmt.Errorf("trial failed: %s", st.Error)))
 			case st.Sender != nil:
 				o.Senders = append(o.Senders, st.Sender)
 			case st.Receiver != nil:
 				o.Receivers = append(o.Receivers, st.Receiver)
+			default:
+				return invalid(agentFault(a, errors.New("finished without a result")))
 			}
 		}
 		pending = next
-		if len(o.Errors) > 0 && len(pending) > 0 {
-			stopAll() // one agent failed: end the trial for the others too
-		}
 	}
 	o.Window = window(o.Senders)
 	t.Achieved = WindowRate(o)

@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -34,7 +35,23 @@ type Report struct {
 	Topology      string      `json:"topology"`
 	Result        *Result     `json:"result"`
 	Interrupted   bool        `json:"interrupted"`
-	Dir           string      `json:"dir"`
+	// Invalid is the trial that ended the sweep because an agent failed
+	// (nil when none did): its rate was never judged.
+	Invalid *InvalidTrial `json:"invalid,omitempty"`
+	// ProfileSkipped says why the profiled trial did not run ("" if it
+	// ran or was not asked for).
+	ProfileSkipped string `json:"profile_skipped,omitempty"`
+	Dir            string `json:"dir"`
+}
+
+// InvalidTrial is a trial an agent failure made impossible to judge.
+type InvalidTrial struct {
+	N       int     `json:"n"`
+	Rate    float64 `json:"rate"`
+	Purpose string  `json:"purpose"`
+	Agent   string  `json:"agent"`
+	Error   string  `json:"error"`
+	Retries int     `json:"retries"`
 }
 
 // Session runs one sweep and records it.
@@ -42,8 +59,16 @@ type Session struct {
 	Ctrl   *Controller
 	Search Search
 	Name   string
-	Run    *results.Run
-	Log    io.Writer // progress lines (nil: none)
+	// Results is where the run directory is created (after the agents
+	// have answered: a failed pre-flight leaves nothing behind); Run is
+	// that directory once Execute has made it.
+	Results string
+	Run     *results.Run
+	// RetryAgent, if above 0, is how long to wait for a failed agent to
+	// answer again before repeating its trial (at most MaxAgentRetries
+	// times); 0: an agent failure ends the sweep.
+	RetryAgent time.Duration
+	Log        io.Writer // progress lines (nil: none)
 	Live   bool      // Log is a terminal: show the running trial too
 	Args   []string  // the command line, recorded in config.json
 	// Clock probes the agents' TSCs before the first trial and after the
@@ -68,10 +93,15 @@ func (s *Session) Execute(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.Run == nil {
+		if s.Run, err = results.Create(s.Results, s.Name, time.Now()); err != nil {
+			return nil, err
+		}
+	}
 	s.report = Report{FormatVersion: results.FormatVersion, Name: s.Name, Started: time.Now().UTC(), Plan: s.Ctrl.Plan,
 		Search: s.Search, Agents: agents, Topology: s.Ctrl.AgentsSummary(), Dir: s.Run.Dir}
 	if err := s.Run.WriteJSON("config.json", map[string]any{"plan": s.Ctrl.Plan, "search": s.Search, "agents": agents,
-		"topology": s.report.Topology, "args": s.Args}); err != nil {
+		"topology": s.report.Topology, "args": s.Args, "profile": s.Profile, "profile_at": s.ProfileAt, "clock": s.Clock}); err != nil {
 		return nil, err
 	}
 	s.logf("sweep %q: %s\nresults in %s\n", s.Name, s.report.Topology, s.Run.Dir)
@@ -79,30 +109,28 @@ func (s *Session) Execute(ctx context.Context) (*Report, error) {
 	var before *probing.Session
 	if s.Clock {
 		if before, err = s.probeClocks(ctx); err != nil {
-			return nil, fmt.Errorf("TSC probing before the sweep: %w", err)
+			return &s.report, &AgentError{Agent: "TSC probing", Err: fmt.Errorf("before the sweep: %w", err)}
 		}
 	}
 	partial := &Result{Method: s.Search.Method}
+	var writeErr error // a failed write of the run directory ends the sweep
 	run := func(ctx context.Context, rate float64, purpose string) (Trial, error) {
 		n := len(partial.Trials) + 1
-		if s.Live {
-			s.logf("trial %2d  %-7s  %12s  running ...", n, purpose, cli.HumanRate(rate))
-		}
-		t, err := s.Ctrl.RunTrial(ctx, rate, purpose)
+		t, err := s.runTrial(ctx, n, rate, purpose)
 		t.N, t.Rate, t.Purpose = n, rate, purpose
-		if err != nil && ctx.Err() != nil {
-			s.logf(" interrupted\n")
+		if err != nil {
 			return t, err
 		}
 		partial.Trials = append(partial.Trials, t)
-		if s.Live {
-			s.logf("\r\033[K")
-		}
 		s.logf("%s\n", s.trialLine(t))
 		if err := s.Run.WriteJSON(fmt.Sprintf("trials/%03d.json", n), map[string]any{"trial": t, "outcome": t.Outcome}); err != nil {
+			writeErr = err
 			return t, err
 		}
-		s.save(partial, false)
+		if err := s.save(partial, false); err != nil {
+			writeErr = err
+			return t, err
+		}
 		if left := s.estimateLeft(partial); left != "" {
 			s.logf("          %s\n", left)
 		}
@@ -119,32 +147,98 @@ func (s *Session) Execute(ctx context.Context) (*Report, error) {
 		res = partial
 	}
 	interrupted := ctx.Err() != nil
-	if s.Profile != "" && !interrupted && res.LastPass > 0 {
-		s.profiledTrial(ctx, res, run)
+	var agentErr *AgentError
+	failed := errors.As(err, &agentErr) || writeErr != nil
+	switch {
+	case s.Profile == "":
+	case interrupted:
+		s.report.ProfileSkipped = "the sweep was interrupted"
+	case failed:
+		s.report.ProfileSkipped = "the sweep ended with an error"
+	case res.LastPass <= 0:
+		s.report.ProfileSkipped = "no rate passed, so there is no rate to profile at"
+	default:
+		if perr := s.profiledTrial(ctx, res, run); perr != nil {
+			s.report.ProfileSkipped = perr.Error()
+		}
 	}
-	if before != nil && !interrupted {
+	if s.report.ProfileSkipped != "" {
+		s.logf("profiled trial skipped: %s\n", s.report.ProfileSkipped)
+	}
+	if before != nil && !interrupted && !failed {
 		if after, perr := s.probeClocks(context.WithoutCancel(ctx)); perr != nil {
 			s.logf("TSC probing after the sweep: %v\n", perr)
 		} else if rf, perr := probing.Relate([]*probing.Session{before, after}, "receiver0"); perr != nil {
 			s.logf("TSC relation: %v\n", perr)
-		} else if perr := s.Run.WriteJSON("relation.json", rf); perr == nil {
+		} else if perr := s.Run.WriteJSON("relation.json", rf); perr != nil {
+			writeErr = perr
+		} else {
 			for _, r := range rf.Relations {
 				s.logf("TSC %s -> receiver0: %s; paper e %.0f ticks, tighter half-width %.0f ticks, slope width %.3f ppm\n",
 					r.Node, r.Status, r.PaperErr, r.MidHalfWidth, r.AlphaPPM)
 			}
 		}
 	}
+	if serr := s.save(res, interrupted); serr != nil && writeErr == nil {
+		writeErr = serr
+	}
+	if writeErr != nil {
+		return &s.report, fmt.Errorf("the run directory could not be written completely (the finished trials are what is on disk): %w", writeErr)
+	}
 	if err != nil && !interrupted {
-		s.save(res, false)
 		return &s.report, err
 	}
-	s.save(res, interrupted)
 	return &s.report, nil
 }
 
+// MaxAgentRetries bounds how often one trial is repeated after agent
+// failures (with RetryAgent).
+const MaxAgentRetries = 3
+
+// runTrial runs one trial; after an agent failure it waits for the agents
+// and repeats the trial (with RetryAgent), or records the trial as invalid
+// and returns the *AgentError.
+func (s *Session) runTrial(ctx context.Context, n int, rate float64, purpose string) (Trial, error) {
+	for retries := 0; ; retries++ {
+		if s.Live {
+			s.logf("trial %2d  %-7s  %12s  running ...", n, purpose, cli.HumanRate(rate))
+		}
+		t, err := s.Ctrl.RunTrial(ctx, rate, purpose)
+		if s.Live {
+			s.logf("\r\033[K")
+		}
+		if err == nil || ctx.Err() != nil {
+			if ctx.Err() != nil {
+				s.logf("trial %2d  %-7s  %12s  interrupted\n", n, purpose, cli.HumanRate(rate))
+			}
+			return t, err
+		}
+		var ae *AgentError
+		if !errors.As(err, &ae) {
+			return t, err
+		}
+		s.logf("trial %2d  %-7s  %12s  INVALID  %v\n", n, purpose, cli.HumanRate(rate), ae)
+		if s.RetryAgent > 0 && retries < MaxAgentRetries {
+			s.logf("          waiting up to %v for the agents to answer again (--retry-agent)\n", s.RetryAgent)
+			if werr := s.Ctrl.WaitIdle(ctx, s.RetryAgent); werr == nil {
+				continue
+			} else {
+				s.logf("          %v\n", werr)
+			}
+		}
+		inv := &InvalidTrial{N: n, Rate: rate, Purpose: purpose, Agent: ae.Agent, Error: ae.Err.Error(), Retries: retries}
+		s.report.Invalid = inv
+		if werr := s.Run.WriteJSON(fmt.Sprintf("trials/%03d.json", n), map[string]any{"invalid": inv, "outcome": t.Outcome}); werr != nil {
+			return t, errors.Join(err, werr)
+		}
+		return t, err
+	}
+}
+
 // profiledTrial runs the profiled trial and collects every agent's logs.
-// A failure is reported and leaves the sweep's result as it is.
-func (s *Session) profiledTrial(ctx context.Context, res *Result, run func(context.Context, float64, string) (Trial, error)) {
+// It returns why it did not profile (the sweep's answer stands); a failed
+// collection is an error of the sweep (the user asked for the logs).
+func (s *Session) profiledTrial(ctx context.Context, res *Result, run func(context.Context, float64, string) (Trial, error)) error {
 	at := s.ProfileAt
 	if at <= 0 {
 		at = 0.9
@@ -155,8 +249,7 @@ func (s *Session) profiledTrial(ctx context.Context, res *Result, run func(conte
 	t, err := run(ctx, rate, "profile")
 	s.Ctrl.TrialProfile = ""
 	if err != nil {
-		s.logf("profiled trial: %v\n", err)
-		return
+		return fmt.Errorf("the profiled trial could not run: %w", err)
 	}
 	res.Trials = append(res.Trials, t)
 	names := s.Ctrl.NodeNames()
@@ -165,14 +258,16 @@ func (s *Session) profiledTrial(ctx context.Context, res *Result, run func(conte
 		keys = append(keys, name)
 	}
 	sort.Strings(keys)
+	var errs []error
 	for _, name := range keys {
 		files, err := names[name].FetchProfile(ctx, filepath.Join(s.Run.Dir, "profiles", name))
 		if err != nil {
-			s.logf("collect profile of %s: %v\n", name, err)
+			errs = append(errs, fmt.Errorf("collect profile of %s: %w", name, err))
 			continue
 		}
 		s.logf("collected %d profile files from %s\n", len(files), name)
 	}
+	return errors.Join(errs...)
 }
 
 // probeClocks runs one probing session over every agent.
@@ -243,9 +338,8 @@ func (s *Session) estimateLeft(r *Result) string {
 	return fmt.Sprintf("interval [%s, %s): about %.0f more trial(s), ~%v", cli.HumanRate(lastPass), cli.HumanRate(firstFail), left, (time.Duration(left) * per).Round(time.Second))
 }
 
-func (s *Session) save(r *Result, interrupted bool) {
+func (s *Session) save(r *Result, interrupted bool) error {
 	s.report.Result, s.report.Interrupted = r, interrupted
-	_ = s.Run.WriteJSON("trials.json", r.Trials)
 	rows := make([][]string, 0, len(r.Trials))
 	pts := make([]results.SweepPoint, 0, len(r.Trials))
 	for _, t := range r.Trials {
@@ -253,13 +347,15 @@ func (s *Session) save(r *Result, interrupted bool) {
 			fmt.Sprint(t.Verdict.Pass), strings.Join(t.Verdict.Failed(), "; "), fmt.Sprintf("%.3f", t.Elapsed.Seconds())})
 		pts = append(pts, results.SweepPoint{Target: t.Rate, Achieved: t.Achieved, Pass: t.Verdict.Pass})
 	}
-	_ = s.Run.WriteCSV("trials.csv", []string{"trial", "purpose", "target_rate", "achieved_rate", "pass", "failed_rules", "elapsed_s"}, rows)
-	_ = s.Run.WriteJSON("summary.json", s.report)
+	err := errors.Join(s.Run.WriteJSON("trials.json", r.Trials),
+		s.Run.WriteCSV("trials.csv", []string{"trial", "purpose", "target_rate", "achieved_rate", "pass", "failed_rules", "elapsed_s"}, rows),
+		s.Run.WriteJSON("summary.json", s.report))
 	if len(pts) > 0 {
-		if err := s.Run.PlotSweep("sweep.svg", fmt.Sprintf("%s: target vs achieved", s.Name), pts, r.LastPass, r.FirstFail); err != nil {
-			s.logf("plot: %v\n", err)
+		if perr := s.Run.PlotSweep("sweep.svg", fmt.Sprintf("%s: target vs achieved", s.Name), pts, r.LastPass, r.FirstFail); perr != nil {
+			err = errors.Join(err, perr)
 		}
 	}
+	return err
 }
 
 // WriteText prints the final table and the answer.
@@ -287,6 +383,8 @@ func (r *Report) WriteText(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintln(w)
 	switch {
+	case r.Invalid != nil && res.LastPass <= 0:
+		fmt.Fprintf(w, "no answer: the sweep failed after %d judged trial(s)\n", len(res.Trials))
 	case res.LastPass > 0 && res.FirstFail > 0:
 		fmt.Fprintf(w, "max sustainable throughput: [%s, %s) (%.2f%% wide), %d trials in %v\n",
 			cli.HumanRate(res.LastPass), cli.HumanRate(res.FirstFail), 100*res.Precision(), len(res.Trials), res.Elapsed.Round(time.Second))
@@ -297,6 +395,13 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	if res.Stopped != "" {
 		fmt.Fprintf(w, "stopped early: %s\n", res.Stopped)
+	}
+	if inv := r.Invalid; inv != nil {
+		fmt.Fprintf(w, "SWEEP FAILED: trial %d at %s could not be judged: agent %s: %s\n", inv.N, cli.HumanRate(inv.Rate), inv.Agent, inv.Error)
+		fmt.Fprintln(w, "the interval above is only what the finished trials showed; fix the agent and run the sweep again (or use --retry-agent)")
+	}
+	if r.ProfileSkipped != "" {
+		fmt.Fprintf(w, "profiled trial skipped: %s\n", r.ProfileSkipped)
 	}
 	if r.Interrupted {
 		fmt.Fprintln(w, "interrupted: the finished trials are kept")

@@ -81,6 +81,7 @@ const (
 	RuleBacklog  = "backlog"  // receiver backlog did not grow
 	RuleLatency  = "latency"  // optional end-to-end objective
 	RuleAgents   = "agents"   // every agent answered and finished
+	RuleSendCost = "send-cost" // every sender accepted its rate (not above its measured send cost)
 )
 
 // Check is one rule's outcome with the numbers behind it.
@@ -112,7 +113,8 @@ type Outcome struct {
 	Rate      float64            `json:"rate"` // total target rate
 	Senders   []*sender.Result   `json:"senders"`
 	Receivers []*receiver.Result `json:"receivers"`
-	Errors    []string           `json:"errors,omitempty"` // agents that failed or did not answer
+	Errors    []string           `json:"errors,omitempty"`  // agents that failed or did not answer
+	Refused   []string           `json:"refused,omitempty"` // senders that refused the rate (above their send cost)
 	Window    [2]int64           `json:"window_unix_ns"`   // measured window (after warm-up)
 }
 
@@ -122,6 +124,11 @@ func Judge(o *Outcome, rules Rules) Verdict {
 	var v Verdict
 	add := func(rule string, pass bool, format string, args ...any) {
 		v.Checks = append(v.Checks, Check{Rule: rule, Pass: pass, Detail: fmt.Sprintf(format, args...)})
+	}
+	if len(o.Refused) > 0 {
+		add(RuleSendCost, false, "%d sender(s) refused the rate: %s", len(o.Refused), o.Refused[0])
+		v.Pass = false
+		return v
 	}
 	add(RuleAgents, len(o.Errors) == 0 && len(o.Senders) > 0 && len(o.Receivers) > 0,
 		"%d sender and %d receiver result(s); %d error(s)%s", len(o.Senders), len(o.Receivers), len(o.Errors), firstOf(o.Errors))

@@ -140,11 +140,69 @@ func AppendEnd(dst []byte, stream uint32, e End) ([]byte, error) {
 	return append(append(dst, h[:]...), body...), nil
 }
 
+// MaxEndBody bounds an end marker's body: five counts and a short reason
+// take well under it, so anything longer is malformed.
+const MaxEndBody = 1024
+
+// MaxCount is the largest count an end marker may carry (2^63 - 1): every
+// count must also fit a signed 64-bit integer, so that no implementation
+// reads a negative number and no total wraps.
+const MaxCount = 1<<63 - 1
+
+// ErrEndCount is an end marker whose counts are impossible.
+var ErrEndCount = errors.New("end marker count is negative, above 2^63-1 or not an integer")
+
 // ParseEnd decodes the body of an end marker whose header was parsed.
 func ParseEnd(msg []byte) (End, error) {
-	var e End
-	if err := msgpack.Unmarshal(msg[HeaderSize:], &e); err != nil {
+	body := msg[HeaderSize:]
+	if len(body) > MaxEndBody {
+		return End{}, fmt.Errorf("decode end marker: body of %d bytes is longer than %d", len(body), MaxEndBody)
+	}
+	var raw map[string]any
+	if err := msgpack.Unmarshal(body, &raw); err != nil {
 		return End{}, fmt.Errorf("decode end marker: %w", err)
 	}
+	var e End
+	for key, dst := range map[string]*uint64{"tuples": &e.Tuples, "buckets": &e.Buckets, "dropped_buckets": &e.DroppedBuckets, "dropped_tuples": &e.DroppedTuples} {
+		v, ok := raw[key]
+		if !ok {
+			continue
+		}
+		n, ok := count(v)
+		if !ok {
+			return End{}, fmt.Errorf("%w: %s", ErrEndCount, key)
+		}
+		*dst = n
+	}
+	if r, ok := raw["reason"]; ok {
+		str, isStr := r.(string)
+		if !isStr {
+			return End{}, errors.New("decode end marker: reason is not a string")
+		}
+		e.Reason = str
+	}
 	return e, nil
+}
+
+// count is v as a count in [0, MaxCount].
+func count(v any) (uint64, bool) {
+	switch n := v.(type) {
+	case int8:
+		return uint64(n), n >= 0
+	case int16:
+		return uint64(n), n >= 0
+	case int32:
+		return uint64(n), n >= 0
+	case int64:
+		return uint64(n), n >= 0
+	case uint8:
+		return uint64(n), true
+	case uint16:
+		return uint64(n), true
+	case uint32:
+		return uint64(n), true
+	case uint64:
+		return n, n <= MaxCount
+	}
+	return 0, false
 }

@@ -159,3 +159,41 @@ func TestSkipBoundsNesting(t *testing.T) {
 		t.Fatal("Skip accepted the never-used byte 0xc1")
 	}
 }
+
+// TestEndMarkerCounts: counts that are negative, above 2^63-1 or not
+// integers make an end marker malformed; valid widths decode exactly.
+func TestEndMarkerCounts(t *testing.T) {
+	marker := func(fields map[string]any) []byte {
+		body, err := msgpack.Marshal(fields)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var h [HeaderSize]byte
+		PutHeader(h[:], Header{Kind: KindEnd, Stream: 1, BodyLen: uint32(len(body))})
+		return append(h[:], body...)
+	}
+	for _, tc := range []struct {
+		name   string
+		fields map[string]any
+		ok     bool
+		want   uint64
+	}{
+		{"small", map[string]any{"tuples": int8(5), "reason": "completed"}, true, 5},
+		{"max", map[string]any{"tuples": uint64(MaxCount)}, true, MaxCount},
+		{"above 2^63-1", map[string]any{"tuples": uint64(1 << 63)}, false, 0},
+		{"negative", map[string]any{"tuples": int64(-1)}, false, 0},
+		{"negative buckets", map[string]any{"buckets": int8(-3)}, false, 0},
+		{"float", map[string]any{"tuples": 1.5}, false, 0},
+		{"string", map[string]any{"tuples": "7"}, false, 0},
+		{"reason not a string", map[string]any{"reason": 3}, false, 0},
+	} {
+		e, err := ParseEnd(marker(tc.fields))
+		if (err == nil) != tc.ok || (tc.ok && e.Tuples != tc.want) {
+			t.Errorf("%s: %+v, %v", tc.name, e, err)
+		}
+	}
+	long := make([]byte, HeaderSize+MaxEndBody+1)
+	if _, err := ParseEnd(long); err == nil {
+		t.Error("an oversized end marker body was accepted")
+	}
+}

@@ -18,7 +18,7 @@ import (
 func analyzeCommand() *cobra.Command {
 	var pairs []string
 	var lag time.Duration
-	var jsonOut bool
+	var jsonOut, partial bool
 	cmd := &cobra.Command{
 		Use:   "analyze RUNDIR",
 		Short: "Join the profiler logs of a run across nodes: per-pair latency with error bounds",
@@ -48,8 +48,14 @@ channels). Writes RUNDIR/analysis.json and RUNDIR/analysis.csv.`,
 			if err != nil {
 				return err
 			}
+			if err := refuseDamaged(d.Problems, partial); err != nil {
+				return err
+			}
 			rep, err := analysis.Analyze(d, o)
 			if err != nil {
+				return err
+			}
+			if err := refuseDamaged(rep.Damaged, partial); err != nil {
 				return err
 			}
 			if err := rep.WriteFiles(d.Path); err != nil {
@@ -67,10 +73,28 @@ channels). Writes RUNDIR/analysis.json and RUNDIR/analysis.csv.`,
 	f.StringArrayVar(&pairs, "pair", nil, "join these points FROM,TO (repeat; default: consecutive standard points and end to end)")
 	f.DurationVar(&lag, "lag", analysis.DefaultLag, "the largest latency expected between two points: a tuple later than this counts as missing (memory grows with it)")
 	f.BoolVar(&jsonOut, "json", false, "print the analysis as JSON")
+	f.BoolVar(&partial, "partial", false, "analyse what is intact in a run directory with missing or damaged files (listed in the output) instead of refusing it")
 	return cmd
 }
 
+// refuseDamaged lists the missing or damaged files of a run directory and
+// fails, unless the user asked for what is intact (--partial).
+func refuseDamaged(damaged []string, partial bool) error {
+	if len(damaged) == 0 {
+		return nil
+	}
+	for _, p := range damaged {
+		fmt.Fprintf(os.Stderr, "cpsweep: %s\n", p)
+	}
+	if partial {
+		fmt.Fprintf(os.Stderr, "cpsweep: --partial: %d problem(s) above; using what is intact\n", len(damaged))
+		return nil
+	}
+	return fmt.Errorf("the run directory has %d missing or damaged part(s) (listed above): pass --partial to use what is intact", len(damaged))
+}
+
 func reportCommand() *cobra.Command {
+	var partial bool
 	cmd := &cobra.Command{
 		Use:   "report RUNDIR",
 		Short: "Render a run directory as one self-contained HTML page (report.html)",
@@ -88,6 +112,9 @@ loads (<body data-check="ok">).`,
 			if err != nil {
 				return err
 			}
+			if err := refuseDamaged(d.Problems, partial); err != nil {
+				return err
+			}
 			path, err := report.Write(d)
 			if err != nil {
 				return err
@@ -96,5 +123,6 @@ loads (<body data-check="ok">).`,
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&partial, "partial", false, "render what is intact in a run directory with missing or damaged files (the page lists them) instead of refusing it")
 	return cmd
 }

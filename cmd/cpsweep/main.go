@@ -14,18 +14,19 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cloudprofiler-go/cp/internal/cli"
-	"github.com/cloudprofiler-go/cp/profiler"
-	"github.com/cloudprofiler-go/cp/results"
 	"github.com/cloudprofiler-go/cp/sweep"
 )
 
 func main() {
-	if err := command().Execute(); err != nil {
-		os.Exit(1)
+	code := sweep.ExitAnswer
+	cmd := command(&code)
+	if err := cmd.Execute(); err != nil && code == sweep.ExitAnswer {
+		code = sweep.ExitError
 	}
+	os.Exit(code)
 }
 
-func command() *cobra.Command {
+func command(code *int) *cobra.Command {
 	var (
 		senders, receivers, relayInputs         []string
 		token, tokenFile, method, name          string
@@ -38,6 +39,7 @@ func command() *cobra.Command {
 		lanes, localSenders, ring               int
 		duration, warmup, work, endTimeout      time.Duration
 		latenessFloor, latencyP99               time.Duration
+		agentTimeout, retryAgent                time.Duration
 		drain, jsonOut, clock                   bool
 	)
 	cmd := &cobra.Command{
@@ -78,21 +80,53 @@ finished one.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
+			invalid := func(err error) error {
+				*code = sweep.ExitInvalidPlan
+				return err
+			}
 			tok, err := httpapi.ReadToken(token, tokenFile)
 			if err != nil {
-				return err
+				return invalid(err)
 			}
 			var rates [5]float64
 			for i, v := range []string{start, maxRate, from, to, step} {
 				if rates[i], err = cli.ParseRate(v); err != nil {
-					return err
+					return invalid(err)
 				}
 			}
 			if (len(senders) == 0) != (len(receivers) == 0) {
-				return errors.New("give both --sender and --receiver agents, or neither (local agents on loopback)")
+				return invalid(errors.New("give both --sender and --receiver agents, or neither (local agents on loopback)"))
 			}
-			if method != "fast" && method != "linear" {
-				return fmt.Errorf("--search must be fast or linear, got %q", method)
+			if localSenders < 1 || localSenders > 64 || lanes < 1 || lanes > 64 {
+				return invalid(fmt.Errorf("--local-senders and --lanes must be 1..64, got %d and %d", localSenders, lanes))
+			}
+			plan := sweep.TrialPlan{Duration: duration, Warmup: warmup, Threads: threads, BucketSize: bucket,
+				Scenario: scenario, Shape: shape, Overflow: overflow, Idle: idle, Schema: schema, Drain: drain, WorkPerTuple: work, Ring: ring,
+				EndTimeout: endTimeout, Relay: len(relayInputs) > 0, SenderTargets: relayInputs,
+				Rules: sweep.Rules{LatenessBudgets: budgets, LatenessFloor: latenessFloor, BacklogGrowth: backlog, LatencyP99: latencyP99}}
+			search := sweep.Search{Method: method,
+				Fast:   sweep.FastPlan{Start: rates[0], Max: rates[1], Factor: factor, Precision: precision, Confirm: confirm, MaxTrials: maxTrials},
+				Linear: sweep.LinearPlan{From: rates[2], To: rates[3], Step: rates[4]}}
+			var profile []byte
+			if profileFile != "" {
+				if profile, err = os.ReadFile(profileFile); err != nil {
+					return invalid(fmt.Errorf("--profile: %w", err))
+				}
+			}
+			nSenders := len(senders)
+			if nSenders == 0 {
+				nSenders = localSenders
+			}
+			// The whole plan is checked before any agent starts and before
+			// a run directory is created.
+			if err := plan.Resolve(); err != nil {
+				return invalid(err)
+			}
+			if err := sweep.CheckPlan(plan, search, nSenders, string(profile), profileAt); err != nil {
+				return invalid(err)
+			}
+			if agentTimeout < time.Second || agentTimeout > 10*time.Minute || retryAgent < 0 || retryAgent > time.Hour {
+				return invalid(fmt.Errorf("--agent-timeout must be 1s..10m and --retry-agent 0..1h, got %v and %v", agentTimeout, retryAgent))
 			}
 			// The first signal stops the running trial and keeps what is
 			// done; a second one aborts at once.
@@ -100,10 +134,7 @@ finished one.`,
 			defer cancel()
 			cli.StopOnSignal("cpsweep", cancel)
 
-			ctrl := &sweep.Controller{Plan: sweep.TrialPlan{Duration: duration, Warmup: warmup, Threads: threads, BucketSize: bucket,
-				Scenario: scenario, Shape: shape, Overflow: overflow, Idle: idle, Schema: schema, Drain: drain, WorkPerTuple: work, Ring: ring,
-				EndTimeout: endTimeout, Relay: len(relayInputs) > 0, SenderTargets: relayInputs,
-				Rules: sweep.Rules{LatenessBudgets: budgets, LatenessFloor: latenessFloor, BacklogGrowth: backlog, LatencyP99: latencyP99}}}
+			ctrl := &sweep.Controller{Plan: plan, AgentTimeout: agentTimeout}
 			if len(senders) == 0 {
 				local, err := sweep.StartLocal(ctx, localSenders, lanes, nil)
 				if err != nil {
@@ -119,38 +150,29 @@ finished one.`,
 					ctrl.Receivers = append(ctrl.Receivers, sweep.NewClient(a, tok))
 				}
 			}
-			var profile []byte
-			if profileFile != "" {
-				if profile, err = os.ReadFile(profileFile); err != nil {
-					return fmt.Errorf("--profile: %w", err)
-				}
-				if _, err := profiler.ParseHandlers(profile, profileFile); err != nil {
-					return err
-				}
-				if profileAt <= 0 || profileAt > 1 {
-					return fmt.Errorf("--profile-at %v: want a fraction in (0, 1]", profileAt)
-				}
-			}
-			run, err := results.Create(resultsDir, name, time.Now())
-			if err != nil {
-				return err
-			}
-			s := &sweep.Session{Ctrl: ctrl, Name: name, Run: run, Log: os.Stderr, Live: cli.IsTerminal(os.Stderr), Args: os.Args, Clock: clock,
-				Profile: string(profile), ProfileAt: profileAt,
-				Search: sweep.Search{Method: method,
-					Fast:   sweep.FastPlan{Start: rates[0], Max: rates[1], Factor: factor, Precision: precision, Confirm: confirm, MaxTrials: maxTrials},
-					Linear: sweep.LinearPlan{From: rates[2], To: rates[3], Step: rates[4]}}}
+			s := &sweep.Session{Ctrl: ctrl, Name: name, Results: resultsDir, Log: os.Stderr, Live: cli.IsTerminal(os.Stderr), Args: os.Args, Clock: clock,
+				Profile: string(profile), ProfileAt: profileAt, RetryAgent: retryAgent, Search: search}
 			report, err := s.Execute(ctx)
 			if report != nil {
 				if jsonOut {
-					_ = cli.WriteJSON(os.Stdout, report)
+					if werr := cli.WriteJSON(os.Stdout, report); werr != nil && err == nil {
+						err = werr
+					}
 				} else {
 					report.WriteText(os.Stdout)
 				}
 			}
+			*code = sweep.ExitCode(report, err)
+			if *code == sweep.ExitNoRatePassed && err == nil {
+				fmt.Fprintln(os.Stderr, "cpsweep: no rate passed (exit status 3): the system did not sustain even the lowest rate tried")
+			}
 			return err
 		},
 	}
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		*code = sweep.ExitInvalidPlan
+		return err
+	})
 	cmd.AddCommand(clockCommand(), logsCommand(), profilerCommand(), analyzeCommand(), reportCommand())
 	f := cmd.Flags()
 	f.StringVar(&profileFile, "profile", "", "after the search, run one profiled trial with these handlers (YAML) on every agent and collect the logs into the run directory")
@@ -192,6 +214,8 @@ finished one.`,
 	f.StringVar(&resultsDir, "results", "results", "directory for run directories")
 	f.StringVar(&name, "name", "sweep", "name of this sweep (in the run directory's name)")
 	f.BoolVar(&jsonOut, "json", false, "print the summary as JSON")
+	f.DurationVar(&agentTimeout, "agent-timeout", sweep.DefaultAgentTimeout, "an agent that answers no status poll for this long during a trial has failed (the sweep stops)")
+	f.DurationVar(&retryAgent, "retry-agent", 0, "after an agent failure, wait this long for the agents to answer again and repeat the trial (0: stop the sweep)")
 	f.BoolVar(&clock, "clock", false, "probe the agents' TSCs before the first trial and after the last, and write relation.json (see cpsweep clock --help)")
 	return cmd
 }

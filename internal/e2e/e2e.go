@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -58,26 +59,55 @@ func FreePorts(n int) (int, error) { return sweep.FreePorts(n) }
 // Proc is a running binary whose stdout (JSON) and stderr are captured.
 type Proc struct {
 	Cmd            *exec.Cmd
-	Stdout, Stderr bytes.Buffer
-	done           chan error
+	Stdout, Stderr Output
+	done           chan struct{} // closed when the process has exited
+	exitErr        error
+}
+
+// Output is a process's captured output: written by the exec goroutine,
+// read by the test while the process runs.
+type Output struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (o *Output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.Write(p)
+}
+
+// String is what was written so far.
+func (o *Output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.String()
+}
+
+// Bytes is a copy of what was written so far.
+func (o *Output) Bytes() []byte {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return bytes.Clone(o.b.Bytes())
 }
 
 // Start runs bin with args.
 func Start(bin string, args ...string) (*Proc, error) {
-	p := &Proc{Cmd: exec.Command(bin, args...), done: make(chan error, 1)}
+	p := &Proc{Cmd: exec.Command(bin, args...), done: make(chan struct{})}
 	p.Cmd.Stdout, p.Cmd.Stderr = &p.Stdout, &p.Stderr
 	if err := p.Cmd.Start(); err != nil {
 		return nil, err
 	}
-	go func() { p.done <- p.Cmd.Wait() }()
+	go func() { p.exitErr = p.Cmd.Wait(); close(p.done) }()
 	return p, nil
 }
 
-// Wait waits up to timeout and kills the process after it.
+// Wait waits up to timeout and kills the process after it. It may be
+// called again (e.g. by a cleanup) and returns the same.
 func (p *Proc) Wait(timeout time.Duration) error {
 	select {
-	case err := <-p.done:
-		return err
+	case <-p.done:
+		return p.exitErr
 	case <-time.After(timeout):
 		_ = p.Cmd.Process.Kill()
 		<-p.done

@@ -315,7 +315,7 @@ func TestCLIErrors(t *testing.T) {
 		{"dgsend", []string{"--connect", "tcp://127.0.0.1:1", "--scenario", "nope"}, "not a built-in"},
 		{"dgsend", []string{"--connect", "tcp://127.0.0.1:1", "--bucket", "0"}, "bucket size must be"},
 		{"dgsend", []string{"--connect", "tcp://127.0.0.1:1", "--overflow", "maybe"}, "overflow policy must be"},
-		{"dgsend", []string{"--connect", "nonsense"}, "connect to nonsense"},
+		{"dgsend", []string{"--connect", "nonsense"}, "not a ZeroMQ endpoint"},
 		{"dgsend", []string{"--connect", "tcp://127.0.0.1:1", "--rate", "1G", "--metrics-addr", ""}, "the most 1 thread(s) can do"},
 		{"dgrecv", []string{"--schema", "xml"}, "unknown schema"},
 		{"dgrecv", []string{"--ring", "3"}, "power of two"},

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/sweep"
+
 	"github.com/cloudprofiler-go/cp/results/analysis"
 )
 
@@ -120,15 +122,15 @@ func TestMultiHostSweep(t *testing.T) {
 	}
 	// Without the token the controller is refused.
 	bad, err := Start(filepath.Join(binDir, "cpsweep"), "--sender", n.hosts["s1"]+":9101", "--receiver", n.hosts["r1"]+":9102",
-		"--token", "wrong", "--results", t.TempDir())
+		"--token", "wrong-wrong-wrong-wrong", "--results", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := bad.Wait(30 * time.Second); err == nil || !strings.Contains(bad.Stderr.String(), "missing or wrong token") {
+	if err := bad.Wait(30 * time.Second); ExitCode(err) != sweep.ExitAgentFailure || !strings.Contains(bad.Stderr.String(), "refused the token: pass --token-file") {
 		t.Fatalf("wrong token: %v\n%s", err, bad.Stderr.String())
 	}
 	handlers := filepath.Join(t.TempDir(), "handlers.yaml")
-	if err := os.WriteFile(handlers, []byte("default: {handler: buffered, path: \"/etc/{name}.log\"}\n"), 0o644); err != nil {
+	if err := os.WriteFile(handlers, []byte("default: {handler: buffered, path: \"{name}.log\"}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	rep, sp := runSweep(t, 3*time.Minute, "--sender", n.hosts["s1"]+":9101", "--sender", n.hosts["s2"]+":9101",

@@ -41,8 +41,9 @@ func TestLiveProfileSwitch(t *testing.T) {
 		t.Fatal(err)
 	}
 	follow := []string{"--profile", url, "--profile-follow", "100ms", "--calibrate", "30ms"}
+	recvDir, sendDir := filepath.Join(dir, "recv"), filepath.Join(dir, "send")
 	recv, err := Start(filepath.Join(binDir, "dgrecv"), append([]string{"--bind", fmt.Sprintf("tcp://127.0.0.1:%d", port), "--json",
-		"--metrics-addr", "127.0.0.1:0", "--expect-streams", "1"}, follow...)...)
+		"--metrics-addr", "127.0.0.1:0", "--expect-streams", "1", "--profile-dir", recvDir}, follow...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,14 +53,14 @@ func TestLiveProfileSwitch(t *testing.T) {
 		t.Fatal(err)
 	}
 	send, err := Start(filepath.Join(binDir, "dgsend"), append([]string{"--connect", fmt.Sprintf("tcp://127.0.0.1:%d", port), "--json",
-		"--metrics-addr", "", "--rate", "200k", "--duration", "4s", "--bucket", "10"}, follow...)...)
+		"--metrics-addr", "", "--rate", "200k", "--duration", "4s", "--bucket", "10", "--profile-dir", sendDir}, follow...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer send.Cmd.Process.Kill()
 	time.Sleep(1500 * time.Millisecond)
-	yaml := fmt.Sprintf("default: {handler: null}\nchannels:\n  consumed: {handler: buffered, path: '%s', block_size: 4096}\n  emit.0: {handler: buffered, path: '%s', block_size: 4096}\n",
-		filepath.Join(dir, "consumed.log"), filepath.Join(dir, "emit.log"))
+	// Paths are relative to each process's --profile-dir.
+	yaml := "default: {handler: null}\nchannels:\n  consumed: {handler: buffered, path: consumed.log, block_size: 4096}\n  emit.0: {handler: buffered, path: emit.log, block_size: 4096}\n"
 	req, _ := http.NewRequest(http.MethodPut, url, strings.NewReader(yaml))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode != http.StatusNoContent {
@@ -85,8 +86,8 @@ func TestLiveProfileSwitch(t *testing.T) {
 	if err := recv.Wait(30 * time.Second); err != nil {
 		t.Fatalf("dgrecv: %v\n%s", err, recv.Stderr.String())
 	}
-	for _, name := range []string{"consumed.log", "emit.log"} {
-		f, err := os.Open(filepath.Join(dir, name))
+	for _, name := range []string{filepath.Join(recvDir, "consumed.log"), filepath.Join(sendDir, "emit.log")} {
+		f, err := os.Open(name)
 		if err != nil {
 			t.Fatal(err)
 		}

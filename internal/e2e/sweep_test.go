@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/sweep"
+
 	zmq "github.com/pebbe/zmq4"
 
 	"github.com/cloudprofiler-go/cp/results"
@@ -112,7 +114,8 @@ func TestSweepFailsWhenAnAgentIsGone(t *testing.T) {
 }
 
 // TestSweepFailsATrialWhenAnAgentDies kills the sender agent during a
-// trial: the trial must fail with that reason within seconds.
+// trial: the trial is invalid (not a failed rate), the sweep stops within
+// seconds with the agent's name and exit status 5, and no answer.
 func TestSweepFailsATrialWhenAnAgentDies(t *testing.T) {
 	recv, err := Start(filepath.Join(binDir, "dgrecv"), "--agent", "--bind", fmt.Sprintf("tcp://127.0.0.1:%d", mustPort(t)), "--metrics-addr", "127.0.0.1:0")
 	if err != nil {
@@ -132,11 +135,22 @@ func TestSweepFailsATrialWhenAnAgentDies(t *testing.T) {
 	}
 	time.Sleep(4 * time.Second) // inside the trial's 20 s window
 	_ = snd.Cmd.Process.Kill()
-	if err := sw.Wait(25 * time.Second); err != nil && ExitCode(err) < 0 {
-		t.Fatalf("cpsweep: %v\n%s", err, sw.Stderr.String())
+	killed := time.Now()
+	err = sw.Wait(25 * time.Second)
+	if code := ExitCode(err); code != sweep.ExitAgentFailure {
+		t.Fatalf("cpsweep exited %d (%v), want %d:\n%s", code, err, sweep.ExitAgentFailure, sw.Stderr.String())
 	}
-	if !strings.Contains(sw.Stderr.String(), "FAIL") || !strings.Contains(sw.Stderr.String(), "stopped answering mid-trial") {
-		t.Fatalf("trial 1 should fail on the dead agent:\n%s", sw.Stderr.String())
+	if took := time.Since(killed); took > 15*time.Second {
+		t.Errorf("the sweep took %v to notice the dead agent", took)
+	}
+	out := sw.Stdout.String() + sw.Stderr.String()
+	for _, want := range []string{"INVALID", "stopped answering mid-trial", sAddr, "SWEEP FAILED", "no answer"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "max sustainable") || strings.Contains(out, "no rate passed") {
+		t.Errorf("an agent failure was reported as a capacity answer:\n%s", out)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -76,6 +77,9 @@ type Report struct {
 	Elapsed       float64      `json:"elapsed_s"`
 	RecordsPerSec float64      `json:"records_per_s"`
 	Problems      []string     `json:"problems,omitempty"`
+	// Damaged lists each missing or damaged file and damaged block once
+	// (also in Problems): what was not analysed.
+	Damaged []string `json:"damaged,omitempty"`
 }
 
 // PairResult is one pair of points.
@@ -155,12 +159,27 @@ type source struct {
 	node, channel, path string
 }
 
+// damaged records missing or damaged input, each once (a file read for
+// several pairs reports the same damage for each).
+func (r *Report) damaged(msgs ...string) {
+	for _, m := range msgs {
+		if !slices.Contains(r.Damaged, m) {
+			r.Damaged = append(r.Damaged, m)
+			r.Problems = append(r.Problems, m)
+		}
+	}
+}
+
 // Analyze reads the run directory's profiles and relation.
 func Analyze(d *results.Dir, o Options) (*Report, error) {
 	started := time.Now()
-	rep := &Report{FormatVersion: FormatVersion, Run: d.Path, Problems: append([]string(nil), d.Problems...)}
+	rep := &Report{FormatVersion: FormatVersion, Run: d.Path}
+	rep.damaged(d.Problems...)
 	if len(d.Nodes) == 0 {
-		return rep, errors.New("no profiles in the run directory (profiles/<node>/): run cpsweep with --profile")
+		if d.Summary != nil && d.Summary.ProfileSkipped != "" {
+			return rep, fmt.Errorf("no profiles in the run directory: the sweep's profiled trial was skipped (%s)", d.Summary.ProfileSkipped)
+		}
+		return rep, errors.New("no profiles in the run directory (profiles/<node>/): run cpsweep with --profile handlers.yaml")
 	}
 	if o.Lag <= 0 {
 		o.Lag = DefaultLag
@@ -219,7 +238,7 @@ func Analyze(d *results.Dir, o Options) (*Report, error) {
 		}
 		rep.Pairs = append(rep.Pairs, res)
 		rep.Records += n
-		rep.Problems = append(rep.Problems, probs...)
+		rep.damaged(probs...)
 	}
 	rep.PointRates = pointRates(rep.Pairs)
 	for point, srcs := range points {

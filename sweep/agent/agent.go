@@ -132,11 +132,6 @@ func (a *Agent) Stop() sweep.TrialStatus {
 // (a handler configuration and a replay shape) with room to spare.
 const maxRequest = 4 << 20
 
-// StatusCapacity is the answer to a trial whose rate the sender refuses
-// because it is above what its measured send cost allows: a fact about
-// the sender's capacity (the controller fails the trial), not a fault.
-const StatusCapacity = http.StatusUnprocessableEntity
-
 type starter func(*profiling) (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error)
 
 // parseTrial decodes and validates a trial request for this agent's role;
@@ -201,7 +196,7 @@ func (a *Agent) handleStart(w http.ResponseWriter, r *http.Request) {
 		code := http.StatusBadRequest
 		var rate *sender.RateError
 		if errors.As(err, &rate) {
-			code = StatusCapacity
+			code = sweep.StatusCapacity
 		}
 		httpapi.ReplyError(w, code, err)
 		return

@@ -39,6 +39,7 @@ func Run(opts Options, addr, token, tokenFile string, calibrate time.Duration) e
 	if err != nil {
 		return err
 	}
+	defer a.Close() // removes the profiled trials' files not fetched
 	// The agent is also a TSC client: a probe responder on the control
 	// address's host, its API next to the agent's.
 	host, _, _ := net.SplitHostPort(addr)
