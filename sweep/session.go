@@ -69,8 +69,8 @@ type Session struct {
 	// times); 0: an agent failure ends the sweep.
 	RetryAgent time.Duration
 	Log        io.Writer // progress lines (nil: none)
-	Live   bool      // Log is a terminal: show the running trial too
-	Args   []string  // the command line, recorded in config.json
+	Live       bool      // Log is a terminal: show the running trial too
+	Args       []string  // the command line, recorded in config.json
 	// Clock probes the agents' TSCs before the first trial and after the
 	// last (ClockCount round trips per ordered pair) and writes
 	// relation.json, with the first receiver as the reference.

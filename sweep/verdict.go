@@ -75,12 +75,12 @@ func (r Rules) withDefaults() Rules {
 
 // Rule names, as they appear in verdicts.
 const (
-	RuleSchedule = "schedule" // senders emitted what the schedule called for
-	RuleDelivery = "delivery" // every emitted tuple was received and consumed
-	RuleLateness = "lateness" // emission lateness within budget
-	RuleBacklog  = "backlog"  // receiver backlog did not grow
-	RuleLatency  = "latency"  // optional end-to-end objective
-	RuleAgents   = "agents"   // every agent answered and finished
+	RuleSchedule = "schedule"  // senders emitted what the schedule called for
+	RuleDelivery = "delivery"  // every emitted tuple was received and consumed
+	RuleLateness = "lateness"  // emission lateness within budget
+	RuleBacklog  = "backlog"   // receiver backlog did not grow
+	RuleLatency  = "latency"   // optional end-to-end objective
+	RuleAgents   = "agents"    // every agent answered and finished
 	RuleSendCost = "send-cost" // every sender accepted its rate (not above its measured send cost)
 )
 
@@ -115,7 +115,7 @@ type Outcome struct {
 	Receivers []*receiver.Result `json:"receivers"`
 	Errors    []string           `json:"errors,omitempty"`  // agents that failed or did not answer
 	Refused   []string           `json:"refused,omitempty"` // senders that refused the rate (above their send cost)
-	Window    [2]int64           `json:"window_unix_ns"`   // measured window (after warm-up)
+	Window    [2]int64           `json:"window_unix_ns"`    // measured window (after warm-up)
 }
 
 // Judge applies the rules to a trial's outcome.

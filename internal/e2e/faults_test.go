@@ -142,7 +142,11 @@ func stopAgentDuring(t *testing.T, pause time.Duration, extra ...string) (int, s
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = snd.Signal(syscall.SIGCONT); _ = snd.Signal(syscall.SIGKILL); _ = snd.Wait(5 * time.Second) }()
+	defer func() {
+		_ = snd.Signal(syscall.SIGCONT)
+		_ = snd.Signal(syscall.SIGKILL)
+		_ = snd.Wait(5 * time.Second)
+	}()
 	sAddr := agentAddr(t, snd)
 	args := append([]string{"--sender", sAddr, "--receiver", agentAddr(t, recv), "--results", t.TempDir(), "--duration", "5s", "--warmup", "1s",
 		"--search", "linear", "--from", "10k", "--to", "10k", "--step", "10k", "--bucket", "10"}, extra...)
