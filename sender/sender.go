@@ -227,7 +227,6 @@ type Sender struct {
 	sendCost time.Duration
 	started  time.Time
 	mon      monitor
-	links    []*Link // one per thread, final after Run
 }
 
 // thread is one emission thread and its stream.

@@ -196,11 +196,8 @@ func agentFault(a *Client, err error) error {
 	if errors.As(err, &ae) {
 		return err
 	}
-	var se *StatusError
-	if errors.As(err, &se) {
-		err = errors.New(strings.TrimPrefix(se.Error(), "agent "+a.Addr+": "))
-	}
-	return &AgentError{Agent: a.Addr, Err: err}
+	// the agent is named once, by the AgentError
+	return &AgentError{Agent: a.Addr, Err: errors.New(strings.Replace(err.Error(), "agent "+a.Addr+": ", "", 1))}
 }
 
 // RunTrial runs every agent at its share of rate and judges the outcome.

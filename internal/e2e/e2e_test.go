@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -383,4 +384,41 @@ func TestReversedDirections(t *testing.T) {
 	if !r.Complete || r.Consumed != 20000 || r.Latency.Count != 20000 {
 		t.Fatalf("receiver behind --connect: %+v", r)
 	}
+}
+
+// TestMetricsExactAtLowRate: at 10 tuples/s the sender's counters are
+// current at every scrape (published on a time bound, not every 64
+// slots), and its lateness buckets are in seconds, the same on every host.
+func TestMetricsExactAtLowRate(t *testing.T) {
+	port := mustPort(t)
+	rp, err := Start(filepath.Join(binDir, "dgrecv"), "--bind", fmt.Sprintf("tcp://127.0.0.1:%d", port), "--metrics-addr", "", "--schema", "synthetic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rp.Signal(syscall.SIGKILL); _ = rp.Wait(5 * time.Second) }()
+	sp, err := Start(filepath.Join(binDir, "dgsend"), "--connect", fmt.Sprintf("tcp://127.0.0.1:%d", port), "--metrics-addr", "127.0.0.1:0",
+		"--rate", "10", "--duration", "4s", "--scenario", "synthetic:100", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sm, err := sp.MetricsAddr(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // ~20 tuples in, fewer than 64 slots
+	got := scrape(t, sm)["cp_sender_tuples_emitted_total"]
+	if got < 10 || got > 30 {
+		t.Fatalf("after ~2 s at 10 tuples/s the counter reads %v", got)
+	}
+	resp, err := http.Get("http://" + sm + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	// 2^10-1 ns: a bucket bound in seconds, whatever the host's TSC rate.
+	if !strings.Contains(string(body), `cp_sender_lateness_seconds_bucket{stream="0",thread="0",le="1.023e-06"}`) {
+		t.Fatalf("lateness buckets are not in seconds:\n%s", grepLines(string(body), "lateness_seconds_bucket"))
+	}
+	_ = sp.Wait(20 * time.Second)
 }

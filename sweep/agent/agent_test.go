@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -118,5 +119,23 @@ func TestOneTrialAtATimeAndStop(t *testing.T) {
 	// The endpoint is free again: a new trial can bind it.
 	if code, body := call(t, srv, http.MethodPost, sweep.PathTrial, "", cfg); code != http.StatusAccepted {
 		t.Fatalf("restart: %d %v", code, body)
+	}
+}
+
+// TestProfilePathsStayInTheAgentsDirectory: a trial's handler configuration
+// may name files only inside the agent's own directory; anything else is
+// refused before the trial starts, and nothing is written outside.
+func TestProfilePathsStayInTheAgentsDirectory(t *testing.T) {
+	outside := t.TempDir()
+	_, srv := receiverAgent(t, "")
+	for _, path := range []string{outside + "/x.log", "../../x.log", "a/../../x.log"} {
+		body := fmt.Sprintf(`{"schema":"synthetic","expect_streams":1,"profile":"default: {handler: buffered, path: '%s'}"}`, path)
+		code, reply := call(t, srv, http.MethodPost, sweep.PathTrial, "", body)
+		if code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(reply["error"]), "relative") {
+			t.Errorf("path %q: %d %v", path, code, reply)
+		}
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Fatalf("files written outside: %v", entries)
 	}
 }

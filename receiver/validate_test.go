@@ -1,0 +1,40 @@
+package receiver
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestConfigValidateRanges(t *testing.T) {
+	valid := func() Config {
+		return Config{Endpoints: []string{"tcp://127.0.0.1:1"}, Schema: "synthetic"}
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"valid", func(*Config) {}, ""},
+		{"ring 2^40", func(c *Config) { c.RingCapacity = 1 << 40 }, "ring"},
+		{"ring 2^62", func(c *Config) { c.RingCapacity = 4611686018427387904 }, "ring"},
+		{"ring 1000", func(c *Config) { c.RingCapacity = 1000 }, "ring"},
+		{"lanes", func(c *Config) { c.Endpoints = make([]string, 65) }, "lanes"},
+		{"work", func(c *Config) { c.WorkPerTuple = time.Second }, "work"},
+		{"negative work", func(c *Config) { c.WorkPerTuple = -1 }, "work"},
+		{"expect", func(c *Config) { c.ExpectStreams = 1 << 20 }, "expect-streams"},
+		{"end timeout", func(c *Config) { c.EndTimeout = time.Hour }, "end timeout"},
+		{"duration", func(c *Config) { c.Duration = -time.Second }, "duration"},
+		{"max message", func(c *Config) { c.MaxMessage = 1 << 30 }, "max message"},
+		{"hwm", func(c *Config) { c.HWM = -1 }, "hwm"},
+		{"schema", func(c *Config) { c.Schema = "xml" }, "schema"},
+		{"cpu", func(c *Config) { c.CPUs = []int{5000} }, "CPU"},
+	} {
+		c := valid()
+		tc.edit(&c)
+		err := c.Validate()
+		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}

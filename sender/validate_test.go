@@ -1,0 +1,89 @@
+package sender
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/scenarios"
+)
+
+// TestConfigValidateRanges: every field from a flag or a request is
+// checked against its range before anything is allocated.
+func TestConfigValidateRanges(t *testing.T) {
+	valid := func() Config {
+		return Config{Endpoints: []string{"tcp://127.0.0.1:1"}, Threads: 1, Rate: 1000, Duration: time.Second, BucketSize: 1,
+			Scenario: &scenarios.Scenario{Schema: scenarios.SchemaSynthetic, Size: 100}, Overflow: Block, Idle: Sleep}
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		want string // "" = valid
+	}{
+		{"valid", func(*Config) {}, ""},
+		{"threads -1", func(c *Config) { c.Threads = -1 }, "threads"},
+		{"threads 257", func(c *Config) { c.Threads = 257 }, "threads"},
+		{"NaN rate", func(c *Config) { c.Rate = math.NaN() }, "rate"},
+		{"huge rate", func(c *Config) { c.Rate = 1e300 }, "rate"},
+		{"negative duration", func(c *Config) { c.Duration = -1 }, "duration"},
+		{"ten-year duration", func(c *Config) { c.Duration = 10 * 365 * 24 * time.Hour }, "duration"},
+		{"no end", func(c *Config) { c.Duration = 0 }, "never ends"},
+		{"count taking days", func(c *Config) { c.Duration, c.Count, c.Rate = 0, 1e12, 1 }, "longer than"},
+		{"warm-up above duration", func(c *Config) { c.Warmup = 2 * time.Second }, "warm-up"},
+		{"start in 9999", func(c *Config) { c.StartAt = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC) }, "ahead"},
+		{"bucket 0", func(c *Config) { c.BucketSize = 0 }, "bucket size"},
+		{"bucket too large for the tuples", func(c *Config) { c.BucketSize = 1 << 20; c.Scenario.Size = 1000 }, "MiB"},
+		{"overflow", func(c *Config) { c.Overflow = "x" }, "overflow"},
+		{"idle", func(c *Config) { c.Idle = "x" }, "idle"},
+		{"hwm", func(c *Config) { c.HWM = 1 << 40 }, "hwm"},
+		{"io threads", func(c *Config) { c.IOThreads = 1000 }, "io-threads"},
+		{"late threshold", func(c *Config) { c.LateThreshold = time.Hour }, "late threshold"},
+		{"end timeout", func(c *Config) { c.EndTimeout = time.Hour }, "end timeout"},
+		{"cpu", func(c *Config) { c.CPUs = []int{-1} }, "CPU"},
+		{"endpoint", func(c *Config) { c.Endpoints = []string{"nonsense"} }, "endpoint"},
+		{"long endpoint", func(c *Config) { c.Endpoints = []string{"tcp://" + strings.Repeat("a", 300)} }, "endpoint"},
+		{"scenario too large", func(c *Config) { c.Scenario.Size, c.Scenario.Distinct = 1<<20, 1<<20 }, "distinct"},
+		{"shape", func(c *Config) { c.Shape = Shape{Kind: "sine", Amp: 2, Period: 1} }, "amplitude"},
+	} {
+		c := valid()
+		tc.edit(&c)
+		err := c.Validate()
+		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	c := valid()
+	if err := c.Validate(); err != nil || c.HWM != DefaultHWM || c.IOThreads != 1 {
+		t.Errorf("defaults: %v hwm %d io %d", err, c.HWM, c.IOThreads)
+	}
+}
+
+func TestShapeValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    Shape
+		ok   bool
+	}{
+		{"constant", Shape{Kind: "constant"}, true},
+		{"empty", Shape{}, true},
+		{"poisson", Shape{Kind: "poisson", Seed: 7}, true},
+		{"step", Shape{Kind: "step", Mults: []float64{1, 2}, Spans: []float64{1, 1}}, true},
+		{"step all zero", Shape{Kind: "step", Mults: []float64{0}, Spans: []float64{1}}, false},
+		{"step without spans", Shape{Kind: "step", Mults: []float64{1}}, false},
+		{"step NaN", Shape{Kind: "step", Mults: []float64{math.NaN()}, Spans: []float64{1}}, false},
+		{"step Inf span", Shape{Kind: "step", Mults: []float64{1}, Spans: []float64{math.Inf(1)}}, false},
+		{"step too many pieces", Shape{Kind: "step", Mults: make([]float64, MaxShapePieces+1), Spans: make([]float64, MaxShapePieces+1)}, false},
+		{"ramp", Shape{Kind: "ramp", Mults: []float64{0.5, 1.5}}, true},
+		{"ramp one", Shape{Kind: "ramp", Mults: []float64{1}}, false},
+		{"sine", Shape{Kind: "sine", Amp: 0.2, Period: 10}, true},
+		{"sine zero period", Shape{Kind: "sine", Amp: 0.2}, false},
+		{"replay", Shape{Kind: "replay", Mults: []float64{1}, Spans: []float64{1}, Source: "t.txt"}, true},
+		{"unknown", Shape{Kind: "replay:/etc/shadow"}, false},
+		{"constant with pieces", Shape{Kind: "constant", Mults: []float64{1}}, false},
+	} {
+		if err := tc.s.Validate(); (err == nil) != tc.ok {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+}

@@ -1,0 +1,248 @@
+package sweep
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/sender"
+)
+
+// fakeAgent answers the control API in-process; its behaviour picks how
+// the trial goes.
+type fakeAgent struct {
+	role     string
+	behave   string // ok, refuse, capacity, fail, hang, die
+	srv      *httptest.Server
+	mu       sync.Mutex
+	polls    int
+	started  int
+	stopped  int
+	lastBody []byte
+}
+
+func newFake(t *testing.T, role, behave string) *fakeAgent {
+	f := &fakeAgent{role: role, behave: behave}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+PathInfo, func(w http.ResponseWriter, r *http.Request) {
+		info := AgentInfo{Role: role, State: StateIdle}
+		if role == RoleReceiver {
+			info.DataEndpoints = []string{"tcp://*:5555"}
+		}
+		_ = json.NewEncoder(w).Encode(info)
+	})
+	mux.HandleFunc("POST "+PathTrial, func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.started++
+		var body json.RawMessage
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		f.lastBody = body
+		switch f.behave {
+		case "refuse":
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"error":"bad trial configuration: threads must be 1..256"}`))
+			return
+		case "capacity":
+			w.WriteHeader(StatusCapacity)
+			_, _ = w.Write([]byte(`{"error":"rate above the send cost"}`))
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+		_ = json.NewEncoder(w).Encode(TrialStatus{State: StateRunning})
+	})
+	mux.HandleFunc("GET "+PathTrial, func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		f.polls++
+		polls := f.polls
+		f.mu.Unlock()
+		st := TrialStatus{State: StateRunning}
+		switch {
+		case f.behave == "hang" && polls > 2:
+			time.Sleep(ControlTimeout + time.Second) // a poll that never answers in time
+		case f.behave == "fail" && polls > 2:
+			st = TrialStatus{State: StateFailed, Error: "bind tcp://*:5555: address in use"}
+		case polls > 2:
+			st.State = StateDone
+			if role == RoleSender {
+				st.Sender = &sender.Result{TargetRate: 1000, Threads: 1, BucketSize: 1, Emitted: 1000, ScheduledTups: 1000}
+			} else {
+				st.Receiver = &receiver.Result{Consumed: 1000, Complete: true}
+			}
+		}
+		_ = json.NewEncoder(w).Encode(st)
+	})
+	mux.HandleFunc("POST "+PathStop, func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		f.stopped++
+		f.mu.Unlock()
+		_ = json.NewEncoder(w).Encode(TrialStatus{State: StateDone})
+	})
+	f.srv = httptest.NewServer(mux)
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeAgent) client() *Client { return NewClient(strings.TrimPrefix(f.srv.URL, "http://"), "") }
+
+func testPlan(t *testing.T) TrialPlan {
+	p := TrialPlan{Duration: 300 * time.Millisecond, Threads: 1, BucketSize: 1, Scenario: "synthetic-100", Overflow: "block", Idle: "sleep",
+		Schema: "synthetic", EndTimeout: time.Second}
+	if err := p.Resolve(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestRunTrialTellsAgentFaultsFromFailedRates: only a sender's refusal of
+// a rate above its send cost is a failed trial; every other refusal, a
+// failed, hung or dead agent is an *AgentError naming the agent.
+func TestRunTrialTellsAgentFaultsFromFailedRates(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		recv, send     string
+		agentErr, pass bool
+		rule, says     string
+	}{
+		{name: "healthy", recv: "ok", send: "ok", pass: true},
+		{name: "sender refuses the configuration", recv: "ok", send: "refuse", agentErr: true, says: "threads must be"},
+		{name: "receiver refuses", recv: "refuse", send: "ok", agentErr: true, says: "start receiver"},
+		{name: "sender above its send cost", recv: "ok", send: "capacity", rule: RuleSendCost},
+		{name: "receiver fails mid-trial", recv: "fail", send: "ok", agentErr: true, says: "address in use"},
+		{name: "sender stops answering", recv: "ok", send: "hang", agentErr: true, says: "stopped answering"},
+		{name: "sender dies", recv: "ok", send: "die", agentErr: true, says: "stopped answering"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recv, send := newFake(t, RoleReceiver, tc.recv), newFake(t, RoleSender, tc.send)
+			c := &Controller{Senders: []*Client{send.client()}, Receivers: []*Client{recv.client()}, Plan: testPlan(t), AgentTimeout: time.Second}
+			if _, err := c.Prepare(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if tc.send == "die" {
+				go func() { time.Sleep(300 * time.Millisecond); send.srv.CloseClientConnections(); send.srv.Close() }()
+			}
+			tr, err := c.RunTrial(context.Background(), 1000, "ramp")
+			var ae *AgentError
+			if tc.agentErr != errors.As(err, &ae) {
+				t.Fatalf("error %v, want an agent error: %v", err, tc.agentErr)
+			}
+			if tc.agentErr {
+				if !strings.Contains(err.Error(), tc.says) {
+					t.Errorf("error %q does not say %q", err, tc.says)
+				}
+				if want := map[bool]*fakeAgent{true: send, false: recv}[strings.Contains(tc.name, "sender")]; ae.Agent != want.client().Addr {
+					t.Errorf("blamed %s", ae.Agent)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tr.Verdict.Pass != tc.pass {
+				t.Errorf("verdict %+v", tr.Verdict)
+			}
+			if tc.rule != "" && (len(tr.Verdict.Checks) != 1 || tr.Verdict.Checks[0].Rule != tc.rule || tr.Verdict.Pass) {
+				t.Errorf("verdict %+v, want only %s failing", tr.Verdict, tc.rule)
+			}
+			if tc.send == "capacity" && recv.stopped == 0 {
+				t.Error("the receiver was not stopped after the sender refused")
+			}
+		})
+	}
+}
+
+// TestTrialsCarryTheirWorkloadInline: what reaches a sender agent is the
+// scenario and the shape themselves, never a name of a file.
+func TestTrialsCarryTheirWorkloadInline(t *testing.T) {
+	recv, send := newFake(t, RoleReceiver, "ok"), newFake(t, RoleSender, "ok")
+	p := testPlan(t)
+	p.Shape = "step:1x@1s,2x@1s"
+	if err := p.Resolve(); err != nil {
+		t.Fatal(err)
+	}
+	c := &Controller{Senders: []*Client{send.client()}, Receivers: []*Client{recv.client()}, Plan: p}
+	if _, err := c.Prepare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.RunTrial(context.Background(), 1000, "ramp"); err != nil {
+		t.Fatal(err)
+	}
+	var got SenderTrial
+	if err := json.Unmarshal(send.lastBody, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Scenario.Schema != "synthetic" || got.Scenario.Size != 100 || got.Shape.Kind != "step" || len(got.Shape.Mults) != 2 {
+		t.Fatalf("sent %+v", got)
+	}
+	if err := got.Validate(); err != nil {
+		t.Fatalf("the controller sent a trial the agent would refuse: %v", err)
+	}
+}
+
+func TestCheckPlan(t *testing.T) {
+	good := testPlan(t)
+	fast := Search{Method: "fast", Fast: FastPlan{Start: 1000}}
+	for _, tc := range []struct {
+		name    string
+		edit    func(*TrialPlan, *Search, *string)
+		problem string // "" = valid
+	}{
+		{"valid", func(*TrialPlan, *Search, *string) {}, ""},
+		{"bucket 0", func(p *TrialPlan, _ *Search, _ *string) { p.BucketSize = 0 }, "bucket size"},
+		{"threads 0", func(p *TrialPlan, _ *Search, _ *string) { p.Threads = 0 }, "--threads"},
+		{"overflow", func(p *TrialPlan, _ *Search, _ *string) { p.Overflow = "maybe" }, "overflow"},
+		{"idle", func(p *TrialPlan, _ *Search, _ *string) { p.Idle = "nap" }, "idle"},
+		{"schema", func(p *TrialPlan, _ *Search, _ *string) { p.Schema = "xml" }, "schema"},
+		{"ring", func(p *TrialPlan, _ *Search, _ *string) { p.Ring = 1000 }, "ring"},
+		{"work", func(p *TrialPlan, _ *Search, _ *string) { p.WorkPerTuple = time.Hour }, "work"},
+		{"duration", func(p *TrialPlan, _ *Search, _ *string) { p.Duration = 0 }, "duration"},
+		{"rules", func(p *TrialPlan, _ *Search, _ *string) { p.Rules.BacklogGrowth = 2 }, "backlog"},
+		{"search method", func(_ *TrialPlan, s *Search, _ *string) { s.Method = "binary" }, "--search"},
+		{"start rate", func(_ *TrialPlan, s *Search, _ *string) { s.Fast.Start = 0 }, "start rate"},
+		{"linear", func(_ *TrialPlan, s *Search, _ *string) { *s = Search{Method: "linear", Linear: LinearPlan{From: 5, To: 1, Step: 1}} }, "linear"},
+		{"unknown handler", func(_ *TrialPlan, _ *Search, h *string) { *h = "default: {handler: nosuch}" }, "unknown handler"},
+		{"missing parameter", func(_ *TrialPlan, _ *Search, h *string) { *h = "default: {handler: xoy, path: a.log}" }, "xoy"},
+		{"absolute log path", func(_ *TrialPlan, _ *Search, h *string) { *h = "default: {handler: buffered, path: /etc/x.log}" }, "relative"},
+	} {
+		p, s, h := good, fast, ""
+		tc.edit(&p, &s, &h)
+		err := CheckPlan(p, s, 1, h, 0.9)
+		var pe *PlanError
+		switch {
+		case tc.problem == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.problem != "" && (!errors.As(err, &pe) || !strings.Contains(err.Error(), tc.problem)):
+			t.Errorf("%s: %v, want a plan error about %q", tc.name, err, tc.problem)
+		}
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	answer := &Report{Result: &Result{LastPass: 100, FirstFail: 200}}
+	none := &Report{Result: &Result{FirstFail: 200}}
+	for _, tc := range []struct {
+		name string
+		r    *Report
+		err  error
+		want int
+	}{
+		{"answer", answer, nil, ExitAnswer},
+		{"lower bound only", &Report{Result: &Result{LastPass: 100}}, nil, ExitAnswer},
+		{"no rate passed", none, nil, ExitNoRatePassed},
+		{"invalid plan", nil, &PlanError{Problems: []string{"x"}}, ExitInvalidPlan},
+		{"agent failure", answer, &AgentError{Agent: "a", Err: errors.New("gone")}, ExitAgentFailure},
+		{"interrupted", &Report{Interrupted: true, Result: &Result{LastPass: 1}}, nil, ExitInterrupted},
+		{"write error", answer, errors.New("disk full"), ExitError},
+	} {
+		if got := ExitCode(tc.r, tc.err); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
