@@ -95,14 +95,17 @@ func (c *Client) Handler() http.Handler {
 	mux.HandleFunc("GET "+PathInfo, func(w http.ResponseWriter, r *http.Request) { httpapi.ReplyJSON(w, http.StatusOK, c.Info()) })
 	mux.HandleFunc("POST "+PathProbe, func(w http.ResponseWriter, r *http.Request) {
 		var req ProbeRequest
-		dec := json.NewDecoder(io.LimitReader(r.Body, 1<<16))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
-			httpapi.ReplyError(w, http.StatusBadRequest, errors.New("bad probe request: "+err.Error()))
+		if err := httpapi.DecodeJSON(w, r, 1<<16, &req); err != nil {
+			httpapi.ReplyRequestError(w, err)
 			return
 		}
-		if req.Count < 1 || req.Count > 100000 || req.Peer == "" {
+		if req.Count < 1 || req.Count > 100000 || req.Peer == "" || len(req.Peer) > 256 {
 			httpapi.ReplyError(w, http.StatusBadRequest, errors.New("a probe request needs a peer and a count between 1 and 100000"))
+			return
+		}
+		// A round of probes must end in bounded time.
+		if req.Gap < 0 || req.Gap > 100*time.Millisecond || req.Timeout < 0 || req.Timeout > 5*time.Second {
+			httpapi.ReplyError(w, http.StatusBadRequest, errors.New("a probe request's gap must be 0 to 100ms and its timeout 0 to 5s"))
 			return
 		}
 		if req.Timeout <= 0 {
