@@ -28,11 +28,13 @@ lint: deps
 	@command -v staticcheck >/dev/null 2>&1 || $(GO) install honnef.co/go/tools/cmd/staticcheck@latest
 	$$($(GO) env GOPATH)/bin/staticcheck ./...
 
-# Micro-benchmarks, then the end-to-end figures recorded in BENCHMARKS.md.
+# Micro-benchmarks, then the end-to-end figures recorded in BENCHMARKS.md,
+# then a 30-minute soak (CP_SOAK=5m shortens it).
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./objfactory/ ./scenarios/ ./sender/ ./internal/histo/ ./tsc/ ./profiler/
 	CP_RAW_CEILING=124,10024 $(GO) test -count=1 -run '^TestRawCeiling$$' -v ./internal/zmqraw/ | grep -E 'RAW|^(ok|FAIL)'
-	CP_BENCH=1 $(GO) test -count=1 -run '^TestBench' -v -timeout 30m ./internal/e2e/ | grep -E 'EMISSION|E2E|ACCURACY|SWEEP|CAPACITY|OVERHEAD|^(ok|FAIL|---)'
+	CP_BENCH=1 $(GO) test -count=1 -run '^TestBench' -skip '^TestBenchSoak$$' -v -timeout 30m ./internal/e2e/ | grep -E 'EMISSION|E2E|ACCURACY|SWEEP|CAPACITY|OVERHEAD|^(ok|FAIL|---)'
+	CP_BENCH=1 $(GO) test -count=1 -run '^TestBenchSoak$$' -v -timeout 40m ./internal/e2e/ | grep -E 'SOAK|^(ok|FAIL|---)'
 	CP_BENCH=1 $(GO) test -count=1 -run '^TestBenchAnalyzeScale$$' -v -timeout 20m ./results/analysis/ | grep -E 'generated|ANALYZE|^(ok|FAIL)'
 
 # The main job on loopback: cpsweep starts local dgsend/dgrecv agents, finds
