@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/cloudprofiler-go/cp/internal/readfile"
 
 	"gopkg.in/yaml.v3"
 )
@@ -196,7 +197,7 @@ func mapValues(m map[string]Config) []Config {
 
 // LoadHandlers reads a handler configuration file.
 func LoadHandlers(path string) (*Handlers, error) {
-	data, err := os.ReadFile(path)
+	data, err := readfile.Limited(path, MaxHandlersBytes)
 	if err != nil {
 		return nil, fmt.Errorf("handler configuration: %w", err)
 	}

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/internal/readfile"
+
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 )
 
@@ -51,7 +53,7 @@ func FetchHandlers(ctx context.Context, source, token string) (*Handlers, []byte
 		}
 	} else {
 		var err error
-		if data, err = os.ReadFile(source); err != nil {
+		if data, err = readfile.Limited(source, MaxHandlersBytes); err != nil {
 			return nil, nil, fmt.Errorf("handler configuration: %w", err)
 		}
 	}

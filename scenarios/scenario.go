@@ -23,6 +23,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cloudprofiler-go/cp/internal/readfile"
+
 	"gopkg.in/yaml.v3"
 )
 
@@ -155,7 +157,7 @@ func Load(nameOrPath string) (*Scenario, error) {
 	if data, err := builtinFiles.ReadFile(nameOrPath + ".yaml"); err == nil {
 		return Parse(data, nameOrPath+".yaml")
 	}
-	data, err := os.ReadFile(nameOrPath)
+	data, err := readfile.Limited(nameOrPath, 1<<20)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("scenario %q: no such file and not a built-in (built-ins: %s; or synthetic:SIZE)", nameOrPath, strings.Join(Builtins(), ", "))

@@ -2,14 +2,16 @@ package sender
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cloudprofiler-go/cp/internal/readfile"
 )
 
 // Schedule gives the TSC time at which each slot (one bucket) is due. The
@@ -188,13 +190,12 @@ func (s Shape) check() error {
 // loadTrace reads "seconds rate" lines (times increasing from 0; each rate
 // holds until the next time; the last holds for the mean gap).
 func loadTrace(path string) (Shape, error) {
-	f, err := os.Open(path)
+	data, err := readfile.Limited(path, 16<<20)
 	if err != nil {
 		return Shape{}, fmt.Errorf("replay trace: %w", err)
 	}
-	defer f.Close()
 	var ts, rates []float64
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	for line := 1; sc.Scan(); line++ {
 		text := strings.TrimSpace(sc.Text())
 		if text == "" || strings.HasPrefix(text, "#") {

@@ -9,6 +9,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/internal/readfile"
+	"github.com/cloudprofiler-go/cp/profiler"
+
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 
 	"github.com/spf13/cobra"
@@ -109,7 +112,7 @@ finished one.`,
 				Linear: sweep.LinearPlan{From: rates[2], To: rates[3], Step: rates[4]}}
 			var profile []byte
 			if profileFile != "" {
-				if profile, err = os.ReadFile(profileFile); err != nil {
+				if profile, err = readfile.Limited(profileFile, profiler.MaxHandlersBytes); err != nil {
 					return invalid(fmt.Errorf("--profile: %w", err))
 				}
 			}

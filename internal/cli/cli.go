@@ -71,6 +71,9 @@ func HumanCount(v uint64) string {
 // allowed CPUs, leaving CPU 0 to the kernel and the ZeroMQ I/O threads when
 // there is a choice), or an explicit list like "1" or "0,2-3".
 func CPUs(value string, n int) ([]int, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("--threads must be at least 1, got %d", n)
+	}
 	if value != "auto" {
 		return osthread.Parse(value)
 	}

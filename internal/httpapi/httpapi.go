@@ -15,8 +15,9 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
+
+	"github.com/cloudprofiler-go/cp/internal/readfile"
 )
 
 // MinTokenLen is the shortest token accepted, in bytes: 16 random bytes
@@ -42,7 +43,7 @@ func ReadToken(token, file string) (string, error) {
 		return "", errors.New("give --token or --token-file, not both")
 	}
 	if file != "" {
-		b, err := os.ReadFile(file)
+		b, err := readfile.Limited(file, 4096)
 		if err != nil {
 			return "", fmt.Errorf("read token file: %w", err)
 		}
