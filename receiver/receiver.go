@@ -62,18 +62,12 @@ type Config struct {
 // allocated (docs/security.md lists them).
 const (
 	MaxLanes         = 64
-	MaxEndpointLen   = 256
 	MaxRing          = 1 << 14 // buckets per lane
 	MaxMessageLimit  = 256 << 20
-	MaxHWM           = 1_000_000
-	MaxIOThreads     = 64
 	MaxWorkPerTuple  = 100 * time.Millisecond // a stop is noticed between tuples
 	MaxExpectStreams = 1 << 16
 	MaxWait          = 10 * time.Minute // settle and end timeout
 	MaxDuration      = 24 * time.Hour
-	MaxCPU           = 4095
-	// DefaultHWM is the receive high-water mark when none is given.
-	DefaultHWM = 1000
 	// DefaultRing is the ring capacity when none is given.
 	DefaultRing = 256
 )
@@ -81,20 +75,8 @@ const (
 // Validate checks every field against its range and fills defaults; it
 // allocates nothing, so it is safe on untrusted input.
 func (c *Config) Validate() error {
-	var problems []string
+	problems := zmqraw.Sockets{Endpoints: c.Endpoints, MaxEndpoints: MaxLanes, HWM: c.HWM, IOThreads: c.IOThreads, CPUs: c.CPUs}.Problems()
 	bad := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
-	if len(c.Endpoints) == 0 {
-		bad("no endpoint given (e.g. tcp://*:5555)")
-	}
-	if len(c.Endpoints) > MaxLanes {
-		bad("at most %d lanes (endpoints), got %d", MaxLanes, len(c.Endpoints))
-	}
-	for _, ep := range c.Endpoints {
-		if len(ep) > MaxEndpointLen || !strings.Contains(ep, "://") {
-			bad("endpoint %.64q is not a ZeroMQ endpoint like tcp://*:5555", ep)
-			break
-		}
-	}
 	if _, ok := scenarios.DecoderFor(c.Schema); !ok && !c.Drain {
 		bad("unknown schema %.32q (use ad-event, synthetic or raw)", c.Schema)
 	}
@@ -110,12 +92,6 @@ func (c *Config) Validate() error {
 	if c.MaxMessage < 0 || c.MaxMessage > MaxMessageLimit {
 		bad("max message must be 1 to %d bytes, got %d", MaxMessageLimit, c.MaxMessage)
 	}
-	if c.HWM < 0 || c.HWM > MaxHWM {
-		bad("hwm must be 0 to %d messages, got %d", MaxHWM, c.HWM)
-	}
-	if c.IOThreads < 0 || c.IOThreads > MaxIOThreads {
-		bad("io-threads must be 0 to %d, got %d", MaxIOThreads, c.IOThreads)
-	}
 	if c.WorkPerTuple < 0 || c.WorkPerTuple > MaxWorkPerTuple {
 		bad("work per tuple must be 0 to %v, got %v", MaxWorkPerTuple, c.WorkPerTuple)
 	}
@@ -128,24 +104,10 @@ func (c *Config) Validate() error {
 	if c.Duration < 0 || c.Duration > MaxDuration {
 		bad("duration must be 0 (no limit) to %v, got %v", MaxDuration, c.Duration)
 	}
-	if len(c.CPUs) > MaxCPU+1 {
-		bad("at most %d CPUs", MaxCPU+1)
-	}
-	for _, cpu := range c.CPUs {
-		if cpu < 0 || cpu > MaxCPU {
-			bad("CPU %d is out of range 0..%d", cpu, MaxCPU)
-			break
-		}
-	}
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "; "))
 	}
-	if c.IOThreads == 0 {
-		c.IOThreads = 1
-	}
-	if c.HWM == 0 {
-		c.HWM = DefaultHWM // ZeroMQ's 0 would mean an unbounded queue
-	}
+	c.HWM, c.IOThreads = zmqraw.Defaults(c.HWM, c.IOThreads)
 	if c.Settle == 0 {
 		c.Settle = 500 * time.Millisecond
 	}

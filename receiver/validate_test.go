@@ -19,7 +19,7 @@ func TestConfigValidateRanges(t *testing.T) {
 		{"ring 2^40", func(c *Config) { c.RingCapacity = 1 << 40 }, "ring"},
 		{"ring 2^62", func(c *Config) { c.RingCapacity = 4611686018427387904 }, "ring"},
 		{"ring 1000", func(c *Config) { c.RingCapacity = 1000 }, "ring"},
-		{"lanes", func(c *Config) { c.Endpoints = make([]string, 65) }, "lanes"},
+		{"lanes", func(c *Config) { c.Endpoints = make([]string, 65) }, "at most 64 endpoints"},
 		{"work", func(c *Config) { c.WorkPerTuple = time.Second }, "work"},
 		{"negative work", func(c *Config) { c.WorkPerTuple = -1 }, "work"},
 		{"expect", func(c *Config) { c.ExpectStreams = 1 << 20 }, "expect-streams"},

@@ -89,40 +89,22 @@ type Config struct {
 const (
 	MaxThreads       = 256
 	MaxEndpoints     = 256
-	MaxEndpointLen   = 256
 	MaxRate          = 1e10 // tuples/s
 	MaxDuration      = 24 * time.Hour
 	MaxBucketSize    = 1 << 20
 	MaxMessageBytes  = 64 << 20 // a bucket's encoded size (dgrecv's default --max-message)
-	MaxHWM           = 1_000_000
-	MaxIOThreads     = 64
 	MaxLateThreshold = time.Minute
 	MaxEndTimeout    = 10 * time.Minute
 	// MaxStartLead is how far in the future a common start may be: a
 	// start time beyond it is refused, not waited for.
 	MaxStartLead = time.Minute
-	MaxCPU       = 4095
-	// DefaultHWM is the send high-water mark when none is given.
-	DefaultHWM = 1000
 )
 
 // Validate checks every field against its range and fills defaults; it
 // allocates nothing, so it is safe on untrusted input.
 func (c *Config) Validate() error {
-	var problems []string
+	problems := zmqraw.Sockets{Endpoints: c.Endpoints, MaxEndpoints: MaxEndpoints, HWM: c.HWM, IOThreads: c.IOThreads, CPUs: c.CPUs}.Problems()
 	bad := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
-	if len(c.Endpoints) == 0 {
-		bad("no endpoint given (e.g. tcp://receiver:5555)")
-	}
-	if len(c.Endpoints) > MaxEndpoints {
-		bad("at most %d endpoints, got %d", MaxEndpoints, len(c.Endpoints))
-	}
-	for _, ep := range c.Endpoints {
-		if len(ep) > MaxEndpointLen || !strings.Contains(ep, "://") {
-			bad("endpoint %.64q is not a ZeroMQ endpoint like tcp://host:port", ep)
-			break
-		}
-	}
 	if c.Threads < 1 || c.Threads > MaxThreads {
 		bad("threads must be 1..%d, got %d", MaxThreads, c.Threads)
 	}
@@ -169,36 +151,16 @@ func (c *Config) Validate() error {
 	if err := c.Shape.Validate(); err != nil {
 		bad("%v", err)
 	}
-	if c.HWM < 0 || c.HWM > MaxHWM {
-		bad("hwm must be 0 to %d messages, got %d", MaxHWM, c.HWM)
-	}
-	if c.IOThreads < 0 || c.IOThreads > MaxIOThreads {
-		bad("io-threads must be 0 to %d, got %d", MaxIOThreads, c.IOThreads)
-	}
 	if c.LateThreshold < 0 || c.LateThreshold > MaxLateThreshold {
 		bad("late threshold must be 0 to %v, got %v", MaxLateThreshold, c.LateThreshold)
 	}
 	if c.EndTimeout < 0 || c.EndTimeout > MaxEndTimeout {
 		bad("end timeout must be 0 to %v, got %v", MaxEndTimeout, c.EndTimeout)
 	}
-	if len(c.CPUs) > MaxCPU+1 {
-		bad("at most %d CPUs", MaxCPU+1)
-	}
-	for _, cpu := range c.CPUs {
-		if cpu < 0 || cpu > MaxCPU {
-			bad("CPU %d is out of range 0..%d", cpu, MaxCPU)
-			break
-		}
-	}
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "; "))
 	}
-	if c.IOThreads == 0 {
-		c.IOThreads = 1
-	}
-	if c.HWM == 0 {
-		c.HWM = DefaultHWM // ZeroMQ's 0 would mean an unbounded queue
-	}
+	c.HWM, c.IOThreads = zmqraw.Defaults(c.HWM, c.IOThreads)
 	if c.LateThreshold <= 0 {
 		c.LateThreshold = 10 * time.Microsecond
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/internal/zmqraw"
 	"github.com/cloudprofiler-go/cp/scenarios"
 )
 
@@ -54,7 +55,7 @@ func TestConfigValidateRanges(t *testing.T) {
 		}
 	}
 	c := valid()
-	if err := c.Validate(); err != nil || c.HWM != DefaultHWM || c.IOThreads != 1 {
+	if err := c.Validate(); err != nil || c.HWM != zmqraw.DefaultHWM || c.IOThreads != 1 {
 		t.Errorf("defaults: %v hwm %d io %d", err, c.HWM, c.IOThreads)
 	}
 }
