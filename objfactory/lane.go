@@ -39,11 +39,18 @@ const (
 	ReasonTuple
 	ReasonOversized
 	ReasonEnd
+	ReasonStream    // stream id above 0xffff
+	ReasonMultipart // a part of a multipart ZeroMQ message
+	ReasonAfterEnd  // data or a second end marker after a stream's end marker
 	numReasons
 )
 
 // ReasonNames are the label values of the malformed-message reasons.
-var ReasonNames = [numReasons]string{"short", "magic", "version", "kind", "length", "tuple", "oversized", "end_marker"}
+var ReasonNames = [numReasons]string{"short", "magic", "version", "kind", "length", "tuple", "oversized", "end_marker", "stream", "multipart", "after_end"}
+
+// ErrMultipart is returned by a Source for every part of a multipart
+// message (the format is single-part: the parts are discarded).
+var ErrMultipart = errors.New("part of a multipart message")
 
 func reasonOf(err error) int {
 	switch {
@@ -59,8 +66,12 @@ func reasonOf(err error) int {
 		return ReasonLength
 	case errors.Is(err, ErrOversized):
 		return ReasonOversized
+	case errors.Is(err, wire.ErrStream):
+		return ReasonStream
+	case errors.Is(err, ErrMultipart):
+		return ReasonMultipart
 	case errors.Is(err, wire.ErrTruncated), errors.Is(err, wire.ErrType),
-		errors.Is(err, wire.ErrTupleCount), errors.Is(err, wire.ErrTupleFields):
+		errors.Is(err, wire.ErrTupleCount), errors.Is(err, wire.ErrTupleFields), errors.Is(err, wire.ErrTupleValue):
 		return ReasonTuple
 	}
 	return ReasonEnd
@@ -137,7 +148,7 @@ func (l *Lane) Run(src Source, stop *atomic.Bool, accept Accept) error {
 			if err == ErrTimeout {
 				continue
 			}
-			if err == ErrOversized {
+			if err == ErrOversized || err == ErrMultipart {
 				l.malformed(err)
 				continue
 			}
@@ -162,8 +173,11 @@ func (l *Lane) Run(src Source, stop *atomic.Bool, accept Accept) error {
 	return nil
 }
 
-func (l *Lane) malformed(err error) {
-	r := reasonOf(err)
+func (l *Lane) malformed(err error) { l.Malformed(reasonOf(err), err) }
+
+// Malformed counts a message refused for reason r (also by an Accept hook,
+// e.g. data after its stream's end).
+func (l *Lane) Malformed(r int, err error) {
 	l.Stats.Malformed[r].Add(1)
 	msg := ReasonNames[r] + ": " + err.Error()
 	l.Stats.LastError.Store(&msg)

@@ -325,12 +325,19 @@ func (r *Receiver) Run() (*Result, error) {
 	return res, nil
 }
 
+var errAfterEnd = errors.New("message of a stream after its end marker")
+
 // accept runs on a lane's deserializer for every well-formed message.
 func (l *lane) accept(b *objfactory.Bucket) bool {
 	st := l.streams.get(b.Header.Stream)
 	b.Tag = st
 	l.lastMsg.Store(tsc.ReadFast())
+	if st.endSeen { // data or a second end marker after the stream ended
+		l.Malformed(objfactory.ReasonAfterEnd, errAfterEnd)
+		return false
+	}
 	if b.Header.Kind == wire.KindEnd {
+		st.endSeen = true
 		return true // queued behind the stream's data, so the consumer sees it last
 	}
 	if st.track(b.Header.Seq) {
@@ -453,7 +460,7 @@ func (r *Receiver) consume() {
 		r.consumed.Add(pending)
 		pending = 0
 		r.latency.Publish()
-		if r.done.Load() && (r.empty() || r.quit.Load()) { // stopped: what is left stays unconsumed
+		if r.done.Load() && (r.empty() || (work > 0 && r.quit.Load())) { // stopped in busy work: what is left stays unconsumed
 			r.checksum = checksum
 			return
 		}

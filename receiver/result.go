@@ -14,7 +14,7 @@ import (
 
 // Result is the end-of-run accounting (--json prints it as is).
 type Result struct {
-	Complete     bool              `json:"complete"` // every stream ended and nothing is missing
+	Complete     bool              `json:"complete"` // every stream is complete (see StreamResult)
 	Reason       string            `json:"reason"`   // why the run ended
 	Drain        bool              `json:"drain"`    // tuples counted from headers, not decoded
 	Received     uint64            `json:"received_tuples"`
@@ -22,10 +22,11 @@ type Result struct {
 	Sent         uint64            `json:"sent_tuples"` // per the end markers that arrived
 	Missing      uint64            `json:"missing_tuples"`
 	Duplicates   uint64            `json:"duplicate_buckets"`
+	Stale        uint64            `json:"stale_buckets"` // too far behind to check for duplication: discarded
 	OutOfSeq     uint64            `json:"out_of_sequence_buckets"`
 	Malformed    uint64            `json:"malformed_messages"`
-	MalformedBy  map[string]uint64 `json:"malformed_by_reason,omitempty"`
-	DurationS    float64           `json:"duration_s"` // first to last consumed tuple
+	MalformedBy  map[string]uint64 `json:"malformed_by_reason"` // every reason, 0 included
+	DurationS    float64           `json:"duration_s"`          // first to last consumed tuple
 	Rate         float64           `json:"consume_rate_tuples_per_s"`
 	Latency      histo.Summary     `json:"latency"`               // intended send -> consumed (same clock domain only)
 	RingCapacity int               `json:"ring_capacity_buckets"` // over all lanes
@@ -34,7 +35,7 @@ type Result struct {
 	Backlog []BacklogSample `json:"backlog"`
 	Streams []StreamResult  `json:"streams"`
 	Lanes   []LaneResult    `json:"lanes"`
-	Errors  []string        `json:"errors,omitempty"`
+	Errors  []string        `json:"errors"`
 }
 
 // BacklogSample is the receiver's state at one instant: ring occupancy,
@@ -60,13 +61,18 @@ type StreamResult struct {
 	Buckets        uint64 `json:"buckets"`
 	OutOfSeq       uint64 `json:"out_of_sequence_buckets"`
 	Duplicates     uint64 `json:"duplicate_buckets"`
+	Stale          uint64 `json:"stale_buckets"`
 	GapBuckets     uint64 `json:"gap_buckets"` // sequence numbers never seen
 	Ended          bool   `json:"ended"`
-	SentTuples     uint64 `json:"sent_tuples"` // from the end marker
-	SenderDropped  uint64 `json:"sender_dropped_buckets"`
-	EndReason      string `json:"end_reason,omitempty"`
-	Missing        uint64 `json:"missing_tuples"`
-	Status         string `json:"status"`
+	SentBuckets    uint64 `json:"sent_buckets"` // from the end marker
+	// Complete: the end marker arrived, every bucket it announces arrived
+	// (buckets == sent_buckets) and every tuple it announces was consumed.
+	Complete      bool   `json:"complete"`
+	SentTuples    uint64 `json:"sent_tuples"` // from the end marker
+	SenderDropped uint64 `json:"sender_dropped_buckets"`
+	EndReason     string `json:"end_reason"`
+	Missing       uint64 `json:"missing_tuples"`
+	Status        string `json:"status"`
 }
 
 // LaneResult is one receive socket's counters.
@@ -75,27 +81,27 @@ type LaneResult struct {
 	Endpoint    string            `json:"endpoint"`
 	Messages    uint64            `json:"messages"`
 	Bytes       uint64            `json:"bytes"`
-	Malformed   map[string]uint64 `json:"malformed,omitempty"`
-	Stalls      uint64            `json:"stalls"` // times the deserializer waited for the consumer
+	Malformed   map[string]uint64 `json:"malformed"` // every reason, 0 included
+	Stalls      uint64            `json:"stalls"`    // times the deserializer waited for the consumer
 	DecodeBusyS float64           `json:"decode_busy_s"`
 }
 
 func (r *Receiver) result(reason string) *Result {
-	res := &Result{Reason: reason, Drain: r.cfg.Drain, MalformedBy: map[string]uint64{}}
+	res := &Result{Reason: reason, Drain: r.cfg.Drain, MalformedBy: map[string]uint64{}, Errors: []string{}, Backlog: []BacklogSample{}, Streams: []StreamResult{}}
+	for _, name := range objfactory.ReasonNames {
+		res.MalformedBy[name] = 0
+	}
 	clock := r.cfg.Clock
-	allEnded := true
+	allComplete := true
 	for _, l := range r.lanes {
 		lr := LaneResult{Lane: l.ID, Endpoint: l.endpoint, Messages: l.Stats.Messages.Load(), Bytes: l.Stats.Bytes.Load(),
 			Stalls: l.Stats.StallCount.Load(), DecodeBusyS: clock.TicksToNs(l.Stats.BusyTicks.Load()) / 1e9}
+		lr.Malformed = make(map[string]uint64, len(objfactory.ReasonNames))
 		for i, name := range objfactory.ReasonNames {
-			if n := l.Stats.Malformed[i].Load(); n > 0 {
-				if lr.Malformed == nil {
-					lr.Malformed = map[string]uint64{}
-				}
-				lr.Malformed[name] = n
-				res.MalformedBy[name] += n
-				res.Malformed += n
-			}
+			n := l.Stats.Malformed[i].Load()
+			lr.Malformed[name] = n
+			res.MalformedBy[name] += n
+			res.Malformed += n
 		}
 		res.Lanes = append(res.Lanes, lr)
 		for _, s := range l.streams.all() {
@@ -105,18 +111,21 @@ func (r *Receiver) result(reason string) *Result {
 			res.Sent = satAdd(res.Sent, sr.SentTuples) // announced by peers: never let it wrap
 			res.Missing = satAdd(res.Missing, sr.Missing)
 			res.Duplicates += sr.Duplicates
+			res.Stale += sr.Stale
 			res.OutOfSeq += sr.OutOfSeq
-			allEnded = allEnded && sr.Ended
+			allComplete = allComplete && sr.Complete
 			res.Streams = append(res.Streams, sr)
 		}
 	}
-	res.Complete = len(res.Streams) > 0 && allEnded && res.Missing == 0
+	res.Complete = len(res.Streams) > 0 && allComplete
 	if first, last := r.firstData.Load(), r.lastConsum.Load(); first > 0 && last > first {
 		res.DurationS = clock.TicksToNs(last-first) / 1e9
 		res.Rate = float64(res.Consumed) / res.DurationS
 	}
 	res.Latency = r.precise.Summary()
-	res.Backlog = r.backlog
+	if r.backlog != nil {
+		res.Backlog = r.backlog
+	}
 	for _, l := range r.lanes {
 		res.RingCapacity += l.Capacity()
 	}
@@ -126,12 +135,12 @@ func (r *Receiver) result(reason string) *Result {
 func (s *stream) result() StreamResult {
 	sr := StreamResult{Stream: s.id, Sender: uint8(s.id >> 8), Thread: uint8(s.id), Lane: s.lane,
 		ReceivedTuples: s.recvTuples.Load(), ConsumedTuples: s.consumedTuples.Load(), Buckets: s.recvBuckets.Load(),
-		OutOfSeq: s.outOfSeq.Load(), Duplicates: s.duplicates.Load(), GapBuckets: s.missing.Load(), Ended: s.ended.Load()}
+		OutOfSeq: s.outOfSeq.Load(), Duplicates: s.duplicates.Load(), Stale: s.stale.Load(), GapBuckets: s.missing.Load(), Ended: s.ended.Load()}
 	switch {
 	case !sr.Ended:
 		sr.Status = fmt.Sprintf("no end marker (consumed %d tuples; the sender may have died or the marker was lost)", sr.ConsumedTuples)
 	default:
-		sr.SentTuples, sr.SenderDropped, sr.EndReason = s.end.Tuples, s.end.DroppedBuckets, s.end.Reason
+		sr.SentTuples, sr.SentBuckets, sr.SenderDropped, sr.EndReason = s.end.Tuples, s.end.Buckets, s.end.DroppedBuckets, s.end.Reason
 		if sr.SentTuples > sr.ConsumedTuples {
 			sr.Missing = sr.SentTuples - sr.ConsumedTuples
 		}
@@ -140,8 +149,10 @@ func (s *stream) result() StreamResult {
 			sr.Status = fmt.Sprintf("missing %d of %d tuples (%d buckets never arrived)", sr.Missing, sr.SentTuples, sr.GapBuckets)
 		case sr.ConsumedTuples > sr.SentTuples:
 			sr.Status = fmt.Sprintf("consumed %d tuples, more than the %d sent", sr.ConsumedTuples, sr.SentTuples)
+		case sr.Buckets != sr.SentBuckets:
+			sr.Status = fmt.Sprintf("received %d buckets, the end marker says %d were sent", sr.Buckets, sr.SentBuckets)
 		default:
-			sr.Status = "complete"
+			sr.Status, sr.Complete = "complete", true
 		}
 	}
 	return sr
@@ -152,6 +163,7 @@ type Progress struct {
 	Elapsed   time.Duration
 	Received  uint64
 	Consumed  uint64
+	Messages  uint64 // well-formed messages taken in
 	Malformed uint64
 	Backlog   int // decoded buckets waiting for the consumer
 	Streams   int
@@ -163,6 +175,7 @@ func (r *Receiver) Snapshot() Progress {
 	p := Progress{Elapsed: time.Since(r.started), Consumed: r.consumed.Load(), Malformed: r.malformedTotal()}
 	for _, l := range r.lanes {
 		p.Backlog += l.Occupancy()
+		p.Messages += l.Stats.Messages.Load()
 		for _, s := range l.streams.all() {
 			p.Received += s.recvTuples.Load()
 			p.Streams++

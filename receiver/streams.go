@@ -14,7 +14,8 @@ import (
 )
 
 // seqWindow is how many recent bucket sequence numbers each stream
-// remembers to tell a duplicate from a late arrival.
+// remembers to tell a duplicate from a late arrival: the numbers from the
+// highest seen minus 1023 to the highest seen (docs/wire.md).
 const seqWindow = 1024
 
 // stream is the accounting of one sender stream. Fields marked (d) are
@@ -29,8 +30,10 @@ type stream struct {
 	outOfSeq    atomic.Uint64 // (d) buckets that arrived ahead of or behind the next expected
 	duplicates  atomic.Uint64 // (d) buckets seen twice (discarded)
 	missing     atomic.Uint64 // (d) sequence numbers skipped and not (yet) filled
+	stale       atomic.Uint64 // (d) buckets too far behind to check (discarded)
 	next        uint64        // (d) next expected sequence number
 	seen        [seqWindow / 64]uint64
+	endSeen     bool // (d) the end marker has passed the deserializer
 
 	consumedTuples  atomic.Uint64 // (c)
 	consumedBuckets atomic.Uint64 // (c)
@@ -43,11 +46,13 @@ func (s *stream) bit(seq uint64) (int, uint64) {
 	return int(i / 64), 1 << (i % 64)
 }
 
-// track records a data bucket's sequence number and reports whether it is
-// a duplicate. Sequence numbers start at 0 and grow by one per bucket, and
-// ZeroMQ keeps order per connection, so anything else is loss, reordering
-// (e.g. across a reconnect) or duplication by a system in between.
-func (s *stream) track(seq uint64) (duplicate bool) {
+// track records a data bucket's sequence number and reports whether to
+// discard it: a duplicate, or stale (more than seqWindow behind the highest
+// number seen, too old to tell from a duplicate). Sequence numbers start at
+// 0 and grow by one per bucket, and ZeroMQ keeps order per connection, so
+// anything else is loss, reordering (e.g. across a reconnect) or
+// duplication by a system in between.
+func (s *stream) track(seq uint64) (discard bool) {
 	switch {
 	case seq == s.next:
 		w, b := s.bit(seq)
@@ -70,9 +75,12 @@ func (s *stream) track(seq uint64) (duplicate bool) {
 	default: // behind: a duplicate, or a late bucket filling a gap
 		s.outOfSeq.Add(1)
 		if s.next-seq > seqWindow {
-			// Too old to tell a duplicate from a late arrival: accept it and
-			// leave missing alone; the end marker's counts settle it.
-			return false
+			// Too old to tell a duplicate from a late arrival: counting it
+			// could count a tuple twice, so it is discarded; the stream
+			// keeps the gap (missing) and will not be complete.
+			s.outOfSeq.Add(^uint64(0))
+			s.stale.Add(1)
+			return true
 		}
 		w, b := s.bit(seq)
 		if s.seen[w]&b != 0 {

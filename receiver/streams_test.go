@@ -4,29 +4,32 @@ import "testing"
 
 func TestStreamTrack(t *testing.T) {
 	for _, tc := range []struct {
-		name                    string
-		seqs                    []uint64
-		outOfSeq, dups, missing uint64
+		name                           string
+		seqs                           []uint64
+		outOfSeq, dups, missing, stale uint64
 	}{
-		{"in order", []uint64{0, 1, 2, 3}, 0, 0, 0},
-		{"first bucket lost", []uint64{1, 2}, 1, 0, 1},
-		{"gap", []uint64{0, 1, 4, 5}, 1, 0, 2},
-		{"gap filled late", []uint64{0, 2, 1, 3}, 2, 0, 0},
-		{"duplicate", []uint64{0, 1, 1, 2}, 0, 1, 0},
-		{"duplicate after gap", []uint64{0, 3, 3}, 1, 1, 2},
-		{"big jump then old duplicate", []uint64{0, 5000, 0}, 2, 0, 4999},
-		{"repeat of skipped seq is not a duplicate", []uint64{0, 3, 2, 1}, 3, 0, 0},
+		{"in order", []uint64{0, 1, 2, 3}, 0, 0, 0, 0},
+		{"first bucket lost", []uint64{1, 2}, 1, 0, 1, 0},
+		{"gap", []uint64{0, 1, 4, 5}, 1, 0, 2, 0},
+		{"gap filled late", []uint64{0, 2, 1, 3}, 2, 0, 0, 0},
+		{"duplicate", []uint64{0, 1, 1, 2}, 0, 1, 0, 0},
+		{"duplicate after gap", []uint64{0, 3, 3}, 1, 1, 2, 0},
+		// 0 is 5000 behind the highest number seen: stale, discarded
+		{"big jump then old duplicate", []uint64{0, 5000, 0}, 1, 0, 4999, 1},
+		{"bucket 5 re-sent after 1500", append(seq(0, 1501), 5), 0, 0, 0, 1},
+		{"exactly at the window's edge", append(seq(0, 1500), 1500-seqWindow), 0, 1, 0, 0},
+		{"repeat of skipped seq is not a duplicate", []uint64{0, 3, 2, 1}, 3, 0, 0, 0},
 	} {
 		var s stream
-		dups := uint64(0)
+		discarded := uint64(0)
 		for _, q := range tc.seqs {
 			if s.track(q) {
-				dups++
+				discarded++
 			}
 		}
-		if s.outOfSeq.Load() != tc.outOfSeq || s.duplicates.Load() != tc.dups || dups != tc.dups || s.missing.Load() != tc.missing {
-			t.Errorf("%s: outOfSeq=%d dups=%d missing=%d, want %d %d %d", tc.name,
-				s.outOfSeq.Load(), s.duplicates.Load(), s.missing.Load(), tc.outOfSeq, tc.dups, tc.missing)
+		if s.outOfSeq.Load() != tc.outOfSeq || s.duplicates.Load() != tc.dups || discarded != tc.dups+tc.stale || s.missing.Load() != tc.missing || s.stale.Load() != tc.stale {
+			t.Errorf("%s: outOfSeq=%d dups=%d missing=%d stale=%d, want %d %d %d %d", tc.name,
+				s.outOfSeq.Load(), s.duplicates.Load(), s.missing.Load(), s.stale.Load(), tc.outOfSeq, tc.dups, tc.missing, tc.stale)
 		}
 	}
 }
@@ -41,4 +44,12 @@ func TestStreamTrackWrapsWindow(t *testing.T) {
 	if !s.track(10*seqWindow - 5) {
 		t.Fatal("recent duplicate not detected after the window wrapped")
 	}
+}
+
+func seq(from, to uint64) []uint64 {
+	var out []uint64
+	for q := from; q < to; q++ {
+		out = append(out, q)
+	}
+	return out
 }

@@ -22,11 +22,13 @@ func (r *Result) WriteText(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  consumed\t%d tuples of %d sent (per end markers); received %d\n", r.Consumed, r.Sent, r.Received)
 	fmt.Fprintf(tw, "  rate\t%.0f tuples/s over %.3f s (first to last consumed)\n", r.Rate, r.DurationS)
-	fmt.Fprintf(tw, "  missing\t%d tuples; %d duplicate, %d out-of-sequence buckets\n", r.Missing, r.Duplicates, r.OutOfSeq)
+	fmt.Fprintf(tw, "  missing\t%d tuples; %d duplicate, %d stale, %d out-of-sequence buckets\n", r.Missing, r.Duplicates, r.Stale, r.OutOfSeq)
 	if r.Malformed > 0 {
 		var reasons []string
-		for k := range r.MalformedBy {
-			reasons = append(reasons, k)
+		for k, n := range r.MalformedBy {
+			if n > 0 {
+				reasons = append(reasons, k)
+			}
 		}
 		sort.Strings(reasons)
 		fmt.Fprintf(tw, "  malformed\t%d messages skipped:", r.Malformed)

@@ -140,11 +140,35 @@ func fastAdEvent(b []byte, off int, t *Tuple) (int, bool) {
 
 // DecodeAdEvent decodes [id, intended_ns, user_id, page_id, ad_id, ad_type,
 // event_type, event_time_ms, ip_address, ...].
+// The ids must be 16 bytes and ad_type and event_type one of the YSB's
+// values (docs/wire.md); event_time_ms (any integer) and ip_address (any
+// string) are opaque.
 func DecodeAdEvent(b []byte, off int, t *Tuple) (int, error) {
-	if next, ok := fastAdEvent(b, off, t); ok {
-		return next, nil
+	next, ok := fastAdEvent(b, off, t)
+	if !ok {
+		return decodeAdEventGeneric(b, off, t)
 	}
-	return decodeAdEventGeneric(b, off, t)
+	if !validAdEvent(&t.Ad) {
+		return next, wire.ErrTupleValue
+	}
+	return next, nil
+}
+
+// validAdEvent checks the fields the wire format constrains.
+func validAdEvent(a *AdEvent) bool {
+	if len(a.UserID) != 16 || len(a.PageID) != 16 || len(a.AdID) != 16 {
+		return false
+	}
+	switch string(a.AdType) {
+	case "banner", "modal", "sponsored-search", "mail", "mobile":
+	default:
+		return false
+	}
+	switch string(a.EventType) {
+	case "view", "click", "purchase":
+		return true
+	}
+	return false
 }
 
 func decodeAdEventGeneric(b []byte, off int, t *Tuple) (int, error) {
@@ -173,6 +197,9 @@ func decodeAdEventGeneric(b []byte, off int, t *Tuple) (int, error) {
 	}
 	if a.IP, off, err = wire.ReadBytes(b, off); err != nil {
 		return off, err
+	}
+	if !validAdEvent(a) {
+		return off, wire.ErrTupleValue
 	}
 	return skipExtra(b, off, n-9)
 }

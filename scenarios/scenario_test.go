@@ -154,7 +154,7 @@ func TestDecodersAcceptForeignEncodings(t *testing.T) {
 			func(tp Tuple) bool { return tp.ID == 5 && tp.IntendedNs == 7 && string(tp.Payload) == "xyz" }},
 		{"synthetic negative time, extra field", []any{uint64(1 << 40), int64(-3), []byte{}, map[string]int{"a": 1}}, DecodeSynthetic,
 			func(tp Tuple) bool { return tp.ID == 1<<40 && tp.IntendedNs == -3 && len(tp.Payload) == 0 }},
-		{"ad event with str ids", []any{uint64(9), int64(1e18), "u", "p", "a", "banner", "view", int64(1e12), "1.2.3.4", true}, DecodeAdEvent,
+		{"ad event with str ids", []any{uint64(9), int64(1e18), "uuuuuuuuuuuuuuuu", "pppppppppppppppp", "aaaaaaaaaaaaaaaa", "banner", "view", int64(1e12), "1.2.3.4", true}, DecodeAdEvent,
 			func(tp Tuple) bool {
 				return tp.ID == 9 && string(tp.Ad.AdType) == "banner" && tp.Ad.EventTimeMs == 1e12
 			}},
@@ -169,6 +169,40 @@ func TestDecodersAcceptForeignEncodings(t *testing.T) {
 		off, err := tc.decode(b, 0, &tp)
 		if err != nil || off != len(b) || !tc.check(tp) {
 			t.Errorf("%s: off=%d/%d err=%v tuple=%+v", tc.name, off, len(b), err, tp)
+		}
+	}
+}
+
+// TestAdEventFieldsAreValidated: the ids are 16 bytes, ad_type and
+// event_type come from the YSB's lists; event_time_ms and the IP are
+// opaque (docs/wire.md).
+func TestAdEventFieldsAreValidated(t *testing.T) {
+	id := []byte("0123456789abcdef")
+	good := func() []any {
+		return []any{uint64(1), int64(2), id, id, id, "mobile", "purchase", int64(-5), "not an ip"}
+	}
+	for _, tc := range []struct {
+		name string
+		edit func([]any)
+		ok   bool
+	}{
+		{"valid, opaque time and ip", func([]any) {}, true},
+		{"5-byte user_id", func(v []any) { v[2] = []byte("abcde") }, false},
+		{"17-byte page_id", func(v []any) { v[3] = append([]byte("x"), id...) }, false},
+		{"empty ad_id", func(v []any) { v[4] = []byte{} }, false},
+		{"unknown ad_type", func(v []any) { v[5] = "popup" }, false},
+		{"unknown event_type", func(v []any) { v[6] = "hover" }, false},
+		{"event_time_ms a string", func(v []any) { v[7] = "1000" }, false},
+	} {
+		v := good()
+		tc.edit(v)
+		b, err := msgpack.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tp Tuple
+		if _, err := DecodeAdEvent(b, 0, &tp); (err == nil) != tc.ok {
+			t.Errorf("%s: %v", tc.name, err)
 		}
 	}
 }

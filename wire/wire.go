@@ -66,6 +66,8 @@ var (
 	ErrType        = errors.New("unexpected msgpack type")
 	ErrTupleCount  = errors.New("bucket holds fewer or more tuples than its header says")
 	ErrTupleFields = errors.New("tuple is not an array of at least [tuple_id, intended_ns]")
+	ErrStream      = errors.New("stream id above 0xffff (its upper 16 bits must be 0)")
+	ErrTupleValue  = errors.New("tuple field out of its schema's range")
 )
 
 // PutHeader writes h into the first HeaderSize bytes of b.
@@ -102,11 +104,18 @@ func ParseHeader(msg []byte) (Header, error) {
 	if h.Kind != KindData && h.Kind != KindEnd {
 		return Header{}, ErrKind
 	}
+	if h.Stream > MaxStream {
+		return Header{}, ErrStream
+	}
 	if uint64(h.BodyLen) != uint64(len(msg)-HeaderSize) {
 		return Header{}, ErrBodyLen
 	}
 	return h, nil
 }
+
+// MaxStream is the largest stream id: the id's upper 16 bits are 0, so
+// that stream << 48 | n stays a unique 64-bit tuple id.
+const MaxStream = 0xffff
 
 // StreamID builds a stream id from a sender id and a sender thread.
 func StreamID(sender uint8, thread uint8) uint32 { return uint32(sender)<<8 | uint32(thread) }
@@ -149,11 +158,21 @@ const MaxEndBody = 1024
 // reads a negative number and no total wraps.
 const MaxCount = 1<<63 - 1
 
-// ErrEndCount is an end marker whose counts are impossible.
-var ErrEndCount = errors.New("end marker count is negative, above 2^63-1 or not an integer")
+// Errors of end markers (all counted as malformed, reason end_marker).
+var (
+	ErrEndCount   = errors.New("end marker count is negative, above 2^63-1 or not an integer")
+	ErrEndKeys    = errors.New("end marker lacks a required key (tuples, buckets)")
+	ErrEndHeader  = errors.New("end marker header's tuple count is not 0")
+	ErrEndBuckets = errors.New("end marker's buckets disagree with its header's sequence number")
+)
 
-// ParseEnd decodes the body of an end marker whose header was parsed.
+// ParseEnd decodes and checks an end marker whose header was parsed: the
+// header's count is 0, the body holds the required keys with counts in
+// range, and its buckets equal the header's sequence number.
 func ParseEnd(msg []byte) (End, error) {
+	if binary.LittleEndian.Uint32(msg[16:]) != 0 {
+		return End{}, ErrEndHeader
+	}
 	body := msg[HeaderSize:]
 	if len(body) > MaxEndBody {
 		return End{}, fmt.Errorf("decode end marker: body of %d bytes is longer than %d", len(body), MaxEndBody)
@@ -166,6 +185,9 @@ func ParseEnd(msg []byte) (End, error) {
 	for key, dst := range map[string]*uint64{"tuples": &e.Tuples, "buckets": &e.Buckets, "dropped_buckets": &e.DroppedBuckets, "dropped_tuples": &e.DroppedTuples} {
 		v, ok := raw[key]
 		if !ok {
+			if key == "tuples" || key == "buckets" {
+				return End{}, fmt.Errorf("%w: %s", ErrEndKeys, key)
+			}
 			continue
 		}
 		n, ok := count(v)
@@ -180,6 +202,9 @@ func ParseEnd(msg []byte) (End, error) {
 			return End{}, errors.New("decode end marker: reason is not a string")
 		}
 		e.Reason = str
+	}
+	if e.Buckets != binary.LittleEndian.Uint64(msg[8:]) {
+		return End{}, ErrEndBuckets
 	}
 	return e, nil
 }

@@ -164,6 +164,12 @@ func TestSkipBoundsNesting(t *testing.T) {
 // integers make an end marker malformed; valid widths decode exactly.
 func TestEndMarkerCounts(t *testing.T) {
 	marker := func(fields map[string]any) []byte {
+		if _, ok := fields["buckets"]; !ok {
+			fields["buckets"] = 0
+		}
+		if _, ok := fields["tuples"]; !ok {
+			fields["tuples"] = 0
+		}
 		body, err := msgpack.Marshal(fields)
 		if err != nil {
 			t.Fatal(err)

@@ -23,8 +23,9 @@ static int cp_send(void *s, uintptr_t buf, size_t len, int flags) {
 }
 
 // cp_recv closes the message previously held in *m (if any), receives the
-// next one into *m without copying it, and returns its size or -errno. The
-// data stays valid until the next cp_recv or cp_close on *m.
+// next one into *m without copying it, and returns its size times two plus
+// 1 if more parts follow (a multipart message), or -errno. The data stays
+// valid until the next cp_recv or cp_close on *m.
 static long cp_recv(void *s, zmq_msg_t *m, int *held, int flags) {
 	if (*held) {
 		zmq_msg_close(m);
@@ -37,7 +38,7 @@ static long cp_recv(void *s, zmq_msg_t *m, int *held, int flags) {
 		return -e;
 	}
 	*held = 1;
-	return (long)zmq_msg_size(m);
+	return (long)zmq_msg_size(m) * 2 + (zmq_msg_more(m) ? 1 : 0);
 }
 
 static void *cp_data(zmq_msg_t *m) { return zmq_msg_data(m); }
@@ -84,6 +85,9 @@ type Socket struct {
 	held    *C.int       // whether each slot holds a message
 	slots   int
 	maxSize int
+	// inMultipart: the last part received said more parts follow, so the
+	// next one belongs to the same multipart message.
+	inMultipart bool
 }
 
 // handleOf returns libzmq's socket pointer held by a pebbe socket. pebbe does
@@ -198,6 +202,12 @@ func (s *Socket) Recv(b *objfactory.Bucket) error {
 				return objfactory.ErrTimeout
 			}
 			return fmt.Errorf("receive: %w", e)
+		}
+		more := n&1 == 1
+		n >>= 1
+		if more || s.inMultipart { // the format is single-part: every part is refused
+			s.inMultipart = more
+			return objfactory.ErrMultipart
 		}
 		if int(n) > s.maxSize {
 			return objfactory.ErrOversized

@@ -1,0 +1,106 @@
+package receiver_test
+
+import (
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	zmq "github.com/pebbe/zmq4"
+
+	"github.com/cloudprofiler-go/cp/internal/wirecorpus"
+	"github.com/cloudprofiler-go/cp/receiver"
+)
+
+// TestWireConformance runs the conformance corpus (testdata/wire): every
+// rule of docs/wire.md as a crafted message, the malformed counter it must
+// increment and the stream state after it.
+func TestWireConformance(t *testing.T) {
+	c, err := wirecorpus.Load(filepath.Join("..", wirecorpus.File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range c.Cases {
+		t.Run(strings.ReplaceAll(tc.Name, " ", "_"), func(t *testing.T) {
+			got := runCase(t, tc)
+			for _, d := range tc.Check(got) {
+				t.Errorf("%s (rule: %s): %s", tc.Name, tc.Rule, d)
+			}
+		})
+	}
+}
+
+// runCase sends a case's messages to a receiver on loopback and returns
+// its accounting once everything sent has been taken in.
+func runCase(t *testing.T, tc wirecorpus.Case) wirecorpus.Got {
+	parts, err := tc.Parts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := receiver.New(receiver.Config{Endpoints: []string{"tcp://127.0.0.1:*"}, Schema: tc.Schema, Clock: clock,
+		Settle: 50 * time.Millisecond, EndTimeout: 5 * time.Second, Duration: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var res *receiver.Result
+	var rerr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); res, rerr = r.Run() }()
+
+	ctx, err := zmq.NewContext()
+	if err != nil {
+		t.Fatal(err)
+	}
+	push, err := ctx.NewSocket(zmq.PUSH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := push.Connect(r.BoundEndpoints()[0]); err != nil {
+		t.Fatal(err)
+	}
+	sent := 0
+	for _, m := range parts {
+		for i, p := range m {
+			flag := zmq.Flag(0)
+			if i < len(m)-1 {
+				flag = zmq.SNDMORE
+			}
+			if _, err := push.SendBytes(p, flag); err != nil {
+				t.Fatal(err)
+			}
+			sent++
+		}
+	}
+	// Everything sent has been taken in (accepted or refused), and what was
+	// accepted has been consumed: then stop and read the accounting.
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		p := r.Snapshot()
+		if int(p.Messages+p.Malformed) >= sent && p.Backlog == 0 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond)
+	r.Stop()
+	wg.Wait()
+	push.Close()
+	ctx.Term()
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	got := wirecorpus.Got{Malformed: res.MalformedBy, Streams: map[uint32]wirecorpus.Stream{}}
+	for _, s := range res.Streams {
+		got.Streams[s.Stream] = wirecorpus.Stream{ReceivedTuples: s.ReceivedTuples, Buckets: s.Buckets, Duplicates: s.Duplicates,
+			Stale: s.Stale, Gaps: s.GapBuckets, Ended: s.Ended, Complete: s.Complete}
+	}
+	for reason, n := range got.Malformed {
+		if n == 0 {
+			delete(got.Malformed, reason)
+		}
+	}
+	return got
+}
