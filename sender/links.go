@@ -169,15 +169,23 @@ func (l *Link) apply(ev zmq.Event, peer string) bool {
 	return false
 }
 
-// settle waits a moment for events already underway (a connection that
-// dropped just before the end) and takes each link's state at the end.
-func (m *monitor) settle() {
-	time.Sleep(20 * time.Millisecond)
-	for _, l := range m.links {
-		l.mu.Lock()
-		l.Connects, l.Disconnects, l.PeersAtEnd = l.connects.Load(), l.disc.Load(), int(l.peers.Load())
-		l.mu.Unlock()
+// connectGrace is how long a run that ends before its first connection
+// was seen waits for one (a short run can end before the handshake).
+const connectGrace = time.Second
+
+// awaitFirst waits up to grace for a first connection, if none was seen.
+func (l *Link) awaitFirst(grace time.Duration) {
+	for deadline := time.Now().Add(grace); l.connects.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
 	}
+}
+
+// settle takes the link's state at the end of the run (when the end
+// marker is queued); events after it are kept but judge nothing.
+func (l *Link) settle() {
+	l.mu.Lock()
+	l.Connects, l.Disconnects, l.PeersAtEnd = l.connects.Load(), l.disc.Load(), int(l.peers.Load())
+	l.mu.Unlock()
 }
 
 // wait blocks until the monitor has seen every socket close (bounded).

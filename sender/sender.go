@@ -485,7 +485,6 @@ func (s *Sender) closeSockets(linger time.Duration) time.Duration {
 // flush closes the sockets after the run and records, per link, whether
 // everything queued left (the context closed before the linger ran out).
 func (s *Sender) flush() {
-	s.mon.settle()
 	linger := s.cfg.EndTimeout
 	if s.stop.Load() {
 		linger = stoppedEndTimeout
@@ -803,6 +802,11 @@ func (t *thread) sendEnd(s *Sender) error {
 	if err != nil {
 		return err
 	}
+	// The run's connection state is taken when the marker is queued: a
+	// peer that leaves after that (a receiver that got everything and
+	// exits) is no fault of the run.
+	defer t.link.settle()
+	t.link.awaitFirst(min(s.cfg.EndTimeout, connectGrace))
 	timeout := s.cfg.EndTimeout
 	if s.stop.Load() || t.link.peers.Load() == 0 {
 		// a stop ends the run within a second; with no peer, waiting longer delivers nothing

@@ -8,8 +8,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cloudprofiler-go/cp/internal/wirecorpus"
+	"github.com/cloudprofiler-go/cp/receiver"
 )
 
 // python returns an interpreter that has pyzmq and msgpack (Debian's
@@ -135,5 +139,87 @@ func TestPythonConsumerReadsDgsend(t *testing.T) {
 	// 5000 tuples in buckets of 7 round up to 715 buckets = 5005 tuples.
 	if !got.OK || got.Tuples != 5005 || got.Buckets != 715 || got.End["tuples"] != float64(5005) || got.End["reason"] != "completed" {
 		t.Fatalf("python consumer saw %+v", got)
+	}
+}
+
+// pyCorpusSender sends every case of the conformance corpus, each to its
+// own endpoint (argv[2:]), with nothing but the JSON file and pyzmq.
+const pyCorpusSender = `
+import json, sys, zmq
+cases = json.load(open(sys.argv[1]))["cases"]
+ctx = zmq.Context()
+for case, ep in zip(cases, sys.argv[2:]):
+    push = ctx.socket(zmq.PUSH); push.SNDTIMEO = 10000; push.connect(ep)
+    for parts in case["messages"]:
+        push.send_multipart([bytes.fromhex(p) for p in parts])
+    push.close(linger=5000)
+ctx.term()
+`
+
+// TestPythonSendsTheConformanceCorpus: a Python producer reads
+// testdata/wire/cases.json and sends every case to its own dgrecv; each
+// dgrecv's JSON must show exactly the outcome the case requires.
+func TestPythonSendsTheConformanceCorpus(t *testing.T) {
+	py := python(t)
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	corpusPath := filepath.Join(root, wirecorpus.File)
+	c, err := wirecorpus.Load(corpusPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var procs []*Proc
+	eps := []string{}
+	defer func() {
+		for _, p := range procs {
+			_ = p.Signal(syscall.SIGKILL)
+			_ = p.Wait(5 * time.Second)
+		}
+	}()
+	for _, tc := range c.Cases {
+		ep := fmt.Sprintf("tcp://127.0.0.1:%d", mustPort(t))
+		p, err := Start(filepath.Join(binDir, "dgrecv"), "--bind", ep, "--schema", tc.Schema, "--json", "--metrics-addr", "",
+			"--settle", "100ms", "--end-timeout", "500ms", "--duration", "60s", "--calibrate", "20ms", "--progress", "never")
+		if err != nil {
+			t.Fatal(err)
+		}
+		procs, eps = append(procs, p), append(eps, ep)
+	}
+	for _, p := range procs {
+		if !p.WaitForLine("listening on", 10*time.Second) {
+			t.Fatalf("dgrecv did not start:\n%s", p.Stderr.String())
+		}
+	}
+	if out, err := exec.Command(py, append([]string{"-c", pyCorpusSender, corpusPath}, eps...)...).CombinedOutput(); err != nil {
+		t.Fatalf("python sender: %v\n%s", err, out)
+	}
+	// Everything is delivered once the sender has closed its sockets; a
+	// receiver whose streams did not end (the malformed cases) reports
+	// what it has when told to stop.
+	time.Sleep(time.Second)
+	for _, p := range procs {
+		_ = p.Signal(syscall.SIGTERM)
+	}
+	for i, tc := range c.Cases {
+		_ = procs[i].Wait(20 * time.Second)
+		var res receiver.Result
+		if err := json.Unmarshal(procs[i].Stdout.Bytes(), &res); err != nil {
+			t.Fatalf("%s: %v\n%s", tc.Name, err, procs[i].Stderr.String())
+		}
+		got := wirecorpus.Got{Malformed: map[string]uint64{}, Streams: map[uint32]wirecorpus.Stream{}}
+		for reason, n := range res.MalformedBy {
+			if n > 0 {
+				got.Malformed[reason] = n
+			}
+		}
+		for _, s := range res.Streams {
+			got.Streams[s.Stream] = wirecorpus.Stream{ReceivedTuples: s.ReceivedTuples, Buckets: s.Buckets, Duplicates: s.Duplicates,
+				Stale: s.Stale, Gaps: s.GapBuckets, Ended: s.Ended, Complete: s.Complete}
+		}
+		for _, d := range tc.Check(got) {
+			t.Errorf("%s (rule: %s): %s", tc.Name, tc.Rule, d)
+		}
 	}
 }
