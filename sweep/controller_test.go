@@ -206,7 +206,9 @@ func TestCheckPlan(t *testing.T) {
 		{"rules", func(p *TrialPlan, _ *Search, _ *string) { p.Rules.BacklogGrowth = 2 }, "backlog"},
 		{"search method", func(_ *TrialPlan, s *Search, _ *string) { s.Method = "binary" }, "--search"},
 		{"start rate", func(_ *TrialPlan, s *Search, _ *string) { s.Fast.Start = 0 }, "start rate"},
-		{"linear", func(_ *TrialPlan, s *Search, _ *string) { *s = Search{Method: "linear", Linear: LinearPlan{From: 5, To: 1, Step: 1}} }, "linear"},
+		{"linear", func(_ *TrialPlan, s *Search, _ *string) {
+			*s = Search{Method: "linear", Linear: LinearPlan{From: 5, To: 1, Step: 1}}
+		}, "linear"},
 		{"unknown handler", func(_ *TrialPlan, _ *Search, h *string) { *h = "default: {handler: nosuch}" }, "unknown handler"},
 		{"missing parameter", func(_ *TrialPlan, _ *Search, h *string) { *h = "default: {handler: xoy, path: a.log}" }, "xoy"},
 		{"absolute log path", func(_ *TrialPlan, _ *Search, h *string) { *h = "default: {handler: buffered, path: /etc/x.log}" }, "relative"},
