@@ -34,8 +34,8 @@ type Link struct {
 	Disconnects    uint64      `json:"disconnects"`
 	PeersAtEnd     int         `json:"peers_at_end"`
 	Flushed        bool        `json:"flushed"` // everything queued (end marker included) left before the socket closed
-	Events         []LinkEvent `json:"events,omitempty"`
-	EventsDropped  uint64      `json:"events_dropped,omitempty"`
+	Events         []LinkEvent `json:"events"`
+	EventsDropped  uint64      `json:"events_dropped"`
 	linger         time.Duration
 	peers          atomic.Int32
 	connects, disc atomic.Uint64
@@ -92,7 +92,7 @@ func (m *monitor) watch(ctx *zmq.Context, sock *zmq.Socket, thread int, endpoint
 		pair.Close()
 		return nil, fmt.Errorf("monitor %s: %w", endpoint, err)
 	}
-	l := &Link{Thread: thread, Endpoint: endpoint}
+	l := &Link{Thread: thread, Endpoint: endpoint, Events: []LinkEvent{}}
 	m.pairs, m.links = append(m.pairs, pair), append(m.links, l)
 	return l, nil
 }

@@ -42,7 +42,7 @@ type Result struct {
 	Streams        []StreamEnd   `json:"streams"`
 	Interrupted    bool          `json:"interrupted"`
 	Links          []*Link       `json:"links"` // each data socket's connections
-	Errors         []string      `json:"errors,omitempty"`
+	Errors         []string      `json:"errors"`
 	latenessMerged *histo.Precise
 }
 
@@ -63,7 +63,8 @@ func (s *Sender) result(start, end uint64) *Result {
 	cfg := &s.cfg
 	r := &Result{Scenario: cfg.Scenario.Name, TargetRate: cfg.Rate, Shape: cfg.Shape, Threads: cfg.Threads, BucketSize: cfg.BucketSize,
 		TupleBytes: len(s.threads[0].tpls[0].Msg), Overflow: string(cfg.Overflow), Idle: string(cfg.Idle),
-		SendCostNs: s.sendCost.Nanoseconds(), LateThreshNs: cfg.LateThreshold.Nanoseconds(), latenessMerged: histo.NewPrecise()}
+		SendCostNs: s.sendCost.Nanoseconds(), LateThreshNs: cfg.LateThreshold.Nanoseconds(), latenessMerged: histo.NewPrecise(),
+		Windows: []uint64{}, Errors: []string{}}
 	var last uint64
 	var measured uint64
 	var windows []uint64

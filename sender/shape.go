@@ -38,12 +38,12 @@ type Schedule interface {
 //	                           scaled so its mean is the rate; repeats if shorter than the run
 type Shape struct {
 	Kind   string    `json:"kind"`
-	Mults  []float64 `json:"mults,omitempty"`    // step: multipliers; ramp: from, to
-	Spans  []float64 `json:"spans_s,omitempty"`  // step/replay: seconds per piece
-	Amp    float64   `json:"amp,omitempty"`      // sine
-	Period float64   `json:"period_s,omitempty"` // sine
-	Seed   uint64    `json:"seed,omitempty"`     // poisson
-	Source string    `json:"source,omitempty"`   // replay: file name
+	Mults  []float64 `json:"mults"`    // step: multipliers; ramp: from, to
+	Spans  []float64 `json:"spans_s"`  // step/replay: seconds per piece
+	Amp    float64   `json:"amp"`      // sine
+	Period float64   `json:"period_s"` // sine
+	Seed   uint64    `json:"seed"`     // poisson
+	Source string    `json:"source"`   // replay: file name
 }
 
 // ParseShape reads a --shape spec.
