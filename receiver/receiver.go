@@ -486,6 +486,23 @@ func (r *Receiver) empty() bool {
 	return true
 }
 
+// The backlog series: one sample every backlogEvery at first, at most
+// maxBacklog samples (a longer run samples less often).
+const (
+	backlogEvery = 100 * time.Millisecond
+	maxBacklog   = 4096
+)
+
+// thin keeps every other sample, in place.
+func thin(s []BacklogSample) []BacklogSample {
+	n := 0
+	for i := 0; i < len(s); i += 2 {
+		s[n] = s[i]
+		n++
+	}
+	return s[:n]
+}
+
 // monitor decides when the run is over and logs malformed input.
 func (r *Receiver) monitor() string {
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -511,10 +528,17 @@ func (r *Receiver) monitor() string {
 	lastSeenAt := time.Now()
 	var allEndedAt time.Time
 	lastSample := time.Time{}
+	every := backlogEvery
 	for range tick.C {
 		now := time.Now()
-		if now.Sub(lastSample) >= 100*time.Millisecond {
+		if now.Sub(lastSample) >= every {
 			lastSample = now
+			if len(r.backlog) == maxBacklog {
+				// Bounded memory however long the run: keep every other
+				// sample and sample half as often from now on.
+				r.backlog = thin(r.backlog)
+				every *= 2
+			}
 			occ := 0
 			for _, l := range r.lanes {
 				occ += l.Occupancy()

@@ -31,7 +31,8 @@ type Result struct {
 	Latency      histo.Summary     `json:"latency"`               // intended send -> consumed (same clock domain only)
 	RingCapacity int               `json:"ring_capacity_buckets"` // over all lanes
 	// Backlog samples the decoded buckets waiting for the consumer, over all
-	// lanes, every 100 ms: a growing backlog means the consumer is behind.
+	// lanes, every 100 ms (at most 4096 samples: past 409 s the interval
+	// doubles as often as needed): a growing backlog means the consumer is behind.
 	Backlog []BacklogSample `json:"backlog"`
 	Streams []StreamResult  `json:"streams"`
 	Lanes   []LaneResult    `json:"lanes"`

@@ -38,3 +38,16 @@ func TestConfigValidateRanges(t *testing.T) {
 		}
 	}
 }
+
+// TestBacklogIsBounded: thinning keeps every other sample in order, so
+// the series stays under maxBacklog however long the run.
+func TestBacklogIsBounded(t *testing.T) {
+	var s []BacklogSample
+	for i := 0; i < maxBacklog; i++ {
+		s = append(s, BacklogSample{UnixNs: int64(i)})
+	}
+	s = thin(s)
+	if len(s) != maxBacklog/2 || s[0].UnixNs != 0 || s[1].UnixNs != 2 || s[len(s)-1].UnixNs != maxBacklog-2 {
+		t.Fatalf("thinned to %d samples: %v ... %v", len(s), s[:2], s[len(s)-1])
+	}
+}
