@@ -87,6 +87,7 @@ func runCase(t *testing.T, tc wirecorpus.Case) wirecorpus.Got {
 	time.Sleep(20 * time.Millisecond)
 	r.Stop()
 	wg.Wait()
+	_ = push.SetLinger(0) // nothing of this case may reach the next one's receiver
 	push.Close()
 	ctx.Term()
 	if rerr != nil {

@@ -122,10 +122,10 @@ type Receiver struct {
 	cfg     Config
 	ctx     *zmq.Context
 	lanes   []*lane
-	stop    atomic.Bool // stops the deserializers
-	done    atomic.Bool // asks the consumer to drain and exit
-	quit    atomic.Bool // external Stop
-	started time.Time
+	stop    atomic.Bool  // stops the deserializers
+	done    atomic.Bool  // asks the consumer to drain and exit
+	quit    atomic.Bool  // external Stop
+	started atomic.Int64 // Unix ns when Run began (read by Snapshot)
 
 	consumed    atomic.Uint64
 	latency     histo.Log2 // consumer: intended send -> consumed, ns (weighted by tuples)
@@ -280,7 +280,7 @@ func (r *Receiver) Close() {
 // stream ended), the end timeout passes without data, the duration is up,
 // or Stop; then it returns the accounting.
 func (r *Receiver) Run() (*Result, error) {
-	r.started = time.Now()
+	r.started.Store(time.Now().UnixNano())
 	var wg sync.WaitGroup
 	for _, l := range r.lanes {
 		wg.Add(1)
@@ -548,7 +548,7 @@ func (r *Receiver) monitor() string {
 		if r.quit.Load() {
 			return "stopped"
 		}
-		if r.cfg.Duration > 0 && now.Sub(r.started) >= r.cfg.Duration {
+		if r.cfg.Duration > 0 && now.Sub(time.Unix(0, r.started.Load())) >= r.cfg.Duration {
 			return "duration reached"
 		}
 		if now.Sub(lastLog) >= time.Second { // at most one log line a second

@@ -173,7 +173,7 @@ type Progress struct {
 
 // Snapshot returns the live totals (any goroutine).
 func (r *Receiver) Snapshot() Progress {
-	p := Progress{Elapsed: time.Since(r.started), Consumed: r.consumed.Load(), Malformed: r.malformedTotal()}
+	p := Progress{Elapsed: time.Since(time.Unix(0, r.started.Load())), Consumed: r.consumed.Load(), Malformed: r.malformedTotal()}
 	for _, l := range r.lanes {
 		p.Backlog += l.Occupancy()
 		p.Messages += l.Stats.Messages.Load()
