@@ -179,18 +179,19 @@ func TestPythonSendsTheConformanceCorpus(t *testing.T) {
 		}
 	}()
 	for _, tc := range c.Cases {
-		ep := fmt.Sprintf("tcp://127.0.0.1:%d", mustPort(t))
-		p, err := Start(filepath.Join(binDir, "dgrecv"), "--bind", ep, "--schema", tc.Schema, "--json", "--metrics-addr", "",
+		p, err := Start(filepath.Join(binDir, "dgrecv"), "--bind", "tcp://127.0.0.1:*", "--schema", tc.Schema, "--json", "--metrics-addr", "",
 			"--settle", "100ms", "--end-timeout", "500ms", "--duration", "60s", "--calibrate", "20ms", "--progress", "never")
 		if err != nil {
 			t.Fatal(err)
 		}
-		procs, eps = append(procs, p), append(eps, ep)
+		procs = append(procs, p)
 	}
+	listening := regexp.MustCompile(`listening on (\S+)`)
 	for _, p := range procs {
 		if !p.WaitForLine("listening on", 10*time.Second) {
 			t.Fatalf("dgrecv did not start:\n%s", p.Stderr.String())
 		}
+		eps = append(eps, listening.FindStringSubmatch(p.Stderr.String())[1])
 	}
 	if out, err := exec.Command(py, append([]string{"-c", pyCorpusSender, corpusPath}, eps...)...).CombinedOutput(); err != nil {
 		t.Fatalf("python sender: %v\n%s", err, out)

@@ -11,6 +11,7 @@
 package wirecorpus
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -157,12 +158,16 @@ func header(version, kind byte, stream uint32, seq uint64, count uint32, bodyLen
 	return h
 }
 
+// pack encodes v; maps with sorted keys, so that the corpus is the same
+// bytes every time it is built.
 func pack(v any) []byte {
-	b, err := msgpack.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	enc.SetSortMapKeys(true)
+	if err := enc.Encode(v); err != nil {
 		panic(err) // the corpus's own values: a bug here, not input
 	}
-	return b
+	return buf.Bytes()
 }
 
 // tuple is a synthetic tuple of stream s, number n.
