@@ -161,9 +161,15 @@ func TestDecodersAcceptForeignEncodings(t *testing.T) {
 		{"raw keeps the rest", []any{uint64(2), int64(3), "hello", []int{1, 2}}, DecodeRaw,
 			func(tp Tuple) bool { return tp.ID == 2 && len(tp.Payload) == 6+3 }},
 	} {
-		b, err := msgpack.Marshal(tc.value)
-		if err != nil {
+		var buf bytes.Buffer
+		enc := msgpack.NewEncoder(&buf)
+		enc.UseCompactInts(true) // the shortest forms, as Python's msgpack writes them
+		if err := enc.Encode(tc.value); err != nil {
 			t.Fatal(err)
+		}
+		b := buf.Bytes()
+		if id, _ := tc.value[0].(uint64); id < 1<<32 && (b[1] == 0xcf || b[1] == 0xd3) { // the id right after the array header
+			t.Fatalf("%s: the reference wrote a 9-byte id (% x): not the shortest form", tc.name, b[:10])
 		}
 		var tp Tuple
 		off, err := tc.decode(b, 0, &tp)
