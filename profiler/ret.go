@@ -41,8 +41,10 @@ func encodeAck(b []byte, id uint64) []byte {
 	return binary.LittleEndian.AppendUint64(b, id)
 }
 
+// decodeAck accepts exactly what encodeAck writes: magic, version 1, three
+// reserved zero bytes, the id.
 func decodeAck(b []byte) (uint64, error) {
-	if len(b) != retAckSize || [4]byte(b[:4]) != retMagic || b[4] != 1 {
+	if len(b) != retAckSize || [4]byte(b[:4]) != retMagic || b[4] != 1 || b[5] != 0 || b[6] != 0 || b[7] != 0 {
 		return 0, errors.New("not a ReT acknowledgement")
 	}
 	return binary.LittleEndian.Uint64(b[8:]), nil

@@ -1,6 +1,8 @@
 package profiler
 
 import (
+	"bytes"
+	"encoding/binary"
 	"net"
 	"path/filepath"
 	"testing"
@@ -78,10 +80,15 @@ func TestReturnTrip(t *testing.T) {
 func FuzzDecodeAck(f *testing.F) {
 	f.Add(encodeAck(nil, 42))
 	f.Add([]byte("CPRA"))
+	f.Add(append(encodeAck(nil, 7)[:5:5], 1, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0)) // a reserved byte set
 	f.Fuzz(func(t *testing.T, b []byte) {
 		id, err := decodeAck(b)
-		if err == nil && string(encodeAck(nil, id)[:5]) != string(b[:5]) {
-			t.Fatalf("accepted %x", b)
+		// Accepted means: exactly the bytes encodeAck writes for that id.
+		if err == nil && !bytes.Equal(encodeAck(nil, id), b) {
+			t.Fatalf("accepted % x as id %d, which encodes to % x", b, id, encodeAck(nil, id))
+		}
+		if err == nil && id != binary.LittleEndian.Uint64(b[8:]) {
+			t.Fatalf("id %d from % x", id, b)
 		}
 	})
 }
