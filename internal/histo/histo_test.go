@@ -1,6 +1,7 @@
 package histo
 
 import (
+	"math"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,11 +32,15 @@ func TestLog2PublishAndMetric(t *testing.T) {
 	if m.Histogram.GetSampleCount() != 32 {
 		t.Fatalf("count %d", m.Histogram.GetSampleCount())
 	}
-	// 2^3-1 = 7 ns bound holds 0,1,2,3,4 and ten 5s, twice.
-	for _, b := range m.Histogram.Bucket {
-		if b.GetUpperBound() == 7e-9 && b.GetCumulativeCount() != 30 {
-			t.Fatalf("le=7ns cumulative %d, want 30", b.GetCumulativeCount())
-		}
+	// Buckets are exported in order of their bound, 2^i-1 ns for i = 1, 2,
+	// ...: the third is 2^3-1 = 7 ns, which holds 0,1,2,3,4 and ten 5s,
+	// twice. Found by index, since 7 × 1e-9 is not exactly 7e-9 in floats.
+	b := m.Histogram.Bucket
+	if len(b) < 3 || math.Abs(b[2].GetUpperBound()-7e-9) > 1e-18 {
+		t.Fatalf("third bucket %v, want the 7 ns bound", b)
+	}
+	if b[2].GetCumulativeCount() != 30 {
+		t.Fatalf("le=7ns cumulative %d, want 30", b[2].GetCumulativeCount())
 	}
 }
 
