@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/wire"
@@ -140,6 +141,14 @@ func TestLaneDeliversInOrderAndCountsMalformed(t *testing.T) {
 			t.Error(err)
 		}
 	}()
+	// The consumer holds off until the deserializer has run out of free
+	// buckets and waited, so that the wait path runs every time.
+	for deadline := time.Now().Add(5 * time.Second); lane.Stats.StallCount.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the deserializer never waited for a free bucket with a full lane")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	var next uint64
 	for next < buckets*3 {
 		b, ok := lane.Pop()
@@ -166,7 +175,42 @@ func TestLaneDeliversInOrderAndCountsMalformed(t *testing.T) {
 		t.Errorf("%d oversized messages counted, want 5", got)
 	}
 	if lane.Stats.StallCount.Load() == 0 {
-		t.Log("deserializer never waited for a free bucket (consumer was always ahead)")
+		t.Error("the deserializer never waited for a free bucket")
+	}
+}
+
+// TestLaneStopsWhileWaiting: a deserializer waiting for a free bucket (the
+// consumer never releases one) returns promptly when told to stop.
+func TestLaneStopsWhileWaiting(t *testing.T) {
+	tpls := templates(t, "synthetic-100", 3)
+	src := &fakeSource{}
+	for i := 0; i < 10; i++ {
+		src.msgs = append(src.msgs, append([]byte(nil), tpls[0].Msg...))
+	}
+	lane, err := NewLane(0, 2, scenarios.DecodeSynthetic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stop atomic.Bool
+	done := make(chan error, 1)
+	go func() { done <- lane.Run(src, &stop, func(*Bucket) bool { return true }) }()
+	for deadline := time.Now().Add(5 * time.Second); lane.Stats.StallCount.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the deserializer did not wait with both buckets held")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if lane.Occupancy() != 2 {
+		t.Fatalf("occupancy %d, want the 2 buckets waiting", lane.Occupancy())
+	}
+	stop.Store(true)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("a deserializer waiting for a free bucket did not stop within a second")
 	}
 }
 
