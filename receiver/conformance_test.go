@@ -105,3 +105,50 @@ func runCase(t *testing.T, tc wirecorpus.Case) wirecorpus.Got {
 	}
 	return got
 }
+
+// TestGivesUpWithoutEndMarker: a stream whose end marker never comes ends
+// the run after --end-timeout without data, incomplete, saying so.
+func TestGivesUpWithoutEndMarker(t *testing.T) {
+	r, err := receiver.New(receiver.Config{Endpoints: []string{"tcp://127.0.0.1:*"}, Schema: "synthetic", Clock: clock,
+		EndTimeout: 300 * time.Millisecond, Duration: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	c, err := wirecorpus.Load(filepath.Join("..", wirecorpus.File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts [][][]byte
+	for _, tc := range c.Cases {
+		if tc.Name == "no end marker" {
+			parts, _ = tc.Parts()
+		}
+	}
+	if parts == nil {
+		t.Fatal("the corpus has no case \"no end marker\"")
+	}
+	ctx, _ := zmq.NewContext()
+	defer ctx.Term()
+	push, _ := ctx.NewSocket(zmq.PUSH)
+	defer push.Close()
+	_ = push.SetLinger(0)
+	if err := push.Connect(r.BoundEndpoints()[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := push.SendBytes(parts[0][0], 0); err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now()
+	res, err := r.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(started); took > 5*time.Second {
+		t.Errorf("gave up after %v", took)
+	}
+	if res.Complete || !strings.Contains(res.Reason, "gave up waiting for end markers") || len(res.Streams) != 1 ||
+		!strings.Contains(res.Streams[0].Status, "no end marker") || res.Streams[0].ConsumedTuples != 2 {
+		t.Fatalf("result: complete %v, reason %q, streams %+v", res.Complete, res.Reason, res.Streams)
+	}
+}

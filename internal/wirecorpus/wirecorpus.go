@@ -293,6 +293,11 @@ func Build() *Corpus {
 	add("end marker announcing more buckets than arrived", "Complete: every bucket the end marker announces arrived", syn,
 		msgs(append(ten, end(st, 14, 0, map[string]any{"tuples": 10, "buckets": 14}))...), nil,
 		one(Stream{ReceivedTuples: 10, Buckets: 10, Ended: true}))
+	add("end marker announcing fewer tuples than arrived", "Complete: the tuples consumed equal the end marker's tuples", syn,
+		msgs(bucketOf(st, 0, 0, 2), end(st, 1, 0, map[string]any{"tuples": 1, "buckets": 1})), nil,
+		one(Stream{ReceivedTuples: 2, Buckets: 1, Ended: true}))
+	add("no end marker", "A stream is complete only with its end marker", syn,
+		msgs(bucketOf(st, 0, 0, 2)), nil, one(Stream{ReceivedTuples: 2, Buckets: 1}))
 	add("data after the end marker", "A stream ends with its end marker", syn,
 		msgs(append(append([][]byte{}, valid...), bucketOf(st, 2, 4, 1))...), map[string]uint64{"after_end": 1}, one(complete(4, 2)))
 	add("a second end marker", "A stream ends with its end marker", syn,
