@@ -2,6 +2,8 @@ package tsc
 
 import (
 	"math"
+	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -70,6 +72,28 @@ func TestFeaturesProblem(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("this machine: %+v", f)
+	// What the kernel says, read another way.
+	if cs, err := os.ReadFile("/sys/devices/system/clocksource/clocksource0/current_clocksource"); err == nil && f.ClockSource != strings.TrimSpace(string(cs)) {
+		t.Errorf("clocksource %q, the kernel says %q", f.ClockSource, strings.TrimSpace(string(cs)))
+	}
+	if !Native {
+		return
+	}
+	info, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		t.Skip(err)
+	}
+	has := func(flag string) bool {
+		return strings.Contains(string(info), " "+flag+" ") || strings.Contains(string(info), " "+flag+"\n")
+	}
+	for _, c := range []struct {
+		flag string
+		got  bool
+	}{{"constant_tsc", f.ConstantTSC}, {"nonstop_tsc", f.NonstopTSC}, {"tsc_known_freq", f.KnownFreq}, {"rdtscp", f.RDTSCP}} {
+		if c.got != has(c.flag) {
+			t.Errorf("%s detected %v, /proc/cpuinfo says %v", c.flag, c.got, has(c.flag))
+		}
+	}
 }
 
 func BenchmarkRead(b *testing.B) {

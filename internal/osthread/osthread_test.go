@@ -1,9 +1,12 @@
 package osthread
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestParse(t *testing.T) {
@@ -27,10 +30,31 @@ func TestPinThread(t *testing.T) {
 	if err != nil || len(cpus) == 0 {
 		t.Fatal(cpus, err)
 	}
+	want := cpus[len(cpus)-1]
 	done := make(chan error)
-	go func() { done <- PinThread(cpus[len(cpus)-1]) }()
+	go func() {
+		if err := PinThread(want); err != nil {
+			done <- err
+			return
+		}
+		// The kernel's view of this very thread: only the CPU asked for.
+		var set unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &set); err != nil {
+			done <- err
+			return
+		}
+		if set.Count() != 1 || !set.IsSet(want) {
+			done <- fmt.Errorf("thread affinity has %d CPUs (CPU %d set: %v), want only CPU %d", set.Count(), want, set.IsSet(want), want)
+			return
+		}
+		done <- nil // the goroutine exits locked: the pinned thread is not reused
+	}()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+	// The process's other threads keep every allowed CPU.
+	if after, err := Allowed(); err != nil || len(after) != len(cpus) {
+		t.Fatalf("the test's own thread lost CPUs: %v -> %v (%v)", cpus, after, err)
 	}
 }
 
