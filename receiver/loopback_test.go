@@ -187,3 +187,34 @@ func TestProfiledRun(t *testing.T) {
 		}
 	}
 }
+
+// TestPacedRunKeepsItsWindows: a paced run reports one window per full
+// second, each close to the rate, and a late-slot fraction that is the
+// late slots over the slots measured (bounds generous: the machine is
+// shared; the figures themselves are in BENCHMARKS.md).
+func TestPacedRunKeepsItsWindows(t *testing.T) {
+	syn, _ := scenarios.Load("synthetic-100")
+	const rate = 20000.0
+	_, sres := run(t, receiver.Config{ExpectStreams: 1},
+		sender.Config{Threads: 1, Rate: rate, Duration: 2500 * time.Millisecond, BucketSize: 10, Scenario: syn,
+			Overflow: sender.Block, Idle: sender.Sleep, LateThreshold: time.Millisecond})
+	if len(sres.Windows) != 2 {
+		t.Fatalf("%d full windows in a 2.5 s run: %v", len(sres.Windows), sres.Windows)
+	}
+	for i, w := range sres.Windows {
+		if dev := (float64(w) - rate) / rate; dev > 0.10 || dev < -0.10 {
+			t.Errorf("window %d: %d tuples, %.1f%% off %v/s", i, w, 100*dev, rate)
+		}
+	}
+	if sres.WindowMaxDev > 0.10 {
+		t.Errorf("window_max_deviation %.3f", sres.WindowMaxDev)
+	}
+	slots := sres.ScheduledTups / 10
+	if sres.LateSlots > slots || sres.LateFraction < float64(sres.LateSlots)/float64(slots) || sres.LateFraction > 0.5 {
+		t.Errorf("late slots %d of %d scheduled, fraction %.3f", sres.LateSlots, slots, sres.LateFraction)
+	}
+	// 5000 slots in 2.5 s; the one due at the very end may fall either side.
+	if sres.Shortfall != 0 || sres.Emitted < uint64(rate*2.5) || sres.Emitted > uint64(rate*2.5)+10 || sres.Emitted != sres.ScheduledTups {
+		t.Errorf("emitted %d of %d scheduled (shortfall %d), want %d", sres.Emitted, sres.ScheduledTups, sres.Shortfall, uint64(rate*2.5))
+	}
+}
