@@ -17,12 +17,14 @@ build: deps
 	$(GO) build $(GOFLAGS) -o $(BIN)/ ./cmd/...
 
 # Unit, race, fuzz-seed and integration tests (the integration tests build
-# and start the real binaries on loopback).
+# and start the real binaries on loopback). The summary lists every skipped
+# test with its reason; CP_REQUIRE_ALL=1 (CI as root) turns the skips of a
+# missing tool or privilege into failures.
 test: deps
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./objfactory/ ./receiver/ ./sender/ ./internal/histo/ ./internal/zmqraw/ ./profiler/ ./tsc/...
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -json ./... | $(GO) run ./scripts/testsummary
 
 lint: deps
 	@command -v staticcheck >/dev/null 2>&1 || $(GO) install honnef.co/go/tools/cmd/staticcheck@latest

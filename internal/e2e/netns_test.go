@@ -36,15 +36,15 @@ func run(args ...string) error {
 func newTestNet(t *testing.T, names ...string) *testNet {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("network namespaces need root: multi-host test skipped")
+		skipOrFail(t, "network namespaces need root: multi-host test skipped")
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("no ip command (apt-get install iproute2): multi-host test skipped")
+		skipOrFail(t, "no ip command (apt-get install iproute2): multi-host test skipped")
 	}
 	n := &testNet{t: t, prefix: fmt.Sprintf("cpt%d", os.Getpid()%10000), hosts: map[string]string{}}
 	br := n.prefix + "br"
 	if err := run("ip", "link", "add", br, "type", "bridge"); err != nil {
-		t.Skipf("cannot create a bridge here (%v): multi-host test skipped", err)
+		skipOrFail(t, fmt.Sprintf("cannot create a bridge here (%v): multi-host test skipped", err))
 	}
 	t.Cleanup(n.destroy)
 	must := func(args ...string) {

@@ -83,7 +83,7 @@ func checkInChromium(t *testing.T, page string, figures int) {
 		}
 	}
 	if bin == "" {
-		t.Skip("no Chromium here (apt-get install chromium; .ci/run installs it): the rendering check is skipped")
+		skipOrFail(t, "no Chromium here (apt-get install chromium; .ci/run installs it): the rendering check is skipped")
 	}
 	out, err := exec.Command("timeout", "90", bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--user-data-dir="+t.TempDir(),
