@@ -93,17 +93,7 @@ func runCase(t *testing.T, tc wirecorpus.Case) wirecorpus.Got {
 	if rerr != nil {
 		t.Fatal(rerr)
 	}
-	got := wirecorpus.Got{Malformed: res.MalformedBy, Streams: map[uint32]wirecorpus.Stream{}}
-	for _, s := range res.Streams {
-		got.Streams[s.Stream] = wirecorpus.Stream{ReceivedTuples: s.ReceivedTuples, Buckets: s.Buckets, Duplicates: s.Duplicates,
-			Stale: s.Stale, Gaps: s.GapBuckets, Ended: s.Ended, Complete: s.Complete}
-	}
-	for reason, n := range got.Malformed {
-		if n == 0 {
-			delete(got.Malformed, reason)
-		}
-	}
-	return got
+	return wirecorpus.GotFrom(res)
 }
 
 // TestGivesUpWithoutEndMarker: a stream whose end marker never comes ends

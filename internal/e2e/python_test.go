@@ -209,16 +209,7 @@ func TestPythonSendsTheConformanceCorpus(t *testing.T) {
 		if err := json.Unmarshal(procs[i].Stdout.Bytes(), &res); err != nil {
 			t.Fatalf("%s: %v\n%s", tc.Name, err, procs[i].Stderr.String())
 		}
-		got := wirecorpus.Got{Malformed: map[string]uint64{}, Streams: map[uint32]wirecorpus.Stream{}}
-		for reason, n := range res.MalformedBy {
-			if n > 0 {
-				got.Malformed[reason] = n
-			}
-		}
-		for _, s := range res.Streams {
-			got.Streams[s.Stream] = wirecorpus.Stream{ReceivedTuples: s.ReceivedTuples, Buckets: s.Buckets, Duplicates: s.Duplicates,
-				Stale: s.Stale, Gaps: s.GapBuckets, Ended: s.Ended, Complete: s.Complete}
-		}
+		got := wirecorpus.GotFrom(&res)
 		for _, d := range tc.Check(got) {
 			t.Errorf("%s (rule: %s): %s", tc.Name, tc.Rule, d)
 		}

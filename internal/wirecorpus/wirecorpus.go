@@ -20,6 +20,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cloudprofiler-go/cp/receiver"
+
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -97,6 +99,21 @@ func (c Case) Parts() ([][][]byte, error) {
 type Got struct {
 	Malformed map[string]uint64
 	Streams   map[uint32]Stream
+}
+
+// GotFrom is dgrecv's result in the corpus's terms.
+func GotFrom(res *receiver.Result) Got {
+	got := Got{Malformed: map[string]uint64{}, Streams: map[uint32]Stream{}}
+	for reason, n := range res.MalformedBy {
+		if n > 0 {
+			got.Malformed[reason] = n
+		}
+	}
+	for _, s := range res.Streams {
+		got.Streams[s.Stream] = Stream{ReceivedTuples: s.ReceivedTuples, Buckets: s.Buckets, Duplicates: s.Duplicates,
+			Stale: s.Stale, Gaps: s.GapBuckets, Ended: s.Ended, Complete: s.Complete}
+	}
+	return got
 }
 
 // Check compares a receiver's outcome with the case's expectation and
