@@ -185,8 +185,8 @@ marker has been consumed (or --expect-streams have ended, or no data arrived for
 // expandLanes turns one endpoint and --lanes n into n endpoints on
 // consecutive ports.
 func expandLanes(endpoints []string, lanes int) ([]string, error) {
-	if lanes < 1 {
-		return nil, fmt.Errorf("--lanes must be at least 1, got %d", lanes)
+	if lanes < 1 || lanes > receiver.MaxLanes {
+		return nil, fmt.Errorf("--lanes must be 1 to %d, got %d", receiver.MaxLanes, lanes)
 	}
 	if lanes == 1 {
 		return endpoints, nil
