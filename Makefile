@@ -6,7 +6,7 @@ BIN     ?= bin
 GOFLAGS ?=
 export BIN
 
-.PHONY: all deps build test lint bench demo demo-pair fuzz clean
+.PHONY: all deps build test lint bench demo demo-pair fuzz cover clean
 
 all: build
 
@@ -25,6 +25,11 @@ test: deps
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./objfactory/ ./receiver/ ./sender/ ./internal/histo/ ./internal/zmqraw/ ./profiler/ ./tsc/...
 	$(GO) test -count=1 -json ./... | $(GO) run ./scripts/testsummary
+
+# Statement coverage per package, from the unit and integration tests of
+# each package itself (the binaries started by internal/e2e are not counted).
+cover: deps
+	$(GO) test -count=1 -cover $$($(GO) list ./... | grep -v /internal/e2e) | grep -E 'coverage|FAIL' | sed 's/github.com\/cloudprofiler-go\/cp\///'
 
 lint: deps
 	@command -v staticcheck >/dev/null 2>&1 || $(GO) install honnef.co/go/tools/cmd/staticcheck@latest
