@@ -1,8 +1,10 @@
 package sender
 
 import (
+	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,17 +35,23 @@ type Result struct {
 	AchievedRate  float64 `json:"achieved_rate_tuples_per_s"`
 	// Windows are the tuples emitted in each full 1-second window of the
 	// run, by actual send time (the final partial second is left out).
-	Windows        []uint64      `json:"windows_tuples"`
-	WindowMaxDev   float64       `json:"window_max_deviation"` // max |window - target| / target
-	LateSlots      uint64        `json:"late_slots"`
-	LateThreshNs   int64         `json:"late_threshold_ns"`
-	LateFraction   float64       `json:"late_slot_fraction"` // of the slots due after the warm-up
-	Lateness       histo.Summary `json:"lateness"`
-	Streams        []StreamEnd   `json:"streams"`
-	Interrupted    bool          `json:"interrupted"`
-	Links          []*Link       `json:"links"` // each data socket's connections
-	Errors         []string      `json:"errors"`
-	latenessMerged *histo.Precise
+	Windows      []uint64      `json:"windows_tuples"`
+	WindowMaxDev float64       `json:"window_max_deviation"` // max |window - target| / target
+	LateSlots    uint64        `json:"late_slots"`
+	LateThreshNs int64         `json:"late_threshold_ns"`
+	LateFraction float64       `json:"late_slot_fraction"` // of the slots due after the warm-up
+	Lateness     histo.Summary `json:"lateness"`
+	Streams      []StreamEnd   `json:"streams"`
+	Interrupted  bool          `json:"interrupted"`
+	// ScheduleKept: a paced run sent every slot of its schedule (no
+	// shortfall) with at most max_late_fraction of them late; Schedule
+	// says what was missed ("" when kept, or when unpaced).
+	ScheduleKept    bool     `json:"schedule_kept"`
+	Schedule        string   `json:"schedule"`
+	MaxLateFraction float64  `json:"max_late_fraction"`
+	Links           []*Link  `json:"links"` // each data socket's connections
+	Errors          []string `json:"errors"`
+	latenessMerged  *histo.Precise
 }
 
 // StreamEnd is one thread's stream as announced in its end marker.
@@ -132,6 +140,21 @@ func (s *Sender) result(start, end uint64) *Result {
 		r.LateFraction = float64(r.LateSlots) / float64(measured)
 	}
 	r.Lateness = r.latenessMerged.Summary()
+	r.MaxLateFraction = cfg.MaxLateFraction
+	r.ScheduleKept, r.Schedule = true, ""
+	if cfg.Rate > 0 {
+		var missed []string
+		if r.Shortfall > 0 {
+			missed = append(missed, fmt.Sprintf("%d tuples behind schedule", r.Shortfall))
+		}
+		if r.LateFraction > cfg.MaxLateFraction {
+			missed = append(missed, fmt.Sprintf("%.1f%% of slots late (over %v; limit %.1f%%), p99 lateness %v",
+				100*r.LateFraction, cfg.LateThreshold, 100*cfg.MaxLateFraction, time.Duration(r.Lateness.P99)))
+		}
+		if len(missed) > 0 {
+			r.ScheduleKept, r.Schedule = false, strings.Join(missed, "; ")
+		}
+	}
 	return r
 }
 

@@ -74,9 +74,12 @@ type Config struct {
 	HWM           int   // send high-water mark in messages
 	IOThreads     int   // libzmq I/O threads
 	LateThreshold time.Duration
-	SkipRateCheck bool          // do not refuse rates above the measured send cost
-	EndTimeout    time.Duration // how long to try delivering end markers
-	Clock         *tsc.Clock
+	// MaxLateFraction is the share of late slots (after the warm-up) above
+	// which the run did not keep its schedule (0: DefaultMaxLateFraction).
+	MaxLateFraction float64
+	SkipRateCheck   bool          // do not refuse rates above the measured send cost
+	EndTimeout      time.Duration // how long to try delivering end markers
+	Clock           *tsc.Clock
 	// Profile, if set, gets a channel "emit.<thread>" per thread, its
 	// handler from Handlers (Null when unlisted): every emitted tuple id.
 	Profile  *profiler.Profiler
@@ -154,6 +157,9 @@ func (c *Config) Validate() error {
 	if c.LateThreshold < 0 || c.LateThreshold > MaxLateThreshold {
 		bad("late threshold must be 0 to %v, got %v", MaxLateThreshold, c.LateThreshold)
 	}
+	if c.MaxLateFraction < 0 || c.MaxLateFraction > 1 || math.IsNaN(c.MaxLateFraction) {
+		bad("max late fraction must be 0 (default) to 1, got %v", c.MaxLateFraction)
+	}
 	if c.EndTimeout < 0 || c.EndTimeout > MaxEndTimeout {
 		bad("end timeout must be 0 to %v, got %v", MaxEndTimeout, c.EndTimeout)
 	}
@@ -167,8 +173,15 @@ func (c *Config) Validate() error {
 	if c.EndTimeout <= 0 {
 		c.EndTimeout = 10 * time.Second
 	}
+	if c.MaxLateFraction == 0 {
+		c.MaxLateFraction = DefaultMaxLateFraction
+	}
 	return nil
 }
+
+// DefaultMaxLateFraction: a paced run with more than 1% of its slots late
+// did not keep its schedule.
+const DefaultMaxLateFraction = 0.01
 
 // stoppedEndTimeout bounds the end markers' delivery, and the flush of
 // what is queued, after Stop.

@@ -14,6 +14,9 @@ func (r *Result) WriteText(w io.Writer) {
 	if r.TargetRate > 0 {
 		target = fmt.Sprintf("%.0f tuples/s", r.TargetRate)
 	}
+	if !r.ScheduleKept {
+		fmt.Fprintf(w, "dgsend: SCHEDULE NOT KEPT: %s (the rate below is what was sent, not the target)\n", r.Schedule)
+	}
 	fmt.Fprintf(w, "dgsend: %s, %d thread(s), buckets of %d (%d bytes), %s, overflow %s, idle %s\n",
 		r.Scenario, r.Threads, r.BucketSize, r.TupleBytes, target, r.Overflow, r.Idle)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -38,6 +38,8 @@ func command() *cobra.Command {
 		count                               uint64
 		duration, lateThresh, calibrate     time.Duration
 		jsonOut, noRateCheck, agentMode     bool
+		strict                              bool
+		maxLate                             float64
 		token, tokenFile                    string
 	)
 	cmd := &cobra.Command{
@@ -123,7 +125,7 @@ send time) with the fraction of late slots.`,
 				Endpoints: endpoints, Bind: len(bind) > 0, SenderID: senderID, Threads: threads, Rate: r,
 				Duration: duration, Count: count, BucketSize: bucket, Scenario: sc, Shape: sh, Overflow: sender.Overflow(overflow),
 				Idle: sender.Idle(idle), CPUs: cpus, HWM: hwm, IOThreads: ioThreads, LateThreshold: lateThresh,
-				SkipRateCheck: noRateCheck, Clock: clock,
+				SkipRateCheck: noRateCheck, Clock: clock, MaxLateFraction: maxLate,
 			})
 			if err != nil {
 				return err
@@ -150,6 +152,9 @@ send time) with the fraction of late slots.`,
 			if len(res.Errors) > 0 {
 				return errors.New("run finished with errors")
 			}
+			if strict && !res.ScheduleKept {
+				return fmt.Errorf("--strict: the schedule was not kept: %s", res.Schedule)
+			}
 			return nil
 		},
 	}
@@ -170,6 +175,8 @@ send time) with the fraction of late slots.`,
 	f.IntVar(&hwm, "hwm", 1000, "ZeroMQ send high-water mark, in messages")
 	f.IntVar(&ioThreads, "io-threads", 1, "ZeroMQ I/O threads")
 	f.DurationVar(&lateThresh, "late-threshold", 10*time.Microsecond, "a slot sent later than this after its intended time counts as late")
+	f.Float64Var(&maxLate, "max-late-fraction", sender.DefaultMaxLateFraction, "a paced run with more than this share of late slots did not keep its schedule (said first in the summary)")
+	f.BoolVar(&strict, "strict", false, "exit 1 when the schedule was not kept (shortfall, or late slots above --max-late-fraction)")
 	f.BoolVar(&noRateCheck, "no-rate-check", false, "do not refuse a rate above what the measured send cost allows")
 	f.DurationVar(&calibrate, "calibrate", 100*time.Millisecond, "TSC frequency calibration time")
 	f.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:9101", "serve Prometheus /metrics here (\"\" to disable)")

@@ -253,3 +253,39 @@ func skipOrFail(t *testing.T, why string) {
 	}
 	t.Skip(why)
 }
+
+// TestScheduleNotKeptIsSaidFirst: a run that cannot keep its rate says so
+// in the first line of its summary, and --strict makes that an exit 1; a
+// run that keeps it says nothing of the kind.
+func TestScheduleNotKeptIsSaidFirst(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		kept    bool
+		strict  bool
+		wantErr bool
+	}{
+		{"impossible rate", []string{"--rate", "50M", "--no-rate-check"}, false, false, false},
+		{"impossible rate, strict", []string{"--rate", "50M", "--no-rate-check", "--strict"}, false, true, true},
+		{"easy rate, strict", []string{"--rate", "2000", "--late-threshold", "5ms", "--max-late-fraction", "0.2", "--strict"}, true, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pr := Pair{Bin: binDir, RecvArgs: []string{"--drain", "--expect-streams", "1"},
+				SendArgs: append([]string{"--duration", "1s", "--scenario", "synthetic-100"}, tc.args...)}
+			pr.Run(t)
+			if pr.Send.ScheduleKept != tc.kept || (pr.SendExit != 0) != tc.wantErr {
+				t.Fatalf("kept %v (%q), exit %d", pr.Send.ScheduleKept, pr.Send.Schedule, pr.SendExit)
+			}
+			// The text summary, from the same run's JSON.
+			var b strings.Builder
+			pr.Send.WriteText(&b)
+			first := strings.SplitN(b.String(), "\n", 2)[0]
+			if tc.kept == strings.Contains(first, "SCHEDULE NOT KEPT") {
+				t.Fatalf("first line %q with the schedule kept: %v", first, tc.kept)
+			}
+			if tc.strict && !tc.kept && !strings.Contains(pr.SendProc.Stderr.String(), "--strict: the schedule was not kept") {
+				t.Fatalf("stderr: %s", pr.SendProc.Stderr.String())
+			}
+		})
+	}
+}
