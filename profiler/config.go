@@ -3,7 +3,6 @@ package profiler
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"path/filepath"
 	"strings"
@@ -63,7 +62,9 @@ func ParseHandlers(data []byte, source string) (*Handlers, error) {
 	var h Handlers
 	dec := yaml.NewDecoder(strings.NewReader(string(data)))
 	dec.KnownFields(true)
-	if err := dec.Decode(&h); err != nil && err != io.EOF {
+	// An empty document is an error too: a file caught half-written (being
+	// saved) must not switch every channel to Null.
+	if err := dec.Decode(&h); err != nil {
 		return nil, fmt.Errorf("handler configuration %s: %w", source, err)
 	}
 	if err := h.Validate(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -222,7 +223,7 @@ func (s *ConfigServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if s.File != "" {
-			if err := os.WriteFile(s.File, data, 0o644); err != nil {
+			if err := writeAtomic(s.File, data); err != nil {
 				httpapi.ReplyError(w, http.StatusInternalServerError, fmt.Errorf("store the configuration: %w", err))
 				return
 			}
@@ -233,4 +234,27 @@ func (s *ConfigServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET, PUT")
 		http.Error(w, "GET or PUT", http.StatusMethodNotAllowed)
 	}
+}
+
+// writeAtomic replaces path with data in one step (a temporary file, then
+// a rename), so that a GET never serves a half-written configuration.
+func writeAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".handlers-*.yaml")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
 }
