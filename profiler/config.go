@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/cloudprofiler-go/cp/internal/readfile"
-
 	"gopkg.in/yaml.v3"
+
+	"github.com/cloudprofiler-go/cp/internal/readfile"
 )
 
 // Handlers maps channel names to their configuration (the paper's online

@@ -245,14 +245,6 @@ func NewIn(dir string, period time.Duration) (*Profiler, error) {
 	return p, nil
 }
 
-// Dir is the directory the profiler writes in ("" when not confined).
-func (p *Profiler) Dir() string {
-	if p == nil || p.root == nil {
-		return ""
-	}
-	return p.root.Name()
-}
-
 // openLog creates (or truncates) a log file, inside the profiler's
 // directory when it has one.
 func (p *Profiler) openLog(path string) (*os.File, error) {

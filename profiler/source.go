@@ -14,9 +14,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/internal/readfile"
-
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
+	"github.com/cloudprofiler-go/cp/internal/readfile"
 )
 
 // A configuration source is a YAML file or the URL of a configuration

@@ -23,9 +23,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/cloudprofiler-go/cp/internal/readfile"
-
 	"gopkg.in/yaml.v3"
+
+	"github.com/cloudprofiler-go/cp/internal/readfile"
 )
 
 //go:embed *.yaml

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	zmq "github.com/pebbe/zmq4"
@@ -113,7 +114,7 @@ func (m *monitor) run() {
 		stopped := make([]bool, len(m.pairs))
 		for open > 0 && !m.quit.Load() {
 			polled, err := poller.Poll(100 * time.Millisecond)
-			if err != nil && zmq.AsErrno(err) != zmq.Errno(4) { // EINTR: poll again
+			if err != nil && zmq.AsErrno(err) != zmq.Errno(syscall.EINTR) { // EINTR: poll again
 				break
 			}
 			for _, p := range polled {
@@ -190,10 +191,11 @@ func (l *Link) settle() {
 
 // wait blocks until the monitor has seen every socket close (bounded).
 func (m *monitor) wait() {
-	if m.done == nil {
+	if m.done == nil { // never ran (Close before Run): the pairs are this goroutine's
 		for _, p := range m.pairs {
 			p.Close()
 		}
+		m.pairs = nil
 		return
 	}
 	select {

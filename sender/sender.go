@@ -597,6 +597,7 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 	paced := cfg.Rate > 0
 	drop := cfg.Overflow == Drop
 	lateTicks := clock.Ticks(cfg.LateThreshold)
+	nsPerTick := 1e9 / clock.Hz
 	pace := pacer{idle: cfg.Idle, stop: &s.stop,
 		yieldTicks:  clock.Ticks(5 * time.Microsecond),
 		sleepMargin: clock.Ticks(t.napMargin),
@@ -604,13 +605,12 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 		slack:       clock.Ticks(3 * time.Microsecond),
 		maxMargin:   clock.Ticks(250 * time.Microsecond),
 		maxNap:      clock.Ticks(maxNap),
-		nsPerTick:   1e9 / clock.Hz,
+		nsPerTick:   nsPerTick,
 	}
 	if paced {
 		pace.maxMargin = min(pace.maxMargin, uint64(t.sched.SlotTicks()/2))
 	}
 	pace.sleepMargin = min(pace.sleepMargin, pace.maxMargin)
-	nsPerTick := 1e9 / clock.Hz
 	measureFrom := start + clock.Ticks(cfg.Warmup)
 	endGrace := end
 	if end != math.MaxUint64 {
@@ -819,7 +819,9 @@ func (t *thread) sendEnd(s *Sender) error {
 	// peer that leaves after that (a receiver that got everything and
 	// exits) is no fault of the run.
 	defer t.link.settle()
-	t.link.awaitFirst(min(s.cfg.EndTimeout, connectGrace))
+	if !s.stop.Load() { // a stop ends the run within a second
+		t.link.awaitFirst(min(s.cfg.EndTimeout, connectGrace))
+	}
 	timeout := s.cfg.EndTimeout
 	if s.stop.Load() || t.link.peers.Load() == 0 {
 		// a stop ends the run within a second; with no peer, waiting longer delivers nothing

@@ -6,9 +6,8 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/profiler"
-	"github.com/cloudprofiler-go/cp/scenarios"
-
 	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
 )
 

@@ -14,12 +14,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/internal/httpapi"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/cloudprofiler-go/cp/internal/cli"
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
 )

@@ -9,14 +9,12 @@ import (
 	"os"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/internal/readfile"
-	"github.com/cloudprofiler-go/cp/profiler"
-
-	"github.com/cloudprofiler-go/cp/internal/httpapi"
-
 	"github.com/spf13/cobra"
 
 	"github.com/cloudprofiler-go/cp/internal/cli"
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
+	"github.com/cloudprofiler-go/cp/internal/readfile"
+	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/sweep"
 )
 

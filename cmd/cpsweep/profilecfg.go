@@ -5,11 +5,10 @@ import (
 	"net/http"
 	"os"
 
-	"github.com/cloudprofiler-go/cp/internal/httpapi"
-
 	"github.com/spf13/cobra"
 
 	"github.com/cloudprofiler-go/cp/internal/cli"
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/profiler"
 )
 

@@ -59,6 +59,7 @@ func OpenProfile(name, source, token, dir string, follow time.Duration) (*Profil
 	}
 	p, h, err := profiler.FromSource(ctx, source, token, dir)
 	if err != nil {
+		_ = os.Remove(dir) // only if still empty: a refused configuration leaves nothing behind
 		return nil, err
 	}
 	fmt.Fprintf(os.Stderr, "%s: profile logs in %s\n", name, dir)

@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/sweep"
-
 	"github.com/cloudprofiler-go/cp/results/analysis"
+	"github.com/cloudprofiler-go/cp/sweep"
 )
 
 // testNet is a bridge in the root namespace with one veth-connected network

@@ -11,11 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/sweep"
-
 	zmq "github.com/pebbe/zmq4"
 
 	"github.com/cloudprofiler-go/cp/results"
+	"github.com/cloudprofiler-go/cp/sweep"
 )
 
 // sweepReport is the part of cpsweep's JSON summary the tests read.

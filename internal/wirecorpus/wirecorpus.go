@@ -20,9 +20,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/cloudprofiler-go/cp/receiver"
-
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/cloudprofiler-go/cp/receiver"
 )
 
 // File is where the corpus lives, relative to the module root.

@@ -13,10 +13,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/internal/httpapi"
-
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/sender"
 	"github.com/cloudprofiler-go/cp/sweep"

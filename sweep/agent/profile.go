@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
-
 	"github.com/cloudprofiler-go/cp/profiler"
 )
 

@@ -21,10 +21,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/internal/httpapi"
-
 	"golang.org/x/sys/unix"
 
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/tsc"
 )
 
