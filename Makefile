@@ -26,10 +26,14 @@ test: deps
 	$(GO) test -race -count=1 ./objfactory/ ./receiver/ ./sender/ ./internal/histo/ ./internal/zmqraw/ ./profiler/ ./tsc/...
 	$(GO) test -count=1 -json ./... | $(GO) run ./scripts/testsummary
 
-# Statement coverage per package, from the unit and integration tests of
-# each package itself (the binaries started by internal/e2e are not counted).
+# Statement coverage per package: a statement counts when any package's
+# unit or integration tests ran it (-coverpkg; the receiver's loopback
+# tests drive the sender, the agent tests drive a whole sweep). The
+# binaries started by internal/e2e are not counted. Fails when sweep,
+# sweep/agent, sender or wire is below 70%.
 cover: deps
-	$(GO) test -count=1 -cover $$($(GO) list ./... | grep -v /internal/e2e) | grep -E 'coverage|FAIL' | sed 's/github.com\/cloudprofiler-go\/cp\///'
+	$(GO) test -count=1 -coverpkg=./... -coverprofile=$(BIN)/cover.out $$($(GO) list ./... | grep -v -e /internal/e2e -e /scripts/) >/dev/null
+	$(GO) run ./scripts/coversummary -min 70 -require sweep,sweep/agent,sender,wire $(BIN)/cover.out
 
 lint: deps
 	@command -v staticcheck >/dev/null 2>&1 || $(GO) install honnef.co/go/tools/cmd/staticcheck@latest

@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"archive/tar"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,7 +20,7 @@ import (
 // the trial goes.
 type fakeAgent struct {
 	role     string
-	behave   string // ok, refuse, capacity, fail, hang, die
+	behave   string // ok, refuse, capacity, fail, failonce (the first trial), hang, die, noprofile
 	srv      *httptest.Server
 	mu       sync.Mutex
 	polls    int
@@ -61,13 +62,13 @@ func newFake(t *testing.T, role, behave string) *fakeAgent {
 	mux.HandleFunc("GET "+PathTrial, func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.polls++
-		polls := f.polls
+		polls, started := f.polls, f.started
 		f.mu.Unlock()
 		st := TrialStatus{State: StateRunning}
 		switch {
 		case f.behave == "hang" && polls > 2:
 			time.Sleep(ControlTimeout + time.Second) // a poll that never answers in time
-		case f.behave == "fail" && polls > 2:
+		case (f.behave == "fail" || f.behave == "failonce" && started == 1) && polls > 2:
 			st = TrialStatus{State: StateFailed, Error: "bind tcp://*:5555: address in use"}
 		case polls > 2:
 			st.State = StateDone
@@ -78,6 +79,17 @@ func newFake(t *testing.T, role, behave string) *fakeAgent {
 			}
 		}
 		_ = json.NewEncoder(w).Encode(st)
+	})
+	mux.HandleFunc("GET "+PathProfile, func(w http.ResponseWriter, r *http.Request) {
+		if f.behave == "noprofile" {
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"error":"no profiled trial's logs are waiting on this agent"}`))
+			return
+		}
+		tw := tar.NewWriter(w)
+		_ = tw.WriteHeader(&tar.Header{Name: "counters.json", Mode: 0o644, Size: 2, Typeflag: tar.TypeReg})
+		_, _ = tw.Write([]byte("{}"))
+		_ = tw.Close()
 	})
 	mux.HandleFunc("POST "+PathStop, func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()

@@ -149,6 +149,10 @@ func (s *Session) Execute(ctx context.Context) (*Report, error) {
 	interrupted := ctx.Err() != nil
 	var agentErr *AgentError
 	failed := errors.As(err, &agentErr) || writeErr != nil
+	// A requested profile that did not come back is a failure of the
+	// instrument: the answer stands and is saved, but the exit status
+	// says the run is incomplete.
+	var profileErr error
 	switch {
 	case s.Profile == "":
 	case interrupted:
@@ -159,7 +163,7 @@ func (s *Session) Execute(ctx context.Context) (*Report, error) {
 		s.report.ProfileSkipped = "no rate passed, so there is no rate to profile at"
 	default:
 		if perr := s.profiledTrial(ctx, res, run); perr != nil {
-			s.report.ProfileSkipped = perr.Error()
+			s.report.ProfileSkipped, profileErr = perr.Error(), perr
 		}
 	}
 	if s.report.ProfileSkipped != "" {
@@ -187,6 +191,9 @@ func (s *Session) Execute(ctx context.Context) (*Report, error) {
 	}
 	if err != nil && !interrupted {
 		return &s.report, err
+	}
+	if profileErr != nil && ctx.Err() == nil {
+		return &s.report, fmt.Errorf("the answer stands, but the profile asked for is incomplete: %w", profileErr)
 	}
 	return &s.report, nil
 }
@@ -235,9 +242,9 @@ func (s *Session) runTrial(ctx context.Context, n int, rate float64, purpose str
 	}
 }
 
-// profiledTrial runs the profiled trial and collects every agent's logs.
-// It returns why it did not profile (the sweep's answer stands); a failed
-// collection is an error of the sweep (the user asked for the logs).
+// profiledTrial runs the profiled trial and collects every agent's logs;
+// it returns why either failed (the sweep's answer stands, but the user
+// asked for the logs, so Execute returns it as an error).
 func (s *Session) profiledTrial(ctx context.Context, res *Result, run func(context.Context, float64, string) (Trial, error)) error {
 	at := s.ProfileAt
 	if at <= 0 {

@@ -1,0 +1,291 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/internal/cli"
+	"github.com/cloudprofiler-go/cp/sweep"
+	"github.com/cloudprofiler-go/cp/tsc"
+	"github.com/cloudprofiler-go/cp/tsc/probing"
+)
+
+const sessionToken = "in-process-agents-token"
+
+// inProcessAgent serves a real agent (real sender or receiver on
+// loopback) and its TSC probe API from this test process, as
+// `dgsend --agent` / `dgrecv --agent` would.
+func inProcessAgent(t *testing.T, role string, clock *tsc.Clock) (*Agent, *sweep.Client) {
+	t.Helper()
+	opts := Options{Role: role, Token: sessionToken, Clock: clock, Logf: t.Logf}
+	if role == sweep.RoleReceiver {
+		opts.Endpoints = []string{fmt.Sprintf("tcp://127.0.0.1:%d", freePort(t))}
+	}
+	a, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := tsc.NewResponder("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := &probing.Client{Responder: resp, Hz: clock.Hz, Token: sessionToken}
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", a.Handler())
+	mux.Handle("/v1/clock/", probe.Handler())
+	srv := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		srv.Close()
+		resp.Close()
+		if err := a.Close(); err != nil {
+			t.Errorf("agent close: %v", err)
+		}
+	})
+	return a, sweep.NewClient(strings.TrimPrefix(srv.URL, "http://"), sessionToken)
+}
+
+// TestSessionWithInProcessAgents runs a whole sweep (clock probes before
+// and after, a linear search, the profiled trial and its collection)
+// against real agents in this process, and checks what the run directory
+// and the report say.
+func TestSessionWithInProcessAgents(t *testing.T) {
+	clock, err := tsc.NewClock(50 * time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv, rc := inProcessAgent(t, sweep.RoleReceiver, clock)
+	send, sc := inProcessAgent(t, sweep.RoleSender, clock)
+	plan := sweep.TrialPlan{Duration: 400 * time.Millisecond, Warmup: 100 * time.Millisecond, Threads: 1, BucketSize: 10,
+		Scenario: "synthetic-100", Overflow: "block", Idle: "auto", Schema: "synthetic", EndTimeout: 3 * time.Second, Rules: sweep.DefaultRules}
+	if err := plan.Resolve(); err != nil {
+		t.Fatal(err)
+	}
+	search := sweep.Search{Method: "linear", Linear: sweep.LinearPlan{From: 2000, To: 4000, Step: 2000}}
+	profile := `default: {handler: buffered, path: "{name}.log"}`
+	if err := sweep.CheckPlan(plan, search, 1, profile, 0.5); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	s := &sweep.Session{Ctrl: &sweep.Controller{Plan: plan, Senders: []*sweep.Client{sc}, Receivers: []*sweep.Client{rc}},
+		Search: search, Name: "inproc", Results: t.TempDir(), Log: &log, Clock: true, ClockCount: 20,
+		Profile: profile, ProfileAt: 0.5}
+	report, err := s.Execute(context.Background())
+	if err != nil {
+		t.Fatalf("sweep: %v\n%s", err, log.String())
+	}
+	res := report.Result
+	// Two low rates any machine sustains: both pass, nothing failed, and
+	// the profiled trial ran at half of the highest pass.
+	if res.LastPass != 4000 || res.FirstFail != 0 || len(res.Trials) != 3 {
+		t.Fatalf("result %+v\n%s", res, log.String())
+	}
+	if p := res.Trials[2]; p.Purpose != "profile" || p.Rate != 2000 || !p.Verdict.Pass {
+		t.Errorf("profiled trial %+v", p)
+	}
+	for _, tr := range res.Trials {
+		if tr.Achieved < 0.9*tr.Rate || tr.Achieved > 1.1*tr.Rate {
+			t.Errorf("trial %d at %.0f achieved %.0f", tr.N, tr.Rate, tr.Achieved)
+		}
+	}
+	if report.ProfileSkipped != "" || report.Invalid != nil || report.Interrupted {
+		t.Errorf("report %+v", report)
+	}
+	dir := report.Dir
+	for _, f := range []string{"config.json", "summary.json", "trials.json", "trials.csv", "sweep.svg", "relation.json",
+		"trials/001.json", "trials/002.json", "trials/003.json"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("run directory: %s: %v", f, err)
+		}
+	}
+	// Every agent's logs were collected (one log per standard point of
+	// its role, plus the counters), and the agents removed their copy.
+	for node, want := range map[string][]string{"sender0": {"emit.0.log", "counters.json"}, "receiver0": {"receive.0.log", "deserialized.0.log", "consumed.log", "counters.json"}} {
+		for _, f := range want {
+			if st, err := os.Stat(filepath.Join(dir, "profiles", node, f)); err != nil || st.Size() == 0 {
+				t.Errorf("profile of %s: %s: %v", node, f, err)
+			}
+		}
+	}
+	for _, a := range []*Agent{recv, send} {
+		a.mu.Lock()
+		left := a.profileDir
+		a.mu.Unlock()
+		if left != "" {
+			t.Errorf("%s agent still holds %s after the fetch", a.opts.Role, left)
+		}
+	}
+	var cfg map[string]any
+	if b, err := os.ReadFile(filepath.Join(dir, "config.json")); err != nil || json.Unmarshal(b, &cfg) != nil {
+		t.Fatalf("config.json: %v", err)
+	}
+	if cfg["profile"] != profile || cfg["profile_at"] != 0.5 || cfg["clock"] != true {
+		t.Errorf("config.json records %v %v %v", cfg["profile"], cfg["profile_at"], cfg["clock"])
+	}
+	var rel probing.RelationFile
+	if b, err := os.ReadFile(filepath.Join(dir, "relation.json")); err != nil || json.Unmarshal(b, &rel) != nil {
+		t.Fatalf("relation.json: %v", err)
+	}
+	if len(rel.Relations) != 1 || rel.Relations[0].Node != "sender0" {
+		t.Errorf("relation.json: %+v", rel.Relations)
+	}
+	var text bytes.Buffer
+	report.WriteText(&text)
+	for _, want := range []string{"max sustainable throughput: at least 4.00 k/s", "profile", "results: " + dir} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("report text lacks %q:\n%s", want, text.String())
+		}
+	}
+	for _, want := range []string{"probing the agents' TSCs", "profiled trial at", "collected", "TSC sender0 -> receiver0"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("progress lacks %q:\n%s", want, log.String())
+		}
+	}
+}
+
+// TestProfileIsServedOnceAsATar: the profile endpoint answers 404 before a
+// profiled trial, then the archive once, then 404 again (the files are
+// removed after the fetch).
+func TestProfileIsServedOnceAsATar(t *testing.T) {
+	_, srv := receiverAgent(t, "")
+	if code, body := call(t, srv, http.MethodGet, sweep.PathProfile, "", ""); code != http.StatusNotFound || !strings.Contains(fmt.Sprint(body["error"]), "no profiled trial") {
+		t.Fatalf("before any trial: %d %v", code, body)
+	}
+	cfg := `{"schema":"synthetic","expect_streams":1,"end_timeout_ns":60000000000,"profile":"default: {handler: buffered, path: \"{name}.log\"}"}`
+	if code, body := call(t, srv, http.MethodPost, sweep.PathTrial, "", cfg); code != http.StatusAccepted {
+		t.Fatalf("start: %d %v", code, body)
+	}
+	call(t, srv, http.MethodPost, sweep.PathStop, "", "")
+	waitState(t, srv, sweep.StateDone)
+	c := sweep.NewClient(strings.TrimPrefix(srv.URL, "http://"), "")
+	out := t.TempDir()
+	files, err := c.FetchProfile(context.Background(), out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !contains(files, filepath.Join(out, "counters.json")) || !contains(files, filepath.Join(out, "receive.0.log")) {
+		t.Errorf("fetched %v", files)
+	}
+	if _, err := c.FetchProfile(context.Background(), t.TempDir()); err == nil || !strings.Contains(err.Error(), "HTTP 404") {
+		t.Errorf("second fetch: %v", err)
+	}
+}
+
+// TestBadProfileAndFailedStart: a handler configuration that does not
+// parse, or a trial whose sender cannot start, leaves the agent idle-able
+// (failed, not running) with the reason in its status.
+func TestBadProfileAndFailedStart(t *testing.T) {
+	_, srv := receiverAgent(t, "")
+	code, body := call(t, srv, http.MethodPost, sweep.PathTrial, "", `{"schema":"synthetic","expect_streams":1,"profile":"default: {handler: nosuch}"}`)
+	if code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(body["error"]), "nosuch") {
+		t.Fatalf("unknown handler: %d %v", code, body)
+	}
+	code, body = call(t, srv, http.MethodPost, sweep.PathTrial, "", `{"schema":"synthetic","expect_streams":1,"profile":"{{{"}`)
+	if code != http.StatusBadRequest {
+		t.Fatalf("bad YAML: %d %v", code, body)
+	}
+
+	a, err := New(Options{Role: sweep.RoleSender, Clock: tsc.NewClockHz(2e9)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ssrv := httptest.NewServer(a.Handler())
+	defer ssrv.Close()
+	defer a.Close()
+	// A valid trial whose transport ZeroMQ does not know: the start fails,
+	// the status says why, and the agent takes the next trial.
+	plan := sweep.TrialPlan{Scenario: "synthetic-100"}
+	if err := plan.Resolve(); err != nil {
+		t.Fatal(err)
+	}
+	trial := sweep.SenderTrial{Rate: 1000, Threads: 1, BucketSize: 10, Duration: 100 * time.Millisecond, Overflow: "block", Idle: "auto",
+		Scenario: *plan.ScenarioSpec, Endpoints: []string{"nosuch://x"}}
+	b, _ := json.Marshal(trial)
+	code, body = call(t, ssrv, http.MethodPost, sweep.PathTrial, "", string(b))
+	if code == http.StatusAccepted {
+		waitState(t, ssrv, sweep.StateFailed)
+	} else if code != http.StatusBadRequest || a.Status().State != sweep.StateFailed {
+		t.Fatalf("unreachable endpoint: %d %v, status %+v", code, body, a.Status())
+	}
+	if a.Status().Error == "" {
+		t.Errorf("failed trial without a reason: %+v", a.Status())
+	}
+}
+
+func waitState(t *testing.T, srv *httptest.Server, want string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, body := call(t, srv, http.MethodGet, sweep.PathTrial, "", "")
+		if body["state"] == want {
+			return body
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("state %v, want %s", body, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestServeExposesTheRunningTrialsMetrics: an agent served with its
+// metrics shows the running trial's series on /metrics, and refuses to
+// serve a non-loopback address without a token.
+func TestServeExposesTheRunningTrialsMetrics(t *testing.T) {
+	a, err := New(Options{Role: sweep.RoleReceiver, Clock: tsc.NewClockHz(2e9),
+		Endpoints: []string{fmt.Sprintf("tcp://127.0.0.1:%d", freePort(t))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if _, _, err := Serve("0.0.0.0:0", a, cli.ServeMetrics); err == nil || !strings.Contains(err.Error(), "--token-file") {
+		t.Fatalf("non-loopback without a token: %v", err)
+	}
+	bound, stop, err := Serve("127.0.0.1:0", a, cli.ServeMetrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	metrics := func() string {
+		resp, err := http.Get("http://" + bound + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		_, _ = b.ReadFrom(resp.Body)
+		return b.String()
+	}
+	if m := metrics(); strings.Contains(m, "cp_receiver_consumed_tuples_total") {
+		t.Fatalf("metrics before any trial:\n%s", m)
+	}
+	req, _ := http.NewRequest(http.MethodPost, "http://"+bound+sweep.PathTrial, strings.NewReader(`{"schema":"synthetic","expect_streams":1,"end_timeout_ns":60000000000}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("start: %d", resp.StatusCode)
+	}
+	if m := metrics(); !strings.Contains(m, "\ncp_receiver_consumed_tuples_total 0\n") {
+		t.Errorf("running trial's metrics missing:\n%s", m)
+	}
+	a.Stop()
+}

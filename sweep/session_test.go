@@ -1,0 +1,91 @@
+package sweep
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSessionRecordsAgentFailures: a receiver that fails its trials ends
+// the sweep with an agent error (exit status 5), the trial recorded as
+// invalid with its retries, and the profiled trial skipped with the
+// reason; one that fails once is retried and the sweep answers.
+func TestSessionRecordsAgentFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		recv     string
+		retry    time.Duration
+		retries  int
+		wantErr  bool
+		wantLog  []string
+		lastPass float64
+		skipped  string
+		wantExit int // when there is no agent error: ExitAnswer unless set
+	}{
+		{name: "fails, no retry", recv: "fail", wantErr: true, wantLog: []string{"INVALID", "profiled trial skipped: the sweep ended with an error"},
+			skipped: "ended with an error"},
+		{name: "fails every retry", recv: "fail", retry: 2 * time.Second, retries: MaxAgentRetries, wantErr: true,
+			wantLog: []string{"INVALID", "waiting up to 2s for the agents"}, skipped: "ended with an error"},
+		{name: "fails once, retried", recv: "failonce", retry: 2 * time.Second, lastPass: 1000,
+			wantLog: []string{"INVALID", "waiting up to 2s", "PASS", "collected 1 profile files from receiver0"}},
+		{name: "profile not collected", recv: "noprofile", lastPass: 1000, wantExit: ExitError,
+			wantLog: []string{"PASS", "profiled trial skipped: collect profile of receiver0", "no profiled trial's logs"},
+			skipped: "collect profile of receiver0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recv, send := newFake(t, RoleReceiver, tc.recv), newFake(t, RoleSender, "ok")
+			var log bytes.Buffer
+			s := &Session{Ctrl: &Controller{Senders: []*Client{send.client()}, Receivers: []*Client{recv.client()}, Plan: testPlan(t), AgentTimeout: time.Second},
+				Search: Search{Method: "linear", Linear: LinearPlan{From: 1000, To: 1000, Step: 1000}}, Name: "faults", Results: t.TempDir(),
+				Log: &log, RetryAgent: tc.retry, Profile: "default: {handler: buffered, path: x.log}"}
+			report, err := s.Execute(context.Background())
+			var ae *AgentError
+			if tc.wantErr != errors.As(err, &ae) {
+				t.Fatalf("error %v, want an agent error: %v\n%s", err, tc.wantErr, log.String())
+			}
+			want := tc.wantExit
+			if tc.wantErr {
+				want = ExitAgentFailure
+			}
+			if code := ExitCode(report, err); code != want {
+				t.Errorf("exit status %d, want %d (error %v)", code, want, err)
+			}
+			for _, want := range tc.wantLog {
+				if !strings.Contains(log.String(), want) {
+					t.Errorf("progress lacks %q:\n%s", want, log.String())
+				}
+			}
+			if !strings.Contains(report.ProfileSkipped, tc.skipped) || (tc.skipped == "") != (report.ProfileSkipped == "") {
+				t.Errorf("profile skipped %q, want %q", report.ProfileSkipped, tc.skipped)
+			}
+			var text bytes.Buffer
+			report.WriteText(&text)
+			if !tc.wantErr {
+				if report.Invalid != nil || report.Result.LastPass != tc.lastPass {
+					t.Fatalf("report %+v result %+v", report.Invalid, report.Result)
+				}
+				return
+			}
+			inv := report.Invalid
+			if inv == nil || inv.N != 1 || inv.Rate != 1000 || inv.Retries != tc.retries || !strings.Contains(inv.Error, "address in use") || inv.Agent != recv.client().Addr {
+				t.Fatalf("invalid trial %+v", inv)
+			}
+			var saved struct{ Invalid *InvalidTrial }
+			b, err := os.ReadFile(filepath.Join(report.Dir, "trials", "001.json"))
+			if err != nil || json.Unmarshal(b, &saved) != nil || saved.Invalid == nil || saved.Invalid.Retries != tc.retries {
+				t.Errorf("trials/001.json: %v %s", err, b)
+			}
+			for _, want := range []string{"SWEEP FAILED: trial 1", "could not be judged", "profiled trial skipped"} {
+				if !strings.Contains(text.String(), want) {
+					t.Errorf("report text lacks %q:\n%s", want, text.String())
+				}
+			}
+		})
+	}
+}
