@@ -91,8 +91,14 @@ func (c *Counts) Metric(desc *prometheus.Desc, scale float64, labels ...string) 
 }
 
 // Precise is an HdrHistogram of nanoseconds (1 ns to 1 hour, 3 significant
-// digits) owned by one goroutine and read after it finishes.
-type Precise struct{ h *hdr.Histogram }
+// digits) owned by one goroutine and read after it finishes. Count, sum,
+// minimum and maximum are kept exactly beside it, so only the percentiles
+// carry the histogram's rounding (reported with them).
+type Precise struct {
+	h        *hdr.Histogram
+	min, max int64
+	sum      float64
+}
 
 // NewPrecise allocates the histogram (before the hot loop starts).
 func NewPrecise() *Precise { return &Precise{h: hdr.New(1, 3_600_000_000_000, 3)} }
@@ -103,19 +109,41 @@ func (p *Precise) Record(ns int64) { p.RecordN(ns, 1) }
 
 // RecordN adds n copies of a value in nanoseconds.
 func (p *Precise) RecordN(ns, n int64) {
+	if n <= 0 {
+		return
+	}
 	if ns < 1 {
 		ns = 1
 	}
 	if ns > p.h.HighestTrackableValue() {
 		ns = p.h.HighestTrackableValue()
 	}
+	if p.h.TotalCount() == 0 || ns < p.min {
+		p.min = ns
+	}
+	if ns > p.max {
+		p.max = ns
+	}
+	p.sum += float64(ns) * float64(n)
 	_ = p.h.RecordValues(ns, n)
 }
 
 // Merge adds another histogram's counts.
-func (p *Precise) Merge(o *Precise) { p.h.Merge(o.h) }
+func (p *Precise) Merge(o *Precise) {
+	if o.h.TotalCount() == 0 {
+		return
+	}
+	if p.h.TotalCount() == 0 || o.min < p.min {
+		p.min = o.min
+	}
+	p.max = max(p.max, o.max)
+	p.sum += o.sum
+	p.h.Merge(o.h)
+}
 
-// Summary is the distribution as reported in results (nanoseconds).
+// Summary is the distribution as reported in results (nanoseconds). Count,
+// mean, min and max are exact; each percentile is the top of its
+// histogram bucket, so the true percentile lies in [P − rounding, P].
 type Summary struct {
 	Count uint64  `json:"count"`
 	Mean  float64 `json:"mean_ns"`
@@ -125,16 +153,59 @@ type Summary struct {
 	P99   int64   `json:"p99_ns"`
 	P999  int64   `json:"p999_ns"`
 	Max   int64   `json:"max_ns"`
+	// Rounding of P50, P90, P99 and P999 (at most 1/1024 of the value).
+	Rounding Rounding `json:"rounding_ns"`
 }
 
-// Summary returns count, mean and percentiles.
+// Rounding is how far below each reported percentile the true one may be.
+type Rounding struct {
+	P50  int64 `json:"p50"`
+	P90  int64 `json:"p90"`
+	P99  int64 `json:"p99"`
+	P999 int64 `json:"p999"`
+}
+
+// Summary returns count, mean, the extremes and the percentiles.
 func (p *Precise) Summary() Summary {
 	h := p.h
 	if h.TotalCount() == 0 {
 		return Summary{}
 	}
-	return Summary{Count: uint64(h.TotalCount()), Mean: h.Mean(), Min: h.Min(), P50: h.ValueAtQuantile(50),
-		P90: h.ValueAtQuantile(90), P99: h.ValueAtQuantile(99), P999: h.ValueAtQuantile(99.9), Max: h.Max()}
+	s := Summary{Count: uint64(h.TotalCount()), Mean: p.sum / float64(h.TotalCount()), Min: p.min, Max: p.max}
+	// A percentile is never reported outside the exact extremes.
+	at := func(q float64) (int64, int64) {
+		v := h.ValueAtQuantile(q)
+		r := v - p.lowestEquivalent(v)
+		if v > p.max {
+			v = p.max
+		}
+		if v-r < p.min {
+			r = v - p.min
+		}
+		return v, r
+	}
+	s.P50, s.Rounding.P50 = at(50)
+	s.P90, s.Rounding.P90 = at(90)
+	s.P99, s.Rounding.P99 = at(99)
+	s.P999, s.Rounding.P999 = at(99.9)
+	return s
+}
+
+// lowestEquivalent is the smallest value that shares v's bucket.
+func (p *Precise) lowestEquivalent(v int64) int64 {
+	lo, hi := v/2, v // v/2 is in a lower bucket for every v > 1
+	for lo+1 < hi {
+		mid := lo + (hi-lo)/2
+		if p.h.ValuesAreEquivalent(mid, v) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	if v <= 1 || !p.h.ValuesAreEquivalent(hi, v) {
+		return v
+	}
+	return hi
 }
 
 // CountAbove returns how many recorded values exceed ns.

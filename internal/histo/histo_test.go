@@ -2,6 +2,7 @@ package histo
 
 import (
 	"math"
+	"sort"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -72,5 +73,67 @@ func BenchmarkPreciseRecord(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		p.Record(int64(i & 0xffff))
+	}
+}
+
+// TestPreciseIsExactWhereItCanBe: count, mean, min and max are exact, and
+// each percentile's rounding brackets the true percentile (computed from
+// the sorted values), for spreads from a few ns to an hour.
+func TestPreciseIsExactWhereItCanBe(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		vals []int64
+	}{
+		{"small exact", []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}},
+		{"the analysis's round trips", func() (v []int64) {
+			for i := 0; i < 2000; i++ {
+				v = append(v, 10000+int64(i%10)*1000)
+			}
+			return v
+		}()},
+		{"wide", func() (v []int64) {
+			x := uint64(7)
+			for i := 0; i < 5000; i++ {
+				x = x*6364136223846793005 + 1442695040888963407
+				v = append(v, 1+int64(x>>22)%3_000_000_000_000)
+			}
+			return v
+		}()},
+		{"one value", []int64{162_064_000}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := NewPrecise(), NewPrecise()
+			var sum float64
+			for i, v := range tc.vals {
+				if i%2 == 0 {
+					a.Record(v)
+				} else {
+					b.Record(v)
+				}
+				sum += float64(v)
+			}
+			a.Merge(b)
+			s := a.Summary()
+			sorted := append([]int64(nil), tc.vals...)
+			sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
+			n := len(sorted)
+			if s.Count != uint64(n) || s.Min != sorted[0] || s.Max != sorted[n-1] || math.Abs(s.Mean-sum/float64(n)) > 1e-6*s.Mean {
+				t.Fatalf("count %d min %d max %d mean %.3f, want %d %d %d %.3f", s.Count, s.Min, s.Max, s.Mean, n, sorted[0], sorted[n-1], sum/float64(n))
+			}
+			for _, q := range []struct {
+				p      float64
+				got, r int64
+			}{{50, s.P50, s.Rounding.P50}, {90, s.P90, s.Rounding.P90}, {99, s.P99, s.Rounding.P99}, {99.9, s.P999, s.Rounding.P999}} {
+				// the nearest rank, as the histogram counts it
+				rank := min(max(int(q.p/100*float64(n)+0.5), 1), n)
+				truth := sorted[rank-1]
+				if truth > q.got || truth < q.got-q.r {
+					t.Errorf("p%v: true %d outside [%d, %d]", q.p, truth, q.got-q.r, q.got)
+				}
+				if q.r < 0 || q.r > q.got/1024+1 {
+					t.Errorf("p%v: rounding %d for %d is more than 3 significant digits allow", q.p, q.r, q.got)
+				}
+			}
+		})
 	}
 }
