@@ -382,7 +382,11 @@ func (r *Receiver) consume() {
 	clock := r.cfg.Clock
 	sink := r.cfg.Sink
 	work := clock.Ticks(r.cfg.WorkPerTuple)
-	var checksum, pending, sinceIdle uint64
+	// The totals are published every 64 buckets, when the rings run dry,
+	// or after publishEvery (a slow consumer's metrics stay current),
+	// from the clock read each bucket already makes.
+	publishEvery := clock.Ticks(10 * time.Millisecond)
+	var checksum, pending, sinceIdle, published uint64
 	idle := 0
 	for {
 		got := false
@@ -426,10 +430,11 @@ func (r *Receiver) consume() {
 					}
 				}
 			}
+			var ticks uint64
 			if n > 0 {
 				// One clock read per bucket: the time the last tuple of the
 				// bucket was consumed, an upper bound for all of them.
-				ticks := tsc.ReadFast()
+				ticks = tsc.ReadFast()
 				now := clock.UnixNano(ticks)
 				lat := now - b.Tuples[0].IntendedNs
 				if lat < 0 {
@@ -447,9 +452,9 @@ func (r *Receiver) consume() {
 			st.consumedTuples.Add(n)
 			st.consumedBuckets.Add(1)
 			l.Release(b)
-			if sinceIdle++; sinceIdle&63 == 0 {
+			if sinceIdle++; sinceIdle&63 == 0 || ticks-published > publishEvery {
 				r.consumed.Add(pending)
-				pending = 0
+				pending, published = 0, ticks
 				r.latency.Publish()
 			}
 		}

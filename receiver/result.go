@@ -195,6 +195,7 @@ var (
 	descConsT     = prometheus.NewDesc("cp_receiver_tuples_consumed_total", "Tuples handed to the consumer (the system under test's source).", streamLabels, nil)
 	descOOS       = prometheus.NewDesc("cp_receiver_buckets_out_of_sequence_total", "Buckets that did not arrive in sequence order.", streamLabels, nil)
 	descDup       = prometheus.NewDesc("cp_receiver_buckets_duplicate_total", "Buckets received twice (discarded).", streamLabels, nil)
+	descStale     = prometheus.NewDesc("cp_receiver_buckets_stale_total", "Buckets too far behind the stream's highest sequence number to check for duplication (discarded).", streamLabels, nil)
 	descGap       = prometheus.NewDesc("cp_receiver_buckets_missing", "Sequence numbers skipped and not (yet) received.", streamLabels, nil)
 	descEnded     = prometheus.NewDesc("cp_receiver_stream_ended", "1 once the stream's end marker was consumed.", streamLabels, nil)
 	descMalformed = prometheus.NewDesc("cp_receiver_malformed_messages_total", "Messages skipped because they could not be decoded.", []string{"lane", "reason"}, nil)
@@ -208,7 +209,7 @@ var (
 
 // Describe implements prometheus.Collector.
 func (r *Receiver) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRecvT, descRecvB, descConsT, descOOS, descDup, descGap, descEnded, descMalformed, descOcc, descCap, descBusy, descStall, descLat, descConsAll} {
+	for _, d := range []*prometheus.Desc{descRecvT, descRecvB, descConsT, descOOS, descDup, descStale, descGap, descEnded, descMalformed, descOcc, descCap, descBusy, descStall, descLat, descConsAll} {
 		ch <- d
 	}
 }
@@ -230,6 +231,7 @@ func (r *Receiver) Collect(ch chan<- prometheus.Metric) {
 			counter(descConsT, s.consumedTuples.Load(), lbl...)
 			counter(descOOS, s.outOfSeq.Load(), lbl...)
 			counter(descDup, s.duplicates.Load(), lbl...)
+			counter(descStale, s.stale.Load(), lbl...)
 			gauge(descGap, float64(s.missing.Load()), lbl...)
 			ended := 0.0
 			if s.ended.Load() {

@@ -103,20 +103,21 @@ func TestHealthyRunClaimsDelivery(t *testing.T) {
 // after --end-timeout and exits 3 (incomplete), saying which stream.
 func TestSenderKilledMidRun(t *testing.T) {
 	port := mustPort(t)
-	recv, err := Start(filepath.Join(binDir, "dgrecv"), "--bind", fmt.Sprintf("tcp://127.0.0.1:%d", port), "--metrics-addr", "",
+	recv, err := Start(filepath.Join(binDir, "dgrecv"), "--bind", fmt.Sprintf("tcp://127.0.0.1:%d", port), "--metrics-addr", "127.0.0.1:0",
 		"--end-timeout", "1s", "--json", "--calibrate", "30ms", "--schema", "synthetic")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !recv.WaitForLine("listening on", 5*time.Second) {
-		t.Fatal(recv.Stderr.String())
+	metrics, err := recv.MetricsAddr(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
 	}
 	snd, err := Start(filepath.Join(binDir, "dgsend"), "--connect", fmt.Sprintf("tcp://127.0.0.1:%d", port), "--rate", "10k",
 		"--duration", "10s", "--metrics-addr", "", "--calibrate", "30ms", "--scenario", "synthetic:100")
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	waitMetric(t, metrics, "cp_receiver_consumed_tuples_total", 10*time.Second, positive) // killed mid-run
 	_ = snd.Signal(syscall.SIGKILL)
 	_ = snd.Wait(5 * time.Second)
 	err = recv.Wait(20 * time.Second)
@@ -129,8 +130,8 @@ func TestSenderKilledMidRun(t *testing.T) {
 }
 
 // stopAgentDuring runs a sweep of one 6 s trial and stops the sender agent
-// with SIGSTOP for pause, 2 s into it; it returns cpsweep's exit status and
-// output.
+// with SIGSTOP for pause once the trial's data flows; it returns cpsweep's
+// exit status and output.
 func stopAgentDuring(t *testing.T, pause time.Duration, extra ...string) (int, string) {
 	t.Helper()
 	recv, err := Start(filepath.Join(binDir, "dgrecv"), "--agent", "--bind", fmt.Sprintf("tcp://127.0.0.1:%d", mustPort(t)), "--metrics-addr", "127.0.0.1:0", "--calibrate", "30ms")
@@ -147,14 +148,15 @@ func stopAgentDuring(t *testing.T, pause time.Duration, extra ...string) (int, s
 		_ = snd.Signal(syscall.SIGKILL)
 		_ = snd.Wait(5 * time.Second)
 	}()
-	sAddr := agentAddr(t, snd)
-	args := append([]string{"--sender", sAddr, "--receiver", agentAddr(t, recv), "--results", t.TempDir(), "--duration", "5s", "--warmup", "1s",
+	sAddr, rAddr := agentAddr(t, snd), agentAddr(t, recv)
+	args := append([]string{"--sender", sAddr, "--receiver", rAddr, "--results", t.TempDir(), "--duration", "5s", "--warmup", "1s",
 		"--search", "linear", "--from", "10k", "--to", "10k", "--step", "10k", "--bucket", "10"}, extra...)
 	sw, err := Start(filepath.Join(binDir, "cpsweep"), args...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(3 * time.Second)
+	// Frozen while its trial runs (data arrives at the receiver).
+	waitMetric(t, rAddr, "cp_receiver_consumed_tuples_total", 20*time.Second, positive)
 	_ = snd.Signal(syscall.SIGSTOP)
 	resume := time.AfterFunc(pause, func() { _ = snd.Signal(syscall.SIGCONT) })
 	defer resume.Stop()

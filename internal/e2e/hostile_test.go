@@ -220,7 +220,11 @@ func TestHostileReceiverAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = snd.Signal(syscall.SIGKILL); _ = snd.Wait(5 * time.Second) }()
-	time.Sleep(1500 * time.Millisecond) // the ring fills with work
+	// The consumer is in its busy work (each tuple takes 100 ms) once
+	// decoded buckets wait in the ring behind it; its total is current
+	// even so (published on a time bound, not only every 64 buckets).
+	waitMetric(t, a.addr, "cp_receiver_ring_occupancy_buckets", 10*time.Second, func(v float64) bool { return v >= 2 })
+	waitMetric(t, a.addr, "cp_receiver_consumed_tuples_total", 5*time.Second, positive)
 	asked := time.Now()
 	a.call(t, http.MethodPost, sweep.PathStop, "")
 	st := a.waitFinished(t, 10*time.Second)

@@ -58,7 +58,8 @@ func TestLiveProfileSwitch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer send.Cmd.Process.Kill()
-	time.Sleep(1500 * time.Millisecond)
+	// Switched while data flows.
+	waitMetric(t, metrics, "cp_receiver_consumed_tuples_total", 10*time.Second, positive)
 	// Paths are relative to each process's --profile-dir.
 	yaml := "default: {handler: null}\nchannels:\n  consumed: {handler: buffered, path: consumed.log, block_size: 4096}\n  emit.0: {handler: buffered, path: emit.log, block_size: 4096}\n"
 	req, _ := http.NewRequest(http.MethodPut, url, strings.NewReader(yaml))

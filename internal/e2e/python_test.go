@@ -83,6 +83,7 @@ func TestPythonProducerFromTheDocs(t *testing.T) {
 const pyConsumer = `
 import json, struct, sys, zmq, msgpack
 ctx = zmq.Context(); pull = ctx.socket(zmq.PULL); pull.bind(sys.argv[1]); pull.RCVTIMEO = 20000
+print("bound", file=sys.stderr, flush=True)
 tuples, buckets, next_id, ok = 0, 0, None, True
 while True:
     m = pull.recv()
@@ -116,7 +117,9 @@ func TestPythonConsumerReadsDgsend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond) // let it bind
+	if !cons.WaitForLine("bound", 10*time.Second) {
+		t.Fatalf("the Python consumer did not bind:\n%s", cons.Stderr.String())
+	}
 	sp, err := Start(filepath.Join(binDir, "dgsend"), "--connect", ep, "--json", "--metrics-addr", "", "--rate", "100k",
 		"--count", "5000", "--duration", "0", "--bucket", "7", "--scenario", "ad-event")
 	if err != nil {
@@ -179,7 +182,7 @@ func TestPythonSendsTheConformanceCorpus(t *testing.T) {
 		}
 	}()
 	for _, tc := range c.Cases {
-		p, err := Start(filepath.Join(binDir, "dgrecv"), "--bind", "tcp://127.0.0.1:*", "--schema", tc.Schema, "--json", "--metrics-addr", "",
+		p, err := Start(filepath.Join(binDir, "dgrecv"), "--bind", "tcp://127.0.0.1:*", "--schema", tc.Schema, "--json", "--metrics-addr", "127.0.0.1:0",
 			"--settle", "100ms", "--end-timeout", "500ms", "--duration", "60s", "--calibrate", "20ms", "--progress", "never")
 		if err != nil {
 			t.Fatal(err)
@@ -196,10 +199,17 @@ func TestPythonSendsTheConformanceCorpus(t *testing.T) {
 	if out, err := exec.Command(py, append([]string{"-c", pyCorpusSender, corpusPath}, eps...)...).CombinedOutput(); err != nil {
 		t.Fatalf("python sender: %v\n%s", err, out)
 	}
-	// Everything is delivered once the sender has closed its sockets; a
-	// receiver whose streams did not end (the malformed cases) reports
-	// what it has when told to stop.
-	time.Sleep(time.Second)
+	// A receiver whose streams did not end (the malformed cases) reports
+	// what it has when told to stop: each is stopped once its counters
+	// show every message of its case (or after 20 s; the JSON below then
+	// says what is missing).
+	for i, tc := range c.Cases {
+		addr, err := procs[i].MetricsAddr(10 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		awaitCase(t, addr, tc, 20*time.Second)
+	}
 	for _, p := range procs {
 		_ = p.Signal(syscall.SIGTERM)
 	}
@@ -214,4 +224,37 @@ func TestPythonSendsTheConformanceCorpus(t *testing.T) {
 			t.Errorf("%s (rule: %s): %s", tc.Name, tc.Rule, d)
 		}
 	}
+}
+
+// awaitCase waits until a receiver's metrics account for every message
+// of the case: buckets, duplicates, stale buckets, malformed messages and
+// end markers.
+func awaitCase(t *testing.T, addr string, tc wirecorpus.Case, within time.Duration) {
+	t.Helper()
+	want := map[string]float64{}
+	for _, n := range tc.Expect.Malformed {
+		want["cp_receiver_malformed_messages_total"] += float64(n)
+	}
+	for _, st := range tc.Expect.Streams {
+		want["cp_receiver_buckets_received_total"] += float64(st.Buckets)
+		want["cp_receiver_buckets_duplicate_total"] += float64(st.Duplicates)
+		want["cp_receiver_buckets_stale_total"] += float64(st.Stale)
+		if st.Ended {
+			want["cp_receiver_stream_ended"]++
+		}
+	}
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		got, err := tryScrape(addr)
+		if err != nil {
+			return // the receiver has finished (its streams ended)
+		}
+		done := true
+		for name, v := range want {
+			done = done && got[name] == v
+		}
+		if done {
+			return
+		}
+	}
+	t.Logf("%s: the counters did not reach %v within %v", tc.Name, want, within)
 }

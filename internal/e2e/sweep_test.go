@@ -132,7 +132,9 @@ func TestSweepFailsATrialWhenAnAgentDies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(4 * time.Second) // inside the trial's 20 s window
+	// Killed once the sender's trial runs and data arrives: inside the
+	// trial's 20 s window.
+	waitMetric(t, rAddr, "cp_receiver_consumed_tuples_total", 15*time.Second, positive)
 	_ = snd.Cmd.Process.Kill()
 	killed := time.Now()
 	err = sw.Wait(25 * time.Second)
