@@ -74,11 +74,24 @@ func TestSweepBracketsAnInjectedCapacity(t *testing.T) {
 			t.Fatalf("a trial at %.0f tuples/s passed, above the consumer's maximum of %.0f\n%s", tr.Rate, limit, p.Stderr.String())
 		}
 	}
-	// The upper side is physical (checked above); below, only a nonsense
-	// answer is refused, since a busy host takes CPU from the consumer.
-	if res.LastPass < limit*0.3 || res.FirstFail > limit*1.5 || (res.FirstFail-res.LastPass)/res.LastPass > 0.05 {
-		t.Fatalf("answer [%.0f, %.0f) is not a 5%% interval below the %.0f limit\n%s", res.LastPass, res.FirstFail, limit, p.Stderr.String())
+	// The upper side is physical (checked above). Below, the bound is what
+	// this run measured: a trial that failed above the capacity consumed
+	// as fast as the consumer could, on this host under its current load,
+	// so the answer must be close under the fastest such consumption.
+	var measured float64
+	for _, tr := range res.Trials {
+		if !tr.Verdict.Pass {
+			measured = max(measured, tr.Achieved)
+		}
 	}
+	if measured <= 0 || measured > limit*1.02 {
+		t.Fatalf("failing trials consumed at most %.0f tuples/s: want a saturated consumer at or below %.0f\n%s", measured, limit, p.Stderr.String())
+	}
+	if res.LastPass < measured*0.8 || res.FirstFail > limit*1.5 || (res.FirstFail-res.LastPass)/res.LastPass > 0.05 {
+		t.Fatalf("answer [%.0f, %.0f) is not a 5%% interval just below the %.0f tuples/s the consumer reached (limit %.0f)\n%s",
+			res.LastPass, res.FirstFail, measured, limit, p.Stderr.String())
+	}
+	t.Logf("answer [%.0f, %.0f), consumer saturated at %.0f tuples/s (limit %.0f)", res.LastPass, res.FirstFail, measured, limit)
 	for _, f := range []string{"format.json", "config.json", "summary.json", "trials.json", "trials.csv", "sweep.svg", "trials/001.json"} {
 		st, err := os.Stat(filepath.Join(rep.Dir, f))
 		if err != nil || st.Size() == 0 {
