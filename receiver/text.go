@@ -5,12 +5,13 @@ import (
 	"io"
 	"sort"
 	"text/tabwriter"
-	"time"
+
+	"github.com/cloudprofiler-go/cp/internal/numfmt"
 )
 
 // WriteText prints the accounting for a person.
 func (r *Result) WriteText(w io.Writer) {
-	ns := func(v int64) string { return time.Duration(v).String() }
+	ns := func(v int64) string { return numfmt.Ns(float64(v)) }
 	verdict := "COMPLETE"
 	if !r.Complete {
 		verdict = "INCOMPLETE"
@@ -21,7 +22,7 @@ func (r *Result) WriteText(w io.Writer) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  consumed\t%d tuples of %d sent (per end markers); received %d\n", r.Consumed, r.Sent, r.Received)
-	fmt.Fprintf(tw, "  rate\t%.0f tuples/s over %.3f s (first to last consumed)\n", r.Rate, r.DurationS)
+	fmt.Fprintf(tw, "  rate\t%s (%.0f tuples/s) over %.3f s (first to last consumed)\n", numfmt.Rate(r.Rate), r.Rate, r.DurationS)
 	fmt.Fprintf(tw, "  missing\t%d tuples; %d duplicate, %d stale, %d out-of-sequence buckets\n", r.Missing, r.Duplicates, r.Stale, r.OutOfSeq)
 	if r.Malformed > 0 {
 		var reasons []string

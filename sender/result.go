@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cloudprofiler-go/cp/internal/histo"
+	"github.com/cloudprofiler-go/cp/internal/numfmt"
 )
 
 // Result is what a run did, as dgsend reports it (--json prints it as is).
@@ -148,8 +149,8 @@ func (s *Sender) result(start, end uint64) *Result {
 			missed = append(missed, fmt.Sprintf("%d tuples behind schedule", r.Shortfall))
 		}
 		if r.LateFraction > cfg.MaxLateFraction {
-			missed = append(missed, fmt.Sprintf("%.1f%% of slots late (over %v; limit %.1f%%), p99 lateness %v",
-				100*r.LateFraction, cfg.LateThreshold, 100*cfg.MaxLateFraction, time.Duration(r.Lateness.P99)))
+			missed = append(missed, fmt.Sprintf("%.1f%% of slots late (over %s; limit %.1f%%), p99 lateness %s",
+				100*r.LateFraction, numfmt.Duration(cfg.LateThreshold), 100*cfg.MaxLateFraction, numfmt.Ns(float64(r.Lateness.P99))))
 		}
 		if len(missed) > 0 {
 			r.ScheduleKept, r.Schedule = false, strings.Join(missed, "; ")

@@ -4,15 +4,16 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
-	"time"
+
+	"github.com/cloudprofiler-go/cp/internal/numfmt"
 )
 
 // WriteText prints the result for a person.
 func (r *Result) WriteText(w io.Writer) {
-	ns := func(v int64) string { return time.Duration(v).String() }
+	ns := func(v int64) string { return numfmt.Ns(float64(v)) }
 	target := "unpaced"
 	if r.TargetRate > 0 {
-		target = fmt.Sprintf("%.0f tuples/s", r.TargetRate)
+		target = numfmt.Rate(r.TargetRate)
 	}
 	if !r.ScheduleKept {
 		fmt.Fprintf(w, "dgsend: SCHEDULE NOT KEPT: %s (the rate below is what was sent, not the target)\n", r.Schedule)
@@ -21,7 +22,7 @@ func (r *Result) WriteText(w io.Writer) {
 		r.Scenario, r.Threads, r.BucketSize, r.TupleBytes, target, r.Overflow, r.Idle)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  emitted\t%d tuples in %d buckets over %.3f s\n", r.Emitted, r.EmittedBkts, r.DurationS)
-	fmt.Fprintf(tw, "  achieved rate\t%.0f tuples/s", r.AchievedRate)
+	fmt.Fprintf(tw, "  achieved rate\t%s (%.0f tuples/s)", numfmt.Rate(r.AchievedRate), r.AchievedRate)
 	if r.TargetRate > 0 {
 		fmt.Fprintf(tw, " (%.3f%% of target)", 100*r.AchievedRate/r.TargetRate)
 	}

@@ -83,7 +83,7 @@ type FastPlan struct {
 	Start     float64 // first rate tried
 	Factor    float64 // ramp multiplier (default 2)
 	Max       float64 // never try above this (0: no limit)
-	Min       float64 // give up below this when even low rates fail (default Start/1024)
+	Min       float64 // the floor: give up below this when even low rates fail (default Start/1024)
 	Precision float64 // stop when (first fail - last pass)/last pass <= this (default 0.01)
 	Confirm   int     // re-run the final pass this many times (default 1)
 	MaxTrials int     // hard limit on trials (default 20)
@@ -126,8 +126,10 @@ var errTrialLimit = errors.New("trial limit reached")
 // Fast ramps up geometrically from Start until a trial fails (or down
 // until one passes, if the first fails), then narrows [last pass, first
 // fail] to the precision (see prober: what failing trials achieved guides
-// the next probe). The final pass is repeated to confirm; if a
-// repeat fails, the interval moves down and the narrowing resumes.
+// the next probe). The final pass is repeated to confirm; if a repeat
+// fails, the interval moves down to the highest earlier pass below it, or
+// ramps down geometrically when there is none, and the narrowing resumes.
+// Only when every rate down to the floor (Min) failed is there no answer.
 func Fast(ctx context.Context, plan FastPlan, run Runner) (*Result, error) {
 	p, err := plan.withDefaults()
 	if err != nil {
@@ -161,9 +163,6 @@ func Fast(ctx context.Context, plan FastPlan, run Runner) (*Result, error) {
 		if t.Verdict.Pass {
 			res.LastPass = rate
 			pr.passed(rate)
-			if res.FirstFail > 0 {
-				break // ramping down found a pass
-			}
 			if p.Max > 0 && rate >= p.Max {
 				res.Stopped = fmt.Sprintf("the maximum rate %g passed: the capacity is above it", p.Max)
 				return res, nil
@@ -176,14 +175,12 @@ func Fast(ctx context.Context, plan FastPlan, run Runner) (*Result, error) {
 		}
 		res.FirstFail = rate
 		pr.failed(rate, t.Achieved, "ramp")
-		if res.LastPass > 0 {
-			break
+		if res.LastPass == 0 { // the first trial failed: ramp down
+			if stopped, err := rampDown(res, &pr, p, try); err != nil || stopped {
+				return finish(err)
+			}
 		}
-		rate /= p.Factor // the first trial failed: ramp down
-		if rate < p.Min {
-			res.Stopped = fmt.Sprintf("every rate down to %g failed", rate*p.Factor)
-			return res, nil
-		}
+		break
 	}
 
 	for confirmed := 0; ; {
@@ -223,10 +220,37 @@ func Fast(ctx context.Context, plan FastPlan, run Runner) (*Result, error) {
 			}
 		}
 		if res.LastPass == 0 {
-			res.Stopped = "no rate passed consistently"
-			return res, nil
+			// Nothing passed below it: ramp down from it, as after a
+			// failing first trial, to the floor.
+			stopped, err := rampDown(res, &pr, p, try)
+			if err != nil || stopped {
+				return finish(err)
+			}
 		}
 		confirmed = 0
+	}
+}
+
+// rampDown tries FirstFail/Factor, /Factor², ... until a rate passes (the
+// new LastPass) or the next would be below the floor (p.Min): then it
+// says so in res.Stopped and returns true.
+func rampDown(res *Result, pr *prober, p FastPlan, try func(float64, string) (Trial, error)) (bool, error) {
+	for rate := res.FirstFail / p.Factor; ; rate /= p.Factor {
+		if rate < p.Min {
+			res.Stopped = fmt.Sprintf("every rate down to %g failed (the floor is %g: --min-rate)", rate*p.Factor, p.Min)
+			return true, nil
+		}
+		t, err := try(rate, "ramp")
+		if err != nil {
+			return false, err
+		}
+		if t.Verdict.Pass {
+			res.LastPass = rate
+			pr.passed(rate)
+			return false, nil
+		}
+		res.FirstFail = rate
+		pr.failed(rate, t.Achieved, "ramp")
 	}
 }
 

@@ -143,3 +143,68 @@ func TestLinearReproducesThePaper(t *testing.T) {
 		t.Fatalf("everything passes: %+v", res)
 	}
 }
+
+// degrading is a system whose capacity drops to after once before trials
+// have run (the host got busy mid-sweep).
+type degrading struct {
+	before, after float64
+	at, n         int
+}
+
+func (d *degrading) run(_ context.Context, rate float64, _ string) (Trial, error) {
+	d.n++
+	capacity := d.before
+	if d.n > d.at {
+		capacity = d.after
+	}
+	return Trial{Achieved: math.Min(rate, capacity), Verdict: Verdict{Pass: rate <= capacity}}, nil
+}
+
+// TestFastRampsDownAfterAFailedConfirmation: the only pass was the first
+// trial, and its confirmation fails; the search must go down geometrically
+// and find the new capacity, or reach the floor before it says that no
+// rate passed.
+func TestFastRampsDownAfterAFailedConfirmation(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		after    float64
+		min      float64
+		answer   float64 // 0: no rate passes down to the floor
+		maxTrial int
+	}{
+		{"capacity drops to 200k", 200e3, 0, 200e3, 20},
+		{"capacity drops to 9k", 9e3, 0, 9e3, 24},
+		{"nothing passes any more", 0, 50e3, 0, 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// 500k passes, 1M fails, the narrowing fails all the way down
+			// to 500k (capacity 500k exactly), then everything drops.
+			d := &degrading{before: 500e3, after: tc.after, at: 2}
+			res, err := Fast(context.Background(), FastPlan{Start: 500e3, Precision: 0.01, Min: tc.min, MaxTrials: tc.maxTrial}, d.run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			confirm := -1
+			for i, tr := range res.Trials {
+				if tr.Purpose == "confirm" && !tr.Verdict.Pass && confirm < 0 {
+					confirm = i
+				}
+			}
+			if confirm < 0 || confirm+1 >= len(res.Trials) || res.Trials[confirm+1].Purpose != "ramp" || res.Trials[confirm+1].Rate != res.Trials[confirm].Rate/2 {
+				t.Fatalf("no geometric ramp-down after the failed confirmation: %+v", res.Trials)
+			}
+			if tc.answer == 0 {
+				if res.LastPass != 0 || !strings.Contains(res.Stopped, "every rate down to") || !strings.Contains(res.Stopped, "--min-rate") {
+					t.Fatalf("result %+v", res)
+				}
+				if last := res.Trials[len(res.Trials)-1].Rate; last < tc.min || last/2 >= tc.min {
+					t.Fatalf("stopped at %.0f with a floor of %.0f", last, tc.min)
+				}
+				return
+			}
+			if res.Stopped != "" || res.LastPass > tc.answer || res.FirstFail <= tc.answer || res.Precision() > 0.01 {
+				t.Fatalf("[%.0f, %.0f) stopped %q does not bracket %.0f: %+v", res.LastPass, res.FirstFail, res.Stopped, tc.answer, res.Trials)
+			}
+		})
+	}
+}

@@ -12,7 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/internal/cli"
+	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/results"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
 )
@@ -208,7 +208,7 @@ const MaxAgentRetries = 3
 func (s *Session) runTrial(ctx context.Context, n int, rate float64, purpose string) (Trial, error) {
 	for retries := 0; ; retries++ {
 		if s.Live {
-			s.logf("trial %2d  %-7s  %12s  running ...", n, purpose, cli.HumanRate(rate))
+			s.logf("trial %2d  %-7s  %12s  running ...", n, purpose, numfmt.Rate(rate))
 		}
 		t, err := s.Ctrl.RunTrial(ctx, rate, purpose)
 		if s.Live {
@@ -216,7 +216,7 @@ func (s *Session) runTrial(ctx context.Context, n int, rate float64, purpose str
 		}
 		if err == nil || ctx.Err() != nil {
 			if ctx.Err() != nil {
-				s.logf("trial %2d  %-7s  %12s  interrupted\n", n, purpose, cli.HumanRate(rate))
+				s.logf("trial %2d  %-7s  %12s  interrupted\n", n, purpose, numfmt.Rate(rate))
 			}
 			return t, err
 		}
@@ -224,7 +224,7 @@ func (s *Session) runTrial(ctx context.Context, n int, rate float64, purpose str
 		if !errors.As(err, &ae) {
 			return t, err
 		}
-		s.logf("trial %2d  %-7s  %12s  INVALID  %v\n", n, purpose, cli.HumanRate(rate), ae)
+		s.logf("trial %2d  %-7s  %12s  INVALID  %v\n", n, purpose, numfmt.Rate(rate), ae)
 		if s.RetryAgent > 0 && retries < MaxAgentRetries {
 			s.logf("          waiting up to %v for the agents to answer again (--retry-agent)\n", s.RetryAgent)
 			if werr := s.Ctrl.WaitIdle(ctx, s.RetryAgent); werr == nil {
@@ -251,7 +251,7 @@ func (s *Session) profiledTrial(ctx context.Context, res *Result, run func(conte
 		at = 0.9
 	}
 	rate := res.LastPass * at
-	s.logf("profiled trial at %s (%.0f%% of the highest passing rate)\n", cli.HumanRate(rate), 100*at)
+	s.logf("profiled trial at %s (%.0f%% of the highest passing rate)\n", numfmt.Rate(rate), 100*at)
 	s.Ctrl.TrialProfile = s.Profile
 	t, err := run(ctx, rate, "profile")
 	s.Ctrl.TrialProfile = ""
@@ -306,7 +306,7 @@ func (s *Session) trialLine(t Trial) string {
 	if !t.Verdict.Pass {
 		verdict = "FAIL"
 	}
-	line := fmt.Sprintf("trial %2d  %-7s  %12s  %s  achieved %s  (%.1fs)", t.N, t.Purpose, cli.HumanRate(t.Rate), verdict, cli.HumanRate(t.Achieved), t.Elapsed.Seconds())
+	line := fmt.Sprintf("trial %2d  %-7s  %12s  %s  achieved %s  (%.1fs)", t.N, t.Purpose, numfmt.Rate(t.Rate), verdict, numfmt.Rate(t.Achieved), t.Elapsed.Seconds())
 	if f := t.Verdict.Failed(); len(f) > 0 {
 		line += "\n          " + strings.Join(f, "\n          ")
 	}
@@ -318,23 +318,37 @@ func (s *Session) estimateLeft(r *Result) string {
 	if s.Search.Method == "linear" || len(r.Trials) == 0 {
 		return ""
 	}
+	// After a confirmation the search has ended or moved its interval
+	// down; after the profiled trial it is over: no estimate is true then.
+	if last := r.Trials[len(r.Trials)-1].Purpose; last == "confirm" || last == "profile" {
+		return ""
+	}
+	// The interval as the search holds it: the lowest failing rate, and
+	// the highest pass below it (a pass whose confirmation failed is above).
 	var lastPass, firstFail float64
 	for _, t := range r.Trials {
-		if t.Verdict.Pass {
-			lastPass = math.Max(lastPass, t.Rate)
-		} else if firstFail == 0 || t.Rate < firstFail {
+		if !t.Verdict.Pass && (firstFail == 0 || t.Rate < firstFail) {
 			firstFail = t.Rate
 		}
 	}
-	if firstFail == 0 || lastPass == 0 || firstFail <= lastPass {
+	for _, t := range r.Trials {
+		if t.Verdict.Pass && (firstFail == 0 || t.Rate < firstFail) {
+			lastPass = math.Max(lastPass, t.Rate)
+		}
+	}
+	if firstFail == 0 || lastPass == 0 {
 		return ""
 	}
 	p := s.Search.Fast.Precision
 	if p == 0 {
 		p = 0.01
 	}
+	lo, hi := numfmt.RateInterval(lastPass, firstFail)
 	if (firstFail-lastPass)/lastPass <= p {
-		return fmt.Sprintf("interval [%s, %s) is within %.2g%%: confirming the last pass", cli.HumanRate(lastPass), cli.HumanRate(firstFail), 100*p)
+		if s.Search.Fast.Confirm < 0 {
+			return ""
+		}
+		return fmt.Sprintf("interval [%s, %s) is within %.2g%%: the last pass is confirmed next", lo, hi, 100*p)
 	}
 	left := 1 + math.Ceil(math.Max(0, math.Log2((firstFail-lastPass)/lastPass/p))/2) // hints close faster than halving
 	var total time.Duration
@@ -342,7 +356,7 @@ func (s *Session) estimateLeft(r *Result) string {
 		total += t.Elapsed
 	}
 	per := total / time.Duration(len(r.Trials))
-	return fmt.Sprintf("interval [%s, %s): about %.0f more trial(s), ~%v", cli.HumanRate(lastPass), cli.HumanRate(firstFail), left, (time.Duration(left) * per).Round(time.Second))
+	return fmt.Sprintf("interval [%s, %s): about %.0f more trial(s), ~%v", lo, hi, left, (time.Duration(left) * per).Round(time.Second))
 }
 
 func (s *Session) save(r *Result, interrupted bool) error {
@@ -385,7 +399,7 @@ func (r *Report) WriteText(w io.Writer) {
 				rules = append(rules, c.Rule)
 			}
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", t.N, t.Purpose, cli.HumanRate(t.Rate), cli.HumanRate(t.Achieved), v, strings.Join(rules, ","))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", t.N, t.Purpose, numfmt.Rate(t.Rate), numfmt.Rate(t.Achieved), v, strings.Join(rules, ","))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -393,18 +407,19 @@ func (r *Report) WriteText(w io.Writer) {
 	case r.Invalid != nil && res.LastPass <= 0:
 		fmt.Fprintf(w, "no answer: the sweep failed after %d judged trial(s)\n", len(res.Trials))
 	case res.LastPass > 0 && res.FirstFail > 0:
+		lo, hi := numfmt.RateInterval(res.LastPass, res.FirstFail)
 		fmt.Fprintf(w, "max sustainable throughput: [%s, %s) (%.2f%% wide), %d trials in %v\n",
-			cli.HumanRate(res.LastPass), cli.HumanRate(res.FirstFail), 100*res.Precision(), len(res.Trials), res.Elapsed.Round(time.Second))
+			lo, hi, 100*res.Precision(), len(res.Trials), res.Elapsed.Round(time.Second))
 	case res.LastPass > 0:
-		fmt.Fprintf(w, "max sustainable throughput: at least %s (nothing failed), %d trials\n", cli.HumanRate(res.LastPass), len(res.Trials))
+		fmt.Fprintf(w, "max sustainable throughput: at least %s (nothing failed), %d trials\n", numfmt.Rate(res.LastPass), len(res.Trials))
 	default:
-		fmt.Fprintf(w, "no rate passed (lowest failing %s), %d trials\n", cli.HumanRate(res.FirstFail), len(res.Trials))
+		fmt.Fprintf(w, "no rate passed (lowest failing %s), %d trials\n", numfmt.Rate(res.FirstFail), len(res.Trials))
 	}
 	if res.Stopped != "" {
 		fmt.Fprintf(w, "stopped early: %s\n", res.Stopped)
 	}
 	if inv := r.Invalid; inv != nil {
-		fmt.Fprintf(w, "SWEEP FAILED: trial %d at %s could not be judged: agent %s: %s\n", inv.N, cli.HumanRate(inv.Rate), inv.Agent, inv.Error)
+		fmt.Fprintf(w, "SWEEP FAILED: trial %d at %s could not be judged: agent %s: %s\n", inv.N, numfmt.Rate(inv.Rate), inv.Agent, inv.Error)
 		fmt.Fprintln(w, "the interval above is only what the finished trials showed; fix the agent and run the sweep again (or use --retry-agent)")
 	}
 	if r.ProfileSkipped != "" {

@@ -89,3 +89,31 @@ func TestSessionRecordsAgentFailures(t *testing.T) {
 		})
 	}
 }
+
+// TestProgressEstimateIsTrue: the line after a trial says what the search
+// will do next, and nothing after a confirmation or the profiled trial.
+func TestProgressEstimateIsTrue(t *testing.T) {
+	tr := func(rate float64, pass bool, purpose string) Trial {
+		return Trial{Rate: rate, Verdict: Verdict{Pass: pass}, Purpose: purpose, Elapsed: time.Second}
+	}
+	s := &Session{Search: Search{Method: "fast", Fast: FastPlan{Precision: 0.01}}}
+	for _, tc := range []struct {
+		name   string
+		trials []Trial
+		want   string // "" = no line
+	}{
+		{"ramping", []Trial{tr(1000, true, "ramp")}, ""},
+		{"wide interval", []Trial{tr(1000, true, "ramp"), tr(2000, false, "ramp")}, "interval [1.000 k/s, 2.000 k/s): about 5 more trial(s)"},
+		{"narrow: confirmation next", []Trial{tr(1000, true, "ramp"), tr(1005, false, "close")}, "within 1%: the last pass is confirmed next"},
+		{"after the confirmation", []Trial{tr(1000, true, "ramp"), tr(1005, false, "close"), tr(1000, true, "confirm")}, ""},
+		{"after the profiled trial", []Trial{tr(1000, true, "ramp"), tr(1005, false, "close"), tr(900, true, "profile")}, ""},
+		{"a failed confirmation moves the interval down", []Trial{tr(500, true, "ramp"), tr(1000, true, "ramp"), tr(1005, false, "close"),
+			tr(1000, false, "confirm"), tr(700, false, "bisect")}, "interval [500.0 /s, 700.0 /s)"},
+		{"bounds that differ only in the fifth digit", []Trial{tr(17_001, true, "ramp"), tr(17_004, false, "close")}, "[17.001 k/s, 17.004 k/s)"},
+	} {
+		got := s.estimateLeft(&Result{Trials: tc.trials})
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

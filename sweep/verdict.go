@@ -12,6 +12,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/sender"
 )
@@ -166,18 +167,19 @@ func Judge(o *Outcome, rules Rules) Verdict {
 	}
 	add(RuleDelivery, consumed == emitted && incomplete == 0 && len(o.Receivers) > 0,
 		"%d emitted, %d consumed (nr_emit %s nr_recv); %d receiver(s) incomplete", emitted, consumed, cmpSign(emitted, consumed), incomplete)
-	add(RuleLateness, lateOK, "worst p99 lateness %v (bound %v = max(%g slot budgets, %v))", worstLate, worstBound, rules.LatenessBudgets, rules.LatenessFloor)
+	add(RuleLateness, lateOK, "worst p99 lateness %s (bound %s = max(%g slot budgets, %s))",
+		numfmt.Duration(worstLate), numfmt.Duration(worstBound), rules.LatenessBudgets, numfmt.Duration(rules.LatenessFloor))
 
 	growth, delay, capacity := backlogGrowth(o)
 	limit := math.Max(rules.BacklogGrowth*float64(capacity), 2)
 	windowNs := float64(o.Window[1] - o.Window[0])
 	delayLimit := time.Duration(math.Max(rules.DelayGrowth*windowNs, float64(rules.LatenessFloor)))
 	add(RuleBacklog, growth <= limit && delay <= delayLimit,
-		"over the window the queueing delay grew %v (limit %v) and ring occupancy %.1f buckets (limit %.1f of %d)",
-		delay.Round(time.Microsecond), delayLimit, growth, limit, capacity)
+		"over the window the queueing delay grew %s (limit %s) and ring occupancy %.1f buckets (limit %.1f of %d)",
+		numfmt.Duration(delay), numfmt.Duration(delayLimit), growth, limit, capacity)
 
 	if rules.LatencyP99 > 0 {
-		add(RuleLatency, time.Duration(latencyP99) <= rules.LatencyP99, "p99 latency %v (objective %v)", time.Duration(latencyP99), rules.LatencyP99)
+		add(RuleLatency, time.Duration(latencyP99) <= rules.LatencyP99, "p99 latency %s (objective %s)", numfmt.Ns(float64(latencyP99)), numfmt.Duration(rules.LatencyP99))
 	}
 	v.Pass = true
 	for _, c := range v.Checks {

@@ -44,9 +44,9 @@ func TestJudgeEachRuleFailsOnItsOwn(t *testing.T) {
 			o.Receivers[0].Consumed -= 100
 		}, Rules{}, RuleSchedule, "100 dropped"},
 		{"lost in transit", func(o *Outcome) { o.Receivers[0].Consumed -= 1; o.Receivers[0].Complete = false }, Rules{}, RuleDelivery, "nr_emit > nr_recv"},
-		{"late beyond budget and floor", func(o *Outcome) { o.Senders[0].Lateness.P99 = int64(20 * time.Millisecond) }, Rules{}, RuleLateness, "bound 5ms"},
+		{"late beyond budget and floor", func(o *Outcome) { o.Senders[0].Lateness.P99 = int64(20 * time.Millisecond) }, Rules{}, RuleLateness, "bound 5.000 ms"},
 		{"late beyond a tight budget", func(o *Outcome) { o.Senders[0].Lateness.P99 = int64(600 * time.Microsecond) },
-			Rules{LatenessBudgets: 5, LatenessFloor: time.Microsecond}, RuleLateness, "bound 500µs"},
+			Rules{LatenessBudgets: 5, LatenessFloor: time.Microsecond}, RuleLateness, "bound 500.0 µs"},
 		{"ring backlog grows", func(o *Outcome) {
 			for i := range o.Receivers[0].Backlog {
 				o.Receivers[0].Backlog[i].Buckets = 10 + 20*i
@@ -57,8 +57,8 @@ func TestJudgeEachRuleFailsOnItsOwn(t *testing.T) {
 				o.Receivers[0].Backlog[i].Buckets = 256
 				o.Receivers[0].Backlog[i].LatencyNs = int64(time.Millisecond) + int64(i)*int64(10*time.Millisecond)
 			}
-		}, Rules{}, RuleBacklog, "delay grew 100ms (limit 5ms)"},
-		{"latency objective", func(*Outcome) {}, Rules{LatencyP99: time.Millisecond}, RuleLatency, "objective 1ms"},
+		}, Rules{}, RuleBacklog, "delay grew 100.0 ms (limit 5.000 ms)"},
+		{"latency objective", func(*Outcome) {}, Rules{LatencyP99: time.Millisecond}, RuleLatency, "objective 1.000 ms"},
 		{"an agent failed", func(o *Outcome) { o.Errors = []string{"sender 10.0.0.2:9101: connection refused"} }, Rules{}, RuleAgents, "connection refused"},
 	} {
 		o := passing()

@@ -19,6 +19,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/internal/cli"
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
+	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
 )
@@ -164,15 +165,7 @@ func printComparison(rf *probing.RelationFile) {
 	tw.Flush()
 }
 
-func fmtNs(ns float64) string {
-	switch {
-	case ns >= 1e6:
-		return fmt.Sprintf("%.2f ms", ns/1e6)
-	case ns >= 1e3:
-		return fmt.Sprintf("%.1f µs", ns/1e3)
-	}
-	return fmt.Sprintf("%.0f ns", ns)
-}
+func fmtNs(ns float64) string { return numfmt.Ns(ns) }
 
 // simulatedClock returns the TSC, or for "SCALE,OFFSET" a simulated node's
 // clock SCALE·TSC + OFFSET (tests relate such nodes with known truth).

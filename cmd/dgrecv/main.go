@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cloudprofiler-go/cp/internal/cli"
+	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sweep"
@@ -218,7 +219,7 @@ func reportProgress(r *receiver.Receiver, done <-chan struct{}) {
 			p := r.Snapshot()
 			dt := (p.Elapsed - prev.Elapsed).Seconds()
 			fmt.Fprintf(os.Stderr, "dgrecv: %5.0fs  consumed %-9s  %-14s  backlog %-4d streams %d (%d ended)  malformed %d\n",
-				p.Elapsed.Seconds(), cli.HumanCount(p.Consumed), cli.HumanRate(float64(p.Consumed-prev.Consumed)/dt), p.Backlog, p.Streams, p.Ended, p.Malformed)
+				p.Elapsed.Seconds(), numfmt.Count(p.Consumed), numfmt.Rate(float64(p.Consumed-prev.Consumed)/dt), p.Backlog, p.Streams, p.Ended, p.Malformed)
 			prev = p
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cloudprofiler-go/cp/internal/cli"
+	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
 	"github.com/cloudprofiler-go/cp/sweep"
@@ -202,7 +203,7 @@ func reportProgress(s *sender.Sender, target float64, done <-chan struct{}) {
 			p := s.Snapshot()
 			dt := (p.Elapsed - prev.Elapsed).Seconds()
 			fmt.Fprintf(os.Stderr, "dgsend: %5.0fs  emitted %-9s  %-14s  late slots %-8d dropped buckets %d\n",
-				p.Elapsed.Seconds(), cli.HumanCount(p.Emitted), cli.HumanRate(float64(p.Emitted-prev.Emitted)/dt), p.LateSlots, p.DroppedBuckets)
+				p.Elapsed.Seconds(), numfmt.Count(p.Emitted), numfmt.Rate(float64(p.Emitted-prev.Emitted)/dt), p.LateSlots, p.DroppedBuckets)
 			prev = p
 		}
 	}

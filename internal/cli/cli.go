@@ -45,28 +45,6 @@ func ParseRate(s string) (float64, error) {
 	return v * mult, nil
 }
 
-// HumanRate formats tuples per second compactly.
-func HumanRate(v float64) string {
-	switch {
-	case v >= 1e6:
-		return fmt.Sprintf("%.3f M/s", v/1e6)
-	case v >= 1e3:
-		return fmt.Sprintf("%.2f k/s", v/1e3)
-	}
-	return fmt.Sprintf("%.0f /s", v)
-}
-
-// HumanCount formats a count compactly.
-func HumanCount(v uint64) string {
-	switch {
-	case v >= 10_000_000:
-		return fmt.Sprintf("%.2fM", float64(v)/1e6)
-	case v >= 10_000:
-		return fmt.Sprintf("%.1fk", float64(v)/1e3)
-	}
-	return strconv.FormatUint(v, 10)
-}
-
 // CPUs resolves a --cpus value: "none" (no pinning), "auto" (the last n
 // allowed CPUs, leaving CPU 0 to the kernel and the ZeroMQ I/O threads when
 // there is a choice), or an explicit list like "1" or "0,2-3".

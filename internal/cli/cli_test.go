@@ -25,12 +25,6 @@ func TestParseRate(t *testing.T) {
 	}
 }
 
-func TestHumanFormats(t *testing.T) {
-	if HumanRate(5e6) != "5.000 M/s" || HumanRate(1500) != "1.50 k/s" || HumanCount(12_345_678) != "12.35M" {
-		t.Fatal(HumanRate(5e6), HumanRate(1500), HumanCount(12_345_678))
-	}
-}
-
 func TestServeMetrics(t *testing.T) {
 	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "x_total", Help: "x"})
 	c.Add(3)

@@ -55,8 +55,13 @@ func TestPythonProducerFromTheDocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp.WaitForLine("listening on", 5*time.Second)
-	if out, err := exec.Command(py, "-c", script+"\npush.close(linger=5000)\n").CombinedOutput(); err != nil {
+	if !rp.WaitForLine("listening on", 10*time.Second) {
+		t.Fatalf("dgrecv did not start:\n%s", rp.Stderr.String())
+	}
+	if !strings.Contains(script, "ctx.term()") {
+		t.Fatal("the example in docs/wire.md must close its socket with a linger and terminate its context, or its last messages can be lost at exit")
+	}
+	if out, err := exec.Command(py, "-c", script).CombinedOutput(); err != nil {
 		t.Fatalf("python producer: %v\n%s", err, out)
 	}
 	if err := rp.Wait(20 * time.Second); err != nil {

@@ -9,7 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"text/tabwriter"
-	"time"
+
+	"github.com/cloudprofiler-go/cp/internal/numfmt"
 )
 
 // Files the analysis writes into the run directory.
@@ -108,14 +109,4 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 }
 
-func d(ns int64) string { return time.Duration(ns).Round(durationRounding(ns)).String() }
-
-func durationRounding(ns int64) time.Duration {
-	switch {
-	case ns >= 1e9:
-		return time.Millisecond
-	case ns >= 1e6:
-		return time.Microsecond
-	}
-	return time.Nanosecond
-}
+func d(ns int64) string { return numfmt.Ns(float64(ns)) }

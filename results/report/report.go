@@ -24,7 +24,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/cloudprofiler-go/cp/internal/cli"
+	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/results"
 	"github.com/cloudprofiler-go/cp/results/analysis"
 )
@@ -159,28 +159,18 @@ func verdict(s *results.Summary) string {
 	case r.LastPass == 0:
 		return "no rate passed"
 	case r.FirstFail == 0:
-		return fmt.Sprintf("at least %s (nothing failed)", cli.HumanRate(r.LastPass))
+		return fmt.Sprintf("at least %s (nothing failed)", numfmt.Rate(r.LastPass))
 	}
-	return fmt.Sprintf("between %s (passed) and %s (failed), ±%.1f%%", cli.HumanRate(r.LastPass), cli.HumanRate(r.FirstFail), 50*(r.FirstFail-r.LastPass)/r.LastPass)
+	lo, hi := numfmt.RateInterval(r.LastPass, r.FirstFail)
+	return fmt.Sprintf("between %s (passed) and %s (failed), ±%.1f%%", lo, hi, 50*(r.FirstFail-r.LastPass)/r.LastPass)
 }
 
-func dur(ns int64) string {
-	d := time.Duration(ns)
-	switch {
-	case d >= time.Second:
-		return d.Round(time.Millisecond).String()
-	case d >= time.Millisecond:
-		return d.Round(time.Microsecond).String()
-	case d >= time.Microsecond:
-		return d.Round(10 * time.Nanosecond).String()
-	}
-	return d.String()
-}
+func dur(ns int64) string { return numfmt.Ns(float64(ns)) }
 
 func trialRows(d *results.Dir) []trialRow {
 	var rows []trialRow
 	for _, t := range d.Summary.Result.Trials {
-		r := trialRow{N: t.N, Purpose: t.Purpose, Target: cli.HumanRate(t.Rate), Achieved: cli.HumanRate(t.Achieved), Pass: t.Verdict.Pass, Verdict: "fail"}
+		r := trialRow{N: t.N, Purpose: t.Purpose, Target: numfmt.Rate(t.Rate), Achieved: numfmt.Rate(t.Achieved), Pass: t.Verdict.Pass, Verdict: "fail"}
 		if t.Verdict.Pass {
 			r.Verdict = "pass"
 		}

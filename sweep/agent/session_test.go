@@ -139,7 +139,7 @@ func TestSessionWithInProcessAgents(t *testing.T) {
 	}
 	var text bytes.Buffer
 	report.WriteText(&text)
-	for _, want := range []string{"max sustainable throughput: at least 4.00 k/s", "profile", "results: " + dir} {
+	for _, want := range []string{"max sustainable throughput: at least 4.000 k/s", "profile", "results: " + dir} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("report text lacks %q:\n%s", want, text.String())
 		}
