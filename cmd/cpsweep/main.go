@@ -31,7 +31,7 @@ func command(code *int) *cobra.Command {
 	var (
 		senders, receivers, relayInputs         []string
 		token, tokenFile, method, name          string
-		start, maxRate, from, to, step          string
+		start, maxRate, from, to, step, minRate string
 		scenario, overflow, idle, schema, shape string
 		resultsDir, profileFile                 string
 		factor, precision, profileAt            float64
@@ -89,8 +89,8 @@ finished one.`,
 			if err != nil {
 				return invalid(err)
 			}
-			var rates [5]float64
-			for i, v := range []string{start, maxRate, from, to, step} {
+			var rates [6]float64
+			for i, v := range []string{start, maxRate, from, to, step, minRate} {
 				if rates[i], err = cli.ParseRate(v); err != nil {
 					return invalid(err)
 				}
@@ -106,7 +106,7 @@ finished one.`,
 				EndTimeout: endTimeout, Relay: len(relayInputs) > 0, SenderTargets: relayInputs,
 				Rules: sweep.Rules{LatenessBudgets: budgets, LatenessFloor: latenessFloor, BacklogGrowth: backlog, LatencyP99: latencyP99}}
 			search := sweep.Search{Method: method,
-				Fast:   sweep.FastPlan{Start: rates[0], Max: rates[1], Factor: factor, Precision: precision, Confirm: confirm, MaxTrials: maxTrials},
+				Fast:   sweep.FastPlan{Start: rates[0], Max: rates[1], Min: rates[5], Factor: factor, Precision: precision, Confirm: confirm, MaxTrials: maxTrials},
 				Linear: sweep.LinearPlan{From: rates[2], To: rates[3], Step: rates[4]}}
 			var profile []byte
 			if profileFile != "" {
@@ -186,6 +186,7 @@ finished one.`,
 	f.StringVar(&method, "search", "fast", "fast or linear")
 	f.StringVar(&start, "start", "500k", "fast: first rate (tuples/s, k/M suffixes)")
 	f.StringVar(&maxRate, "max-rate", "0", "fast: never try above this (0: no limit)")
+	f.StringVar(&minRate, "min-rate", "0", "fast: the floor: when trials keep failing, the search ramps down geometrically to this before it says no rate passed (0: --start/1024)")
 	f.Float64Var(&factor, "factor", 2, "fast: ramp multiplier")
 	f.Float64Var(&precision, "precision", 0.01, "fast: stop when (first fail - last pass) / last pass is at most this")
 	f.IntVar(&confirm, "confirm", 1, "fast: repeat the final pass this many times")
