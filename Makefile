@@ -53,7 +53,7 @@ bench: build
 # profiled trial at 90% of the answer, then analyses the logs and writes
 # report.html into the run directory under results/ (~1-2 min).
 demo: build
-	$(BIN)/cpsweep --duration 2s --warmup 500ms --start 500k --bucket 100 --name demo --clock --profile scripts/demo-handlers.yaml --profile-at 0.7
+	$(BIN)/cpsweep --duration 2s --warmup 500ms --start 500k --bucket 100 --name demo --clock --profile profiles/default.yaml --profile-at 0.7
 	@dir=$$(ls -td results/*-demo | head -1) && $(BIN)/cpsweep analyze $$dir && $(BIN)/cpsweep report $$dir && echo "open $$dir/report.html"
 
 # A short dgsend -> dgrecv run on loopback with a summary of both sides.

@@ -66,3 +66,23 @@ counters: ` + filepath.Join(dir, "counters-{pid}.json") + `
 		t.Error("missing file accepted")
 	}
 }
+
+// TestShippedHandlersFile: profiles/default.yaml, the file the README's
+// sweep uses, is valid for an agent (relative paths) and logs every
+// standard point in full.
+func TestShippedHandlersFile(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "profiles", "default.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := ParseHandlers(b, "profiles/default.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.CheckLocal(); err != nil {
+		t.Fatal(err)
+	}
+	if h.Default.Handler != HandlerBuffered || h.Default.Path != "{name}.log" {
+		t.Fatalf("default %+v: want every tuple in a buffered log per channel", h.Default)
+	}
+}

@@ -86,7 +86,7 @@ func clockClientCommand() *cobra.Command {
 			}
 			defer r.Close()
 			c := &probing.Client{Responder: r, Hz: hz, Token: tok, Advertise: advertise, Stamping: stamping}
-			addr, stop, err := cli.ServeMetrics(control, emptyCollector{}, map[string]http.Handler{"/v1/clock/": c.Handler()})
+			addr, stop, err := httpapi.ServeMetrics(control, emptyCollector{}, map[string]http.Handler{"/v1/clock/": c.Handler()})
 			if err != nil {
 				return err
 			}

@@ -48,7 +48,7 @@ a broken configuration is refused, and clients keep their handlers).`,
 			if _, err := profiler.LoadHandlers(file); err != nil {
 				return err
 			}
-			addr, stop, err := cli.ServeMetrics(listen, cli.Collectors{}, map[string]http.Handler{profiler.PathHandlers: &profiler.ConfigServer{File: file, Token: tok}})
+			addr, stop, err := httpapi.ServeMetrics(listen, cli.Collectors{}, map[string]http.Handler{profiler.PathHandlers: &profiler.ConfigServer{File: file, Token: tok}})
 			if err != nil {
 				return err
 			}

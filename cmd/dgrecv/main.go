@@ -47,7 +47,7 @@ func command(code *int) *cobra.Command {
 		work, endTimeout, settle, duration time.Duration
 		calibrate                          time.Duration
 		jsonOut, drain, agentMode          bool
-		token, tokenFile                   string
+		token, tokenFile, probeAddr        string
 	)
 	cmd := &cobra.Command{
 		Use:   "dgrecv",
@@ -105,7 +105,7 @@ marker has been consumed (or --expect-streams have ended, or no data arrived for
 				return err
 			}
 			if agentMode {
-				return agent.Run(agent.Options{Role: sweep.RoleReceiver, Endpoints: endpoints, Connect: len(connect) > 0, CPUs: cpus, IOThreads: ioThreads},
+				return agent.Run(agent.Options{Role: sweep.RoleReceiver, Endpoints: endpoints, Connect: len(connect) > 0, CPUs: cpus, IOThreads: ioThreads, ProbeAddr: probeAddr},
 					metricsAddr, token, tokenFile, calibrate)
 			}
 			clock, err := tsc.NewClock(calibrate)
@@ -178,6 +178,7 @@ marker has been consumed (or --expect-streams have ended, or no data arrived for
 	f.StringVar(&progress, "progress", "auto", "per-second progress on stderr: auto (on a terminal), always, never")
 	profile.Register(f, profileChannels)
 	f.BoolVar(&agentMode, "agent", false, "run as a cpsweep agent: serve the control API on --metrics-addr; every trial binds the --bind endpoints")
+	f.StringVar(&probeAddr, "probe-addr", "", "agent: answer TSC probes (cpsweep --clock) on this UDP address (default: the --metrics-addr host and port, on UDP)")
 	f.StringVar(&token, "token", "", "agent: shared token the controller must send (required unless --metrics-addr is loopback)")
 	f.StringVar(&tokenFile, "token-file", "", "agent: read the token from this file")
 	return cmd

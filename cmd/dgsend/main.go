@@ -41,7 +41,7 @@ func command() *cobra.Command {
 		jsonOut, noRateCheck, agentMode     bool
 		strict                              bool
 		maxLate                             float64
-		token, tokenFile                    string
+		token, tokenFile, probeAddr         string
 	)
 	cmd := &cobra.Command{
 		Use:   "dgsend",
@@ -80,7 +80,7 @@ send time) with the fraction of late slots.`,
 				if err != nil {
 					return err
 				}
-				return agent.Run(agent.Options{Role: sweep.RoleSender, CPUs: cpus, IOThreads: ioThreads}, metricsAddr, token, tokenFile, calibrate)
+				return agent.Run(agent.Options{Role: sweep.RoleSender, CPUs: cpus, IOThreads: ioThreads, ProbeAddr: probeAddr}, metricsAddr, token, tokenFile, calibrate)
 			}
 			r, err := cli.ParseRate(rate)
 			if err != nil {
@@ -186,6 +186,7 @@ send time) with the fraction of late slots.`,
 	f.StringVar(&progress, "progress", "auto", "per-second progress on stderr: auto (on a terminal), always, never")
 	profile.Register(f, profileChannels)
 	f.BoolVar(&agentMode, "agent", false, "run as a cpsweep agent: serve the control API on --metrics-addr and take trials from the controller")
+	f.StringVar(&probeAddr, "probe-addr", "", "agent: answer TSC probes (cpsweep --clock) on this UDP address (default: the --metrics-addr host and port, on UDP)")
 	f.StringVar(&token, "token", "", "agent: shared token the controller must send (required unless --metrics-addr is loopback)")
 	f.StringVar(&tokenFile, "token-file", "", "agent: read the token from this file")
 	return cmd

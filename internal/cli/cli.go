@@ -5,23 +5,18 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sys/unix"
 
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/internal/osthread"
 )
 
@@ -72,35 +67,6 @@ func CPUs(value string, n int) ([]int, error) {
 func IsTerminal(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
-}
-
-// ServeMetrics serves /metrics for the collector on addr ("" disables) and
-// returns the bound address (useful with port 0) and a shutdown function.
-func ServeMetrics(addr string, c prometheus.Collector, extra map[string]http.Handler) (string, func(), error) {
-	if addr == "" {
-		return "", func() {}, nil
-	}
-	reg := prometheus.NewRegistry()
-	if err := reg.Register(c); err != nil {
-		return "", nil, fmt.Errorf("register metrics: %w", err)
-	}
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", nil, fmt.Errorf("listen for /metrics on %s: %w (use --metrics-addr to pick another, or \"\" to disable)", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	for path, h := range extra {
-		mux.Handle(path, h)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintf(os.Stderr, "metrics server: %v\n", err)
-		}
-	}()
-	return ln.Addr().String(), func() { _ = srv.Close() }, nil
 }
 
 // WriteJSON writes v indented to w.
@@ -164,7 +130,7 @@ func WaitForSignal() {
 // ServeMetricsFor is ServeMetrics for a command called name: it says where
 // the metrics are on standard error.
 func ServeMetricsFor(name, addr string, c prometheus.Collector) (func(), error) {
-	bound, stop, err := ServeMetrics(addr, c, nil)
+	bound, stop, err := httpapi.ServeMetrics(addr, c, nil)
 	if err != nil {
 		return nil, err
 	}

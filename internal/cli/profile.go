@@ -31,7 +31,7 @@ type ProfileFlags struct {
 // Register adds --profile, --profile-follow and --profile-token; channels
 // names the command's instrumentation points for the help.
 func (pf *ProfileFlags) Register(f *pflag.FlagSet, channels string) {
-	f.StringVar(&pf.Source, "profile", "", "profile with the handlers of this YAML file or configuration server URL (see README: channels "+channels+")")
+	f.StringVar(&pf.Source, "profile", "", "profile with the handlers of this YAML file or configuration server URL (docs/profiler.md; channels "+channels+")")
 	f.DurationVar(&pf.Follow, "profile-follow", 0, "re-read --profile this often and switch changed channels live (0: never)")
 	f.StringVar(&pf.Token, "profile-token", "", "bearer token for a --profile server")
 	f.StringVar(&pf.Dir, "profile-dir", "", "write every log here: the handlers' paths are relative to it and may not leave it\n(default: a new directory cp-profile-<command>-<time>-<pid> under the working directory)")

@@ -35,6 +35,11 @@ type Options struct {
 	Connect   bool
 	CPUs      []int
 	IOThreads int
+	// ProbeAddr is where the agent answers TSC probes (UDP); "" is the
+	// control address's host and port number, so that one port number
+	// (TCP for control and metrics, UDP for probes) is all a firewall
+	// needs to open.
+	ProbeAddr string
 	Logf      func(format string, args ...any)
 }
 

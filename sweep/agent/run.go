@@ -9,9 +9,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/cloudprofiler-go/cp/internal/cli"
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/sweep"
 	"github.com/cloudprofiler-go/cp/tsc"
@@ -40,20 +37,30 @@ func Run(opts Options, addr, token, tokenFile string, calibrate time.Duration) e
 		return err
 	}
 	defer a.Close() // removes the profiled trials' files not fetched
-	// The agent is also a TSC client: a probe responder on the control
-	// address's host, its API next to the agent's.
-	host, _, _ := net.SplitHostPort(addr)
-	resp, err := tsc.NewResponder(net.JoinHostPort(host, "0"))
-	if err != nil {
+	if err := httpapi.CheckBind(addr, tok); err != nil {
 		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen for the control API on %s: %w (pick another with --metrics-addr)", addr, err)
+	}
+	bound := ln.Addr().String()
+	// The agent is also a TSC client: a probe responder, by default on
+	// the control address's port number (UDP), its API next to the agent's.
+	probeAddr := opts.ProbeAddr
+	if probeAddr == "" {
+		probeAddr = bound
+	}
+	resp, err := tsc.NewResponder(probeAddr)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("TSC probes on udp %s: %w (pick another with --probe-addr)", probeAddr, err)
 	}
 	defer resp.Close()
 	clock := &probing.Client{Responder: resp, Hz: opts.Clock.Hz, Token: tok}
-	bound, stop, err := Serve(addr, a, func(addr string, c prometheus.Collector, extra map[string]http.Handler) (string, func(), error) {
-		extra["/v1/clock/"] = clock.Handler()
-		return cli.ServeMetrics(addr, c, extra)
-	})
+	stop, err := httpapi.ServeMetricsOn(ln, a, map[string]http.Handler{"/v1/": a.Handler(), "/v1/clock/": clock.Handler()})
 	if err != nil {
+		ln.Close()
 		return err
 	}
 	defer stop()

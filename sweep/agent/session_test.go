@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/internal/cli"
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/sweep"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
@@ -254,10 +254,10 @@ func TestServeExposesTheRunningTrialsMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	if _, _, err := Serve("0.0.0.0:0", a, cli.ServeMetrics); err == nil || !strings.Contains(err.Error(), "--token-file") {
+	if _, _, err := Serve("0.0.0.0:0", a, httpapi.ServeMetrics); err == nil || !strings.Contains(err.Error(), "--token-file") {
 		t.Fatalf("non-loopback without a token: %v", err)
 	}
-	bound, stop, err := Serve("127.0.0.1:0", a, cli.ServeMetrics)
+	bound, stop, err := Serve("127.0.0.1:0", a, httpapi.ServeMetrics)
 	if err != nil {
 		t.Fatal(err)
 	}
