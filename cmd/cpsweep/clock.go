@@ -24,7 +24,7 @@ import (
 	"github.com/cloudprofiler-go/cp/tsc/probing"
 )
 
-func clockCommand() *cobra.Command {
+func clockCommand(code *int) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "clock",
 		Short: "Relate the TSCs of several nodes with strict error bounds",
@@ -41,7 +41,7 @@ func clockCommand() *cobra.Command {
   4. "cpsweep clock translate" maps a node's TSC value into the reference
      node's domain with both bounds.`,
 	}
-	cmd.AddCommand(clockClientCommand(), clockProbeCommand(), clockRelateCommand(), clockTranslateCommand(), clockDurationCommand(), clockWatchCommand())
+	cmd.AddCommand(clockClientCommand(), clockProbeCommand(), clockRelateCommand(), clockTranslateCommand(code), clockDurationCommand(), clockWatchCommand())
 	return cmd
 }
 
@@ -291,7 +291,9 @@ low rate during one. Each new relation is also written to --output.`,
 					if c == nil {
 						c = &probing.Comparison{}
 					}
-					fmt.Fprintf(os.Stderr, "%s %s -> %s: paper ±%s, tighter ±%s, MinRTT %s, %s\n", time.Now().Format("15:04:05"), r.Node, r.Reference, fmtNs(c.PaperNs), fmtNs(c.TighterNs), fmtNs(c.ReTMinNs), r.Status)
+					// e is max(MinRTT before, MinRTT after)/2: show those two.
+					fmt.Fprintf(os.Stderr, "%s %s -> %s: paper ±%s (MinRTT before %s, after %s: e = the larger / 2), tighter ±%s, %s\n",
+						time.Now().Format("15:04:05"), r.Node, r.Reference, fmtNs(c.PaperNs), fmtNs(c.MinRTTNs[0]), fmtNs(c.MinRTTNs[1]), fmtNs(c.TighterNs), r.Status)
 				}
 				if output != "" {
 					if err := cli.WriteJSONFile(output, rf); err != nil {
@@ -360,32 +362,44 @@ func clockRelateCommand() *cobra.Command {
 	return cmd
 }
 
-func clockTranslateCommand() *cobra.Command {
+func clockTranslateCommand(code *int) *cobra.Command {
 	var relation, node string
 	cmd := &cobra.Command{
-		Use:     "translate TSC...",
-		Short:   "Translate TSC values of a node into the reference domain, with bounds",
+		Use:   "translate TSC...",
+		Short: "Translate TSC values of a node into the reference domain, with bounds",
+		Long: `Prints one translation per value, in order, as a JSON list. A value that
+cannot be translated (outside the window the probes cover: a bound is never
+extrapolated) is marked with "error" and has no bounds; the others are
+answered. Exit status: 0 all translated, 3 some were marked, 1 none could be
+(or the arguments are not TSC values).`,
 		Example: `  cpsweep clock translate --relation relation.json --node b 123456789012 123456799012`,
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cmd.SilenceUsage = true
+			values := make([]uint64, len(args))
+			for i, a := range args {
+				v, err := strconv.ParseUint(a, 10, 64)
+				if err != nil {
+					return fmt.Errorf("%q is not a TSC value (an unsigned number of ticks)", a)
+				}
+				values[i] = v
+			}
 			rf, err := probing.ReadRelationFile(relation)
 			if err != nil {
 				return err
 			}
-			var out []probing.Translation
-			for _, a := range args {
-				v, err := strconv.ParseUint(a, 10, 64)
-				if err != nil {
-					return fmt.Errorf("%q is not a TSC value", a)
-				}
-				t, err := rf.Translate(node, v)
-				if err != nil {
-					return err
-				}
-				out = append(out, t)
+			out, failed := rf.TranslateEach(node, values)
+			if failed == len(out) {
+				return fmt.Errorf("no value could be translated: %s", out[0].Error)
 			}
-			return cli.WriteJSON(os.Stdout, out)
+			if err := cli.WriteJSON(os.Stdout, out); err != nil {
+				return err
+			}
+			if failed > 0 {
+				fmt.Fprintf(os.Stderr, "cpsweep clock translate: %d of %d values could not be translated (marked \"error\")\n", failed, len(out))
+				*code = 3
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&relation, "relation", "relation.json", "relation file")

@@ -174,7 +174,7 @@ finished one.`,
 		*code = sweep.ExitInvalidPlan
 		return err
 	})
-	cmd.AddCommand(clockCommand(), logsCommand(), profilerCommand(), analyzeCommand(), reportCommand())
+	cmd.AddCommand(clockCommand(code), logsCommand(), profilerCommand(), analyzeCommand(), reportCommand())
 	f := cmd.Flags()
 	f.StringVar(&profileFile, "profile", "", "after the search, run one profiled trial with these handlers (YAML) on every agent and collect the logs into the run directory")
 	f.Float64Var(&profileAt, "profile-at", 0.9, "the profiled trial's rate, as a fraction of the highest passing rate")

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -153,6 +154,22 @@ func clockCoverage(t *testing.T, start func(n clockNode, args ...string) (*Proc,
 	if math.Abs(d.Tighter.Value-(cTruth-bTruth)) > d.Tighter.Err+4 {
 		t.Fatalf("clock duration %+v misses the truth %.0f", d.Tighter, cTruth-bTruth)
 	}
+	// translate answers the values inside the window and marks the one
+	// outside it (exit status 3), in order.
+	r := rf.Relations[0]
+	inside := []uint64{r.Window[0], mid(r), r.Window[1]}
+	tcmd := exec.Command(filepath.Join(binDir, "cpsweep"), "clock", "translate", "--relation", rel, "--node", r.Node,
+		fmt.Sprint(inside[0]), fmt.Sprint(inside[1]), fmt.Sprint(r.Window[1]*4), fmt.Sprint(inside[2]))
+	out, err = tcmd.Output()
+	var trs []probing.Translation
+	if ExitCode(err) != 3 || json.Unmarshal(out, &trs) != nil || len(trs) != 4 {
+		t.Fatalf("clock translate with one value outside the window: exit %d, %s", ExitCode(err), out)
+	}
+	for i, tr := range trs {
+		if (i == 2) != (tr.Error != "") || (i != 2 && tr.Tighter.Err <= 0) {
+			t.Errorf("translation %d: %+v", i, tr)
+		}
+	}
 	if total < 10000 || paperTotal < 10000 {
 		t.Fatalf("only %d queries (%d with a paper bound): want at least 10,000 for both methods", total, paperTotal)
 	}
@@ -226,6 +243,22 @@ func TestClockWatchExportsGauges(t *testing.T) {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %q:\n%s", want, body)
 		}
+	}
+	// The MinRTT shown is the one the paper's e uses: e = MinRTT/2.
+	gauge := func(name string) float64 {
+		m := regexp.MustCompile(regexp.QuoteMeta(name) + ` (\S+)`).FindSubmatch(body)
+		if m == nil {
+			t.Fatalf("no %s in:\n%s", name, body)
+		}
+		v, _ := strconv.ParseFloat(string(m[1]), 64)
+		return v
+	}
+	minRTT, paper := gauge(`cp_clock_min_rtt_seconds{node="y",reference="x"}`), gauge(`cp_clock_bound_half_width_seconds{method="paper",node="y",reference="x"}`)
+	if math.Abs(minRTT/2-paper) > 1e-12+paper*1e-9 {
+		t.Errorf("MinRTT %v s but the paper's e %v s: e must be MinRTT/2", minRTT, paper)
+	}
+	if !strings.Contains(w.Stderr.String(), "(MinRTT before ") {
+		t.Errorf("the watch line does not show the MinRTTs e comes from:\n%s", w.Stderr.String())
 	}
 	if err := w.Wait(30 * time.Second); err != nil {
 		t.Fatalf("watch did not finish its rounds: %v\n%s", err, w.Stderr.String())

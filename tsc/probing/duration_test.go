@@ -105,3 +105,38 @@ func TestDurationCases(t *testing.T) {
 
 // within allows two ticks for the simulated clocks' rounding.
 func within(b tsc.Bound, x float64) bool { return math.Abs(b.Value-x) <= b.Err+2 }
+
+// TestTranslateEachMarksOnlyTheBadValues: values inside the probed window
+// are answered with bounds that contain the truth; one outside it is
+// marked with why, never extrapolated; the order is kept.
+func TestTranslateEachMarksOnlyTheBadValues(t *testing.T) {
+	b := simClock{0.75 * (1 + 250e-6), 1e12}
+	rf := syntheticFile(t, map[string]simClock{"a": {1, 0}, "b": b}, "a")
+	truth := []float64{1.5e9, 0.2e9, 2.5e9, 9e12} // the second and last are outside [1e9, ~3e9]
+	values := make([]uint64, len(truth))
+	for i, x := range truth {
+		values[i] = b.at(x)
+	}
+	out, failed := rf.TranslateEach("b", values)
+	if len(out) != 4 || failed != 2 {
+		t.Fatalf("%d translations, %d marked: %+v", len(out), failed, out)
+	}
+	for i, tr := range out {
+		if tr.TSC != values[i] || tr.Node != "b" {
+			t.Fatalf("translation %d is of %d on %s, want %d on b", i, tr.TSC, tr.Node, values[i])
+		}
+		bad := i == 1 || i == 3
+		if bad != (tr.Error != "") {
+			t.Errorf("value %d (true %.0f): error %q", i, truth[i], tr.Error)
+		}
+		if !bad && !within(tr.Tighter, truth[i]) {
+			t.Errorf("value %d: %+v does not contain %.0f", i, tr.Tighter, truth[i])
+		}
+		if bad && (tr.Tighter != tsc.Bound{} || tr.Paper != nil) {
+			t.Errorf("value %d is marked but has bounds: %+v", i, tr)
+		}
+	}
+	if _, failed := rf.TranslateEach("nosuch", []uint64{1}); failed != 1 {
+		t.Error("a node without probes was translated")
+	}
+}

@@ -47,14 +47,17 @@ type PairRelation struct {
 // discipline reports (adjtimex maxerror and esterror) on both nodes,
 // summed, since a cross-node duration reads two clocks.
 type Comparison struct {
-	PaperNs     float64 `json:"cp_paper_ns"`
-	TighterNs   float64 `json:"cp_tighter_ns"`
-	ReTMinNs    float64 `json:"ret_min_ns"`
-	ReTMedianNs float64 `json:"ret_median_ns"`
-	ReTMaxNs    float64 `json:"ret_max_ns"`
-	NTPMaxNs    float64 `json:"ntp_maxerror_ns"`
-	NTPEstNs    float64 `json:"ntp_esterror_ns"`
-	NTPSynced   bool    `json:"ntp_synced"` // both nodes' kernels say synchronised
+	PaperNs float64 `json:"cp_paper_ns"`
+	// The MinRTT of the sessions before and after: the paper's e is
+	// max(before, after)/2 (0 when a session had no probe).
+	MinRTTNs    [2]float64 `json:"cp_min_rtt_ns"`
+	TighterNs   float64    `json:"cp_tighter_ns"`
+	ReTMinNs    float64    `json:"ret_min_ns"`
+	ReTMedianNs float64    `json:"ret_median_ns"`
+	ReTMaxNs    float64    `json:"ret_max_ns"`
+	NTPMaxNs    float64    `json:"ntp_maxerror_ns"`
+	NTPEstNs    float64    `json:"ntp_esterror_ns"`
+	NTPSynced   bool       `json:"ntp_synced"` // both nodes' kernels say synchronised
 }
 
 // RelationFile is what other tools load: the nodes, the sessions' probes
@@ -236,7 +239,7 @@ func (rf *RelationFile) compare(node string, pr PairRelation, probes []tsc.Probe
 	}
 	sort.Float64s(rtts)
 	return &Comparison{
-		PaperNs: pr.PaperErr * ns, TighterNs: pr.MidHalfWidth * ns,
+		PaperNs: pr.PaperErr * ns, TighterNs: pr.MidHalfWidth * ns, MinRTTNs: [2]float64{float64(pr.MinRTT[0]) * ns, float64(pr.MinRTT[1]) * ns},
 		ReTMinNs: rtts[0] * ns, ReTMedianNs: rtts[len(rtts)/2] * ns, ReTMaxNs: rtts[len(rtts)-1] * ns,
 		NTPMaxNs:  float64(ref.NTPMaxErrorUs+other.NTPMaxErrorUs) * 1e3,
 		NTPEstNs:  float64(ref.NTPEstErrorUs+other.NTPEstErrorUs) * 1e3,
@@ -256,6 +259,26 @@ type Translation struct {
 	// least as tight as Tighter); NetworkNote says why there is none.
 	Network     *tsc.Bound `json:"network,omitempty"`
 	NetworkNote string     `json:"network_note,omitempty"`
+	// Error says why this value has no translation (from TranslateEach;
+	// the bounds are then empty).
+	Error string `json:"error,omitempty"`
+}
+
+// TranslateEach translates every value of node; one that cannot be
+// translated (outside the probed window, say) is marked with its Error
+// and the others are answered. It returns how many were marked.
+func (rf *RelationFile) TranslateEach(node string, values []uint64) ([]Translation, int) {
+	out := make([]Translation, len(values))
+	failed := 0
+	for i, v := range values {
+		t, err := rf.Translate(node, v)
+		if err != nil {
+			t = Translation{Node: node, TSC: v, Reference: rf.Reference, Error: err.Error()}
+			failed++
+		}
+		out[i] = t
+	}
+	return out, failed
 }
 
 // Translate maps a TSC value of node into the reference domain.

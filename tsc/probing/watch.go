@@ -63,7 +63,7 @@ func (g *Gauges) Set(rf *RelationFile) {
 
 var (
 	pairLabels = []string{"node", "reference"}
-	descMinRTT = prometheus.NewDesc("cp_clock_min_rtt_seconds", "Smallest round trip from the reference to the node in the sessions the relation uses.", pairLabels, nil)
+	descMinRTT = prometheus.NewDesc("cp_clock_min_rtt_seconds", "The MinRTT the paper's bound uses: the larger of the smallest round trips from the reference to the node before and after (e = MinRTT/2).", pairLabels, nil)
 	descBound  = prometheus.NewDesc("cp_clock_bound_half_width_seconds", "Half-width of the error bound of one translated timestamp (mid-window for the tighter method).", append(pairLabels, "method"), nil)
 	descAlpha  = prometheus.NewDesc("cp_clock_alpha_width_ppm", "Width of the interval of TSC ratios consistent with every probe, in ppm.", pairLabels, nil)
 	descProbes = prometheus.NewDesc("cp_clock_probes", "Probes the relation was computed from.", pairLabels, nil)
@@ -98,7 +98,7 @@ func (g *Gauges) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descAlpha, prometheus.GaugeValue, r.AlphaPPM, r.Node, r.Reference)
 		}
 		if c := r.Compare; c != nil {
-			ch <- prometheus.MustNewConstMetric(descMinRTT, prometheus.GaugeValue, c.ReTMinNs/1e9, r.Node, r.Reference)
+			ch <- prometheus.MustNewConstMetric(descMinRTT, prometheus.GaugeValue, max(c.MinRTTNs[0], c.MinRTTNs[1])/1e9, r.Node, r.Reference)
 			if r.PaperStatus == "ok" {
 				ch <- prometheus.MustNewConstMetric(descBound, prometheus.GaugeValue, c.PaperNs/1e9, r.Node, r.Reference, "paper")
 			}
