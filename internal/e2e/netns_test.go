@@ -213,4 +213,11 @@ func TestMultiHostSweep(t *testing.T) {
 		}
 		t.Logf("%s -> %s across namespaces: p50 %v ± %v", p.From, p.To, time.Duration(p.Groups[0].Latency.P50), time.Duration(p.Groups[0].Error.P50))
 	}
+	// The report of the two-host run passes the page's own check in a
+	// browser: every figure drawn, every point inside its axes, the answer
+	// visible, no label off the canvas, no legend over a plot.
+	if out, err := exec.Command(filepath.Join(binDir, "cpsweep"), "report", rep.Dir).CombinedOutput(); err != nil {
+		t.Fatalf("report: %v\n%s", err, out)
+	}
+	t.Run("report in chromium", func(t *testing.T) { checkInChromium(t, filepath.Join(rep.Dir, "report.html"), 6) })
 }

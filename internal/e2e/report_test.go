@@ -70,11 +70,51 @@ func TestProfiledSweepReport(t *testing.T) {
 		}
 	}
 	t.Run("chromium", func(t *testing.T) { checkInChromium(t, page, 6) })
+	t.Run("self-check catches", func(t *testing.T) { selfCheckCatches(t, page) })
 }
 
-// checkInChromium loads the page headless and reads the verdict the page's
-// own check leaves on <body>: every figure drawn and no script error.
-func checkInChromium(t *testing.T, page string, figures int) {
+// selfCheckCatches breaks a copy of the page in each way its self-check
+// looks for, and requires the check to say so.
+func selfCheckCatches(t *testing.T, page string) {
+	html, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, says string
+		mutate     func(string) string
+	}{
+		{"a point beyond the axes", "points on or outside the axes", func(s string) string {
+			return regexp.MustCompile(`(id="fig-percentiles" data-check="\{&#34;area&#34;:\[[^\]]*\],&#34;marks&#34;:\[\[)`).ReplaceAllString(s, "${1}-999,")
+		}},
+		{"a label outside the canvas", "label &quot;stray&quot;", func(s string) string {
+			return strings.Replace(s, "</svg>", `<text x="-400" y="20">stray</text></svg>`, 1) // the sweep plot's
+		}},
+		{"the legend over the plot", "the legend covers the plot", func(s string) string {
+			return strings.Replace(s, "ul.legend {", "ul.legend { margin-top: -200px !important; position: relative;", 1)
+		}},
+		{"the answer outside the axes", "the answer's interval is outside the axes", func(s string) string {
+			return regexp.MustCompile(`(&#34;band&#34;:\[)`).ReplaceAllString(s, "${1}-500,")
+		}},
+	} {
+		broken := tc.mutate(string(html))
+		if broken == string(html) {
+			t.Fatalf("%s: the mutation did not apply", tc.name)
+		}
+		path := filepath.Join(t.TempDir(), "broken.html")
+		if err := os.WriteFile(path, []byte(broken), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if body := chromiumBody(t, path); !strings.Contains(body, tc.says) {
+			t.Errorf("%s: the self-check did not say %q: %s", tc.name, tc.says, body)
+		}
+	}
+}
+
+// chromiumBody loads the page in headless Chromium and returns its <body>
+// tag, where the page's self-check leaves its verdict.
+func chromiumBody(t *testing.T, page string) string {
+	t.Helper()
 	bin := ""
 	for _, b := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(b); err == nil {
@@ -91,7 +131,14 @@ func checkInChromium(t *testing.T, page string, figures int) {
 	if err != nil {
 		t.Fatalf("chromium: %v", err)
 	}
-	body := regexp.MustCompile(`<body[^>]*>`).FindString(string(out))
+	return regexp.MustCompile(`<body[^>]*>`).FindString(string(out))
+}
+
+// checkInChromium loads the page headless and reads the verdict the page's
+// own check leaves on <body>: every figure drawn and no script error.
+func checkInChromium(t *testing.T, page string, figures int) {
+	t.Helper()
+	body := chromiumBody(t, page)
 	if !strings.Contains(body, `data-check="ok"`) || !strings.Contains(body, `data-figures="`) {
 		t.Fatalf("the page's own check failed in Chromium: %s", body)
 	}

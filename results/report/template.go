@@ -2,10 +2,14 @@ package report
 
 import "html/template"
 
-// The page checks itself when it loads: every figure must hold an SVG with
-// drawn content, and any script error is recorded. The result is in
-// <body data-check="..."> for headless browsers (and tests) to read.
-var pageTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+// The page checks itself when it loads, for what a reader needs of every
+// figure: an SVG with drawn content; every plotted point inside the data
+// area (not on or beyond the frame); on the sweep plot, the answer's
+// interval inside it and at least a point wide; no text of the plot outside
+// its canvas; and the legend (HTML, below the plot) not over the plot.
+// Script errors are recorded too. The result is in <body data-check="...">
+// ("ok", or every problem) for headless browsers and tests to read.
+var pageTemplate = template.Must(template.Must(template.New("report").Parse(figureTemplate)).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -31,6 +35,9 @@ var pageTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
   .problems li { color: #8a4b00; }
   pre { background: #f6f6f6; padding: 10px; overflow-x: auto; font-size: 12.5px; }
   .small { color: #777; font-size: 12.5px; }
+  ul.legend { list-style: none; padding: 0; margin: 6px 0 0; display: flex; flex-wrap: wrap; gap: 4px 18px; font-size: 13px; }
+  ul.legend li { display: flex; align-items: center; gap: 6px; }
+  ul.legend svg { width: 28px; height: 12px; flex: none; }
 </style>
 </head>
 <body>
@@ -43,7 +50,7 @@ var pageTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <ul class="problems">{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}
 
 {{range .Figures}}{{if eq .ID "sweep"}}<h2>{{.Title}}</h2>
-<figure class="plot" id="fig-{{.ID}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>{{end}}{{end}}
+{{template "fig" .}}{{end}}{{end}}
 
 {{with .Trials}}<h2>Trials</h2>
 <table>
@@ -51,15 +58,17 @@ var pageTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 {{range .}}<tr><td>{{.N}}</td><td class="l">{{.Purpose}}</td><td>{{.Target}}</td><td>{{.Achieved}}</td><td class="{{.Verdict}}">{{.Verdict}}</td><td>{{.LatenessP99}}</td><td>{{.LatencyP50}}</td><td>{{.LatencyP99}}</td><td class="why">{{.Failed}}</td></tr>
 {{end}}</table>{{end}}
 
-{{range .Figures}}{{if eq .ID "percentiles"}}<figure class="plot" id="fig-{{.ID}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>{{end}}{{end}}
+{{range .Figures}}{{if eq .ID "percentiles"}}{{template "fig" .}}{{end}}{{end}}
 
 {{if .Pairs}}<h2>Tuple latency across nodes, with error bounds</h2>
-<p>From the profiled trial's logs, joined by tuple id across nodes and translated into the reference node's time{{with .Analysis}} ({{.Reference}}){{end}}. Every latency's true value lies within its error bound.</p>
+<p>From the profiled trial's logs, joined by tuple id across nodes and translated into the reference node's time{{with .Analysis}} ({{.Reference}}){{end}}.
+Two uncertainties apply, and both are shown. <b>The clocks:</b> every tuple's true latency lies within its error bound (the ± columns; 0 on the reference node).
+<b>The summary:</b> min and max are exact; each percentile comes from a histogram with three significant digits, so the true percentile lies at most its rounding (below each value, never more than 0.1%) under the value shown.</p>
 <table>
-<tr><th class="l">points</th><th class="l">group</th><th>tuples</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th>error p50</th><th>error max</th><th>only at first / second</th></tr>
-{{range .Pairs}}<tr><td class="l">{{.Pair}}</td><td class="l">{{.Group}}</td><td>{{.Count}}</td><td>{{.P50}}</td><td>{{.P90}}</td><td>{{.P99}}</td><td>{{.P999}}</td><td>{{.Max}}</td><td>±{{.ErrP50}}</td><td>±{{.ErrMax}}</td><td>{{.OnlyFrom}} / {{.OnlyTo}}</td></tr>
+<tr><th class="l">points</th><th class="l">group</th><th>tuples</th><th>min</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th>error p50</th><th>error max</th><th>only at first / second</th></tr>
+{{range .Pairs}}<tr><td class="l">{{.Pair}}</td><td class="l">{{.Group}}</td><td>{{.Count}}</td><td>{{.Min}}</td><td>{{.P50}}<br><span class="small">−{{.R50}}</span></td><td>{{.P90}}<br><span class="small">−{{.R90}}</span></td><td>{{.P99}}<br><span class="small">−{{.R99}}</span></td><td>{{.P999}}<br><span class="small">−{{.R999}}</span></td><td>{{.Max}}</td><td>±{{.ErrP50}}</td><td>±{{.ErrMax}}</td><td>{{.OnlyFrom}} / {{.OnlyTo}}</td></tr>
 {{end}}</table>
-{{range .Figures}}{{if or (eq .ID "latency") (eq .ID "error")}}<figure class="plot" id="fig-{{.ID}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>{{end}}{{end}}
+{{range .Figures}}{{if or (eq .ID "latency") (eq .ID "error")}}{{template "fig" .}}{{end}}{{end}}
 {{end}}
 
 {{if .Clock}}<h2>Clocks: CP vs tighter CP vs ReT vs the system clock</h2>
@@ -67,12 +76,12 @@ var pageTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <tr><th class="l">nodes</th><th>CP (paper)</th><th>CP (tighter, mid-window)</th><th>ReT round trip (min / median / max)</th><th>system clock</th></tr>
 {{range .Clock}}<tr><td class="l">{{.Node}}</td><td>{{.Paper}}</td><td>{{.Tighter}}</td><td>{{.ReT}}</td><td>{{.NTP}}</td></tr>
 {{end}}</table>
-{{range .Figures}}{{if eq .ID "clock"}}<figure class="plot" id="fig-{{.ID}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>{{end}}{{end}}
+{{range .Figures}}{{if eq .ID "clock"}}{{template "fig" .}}{{end}}{{end}}
 {{with .ReT}}<p>Return-trip handlers in the profiled trial:</p><ul>{{range .}}<li>{{.Channel}} on {{.Node}}: {{.RoundTrip.Count}} round trips, median {{.RoundTrip.P50}} ns, p99 {{.RoundTrip.P99}} ns, {{.Unacked}} unacknowledged</li>{{end}}</ul>{{end}}
 {{end}}
 
 {{range .Figures}}{{if eq .ID "throughput"}}<h2>{{.Title}}</h2>
-<figure class="plot" id="fig-{{.ID}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>{{end}}{{end}}
+{{template "fig" .}}{{end}}{{end}}
 
 {{with .Config}}<h2>Configuration</h2>
 <details><summary>config.json: the plan, the search, the agents and the command line</summary>
@@ -83,20 +92,43 @@ var pageTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 (function () {
   var errors = [];
   window.addEventListener("error", function (e) { errors.push(String(e.message)); document.body.dataset.errors = errors.join("; "); });
+  function overlap(a, b) { return a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom; }
   window.addEventListener("load", function () {
     var bad = [];
     var figs = document.querySelectorAll("figure.plot");
     figs.forEach(function (f) {
-      var svg = f.querySelector("svg");
+      var svg = f.querySelector(":scope > svg");
       var drawn = svg ? svg.querySelectorAll("path, text, line, polyline, polygon, rect, circle").length : 0;
       var box = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
-      if (!svg || drawn < 10 || box.width < 100 || box.height < 100) bad.push(f.id + " (" + drawn + " elements)");
+      if (!svg || drawn < 10 || box.width < 100 || box.height < 100) { bad.push(f.id + ": empty (" + drawn + " elements)"); return; }
+      var chk = JSON.parse(f.dataset.check || "{}");
+      var a = chk.area || [0, 0, 0, 0], eps = 0.01;
+      var outside = (chk.marks || []).filter(function (m) { return !(m[0] > a[0] + eps && m[0] < a[2] - eps && m[1] > a[1] + eps && m[1] < a[3] - eps); });
+      if (outside.length > 0) bad.push(f.id + ": " + outside.length + " of " + chk.marks.length + " points on or outside the axes");
+      if (chk.band) {
+        var b0 = chk.band[0], b1 = chk.band[chk.band.length - 1];
+        if (!(b0 >= a[0] - eps && b1 <= a[2] + eps)) bad.push(f.id + ": the answer's interval is outside the axes");
+        else if (b1 - b0 < 1 && (b1 - b0) < 0) bad.push(f.id + ": the answer's interval is reversed");
+      }
+      svg.querySelectorAll("text").forEach(function (t) {
+        var r = t.getBoundingClientRect();
+        var over = Math.max(box.left - r.left, r.right - box.right, box.top - r.top, r.bottom - box.bottom);
+        if (r.width > 0 && over > 1) bad.push(f.id + ": label \"" + t.textContent + "\" " + over.toFixed(1) + " px outside the canvas");
+      });
+      var legend = f.querySelector("ul.legend");
+      if (legend && overlap(legend.getBoundingClientRect(), box)) bad.push(f.id + ": the legend covers the plot");
     });
     document.body.dataset.figures = String(figs.length);
-    document.body.dataset.check = bad.length === 0 && errors.length === 0 ? "ok" : "empty: " + bad.join(", ");
+    document.body.dataset.check = bad.length === 0 && errors.length === 0 ? "ok" : "bad: " + bad.concat(errors).join("; ");
   });
 })();
 </script>
 </body>
 </html>
 `))
+
+// figureTemplate draws one figure: the plot, its HTML legend (swatches
+// drawn like the plot's marks) and its caption.
+const figureTemplate = `{{define "fig"}}<figure class="plot" id="fig-{{.ID}}" data-check="{{.Check}}">{{.SVG}}
+{{with .Legend}}<ul class="legend">{{range .}}<li><svg viewBox="0 0 28 12" aria-hidden="true">{{if eq .Kind "band"}}<rect x="2" y="1" width="24" height="10" fill="{{.Color}}" stroke="rgb(0,140,0)"/>{{else if eq .Kind "line"}}<line x1="1" y1="6" x2="27" y2="6" stroke="{{.Color}}" stroke-width="2"/>{{else if eq .Kind "dash"}}<line x1="1" y1="6" x2="27" y2="6" stroke="{{.Color}}" stroke-width="2" stroke-dasharray="5 3"/>{{else if eq .Kind "cross"}}<path d="M10 2 L18 10 M18 2 L10 10" stroke="{{.Color}}" stroke-width="2"/>{{else if eq .Kind "square"}}<rect x="10" y="2" width="8" height="8" fill="none" stroke="{{.Color}}" stroke-width="1.5"/>{{else if eq .Kind "triangle"}}<path d="M14 1 L19 10 L9 10 Z" fill="none" stroke="{{.Color}}" stroke-width="1.5"/>{{else}}<circle cx="14" cy="6" r="4" fill="{{.Color}}"/>{{end}}</svg>{{.Label}}</li>{{end}}</ul>{{end}}
+<figcaption>{{.Caption}}</figcaption></figure>{{end}}`
