@@ -43,6 +43,8 @@ type page struct {
 	Config                                string
 	Generated                             string
 	Analysis                              *analysis.Report
+	// NoLatency says why there is no latency section, and how to get one.
+	NoLatency string
 }
 
 type trialRow struct {
@@ -95,6 +97,9 @@ func Build(d *results.Dir) ([]byte, error) {
 			pg.Figures = append(pg.Figures, f)
 		}
 	}
+	if an == nil || len(pg.Pairs) == 0 {
+		pg.NoLatency = noLatency(d)
+	}
 	if d.Relation != nil {
 		pg.Clock = clockRows(d, an)
 		if f, ok := clockFigure(d, an); ok {
@@ -112,6 +117,18 @@ func Build(d *results.Dir) ([]byte, error) {
 		return nil, fmt.Errorf("render report: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// noLatency explains a run without per-tuple latencies.
+func noLatency(d *results.Dir) string {
+	const how = "run cpsweep with --clock --profile profiles/default.yaml: after the search, one trial logs every tuple at every point, and this section shows where its time goes"
+	if s := d.Summary; s != nil && s.ProfileSkipped != "" {
+		return "The profiled trial was asked for but skipped: " + s.ProfileSkipped + ". Once a rate passes, " + how + "."
+	}
+	if len(d.Nodes) > 0 {
+		return "The profiles of this run could not be joined (see Problems above)."
+	}
+	return "This run has no profiled trial. To see per-tuple latency across nodes with error bounds, " + how + "."
 }
 
 // Write renders the report into the run directory and returns its path.

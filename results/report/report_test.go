@@ -36,7 +36,8 @@ func TestPartialRunDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := string(html)
-	for _, want := range []string{`id="fig-sweep"`, "between 1.000 M/s (passed) and 1.010 M/s (failed)", "lateness: p99 too high", "<details>"} {
+	for _, want := range []string{`id="fig-sweep"`, "between 1.000 M/s (passed) and 1.010 M/s (failed)", "lateness: p99 too high", "<details>",
+		"This run has no profiled trial", "--clock --profile profiles/default.yaml"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -45,5 +46,33 @@ func TestPartialRunDirectory(t *testing.T) {
 		if strings.Contains(page, absent) {
 			t.Errorf("report has %q without the data for it", absent)
 		}
+	}
+}
+
+// TestReportSaysWhyTheProfileIsMissing: a sweep that asked for a profile
+// and skipped it says why in the latency section, instead of dropping it.
+func TestReportSaysWhyTheProfileIsMissing(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		results.FormatFile: `{"format": "cloudprofiler-go run directory", "version": 2}`,
+		"summary.json": `{"format_version": 2, "name": "skipped", "profile_skipped": "no rate passed, so there is no rate to profile at",
+			"result": {"method": "fast", "last_pass": 0, "first_fail": 1000, "trials": [
+			{"n": 1, "rate": 1000, "achieved": 10, "purpose": "ramp", "verdict": {"pass": false}}]}}`,
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := results.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html, err := Build(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "asked for but skipped: no rate passed, so there is no rate to profile at"; !strings.Contains(string(html), want) {
+		t.Errorf("report lacks %q", want)
 	}
 }

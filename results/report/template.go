@@ -71,6 +71,9 @@ Two uncertainties apply, and both are shown. <b>The clocks:</b> every tuple's tr
 {{range .Figures}}{{if or (eq .ID "latency") (eq .ID "error")}}{{template "fig" .}}{{end}}{{end}}
 {{end}}
 
+{{with .NoLatency}}<h2>Tuple latency across nodes</h2>
+<p class="nolatency">{{.}}</p>{{end}}
+
 {{if .Clock}}<h2>Clocks: CP vs tighter CP vs ReT vs the system clock</h2>
 <table>
 <tr><th class="l">nodes</th><th>CP (paper)</th><th>CP (tighter, mid-window)</th><th>ReT round trip (min / median / max)</th><th>system clock</th></tr>
