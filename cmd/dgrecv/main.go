@@ -37,16 +37,14 @@ func main() {
 
 func command(code *int) *cobra.Command {
 	var (
-		profile                            cli.ProfileFlags
+		run                                cli.RunFlags
 		bind, connect                      []string
-		schema, scenario, cpu, metricsAddr string
-		output, progress                   string
+		schema, scenario, cpu              string
 		lanes, ring, hwm, ioThreads        int
 		expect                             int
 		maxMessage                         int
 		work, endTimeout, settle, duration time.Duration
-		calibrate                          time.Duration
-		jsonOut, drain, agentMode          bool
+		drain, agentMode                   bool
 		token, tokenFile, probeAddr        string
 	)
 	cmd := &cobra.Command{
@@ -106,49 +104,22 @@ marker has been consumed (or --expect-streams have ended, or no data arrived for
 			}
 			if agentMode {
 				return agent.Run(agent.Options{Role: sweep.RoleReceiver, Endpoints: endpoints, Connect: len(connect) > 0, CPUs: cpus, IOThreads: ioThreads, ProbeAddr: probeAddr},
-					metricsAddr, token, tokenFile, calibrate)
+					run.MetricsAddr, token, tokenFile, run.Calibrate)
 			}
-			clock, err := tsc.NewClock(calibrate)
-			if err != nil {
-				return err
-			}
-			prof, err := profile.Open("dgrecv")
-			if err != nil {
-				return err
-			}
-			defer func() { // flushes every channel, also after a signal; a lost record fails the run
-				if cerr := prof.Close(); cerr != nil {
-					err = errors.Join(err, cerr)
+			res, err := cli.RunCommand(run, func(clock *tsc.Clock, prof *cli.Profile) (cli.Runner[*receiver.Result], error) {
+				r, err := receiver.New(receiver.Config{Profile: prof.Profiler, Handlers: prof.Handlers,
+					Endpoints: endpoints, Connect: len(connect) > 0, Schema: schema, RingCapacity: ring, MaxMessage: maxMessage,
+					HWM: hwm, IOThreads: ioThreads, Drain: drain, WorkPerTuple: work, ExpectStreams: expect, Settle: settle,
+					EndTimeout: endTimeout, Duration: duration, CPUs: cpus, Clock: clock, Logf: cli.Logf("dgrecv"),
+				})
+				if err == nil {
+					fmt.Fprintf(os.Stderr, "dgrecv: listening on %s\n", strings.Join(r.BoundEndpoints(), " "))
 				}
-			}()
-			r, err := receiver.New(receiver.Config{Profile: prof.Profiler, Handlers: prof.Handlers,
-				Endpoints: endpoints, Connect: len(connect) > 0, Schema: schema, RingCapacity: ring, MaxMessage: maxMessage,
-				HWM: hwm, IOThreads: ioThreads, Drain: drain, WorkPerTuple: work, ExpectStreams: expect, Settle: settle,
-				EndTimeout: endTimeout, Duration: duration, CPUs: cpus, Clock: clock,
-				Logf: func(format string, args ...any) { fmt.Fprintf(os.Stderr, "dgrecv: "+format+"\n", args...) },
+				return r, err
+			}, func(r cli.Runner[*receiver.Result], done <-chan struct{}) {
+				reportProgress(r.(*receiver.Receiver), done)
 			})
-			if err != nil {
-				return err
-			}
-			defer r.Close()
-			fmt.Fprintf(os.Stderr, "dgrecv: listening on %s\n", strings.Join(r.BoundEndpoints(), " "))
-			stopMetrics, err := cli.ServeMetricsFor("dgrecv", metricsAddr, prof.Collector(r))
-			if err != nil {
-				return err
-			}
-			defer stopMetrics()
-			cli.StopOnSignal("dgrecv", r.Stop)
-			done := make(chan struct{})
-			if cli.ShowProgress(progress) {
-				go reportProgress(r, done)
-			}
-			res, err := r.Run()
-			close(done)
-			if err != nil {
-				return err
-			}
-			err = cli.WriteResult(res, jsonOut, output)
-			if !res.Complete {
+			if res != nil && !res.Complete {
 				*code = exitIncomplete
 			}
 			return err
@@ -171,12 +142,7 @@ marker has been consumed (or --expect-streams have ended, or no data arrived for
 	f.IntVar(&hwm, "hwm", 1000, "ZeroMQ receive high-water mark, in messages")
 	f.IntVar(&ioThreads, "io-threads", 1, "ZeroMQ I/O threads")
 	f.StringVar(&cpu, "cpus", "none", "CPUs for the lane deserializers then the consumer: none, auto, or a list like 0,1")
-	f.DurationVar(&calibrate, "calibrate", 100*time.Millisecond, "TSC frequency calibration time")
-	f.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:9102", "serve Prometheus /metrics here (\"\" to disable)")
-	f.BoolVar(&jsonOut, "json", false, "print the result as JSON instead of text")
-	f.StringVarP(&output, "output", "o", "", "also write the JSON result to this file")
-	f.StringVar(&progress, "progress", "auto", "per-second progress on stderr: auto (on a terminal), always, never")
-	profile.Register(f, profileChannels)
+	run.Register(f, "dgrecv", "127.0.0.1:9102", profileChannels)
 	f.BoolVar(&agentMode, "agent", false, "run as a cpsweep agent: serve the control API on --metrics-addr; every trial binds the --bind endpoints")
 	f.StringVar(&probeAddr, "probe-addr", "", "agent: answer TSC probes (cpsweep --clock) on this UDP address (default: the --metrics-addr host and port, on UDP)")
 	f.StringVar(&token, "token", "", "agent: shared token the controller must send (required unless --metrics-addr is loopback)")

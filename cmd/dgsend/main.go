@@ -29,16 +29,15 @@ func main() {
 
 func command() *cobra.Command {
 	var (
-		profile                             cli.ProfileFlags
+		run                                 cli.RunFlags
 		connect, bind                       []string
 		rate, scenario, overflow, idle, cpu string
 		shape                               string
-		metricsAddr, output, progress       string
 		threads, bucket, hwm, ioThreads     int
 		senderID                            uint8
 		count                               uint64
-		duration, lateThresh, calibrate     time.Duration
-		jsonOut, noRateCheck, agentMode     bool
+		duration, lateThresh                time.Duration
+		noRateCheck, agentMode              bool
 		strict                              bool
 		maxLate                             float64
 		token, tokenFile, probeAddr         string
@@ -80,7 +79,7 @@ send time) with the fraction of late slots.`,
 				if err != nil {
 					return err
 				}
-				return agent.Run(agent.Options{Role: sweep.RoleSender, CPUs: cpus, IOThreads: ioThreads, ProbeAddr: probeAddr}, metricsAddr, token, tokenFile, calibrate)
+				return agent.Run(agent.Options{Role: sweep.RoleSender, CPUs: cpus, IOThreads: ioThreads, ProbeAddr: probeAddr}, run.MetricsAddr, token, tokenFile, run.Calibrate)
 			}
 			r, err := cli.ParseRate(rate)
 			if err != nil {
@@ -109,45 +108,15 @@ send time) with the fraction of late slots.`,
 			if err == nil && features.Problem() != "" {
 				fmt.Fprintf(os.Stderr, "dgsend: warning: %s\n", features.Problem())
 			}
-			clock, err := tsc.NewClock(calibrate)
+			res, err := cli.RunCommand(run, func(clock *tsc.Clock, prof *cli.Profile) (cli.Runner[*sender.Result], error) {
+				return sender.New(sender.Config{Profile: prof.Profiler, Handlers: prof.Handlers,
+					Endpoints: endpoints, Bind: len(bind) > 0, SenderID: senderID, Threads: threads, Rate: r,
+					Duration: duration, Count: count, BucketSize: bucket, Scenario: sc, Shape: sh, Overflow: sender.Overflow(overflow),
+					Idle: sender.Idle(idle), CPUs: cpus, HWM: hwm, IOThreads: ioThreads, LateThreshold: lateThresh,
+					SkipRateCheck: noRateCheck, Clock: clock, MaxLateFraction: maxLate,
+				})
+			}, func(s cli.Runner[*sender.Result], done <-chan struct{}) { reportProgress(s.(*sender.Sender), r, done) })
 			if err != nil {
-				return err
-			}
-			prof, err := profile.Open("dgsend")
-			if err != nil {
-				return err
-			}
-			defer func() { // flushes every channel, also after a signal; a lost record fails the run
-				if cerr := prof.Close(); cerr != nil {
-					err = errors.Join(err, cerr)
-				}
-			}()
-			s, err := sender.New(sender.Config{Profile: prof.Profiler, Handlers: prof.Handlers,
-				Endpoints: endpoints, Bind: len(bind) > 0, SenderID: senderID, Threads: threads, Rate: r,
-				Duration: duration, Count: count, BucketSize: bucket, Scenario: sc, Shape: sh, Overflow: sender.Overflow(overflow),
-				Idle: sender.Idle(idle), CPUs: cpus, HWM: hwm, IOThreads: ioThreads, LateThreshold: lateThresh,
-				SkipRateCheck: noRateCheck, Clock: clock, MaxLateFraction: maxLate,
-			})
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			stopMetrics, err := cli.ServeMetricsFor("dgsend", metricsAddr, prof.Collector(s))
-			if err != nil {
-				return err
-			}
-			defer stopMetrics()
-			cli.StopOnSignal("dgsend", s.Stop)
-			done := make(chan struct{})
-			if cli.ShowProgress(progress) {
-				go reportProgress(s, r, done)
-			}
-			res, err := s.Run()
-			close(done)
-			if err != nil {
-				return err
-			}
-			if err := cli.WriteResult(res, jsonOut, output); err != nil {
 				return err
 			}
 			if len(res.Errors) > 0 {
@@ -179,12 +148,7 @@ send time) with the fraction of late slots.`,
 	f.Float64Var(&maxLate, "max-late-fraction", sender.DefaultMaxLateFraction, "a paced run with more than this share of late slots did not keep its schedule (said first in the summary)")
 	f.BoolVar(&strict, "strict", false, "exit 1 when the schedule was not kept (shortfall, or late slots above --max-late-fraction)")
 	f.BoolVar(&noRateCheck, "no-rate-check", false, "do not refuse a rate above what the measured send cost allows")
-	f.DurationVar(&calibrate, "calibrate", 100*time.Millisecond, "TSC frequency calibration time")
-	f.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:9101", "serve Prometheus /metrics here (\"\" to disable)")
-	f.BoolVar(&jsonOut, "json", false, "print the result as JSON instead of text")
-	f.StringVarP(&output, "output", "o", "", "also write the JSON result to this file")
-	f.StringVar(&progress, "progress", "auto", "per-second progress on stderr: auto (on a terminal), always, never")
-	profile.Register(f, profileChannels)
+	run.Register(f, "dgsend", "127.0.0.1:9101", profileChannels)
 	f.BoolVar(&agentMode, "agent", false, "run as a cpsweep agent: serve the control API on --metrics-addr and take trials from the controller")
 	f.StringVar(&probeAddr, "probe-addr", "", "agent: answer TSC probes (cpsweep --clock) on this UDP address (default: the --metrics-addr host and port, on UDP)")
 	f.StringVar(&token, "token", "", "agent: shared token the controller must send (required unless --metrics-addr is loopback)")

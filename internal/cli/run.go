@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
+
+	"github.com/cloudprofiler-go/cp/tsc"
+)
+
+// Runner is what dgsend and dgrecv run: a sender or a receiver with its
+// result type R.
+type Runner[R any] interface {
+	prometheus.Collector
+	Run() (R, error)
+	Stop()
+	Close()
+}
+
+// RunFlags are the settings every measuring command shares.
+type RunFlags struct {
+	Name        string // the command, prefixing its lines on standard error
+	MetricsAddr string
+	Calibrate   time.Duration
+	Progress    string // always, never, auto
+	JSON        bool
+	Output      string
+	Profile     ProfileFlags
+}
+
+// RunCommand is the one life of dgsend and dgrecv: calibrate the TSC, open
+// the profile, build the runner, serve its metrics, stop it on the first
+// signal, show progress on a terminal, run it, write the result, and close
+// the profile (a lost record fails the run, after the result is out).
+// progress, if set, prints a line a second until done is closed.
+func RunCommand[R TextWriter](f RunFlags, build func(*tsc.Clock, *Profile) (Runner[R], error),
+	progress func(r Runner[R], done <-chan struct{})) (res R, err error) {
+	clock, err := tsc.NewClock(f.Calibrate)
+	if err != nil {
+		return res, err
+	}
+	prof, err := f.Profile.Open(f.Name)
+	if err != nil {
+		return res, err
+	}
+	defer func() { // flushes every channel, also after a signal
+		if cerr := prof.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+	}()
+	r, err := build(clock, prof)
+	if err != nil {
+		return res, err
+	}
+	defer r.Close()
+	stopMetrics, err := ServeMetricsFor(f.Name, f.MetricsAddr, prof.Collector(r))
+	if err != nil {
+		return res, err
+	}
+	defer stopMetrics()
+	StopOnSignal(f.Name, r.Stop)
+	done := make(chan struct{})
+	if progress != nil && ShowProgress(f.Progress) {
+		go progress(r, done)
+	}
+	res, err = r.Run()
+	close(done)
+	if err != nil {
+		return res, err
+	}
+	return res, WriteResult(res, f.JSON, f.Output)
+}
+
+// Logf returns a logger that prefixes name to every line on standard
+// error.
+func Logf(name string) func(format string, args ...any) {
+	return func(format string, args ...any) { fmt.Fprintf(os.Stderr, name+": "+format+"\n", args...) }
+}
+
+// Register adds the shared flags: --calibrate, --metrics-addr (with the
+// command's default), --json, --output, --progress and the profile flags
+// (channels names the command's instrumentation points).
+func (f *RunFlags) Register(fs *pflag.FlagSet, name, metricsAddr, channels string) {
+	f.Name = name
+	fs.DurationVar(&f.Calibrate, "calibrate", 100*time.Millisecond, "TSC frequency calibration time")
+	fs.StringVar(&f.MetricsAddr, "metrics-addr", metricsAddr, "serve Prometheus /metrics here (\"\" to disable)")
+	fs.BoolVar(&f.JSON, "json", false, "print the result as JSON instead of text")
+	fs.StringVarP(&f.Output, "output", "o", "", "also write the JSON result to this file")
+	fs.StringVar(&f.Progress, "progress", "auto", "per-second progress on stderr: auto (on a terminal), always, never")
+	f.Profile.Register(fs, channels)
+}
