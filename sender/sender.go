@@ -465,6 +465,11 @@ func (s *Sender) Stop() { s.stop.Store(true) }
 // there is nothing queued to wait for.
 func (s *Sender) Close() { s.closeSockets(0) }
 
+// ThreadRate is one emission thread's rate when total is shared evenly by
+// threads threads: the one place a rate is split, whether by cpsweep over
+// every thread of every sender or by a sender over its own.
+func ThreadRate(total float64, threads int) float64 { return total / float64(threads) }
+
 // closeSockets closes every socket, lingering up to linger where a peer is
 // connected (none: waiting would deliver nothing), and terminates the
 // context, which waits for what is queued to leave; it returns how long
@@ -551,7 +556,7 @@ func (s *Sender) Run() (*Result, error) {
 				if length <= 0 {
 					length = time.Duration(float64(s.cfg.Count) / s.cfg.Rate * float64(time.Second))
 				}
-				sched, err := NewSchedule(s.cfg.Shape, start, clock.Hz, s.cfg.BucketSize, s.cfg.Rate/float64(s.cfg.Threads), length, t.id)
+				sched, err := NewSchedule(s.cfg.Shape, start, clock.Hz, s.cfg.BucketSize, ThreadRate(s.cfg.Rate, s.cfg.Threads), length, t.id)
 				if err != nil {
 					return nil, err
 				}

@@ -272,7 +272,7 @@ func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string)
 		for k := range eps {
 			eps[k] = targets[(i*p.Threads+k)%len(targets)]
 		}
-		cfg := p.senderTrial(eps, i, rate*float64(p.Threads)/float64(totalThreads))
+		cfg := p.senderTrial(eps, i, sender.ThreadRate(rate, totalThreads)*float64(p.Threads))
 		cfg.StartAt, cfg.Profile = startAt, c.TrialProfile
 		wg.Add(1)
 		go func() {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/internal/cli"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/sender"
+	"github.com/spf13/pflag"
 )
 
 // fakeAgent answers the control API in-process; its behaviour picks how
@@ -258,5 +261,44 @@ func TestExitCode(t *testing.T) {
 		if got := ExitCode(tc.r, tc.err); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestRateWalksFromTheFlagToEveryThread: --start is parsed once (into the
+// plan), and every thread of every sender gets the same share, split by
+// sender.ThreadRate.
+func TestRateWalksFromTheFlagToEveryThread(t *testing.T) {
+	var search Search
+	f := pflag.NewFlagSet("cpsweep", pflag.ContinueOnError)
+	cli.RateVar(f, &search.Fast.Start, "start", "")
+	if err := f.Parse([]string{"--start", "1.2M"}); err != nil || search.Fast.Start != 1.2e6 {
+		t.Fatalf("--start 1.2M: %v %v", search.Fast.Start, err)
+	}
+	recv := newFake(t, RoleReceiver, "ok")
+	senders := []*fakeAgent{newFake(t, RoleSender, "ok"), newFake(t, RoleSender, "ok")}
+	p := testPlan(t)
+	p.Threads = 3
+	c := &Controller{Receivers: []*Client{recv.client()}, Senders: []*Client{senders[0].client(), senders[1].client()}, Plan: p}
+	if _, err := c.Prepare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.RunTrial(context.Background(), search.Fast.Start, "ramp"); err != nil {
+		t.Fatal(err)
+	}
+	var total float64
+	for i, s := range senders {
+		var st SenderTrial
+		if err := json.Unmarshal(s.lastBody, &st); err != nil {
+			t.Fatal(err)
+		}
+		cfg := st.SenderConfig()
+		perThread := sender.ThreadRate(cfg.Rate, cfg.Threads)
+		if cfg.Threads != 3 || math.Abs(perThread-200e3) > 1e-6 {
+			t.Errorf("sender %d: %d threads at %.3f tuples/s each, want 3 at 200000", i, cfg.Threads, perThread)
+		}
+		total += perThread * float64(cfg.Threads)
+	}
+	if math.Abs(total-1.2e6) > 1e-6 {
+		t.Errorf("the threads add up to %.3f tuples/s, want 1.2M", total)
 	}
 }

@@ -31,7 +31,6 @@ func command(code *int) *cobra.Command {
 	var (
 		senders, receivers, relayInputs         []string
 		token, tokenFile, method, name          string
-		start, maxRate, from, to, step, minRate string
 		scenario, overflow, idle, schema, shape string
 		resultsDir, profileFile                 string
 		factor, precision, profileAt            float64
@@ -41,6 +40,7 @@ func command(code *int) *cobra.Command {
 		duration, warmup, work, endTimeout      time.Duration
 		latenessFloor, latencyP99               time.Duration
 		agentTimeout, retryAgent                time.Duration
+		search                                  sweep.Search
 		drain, jsonOut, clock                   bool
 	)
 	cmd := &cobra.Command{
@@ -89,12 +89,6 @@ finished one.`,
 			if err != nil {
 				return invalid(err)
 			}
-			var rates [6]float64
-			for i, v := range []string{start, maxRate, from, to, step, minRate} {
-				if rates[i], err = cli.ParseRate(v); err != nil {
-					return invalid(err)
-				}
-			}
 			if (len(senders) == 0) != (len(receivers) == 0) {
 				return invalid(errors.New("give both --sender and --receiver agents, or neither (local agents on loopback)"))
 			}
@@ -105,9 +99,8 @@ finished one.`,
 				Scenario: scenario, Shape: shape, Overflow: overflow, Idle: idle, Schema: schema, Drain: drain, WorkPerTuple: work, Ring: ring,
 				EndTimeout: endTimeout, Relay: len(relayInputs) > 0, SenderTargets: relayInputs,
 				Rules: sweep.Rules{LatenessBudgets: budgets, LatenessFloor: latenessFloor, BacklogGrowth: backlog, LatencyP99: latencyP99}}
-			search := sweep.Search{Method: method,
-				Fast:   sweep.FastPlan{Start: rates[0], Max: rates[1], Min: rates[5], Factor: factor, Precision: precision, Confirm: confirm, MaxTrials: maxTrials},
-				Linear: sweep.LinearPlan{From: rates[2], To: rates[3], Step: rates[4]}}
+			search.Method = method
+			search.Fast.Factor, search.Fast.Precision, search.Fast.Confirm, search.Fast.MaxTrials = factor, precision, confirm, maxTrials
 			var profile []byte
 			if profileFile != "" {
 				if profile, err = readfile.Limited(profileFile, profiler.MaxHandlersBytes); err != nil {
@@ -184,16 +177,18 @@ finished one.`,
 	f.StringVar(&token, "token", "", "token the agents expect")
 	f.StringVar(&tokenFile, "token-file", "", "read the token from this file")
 	f.StringVar(&method, "search", "fast", "fast or linear")
-	f.StringVar(&start, "start", "500k", "fast: first rate (tuples/s, k/M suffixes)")
-	f.StringVar(&maxRate, "max-rate", "0", "fast: never try above this (0: no limit)")
-	f.StringVar(&minRate, "min-rate", "0", "fast: the floor: when trials keep failing, the search ramps down geometrically to this before it says no rate passed (0: --start/1024)")
+	// Rates are read once, into the search plan (one parse, with the flags).
+	search.Fast.Start, search.Linear.From, search.Linear.To, search.Linear.Step = 500e3, 100e3, 5e6, 100e3
+	cli.RateVar(f, &search.Fast.Start, "start", "fast: first rate (tuples/s, k/M suffixes)")
+	cli.RateVar(f, &search.Fast.Max, "max-rate", "fast: never try above this (0: no limit)")
+	cli.RateVar(f, &search.Fast.Min, "min-rate", "fast: the floor: when trials keep failing, the search ramps down geometrically to this before it says no rate passed (0: --start/1024)")
 	f.Float64Var(&factor, "factor", 2, "fast: ramp multiplier")
 	f.Float64Var(&precision, "precision", 0.01, "fast: stop when (first fail - last pass) / last pass is at most this")
 	f.IntVar(&confirm, "confirm", 1, "fast: repeat the final pass this many times")
 	f.IntVar(&maxTrials, "max-trials", 20, "fast: give up after this many trials")
-	f.StringVar(&from, "from", "100k", "linear: first rate")
-	f.StringVar(&to, "to", "5M", "linear: last rate")
-	f.StringVar(&step, "step", "100k", "linear: step")
+	cli.RateVar(f, &search.Linear.From, "from", "linear: first rate")
+	cli.RateVar(f, &search.Linear.To, "to", "linear: last rate")
+	cli.RateVar(f, &search.Linear.Step, "step", "linear: step")
 	f.DurationVar(&duration, "duration", 3*time.Second, "measured window of each trial")
 	f.DurationVar(&warmup, "warmup", time.Second, "warm-up before the measured window")
 	f.IntVar(&threads, "threads", 1, "emission threads per sender agent")

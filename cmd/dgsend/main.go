@@ -29,18 +29,19 @@ func main() {
 
 func command() *cobra.Command {
 	var (
-		run                                 cli.RunFlags
-		connect, bind                       []string
-		rate, scenario, overflow, idle, cpu string
-		shape                               string
-		threads, bucket, hwm, ioThreads     int
-		senderID                            uint8
-		count                               uint64
-		duration, lateThresh                time.Duration
-		noRateCheck, agentMode              bool
-		strict                              bool
-		maxLate                             float64
-		token, tokenFile, probeAddr         string
+		run                             cli.RunFlags
+		connect, bind                   []string
+		scenario, overflow, idle, cpu   string
+		rate                            float64
+		shape                           string
+		threads, bucket, hwm, ioThreads int
+		senderID                        uint8
+		count                           uint64
+		duration, lateThresh            time.Duration
+		noRateCheck, agentMode          bool
+		strict                          bool
+		maxLate                         float64
+		token, tokenFile, probeAddr     string
 	)
 	cmd := &cobra.Command{
 		Use:   "dgsend",
@@ -81,10 +82,7 @@ send time) with the fraction of late slots.`,
 				}
 				return agent.Run(agent.Options{Role: sweep.RoleSender, CPUs: cpus, IOThreads: ioThreads, ProbeAddr: probeAddr}, run.MetricsAddr, token, tokenFile, run.Calibrate)
 			}
-			r, err := cli.ParseRate(rate)
-			if err != nil {
-				return err
-			}
+			r := rate
 			if len(connect) > 0 && len(bind) > 0 {
 				return errors.New("give --connect or --bind, not both")
 			}
@@ -131,7 +129,8 @@ send time) with the fraction of late slots.`,
 	f := cmd.Flags()
 	f.StringArrayVar(&connect, "connect", nil, "ZeroMQ endpoint to connect to (repeat for several receivers; thread i uses endpoint i mod n)")
 	f.StringArrayVar(&bind, "bind", nil, "ZeroMQ endpoint to bind instead (a system under test pulls from dgsend)")
-	f.StringVar(&rate, "rate", "1M", "total tuples per second over all threads (k, M suffixes; 0 = unpaced, as fast as possible)")
+	rate = 1e6
+	cli.RateVar(f, &rate, "rate", "total tuples per second over all threads (k, M suffixes; 0 = unpaced, as fast as possible)")
 	f.StringVar(&shape, "shape", "constant", "how the rate varies around --rate (its mean): constant, step:1x@2s,2x@1s (repeating),\nramp:0.5x..1.5x (over the run), sine:0.2,10s, poisson[:SEED] (exponential gaps), replay:FILE (lines \"seconds rate\")")
 	f.DurationVar(&duration, "duration", 10*time.Second, "how long to send (0 with --count: until the count is sent)")
 	f.Uint64Var(&count, "count", 0, "total tuples to send (rounded up to whole buckets per thread); 0 = no limit")

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
@@ -157,3 +159,38 @@ func WriteResult(res TextWriter, jsonOut bool, output string) error {
 	res.WriteText(os.Stdout)
 	return nil
 }
+
+// Rate is a flag of tuples per second, parsed once when the flag is read
+// (ParseRate's forms: "500000", "500k", "2.5M"), so that a bad rate is a
+// flag error and the value reaches the code that uses it as a number.
+type Rate float64
+
+// RateVar defines a rate flag bound to p (which holds the default).
+func RateVar(f *pflag.FlagSet, p *float64, name, usage string) {
+	f.Var((*Rate)(p), name, usage)
+}
+
+// Set implements pflag.Value.
+func (r *Rate) Set(s string) error {
+	v, err := ParseRate(s)
+	if err != nil {
+		return err
+	}
+	*r = Rate(v)
+	return nil
+}
+
+// String implements pflag.Value: the shortest form ParseRate reads back.
+func (r *Rate) String() string {
+	v := float64(*r)
+	switch {
+	case v >= 1e6 && math.Mod(v, 1e5) == 0:
+		return strconv.FormatFloat(v/1e6, 'f', -1, 64) + "M"
+	case v >= 1e3 && math.Mod(v, 100) == 0:
+		return strconv.FormatFloat(v/1e3, 'f', -1, 64) + "k"
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// Type implements pflag.Value.
+func (r *Rate) Type() string { return "rate" }
