@@ -6,7 +6,7 @@ BIN     ?= bin
 GOFLAGS ?=
 export BIN
 
-.PHONY: all deps build test lint bench demo demo-pair fuzz cover clean
+.PHONY: all deps build test unit e2e lint bench demo demo-pair fuzz cover clean
 
 all: build
 
@@ -26,6 +26,18 @@ test: deps
 	$(GO) test -race -count=1 ./objfactory/ ./receiver/ ./sender/ ./internal/histo/ ./internal/zmqraw/ ./profiler/ ./tsc/...
 	$(GO) test -count=1 -json ./... | $(GO) run ./scripts/testsummary
 
+# The fast part of make test: vet and the unit tests of every package but
+# internal/e2e (no root needed, no binaries started; ~1 min).
+unit: deps
+	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
+	$(GO) vet ./...
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v /internal/e2e)
+
+# The integration tests on the real binaries: loopback, and as root network
+# namespaces and small tmpfs file systems (~3 min).
+e2e: deps
+	$(GO) test -count=1 -json ./internal/e2e/ | $(GO) run ./scripts/testsummary
+
 # Statement coverage per package: a statement counts when any package's
 # unit or integration tests ran it (-coverpkg; the receiver's loopback
 # tests drive the sender, the agent tests drive a whole sweep). The
@@ -42,7 +54,7 @@ lint: deps
 # Micro-benchmarks, then the end-to-end figures recorded in BENCHMARKS.md,
 # then a 30-minute soak (CP_SOAK=5m shortens it).
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem ./objfactory/ ./scenarios/ ./sender/ ./internal/histo/ ./tsc/ ./profiler/
+	$(GO) test -run '^$$' -bench . -benchmem $$(grep -rl --include='*_test.go' '^func Benchmark' . | xargs -n1 dirname | sort -u | grep -v -e /internal/e2e -e /results/analysis)
 	CP_RAW_CEILING=124,10024 $(GO) test -count=1 -run '^TestRawCeiling$$' -v ./internal/zmqraw/ | grep -E 'RAW|^(ok|FAIL)'
 	CP_BENCH=1 $(GO) test -count=1 -run '^TestBench' -skip '^TestBenchSoak$$' -v -timeout 30m ./internal/e2e/ | grep -E 'EMISSION|E2E|ACCURACY|SWEEP|CAPACITY|OVERHEAD|^(ok|FAIL|---)'
 	CP_BENCH=1 $(GO) test -count=1 -run '^TestBenchSoak$$' -v -timeout 40m ./internal/e2e/ | grep -E 'SOAK|^(ok|FAIL|---)'
