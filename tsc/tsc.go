@@ -1,10 +1,3 @@
-// Package tsc reads the CPU time-stamp counter and relates it to wall-clock
-// and monotonic time on one node: invariant-TSC checks, frequency calibration
-// against CLOCK_MONOTONIC_RAW, and a Clock that turns ticks into nanoseconds.
-//
-// Hot loops (the emission loop's busy-wait, the profiler) read ticks with
-// Read/ReadFast and compare integers; conversion to nanoseconds happens off
-// the hot path through a calibrated Clock.
 package tsc
 
 import (

@@ -144,7 +144,7 @@ finished one.`,
 					ctrl.Receivers = append(ctrl.Receivers, sweep.NewClient(a, tok))
 				}
 			}
-			s := &sweep.Session{Ctrl: ctrl, Name: name, Results: resultsDir, Log: os.Stderr, Live: cli.IsTerminal(os.Stderr), Args: os.Args, Clock: clock,
+			s := &sweep.Sweep{Ctrl: ctrl, Name: name, Results: resultsDir, Log: os.Stderr, Live: cli.IsTerminal(os.Stderr), Args: os.Args, Clock: clock,
 				Profile: string(profile), ProfileAt: profileAt, RetryAgent: retryAgent, Search: search}
 			report, err := s.Execute(ctx)
 			if report != nil {

@@ -12,11 +12,11 @@ import (
 	"time"
 )
 
-// TestSessionRecordsAgentFailures: a receiver that fails its trials ends
+// TestSweepRecordsAgentFailures: a receiver that fails its trials ends
 // the sweep with an agent error (exit status 5), the trial recorded as
 // invalid with its retries, and the profiled trial skipped with the
 // reason; one that fails once is retried and the sweep answers.
-func TestSessionRecordsAgentFailures(t *testing.T) {
+func TestSweepRecordsAgentFailures(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		recv     string
@@ -41,7 +41,7 @@ func TestSessionRecordsAgentFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			recv, send := newFake(t, RoleReceiver, tc.recv), newFake(t, RoleSender, "ok")
 			var log bytes.Buffer
-			s := &Session{Ctrl: &Controller{Senders: []*Client{send.client()}, Receivers: []*Client{recv.client()}, Plan: testPlan(t), AgentTimeout: time.Second},
+			s := &Sweep{Ctrl: &Controller{Senders: []*Client{send.client()}, Receivers: []*Client{recv.client()}, Plan: testPlan(t), AgentTimeout: time.Second},
 				Search: Search{Method: "linear", Linear: LinearPlan{From: 1000, To: 1000, Step: 1000}}, Name: "faults", Results: t.TempDir(),
 				Log: &log, RetryAgent: tc.retry, Profile: "default: {handler: buffered, path: x.log}"}
 			report, err := s.Execute(context.Background())
@@ -96,7 +96,7 @@ func TestProgressEstimateIsTrue(t *testing.T) {
 	tr := func(rate float64, pass bool, purpose string) Trial {
 		return Trial{Rate: rate, Verdict: Verdict{Pass: pass}, Purpose: purpose, Elapsed: time.Second}
 	}
-	s := &Session{Search: Search{Method: "fast", Fast: FastPlan{Precision: 0.01}}}
+	s := &Sweep{Search: Search{Method: "fast", Fast: FastPlan{Precision: 0.01}}}
 	for _, tc := range []struct {
 		name   string
 		trials []Trial

@@ -54,8 +54,8 @@ type InvalidTrial struct {
 	Retries int     `json:"retries"`
 }
 
-// Session runs one sweep and records it.
-type Session struct {
+// Sweep runs one sweep and records it.
+type Sweep struct {
 	Ctrl   *Controller
 	Search Search
 	Name   string
@@ -88,7 +88,7 @@ type Session struct {
 // Execute prepares the agents, runs the search and writes the run
 // directory as it goes. An interrupted sweep (ctx cancelled) keeps every
 // finished trial and returns the partial report with Interrupted set.
-func (s *Session) Execute(ctx context.Context) (*Report, error) {
+func (s *Sweep) Execute(ctx context.Context) (*Report, error) {
 	agents, err := s.Ctrl.Prepare(ctx)
 	if err != nil {
 		return nil, err
@@ -205,7 +205,7 @@ const MaxAgentRetries = 3
 // runTrial runs one trial; after an agent failure it waits for the agents
 // and repeats the trial (with RetryAgent), or records the trial as invalid
 // and returns the *AgentError.
-func (s *Session) runTrial(ctx context.Context, n int, rate float64, purpose string) (Trial, error) {
+func (s *Sweep) runTrial(ctx context.Context, n int, rate float64, purpose string) (Trial, error) {
 	for retries := 0; ; retries++ {
 		if s.Live {
 			s.logf("trial %2d  %-7s  %12s  running ...", n, purpose, numfmt.Rate(rate))
@@ -245,7 +245,7 @@ func (s *Session) runTrial(ctx context.Context, n int, rate float64, purpose str
 // profiledTrial runs the profiled trial and collects every agent's logs;
 // it returns why either failed (the sweep's answer stands, but the user
 // asked for the logs, so Execute returns it as an error).
-func (s *Session) profiledTrial(ctx context.Context, res *Result, run func(context.Context, float64, string) (Trial, error)) error {
+func (s *Sweep) profiledTrial(ctx context.Context, res *Result, run func(context.Context, float64, string) (Trial, error)) error {
 	at := s.ProfileAt
 	if at <= 0 {
 		at = 0.9
@@ -278,7 +278,7 @@ func (s *Session) profiledTrial(ctx context.Context, res *Result, run func(conte
 }
 
 // probeClocks runs one probing session over every agent.
-func (s *Session) probeClocks(ctx context.Context) (*probing.Session, error) {
+func (s *Sweep) probeClocks(ctx context.Context) (*probing.Session, error) {
 	var nodes []probing.Node
 	token := ""
 	for i, r := range s.Ctrl.Receivers {
@@ -295,13 +295,13 @@ func (s *Session) probeClocks(ctx context.Context) (*probing.Session, error) {
 	return probing.Probe(ctx, nodes, probing.Settings{Count: count, Gap: 200 * time.Microsecond, Timeout: 100 * time.Millisecond, Token: token})
 }
 
-func (s *Session) logf(format string, args ...any) {
+func (s *Sweep) logf(format string, args ...any) {
 	if s.Log != nil {
 		fmt.Fprintf(s.Log, format, args...)
 	}
 }
 
-func (s *Session) trialLine(t Trial) string {
+func (s *Sweep) trialLine(t Trial) string {
 	verdict := "PASS"
 	if !t.Verdict.Pass {
 		verdict = "FAIL"
@@ -314,7 +314,7 @@ func (s *Session) trialLine(t Trial) string {
 }
 
 // estimateLeft guesses the trials (and time) a fast search still needs.
-func (s *Session) estimateLeft(r *Result) string {
+func (s *Sweep) estimateLeft(r *Result) string {
 	if s.Search.Method == "linear" || len(r.Trials) == 0 {
 		return ""
 	}
@@ -359,7 +359,7 @@ func (s *Session) estimateLeft(r *Result) string {
 	return fmt.Sprintf("interval [%s, %s): about %.0f more trial(s), ~%v", lo, hi, left, (time.Duration(left) * per).Round(time.Second))
 }
 
-func (s *Session) save(r *Result, interrupted bool) error {
+func (s *Sweep) save(r *Result, interrupted bool) error {
 	s.report.Result, s.report.Interrupted = r, interrupted
 	rows := make([][]string, 0, len(r.Trials))
 	pts := make([]results.SweepPoint, 0, len(r.Trials))

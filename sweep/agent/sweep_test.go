@@ -53,11 +53,11 @@ func inProcessAgent(t *testing.T, role string, clock *tsc.Clock) (*Agent, *sweep
 	return a, sweep.NewClient(strings.TrimPrefix(srv.URL, "http://"), sessionToken)
 }
 
-// TestSessionWithInProcessAgents runs a whole sweep (clock probes before
+// TestSweepWithInProcessAgents runs a whole sweep (clock probes before
 // and after, a linear search, the profiled trial and its collection)
 // against real agents in this process, and checks what the run directory
 // and the report say.
-func TestSessionWithInProcessAgents(t *testing.T) {
+func TestSweepWithInProcessAgents(t *testing.T) {
 	clock, err := tsc.NewClock(50 * time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +79,7 @@ func TestSessionWithInProcessAgents(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
-	s := &sweep.Session{Ctrl: &sweep.Controller{Plan: plan, Senders: []*sweep.Client{sc}, Receivers: []*sweep.Client{rc}},
+	s := &sweep.Sweep{Ctrl: &sweep.Controller{Plan: plan, Senders: []*sweep.Client{sc}, Receivers: []*sweep.Client{rc}},
 		Search: search, Name: "inproc", Results: t.TempDir(), Log: &log, Clock: true, ClockCount: 20,
 		Profile: profile, ProfileAt: 0.5}
 	report, err := s.Execute(context.Background())

@@ -1,0 +1,11 @@
+// Package profiler is the Cloudprofiler profiling library (§5): a process
+// opens named channels, each with a handler and a log format, and calls
+// LogTS(tupleID) at instrumentation points; Close flushes everything.
+// Handlers range from Null (a call and nothing else) through periodic
+// counters and samplers (Downsample, XoY, FirstLast) to Identity and the
+// buffered identity handler, which fills fixed blocks on the calling
+// thread and compresses and writes them in the background.
+//
+// A channel belongs to one writer goroutine (like the paper's per-thread
+// channels), except with the multi-writer counter (MPC).
+package profiler
