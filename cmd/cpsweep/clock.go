@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/signal"
@@ -14,7 +12,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/cloudprofiler-go/cp/internal/cli"
@@ -71,11 +68,11 @@ func clockClientCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			now, err := simulatedClock(simulate)
+			now, err := tsc.SimulatedClock(simulate)
 			if err != nil {
 				return err
 			}
-			delay, err := parseInjectedDelay(injectDelay)
+			delay, err := tsc.InjectedDelay(injectDelay)
 			if err != nil {
 				return err
 			}
@@ -86,7 +83,7 @@ func clockClientCommand() *cobra.Command {
 			}
 			defer r.Close()
 			c := &probing.Client{Responder: r, Hz: hz, Token: tok, Advertise: advertise, Stamping: stamping}
-			addr, stop, err := httpapi.ServeMetrics(control, emptyCollector{}, map[string]http.Handler{"/v1/clock/": c.Handler()})
+			addr, stop, err := httpapi.ServeMetrics(control, cli.Collectors{}, map[string]http.Handler{"/v1/clock/": c.Handler()})
 			if err != nil {
 				return err
 			}
@@ -108,78 +105,6 @@ func clockClientCommand() *cobra.Command {
 	f.StringVar(&injectDelay, "inject-delay", "", "testing: delay every packet OUT[+JITTER] on leaving and IN[+JITTER] on arriving, in user space (e.g. 20us+200us,50us+400us)")
 	_ = f.MarkHidden("inject-delay")
 	return cmd
-}
-
-// parseInjectedDelay reads "OUT[+JITTER],IN[+JITTER]": this node's packets
-// are delayed by OUT plus a uniform jitter up to JITTER on leaving and by
-// IN (+jitter) on arriving: asymmetric one-way delays without netem.
-func parseInjectedDelay(spec string) (func() (time.Duration, time.Duration), error) {
-	if spec == "" {
-		return nil, nil
-	}
-	var legs [2][2]time.Duration
-	parts := strings.Split(spec, ",")
-	if len(parts) != 2 {
-		return nil, fmt.Errorf("--inject-delay %q: want OUT[+JITTER],IN[+JITTER]", spec)
-	}
-	for i, part := range parts {
-		base, jitter, _ := strings.Cut(part, "+")
-		for j, v := range []string{base, jitter} {
-			if v == "" {
-				continue
-			}
-			d, err := time.ParseDuration(v)
-			if err != nil || d < 0 || d > time.Second {
-				return nil, fmt.Errorf("--inject-delay %q: %q is not a duration between 0 and 1s", spec, v)
-			}
-			legs[i][j] = d
-		}
-	}
-	// The package-level generator: the responder and the prober draw from
-	// different goroutines.
-	leg := func(l [2]time.Duration) time.Duration {
-		if l[1] == 0 {
-			return l[0]
-		}
-		return l[0] + time.Duration(rand.Int64N(int64(l[1])))
-	}
-	return func() (time.Duration, time.Duration) { return leg(legs[0]), leg(legs[1]) }, nil
-}
-
-// printComparison shows every method's error bound side by side (§6.4).
-func printComparison(rf *probing.RelationFile) {
-	tw := tabwriter.NewWriter(os.Stderr, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nerror bound of one timestamp\tCP (paper)\tCP (tighter)\tReT (min / median / max)\tsystem clock (NTP max / est)")
-	for _, r := range rf.Relations {
-		c := r.Compare
-		if c == nil {
-			continue
-		}
-		ntp := fmt.Sprintf("%s / %s", fmtNs(c.NTPMaxNs), fmtNs(c.NTPEstNs))
-		if !c.NTPSynced {
-			ntp += " (not synchronised)"
-		}
-		fmt.Fprintf(tw, "%s -> %s\t±%s\t±%s\t%s / %s / %s\t±%s\n", r.Node, r.Reference, fmtNs(c.PaperNs), fmtNs(c.TighterNs),
-			fmtNs(c.ReTMinNs), fmtNs(c.ReTMedianNs), fmtNs(c.ReTMaxNs), ntp)
-	}
-	tw.Flush()
-}
-
-func fmtNs(ns float64) string { return numfmt.Ns(ns) }
-
-// simulatedClock returns the TSC, or for "SCALE,OFFSET" a simulated node's
-// clock SCALE·TSC + OFFSET (tests relate such nodes with known truth).
-func simulatedClock(spec string) (func() uint64, error) {
-	if spec == "" {
-		return tsc.Read, nil
-	}
-	a, b, ok := strings.Cut(spec, ",")
-	scale, err1 := strconv.ParseFloat(a, 64)
-	offset, err2 := strconv.ParseFloat(b, 64)
-	if !ok || err1 != nil || err2 != nil || scale <= 0 {
-		return nil, fmt.Errorf("--simulate %q: want SCALE,OFFSET", spec)
-	}
-	return func() uint64 { return uint64(scale*float64(tsc.Read()) + offset) }, nil
 }
 
 func clockProbeCommand() *cobra.Command {
@@ -293,7 +218,7 @@ low rate during one. Each new relation is also written to --output.`,
 					}
 					// e is max(MinRTT before, MinRTT after)/2: show those two.
 					fmt.Fprintf(os.Stderr, "%s %s -> %s: paper ±%s (MinRTT before %s, after %s: e = the larger / 2), tighter ±%s, %s\n",
-						time.Now().Format("15:04:05"), r.Node, r.Reference, fmtNs(c.PaperNs), fmtNs(c.MinRTTNs[0]), fmtNs(c.MinRTTNs[1]), fmtNs(c.TighterNs), r.Status)
+						time.Now().Format("15:04:05"), r.Node, r.Reference, numfmt.Ns(c.PaperNs), numfmt.Ns(c.MinRTTNs[0]), numfmt.Ns(c.MinRTTNs[1]), numfmt.Ns(c.TighterNs), r.Status)
 				}
 				if output != "" {
 					if err := cli.WriteJSONFile(output, rf); err != nil {
@@ -314,17 +239,6 @@ low rate during one. Each new relation is also written to --output.`,
 	return cmd
 }
 
-func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
-}
-
 func clockRelateCommand() *cobra.Command {
 	var reference, output string
 	cmd := &cobra.Command{
@@ -336,11 +250,11 @@ func clockRelateCommand() *cobra.Command {
 			cmd.SilenceUsage = true
 			var sessions []*probing.Session
 			for _, path := range args {
-				var s probing.Session
-				if err := readJSON(path, &s); err != nil {
+				s, err := probing.ReadSession(path)
+				if err != nil {
 					return err
 				}
-				sessions = append(sessions, &s)
+				sessions = append(sessions, s)
 			}
 			rf, err := probing.Relate(sessions, reference)
 			if err != nil {
@@ -352,7 +266,8 @@ func clockRelateCommand() *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%d\t%d / %d\t%.0f\t%.0f\t%.3f ppm\t%.6f / %.6f\t%s\n", r.Node, r.Probes, r.MinRTT[0], r.MinRTT[1], r.PaperErr, r.MidHalfWidth, r.AlphaPPM, r.PaperHz/1e9, r.CalibratedHz/1e9, r.Status)
 			}
 			tw.Flush()
-			printComparison(rf)
+			fmt.Fprintln(os.Stderr)
+			rf.WriteText(os.Stderr)
 			return cli.WriteJSONFile(output, rf)
 		},
 	}
@@ -445,9 +360,3 @@ its 2e baseline where it applies, and the tighter bound.`,
 	cmd.Flags().StringVar(&relation, "relation", "relation.json", "relation file")
 	return cmd
 }
-
-// emptyCollector lets the clock client reuse the metrics server.
-type emptyCollector struct{}
-
-func (emptyCollector) Describe(chan<- *prometheus.Desc) {}
-func (emptyCollector) Collect(chan<- prometheus.Metric) {}

@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"sort"
 	"sync"
+	"text/tabwriter"
 
+	"github.com/cloudprofiler-go/cp/internal/numfmt"
+	"github.com/cloudprofiler-go/cp/internal/readfile"
 	"github.com/cloudprofiler-go/cp/tsc"
 )
 
@@ -112,7 +115,7 @@ func (rf *RelationFile) networkOnce() (*tsc.Network, error) {
 
 // ReadRelationFile loads a relation file and checks its format version.
 func ReadRelationFile(path string) (*RelationFile, error) {
-	b, err := os.ReadFile(path)
+	b, err := readfile.Limited(path, MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read relation file: %w", err)
 	}
@@ -124,6 +127,23 @@ func ReadRelationFile(path string) (*RelationFile, error) {
 		return nil, fmt.Errorf("relation file %s: format %d, this version reads format %d", path, rf.FormatVersion, FormatVersion)
 	}
 	return &rf, nil
+}
+
+// MaxFileBytes bounds a session or relation file read from disk: far
+// above what probing writes (a few MB for thousands of probes per pair).
+const MaxFileBytes = 256 << 20
+
+// ReadSession reads a session file written by "cpsweep clock probe".
+func ReadSession(path string) (*Session, error) {
+	b, err := readfile.Limited(path, MaxFileBytes)
+	if err != nil {
+		return nil, fmt.Errorf("read session file: %w", err)
+	}
+	var s Session
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("session file %s: %w", path, err)
+	}
+	return &s, nil
 }
 
 // Relate builds the relation file from sessions taken before and after
@@ -349,4 +369,25 @@ func (rf *RelationFile) network() (*tsc.Network, error) {
 		}
 	}
 	return net, nil
+}
+
+// WriteText prints every method's error bound of one timestamp side by
+// side (§6.4): the paper's, the tighter one, the return-trip method's
+// round trips and the system clock's.
+func (rf *RelationFile) WriteText(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "error bound of one timestamp\tCP (paper)\tCP (tighter)\tReT (min / median / max)\tsystem clock (NTP max / est)")
+	for _, r := range rf.Relations {
+		c := r.Compare
+		if c == nil {
+			continue
+		}
+		ntp := fmt.Sprintf("%s / %s", numfmt.Ns(c.NTPMaxNs), numfmt.Ns(c.NTPEstNs))
+		if !c.NTPSynced {
+			ntp += " (not synchronised)"
+		}
+		fmt.Fprintf(tw, "%s -> %s\t±%s\t±%s\t%s / %s / %s\t±%s\n", r.Node, r.Reference, numfmt.Ns(c.PaperNs), numfmt.Ns(c.TighterNs),
+			numfmt.Ns(c.ReTMinNs), numfmt.Ns(c.ReTMedianNs), numfmt.Ns(c.ReTMaxNs), ntp)
+	}
+	tw.Flush()
 }
