@@ -164,15 +164,11 @@ func New(cfg Config) (*Receiver, error) {
 	if cfg.Drain {
 		decode = nil
 	}
-	ctx, err := zmq.NewContext()
+	ctx, err := zmqraw.NewContext(cfg.IOThreads)
 	if err != nil {
-		return nil, fmt.Errorf("create ZeroMQ context: %w", err)
+		return nil, err
 	}
 	r := &Receiver{cfg: cfg, ctx: ctx, precise: histo.NewPrecise()}
-	if err := ctx.SetIoThreads(cfg.IOThreads); err != nil {
-		r.Close()
-		return nil, fmt.Errorf("set ZeroMQ I/O threads: %w", err)
-	}
 	for i, ep := range cfg.Endpoints {
 		l := &lane{endpoint: ep, cpu: -1, streams: streamTable{lane: i}}
 		if len(cfg.CPUs) > 0 {
@@ -213,36 +209,28 @@ func New(cfg Config) (*Receiver, error) {
 }
 
 func (r *Receiver) openSocket(ep string) (*zmq.Socket, error) {
-	sock, err := r.ctx.NewSocket(zmq.PULL)
-	if err != nil {
-		return nil, fmt.Errorf("create PULL socket: %w", err)
+	// The receive timeout lets a lane notice a stop.
+	return zmqraw.Open{Kind: zmq.PULL, HWM: r.cfg.HWM, Timeout: 100 * time.Millisecond, Bind: !r.cfg.Connect}.Socket(r.ctx, ep)
+}
+
+// laneSource is a lane's socket as the object factory's Source: each
+// bucket receives into its own held-message slot.
+type laneSource struct{ raw *zmqraw.Socket }
+
+func (s laneSource) Recv(b *objfactory.Bucket) error {
+	msg, err := s.raw.Recv(b.Slot)
+	b.Msg = msg
+	switch err {
+	case nil:
+		return nil
+	case zmqraw.ErrTimeout:
+		return objfactory.ErrTimeout
+	case zmqraw.ErrOversized:
+		return objfactory.ErrOversized
+	case zmqraw.ErrMultipart:
+		return objfactory.ErrMultipart
 	}
-	for _, opt := range []struct {
-		what string
-		err  error
-	}{
-		{"receive HWM", sock.SetRcvhwm(r.cfg.HWM)},
-		{"receive timeout", sock.SetRcvtimeo(100 * time.Millisecond)}, // lets a lane notice a stop
-		{"linger", sock.SetLinger(0)},
-	} {
-		if opt.err != nil {
-			sock.Close()
-			return nil, fmt.Errorf("set %s on %s: %w", opt.what, ep, opt.err)
-		}
-	}
-	if r.cfg.Connect {
-		err = sock.Connect(ep)
-	} else {
-		err = sock.Bind(ep)
-	}
-	if err != nil {
-		sock.Close()
-		if r.cfg.Connect {
-			return nil, fmt.Errorf("connect to %s: %w", ep, err)
-		}
-		return nil, fmt.Errorf("bind %s: %w (is another dgrecv running on it?)", ep, err)
-	}
-	return sock, nil
+	return err
 }
 
 // BoundEndpoints returns the endpoints actually bound (resolving port 0 or *).
@@ -297,7 +285,7 @@ func (r *Receiver) Run() (*Result, error) {
 			if r.cfg.Drain {
 				accept = func(b *objfactory.Bucket) bool { return l.drain(r, b) }
 			}
-			l.err = l.Run(l.raw, &r.stop, accept)
+			l.err = l.Run(laneSource{l.raw}, &r.stop, accept)
 		}()
 	}
 	consumerDone := make(chan struct{})

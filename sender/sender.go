@@ -17,7 +17,6 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/histo"
 	"github.com/cloudprofiler-go/cp/internal/osthread"
 	"github.com/cloudprofiler-go/cp/internal/zmqraw"
-	"github.com/cloudprofiler-go/cp/objfactory"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/tsc"
@@ -254,15 +253,11 @@ func New(cfg Config) (*Sender, error) {
 	}
 	// The context (and its I/O threads) is created before any thread is
 	// pinned: C threads inherit the creator's affinity mask.
-	ctx, err := zmq.NewContext()
+	ctx, err := zmqraw.NewContext(cfg.IOThreads)
 	if err != nil {
-		return nil, fmt.Errorf("create ZeroMQ context: %w", err)
+		return nil, err
 	}
 	s := &Sender{cfg: cfg, ctx: ctx}
-	if err := ctx.SetIoThreads(cfg.IOThreads); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("set ZeroMQ I/O threads: %w", err)
-	}
 	for i := 0; i < cfg.Threads; i++ {
 		t := &thread{id: i, stream: wire.StreamID(cfg.SenderID, uint8(i)), cpu: -1,
 			endpoint: cfg.Endpoints[i%len(cfg.Endpoints)], slots: math.MaxUint64, precise: histo.NewPrecise()}
@@ -330,44 +325,17 @@ func (e *RateError) Error() string {
 }
 
 func (s *Sender) openSocket(thread int, endpoint string) (*zmq.Socket, *Link, error) {
-	sock, err := s.ctx.NewSocket(zmq.PUSH)
-	if err != nil {
-		return nil, nil, fmt.Errorf("create PUSH socket: %w", err)
-	}
-	fail := func(what string, err error) (*zmq.Socket, *Link, error) {
-		sock.Close()
-		return nil, nil, fmt.Errorf("%s %s: %w", what, endpoint, err)
-	}
+	var link *Link
 	// A bounded send timeout lets a blocked thread notice the end of the
-	// trial or a stop request; in block mode it simply retries.
-	for _, opt := range []struct {
-		what string
-		err  error
-	}{
-		{"set send HWM on", sock.SetSndhwm(s.cfg.HWM)},
-		{"set send timeout on", sock.SetSndtimeo(100 * time.Millisecond)},
-		{"set linger on", sock.SetLinger(s.cfg.EndTimeout)},
-	} {
-		if opt.err != nil {
-			return fail(opt.what, opt.err)
-		}
-	}
-	link, err := s.mon.watch(s.ctx, sock, thread, endpoint) // before connecting: no event missed
+	// trial or a stop request; in block mode it simply retries. The
+	// monitor is attached before connecting: no event is missed.
+	sock, err := zmqraw.Open{Kind: zmq.PUSH, HWM: s.cfg.HWM, Timeout: 100 * time.Millisecond, Linger: s.cfg.EndTimeout, Bind: s.cfg.Bind,
+		Attach: func(sock *zmq.Socket) (err error) {
+			link, err = s.mon.watch(s.ctx, sock, thread, endpoint)
+			return err
+		}}.Socket(s.ctx, endpoint)
 	if err != nil {
-		sock.Close()
 		return nil, nil, err
-	}
-	if s.cfg.Bind {
-		err = sock.Bind(endpoint)
-	} else {
-		err = sock.Connect(endpoint)
-	}
-	if err != nil {
-		verb := "connect to"
-		if s.cfg.Bind {
-			verb = "bind"
-		}
-		return fail(verb, err)
 	}
 	return sock, link, nil
 }
@@ -413,9 +381,8 @@ func measureSendCost(ctx *zmq.Context, msg []byte) (time.Duration, error) {
 		defer close(drained)
 		defer in.Close()
 		osthread.LockWithTightTimers()
-		b := &objfactory.Bucket{}
 		for !stop.Load() {
-			_ = in.Recv(b)
+			_, _ = in.Recv(0)
 		}
 	}()
 	defer func() { stop.Store(true); <-drained }()

@@ -59,8 +59,6 @@ import (
 	"unsafe"
 
 	zmq "github.com/pebbe/zmq4"
-
-	"github.com/cloudprofiler-go/cp/objfactory"
 )
 
 // ErrAgain is returned by Send with dontWait when the socket is at its
@@ -69,6 +67,17 @@ var ErrAgain = zmq.Errno(syscall.EAGAIN)
 
 // errInterrupted is EINTR: a signal arrived during a blocking call.
 var errInterrupted = zmq.Errno(syscall.EINTR)
+
+// Errors of Recv.
+var (
+	// ErrTimeout: no message arrived within the socket's receive timeout.
+	ErrTimeout = errors.New("no message within the receive timeout")
+	// ErrOversized: the message was above the receive limit (skipped).
+	ErrOversized = errors.New("message larger than the receive limit")
+	// ErrMultipart: the message is a part of a multipart message (every
+	// part is refused: the wire format is single-part).
+	ErrMultipart = errors.New("part of a multipart message")
+)
 
 // Socket wraps a pebbe socket for hot-path I/O. Like the underlying libzmq
 // socket it must be used by one goroutine at a time (locked to its thread).
@@ -104,9 +113,9 @@ func handleOf(s *zmq.Socket) (unsafe.Pointer, error) {
 // caller keeps the buffer alive with runtime.KeepAlive until C returns.
 func addr(b []byte) C.uintptr_t { return C.uintptr_t(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }
 
-// Wrap prepares s for sending, or for receiving into up to slots buckets
-// (slots 0 for a send-only socket). Received messages above maxSize bytes
-// are skipped and reported as objfactory.ErrOversized.
+// Wrap prepares s for sending, or for receiving into up to slots held
+// messages (slots 0 for a send-only socket). Received messages above
+// maxSize bytes are skipped and reported as ErrOversized.
 func Wrap(s *zmq.Socket, slots, maxSize int) (*Socket, error) {
 	h, err := handleOf(s)
 	if err != nil {
@@ -174,17 +183,17 @@ func (s *Socket) Send(b []byte, dontWait bool) error {
 	}
 }
 
-// Recv receives one message into bucket b without copying it: b.Msg points
-// into libzmq's memory until the next Recv into the same bucket slot (which
-// releases it). It returns objfactory.ErrTimeout when the socket's receive
-// timeout expires and objfactory.ErrOversized for a message above the limit.
-func (s *Socket) Recv(b *objfactory.Bucket) error {
-	if b.Slot < 0 || b.Slot >= s.slots {
-		return fmt.Errorf("bucket slot %d outside the socket's %d slots", b.Slot, s.slots)
+// Recv receives one message into slot without copying it: the bytes
+// returned are libzmq's memory, valid until the next Recv into the same
+// slot (which releases them). It returns ErrTimeout when the socket's
+// receive timeout expires, ErrOversized for a message above the limit and
+// ErrMultipart for any part of a multipart message.
+func (s *Socket) Recv(slot int) ([]byte, error) {
+	if slot < 0 || slot >= s.slots {
+		return nil, fmt.Errorf("slot %d outside the socket's %d slots", slot, s.slots)
 	}
-	m := C.cp_msg_at(s.msgs, C.int(b.Slot))
-	held := s.heldAt(b.Slot)
-	b.Msg = nil
+	m := C.cp_msg_at(s.msgs, C.int(slot))
+	held := s.heldAt(slot)
 	for {
 		n := C.cp_recv(s.handle, m, held, 0)
 		if n < 0 {
@@ -193,24 +202,22 @@ func (s *Socket) Recv(b *objfactory.Bucket) error {
 			case errInterrupted:
 				continue
 			case ErrAgain:
-				return objfactory.ErrTimeout
+				return nil, ErrTimeout
 			}
-			return fmt.Errorf("receive: %w", e)
+			return nil, fmt.Errorf("receive: %w", e)
 		}
 		more := n&1 == 1
 		n >>= 1
 		if more || s.inMultipart { // the format is single-part: every part is refused
 			s.inMultipart = more
-			return objfactory.ErrMultipart
+			return nil, ErrMultipart
 		}
 		if int(n) > s.maxSize {
-			return objfactory.ErrOversized
+			return nil, ErrOversized
 		}
 		if n == 0 {
-			b.Msg = []byte{}
-			return nil
+			return []byte{}, nil
 		}
-		b.Msg = unsafe.Slice((*byte)(C.cp_data(m)), int(n))
-		return nil
+		return unsafe.Slice((*byte)(C.cp_data(m)), int(n)), nil
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	zmq "github.com/pebbe/zmq4"
-
-	"github.com/cloudprofiler-go/cp/objfactory"
 )
 
 func pair(t testing.TB) (*Socket, *Socket) {
@@ -38,30 +36,26 @@ func pair(t testing.TB) (*Socket, *Socket) {
 
 func TestSendRecvSizes(t *testing.T) {
 	push, pull := pair(t)
-	b := &objfactory.Bucket{}
 	for _, tc := range []struct {
 		size int
 		want error
-	}{{0, nil}, {5, nil}, {16, nil}, {17, nil}, {999, nil}, {1001, objfactory.ErrOversized}} {
+	}{{0, nil}, {5, nil}, {16, nil}, {17, nil}, {999, nil}, {1001, ErrOversized}} {
 		msg := bytes.Repeat([]byte{byte(tc.size)}, tc.size)
 		if err := push.Send(msg, false); err != nil {
 			t.Fatal(err)
 		}
-		b.Slot = tc.size % 2
-		err := pull.Recv(b)
+		got, err := pull.Recv(tc.size % 2)
 		if err != tc.want {
 			t.Fatalf("size %d: err %v want %v", tc.size, err, tc.want)
 		}
-		if err == nil && !bytes.Equal(b.Msg, msg) {
-			t.Fatalf("size %d: got %d bytes back", tc.size, len(b.Msg))
+		if err == nil && !bytes.Equal(got, msg) {
+			t.Fatalf("size %d: got %d bytes back", tc.size, len(got))
 		}
 	}
-	b.Slot = 5
-	if err := pull.Recv(b); err == nil {
-		t.Fatal("bucket slot beyond the socket's slots accepted")
+	if _, err := pull.Recv(5); err == nil {
+		t.Fatal("slot beyond the socket's slots accepted")
 	}
-	b.Slot = 0
-	if err := pull.Recv(b); err != objfactory.ErrTimeout {
+	if _, err := pull.Recv(0); err != ErrTimeout {
 		t.Fatalf("empty socket: err %v, want timeout", err)
 	}
 }
@@ -84,19 +78,20 @@ func TestSendDontWaitReportsAgain(t *testing.T) {
 func TestSendAndReceiveDoNotAllocate(t *testing.T) {
 	push, pull := pair(t)
 	msg := make([]byte, 100)
-	b := &objfactory.Bucket{}
+	var got []byte
 	allocs := testing.AllocsPerRun(1000, func() {
 		if err := push.Send(msg, false); err != nil {
 			t.Fatal(err)
 		}
-		if err := pull.Recv(b); err != nil {
+		var err error
+		if got, err = pull.Recv(0); err != nil {
 			t.Fatal(err)
 		}
 	})
 	if allocs != 0 {
 		t.Fatalf("%.1f allocations per send+receive, want 0", allocs)
 	}
-	if !bytes.Equal(b.Msg, msg) {
+	if !bytes.Equal(got, msg) {
 		t.Fatal("received message differs")
 	}
 }
