@@ -1,0 +1,109 @@
+package receiver
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/internal/zmqraw"
+	"github.com/cloudprofiler-go/cp/profiler"
+	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/tsc"
+)
+
+// Config describes one dgrecv run.
+type Config struct {
+	Endpoints []string // one PULL socket (lane) per endpoint
+	Connect   bool     // connect instead of bind (behind a system under test that pushes)
+	Schema    string   // tuple schema: ad-event, synthetic or raw
+	// Drain checks bucket headers and accounts per stream but neither
+	// decodes tuples nor consumes them one by one: a receiver that measures
+	// the sender and the network rather than the object factory.
+	Drain         bool
+	RingCapacity  int // buckets per lane (power of two)
+	MaxMessage    int // larger messages are counted as malformed and skipped
+	HWM           int // receive high-water mark in messages
+	IOThreads     int
+	WorkPerTuple  time.Duration // emulated processing cost per consumed tuple
+	ExpectStreams int           // finish when this many streams ended (0: when all seen streams ended)
+	Settle        time.Duration // with ExpectStreams 0: quiet time after the last end marker
+	EndTimeout    time.Duration // give up on missing end markers after this long without data
+	Duration      time.Duration // hard limit on the run (0: none)
+	CPUs          []int         // CPUs for the lane deserializers, then the consumer; nil: not pinned
+	Clock         *tsc.Clock
+	// Sink is called for every consumed tuple on the consumer goroutine (the
+	// source operator of a system under test). Nil: a checksum of the ids,
+	// so the work cannot be optimised away.
+	Sink func(*scenarios.Tuple)
+	// Logf reports malformed input (at most once per second) and progress
+	// notes. Nil: silent.
+	Logf func(format string, args ...any)
+	// Profile, if set, gets channels "receive.<lane>" (every tuple id,
+	// stamped when its message arrived, before decoding),
+	// "deserialized.<lane>" (every tuple id once its bucket is decoded, on
+	// the lane's deserializer) and "consumed" (on the consumer), handlers
+	// from Handlers (Null when unlisted, and switchable live).
+	Profile  *profiler.Profiler
+	Handlers *profiler.Handlers
+}
+
+// Limits of a receiver's configuration. Every value from a flag or a
+// controller's request is checked against them before anything is
+// allocated (docs/security.md lists them).
+const (
+	MaxLanes         = 64
+	MaxRing          = 1 << 14 // buckets per lane
+	MaxMessageLimit  = 256 << 20
+	MaxWorkPerTuple  = 100 * time.Millisecond // a stop is noticed between tuples
+	MaxExpectStreams = 1 << 16
+	MaxWait          = 10 * time.Minute // settle and end timeout
+	MaxDuration      = 24 * time.Hour
+	// DefaultRing is the ring capacity when none is given.
+	DefaultRing = 256
+)
+
+// Validate checks every field against its range and fills defaults; it
+// allocates nothing, so it is safe on untrusted input.
+func (c *Config) Validate() error {
+	problems := zmqraw.Sockets{Endpoints: c.Endpoints, MaxEndpoints: MaxLanes, HWM: c.HWM, IOThreads: c.IOThreads, CPUs: c.CPUs}.Problems()
+	bad := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
+	if _, ok := scenarios.DecoderFor(c.Schema); !ok && !c.Drain {
+		bad("unknown schema %.32q (use ad-event, synthetic or raw)", c.Schema)
+	}
+	if c.RingCapacity == 0 {
+		c.RingCapacity = DefaultRing
+	}
+	if c.RingCapacity < 2 || c.RingCapacity > MaxRing || c.RingCapacity&(c.RingCapacity-1) != 0 {
+		bad("ring capacity must be a power of two from 2 to %d, got %d", MaxRing, c.RingCapacity)
+	}
+	if c.MaxMessage == 0 {
+		c.MaxMessage = 64 << 20
+	}
+	if c.MaxMessage < 0 || c.MaxMessage > MaxMessageLimit {
+		bad("max message must be 1 to %d bytes, got %d", MaxMessageLimit, c.MaxMessage)
+	}
+	if c.WorkPerTuple < 0 || c.WorkPerTuple > MaxWorkPerTuple {
+		bad("work per tuple must be 0 to %v, got %v", MaxWorkPerTuple, c.WorkPerTuple)
+	}
+	if c.ExpectStreams < 0 || c.ExpectStreams > MaxExpectStreams {
+		bad("expect-streams must be 0 to %d, got %d", MaxExpectStreams, c.ExpectStreams)
+	}
+	if c.Settle < 0 || c.Settle > MaxWait || c.EndTimeout < 0 || c.EndTimeout > MaxWait {
+		bad("settle and end timeout must be 0 to %v, got %v and %v", MaxWait, c.Settle, c.EndTimeout)
+	}
+	if c.Duration < 0 || c.Duration > MaxDuration {
+		bad("duration must be 0 (no limit) to %v, got %v", MaxDuration, c.Duration)
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	c.HWM, c.IOThreads = zmqraw.Defaults(c.HWM, c.IOThreads)
+	if c.Settle == 0 {
+		c.Settle = 500 * time.Millisecond
+	}
+	if c.EndTimeout == 0 {
+		c.EndTimeout = 10 * time.Second
+	}
+	return nil
+}

@@ -1,0 +1,174 @@
+package sender
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/internal/zmqraw"
+	"github.com/cloudprofiler-go/cp/profiler"
+	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/tsc"
+)
+
+// Overflow says what a thread does when its socket is at the high-water mark.
+type Overflow string
+
+const (
+	// Block waits (ZeroMQ's default): nothing is lost, lateness grows.
+	Block Overflow = "block"
+	// Drop sends with ZMQ_DONTWAIT and counts EAGAIN as a dropped bucket.
+	Drop Overflow = "drop"
+)
+
+// Idle says how a thread waits for its next slot.
+type Idle string
+
+const (
+	// Spin busy-waits on the TSC (the paper's loop): most precise, costs a core.
+	Spin Idle = "spin"
+	// Yield spins near the slot and calls sched_yield when far from it, so
+	// other threads on the same core can run (machines with few cores).
+	Yield Idle = "yield"
+	// Auto is Spin on machines with at least 4 CPUs and Sleep on smaller
+	// ones, where a spinning sender starves a receiver on the same host.
+	Auto Idle = "auto"
+	// Sleep nanosleeps (with 1 ns timer slack) until shortly before the
+	// slot, leaving a margin measured at start (this thread's wakeup
+	// overshoot), then spins: for machines with few cores and low rates.
+	Sleep Idle = "sleep"
+)
+
+// Config describes one dgsend run.
+type Config struct {
+	Endpoints []string // ZeroMQ endpoints; thread i uses Endpoints[i % len]
+	Bind      bool     // bind instead of connect (a system under test pulls from us)
+	SenderID  uint8    // distinguishes senders in stream and tuple ids
+	Threads   int
+	Rate      float64 // total tuples per second over all threads; 0 = unpaced
+	Duration  time.Duration
+	Shape     Shape         // how the rate varies around its mean (zero: constant)
+	Warmup    time.Duration // lateness is recorded only for slots due after the warm-up
+	// StartAt (wall clock) aligns the start of several senders, possibly on
+	// several hosts; zero or past: start 20 ms after Run is called.
+	StartAt       time.Time
+	Count         uint64 // total tuples; 0 = until Duration or Stop
+	BucketSize    int
+	Scenario      *scenarios.Scenario
+	Overflow      Overflow
+	Idle          Idle
+	CPUs          []int // CPU per thread (cycled); nil = not pinned
+	HWM           int   // send high-water mark in messages
+	IOThreads     int   // libzmq I/O threads
+	LateThreshold time.Duration
+	// MaxLateFraction is the share of late slots (after the warm-up) above
+	// which the run did not keep its schedule (0: DefaultMaxLateFraction).
+	MaxLateFraction float64
+	SkipRateCheck   bool          // do not refuse rates above the measured send cost
+	EndTimeout      time.Duration // how long to try delivering end markers
+	Clock           *tsc.Clock
+	// Profile, if set, gets a channel "emit.<thread>" per thread, its
+	// handler from Handlers (Null when unlisted): every emitted tuple id.
+	Profile  *profiler.Profiler
+	Handlers *profiler.Handlers
+}
+
+// Limits of a sender's configuration. Every value from a flag or a
+// controller's request is checked against them before anything is
+// allocated (docs/security.md lists them).
+const (
+	MaxThreads       = 256
+	MaxEndpoints     = 256
+	MaxRate          = 1e10 // tuples/s
+	MaxDuration      = 24 * time.Hour
+	MaxBucketSize    = 1 << 20
+	MaxMessageBytes  = 64 << 20 // a bucket's encoded size (dgrecv's default --max-message)
+	MaxLateThreshold = time.Minute
+	MaxEndTimeout    = 10 * time.Minute
+	// MaxStartLead is how far in the future a common start may be: a
+	// start time beyond it is refused, not waited for.
+	MaxStartLead = time.Minute
+)
+
+// Validate checks every field against its range and fills defaults; it
+// allocates nothing, so it is safe on untrusted input.
+func (c *Config) Validate() error {
+	problems := zmqraw.Sockets{Endpoints: c.Endpoints, MaxEndpoints: MaxEndpoints, HWM: c.HWM, IOThreads: c.IOThreads, CPUs: c.CPUs}.Problems()
+	bad := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
+	if c.Threads < 1 || c.Threads > MaxThreads {
+		bad("threads must be 1..%d, got %d", MaxThreads, c.Threads)
+	}
+	if c.Rate < 0 || c.Rate > MaxRate || math.IsNaN(c.Rate) {
+		bad("rate must be 0 (unpaced) to %g tuples/s, got %v", MaxRate, c.Rate)
+	}
+	if c.Duration < 0 || c.Duration > MaxDuration {
+		bad("duration must be 0 to %v, got %v", MaxDuration, c.Duration)
+	}
+	if c.Duration == 0 && c.Count == 0 {
+		bad("give a duration or a count, or the run never ends")
+	}
+	if c.Count > 0 && c.Rate > 0 && float64(c.Count)/c.Rate > MaxDuration.Seconds() {
+		bad("%d tuples at %g tuples/s take longer than %v", c.Count, c.Rate, MaxDuration)
+	}
+	if c.Warmup < 0 || (c.Duration > 0 && c.Warmup > c.Duration) {
+		bad("warm-up must be 0 to the duration (%v), got %v", c.Duration, c.Warmup)
+	}
+	if !c.StartAt.IsZero() && time.Until(c.StartAt) > MaxStartLead {
+		bad("start time %s is more than %v ahead: refused rather than waited for", c.StartAt.UTC().Format(time.RFC3339), MaxStartLead)
+	}
+	if c.BucketSize < 1 || c.BucketSize > MaxBucketSize {
+		bad("bucket size must be 1..%d tuples, got %d", MaxBucketSize, c.BucketSize)
+	}
+	if c.Overflow != Block && c.Overflow != Drop {
+		bad("overflow policy must be %q or %q, got %.32q", Block, Drop, c.Overflow)
+	}
+	if c.Idle == Auto || c.Idle == "" {
+		c.Idle = Sleep
+		if runtime.NumCPU() >= 4 {
+			c.Idle = Spin
+		}
+	}
+	if c.Idle != Spin && c.Idle != Yield && c.Idle != Sleep {
+		bad("idle strategy must be auto, spin, yield or sleep, got %.32q", c.Idle)
+	}
+	if c.Scenario == nil {
+		bad("no scenario")
+	} else if err := c.Scenario.Validate(); err != nil {
+		bad("%v", err)
+	} else if c.BucketSize >= 1 && c.BucketSize <= MaxBucketSize && c.BucketSize*c.Scenario.MaxTupleSize() > MaxMessageBytes {
+		bad("a bucket of %d tuples of up to %d bytes exceeds %d MiB: use smaller buckets", c.BucketSize, c.Scenario.MaxTupleSize(), MaxMessageBytes>>20)
+	}
+	if err := c.Shape.Validate(); err != nil {
+		bad("%v", err)
+	}
+	if c.LateThreshold < 0 || c.LateThreshold > MaxLateThreshold {
+		bad("late threshold must be 0 to %v, got %v", MaxLateThreshold, c.LateThreshold)
+	}
+	if c.MaxLateFraction < 0 || c.MaxLateFraction > 1 || math.IsNaN(c.MaxLateFraction) {
+		bad("max late fraction must be 0 (default) to 1, got %v", c.MaxLateFraction)
+	}
+	if c.EndTimeout < 0 || c.EndTimeout > MaxEndTimeout {
+		bad("end timeout must be 0 to %v, got %v", MaxEndTimeout, c.EndTimeout)
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	c.HWM, c.IOThreads = zmqraw.Defaults(c.HWM, c.IOThreads)
+	if c.LateThreshold <= 0 {
+		c.LateThreshold = 10 * time.Microsecond
+	}
+	if c.EndTimeout <= 0 {
+		c.EndTimeout = 10 * time.Second
+	}
+	if c.MaxLateFraction == 0 {
+		c.MaxLateFraction = DefaultMaxLateFraction
+	}
+	return nil
+}
+
+// DefaultMaxLateFraction: a paced run with more than 1% of its slots late
+// did not keep its schedule.
+const DefaultMaxLateFraction = 0.01

@@ -1,0 +1,241 @@
+package sender
+
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cloudprofiler-go/cp/internal/osthread"
+	"github.com/cloudprofiler-go/cp/internal/zmqraw"
+	"github.com/cloudprofiler-go/cp/tsc"
+	"github.com/cloudprofiler-go/cp/wire"
+)
+
+// run is one emission thread (Fig. 9b). It owns its socket and never
+// unlocks its OS thread: a pinned thread must not return to the pool.
+func (t *thread) run(s *Sender, start, end uint64) {
+	if t.cpu >= 0 {
+		if err := osthread.PinThread(t.cpu); err != nil {
+			t.err = err
+			return
+		}
+	}
+	osthread.LockWithTightTimers()
+	if s.cfg.Idle == Sleep {
+		// Sleep only as close to a slot as this thread's wakeups allow.
+		t.napMargin = osthread.NapOvershoot(20*time.Microsecond, 50) + 5*time.Microsecond
+	}
+	t.loop(s, start, end)
+	t.endMarker = t.sendEnd(s)
+}
+
+func (t *thread) loop(s *Sender, start, end uint64) {
+	cfg := &s.cfg
+	clock := cfg.Clock
+	paced := cfg.Rate > 0
+	drop := cfg.Overflow == Drop
+	lateTicks := clock.Ticks(cfg.LateThreshold)
+	nsPerTick := 1e9 / clock.Hz
+	pace := pacer{idle: cfg.Idle, stop: &s.stop,
+		yieldTicks:  clock.Ticks(5 * time.Microsecond),
+		sleepMargin: clock.Ticks(t.napMargin),
+		minNap:      clock.Ticks(10 * time.Microsecond),
+		slack:       clock.Ticks(3 * time.Microsecond),
+		maxMargin:   clock.Ticks(250 * time.Microsecond),
+		maxNap:      clock.Ticks(maxNap),
+		nsPerTick:   nsPerTick,
+	}
+	if paced {
+		pace.maxMargin = min(pace.maxMargin, uint64(t.sched.SlotTicks()/2))
+	}
+	pace.sleepMargin = min(pace.sleepMargin, pace.maxMargin)
+	measureFrom := start + clock.Ticks(cfg.Warmup)
+	endGrace := end
+	if end != math.MaxUint64 {
+		endGrace = end + clock.Ticks(EndGrace)
+	}
+	ticksPerSec := uint64(clock.Hz)
+	publishTicks := clock.Ticks(publishEvery)
+	nextPublish := start
+	bucket := uint64(cfg.BucketSize)
+	tpls := t.tpls
+	stop := &s.stop
+
+	var (
+		k, seq, tupleSeq, emitted, buckets, dropB, late, measured uint64
+		idx                                                       int
+		w                                                         int
+		winEnd                                                    = start + ticksPerSec
+	)
+	// Until the common start (up to MaxStartLead away), nap in short
+	// slices so that a stop is noticed at once.
+	for !stop.Load() && tsc.ReadFast()+pace.maxNap < start {
+		osthread.Nap(maxNap)
+	}
+	pace.wait(start)
+	for k < t.slots {
+		var due uint64
+		if paced {
+			due = t.sched.Due(k)
+			pace.wait(due)
+		}
+		tpl := &tpls[idx]
+		if paced {
+			if due >= end {
+				break // the schedule is complete
+			}
+			tpl.Patch(seq, wire.TupleID(t.stream, tupleSeq), clock.UnixNano(due))
+		}
+		at := tsc.ReadFast()
+		// A slot due before the end is still sent a little after it; a
+		// thread more than the grace behind stops, and the rest of the
+		// schedule is reported as shortfall.
+		if stop.Load() || (paced && at >= endGrace) || (!paced && at >= end) {
+			t.interrupted = stop.Load() && at < end
+			break
+		}
+		if !paced {
+			due = at
+			tpl.Patch(seq, wire.TupleID(t.stream, tupleSeq), clock.UnixNano(at))
+		}
+		err := t.raw.Send(tpl.Msg, drop)
+		for err == zmqraw.ErrAgain && !drop { // block mode: the send timeout expired, keep trying
+			if tsc.ReadFast() >= end || stop.Load() {
+				break
+			}
+			err = t.raw.Send(tpl.Msg, false)
+		}
+		switch err {
+		case nil:
+			if t.emit != nil { // stamped with the instant of the send (a Null channel returns at once)
+				t.emit.LogRangeAt(at, wire.TupleID(t.stream, tupleSeq), bucket)
+			}
+			seq++
+			tupleSeq += bucket
+			emitted += bucket
+			buckets++
+		case zmqraw.ErrAgain:
+			if drop {
+				dropB++
+			}
+		default:
+			t.err = fmt.Errorf("send on %s: %w", t.endpoint, err)
+		}
+		if paced && due >= measureFrom {
+			measured++
+			lateness := at - due
+			if at < due {
+				lateness = 0
+			}
+			if lateness > lateTicks {
+				late++
+			}
+			ns := uint64(float64(lateness) * nsPerTick) // the same buckets on every host
+			t.lateness.Record(ns)
+			t.precise.Record(int64(ns))
+		}
+		for at >= winEnd {
+			if w < len(t.windows) {
+				t.windows[w] = emitted
+			}
+			w++
+			winEnd += ticksPerSec
+		}
+		t.lastSend = at
+		k++
+		if idx++; idx == len(tpls) {
+			idx = 0
+		}
+		// Counters are published every 64 slots, and at least every
+		// publishEvery, so that a scrape at a low rate is exact too.
+		if k&63 == 0 || at >= nextPublish || t.err != nil {
+			nextPublish = at + publishTicks
+			t.publish(emitted, buckets, dropB, late, bucket)
+			if t.err != nil {
+				break
+			}
+		}
+	}
+	t.publish(emitted, buckets, dropB, late, bucket)
+	t.measuredSlots = measured
+	if paced {
+		// What the schedule called for: every slot due before the end (or,
+		// when stopped early, before the stop), up to the count limit.
+		stopAt := end
+		if t.interrupted || stopAt == math.MaxUint64 {
+			stopAt = t.lastSend + 1
+		}
+		t.scheduled = min(t.sched.SlotsBefore(stopAt), t.slots)
+		t.scheduled = max(t.scheduled, k)
+	} else {
+		t.scheduled = k
+	}
+	// Windows not reached (run ended early) stay at the final count.
+	for ; w < len(t.windows); w++ {
+		t.windows[w] = emitted
+	}
+}
+
+func (t *thread) publish(emitted, buckets, dropB, late, bucket uint64) {
+	t.emittedTuples.Store(emitted)
+	t.emittedBuckets.Store(buckets)
+	t.droppedBuckets.Store(dropB)
+	t.droppedTuples.Store(dropB * bucket)
+	t.lateSlots.Store(late)
+	t.lateness.Publish()
+}
+
+// publishEvery bounds how stale the published counters may be while
+// the loop is sending.
+const publishEvery = 10 * time.Millisecond
+
+// maxNap is the longest the emission loop sleeps at once: a stop is
+// noticed within it, however far the next slot is.
+const maxNap = 10 * time.Millisecond
+
+// pacer holds an emission thread until its next slot (the idle
+// strategy's wait) and returns early when the run is stopped.
+type pacer struct {
+	idle       Idle
+	stop       *atomic.Bool
+	yieldTicks uint64 // Yield: spin only this close to the slot
+	// sleepMargin is the thread's adaptive wake-up margin (Sleep), minNap
+	// the shortest sleep worth taking, slack the safety added to an
+	// observed overshoot, maxMargin the widest margin, maxNap the longest
+	// single sleep.
+	sleepMargin, minNap, slack, maxMargin, maxNap uint64
+	nsPerTick                                     float64
+}
+
+// wait returns when the TSC reaches due, or when the run is stopped.
+func (p *pacer) wait(due uint64) {
+	for {
+		now := tsc.ReadFast()
+		if now >= due || p.stop.Load() {
+			return
+		}
+		rem := due - now
+		switch {
+		case p.idle == Yield && rem > p.yieldTicks:
+			_, _, _ = unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		case p.idle == Sleep && rem > p.sleepMargin+p.minNap:
+			// Wake a margin before the slot and spin the rest. The margin
+			// follows this thread's wake-up overshoot (a VM's vCPU wakes
+			// later from longer sleeps): it widens by a quarter of the gap
+			// after a late wake-up and narrows slowly after timely ones, up
+			// to maxMargin. A longer overshoot is the CPU being busy, which
+			// spinning longer before every slot would only make worse.
+			nap := min(rem-p.sleepMargin, p.maxNap)
+			osthread.Nap(time.Duration(float64(nap) * p.nsPerTick))
+			woke := tsc.ReadFast()
+			if over := int64(woke - (now + nap)); over > 0 && uint64(over)+p.slack > p.sleepMargin {
+				p.sleepMargin = min(p.sleepMargin+(uint64(over)+p.slack-p.sleepMargin)/4+1, p.maxMargin)
+			} else {
+				p.sleepMargin -= p.sleepMargin / 64
+			}
+		}
+	}
+}
