@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/cloudprofiler-go/cp/internal/cli"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
@@ -35,18 +36,20 @@ func main() {
 	os.Exit(code)
 }
 
+// options are dgrecv's flags; the receiver's settings are bound straight
+// to the receiver.Config they configure.
+type options struct {
+	run                        cli.RunFlags
+	cfg                        receiver.Config
+	bind, connect              []string
+	lanes                      int
+	scenario, cpus             string
+	agent                      bool
+	token, tokenFile, probeAdr string
+}
+
 func command(code *int) *cobra.Command {
-	var (
-		run                                cli.RunFlags
-		bind, connect                      []string
-		schema, scenario, cpu              string
-		lanes, ring, hwm, ioThreads        int
-		expect                             int
-		maxMessage                         int
-		work, endTimeout, settle, duration time.Duration
-		drain, agentMode                   bool
-		token, tokenFile, probeAddr        string
-	)
+	var o options
 	cmd := &cobra.Command{
 		Use:   "dgrecv",
 		Short: "Receive tuples through the object factory and account for every stream",
@@ -75,83 +78,92 @@ marker has been consumed (or --expect-streams have ended, or no data arrived for
   # profiled: handlers from a configuration server, switched live when it changes
   dgrecv --bind tcp://*:5555 --profile http://cfg:9400/v1/profiler/handlers --profile-follow 1s`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
-			if len(bind) > 0 && len(connect) > 0 {
-				return errors.New("give --bind or --connect, not both")
-			}
-			endpoints := bind
-			if len(connect) > 0 {
-				endpoints = connect
-			}
-			if len(endpoints) == 0 {
-				endpoints = []string{"tcp://*:5555"}
-			}
-			endpoints, err = expandLanes(endpoints, lanes)
-			if err != nil {
-				return err
-			}
-			if cmd.Flags().Changed("scenario") {
-				sc, err := scenarios.Load(scenario)
-				if err != nil {
-					return err
-				}
-				schema = sc.Schema
-			}
-			cpus, err := cli.CPUs(cpu, len(endpoints)+1)
-			if err != nil {
-				return err
-			}
-			if agentMode {
-				return agent.Run(agent.Options{Role: sweep.RoleReceiver, Endpoints: endpoints, Connect: len(connect) > 0, CPUs: cpus, IOThreads: ioThreads, ProbeAddr: probeAddr},
-					run.MetricsAddr, token, tokenFile, run.Calibrate)
-			}
-			res, err := cli.RunCommand(run, func(clock *tsc.Clock, prof *cli.Profile) (cli.Runner[*receiver.Result], error) {
-				r, err := receiver.New(receiver.Config{Profile: prof.Profiler, Handlers: prof.Handlers,
-					Endpoints: endpoints, Connect: len(connect) > 0, Schema: schema, RingCapacity: ring, MaxMessage: maxMessage,
-					HWM: hwm, IOThreads: ioThreads, Drain: drain, WorkPerTuple: work, ExpectStreams: expect, Settle: settle,
-					EndTimeout: endTimeout, Duration: duration, CPUs: cpus, Clock: clock, Logf: cli.Logf("dgrecv"),
-				})
-				if err == nil {
-					fmt.Fprintf(os.Stderr, "dgrecv: listening on %s\n", strings.Join(r.BoundEndpoints(), " "))
-				}
-				return r, err
-			}, func(r cli.Runner[*receiver.Result], done <-chan struct{}) {
-				reportProgress(r.(*receiver.Receiver), done)
-			})
-			if res != nil && !res.Complete {
-				*code = exitIncomplete
-			}
-			return err
+			return o.execute(cmd.Flags().Changed("scenario"), code)
 		},
 	}
-	f := cmd.Flags()
-	f.StringArrayVar(&bind, "bind", nil, "ZeroMQ endpoint to bind, one lane each (default tcp://*:5555)")
-	f.StringArrayVar(&connect, "connect", nil, "ZeroMQ endpoint to connect to instead (a system under test pushes to us)")
-	f.IntVar(&lanes, "lanes", 1, "with one endpoint: open this many lanes on consecutive ports")
-	f.StringVar(&schema, "schema", scenarios.SchemaAdEvent, "tuple schema to decode: ad-event, synthetic or raw (id and time only)")
-	f.StringVar(&scenario, "scenario", "", "take the schema from a scenario (name, synthetic:SIZE or YAML file)")
-	f.BoolVar(&drain, "drain", false, "check headers and account per stream, but do not decode or consume tuples (measures the sender and network)")
-	f.IntVar(&expect, "expect-streams", 0, "finish when this many streams have ended (0: when every stream seen has ended)")
-	f.DurationVar(&endTimeout, "end-timeout", 10*time.Second, "give up waiting for end markers after this long without data")
-	f.DurationVar(&settle, "settle", 500*time.Millisecond, "with --expect-streams 0: wait this long after the last end marker for new streams")
-	f.DurationVar(&duration, "duration", 0, "stop after this long regardless (0: no limit)")
-	f.DurationVar(&work, "work", 0, "busy work per consumed tuple, to emulate a slower system (e.g. 200ns)")
-	f.IntVar(&ring, "ring", 256, "buckets per lane ring (power of two)")
-	f.IntVar(&maxMessage, "max-message", 64<<20, "larger messages are counted as malformed and skipped (bytes)")
-	f.IntVar(&hwm, "hwm", 1000, "ZeroMQ receive high-water mark, in messages")
-	f.IntVar(&ioThreads, "io-threads", 1, "ZeroMQ I/O threads")
-	f.StringVar(&cpu, "cpus", "none", "CPUs for the lane deserializers then the consumer: none, auto, or a list like 0,1")
-	run.Register(f, "dgrecv", "127.0.0.1:9102", profileChannels)
-	f.BoolVar(&agentMode, "agent", false, "run as a cpsweep agent: serve the control API on --metrics-addr; every trial binds the --bind endpoints")
-	f.StringVar(&probeAddr, "probe-addr", "", "agent: answer TSC probes (cpsweep --clock) on this UDP address (default: the --metrics-addr host and port, on UDP)")
-	f.StringVar(&token, "token", "", "agent: shared token the controller must send (required unless --metrics-addr is loopback)")
-	f.StringVar(&tokenFile, "token-file", "", "agent: read the token from this file")
+	o.register(cmd.Flags())
 	return cmd
 }
 
-// expandLanes turns one endpoint and --lanes n into n endpoints on
-// consecutive ports.
+func (o *options) register(f *pflag.FlagSet) {
+	c := &o.cfg
+	f.StringArrayVar(&o.bind, "bind", nil, "ZeroMQ endpoint to bind, one lane each (default tcp://*:5555)")
+	f.StringArrayVar(&o.connect, "connect", nil, "ZeroMQ endpoint to connect to instead (a system under test pushes to us)")
+	f.IntVar(&o.lanes, "lanes", 1, "with one endpoint: open this many lanes on consecutive ports")
+	f.StringVar(&c.Schema, "schema", scenarios.SchemaAdEvent, "tuple schema to decode: ad-event, synthetic or raw (id and time only)")
+	f.StringVar(&o.scenario, "scenario", "", "take the schema from a scenario (name, synthetic:SIZE or YAML file)")
+	f.BoolVar(&c.Drain, "drain", false, "check headers and account per stream, but do not decode or consume tuples (measures the sender and network)")
+	f.IntVar(&c.ExpectStreams, "expect-streams", 0, "finish when this many streams have ended (0: when every stream seen has ended)")
+	f.DurationVar(&c.EndTimeout, "end-timeout", 10*time.Second, "give up waiting for end markers after this long without data")
+	f.DurationVar(&c.Settle, "settle", 500*time.Millisecond, "with --expect-streams 0: wait this long after the last end marker for new streams")
+	f.DurationVar(&c.Duration, "duration", 0, "stop after this long regardless (0: no limit)")
+	f.DurationVar(&c.WorkPerTuple, "work", 0, "busy work per consumed tuple, to emulate a slower system (e.g. 200ns)")
+	f.IntVar(&c.RingCapacity, "ring", 256, "buckets per lane ring (power of two)")
+	f.IntVar(&c.MaxMessage, "max-message", 64<<20, "larger messages are counted as malformed and skipped (bytes)")
+	f.IntVar(&c.HWM, "hwm", 1000, "ZeroMQ receive high-water mark, in messages")
+	f.IntVar(&c.IOThreads, "io-threads", 1, "ZeroMQ I/O threads")
+	f.StringVar(&o.cpus, "cpus", "none", "CPUs for the lane deserializers then the consumer: none, auto, or a list like 0,1")
+	o.run.Register(f, "dgrecv", "127.0.0.1:9102", profileChannels)
+	f.BoolVar(&o.agent, "agent", false, "run as a cpsweep agent: serve the control API on --metrics-addr; every trial binds the --bind endpoints")
+	f.StringVar(&o.probeAdr, "probe-addr", "", "agent: answer TSC probes (cpsweep --clock) on this UDP address (default: the --metrics-addr host and port, on UDP)")
+	f.StringVar(&o.token, "token", "", "agent: shared token the controller must send (required unless --metrics-addr is loopback)")
+	f.StringVar(&o.tokenFile, "token-file", "", "agent: read the token from this file")
+}
+
+// endpoints are the lanes' endpoints from --bind or --connect and --lanes.
+func (o *options) endpoints() ([]string, error) {
+	if len(o.bind) > 0 && len(o.connect) > 0 {
+		return nil, errors.New("give --bind or --connect, not both")
+	}
+	endpoints := o.bind
+	if len(o.connect) > 0 {
+		endpoints = o.connect
+	}
+	if len(endpoints) == 0 {
+		endpoints = []string{"tcp://*:5555"}
+	}
+	return expandLanes(endpoints, o.lanes)
+}
+
+func (o *options) execute(scenarioSet bool, code *int) error {
+	cfg := o.cfg
+	var err error
+	if cfg.Endpoints, err = o.endpoints(); err != nil {
+		return err
+	}
+	cfg.Connect = len(o.connect) > 0
+	if scenarioSet {
+		sc, err := scenarios.Load(o.scenario)
+		if err != nil {
+			return err
+		}
+		cfg.Schema = sc.Schema
+	}
+	if cfg.CPUs, err = cli.CPUs(o.cpus, len(cfg.Endpoints)+1); err != nil {
+		return err
+	}
+	if o.agent {
+		return agent.Run(agent.Options{Role: sweep.RoleReceiver, Endpoints: cfg.Endpoints, Connect: cfg.Connect, CPUs: cfg.CPUs, IOThreads: cfg.IOThreads, ProbeAddr: o.probeAdr},
+			o.run.MetricsAddr, o.token, o.tokenFile, o.run.Calibrate)
+	}
+	res, err := cli.RunCommand(o.run, func(clock *tsc.Clock, prof *cli.Profile) (cli.Runner[*receiver.Result], error) {
+		cfg.Clock, cfg.Profile, cfg.Handlers, cfg.Logf = clock, prof.Profiler, prof.Handlers, cli.Logf("dgrecv")
+		r, err := receiver.New(cfg)
+		if err == nil {
+			fmt.Fprintf(os.Stderr, "dgrecv: listening on %s\n", strings.Join(r.BoundEndpoints(), " "))
+		}
+		return r, err
+	}, func(r cli.Runner[*receiver.Result], done <-chan struct{}) {
+		reportProgress(r.(*receiver.Receiver), done)
+	})
+	if res != nil && !res.Complete {
+		*code = exitIncomplete
+	}
+	return err
+}
+
 func expandLanes(endpoints []string, lanes int) ([]string, error) {
 	if lanes < 1 || lanes > receiver.MaxLanes {
 		return nil, fmt.Errorf("--lanes must be 1 to %d, got %d", receiver.MaxLanes, lanes)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/cloudprofiler-go/cp/internal/cli"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
@@ -27,22 +28,20 @@ func main() {
 	}
 }
 
+// options are dgsend's flags; the sender's settings are bound straight to
+// the sender.Config they configure.
+type options struct {
+	run                        cli.RunFlags
+	cfg                        sender.Config
+	connect, bind              []string
+	scenario, shape, cpus      string
+	overflow, idle             string
+	strict, agent              bool
+	token, tokenFile, probeAdr string
+}
+
 func command() *cobra.Command {
-	var (
-		run                             cli.RunFlags
-		connect, bind                   []string
-		scenario, overflow, idle, cpu   string
-		rate                            float64
-		shape                           string
-		threads, bucket, hwm, ioThreads int
-		senderID                        uint8
-		count                           uint64
-		duration, lateThresh            time.Duration
-		noRateCheck, agentMode          bool
-		strict                          bool
-		maxLate                         float64
-		token, tokenFile, probeAddr     string
-	)
+	var o options
 	cmd := &cobra.Command{
 		Use:   "dgsend",
 		Short: "Send tuples over ZeroMQ at a controlled rate",
@@ -73,86 +72,103 @@ send time) with the fraction of late slots.`,
   # every tuple's send instant logged (channels emit.<thread>), switchable live
   dgsend --connect tcp://127.0.0.1:5555 --rate 1M --profile handlers.yaml --profile-follow 2s`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
-			if agentMode {
-				cpus, err := cli.CPUs(cpu, 1)
-				if err != nil {
-					return err
-				}
-				return agent.Run(agent.Options{Role: sweep.RoleSender, CPUs: cpus, IOThreads: ioThreads, ProbeAddr: probeAddr}, run.MetricsAddr, token, tokenFile, run.Calibrate)
-			}
-			r := rate
-			if len(connect) > 0 && len(bind) > 0 {
-				return errors.New("give --connect or --bind, not both")
-			}
-			endpoints := connect
-			if len(bind) > 0 {
-				endpoints = bind
-			}
-			sc, err := scenarios.Load(scenario)
-			if err != nil {
-				return err
-			}
-			sh, err := sender.ParseShape(shape)
-			if err != nil {
-				return err
-			}
-			cpus, err := cli.CPUs(cpu, threads)
-			if err != nil {
-				return err
-			}
-			features, err := tsc.DetectFeatures()
-			if err == nil && features.Problem() != "" {
-				fmt.Fprintf(os.Stderr, "dgsend: warning: %s\n", features.Problem())
-			}
-			res, err := cli.RunCommand(run, func(clock *tsc.Clock, prof *cli.Profile) (cli.Runner[*sender.Result], error) {
-				return sender.New(sender.Config{Profile: prof.Profiler, Handlers: prof.Handlers,
-					Endpoints: endpoints, Bind: len(bind) > 0, SenderID: senderID, Threads: threads, Rate: r,
-					Duration: duration, Count: count, BucketSize: bucket, Scenario: sc, Shape: sh, Overflow: sender.Overflow(overflow),
-					Idle: sender.Idle(idle), CPUs: cpus, HWM: hwm, IOThreads: ioThreads, LateThreshold: lateThresh,
-					SkipRateCheck: noRateCheck, Clock: clock, MaxLateFraction: maxLate,
-				})
-			}, func(s cli.Runner[*sender.Result], done <-chan struct{}) { reportProgress(s.(*sender.Sender), r, done) })
-			if err != nil {
-				return err
-			}
-			if len(res.Errors) > 0 {
-				return errors.New("run finished with errors")
-			}
-			if strict && !res.ScheduleKept {
-				return fmt.Errorf("--strict: the schedule was not kept: %s", res.Schedule)
-			}
-			return nil
+			return o.execute()
 		},
 	}
-	f := cmd.Flags()
-	f.StringArrayVar(&connect, "connect", nil, "ZeroMQ endpoint to connect to (repeat for several receivers; thread i uses endpoint i mod n)")
-	f.StringArrayVar(&bind, "bind", nil, "ZeroMQ endpoint to bind instead (a system under test pulls from dgsend)")
-	rate = 1e6
-	cli.RateVar(f, &rate, "rate", "total tuples per second over all threads (k, M suffixes; 0 = unpaced, as fast as possible)")
-	f.StringVar(&shape, "shape", "constant", "how the rate varies around --rate (its mean): constant, step:1x@2s,2x@1s (repeating),\nramp:0.5x..1.5x (over the run), sine:0.2,10s, poisson[:SEED] (exponential gaps), replay:FILE (lines \"seconds rate\")")
-	f.DurationVar(&duration, "duration", 10*time.Second, "how long to send (0 with --count: until the count is sent)")
-	f.Uint64Var(&count, "count", 0, "total tuples to send (rounded up to whole buckets per thread); 0 = no limit")
-	f.IntVar(&threads, "threads", 1, "emission threads, each with its own socket and stream")
-	f.IntVar(&bucket, "bucket", 1, "tuples per ZeroMQ message (1 reproduces the paper)")
-	f.StringVar(&scenario, "scenario", "ad-event", "workload: a built-in name ("+fmt.Sprint(scenarios.Builtins())+"), synthetic:SIZE, or a YAML file")
-	f.StringVar(&overflow, "overflow", "block", "when the socket is full: block (lateness grows) or drop (count dropped buckets)")
-	f.StringVar(&idle, "idle", "auto", "how to wait for the next slot: spin (the paper's busy-wait), sleep (nanosleep until just before the slot, then spin),\nyield (spin with sched_yield), or auto (spin with 4+ CPUs, else sleep)")
-	f.StringVar(&cpu, "cpus", "auto", "CPUs to pin threads to: auto (the last CPUs), none, or a list like 1 or 2-3")
-	f.Uint8Var(&senderID, "sender-id", 0, "this sender's id (0-255), distinct per dgsend process feeding one receiver")
-	f.IntVar(&hwm, "hwm", 1000, "ZeroMQ send high-water mark, in messages")
-	f.IntVar(&ioThreads, "io-threads", 1, "ZeroMQ I/O threads")
-	f.DurationVar(&lateThresh, "late-threshold", 10*time.Microsecond, "a slot sent later than this after its intended time counts as late")
-	f.Float64Var(&maxLate, "max-late-fraction", sender.DefaultMaxLateFraction, "a paced run with more than this share of late slots did not keep its schedule (said first in the summary)")
-	f.BoolVar(&strict, "strict", false, "exit 1 when the schedule was not kept (shortfall, or late slots above --max-late-fraction)")
-	f.BoolVar(&noRateCheck, "no-rate-check", false, "do not refuse a rate above what the measured send cost allows")
-	run.Register(f, "dgsend", "127.0.0.1:9101", profileChannels)
-	f.BoolVar(&agentMode, "agent", false, "run as a cpsweep agent: serve the control API on --metrics-addr and take trials from the controller")
-	f.StringVar(&probeAddr, "probe-addr", "", "agent: answer TSC probes (cpsweep --clock) on this UDP address (default: the --metrics-addr host and port, on UDP)")
-	f.StringVar(&token, "token", "", "agent: shared token the controller must send (required unless --metrics-addr is loopback)")
-	f.StringVar(&tokenFile, "token-file", "", "agent: read the token from this file")
+	o.register(cmd.Flags())
 	return cmd
+}
+
+func (o *options) register(f *pflag.FlagSet) {
+	c := &o.cfg
+	f.StringArrayVar(&o.connect, "connect", nil, "ZeroMQ endpoint to connect to (repeat for several receivers; thread i uses endpoint i mod n)")
+	f.StringArrayVar(&o.bind, "bind", nil, "ZeroMQ endpoint to bind instead (a system under test pulls from dgsend)")
+	c.Rate = 1e6
+	cli.RateVar(f, &c.Rate, "rate", "total tuples per second over all threads (k, M suffixes; 0 = unpaced, as fast as possible)")
+	f.StringVar(&o.shape, "shape", "constant", "how the rate varies around --rate (its mean): constant, step:1x@2s,2x@1s (repeating),\nramp:0.5x..1.5x (over the run), sine:0.2,10s, poisson[:SEED] (exponential gaps), replay:FILE (lines \"seconds rate\")")
+	f.DurationVar(&c.Duration, "duration", 10*time.Second, "how long to send (0 with --count: until the count is sent)")
+	f.Uint64Var(&c.Count, "count", 0, "total tuples to send (rounded up to whole buckets per thread); 0 = no limit")
+	f.IntVar(&c.Threads, "threads", 1, "emission threads, each with its own socket and stream")
+	f.IntVar(&c.BucketSize, "bucket", 1, "tuples per ZeroMQ message (1 reproduces the paper)")
+	f.StringVar(&o.scenario, "scenario", "ad-event", "workload: a built-in name ("+fmt.Sprint(scenarios.Builtins())+"), synthetic:SIZE, or a YAML file")
+	f.StringVar(&o.overflow, "overflow", "block", "when the socket is full: block (lateness grows) or drop (count dropped buckets)")
+	f.StringVar(&o.idle, "idle", "auto", "how to wait for the next slot: spin (the paper's busy-wait), sleep (nanosleep until just before the slot, then spin),\nyield (spin with sched_yield), or auto (spin with 4+ CPUs, else sleep)")
+	f.StringVar(&o.cpus, "cpus", "auto", "CPUs to pin threads to: auto (the last CPUs), none, or a list like 1 or 2-3")
+	f.Uint8Var(&c.SenderID, "sender-id", 0, "this sender's id (0-255), distinct per dgsend process feeding one receiver")
+	f.IntVar(&c.HWM, "hwm", 1000, "ZeroMQ send high-water mark, in messages")
+	f.IntVar(&c.IOThreads, "io-threads", 1, "ZeroMQ I/O threads")
+	f.DurationVar(&c.LateThreshold, "late-threshold", 10*time.Microsecond, "a slot sent later than this after its intended time counts as late")
+	f.Float64Var(&c.MaxLateFraction, "max-late-fraction", sender.DefaultMaxLateFraction, "a paced run with more than this share of late slots did not keep its schedule (said first in the summary)")
+	f.BoolVar(&o.strict, "strict", false, "exit 1 when the schedule was not kept (shortfall, or late slots above --max-late-fraction)")
+	f.BoolVar(&c.SkipRateCheck, "no-rate-check", false, "do not refuse a rate above what the measured send cost allows")
+	o.run.Register(f, "dgsend", "127.0.0.1:9101", profileChannels)
+	f.BoolVar(&o.agent, "agent", false, "run as a cpsweep agent: serve the control API on --metrics-addr and take trials from the controller")
+	f.StringVar(&o.probeAdr, "probe-addr", "", "agent: answer TSC probes (cpsweep --clock) on this UDP address (default: the --metrics-addr host and port, on UDP)")
+	f.StringVar(&o.token, "token", "", "agent: shared token the controller must send (required unless --metrics-addr is loopback)")
+	f.StringVar(&o.tokenFile, "token-file", "", "agent: read the token from this file")
+}
+
+// config completes the sender's configuration from the flags that need
+// reading (endpoints, scenario, shape) and validates it before anything
+// that depends on it (the CPU choice needs a valid thread count).
+func (o *options) config() (sender.Config, error) {
+	cfg := o.cfg
+	if len(o.connect) > 0 && len(o.bind) > 0 {
+		return cfg, errors.New("give --connect or --bind, not both")
+	}
+	cfg.Endpoints, cfg.Bind = o.connect, len(o.bind) > 0
+	if cfg.Bind {
+		cfg.Endpoints = o.bind
+	}
+	cfg.Overflow, cfg.Idle = sender.Overflow(o.overflow), sender.Idle(o.idle)
+	var err error
+	if cfg.Scenario, err = scenarios.Load(o.scenario); err != nil {
+		return cfg, err
+	}
+	if cfg.Shape, err = sender.ParseShape(o.shape); err != nil {
+		return cfg, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
+	}
+	cfg.CPUs, err = cli.CPUs(o.cpus, cfg.Threads)
+	return cfg, err
+}
+
+func (o *options) execute() error {
+	if o.agent {
+		cpus, err := cli.CPUs(o.cpus, 1)
+		if err != nil {
+			return err
+		}
+		return agent.Run(agent.Options{Role: sweep.RoleSender, CPUs: cpus, IOThreads: o.cfg.IOThreads, ProbeAddr: o.probeAdr},
+			o.run.MetricsAddr, o.token, o.tokenFile, o.run.Calibrate)
+	}
+	cfg, err := o.config()
+	if err != nil {
+		return err
+	}
+	if features, err := tsc.DetectFeatures(); err == nil && features.Problem() != "" {
+		fmt.Fprintf(os.Stderr, "dgsend: warning: %s\n", features.Problem())
+	}
+	res, err := cli.RunCommand(o.run, func(clock *tsc.Clock, prof *cli.Profile) (cli.Runner[*sender.Result], error) {
+		cfg.Clock, cfg.Profile, cfg.Handlers = clock, prof.Profiler, prof.Handlers
+		return sender.New(cfg)
+	}, func(s cli.Runner[*sender.Result], done <-chan struct{}) {
+		reportProgress(s.(*sender.Sender), cfg.Rate, done)
+	})
+	if err != nil {
+		return err
+	}
+	if len(res.Errors) > 0 {
+		return errors.New("run finished with errors")
+	}
+	if o.strict && !res.ScheduleKept {
+		return fmt.Errorf("--strict: the schedule was not kept: %s", res.Schedule)
+	}
+	return nil
 }
 
 func reportProgress(s *sender.Sender, target float64, done <-chan struct{}) {

@@ -360,7 +360,7 @@ func TestCLIErrors(t *testing.T) {
 		{"dgsend", []string{"--connect", "tcp://127.0.0.1:1", "--bucket", "0"}, "bucket size must be"},
 		{"dgsend", []string{"--connect", "tcp://127.0.0.1:1", "--overflow", "maybe"}, "overflow policy must be"},
 		{"dgsend", []string{"--connect", "nonsense"}, "not a ZeroMQ endpoint"},
-		{"dgsend", []string{"--connect", "tcp://127.0.0.1:1", "--threads", "-1"}, "--threads must be at least 1"},
+		{"dgsend", []string{"--connect", "tcp://127.0.0.1:1", "--threads", "-1"}, "threads must be 1..256, got -1"},
 		{"dgsend", []string{"--connect", "tcp://127.0.0.1:1", "--scenario", "/dev/zero"}, "not a regular file"},
 		{"dgsend", []string{"--connect", "tcp://127.0.0.1:1", "--shape", "replay:/dev/zero"}, "not a regular file"},
 		{"dgrecv", []string{"--ring", "4611686018427387904"}, "ring capacity must be a power of two from 2 to 16384"},
