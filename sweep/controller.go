@@ -211,58 +211,93 @@ func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string)
 	o := &Outcome{Rate: rate}
 	t.Outcome = o
 	defer func() { t.Elapsed = time.Since(t.StartedAt) }()
-	say := func(format string, args ...any) {
-		if c.Progress != nil {
-			c.Progress(format, args...)
-		}
-	}
 	p := c.Plan
-	total := time.Duration(p.Warmup + p.Duration)
 	// Bound everything: warm-up, window, end markers, startup and slack.
-	deadline := senderLead + total + p.EndTimeout + 20*time.Second
+	deadline := senderLead + p.Warmup + p.Duration + p.EndTimeout + 20*time.Second
 	tctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
-	silentFor := c.AgentTimeout
-	if silentFor <= 0 {
-		silentFor = DefaultAgentTimeout
-	}
-
-	started := make([]*Client, 0, len(c.Receivers)+len(c.Senders))
-	stopAll := func() {
-		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), ControlTimeout)
-		defer scancel()
-		var wg sync.WaitGroup
-		for _, a := range started {
-			wg.Add(1)
-			go func() { defer wg.Done(); _, _ = a.Stop(sctx) }()
-		}
-		wg.Wait()
-	}
+	r := &trialRun{c: c, ctx: ctx, tctx: tctx, deadline: deadline, o: o}
 	invalid := func(err error) (Trial, error) {
-		stopAll()
+		r.stopAll()
 		t.Verdict = Judge(o, p.Rules)
 		if ctx.Err() != nil {
 			return t, ctx.Err()
 		}
 		return t, err
 	}
-	for i, r := range c.Receivers {
-		cfg := p.receiverTrial(deadline - 5*time.Second)
+	if err := r.startReceivers(); err != nil {
+		return invalid(err)
+	}
+	if err := r.startSenders(rate); err != nil {
+		return invalid(err)
+	}
+	if len(o.Refused) > 0 {
+		r.stopAll()
+		t.Verdict = Judge(o, p.Rules)
+		return t, ctx.Err()
+	}
+	if c.Progress != nil {
+		c.Progress("running %.0f tuples/s for %v (+%v warm-up)", rate, p.Duration, p.Warmup)
+	}
+	if err := r.await(); err != nil {
+		return invalid(err)
+	}
+	o.Window = window(o.Senders)
+	t.Achieved = WindowRate(o)
+	t.Verdict = Judge(o, p.Rules)
+	return t, ctx.Err()
+}
+
+// trialRun is one trial in progress: the agents started so far, and what
+// they have reported.
+type trialRun struct {
+	c         *Controller
+	ctx, tctx context.Context // the caller's, and bounded by deadline
+	deadline  time.Duration
+	started   []*Client
+	o         *Outcome
+}
+
+// stopAll asks every started agent to stop (bounded, even when the
+// caller's context is done).
+func (r *trialRun) stopAll() {
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(r.ctx), ControlTimeout)
+	defer scancel()
+	var wg sync.WaitGroup
+	for _, a := range r.started {
+		wg.Add(1)
+		go func() { defer wg.Done(); _, _ = a.Stop(sctx) }()
+	}
+	wg.Wait()
+}
+
+func (r *trialRun) startReceivers() error {
+	c, p := r.c, r.c.Plan
+	for i, a := range c.Receivers {
+		cfg := p.receiverTrial(r.deadline - 5*time.Second)
 		cfg.Profile = c.TrialProfile
 		if c.expect != nil {
 			cfg.ExpectStreams = c.expect[i]
 		}
-		if _, err := r.Start(tctx, cfg); err != nil {
-			return invalid(agentFault(r, fmt.Errorf("start receiver: %w", err)))
+		if _, err := a.Start(r.tctx, cfg); err != nil {
+			return agentFault(a, fmt.Errorf("start receiver: %w", err))
 		}
-		started = append(started, r)
+		r.started = append(r.started, a)
 	}
+	return nil
+}
+
+// startSenders starts every sender at its share of rate. Senders prepare
+// (pre-serialize, measure their send cost) in parallel and then start
+// together at a common instant. A sender refusing its share as above its
+// send cost is recorded in Outcome.Refused; any other refusal is the
+// error.
+func (r *trialRun) startSenders(rate float64) error {
+	c, p := r.c, r.c.Plan
 	targets := c.endpoints
 	if p.Relay {
 		targets = p.SenderTargets
 	}
-	// Senders prepare (pre-serialize, measure their send cost) in parallel
-	// and then start together at a common instant.
 	startAt := time.Now().Add(senderLead)
 	totalThreads := len(c.Senders) * p.Threads
 	errs := make([]error, len(c.Senders))
@@ -277,7 +312,7 @@ func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = s.Start(tctx, cfg)
+			_, errs[i] = s.Start(r.tctx, cfg)
 		}()
 	}
 	wg.Wait()
@@ -286,72 +321,78 @@ func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string)
 		var se *StatusError
 		switch {
 		case err == nil:
-			started = append(started, c.Senders[i])
+			r.started = append(r.started, c.Senders[i])
 		case errors.As(err, &se) && se.Code == StatusCapacity:
-			o.Refused = append(o.Refused, fmt.Sprintf("sender %s: %s", c.Senders[i].Addr, se.Msg))
+			r.o.Refused = append(r.o.Refused, fmt.Sprintf("sender %s: %s", c.Senders[i].Addr, se.Msg))
 		case fault == nil:
 			fault = agentFault(c.Senders[i], fmt.Errorf("start sender: %w", err))
 		}
 	}
-	if fault != nil {
-		return invalid(fault)
-	}
-	if len(o.Refused) > 0 {
-		stopAll()
-		t.Verdict = Judge(o, p.Rules)
-		return t, ctx.Err()
-	}
-	say("running %.0f tuples/s for %v (+%v warm-up)", rate, p.Duration, p.Warmup)
+	return fault
+}
 
-	// Wait for every agent to finish; one that fails, stops answering for
-	// silentFor, or never finishes makes the trial invalid.
-	pending := append([]*Client(nil), started...)
+// await polls every started agent until all have finished; one that
+// fails, stops answering for the agent timeout, or never finishes is the
+// error. The results go into the outcome.
+func (r *trialRun) await() error {
+	silentFor := r.c.AgentTimeout
+	if silentFor <= 0 {
+		silentFor = DefaultAgentTimeout
+	}
+	pending := append([]*Client(nil), r.started...)
 	lastOK := map[*Client]time.Time{}
 	for _, a := range pending {
 		lastOK[a] = time.Now()
 	}
 	for len(pending) > 0 {
 		select {
-		case <-tctx.Done():
-			if ctx.Err() != nil {
-				return invalid(ctx.Err())
+		case <-r.tctx.Done():
+			if r.ctx.Err() != nil {
+				return r.ctx.Err()
 			}
-			return invalid(agentFault(pending[0], fmt.Errorf("the trial did not finish within %v", deadline)))
+			return agentFault(pending[0], fmt.Errorf("the trial did not finish within %v", r.deadline))
 		case <-time.After(200 * time.Millisecond):
 		}
 		next := pending[:0]
 		for _, a := range pending {
-			st, err := a.Status(tctx)
-			switch {
-			case err != nil && ctx.Err() != nil:
-				return invalid(ctx.Err())
-			case err != nil:
-				if since := time.Since(lastOK[a]); since >= silentFor {
-					return invalid(agentFault(a, fmt.Errorf("stopped answering mid-trial (nothing for %v): %w", since.Round(100*time.Millisecond), err)))
-				}
+			done, err := r.poll(a, lastOK, silentFor)
+			if err != nil {
+				return err
+			}
+			if !done {
 				next = append(next, a)
-			case !st.Finished():
-				lastOK[a] = time.Now()
-				next = append(next, a)
-			case st.State == StateFailed:
-				return invalid(agentFault(a, fmt.Errorf("trial failed: %s", st.Error)))
-			case st.Sender != nil:
-				o.Senders = append(o.Senders, st.Sender)
-			case st.Receiver != nil:
-				o.Receivers = append(o.Receivers, st.Receiver)
-			default:
-				return invalid(agentFault(a, errors.New("finished without a result")))
 			}
 		}
 		pending = next
 	}
-	o.Window = window(o.Senders)
-	t.Achieved = WindowRate(o)
-	t.Verdict = Judge(o, p.Rules)
-	if err := ctx.Err(); err != nil {
-		return t, err
+	return nil
+}
+
+// poll asks one agent for its status: done with its result recorded, not
+// yet, or an error that makes the trial invalid.
+func (r *trialRun) poll(a *Client, lastOK map[*Client]time.Time, silentFor time.Duration) (bool, error) {
+	st, err := a.Status(r.tctx)
+	switch {
+	case err != nil && r.ctx.Err() != nil:
+		return false, r.ctx.Err()
+	case err != nil:
+		if since := time.Since(lastOK[a]); since >= silentFor {
+			return false, agentFault(a, fmt.Errorf("stopped answering mid-trial (nothing for %v): %w", since.Round(100*time.Millisecond), err))
+		}
+		return false, nil
+	case !st.Finished():
+		lastOK[a] = time.Now()
+		return false, nil
+	case st.State == StateFailed:
+		return false, agentFault(a, fmt.Errorf("trial failed: %s", st.Error))
+	case st.Sender != nil:
+		r.o.Senders = append(r.o.Senders, st.Sender)
+	case st.Receiver != nil:
+		r.o.Receivers = append(r.o.Receivers, st.Receiver)
+	default:
+		return false, agentFault(a, errors.New("finished without a result"))
 	}
-	return t, nil
+	return true, nil
 }
 
 // window is the measured window, when every sender runs past its warm-up:

@@ -87,72 +87,115 @@ type Sweep struct {
 
 // Execute prepares the agents, runs the search and writes the run
 // directory as it goes. An interrupted sweep (ctx cancelled) keeps every
-// finished trial and returns the partial report with Interrupted set.
+// finished trial and returns the partial report with Interrupted set. A
+// profile or a TSC relation that was asked for and could not be made is
+// an error after the answer (which stands, and is saved).
 func (s *Sweep) Execute(ctx context.Context) (*Report, error) {
 	agents, err := s.Ctrl.Prepare(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if s.Run == nil {
-		if s.Run, err = results.Create(s.Results, s.Name, time.Now()); err != nil {
-			return nil, err
-		}
-	}
-	s.report = Report{FormatVersion: results.FormatVersion, Name: s.Name, Started: time.Now().UTC(), Plan: s.Ctrl.Plan,
-		Search: s.Search, Agents: agents, Topology: s.Ctrl.AgentsSummary(), Dir: s.Run.Dir}
-	if err := s.Run.WriteJSON("config.json", map[string]any{"plan": s.Ctrl.Plan, "search": s.Search, "agents": agents,
-		"topology": s.report.Topology, "args": s.Args, "profile": s.Profile, "profile_at": s.ProfileAt, "clock": s.Clock}); err != nil {
+	if err := s.begin(agents); err != nil {
 		return nil, err
 	}
-	s.logf("sweep %q: %s\nresults in %s\n", s.Name, s.report.Topology, s.Run.Dir)
-
 	var before *probing.Session
 	if s.Clock {
 		if before, err = s.probeClocks(ctx); err != nil {
 			return &s.report, &AgentError{Agent: "TSC probing", Err: fmt.Errorf("before the sweep: %w", err)}
 		}
 	}
-	partial := &Result{Method: s.Search.Method}
-	var writeErr error // a failed write of the run directory ends the sweep
-	run := func(ctx context.Context, rate float64, purpose string) (Trial, error) {
-		n := len(partial.Trials) + 1
-		t, err := s.runTrial(ctx, n, rate, purpose)
-		t.N, t.Rate, t.Purpose = n, rate, purpose
-		if err != nil {
-			return t, err
-		}
-		partial.Trials = append(partial.Trials, t)
-		s.logf("%s\n", s.trialLine(t))
-		if err := s.Run.WriteJSON(fmt.Sprintf("trials/%03d.json", n), map[string]any{"trial": t, "outcome": t.Outcome}); err != nil {
-			writeErr = err
-			return t, err
-		}
-		if err := s.save(partial, false); err != nil {
-			writeErr = err
-			return t, err
-		}
-		if left := s.estimateLeft(partial); left != "" {
-			s.logf("          %s\n", left)
-		}
-		return t, nil
-	}
+	rec := &recorder{s: s, partial: &Result{Method: s.Search.Method}}
 	var res *Result
 	switch s.Search.Method {
 	case "linear":
-		res, err = Linear(ctx, s.Search.Linear, run)
+		res, err = Linear(ctx, s.Search.Linear, rec.run)
 	default:
-		res, err = Fast(ctx, s.Search.Fast, run)
+		res, err = Fast(ctx, s.Search.Fast, rec.run)
 	}
 	if res == nil {
-		res = partial
+		res = rec.partial
 	}
 	interrupted := ctx.Err() != nil
 	var agentErr *AgentError
-	failed := errors.As(err, &agentErr) || writeErr != nil
-	// A requested profile that did not come back is a failure of the
-	// instrument: the answer stands and is saved, but the exit status
-	// says the run is incomplete.
-	var profileErr error
+	failed := errors.As(err, &agentErr) || rec.writeErr != nil
+	profileErr := s.profile(ctx, res, rec.run, interrupted, failed)
+	var clockErr error
+	if before != nil && !interrupted && !failed {
+		clockErr = s.relate(ctx, before, rec)
+	}
+	if serr := s.save(res, interrupted); serr != nil && rec.writeErr == nil {
+		rec.writeErr = serr
+	}
+	switch {
+	case rec.writeErr != nil:
+		return &s.report, fmt.Errorf("the run directory could not be written completely (the finished trials are what is on disk): %w", rec.writeErr)
+	case err != nil && !interrupted:
+		return &s.report, err
+	case ctx.Err() != nil:
+		return &s.report, nil
+	case profileErr != nil:
+		return &s.report, fmt.Errorf("the answer stands, but the profile asked for is incomplete: %w", profileErr)
+	case clockErr != nil:
+		return &s.report, fmt.Errorf("the answer stands, but the TSC relation asked for (--clock) could not be made: %w", clockErr)
+	}
+	return &s.report, nil
+}
+
+// begin creates the run directory (after the agents answered: a failed
+// pre-flight leaves nothing behind) and records the configuration.
+func (s *Sweep) begin(agents []AgentInfo) error {
+	if s.Run == nil {
+		var err error
+		if s.Run, err = results.Create(s.Results, s.Name, time.Now()); err != nil {
+			return err
+		}
+	}
+	s.report = Report{FormatVersion: results.FormatVersion, Name: s.Name, Started: time.Now().UTC(), Plan: s.Ctrl.Plan,
+		Search: s.Search, Agents: agents, Topology: s.Ctrl.AgentsSummary(), Dir: s.Run.Dir}
+	if err := s.Run.WriteJSON("config.json", map[string]any{"plan": s.Ctrl.Plan, "search": s.Search, "agents": agents,
+		"topology": s.report.Topology, "args": s.Args, "profile": s.Profile, "profile_at": s.ProfileAt, "clock": s.Clock}); err != nil {
+		return err
+	}
+	s.logf("sweep %q: %s\nresults in %s\n", s.Name, s.report.Topology, s.Run.Dir)
+	return nil
+}
+
+// recorder runs the search's trials and writes each into the run
+// directory as it finishes; a failed write ends the sweep.
+type recorder struct {
+	s        *Sweep
+	partial  *Result
+	writeErr error
+}
+
+func (rec *recorder) run(ctx context.Context, rate float64, purpose string) (Trial, error) {
+	s := rec.s
+	n := len(rec.partial.Trials) + 1
+	t, err := s.runTrial(ctx, n, rate, purpose)
+	t.N, t.Rate, t.Purpose = n, rate, purpose
+	if err != nil {
+		return t, err
+	}
+	rec.partial.Trials = append(rec.partial.Trials, t)
+	s.logf("%s\n", s.trialLine(t))
+	if err := s.Run.WriteJSON(fmt.Sprintf("trials/%03d.json", n), map[string]any{"trial": t, "outcome": t.Outcome}); err != nil {
+		rec.writeErr = err
+		return t, err
+	}
+	if err := s.save(rec.partial, false); err != nil {
+		rec.writeErr = err
+		return t, err
+	}
+	if left := s.estimateLeft(rec.partial); left != "" {
+		s.logf("          %s\n", left)
+	}
+	return t, nil
+}
+
+// profile runs the profiled trial when it was asked for and can run, and
+// says why not otherwise; its error is a profile that did not come back.
+func (s *Sweep) profile(ctx context.Context, res *Result, run func(context.Context, float64, string) (Trial, error), interrupted, failed bool) error {
+	var err error
 	switch {
 	case s.Profile == "":
 	case interrupted:
@@ -162,40 +205,38 @@ func (s *Sweep) Execute(ctx context.Context) (*Report, error) {
 	case res.LastPass <= 0:
 		s.report.ProfileSkipped = "no rate passed, so there is no rate to profile at"
 	default:
-		if perr := s.profiledTrial(ctx, res, run); perr != nil {
-			s.report.ProfileSkipped, profileErr = perr.Error(), perr
+		if err = s.profiledTrial(ctx, res, run); err != nil {
+			s.report.ProfileSkipped = err.Error()
 		}
 	}
 	if s.report.ProfileSkipped != "" {
 		s.logf("profiled trial skipped: %s\n", s.report.ProfileSkipped)
 	}
-	if before != nil && !interrupted && !failed {
-		if after, perr := s.probeClocks(context.WithoutCancel(ctx)); perr != nil {
-			s.logf("TSC probing after the sweep: %v\n", perr)
-		} else if rf, perr := probing.Relate([]*probing.Session{before, after}, "receiver0"); perr != nil {
-			s.logf("TSC relation: %v\n", perr)
-		} else if perr := s.Run.WriteJSON("relation.json", rf); perr != nil {
-			writeErr = perr
-		} else {
-			for _, r := range rf.Relations {
-				s.logf("TSC %s -> receiver0: %s; paper e %.0f ticks, tighter half-width %.0f ticks, slope width %.3f ppm\n",
-					r.Node, r.Status, r.PaperErr, r.MidHalfWidth, r.AlphaPPM)
-			}
-		}
+	return err
+}
+
+// relate probes the agents' TSCs again and writes relation.json from
+// both sessions (a failed write is the recorder's write error).
+func (s *Sweep) relate(ctx context.Context, before *probing.Session, rec *recorder) error {
+	after, err := s.probeClocks(context.WithoutCancel(ctx))
+	if err != nil {
+		s.logf("TSC probing after the sweep: %v\n", err)
+		return fmt.Errorf("probing after the sweep: %w", err)
 	}
-	if serr := s.save(res, interrupted); serr != nil && writeErr == nil {
-		writeErr = serr
+	rf, err := probing.Relate([]*probing.Session{before, after}, "receiver0")
+	if err != nil {
+		s.logf("TSC relation: %v\n", err)
+		return err
 	}
-	if writeErr != nil {
-		return &s.report, fmt.Errorf("the run directory could not be written completely (the finished trials are what is on disk): %w", writeErr)
+	if err := s.Run.WriteJSON("relation.json", rf); err != nil {
+		rec.writeErr = err
+		return nil
 	}
-	if err != nil && !interrupted {
-		return &s.report, err
+	for _, r := range rf.Relations {
+		s.logf("TSC %s -> receiver0: %s; paper e %.0f ticks, tighter half-width %.0f ticks, slope width %.3f ppm\n",
+			r.Node, r.Status, r.PaperErr, r.MidHalfWidth, r.AlphaPPM)
 	}
-	if profileErr != nil && ctx.Err() == nil {
-		return &s.report, fmt.Errorf("the answer stands, but the profile asked for is incomplete: %w", profileErr)
-	}
-	return &s.report, nil
+	return nil
 }
 
 // MaxAgentRetries bounds how often one trial is repeated after agent
