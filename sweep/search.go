@@ -135,75 +135,97 @@ func Fast(ctx context.Context, plan FastPlan, run Runner) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Method: "fast"}
+	f := &fastSearch{ctx: ctx, p: p, run: run, res: &Result{Method: "fast"}, pr: prober{precision: p.Precision}}
 	start := time.Now()
-	defer func() { res.Elapsed = time.Since(start) }()
-	try := func(rate float64, purpose string) (Trial, error) {
-		if len(res.Trials) >= p.MaxTrials {
-			return Trial{}, errTrialLimit
-		}
-		return runOne(ctx, res, rate, purpose, run)
+	defer func() { f.res.Elapsed = time.Since(start) }()
+	if stopped, err := f.ramp(); err != nil || stopped {
+		return f.finish(err)
 	}
-	finish := func(err error) (*Result, error) {
-		if errors.Is(err, errTrialLimit) {
-			res.Stopped = fmt.Sprintf("used all %d trials before reaching %.2g%% precision", p.MaxTrials, p.Precision*100)
-			return res, nil
-		}
-		return res, err
-	}
+	return f.finish(f.narrow())
+}
 
-	pr := prober{precision: p.Precision}
-	// Ramp up (or down when the first trial fails).
-	rate := p.Start
-	for {
-		t, err := try(rate, "ramp")
+// fastSearch is a fast search in progress.
+type fastSearch struct {
+	ctx context.Context
+	p   FastPlan
+	run Runner
+	res *Result
+	pr  prober
+}
+
+func (f *fastSearch) try(rate float64, purpose string) (Trial, error) {
+	if len(f.res.Trials) >= f.p.MaxTrials {
+		return Trial{}, errTrialLimit
+	}
+	return runOne(f.ctx, f.res, rate, purpose, f.run)
+}
+
+// finish turns the trial limit into a stop with its reason.
+func (f *fastSearch) finish(err error) (*Result, error) {
+	if errors.Is(err, errTrialLimit) {
+		f.res.Stopped = fmt.Sprintf("used all %d trials before reaching %.2g%% precision", f.p.MaxTrials, f.p.Precision*100)
+		return f.res, nil
+	}
+	return f.res, err
+}
+
+// ramp goes up from Start by Factor until a trial fails (or down, when
+// the first one fails, until one passes); stopped says the search ended
+// with its reason in Stopped (the maximum passed, or nothing did).
+func (f *fastSearch) ramp() (stopped bool, err error) {
+	p, res := f.p, f.res
+	for rate := p.Start; ; {
+		t, err := f.try(rate, "ramp")
 		if err != nil {
-			return finish(err)
+			return false, err
 		}
-		if t.Verdict.Pass {
-			res.LastPass = rate
-			pr.passed(rate)
-			if p.Max > 0 && rate >= p.Max {
-				res.Stopped = fmt.Sprintf("the maximum rate %g passed: the capacity is above it", p.Max)
-				return res, nil
+		if !t.Verdict.Pass {
+			res.FirstFail = rate
+			f.pr.failed(rate, t.Achieved, "ramp")
+			if res.LastPass == 0 { // the first trial failed: ramp down
+				return rampDown(res, &f.pr, p, f.try)
 			}
-			rate *= p.Factor
-			if p.Max > 0 {
-				rate = math.Min(rate, p.Max)
-			}
-			continue
+			return false, nil
 		}
-		res.FirstFail = rate
-		pr.failed(rate, t.Achieved, "ramp")
-		if res.LastPass == 0 { // the first trial failed: ramp down
-			if stopped, err := rampDown(res, &pr, p, try); err != nil || stopped {
-				return finish(err)
-			}
+		res.LastPass = rate
+		f.pr.passed(rate)
+		if p.Max > 0 && rate >= p.Max {
+			res.Stopped = fmt.Sprintf("the maximum rate %g passed: the capacity is above it", p.Max)
+			return true, nil
 		}
-		break
+		rate *= p.Factor
+		if p.Max > 0 {
+			rate = math.Min(rate, p.Max)
+		}
 	}
+}
 
+// narrow closes [LastPass, FirstFail) to the precision and confirms the
+// last pass; a confirmation that fails moves the interval down (to the
+// highest earlier pass below it, or by ramping down) and narrows again.
+func (f *fastSearch) narrow() error {
+	p, res := f.p, f.res
 	for confirmed := 0; ; {
 		for res.Precision() > p.Precision {
-			next, purpose := pr.next(res.LastPass, res.FirstFail)
-			t, err := try(next, purpose)
+			next, purpose := f.pr.next(res.LastPass, res.FirstFail)
+			t, err := f.try(next, purpose)
 			if err != nil {
-				return finish(err)
+				return err
 			}
 			if t.Verdict.Pass {
 				res.LastPass = next
-				pr.passed(next)
+				f.pr.passed(next)
 			} else {
 				res.FirstFail = next
-				pr.failed(next, t.Achieved, purpose)
+				f.pr.failed(next, t.Achieved, purpose)
 			}
 		}
 		if confirmed >= p.Confirm {
-			return res, nil
+			return nil
 		}
-		t, err := try(res.LastPass, "confirm")
+		t, err := f.try(res.LastPass, "confirm")
 		if err != nil {
-			return finish(err)
+			return err
 		}
 		if t.Verdict.Pass {
 			confirmed++
@@ -212,7 +234,7 @@ func Fast(ctx context.Context, plan FastPlan, run Runner) (*Result, error) {
 		// The final pass did not hold: it becomes the first fail, and the
 		// highest earlier pass below it the last pass.
 		res.FirstFail = res.LastPass
-		pr.failed(res.FirstFail, t.Achieved, "confirm") // it passed before: the capacity is right below
+		f.pr.failed(res.FirstFail, t.Achieved, "confirm") // it passed before: the capacity is right below
 		res.LastPass = 0
 		for _, prev := range res.Trials {
 			if prev.Verdict.Pass && prev.Rate < res.FirstFail && prev.Rate > res.LastPass {
@@ -222,9 +244,8 @@ func Fast(ctx context.Context, plan FastPlan, run Runner) (*Result, error) {
 		if res.LastPass == 0 {
 			// Nothing passed below it: ramp down from it, as after a
 			// failing first trial, to the floor.
-			stopped, err := rampDown(res, &pr, p, try)
-			if err != nil || stopped {
-				return finish(err)
+			if stopped, err := rampDown(res, &f.pr, p, f.try); err != nil || stopped {
+				return err
 			}
 		}
 		confirmed = 0
