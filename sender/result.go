@@ -68,49 +68,15 @@ type StreamEnd struct {
 	P99Lateness int64  `json:"p99_lateness_ns"`
 }
 
+// result sums every thread's counts into the run's result, from the
+// common start to end (MaxUint64: the run was stopped or count-bounded).
 func (s *Sender) result(start, end uint64) *Result {
 	cfg := &s.cfg
 	r := &Result{Scenario: cfg.Scenario.Name, TargetRate: cfg.Rate, Shape: cfg.Shape, Threads: cfg.Threads, BucketSize: cfg.BucketSize,
 		TupleBytes: len(s.threads[0].tpls[0].Msg), Overflow: string(cfg.Overflow), Idle: string(cfg.Idle),
 		SendCostNs: s.sendCost.Nanoseconds(), LateThreshNs: cfg.LateThreshold.Nanoseconds(), latenessMerged: histo.NewPrecise(),
 		Windows: []uint64{}, Errors: []string{}}
-	var last uint64
-	var measured uint64
-	var windows []uint64
-	bucket := uint64(cfg.BucketSize)
-	for _, t := range s.threads {
-		r.Emitted += t.emittedTuples.Load()
-		r.EmittedBkts += t.emittedBuckets.Load()
-		r.DroppedBkts += t.droppedBuckets.Load()
-		r.DroppedTups += t.droppedTuples.Load()
-		r.LateSlots += t.lateSlots.Load()
-		r.ScheduledTups += t.scheduled * bucket
-		measured += t.measuredSlots
-		r.Interrupted = r.Interrupted || t.interrupted
-		r.latenessMerged.Merge(t.precise)
-		last = max(last, t.lastSend)
-		se := StreamEnd{Thread: t.id, Stream: t.stream, Endpoint: t.endpoint, CPU: t.cpu, Tuples: t.emittedTuples.Load(),
-			Dropped: t.droppedBuckets.Load(), MarkerSent: t.endMarker == nil, LateSlots: t.lateSlots.Load(), P99Lateness: t.precise.Summary().P99}
-		r.Streams = append(r.Streams, se)
-		if t.err != nil {
-			r.Errors = append(r.Errors, t.err.Error())
-		}
-		if t.endMarker != nil {
-			r.Errors = append(r.Errors, t.endMarker.Error())
-		}
-		if windows == nil {
-			windows = make([]uint64, len(t.windows))
-		}
-		for i, c := range t.windows {
-			windows[i] += c
-		}
-	}
-	for _, t := range s.threads {
-		r.Links = append(r.Links, t.link)
-		if p := t.link.Problem(); p != "" {
-			r.Errors = append(r.Errors, p)
-		}
-	}
+	last, measured, windows := r.addThreads(s.threads, uint64(cfg.BucketSize))
 	if r.ScheduledTups > r.Emitted+r.DroppedTups {
 		r.Shortfall = r.ScheduledTups - r.Emitted - r.DroppedTups
 	}
@@ -119,7 +85,7 @@ func (s *Sender) result(start, end uint64) *Result {
 	if end != math.MaxUint64 && !r.Interrupted {
 		span = end - start
 	} else if cfg.Rate > 0 {
-		span += uint64(float64(bucket) * float64(cfg.Threads) / cfg.Rate * clock.Hz) // include the last slot
+		span += uint64(float64(cfg.BucketSize) * float64(cfg.Threads) / cfg.Rate * clock.Hz) // include the last slot
 	}
 	r.DurationS = clock.TicksToNs(span) / 1e9
 	if r.DurationS > 0 {
@@ -142,21 +108,67 @@ func (s *Sender) result(start, end uint64) *Result {
 	}
 	r.Lateness = r.latenessMerged.Summary()
 	r.MaxLateFraction = cfg.MaxLateFraction
-	r.ScheduleKept, r.Schedule = true, ""
-	if cfg.Rate > 0 {
-		var missed []string
-		if r.Shortfall > 0 {
-			missed = append(missed, fmt.Sprintf("%d tuples behind schedule", r.Shortfall))
+	r.judgeSchedule(cfg)
+	return r
+}
+
+// addThreads adds every thread's counts, streams, links and errors, and
+// returns the last send (ticks), the slots measured for lateness, and the
+// cumulative tuples sent per 1-second window.
+func (r *Result) addThreads(threads []*thread, bucket uint64) (last, measured uint64, windows []uint64) {
+	for _, t := range threads {
+		r.Emitted += t.emittedTuples.Load()
+		r.EmittedBkts += t.emittedBuckets.Load()
+		r.DroppedBkts += t.droppedBuckets.Load()
+		r.DroppedTups += t.droppedTuples.Load()
+		r.LateSlots += t.lateSlots.Load()
+		r.ScheduledTups += t.scheduled * bucket
+		measured += t.measuredSlots
+		r.Interrupted = r.Interrupted || t.interrupted
+		r.latenessMerged.Merge(t.precise)
+		last = max(last, t.lastSend)
+		r.Streams = append(r.Streams, StreamEnd{Thread: t.id, Stream: t.stream, Endpoint: t.endpoint, CPU: t.cpu, Tuples: t.emittedTuples.Load(),
+			Dropped: t.droppedBuckets.Load(), MarkerSent: t.endMarker == nil, LateSlots: t.lateSlots.Load(), P99Lateness: t.precise.Summary().P99})
+		if t.err != nil {
+			r.Errors = append(r.Errors, t.err.Error())
 		}
-		if r.LateFraction > cfg.MaxLateFraction {
-			missed = append(missed, fmt.Sprintf("%.1f%% of slots late (over %s; limit %.1f%%), p99 lateness %s",
-				100*r.LateFraction, numfmt.Duration(cfg.LateThreshold), 100*cfg.MaxLateFraction, numfmt.Ns(float64(r.Lateness.P99))))
+		if t.endMarker != nil {
+			r.Errors = append(r.Errors, t.endMarker.Error())
 		}
-		if len(missed) > 0 {
-			r.ScheduleKept, r.Schedule = false, strings.Join(missed, "; ")
+		if windows == nil {
+			windows = make([]uint64, len(t.windows))
+		}
+		for i, c := range t.windows {
+			windows[i] += c
 		}
 	}
-	return r
+	for _, t := range threads {
+		r.Links = append(r.Links, t.link)
+		if p := t.link.Problem(); p != "" {
+			r.Errors = append(r.Errors, p)
+		}
+	}
+	return last, measured, windows
+}
+
+// judgeSchedule says whether a paced run kept its schedule: no shortfall
+// and no more late slots than MaxLateFraction.
+func (r *Result) judgeSchedule(cfg *Config) {
+	r.ScheduleKept, r.Schedule = true, ""
+	if cfg.Rate <= 0 {
+		return
+	}
+	var missed []string
+	if r.Shortfall > 0 {
+		missed = append(missed, fmt.Sprintf("%d tuples behind schedule", r.Shortfall))
+	}
+	if r.LateFraction > cfg.MaxLateFraction {
+		missed = append(missed, fmt.Sprintf("%.1f%% of slots late (over %s; limit %.1f%%), p99 lateness %s",
+			100*r.LateFraction, numfmt.Duration(cfg.LateThreshold), 100*cfg.MaxLateFraction, numfmt.Ns(float64(r.Lateness.P99))))
+	}
+	if len(missed) > 0 {
+		r.ScheduleKept, r.Schedule = false, strings.Join(missed, "; ")
+	}
 }
 
 // Progress is a live view of the totals, safe to take while running.

@@ -169,17 +169,7 @@ func Analyze(d *results.Dir, o Options) (*Report, error) {
 	if o.Lag <= 0 {
 		o.Lag = DefaultLag
 	}
-	points := map[string][]source{}
-	var nodes []string
-	for node, nf := range d.Nodes {
-		nodes = append(nodes, node)
-		for ch, paths := range nf.Logs {
-			for _, p := range paths {
-				points[PointOf(ch)] = append(points[PointOf(ch)], source{node: node, channel: ch, path: p})
-			}
-		}
-	}
-	sort.Strings(nodes)
+	points, nodes := sourcesOf(d)
 	tr, err := newTranslator(d, nodes)
 	if err != nil {
 		return rep, err
@@ -188,42 +178,13 @@ func Analyze(d *results.Dir, o Options) (*Report, error) {
 	rep.Problems = append(rep.Problems, tr.problems...)
 	pairs := o.Pairs
 	if len(pairs) == 0 {
-		var present []string
-		for _, p := range Pipeline {
-			if len(points[p]) > 0 {
-				present = append(present, p)
-			}
-		}
-		for i := 1; i < len(present); i++ {
-			pairs = append(pairs, [2]string{present[i-1], present[i]})
-		}
-		if len(present) > 2 {
-			pairs = append(pairs, [2]string{present[0], present[len(present)-1]})
-		}
+		pairs = defaultPairs(points)
 	}
 	if len(pairs) == 0 {
 		rep.Problems = append(rep.Problems, "fewer than two instrumentation points have logs: nothing to join")
 	}
 	for _, pr := range pairs {
-		from, to := points[pr[0]], points[pr[1]]
-		if len(from) == 0 || len(to) == 0 {
-			rep.Problems = append(rep.Problems, fmt.Sprintf("%s -> %s: no logs of %s", pr[0], pr[1], missingOf(pr, from)))
-			continue
-		}
-		if tr.rf == nil && spansNodes(from, to) {
-			why := "its points are on different nodes and there is no relation.json (run cpsweep with --clock)"
-			rep.Pairs = append(rep.Pairs, PairResult{From: pr[0], To: pr[1], Skipped: why})
-			rep.Problems = append(rep.Problems, fmt.Sprintf("%s -> %s not joined: %s", pr[0], pr[1], why))
-			continue
-		}
-		res, n, probs := join(pr[0], pr[1], from, to, tr, float64(o.Lag.Nanoseconds()), o.Visit)
-		if res.OnlyTo > 0 && res.OnlyFrom > 0 {
-			rep.Problems = append(rep.Problems, fmt.Sprintf("%s -> %s: %d tuples seen only at %s and %d only at %s: lost or unsampled, or a latency above the join's lag of %v (raise --lag)",
-				pr[0], pr[1], res.OnlyFrom, pr[0], res.OnlyTo, pr[1], o.Lag))
-		}
-		rep.Pairs = append(rep.Pairs, res)
-		rep.Records += n
-		rep.damaged(probs...)
+		rep.joinPair(pr, points[pr[0]], points[pr[1]], tr, o)
 	}
 	rep.PointRates = pointRates(rep.Pairs)
 	for point, srcs := range points {
@@ -242,6 +203,63 @@ func Analyze(d *results.Dir, o Options) (*Report, error) {
 		rep.RecordsPerSec = float64(rep.Records) / rep.Elapsed
 	}
 	return rep, nil
+}
+
+// sourcesOf lists every log of the run by point, and the nodes, sorted.
+func sourcesOf(d *results.Dir) (map[string][]source, []string) {
+	points := map[string][]source{}
+	var nodes []string
+	for node, nf := range d.Nodes {
+		nodes = append(nodes, node)
+		for ch, paths := range nf.Logs {
+			for _, p := range paths {
+				points[PointOf(ch)] = append(points[PointOf(ch)], source{node: node, channel: ch, path: p})
+			}
+		}
+	}
+	sort.Strings(nodes)
+	return points, nodes
+}
+
+// defaultPairs joins consecutive points of the Pipeline that have logs,
+// and the first with the last (end to end) when there are more than two.
+func defaultPairs(points map[string][]source) [][2]string {
+	var present []string
+	for _, p := range Pipeline {
+		if len(points[p]) > 0 {
+			present = append(present, p)
+		}
+	}
+	var pairs [][2]string
+	for i := 1; i < len(present); i++ {
+		pairs = append(pairs, [2]string{present[i-1], present[i]})
+	}
+	if len(present) > 2 {
+		pairs = append(pairs, [2]string{present[0], present[len(present)-1]})
+	}
+	return pairs
+}
+
+// joinPair joins one pair of points into the report, or says why not.
+func (rep *Report) joinPair(pr [2]string, from, to []source, tr *translator, o Options) {
+	if len(from) == 0 || len(to) == 0 {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("%s -> %s: no logs of %s", pr[0], pr[1], missingOf(pr, from)))
+		return
+	}
+	if tr.rf == nil && spansNodes(from, to) {
+		why := "its points are on different nodes and there is no relation.json (run cpsweep with --clock)"
+		rep.Pairs = append(rep.Pairs, PairResult{From: pr[0], To: pr[1], Skipped: why})
+		rep.Problems = append(rep.Problems, fmt.Sprintf("%s -> %s not joined: %s", pr[0], pr[1], why))
+		return
+	}
+	res, n, probs := join(pr[0], pr[1], from, to, tr, float64(o.Lag.Nanoseconds()), o.Visit)
+	if res.OnlyTo > 0 && res.OnlyFrom > 0 {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("%s -> %s: %d tuples seen only at %s and %d only at %s: lost or unsampled, or a latency above the join's lag of %v (raise --lag)",
+			pr[0], pr[1], res.OnlyFrom, pr[0], res.OnlyTo, pr[1], o.Lag))
+	}
+	rep.Pairs = append(rep.Pairs, res)
+	rep.Records += n
+	rep.damaged(probs...)
 }
 
 // pointRates takes each point's rate from the first pair it appears in.
