@@ -313,27 +313,11 @@ func (r *Receiver) monitor() string {
 	}
 	defer logMalformed()
 	lastLog := time.Now()
-	var lastSeen uint64 // newest message TSC over all lanes
-	lastSeenAt := time.Now()
-	var allEndedAt time.Time
-	lastSample := time.Time{}
-	every := backlogEvery
+	end := endWatch{lastSeenAt: time.Now()}
+	sampler := backlogSampler{every: backlogEvery}
 	for range tick.C {
 		now := time.Now()
-		if now.Sub(lastSample) >= every {
-			lastSample = now
-			if len(r.backlog) == maxBacklog {
-				// Bounded memory however long the run: keep every other
-				// sample and sample half as often from now on.
-				r.backlog = thin(r.backlog)
-				every *= 2
-			}
-			occ := 0
-			for _, l := range r.lanes {
-				occ += l.Occupancy()
-			}
-			r.backlog = append(r.backlog, BacklogSample{UnixNs: now.UnixNano(), Buckets: occ, Consumed: r.consumed.Load(), LatencyNs: r.lastLatency.Load()})
-		}
+		sampler.sample(r, now)
 		if r.quit.Load() {
 			return "stopped"
 		}
@@ -344,36 +328,75 @@ func (r *Receiver) monitor() string {
 			lastLog = now
 			logMalformed()
 		}
-		var newest uint64
-		for _, l := range r.lanes {
-			newest = max(newest, l.lastMsg.Load())
-		}
-		if newest != lastSeen {
-			lastSeen, lastSeenAt = newest, now
-		}
-		streams, ended := 0, 0
-		for _, l := range r.lanes {
-			n, e := l.streams.count()
-			streams, ended = streams+n, ended+e
-		}
-		switch {
-		case r.cfg.ExpectStreams > 0 && ended >= r.cfg.ExpectStreams:
-			return "all expected streams ended"
-		case r.cfg.ExpectStreams == 0 && streams > 0 && ended == streams:
-			if allEndedAt.IsZero() {
-				allEndedAt = now
-			}
-			if now.Sub(allEndedAt) >= r.cfg.Settle && now.Sub(lastSeenAt) >= r.cfg.Settle {
-				return "all streams ended"
-			}
-		default:
-			allEndedAt = time.Time{}
-		}
-		if lastSeen != 0 && now.Sub(lastSeenAt) >= r.cfg.EndTimeout {
-			return fmt.Sprintf("no data for %v: gave up waiting for end markers", r.cfg.EndTimeout)
+		if reason := end.check(r, now); reason != "" {
+			return reason
 		}
 	}
 	return "stopped"
+}
+
+// backlogSampler records the rings' occupancy, the consumed total and the
+// latest latency every so often, in bounded memory however long the run.
+type backlogSampler struct {
+	last  time.Time
+	every time.Duration
+}
+
+func (b *backlogSampler) sample(r *Receiver, now time.Time) {
+	if now.Sub(b.last) < b.every {
+		return
+	}
+	b.last = now
+	if len(r.backlog) == maxBacklog {
+		// Keep every other sample and sample half as often from now on.
+		r.backlog = thin(r.backlog)
+		b.every *= 2
+	}
+	occ := 0
+	for _, l := range r.lanes {
+		occ += l.Occupancy()
+	}
+	r.backlog = append(r.backlog, BacklogSample{UnixNs: now.UnixNano(), Buckets: occ, Consumed: r.consumed.Load(), LatencyNs: r.lastLatency.Load()})
+}
+
+// endWatch decides when the run is over from the streams and the data.
+type endWatch struct {
+	lastSeen   uint64 // newest message TSC over all lanes
+	lastSeenAt time.Time
+	allEndedAt time.Time
+}
+
+// check returns why the run ends now, or "".
+func (e *endWatch) check(r *Receiver, now time.Time) string {
+	var newest uint64
+	for _, l := range r.lanes {
+		newest = max(newest, l.lastMsg.Load())
+	}
+	if newest != e.lastSeen {
+		e.lastSeen, e.lastSeenAt = newest, now
+	}
+	streams, ended := 0, 0
+	for _, l := range r.lanes {
+		n, d := l.streams.count()
+		streams, ended = streams+n, ended+d
+	}
+	switch {
+	case r.cfg.ExpectStreams > 0 && ended >= r.cfg.ExpectStreams:
+		return "all expected streams ended"
+	case r.cfg.ExpectStreams == 0 && streams > 0 && ended == streams:
+		if e.allEndedAt.IsZero() {
+			e.allEndedAt = now
+		}
+		if now.Sub(e.allEndedAt) >= r.cfg.Settle && now.Sub(e.lastSeenAt) >= r.cfg.Settle {
+			return "all streams ended"
+		}
+	default:
+		e.allEndedAt = time.Time{}
+	}
+	if e.lastSeen != 0 && now.Sub(e.lastSeenAt) >= r.cfg.EndTimeout {
+		return fmt.Sprintf("no data for %v: gave up waiting for end markers", r.cfg.EndTimeout)
+	}
+	return ""
 }
 
 func (r *Receiver) malformedTotal() uint64 {
