@@ -239,7 +239,7 @@ func complete(tuples, buckets uint64) Stream {
 // Build returns the corpus.
 func Build() *Corpus {
 	c := &Corpus{Format: "cloudprofiler-go wire conformance corpus", Version: 1}
-	add := func(name, rule, schema string, m [][]string, malformed map[string]uint64, streams map[string]Stream) {
+	add := adder(func(name, rule, schema string, m [][]string, malformed map[string]uint64, streams map[string]Stream) {
 		if malformed == nil {
 			malformed = map[string]uint64{}
 		}
@@ -247,7 +247,7 @@ func Build() *Corpus {
 			streams = map[string]Stream{}
 		}
 		c.Cases = append(c.Cases, Case{Name: name, Rule: rule, Schema: schema, Messages: m, Expect: Expect{Malformed: malformed, Streams: streams}})
-	}
+	})
 	syn := "synthetic"
 	valid := [][]byte{bucketOf(st, 0, 0, 2), bucketOf(st, 1, 2, 2), endOK(st, 2, 4)}
 
@@ -258,6 +258,18 @@ func Build() *Corpus {
 	bad := bucketOf(st, 0, 0, 1)
 	bad[0] = 'X'
 	add("wrong magic", "Message layout: magic", syn, msgs(bad), map[string]uint64{"magic": 1}, nil)
+	layoutCases(add, syn)
+	endCases(add, syn)
+	sequenceCases(add, syn, valid)
+	versionAndSchemaCases(add, syn)
+	return c
+}
+
+// adder adds one case to the corpus.
+type adder func(name, rule, schema string, m [][]string, malformed map[string]uint64, streams map[string]Stream)
+
+// layoutCases break the header and the body's layout.
+func layoutCases(add adder, syn string) {
 	v2 := bucketOf(st, 0, 0, 1)
 	v2[2] = 2
 	add("a newer major version", "Versions: a receiver refuses a version it does not know", syn, msgs(v2), map[string]uint64{"version": 1}, nil)
@@ -276,6 +288,10 @@ func Build() *Corpus {
 	add("a multipart message", "Transport: single-part messages only", syn,
 		[][]string{{hex.EncodeToString(bucketOf(st, 0, 0, 1)), hex.EncodeToString(bucketOf(st, 1, 1, 1))}},
 		map[string]uint64{"multipart": 2}, nil)
+}
+
+// endCases break the end-of-stream marker.
+func endCases(add adder, syn string) {
 	add("end marker without buckets", "End-of-stream body: tuples and buckets are required", syn,
 		msgs(bucketOf(st, 0, 0, 1), end(st, 1, 0, map[string]any{"tuples": 1})), map[string]uint64{"end_marker": 1},
 		one(Stream{ReceivedTuples: 1, Buckets: 1}))
@@ -293,6 +309,11 @@ func Build() *Corpus {
 		msgs(end(st, 0, 0, map[string]any{"tuples": uint64(1 << 63), "buckets": 0})), map[string]uint64{"end_marker": 1}, nil)
 	add("reason that is not a string", "End-of-stream body: reason is a str", syn,
 		msgs(end(st, 0, 0, map[string]any{"tuples": 0, "buckets": 0, "reason": 1})), map[string]uint64{"end_marker": 1}, nil)
+}
+
+// sequenceCases are complete or incomplete streams: counts, gaps,
+// duplicates, stale buckets and data after the end.
+func sequenceCases(add adder, syn string, valid [][]byte) {
 	var ten [][]byte
 	for q := uint64(0); q < 10; q++ {
 		ten = append(ten, bucketOf(st, q, q, 1))
@@ -322,6 +343,11 @@ func Build() *Corpus {
 	run = append(run, data(st, 5), endOK(st, 1501, 0))
 	add("bucket 5 re-sent after bucket 1500", "Sequence: more than 1023 behind the highest number seen is stale", syn,
 		msgs(run...), nil, one(Stream{Buckets: 1501, Stale: 1, Ended: true, Complete: true}))
+}
+
+// versionAndSchemaCases are what a receiver must accept (additions within
+// a version, any msgpack encoding) and the schemas' own rules.
+func versionAndSchemaCases(add adder, syn string) {
 	add("unknown end marker keys are ignored", "Versions: additions within a major version", syn,
 		msgs(bucketOf(st, 0, 0, 1), end(st, 1, 0, map[string]any{"tuples": 1, "buckets": 1, "checksum": "abc", "reason": "completed"})), nil,
 		one(complete(1, 1)))
@@ -345,7 +371,6 @@ func Build() *Corpus {
 		msgs(data(st, 0, adEvent(st, 0, func(v []any) { v[7], v[8] = int64(-1), "not an address" })), endOK(st, 1, 1)), nil, one(complete(1, 1)))
 	add("raw keeps any fields after the first two", "raw schema", "raw",
 		msgs(data(st, 0, pack([]any{uint64(st) << 48, int64(1), "anything", []int{1, 2}})), endOK(st, 1, 1)), nil, one(complete(1, 1)))
-	return c
 }
 
 // Encode is the corpus as its file holds it.

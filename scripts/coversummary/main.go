@@ -36,33 +36,8 @@ func main() {
 		os.Exit(2)
 	}
 	defer f.Close()
-	blocks := map[string]*block{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "mode:") || line == "" {
-			continue
-		}
-		// file.go:l.c,l.c stmts count
-		fields := strings.Fields(line)
-		if len(fields) != 3 {
-			fmt.Fprintf(os.Stderr, "coversummary: malformed line %q\n", line)
-			os.Exit(2)
-		}
-		n, err1 := strconv.Atoi(fields[1])
-		c, err2 := strconv.Atoi(fields[2])
-		if err1 != nil || err2 != nil {
-			fmt.Fprintf(os.Stderr, "coversummary: malformed line %q\n", line)
-			os.Exit(2)
-		}
-		b := blocks[fields[0]]
-		if b == nil {
-			b = &block{stmts: n}
-			blocks[fields[0]] = b
-		}
-		b.covered = b.covered || c > 0
-	}
-	if err := sc.Err(); err != nil {
+	blocks, err := readProfile(f)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "coversummary:", err)
 		os.Exit(2)
 	}
@@ -105,4 +80,34 @@ func main() {
 	if bad {
 		os.Exit(1)
 	}
+}
+
+// readProfile reads a coverage profile's blocks, merged over the test
+// binaries that ran them.
+func readProfile(f *os.File) (map[string]*block, error) {
+	blocks := map[string]*block{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "mode:") || line == "" {
+			continue
+		}
+		// file.go:l.c,l.c stmts count
+		fields := strings.Fields(line)
+		if len(fields) != 3 {
+			return nil, fmt.Errorf("malformed line %q", line)
+		}
+		n, err1 := strconv.Atoi(fields[1])
+		c, err2 := strconv.Atoi(fields[2])
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("malformed line %q", line)
+		}
+		b := blocks[fields[0]]
+		if b == nil {
+			b = &block{stmts: n}
+			blocks[fields[0]] = b
+		}
+		b.covered = b.covered || c > 0
+	}
+	return blocks, sc.Err()
 }

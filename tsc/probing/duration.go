@@ -57,22 +57,7 @@ func (rf *RelationFile) Duration(fromNode string, fromTSC uint64, toNode string,
 		d.Tighter, d.Paper = &b, &b
 		return d, nil
 	case fromNode == toNode:
-		d.Case = "one node"
-		nr := rf.relations(fromNode, ref)
-		if nr.linErr != nil {
-			d.TighterNote = nr.linErr.Error()
-		} else if b, err := nr.lin.Duration(fromTSC, toTSC); err != nil {
-			d.TighterNote = err.Error()
-		} else {
-			d.Tighter = &b
-		}
-		if nr.paperErr != nil {
-			d.PaperNote = nr.paperErr.Error()
-		} else if b, err := tsc.DurationOnOneNode(nr.paper, fromTSC, toTSC); err != nil {
-			d.PaperNote = err.Error()
-		} else {
-			d.Paper = &b
-		}
+		rf.durationOnOneNode(&d)
 		return d, nil
 	}
 	// Two nodes: translate both ends (the network bound when there is
@@ -100,30 +85,58 @@ func (rf *RelationFile) Duration(fromNode string, fromTSC uint64, toNode string,
 			d.PaperNote = firstNote(from.PaperNote, errFrom)
 		}
 	default:
-		d.Case = "across"
-		if b, err := rf.tighterAcross(fromNode, fromTSC, toNode, toTSC); err == nil && (d.Tighter == nil || b.Err < d.Tighter.Err) {
-			d.Tighter, d.TighterNote = &b, ""
-		}
-		// Scenario 3: relate the end to the start's node, then translate
-		// the duration on that node to the reference (Eq. 8).
-		ab, bc := rf.relations(fromNode, ref), rf.relations(toNode, fromNode)
-		switch {
-		case ab.paperErr != nil:
-			d.PaperNote = ab.paperErr.Error()
-		case bc.paperErr != nil:
-			d.PaperNote = fmt.Sprintf("%s -> %s: %v", toNode, fromNode, bc.paperErr)
-		default:
-			if b, err := tsc.DurationAcrossNonReference(ab.paper, bc.paper, fromTSC, toTSC); err != nil {
-				d.PaperNote = err.Error()
-			} else {
-				d.Paper = &b
-			}
-		}
-		if from.Paper != nil && to.Paper != nil {
-			d.Baseline = &tsc.Bound{Value: to.Paper.Value - from.Paper.Value, Err: from.Paper.Err + to.Paper.Err}
-		}
+		rf.durationAcross(&d, from, to)
 	}
 	return d, nil
+}
+
+// durationOnOneNode bounds a duration between two values of one
+// non-reference node (§3.3, one node).
+func (rf *RelationFile) durationOnOneNode(d *Duration) {
+	d.Case = "one node"
+	nr := rf.relations(d.From, rf.Reference)
+	if nr.linErr != nil {
+		d.TighterNote = nr.linErr.Error()
+	} else if b, err := nr.lin.Duration(d.FromTSC, d.ToTSC); err != nil {
+		d.TighterNote = err.Error()
+	} else {
+		d.Tighter = &b
+	}
+	if nr.paperErr != nil {
+		d.PaperNote = nr.paperErr.Error()
+	} else if b, err := tsc.DurationOnOneNode(nr.paper, d.FromTSC, d.ToTSC); err != nil {
+		d.PaperNote = err.Error()
+	} else {
+		d.Paper = &b
+	}
+}
+
+// durationAcross bounds a duration between two non-reference nodes: the
+// tighter method's best of both ends translated and Scenario 3, the
+// paper's Scenario 3 (Eq. 8), and its 2e baseline.
+func (rf *RelationFile) durationAcross(d *Duration, from, to Translation) {
+	d.Case = "across"
+	if b, err := rf.tighterAcross(d.From, d.FromTSC, d.To, d.ToTSC); err == nil && (d.Tighter == nil || b.Err < d.Tighter.Err) {
+		d.Tighter, d.TighterNote = &b, ""
+	}
+	// Scenario 3: relate the end to the start's node, then translate the
+	// duration on that node to the reference (Eq. 8).
+	ab, bc := rf.relations(d.From, rf.Reference), rf.relations(d.To, d.From)
+	switch {
+	case ab.paperErr != nil:
+		d.PaperNote = ab.paperErr.Error()
+	case bc.paperErr != nil:
+		d.PaperNote = fmt.Sprintf("%s -> %s: %v", d.To, d.From, bc.paperErr)
+	default:
+		if b, err := tsc.DurationAcrossNonReference(ab.paper, bc.paper, d.FromTSC, d.ToTSC); err != nil {
+			d.PaperNote = err.Error()
+		} else {
+			d.Paper = &b
+		}
+	}
+	if from.Paper != nil && to.Paper != nil {
+		d.Baseline = &tsc.Bound{Value: to.Paper.Value - from.Paper.Value, Err: from.Paper.Err + to.Paper.Err}
+	}
 }
 
 // tighterAcross is Scenario 3 with the polygon relations (tsc.DurationAcross).
