@@ -32,13 +32,9 @@ func (t *thread) run(s *Sender, start, end uint64) {
 	t.endMarker = t.sendEnd(s)
 }
 
-func (t *thread) loop(s *Sender, start, end uint64) {
-	cfg := &s.cfg
-	clock := cfg.Clock
-	paced := cfg.Rate > 0
-	drop := cfg.Overflow == Drop
-	lateTicks := clock.Ticks(cfg.LateThreshold)
-	nsPerTick := 1e9 / clock.Hz
+// newPacer sets the idle strategy's margins in this host's ticks.
+func (t *thread) newPacer(s *Sender) pacer {
+	cfg, clock := &s.cfg, s.cfg.Clock
 	pace := pacer{idle: cfg.Idle, stop: &s.stop,
 		yieldTicks:  clock.Ticks(5 * time.Microsecond),
 		sleepMargin: clock.Ticks(t.napMargin),
@@ -46,48 +42,60 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 		slack:       clock.Ticks(3 * time.Microsecond),
 		maxMargin:   clock.Ticks(250 * time.Microsecond),
 		maxNap:      clock.Ticks(maxNap),
-		nsPerTick:   nsPerTick,
+		nsPerTick:   1e9 / clock.Hz,
 	}
-	if paced {
+	if cfg.Rate > 0 {
 		pace.maxMargin = min(pace.maxMargin, uint64(t.sched.SlotTicks()/2))
 	}
 	pace.sleepMargin = min(pace.sleepMargin, pace.maxMargin)
+	return pace
+}
+
+// emission is the emission loop's running state (on its stack).
+type emission struct {
+	k, seq, tupleSeq                        uint64
+	emitted, buckets, dropB, late, measured uint64
+	idx, w                                  int
+	winEnd, nextPublish                     uint64
+}
+
+// loop sends every slot of the thread's schedule (or as fast as it can,
+// unpaced) from start until end, its slot count, or a stop.
+func (t *thread) loop(s *Sender, start, end uint64) {
+	cfg := &s.cfg
+	clock := cfg.Clock
+	paced := cfg.Rate > 0
+	drop := cfg.Overflow == Drop
+	lateTicks := clock.Ticks(cfg.LateThreshold)
+	nsPerTick := 1e9 / clock.Hz
+	pace := t.newPacer(s)
 	measureFrom := start + clock.Ticks(cfg.Warmup)
 	endGrace := end
 	if end != math.MaxUint64 {
 		endGrace = end + clock.Ticks(EndGrace)
 	}
-	ticksPerSec := uint64(clock.Hz)
-	publishTicks := clock.Ticks(publishEvery)
-	nextPublish := start
 	bucket := uint64(cfg.BucketSize)
-	tpls := t.tpls
 	stop := &s.stop
-
-	var (
-		k, seq, tupleSeq, emitted, buckets, dropB, late, measured uint64
-		idx                                                       int
-		w                                                         int
-		winEnd                                                    = start + ticksPerSec
-	)
+	ticksPerSec, publishTicks := uint64(clock.Hz), clock.Ticks(publishEvery)
+	e := emission{winEnd: start + uint64(clock.Hz), nextPublish: start}
 	// Until the common start (up to MaxStartLead away), nap in short
 	// slices so that a stop is noticed at once.
 	for !stop.Load() && tsc.ReadFast()+pace.maxNap < start {
 		osthread.Nap(maxNap)
 	}
 	pace.wait(start)
-	for k < t.slots {
+	for e.k < t.slots {
 		var due uint64
 		if paced {
-			due = t.sched.Due(k)
+			due = t.sched.Due(e.k)
 			pace.wait(due)
 		}
-		tpl := &tpls[idx]
+		tpl := &t.tpls[e.idx]
 		if paced {
 			if due >= end {
 				break // the schedule is complete
 			}
-			tpl.Patch(seq, wire.TupleID(t.stream, tupleSeq), clock.UnixNano(due))
+			tpl.Patch(e.seq, wire.TupleID(t.stream, e.tupleSeq), clock.UnixNano(due))
 		}
 		at := tsc.ReadFast()
 		// A slot due before the end is still sent a little after it; a
@@ -99,84 +107,115 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 		}
 		if !paced {
 			due = at
-			tpl.Patch(seq, wire.TupleID(t.stream, tupleSeq), clock.UnixNano(at))
+			tpl.Patch(e.seq, wire.TupleID(t.stream, e.tupleSeq), clock.UnixNano(at))
 		}
-		err := t.raw.Send(tpl.Msg, drop)
-		for err == zmqraw.ErrAgain && !drop { // block mode: the send timeout expired, keep trying
-			if tsc.ReadFast() >= end || stop.Load() {
-				break
-			}
-			err = t.raw.Send(tpl.Msg, false)
-		}
-		switch err {
-		case nil:
-			if t.emit != nil { // stamped with the instant of the send (a Null channel returns at once)
-				t.emit.LogRangeAt(at, wire.TupleID(t.stream, tupleSeq), bucket)
-			}
-			seq++
-			tupleSeq += bucket
-			emitted += bucket
-			buckets++
-		case zmqraw.ErrAgain:
-			if drop {
-				dropB++
-			}
-		default:
-			t.err = fmt.Errorf("send on %s: %w", t.endpoint, err)
-		}
+		t.sent(&e, t.send(tpl.Msg, drop, end, stop), at, bucket, drop)
 		if paced && due >= measureFrom {
-			measured++
-			lateness := at - due
-			if at < due {
-				lateness = 0
+			e.measured++
+			if t.recordLateness(at, due, nsPerTick) > lateTicks {
+				e.late++
 			}
-			if lateness > lateTicks {
-				late++
-			}
-			ns := uint64(float64(lateness) * nsPerTick) // the same buckets on every host
-			t.lateness.Record(ns)
-			t.precise.Record(int64(ns))
 		}
-		for at >= winEnd {
-			if w < len(t.windows) {
-				t.windows[w] = emitted
-			}
-			w++
-			winEnd += ticksPerSec
-		}
-		t.lastSend = at
-		k++
-		if idx++; idx == len(tpls) {
-			idx = 0
-		}
-		// Counters are published every 64 slots, and at least every
-		// publishEvery, so that a scrape at a low rate is exact too.
-		if k&63 == 0 || at >= nextPublish || t.err != nil {
-			nextPublish = at + publishTicks
-			t.publish(emitted, buckets, dropB, late, bucket)
-			if t.err != nil {
-				break
-			}
+		if t.advance(&e, at, ticksPerSec, publishTicks, bucket) {
+			break
 		}
 	}
-	t.publish(emitted, buckets, dropB, late, bucket)
-	t.measuredSlots = measured
-	if paced {
-		// What the schedule called for: every slot due before the end (or,
-		// when stopped early, before the stop), up to the count limit.
-		stopAt := end
-		if t.interrupted || stopAt == math.MaxUint64 {
-			stopAt = t.lastSend + 1
-		}
-		t.scheduled = min(t.sched.SlotsBefore(stopAt), t.slots)
-		t.scheduled = max(t.scheduled, k)
-	} else {
-		t.scheduled = k
-	}
+	t.publish(e.emitted, e.buckets, e.dropB, e.late, bucket)
+	t.measuredSlots = e.measured
+	t.settle(paced, end, e.k)
 	// Windows not reached (run ended early) stay at the final count.
-	for ; w < len(t.windows); w++ {
-		t.windows[w] = emitted
+	for ; e.w < len(t.windows); e.w++ {
+		t.windows[e.w] = e.emitted
 	}
+}
+
+// sent counts a send's outcome, and logs the bucket's tuples on the emit
+// channel, stamped with the instant of the send (a Null channel returns
+// at once).
+func (t *thread) sent(e *emission, err error, at, bucket uint64, drop bool) {
+	switch err {
+	case nil:
+		if t.emit != nil {
+			t.emit.LogRangeAt(at, wire.TupleID(t.stream, e.tupleSeq), bucket)
+		}
+		e.seq++
+		e.tupleSeq += bucket
+		e.emitted += bucket
+		e.buckets++
+	case zmqraw.ErrAgain:
+		if drop {
+			e.dropB++
+		}
+	default:
+		t.err = fmt.Errorf("send on %s: %w", t.endpoint, err)
+	}
+}
+
+// advance moves to the next slot: the per-second windows, and the
+// counters published every 64 slots, and at least every publishTicks so
+// that a scrape at a low rate is exact too. It says whether to stop (a
+// send error).
+func (t *thread) advance(e *emission, at, ticksPerSec, publishTicks, bucket uint64) bool {
+	for at >= e.winEnd {
+		if e.w < len(t.windows) {
+			t.windows[e.w] = e.emitted
+		}
+		e.w++
+		e.winEnd += ticksPerSec
+	}
+	t.lastSend = at
+	e.k++
+	if e.idx++; e.idx == len(t.tpls) {
+		e.idx = 0
+	}
+	if e.k&63 == 0 || at >= e.nextPublish || t.err != nil {
+		e.nextPublish = at + publishTicks
+		t.publish(e.emitted, e.buckets, e.dropB, e.late, bucket)
+		return t.err != nil
+	}
+	return false
+}
+
+// send sends one bucket; in block mode it retries a full socket until it
+// takes the bucket, the run ends or is stopped.
+func (t *thread) send(msg []byte, drop bool, end uint64, stop *atomic.Bool) error {
+	err := t.raw.Send(msg, drop)
+	for err == zmqraw.ErrAgain && !drop { // block mode: the send timeout expired, keep trying
+		if tsc.ReadFast() >= end || stop.Load() {
+			break
+		}
+		err = t.raw.Send(msg, false)
+	}
+	return err
+}
+
+// recordLateness records a slot's lateness (in ns: the same buckets on
+// every host) and returns it in ticks.
+func (t *thread) recordLateness(at, due uint64, nsPerTick float64) uint64 {
+	var lateness uint64
+	if at > due {
+		lateness = at - due
+	}
+	ns := uint64(float64(lateness) * nsPerTick)
+	t.lateness.Record(ns)
+	t.precise.Record(int64(ns))
+	return lateness
+}
+
+// settle records what the schedule called for after k slots: every slot
+// due before the end (or, when stopped early, before the stop), up to the
+// count limit; unpaced, the slots sent.
+func (t *thread) settle(paced bool, end, k uint64) {
+	if !paced {
+		t.scheduled = k
+		return
+	}
+	stopAt := end
+	if t.interrupted || stopAt == math.MaxUint64 {
+		stopAt = t.lastSend + 1
+	}
+	t.scheduled = min(t.sched.SlotsBefore(stopAt), t.slots)
+	t.scheduled = max(t.scheduled, k)
 }
 
 func (t *thread) publish(emitted, buckets, dropB, late, bucket uint64) {
