@@ -78,6 +78,7 @@ fuzz: deps
 	$(GO) test -run '^$$' -fuzz FuzzDecodePacket -fuzztime 60s ./tsc/
 	$(GO) test -run '^$$' -fuzz FuzzBlockReader -fuzztime 60s ./profiler/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeAck -fuzztime 30s ./profiler/
+	$(GO) test -run '^$$' -fuzz FuzzSkip -fuzztime 30s ./wire/
 
 clean:
 	rm -rf $(BIN)

@@ -175,120 +175,138 @@ func skip(b []byte, off, depth int) (int, error) {
 		return off, ErrTruncated
 	}
 	c := b[off]
-	fixed := func(n int) (int, error) {
-		if off+n > len(b) {
-			return off, ErrTruncated
-		}
-		return off + n, nil
-	}
-	length := func(hdr, size int) (int, error) {
-		if off+hdr > len(b) {
-			return off, ErrTruncated
-		}
-		var n uint64
-		switch size {
-		case 1:
-			n = uint64(b[off+1])
-		case 2:
-			n = uint64(binary.BigEndian.Uint16(b[off+1:]))
-		case 4:
-			n = uint64(binary.BigEndian.Uint32(b[off+1:]))
-		}
-		if n > uint64(len(b)) {
-			return off, ErrTruncated
-		}
-		return fixed(hdr + int(n))
-	}
-	elems := func(n uint64, hdr int) (int, error) {
-		if n > uint64(len(b)) {
-			return off, ErrTruncated
-		}
-		p := off + hdr
-		if p > len(b) {
-			return off, ErrTruncated
-		}
-		var err error
-		for i := uint64(0); i < n; i++ {
-			if p, err = skip(b, p, depth+1); err != nil {
-				return off, err
-			}
-		}
-		return p, nil
-	}
 	switch {
 	case c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3:
 		return off + 1, nil
 	case c&0xf0 == 0x80:
-		return elems(uint64(c&0x0f)*2, 1)
+		return skipElems(b, off, uint64(c&0x0f)*2, 1, depth)
 	case c&0xf0 == 0x90:
-		return elems(uint64(c&0x0f), 1)
+		return skipElems(b, off, uint64(c&0x0f), 1, depth)
 	case c&0xe0 == 0xa0:
-		return fixed(1 + int(c&0x1f))
+		return skipFixed(b, off, 1+int(c&0x1f))
 	}
 	switch c {
 	case 0xcc, 0xd0:
-		return fixed(2)
-	case 0xcd, 0xd1:
-		return fixed(3)
-	case 0xce, 0xd2, 0xca:
-		return fixed(5)
-	case 0xcf, 0xd3, 0xcb:
-		return fixed(9)
-	case 0xc4, 0xd9:
-		return length(2, 1)
-	case 0xc5, 0xda:
-		return length(3, 2)
-	case 0xc6, 0xdb:
-		return length(5, 4)
-	case 0xd4:
-		return fixed(3)
+		return skipFixed(b, off, 2)
+	case 0xcd, 0xd1, 0xd4:
+		return skipFixed(b, off, 3)
 	case 0xd5:
-		return fixed(4)
+		return skipFixed(b, off, 4)
+	case 0xce, 0xd2, 0xca:
+		return skipFixed(b, off, 5)
 	case 0xd6:
-		return fixed(6)
+		return skipFixed(b, off, 6)
+	case 0xcf, 0xd3, 0xcb:
+		return skipFixed(b, off, 9)
 	case 0xd7:
-		return fixed(10)
+		return skipFixed(b, off, 10)
 	case 0xd8:
-		return fixed(18)
+		return skipFixed(b, off, 18)
+	case 0xc4, 0xd9:
+		return skipLength(b, off, 2, 1)
+	case 0xc5, 0xda:
+		return skipLength(b, off, 3, 2)
+	case 0xc6, 0xdb:
+		return skipLength(b, off, 5, 4)
+	case 0xc7, 0xc8, 0xc9:
+		return skipExt(b, off, c)
+	case 0xdc, 0xdd, 0xde, 0xdf:
+		return skipContainer(b, off, c, depth)
+	}
+	return off, ErrType // 0xc1 is never used
+}
+
+// skipFixed skips n bytes from off.
+func skipFixed(b []byte, off, n int) (int, error) {
+	if off+n > len(b) {
+		return off, ErrTruncated
+	}
+	return off + n, nil
+}
+
+// skipLength skips a str or bin: hdr bytes of header whose last size bytes
+// are the big-endian length, then the data.
+func skipLength(b []byte, off, hdr, size int) (int, error) {
+	if off+hdr > len(b) {
+		return off, ErrTruncated
+	}
+	var n uint64
+	switch size {
+	case 1:
+		n = uint64(b[off+1])
+	case 2:
+		n = uint64(binary.BigEndian.Uint16(b[off+1:]))
+	case 4:
+		n = uint64(binary.BigEndian.Uint32(b[off+1:]))
+	}
+	if n > uint64(len(b)) {
+		return off, ErrTruncated
+	}
+	return skipFixed(b, off, hdr+int(n))
+}
+
+// skipExt skips an ext 8, 16 or 32: a length, a type byte, the data.
+func skipExt(b []byte, off int, c byte) (int, error) {
+	switch c {
 	case 0xc7:
 		if off+2 > len(b) {
 			return off, ErrTruncated
 		}
-		return fixed(3 + int(b[off+1]))
+		return skipFixed(b, off, 3+int(b[off+1]))
 	case 0xc8:
 		if off+3 > len(b) {
 			return off, ErrTruncated
 		}
-		return fixed(4 + int(binary.BigEndian.Uint16(b[off+1:])))
-	case 0xc9:
-		if off+5 > len(b) {
-			return off, ErrTruncated
-		}
-		n := binary.BigEndian.Uint32(b[off+1:])
-		if uint64(n) > uint64(len(b)) {
-			return off, ErrTruncated
-		}
-		return fixed(6 + int(n))
-	case 0xdc, 0xde:
-		if off+3 > len(b) {
-			return off, ErrTruncated
-		}
-		n := uint64(binary.BigEndian.Uint16(b[off+1:]))
-		if c == 0xde {
-			n *= 2
-		}
-		return elems(n, 3)
-	case 0xdd, 0xdf:
-		if off+5 > len(b) {
-			return off, ErrTruncated
-		}
-		n := uint64(binary.BigEndian.Uint32(b[off+1:]))
-		if c == 0xdf {
-			n *= 2
-		}
-		return elems(n, 5)
+		return skipFixed(b, off, 4+int(binary.BigEndian.Uint16(b[off+1:])))
 	}
-	return off, ErrType // 0xc1 is never used
+	if off+5 > len(b) {
+		return off, ErrTruncated
+	}
+	n := binary.BigEndian.Uint32(b[off+1:])
+	if uint64(n) > uint64(len(b)) {
+		return off, ErrTruncated
+	}
+	return skipFixed(b, off, 6+int(n))
+}
+
+// skipContainer skips an array 16/32 or a map 16/32 (two values per
+// entry).
+func skipContainer(b []byte, off int, c byte, depth int) (int, error) {
+	hdr := 3
+	if c == 0xdd || c == 0xdf {
+		hdr = 5
+	}
+	if off+hdr > len(b) {
+		return off, ErrTruncated
+	}
+	var n uint64
+	if hdr == 3 {
+		n = uint64(binary.BigEndian.Uint16(b[off+1:]))
+	} else {
+		n = uint64(binary.BigEndian.Uint32(b[off+1:]))
+	}
+	if c == 0xde || c == 0xdf {
+		n *= 2
+	}
+	return skipElems(b, off, n, hdr, depth)
+}
+
+// skipElems skips n values after a container's hdr-byte header.
+func skipElems(b []byte, off int, n uint64, hdr, depth int) (int, error) {
+	if n > uint64(len(b)) {
+		return off, ErrTruncated
+	}
+	p := off + hdr
+	if p > len(b) {
+		return off, ErrTruncated
+	}
+	var err error
+	for i := uint64(0); i < n; i++ {
+		if p, err = skip(b, p, depth+1); err != nil {
+			return off, err
+		}
+	}
+	return p, nil
 }
 
 // Fixed-width encoders used when pre-serializing tuples: dgsend always writes
