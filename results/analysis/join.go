@@ -151,8 +151,7 @@ func (g *groupAcc) group(name string) Group {
 
 // join pairs every tuple at point from with the same tuple at point to.
 func join(fromPoint, toPoint string, from, to []source, tr *translator, lag float64, visit func(Match)) (PairResult, uint64, []string) {
-	res := PairResult{From: fromPoint, To: toPoint}
-	var problems []string
+	j := &joiner{res: PairResult{From: fromPoint, To: toPoint}, tr: tr, visit: visit, same: newGroupAcc(), cross: newGroupAcc()}
 	lagTicks := lag * tr.hz / 1e9
 	var cursors []*cursor
 	nFrom := len(from)
@@ -163,7 +162,6 @@ func join(fromPoint, toPoint string, from, to []source, tr *translator, lag floa
 		cursors = append(cursors, openCursor(s, tr.index[s.node], tr, lagTicks))
 	}
 	var streams [1 << 16]*fifo
-	same, cross := newGroupAcc(), newGroupAcc()
 	binTicks := ThroughputBin.Seconds() * tr.hz
 	rates := [2]*binner{{width: binTicks}, {width: binTicks}}
 	var read uint64
@@ -188,46 +186,67 @@ func join(fromPoint, toPoint string, from, to []source, tr *translator, lag floa
 		if best < nFrom {
 			rates[0].add(c.key)
 			st.push(pending{id: rec.ID, tsc: rec.TSC, node: c.node})
-			c.advance()
-			continue
-		}
-		rates[1].add(c.key - c.shift)
-		for st.head < len(st.q) && st.q[st.head].id < rec.ID {
-			st.head++
-			res.OnlyFrom++
-		}
-		if st.head < len(st.q) && st.q[st.head].id == rec.ID {
-			p := st.q[st.head]
-			st.head++
-			d, ok := tr.duration(p.node, p.tsc, c.node, rec.TSC)
-			if !ok {
-				res.Unbounded++
-			} else {
-				g := cross
-				if p.node == c.node {
-					g = same
-				}
-				v := tr.ns(d.Value)
-				if v < 0 {
-					g.below++
-					v = 0
-				}
-				g.record(clampNs(v), clampNs(tr.ns(d.Err)))
-				if visit != nil {
-					visit(Match{From: fromPoint, To: toPoint, ID: rec.ID, FromNode: tr.names[p.node], ToNode: tr.names[c.node],
-						LatencyNs: tr.ns(d.Value), ErrorNs: tr.ns(d.Err)})
-				}
-			}
 		} else {
-			res.OnlyTo++
+			rates[1].add(c.key - c.shift)
+			j.match(st, rec, c.node)
 		}
 		c.advance()
 	}
 	for _, st := range streams {
 		if st != nil {
-			res.OnlyFrom += uint64(len(st.q) - st.head)
+			j.res.OnlyFrom += uint64(len(st.q) - st.head)
 		}
 	}
+	j.res.rates = rates
+	return j.res, read, j.finish(cursors)
+}
+
+// joiner is one pair's join in progress.
+type joiner struct {
+	res         PairResult
+	tr          *translator
+	visit       func(Match)
+	same, cross *groupAcc
+}
+
+// match pairs a record of the second point with the pending record of
+// the first with its id (earlier ids in its stream were seen only at the
+// first point), and records the latency with its bound.
+func (j *joiner) match(st *fifo, rec profiler.Record, node int) {
+	for st.head < len(st.q) && st.q[st.head].id < rec.ID {
+		st.head++
+		j.res.OnlyFrom++
+	}
+	if st.head >= len(st.q) || st.q[st.head].id != rec.ID {
+		j.res.OnlyTo++
+		return
+	}
+	p := st.q[st.head]
+	st.head++
+	d, ok := j.tr.duration(p.node, p.tsc, node, rec.TSC)
+	if !ok {
+		j.res.Unbounded++
+		return
+	}
+	g := j.cross
+	if p.node == node {
+		g = j.same
+	}
+	v := j.tr.ns(d.Value)
+	if v < 0 {
+		g.below++
+		v = 0
+	}
+	g.record(clampNs(v), clampNs(j.tr.ns(d.Err)))
+	if j.visit != nil {
+		j.visit(Match{From: j.res.From, To: j.res.To, ID: rec.ID, FromNode: j.tr.names[p.node], ToNode: j.tr.names[node],
+			LatencyNs: j.tr.ns(d.Value), ErrorNs: j.tr.ns(d.Err)})
+	}
+}
+
+// finish collects the cursors' read problems and the groups' summaries.
+func (j *joiner) finish(cursors []*cursor) []string {
+	var problems []string
 	for _, c := range cursors {
 		r := <-c.result
 		if r.err != nil {
@@ -237,17 +256,16 @@ func join(fromPoint, toPoint string, from, to []source, tr *translator, lag floa
 			problems = append(problems, fmt.Sprintf("%s (%s on %s): damaged at offset %d (%s); skipped, the intact blocks are analysed", c.src.path, c.src.channel, c.src.node, b.Offset, b.Reason))
 		}
 	}
-	if same.lat.Summary().Count > 0 || same.err.Summary().Count > 0 {
-		res.Groups = append(res.Groups, same.group("same node"))
+	if j.same.lat.Summary().Count > 0 || j.same.err.Summary().Count > 0 {
+		j.res.Groups = append(j.res.Groups, j.same.group("same node"))
 	}
-	if cross.lat.Summary().Count > 0 {
-		res.Groups = append(res.Groups, cross.group("cross node"))
+	if j.cross.lat.Summary().Count > 0 {
+		j.res.Groups = append(j.res.Groups, j.cross.group("cross node"))
 	}
-	if res.Unbounded > 0 {
-		problems = append(problems, fmt.Sprintf("%s -> %s: %d matched tuples have no bound (outside the relation's probed window, or no relation)", fromPoint, toPoint, res.Unbounded))
+	if j.res.Unbounded > 0 {
+		problems = append(problems, fmt.Sprintf("%s -> %s: %d matched tuples have no bound (outside the relation's probed window, or no relation)", j.res.From, j.res.To, j.res.Unbounded))
 	}
-	res.rates = [2]*binner{rates[0], rates[1]}
-	return res, read, problems
+	return problems
 }
 
 // binner counts records per bin of reference time.
