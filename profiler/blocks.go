@@ -178,18 +178,7 @@ func (br *BlockReader) Next(dst []Record) ([]Record, error) {
 		if err != nil && err != io.EOF {
 			return dst, fmt.Errorf("read log: %w", err)
 		}
-		switch {
-		case len(h) < blockHeader:
-			br.damaged(fmt.Sprintf("truncated block header (%d bytes)", len(h)))
-			continue
-		case [4]byte(h[:4]) != blockMagic:
-			br.damaged("not a block header")
-			continue
-		case binary.LittleEndian.Uint32(h[20:]) != crc32.Checksum(h[:20], crcTable):
-			br.damaged("block header checksum mismatch")
-			continue
-		case h[4] != blockVersion:
-			br.damaged(fmt.Sprintf("unsupported block version %d", h[4]))
+		if !br.validHeader(h) {
 			continue
 		}
 		n := int(binary.LittleEndian.Uint32(h[8:]))
@@ -199,38 +188,12 @@ func (br *BlockReader) Next(dst []Record) ([]Record, error) {
 			br.damaged(fmt.Sprintf("implausible block: %d records in %d bytes", n, plen))
 			continue
 		}
-		// Peek the whole block so a damaged one can be resynchronised from
-		// its second byte.
-		whole, err := br.r.Peek(blockHeader + plen)
-		if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
-			return dst, fmt.Errorf("read log: %w", err)
+		whole, payload, ok, err := br.payloadOf(plen, crc)
+		if err != nil {
+			return dst, err
 		}
-		var payload []byte
-		if err == bufio.ErrBufferFull { // larger than the buffer: read it out
-			br.payload = append(br.payload[:0], make([]byte, blockHeader+plen)...)
-			got, rerr := io.ReadFull(br.r, br.payload)
-			if rerr != nil {
-				br.off += int64(got)
-				br.Corruptions = append(br.Corruptions, Corruption{Offset: br.off - int64(got), Reason: fmt.Sprintf("truncated block: %d payload bytes announced, %d present", plen, got-blockHeader)})
-				continue
-			}
-			payload = br.payload[blockHeader:]
-			if crc32.Checksum(payload, crcTable) != crc {
-				br.Corruptions = append(br.Corruptions, Corruption{Offset: br.off, Reason: "block payload checksum mismatch"})
-				br.off += int64(blockHeader + plen)
-				continue
-			}
-			br.off += int64(blockHeader + plen)
-		} else {
-			if len(whole) < blockHeader+plen {
-				br.damaged(fmt.Sprintf("truncated block: %d payload bytes announced, %d present", plen, len(whole)-blockHeader))
-				continue
-			}
-			payload = whole[blockHeader:]
-			if crc32.Checksum(payload, crcTable) != crc {
-				br.damaged("block payload checksum mismatch")
-				continue
-			}
+		if !ok {
+			continue
 		}
 		raw := payload
 		switch codec {
@@ -258,6 +221,63 @@ func (br *BlockReader) Next(dst []Record) ([]Record, error) {
 		}
 		return out, nil
 	}
+}
+
+// validHeader checks a block header; a bad one is recorded as damage and
+// the reader resynchronises past it.
+func (br *BlockReader) validHeader(h []byte) bool {
+	switch {
+	case len(h) < blockHeader:
+		br.damaged(fmt.Sprintf("truncated block header (%d bytes)", len(h)))
+	case [4]byte(h[:4]) != blockMagic:
+		br.damaged("not a block header")
+	case binary.LittleEndian.Uint32(h[20:]) != crc32.Checksum(h[:20], crcTable):
+		br.damaged("block header checksum mismatch")
+	case h[4] != blockVersion:
+		br.damaged(fmt.Sprintf("unsupported block version %d", h[4]))
+	default:
+		return true
+	}
+	return false
+}
+
+// payloadOf reads the payload of the block at the reader's position and
+// checks it against crc. The whole block is peeked when it fits the
+// buffer, so that a damaged one can be resynchronised from its second
+// byte (whole is then the peeked block, still to be discarded); a larger
+// one is read out. ok is false when the block was damaged (recorded).
+func (br *BlockReader) payloadOf(plen int, crc uint32) (whole, payload []byte, ok bool, err error) {
+	whole, err = br.r.Peek(blockHeader + plen)
+	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+		return nil, nil, false, fmt.Errorf("read log: %w", err)
+	}
+	if err != bufio.ErrBufferFull {
+		if len(whole) < blockHeader+plen {
+			br.damaged(fmt.Sprintf("truncated block: %d payload bytes announced, %d present", plen, len(whole)-blockHeader))
+			return whole, nil, false, nil
+		}
+		payload = whole[blockHeader:]
+		if crc32.Checksum(payload, crcTable) != crc {
+			br.damaged("block payload checksum mismatch")
+			return whole, nil, false, nil
+		}
+		return whole, payload, true, nil
+	}
+	br.payload = append(br.payload[:0], make([]byte, blockHeader+plen)...)
+	got, rerr := io.ReadFull(br.r, br.payload)
+	if rerr != nil {
+		br.off += int64(got)
+		br.Corruptions = append(br.Corruptions, Corruption{Offset: br.off - int64(got), Reason: fmt.Sprintf("truncated block: %d payload bytes announced, %d present", plen, got-blockHeader)})
+		return whole, nil, false, nil
+	}
+	payload = br.payload[blockHeader:]
+	if crc32.Checksum(payload, crcTable) != crc {
+		br.Corruptions = append(br.Corruptions, Corruption{Offset: br.off, Reason: "block payload checksum mismatch"})
+		br.off += int64(blockHeader + plen)
+		return whole, nil, false, nil
+	}
+	br.off += int64(blockHeader + plen)
+	return whole, payload, true, nil
 }
 
 // Blocks larger than these are damage, not data (1 M records of at most
