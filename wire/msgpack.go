@@ -339,31 +339,26 @@ func AppendArrayLen(b []byte, n int) []byte {
 }
 
 // AppendBin appends a msgpack bin value.
-func AppendBin(b, v []byte) []byte {
-	switch n := len(v); {
-	case n <= math.MaxUint8:
-		b = append(b, 0xc4, byte(n))
-	case n <= math.MaxUint16:
-		b = binary.BigEndian.AppendUint16(append(b, 0xc5), uint16(n))
-	default:
-		b = binary.BigEndian.AppendUint32(append(b, 0xc6), uint32(n))
-	}
-	return append(b, v...)
-}
+func AppendBin(b, v []byte) []byte { return append(appendLength(b, len(v), 0xc4), v...) }
 
 // AppendStr appends a msgpack str value.
 func AppendStr(b []byte, s string) []byte {
-	switch n := len(s); {
-	case n < 32:
-		b = append(b, 0xa0|byte(n))
-	case n <= math.MaxUint8:
-		b = append(b, 0xd9, byte(n))
-	case n <= math.MaxUint16:
-		b = binary.BigEndian.AppendUint16(append(b, 0xda), uint16(n))
-	default:
-		b = binary.BigEndian.AppendUint32(append(b, 0xdb), uint32(n))
+	if len(s) < 32 {
+		return append(append(b, 0xa0|byte(len(s))), s...)
 	}
-	return append(b, s...)
+	return append(appendLength(b, len(s), 0xd9), s...)
+}
+
+// appendLength appends the shortest of the 8-, 16- and 32-bit length
+// headers whose first code is code8 (bin: 0xc4, str: 0xd9).
+func appendLength(b []byte, n int, code8 byte) []byte {
+	switch {
+	case n <= math.MaxUint8:
+		return append(b, code8, byte(n))
+	case n <= math.MaxUint16:
+		return binary.BigEndian.AppendUint16(append(b, code8+1), uint16(n))
+	}
+	return binary.BigEndian.AppendUint32(append(b, code8+2), uint32(n))
 }
 
 // BinHeaderLen is the size of the header AppendBin writes for n bytes.

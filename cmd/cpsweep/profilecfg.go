@@ -38,11 +38,8 @@ a broken configuration is refused, and clients keep their handlers).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
-			tok, err := httpapi.ReadToken(token, tokenFile)
+			tok, err := httpapi.ServerToken(token, tokenFile, listen)
 			if err != nil {
-				return err
-			}
-			if err := httpapi.CheckBind(listen, tok); err != nil {
 				return err
 			}
 			if _, err := profiler.LoadHandlers(file); err != nil {

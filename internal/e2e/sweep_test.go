@@ -132,16 +132,7 @@ func TestSweepFailsWhenAnAgentIsGone(t *testing.T) {
 // trial: the trial is invalid (not a failed rate), the sweep stops within
 // seconds with the agent's name and exit status 5, and no answer.
 func TestSweepFailsATrialWhenAnAgentDies(t *testing.T) {
-	recv, err := Start(filepath.Join(binDir, "dgrecv"), "--agent", "--bind", fmt.Sprintf("tcp://127.0.0.1:%d", mustPort(t)), "--metrics-addr", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer recv.Cmd.Process.Kill()
-	snd, err := Start(filepath.Join(binDir, "dgsend"), "--agent", "--metrics-addr", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer snd.Cmd.Process.Kill()
+	recv, snd := startAgents(t, "--bind", fmt.Sprintf("tcp://127.0.0.1:%d", mustPort(t)))
 	rAddr, sAddr := agentAddr(t, recv), agentAddr(t, snd)
 	sw, err := Start(filepath.Join(binDir, "cpsweep"), "--sender", sAddr, "--receiver", rAddr, "--results", t.TempDir(),
 		"--duration", "20s", "--warmup", "0s", "--search", "linear", "--from", "10k", "--to", "10k", "--step", "10k")
@@ -205,6 +196,23 @@ func mustPort(t *testing.T) int {
 
 var readyAddr = regexp.MustCompile(`control http://([^/\s]+)/v1`)
 
+// startAgents starts a receiver agent (with its data endpoint flags) and a
+// sender agent on loopback; both are killed when the test ends.
+func startAgents(t *testing.T, recvEndpoint ...string) (recv, snd *Proc) {
+	t.Helper()
+	recv, err := Start(filepath.Join(binDir, "dgrecv"), append([]string{"--agent", "--metrics-addr", "127.0.0.1:0"}, recvEndpoint...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = recv.Cmd.Process.Kill(); _ = recv.Wait(5 * time.Second) })
+	snd, err = Start(filepath.Join(binDir, "dgsend"), "--agent", "--metrics-addr", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = snd.Cmd.Process.Kill(); _ = snd.Wait(5 * time.Second) })
+	return recv, snd
+}
+
 func agentAddr(t *testing.T, p *Proc) string {
 	t.Helper()
 	if !p.WaitForLine("agent ready", 10*time.Second) {
@@ -233,16 +241,7 @@ func TestRelaySweep(t *testing.T) {
 	defer func() { _ = ctx.Term() }()
 	defer func() { front.SetLinger(0); back.SetLinger(0); front.Close(); back.Close() }()
 
-	recv, err := Start(filepath.Join(binDir, "dgrecv"), "--agent", "--connect", fmt.Sprintf("tcp://127.0.0.1:%d", out), "--metrics-addr", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer recv.Cmd.Process.Kill()
-	snd, err := Start(filepath.Join(binDir, "dgsend"), "--agent", "--metrics-addr", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer snd.Cmd.Process.Kill()
+	recv, snd := startAgents(t, "--connect", fmt.Sprintf("tcp://127.0.0.1:%d", out))
 	rep, p := runSweep(t, 2*time.Minute, "--sender", agentAddr(t, snd), "--receiver", agentAddr(t, recv),
 		"--relay-input", fmt.Sprintf("tcp://127.0.0.1:%d", in), "--schema", "raw", "--search", "linear",
 		"--from", "10k", "--to", "20k", "--step", "10k", "--duration", "1s", "--warmup", "200ms", "--threads", "2", "--bucket", "10",

@@ -67,6 +67,17 @@ func CheckBind(addr, token string) error {
 	return fmt.Errorf("address %s is not loopback: give a shared --token-file so that only the controller can use it (%s)", addr, TokenHint)
 }
 
+// ServerToken reads the token a server on addr requires (from token or
+// tokenFile) and checks that addr may be served with it: off loopback, a
+// token is required.
+func ServerToken(token, tokenFile, addr string) (string, error) {
+	tok, err := ReadToken(token, tokenFile)
+	if err != nil {
+		return "", err
+	}
+	return tok, CheckBind(addr, tok)
+}
+
 // ErrUnauthorized is the reply to a request without the right token.
 var ErrUnauthorized = errors.New("missing or wrong token (send Authorization: Bearer TOKEN)")
 

@@ -22,20 +22,8 @@ func TestPartialRunDirectory(t *testing.T) {
 			{"n": 2, "rate": 1010000, "achieved": 900000, "purpose": "close", "verdict": {"pass": false, "checks": [{"rule": "lateness", "pass": false, "detail": "p99 too high"}]}}]}}`,
 		"config.json": `{"args": ["cpsweep"]}`,
 	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	d, err := results.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	html, err := Build(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := string(html)
+	html := buildFrom(t, dir, files)
+	page := html
 	for _, want := range []string{`id="fig-sweep"`, "between 1.000 M/s (passed) and 1.010 M/s (failed)", "lateness: p99 too high", "<details>",
 		"This run has no profiled trial", "--clock --profile profiles/default.yaml"} {
 		if !strings.Contains(page, want) {
@@ -59,6 +47,16 @@ func TestReportSaysWhyTheProfileIsMissing(t *testing.T) {
 			"result": {"method": "fast", "last_pass": 0, "first_fail": 1000, "trials": [
 			{"n": 1, "rate": 1000, "achieved": 10, "purpose": "ramp", "verdict": {"pass": false}}]}}`,
 	}
+	html := buildFrom(t, dir, files)
+	if want := "asked for but skipped: no rate passed, so there is no rate to profile at"; !strings.Contains(html, want) {
+		t.Errorf("report lacks %q", want)
+	}
+}
+
+// buildFrom writes files into dir as a run directory and renders its
+// report.
+func buildFrom(t *testing.T, dir string, files map[string]string) string {
+	t.Helper()
 	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
@@ -72,7 +70,5 @@ func TestReportSaysWhyTheProfileIsMissing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "asked for but skipped: no rate passed, so there is no rate to profile at"; !strings.Contains(string(html), want) {
-		t.Errorf("report lacks %q", want)
-	}
+	return string(html)
 }

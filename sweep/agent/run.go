@@ -19,12 +19,12 @@ import (
 // and metrics on addr until SIGINT or SIGTERM, which stops a running trial
 // first.
 func Run(opts Options, addr, token, tokenFile string, calibrate time.Duration) error {
-	tok, err := httpapi.ReadToken(token, tokenFile)
-	if err != nil {
-		return err
-	}
 	if addr == "" {
 		return fmt.Errorf("an agent needs --metrics-addr (its control and metrics address)")
+	}
+	tok, err := httpapi.ServerToken(token, tokenFile, addr)
+	if err != nil {
+		return err
 	}
 	if opts.Clock, err = tsc.NewClock(calibrate); err != nil {
 		return err
@@ -37,9 +37,6 @@ func Run(opts Options, addr, token, tokenFile string, calibrate time.Duration) e
 		return err
 	}
 	defer a.Close() // removes the profiled trials' files not fetched
-	if err := httpapi.CheckBind(addr, tok); err != nil {
-		return err
-	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen for the control API on %s: %w (pick another with --metrics-addr)", addr, err)
