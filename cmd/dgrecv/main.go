@@ -43,7 +43,8 @@ type options struct {
 	cfg                        receiver.Config
 	bind, connect              []string
 	lanes                      int
-	scenario, cpus             string
+	scenario                   string
+	cpus                       cli.CPUChoice
 	agent                      bool
 	token, tokenFile, probeAdr string
 }
@@ -104,7 +105,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.IntVar(&c.MaxMessage, "max-message", 64<<20, "larger messages are counted as malformed and skipped (bytes)")
 	f.IntVar(&c.HWM, "hwm", 1000, "ZeroMQ receive high-water mark, in messages")
 	f.IntVar(&c.IOThreads, "io-threads", 1, "ZeroMQ I/O threads")
-	f.StringVar(&o.cpus, "cpus", "none", "CPUs for the lane deserializers then the consumer: none, auto, or a list like 0,1")
+	cli.CPUChoiceVar(f, &o.cpus, "cpus", "none", "CPUs for the lane deserializers then the consumer: none, auto, or a list like 0,1")
 	o.run.Register(f, "dgrecv", "127.0.0.1:9102", profileChannels)
 	f.BoolVar(&o.agent, "agent", false, "run as a cpsweep agent: serve the control API on --metrics-addr; every trial binds the --bind endpoints")
 	f.StringVar(&o.probeAdr, "probe-addr", "", "agent: answer TSC probes (cpsweep --clock) on this UDP address (default: the --metrics-addr host and port, on UDP)")
@@ -141,7 +142,7 @@ func (o *options) execute(scenarioSet bool, code *int) error {
 		}
 		cfg.Schema = sc.Schema
 	}
-	if cfg.CPUs, err = cli.CPUs(o.cpus, len(cfg.Endpoints)+1); err != nil {
+	if cfg.CPUs, err = o.cpus.Resolve(len(cfg.Endpoints) + 1); err != nil {
 		return err
 	}
 	if o.agent {

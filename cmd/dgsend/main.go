@@ -34,7 +34,8 @@ type options struct {
 	run                        cli.RunFlags
 	cfg                        sender.Config
 	connect, bind              []string
-	scenario, shape, cpus      string
+	scenario                   string
+	cpus                       cli.CPUChoice
 	overflow, idle             string
 	strict, agent              bool
 	token, tokenFile, probeAdr string
@@ -87,7 +88,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.StringArrayVar(&o.bind, "bind", nil, "ZeroMQ endpoint to bind instead (a system under test pulls from dgsend)")
 	c.Rate = 1e6
 	cli.RateVar(f, &c.Rate, "rate", "total tuples per second over all threads (k, M suffixes; 0 = unpaced, as fast as possible)")
-	f.StringVar(&o.shape, "shape", "constant", "how the rate varies around --rate (its mean): constant, step:1x@2s,2x@1s (repeating),\nramp:0.5x..1.5x (over the run), sine:0.2,10s, poisson[:SEED] (exponential gaps), replay:FILE (lines \"seconds rate\")")
+	cli.ShapeVar(f, &c.Shape, "shape", "constant", "how the rate varies around --rate (its mean): constant, step:1x@2s,2x@1s (repeating),\nramp:0.5x..1.5x (over the run), sine:0.2,10s, poisson[:SEED] (exponential gaps), replay:FILE (lines \"seconds rate\")")
 	f.DurationVar(&c.Duration, "duration", 10*time.Second, "how long to send (0 with --count: until the count is sent)")
 	f.Uint64Var(&c.Count, "count", 0, "total tuples to send (rounded up to whole buckets per thread); 0 = no limit")
 	f.IntVar(&c.Threads, "threads", 1, "emission threads, each with its own socket and stream")
@@ -95,7 +96,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.StringVar(&o.scenario, "scenario", "ad-event", "workload: a built-in name ("+fmt.Sprint(scenarios.Builtins())+"), synthetic:SIZE, or a YAML file")
 	f.StringVar(&o.overflow, "overflow", "block", "when the socket is full: block (lateness grows) or drop (count dropped buckets)")
 	f.StringVar(&o.idle, "idle", "auto", "how to wait for the next slot: spin (the paper's busy-wait), sleep (nanosleep until just before the slot, then spin),\nyield (spin with sched_yield), or auto (spin with 4+ CPUs, else sleep)")
-	f.StringVar(&o.cpus, "cpus", "auto", "CPUs to pin threads to: auto (the last CPUs), none, or a list like 1 or 2-3")
+	cli.CPUChoiceVar(f, &o.cpus, "cpus", "auto", "CPUs to pin threads to: auto (the last CPUs), none, or a list like 1 or 2-3")
 	f.Uint8Var(&c.SenderID, "sender-id", 0, "this sender's id (0-255), distinct per dgsend process feeding one receiver")
 	f.IntVar(&c.HWM, "hwm", 1000, "ZeroMQ send high-water mark, in messages")
 	f.IntVar(&c.IOThreads, "io-threads", 1, "ZeroMQ I/O threads")
@@ -127,19 +128,16 @@ func (o *options) config() (sender.Config, error) {
 	if cfg.Scenario, err = scenarios.Load(o.scenario); err != nil {
 		return cfg, err
 	}
-	if cfg.Shape, err = sender.ParseShape(o.shape); err != nil {
-		return cfg, err
-	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, err
 	}
-	cfg.CPUs, err = cli.CPUs(o.cpus, cfg.Threads)
+	cfg.CPUs, err = o.cpus.Resolve(cfg.Threads)
 	return cfg, err
 }
 
 func (o *options) execute() error {
 	if o.agent {
-		cpus, err := cli.CPUs(o.cpus, 1)
+		cpus, err := o.cpus.Resolve(1)
 		if err != nil {
 			return err
 		}

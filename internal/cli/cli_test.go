@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cloudprofiler-go/cp/sender"
 	"github.com/spf13/pflag"
 )
 
@@ -44,5 +45,39 @@ func TestRateFlag(t *testing.T) {
 		if err := back.Set(r.String()); err != nil || back != r {
 			t.Errorf("%v prints as %q and reads back as %v (%v)", v, r.String(), back, err)
 		}
+	}
+}
+
+// TestChoiceFlags: CPU lists and shapes are checked when the flag is read;
+// a CPU choice resolves once the thread count is known, and never before
+// (a bad thread count is an error, not a panic).
+func TestChoiceFlags(t *testing.T) {
+	f := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	var cpus CPUChoice
+	var shape sender.Shape
+	CPUChoiceVar(f, &cpus, "cpus", "none", "")
+	ShapeVar(f, &shape, "shape", "constant", "")
+	for _, tc := range []struct {
+		args []string
+		bad  string
+	}{
+		{[]string{"--cpus", "0,2-3"}, ""},
+		{[]string{"--cpus", "x-y"}, "not a CPU number"},
+		{[]string{"--shape", "sine:0.2,1s"}, ""},
+		{[]string{"--shape", "wobble"}, "unknown shape"},
+	} {
+		err := f.Parse(tc.args)
+		if (tc.bad == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.bad)) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.bad)
+		}
+	}
+	if shape.Kind != "sine" || shape.Amp != 0.2 {
+		t.Errorf("shape %+v", shape)
+	}
+	if got, err := cpus.Resolve(2); err != nil || len(got) != 3 || got[0] != 0 || got[2] != 3 {
+		t.Errorf("0,2-3 resolves to %v, %v", got, err)
+	}
+	if _, err := cpus.Resolve(-1); err == nil {
+		t.Error("a thread count of -1 resolved")
 	}
 }
