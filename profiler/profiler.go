@@ -353,10 +353,16 @@ func (p *Profiler) retire(name string, s *state) {
 	}()
 }
 
-func (p *Profiler) newState(name string, cfg Config) (*state, error) {
-	// "{name}" in a path is the channel's name, so one default can give
-	// every channel its own file.
+// forChannel is cfg for the channel name: "{name}" in its path is the
+// channel's name, so that one default gives every channel its own file.
+// It is the one place the expansion happens.
+func (cfg Config) forChannel(name string) Config {
 	cfg.Path = strings.ReplaceAll(cfg.Path, "{name}", name)
+	return cfg
+}
+
+func (p *Profiler) newState(name string, cfg Config) (*state, error) {
+	cfg = cfg.forChannel(name)
 	asked := cfg
 	if cfg.Path != "" {
 		base := cfg.Path

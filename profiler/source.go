@@ -75,12 +75,27 @@ func FromSource(ctx context.Context, source, token, dir string) (*Profiler, *Han
 	if err := h.CheckLocal(); err != nil {
 		return nil, nil, fmt.Errorf("handler configuration %s: %w", source, err)
 	}
-	p, err := NewIn(dir, time.Second)
+	p, err := NewFor(dir, h, "")
 	if err != nil {
 		return nil, nil, err
 	}
-	p.CountersPath = h.Counters
 	return p, h, nil
+}
+
+// NewFor is the profiler of a handler configuration, confined to dir (see
+// NewIn): counters sampled every second and written at Close to counters,
+// or when that is "" to the configuration's counters path (if any). An
+// agent fixes the name so that cpsweep finds the file.
+func NewFor(dir string, h *Handlers, counters string) (*Profiler, error) {
+	p, err := NewIn(dir, time.Second)
+	if err != nil {
+		return nil, err
+	}
+	p.CountersPath = counters
+	if counters == "" {
+		p.CountersPath = h.Counters
+	}
+	return p, nil
 }
 
 // Apply switches every open channel whose configuration in h differs from
@@ -106,8 +121,7 @@ func (p *Profiler) Apply(h *Handlers) ([]string, error) {
 		p.mu.Lock()
 		c := p.channels[name]
 		p.mu.Unlock()
-		want := h.For(name)
-		want.Path = strings.ReplaceAll(want.Path, "{name}", name)
+		want := h.For(name).forChannel(name)
 		if sameConfig(c.Config(), want) {
 			continue
 		}

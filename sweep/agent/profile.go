@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/profiler"
@@ -49,12 +48,11 @@ func (a *Agent) newProfiling(trial int, yaml string) (*profiling, error) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("profile directory: %w", err)
 	}
-	p, err := profiler.NewIn(dir, time.Second)
+	p, err := profiler.NewFor(dir, h, "counters.json")
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	p.CountersPath = "counters.json"
 	return &profiling{dir: dir, p: p, h: h}, nil
 }
 
