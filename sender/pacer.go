@@ -18,19 +18,19 @@ type Pacer struct {
 // rateScale keeps a thousandth of a tuple per second of rate precision.
 const rateScale = 1000
 
-// NewPacer builds the schedule for sending tuplesPerSlot tuples per slot at
-// rate tuples per second with a TSC of hz ticks per second.
-func NewPacer(start uint64, hz float64, tuplesPerSlot int, rate float64) (Pacer, error) {
+// NewPacer builds the schedule for sending one bucket of bucketSize tuples
+// per slot at rate tuples per second with a TSC of hz ticks per second.
+func NewPacer(start uint64, hz float64, bucketSize int, rate float64) (Pacer, error) {
 	if !(rate > 0) || math.IsInf(rate, 0) {
 		return Pacer{}, fmt.Errorf("rate must be positive, got %v", rate)
 	}
-	if tuplesPerSlot < 1 {
-		return Pacer{}, fmt.Errorf("tuples per slot must be at least 1, got %d", tuplesPerSlot)
+	if bucketSize < 1 {
+		return Pacer{}, fmt.Errorf("bucket size must be at least 1 tuple, got %d", bucketSize)
 	}
-	num := math.Round(float64(tuplesPerSlot) * hz * rateScale)
+	num := math.Round(float64(bucketSize) * hz * rateScale)
 	den := math.Round(rate * rateScale)
 	if den < 1 || num >= math.MaxUint64 || num < den {
-		return Pacer{}, fmt.Errorf("rate %.3f tuples/s with %d tuples per slot gives a slot shorter than one TSC tick", rate, tuplesPerSlot)
+		return Pacer{}, fmt.Errorf("rate %.3f tuples/s with buckets of %d tuples gives a slot shorter than one TSC tick", rate, bucketSize)
 	}
 	return Pacer{Start: start, num: uint64(num), den: uint64(den)}, nil
 }

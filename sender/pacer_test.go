@@ -7,11 +7,11 @@ import (
 
 func TestPacerDue(t *testing.T) {
 	for _, tc := range []struct {
-		name     string
-		hz, rate float64
-		perSlot  int
-		k        uint64
-		want     uint64
+		name       string
+		hz, rate   float64
+		bucketSize int
+		k          uint64
+		want       uint64
 	}{
 		{"1 GHz, 1 M/s: 1000 ticks per slot", 1e9, 1e6, 1, 7, 7000},
 		{"buckets of 100 at 5 M/s: 20 us", 1e9, 5e6, 100, 3, 60000},
@@ -21,7 +21,7 @@ func TestPacerDue(t *testing.T) {
 		{"fractional rate", 1e9, 0.5, 1, 2, 4_000_000_000},
 		{"huge k saturates", 3e9, 1, 1, math.MaxUint64, math.MaxUint64},
 	} {
-		p, err := NewPacer(0, tc.hz, tc.perSlot, tc.rate)
+		p, err := NewPacer(0, tc.hz, tc.bucketSize, tc.rate)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -52,11 +52,11 @@ func TestPacerStartOffsetAndSlotsBefore(t *testing.T) {
 
 func TestPacerRejects(t *testing.T) {
 	for _, tc := range []struct {
-		rate    float64
-		perSlot int
+		rate       float64
+		bucketSize int
 	}{{0, 1}, {-5, 1}, {math.NaN(), 1}, {math.Inf(1), 1}, {1e6, 0}, {2e9, 1}} {
-		if _, err := NewPacer(0, 1e9, tc.perSlot, tc.rate); err == nil {
-			t.Errorf("rate %v per slot %d accepted", tc.rate, tc.perSlot)
+		if _, err := NewPacer(0, 1e9, tc.bucketSize, tc.rate); err == nil {
+			t.Errorf("rate %v with buckets of %d accepted", tc.rate, tc.bucketSize)
 		}
 	}
 }
