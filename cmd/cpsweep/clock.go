@@ -43,7 +43,8 @@ func clockCommand(code *int) *cobra.Command {
 }
 
 func clockClientCommand() *cobra.Command {
-	var listen, control, advertise, token, tokenFile, simulate, injectDelay string
+	var listen, control, advertise, simulate, injectDelay string
+	var tok cli.TokenFlags
 	var calibrate time.Duration
 	cmd := &cobra.Command{
 		Use:   "client",
@@ -53,7 +54,7 @@ func clockClientCommand() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
-			tok, err := httpapi.ServerToken(token, tokenFile, control)
+			token, err := tok.Server(control)
 			if err != nil {
 				return err
 			}
@@ -79,7 +80,7 @@ func clockClientCommand() *cobra.Command {
 				return err
 			}
 			defer r.Close()
-			c := &probing.Client{Responder: r, Hz: hz, Token: tok, Advertise: advertise, Stamping: stamping}
+			c := &probing.Client{Responder: r, Hz: hz, Token: token, Advertise: advertise, Stamping: stamping}
 			addr, stop, err := httpapi.ServeMetrics(control, cli.Collectors{}, map[string]http.Handler{"/v1/clock/": c.Handler()})
 			if err != nil {
 				return err
@@ -94,8 +95,7 @@ func clockClientCommand() *cobra.Command {
 	f.StringVar(&listen, "listen", "127.0.0.1:9200", "UDP address for probes")
 	f.StringVar(&control, "control", "127.0.0.1:9201", "HTTP control address (also /metrics)")
 	f.StringVar(&advertise, "advertise", "", "UDP address peers should probe (default: --listen)")
-	f.StringVar(&token, "token", "", "shared token (required unless --control is loopback)")
-	f.StringVar(&tokenFile, "token-file", "", "read the token from this file")
+	tok.Register(f, "shared token (required unless --control is loopback)")
 	f.DurationVar(&calibrate, "calibrate", 200*time.Millisecond, "TSC frequency calibration time")
 	f.StringVar(&simulate, "simulate", "", "testing: stamp with SCALE,OFFSET applied to the TSC (a simulated node's clock)")
 	_ = f.MarkHidden("simulate")
@@ -141,10 +141,10 @@ func clockProbeCommand() *cobra.Command {
 
 // probeFlags are the flags of every command that probes TSC clients.
 type probeFlags struct {
-	nodes            []string
-	count            int
-	gap, timeout     time.Duration
-	token, tokenFile string
+	nodes        []string
+	count        int
+	gap, timeout time.Duration
+	tok          cli.TokenFlags
 }
 
 func (pf *probeFlags) register(cmd *cobra.Command, countHelp string) {
@@ -153,13 +153,12 @@ func (pf *probeFlags) register(cmd *cobra.Command, countHelp string) {
 	f.IntVar(&pf.count, "count", 100, countHelp)
 	f.DurationVar(&pf.gap, "gap", time.Millisecond, "pause between round trips")
 	f.DurationVar(&pf.timeout, "timeout", 100*time.Millisecond, "give up on a reply after this long")
-	f.StringVar(&pf.token, "token", "", "token the clients expect")
-	f.StringVar(&pf.tokenFile, "token-file", "", "read the token from this file")
+	pf.tok.Register(f, "token the clients expect")
 }
 
 // resolve reads the token and parses the nodes.
 func (pf *probeFlags) resolve() ([]probing.Node, probing.Settings, error) {
-	tok, err := httpapi.ReadToken(pf.token, pf.tokenFile)
+	tok, err := pf.tok.Read()
 	if err != nil {
 		return nil, probing.Settings{}, err
 	}

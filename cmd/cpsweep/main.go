@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cloudprofiler-go/cp/internal/cli"
-	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/internal/readfile"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/sweep"
@@ -34,7 +33,8 @@ type options struct {
 	plan                     sweep.TrialPlan
 	search                   sweep.Search
 	senders, receivers       []string
-	token, tokenFile, name   string
+	tok                      cli.TokenFlags
+	name                     string
 	resultsDir, profileFile  string
 	profileAt                float64
 	lanes, localSenders      int
@@ -101,8 +101,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.StringArrayVar(&o.senders, "sender", nil, "sender agent control address host:port (repeat); none: local agents")
 	f.StringArrayVar(&o.receivers, "receiver", nil, "receiver agent control address host:port (repeat)")
 	f.StringArrayVar(&p.SenderTargets, "relay-input", nil, "relay topology: senders send to these endpoints of a system under test (repeat)")
-	f.StringVar(&o.token, "token", "", "token the agents expect")
-	f.StringVar(&o.tokenFile, "token-file", "", "read the token from this file")
+	o.tok.Register(f, "token the agents expect")
 	f.StringVar(&s.Method, "search", "fast", "fast or linear")
 	// Rates are read once, into the search plan (one parse, with the flags).
 	s.Fast.Start, s.Linear.From, s.Linear.To, s.Linear.Step = 500e3, 100e3, 5e6, 100e3
@@ -199,7 +198,7 @@ func (o *options) execute(code *int) error {
 		*code = sweep.ExitInvalidPlan
 		return err
 	}
-	tok, err := httpapi.ReadToken(o.token, o.tokenFile)
+	tok, err := o.tok.Read()
 	if err != nil {
 		return invalid(err)
 	}

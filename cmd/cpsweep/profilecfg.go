@@ -22,7 +22,8 @@ func profilerCommand() *cobra.Command {
 }
 
 func profilerServeCommand() *cobra.Command {
-	var file, listen, token, tokenFile string
+	var file, listen string
+	var tok cli.TokenFlags
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "A configuration server: processes open and switch channels from it",
@@ -38,14 +39,14 @@ a broken configuration is refused, and clients keep their handlers).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
-			tok, err := httpapi.ServerToken(token, tokenFile, listen)
+			token, err := tok.Server(listen)
 			if err != nil {
 				return err
 			}
 			if _, err := profiler.LoadHandlers(file); err != nil {
 				return err
 			}
-			addr, stop, err := httpapi.ServeMetrics(listen, cli.Collectors{}, map[string]http.Handler{profiler.PathHandlers: &profiler.ConfigServer{File: file, Token: tok}})
+			addr, stop, err := httpapi.ServeMetrics(listen, cli.Collectors{}, map[string]http.Handler{profiler.PathHandlers: &profiler.ConfigServer{File: file, Token: token}})
 			if err != nil {
 				return err
 			}
@@ -58,7 +59,6 @@ a broken configuration is refused, and clients keep their handlers).`,
 	f := cmd.Flags()
 	f.StringVar(&file, "file", "handlers.yaml", "the handler configuration (YAML) to serve; PUTs are written back to it")
 	f.StringVar(&listen, "listen", "127.0.0.1:9400", "HTTP address")
-	f.StringVar(&token, "token", "", "bearer token clients must send (required unless --listen is loopback)")
-	f.StringVar(&tokenFile, "token-file", "", "read the token from this file")
+	tok.Register(f, "bearer token clients must send (required unless --listen is loopback)")
 	return cmd
 }

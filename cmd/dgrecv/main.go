@@ -39,14 +39,15 @@ func main() {
 // options are dgrecv's flags; the receiver's settings are bound straight
 // to the receiver.Config they configure.
 type options struct {
-	run                        cli.RunFlags
-	cfg                        receiver.Config
-	bind, connect              []string
-	lanes                      int
-	scenario                   string
-	cpus                       cli.CPUChoice
-	agent                      bool
-	token, tokenFile, probeAdr string
+	run           cli.RunFlags
+	cfg           receiver.Config
+	bind, connect []string
+	lanes         int
+	scenario      string
+	cpus          cli.CPUChoice
+	agent         bool
+	tok           cli.TokenFlags
+	probeAdr      string
 }
 
 func command(code *int) *cobra.Command {
@@ -109,8 +110,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	o.run.Register(f, "dgrecv", "127.0.0.1:9102", profileChannels)
 	f.BoolVar(&o.agent, "agent", false, "run as a cpsweep agent: serve the control API on --metrics-addr; every trial binds the --bind endpoints")
 	f.StringVar(&o.probeAdr, "probe-addr", "", "agent: answer TSC probes (cpsweep --clock) on this UDP address (default: the --metrics-addr host and port, on UDP)")
-	f.StringVar(&o.token, "token", "", "agent: shared token the controller must send (required unless --metrics-addr is loopback)")
-	f.StringVar(&o.tokenFile, "token-file", "", "agent: read the token from this file")
+	o.tok.Register(f, "agent: shared token the controller must send (required unless --metrics-addr is loopback)")
 }
 
 // endpoints are the lanes' endpoints from --bind or --connect and --lanes.
@@ -147,7 +147,7 @@ func (o *options) execute(scenarioSet bool, code *int) error {
 	}
 	if o.agent {
 		return agent.Run(agent.Options{Role: sweep.RoleReceiver, Endpoints: cfg.Endpoints, Connect: cfg.Connect, CPUs: cfg.CPUs, IOThreads: cfg.IOThreads, ProbeAddr: o.probeAdr},
-			o.run.MetricsAddr, o.token, o.tokenFile, o.run.Calibrate)
+			o.run.MetricsAddr, o.tok.Token, o.tok.File, o.run.Calibrate)
 	}
 	res, err := cli.RunCommand(o.run, func(clock *tsc.Clock, prof *cli.Profile) (cli.Runner[*receiver.Result], error) {
 		cfg.Clock, cfg.Profile, cfg.Handlers, cfg.Logf = clock, prof.Profiler, prof.Handlers, cli.Logf("dgrecv")

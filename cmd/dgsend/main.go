@@ -31,14 +31,15 @@ func main() {
 // options are dgsend's flags; the sender's settings are bound straight to
 // the sender.Config they configure.
 type options struct {
-	run                        cli.RunFlags
-	cfg                        sender.Config
-	connect, bind              []string
-	scenario                   string
-	cpus                       cli.CPUChoice
-	overflow, idle             string
-	strict, agent              bool
-	token, tokenFile, probeAdr string
+	run            cli.RunFlags
+	cfg            sender.Config
+	connect, bind  []string
+	scenario       string
+	cpus           cli.CPUChoice
+	overflow, idle string
+	strict, agent  bool
+	tok            cli.TokenFlags
+	probeAdr       string
 }
 
 func command() *cobra.Command {
@@ -107,8 +108,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	o.run.Register(f, "dgsend", "127.0.0.1:9101", profileChannels)
 	f.BoolVar(&o.agent, "agent", false, "run as a cpsweep agent: serve the control API on --metrics-addr and take trials from the controller")
 	f.StringVar(&o.probeAdr, "probe-addr", "", "agent: answer TSC probes (cpsweep --clock) on this UDP address (default: the --metrics-addr host and port, on UDP)")
-	f.StringVar(&o.token, "token", "", "agent: shared token the controller must send (required unless --metrics-addr is loopback)")
-	f.StringVar(&o.tokenFile, "token-file", "", "agent: read the token from this file")
+	o.tok.Register(f, "agent: shared token the controller must send (required unless --metrics-addr is loopback)")
 }
 
 // config completes the sender's configuration from the flags that need
@@ -142,7 +142,7 @@ func (o *options) execute() error {
 			return err
 		}
 		return agent.Run(agent.Options{Role: sweep.RoleSender, CPUs: cpus, IOThreads: o.cfg.IOThreads, ProbeAddr: o.probeAdr},
-			o.run.MetricsAddr, o.token, o.tokenFile, o.run.Calibrate)
+			o.run.MetricsAddr, o.tok.Token, o.tok.File, o.run.Calibrate)
 	}
 	cfg, err := o.config()
 	if err != nil {

@@ -3,6 +3,7 @@ package cli
 import (
 	"github.com/spf13/pflag"
 
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/internal/osthread"
 	"github.com/cloudprofiler-go/cp/sender"
 )
@@ -67,3 +68,21 @@ func (v *ShapeValue) String() string { return v.spec }
 
 // Type implements pflag.Value.
 func (v *ShapeValue) Type() string { return "shape" }
+
+// TokenFlags are --token and --token-file.
+type TokenFlags struct{ Token, File string }
+
+// Register adds the two flags; usage says who expects the token.
+func (t *TokenFlags) Register(f *pflag.FlagSet, usage string) {
+	f.StringVar(&t.Token, "token", "", usage)
+	f.StringVar(&t.File, "token-file", "", "read the token from this file (see --token)")
+}
+
+// Read returns the token ("" when none was given).
+func (t *TokenFlags) Read() (string, error) { return httpapi.ReadToken(t.Token, t.File) }
+
+// Server returns the token a server on addr requires; off loopback, one
+// must be given.
+func (t *TokenFlags) Server(addr string) (string, error) {
+	return httpapi.ServerToken(t.Token, t.File, addr)
+}
