@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/internal/zmqraw"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/scenarios"
@@ -20,12 +21,19 @@ type Config struct {
 	// Drain checks bucket headers and accounts per stream but neither
 	// decodes tuples nor consumes them one by one: a receiver that measures
 	// the sender and the network rather than the object factory.
-	Drain         bool
-	RingCapacity  int // buckets per lane (power of two)
-	MaxMessage    int // larger messages are counted as malformed and skipped
-	HWM           int // receive high-water mark in messages
-	IOThreads     int
-	WorkPerTuple  time.Duration // emulated processing cost per consumed tuple
+	Drain        bool
+	RingCapacity int // buckets per lane (power of two)
+	MaxMessage   int // larger messages are counted as malformed and skipped
+	HWM          int // receive high-water mark in messages
+	IOThreads    int
+	WorkPerTuple time.Duration // emulated processing cost per consumed tuple
+	// Injected faults and phases (test fixtures, see internal/inject):
+	// stalls of the consumer or a lane ("consumer", "lane<N>") from the
+	// start of Run; busy work per decoded bucket on every lane; and the
+	// consumer's work per tuple over time (it replaces WorkPerTuple).
+	Stalls        []inject.Stall
+	DecodeWork    time.Duration
+	WorkSchedule  []inject.Step
 	ExpectStreams int           // finish when this many streams ended (0: when all seen streams ended)
 	Settle        time.Duration // with ExpectStreams 0: quiet time after the last end marker
 	EndTimeout    time.Duration // give up on missing end markers after this long without data
@@ -85,6 +93,18 @@ func (c *Config) Validate() error {
 	}
 	if c.WorkPerTuple < 0 || c.WorkPerTuple > MaxWorkPerTuple {
 		bad("work per tuple must be 0 to %v, got %v", MaxWorkPerTuple, c.WorkPerTuple)
+	}
+	if err := inject.CheckStalls(c.Stalls, map[string]int{"consumer": 1, "lane": len(c.Endpoints)}); err != nil {
+		bad("%v", err)
+	}
+	if c.DecodeWork < 0 || c.DecodeWork > inject.MaxWork {
+		bad("decode work must be 0 to %v per bucket, got %v", inject.MaxWork, c.DecodeWork)
+	}
+	if err := inject.CheckSchedule(c.WorkSchedule); err != nil {
+		bad("%v", err)
+	}
+	if len(c.WorkSchedule) > 0 && c.WorkPerTuple > 0 {
+		bad("give the work per tuple or a work schedule, not both")
 	}
 	if c.ExpectStreams < 0 || c.ExpectStreams > MaxExpectStreams {
 		bad("expect-streams must be 0 to %d, got %d", MaxExpectStreams, c.ExpectStreams)

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/internal/osthread"
 	"github.com/cloudprofiler-go/cp/objfactory"
 	"github.com/cloudprofiler-go/cp/scenarios"
@@ -16,12 +17,17 @@ import (
 func (r *Receiver) consume() {
 	clock := r.cfg.Clock
 	c := consumer{r: r, sink: r.cfg.Sink, work: clock.Ticks(r.cfg.WorkPerTuple),
+		holds:    inject.NewHolds(inject.Windows(r.cfg.Stalls, "consumer"), r.startTicks, clock),
+		schedule: r.cfg.WorkSchedule,
 		// The totals are published every 64 buckets, when the rings run
 		// dry, or after publishEvery (a slow consumer's metrics stay
 		// current), from the clock read each bucket already makes.
 		publishEvery: clock.Ticks(10 * time.Millisecond)}
 	idle := 0
 	for {
+		if c.holds.Any() || len(c.schedule) > 0 {
+			c.inject()
+		}
 		got := false
 		for _, l := range r.lanes {
 			if c.work > 0 && r.quit.Load() {
@@ -69,6 +75,18 @@ type consumer struct {
 	sink                                    func(*scenarios.Tuple)
 	work, publishEvery                      uint64
 	checksum, pending, sinceIdle, published uint64
+	holds                                   inject.Holds  // injected stalls
+	schedule                                []inject.Step // injected work over time
+}
+
+// inject applies the injected stalls and work schedule due now.
+func (c *consumer) inject() {
+	now := tsc.ReadFast()
+	c.holds.Hold(now, &c.r.quit)
+	if len(c.schedule) > 0 {
+		clock := c.r.cfg.Clock
+		c.work = clock.Ticks(inject.WorkAt(c.schedule, time.Duration(clock.TicksToNs(now-c.r.startTicks))))
+	}
 }
 
 // bucket consumes one data bucket a tuple at a time, then records its
@@ -96,8 +114,7 @@ func (c *consumer) bucket(st *stream, b *objfactory.Bucket) {
 			c.checksum += t.ID
 		}
 		if c.work > 0 {
-			for until := tsc.ReadFast() + c.work; tsc.ReadFast() < until; {
-			}
+			inject.Spin(c.work)
 		}
 	}
 	var ticks uint64

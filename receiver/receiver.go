@@ -10,6 +10,7 @@ import (
 	zmq "github.com/pebbe/zmq4"
 
 	"github.com/cloudprofiler-go/cp/internal/histo"
+	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/internal/osthread"
 	"github.com/cloudprofiler-go/cp/internal/zmqraw"
 	"github.com/cloudprofiler-go/cp/objfactory"
@@ -28,6 +29,9 @@ type Receiver struct {
 	done    atomic.Bool  // asks the consumer to drain and exit
 	quit    atomic.Bool  // external Stop
 	started atomic.Int64 // Unix ns when Run began (read by Snapshot)
+	// startTicks is the TSC when Run began: injected stalls and the work
+	// schedule count from it.
+	startTicks uint64
 
 	consumed    atomic.Uint64
 	latency     histo.Log2 // consumer: intended send -> consumed, ns (weighted by tuples)
@@ -51,6 +55,9 @@ type lane struct {
 	lastMsg      atomic.Uint64     // TSC of the last message (written by the deserializer)
 	receive      *profiler.Channel // nil: not profiled
 	deserialized *profiler.Channel
+	holds        inject.Holds // injected stalls
+	decodeWork   uint64       // injected busy work per bucket, in ticks
+	quit         *atomic.Bool // the receiver's Stop: ends an injected stall
 }
 
 // New validates cfg, binds (or connects) the lanes' sockets and allocates
@@ -171,8 +178,11 @@ func (r *Receiver) Close() {
 // or Stop; then it returns the accounting.
 func (r *Receiver) Run() (*Result, error) {
 	r.started.Store(time.Now().UnixNano())
+	r.startTicks = tsc.ReadFast()
 	var wg sync.WaitGroup
 	for _, l := range r.lanes {
+		l.holds = inject.NewHolds(inject.Windows(r.cfg.Stalls, fmt.Sprintf("lane%d", l.ID)), r.startTicks, r.cfg.Clock)
+		l.decodeWork, l.quit = r.cfg.Clock.Ticks(r.cfg.DecodeWork), &r.quit
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -221,7 +231,14 @@ var errAfterEnd = errors.New("message of a stream after its end marker")
 func (l *lane) accept(b *objfactory.Bucket) bool {
 	st := l.streams.get(b.Header.Stream)
 	b.Tag = st
-	l.lastMsg.Store(tsc.ReadFast())
+	now := tsc.ReadFast()
+	l.lastMsg.Store(now)
+	if l.decodeWork > 0 {
+		inject.Spin(l.decodeWork)
+	}
+	if l.holds.Any() {
+		l.holds.Hold(now, l.quit)
+	}
 	if st.endSeen { // data or a second end marker after the stream ended
 		l.Malformed(objfactory.ReasonAfterEnd, errAfterEnd)
 		return false

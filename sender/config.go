@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/internal/zmqraw"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/scenarios"
@@ -67,9 +68,13 @@ type Config struct {
 	// MaxLateFraction is the share of late slots (after the warm-up) above
 	// which the run did not keep its schedule (0: DefaultMaxLateFraction).
 	MaxLateFraction float64
-	SkipRateCheck   bool          // do not refuse rates above the measured send cost
-	EndTimeout      time.Duration // how long to try delivering end markers
-	Clock           *tsc.Clock
+	SkipRateCheck   bool // do not refuse rates above the measured send cost
+	// Stalls are injected stalls of emission threads ("thread<N>"), from
+	// the run's start (a test fixture, see internal/inject): the thread
+	// stops sending, and its schedule runs on without it.
+	Stalls     []inject.Stall
+	EndTimeout time.Duration // how long to try delivering end markers
+	Clock      *tsc.Clock
 	// Profile, if set, gets a channel "emit.<thread>" per thread, its
 	// handler from Handlers (Null when unlisted): every emitted tuple id.
 	Profile  *profiler.Profiler
@@ -118,6 +123,9 @@ func (c *Config) Validate() error {
 	}
 	if !c.StartAt.IsZero() && time.Until(c.StartAt) > MaxStartLead {
 		bad("start time %s is more than %v ahead: refused rather than waited for", c.StartAt.UTC().Format(time.RFC3339), MaxStartLead)
+	}
+	if err := inject.CheckStalls(c.Stalls, map[string]int{"thread": c.Threads}); err != nil {
+		bad("%v", err)
 	}
 	if c.BucketSize < 1 || c.BucketSize > MaxBucketSize {
 		bad("bucket size must be 1..%d tuples, got %d", MaxBucketSize, c.BucketSize)

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/internal/osthread"
 	"github.com/cloudprofiler-go/cp/internal/zmqraw"
 	"github.com/cloudprofiler-go/cp/tsc"
@@ -84,6 +85,7 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 		osthread.Nap(maxNap)
 	}
 	pace.wait(start)
+	t.holds = inject.NewHolds(inject.Windows(cfg.Stalls, fmt.Sprintf("thread%d", t.id)), start, clock)
 	for e.k < t.slots {
 		var due uint64
 		if paced {
@@ -98,6 +100,9 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 			tpl.Patch(e.seq, wire.TupleID(t.stream, e.tupleSeq), clock.UnixNano(due))
 		}
 		at := tsc.ReadFast()
+		if t.holds.Any() && t.holds.Hold(at, stop) {
+			at = tsc.ReadFast()
+		}
 		// A slot due before the end is still sent a little after it; a
 		// thread more than the grace behind stops, and the rest of the
 		// schedule is reported as shortfall.

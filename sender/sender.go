@@ -11,6 +11,7 @@ import (
 	zmq "github.com/pebbe/zmq4"
 
 	"github.com/cloudprofiler-go/cp/internal/histo"
+	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/internal/zmqraw"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/scenarios"
@@ -41,6 +42,7 @@ type Sender struct {
 
 // thread is one emission thread and its stream.
 type thread struct {
+	holds    inject.Holds // injected stalls
 	id       int
 	stream   uint32
 	cpu      int // -1: not pinned

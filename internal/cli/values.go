@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"strings"
+
 	"github.com/spf13/pflag"
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
+	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/internal/osthread"
 	"github.com/cloudprofiler-go/cp/sender"
 )
@@ -86,3 +89,58 @@ func (t *TokenFlags) Read() (string, error) { return httpapi.ReadToken(t.Token, 
 func (t *TokenFlags) Server(addr string) (string, error) {
 	return httpapi.ServerToken(t.Token, t.File, addr)
 }
+
+// stallsValue is a repeatable --stall flag, each parsed when read.
+type stallsValue struct{ p *[]inject.Stall }
+
+// StallsVar defines a repeatable stall flag (inject.ParseStall) appending
+// to p.
+func StallsVar(f *pflag.FlagSet, p *[]inject.Stall, name, usage string) {
+	f.Var(stallsValue{p}, name, usage)
+}
+
+func (v stallsValue) Set(s string) error {
+	st, err := inject.ParseStall(s)
+	if err != nil {
+		return err
+	}
+	*v.p = append(*v.p, st)
+	return nil
+}
+
+func (v stallsValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	var parts []string
+	for _, s := range *v.p {
+		parts = append(parts, s.String())
+	}
+	return strings.Join(parts, " ")
+}
+
+func (v stallsValue) Type() string { return "stage@start+length" }
+
+// scheduleValue is a work schedule flag (inject.ParseSchedule).
+type scheduleValue struct {
+	p    *[]inject.Step
+	spec string
+}
+
+// ScheduleVar defines a work schedule flag bound to p.
+func ScheduleVar(f *pflag.FlagSet, p *[]inject.Step, name, usage string) {
+	f.Var(&scheduleValue{p: p}, name, usage)
+}
+
+func (v *scheduleValue) Set(s string) error {
+	steps, err := inject.ParseSchedule(s)
+	if err != nil {
+		return err
+	}
+	*v.p, v.spec = steps, s
+	return nil
+}
+
+func (v *scheduleValue) String() string { return v.spec }
+
+func (v *scheduleValue) Type() string { return "work@start,..." }
