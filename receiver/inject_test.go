@@ -21,7 +21,11 @@ func TestInjectedFaults(t *testing.T) {
 			Overflow: sender.Block, Idle: sender.Sleep, MaxLateFraction: 1}
 	}
 	stall := []inject.Stall{{At: 300 * time.Millisecond, For: 600 * time.Millisecond}}
-	withStall := func(stage string) []inject.Stall { s := append([]inject.Stall(nil), stall...); s[0].Stage = stage; return s }
+	withStall := func(stage string) []inject.Stall {
+		s := append([]inject.Stall(nil), stall...)
+		s[0].Stage = stage
+		return s
+	}
 	for _, tc := range []struct {
 		name  string
 		rc    receiver.Config
