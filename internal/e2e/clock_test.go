@@ -38,8 +38,12 @@ var clockNodes = []clockNode{
 	{name: "c", scale: 1.2 * (1 - 200e-6), offset: 5e11, delay: "60us+500us,10us+200us"},
 }
 
-// queriesPerNode makes the coverage check at least 10,000 queries.
-const queriesPerNode = 6000
+// queriesPerNode makes the coverage check at least 10,000 queries for
+// each method. They span the tighter method's window; the paper's is
+// narrower (between its MinRTT probes), and on a busy host those probes
+// come later and earlier: 83% of the queries fell inside it once, so there
+// is room down to 65%.
+const queriesPerNode = 8000
 
 // clockCoverage starts the nodes with start (on loopback or in network
 // namespaces), probes before and after, relates, and checks the truth
