@@ -98,9 +98,11 @@ func (c *consumer) bucket(st *stream, b *objfactory.Bucket) {
 	if consumedCh != nil && consumedCh.Null() {
 		consumedCh = nil // asked per bucket: the handler may be switched live
 	}
+	// The per-tuple loop works on locals (registers), not on c.
 	n := uint64(len(b.Tuples))
+	sink, work, checksum := c.sink, c.work, c.checksum
 	for i := range b.Tuples {
-		if c.work > 0 && r.quit.Load() { // a stop must not wait for a ring of busy work
+		if work > 0 && r.quit.Load() { // a stop must not wait for a ring of busy work
 			n = uint64(i)
 			break
 		}
@@ -108,15 +110,16 @@ func (c *consumer) bucket(st *stream, b *objfactory.Bucket) {
 		if consumedCh != nil {
 			consumedCh.LogTS(t.ID)
 		}
-		if c.sink != nil {
-			c.sink(t)
+		if sink != nil {
+			sink(t)
 		} else {
-			c.checksum += t.ID
+			checksum += t.ID
 		}
-		if c.work > 0 {
-			inject.Spin(c.work)
+		if work > 0 {
+			inject.Spin(work)
 		}
 	}
+	c.checksum = checksum
 	var ticks uint64
 	if n > 0 {
 		ticks = tsc.ReadFast()
