@@ -197,7 +197,9 @@ func agentFault(a *Client, err error) error {
 		return err
 	}
 	// the agent is named once, by the AgentError
-	return &AgentError{Agent: a.Addr, Err: errors.New(strings.Replace(err.Error(), "agent "+a.Addr+": ", "", 1))}
+	msg := strings.Replace(err.Error(), "agent "+a.Addr+": ", "", 1)
+	msg = strings.Replace(msg, "agent "+a.Addr+" ", "it ", 1)
+	return &AgentError{Agent: a.Addr, Err: errors.New(msg)}
 }
 
 // RunTrial runs every agent at its share of rate and judges the outcome.

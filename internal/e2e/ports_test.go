@@ -78,6 +78,11 @@ func TestAgentPortsAndTheirErrors(t *testing.T) {
 	if ExitCode(err) != sweep.ExitAgentFailure || !strings.Contains(sw.Stderr.String(), "refused the token: pass --token-file with the token the agents were started with") {
 		t.Fatalf("wrong token: exit %d:\n%s", ExitCode(err), sw.Stderr.String())
 	}
+	for _, line := range strings.Split(sw.Stderr.String(), "\n") {
+		if strings.Contains(line, "refused the token") && strings.Count(line, ":") > 0 && strings.Count(line, "agent 127.0.0.1") != 1 {
+			t.Errorf("the agent is named more than once: %q", line)
+		}
+	}
 	if entries, _ := filepath.Glob(filepath.Join(results, "*")); len(entries) != 0 {
 		t.Errorf("a failed pre-flight left %v behind", entries)
 	}

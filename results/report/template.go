@@ -25,7 +25,7 @@ var pageTemplate = template.Must(template.Must(template.New("report").Parse(figu
   figure { margin: 18px 0; overflow-x: auto; }
   figure svg { display: block; max-width: 100%; height: auto; }
   figcaption { color: #555; font-size: 13.5px; margin-top: 6px; max-width: 900px; }
-  table { border-collapse: collapse; font-size: 13.5px; margin: 10px 0; }
+  table { border-collapse: collapse; font-size: 13.5px; margin: 10px 0; display: block; max-width: 100%; overflow-x: auto; }
   th, td { border-bottom: 1px solid #e4e4e4; padding: 4px 10px; text-align: right; white-space: nowrap; }
   th { background: #f3f3f3; font-weight: 600; }
   td.l, th.l { text-align: left; }
