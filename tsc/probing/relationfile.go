@@ -115,13 +115,9 @@ func (rf *RelationFile) networkOnce() (*tsc.Network, error) {
 
 // ReadRelationFile loads a relation file and checks its format version.
 func ReadRelationFile(path string) (*RelationFile, error) {
-	b, err := readfile.Limited(path, MaxFileBytes)
-	if err != nil {
-		return nil, fmt.Errorf("read relation file: %w", err)
-	}
 	var rf RelationFile
-	if err := json.Unmarshal(b, &rf); err != nil {
-		return nil, fmt.Errorf("relation file %s: %w", path, err)
+	if err := readJSON(path, "relation file", &rf); err != nil {
+		return nil, err
 	}
 	if rf.FormatVersion != FormatVersion {
 		return nil, fmt.Errorf("relation file %s: format %d, this version reads format %d", path, rf.FormatVersion, FormatVersion)
@@ -135,15 +131,23 @@ const MaxFileBytes = 256 << 20
 
 // ReadSession reads a session file written by "cpsweep clock probe".
 func ReadSession(path string) (*Session, error) {
-	b, err := readfile.Limited(path, MaxFileBytes)
-	if err != nil {
-		return nil, fmt.Errorf("read session file: %w", err)
-	}
 	var s Session
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("session file %s: %w", path, err)
+	if err := readJSON(path, "session file", &s); err != nil {
+		return nil, err
 	}
 	return &s, nil
+}
+
+// readJSON reads a bounded regular file at path into v.
+func readJSON(path, what string, v any) error {
+	b, err := readfile.Limited(path, MaxFileBytes)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", what, err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s %s: %w", what, path, err)
+	}
+	return nil
 }
 
 // Relate builds the relation file from sessions taken before and after
