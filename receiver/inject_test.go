@@ -70,6 +70,11 @@ func TestInjectedFaults(t *testing.T) {
 				t.Fatalf("consumed %d of %d emitted, complete %v", r.Consumed, s.Emitted, r.Complete)
 			}
 			tc.check(t, r, s)
+			// The result records what was injected, on the side it was.
+			if len(r.Injected.Stalls) != len(tc.rc.Stalls) || r.Injected.DecodeWork != tc.rc.DecodeWork ||
+				len(r.Injected.WorkSchedule) != len(tc.rc.WorkSchedule) || len(s.Injected.Stalls) != len(tc.sc.Stalls) {
+				t.Errorf("recorded %+v (receiver) and %+v (sender)", r.Injected, s.Injected)
+			}
 		})
 	}
 }

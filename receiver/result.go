@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cloudprofiler-go/cp/internal/histo"
+	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/objfactory"
 )
 
@@ -36,7 +37,10 @@ type Result struct {
 	Backlog []BacklogSample `json:"backlog"`
 	Streams []StreamResult  `json:"streams"`
 	Lanes   []LaneResult    `json:"lanes"`
-	Errors  []string        `json:"errors"`
+	// Injected is what the run had injected (test fixtures): the ground
+	// truth a diagnosis is scored against.
+	Injected inject.Record `json:"injected"`
+	Errors   []string      `json:"errors"`
 }
 
 // BacklogSample is the receiver's state at one instant: ring occupancy,
@@ -88,7 +92,8 @@ type LaneResult struct {
 }
 
 func (r *Receiver) result(reason string) *Result {
-	res := &Result{Reason: reason, Drain: r.cfg.Drain, MalformedBy: map[string]uint64{}, Errors: []string{}, Backlog: []BacklogSample{}, Streams: []StreamResult{}}
+	res := &Result{Reason: reason, Drain: r.cfg.Drain, MalformedBy: map[string]uint64{}, Errors: []string{}, Backlog: []BacklogSample{}, Streams: []StreamResult{},
+		Injected: inject.NewRecord(r.cfg.Stalls, r.cfg.DecodeWork, r.cfg.WorkSchedule)}
 	for _, name := range objfactory.ReasonNames {
 		res.MalformedBy[name] = 0
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cloudprofiler-go/cp/internal/histo"
+	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 )
 
@@ -47,12 +48,14 @@ type Result struct {
 	// ScheduleKept: a paced run sent every slot of its schedule (no
 	// shortfall) with at most max_late_fraction of them late; Schedule
 	// says what was missed ("" when kept, or when unpaced).
-	ScheduleKept    bool     `json:"schedule_kept"`
-	Schedule        string   `json:"schedule"`
-	MaxLateFraction float64  `json:"max_late_fraction"`
-	Links           []*Link  `json:"links"` // each data socket's connections
-	Errors          []string `json:"errors"`
-	latenessMerged  *histo.Precise
+	ScheduleKept    bool    `json:"schedule_kept"`
+	Schedule        string  `json:"schedule"`
+	MaxLateFraction float64 `json:"max_late_fraction"`
+	Links           []*Link `json:"links"` // each data socket's connections
+	// Injected is what the run had injected (test fixtures).
+	Injected       inject.Record `json:"injected"`
+	Errors         []string      `json:"errors"`
+	latenessMerged *histo.Precise
 }
 
 // StreamEnd is one thread's stream as announced in its end marker.
@@ -75,7 +78,7 @@ func (s *Sender) result(start, end uint64) *Result {
 	r := &Result{Scenario: cfg.Scenario.Name, TargetRate: cfg.Rate, Shape: cfg.Shape, Threads: cfg.Threads, BucketSize: cfg.BucketSize,
 		TupleBytes: len(s.threads[0].tpls[0].Msg), Overflow: string(cfg.Overflow), Idle: string(cfg.Idle),
 		SendCostNs: s.sendCost.Nanoseconds(), LateThreshNs: cfg.LateThreshold.Nanoseconds(), latenessMerged: histo.NewPrecise(),
-		Windows: []uint64{}, Errors: []string{}}
+		Windows: []uint64{}, Errors: []string{}, Injected: inject.NewRecord(cfg.Stalls, 0, nil)}
 	last, measured, windows := r.addThreads(s.threads, uint64(cfg.BucketSize))
 	if r.ScheduledTups > r.Emitted+r.DroppedTups {
 		r.Shortfall = r.ScheduledTups - r.Emitted - r.DroppedTups

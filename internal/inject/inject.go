@@ -108,6 +108,20 @@ func Windows(stalls []Stall, stage string) [][2]time.Duration {
 	return w
 }
 
+// Record is what a run had injected, as its result reports it (empty
+// lists and 0 when nothing was).
+type Record struct {
+	Stalls       []Stall       `json:"stalls"`
+	DecodeWork   time.Duration `json:"decode_work_ns"`
+	WorkSchedule []Step        `json:"work_schedule"`
+}
+
+// NewRecord is the record of a run's injections.
+func NewRecord(stalls []Stall, decodeWork time.Duration, schedule []Step) Record {
+	r := Record{Stalls: append([]Stall{}, stalls...), DecodeWork: decodeWork, WorkSchedule: append([]Step{}, schedule...)}
+	return r
+}
+
 // Step is one phase of a work schedule: Work per tuple from At on.
 type Step struct {
 	At   time.Duration `json:"at_ns"`
