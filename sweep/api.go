@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/scenarios"
@@ -86,6 +87,8 @@ type SenderTrial struct {
 	Idle          string             `json:"idle"`
 	LateThreshold time.Duration      `json:"late_threshold_ns,omitempty"`
 	HWM           int                `json:"hwm,omitempty"`
+	// Stalls are injected stalls of this sender's threads (sender.Config).
+	Stalls []inject.Stall `json:"stalls,omitempty"`
 	// Profile, if set, is a handler configuration (the YAML of --profile)
 	// for this trial; its paths are relative to a directory of the agent's
 	// own (GET PathProfile), and one that leads outside it is refused.
@@ -99,7 +102,7 @@ func (t SenderTrial) SenderConfig() sender.Config {
 	return sender.Config{Endpoints: t.Endpoints, SenderID: t.SenderID, Threads: t.Threads, Rate: t.Rate,
 		Duration: t.Duration, Warmup: t.Warmup, StartAt: t.StartAt, Shape: t.Shape, BucketSize: t.BucketSize, Scenario: &sc,
 		Overflow: sender.Overflow(t.Overflow), Idle: sender.Idle(t.Idle), LateThreshold: t.LateThreshold, HWM: t.HWM,
-		EndTimeout: 5 * time.Second}
+		EndTimeout: 5 * time.Second, Stalls: t.Stalls}
 }
 
 // Validate checks the trial as the agent will run it.
@@ -126,6 +129,10 @@ type ReceiverTrial struct {
 	HWM           int           `json:"hwm,omitempty"`
 	Duration      time.Duration `json:"duration_ns,omitempty"` // hard limit
 	Profile       string        `json:"profile,omitempty"`     // see SenderTrial
+	// Injected faults and phases (receiver.Config).
+	Stalls       []inject.Stall `json:"stalls,omitempty"`
+	DecodeWork   time.Duration  `json:"decode_work_ns,omitempty"`
+	WorkSchedule []inject.Step  `json:"work_schedule,omitempty"`
 }
 
 // ReceiverConfig is the trial as a receiver configuration on the agent's
@@ -133,7 +140,7 @@ type ReceiverTrial struct {
 func (t ReceiverTrial) ReceiverConfig(endpoints []string, connect bool) receiver.Config {
 	return receiver.Config{Endpoints: endpoints, Connect: connect, Schema: t.Schema, Drain: t.Drain,
 		ExpectStreams: t.ExpectStreams, EndTimeout: t.EndTimeout, WorkPerTuple: t.WorkPerTuple, RingCapacity: t.Ring,
-		HWM: t.HWM, Duration: t.Duration}
+		HWM: t.HWM, Duration: t.Duration, Stalls: t.Stalls, DecodeWork: t.DecodeWork, WorkSchedule: t.WorkSchedule}
 }
 
 // Validate checks the trial as an agent with these endpoints will run it.

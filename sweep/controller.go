@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
 )
@@ -41,6 +42,12 @@ type TrialPlan struct {
 	// controller's host from Scenario and Shape (Resolve).
 	ScenarioSpec *scenarios.Scenario `json:"scenario_spec,omitempty"`
 	ShapeSpec    sender.Shape        `json:"shape_spec"`
+	// Injected faults and phases of every trial (test fixtures, see
+	// internal/inject): stalls of receiver stages go to every receiver,
+	// of sender threads to every sender.
+	Stalls       []inject.Stall `json:"stalls,omitempty"`
+	DecodeWork   time.Duration  `json:"decode_work_ns,omitempty"`
+	WorkSchedule []inject.Step  `json:"work_schedule,omitempty"`
 }
 
 // Controller runs trials on a set of agents.

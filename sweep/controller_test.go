@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/cli"
+	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/sender"
 	"github.com/spf13/pflag"
@@ -179,6 +180,8 @@ func TestTrialsCarryTheirWorkloadInline(t *testing.T) {
 	recv, send := newFake(t, RoleReceiver, "ok"), newFake(t, RoleSender, "ok")
 	p := testPlan(t)
 	p.Shape = "step:1x@1s,2x@1s"
+	p.Stalls = []inject.Stall{{Stage: "consumer", For: time.Second}, {Stage: "thread0", For: time.Second}}
+	p.DecodeWork = time.Millisecond
 	if err := p.Resolve(); err != nil {
 		t.Fatal(err)
 	}
@@ -195,6 +198,16 @@ func TestTrialsCarryTheirWorkloadInline(t *testing.T) {
 	}
 	if got.Scenario.Schema != "synthetic" || got.Scenario.Size != 100 || got.Shape.Kind != "step" || len(got.Shape.Mults) != 2 {
 		t.Fatalf("sent %+v", got)
+	}
+	if len(got.Stalls) != 1 || got.Stalls[0].Stage != "thread0" {
+		t.Errorf("the sender got the stalls %+v, want its thread's only", got.Stalls)
+	}
+	var rt ReceiverTrial
+	if err := json.Unmarshal(recv.lastBody, &rt); err != nil {
+		t.Fatal(err)
+	}
+	if len(rt.Stalls) != 1 || rt.Stalls[0].Stage != "consumer" || rt.DecodeWork != time.Millisecond {
+		t.Errorf("the receiver got %+v and %v of decode work, want the consumer's stall and 1ms", rt.Stalls, rt.DecodeWork)
 	}
 	if err := got.Validate(); err != nil {
 		t.Fatalf("the controller sent a trial the agent would refuse: %v", err)
@@ -227,6 +240,11 @@ func TestCheckPlan(t *testing.T) {
 		{"unknown handler", func(_ *TrialPlan, _ *Search, h *string) { *h = "default: {handler: nosuch}" }, "unknown handler"},
 		{"missing parameter", func(_ *TrialPlan, _ *Search, h *string) { *h = "default: {handler: xoy, path: a.log}" }, "xoy"},
 		{"absolute log path", func(_ *TrialPlan, _ *Search, h *string) { *h = "default: {handler: buffered, path: /etc/x.log}" }, "relative"},
+		{"stalls of a lane the plan cannot see yet", func(p *TrialPlan, _ *Search, _ *string) {
+			p.Stalls = []inject.Stall{{Stage: "lane3", At: time.Second, For: time.Second}, {Stage: "thread0", For: time.Second}}
+		}, ""},
+		{"a stall of an unknown stage", func(p *TrialPlan, _ *Search, _ *string) { p.Stalls = []inject.Stall{{Stage: "pipe", For: time.Second}} }, "--stall"},
+		{"decode work", func(p *TrialPlan, _ *Search, _ *string) { p.DecodeWork = time.Second }, "decode work"},
 	} {
 		p, s, h := good, fast, ""
 		tc.edit(&p, &s, &h)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/internal/inject"
+	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
 )
@@ -43,13 +45,13 @@ func (p TrialPlan) senderTrial(endpoints []string, i int, rate float64) SenderTr
 	}
 	return SenderTrial{Endpoints: endpoints, SenderID: uint8(i), Threads: p.Threads, Rate: rate,
 		Duration: p.Warmup + p.Duration, Warmup: p.Warmup, BucketSize: p.BucketSize, Scenario: sc, Shape: p.ShapeSpec,
-		Overflow: p.Overflow, Idle: p.Idle}
+		Overflow: p.Overflow, Idle: p.Idle, Stalls: inject.OfKind(p.Stalls, "thread")}
 }
 
 // receiverTrial is a receiver's part of a trial that may last limit.
 func (p TrialPlan) receiverTrial(limit time.Duration) ReceiverTrial {
 	return ReceiverTrial{Schema: p.Schema, Drain: p.Drain, WorkPerTuple: p.WorkPerTuple, Ring: p.Ring, EndTimeout: p.EndTimeout,
-		Duration: limit}
+		Duration: limit, Stalls: inject.OfKind(p.Stalls, "consumer", "lane"), DecodeWork: p.DecodeWork, WorkSchedule: p.WorkSchedule}
 }
 
 // CheckPlan validates a whole sweep before it starts: the trials every agent
@@ -99,7 +101,22 @@ func CheckPlan(p TrialPlan, search Search, senders int, profile string, profileA
 			}
 		}
 	}
-	add(p.receiverTrial(time.Hour).Validate([]string{"tcp://127.0.0.1:1"}))
+	// The receivers' lanes are known only once they answer: a lane a stall
+	// names is checked by the agent.
+	lanes := 1
+	for _, s := range p.Stalls {
+		if k, i, err := inject.Stage(s.Stage); err == nil && k == "lane" {
+			lanes = max(lanes, i+1)
+		}
+	}
+	if len(inject.OfKind(p.Stalls, "consumer", "lane", "thread")) != len(p.Stalls) {
+		add(fmt.Errorf("--stall: stages are consumer, lane<N> or thread<N>"))
+	}
+	eps := make([]string, min(lanes, receiver.MaxLanes))
+	for i := range eps {
+		eps[i] = fmt.Sprintf("tcp://127.0.0.1:%d", i+1)
+	}
+	add(p.receiverTrial(time.Hour).Validate(eps))
 	add(p.Rules.Validate())
 	if profile != "" {
 		add(validProfile(profile))

@@ -91,6 +91,20 @@ func CheckStalls(stalls []Stall, kinds map[string]int) error {
 	return nil
 }
 
+// OfKind is the stalls of stages of these kinds (consumer, lane, thread).
+func OfKind(stalls []Stall, kinds ...string) []Stall {
+	var out []Stall
+	for _, s := range stalls {
+		k, _, err := Stage(s.Stage)
+		for _, want := range kinds {
+			if err == nil && k == want {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
 // Windows are one stage's stalls as [start, end) offsets from the run's
 // start, in order.
 func Windows(stalls []Stall, stage string) [][2]time.Duration {
