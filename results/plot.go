@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 	"path/filepath"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -93,29 +94,14 @@ func NsTicks(log bool) plot.Ticker {
 
 // trimZeros turns "10.00 µs" into "10 µs" and "2.500 ms" into "2.5 ms".
 func trimZeros(s string) string {
-	num, unit := s, ""
-	for i := range s {
-		if s[i] == ' ' {
-			num, unit = s[:i], s[i:]
-			break
-		}
+	num, unit, found := strings.Cut(s, " ")
+	if strings.Contains(num, ".") {
+		num = strings.TrimSuffix(strings.TrimRight(num, "0"), ".")
 	}
-	for len(num) > 1 && num[len(num)-1] == '0' && containsDot(num) {
-		num = num[:len(num)-1]
+	if found {
+		return num + " " + unit
 	}
-	if len(num) > 1 && num[len(num)-1] == '.' {
-		num = num[:len(num)-1]
-	}
-	return num + unit
-}
-
-func containsDot(s string) bool {
-	for i := range s {
-		if s[i] == '.' {
-			return true
-		}
-	}
-	return false
+	return num
 }
 
 // labelled is a ticker whose labels come from format: 1-2-5 steps per

@@ -132,8 +132,7 @@ type Record struct {
 
 // NewRecord is the record of a run's injections.
 func NewRecord(stalls []Stall, decodeWork time.Duration, schedule []Step) Record {
-	r := Record{Stalls: append([]Stall{}, stalls...), DecodeWork: decodeWork, WorkSchedule: append([]Step{}, schedule...)}
-	return r
+	return Record{Stalls: append([]Stall{}, stalls...), DecodeWork: decodeWork, WorkSchedule: append([]Step{}, schedule...)}
 }
 
 // Step is one phase of a work schedule: Work per tuple from At on.

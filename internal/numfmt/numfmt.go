@@ -32,27 +32,22 @@ type unit struct {
 }
 
 func scaled(v float64, n int, units []unit) string {
-	a := math.Abs(v)
-	u := units[0]
-	for _, c := range units {
-		if a >= c.from {
-			u = c
+	i := 0
+	for j, c := range units {
+		if math.Abs(v) >= c.from {
+			i = j
 		}
 	}
-	s := sig(v/u.div, n)
+	s := sig(v/units[i].div, n)
 	// 999.96 k rounds to "1000" k: say 1.000 M instead.
-	for i, c := range units {
-		if c == u && i+1 < len(units) && math.Abs(v/u.div) >= 999.5*math.Pow(10, float64(Digits-n)) {
-			if r, _ := strconv.ParseFloat(s, 64); math.Abs(r) >= 1000 {
-				u = units[i+1]
-				s = sig(v/u.div, n)
-			}
-		}
+	if r, _ := strconv.ParseFloat(s, 64); math.Abs(r) >= 1000 && i+1 < len(units) && units[i+1].div >= 1000*units[i].div {
+		i++
+		s = sig(v/units[i].div, n)
 	}
-	if u.name == "" {
+	if units[i].name == "" {
 		return s
 	}
-	return s + " " + u.name
+	return s + " " + units[i].name
 }
 
 var rateUnits = []unit{{0, 1, "/s"}, {1e3, 1e3, "k/s"}, {1e6, 1e6, "M/s"}, {1e9, 1e9, "G/s"}}
