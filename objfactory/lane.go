@@ -8,6 +8,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/internal/osthread"
 	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/wire"
 )
@@ -20,6 +21,13 @@ import (
 // notice a stop.
 type Source interface {
 	Recv(b *Bucket) error
+}
+
+// Poller is a Source that can also look without waiting: TryRecv returns
+// ErrTimeout at once when no message is there. A lane with stage
+// accounting uses it to tell waiting for data from receiving it.
+type Poller interface {
+	TryRecv(b *Bucket) error
 }
 
 // ErrTimeout is returned by a Source when no message arrived in time.
@@ -104,8 +112,12 @@ func (s *LaneStats) MalformedTotal() uint64 {
 // runs out of free buckets and stops receiving, the socket's queue fills,
 // and backpressure reaches the sender.
 type Lane struct {
-	ID     int
-	Stats  LaneStats
+	ID    int
+	Stats LaneStats
+	// Acct, if set before Run, accounts the deserializer's time: waiting
+	// (its socket empty), decoding (receiving and decoding what was
+	// there) and blocked (no free bucket).
+	Acct   *stage.Account
 	full   *Ring[*Bucket]
 	free   *Ring[*Bucket]
 	decode scenarios.Decoder
@@ -136,6 +148,11 @@ type Accept func(b *Bucket) bool
 // a timeout or a malformed message, which it returns.
 func (l *Lane) Run(src Source, stop *atomic.Bool, accept Accept) error {
 	var b *Bucket
+	poll, _ := src.(Poller)
+	if l.Acct == nil {
+		poll = nil
+	}
+	l.Acct.Start(stage.Waiting, tsc.ReadFast())
 	for !stop.Load() {
 		if b == nil {
 			b = l.getFree(stop)
@@ -143,7 +160,7 @@ func (l *Lane) Run(src Source, stop *atomic.Bool, accept Accept) error {
 				return nil
 			}
 		}
-		err := src.Recv(b)
+		err := l.recv(src, poll, b)
 		if err != nil {
 			if err == ErrTimeout {
 				continue
@@ -156,6 +173,7 @@ func (l *Lane) Run(src Source, stop *atomic.Bool, accept Accept) error {
 		}
 		t0 := tsc.ReadFast()
 		b.Received = t0
+		l.Acct.Enter(stage.Decoding, t0) // no change while messages keep coming
 		err = b.Decode(l.decode)
 		l.Stats.BusyTicks.Add(tsc.ReadFast() - t0)
 		if err != nil {
@@ -164,6 +182,7 @@ func (l *Lane) Run(src Source, stop *atomic.Bool, accept Accept) error {
 		}
 		l.Stats.Messages.Add(1)
 		l.Stats.Bytes.Add(uint64(len(b.Msg)))
+		l.Acct.Add(1)
 		if accept != nil && !accept(b) {
 			continue
 		}
@@ -171,6 +190,18 @@ func (l *Lane) Run(src Source, stop *atomic.Bool, accept Accept) error {
 		b = nil
 	}
 	return nil
+}
+
+// recv receives into b; with accounting, it first looks without waiting,
+// so that only a wait for an empty socket is accounted as waiting.
+func (l *Lane) recv(src Source, poll Poller, b *Bucket) error {
+	if poll != nil {
+		if err := poll.TryRecv(b); err != ErrTimeout {
+			return err
+		}
+		l.Acct.Enter(stage.Waiting, tsc.ReadFast())
+	}
+	return src.Recv(b)
 }
 
 func (l *Lane) malformed(err error) { l.Malformed(reasonOf(err), err) }
@@ -190,6 +221,7 @@ func (l *Lane) getFree(stop *atomic.Bool) *Bucket {
 		return b
 	}
 	l.Stats.StallCount.Add(1)
+	l.Acct.Enter(stage.Starved, tsc.ReadFast())
 	for spins := 0; !stop.Load(); spins++ {
 		if b, ok := l.free.Pop(); ok {
 			return b

@@ -39,6 +39,7 @@ type sampler struct {
 	quit       chan struct{}
 	done       chan struct{}
 	once       sync.Once
+	hooks      []func() // called after every sample (OnSample)
 }
 
 // series is one channel's counter across switches: every generation keeps
@@ -92,11 +93,15 @@ func (s *sampler) run() {
 
 func (s *sampler) sample() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, ser := range s.chans {
 		v := ser.total()
 		ser.periods = append(ser.periods, v-ser.prev)
 		ser.prev = v
+	}
+	hooks := s.hooks
+	s.mu.Unlock()
+	for _, fn := range hooks {
+		fn()
 	}
 }
 

@@ -224,6 +224,9 @@ type Profiler struct {
 // is taken relative to it, and one that would lead outside (absolute, with
 // "..", or through a symbolic link) is refused when the channel opens.
 func NewIn(dir string, period time.Duration) (*Profiler, error) {
+	if period <= 0 {
+		period = time.Second
+	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("profile directory: %w", err)
@@ -256,6 +259,18 @@ func New(period time.Duration) *Profiler {
 		period = time.Second
 	}
 	return &Profiler{channels: map[string]*Channel{}, sampler: newSampler(period), paths: map[string]int{}}
+}
+
+// Period is the counters' sampling period.
+func (p *Profiler) Period() time.Duration { return p.sampler.period }
+
+// OnSample registers fn, called on the sampler's goroutine right after
+// every sample of the counters (the stage accounting samples in lock
+// step this way).
+func (p *Profiler) OnSample(fn func()) {
+	p.sampler.mu.Lock()
+	p.sampler.hooks = append(p.sampler.hooks, fn)
+	p.sampler.mu.Unlock()
 }
 
 // Open creates the named channel with cfg.

@@ -64,7 +64,7 @@ func FetchHandlers(ctx context.Context, source, token string) (*Handlers, []byte
 // FromSource returns a profiler confined to dir (see NewIn) with the
 // handlers of a file or a configuration server, or nil and nil when source
 // is empty. A configuration that names a path outside dir is refused.
-func FromSource(ctx context.Context, source, token, dir string) (*Profiler, *Handlers, error) {
+func FromSource(ctx context.Context, source, token, dir string, period time.Duration) (*Profiler, *Handlers, error) {
 	if source == "" {
 		return nil, nil, nil
 	}
@@ -75,7 +75,7 @@ func FromSource(ctx context.Context, source, token, dir string) (*Profiler, *Han
 	if err := h.CheckLocal(); err != nil {
 		return nil, nil, fmt.Errorf("handler configuration %s: %w", source, err)
 	}
-	p, err := NewFor(dir, h, "")
+	p, err := NewFor(dir, h, "", period)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -83,11 +83,12 @@ func FromSource(ctx context.Context, source, token, dir string) (*Profiler, *Han
 }
 
 // NewFor is the profiler of a handler configuration, confined to dir (see
-// NewIn): counters sampled every second and written at Close to counters,
-// or when that is "" to the configuration's counters path (if any). An
-// agent fixes the name so that cpsweep finds the file.
-func NewFor(dir string, h *Handlers, counters string) (*Profiler, error) {
-	p, err := NewIn(dir, time.Second)
+// NewIn): counters sampled every period (0: every second; the stage
+// accounting's period, so that both sample in lock step) and written at
+// Close to counters, or when that is "" to the configuration's counters
+// path (if any). An agent fixes the name so that cpsweep finds the file.
+func NewFor(dir string, h *Handlers, counters string, period time.Duration) (*Profiler, error) {
+	p, err := NewIn(dir, period)
 	if err != nil {
 		return nil, err
 	}

@@ -43,7 +43,7 @@ func TestFollowConfigServer(t *testing.T) {
 	if _, _, err := FetchHandlers(context.Background(), url, "wrong"); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Fatalf("a wrong token was accepted: %v", err)
 	}
-	p, h, err := FromSource(context.Background(), url, "s3cret-s3cret-s3cret", dir)
+	p, h, err := FromSource(context.Background(), url, "s3cret-s3cret-s3cret", dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/zmqraw"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/tsc"
 )
 
@@ -39,7 +40,10 @@ type Config struct {
 	EndTimeout    time.Duration // give up on missing end markers after this long without data
 	Duration      time.Duration // hard limit on the run (0: none)
 	CPUs          []int         // CPUs for the lane deserializers, then the consumer; nil: not pinned
-	Clock         *tsc.Clock
+	// StagePeriod, if not 0, accounts the lanes' and the consumer's time
+	// and each stream's arrivals, sampled this often (see package stage).
+	StagePeriod time.Duration
+	Clock       *tsc.Clock
 	// Sink is called for every consumed tuple on the consumer goroutine (the
 	// source operator of a system under test). Nil: a checksum of the ids,
 	// so the work cannot be optimised away.
@@ -96,6 +100,11 @@ func (c *Config) Validate() error {
 	}
 	if err := inject.CheckStalls(c.Stalls, map[string]int{"consumer": 1, "lane": len(c.Endpoints)}); err != nil {
 		bad("%v", err)
+	}
+	if c.StagePeriod != 0 {
+		if err := stage.CheckPeriod(c.StagePeriod); err != nil {
+			bad("%v", err)
+		}
 	}
 	if c.DecodeWork < 0 || c.DecodeWork > inject.MaxWork {
 		bad("decode work must be 0 to %v per bucket, got %v", inject.MaxWork, c.DecodeWork)

@@ -8,6 +8,7 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/osthread"
 	"github.com/cloudprofiler-go/cp/objfactory"
 	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/wire"
 )
@@ -24,9 +25,12 @@ func (r *Receiver) consume() {
 		// current), from the clock read each bucket already makes.
 		publishEvery: clock.Ticks(10 * time.Millisecond)}
 	idle := 0
+	acct := r.consumerAcc
+	acct.Start(stage.Idling, tsc.ReadFast())
+	working := false
 	for {
 		if c.holds.Any() || len(c.schedule) > 0 {
-			c.inject()
+			working = c.inject(working)
 		}
 		got := false
 		for _, l := range r.lanes {
@@ -37,6 +41,10 @@ func (r *Receiver) consume() {
 			if !ok {
 				continue
 			}
+			if !got && !working && acct != nil { // the first bucket after an idle round
+				acct.Enter(stage.Working, tsc.ReadFast())
+				working = true
+			}
 			got = true
 			st := b.Tag.(*stream)
 			if b.Header.Kind == wire.KindEnd {
@@ -46,10 +54,15 @@ func (r *Receiver) consume() {
 				c.bucket(st, b)
 			}
 			l.Release(b)
+			acct.Add(1)
 		}
 		if got {
 			idle = 0
 			continue
+		}
+		if working {
+			acct.Enter(stage.Idling, tsc.ReadFast())
+			working = false
 		}
 		c.publish(0)
 		if r.done.Load() && (r.empty() || (c.work > 0 && r.quit.Load())) { // stopped in busy work: what is left stays unconsumed
@@ -79,14 +92,21 @@ type consumer struct {
 	schedule                                []inject.Step // injected work over time
 }
 
-// inject applies the injected stalls and work schedule due now.
-func (c *consumer) inject() {
+// inject applies the injected stalls and work schedule due now; a stall
+// is the consumer's own doing, accounted as working. It returns whether
+// the consumer is now in the working state.
+func (c *consumer) inject(working bool) bool {
 	now := tsc.ReadFast()
+	if c.holds.Due(now) && !working && c.r.consumerAcc != nil {
+		c.r.consumerAcc.Enter(stage.Working, now)
+		working = true
+	}
 	c.holds.Hold(now, &c.r.quit)
 	if len(c.schedule) > 0 {
 		clock := c.r.cfg.Clock
 		c.work = clock.Ticks(inject.WorkAt(c.schedule, time.Duration(clock.TicksToNs(now-c.r.startTicks))))
 	}
+	return working
 }
 
 // bucket consumes one data bucket a tuple at a time, then records its

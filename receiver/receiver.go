@@ -16,6 +16,7 @@ import (
 	"github.com/cloudprofiler-go/cp/objfactory"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/wire"
 )
@@ -42,6 +43,8 @@ type Receiver struct {
 	lastLatency atomic.Int64      // latency of the latest consumed bucket, ns
 	firstData   atomic.Uint64     // TSC when the first data bucket was consumed
 	lastConsum  atomic.Uint64     // TSC when the last tuple was consumed
+	stages      *stage.Set        // nil: no stage accounting
+	consumerAcc *stage.Account
 }
 
 type lane struct {
@@ -78,8 +81,11 @@ func New(cfg Config) (*Receiver, error) {
 		return nil, err
 	}
 	r := &Receiver{cfg: cfg, ctx: ctx, precise: histo.NewPrecise()}
+	if cfg.StagePeriod > 0 {
+		r.stages = stage.NewSet(cfg.Clock, cfg.StagePeriod)
+	}
 	for i, ep := range cfg.Endpoints {
-		l := &lane{endpoint: ep, cpu: -1, streams: streamTable{lane: i}}
+		l := &lane{endpoint: ep, cpu: -1, streams: streamTable{lane: i, stages: r.stages}}
 		if len(cfg.CPUs) > 0 {
 			l.cpu = cfg.CPUs[i%len(cfg.CPUs)]
 		}
@@ -87,6 +93,7 @@ func New(cfg Config) (*Receiver, error) {
 			r.Close()
 			return nil, err
 		}
+		l.Acct = r.stages.Add(fmt.Sprintf("lane%d", i), stage.Lane, l.hasWork)
 		if cfg.Profile != nil {
 			// Kept even when Null: a live switch may turn them on.
 			if l.receive, err = cfg.Profile.OpenNamed(fmt.Sprintf("receive.%d", i), cfg.Handlers); err != nil {
@@ -108,6 +115,13 @@ func New(cfg Config) (*Receiver, error) {
 			return nil, err
 		}
 	}
+	r.consumerAcc = r.stages.Add("consumer", stage.Consumer, func() int64 {
+		n := 0
+		for _, l := range r.lanes {
+			n += l.Occupancy()
+		}
+		return int64(n)
+	})
 	if cfg.Profile != nil {
 		if r.consumedCh, err = cfg.Profile.OpenNamed("consumed", cfg.Handlers); err != nil {
 			r.Close()
@@ -128,6 +142,16 @@ type laneSource struct{ raw *zmqraw.Socket }
 
 func (s laneSource) Recv(b *objfactory.Bucket) error {
 	msg, err := s.raw.Recv(b.Slot)
+	return s.result(b, msg, err)
+}
+
+// TryRecv makes a lane's socket an objfactory.Poller.
+func (s laneSource) TryRecv(b *objfactory.Bucket) error {
+	msg, err := s.raw.TryRecv(b.Slot)
+	return s.result(b, msg, err)
+}
+
+func (s laneSource) result(b *objfactory.Bucket, msg []byte, err error) error {
 	b.Msg = msg
 	switch err {
 	case nil:
@@ -179,6 +203,11 @@ func (r *Receiver) Close() {
 func (r *Receiver) Run() (*Result, error) {
 	r.started.Store(time.Now().UnixNano())
 	r.startTicks = tsc.ReadFast()
+	if r.cfg.Profile != nil {
+		r.stages.Start(r.cfg.Profile)
+	} else {
+		r.stages.Start(nil)
+	}
 	var wg sync.WaitGroup
 	for _, l := range r.lanes {
 		l.holds = inject.NewHolds(inject.Windows(r.cfg.Stalls, fmt.Sprintf("lane%d", l.ID)), r.startTicks, r.cfg.Clock)
@@ -216,6 +245,7 @@ func (r *Receiver) Run() (*Result, error) {
 	wg.Wait()
 	r.done.Store(true)
 	<-consumerDone
+	r.stages.Stop()
 	res := r.result(reason)
 	for _, l := range r.lanes {
 		if l.err != nil {
@@ -231,6 +261,7 @@ var errAfterEnd = errors.New("message of a stream after its end marker")
 func (l *lane) accept(b *objfactory.Bucket) bool {
 	st := l.streams.get(b.Header.Stream)
 	b.Tag = st
+	st.acct.Add(1)
 	now := tsc.ReadFast()
 	l.lastMsg.Store(now)
 	if l.decodeWork > 0 {
@@ -281,6 +312,15 @@ func (l *lane) drain(r *Receiver, b *objfactory.Bucket) bool {
 	r.firstData.CompareAndSwap(0, now)
 	r.lastConsum.Store(now)
 	return false
+}
+
+// hasWork is a lane's queue for the diagnosis: 0 while it waits on an
+// empty socket, else 1 (what is in the socket cannot be seen from here).
+func (l *lane) hasWork() int64 {
+	if l.Acct.Current() == stage.Waiting {
+		return 0
+	}
+	return 1
 }
 
 func (r *Receiver) empty() bool {

@@ -11,6 +11,7 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/histo"
 	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/objfactory"
+	"github.com/cloudprofiler-go/cp/stage"
 )
 
 // Result is the end-of-run accounting (--json prints it as is).
@@ -37,6 +38,12 @@ type Result struct {
 	Backlog []BacklogSample `json:"backlog"`
 	Streams []StreamResult  `json:"streams"`
 	Lanes   []LaneResult    `json:"lanes"`
+	// Stages is the time accounting of the lanes (waiting, decoding,
+	// blocked), the consumer (idle, working) and each stream's arrivals
+	// over the run, and StageSeries their per-period samples; absent
+	// without stage accounting.
+	Stages      []stage.Total `json:"stages,omitempty"`
+	StageSeries *stage.Series `json:"stage_series,omitempty"`
 	// Injected is what the run had injected (test fixtures): the ground
 	// truth a diagnosis is scored against.
 	Injected inject.Record `json:"injected"`
@@ -98,6 +105,10 @@ func (r *Receiver) result(reason string) *Result {
 		res.MalformedBy[name] = 0
 	}
 	clock := r.cfg.Clock
+	if r.stages != nil {
+		res.StageSeries = r.stages.Series()
+		res.Stages = res.StageSeries.Totals(0, 0)
+	}
 	allComplete := true
 	for _, l := range r.lanes {
 		lr := LaneResult{Lane: l.ID, Endpoint: l.endpoint, Messages: l.Stats.Messages.Load(), Bytes: l.Stats.Bytes.Load(),
@@ -217,6 +228,7 @@ func (r *Receiver) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRecvT, descRecvB, descConsT, descOOS, descDup, descStale, descGap, descEnded, descMalformed, descOcc, descCap, descBusy, descStall, descLat, descConsAll} {
 		ch <- d
 	}
+	r.stages.Describe(ch)
 }
 
 // Collect implements prometheus.Collector from the published counters.
@@ -256,6 +268,7 @@ func (r *Receiver) Collect(ch chan<- prometheus.Metric) {
 	c.Add(&r.latency)
 	ch <- c.Metric(descLat, 1e-9)
 	counter(descConsAll, r.consumed.Load())
+	r.stages.Collect(ch)
 }
 
 // satAdd adds counts without wrapping (a total of counts a peer announced

@@ -1,10 +1,12 @@
 package receiver
 
 import (
+	"fmt"
 	"sort"
 	"sync"
 	"sync/atomic"
 
+	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/wire"
 )
 
@@ -19,6 +21,7 @@ const seqWindow = 1024
 type stream struct {
 	id   uint32
 	lane int
+	acct *stage.Account // arrivals: the network stage's output (nil: not accounted)
 
 	recvBuckets atomic.Uint64 // (d)
 	recvTuples  atomic.Uint64 // (d)
@@ -98,8 +101,9 @@ func (s *stream) track(seq uint64) (discard bool) {
 type streamTable struct {
 	mu   sync.Mutex
 	m    map[uint32]*stream
-	last *stream // one-entry cache: most lanes carry one stream
-	lane int
+	last   *stream // one-entry cache: most lanes carry one stream
+	lane   int
+	stages *stage.Set // nil: no stage accounting
 }
 
 func (t *streamTable) get(id uint32) *stream {
@@ -108,7 +112,7 @@ func (t *streamTable) get(id uint32) *stream {
 	}
 	s, ok := t.m[id]
 	if !ok {
-		s = &stream{id: id, lane: t.lane}
+		s = &stream{id: id, lane: t.lane, acct: t.stages.Add(fmt.Sprintf("stream%d", id), stage.Network, nil)}
 		t.mu.Lock()
 		if t.m == nil {
 			t.m = make(map[uint32]*stream)

@@ -12,6 +12,7 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/zmqraw"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/tsc"
 )
 
@@ -74,7 +75,10 @@ type Config struct {
 	// stops sending, and its schedule runs on without it.
 	Stalls     []inject.Stall
 	EndTimeout time.Duration // how long to try delivering end markers
-	Clock      *tsc.Clock
+	// StagePeriod, if not 0, accounts each thread's time (pacing, sending,
+	// blocked) and samples it this often (see package stage).
+	StagePeriod time.Duration
+	Clock       *tsc.Clock
 	// Profile, if set, gets a channel "emit.<thread>" per thread, its
 	// handler from Handlers (Null when unlisted): every emitted tuple id.
 	Profile  *profiler.Profiler
@@ -126,6 +130,11 @@ func (c *Config) Validate() error {
 	}
 	if err := inject.CheckStalls(c.Stalls, map[string]int{"thread": c.Threads}); err != nil {
 		bad("%v", err)
+	}
+	if c.StagePeriod != 0 {
+		if err := stage.CheckPeriod(c.StagePeriod); err != nil {
+			bad("%v", err)
+		}
 	}
 	if c.BucketSize < 1 || c.BucketSize > MaxBucketSize {
 		bad("bucket size must be 1..%d tuples, got %d", MaxBucketSize, c.BucketSize)

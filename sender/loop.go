@@ -11,6 +11,7 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/internal/osthread"
 	"github.com/cloudprofiler-go/cp/internal/zmqraw"
+	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/wire"
 )
@@ -86,10 +87,14 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 	}
 	pace.wait(start)
 	t.holds = inject.NewHolds(inject.Windows(cfg.Stalls, fmt.Sprintf("thread%d", t.id)), start, clock)
+	acct := t.acct
+	acct.Start(stage.Pacing, tsc.ReadFast())
+	defer t.finished.Store(true)
 	for e.k < t.slots {
 		var due uint64
 		if paced {
 			due = t.sched.Due(e.k)
+			acct.SetAux(due)
 			pace.wait(due)
 		}
 		tpl := &t.tpls[e.idx]
@@ -100,6 +105,7 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 			tpl.Patch(e.seq, wire.TupleID(t.stream, e.tupleSeq), clock.UnixNano(due))
 		}
 		at := tsc.ReadFast()
+		acct.Enter(stage.Sending, at) // an injected stall is the thread's own: busy
 		if t.holds.Any() && t.holds.Hold(at, stop) {
 			at = tsc.ReadFast()
 		}
@@ -115,6 +121,9 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 			tpl.Patch(e.seq, wire.TupleID(t.stream, e.tupleSeq), clock.UnixNano(at))
 		}
 		t.sent(&e, t.send(tpl.Msg, drop, end, stop), at, bucket, drop)
+		if acct != nil {
+			acct.Enter(stage.Pacing, tsc.ReadFast())
+		}
 		if paced && due >= measureFrom {
 			e.measured++
 			if t.recordLateness(at, due, nsPerTick) > lateTicks {
@@ -147,6 +156,7 @@ func (t *thread) sent(e *emission, err error, at, bucket uint64, drop bool) {
 		e.tupleSeq += bucket
 		e.emitted += bucket
 		e.buckets++
+		t.acct.Add(1)
 	case zmqraw.ErrAgain:
 		if drop {
 			e.dropB++
@@ -182,9 +192,16 @@ func (t *thread) advance(e *emission, at, ticksPerSec, publishTicks, bucket uint
 }
 
 // send sends one bucket; in block mode it retries a full socket until it
-// takes the bucket, the run ends or is stopped.
+// takes the bucket, the run ends or is stopped. The first attempt never
+// waits, so that the time the socket was full is accounted as blocked.
 func (t *thread) send(msg []byte, drop bool, end uint64, stop *atomic.Bool) error {
-	err := t.raw.Send(msg, drop)
+	err := t.raw.Send(msg, true)
+	if err == zmqraw.ErrAgain {
+		t.acct.Enter(stage.Pushing, tsc.ReadFast())
+		if !drop {
+			err = t.raw.Send(msg, false)
+		}
+	}
 	for err == zmqraw.ErrAgain && !drop { // block mode: the send timeout expired, keep trying
 		if tsc.ReadFast() >= end || stop.Load() {
 			break
@@ -281,5 +298,24 @@ func (p *pacer) wait(due uint64) {
 				p.sleepMargin -= p.sleepMargin / 64
 			}
 		}
+	}
+}
+
+// backlog is a thread's queue for the diagnosis: the slots due and not
+// yet sent (paced), one while it runs (unpaced: its work never runs
+// out), none once it has finished.
+func (t *thread) backlog(paced bool) func() int64 {
+	return func() int64 {
+		if t.finished.Load() {
+			return 0
+		}
+		if !paced {
+			return 1
+		}
+		due, now := t.acct.Aux(), tsc.ReadFast()
+		if due == 0 || now < due {
+			return 0
+		}
+		return 1 + int64(float64(now-due)/t.sched.SlotTicks())
 	}
 }

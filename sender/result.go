@@ -12,6 +12,7 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/histo"
 	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
+	"github.com/cloudprofiler-go/cp/stage"
 )
 
 // Result is what a run did, as dgsend reports it (--json prints it as is).
@@ -52,6 +53,11 @@ type Result struct {
 	Schedule        string  `json:"schedule"`
 	MaxLateFraction float64 `json:"max_late_fraction"`
 	Links           []*Link `json:"links"` // each data socket's connections
+	// Stages is each thread's time accounting over the run (pacing,
+	// sending, blocked) and StageSeries its per-period samples; absent
+	// without stage accounting.
+	Stages      []stage.Total `json:"stages,omitempty"`
+	StageSeries *stage.Series `json:"stage_series,omitempty"`
 	// Injected is what the run had injected (test fixtures).
 	Injected       inject.Record `json:"injected"`
 	Errors         []string      `json:"errors"`
@@ -80,6 +86,10 @@ func (s *Sender) result(start, end uint64) *Result {
 		SendCostNs: s.sendCost.Nanoseconds(), LateThreshNs: cfg.LateThreshold.Nanoseconds(), latenessMerged: histo.NewPrecise(),
 		Windows: []uint64{}, Errors: []string{}, Injected: inject.NewRecord(cfg.Stalls, 0, nil)}
 	last, measured, windows := r.addThreads(s.threads, uint64(cfg.BucketSize))
+	if s.stages != nil {
+		r.StageSeries = s.stages.Series()
+		r.Stages = r.StageSeries.Totals(0, 0)
+	}
 	if r.ScheduledTups > r.Emitted+r.DroppedTups {
 		r.Shortfall = r.ScheduledTups - r.Emitted - r.DroppedTups
 	}
@@ -210,6 +220,7 @@ func (s *Sender) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descEmitted, descBuckets, descDropB, descDropT, descLate, descLatency, descTarget, descCost, descRunning} {
 		ch <- d
 	}
+	s.stages.Describe(ch)
 }
 
 // Collect implements prometheus.Collector: it reads the threads' published
@@ -233,4 +244,5 @@ func (s *Sender) Collect(ch chan<- prometheus.Metric) {
 		running = 1
 	}
 	ch <- prometheus.MustNewConstMetric(descRunning, prometheus.GaugeValue, running)
+	s.stages.Collect(ch)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/zmqraw"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/wire"
 )
@@ -38,6 +39,7 @@ type Sender struct {
 	sendCost time.Duration
 	started  time.Time
 	mon      monitor
+	stages   *stage.Set // nil: no stage accounting
 }
 
 // thread is one emission thread and its stream.
@@ -70,6 +72,8 @@ type thread struct {
 	err           error
 	sched         Schedule
 	emit          *profiler.Channel // nil: not profiled
+	acct          *stage.Account    // nil: no stage accounting
+	finished      atomic.Bool       // the loop has returned (its queue is empty)
 	interrupted   bool
 	napMargin     time.Duration // idle sleep: wake this long before the slot
 	measuredSlots uint64        // slots due after the warm-up (lateness denominator)
@@ -96,6 +100,9 @@ func New(cfg Config) (*Sender, error) {
 		return nil, err
 	}
 	s := &Sender{cfg: cfg, ctx: ctx}
+	if cfg.StagePeriod > 0 {
+		s.stages = stage.NewSet(cfg.Clock, cfg.StagePeriod)
+	}
 	for i := 0; i < cfg.Threads; i++ {
 		t := &thread{id: i, stream: wire.StreamID(cfg.SenderID, uint8(i)), cpu: -1,
 			endpoint: cfg.Endpoints[i%len(cfg.Endpoints)], slots: math.MaxUint64, precise: histo.NewPrecise()}
@@ -120,6 +127,7 @@ func New(cfg Config) (*Sender, error) {
 				return nil, err
 			}
 		}
+		t.acct = s.stages.Add(fmt.Sprintf("thread%d", i), stage.Sender, t.backlog(cfg.Rate > 0))
 		s.threads = append(s.threads, t)
 		if t.sock, t.link, err = s.openSocket(t.id, t.endpoint); err != nil {
 			s.Close()
@@ -269,6 +277,13 @@ func (s *Sender) Run() (*Result, error) {
 				shared, _ = sched.(*profile)
 			}
 		}
+	}
+	if s.cfg.Profile != nil {
+		s.stages.Start(s.cfg.Profile)
+	} else {
+		s.stages.Start(nil)
+	}
+	for _, t := range s.threads {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -276,6 +291,7 @@ func (s *Sender) Run() (*Result, error) {
 		}()
 	}
 	wg.Wait()
+	s.stages.Stop()
 	s.flush()
 	res := s.result(start, end)
 	res.StartUnixNs = clock.UnixNano(start)

@@ -89,6 +89,8 @@ type SenderTrial struct {
 	HWM           int                `json:"hwm,omitempty"`
 	// Stalls are injected stalls of this sender's threads (sender.Config).
 	Stalls []inject.Stall `json:"stalls,omitempty"`
+	// StagePeriod is the stage accounting's sampling period (0: off).
+	StagePeriod time.Duration `json:"stage_period_ns,omitempty"`
 	// Profile, if set, is a handler configuration (the YAML of --profile)
 	// for this trial; its paths are relative to a directory of the agent's
 	// own (GET PathProfile), and one that leads outside it is refused.
@@ -102,7 +104,7 @@ func (t SenderTrial) SenderConfig() sender.Config {
 	return sender.Config{Endpoints: t.Endpoints, SenderID: t.SenderID, Threads: t.Threads, Rate: t.Rate,
 		Duration: t.Duration, Warmup: t.Warmup, StartAt: t.StartAt, Shape: t.Shape, BucketSize: t.BucketSize, Scenario: &sc,
 		Overflow: sender.Overflow(t.Overflow), Idle: sender.Idle(t.Idle), LateThreshold: t.LateThreshold, HWM: t.HWM,
-		EndTimeout: 5 * time.Second, Stalls: t.Stalls}
+		EndTimeout: 5 * time.Second, Stalls: t.Stalls, StagePeriod: t.StagePeriod}
 }
 
 // Validate checks the trial as the agent will run it.
@@ -133,6 +135,7 @@ type ReceiverTrial struct {
 	Stalls       []inject.Stall `json:"stalls,omitempty"`
 	DecodeWork   time.Duration  `json:"decode_work_ns,omitempty"`
 	WorkSchedule []inject.Step  `json:"work_schedule,omitempty"`
+	StagePeriod  time.Duration  `json:"stage_period_ns,omitempty"` // see SenderTrial
 }
 
 // ReceiverConfig is the trial as a receiver configuration on the agent's
@@ -140,7 +143,8 @@ type ReceiverTrial struct {
 func (t ReceiverTrial) ReceiverConfig(endpoints []string, connect bool) receiver.Config {
 	return receiver.Config{Endpoints: endpoints, Connect: connect, Schema: t.Schema, Drain: t.Drain,
 		ExpectStreams: t.ExpectStreams, EndTimeout: t.EndTimeout, WorkPerTuple: t.WorkPerTuple, RingCapacity: t.Ring,
-		HWM: t.HWM, Duration: t.Duration, Stalls: t.Stalls, DecodeWork: t.DecodeWork, WorkSchedule: t.WorkSchedule}
+		HWM: t.HWM, Duration: t.Duration, Stalls: t.Stalls, DecodeWork: t.DecodeWork, WorkSchedule: t.WorkSchedule,
+		StagePeriod: t.StagePeriod}
 }
 
 // Validate checks the trial as an agent with these endpoints will run it.

@@ -45,13 +45,14 @@ func (p TrialPlan) senderTrial(endpoints []string, i int, rate float64) SenderTr
 	}
 	return SenderTrial{Endpoints: endpoints, SenderID: uint8(i), Threads: p.Threads, Rate: rate,
 		Duration: p.Warmup + p.Duration, Warmup: p.Warmup, BucketSize: p.BucketSize, Scenario: sc, Shape: p.ShapeSpec,
-		Overflow: p.Overflow, Idle: p.Idle, Stalls: inject.OfKind(p.Stalls, "thread")}
+		Overflow: p.Overflow, Idle: p.Idle, Stalls: inject.OfKind(p.Stalls, "thread"), StagePeriod: p.StagePeriod}
 }
 
 // receiverTrial is a receiver's part of a trial that may last limit.
 func (p TrialPlan) receiverTrial(limit time.Duration) ReceiverTrial {
 	return ReceiverTrial{Schema: p.Schema, Drain: p.Drain, WorkPerTuple: p.WorkPerTuple, Ring: p.Ring, EndTimeout: p.EndTimeout,
-		Duration: limit, Stalls: inject.OfKind(p.Stalls, "consumer", "lane"), DecodeWork: p.DecodeWork, WorkSchedule: p.WorkSchedule}
+		Duration: limit, Stalls: inject.OfKind(p.Stalls, "consumer", "lane"), DecodeWork: p.DecodeWork, WorkSchedule: p.WorkSchedule,
+		StagePeriod: p.StagePeriod}
 }
 
 // CheckPlan validates a whole sweep before it starts: the trials every agent

@@ -154,6 +154,7 @@ func (o *options) execute(scenarioSet bool, code *int) error {
 	}
 	res, err := cli.RunCommand(o.run, func(clock *tsc.Clock, prof *cli.Profile) (cli.Runner[*receiver.Result], error) {
 		cfg.Clock, cfg.Profile, cfg.Handlers, cfg.Logf = clock, prof.Profiler, prof.Handlers, cli.Logf("dgrecv")
+		cfg.StagePeriod = o.run.StagePeriod
 		r, err := receiver.New(cfg)
 		if err == nil {
 			fmt.Fprintf(os.Stderr, "dgrecv: listening on %s\n", strings.Join(r.BoundEndpoints(), " "))

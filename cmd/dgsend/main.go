@@ -153,7 +153,7 @@ func (o *options) execute() error {
 		fmt.Fprintf(os.Stderr, "dgsend: warning: %s\n", features.Problem())
 	}
 	res, err := cli.RunCommand(o.run, func(clock *tsc.Clock, prof *cli.Profile) (cli.Runner[*sender.Result], error) {
-		cfg.Clock, cfg.Profile, cfg.Handlers = clock, prof.Profiler, prof.Handlers
+		cfg.Clock, cfg.Profile, cfg.Handlers, cfg.StagePeriod = clock, prof.Profiler, prof.Handlers, o.run.StagePeriod
 		return sender.New(cfg)
 	}, func(s cli.Runner[*sender.Result], done <-chan struct{}) {
 		reportProgress(s.(*sender.Sender), cfg.Rate, done)

@@ -26,6 +26,9 @@ type Profile struct {
 type ProfileFlags struct {
 	Source, Token, Dir string
 	Follow             time.Duration
+	// Period is the counters' sampling period (0: a second); RunCommand
+	// sets it to the stage accounting's, so both sample in lock step.
+	Period time.Duration
 }
 
 // Register adds --profile, --profile-follow and --profile-token; channels
@@ -39,13 +42,13 @@ func (pf *ProfileFlags) Register(f *pflag.FlagSet, channels string) {
 
 // Open is OpenProfile with the flags' values.
 func (pf *ProfileFlags) Open(name string) (*Profile, error) {
-	return OpenProfile(name, pf.Source, pf.Token, pf.Dir, pf.Follow)
+	return OpenProfile(name, pf.Source, pf.Token, pf.Dir, pf.Follow, pf.Period)
 }
 
 // OpenProfile loads the source ("" disables profiling) and confines every
 // log to dir (created if missing; "": a new directory under the working
 // directory). name prefixes the reports on standard error.
-func OpenProfile(name, source, token, dir string, follow time.Duration) (*Profile, error) {
+func OpenProfile(name, source, token, dir string, follow, period time.Duration) (*Profile, error) {
 	if source == "" {
 		return &Profile{stop: func() {}}, nil
 	}
@@ -57,7 +60,7 @@ func OpenProfile(name, source, token, dir string, follow time.Duration) (*Profil
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("--profile-dir: %w", err)
 	}
-	p, h, err := profiler.FromSource(ctx, source, token, dir)
+	p, h, err := profiler.FromSource(ctx, source, token, dir, period)
 	if err != nil {
 		_ = os.Remove(dir) // only if still empty: a refused configuration leaves nothing behind
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
+	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/tsc"
 )
 
@@ -30,6 +31,8 @@ type RunFlags struct {
 	JSON        bool
 	Output      string
 	Profile     ProfileFlags
+	// StagePeriod is the stage accounting's sampling period (0: off).
+	StagePeriod time.Duration
 }
 
 // RunCommand is the one life of dgsend and dgrecv: calibrate the TSC, open
@@ -43,6 +46,7 @@ func RunCommand[R TextWriter](f RunFlags, build func(*tsc.Clock, *Profile) (Runn
 	if err != nil {
 		return res, err
 	}
+	f.Profile.Period = f.StagePeriod
 	prof, err := f.Profile.Open(f.Name)
 	if err != nil {
 		return res, err
@@ -91,5 +95,17 @@ func (f *RunFlags) Register(fs *pflag.FlagSet, name, metricsAddr, channels strin
 	fs.BoolVar(&f.JSON, "json", false, "print the result as JSON instead of text")
 	fs.StringVarP(&f.Output, "output", "o", "", "also write the JSON result to this file")
 	fs.StringVar(&f.Progress, "progress", "auto", "per-second progress on stderr: auto (on a terminal), always, never")
+	fs.DurationVar(&f.StagePeriod, "stage-period", stage.DefaultPeriod, "account every stage's time (docs/diagnosis.md) and sample it this often, 10ms..10s\n(also the profiler's counter period, in lock step); 0 turns the accounting off")
 	f.Profile.Register(fs, channels)
+}
+
+// CheckStagePeriod refuses a --stage-period outside its range (0 is off).
+func (f *RunFlags) CheckStagePeriod() error {
+	if f.StagePeriod == 0 {
+		return nil
+	}
+	if err := stage.CheckPeriod(f.StagePeriod); err != nil {
+		return fmt.Errorf("--stage-period: %w", err)
+	}
+	return nil
 }

@@ -28,6 +28,9 @@ func NewHolds(windows [][2]time.Duration, start uint64, clock *tsc.Clock) Holds 
 // Any says whether there are stalls left.
 func (h *Holds) Any() bool { return h.next < len(h.w) }
 
+// Due says whether a stall is due at now (Hold would hold).
+func (h *Holds) Due(now uint64) bool { return h.next < len(h.w) && now >= h.w[h.next][0] }
+
 // Hold stops the calling stage while a stall is due at now: it naps (in
 // short slices, so a stop is noticed) until the stall's end, and returns
 // whether it held.

@@ -136,29 +136,29 @@ type starter func(*profiling) (prometheus.Collector, func(), func() (*sweep.Tria
 
 // parseTrial decodes and validates a trial request for this agent's role;
 // nothing is allocated for the trial before it passes.
-func (a *Agent) parseTrial(body []byte) (starter, string, error) {
+func (a *Agent) parseTrial(body []byte) (starter, string, time.Duration, error) {
 	if a.opts.Role == sweep.RoleSender {
 		var cfg sweep.SenderTrial
 		if err := httpapi.DecodeStrict(body, &cfg); err != nil {
-			return nil, "", fmt.Errorf("bad trial configuration: %w", err)
+			return nil, "", 0, fmt.Errorf("bad trial configuration: %w", err)
 		}
 		if err := cfg.Validate(); err != nil {
-			return nil, "", fmt.Errorf("bad trial configuration: %w", err)
+			return nil, "", 0, fmt.Errorf("bad trial configuration: %w", err)
 		}
 		return func(p *profiling) (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error) {
 			return a.startSender(cfg, p)
-		}, cfg.Profile, nil
+		}, cfg.Profile, cfg.StagePeriod, nil
 	}
 	var cfg sweep.ReceiverTrial
 	if err := httpapi.DecodeStrict(body, &cfg); err != nil {
-		return nil, "", fmt.Errorf("bad trial configuration: %w", err)
+		return nil, "", 0, fmt.Errorf("bad trial configuration: %w", err)
 	}
 	if err := cfg.Validate(a.opts.Endpoints); err != nil {
-		return nil, "", fmt.Errorf("bad trial configuration: %w", err)
+		return nil, "", 0, fmt.Errorf("bad trial configuration: %w", err)
 	}
 	return func(p *profiling) (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error) {
 		return a.startReceiver(cfg, p)
-	}, cfg.Profile, nil
+	}, cfg.Profile, cfg.StagePeriod, nil
 }
 
 func (a *Agent) handleStart(w http.ResponseWriter, r *http.Request) {
@@ -167,7 +167,7 @@ func (a *Agent) handleStart(w http.ResponseWriter, r *http.Request) {
 		httpapi.ReplyRequestError(w, err)
 		return
 	}
-	start, profile, err := a.parseTrial(body)
+	start, profile, period, err := a.parseTrial(body)
 	if err != nil {
 		httpapi.ReplyError(w, http.StatusBadRequest, err)
 		return
@@ -183,7 +183,7 @@ func (a *Agent) handleStart(w http.ResponseWriter, r *http.Request) {
 	a.stopEarly = false
 	a.mu.Unlock()
 
-	prof, err := a.newProfiling(id, profile)
+	prof, err := a.newProfiling(id, profile, period)
 	if err != nil {
 		a.setFailed(id, err)
 		httpapi.ReplyError(w, http.StatusBadRequest, err)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/profiler"
@@ -26,7 +27,7 @@ type profiling struct {
 
 // newProfiling makes the trial's directory inside the agent's temporary
 // directory (created on first use, removed by Close).
-func (a *Agent) newProfiling(trial int, yaml string) (*profiling, error) {
+func (a *Agent) newProfiling(trial int, yaml string, period time.Duration) (*profiling, error) {
 	if yaml == "" {
 		return nil, nil
 	}
@@ -48,7 +49,7 @@ func (a *Agent) newProfiling(trial int, yaml string) (*profiling, error) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("profile directory: %w", err)
 	}
-	p, err := profiler.NewFor(dir, h, "counters.json")
+	p, err := profiler.NewFor(dir, h, "counters.json", period)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err

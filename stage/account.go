@@ -1,0 +1,185 @@
+package stage
+
+import (
+	"sync/atomic"
+)
+
+// Kind is what a stage is; it fixes the stage's states.
+type Kind string
+
+// The stage kinds of the harness's pipeline: sender threads, the network
+// between them and the lanes (or a relayed system under test), lanes and
+// the consumer. Network and SUT stages are black boxes: only counts,
+// derived across hosts by the diagnosis.
+const (
+	Sender   Kind = "sender"
+	Network  Kind = "network"
+	SUT      Kind = "sut"
+	Lane     Kind = "lane"
+	Consumer Kind = "consumer"
+)
+
+// Class says what a state means for the stage: doing its own work (busy),
+// held up by the stage after it (blocked: FlowDiagnoser's wait_time), or
+// without work (idle).
+type Class uint8
+
+// The state classes.
+const (
+	Idle Class = iota
+	Busy
+	Blocked
+)
+
+// State is one of a kind's states.
+type State struct {
+	Name  string
+	Class Class
+}
+
+// The states of each kind, by index (the argument of Account.Enter).
+const (
+	Pacing  = 0 // sender: waiting for its next slot
+	Sending = 1 // sender: in the send call
+	Pushing = 2 // sender: the socket is full (EAGAIN, retrying)
+
+	Waiting  = 0 // lane: no message in its socket
+	Decoding = 1 // lane: receiving and decoding a message that was there
+	Starved  = 2 // lane: no free bucket (the consumer has them all)
+
+	Idling  = 0 // consumer: every ring empty
+	Working = 1 // consumer: consuming a bucket (work and sink included)
+)
+
+// MaxStates bounds a kind's states.
+const MaxStates = 3
+
+var kindStates = map[Kind][]State{
+	Sender:   {{"pacing", Idle}, {"sending", Busy}, {"blocked", Blocked}},
+	Lane:     {{"waiting", Idle}, {"decoding", Busy}, {"blocked", Blocked}},
+	Consumer: {{"idle", Idle}, {"working", Busy}},
+	Network:  nil,
+	SUT:      nil,
+}
+
+// States returns the states of a kind (nil for a black box).
+func States(k Kind) []State { return kindStates[k] }
+
+// Known reports whether k is a stage kind.
+func Known(k Kind) bool {
+	_, ok := kindStates[k]
+	return ok
+}
+
+// markShift puts the current state in the top bits of the mark word and
+// the TSC it was entered at in the rest (60 bits of ticks: years).
+const (
+	markShift = 60
+	markMask  = 1<<markShift - 1
+)
+
+// Account is one stage's accounting. Its single writer (the stage's own
+// goroutine) calls Enter and Add; anyone may Read. A nil *Account accounts
+// nothing, so a loop without accounting pays one branch.
+type Account struct {
+	name  string
+	kind  Kind
+	queue func() int64 // nil: the stage has no queue counter
+	c     cells
+}
+
+// cells are the writer's words, on their own cache lines so that the
+// sampler's reads do not slow the neighbouring stage.
+type cells struct {
+	_     [64]byte
+	mark  uint64 // state<<markShift | TSC the state was entered
+	ticks [MaxStates]uint64
+	items uint64
+	aux   uint64 // the writer's extra word (a sender's current due time)
+	_     [64]byte
+}
+
+// Name is the stage's name (thread0, lane1, consumer).
+func (a *Account) Name() string { return a.name }
+
+// Kind is the stage's kind.
+func (a *Account) Kind() Kind { return a.kind }
+
+// Enter moves the stage to state at TSC now, adding the time since the
+// last change to the state it leaves.
+func (a *Account) Enter(state int, now uint64) {
+	if a == nil {
+		return
+	}
+	m := a.c.mark
+	if cur := int(m >> markShift); cur != state || m == 0 {
+		if since := m & markMask; now > since && m != 0 {
+			store(&a.c.ticks[cur], a.c.ticks[cur]+now-since)
+		}
+		store(&a.c.mark, uint64(state)<<markShift|now&markMask)
+	}
+}
+
+// Start puts the stage in state at now without accounting any time before.
+func (a *Account) Start(state int, now uint64) {
+	if a == nil {
+		return
+	}
+	store(&a.c.mark, uint64(state)<<markShift|now&markMask)
+}
+
+// Add counts n items processed.
+func (a *Account) Add(n uint64) {
+	if a == nil {
+		return
+	}
+	store(&a.c.items, a.c.items+n)
+}
+
+// SetAux publishes the writer's extra word (see cells.aux).
+func (a *Account) SetAux(v uint64) {
+	if a == nil {
+		return
+	}
+	store(&a.c.aux, v)
+}
+
+// Aux reads the writer's extra word (any goroutine).
+func (a *Account) Aux() uint64 { return atomic.LoadUint64(&a.c.aux) }
+
+// Current is the stage's state now (any goroutine).
+func (a *Account) Current() int { return int(atomic.LoadUint64(&a.c.mark) >> markShift) }
+
+// Reading is a stage's cumulative counters at one instant.
+type Reading struct {
+	Ticks [MaxStates]uint64 // per state, the time in it so far
+	Items uint64
+	State int // the state at the instant
+	Queue int64
+}
+
+// Read returns the counters at TSC now, the current state's time included
+// up to now. The writer does not wait: a read that saw the state change
+// under it reads again, so every state's total only grows.
+func (a *Account) Read(now uint64) Reading {
+	var r Reading
+	for try := 0; try < 4; try++ {
+		m := atomic.LoadUint64(&a.c.mark)
+		for i := range r.Ticks {
+			r.Ticks[i] = atomic.LoadUint64(&a.c.ticks[i])
+		}
+		r.Items = atomic.LoadUint64(&a.c.items)
+		if atomic.LoadUint64(&a.c.mark) != m {
+			continue
+		}
+		r.State = int(m >> markShift)
+		if since := m & markMask; m != 0 && now > since {
+			r.Ticks[r.State] += now - since
+		}
+		break
+	}
+	if a.queue != nil {
+		r.Queue = a.queue()
+	}
+	return r
+}
