@@ -122,6 +122,7 @@ func New(cfg Config) (*Receiver, error) {
 		}
 		return int64(n)
 	})
+	r.stages.SetCapacity(r.consumerAcc, int64(cfg.RingCapacity*len(cfg.Endpoints)))
 	if cfg.Profile != nil {
 		if r.consumedCh, err = cfg.Profile.OpenNamed("consumed", cfg.Handlers); err != nil {
 			r.Close()
@@ -261,7 +262,6 @@ var errAfterEnd = errors.New("message of a stream after its end marker")
 func (l *lane) accept(b *objfactory.Bucket) bool {
 	st := l.streams.get(b.Header.Stream)
 	b.Tag = st
-	st.acct.Add(1)
 	now := tsc.ReadFast()
 	l.lastMsg.Store(now)
 	if l.decodeWork > 0 {
@@ -292,6 +292,7 @@ func (l *lane) accept(b *objfactory.Bucket) bool {
 		}
 	}
 	st.recvBuckets.Add(1)
+	st.acct.Add(1) // data buckets only, as the sender counts them
 	st.recvTuples.Add(uint64(b.Header.Count))
 	return true
 }

@@ -231,6 +231,9 @@ func (r *Receiver) Describe(ch chan<- *prometheus.Desc) {
 	r.stages.Describe(ch)
 }
 
+// Stages is the receiver's stage accounting (nil: off).
+func (r *Receiver) Stages() *stage.Set { return r.stages }
+
 // Collect implements prometheus.Collector from the published counters.
 func (r *Receiver) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v uint64, labels ...string) {

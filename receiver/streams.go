@@ -99,8 +99,8 @@ func (s *stream) track(seq uint64) (discard bool) {
 // on other goroutines (metrics, results), and the deserializer reads its own
 // map without it.
 type streamTable struct {
-	mu   sync.Mutex
-	m    map[uint32]*stream
+	mu     sync.Mutex
+	m      map[uint32]*stream
 	last   *stream // one-entry cache: most lanes carry one stream
 	lane   int
 	stages *stage.Set // nil: no stage accounting

@@ -88,7 +88,11 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 	pace.wait(start)
 	t.holds = inject.NewHolds(inject.Windows(cfg.Stalls, fmt.Sprintf("thread%d", t.id)), start, clock)
 	acct := t.acct
-	acct.Start(stage.Pacing, tsc.ReadFast())
+	if paced {
+		acct.Start(stage.Pacing, tsc.ReadFast())
+	} else {
+		acct.Start(stage.Sending, tsc.ReadFast())
+	}
 	defer t.finished.Store(true)
 	for e.k < t.slots {
 		var due uint64
@@ -121,7 +125,7 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 			tpl.Patch(e.seq, wire.TupleID(t.stream, e.tupleSeq), clock.UnixNano(at))
 		}
 		t.sent(&e, t.send(tpl.Msg, drop, end, stop), at, bucket, drop)
-		if acct != nil {
+		if paced && acct != nil { // unpaced, the loop between sends is the thread's own work
 			acct.Enter(stage.Pacing, tsc.ReadFast())
 		}
 		if paced && due >= measureFrom {

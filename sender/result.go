@@ -223,6 +223,9 @@ func (s *Sender) Describe(ch chan<- *prometheus.Desc) {
 	s.stages.Describe(ch)
 }
 
+// Stages is the sender's stage accounting (nil: off).
+func (s *Sender) Stages() *stage.Set { return s.stages }
+
 // Collect implements prometheus.Collector: it reads the threads' published
 // counters, so a scrape costs the emission loops nothing.
 func (s *Sender) Collect(ch chan<- prometheus.Metric) {

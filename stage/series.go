@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 )
 
 // Series is a process's stages sampled at the same instants: sample i
@@ -31,6 +32,9 @@ type StageSeries struct {
 	Items   []uint64  `json:"items"`
 	Queue   []int64   `json:"queue,omitempty"`
 	NoQueue bool      `json:"no_queue,omitempty"`
+	// QueueCap is the queue's capacity (the consumer's rings), 0: unbounded
+	// or unknown.
+	QueueCap int64 `json:"queue_capacity,omitempty"`
 }
 
 // Len is the stage's number of samples.
@@ -210,6 +214,60 @@ func (s *Series) Totals(fromNs, toNs int64) []Total {
 			t.QueueMax = &m
 		}
 		out = append(out, t)
+	}
+	return out
+}
+
+// Resample keeps every k-th sample (and the last) so that samples are
+// periodNs apart; periodNs must be a multiple of the recorded period.
+func (s *Series) Resample(periodNs int64) error {
+	if periodNs == s.PeriodNs {
+		return nil
+	}
+	if periodNs < s.PeriodNs || periodNs%s.PeriodNs != 0 {
+		return fmt.Errorf("period %v is not a multiple of the recorded %v", time.Duration(periodNs), time.Duration(s.PeriodNs))
+	}
+	k := int(periodNs / s.PeriodNs)
+	n := len(s.TSC)
+	keep := func(i int) bool { return i%k == 0 || i == n-1 }
+	pick := func(from int, idx func(int) bool) []int {
+		var out []int
+		for i := from; i < n; i++ {
+			if idx(i) {
+				out = append(out, i-from)
+			}
+		}
+		return out
+	}
+	glob := pick(0, keep)
+	s.TSC = gather(s.TSC, glob)
+	s.UnixNs = gather(s.UnixNs, glob)
+	for i := range s.Stages {
+		st := &s.Stages[i]
+		loc := pick(st.From, keep)
+		for j := range st.StateNs {
+			st.StateNs[j] = gather(st.StateNs[j], loc)
+		}
+		st.Items = gather(st.Items, loc)
+		if !st.NoQueue {
+			st.Queue = gather(st.Queue, loc)
+		}
+		newFrom := 0
+		for _, g := range glob {
+			if g < st.From {
+				newFrom++
+			}
+		}
+		st.From = newFrom
+	}
+	s.PeriodNs = periodNs
+	return nil
+}
+
+func gather[T any](v []T, idx []int) []T {
+	out := make([]T, len(idx))
+	for i, j := range idx {
+		out[i] = v[j]
 	}
 	return out
 }

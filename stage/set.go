@@ -88,6 +88,21 @@ type Snapshot struct {
 	Readings []Reading
 }
 
+// SetCapacity records the capacity of a's queue (for the diagnosis's
+// evidence: a full ring).
+func (s *Set) SetCapacity(a *Account, c int64) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, x := range s.accounts {
+		if x == a {
+			s.series.Stages[i].QueueCap = c
+		}
+	}
+}
+
 // OnSample registers fn, called on the sampling goroutine after every
 // sample (recorded or not) with the sample's readings.
 func (s *Set) OnSample(fn func(Snapshot)) {

@@ -18,6 +18,11 @@ type Trial struct {
 	Elapsed   time.Duration `json:"elapsed_ns"`
 	Outcome   *Outcome      `json:"-"` // full agent results (saved separately)
 	StartedAt time.Time     `json:"started_at"`
+	// LimitingStage is the stage that limited the trial over its window
+	// ("none": no stage was busy with work waiting; "": not diagnosed),
+	// and LimitingEvidence the numbers that say so (package diagnose).
+	LimitingStage    string `json:"limiting_stage,omitempty"`
+	LimitingEvidence string `json:"limiting_evidence,omitempty"`
 }
 
 // Runner runs one trial at rate. An error means the trial could not be

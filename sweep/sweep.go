@@ -42,6 +42,10 @@ type Report struct {
 	// ran or was not asked for).
 	ProfileSkipped string `json:"profile_skipped,omitempty"`
 	Dir            string `json:"dir"`
+	// LimitingStage is what limited the first failing trial above the
+	// answer (see Trial.LimitingStage).
+	LimitingStage    string `json:"limiting_stage,omitempty"`
+	LimitingEvidence string `json:"limiting_evidence,omitempty"`
 }
 
 // InvalidTrial is a trial an agent failure made impossible to judge.
@@ -126,6 +130,9 @@ func (s *Sweep) Execute(ctx context.Context) (*Report, error) {
 	if serr := s.save(res, interrupted); serr != nil && rec.writeErr == nil {
 		rec.writeErr = serr
 	}
+	if derr := s.diagnoseRun(); derr != nil && rec.writeErr == nil {
+		rec.writeErr = derr
+	}
 	switch {
 	case rec.writeErr != nil:
 		return &s.report, fmt.Errorf("the run directory could not be written completely (the finished trials are what is on disk): %w", rec.writeErr)
@@ -176,6 +183,7 @@ func (rec *recorder) run(ctx context.Context, rate float64, purpose string) (Tri
 	if err != nil {
 		return t, err
 	}
+	s.diagnoseTrial(&t)
 	rec.partial.Trials = append(rec.partial.Trials, t)
 	s.logf("%s\n", s.trialLine(t))
 	if err := s.Run.WriteJSON(fmt.Sprintf("trials/%03d.json", n), map[string]any{"trial": t, "outcome": t.Outcome}); err != nil {
@@ -350,6 +358,9 @@ func (s *Sweep) trialLine(t Trial) string {
 	line := fmt.Sprintf("trial %2d  %-7s  %12s  %s  achieved %s  (%.1fs)", t.N, t.Purpose, numfmt.Rate(t.Rate), verdict, numfmt.Rate(t.Achieved), t.Elapsed.Seconds())
 	if f := t.Verdict.Failed(); len(f) > 0 {
 		line += "\n          " + strings.Join(f, "\n          ")
+		if l := limitingLine(t); l != "" {
+			line += "\n          " + l
+		}
 	}
 	return line
 }
@@ -402,6 +413,12 @@ func (s *Sweep) estimateLeft(r *Result) string {
 
 func (s *Sweep) save(r *Result, interrupted bool) error {
 	s.report.Result, s.report.Interrupted = r, interrupted
+	s.report.LimitingStage, s.report.LimitingEvidence = "", ""
+	for _, t := range r.Trials { // the latest trial at the first failing rate
+		if !t.Verdict.Pass && t.Rate == r.FirstFail && t.LimitingStage != "" {
+			s.report.LimitingStage, s.report.LimitingEvidence = t.LimitingStage, t.LimitingEvidence
+		}
+	}
 	rows := make([][]string, 0, len(r.Trials))
 	pts := make([]results.SweepPoint, 0, len(r.Trials))
 	for _, t := range r.Trials {
@@ -418,6 +435,21 @@ func (s *Sweep) save(r *Result, interrupted bool) error {
 		}
 	}
 	return err
+}
+
+// diagnoseRun writes diagnosis.json once every trial is on disk, aligned
+// through the TSC relation when there is one. A trial that cannot be
+// diagnosed is listed in the file; only a failed write is an error.
+func (s *Sweep) diagnoseRun() error {
+	if s.Ctrl.Plan.StagePeriod == 0 || s.Run == nil {
+		return nil
+	}
+	rf, err := DiagnoseRun(s.Run.Dir, DiagnoseOptions{})
+	if rf == nil {
+		s.logf("diagnosis: %v\n", err)
+		return nil
+	}
+	return WriteDiagnosis(s.Run.Dir, rf)
 }
 
 // WriteText prints the final table and the answer.
@@ -455,6 +487,9 @@ func (r *Report) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "max sustainable throughput: at least %s (nothing failed), %d trials\n", numfmt.Rate(res.LastPass), len(res.Trials))
 	default:
 		fmt.Fprintf(w, "no rate passed (lowest failing %s), %d trials\n", numfmt.Rate(res.FirstFail), len(res.Trials))
+	}
+	if res.FirstFail > 0 && r.LimitingStage != "" {
+		fmt.Fprintln(w, limitingLine(Trial{LimitingStage: r.LimitingStage, LimitingEvidence: r.LimitingEvidence}))
 	}
 	if res.Stopped != "" {
 		fmt.Fprintf(w, "stopped early: %s\n", res.Stopped)

@@ -90,7 +90,7 @@ finished one.`,
 		*code = sweep.ExitInvalidPlan
 		return err
 	})
-	cmd.AddCommand(clockCommand(code), logsCommand(), profilerCommand(), analyzeCommand(), reportCommand())
+	cmd.AddCommand(clockCommand(code), logsCommand(), profilerCommand(), analyzeCommand(), reportCommand(), diagnoseCommand())
 	o.register(cmd.Flags())
 	return cmd
 }

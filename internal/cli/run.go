@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
+	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/tsc"
 )
@@ -21,6 +22,9 @@ type Runner[R any] interface {
 	Stop()
 	Close()
 }
+
+// Staged is a runner with stage accounting (nil: off), diagnosed live.
+type Staged interface{ Stages() *stage.Set }
 
 // RunFlags are the settings every measuring command shares.
 type RunFlags struct {
@@ -59,6 +63,9 @@ func RunCommand[R TextWriter](f RunFlags, build func(*tsc.Clock, *Profile) (Runn
 	r, err := build(clock, prof)
 	if err != nil {
 		return res, err
+	}
+	if st, ok := r.(Staged); ok && st.Stages() != nil {
+		diagnose.Watch(st.Stages(), diagnose.DefaultConfirm, Logf(f.Name))
 	}
 	defer r.Close()
 	stopMetrics, err := ServeMetricsFor(f.Name, f.MetricsAddr, prof.Collector(r))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/sender"
@@ -248,6 +249,9 @@ func (a *Agent) startSender(c sweep.SenderTrial, prof *profiling) (prometheus.Co
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if s.Stages() != nil {
+		diagnose.Watch(s.Stages(), diagnose.DefaultConfirm, a.opts.Logf)
+	}
 	wait := func() (*sweep.TrialStatus, error) {
 		defer s.Close()
 		res, err := s.Run()
@@ -266,6 +270,9 @@ func (a *Agent) startReceiver(c sweep.ReceiverTrial, prof *profiling) (prometheu
 	r, err := receiver.New(cfg)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if r.Stages() != nil {
+		diagnose.Watch(r.Stages(), diagnose.DefaultConfirm, a.opts.Logf)
 	}
 	wait := func() (*sweep.TrialStatus, error) {
 		defer r.Close()

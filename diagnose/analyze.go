@@ -1,0 +1,192 @@
+package diagnose
+
+import (
+	"sort"
+)
+
+// DefaultConfirm is how many consecutive STALLED snapshots confirm a
+// stall unless told otherwise (two, as the dissertation advises, §2.2.1).
+const DefaultConfirm = 2
+
+// Options of an analysis.
+type Options struct {
+	Confirm    int        // consecutive STALLED snapshots that confirm a stall (default 2)
+	Thresholds Thresholds // zero: DefaultThresholds
+	// Window, if set, is the [from, to] (Unix ns, reference clock) over
+	// which the limiting stage is named (a trial's measured window).
+	Window [2]int64
+}
+
+// Diagnosis is a timeline's analysis (diagnosis.json holds one per trial).
+type Diagnosis struct {
+	PeriodNs  int64       `json:"period_ns"`
+	Confirm   int         `json:"confirm"`
+	Aligned   string      `json:"aligned"`
+	Modules   []Module    `json:"modules"`
+	Edges     [][2]string `json:"edges"`
+	Snapshots []Snapshot  `json:"snapshots"`
+	// Summary is the dissertation's per-stage summary (Ch. 5): how often
+	// each label, and the confirmed stalls' count, mean and longest length.
+	Summary []ModuleSummary `json:"summary"`
+	// Limiting is the stage that limits throughput over the window
+	// ("none": no stage is busy and pressed), with its evidence.
+	Limiting string `json:"limiting_stage"`
+	Evidence string `json:"evidence,omitempty"`
+	// Stalls are the confirmed stalls, in time order.
+	Stalls []Stall `json:"stalls"`
+}
+
+// Snapshot is one period's labels and bottleneck ranks, by module.
+type Snapshot struct {
+	UnixNs   int64   `json:"t_unix_ns"` // the period's end
+	Labels   []Label `json:"labels"`
+	Ranks    []int   `json:"ranks"`              // 1: limiting; 0: not limiting
+	Limiting string  `json:"limiting,omitempty"` // this period's limiting stage
+}
+
+// Stall is a confirmed stall of one stage.
+type Stall struct {
+	Stage     string  `json:"stage"`
+	FromNs    int64   `json:"from_unix_ns"` // start of its first period
+	ToNs      int64   `json:"to_unix_ns"`   // end of its last period
+	Snapshots int     `json:"snapshots"`
+	Seconds   float64 `json:"seconds"`
+}
+
+// ModuleSummary is one stage's labels over the analysis.
+type ModuleSummary struct {
+	Stage     string         `json:"stage"`
+	Labels    map[string]int `json:"labels"`
+	Stalls    int            `json:"confirmed_stalls"`
+	Transient int            `json:"transient_stalls"` // STALLED runs shorter than the confirmation
+	MeanStall float64        `json:"mean_stall_s"`
+	MaxStall  float64        `json:"max_stall_s"`
+	Limiting  int            `json:"limiting_snapshots"`
+}
+
+// Analyze labels and ranks every period of t.
+func Analyze(t *Timeline, o Options) *Diagnosis {
+	if o.Confirm <= 0 {
+		o.Confirm = DefaultConfirm
+	}
+	if o.Thresholds == (Thresholds{}) {
+		o.Thresholds = DefaultThresholds
+	}
+	g := t.Graph
+	M, S := g.Len(), t.Snapshots()
+	d := &Diagnosis{PeriodNs: t.PeriodNs, Confirm: o.Confirm, Aligned: t.Aligned, Modules: g.Modules, Snapshots: []Snapshot{}, Stalls: []Stall{}}
+	for m := range g.Modules {
+		for _, c := range g.children[m] {
+			d.Edges = append(d.Edges, [2]string{g.Modules[m].Name, g.Modules[c].Name})
+		}
+	}
+	dg := NewDiagnoser(g)
+	bn := NewBottlenecks(g, t.Timed, o.Thresholds)
+	act := make([]Activity, M)
+	var rk Ranking
+	labels := make([][]Label, 0, S)
+	for s := 0; s < S; s++ {
+		out := make([]Label, M)
+		if !dg.Step(t.Total[s*M:(s+1)*M], t.Wait[s*M:(s+1)*M], t.Queue[s*M:(s+1)*M], out) {
+			continue
+		}
+		t.activity(s-1, s, act)
+		bn.Rank(act, &rk)
+		snap := Snapshot{UnixNs: t.UnixNs[s], Labels: out, Ranks: append([]int(nil), rk.Rank...)}
+		if rk.Limiting >= 0 {
+			snap.Limiting = g.Modules[rk.Limiting].Name
+		}
+		d.Snapshots = append(d.Snapshots, snap)
+		labels = append(labels, out)
+	}
+	d.summarise(labels, o.Confirm)
+	d.Limiting, d.Evidence = "none", ""
+	if lo, hi := t.window(o.Window); hi > lo {
+		t.activity(lo, hi, act)
+		bn.Rank(act, &rk)
+		if rk.Limiting >= 0 {
+			d.Limiting, d.Evidence = g.Modules[rk.Limiting].Name, rk.Evidence
+		}
+	}
+	return d
+}
+
+// window returns the first and last snapshot indexes inside w (the
+// whole timeline when w is zero).
+func (t *Timeline) window(w [2]int64) (int, int) {
+	S := t.Snapshots()
+	if w == ([2]int64{}) {
+		return 0, S - 1
+	}
+	lo := sort.Search(S, func(i int) bool { return t.UnixNs[i] >= w[0] })
+	hi := sort.Search(S, func(i int) bool { return t.UnixNs[i] > w[1] }) - 1
+	return lo, hi
+}
+
+// activity fills each module's behaviour between snapshots a and b.
+func (t *Timeline) activity(a, b int, act []Activity) {
+	M := t.Graph.Len()
+	for m := 0; m < M; m++ {
+		i, j := a*M+m, b*M+m
+		x := &act[m]
+		*x = Activity{Timed: t.Timed[m], QueueFrom: t.Queue[i], QueueTo: t.Queue[j], QueueCap: t.QueueCap[m], Items: sub(t.Total[j], t.Total[i])}
+		for s := a; s <= b; s++ {
+			x.QueueMax = max(x.QueueMax, t.Queue[s*M+m])
+		}
+		busy := float64(sub(t.Busy[j], t.Busy[i]))
+		blocked := float64(sub(t.Blocked[j], t.Blocked[i]))
+		idle := float64(sub(t.Idle[j], t.Idle[i]))
+		if all := busy + blocked + idle; all > 0 {
+			x.Busy, x.Blocked, x.Idle = busy/all, blocked/all, idle/all
+		}
+	}
+}
+
+func sub(a, b uint64) uint64 {
+	if a > b {
+		return a - b
+	}
+	return 0
+}
+
+// summarise fills the per-stage summary and the confirmed stalls.
+func (d *Diagnosis) summarise(labels [][]Label, confirm int) {
+	M := len(d.Modules)
+	period := float64(d.PeriodNs) / 1e9
+	d.Summary = make([]ModuleSummary, M)
+	for m := range d.Modules {
+		s := &d.Summary[m]
+		s.Stage = d.Modules[m].Name
+		s.Labels = map[string]int{}
+		for _, n := range labelNames {
+			s.Labels[n] = 0
+		}
+	}
+	for i, out := range labels {
+		for m, l := range out {
+			d.Summary[m].Labels[l.String()]++
+			if d.Snapshots[i].Ranks[m] == 1 {
+				d.Summary[m].Limiting++
+			}
+		}
+	}
+	for _, r := range StallRuns(labels, M, 1) {
+		s := &d.Summary[r.Module]
+		if r.Len() < confirm {
+			s.Transient++
+			continue
+		}
+		secs := float64(r.Len()) * period
+		s.Stalls++
+		s.MeanStall += secs
+		s.MaxStall = max(s.MaxStall, secs)
+		d.Stalls = append(d.Stalls, Stall{Stage: d.Modules[r.Module].Name, FromNs: d.Snapshots[r.From].UnixNs - d.PeriodNs,
+			ToNs: d.Snapshots[r.To].UnixNs, Snapshots: r.Len(), Seconds: secs})
+	}
+	for m := range d.Summary {
+		if s := &d.Summary[m]; s.Stalls > 0 {
+			s.MeanStall /= float64(s.Stalls)
+		}
+	}
+	sort.SliceStable(d.Stalls, func(i, j int) bool { return d.Stalls[i].FromNs < d.Stalls[j].FromNs })
+}

@@ -1,0 +1,196 @@
+package diagnose
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Activity is a module's behaviour over a window: the shares of its
+// accounted time spent busy, blocked by the stage after it, and idle
+// (Timed modules only; network and system-under-test stages are black
+// boxes), and its queue at the window's ends.
+type Activity struct {
+	Timed               bool
+	Busy, Blocked, Idle float64
+	QueueFrom, QueueTo  int64
+	QueueMax, QueueCap  int64  // QueueCap 0: unknown
+	Items               uint64 // processed in the window
+}
+
+// Thresholds of the bottleneck rule.
+type Thresholds struct {
+	Busy    float64 // a limiting stage is busy at least this share of the window (0.8)
+	Blocked float64 // an upstream stage blocked this share is held up (0.2)
+	Idle    float64 // a black box limits when the stages after it idle this share (0.5)
+}
+
+// DefaultThresholds are the rule's defaults.
+var DefaultThresholds = Thresholds{Busy: 0.8, Blocked: 0.2, Idle: 0.5}
+
+// Ranking is the bottleneck analysis of one window.
+type Ranking struct {
+	// Rank per module: 1 for the limiting stage, 2.. for the other
+	// candidates by busy share, 0 for a stage that does not limit.
+	Rank     []int
+	Limiting int    // module index, -1: none
+	Evidence string // e.g. "consumer: busy 99%, lane0 blocked 63%, ring 100%"
+}
+
+// Bottlenecks ranks a graph's stages (Flink's isCausingBackPressure
+// rule): the limiting stage is busy and not blocked while the stage
+// before it is blocked or its queue grows. A root (a sender thread) has
+// no stage before it: busy and not blocked is enough, its work being its
+// schedule. A black box limits when its queue grows while the stages
+// after it idle.
+type Bottlenecks struct {
+	g    *Graph
+	th   Thresholds
+	up   [][]int32 // nearest timed ancestors (through black boxes)
+	box  [][]int32 // black-box ancestors on the way to them
+	down [][]int32 // nearest timed descendants
+}
+
+// NewBottlenecks prepares the rule for g; timed says which modules
+// account their time.
+func NewBottlenecks(g *Graph, timed []bool, th Thresholds) *Bottlenecks {
+	b := &Bottlenecks{g: g, th: th, up: make([][]int32, g.Len()), box: make([][]int32, g.Len()), down: make([][]int32, g.Len())}
+	for m := range g.Modules {
+		b.up[m], b.box[m] = nearest(g.parents, timed, m)
+		b.down[m], _ = nearest(g.children, timed, m)
+	}
+	return b
+}
+
+// nearest walks next from m through untimed modules and returns the
+// first timed ones met and the untimed ones passed.
+func nearest(next [][]int32, timed []bool, m int) (found, passed []int32) {
+	seen := map[int32]bool{int32(m): true}
+	queue := append([]int32(nil), next[m]...)
+	for len(queue) > 0 {
+		v := queue[0]
+		queue = queue[1:]
+		if seen[v] {
+			continue
+		}
+		seen[v] = true
+		if timed[v] {
+			found = append(found, v)
+			continue
+		}
+		passed = append(passed, v)
+		queue = append(queue, next[v]...)
+	}
+	return found, passed
+}
+
+// grows says whether a queue grew in earnest over the window: by more
+// than 5% of what the stage processed meanwhile (and at least 2), so that
+// the jitter of counts read on two hosts a little apart is not growth.
+func grows(a *Activity) bool {
+	return a.QueueTo-a.QueueFrom >= max(2, int64(a.Items/20)) && a.QueueTo > 0
+}
+
+func full(a *Activity) bool { return a.QueueCap > 0 && a.QueueMax >= a.QueueCap }
+
+// Rank applies the rule to one window's activities, into r (reused).
+func (b *Bottlenecks) Rank(act []Activity, r *Ranking) {
+	n := b.g.Len()
+	if cap(r.Rank) < n {
+		r.Rank = make([]int, n)
+	}
+	r.Rank = r.Rank[:n]
+	type cand struct {
+		m     int
+		score float64
+	}
+	var cands []cand
+	for m := 0; m < n; m++ {
+		r.Rank[m] = 0
+		a := &act[m]
+		if a.Timed {
+			if a.Busy >= b.th.Busy && b.pressed(m, act) {
+				cands = append(cands, cand{m, a.Busy})
+			}
+			continue
+		}
+		if grows(a) && b.downIdle(m, act) {
+			cands = append(cands, cand{m, b.th.Busy})
+		}
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].score > cands[j].score })
+	for i, c := range cands {
+		r.Rank[c.m] = i + 1
+	}
+	r.Limiting, r.Evidence = -1, ""
+	if len(cands) > 0 {
+		r.Limiting = cands[0].m
+		r.Evidence = b.evidence(cands[0].m, act)
+	}
+}
+
+// pressed says whether work waits for m: it is a root, a stage before it
+// is blocked, its queue grows or is full, or a black box before it grows.
+func (b *Bottlenecks) pressed(m int, act []Activity) bool {
+	a := &act[m]
+	if len(b.g.parents[m]) == 0 || grows(a) || full(a) {
+		return true
+	}
+	for _, u := range b.up[m] {
+		if act[u].Blocked >= b.th.Blocked {
+			return true
+		}
+	}
+	for _, x := range b.box[m] {
+		if grows(&act[x]) {
+			return true
+		}
+	}
+	return false
+}
+
+// downIdle says whether every timed stage after black box m idles.
+func (b *Bottlenecks) downIdle(m int, act []Activity) bool {
+	if len(b.down[m]) == 0 {
+		return false
+	}
+	for _, d := range b.down[m] {
+		if act[d].Idle < b.th.Idle {
+			return false
+		}
+	}
+	return true
+}
+
+func pct(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) }
+
+// evidence says why m limits: its busy share, the most blocked stage
+// before it, and its queue.
+func (b *Bottlenecks) evidence(m int, act []Activity) string {
+	g, a := b.g, &act[m]
+	var parts []string
+	if a.Timed {
+		parts = append(parts, "busy "+pct(a.Busy))
+	} else {
+		parts = append(parts, fmt.Sprintf("queue %d -> %d", a.QueueFrom, a.QueueTo))
+		for _, d := range b.down[m] {
+			parts = append(parts, g.Modules[d].Name+" idle "+pct(act[d].Idle))
+		}
+	}
+	best := int32(-1)
+	for _, u := range b.up[m] {
+		if best < 0 || act[u].Blocked > act[best].Blocked {
+			best = u
+		}
+	}
+	if best >= 0 {
+		parts = append(parts, g.Modules[best].Name+" blocked "+pct(act[best].Blocked))
+	}
+	switch {
+	case a.QueueCap > 0:
+		parts = append(parts, fmt.Sprintf("queue %s of %d", pct(float64(a.QueueMax)/float64(a.QueueCap)), a.QueueCap))
+	case a.Timed && grows(a):
+		parts = append(parts, fmt.Sprintf("queue %d -> %d", a.QueueFrom, a.QueueTo))
+	}
+	return g.Modules[m].Name + ": " + strings.Join(parts, ", ")
+}

@@ -1,0 +1,86 @@
+package diagnose
+
+// Labeler runs the FlowDiagnoser algorithm on one graph, snapshot after
+// snapshot, reusing its buffers (no allocation per snapshot on an acyclic
+// graph).
+type Labeler struct {
+	g *Graph
+	// General algorithm's working state (cyclic graphs).
+	wchildren [][]int32
+	comp      []int32   // module -> strongly connected component
+	members   [][]int32 // component -> modules
+	cycles    [][]int   // components of more than one module, last snapshot
+	tarjan    tarjanState
+}
+
+// NewLabeler returns a labeler for g.
+func NewLabeler(g *Graph) *Labeler {
+	return &Labeler{g: g}
+}
+
+// Cycles are the merged cycles of inactive modules (potential deadlocks)
+// of the last Label call: each module of one is given the cycle's label.
+func (lb *Labeler) Cycles() [][]int { return lb.cycles }
+
+// Label labels every module for one snapshot (Algorithm 1). On an acyclic
+// graph the cycle-breaking of Algorithm 2 removes only out-edges of
+// modules that are HEALTHY or have an empty queue, which neither pass
+// blame nor are BLOCKED, so the analysis runs on the graph as it is in
+// its fixed topological order; TestFastPathMatchesGeneral checks this.
+func (lb *Labeler) Label(c *Counters, out []Label) {
+	g := lb.g
+	lb.cycles = lb.cycles[:0]
+	if g.topo == nil {
+		lb.general(c, out)
+		return
+	}
+	for _, m := range g.topo {
+		out[m] = lb.labelOne(int(m), c, out)
+	}
+}
+
+// inactiveWithWork is Algorithm 5's test of a child: inactive and not
+// known to have an empty queue.
+func inactiveWithWork(g *Graph, c *Counters, m int) bool {
+	return c.Total[m] == 0 && (!g.Modules[m].HasQueue || c.Queue[m] > 0)
+}
+
+// labelOne is Algorithm 3's body for module m on the acyclic graph.
+func (lb *Labeler) labelOne(m int, c *Counters, out []Label) Label {
+	g := lb.g
+	if c.Total[m] > 0 {
+		return Healthy // (a)
+	}
+	if !lb.hasWork(m, c, out) {
+		return DontCare // (b)
+	}
+	if g.Modules[m].HasWait {
+		if c.Wait[m] > 0 {
+			return Blocked // (d)
+		}
+		return Stalled // (g)
+	}
+	for _, ch := range g.children[m] { // CanPassBlame
+		if inactiveWithWork(g, c, int(ch)) {
+			return Blocked // (e)
+		}
+	}
+	return Stalled // (h)
+}
+
+// hasWork is Algorithm 4 on the acyclic graph.
+func (lb *Labeler) hasWork(m int, c *Counters, out []Label) bool {
+	g := lb.g
+	if g.Modules[m].HasQueue {
+		return c.Queue[m] > 0
+	}
+	if g.root[m] {
+		return true
+	}
+	for _, p := range g.parents[m] {
+		if out[p] == Blocked {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,227 @@
+package sweep
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/diagnose"
+	"github.com/cloudprofiler-go/cp/internal/readfile"
+	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/sender"
+	"github.com/cloudprofiler-go/cp/stage"
+	"github.com/cloudprofiler-go/cp/tsc/probing"
+)
+
+// Align maps a node's TSC value into the reference node's (false: it
+// cannot, the wall clocks are used for that sample).
+type Align func(node string, tsc uint64) (float64, bool)
+
+// AlignWith is the alignment of a run's TSC relation (nil: none).
+func AlignWith(rf *probing.RelationFile) Align {
+	if rf == nil {
+		return nil
+	}
+	return func(node string, v uint64) (float64, bool) {
+		t, err := rf.Translate(node, v)
+		if err != nil {
+			return 0, false
+		}
+		return t.Tighter.Value, true
+	}
+}
+
+// Processes turns results into the diagnosis's processes, named as the
+// TSC relation names the agents (sender<i>, receiver<i>).
+func Processes(senders []*sender.Result, receivers []*receiver.Result) []diagnose.Process {
+	var out []diagnose.Process
+	for i, r := range receivers {
+		if r == nil {
+			continue
+		}
+		p := diagnose.Process{Node: fmt.Sprintf("receiver%d", i), Role: RoleReceiver, Series: r.StageSeries, Lanes: map[uint32]int{}}
+		for _, s := range r.Streams {
+			p.Lanes[s.Stream] = s.Lane
+		}
+		out = append(out, p)
+	}
+	for i, s := range senders {
+		if s == nil {
+			continue
+		}
+		p := diagnose.Process{Node: fmt.Sprintf("sender%d", i), Role: RoleSender, Series: s.StageSeries, Streams: map[string]uint32{}}
+		for _, st := range s.Streams {
+			p.Streams[fmt.Sprintf("thread%d", st.Thread)] = st.Stream
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// DiagnoseOutcome analyses a trial: the agents' stage series joined into
+// the pipeline's graph, the limiting stage named over the measured window.
+func DiagnoseOutcome(o *Outcome, relay bool, align Align, opts diagnose.Options) (*diagnose.Diagnosis, error) {
+	procs := Processes(o.Senders, o.Receivers)
+	if len(procs) == 0 {
+		return nil, errors.New("no results")
+	}
+	for _, p := range procs {
+		if p.Series == nil {
+			return nil, fmt.Errorf("%s has no stage series (stage accounting was off)", p.Node)
+		}
+	}
+	tl, err := diagnose.BuildTimeline(diagnose.Input{Processes: procs, Relay: relay, Align: align})
+	if err != nil {
+		return nil, err
+	}
+	if opts.Window == ([2]int64{}) {
+		opts.Window = o.Window
+	}
+	return diagnose.Analyze(tl, opts), nil
+}
+
+// limitingLine is how a trial's limiting stage is printed.
+func limitingLine(t Trial) string {
+	switch {
+	case t.LimitingStage == "":
+		return ""
+	case t.LimitingStage == "none":
+		return "limited by: no stage identified (none was busy at least 80% with work waiting)"
+	}
+	return fmt.Sprintf("limited by: %s (%s)", t.LimitingStage, t.LimitingEvidence)
+}
+
+// diagnoseTrial names a judged trial's limiting stage (wall-clock
+// alignment: the TSC relation is made after the last trial).
+func (s *Sweep) diagnoseTrial(t *Trial) {
+	if t.Outcome == nil || s.Ctrl.Plan.StagePeriod == 0 {
+		return
+	}
+	d, err := DiagnoseOutcome(t.Outcome, s.Ctrl.Plan.Relay, nil, diagnose.Options{})
+	if err != nil {
+		t.LimitingEvidence = "not diagnosed: " + err.Error()
+		return
+	}
+	t.LimitingStage, t.LimitingEvidence = d.Limiting, d.Evidence
+}
+
+// DiagnoseOptions are cpsweep diagnose's settings.
+type DiagnoseOptions struct {
+	Confirm int
+	Period  time.Duration // 0: the recorded period; else a multiple of it
+}
+
+// trialFile is trials/NNN.json as the sweep writes it.
+type trialFile struct {
+	Trial   Trial    `json:"trial"`
+	Outcome *Outcome `json:"outcome"`
+}
+
+// DiagnoseRun analyses every trial of a run directory, aligned through
+// its TSC relation when it has one (WriteDiagnosis saves it).
+func DiagnoseRun(dir string, o DiagnoseOptions) (*diagnose.RunFile, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "trials", "[0-9][0-9][0-9].json"))
+	if err != nil || len(files) == 0 {
+		return nil, fmt.Errorf("%s: no trials/NNN.json (not a run directory, or no trial finished)", dir)
+	}
+	sort.Strings(files)
+	var rf *probing.RelationFile
+	if _, err := os.Stat(filepath.Join(dir, "relation.json")); err == nil {
+		if rf, err = probing.ReadRelationFile(filepath.Join(dir, "relation.json")); err != nil {
+			return nil, err
+		}
+	}
+	relay := false
+	var cfg struct {
+		Plan TrialPlan `json:"plan"`
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "summary.json")); err == nil && json.Unmarshal(b, &cfg) == nil {
+		relay = cfg.Plan.Relay
+	}
+	out := &diagnose.RunFile{FormatVersion: diagnose.FormatVersion, Confirm: max(o.Confirm, 1), Trials: []diagnose.Trial{}}
+	if o.Confirm <= 0 {
+		out.Confirm = diagnose.DefaultConfirm
+	}
+	for _, f := range files {
+		var tf trialFile
+		if err := readBounded(f, &tf); err != nil {
+			return nil, err
+		}
+		if tf.Outcome == nil {
+			out.Skipped = append(out.Skipped, fmt.Sprintf("trial %d: no outcome", tf.Trial.N))
+			continue
+		}
+		if o.Period > 0 {
+			if err := Resample(tf.Outcome, o.Period); err != nil {
+				return nil, fmt.Errorf("trial %d: %w", tf.Trial.N, err)
+			}
+		}
+		d, err := DiagnoseOutcome(tf.Outcome, relay, AlignWith(rf), diagnose.Options{Confirm: out.Confirm})
+		if err != nil {
+			out.Skipped = append(out.Skipped, fmt.Sprintf("trial %d: %v", tf.Trial.N, err))
+			continue
+		}
+		out.PeriodNs = d.PeriodNs
+		out.Trials = append(out.Trials, diagnose.Trial{N: tf.Trial.N, Rate: tf.Trial.Rate, Purpose: tf.Trial.Purpose, Pass: tf.Trial.Verdict.Pass, Diagnosis: d})
+	}
+	if len(out.Trials) == 0 {
+		return out, fmt.Errorf("no trial could be diagnosed: %s", strings.Join(out.Skipped, "; "))
+	}
+	return out, nil
+}
+
+// WriteDiagnosis writes rf as dir/diagnosis.json.
+func WriteDiagnosis(dir string, rf *diagnose.RunFile) error {
+	b, err := json.MarshalIndent(rf, "", " ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, DiagnosisFile), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", DiagnosisFile, err)
+	}
+	return nil
+}
+
+// DiagnosisFile is the diagnosis's file in a run directory.
+const DiagnosisFile = "diagnosis.json"
+
+// maxTrialFile bounds a trials/NNN.json read back.
+const maxTrialFile = 256 << 20
+
+func readBounded(path string, v any) error {
+	b, err := readfile.Limited(path, maxTrialFile)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// Resample keeps every k-th sample of each series so that snapshots are
+// period apart (counters are cumulative: exact).
+func Resample(o *Outcome, period time.Duration) error {
+	var all []*stage.Series
+	for _, s := range o.Senders {
+		if s != nil && s.StageSeries != nil {
+			all = append(all, s.StageSeries)
+		}
+	}
+	for _, r := range o.Receivers {
+		if r != nil && r.StageSeries != nil {
+			all = append(all, r.StageSeries)
+		}
+	}
+	for _, s := range all {
+		if err := s.Resample(period.Nanoseconds()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
