@@ -1,0 +1,176 @@
+package stage
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/tsc"
+)
+
+func TestAccountAddsTimePerState(t *testing.T) {
+	a := &Account{name: "lane0", kind: Lane}
+	a.Start(Waiting, 1000)
+	a.Enter(Decoding, 1300) // 300 waiting
+	a.Enter(Decoding, 1400) // same state: nothing changes
+	a.Enter(Starved, 1500)  // 200 decoding
+	a.Enter(Waiting, 2500)  // 1000 blocked
+	a.Add(3)
+	r := a.Read(2600) // 100 more waiting, up to now
+	want := [MaxStates]uint64{Waiting: 400, Decoding: 200, Starved: 1000}
+	if r.Ticks != want || r.Items != 3 || r.State != Waiting {
+		t.Fatalf("reading %+v, want ticks %v, 3 items, waiting", r, want)
+	}
+	var nilAcct *Account // accounting off: every call is a no-op
+	nilAcct.Start(Waiting, 1)
+	nilAcct.Enter(Decoding, 2)
+	nilAcct.Add(1)
+	nilAcct.SetAux(5)
+}
+
+func TestAccountingDoesNotAllocate(t *testing.T) {
+	a := &Account{name: "thread0", kind: Sender}
+	now := uint64(1)
+	if n := testing.AllocsPerRun(1000, func() {
+		now += 10
+		a.Enter(Sending, now)
+		a.Add(1)
+		a.SetAux(now)
+		a.Enter(Pacing, now+5)
+	}); n != 0 {
+		t.Fatalf("%v allocations per bucket, want 0", n)
+	}
+}
+
+// A sampler reading while the writer changes state: every state's total
+// only grows, and at the end they add up to the time accounted.
+func TestConcurrentSamplingIsMonotonic(t *testing.T) {
+	clock := tsc.NewClockHz(1e9)
+	set := NewSet(clock, MinPeriod)
+	a := set.Add("lane0", Lane, func() int64 { return 1 })
+	var wg sync.WaitGroup
+	wg.Add(1)
+	start := tsc.ReadFast()
+	go func() {
+		defer wg.Done()
+		a.Start(Waiting, tsc.ReadFast())
+		for i := 0; i < 200000; i++ {
+			a.Enter(i%3, tsc.ReadFast())
+			a.Add(1)
+		}
+	}()
+	var prev [MaxStates]uint64
+	for done := false; !done; {
+		set.Sample()
+		_, rs := set.Readings()
+		for j, v := range rs[0].Ticks {
+			if v < prev[j] {
+				t.Fatalf("state %d went back: %d after %d", j, v, prev[j])
+			}
+			prev[j] = v
+		}
+		ch := make(chan struct{})
+		go func() { wg.Wait(); close(ch) }()
+		select {
+		case <-ch:
+			done = true
+		case <-time.After(time.Millisecond):
+		}
+	}
+	end := tsc.ReadFast()
+	set.Stop()
+	_, rs := set.Readings()
+	var sum uint64
+	for _, v := range rs[0].Ticks {
+		sum += v
+	}
+	if rs[0].Items != 200000 || sum == 0 || sum > end-start {
+		t.Fatalf("items %d, accounted %d ticks of %d", rs[0].Items, sum, end-start)
+	}
+}
+
+func TestSeriesTotalsThinAndResample(t *testing.T) {
+	clock := tsc.NewClockHz(1e9)
+	set := NewSet(clock, MinPeriod)
+	a := set.Add("consumer", Consumer, func() int64 { return 7 })
+	set.SetCapacity(a, 256)
+	now := tsc.ReadFast()
+	a.Start(Idling, now)
+	set.Sample()
+	a.Enter(Working, tsc.ReadFast())
+	a.Add(10)
+	set.Sample()
+	late := set.Add("stream3", Network, nil) // joins later
+	late.Add(4)
+	set.Sample()
+	set.Stop()
+	set.Sample() // after Stop: ignored
+	s := set.Series()
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.TSC) != 4 || s.Stages[1].From != 2 || s.Stages[0].QueueCap != 256 || !s.Stages[1].NoQueue {
+		t.Fatalf("series: %d samples, stream from %d, cap %d", len(s.TSC), s.Stages[1].From, s.Stages[0].QueueCap)
+	}
+	tot := s.Totals(0, 0)
+	if tot[0].Items != 10 || tot[1].Items != 4 || *tot[0].QueueMax != 7 || tot[1].QueueMax != nil {
+		t.Fatalf("totals %+v", tot)
+	}
+	if f := tot[0].Fraction(Busy) + tot[0].Fraction(Idle); f < 0.999 || f > 1.001 {
+		t.Fatalf("consumer fractions add to %v", f)
+	}
+	// Thinning keeps even global samples: 0 and 2 (the stream's first).
+	c := s.clone()
+	c.thin()
+	if err := c.Validate(); err != nil || len(c.TSC) != 2 || c.Stages[1].From != 1 || len(c.Stages[1].Items) != 1 {
+		t.Fatalf("thinned: %v, %d samples, stream from %d", err, len(c.TSC), c.Stages[1].From)
+	}
+	// Resampling at twice the period keeps 0, 2 and the last.
+	r := s.clone()
+	if err := r.Resample(2 * s.PeriodNs); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Validate(); err != nil || len(r.TSC) != 3 || r.Stages[0].Items[2] != 10 || r.Stages[1].From != 1 {
+		t.Fatalf("resampled: %v %+v", err, r)
+	}
+	if err := s.clone().Resample(s.PeriodNs * 3 / 2); err == nil {
+		t.Fatal("resampling to 1.5 periods was accepted")
+	}
+}
+
+func TestValidateRefusesBrokenSeries(t *testing.T) {
+	good := func() *Series {
+		return &Series{PeriodNs: 1e8, Hz: 1e9, TSC: []uint64{1, 2}, UnixNs: []int64{1, 2},
+			Stages: []StageSeries{{Name: "consumer", Kind: Consumer, States: []string{"idle", "working"},
+				StateNs: [][]int64{{0, 5}, {0, 5}}, Items: []uint64{0, 3}, Queue: []int64{0, 1}}}}
+	}
+	cases := map[string]func(*Series){
+		"time goes back":   func(s *Series) { s.TSC[1] = 0 },
+		"unknown kind":     func(s *Series) { s.Stages[0].Kind = "gpu" },
+		"short items":      func(s *Series) { s.Stages[0].Items = s.Stages[0].Items[:1] },
+		"items decrease":   func(s *Series) { s.Stages[0].Items[0] = 9 },
+		"state decreases":  func(s *Series) { s.Stages[0].StateNs[1][1] = -1 },
+		"queue missing":    func(s *Series) { s.Stages[0].Queue = nil },
+		"duplicate stage":  func(s *Series) { s.Stages = append(s.Stages, s.Stages[0]) },
+		"zero period":      func(s *Series) { s.PeriodNs = 0 },
+		"wrong state list": func(s *Series) { s.Stages[0].States = []string{"idle"} },
+	}
+	if err := good().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for name, breakIt := range cases {
+		s := good()
+		breakIt(s)
+		if err := s.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestCheckPeriod(t *testing.T) {
+	for d, ok := range map[time.Duration]bool{5 * time.Millisecond: false, MinPeriod: true, time.Second: true, MaxPeriod: true, time.Minute: false} {
+		if err := CheckPeriod(d); (err == nil) != ok {
+			t.Errorf("CheckPeriod(%v) = %v", d, err)
+		}
+	}
+}
