@@ -289,9 +289,13 @@ func (b *builder) fill(t *Timeline) {
 			}
 			switch {
 			case src.sproc >= 0: // network: emitted - arrived
+				// The sender's count as of its last sample at or before
+				// the instant: never more than it had sent by then, so
+				// skew between the hosts makes the queue look shorter
+				// (a negative one carries over, §4.3), never longer.
 				sst := &b.in.Processes[src.sproc].Series.Stages[src.sstage]
-				sk, sf := b.locate(src.sproc, sst, at)
-				t.Queue[i] = int64(lerpU(sst.Items, sk, sf)) - int64(t.Total[i])
+				sk, _ := b.locate(src.sproc, sst, at)
+				t.Queue[i] = int64(lerpU(sst.Items, sk, 0)) - int64(t.Total[i])
 			case !st.NoQueue && k >= 0:
 				t.Queue[i] = st.Queue[k]
 			}

@@ -262,6 +262,9 @@ var errAfterEnd = errors.New("message of a stream after its end marker")
 func (l *lane) accept(b *objfactory.Bucket) bool {
 	st := l.streams.get(b.Header.Stream)
 	b.Tag = st
+	if b.Header.Kind != wire.KindEnd { // off the network: data buckets, as the sender counts them
+		st.acct.Add(1)
+	}
 	now := tsc.ReadFast()
 	l.lastMsg.Store(now)
 	if l.decodeWork > 0 {
@@ -292,7 +295,6 @@ func (l *lane) accept(b *objfactory.Bucket) bool {
 		}
 	}
 	st.recvBuckets.Add(1)
-	st.acct.Add(1) // data buckets only, as the sender counts them
 	st.recvTuples.Add(uint64(b.Header.Count))
 	return true
 }
