@@ -41,8 +41,9 @@ type Ranking struct {
 // rule): the limiting stage is busy and not blocked while the stage
 // before it is blocked or its queue grows. A root (a sender thread) has
 // no stage before it: busy and not blocked is enough, its work being its
-// schedule. A black box limits when its queue grows while the stages
-// after it idle.
+// schedule. A black box (the network, a system under test) limits when
+// the stages after it idle while its queue grows or the stages before it
+// are blocked: nothing else is left to hold the data up.
 type Bottlenecks struct {
 	g    *Graph
 	th   Thresholds
@@ -114,7 +115,7 @@ func (b *Bottlenecks) Rank(act []Activity, r *Ranking) {
 			}
 			continue
 		}
-		if grows(a) && b.downIdle(m, act) {
+		if b.downIdle(m, act) && (grows(a) || b.upBlocked(m, act)) {
 			cands = append(cands, cand{m, b.th.Busy})
 		}
 	}
@@ -133,16 +134,21 @@ func (b *Bottlenecks) Rank(act []Activity, r *Ranking) {
 // is blocked, its queue grows or is full, or a black box before it grows.
 func (b *Bottlenecks) pressed(m int, act []Activity) bool {
 	a := &act[m]
-	if len(b.g.parents[m]) == 0 || grows(a) || full(a) {
+	if len(b.g.parents[m]) == 0 || grows(a) || full(a) || b.upBlocked(m, act) {
 		return true
-	}
-	for _, u := range b.up[m] {
-		if act[u].Blocked >= b.th.Blocked {
-			return true
-		}
 	}
 	for _, x := range b.box[m] {
 		if grows(&act[x]) {
+			return true
+		}
+	}
+	return false
+}
+
+// upBlocked says whether a timed stage before m is blocked.
+func (b *Bottlenecks) upBlocked(m int, act []Activity) bool {
+	for _, u := range b.up[m] {
+		if act[u].Blocked >= b.th.Blocked {
 			return true
 		}
 	}
@@ -172,7 +178,9 @@ func (b *Bottlenecks) evidence(m int, act []Activity) string {
 	if a.Timed {
 		parts = append(parts, "busy "+pct(a.Busy))
 	} else {
-		parts = append(parts, fmt.Sprintf("queue %d -> %d", a.QueueFrom, a.QueueTo))
+		if grows(a) {
+			parts = append(parts, fmt.Sprintf("queue %d -> %d", a.QueueFrom, a.QueueTo))
+		}
 		for _, d := range b.down[m] {
 			parts = append(parts, g.Modules[d].Name+" idle "+pct(act[d].Idle))
 		}

@@ -46,6 +46,10 @@ func TestBottleneckRule(t *testing.T) {
 		{"half load", []Activity{timed(0.1, 0), {}, timed(0.3, 0), timed(0.45, 0)}, "", ""},
 		{"network-bound", []Activity{timed(0.3, 0.5), {QueueFrom: 10, QueueTo: 5000}, timed(0.05, 0), timed(0.02, 0)},
 			"stream0", "stream0: queue 10 -> 5000, lane0 idle 95%, thread0 blocked 50%"},
+		// A full socket upstream and an empty one downstream: the
+		// transport in between (its queue bounded by the high-water mark).
+		{"transport-bound", []Activity{timed(0.1, 0.9), {QueueFrom: 1000, QueueTo: 1000}, timed(0.13, 0), timed(0.01, 0)},
+			"stream0", "stream0: lane0 idle 87%, thread0 blocked 90%"},
 		// Busy but nothing waits for it: keeping up, not limiting.
 		{"busy lane keeping up", []Activity{timed(0.5, 0), {QueueFrom: 5, QueueTo: 5}, timed(0.9, 0), timed(0.2, 0)}, "", ""},
 	}

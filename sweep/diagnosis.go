@@ -82,6 +82,18 @@ func DiagnoseOutcome(o *Outcome, relay bool, align Align, opts diagnose.Options)
 	if opts.Window == ([2]int64{}) {
 		opts.Window = o.Window
 	}
+	if opts.Window == ([2]int64{}) { // a run of its own: the senders' window after the warm-up
+		for _, s := range o.Senders {
+			if s == nil || s.StartUnixNs == 0 {
+				continue
+			}
+			from, to := s.StartUnixNs+s.WarmupNs, s.StartUnixNs+int64(s.DurationS*1e9)
+			if opts.Window[0] == 0 || from < opts.Window[0] {
+				opts.Window[0] = from
+			}
+			opts.Window[1] = max(opts.Window[1], to)
+		}
+	}
 	return diagnose.Analyze(tl, opts), nil
 }
 

@@ -22,6 +22,8 @@ type sweepReport struct {
 	FormatVersion int    `json:"format_version"`
 	Dir           string `json:"dir"`
 	Interrupted   bool   `json:"interrupted"`
+	Limiting      string `json:"limiting_stage"`
+	Evidence      string `json:"limiting_evidence"`
 	Result        struct {
 		LastPass  float64 `json:"last_pass"`
 		FirstFail float64 `json:"first_fail"`
