@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/histo"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
@@ -39,8 +40,10 @@ type Dir struct {
 	Version  int
 	Summary  *Summary              // nil: summary.json missing or damaged
 	Relation *probing.RelationFile // nil: no relation.json (no --clock)
-	Nodes    map[string]*NodeFiles // profiles/<node>/
-	Problems []string
+	// Diagnosis is diagnosis.json (nil: none, e.g. --stage-period 0).
+	Diagnosis *diagnose.RunFile
+	Nodes     map[string]*NodeFiles // profiles/<node>/
+	Problems  []string
 }
 
 // Summary is the part of summary.json the analysis and the report read.
@@ -145,6 +148,13 @@ func Open(path string) (*Dir, error) {
 		} else {
 			d.Relation = rf
 		}
+	}
+	var diag diagnose.RunFile
+	switch err := readJSONFile(filepath.Join(path, "diagnosis.json"), &diag); {
+	case err == nil:
+		d.Diagnosis = &diag
+	case !errors.Is(err, os.ErrNotExist):
+		d.problem("%v", err)
 	}
 	d.readProfiles()
 	return d, nil

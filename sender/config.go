@@ -102,6 +102,17 @@ const (
 	MaxStartLead = time.Minute
 )
 
+// checkInstruments checks the injected stalls and the stage accounting.
+func (c *Config) checkInstruments() error {
+	if err := inject.CheckStalls(c.Stalls, map[string]int{"thread": c.Threads}); err != nil {
+		return err
+	}
+	if c.StagePeriod != 0 {
+		return stage.CheckPeriod(c.StagePeriod)
+	}
+	return nil
+}
+
 // Validate checks every field against its range and fills defaults; it
 // allocates nothing, so it is safe on untrusted input.
 func (c *Config) Validate() error {
@@ -128,13 +139,8 @@ func (c *Config) Validate() error {
 	if !c.StartAt.IsZero() && time.Until(c.StartAt) > MaxStartLead {
 		bad("start time %s is more than %v ahead: refused rather than waited for", c.StartAt.UTC().Format(time.RFC3339), MaxStartLead)
 	}
-	if err := inject.CheckStalls(c.Stalls, map[string]int{"thread": c.Threads}); err != nil {
+	if err := c.checkInstruments(); err != nil {
 		bad("%v", err)
-	}
-	if c.StagePeriod != 0 {
-		if err := stage.CheckPeriod(c.StagePeriod); err != nil {
-			bad("%v", err)
-		}
 	}
 	if c.BucketSize < 1 || c.BucketSize > MaxBucketSize {
 		bad("bucket size must be 1..%d tuples, got %d", MaxBucketSize, c.BucketSize)

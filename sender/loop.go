@@ -87,12 +87,7 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 	}
 	pace.wait(start)
 	t.holds = inject.NewHolds(inject.Windows(cfg.Stalls, fmt.Sprintf("thread%d", t.id)), start, clock)
-	acct := t.acct
-	if paced {
-		acct.Start(stage.Pacing, tsc.ReadFast())
-	} else {
-		acct.Start(stage.Sending, tsc.ReadFast())
-	}
+	acct := t.startAccounting(paced)
 	defer t.finished.Store(true)
 	for e.k < t.slots {
 		var due uint64
@@ -303,6 +298,17 @@ func (p *pacer) wait(due uint64) {
 			}
 		}
 	}
+}
+
+// startAccounting starts the thread's stage accounting: waiting for its
+// first slot when paced; unpaced, the loop between sends is its own work.
+func (t *thread) startAccounting(paced bool) *stage.Account {
+	if paced {
+		t.acct.Start(stage.Pacing, tsc.ReadFast())
+	} else {
+		t.acct.Start(stage.Sending, tsc.ReadFast())
+	}
+	return t.acct
 }
 
 // backlog is a thread's queue for the diagnosis: the slots due and not

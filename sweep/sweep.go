@@ -437,21 +437,6 @@ func (s *Sweep) save(r *Result, interrupted bool) error {
 	return err
 }
 
-// diagnoseRun writes diagnosis.json once every trial is on disk, aligned
-// through the TSC relation when there is one. A trial that cannot be
-// diagnosed is listed in the file; only a failed write is an error.
-func (s *Sweep) diagnoseRun() error {
-	if s.Ctrl.Plan.StagePeriod == 0 || s.Run == nil {
-		return nil
-	}
-	rf, err := DiagnoseRun(s.Run.Dir, DiagnoseOptions{})
-	if rf == nil {
-		s.logf("diagnosis: %v\n", err)
-		return nil
-	}
-	return WriteDiagnosis(s.Run.Dir, rf)
-}
-
 // WriteText prints the final table and the answer.
 func (r *Report) WriteText(w io.Writer) {
 	res := r.Result

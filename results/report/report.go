@@ -31,6 +31,8 @@ type page struct {
 	Analysis                              *analysis.Report
 	// NoLatency says why there is no latency section, and how to get one.
 	NoLatency string
+	// Diagnosis is the label timelines of the trials worth showing.
+	Diagnosis []diagnosisSection
 }
 
 type trialRow struct {
@@ -73,6 +75,7 @@ func Build(d *results.Dir) ([]byte, error) {
 			pg.Figures = append(pg.Figures, f)
 		}
 	}
+	pg.Diagnosis = diagnosisSections(d)
 	an := loadAnalysis(d, &pg)
 	if an != nil {
 		pg.Analysis = an

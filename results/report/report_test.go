@@ -72,3 +72,35 @@ func buildFrom(t *testing.T, dir string, files map[string]string) string {
 	}
 	return string(html)
 }
+
+// TestDiagnosisTimeline: a run with diagnosis.json shows the trial that
+// set the limit as a label timeline, with its limiting stage and summary.
+func TestDiagnosisTimeline(t *testing.T) {
+	dir := t.TempDir()
+	snaps := `{"t_unix_ns": 1100000000, "labels": ["HEALTHY", "HEALTHY"], "ranks": [0, 1], "limiting": "consumer"},
+		{"t_unix_ns": 1200000000, "labels": ["BLOCKED", "STALLED"], "ranks": [0, 1], "limiting": "consumer"},
+		{"t_unix_ns": 1300000000, "labels": ["BLOCKED", "STALLED"], "ranks": [0, 0]}`
+	files := map[string]string{
+		results.FormatFile: `{"format": "cloudprofiler-go run directory", "version": 2}`,
+		"summary.json": `{"format_version": 2, "name": "diag", "result": {"method": "fast", "last_pass": 1000, "first_fail": 1100, "trials": [
+			{"n": 1, "rate": 1000, "achieved": 1000, "purpose": "ramp", "verdict": {"pass": true}},
+			{"n": 2, "rate": 1100, "achieved": 900, "purpose": "close", "verdict": {"pass": false}}]}}`,
+		"diagnosis.json": `{"format_version": 1, "confirm": 2, "period_ns": 100000000, "trials": [
+			{"n": 1, "rate": 1000, "purpose": "ramp", "pass": true, "period_ns": 100000000, "confirm": 2, "aligned": "one process",
+			 "modules": [{"name": "lane0"}, {"name": "consumer"}], "snapshots": [` + snaps + `], "summary": [], "stalls": [], "limiting_stage": "none"},
+			{"n": 2, "rate": 1100, "purpose": "close", "pass": false, "period_ns": 100000000, "confirm": 2, "aligned": "TSC relation into receiver0",
+			 "modules": [{"name": "lane0"}, {"name": "consumer"}], "snapshots": [` + snaps + `],
+			 "summary": [{"stage": "consumer", "labels": {"HEALTHY": 1, "DONTCARE": 0, "BLOCKED": 0, "STALLED": 2}, "confirmed_stalls": 1, "mean_stall_s": 0.2, "max_stall_s": 0.2, "limiting_snapshots": 2}],
+			 "stalls": [{"stage": "consumer", "seconds": 0.2, "snapshots": 2}], "limiting_stage": "consumer", "evidence": "consumer: busy 99%, lane0 blocked 63%"}]}`,
+	}
+	page := buildFrom(t, dir, files)
+	for _, want := range []string{"Why the limit is where it is", "Trial 2 (close", "Limited by: <b>consumer (consumer: busy 99%, lane0 blocked 63%)</b>",
+		"Confirmed stalls: consumer 200ms", `id="fig-diagnosis-2"`, labelColor[1], "rgb(214,39,40)", ">lane0</text>", "TSC relation into receiver0"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if strings.Contains(page, `id="fig-diagnosis-1"`) {
+		t.Error("a passing trial without stalls is drawn")
+	}
+}

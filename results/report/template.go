@@ -20,6 +20,7 @@ var pageTemplate = template.Must(template.Must(template.New("report").Parse(figu
   main { max-width: 1080px; margin: 0 auto; padding: 24px 28px 60px; background: #fff; }
   h1 { font-size: 26px; margin: 0 0 4px; }
   h2 { font-size: 20px; margin: 36px 0 8px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
+  h3 { font-size: 16px; margin: 22px 0 6px; }
   .meta { color: #666; margin: 0 0 18px; }
   .verdict { font-size: 18px; background: #eef7ee; border-left: 4px solid #3a3; padding: 10px 14px; margin: 14px 0; }
   figure { margin: 18px 0; overflow-x: auto; }
@@ -59,6 +60,17 @@ var pageTemplate = template.Must(template.Must(template.New("report").Parse(figu
 {{end}}</table>{{end}}
 
 {{range .Figures}}{{if eq .ID "percentiles"}}{{template "fig" .}}{{end}}{{end}}
+
+{{with .Diagnosis}}<h2>Why the limit is where it is</h2>
+<p>Every stage's time is accounted (busy, blocked, idle) and every snapshot labelled after FlowDiagnoser: <b>HEALTHY</b> (it processed items), <b>DONTCARE</b> (nothing to do), <b>BLOCKED</b> (held up by the stage after it), <b>STALLED</b> (it had work, made no progress and was not held up: the stage at fault). The limiting stage is busy and not blocked while the stage before it is blocked or its queue grows (docs/diagnosis.md).</p>
+{{range .}}<h3>{{.Title}}</h3>
+<p>Limited by: <b>{{.Limiting}}</b>. Confirmed stalls: {{.Stalls}}.</p>
+{{template "fig" .Figure}}
+<table>
+<tr><th class="l">stage</th><th>HEALTHY</th><th>DONTCARE</th><th>BLOCKED</th><th>STALLED</th><th>confirmed stalls</th><th>mean stall (s)</th><th>longest (s)</th><th>limiting snapshots</th></tr>
+{{range .Summary}}<tr><td class="l">{{.Stage}}</td><td>{{index .Labels "HEALTHY"}}</td><td>{{index .Labels "DONTCARE"}}</td><td>{{index .Labels "BLOCKED"}}</td><td>{{index .Labels "STALLED"}}</td><td>{{.Stalls}}</td><td>{{printf "%.2f" .MeanStall}}</td><td>{{printf "%.2f" .MaxStall}}</td><td>{{.Limiting}}</td></tr>
+{{end}}</table>
+{{end}}{{end}}
 
 {{if .Pairs}}<h2>Tuple latency across nodes, with error bounds</h2>
 <p>From the profiled trial's logs, joined by tuple id across nodes and translated into the reference node's time{{with .Analysis}} ({{.Reference}}){{end}}.
@@ -133,5 +145,5 @@ Two uncertainties apply, and both are shown. <b>The clocks:</b> every tuple's tr
 // figureTemplate draws one figure: the plot, its HTML legend (swatches
 // drawn like the plot's marks) and its caption.
 const figureTemplate = `{{define "fig"}}<figure class="plot" id="fig-{{.ID}}" data-check="{{.Check}}">{{.SVG}}
-{{with .Legend}}<ul class="legend">{{range .}}<li><svg viewBox="0 0 28 12" aria-hidden="true">{{if eq .Kind "band"}}<rect x="2" y="1" width="24" height="10" fill="{{.Color}}" stroke="rgb(0,140,0)"/>{{else if eq .Kind "line"}}<line x1="1" y1="6" x2="27" y2="6" stroke="{{.Color}}" stroke-width="2"/>{{else if eq .Kind "dash"}}<line x1="1" y1="6" x2="27" y2="6" stroke="{{.Color}}" stroke-width="2" stroke-dasharray="5 3"/>{{else if eq .Kind "cross"}}<path d="M10 2 L18 10 M18 2 L10 10" stroke="{{.Color}}" stroke-width="2"/>{{else if eq .Kind "square"}}<rect x="10" y="2" width="8" height="8" fill="none" stroke="{{.Color}}" stroke-width="1.5"/>{{else if eq .Kind "triangle"}}<path d="M14 1 L19 10 L9 10 Z" fill="none" stroke="{{.Color}}" stroke-width="1.5"/>{{else}}<circle cx="14" cy="6" r="4" fill="{{.Color}}"/>{{end}}</svg>{{.Label}}</li>{{end}}</ul>{{end}}
+{{with .Legend}}<ul class="legend">{{range .}}<li><svg viewBox="0 0 28 12" aria-hidden="true">{{if eq .Kind "band"}}<rect x="2" y="1" width="24" height="10" fill="{{.Color}}" stroke="rgb(0,140,0)"/>{{else if eq .Kind "line"}}<line x1="1" y1="6" x2="27" y2="6" stroke="{{.Color}}" stroke-width="2"/>{{else if eq .Kind "dash"}}<line x1="1" y1="6" x2="27" y2="6" stroke="{{.Color}}" stroke-width="2" stroke-dasharray="5 3"/>{{else if eq .Kind "cross"}}<path d="M10 2 L18 10 M18 2 L10 10" stroke="{{.Color}}" stroke-width="2"/>{{else if eq .Kind "cell"}}<rect x="4" y="1" width="20" height="10" fill="{{.Color}}"/>{{else if eq .Kind "square"}}<rect x="10" y="2" width="8" height="8" fill="none" stroke="{{.Color}}" stroke-width="1.5"/>{{else if eq .Kind "triangle"}}<path d="M14 1 L19 10 L9 10 Z" fill="none" stroke="{{.Color}}" stroke-width="1.5"/>{{else}}<circle cx="14" cy="6" r="4" fill="{{.Color}}"/>{{end}}</svg>{{.Label}}</li>{{end}}</ul>{{end}}
 <figcaption>{{.Caption}}</figcaption></figure>{{end}}`
