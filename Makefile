@@ -56,7 +56,9 @@ lint: deps
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem $$(grep -rl --include='*_test.go' '^func Benchmark' . | xargs -n1 dirname | sort -u | grep -v -e /internal/e2e -e /results/analysis)
 	CP_RAW_CEILING=124,10024 $(GO) test -count=1 -run '^TestRawCeiling$$' -v ./internal/zmqraw/ | grep -E 'RAW|^(ok|FAIL)'
-	CP_BENCH=1 $(GO) test -count=1 -run '^TestBench' -skip '^TestBenchSoak$$' -v -timeout 30m ./internal/e2e/ | grep -E 'EMISSION|E2E|ACCURACY|SWEEP|CAPACITY|OVERHEAD|^(ok|FAIL|---)'
+	CP_BENCH=1 $(GO) test -count=1 -run '^TestBench' -skip '^TestBench(Soak|StallDetection|BottleneckNaming|SweepNamesItsLimit|AccountingOverhead)$$' -v -timeout 30m ./internal/e2e/ | grep -E 'EMISSION|E2E|ACCURACY|SWEEP|CAPACITY|OVERHEAD|^(ok|FAIL|---)'
+	CP_BENCH=1 $(GO) test -count=1 -run '^TestBench(StallDetection|BottleneckNaming|SweepNamesItsLimit|AccountingOverhead)$$' -v -timeout 60m ./internal/e2e/ | grep -E 'STALLS|BOTTLENECK|LIMIT|ACCOUNTING|^(ok|FAIL|---)'
+	$(GO) test -run '^$$' -bench 'BenchmarkAnalyze|BenchmarkLabel' -benchtime 20x ./diagnose/
 	CP_BENCH=1 $(GO) test -count=1 -run '^TestBenchSoak$$' -v -timeout 40m ./internal/e2e/ | grep -E 'SOAK|^(ok|FAIL|---)'
 	CP_BENCH=1 $(GO) test -count=1 -run '^TestBenchAnalyzeScale$$' -v -timeout 20m ./results/analysis/ | grep -E 'generated|ANALYZE|^(ok|FAIL)'
 
@@ -79,6 +81,7 @@ fuzz: deps
 	$(GO) test -run '^$$' -fuzz FuzzBlockReader -fuzztime 60s ./profiler/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeAck -fuzztime 30s ./profiler/
 	$(GO) test -run '^$$' -fuzz FuzzSkip -fuzztime 30s ./wire/
+	$(GO) test -run '^$$' -fuzz FuzzTimeline -fuzztime 30s ./diagnose/
 
 clean:
 	rm -rf $(BIN)

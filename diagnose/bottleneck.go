@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/cloudprofiler-go/cp/stage"
 )
 
 // Activity is a module's behaviour over a window: the shares of its
@@ -195,6 +197,8 @@ func (b *Bottlenecks) evidence(m int, act []Activity) string {
 		parts = append(parts, g.Modules[best].Name+" blocked "+pct(act[best].Blocked))
 	}
 	switch {
+	case a.QueueCap > 0 && g.Modules[m].Kind == stage.Consumer:
+		parts = append(parts, "ring "+pct(float64(a.QueueMax)/float64(a.QueueCap)))
 	case a.QueueCap > 0:
 		parts = append(parts, fmt.Sprintf("queue %s of %d", pct(float64(a.QueueMax)/float64(a.QueueCap)), a.QueueCap))
 	case a.Timed && grows(a):

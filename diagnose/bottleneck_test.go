@@ -38,7 +38,7 @@ func TestBottleneckRule(t *testing.T) {
 	}{
 		{"consumer-bound", []Activity{timed(0.2, 0.75), {QueueFrom: 900, QueueTo: 1000}, timed(0.35, 0.63),
 			{Timed: true, Busy: 0.99, Idle: 0.01, QueueFrom: 256, QueueTo: 256, QueueMax: 256, QueueCap: 256}},
-			"consumer", "consumer: busy 99%, lane0 blocked 63%, queue 100% of 256"},
+			"consumer", "consumer: busy 99%, lane0 blocked 63%, ring 100%"},
 		{"sender-bound", []Activity{timed(0.98, 0), {QueueFrom: 3, QueueTo: 2}, timed(0.55, 0), timed(0.05, 0)},
 			"thread0", "thread0: busy 98%"},
 		{"decode-bound", []Activity{timed(0.3, 0.6), {QueueFrom: 100, QueueTo: 4000}, timed(0.97, 0), timed(0.1, 0)},
