@@ -1,0 +1,92 @@
+package diagnose
+
+import (
+	"testing"
+
+	"github.com/cloudprofiler-go/cp/stage"
+)
+
+// seriesOf builds a one-stage-kind series: n samples every 100 ms (Hz
+// 1000: 100 ticks), TSC from tsc0, wall clock from unix0.
+func seriesOf(n int, tsc0 uint64, unix0 int64, stages ...stage.StageSeries) *stage.Series {
+	s := &stage.Series{PeriodNs: 1e8, Hz: 1000, Stages: stages}
+	for i := 0; i < n; i++ {
+		s.TSC = append(s.TSC, tsc0+uint64(100*i))
+		s.UnixNs = append(s.UnixNs, unix0+int64(i)*1e8)
+	}
+	return s
+}
+
+func ramp(n int, per uint64) []uint64 {
+	v := make([]uint64, n)
+	for i := range v {
+		v[i] = per * uint64(i)
+	}
+	return v
+}
+
+func zeros(n int) []int64 { return make([]int64, n) }
+
+// The network stage's queue is emitted - received across hosts: with the
+// TSC relation the sender's samples land at the right reference instants
+// even though its wall clock is 94 s off; without it they do not.
+func TestTimelineAlignsHostsThroughTheRelation(t *testing.T) {
+	const n = 10
+	lane := stage.StageSeries{Name: "lane0", Kind: stage.Lane, States: []string{"waiting", "decoding", "blocked"},
+		StateNs: [][]int64{zeros(n), zeros(n), zeros(n)}, Items: ramp(n, 10), Queue: zeros(n)}
+	stream := stage.StageSeries{Name: "stream0", Kind: stage.Network, Items: ramp(n, 10), NoQueue: true, StateNs: [][]int64{}, States: []string{}}
+	// The sender ran 30 items ahead of the receiver's count at every instant.
+	thread := stage.StageSeries{Name: "thread0", Kind: stage.Sender, States: []string{"pacing", "sending", "blocked"},
+		StateNs: [][]int64{zeros(n), zeros(n), zeros(n)}, Items: ramp(n, 10), Queue: zeros(n)}
+	for i := range thread.Items {
+		thread.Items[i] += 30
+	}
+	recv := seriesOf(n, 1000, 5e9, lane, stream)
+	send := seriesOf(n, 70000, 99e9, thread) // another TSC domain and a wrong wall clock
+	in := Input{Processes: []Process{
+		{Node: "receiver0", Role: "receiver", Series: recv, Lanes: map[uint32]int{0: 0}},
+		{Node: "sender0", Role: "sender", Series: send, Streams: map[string]uint32{"thread0": 0}},
+	}}
+	in.Align = func(node string, v uint64) (float64, bool) { return float64(v) - 69000, node == "sender0" }
+	tl, err := BuildTimeline(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	net := tl.Graph.Index("stream0")
+	M := tl.Graph.Len()
+	if tl.Aligned != "TSC relation into receiver0" || net < 0 {
+		t.Fatalf("aligned %q, network stage %d", tl.Aligned, net)
+	}
+	for s := 0; s < n; s++ {
+		if q := tl.Queue[s*M+net]; q != 30 {
+			t.Fatalf("snapshot %d: network queue %d, want 30", s, q)
+		}
+	}
+	if p, c := tl.Graph.Parents(net), tl.Graph.Children(net); len(p) != 1 || tl.Graph.Modules[p[0]].Name != "thread0" || len(c) != 1 || tl.Graph.Modules[c[0]].Name != "lane0" {
+		t.Fatalf("network stage's edges: parents %v children %v", p, c)
+	}
+	in.Align = nil // the wall clocks: the sender seems not to have started yet
+	tl, _ = BuildTimeline(in)
+	if q := tl.Queue[5*M+net]; q >= 0 || tl.Aligned != "wall clocks (no TSC relation)" {
+		t.Fatalf("by wall clock: queue %d (%s), want the misalignment to show", q, tl.Aligned)
+	}
+}
+
+// Several receivers and senders: stages are prefixed with their node.
+func TestTimelineNamesStagesOfSeveralProcesses(t *testing.T) {
+	const n = 3
+	mk := func() *stage.Series {
+		return seriesOf(n, 1000, 5e9, stage.StageSeries{Name: "consumer", Kind: stage.Consumer, States: []string{"idle", "working"},
+			StateNs: [][]int64{zeros(n), zeros(n)}, Items: ramp(n, 1), Queue: zeros(n)})
+	}
+	tl, err := BuildTimeline(Input{Processes: []Process{{Node: "receiver0", Role: "receiver", Series: mk()}, {Node: "receiver1", Role: "receiver", Series: mk()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tl.Graph.Index("receiver0/consumer") < 0 || tl.Graph.Index("receiver1/consumer") < 0 {
+		t.Fatalf("modules %+v", tl.Graph.Modules)
+	}
+	if _, err := BuildTimeline(Input{Processes: []Process{{Node: "receiver0", Role: "receiver"}}}); err == nil {
+		t.Fatal("a process without a series was accepted")
+	}
+}
