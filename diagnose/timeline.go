@@ -146,13 +146,13 @@ func (b *builder) modules() error {
 			case stage.Lane:
 				b.add(Module{Name: pre + st.Name, Kind: st.Kind, HasWait: true, HasQueue: !st.NoQueue}, source{proc: pi, stage: si, sproc: -1}, true, st.QueueCap)
 			case stage.Consumer:
-				c := b.add(Module{Name: pre + st.Name, Kind: st.Kind, HasQueue: !st.NoQueue}, source{proc: pi, stage: si, sproc: -1}, true, st.QueueCap)
-				for sj, other := range p.Series.Stages { // every lane of the process feeds its consumer
-					if other.Kind == stage.Lane {
-						b.edges = append(b.edges, [2]int{b.byName[pre+other.Name], c})
-					}
-					_ = sj
-				}
+				b.add(Module{Name: pre + st.Name, Kind: st.Kind, HasQueue: !st.NoQueue}, source{proc: pi, stage: si, sproc: -1}, true, st.QueueCap)
+			}
+		}
+		for _, st := range p.Series.Stages { // every lane of a process feeds its consumer
+			c, ok := b.byName[pre+"consumer"]
+			if st.Kind == stage.Lane && ok {
+				b.edges = append(b.edges, [2]int{b.byName[pre+st.Name], c})
 			}
 		}
 	}

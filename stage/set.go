@@ -119,8 +119,8 @@ type Ticker interface {
 }
 
 // Start begins sampling (a first sample now): on every tick of t when it
-// has the set's period (nil: none), else on a goroutine of its own; until
-// Stop.
+// has the set's period (nil: none), else on a goroutine of its own at the
+// wall clock's period boundaries; until Stop.
 func (s *Set) Start(t Ticker) {
 	if s == nil {
 		return
@@ -133,6 +133,16 @@ func (s *Set) Start(t Ticker) {
 	s.stop, s.done = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(s.done)
+		// Tick on the wall clock's period boundaries: every process (on
+		// every host whose clock is synchronised) samples at nearly the
+		// same instants, so a snapshot across processes is nearly a cut.
+		now := time.Now()
+		select {
+		case <-time.After(now.Truncate(s.period).Add(s.period).Sub(now)):
+			s.Sample()
+		case <-s.stop:
+			return
+		}
 		t := time.NewTicker(s.period)
 		defer t.Stop()
 		for {
