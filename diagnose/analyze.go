@@ -15,7 +15,16 @@ type Options struct {
 	// Window, if set, is the [from, to] (Unix ns, reference clock) over
 	// which the limiting stage is named (a trial's measured window).
 	Window [2]int64
+	// Overloaded says the window is known not to have kept up (a failed
+	// trial): the question is only which stage, so a stage before a
+	// candidate blocked OverloadedBlocked of the window already counts as
+	// work waiting for it.
+	Overloaded bool
 }
+
+// OverloadedBlocked is the blocked share that counts as pressure in a
+// window known to be overloaded.
+const OverloadedBlocked = 0.05
 
 // Diagnosis is a timeline's analysis (diagnosis.json holds one per trial).
 type Diagnosis struct {
@@ -40,8 +49,8 @@ type Diagnosis struct {
 type Snapshot struct {
 	UnixNs   int64   `json:"t_unix_ns"` // the period's end
 	Labels   []Label `json:"labels"`
-	Ranks    []int   `json:"ranks"`              // 1: limiting; 0: not limiting
-	Limiting string  `json:"limiting,omitempty"` // this period's limiting stage
+	Ranks    []int   `json:"ranks"`              // the rule's ranks this period: 1 first, 0 not a candidate
+	Limiting string  `json:"limiting,omitempty"` // the limiting stage, when confirmed (ranked first over --confirm periods)
 }
 
 // Stall is a confirmed stall of one stage.
@@ -61,7 +70,7 @@ type ModuleSummary struct {
 	Transient int            `json:"transient_stalls"` // STALLED runs shorter than the confirmation
 	MeanStall float64        `json:"mean_stall_s"`
 	MaxStall  float64        `json:"max_stall_s"`
-	Limiting  int            `json:"limiting_snapshots"`
+	Limiting  int            `json:"limiting_snapshots"` // confirmed limiting
 }
 
 // Analyze labels and ranks every period of t.
@@ -92,17 +101,19 @@ func Analyze(t *Timeline, o Options) *Diagnosis {
 		}
 		t.activity(s-1, s, act)
 		bn.Rank(act, &rk)
-		snap := Snapshot{UnixNs: t.UnixNs[s], Labels: out, Ranks: append([]int(nil), rk.Rank...)}
-		if rk.Limiting >= 0 {
-			snap.Limiting = g.Modules[rk.Limiting].Name
-		}
-		d.Snapshots = append(d.Snapshots, snap)
+		d.Snapshots = append(d.Snapshots, Snapshot{UnixNs: t.UnixNs[s], Labels: out, Ranks: append([]int(nil), rk.Rank...)})
 		labels = append(labels, out)
 	}
+	d.confirmLimiting(o.Confirm)
 	d.summarise(labels, o.Confirm)
 	d.Limiting, d.Evidence = "none", ""
 	if lo, hi := t.window(o.Window); hi > lo {
 		t.activity(lo, hi, act)
+		if o.Overloaded {
+			th := o.Thresholds
+			th.Blocked = min(th.Blocked, OverloadedBlocked)
+			bn = NewBottlenecks(g, t.Timed, th)
+		}
 		bn.Rank(act, &rk)
 		if rk.Limiting >= 0 {
 			d.Limiting, d.Evidence = g.Modules[rk.Limiting].Name, rk.Evidence
@@ -149,6 +160,32 @@ func sub(a, b uint64) uint64 {
 	return 0
 }
 
+// confirmLimiting names a period's limiting stage only when the same
+// stage ranks first in at least confirm consecutive periods, as a stall is
+// confirmed: a burst in flight for 100 ms is not a bottleneck.
+func (d *Diagnosis) confirmLimiting(confirm int) {
+	first := func(s int) int {
+		for m, r := range d.Snapshots[s].Ranks {
+			if r == 1 {
+				return m
+			}
+		}
+		return -1
+	}
+	for s := 0; s < len(d.Snapshots); {
+		m, e := first(s), s+1
+		for e < len(d.Snapshots) && first(e) == m {
+			e++
+		}
+		if m >= 0 && e-s >= confirm {
+			for i := s; i < e; i++ {
+				d.Snapshots[i].Limiting = d.Modules[m].Name
+			}
+		}
+		s = e
+	}
+}
+
 // summarise fills the per-stage summary and the confirmed stalls.
 func (d *Diagnosis) summarise(labels [][]Label, confirm int) {
 	M := len(d.Modules)
@@ -165,7 +202,7 @@ func (d *Diagnosis) summarise(labels [][]Label, confirm int) {
 	for i, out := range labels {
 		for m, l := range out {
 			d.Summary[m].Labels[l.String()]++
-			if d.Snapshots[i].Ranks[m] == 1 {
+			if d.Snapshots[i].Limiting == d.Modules[m].Name {
 				d.Summary[m].Limiting++
 			}
 		}

@@ -22,13 +22,16 @@ type Activity struct {
 
 // Thresholds of the bottleneck rule.
 type Thresholds struct {
-	Busy    float64 // a limiting stage is busy at least this share of the window (0.8)
-	Blocked float64 // an upstream stage blocked this share is held up (0.2)
-	Idle    float64 // a black box limits when the stages after it idle this share (0.5)
+	// Saturated: a stage busy this share of the window is at its capacity
+	// and limits whatever waits for it (0.95).
+	Saturated float64
+	Busy      float64 // a limiting stage is busy at least this share of the window (0.8) while work waits for it
+	Blocked   float64 // an upstream stage blocked this share is held up (0.2)
+	Idle      float64 // a black box limits when the stages after it idle this share (0.5)
 }
 
 // DefaultThresholds are the rule's defaults.
-var DefaultThresholds = Thresholds{Busy: 0.8, Blocked: 0.2, Idle: 0.5}
+var DefaultThresholds = Thresholds{Saturated: 0.95, Busy: 0.8, Blocked: 0.2, Idle: 0.5}
 
 // Ranking is the bottleneck analysis of one window.
 type Ranking struct {
@@ -87,11 +90,12 @@ func nearest(next [][]int32, timed []bool, m int) (found, passed []int32) {
 	return found, passed
 }
 
-// grows says whether a queue grew in earnest over the window: by more
-// than 5% of what the stage processed meanwhile (and at least 2), so that
-// the jitter of counts read on two hosts a little apart is not growth.
+// grows says whether a queue grew in earnest over the window: by at
+// least 1% of what the stage processed meanwhile (and at least 2), so
+// that the jitter of counts read on two hosts a little apart is not
+// growth, while a rate 1% above a stage's capacity is.
 func grows(a *Activity) bool {
-	return a.QueueTo-a.QueueFrom >= max(2, int64(a.Items/20)) && a.QueueTo > 0
+	return a.QueueTo-a.QueueFrom >= max(2, int64(a.Items/100)) && a.QueueTo > 0
 }
 
 func full(a *Activity) bool { return a.QueueCap > 0 && a.QueueMax >= a.QueueCap }
@@ -112,7 +116,7 @@ func (b *Bottlenecks) Rank(act []Activity, r *Ranking) {
 		r.Rank[m] = 0
 		a := &act[m]
 		if a.Timed {
-			if a.Busy >= b.th.Busy && b.pressed(m, act) {
+			if a.Busy >= b.th.Saturated || (a.Busy >= b.th.Busy && b.pressed(m, act)) {
 				cands = append(cands, cand{m, a.Busy})
 			}
 			continue
@@ -193,10 +197,12 @@ func (b *Bottlenecks) evidence(m int, act []Activity) string {
 			best = u
 		}
 	}
-	if best >= 0 {
+	if best >= 0 && act[best].Blocked >= 0.005 {
 		parts = append(parts, g.Modules[best].Name+" blocked "+pct(act[best].Blocked))
 	}
 	switch {
+	case a.QueueCap > 0 && g.Modules[m].Kind == stage.Consumer && grows(a):
+		parts = append(parts, fmt.Sprintf("ring %s -> %s", pct(float64(a.QueueFrom)/float64(a.QueueCap)), pct(float64(a.QueueTo)/float64(a.QueueCap))))
 	case a.QueueCap > 0 && g.Modules[m].Kind == stage.Consumer:
 		parts = append(parts, "ring "+pct(float64(a.QueueMax)/float64(a.QueueCap)))
 	case a.QueueCap > 0:

@@ -290,11 +290,13 @@ func (b *builder) fill(t *Timeline) {
 			switch {
 			case src.sproc >= 0: // network: emitted - arrived
 				// The sender's count as of its last sample at or before
-				// the instant: never more than it had sent by then, so
-				// skew between the hosts makes the queue look shorter
-				// (a negative one carries over, §4.3), never longer.
+				// the instant (a quarter period of jitter allowed: the
+				// processes sample on the same boundaries): never much
+				// more than it had sent by then, so skew between the
+				// hosts makes the queue look shorter (a negative one
+				// carries over, §4.3), not longer.
 				sst := &b.in.Processes[src.sproc].Series.Stages[src.sstage]
-				sk, _ := b.locate(src.sproc, sst, at)
+				sk, _ := b.locate(src.sproc, sst, at+t.PeriodNs/4)
 				t.Queue[i] = int64(lerpU(sst.Items, sk, 0)) - int64(t.Total[i])
 			case !st.NoQueue && k >= 0:
 				t.Queue[i] = st.Queue[k]

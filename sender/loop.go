@@ -85,7 +85,7 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 	for !stop.Load() && tsc.ReadFast()+pace.maxNap < start {
 		osthread.Nap(maxNap)
 	}
-	pace.wait(start)
+	pace.wait(start, nil)
 	t.holds = inject.NewHolds(inject.Windows(cfg.Stalls, fmt.Sprintf("thread%d", t.id)), start, clock)
 	acct := t.startAccounting(paced)
 	defer t.finished.Store(true)
@@ -94,7 +94,7 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 		if paced {
 			due = t.sched.Due(e.k)
 			acct.SetAux(due)
-			pace.wait(due)
+			pace.wait(due, acct)
 		}
 		tpl := &t.tpls[e.idx]
 		if paced {
@@ -120,9 +120,6 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 			tpl.Patch(e.seq, wire.TupleID(t.stream, e.tupleSeq), clock.UnixNano(at))
 		}
 		t.sent(&e, t.send(tpl.Msg, drop, end, stop), at, bucket, drop)
-		if paced && acct != nil { // unpaced, the loop between sends is the thread's own work
-			acct.Enter(stage.Pacing, tsc.ReadFast())
-		}
 		if paced && due >= measureFrom {
 			e.measured++
 			if t.recordLateness(at, due, nsPerTick) > lateTicks {
@@ -195,11 +192,12 @@ func (t *thread) advance(e *emission, at, ticksPerSec, publishTicks, bucket uint
 // waits, so that the time the socket was full is accounted as blocked.
 func (t *thread) send(msg []byte, drop bool, end uint64, stop *atomic.Bool) error {
 	err := t.raw.Send(msg, true)
-	if err == zmqraw.ErrAgain {
-		t.acct.Enter(stage.Pushing, tsc.ReadFast())
-		if !drop {
-			err = t.raw.Send(msg, false)
-		}
+	if err != zmqraw.ErrAgain {
+		return err
+	}
+	t.acct.Enter(stage.Pushing, tsc.ReadFast())
+	if !drop {
+		err = t.raw.Send(msg, false)
 	}
 	for err == zmqraw.ErrAgain && !drop { // block mode: the send timeout expired, keep trying
 		if tsc.ReadFast() >= end || stop.Load() {
@@ -207,6 +205,7 @@ func (t *thread) send(msg []byte, drop bool, end uint64, stop *atomic.Bool) erro
 		}
 		err = t.raw.Send(msg, false)
 	}
+	t.acct.Enter(stage.Sending, tsc.ReadFast()) // the loop's own work again
 	return err
 }
 
@@ -270,12 +269,17 @@ type pacer struct {
 	nsPerTick                                     float64
 }
 
-// wait returns when the TSC reaches due, or when the run is stopped.
-func (p *pacer) wait(due uint64) {
-	for {
+// wait returns when the TSC reaches due, or when the run is stopped. A
+// thread that has to wait is accounted as pacing from then on (until its
+// send); one that is behind its schedule stays busy.
+func (p *pacer) wait(due uint64, acct *stage.Account) {
+	for first := true; ; first = false {
 		now := tsc.ReadFast()
 		if now >= due || p.stop.Load() {
 			return
+		}
+		if first {
+			acct.Enter(stage.Pacing, now)
 		}
 		rem := due - now
 		switch {

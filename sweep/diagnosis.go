@@ -114,12 +114,55 @@ func (s *Sweep) diagnoseTrial(t *Trial) {
 	if t.Outcome == nil || s.Ctrl.Plan.StagePeriod == 0 {
 		return
 	}
-	d, err := DiagnoseOutcome(t.Outcome, s.Ctrl.Plan.Relay, nil, diagnose.Options{})
+	d, err := DiagnoseOutcome(t.Outcome, s.Ctrl.Plan.Relay, nil, diagnose.Options{Overloaded: !t.Verdict.Pass})
 	if err != nil {
 		t.LimitingEvidence = "not diagnosed: " + err.Error()
 		return
 	}
 	t.LimitingStage, t.LimitingEvidence = d.Limiting, d.Evidence
+	if d.Limiting == "none" && !t.Verdict.Pass {
+		if name, why := lateOnItsOwn(t); name != "" {
+			t.LimitingStage, t.LimitingEvidence = name, why
+		}
+	}
+}
+
+// lateOnItsOwn names the sender thread behind a trial that failed on
+// lateness while no stage limited: the latest thread, when a full socket
+// held it up less than 5% of the window (its slots were late because it
+// woke up late, not because anything after it was slow).
+func lateOnItsOwn(t *Trial) (string, string) {
+	failed := false
+	for _, c := range t.Verdict.Checks {
+		failed = failed || (!c.Pass && c.Rule == RuleLateness)
+	}
+	if !failed || t.Outcome == nil {
+		return "", ""
+	}
+	var name, why string
+	var worst int64
+	for i, s := range t.Outcome.Senders {
+		if s == nil || s.StageSeries == nil {
+			continue
+		}
+		blocked := map[string]float64{}
+		for _, tot := range s.StageSeries.Totals(t.Outcome.Window[0], t.Outcome.Window[1]) {
+			blocked[tot.Name] = tot.Fraction(stage.Blocked)
+		}
+		for _, st := range s.Streams {
+			th := fmt.Sprintf("thread%d", st.Thread)
+			if st.P99Lateness <= worst || blocked[th] >= diagnose.OverloadedBlocked {
+				continue
+			}
+			worst, name = st.P99Lateness, th
+			if len(t.Outcome.Senders) > 1 {
+				name = fmt.Sprintf("sender%d/%s", i, th)
+			}
+			why = fmt.Sprintf("%s: late on its own: p99 lateness %v while blocked %.1f%%; no stage saturated", name,
+				time.Duration(st.P99Lateness).Round(10*time.Microsecond), 100*blocked[th])
+		}
+	}
+	return name, why
 }
 
 // diagnoseRun writes diagnosis.json once every trial is on disk, aligned
@@ -188,7 +231,7 @@ func DiagnoseRun(dir string, o DiagnoseOptions) (*diagnose.RunFile, error) {
 				return nil, fmt.Errorf("trial %d: %w", tf.Trial.N, err)
 			}
 		}
-		d, err := DiagnoseOutcome(tf.Outcome, relay, AlignWith(rf), diagnose.Options{Confirm: out.Confirm})
+		d, err := DiagnoseOutcome(tf.Outcome, relay, AlignWith(rf), diagnose.Options{Confirm: out.Confirm, Overloaded: !tf.Trial.Verdict.Pass})
 		if err != nil {
 			out.Skipped = append(out.Skipped, fmt.Sprintf("trial %d: %v", tf.Trial.N, err))
 			continue

@@ -63,8 +63,10 @@ linear search is the paper's (--from --to --step).
 With no --sender/--receiver, cpsweep starts local agents on loopback (dgsend and
 dgrecv next to it or on PATH) and stops them afterwards. Every sweep writes
 results/<time>-<name>/ (config, trials as JSON and CSV, full agent results per
-trial, summary.json, sweep.svg). Ctrl-C stops the running trial and keeps every
-finished one.`,
+trial, summary.json, sweep.svg, diagnosis.json). Every agent accounts its
+stages' time, and every failing trial and the answer say which stage limited
+them ("limited by: consumer (...)"; cpsweep diagnose, docs/diagnosis.md).
+Ctrl-C stops the running trial and keeps every finished one.`,
 		Example: `  # on this machine: local agents on loopback
   cpsweep --duration 3s --bucket 100
 
@@ -79,7 +81,10 @@ finished one.`,
 
   # relate the agents' TSCs, profile one trial at 90% of the answer, then read it
   cpsweep --clock --profile handlers.yaml --name run1
-  cpsweep analyze results/*-run1 && cpsweep report results/*-run1`,
+  cpsweep analyze results/*-run1 && cpsweep report results/*-run1
+
+  # why the limit is where it is: every trial's stages, stalls and limiting stage
+  cpsweep diagnose results/*-run1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true

@@ -107,7 +107,7 @@ func timelineFigure(t diagnose.Trial) Figure {
 			}
 			x := left + float64(s)*cellW
 			fmt.Fprintf(&b, `<rect x="%.2f" y="%.1f" width="%.2f" height="%.1f" fill="%s"/>`, x, y+1, cellW+0.05, rowH-2, labelColor[snap.Labels[m]])
-			if m < len(snap.Ranks) && snap.Ranks[m] == 1 {
+			if snap.Limiting == mod.Name {
 				fmt.Fprintf(&b, `<circle cx="%.2f" cy="%.1f" r="%.1f" fill="rgb(30,30,30)"/>`, x+cellW/2, y+rowH/2, min(2.5, cellW/2.5))
 			}
 		}
@@ -131,7 +131,7 @@ func timelineFigure(t diagnose.Trial) Figure {
 		{Label: "DONTCARE: nothing to do", Color: labelColor[diagnose.DontCare], Kind: "cell"},
 		{Label: "BLOCKED: held up by the stage after it", Color: labelColor[diagnose.Blocked], Kind: "cell"},
 		{Label: "STALLED: had work, did not progress, did not wait", Color: labelColor[diagnose.Stalled], Kind: "cell"},
-		{Label: "the period's limiting stage", Color: "rgb(30,30,30)", Kind: "circle"}}
+		{Label: "the period's limiting stage (confirmed)", Color: "rgb(30,30,30)", Kind: "circle"}}
 	return Figure{ID: fmt.Sprintf("diagnosis-%d", t.N), Title: "Stage labels over time", SVG: template.HTML(b.String()), Legend: legend, Check: string(js),
 		Caption: fmt.Sprintf("Trial %d: every stage's FlowDiagnoser label in every snapshot (%s). A confirmed stall is %d or more red cells in a row.", t.N, t.Aligned, t.Confirm)}
 }
