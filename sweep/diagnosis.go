@@ -101,7 +101,7 @@ func DiagnoseOutcome(o *Outcome, relay bool, align Align, opts diagnose.Options)
 func limitingLine(t Trial) string {
 	switch {
 	case t.LimitingStage == "":
-		return ""
+		return t.LimitingEvidence // "not diagnosed: why", or nothing
 	case t.LimitingStage == "none":
 		return "limited by: no stage identified (none was busy at least 80% with work waiting)"
 	}
