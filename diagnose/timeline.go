@@ -264,6 +264,7 @@ func (b *builder) fill(t *Timeline) {
 	t.PeriodNs = ref.PeriodNs
 	t.Aligned = b.aligned
 	S, M := len(t.UnixNs), len(b.mods)
+	tol := t.PeriodNs / 4 // samples this close are the same snapshot
 	t.Total, t.Wait, t.Queue = make([]uint64, S*M), make([]uint64, S*M), make([]int64, S*M)
 	t.Busy, t.Blocked, t.Idle = make([]uint64, S*M), make([]uint64, S*M), make([]uint64, S*M)
 	for m, src := range b.srcs {
@@ -272,7 +273,7 @@ func (b *builder) fill(t *Timeline) {
 		classes := stage.States(st.Kind)
 		for s := 0; s < S; s++ {
 			at := t.UnixNs[s]
-			k, frac := b.locate(src.proc, st, at)
+			k, frac := b.locate(src.proc, st, at, tol)
 			i := s*M + m
 			t.Total[i] = lerpU(st.Items, k, frac)
 			for j, c := range classes {
@@ -289,14 +290,13 @@ func (b *builder) fill(t *Timeline) {
 			}
 			switch {
 			case src.sproc >= 0: // network: emitted - arrived
-				// The sender's count as of its last sample at or before
-				// the instant (a quarter period of jitter allowed: the
-				// processes sample on the same boundaries): never much
-				// more than it had sent by then, so skew between the
-				// hosts makes the queue look shorter (a negative one
-				// carries over, §4.3), not longer.
+				// The sender's count of the same snapshot (a sample
+				// within tol), else as of its last sample before the
+				// instant: never more than it had sent by then, so skew
+				// between the hosts makes the queue look shorter (a
+				// negative one carries over, §4.3), not longer.
 				sst := &b.in.Processes[src.sproc].Series.Stages[src.sstage]
-				sk, _ := b.locate(src.sproc, sst, at+t.PeriodNs/4)
+				sk, _ := b.locate(src.sproc, sst, at, tol)
 				t.Queue[i] = int64(lerpU(sst.Items, sk, 0)) - int64(t.Total[i])
 			case !st.NoQueue && k >= 0:
 				t.Queue[i] = st.Queue[k]
@@ -307,13 +307,30 @@ func (b *builder) fill(t *Timeline) {
 
 // locate finds where reference instant at falls in a stage's samples:
 // between sample k and k+1 at fraction frac; k -1 before its first.
-func (b *builder) locate(proc int, st *stage.StageSeries, at int64) (int, float64) {
+//
+// A sample within tol of the instant is taken as of the instant: the
+// processes sample on the same period boundaries (package stage), so that
+// is the same snapshot, and interpolating towards a sample a period away
+// would smear a change that happened there into this period.
+func (b *builder) locate(proc int, st *stage.StageSeries, at, tol int64) (int, float64) {
 	times := b.clocks[proc].at[st.From:]
 	n := len(st.Items)
-	if n == 0 || at < times[0] {
+	if n == 0 {
+		return -1, 0
+	}
+	if at < times[0] {
+		if times[0]-at <= tol {
+			return 0, 0
+		}
 		return -1, 0
 	}
 	k := sort.Search(n, func(i int) bool { return times[i] > at }) - 1
+	if at-times[k] <= tol {
+		return k, 0
+	}
+	if k+1 < n && times[k+1]-at <= tol {
+		return k + 1, 0
+	}
 	if k >= n-1 {
 		return n - 1, 0
 	}
