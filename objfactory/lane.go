@@ -23,13 +23,6 @@ type Source interface {
 	Recv(b *Bucket) error
 }
 
-// Poller is a Source that can also look without waiting: TryRecv returns
-// ErrTimeout at once when no message is there. A lane with stage
-// accounting uses it to tell waiting for data from receiving it.
-type Poller interface {
-	TryRecv(b *Bucket) error
-}
-
 // ErrTimeout is returned by a Source when no message arrived in time.
 var ErrTimeout = errors.New("no message within the poll interval")
 
@@ -115,8 +108,12 @@ type Lane struct {
 	ID    int
 	Stats LaneStats
 	// Acct, if set before Run, accounts the deserializer's time: waiting
-	// (its socket empty), decoding (receiving and decoding what was
-	// there) and blocked (no free bucket).
+	// (in the receive call), decoding (from a message's arrival until it
+	// is queued, the accept hook included) and blocked (no free bucket).
+	// The receive call of a message that was already there counts as
+	// waiting: telling it apart would take a second, non-blocking call per
+	// message, which cost 16% of throughput in buckets of 100 (measured,
+	// BENCHMARKS.md).
 	Acct   *stage.Account
 	full   *Ring[*Bucket]
 	free   *Ring[*Bucket]
@@ -148,10 +145,6 @@ type Accept func(b *Bucket) bool
 // a timeout or a malformed message, which it returns.
 func (l *Lane) Run(src Source, stop *atomic.Bool, accept Accept) error {
 	var b *Bucket
-	poll, _ := src.(Poller)
-	if l.Acct == nil {
-		poll = nil
-	}
 	l.Acct.Start(stage.Waiting, tsc.ReadFast())
 	for !stop.Load() {
 		if b == nil {
@@ -160,7 +153,7 @@ func (l *Lane) Run(src Source, stop *atomic.Bool, accept Accept) error {
 				return nil
 			}
 		}
-		err := l.recv(src, poll, b)
+		err := src.Recv(b) // waiting (see Lane.Acct)
 		if err != nil {
 			if err == ErrTimeout {
 				continue
@@ -173,35 +166,31 @@ func (l *Lane) Run(src Source, stop *atomic.Bool, accept Accept) error {
 		}
 		t0 := tsc.ReadFast()
 		b.Received = t0
-		l.Acct.Enter(stage.Decoding, t0) // no change while messages keep coming
+		l.Acct.Enter(stage.Decoding, t0)
 		err = b.Decode(l.decode)
 		l.Stats.BusyTicks.Add(tsc.ReadFast() - t0)
 		if err != nil {
 			l.malformed(err)
+			l.waiting()
 			continue // reuse the same bucket
 		}
 		l.Stats.Messages.Add(1)
 		l.Stats.Bytes.Add(uint64(len(b.Msg)))
 		l.Acct.Add(1)
-		if accept != nil && !accept(b) {
-			continue
+		if accept == nil || accept(b) {
+			l.full.Push(b) // cannot fail: see Lane
+			b = nil
 		}
-		l.full.Push(b) // cannot fail: see Lane
-		b = nil
+		l.waiting()
 	}
 	return nil
 }
 
-// recv receives into b; with accounting, it first looks without waiting,
-// so that only a wait for an empty socket is accounted as waiting.
-func (l *Lane) recv(src Source, poll Poller, b *Bucket) error {
-	if poll != nil {
-		if err := poll.TryRecv(b); err != ErrTimeout {
-			return err
-		}
+// waiting accounts the lane as waiting from now: back in the receive call.
+func (l *Lane) waiting() {
+	if l.Acct != nil {
 		l.Acct.Enter(stage.Waiting, tsc.ReadFast())
 	}
-	return src.Recv(b)
 }
 
 func (l *Lane) malformed(err error) { l.Malformed(reasonOf(err), err) }
@@ -224,6 +213,7 @@ func (l *Lane) getFree(stop *atomic.Bool) *Bucket {
 	l.Acct.Enter(stage.Starved, tsc.ReadFast())
 	for spins := 0; !stop.Load(); spins++ {
 		if b, ok := l.free.Pop(); ok {
+			l.waiting()
 			return b
 		}
 		if spins < 100 {

@@ -146,12 +146,6 @@ func (s laneSource) Recv(b *objfactory.Bucket) error {
 	return s.result(b, msg, err)
 }
 
-// TryRecv makes a lane's socket an objfactory.Poller.
-func (s laneSource) TryRecv(b *objfactory.Bucket) error {
-	msg, err := s.raw.TryRecv(b.Slot)
-	return s.result(b, msg, err)
-}
-
 func (s laneSource) result(b *objfactory.Bucket, msg []byte, err error) error {
 	b.Msg = msg
 	switch err {

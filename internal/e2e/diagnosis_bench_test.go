@@ -262,8 +262,15 @@ func TestBenchSweepNamesItsLimit(t *testing.T) {
 		{"decode-bound", "lane0", []string{"--decode-work", "200us", "--start", "100k"}},
 	} {
 		rep, _ := runSweep(t, 10*time.Minute, append([]string{"--duration", "2s", "--warmup", "500ms", "--bucket", "100", "--name", "limit-" + tc.name}, tc.args...)...)
+		right := rep.Limiting == tc.want
+		if tc.name == "sender-bound" {
+			// A paced sender into --drain is limited either by its own
+			// timing (late on its own) or, when a full socket blocks it,
+			// by the transport after it (stream0; see the pair runs).
+			right = rep.Limiting == "thread0" || (rep.Limiting == "stream0" && strings.Contains(rep.Evidence, "thread0 blocked"))
+		}
 		t.Logf("LIMIT sweep %s: answer [%.0fk, %.0fk), limited by %q (%s): %s", tc.name, rep.Result.LastPass/1e3, rep.Result.FirstFail/1e3,
-			rep.Limiting, rep.Evidence, verdict(rep.Limiting == tc.want))
+			rep.Limiting, rep.Evidence, verdict(right))
 		record(t, "sweep_limit", map[string]any{"case": tc.name, "limiting": rep.Limiting, "evidence": rep.Evidence})
 	}
 }

@@ -188,20 +188,14 @@ func (s *Socket) Send(b []byte, dontWait bool) error {
 // slot (which releases them). It returns ErrTimeout when the socket's
 // receive timeout expires, ErrOversized for a message above the limit and
 // ErrMultipart for any part of a multipart message.
-func (s *Socket) Recv(slot int) ([]byte, error) { return s.recv(slot, 0) }
-
-// TryRecv is Recv without waiting: ErrTimeout at once when no message is
-// queued.
-func (s *Socket) TryRecv(slot int) ([]byte, error) { return s.recv(slot, C.ZMQ_DONTWAIT) }
-
-func (s *Socket) recv(slot int, flags C.int) ([]byte, error) {
+func (s *Socket) Recv(slot int) ([]byte, error) {
 	if slot < 0 || slot >= s.slots {
 		return nil, fmt.Errorf("slot %d outside the socket's %d slots", slot, s.slots)
 	}
 	m := C.cp_msg_at(s.msgs, C.int(slot))
 	held := s.heldAt(slot)
 	for {
-		n := C.cp_recv(s.handle, m, held, flags)
+		n := C.cp_recv(s.handle, m, held, 0)
 		if n < 0 {
 			e := zmq.Errno(-n)
 			switch e {
