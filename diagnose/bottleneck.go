@@ -91,11 +91,17 @@ func nearest(next [][]int32, timed []bool, m int) (found, passed []int32) {
 }
 
 // grows says whether a queue grew in earnest over the window: by at
-// least 1% of what the stage processed meanwhile (and at least 2), so
-// that the jitter of counts read on two hosts a little apart is not
-// growth, while a rate 1% above a stage's capacity is.
+// least 1% of what the stage processed meanwhile (and at least 2): a rate
+// 1% above a stage's capacity is growth. A black box's queue (emitted -
+// received, counted on two hosts) must grow by 5%: what is in flight in
+// the transport moves by more than 1% from one period to the next while
+// everything keeps up.
 func grows(a *Activity) bool {
-	return a.QueueTo-a.QueueFrom >= max(2, int64(a.Items/100)) && a.QueueTo > 0
+	share := uint64(100)
+	if !a.Timed {
+		share = 20
+	}
+	return a.QueueTo-a.QueueFrom >= max(2, int64(a.Items/share)) && a.QueueTo > 0
 }
 
 func full(a *Activity) bool { return a.QueueCap > 0 && a.QueueMax >= a.QueueCap }
