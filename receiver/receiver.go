@@ -143,10 +143,6 @@ type laneSource struct{ raw *zmqraw.Socket }
 
 func (s laneSource) Recv(b *objfactory.Bucket) error {
 	msg, err := s.raw.Recv(b.Slot)
-	return s.result(b, msg, err)
-}
-
-func (s laneSource) result(b *objfactory.Bucket, msg []byte, err error) error {
 	b.Msg = msg
 	switch err {
 	case nil:
