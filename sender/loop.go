@@ -30,8 +30,12 @@ func (t *thread) run(s *Sender, start, end uint64) {
 		// Sleep only as close to a slot as this thread's wakeups allow.
 		t.napMargin = osthread.NapOvershoot(20*time.Microsecond, 50) + 5*time.Microsecond
 	}
+	cpu0, _ := threadCPUTime()
 	t.loop(s, start, end)
 	t.endMarker = t.sendEnd(s)
+	if cpu1, err := threadCPUTime(); err == nil && cpu0 > 0 {
+		t.cpuNs = int64(cpu1 - cpu0)
+	}
 }
 
 // newPacer sets the idle strategy's margins in this host's ticks.

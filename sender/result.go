@@ -17,25 +17,31 @@ import (
 
 // Result is what a run did, as dgsend reports it (--json prints it as is).
 type Result struct {
-	Scenario      string  `json:"scenario"`
-	TargetRate    float64 `json:"target_rate_tuples_per_s"` // 0 = unpaced
-	Shape         Shape   `json:"shape"`
-	Threads       int     `json:"threads"`
-	BucketSize    int     `json:"bucket_size"`
-	TupleBytes    int     `json:"bucket_bytes"`
-	Overflow      string  `json:"overflow"`
-	Idle          string  `json:"idle"`
-	SendCostNs    int64   `json:"send_cost_ns"`     // measured cost of one send of one bucket
-	DurationS     float64 `json:"duration_s"`       // trial window (or first to last send)
-	StartUnixNs   int64   `json:"start_unix_ns"`    // when the schedule started
-	WarmupNs      int64   `json:"warmup_ns"`        // lateness counts only slots due after this
-	ScheduledTups uint64  `json:"scheduled_tuples"` // what the schedule called for
-	Emitted       uint64  `json:"emitted_tuples"`
-	EmittedBkts   uint64  `json:"emitted_buckets"`
-	DroppedBkts   uint64  `json:"dropped_buckets"`
-	DroppedTups   uint64  `json:"dropped_tuples"`
-	Shortfall     uint64  `json:"shortfall_tuples"` // scheduled but neither sent nor dropped (fell behind)
-	AchievedRate  float64 `json:"achieved_rate_tuples_per_s"`
+	Scenario   string  `json:"scenario"`
+	TargetRate float64 `json:"target_rate_tuples_per_s"` // 0 = unpaced
+	Shape      Shape   `json:"shape"`
+	Threads    int     `json:"threads"`
+	BucketSize int     `json:"bucket_size"`
+	TupleBytes int     `json:"bucket_bytes"`
+	Overflow   string  `json:"overflow"`
+	Idle       string  `json:"idle"`
+	SendCostNs int64   `json:"send_cost_ns"` // measured cost of one send of one bucket
+	// EmissionCPUNs is the CPU time the emission threads used from their
+	// start to their end marker (pacing spins included), and
+	// CPUPerBucketNs that time per bucket sent: the harness's own cost,
+	// which the same figure of the C reference sender is compared with.
+	EmissionCPUNs  int64   `json:"emission_cpu_ns"`
+	CPUPerBucketNs float64 `json:"emission_cpu_ns_per_bucket"`
+	DurationS      float64 `json:"duration_s"`       // trial window (or first to last send)
+	StartUnixNs    int64   `json:"start_unix_ns"`    // when the schedule started
+	WarmupNs       int64   `json:"warmup_ns"`        // lateness counts only slots due after this
+	ScheduledTups  uint64  `json:"scheduled_tuples"` // what the schedule called for
+	Emitted        uint64  `json:"emitted_tuples"`
+	EmittedBkts    uint64  `json:"emitted_buckets"`
+	DroppedBkts    uint64  `json:"dropped_buckets"`
+	DroppedTups    uint64  `json:"dropped_tuples"`
+	Shortfall      uint64  `json:"shortfall_tuples"` // scheduled but neither sent nor dropped (fell behind)
+	AchievedRate   float64 `json:"achieved_rate_tuples_per_s"`
 	// Windows are the tuples emitted in each full 1-second window of the
 	// run, by actual send time (the final partial second is left out).
 	Windows      []uint64      `json:"windows_tuples"`
@@ -90,6 +96,9 @@ func (s *Sender) result(start, end uint64) *Result {
 		r.StageSeries = s.stages.Series()
 		r.Stages = r.StageSeries.Totals(0, 0)
 	}
+	if r.EmittedBkts > 0 {
+		r.CPUPerBucketNs = float64(r.EmissionCPUNs) / float64(r.EmittedBkts)
+	}
 	if r.ScheduledTups > r.Emitted+r.DroppedTups {
 		r.Shortfall = r.ScheduledTups - r.Emitted - r.DroppedTups
 	}
@@ -137,6 +146,7 @@ func (r *Result) addThreads(threads []*thread, bucket uint64) (last, measured ui
 		r.LateSlots += t.lateSlots.Load()
 		r.ScheduledTups += t.scheduled * bucket
 		measured += t.measuredSlots
+		r.EmissionCPUNs += t.cpuNs
 		r.Interrupted = r.Interrupted || t.interrupted
 		r.latenessMerged.Merge(t.precise)
 		last = max(last, t.lastSend)

@@ -77,6 +77,7 @@ type thread struct {
 	interrupted   bool
 	napMargin     time.Duration // idle sleep: wake this long before the slot
 	measuredSlots uint64        // slots due after the warm-up (lateness denominator)
+	cpuNs         int64         // CPU time of the thread from its start to its end marker
 }
 
 // New validates cfg, connects the sockets, pre-serializes the buckets and

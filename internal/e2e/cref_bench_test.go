@@ -1,0 +1,121 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/internal/cref"
+)
+
+// TestBenchEmissionVsC: one process sends 100-byte synthetic tuples
+// unpaced to the plain C receiver on loopback; the reference is the plain
+// C sender with the same message sizes into the same receiver (issue 16).
+// Per repeat, interleaved: C, dgsend unpaced, dgsend paced at 90% and at
+// 95% of that unpaced rate. Every rate is the C receiver's (first to last
+// message). Targets: unbatched >= 0.8x C, buckets of 100 >= 0.95x C, the
+// paced loop at 90% load keeping its schedule and at >= 0.95 of the
+// unpaced one at 95%.
+func TestBenchEmissionVsC(t *testing.T) {
+	benchOnly(t)
+	progs, err := cref.Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := max(repeats(), 5)
+	for _, tc := range []struct {
+		bucket, size, msgs int
+		target             float64
+	}{{1, 124, 3_000_000, 0.8}, {100, 10024, 60_000, 0.95}} {
+		var c, ours, ratios, paced90, paced95, cCPU, ourCPU []float64
+		for rep := 0; rep < n; rep++ {
+			var cs cref.Result
+			cr := viaCReceiver(t, progs, tc.size, tc.msgs, func(ep string) (err error) {
+				cs, err = progs.Send(context.Background(), ep, tc.size, tc.msgs)
+				return err
+			})
+			var unpaced float64
+			var us dgsendResult
+			o := viaCReceiver(t, progs, tc.size, tc.msgs, func(ep string) (err error) {
+				us, err = dgsendTo(ep, tc.bucket, 0, tc.msgs*tc.bucket)
+				return err
+			})
+			unpaced = o * float64(tc.bucket)
+			c, ours = append(c, cr*float64(tc.bucket)), append(ours, unpaced)
+			ratios = append(ratios, unpaced/(cr*float64(tc.bucket)))
+			cCPU, ourCPU = append(cCPU, cs.CPUPerMessage), append(ourCPU, us.CPUPerBucket)
+			for _, frac := range []float64{0.90, 0.95} {
+				var ps dgsendResult
+				p := viaCReceiver(t, progs, tc.size, tc.msgs, func(ep string) (err error) {
+					ps, err = dgsendTo(ep, tc.bucket, frac*unpaced, tc.msgs*tc.bucket)
+					return err
+				}) * float64(tc.bucket)
+				t.Logf("bucket %d rep %d: paced at %.0f%% of %.3fM: %.3fM at the receiver (%.3f of unpaced), late slots %.1f%%, shortfall %d",
+					tc.bucket, rep, 100*frac, unpaced/1e6, p/1e6, p/unpaced, 100*ps.LateFraction, ps.Shortfall)
+				if frac == 0.90 {
+					paced90 = append(paced90, p/(frac*unpaced))
+				} else {
+					paced95 = append(paced95, p/unpaced)
+				}
+			}
+			t.Logf("bucket %d rep %d: C %.3fM, dgsend %.3fM tuples/s: %.3fx; sending thread's CPU per message: C %.0f ns, dgsend %.0f ns",
+				tc.bucket, rep, c[rep]/1e6, unpaced/1e6, ratios[rep], cs.CPUPerMessage, us.CPUPerBucket)
+		}
+		r := median(ratios)
+		t.Logf("EMISSION vs C bucket=%d (%d-byte messages): dgsend %.3fM [%s], C %.3fM [%s] tuples/s; ours/C median of %d interleaved %.3f (target %.2f: %s); "+
+			"sending thread's CPU per message: dgsend %.0f ns, C %.0f ns (C/ours %.3f); paced at 90%% achieved %.3f of its rate; paced at 95%% / unpaced %.3f (target 0.95: %s)",
+			tc.bucket, tc.size, median(ours)/1e6, fmtRates(ours), median(c)/1e6, fmtRates(c), n, r, tc.target, verdict(r >= tc.target),
+			median(ourCPU), median(cCPU), median(cCPU)/median(ourCPU), median(paced90), median(paced95), verdict(median(paced95) >= 0.95))
+		record(t, "emission_vs_c", map[string]any{"bucket": tc.bucket, "message_bytes": tc.size, "ours": ours, "c": c, "ratios": ratios,
+			"ratio_median": r, "paced90_over_target": paced90, "paced95_over_unpaced": paced95, "c_cpu_ns": cCPU, "our_cpu_ns": ourCPU})
+	}
+}
+
+// viaCReceiver starts the C receiver for msgs messages of size bytes, runs
+// send to its endpoint and returns the receiver's message rate.
+func viaCReceiver(t *testing.T, progs cref.Programs, size, msgs int, send func(endpoint string) error) float64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, err := progs.Receive(ctx, size, msgs, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := send(r.Endpoint); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got.Rate
+}
+
+// dgsendResult is the part of dgsend's result the comparison reads.
+type dgsendResult struct {
+	CPUPerBucket float64 `json:"emission_cpu_ns_per_bucket"`
+	LateFraction float64 `json:"late_slot_fraction"`
+	Shortfall    uint64  `json:"shortfall_tuples"`
+}
+
+// dgsendTo sends count tuples of synthetic-100 in buckets at rate (0:
+// unpaced) to endpoint.
+func dgsendTo(endpoint string, bucket int, rate float64, count int) (dgsendResult, error) {
+	var res dgsendResult
+	p, err := Start(filepath.Join(binDir, "dgsend"), "--connect", endpoint, "--scenario", "synthetic-100", "--threads", "1",
+		"--bucket", fmt.Sprint(bucket), "--rate", fmt.Sprintf("%.0f", rate), "--count", fmt.Sprint(count), "--duration", "0",
+		"--metrics-addr", "", "--json", "--no-rate-check")
+	if err != nil {
+		return res, err
+	}
+	if err := p.Wait(2 * time.Minute); err != nil {
+		return res, fmt.Errorf("dgsend: %w\n%s", err, p.Stderr.String())
+	}
+	if err := json.Unmarshal(p.Stdout.Bytes(), &res); err != nil {
+		return res, fmt.Errorf("dgsend output: %w", err)
+	}
+	return res, nil
+}
