@@ -17,7 +17,7 @@ import (
 //
 //	offset size field (little-endian)
 //	0      4    magic "CPLB"
-//	4      1    version (1)
+//	4      1    version (2; 1 is still read)
 //	5      1    codec: 0 none, 1 zstd
 //	6      2    reserved (0)
 //	8      4    records in the block
@@ -26,15 +26,25 @@ import (
 //	20     4    CRC-32C of bytes 0..19
 //	24     ...  payload: records encoded as deltas, then compressed by the codec
 //
-// Records are (TSC, tuple id) pairs. The payload is the uvarint TSC delta
-// to the previous record (the first from 0) and the zigzag varint id delta,
-// per record: small numbers that compress well.
+// Records are (TSC, tuple id) pairs. A version 1 payload is, per record,
+// the uvarint TSC delta to the previous record (the first from 0) and the
+// zigzag varint id delta: small numbers that compress well. Version 2 adds
+// a uvarint to each entry: how many more records follow it with the same
+// TSC and the next ids (a bucket logged at one instant is one entry, not
+// a hundred); the deltas are to the previous entry's first record.
 const (
 	blockHeader  = 24
-	blockVersion = 1
+	blockVersion = 2
 	CodecNone    = 0
 	CodecZstd    = 1
 )
+
+// run is consecutive records at one TSC: ids ID, ID+1, ..., ID+N-1 (N >=
+// 1). The buffered handler keeps its blocks as runs, so a bucket logged at
+// one instant costs one entry on the logging thread and in the file.
+type run struct {
+	TSC, ID, N uint64
+}
 
 var blockMagic = [4]byte{'C', 'P', 'L', 'B'}
 
@@ -46,20 +56,24 @@ type Record struct {
 	ID  uint64
 }
 
-// encodeRecords appends the delta encoding of recs to dst.
-func encodeRecords(dst []byte, recs []Record) []byte {
+// encodeRuns appends the version 2 delta encoding of runs to dst.
+func encodeRuns(dst []byte, runs []run) []byte {
 	var prevT, prevID uint64
-	for _, r := range recs {
+	for _, r := range runs {
 		dst = binary.AppendUvarint(dst, r.TSC-prevT)
 		dst = binary.AppendVarint(dst, int64(r.ID-prevID))
+		dst = binary.AppendUvarint(dst, r.N-1)
 		prevT, prevID = r.TSC, r.ID
 	}
 	return dst
 }
 
-func decodeRecords(dst []Record, b []byte, n int) ([]Record, error) {
+// decodeRecords appends the n records of a version 1 or 2 payload to dst.
+// A version 2 entry may not announce more records than the block has left,
+// so a few bytes can never expand past the block's count.
+func decodeRecords(dst []Record, b []byte, n int, version byte) ([]Record, error) {
 	var t, id uint64
-	for i := 0; i < n; i++ {
+	for left := n; left > 0; {
 		dt, k := binary.Uvarint(b)
 		if k <= 0 {
 			return dst, errors.New("record truncated")
@@ -71,7 +85,20 @@ func decodeRecords(dst []Record, b []byte, n int) ([]Record, error) {
 		}
 		b = b[k:]
 		t, id = t+dt, id+uint64(did)
-		dst = append(dst, Record{TSC: t, ID: id})
+		more := uint64(0)
+		if version >= 2 {
+			if more, k = binary.Uvarint(b); k <= 0 {
+				return dst, errors.New("record truncated")
+			}
+			b = b[k:]
+			if more >= uint64(left) {
+				return dst, fmt.Errorf("a run of %d records where the block has %d left", more+1, left)
+			}
+		}
+		for i := uint64(0); i <= more; i++ {
+			dst = append(dst, Record{TSC: t, ID: id + i})
+		}
+		left -= int(more) + 1
 	}
 	if len(b) != 0 {
 		return dst, errors.New("bytes after the last record")
@@ -97,9 +124,9 @@ func newBlockEncoder(codec int) (*blockEncoder, error) {
 	return e, nil
 }
 
-// encode appends one framed block holding recs to dst.
-func (e *blockEncoder) encode(dst []byte, recs []Record) []byte {
-	e.raw = encodeRecords(e.raw[:0], recs)
+// encode appends one framed block holding runs (records in all) to dst.
+func (e *blockEncoder) encode(dst []byte, runs []run, records int) []byte {
+	e.raw = encodeRuns(e.raw[:0], runs)
 	codec, payload := byte(CodecNone), e.raw
 	if e.zenc != nil {
 		codec, payload = CodecZstd, e.zenc.EncodeAll(e.raw, nil)
@@ -112,7 +139,7 @@ func (e *blockEncoder) encode(dst []byte, recs []Record) []byte {
 	h := dst[start : start+blockHeader]
 	copy(h, blockMagic[:])
 	h[4], h[5] = blockVersion, codec
-	binary.LittleEndian.PutUint32(h[8:], uint32(len(recs)))
+	binary.LittleEndian.PutUint32(h[8:], uint32(records))
 	binary.LittleEndian.PutUint32(h[12:], uint32(len(payload)))
 	binary.LittleEndian.PutUint32(h[16:], crc32.Checksum(payload, crcTable))
 	binary.LittleEndian.PutUint32(h[20:], crc32.Checksum(h[:20], crcTable))
@@ -184,7 +211,7 @@ func (br *BlockReader) Next(dst []Record) ([]Record, error) {
 		n := int(binary.LittleEndian.Uint32(h[8:]))
 		plen := int(binary.LittleEndian.Uint32(h[12:]))
 		codec, crc := h[5], binary.LittleEndian.Uint32(h[16:])
-		if plen > maxBlockPayload || n > maxBlockRecords {
+		if plen > maxBlockPayload || n > maxBlockRecords || (h[4] >= 2 && n > MaxBlockSize) {
 			br.damaged(fmt.Sprintf("implausible block: %d records in %d bytes", n, plen))
 			continue
 		}
@@ -209,7 +236,7 @@ func (br *BlockReader) Next(dst []Record) ([]Record, error) {
 			continue
 		}
 		start := len(dst)
-		out, err := decodeRecords(dst, raw, n)
+		out, err := decodeRecords(dst, raw, n, h[4])
 		if err != nil {
 			br.skipped(len(whole), blockHeader+plen, err.Error())
 			dst = dst[:start]
@@ -233,7 +260,7 @@ func (br *BlockReader) validHeader(h []byte) bool {
 		br.damaged("not a block header")
 	case binary.LittleEndian.Uint32(h[20:]) != crc32.Checksum(h[:20], crcTable):
 		br.damaged("block header checksum mismatch")
-	case h[4] != blockVersion:
+	case h[4] < 1 || h[4] > blockVersion:
 		br.damaged(fmt.Sprintf("unsupported block version %d", h[4]))
 	default:
 		return true

@@ -19,7 +19,7 @@ type sink struct {
 	codec   int
 	jobs    chan job
 	done    chan struct{}
-	free    chan []Record
+	free    chan []run
 	mu      sync.Mutex
 	pending map[uint64]encoded
 	next    uint64
@@ -46,8 +46,9 @@ func createFile(path string) (*os.File, error) {
 }
 
 type job struct {
-	seq  uint64
-	recs []Record
+	seq     uint64
+	runs    []run
+	records int
 }
 
 func newSink(open opener, cfg Config) (*sink, error) {
@@ -66,7 +67,7 @@ func newSink(open opener, cfg Config) (*sink, error) {
 	}
 	workers := max(cfg.Workers, 1)
 	s := &sink{f: f, path: cfg.Path, format: cfg.Format, codec: codec, jobs: make(chan job, workers*2), done: make(chan struct{}),
-		free: make(chan []Record, workers*2+2), pending: map[uint64]encoded{}}
+		free: make(chan []run, workers*2+2), pending: map[uint64]encoded{}}
 	for i := 0; i < workers; i++ {
 		enc, err := newBlockEncoder(codec)
 		if err != nil {
@@ -85,17 +86,19 @@ func (s *sink) work(enc *blockEncoder) {
 	for j := range s.jobs {
 		var out []byte
 		if s.format == FormatASCII {
-			for _, r := range j.recs {
-				out = strconv.AppendUint(out, r.TSC, 10)
-				out = append(out, ',')
-				out = strconv.AppendUint(out, r.ID, 10)
-				out = append(out, '\n')
+			for _, r := range j.runs {
+				for i := uint64(0); i < r.N; i++ {
+					out = strconv.AppendUint(out, r.TSC, 10)
+					out = append(out, ',')
+					out = strconv.AppendUint(out, r.ID+i, 10)
+					out = append(out, '\n')
+				}
 			}
 		} else {
-			out = enc.encode(nil, j.recs)
+			out = enc.encode(nil, j.runs, j.records)
 		}
-		n := len(j.recs)
-		s.recycle(j.recs)
+		n := j.records
+		s.recycle(j.runs)
 		s.mu.Lock()
 		s.pending[j.seq] = encoded{out, n}
 		for {
@@ -117,15 +120,15 @@ func (s *sink) work(enc *blockEncoder) {
 	}
 }
 
-func (s *sink) recycle(recs []Record) {
+func (s *sink) recycle(runs []run) {
 	select {
-	case s.free <- recs[:0]:
+	case s.free <- runs[:0]:
 	default:
 	}
 }
 
 // block returns an empty block of capacity n (recycled when possible).
-func (s *sink) block(n int) []Record {
+func (s *sink) block(n int) []run {
 	select {
 	case b := <-s.free:
 		if cap(b) >= n {
@@ -133,7 +136,7 @@ func (s *sink) block(n int) []Record {
 		}
 	default:
 	}
-	return make([]Record, n)
+	return make([]run, n)
 }
 
 // close waits for every block to be written and closes the file. An
@@ -174,12 +177,17 @@ func (e *WriteError) Error() string {
 func (e *WriteError) Unwrap() error { return e.Err }
 
 // buffered is the buffered identity handler: (TSC, id) pairs go into a
-// fixed block on the calling thread; a full block goes to the sink.
+// fixed block on the calling thread; a full block goes to the sink. A
+// pair at the same TSC as the previous one with the next id extends its
+// run, and a range is one run: logging a bucket at one instant costs one
+// entry, however many tuples it holds.
 type buffered struct {
-	s     *sink
-	block []Record
-	n     int
-	seq   uint64
+	s       *sink
+	block   []run
+	n       int // entries in block
+	records int // records in block (at most size)
+	size    int // records per block
+	seq     uint64
 }
 
 func newBuffered(open opener, cfg Config) (*buffered, error) {
@@ -191,32 +199,48 @@ func newBuffered(open opener, cfg Config) (*buffered, error) {
 	if size <= 0 {
 		size = 1 << 20
 	}
-	return &buffered{s: s, block: s.block(size)}, nil
+	return &buffered{s: s, block: s.block(size), size: size}, nil
 }
 
 func (b *buffered) log(id uint64)             { b.put(Record{TSC: tsc.ReadFast(), ID: id}) }
 func (b *buffered) logAt(t uint64, id uint64) { b.put(Record{TSC: t, ID: id}) }
 
 func (b *buffered) put(r Record) {
-	b.block[b.n] = r
-	if b.n++; b.n == len(b.block) {
+	if b.n > 0 {
+		if p := &b.block[b.n-1]; p.TSC == r.TSC && p.ID+p.N == r.ID {
+			p.N++
+			if b.records++; b.records == b.size {
+				b.handoff()
+			}
+			return
+		}
+	}
+	b.block[b.n] = run{TSC: r.TSC, ID: r.ID, N: 1}
+	b.n++
+	if b.records++; b.records == b.size {
 		b.handoff()
 	}
 }
 
+// logRangeAt logs ids first..first+n-1 at t as one run (split only where
+// a block fills).
 func (b *buffered) logRangeAt(t, first, n uint64) {
-	for i := uint64(0); i < n; i++ {
-		b.block[b.n] = Record{TSC: t, ID: first + i}
-		if b.n++; b.n == len(b.block) {
+	for n > 0 {
+		k := min(n, uint64(b.size-b.records))
+		b.block[b.n] = run{TSC: t, ID: first, N: k}
+		b.n++
+		b.records += int(k)
+		first, n = first+k, n-k
+		if b.records == b.size {
 			b.handoff()
 		}
 	}
 }
 
 func (b *buffered) handoff() {
-	b.s.jobs <- job{seq: b.seq, recs: b.block[:b.n]}
+	b.s.jobs <- job{seq: b.seq, runs: b.block[:b.n], records: b.records}
 	b.seq++
-	b.block, b.n = b.s.block(len(b.block)), 0
+	b.block, b.n, b.records = b.s.block(b.size), 0, 0
 }
 
 func (b *buffered) close() error {
@@ -235,7 +259,7 @@ type identity struct {
 	path string
 	enc  *blockEncoder
 	fmt  string
-	one  [1]Record
+	one  [1]run
 	buf  []byte // encoded records not written yet
 	n    int    // records in buf
 	// records logged, and those lost to a failed write (the buffer then,
@@ -271,8 +295,8 @@ func (h *identity) logAt(t, id uint64) {
 		h.buf = strconv.AppendUint(h.buf, id, 10)
 		h.buf = append(h.buf, '\n')
 	} else {
-		h.one[0] = Record{TSC: t, ID: id}
-		h.buf = h.enc.encode(h.buf, h.one[:])
+		h.one[0] = run{TSC: t, ID: id, N: 1}
+		h.buf = h.enc.encode(h.buf, h.one[:], 1)
 	}
 	if h.n++; len(h.buf) >= identityBuffer {
 		h.flush()

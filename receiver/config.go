@@ -53,9 +53,13 @@ type Config struct {
 	Logf func(format string, args ...any)
 	// Profile, if set, gets channels "receive.<lane>" (every tuple id,
 	// stamped when its message arrived, before decoding),
-	// "deserialized.<lane>" (every tuple id once its bucket is decoded, on
-	// the lane's deserializer) and "consumed" (on the consumer), handlers
-	// from Handlers (Null when unlisted, and switchable live).
+	// "deserialized.<lane>" (every tuple id, stamped once its bucket is
+	// decoded, on the lane's deserializer) and "consumed" (on the
+	// consumer: each tuple as it is consumed when there is per-tuple work
+	// or a Sink, else a bucket's tuples when its last one is), handlers
+	// from Handlers (Null when unlisted, and switchable live). Tuples
+	// stamped at one instant are logged as one range when their ids are
+	// consecutive.
 	Profile  *profiler.Profiler
 	Handlers *profiler.Handlers
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/wire"
 	"github.com/cloudprofiler-go/cp/sender"
 	"github.com/cloudprofiler-go/cp/tsc"
 )
@@ -184,6 +185,14 @@ func TestProfiledRun(t *testing.T) {
 		r, d, c := stamps["receive"][id], stamps["deserialized"][id], stamps["consumed"][id]
 		if !(e <= r && r <= d && d <= c) {
 			t.Fatalf("tuple %x: emit %d, receive %d, deserialized %d, consumed %d out of order", id, e, r, d, c)
+		}
+		// Every point sees a bucket (10 consecutive ids) at one instant:
+		// the consumer has no per-tuple work, so it stamps the bucket once.
+		for _, point := range []string{"emit", "receive", "deserialized", "consumed"} {
+			_, seq := wire.SplitTupleID(id)
+			if first := id - seq%10; stamps[point][id] != stamps[point][first] {
+				t.Fatalf("%s: tuple %x stamped %d, its bucket's first %d", point, id, stamps[point][id], stamps[point][first])
+			}
 		}
 	}
 }

@@ -275,14 +275,10 @@ func (l *lane) accept(b *objfactory.Bucket) bool {
 		return false
 	}
 	if ch := l.receive; ch != nil && !ch.Null() { // stamped when the message arrived
-		for i := range b.Tuples {
-			ch.LogTSAt(b.Received, b.Tuples[i].ID)
-		}
+		logBucket(ch, b.Received, b.Tuples)
 	}
-	if ch := l.deserialized; ch != nil && !ch.Null() {
-		for i := range b.Tuples {
-			ch.LogTS(b.Tuples[i].ID)
-		}
+	if ch := l.deserialized; ch != nil && !ch.Null() { // decoded whole: one instant
+		logBucket(ch, tsc.ReadFast(), b.Tuples)
 	}
 	st.recvBuckets.Add(1)
 	st.recvTuples.Add(uint64(b.Header.Count))

@@ -1,0 +1,142 @@
+package profiler
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// v1Block frames recs as a version 1 block (no run lengths), as written
+// before runs existed, for the compatibility tests.
+func v1Block(recs []Record) []byte {
+	var payload []byte
+	var prevT, prevID uint64
+	for _, r := range recs {
+		payload = binary.AppendUvarint(payload, r.TSC-prevT)
+		payload = binary.AppendVarint(payload, int64(r.ID-prevID))
+		prevT, prevID = r.TSC, r.ID
+	}
+	h := make([]byte, blockHeader)
+	copy(h, blockMagic[:])
+	h[4], h[5] = 1, CodecNone
+	binary.LittleEndian.PutUint32(h[8:], uint32(len(recs)))
+	binary.LittleEndian.PutUint32(h[12:], uint32(len(payload)))
+	binary.LittleEndian.PutUint32(h[16:], crc32.Checksum(payload, crcTable))
+	binary.LittleEndian.PutUint32(h[20:], crc32.Checksum(h[:20], crcTable))
+	return append(h, payload...)
+}
+
+func readBytes(t *testing.T, b []byte) ([]Record, []Corruption) {
+	t.Helper()
+	var out []Record
+	bad, err := ReadBlocks(bytes.NewReader(b), func(r []Record) error { out = append(out, r...); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, bad
+}
+
+// Version 1 logs (written before runs) still read; version 2 runs expand
+// to the records they stand for, and both can follow each other in a file.
+func TestBlockVersionsAndRuns(t *testing.T) {
+	enc, _ := newBlockEncoder(CodecZstd)
+	v1 := v1Block([]Record{{5, 100}, {9, 98}})
+	v2 := enc.encode(nil, []run{{TSC: 20, ID: 7, N: 3}, {TSC: 21, ID: 3, N: 1}, {TSC: 21, ID: 4, N: 2}}, 6)
+	got, bad := readBytes(t, append(v1, v2...))
+	want := []Record{{5, 100}, {9, 98}, {20, 7}, {20, 8}, {20, 9}, {21, 3}, {21, 4}, {21, 5}}
+	if len(bad) > 0 || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("read %v (damage %v), want %v", got, bad, want)
+	}
+}
+
+// A run may not claim more records than its block announces: a few bytes
+// must not expand into gigabytes. The damaged block is reported and the
+// next one read.
+func TestRunBeyondTheBlockCountIsDamage(t *testing.T) {
+	enc, _ := newBlockEncoder(CodecNone)
+	liar := enc.encode(nil, []run{{TSC: 1, ID: 1, N: 1 << 40}}, 10)
+	good := enc.encode(nil, []run{{TSC: 2, ID: 5, N: 2}}, 2)
+	got, bad := readBytes(t, append(liar, good...))
+	if len(bad) != 1 || !strings.Contains(bad[0].Reason, "run of") {
+		t.Fatalf("damage %v, want one run-length complaint", bad)
+	}
+	if fmt.Sprint(got) != fmt.Sprint([]Record{{2, 5}, {2, 6}}) {
+		t.Fatalf("read %v after the damaged block", got)
+	}
+	short := enc.encode(nil, []run{{TSC: 1, ID: 1, N: 3}}, 4) // announces 4, holds 3
+	if got, bad := readBytes(t, short); len(got) != 0 || len(bad) != 1 {
+		t.Fatalf("a block holding fewer records than announced: read %v, damage %v", got, bad)
+	}
+}
+
+// The buffered handler keeps a bucket logged at one instant as one run,
+// whether it came as a range or as one call per tuple, and splits runs
+// only where a block fills; the file holds every record in order.
+func TestBufferedKeepsRuns(t *testing.T) {
+	for _, format := range []string{FormatBinary, FormatASCII} {
+		dir := t.TempDir()
+		p := New(time.Hour)
+		path := filepath.Join(dir, "r.log")
+		ch, err := p.Open("r", Config{Handler: HandlerBuffered, BlockSize: 64, Path: path, Format: format})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := ch.load().h.(*buffered)
+		var want []Record
+		id := uint64(1000)
+		for bucket := uint64(0); bucket < 10; bucket++ {
+			at := 500 + bucket*10
+			if bucket%2 == 0 {
+				ch.LogRangeAt(at, id, 100)
+			} else {
+				for i := uint64(0); i < 100; i++ {
+					ch.LogTSAt(at, id+i)
+				}
+			}
+			for i := uint64(0); i < 100; i++ {
+				want = append(want, Record{TSC: at, ID: id + i})
+			}
+			id += 100
+		}
+		ch.LogTSAt(600, 7) // not the next id: a run of its own
+		want = append(want, Record{TSC: 600, ID: 7})
+		if b.n > 3 || b.records != 1001%64 {
+			t.Fatalf("%s: %d entries for %d records in the open block; runs were not kept", format, b.n, b.records)
+		}
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+		var got []Record
+		if format == FormatBinary {
+			got = readAll(t, path)
+		} else {
+			got = readASCII(t, path)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s: read %d records, want %d; first %v", format, len(got), len(want), got[:min(3, len(got))])
+		}
+	}
+}
+
+func readASCII(t *testing.T, path string) []Record {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []Record
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var r Record
+		if _, err := fmt.Sscanf(line, "%d,%d", &r.TSC, &r.ID); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
