@@ -30,6 +30,7 @@ type fakeAgent struct {
 	polls    int
 	started  int
 	stopped  int
+	profiled int // trials started with a handler configuration
 	lastBody []byte
 }
 
@@ -50,6 +51,10 @@ func newFake(t *testing.T, role, behave string) *fakeAgent {
 		var body json.RawMessage
 		_ = json.NewDecoder(r.Body).Decode(&body)
 		f.lastBody = body
+		var trial struct{ Profile string }
+		if json.Unmarshal(body, &trial) == nil && trial.Profile != "" {
+			f.profiled++
+		}
 		switch f.behave {
 		case "refuse":
 			w.WriteHeader(http.StatusBadRequest)

@@ -41,6 +41,9 @@ type Report struct {
 	// ProfileSkipped says why the profiled trial did not run ("" if it
 	// ran or was not asked for).
 	ProfileSkipped string `json:"profile_skipped,omitempty"`
+	// ProfiledSearch: every trial of the search ran with the profile's
+	// handlers on (--profile-search).
+	ProfiledSearch bool `json:"profiled_search,omitempty"`
 	Dir            string `json:"dir"`
 	// LimitingStage is what limited the first failing trial above the
 	// answer (see Trial.LimitingStage).
@@ -86,7 +89,12 @@ type Sweep struct {
 	// profiles/<node>/.
 	Profile   string
 	ProfileAt float64
-	report    Report
+	// ProfileSearch runs every trial of the search with Profile's handlers
+	// too: the answer is then the maximum sustainable rate while
+	// profiled, and its ratio to a sweep without is the profiler's
+	// overhead where it matters.
+	ProfileSearch bool
+	report        Report
 }
 
 // Execute prepares the agents, runs the search and writes the run
@@ -110,12 +118,16 @@ func (s *Sweep) Execute(ctx context.Context) (*Report, error) {
 	}
 	rec := &recorder{s: s, partial: &Result{Method: s.Search.Method}}
 	var res *Result
+	if s.ProfileSearch && s.Profile != "" {
+		s.Ctrl.TrialProfile, s.report.ProfiledSearch = s.Profile, true
+	}
 	switch s.Search.Method {
 	case "linear":
 		res, err = Linear(ctx, s.Search.Linear, rec.run)
 	default:
 		res, err = Fast(ctx, s.Search.Fast, rec.run)
 	}
+	s.Ctrl.TrialProfile = ""
 	if res == nil {
 		res = rec.partial
 	}
@@ -160,7 +172,8 @@ func (s *Sweep) begin(agents []AgentInfo) error {
 	s.report = Report{FormatVersion: results.FormatVersion, Name: s.Name, Started: time.Now().UTC(), Plan: s.Ctrl.Plan,
 		Search: s.Search, Agents: agents, Topology: s.Ctrl.AgentsSummary(), Dir: s.Run.Dir}
 	if err := s.Run.WriteJSON("config.json", map[string]any{"plan": s.Ctrl.Plan, "search": s.Search, "agents": agents,
-		"topology": s.report.Topology, "args": s.Args, "profile": s.Profile, "profile_at": s.ProfileAt, "clock": s.Clock}); err != nil {
+		"topology": s.report.Topology, "args": s.Args, "profile": s.Profile, "profile_at": s.ProfileAt, "profile_search": s.ProfileSearch,
+		"clock": s.Clock}); err != nil {
 		return err
 	}
 	s.logf("sweep %q: %s\nresults in %s\n", s.Name, s.report.Topology, s.Run.Dir)
@@ -466,10 +479,10 @@ func (r *Report) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "no answer: the sweep failed after %d judged trial(s)\n", len(res.Trials))
 	case res.LastPass > 0 && res.FirstFail > 0:
 		lo, hi := numfmt.RateInterval(res.LastPass, res.FirstFail)
-		fmt.Fprintf(w, "max sustainable throughput: [%s, %s) (%.2f%% wide), %d trials in %v\n",
-			lo, hi, 100*res.Precision(), len(res.Trials), res.Elapsed.Round(time.Second))
+		fmt.Fprintf(w, "max sustainable throughput: [%s, %s) (%.2f%% wide), %d trials in %v%s\n",
+			lo, hi, 100*res.Precision(), len(res.Trials), res.Elapsed.Round(time.Second), r.profiledNote())
 	case res.LastPass > 0:
-		fmt.Fprintf(w, "max sustainable throughput: at least %s (nothing failed), %d trials\n", numfmt.Rate(res.LastPass), len(res.Trials))
+		fmt.Fprintf(w, "max sustainable throughput: at least %s (nothing failed), %d trials%s\n", numfmt.Rate(res.LastPass), len(res.Trials), r.profiledNote())
 	default:
 		fmt.Fprintf(w, "no rate passed (lowest failing %s), %d trials\n", numfmt.Rate(res.FirstFail), len(res.Trials))
 	}
@@ -490,4 +503,12 @@ func (r *Report) WriteText(w io.Writer) {
 		fmt.Fprintln(w, "interrupted: the finished trials are kept")
 	}
 	fmt.Fprintf(w, "results: %s\n", r.Dir)
+}
+
+// profiledNote marks an answer found with the profiler on.
+func (r *Report) profiledNote() string {
+	if r.ProfiledSearch {
+		return ", every trial profiled"
+	}
+	return ""
 }

@@ -117,3 +117,35 @@ func TestProgressEstimateIsTrue(t *testing.T) {
 		}
 	}
 }
+
+// TestProfileSearch: with ProfileSearch every trial of the search runs
+// with the handlers, and the report says that its answer was found
+// profiled; without, only the profiled trial after the search does.
+func TestProfileSearch(t *testing.T) {
+	for _, search := range []bool{false, true} {
+		recv, send := newFake(t, RoleReceiver, "ok"), newFake(t, RoleSender, "ok")
+		var log bytes.Buffer
+		s := &Sweep{Ctrl: &Controller{Senders: []*Client{send.client()}, Receivers: []*Client{recv.client()}, Plan: testPlan(t), AgentTimeout: time.Second},
+			Search: Search{Method: "linear", Linear: LinearPlan{From: 1000, To: 2000, Step: 1000}}, Name: "profiled", Results: t.TempDir(),
+			Log: &log, Profile: "default: {handler: buffered, path: x.log}", ProfileSearch: search}
+		report, err := s.Execute(context.Background())
+		if err != nil {
+			t.Fatalf("search profiled %v: %v\n%s", search, err, log.String())
+		}
+		trials := len(report.Result.Trials) // the search's and the profiled trial
+		want := 1
+		if search {
+			want = trials
+		}
+		for _, f := range []*fakeAgent{send, recv} {
+			if f.profiled != want || f.started != trials {
+				t.Errorf("search profiled %v: %s agent profiled %d of %d trials, want %d", search, f.role, f.profiled, f.started, want)
+			}
+		}
+		var text bytes.Buffer
+		report.WriteText(&text)
+		if report.ProfiledSearch != search || strings.Contains(text.String(), "every trial profiled") != search {
+			t.Errorf("search profiled %v: report says %v:\n%s", search, report.ProfiledSearch, text.String())
+		}
+	}
+}

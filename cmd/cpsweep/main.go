@@ -38,6 +38,7 @@ type options struct {
 	name                     string
 	resultsDir, profileFile  string
 	profileAt                float64
+	profileSearch            bool
 	lanes, localSenders      int
 	agentTimeout, retryAgent time.Duration
 	jsonOut, clock           bool
@@ -104,6 +105,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	p, s := &o.plan, &o.search
 	f.StringVar(&o.profileFile, "profile", "", "after the search, run one profiled trial with these handlers (YAML) on every agent and collect the logs into the run directory")
 	f.Float64Var(&o.profileAt, "profile-at", 0.9, "the profiled trial's rate, as a fraction of the highest passing rate")
+	f.BoolVar(&o.profileSearch, "profile-search", false, "profile every trial of the search with --profile too: the answer is the maximum sustainable rate while profiled (compare with a sweep without to measure the profiler's overhead)")
 	f.StringArrayVar(&o.senders, "sender", nil, "sender agent control address host:port (repeat); none: local agents")
 	f.StringArrayVar(&o.receivers, "receiver", nil, "receiver agent control address host:port (repeat)")
 	f.StringArrayVar(&p.SenderTargets, "relay-input", nil, "relay topology: senders send to these endpoints of a system under test (repeat)")
@@ -166,6 +168,9 @@ func (o *options) check() (string, error) {
 		return "", fmt.Errorf("--agent-timeout must be 1s..10m and --retry-agent 0..1h, got %v and %v", o.agentTimeout, o.retryAgent)
 	}
 	var profile []byte
+	if o.profileSearch && o.profileFile == "" {
+		return "", errors.New("--profile-search profiles the search with the handlers of --profile: give --profile too")
+	}
 	if o.profileFile != "" {
 		var err error
 		if profile, err = readfile.Limited(o.profileFile, profiler.MaxHandlersBytes); err != nil {
@@ -228,7 +233,7 @@ func (o *options) execute(code *int) error {
 	}
 	defer closeAgents()
 	s := &sweep.Sweep{Ctrl: ctrl, Name: o.name, Results: o.resultsDir, Log: os.Stderr, Live: cli.IsTerminal(os.Stderr), Args: os.Args, Clock: o.clock,
-		Profile: profile, ProfileAt: o.profileAt, RetryAgent: o.retryAgent, Search: o.search}
+		Profile: profile, ProfileAt: o.profileAt, ProfileSearch: o.profileSearch, RetryAgent: o.retryAgent, Search: o.search}
 	report, err := s.Execute(ctx)
 	if report != nil {
 		if o.jsonOut {

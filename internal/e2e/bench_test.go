@@ -254,47 +254,67 @@ func TestBenchSweepCapacity(t *testing.T) {
 	record(t, "sweep_capacity", map[string]any{"capacity": c, "last_pass": res.LastPass, "first_fail": res.FirstFail, "trials": len(res.Trials)})
 }
 
-// TestBenchProfilerOverhead: the data path's throughput with the profiler
-// at Null, periodic counters (SPC) and buffered identity (zstd) on every
+// TestBenchProfilerOverhead: the profiler's cost where it matters, at the
+// maximum sustainable rate (issue 16): fast sweeps of local agents (one
+// sender thread, one lane, buckets of 100) without a profile, and with
+// every trial profiled (--profile-search) under each handler on every
 // standard channel (emit.<thread>, receive.<lane>, deserialized.<lane>,
-// consumed), and for comparison uncompressed buffered and XoY sampling 1 in
-// 100, in one run with the configurations interleaved per repeat:
-// an unpaced sender of 5 M 100-byte tuples in buckets of 100 into a
-// decoding receiver, whose consume rate is the figure (the paper's Table 4:
-// 2.2% average overhead).
+// consumed): Null, periodic counters (SPC), XoY 1 in 100, buffered
+// without compression and buffered zstd. The configurations are
+// interleaved per repeat; the figure is each median answer below the
+// unprofiled median (the paper's Table 4: 2.2% on average). Target: <= 5%
+// for buffered zstd.
 func TestBenchProfilerOverhead(t *testing.T) {
 	benchOnly(t)
 	dir := t.TempDir()
 	configs := []struct{ name, yaml string }{
+		{"off", ""},
 		{"null", "default: {handler: null}\n"},
 		{"counters", "default: {handler: spc}\n"},
-		{"buffered", fmt.Sprintf("default: {handler: buffered, path: '%s'}\n", filepath.Join(dir, "{name}.log"))},
-		{"buffered-uncompressed", fmt.Sprintf("default: {handler: buffered, codec: none, path: '%s'}\n", filepath.Join(dir, "{name}.raw"))},
-		{"xoy-1of100", fmt.Sprintf("default: {handler: xoy, x: 1, y: 100, path: '%s'}\n", filepath.Join(dir, "{name}.xoy"))},
+		{"xoy-1of100", "default: {handler: xoy, x: 1, y: 100, path: '{name}.xoy'}\n"},
+		{"buffered-uncompressed", "default: {handler: buffered, codec: none, path: '{name}.raw'}\n"},
+		{"buffered-zstd", "default: {handler: buffered, path: '{name}.log'}\n"},
 	}
-	rates := map[string][]float64{}
+	if only := os.Getenv("CP_BENCH_PROFILES"); only != "" { // e.g. off,buffered-zstd
+		keep := configs[:0]
+		for _, c := range configs {
+			if strings.Contains(","+only+",", ","+c.name+",") {
+				keep = append(keep, c)
+			}
+		}
+		configs = keep
+	}
+	answers := map[string][]float64{}
 	for rep := 0; rep < repeats(); rep++ {
 		for _, c := range configs {
-			file := filepath.Join(dir, c.name+".yaml")
-			if err := os.WriteFile(file, []byte(c.yaml), 0o644); err != nil {
-				t.Fatal(err)
+			args := append([]string{"--start", "500k", "--name", "overhead-" + c.name}, sweepArgs...)
+			if c.yaml != "" {
+				file := filepath.Join(dir, c.name+".yaml")
+				if err := os.WriteFile(file, []byte(c.yaml), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				args = append(args, "--profile", file, "--profile-search")
 			}
-			pr := &Pair{Bin: binDir, RecvArgs: []string{"--schema", "synthetic", "--expect-streams", "1", "--profile", file},
-				SendArgs: sendArgs("--rate", "0", "--bucket", "100", "--count", "5000000", "--duration", "0", "--profile", file)}
-			pr.Run(t)
-			if !pr.Recv.Complete || pr.Recv.Consumed != 5_000_000 {
-				t.Fatalf("%s: incomplete run: %+v", c.name, pr.Recv)
+			r, p := runSweep(t, 10*time.Minute, args...)
+			if r.Result.LastPass <= 0 {
+				t.Fatalf("%s: no answer\n%s", c.name, p.Stderr.String())
 			}
-			rates[c.name] = append(rates[c.name], pr.Recv.Rate)
-			t.Logf("profiler %s rep %d: consume rate %.3fM tuples/s, emission %.3fM", c.name, rep, pr.Recv.Rate/1e6, pr.Send.AchievedRate/1e6)
+			answers[c.name] = append(answers[c.name], r.Result.LastPass)
+			t.Logf("profiler %s rep %d: max sustainable %.3fM tuples/s in %d trials", c.name, rep, r.Result.LastPass/1e6, len(r.Result.Trials))
 		}
 	}
-	base := median(rates["null"])
-	out := map[string]any{"null_median": base}
+	base := median(answers["off"])
+	out := map[string]any{"off_median": base}
 	for _, c := range configs {
-		m := median(rates[c.name])
-		t.Logf("OVERHEAD profiler=%s: consume rate median %.3fM tuples/s [%s], %.1f%% below Null", c.name, m/1e6, fmtRates(rates[c.name]), 100*(1-m/base))
-		out[c.name+"_median"], out[c.name] = m, rates[c.name]
+		m := median(answers[c.name])
+		cost := 1 - m/base
+		line := fmt.Sprintf("OVERHEAD profiler=%s: max sustainable rate median %.3fM tuples/s [%s], %.1f%% below unprofiled (paper: 2.2%%)",
+			c.name, m/1e6, fmtRates(answers[c.name]), 100*cost)
+		if c.name == "buffered-zstd" {
+			line += fmt.Sprintf(" (target <= 5%%: %s)", verdict(cost <= 0.05))
+		}
+		t.Log(line)
+		out[c.name+"_median"], out[c.name] = m, answers[c.name]
 	}
 	record(t, "profiler_overhead", out)
 }
