@@ -43,7 +43,7 @@ type Report struct {
 	ProfileSkipped string `json:"profile_skipped,omitempty"`
 	// ProfiledSearch: every trial of the search ran with the profile's
 	// handlers on (--profile-search).
-	ProfiledSearch bool `json:"profiled_search,omitempty"`
+	ProfiledSearch bool   `json:"profiled_search,omitempty"`
 	Dir            string `json:"dir"`
 	// LimitingStage is what limited the first failing trial above the
 	// answer (see Trial.LimitingStage).
