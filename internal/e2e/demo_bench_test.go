@@ -32,8 +32,14 @@ func TestBenchDemoProfiledTrial(t *testing.T) {
 		for _, tr := range r.Result.Trials {
 			if tr.Purpose == "profile" {
 				found, ok = true, tr.Verdict.Pass
-				t.Logf("demo %d: answer %.3fM tuples/s; profiled trial at %.3fM achieved %.3fM: pass %v",
-					i, r.Result.LastPass/1e6, tr.Rate/1e6, tr.Achieved/1e6, ok)
+				var failed []string
+				for _, c := range tr.Verdict.Checks {
+					if !c.Pass {
+						failed = append(failed, c.Rule+": "+c.Detail)
+					}
+				}
+				t.Logf("demo %d: answer %.3fM tuples/s; profiled trial at %.3fM achieved %.3fM: pass %v %s",
+					i, r.Result.LastPass/1e6, tr.Rate/1e6, tr.Achieved/1e6, ok, strings.Join(failed, "; "))
 			}
 		}
 		if !found {

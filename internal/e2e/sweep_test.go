@@ -33,7 +33,12 @@ type sweepReport struct {
 			Achieved float64 `json:"achieved"`
 			Purpose  string  `json:"purpose"`
 			Verdict  struct {
-				Pass bool `json:"pass"`
+				Pass   bool `json:"pass"`
+				Checks []struct {
+					Rule   string `json:"rule"`
+					Pass   bool   `json:"pass"`
+					Detail string `json:"detail"`
+				} `json:"checks"`
 			} `json:"verdict"`
 		} `json:"trials"`
 	} `json:"result"`
