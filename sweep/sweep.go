@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"path/filepath"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
@@ -363,67 +361,6 @@ func (s *Sweep) logf(format string, args ...any) {
 	}
 }
 
-func (s *Sweep) trialLine(t Trial) string {
-	verdict := "PASS"
-	if !t.Verdict.Pass {
-		verdict = "FAIL"
-	}
-	line := fmt.Sprintf("trial %2d  %-7s  %12s  %s  achieved %s  (%.1fs)", t.N, t.Purpose, numfmt.Rate(t.Rate), verdict, numfmt.Rate(t.Achieved), t.Elapsed.Seconds())
-	if f := t.Verdict.Failed(); len(f) > 0 {
-		line += "\n          " + strings.Join(f, "\n          ")
-		if l := limitingLine(t); l != "" {
-			line += "\n          " + l
-		}
-	}
-	return line
-}
-
-// estimateLeft guesses the trials (and time) a fast search still needs.
-func (s *Sweep) estimateLeft(r *Result) string {
-	if s.Search.Method == "linear" || len(r.Trials) == 0 {
-		return ""
-	}
-	// After a confirmation the search has ended or moved its interval
-	// down; after the profiled trial it is over: no estimate is true then.
-	if last := r.Trials[len(r.Trials)-1].Purpose; last == "confirm" || last == "profile" {
-		return ""
-	}
-	// The interval as the search holds it: the lowest failing rate, and
-	// the highest pass below it (a pass whose confirmation failed is above).
-	var lastPass, firstFail float64
-	for _, t := range r.Trials {
-		if !t.Verdict.Pass && (firstFail == 0 || t.Rate < firstFail) {
-			firstFail = t.Rate
-		}
-	}
-	for _, t := range r.Trials {
-		if t.Verdict.Pass && (firstFail == 0 || t.Rate < firstFail) {
-			lastPass = math.Max(lastPass, t.Rate)
-		}
-	}
-	if firstFail == 0 || lastPass == 0 {
-		return ""
-	}
-	p := s.Search.Fast.Precision
-	if p == 0 {
-		p = 0.01
-	}
-	lo, hi := numfmt.RateInterval(lastPass, firstFail)
-	if (firstFail-lastPass)/lastPass <= p {
-		if s.Search.Fast.Confirm < 0 {
-			return ""
-		}
-		return fmt.Sprintf("interval [%s, %s) is within %.2g%%: the last pass is confirmed next", lo, hi, 100*p)
-	}
-	left := 1 + math.Ceil(math.Max(0, math.Log2((firstFail-lastPass)/lastPass/p))/2) // hints close faster than halving
-	var total time.Duration
-	for _, t := range r.Trials {
-		total += t.Elapsed
-	}
-	per := total / time.Duration(len(r.Trials))
-	return fmt.Sprintf("interval [%s, %s): about %.0f more trial(s), ~%v", lo, hi, left, (time.Duration(left) * per).Round(time.Second))
-}
-
 func (s *Sweep) save(r *Result, interrupted bool) error {
 	s.report.Result, s.report.Interrupted = r, interrupted
 	s.report.LimitingStage, s.report.LimitingEvidence = "", ""
@@ -448,67 +385,4 @@ func (s *Sweep) save(r *Result, interrupted bool) error {
 		}
 	}
 	return err
-}
-
-// WriteText prints the final table and the answer.
-func (r *Report) WriteText(w io.Writer) {
-	res := r.Result
-	if res == nil {
-		fmt.Fprintln(w, "no trial ran")
-		return
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "trial\tpurpose\ttarget\tachieved\tverdict\tfailed rules")
-	for _, t := range res.Trials {
-		v := "pass"
-		if !t.Verdict.Pass {
-			v = "FAIL"
-		}
-		var rules []string
-		for _, c := range t.Verdict.Checks {
-			if !c.Pass {
-				rules = append(rules, c.Rule)
-			}
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", t.N, t.Purpose, numfmt.Rate(t.Rate), numfmt.Rate(t.Achieved), v, strings.Join(rules, ","))
-	}
-	tw.Flush()
-	fmt.Fprintln(w)
-	switch {
-	case r.Invalid != nil && res.LastPass <= 0:
-		fmt.Fprintf(w, "no answer: the sweep failed after %d judged trial(s)\n", len(res.Trials))
-	case res.LastPass > 0 && res.FirstFail > 0:
-		lo, hi := numfmt.RateInterval(res.LastPass, res.FirstFail)
-		fmt.Fprintf(w, "max sustainable throughput: [%s, %s) (%.2f%% wide), %d trials in %v%s\n",
-			lo, hi, 100*res.Precision(), len(res.Trials), res.Elapsed.Round(time.Second), r.profiledNote())
-	case res.LastPass > 0:
-		fmt.Fprintf(w, "max sustainable throughput: at least %s (nothing failed), %d trials%s\n", numfmt.Rate(res.LastPass), len(res.Trials), r.profiledNote())
-	default:
-		fmt.Fprintf(w, "no rate passed (lowest failing %s), %d trials\n", numfmt.Rate(res.FirstFail), len(res.Trials))
-	}
-	if res.FirstFail > 0 && r.LimitingStage != "" {
-		fmt.Fprintln(w, limitingLine(Trial{LimitingStage: r.LimitingStage, LimitingEvidence: r.LimitingEvidence}))
-	}
-	if res.Stopped != "" {
-		fmt.Fprintf(w, "stopped early: %s\n", res.Stopped)
-	}
-	if inv := r.Invalid; inv != nil {
-		fmt.Fprintf(w, "SWEEP FAILED: trial %d at %s could not be judged: agent %s: %s\n", inv.N, numfmt.Rate(inv.Rate), inv.Agent, inv.Error)
-		fmt.Fprintln(w, "the interval above is only what the finished trials showed; fix the agent and run the sweep again (or use --retry-agent)")
-	}
-	if r.ProfileSkipped != "" {
-		fmt.Fprintf(w, "profiled trial skipped: %s\n", r.ProfileSkipped)
-	}
-	if r.Interrupted {
-		fmt.Fprintln(w, "interrupted: the finished trials are kept")
-	}
-	fmt.Fprintf(w, "results: %s\n", r.Dir)
-}
-
-// profiledNote marks an answer found with the profiler on.
-func (r *Report) profiledNote() string {
-	if r.ProfiledSearch {
-		return ", every trial profiled"
-	}
-	return ""
 }
