@@ -32,14 +32,8 @@ func TestBenchDemoProfiledTrial(t *testing.T) {
 		for _, tr := range r.Result.Trials {
 			if tr.Purpose == "profile" {
 				found, ok = true, tr.Verdict.Pass
-				var failed []string
-				for _, c := range tr.Verdict.Checks {
-					if !c.Pass {
-						failed = append(failed, c.Rule+": "+c.Detail)
-					}
-				}
 				t.Logf("demo %d: answer %.3fM tuples/s; profiled trial at %.3fM achieved %.3fM: pass %v %s",
-					i, r.Result.LastPass/1e6, tr.Rate/1e6, tr.Achieved/1e6, ok, strings.Join(failed, "; "))
+					i, r.Result.LastPass/1e6, tr.Rate/1e6, tr.Achieved/1e6, ok, r.failedRules(tr.Verdict.Checks))
 			}
 		}
 		if !found {

@@ -33,15 +33,29 @@ type sweepReport struct {
 			Achieved float64 `json:"achieved"`
 			Purpose  string  `json:"purpose"`
 			Verdict  struct {
-				Pass   bool `json:"pass"`
-				Checks []struct {
-					Rule   string `json:"rule"`
-					Pass   bool   `json:"pass"`
-					Detail string `json:"detail"`
-				} `json:"checks"`
+				Pass   bool         `json:"pass"`
+				Checks []sweepCheck `json:"checks"`
 			} `json:"verdict"`
 		} `json:"trials"`
 	} `json:"result"`
+}
+
+// failedRules lists a trial's failing rules with their details.
+func (sweepReport) failedRules(checks []sweepCheck) string {
+	var failed []string
+	for _, c := range checks {
+		if !c.Pass {
+			failed = append(failed, c.Rule+": "+c.Detail)
+		}
+	}
+	return strings.Join(failed, "; ")
+}
+
+// sweepCheck is one rule of a trial's verdict.
+type sweepCheck struct {
+	Rule   string `json:"rule"`
+	Pass   bool   `json:"pass"`
+	Detail string `json:"detail"`
 }
 
 func runSweep(t *testing.T, timeout time.Duration, args ...string) (sweepReport, *Proc) {

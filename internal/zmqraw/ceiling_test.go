@@ -21,7 +21,7 @@ import (
 func TestRawCeiling(t *testing.T) {
 	sizes := os.Getenv("CP_RAW_CEILING")
 	if sizes == "" {
-		t.Skip("set CP_RAW_CEILING=124,10024 (make bench) to measure the raw libzmq ceiling")
+		t.Skip("set CP_RAW_CEILING=124,10024 (make bench) to measure the cgo path")
 	}
 	for _, sz := range strings.Split(sizes, ",") {
 		size, err := strconv.Atoi(sz)
