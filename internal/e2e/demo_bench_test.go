@@ -30,6 +30,9 @@ func TestBenchDemoProfiledTrial(t *testing.T) {
 		r, p := runSweep(t, 10*time.Minute, args...)
 		ok, found := false, false
 		for _, tr := range r.Result.Trials {
+			if !tr.Verdict.Pass && tr.Purpose != "profile" { // what set the answer
+				t.Logf("demo %d: trial at %.3fM (%s) failed: %s", i, tr.Rate/1e6, tr.Purpose, r.failedRules(tr.Verdict.Checks))
+			}
 			if tr.Purpose == "profile" {
 				found, ok = true, tr.Verdict.Pass
 				t.Logf("demo %d: answer %.3fM tuples/s; profiled trial at %.3fM achieved %.3fM: pass %v %s",
