@@ -206,20 +206,23 @@ func (b *buffered) log(id uint64)             { b.put(Record{TSC: tsc.ReadFast()
 func (b *buffered) logAt(t uint64, id uint64) { b.put(Record{TSC: t, ID: id}) }
 
 func (b *buffered) put(r Record) {
-	if b.n > 0 {
-		if p := &b.block[b.n-1]; p.TSC == r.TSC && p.ID+p.N == r.ID {
-			p.N++
-			if b.records++; b.records == b.size {
-				b.handoff()
-			}
-			return
-		}
+	if p := b.last(); p != nil && p.TSC == r.TSC && p.ID+p.N == r.ID {
+		p.N++
+	} else {
+		b.block[b.n] = run{TSC: r.TSC, ID: r.ID, N: 1}
+		b.n++
 	}
-	b.block[b.n] = run{TSC: r.TSC, ID: r.ID, N: 1}
-	b.n++
 	if b.records++; b.records == b.size {
 		b.handoff()
 	}
+}
+
+// last is the block's latest run (nil in an empty block).
+func (b *buffered) last() *run {
+	if b.n == 0 {
+		return nil
+	}
+	return &b.block[b.n-1]
 }
 
 // logRangeAt logs ids first..first+n-1 at t as one run (split only where

@@ -30,7 +30,7 @@ func (t *thread) run(s *Sender, start, end uint64) {
 		// Sleep only as close to a slot as this thread's wakeups allow.
 		t.napMargin = osthread.NapOvershoot(20*time.Microsecond, 50) + 5*time.Microsecond
 	}
-	cpu0, _ := threadCPUTime()
+	cpu0, _ := threadCPUTime() // unreadable: the figure stays 0 (documented as unknown)
 	t.loop(s, start, end)
 	t.endMarker = t.sendEnd(s)
 	if cpu1, err := threadCPUTime(); err == nil && cpu0 > 0 {

@@ -302,7 +302,7 @@ func TestBenchProfilerOverhead(t *testing.T) {
 			answers[c.name] = append(answers[c.name], r.Result.LastPass)
 			for _, tr := range r.Result.Trials { // what stopped the search, to tell the host's noise from a real cost
 				if !tr.Verdict.Pass {
-					t.Logf("profiler %s rep %d: trial at %.3fM (%s) failed: %s", c.name, rep, tr.Rate/1e6, tr.Purpose, r.failedRules(tr.Verdict.Checks))
+					t.Logf("profiler %s rep %d: trial at %.3fM (%s) failed: %s", c.name, rep, tr.Rate/1e6, tr.Purpose, failedRules(tr.Verdict.Checks))
 				}
 			}
 			t.Logf("profiler %s rep %d: max sustainable %.3fM tuples/s in %d trials", c.name, rep, r.Result.LastPass/1e6, len(r.Result.Trials))

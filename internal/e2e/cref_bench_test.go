@@ -37,13 +37,11 @@ func TestBenchEmissionVsC(t *testing.T) {
 				cs, err = progs.Send(context.Background(), ep, tc.size, tc.msgs)
 				return err
 			})
-			var unpaced float64
 			var us dgsendResult
-			o := viaCReceiver(t, progs, tc.size, tc.msgs, func(ep string) (err error) {
+			unpaced := viaCReceiver(t, progs, tc.size, tc.msgs, func(ep string) (err error) {
 				us, err = dgsendTo(ep, tc.bucket, 0, tc.msgs*tc.bucket)
 				return err
-			})
-			unpaced = o * float64(tc.bucket)
+			}) * float64(tc.bucket)
 			c, ours = append(c, cr*float64(tc.bucket)), append(ours, unpaced)
 			ratios = append(ratios, unpaced/(cr*float64(tc.bucket)))
 			cCPU, ourCPU = append(cCPU, cs.CPUPerMessage), append(ourCPU, us.CPUPerBucket)

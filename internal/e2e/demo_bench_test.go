@@ -31,12 +31,12 @@ func TestBenchDemoProfiledTrial(t *testing.T) {
 		ok, found := false, false
 		for _, tr := range r.Result.Trials {
 			if !tr.Verdict.Pass && tr.Purpose != "profile" { // what set the answer
-				t.Logf("demo %d: trial at %.3fM (%s) failed: %s", i, tr.Rate/1e6, tr.Purpose, r.failedRules(tr.Verdict.Checks))
+				t.Logf("demo %d: trial at %.3fM (%s) failed: %s", i, tr.Rate/1e6, tr.Purpose, failedRules(tr.Verdict.Checks))
 			}
 			if tr.Purpose == "profile" {
 				found, ok = true, tr.Verdict.Pass
 				t.Logf("demo %d: answer %.3fM tuples/s; profiled trial at %.3fM achieved %.3fM: pass %v %s",
-					i, r.Result.LastPass/1e6, tr.Rate/1e6, tr.Achieved/1e6, ok, r.failedRules(tr.Verdict.Checks))
+					i, r.Result.LastPass/1e6, tr.Rate/1e6, tr.Achieved/1e6, ok, failedRules(tr.Verdict.Checks))
 			}
 		}
 		if !found {

@@ -41,7 +41,7 @@ type sweepReport struct {
 }
 
 // failedRules lists a trial's failing rules with their details.
-func (sweepReport) failedRules(checks []sweepCheck) string {
+func failedRules(checks []sweepCheck) string {
 	var failed []string
 	for _, c := range checks {
 		if !c.Pass {
