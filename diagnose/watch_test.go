@@ -28,9 +28,9 @@ func TestWatchLogsAConfirmedStall(t *testing.T) {
 	cons.Start(stage.Working, now)
 	step := func(consumed bool) {
 		now += 100
-		lane.Add(1)
+		lane.Add(1, 100)
 		if consumed {
-			cons.Add(1)
+			cons.Add(1, 100)
 		}
 		set.Sample()
 	}

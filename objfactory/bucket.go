@@ -18,7 +18,10 @@ type Bucket struct {
 	// Received is the TSC when the lane got the message, before decoding
 	// (the profiler's "receive" point).
 	Received uint64
-	Slot     int // the bucket's number within its lane
+	// Waited is set by a Source that had no message ready and waited for
+	// this one; false: the message was already there (the lane was busy).
+	Waited bool
+	Slot   int // the bucket's number within its lane
 	// Tag is set by the lane's Accept hook (e.g. per-stream state) for the
 	// consumer, so the consumer needs no lookup of its own.
 	Tag any

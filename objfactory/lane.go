@@ -2,7 +2,6 @@ package objfactory
 
 import (
 	"errors"
-	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -16,7 +15,9 @@ import (
 // Source delivers messages to a lane. Recv receives one message into the
 // bucket: it sets b.Msg, which must stay valid until the next Recv into the
 // same bucket (a source that owns message memory frees the previous message
-// of that bucket then; b.Slot identifies the bucket). Recv returns
+// of that bucket then; b.Slot identifies the bucket), and b.Waited when it
+// had to wait for the message (the lane's accounting: a source that never
+// sets it says every message was already there). Recv returns
 // ErrTimeout when nothing arrived within its poll interval, so the lane can
 // notice a stop.
 type Source interface {
@@ -108,12 +109,15 @@ type Lane struct {
 	ID    int
 	Stats LaneStats
 	// Acct, if set before Run, accounts the deserializer's time: waiting
-	// (in the receive call), decoding (from a message's arrival until it
-	// is queued, the accept hook included) and blocked (no free bucket).
-	// The receive call of a message that was already there counts as
-	// waiting: telling it apart would take a second, non-blocking call per
-	// message, which cost 16% of throughput in buckets of 100 (measured,
-	// BENCHMARKS.md).
+	// (in a receive call that had to wait), decoding (a receive call of a
+	// message that was already there, decoding it, and until it is
+	// queued, the accept hook included) and blocked (no free bucket). The
+	// source says which receive calls waited (Bucket.Waited): the socket
+	// is asked without waiting first, and only when empty a second time
+	// (a second call per message, asked always, cost 16% of throughput in
+	// buckets of 100, BENCHMARKS.md; asked only when empty it costs
+	// nothing when the lane is busy). A service-rate period closes at the
+	// end of a bucket (Account.Close).
 	Acct   *stage.Account
 	full   *Ring[*Bucket]
 	free   *Ring[*Bucket]
@@ -153,7 +157,11 @@ func (l *Lane) Run(src Source, stop *atomic.Bool, accept Accept) error {
 				return nil
 			}
 		}
+		b.Waited = false
 		err := src.Recv(b) // waiting (see Lane.Acct)
+		if err == nil && !b.Waited {
+			l.Acct.Recolour(stage.Decoding) // it was there: the lane was busy
+		}
 		if err != nil {
 			if err == ErrTimeout {
 				continue
@@ -176,7 +184,7 @@ func (l *Lane) Run(src Source, stop *atomic.Bool, accept Accept) error {
 		}
 		l.Stats.Messages.Add(1)
 		l.Stats.Bytes.Add(uint64(len(b.Msg)))
-		l.Acct.Add(1)
+		l.Acct.Add(1, uint64(b.Header.Count))
 		if accept == nil || accept(b) {
 			l.full.Push(b) // cannot fail: see Lane
 			b = nil
@@ -189,7 +197,9 @@ func (l *Lane) Run(src Source, stop *atomic.Bool, accept Accept) error {
 // waiting accounts the lane as waiting from now: back in the receive call.
 func (l *Lane) waiting() {
 	if l.Acct != nil {
-		l.Acct.Enter(stage.Waiting, tsc.ReadFast())
+		now := tsc.ReadFast()
+		l.Acct.Close(now) // the end of a bucket: a service-rate period may end
+		l.Acct.Enter(stage.Waiting, now)
 	}
 }
 
@@ -217,7 +227,7 @@ func (l *Lane) getFree(stop *atomic.Bool) *Bucket {
 			return b
 		}
 		if spins < 100 {
-			runtime.Gosched()
+			osthread.Yield()
 		} else {
 			osthread.Nap(20 * time.Microsecond) // time.Sleep would take ~1 ms
 		}

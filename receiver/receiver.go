@@ -3,6 +3,7 @@ package receiver
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/cloudprofiler-go/cp/objfactory"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/servicerate"
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/wire"
@@ -44,6 +46,8 @@ type Receiver struct {
 	firstData   atomic.Uint64     // TSC when the first data bucket was consumed
 	lastConsum  atomic.Uint64     // TSC when the last tuple was consumed
 	stages      *stage.Set        // nil: no stage accounting
+	rates       *servicerate.Tracker
+	prefill     []*zmq.Socket // Prefill's sockets, closed with the receiver
 	consumerAcc *stage.Account
 }
 
@@ -83,6 +87,7 @@ func New(cfg Config) (*Receiver, error) {
 	r := &Receiver{cfg: cfg, ctx: ctx, precise: histo.NewPrecise()}
 	if cfg.StagePeriod > 0 {
 		r.stages = stage.NewSet(cfg.Clock, cfg.StagePeriod)
+		r.rates = servicerate.Track(r.stages, cfg.Clock)
 	}
 	for i, ep := range cfg.Endpoints {
 		l := &lane{endpoint: ep, cpu: -1, streams: streamTable{lane: i, stages: r.stages}}
@@ -143,7 +148,7 @@ type laneSource struct{ raw *zmqraw.Socket }
 
 func (s laneSource) Recv(b *objfactory.Bucket) error {
 	msg, err := s.raw.Recv(b.Slot)
-	b.Msg = msg
+	b.Msg, b.Waited = msg, s.raw.Waited()
 	switch err {
 	case nil:
 		return nil
@@ -174,6 +179,11 @@ func (r *Receiver) Stop() { r.quit.Store(true) }
 
 // Close releases sockets and the ZeroMQ context.
 func (r *Receiver) Close() {
+	for _, s := range r.prefill {
+		_ = s.SetLinger(0)
+		s.Close()
+	}
+	r.prefill = nil
 	for _, l := range r.lanes {
 		if l.raw != nil {
 			l.raw.Close()
@@ -253,7 +263,7 @@ func (l *lane) accept(b *objfactory.Bucket) bool {
 	st := l.streams.get(b.Header.Stream)
 	b.Tag = st
 	if b.Header.Kind != wire.KindEnd { // off the network: data buckets, as the sender counts them
-		st.acct.Add(1)
+		st.acct.Add(1, uint64(b.Header.Count))
 	}
 	now := tsc.ReadFast()
 	l.lastMsg.Store(now)
@@ -451,4 +461,30 @@ func (r *Receiver) malformedTotal() uint64 {
 		m += l.Stats.MalformedTotal()
 	}
 	return m
+}
+
+// Prefill queues msgs for lane before Run, through an in-process PUSH
+// socket on the receiver's own context: the lane then reads a queue that
+// never runs dry (cpsweep capacity measures a stage alone this way, as
+// RaftLib §V-B measures a kernel from a resident data source). The lane's
+// endpoint must be inproc:// and its high-water mark above len(msgs).
+func (r *Receiver) Prefill(lane int, msgs [][]byte) error {
+	if lane < 0 || lane >= len(r.lanes) {
+		return fmt.Errorf("prefill lane %d of %d", lane, len(r.lanes))
+	}
+	ep := r.lanes[lane].endpoint
+	if !strings.HasPrefix(ep, "inproc://") {
+		return fmt.Errorf("prefill lane %d: endpoint %q is not inproc://", lane, ep)
+	}
+	push, err := zmqraw.Open{Kind: zmq.PUSH, HWM: len(msgs) + 1, Timeout: time.Second}.Socket(r.ctx, ep)
+	if err != nil {
+		return fmt.Errorf("prefill lane %d: %w", lane, err)
+	}
+	r.prefill = append(r.prefill, push)
+	for i, m := range msgs {
+		if _, err := push.SendBytes(m, zmq.DONTWAIT); err != nil {
+			return fmt.Errorf("prefill lane %d: message %d of %d: %w", lane, i+1, len(msgs), err)
+		}
+	}
+	return nil
 }

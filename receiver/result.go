@@ -11,6 +11,7 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/histo"
 	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/objfactory"
+	"github.com/cloudprofiler-go/cp/servicerate"
 	"github.com/cloudprofiler-go/cp/stage"
 )
 
@@ -44,6 +45,9 @@ type Result struct {
 	// without stage accounting.
 	Stages      []stage.Total `json:"stages,omitempty"`
 	StageSeries *stage.Series `json:"stage_series,omitempty"`
+	// ServiceRates are every stage's service-rate estimates at the end of
+	// the run (docs/service-rate.md); absent without stage accounting.
+	ServiceRates []servicerate.Rate `json:"service_rates,omitempty"`
 	// Injected is what the run had injected (test fixtures): the ground
 	// truth a diagnosis is scored against.
 	Injected inject.Record `json:"injected"`
@@ -96,6 +100,9 @@ type LaneResult struct {
 	Malformed   map[string]uint64 `json:"malformed"` // every reason, 0 included
 	Stalls      uint64            `json:"stalls"`    // times the deserializer waited for the consumer
 	DecodeBusyS float64           `json:"decode_busy_s"`
+	// ActiveS is the time from the start of the run to the lane's last
+	// message (its processing time when its queue was prefilled).
+	ActiveS float64 `json:"active_s"`
 }
 
 func (r *Receiver) result(reason string) *Result {
@@ -108,11 +115,15 @@ func (r *Receiver) result(reason string) *Result {
 	if r.stages != nil {
 		res.StageSeries = r.stages.Series()
 		res.Stages = res.StageSeries.Totals(0, 0)
+		res.ServiceRates = r.rates.Rates()
 	}
 	allComplete := true
 	for _, l := range r.lanes {
 		lr := LaneResult{Lane: l.ID, Endpoint: l.endpoint, Messages: l.Stats.Messages.Load(), Bytes: l.Stats.Bytes.Load(),
 			Stalls: l.Stats.StallCount.Load(), DecodeBusyS: clock.TicksToNs(l.Stats.BusyTicks.Load()) / 1e9}
+		if last := l.lastMsg.Load(); last > r.startTicks {
+			lr.ActiveS = clock.TicksToNs(last-r.startTicks) / 1e9
+		}
 		lr.Malformed = make(map[string]uint64, len(objfactory.ReasonNames))
 		for i, name := range objfactory.ReasonNames {
 			n := l.Stats.Malformed[i].Load()
@@ -229,6 +240,9 @@ func (r *Receiver) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	r.stages.Describe(ch)
+	if r.rates != nil {
+		r.rates.Describe(ch)
+	}
 }
 
 // Stages is the receiver's stage accounting (nil: off).
@@ -272,6 +286,9 @@ func (r *Receiver) Collect(ch chan<- prometheus.Metric) {
 	ch <- c.Metric(descLat, 1e-9)
 	counter(descConsAll, r.consumed.Load())
 	r.stages.Collect(ch)
+	if r.rates != nil {
+		r.rates.Collect(ch)
+	}
 }
 
 // satAdd adds counts without wrapping (a total of counts a peer announced

@@ -13,6 +13,7 @@ import (
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/histo"
 	"github.com/cloudprofiler-go/cp/profiler"
+	"github.com/cloudprofiler-go/cp/servicerate"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
 )
 
@@ -80,6 +81,8 @@ type TrialRecord struct {
 		} `json:"checks"`
 	} `json:"verdict"`
 	Elapsed time.Duration `json:"elapsed_ns"`
+	// ServiceRates are the stages' estimates in the trial (node-named).
+	ServiceRates []servicerate.Rate `json:"service_rates"`
 }
 
 // TrialOutcome is the part of trials/NNN.json the report reads: per

@@ -109,6 +109,7 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 		}
 		at := tsc.ReadFast()
 		acct.Enter(stage.Sending, at) // an injected stall is the thread's own: busy
+		acct.Close(at)                // the buckets sent so far: a service-rate period may end
 		if t.holds.Any() && t.holds.Hold(at, stop) {
 			at = tsc.ReadFast()
 		}
@@ -156,7 +157,7 @@ func (t *thread) sent(e *emission, err error, at, bucket uint64, drop bool) {
 		e.tupleSeq += bucket
 		e.emitted += bucket
 		e.buckets++
-		t.acct.Add(1)
+		t.acct.Add(1, bucket)
 	case zmqraw.ErrAgain:
 		if drop {
 			e.dropB++

@@ -12,6 +12,7 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/histo"
 	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
+	"github.com/cloudprofiler-go/cp/servicerate"
 	"github.com/cloudprofiler-go/cp/stage"
 )
 
@@ -64,6 +65,9 @@ type Result struct {
 	// without stage accounting.
 	Stages      []stage.Total `json:"stages,omitempty"`
 	StageSeries *stage.Series `json:"stage_series,omitempty"`
+	// ServiceRates are every thread's service-rate estimates at the end
+	// of the run (docs/service-rate.md); absent without stage accounting.
+	ServiceRates []servicerate.Rate `json:"service_rates,omitempty"`
 	// Injected is what the run had injected (test fixtures).
 	Injected       inject.Record `json:"injected"`
 	Errors         []string      `json:"errors"`
@@ -95,6 +99,7 @@ func (s *Sender) result(start, end uint64) *Result {
 	if s.stages != nil {
 		r.StageSeries = s.stages.Series()
 		r.Stages = r.StageSeries.Totals(0, 0)
+		r.ServiceRates = s.rates.Rates()
 	}
 	if r.EmittedBkts > 0 {
 		r.CPUPerBucketNs = float64(r.EmissionCPUNs) / float64(r.EmittedBkts)
@@ -231,6 +236,9 @@ func (s *Sender) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	s.stages.Describe(ch)
+	if s.rates != nil {
+		s.rates.Describe(ch)
+	}
 }
 
 // Stages is the sender's stage accounting (nil: off).
@@ -258,4 +266,7 @@ func (s *Sender) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descRunning, prometheus.GaugeValue, running)
 	s.stages.Collect(ch)
+	if s.rates != nil {
+		s.rates.Collect(ch)
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/zmqraw"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/servicerate"
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/wire"
@@ -40,6 +41,7 @@ type Sender struct {
 	started  time.Time
 	mon      monitor
 	stages   *stage.Set // nil: no stage accounting
+	rates    *servicerate.Tracker
 }
 
 // thread is one emission thread and its stream.
@@ -103,6 +105,7 @@ func New(cfg Config) (*Sender, error) {
 	s := &Sender{cfg: cfg, ctx: ctx}
 	if cfg.StagePeriod > 0 {
 		s.stages = stage.NewSet(cfg.Clock, cfg.StagePeriod)
+		s.rates = servicerate.Track(s.stages, cfg.Clock)
 	}
 	for i := 0; i < cfg.Threads; i++ {
 		t := &thread{id: i, stream: wire.StreamID(cfg.SenderID, uint8(i)), cpu: -1,

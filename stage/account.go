@@ -86,17 +86,19 @@ type Account struct {
 	kind  Kind
 	queue func() int64 // nil: the stage has no queue counter
 	c     cells
+	p     periods // service-rate periods (periods.go), off unless enabled
 }
 
 // cells are the writer's words, on their own cache lines so that the
 // sampler's reads do not slow the neighbouring stage.
 type cells struct {
-	_     [64]byte
-	mark  uint64 // state<<markShift | TSC the state was entered
-	ticks [MaxStates]uint64
-	items uint64
-	aux   uint64 // the writer's extra word (a sender's current due time)
-	_     [64]byte
+	_      [64]byte
+	mark   uint64 // state<<markShift | TSC the state was entered
+	ticks  [MaxStates]uint64
+	items  uint64
+	tuples uint64
+	aux    uint64 // the writer's extra word (a sender's current due time)
+	_      [64]byte
 }
 
 // Name is the stage's name (thread0, lane1, consumer).
@@ -128,12 +130,26 @@ func (a *Account) Start(state int, now uint64) {
 	store(&a.c.mark, uint64(state)<<markShift|now&markMask)
 }
 
-// Add counts n items processed.
-func (a *Account) Add(n uint64) {
+// Add counts items (buckets) processed holding tuples tuples.
+func (a *Account) Add(items, tuples uint64) {
 	if a == nil {
 		return
 	}
-	store(&a.c.items, a.c.items+n)
+	store(&a.c.items, a.c.items+items)
+	store(&a.c.tuples, a.c.tuples+tuples)
+}
+
+// Recolour changes the current state without closing its interval: the
+// time since the last change counts to state instead. A lane enters
+// waiting before its receive call and recolours the call as decoding when
+// a message was already there (it learns only afterwards). A sample taken
+// during that call may have counted it as waiting; the totals never go
+// back, so at most one such call is misplaced per sample.
+func (a *Account) Recolour(state int) {
+	if a == nil {
+		return
+	}
+	store(&a.c.mark, uint64(state)<<markShift|a.c.mark&markMask)
 }
 
 // SetAux publishes the writer's extra word (see cells.aux).
@@ -152,10 +168,11 @@ func (a *Account) Current() int { return int(atomic.LoadUint64(&a.c.mark) >> mar
 
 // Reading is a stage's cumulative counters at one instant.
 type Reading struct {
-	Ticks [MaxStates]uint64 // per state, the time in it so far
-	Items uint64
-	State int // the state at the instant
-	Queue int64
+	Ticks  [MaxStates]uint64 // per state, the time in it so far
+	Items  uint64
+	Tuples uint64
+	State  int // the state at the instant
+	Queue  int64
 }
 
 // Read returns the counters at TSC now, the current state's time included
@@ -169,6 +186,7 @@ func (a *Account) Read(now uint64) Reading {
 			r.Ticks[i] = atomic.LoadUint64(&a.c.ticks[i])
 		}
 		r.Items = atomic.LoadUint64(&a.c.items)
+		r.Tuples = atomic.LoadUint64(&a.c.tuples)
 		if atomic.LoadUint64(&a.c.mark) != m {
 			continue
 		}

@@ -16,6 +16,15 @@ const (
 	DefaultPeriod = 100 * time.Millisecond
 )
 
+// The bounds of a stage's service-rate period T (periods.go): RaftLib
+// starts T at the timer's resolution (~300 ns there); here a period closes
+// at a bucket boundary, so 1 µs is below any bucket and 10 ms keeps tens
+// of periods in every 100 ms sample.
+const (
+	MinServicePeriod = time.Microsecond
+	MaxServicePeriod = 10 * time.Millisecond
+)
+
 // CheckPeriod refuses a sampling period outside the bounds.
 func CheckPeriod(d time.Duration) error {
 	if d < MinPeriod || d > MaxPeriod {
@@ -64,6 +73,9 @@ func (s *Set) Add(name string, kind Kind, queue func() int64) *Account {
 		return nil
 	}
 	a := &Account{name: name, kind: kind, queue: queue}
+	if len(kindStates[kind]) > 0 { // a black box has no thread to close periods
+		a.EnablePeriods(s.clock.Ticks(MinServicePeriod), s.clock.Ticks(MaxServicePeriod))
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.accounts = append(s.accounts, a)
@@ -203,6 +215,7 @@ func (s *Set) record(final bool) (Snapshot, []func(Snapshot)) {
 			r.Ticks[j] = max(r.Ticks[j], prev.Ticks[j])
 		}
 		r.Items = max(r.Items, prev.Items)
+		r.Tuples = max(r.Tuples, prev.Tuples)
 		s.last[i] = r
 	}
 	snap := Snapshot{TSC: now, Accounts: append([]*Account(nil), s.accounts...), Readings: append([]Reading(nil), s.last...)}

@@ -15,7 +15,7 @@ func TestAccountAddsTimePerState(t *testing.T) {
 	a.Enter(Decoding, 1400) // same state: nothing changes
 	a.Enter(Starved, 1500)  // 200 decoding
 	a.Enter(Waiting, 2500)  // 1000 blocked
-	a.Add(3)
+	a.Add(3, 300)
 	r := a.Read(2600) // 100 more waiting, up to now
 	want := [MaxStates]uint64{Waiting: 400, Decoding: 200, Starved: 1000}
 	if r.Ticks != want || r.Items != 3 || r.State != Waiting {
@@ -24,17 +24,19 @@ func TestAccountAddsTimePerState(t *testing.T) {
 	var nilAcct *Account // accounting off: every call is a no-op
 	nilAcct.Start(Waiting, 1)
 	nilAcct.Enter(Decoding, 2)
-	nilAcct.Add(1)
+	nilAcct.Add(1, 1)
 	nilAcct.SetAux(5)
 }
 
 func TestAccountingDoesNotAllocate(t *testing.T) {
 	a := &Account{name: "thread0", kind: Sender}
+	a.EnablePeriods(5, 40) // a period closes every bucket or few: the pushes too
 	now := uint64(1)
 	if n := testing.AllocsPerRun(1000, func() {
 		now += 10
 		a.Enter(Sending, now)
-		a.Add(1)
+		a.Close(now)
+		a.Add(1, 100)
 		a.SetAux(now)
 		a.Enter(Pacing, now+5)
 	}); n != 0 {
@@ -56,7 +58,7 @@ func TestConcurrentSamplingIsMonotonic(t *testing.T) {
 		a.Start(Waiting, tsc.ReadFast())
 		for i := 0; i < 200000; i++ {
 			a.Enter(i%3, tsc.ReadFast())
-			a.Add(1)
+			a.Add(1, 100)
 		}
 	}()
 	var prev [MaxStates]uint64
@@ -98,10 +100,10 @@ func TestSeriesTotalsThinAndResample(t *testing.T) {
 	a.Start(Idling, now)
 	set.Sample()
 	a.Enter(Working, tsc.ReadFast())
-	a.Add(10)
+	a.Add(10, 1000)
 	set.Sample()
 	late := set.Add("stream3", Network, nil) // joins later
-	late.Add(4)
+	late.Add(4, 400)
 	set.Sample()
 	set.Stop()
 	set.Sample() // after Stop: ignored

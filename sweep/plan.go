@@ -88,6 +88,14 @@ func CheckPlan(p TrialPlan, search Search, senders int, profile string, profileA
 	// starts from (the same checks the agents make on arrival).
 	lowest, highest, err := search.rates()
 	add(err)
+	switch {
+	case search.Fast.Hint != "" && search.Fast.Hint != HintServiceRate:
+		add(fmt.Errorf("--hint %q: the only hint is %q", search.Fast.Hint, HintServiceRate))
+	case search.Fast.Hint != "" && search.Method == "linear":
+		add(errors.New("--hint applies to the fast search only"))
+	case search.Fast.Hint != "" && p.StagePeriod == 0:
+		add(errors.New("--hint service-rate reads the stages' estimates: it needs the stage accounting (--stage-period above 0)"))
+	}
 	if p.ScenarioSpec != nil && p.Threads >= 1 && p.Threads <= sender.MaxThreads && err == nil {
 		eps := []string{"tcp://127.0.0.1:1"}
 		for _, rate := range []float64{lowest, highest} {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/cloudprofiler-go/cp/servicerate"
 )
 
 // Trial is one measured run at a target rate.
@@ -23,6 +25,11 @@ type Trial struct {
 	// and LimitingEvidence the numbers that say so (package diagnose).
 	LimitingStage    string `json:"limiting_stage,omitempty"`
 	LimitingEvidence string `json:"limiting_evidence,omitempty"`
+	// ServiceRates are every stage's service-rate estimates in the trial
+	// (stages named by node), and NextLimit the stage they say would limit
+	// first (nil: none converged).
+	ServiceRates []servicerate.Rate `json:"service_rates,omitempty"`
+	NextLimit    *NextLimit         `json:"next_limit,omitempty"`
 }
 
 // Runner runs one trial at rate. An error means the trial could not be
@@ -39,6 +46,7 @@ type Result struct {
 	Trials    []Trial       `json:"trials"`
 	Elapsed   time.Duration `json:"elapsed_ns"`
 	Stopped   string        `json:"stopped,omitempty"` // why the search ended early
+	Hint      string        `json:"hint,omitempty"`    // what the service-rate hint did
 }
 
 // Precision is the relative width of the answer's interval.
@@ -92,7 +100,23 @@ type FastPlan struct {
 	Precision float64 // stop when (first fail - last pass)/last pass <= this (default 0.01)
 	Confirm   int     // re-run the final pass this many times (default 1)
 	MaxTrials int     // hard limit on trials (default 20)
+	// Hint "service-rate": a first, short trial at Start (purpose
+	// "estimate") reads every stage's service-rate estimates; the search
+	// then starts at HintMargin × the smallest pipeline limit they give,
+	// ramping by at most HintFactor. "" : no hint.
+	Hint string
 }
+
+// The service-rate hint's start (just below the smallest estimate) and
+// ramp (the answer should be near: a small step finds the first failure
+// in one or two trials; the estimates are within ~15%).
+const (
+	HintMargin = 0.95
+	HintFactor = 1.25
+)
+
+// PurposeEstimate is the hint's trial: its verdict does not count.
+const PurposeEstimate = "estimate"
 
 func (p FastPlan) withDefaults() (FastPlan, error) {
 	if p.Factor == 0 {
@@ -143,6 +167,11 @@ func Fast(ctx context.Context, plan FastPlan, run Runner) (*Result, error) {
 	f := &fastSearch{ctx: ctx, p: p, run: run, res: &Result{Method: "fast"}, pr: prober{precision: p.Precision}}
 	start := time.Now()
 	defer func() { f.res.Elapsed = time.Since(start) }()
+	if p.Hint == HintServiceRate {
+		if err := f.estimate(); err != nil {
+			return f.finish(err)
+		}
+	}
 	if stopped, err := f.ramp(); err != nil || stopped {
 		return f.finish(err)
 	}
@@ -163,6 +192,26 @@ func (f *fastSearch) try(rate float64, purpose string) (Trial, error) {
 		return Trial{}, errTrialLimit
 	}
 	return runOne(f.ctx, f.res, rate, purpose, f.run)
+}
+
+// estimate runs the hint's trial and moves the start below the smallest
+// limit the stages' estimates give (or leaves it, saying why).
+func (f *fastSearch) estimate() error {
+	t, err := f.try(f.p.Start, PurposeEstimate)
+	if err != nil {
+		return err
+	}
+	if t.NextLimit == nil || t.NextLimit.TuplesPerS <= 0 {
+		f.res.Hint = fmt.Sprintf("no stage's service rate converged in the estimate trial: the search starts at %g", f.p.Start)
+		return nil
+	}
+	f.p.Start = HintMargin * t.NextLimit.TuplesPerS
+	if f.p.Max > 0 {
+		f.p.Start = math.Min(f.p.Start, f.p.Max)
+	}
+	f.p.Factor = math.Min(f.p.Factor, HintFactor)
+	f.res.Hint = fmt.Sprintf("start %.0f: %.0f%% of %s's %s limit %.0f", f.p.Start, 100*HintMargin, t.NextLimit.Stage, t.NextLimit.Method, t.NextLimit.TuplesPerS)
+	return nil
 }
 
 // finish turns the trial limit into a stop with its reason.
@@ -242,7 +291,7 @@ func (f *fastSearch) narrow() error {
 		f.pr.failed(res.FirstFail, t.Achieved, "confirm") // it passed before: the capacity is right below
 		res.LastPass = 0
 		for _, prev := range res.Trials {
-			if prev.Verdict.Pass && prev.Rate < res.FirstFail && prev.Rate > res.LastPass {
+			if prev.Verdict.Pass && prev.Purpose != PurposeEstimate && prev.Rate < res.FirstFail && prev.Rate > res.LastPass {
 				res.LastPass = prev.Rate
 			}
 		}

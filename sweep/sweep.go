@@ -178,6 +178,13 @@ func (s *Sweep) begin(agents []AgentInfo) error {
 	return nil
 }
 
+// The hint's estimate trial: long enough for RaftLib's estimates to
+// converge at a few hundred non-blocking periods a second.
+const (
+	EstimateDuration = 2 * time.Second
+	EstimateWarmup   = 500 * time.Millisecond
+)
+
 // recorder runs the search's trials and writes each into the run
 // directory as it finishes; a failed write ends the sweep.
 type recorder struct {
@@ -189,14 +196,24 @@ type recorder struct {
 func (rec *recorder) run(ctx context.Context, rate float64, purpose string) (Trial, error) {
 	s := rec.s
 	n := len(rec.partial.Trials) + 1
+	if purpose == PurposeEstimate { // short: the estimates converge in a second or two
+		plan := s.Ctrl.Plan
+		s.Ctrl.Plan.Duration, s.Ctrl.Plan.Warmup = min(plan.Duration, EstimateDuration), min(plan.Warmup, EstimateWarmup)
+		defer func() { s.Ctrl.Plan = plan }()
+	}
 	t, err := s.runTrial(ctx, n, rate, purpose)
 	t.N, t.Rate, t.Purpose = n, rate, purpose
 	if err != nil {
 		return t, err
 	}
 	s.diagnoseTrial(&t)
+	t.ServiceRates = trialRates(t.Outcome)
+	t.NextLimit = nextLimit(t.ServiceRates, rate)
 	rec.partial.Trials = append(rec.partial.Trials, t)
 	s.logf("%s\n", s.trialLine(t))
+	if l := nextLimitLine(t); l != "" {
+		s.logf("          %s\n", l)
+	}
 	if err := s.Run.WriteJSON(fmt.Sprintf("trials/%03d.json", n), map[string]any{"trial": t, "outcome": t.Outcome}); err != nil {
 		rec.writeErr = err
 		return t, err

@@ -43,12 +43,15 @@ func (s *Sweep) estimateLeft(r *Result) string {
 	// the highest pass below it (a pass whose confirmation failed is above).
 	var lastPass, firstFail float64
 	for _, t := range r.Trials {
+		if t.Purpose == PurposeEstimate {
+			continue // its verdict does not count
+		}
 		if !t.Verdict.Pass && (firstFail == 0 || t.Rate < firstFail) {
 			firstFail = t.Rate
 		}
 	}
 	for _, t := range r.Trials {
-		if t.Verdict.Pass && (firstFail == 0 || t.Rate < firstFail) {
+		if t.Verdict.Pass && t.Purpose != PurposeEstimate && (firstFail == 0 || t.Rate < firstFail) {
 			lastPass = math.Max(lastPass, t.Rate)
 		}
 	}
@@ -116,6 +119,9 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	if res.Stopped != "" {
 		fmt.Fprintf(w, "stopped early: %s\n", res.Stopped)
+	}
+	if res.Hint != "" {
+		fmt.Fprintf(w, "service-rate hint: %s\n", res.Hint)
 	}
 	if inv := r.Invalid; inv != nil {
 		fmt.Fprintf(w, "SWEEP FAILED: trial %d at %s could not be judged: agent %s: %s\n", inv.N, numfmt.Rate(inv.Rate), inv.Agent, inv.Error)

@@ -85,7 +85,13 @@ Ctrl-C stops the running trial and keeps every finished one.`,
   cpsweep analyze results/*-run1 && cpsweep report results/*-run1
 
   # why the limit is where it is: every trial's stages, stalls and limiting stage
-  cpsweep diagnose results/*-run1`,
+  cpsweep diagnose results/*-run1
+
+  # start where the stages' service-rate estimates say the answer is
+  cpsweep --hint service-rate --work 10us --bucket 10
+
+  # a stage's capacity measured alone (ground truth for the estimates)
+  cpsweep capacity consumer --work 10us --bucket 10`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
@@ -96,7 +102,7 @@ Ctrl-C stops the running trial and keeps every finished one.`,
 		*code = sweep.ExitInvalidPlan
 		return err
 	})
-	cmd.AddCommand(clockCommand(code), logsCommand(), profilerCommand(), analyzeCommand(), reportCommand(), diagnoseCommand())
+	cmd.AddCommand(clockCommand(code), logsCommand(), profilerCommand(), analyzeCommand(), reportCommand(), diagnoseCommand(), capacityCommand())
 	o.register(cmd.Flags())
 	return cmd
 }
@@ -120,6 +126,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.Float64Var(&s.Fast.Precision, "precision", 0.01, "fast: stop when (first fail - last pass) / last pass is at most this")
 	f.IntVar(&s.Fast.Confirm, "confirm", 1, "fast: repeat the final pass this many times")
 	f.IntVar(&s.Fast.MaxTrials, "max-trials", 20, "fast: give up after this many trials")
+	f.StringVar(&s.Fast.Hint, "hint", "", "fast: \"service-rate\" runs one short trial at --start first, reads every stage's service-rate estimates and starts the search just below the smallest (docs/service-rate.md)")
 	cli.RateVar(f, &s.Linear.From, "from", "linear: first rate")
 	cli.RateVar(f, &s.Linear.To, "to", "linear: last rate")
 	cli.RateVar(f, &s.Linear.Step, "step", "linear: step")

@@ -75,6 +75,15 @@ func LockWithTightTimers() {
 	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
 }
 
+// Yield gives the calling OS thread's CPU to any other runnable thread
+// (sched_yield). For a goroutine locked to its thread it is what
+// runtime.Gosched is not: Gosched hands a locked goroutine's thread off
+// through the Go scheduler (futex wake-ups of another thread and back):
+// perf showed it in a fifth of dgrecv's samples, and replacing it took
+// the consumer alone at 10 µs of work per tuple from 87-89 k to 96.9 k
+// tuples/s, the work's own bound (BENCHMARKS.md, 2026-11-23).
+func Yield() { _, _, _ = unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
+
 // Nap blocks the calling OS thread for d with nanosleep. Unlike time.Sleep
 // it does not round short sleeps up to a millisecond; it is for goroutines
 // locked to their thread (LockWithTightTimers).

@@ -3,6 +3,7 @@ package zmqraw
 /*
 #cgo pkg-config: libzmq
 #include <zmq.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,9 +20,10 @@ static int cp_send(uintptr_t s, uintptr_t buf, size_t len, int flags) {
 }
 
 // cp_recv closes the message previously held in *m (if any), receives the
-// next one into *m without copying it, and returns its size times two plus
-// 1 if more parts follow (a multipart message), or -errno. The data stays
-// valid until the next cp_recv or cp_close on *m.
+// next one into *m without copying it, and returns its size times four,
+// plus 2 if it had to wait for it (flags 0: the socket is asked without
+// waiting first), plus 1 if more parts follow (a multipart message), or
+// -errno. The data stays valid until the next cp_recv or cp_close on *m.
 // Its pointers are integers too (the socket and the slots are C memory).
 static long cp_recv(uintptr_t sock, uintptr_t msg, uintptr_t heldp, int flags) {
 	void *s = (void *)sock;
@@ -32,13 +34,19 @@ static long cp_recv(uintptr_t sock, uintptr_t msg, uintptr_t heldp, int flags) {
 		*held = 0;
 	}
 	if (zmq_msg_init(m) != 0) return -zmq_errno();
-	if (zmq_msg_recv(m, s, flags) < 0) {
+	long waited = 0;
+	int rc = zmq_msg_recv(m, s, flags | ZMQ_DONTWAIT);
+	if (rc < 0 && zmq_errno() == EAGAIN && !(flags & ZMQ_DONTWAIT)) {
+		waited = 2;
+		rc = zmq_msg_recv(m, s, flags);
+	}
+	if (rc < 0) {
 		int e = zmq_errno();
 		zmq_msg_close(m);
 		return -e;
 	}
 	*held = 1;
-	return (long)zmq_msg_size(m) * 2 + (zmq_msg_more(m) ? 1 : 0);
+	return (long)zmq_msg_size(m) * 4 + waited + (zmq_msg_more(m) ? 1 : 0);
 }
 
 static void *cp_data(zmq_msg_t *m) { return zmq_msg_data(m); }
@@ -97,7 +105,12 @@ type Socket struct {
 	// inMultipart: the last part received said more parts follow, so the
 	// next one belongs to the same multipart message.
 	inMultipart bool
+	waited      bool // the last Recv found the socket empty and waited
 }
+
+// Waited reports whether the last successful Recv had to wait for its
+// message (the socket was empty when asked).
+func (s *Socket) Waited() bool { return s.waited }
 
 // handleOf returns libzmq's socket pointer held by a pebbe socket. pebbe does
 // not export it, so the field is read through its known layout, which is
@@ -213,7 +226,8 @@ func (s *Socket) Recv(slot int) ([]byte, error) {
 			return nil, fmt.Errorf("receive: %w", e)
 		}
 		more := n&1 == 1
-		n >>= 1
+		s.waited = n&2 == 2
+		n >>= 2
 		if more || s.inMultipart { // the format is single-part: every part is refused
 			s.inMultipart = more
 			return nil, ErrMultipart

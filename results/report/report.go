@@ -33,6 +33,8 @@ type page struct {
 	NoLatency string
 	// Diagnosis is the label timelines of the trials worth showing.
 	Diagnosis []diagnosisSection
+	// Rates compares the stages' service-rate estimates with the answer.
+	Rates *rateSection
 }
 
 type trialRow struct {
@@ -76,6 +78,7 @@ func Build(d *results.Dir) ([]byte, error) {
 		}
 	}
 	pg.Diagnosis = diagnosisSections(d)
+	pg.Rates = rateSectionOf(d)
 	an := loadAnalysis(d, &pg)
 	if an != nil {
 		pg.Analysis = an

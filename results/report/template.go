@@ -72,6 +72,14 @@ var pageTemplate = template.Must(template.Must(template.New("report").Parse(figu
 {{end}}</table>
 {{end}}{{end}}
 
+{{with .Rates}}<h2>Service rates against the answer</h2>
+<p>Every stage estimates its service rate while it runs (docs/service-rate.md): <b>raftlib</b>, the filtered 95th percentile of the tuples per second of the periods in which it was neither starved nor blocked; <b>busy_time</b>, tuples over the time it spent on its own work. The limit is the pipeline rate at which the stage would saturate (its estimate over its share of its kind's traffic); the ratio is the sweep's answer ({{.Answer}}) over that limit: about 1 for the stage that limited the sweep, below 1 for the others. From {{.Trial}}.</p>
+<table>
+<tr><th class="l">stage</th><th class="l">method</th><th>estimate (tuples/s)</th><th>pipeline limit</th><th>answer ÷ limit</th><th>utilisation</th><th class="l">status</th></tr>
+{{range .Rows}}<tr><td class="l">{{.Stage}}</td><td class="l">{{.Method}}</td><td>{{.Estimate}}</td><td>{{.Limit}}</td><td>{{.Ratio}}</td><td>{{.Utilisation}}</td><td class="l">{{.Status}}</td></tr>
+{{end}}</table>
+{{end}}
+
 {{if .Pairs}}<h2>Tuple latency across nodes, with error bounds</h2>
 <p>From the profiled trial's logs, joined by tuple id across nodes and translated into the reference node's time{{with .Analysis}} ({{.Reference}}){{end}}.
 Two uncertainties apply, and both are shown. <b>The clocks:</b> every tuple's true latency lies within its error bound (the ± columns; 0 on the reference node).

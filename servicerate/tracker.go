@@ -1,0 +1,201 @@
+package servicerate
+
+import (
+	"sort"
+	"sync"
+
+	"github.com/cloudprofiler-go/cp/stage"
+	"github.com/cloudprofiler-go/cp/tsc"
+)
+
+// The methods, as they appear in results and metrics.
+const (
+	MethodRaftLib  = "raftlib"
+	MethodBusyTime = "busy_time"
+)
+
+// The statuses of an estimate.
+const (
+	Converged    = "converged"
+	NotConverged = "not_converged"
+)
+
+// Rate is one stage's estimate by one method. TuplesPerS is nil unless the
+// estimate converged: an estimator that does not know says so.
+type Rate struct {
+	Stage      string     `json:"stage"`
+	Kind       stage.Kind `json:"kind"`
+	Method     string     `json:"method"`
+	TuplesPerS *float64   `json:"tuples_per_s"`
+	Status     string     `json:"status"`
+	Converged  bool       `json:"converged"`
+	// Periods: raftlib, the non-blocking periods seen; busy_time, the
+	// stage samples with busy time.
+	Periods int `json:"periods"`
+	// T: raftlib, the current period T in seconds; busy_time, the
+	// sampling period.
+	T float64 `json:"T"`
+	// Utilisation is the stage's busy fraction over the run.
+	Utilisation float64 `json:"utilisation"`
+	// Tuples the stage processed over the run: its share of its kind's
+	// traffic (Limits).
+	Tuples uint64 `json:"tuples"`
+	// raftlib only: periods closed with starvation or blocking (not
+	// used), periods lost to a full ring, behaviour changes detected and
+	// every converged estimate (the phases of a run).
+	BlockedPeriods uint64  `json:"blocked_periods,omitempty"`
+	DroppedPeriods uint64  `json:"dropped_periods,omitempty"`
+	Changes        int     `json:"changes,omitempty"`
+	Phases         []Phase `json:"phases,omitempty"`
+}
+
+// Value is the estimate and whether there is one.
+func (r Rate) Value() (float64, bool) {
+	if r.TuplesPerS == nil {
+		return 0, false
+	}
+	return *r.TuplesPerS, true
+}
+
+// Busy-time needs this much busy time before it says a rate: a few
+// buckets would give a rate of their noise.
+const minBusyNs = 20e6
+
+// Tracker estimates the service rate of every stage of a stage.Set by both
+// methods, on the set's sampling goroutine (no thread of its own).
+type Tracker struct {
+	clock  *tsc.Clock
+	period float64 // the set's sampling period, s
+	mu     sync.Mutex
+	st     map[*stage.Account]*tracked
+	order  []*stage.Account
+	buf    []stage.Period
+	t0     uint64
+}
+
+type tracked struct {
+	raft          *RaftLib
+	pstats        stage.PeriodStats
+	first, last   stage.Reading
+	firstTSC      uint64
+	lastTSC       uint64
+	samples, busy int
+}
+
+// Track attaches a tracker to set (nil when set is nil: no accounting).
+func Track(set *stage.Set, clock *tsc.Clock) *Tracker {
+	if set == nil {
+		return nil
+	}
+	t := &Tracker{clock: clock, period: set.Period().Seconds(), st: map[*stage.Account]*tracked{}}
+	set.OnSample(t.sample)
+	return t
+}
+
+func (t *Tracker) sample(s stage.Snapshot) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.t0 == 0 {
+		t.t0 = s.TSC
+	}
+	for i, a := range s.Accounts {
+		if !a.PeriodsOn() {
+			continue // a black box: no thread, no busy time
+		}
+		x := t.st[a]
+		if x == nil {
+			x = &tracked{raft: NewRaftLib(DefaultParams), first: s.Readings[i], firstTSC: s.TSC}
+			t.st[a] = x
+			t.order = append(t.order, a)
+		}
+		t.buf, x.pstats = a.DrainPeriods(t.buf[:0])
+		at := int64(t.clock.TicksToNs(s.TSC - t.t0))
+		for _, p := range t.buf {
+			if p.Ticks > 0 {
+				x.raft.Push(float64(p.Tuples)*t.clock.Hz/float64(p.Ticks), at)
+			}
+		}
+		if busyTicks(a.Kind(), s.Readings[i]) > busyTicks(a.Kind(), x.last) {
+			x.busy++
+		}
+		x.last, x.lastTSC = s.Readings[i], s.TSC
+		x.samples++
+	}
+}
+
+func busyTicks(k stage.Kind, r stage.Reading) uint64 {
+	var b uint64
+	for j, st := range stage.States(k) {
+		if st.Class == stage.Busy {
+			b += r.Ticks[j]
+		}
+	}
+	return b
+}
+
+// Rates returns every stage's estimates by both methods, in the order the
+// stages joined.
+func (t *Tracker) Rates() []Rate {
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]Rate, 0, 2*len(t.order))
+	for _, a := range t.order {
+		x := t.st[a]
+		util := 0.0
+		busyNs := t.clock.TicksToNs(busyTicks(a.Kind(), x.last) - busyTicks(a.Kind(), x.first))
+		if el := t.clock.TicksToNs(x.lastTSC - x.firstTSC); el > 0 {
+			util = busyNs / el
+		}
+		tuples := x.last.Tuples - x.first.Tuples
+		rl := Rate{Stage: a.Name(), Kind: a.Kind(), Tuples: tuples, Method: MethodRaftLib, Status: NotConverged, Periods: x.raft.Periods(),
+			T: t.clock.TicksToNs(x.pstats.T) / 1e9, Utilisation: util, BlockedPeriods: x.pstats.Blocked,
+			DroppedPeriods: x.pstats.Dropped, Changes: x.raft.Changes(), Phases: x.raft.Phases()}
+		if v, ok := x.raft.Current(); ok {
+			rl.TuplesPerS, rl.Status, rl.Converged = &v, Converged, true
+		}
+		bt := Rate{Stage: a.Name(), Kind: a.Kind(), Tuples: tuples, Method: MethodBusyTime, Status: NotConverged, Periods: x.busy,
+			T: t.period, Utilisation: util}
+		if busyNs >= minBusyNs {
+			v := float64(tuples) / (busyNs / 1e9)
+			bt.TuplesPerS, bt.Status, bt.Converged = &v, Converged, true
+		}
+		out = append(out, rl, bt)
+	}
+	return out
+}
+
+// Limit is the pipeline throughput at which one stage would saturate, by
+// one method: its estimate divided by its share of its kind's traffic (a
+// lane that carries half the tuples limits the pipeline at twice its own
+// rate).
+type Limit struct {
+	Stage      string  `json:"stage"`
+	Method     string  `json:"method"`
+	TuplesPerS float64 `json:"tuples_per_s"` // the pipeline's rate at the stage's limit
+	Share      float64 `json:"share"`
+}
+
+// Limits returns every converged estimate as a pipeline limit, smallest
+// first. Stages that carried no traffic have no share and are left out.
+func Limits(rates []Rate) []Limit {
+	total := map[stage.Kind]uint64{}
+	for _, r := range rates {
+		if r.Method == MethodBusyTime { // one per stage
+			total[r.Kind] += r.Tuples
+		}
+	}
+	var out []Limit
+	for _, r := range rates {
+		v, ok := r.Value()
+		if !ok || r.Tuples == 0 || total[r.Kind] == 0 {
+			continue
+		}
+		share := float64(r.Tuples) / float64(total[r.Kind])
+		out = append(out, Limit{Stage: r.Stage, Method: r.Method, TuplesPerS: v / share, Share: share})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].TuplesPerS < out[j].TuplesPerS })
+	return out
+}

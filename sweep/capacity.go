@@ -1,0 +1,220 @@
+package sweep
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/sender"
+	"github.com/cloudprofiler-go/cp/stage"
+	"github.com/cloudprofiler-go/cp/tsc"
+	"github.com/cloudprofiler-go/cp/wire"
+)
+
+// CapacityPlan measures one stage's capacity alone: the ground truth for
+// its service-rate estimates (RaftLib §V-B: each kernel run by itself from
+// a large resident data source).
+type CapacityPlan struct {
+	Stage    string // consumer or lane
+	Work     time.Duration
+	Bucket   int
+	Scenario string
+	Duration time.Duration // each measured run, about
+	Repeats  int
+	Clock    *tsc.Clock
+	Logf     func(format string, args ...any)
+}
+
+// The stages cpsweep capacity measures in process. The sender's capacity
+// is dgsend unpaced into dgrecv --drain (the command runs the binaries).
+const (
+	CapacityConsumer = "consumer"
+	CapacityLane     = "lane"
+	CapacitySender   = "sender"
+)
+
+// Bounds of a capacity run's prefilled queue: enough buckets for the
+// asked duration at the rate a calibration run measured, within memory.
+const (
+	capacityMinBuckets = 200
+	capacityMaxBuckets = 1_000_000
+	capacityMaxBytes   = 1 << 30
+)
+
+// CapacityResult is a stage's capacity, the median of the runs.
+type CapacityResult struct {
+	Stage      string        `json:"stage"`
+	Work       time.Duration `json:"work_ns"`
+	Bucket     int           `json:"bucket"`
+	TuplesPerS float64       `json:"tuples_per_s"`
+	Runs       []CapacityRun `json:"runs"`
+}
+
+// CapacityRun is one measured run. Starved is the share of the run the
+// stage spent without work (consumer: idle; lane: its ring full): above
+// MaxStarved the stage was not measured alone, and the run says so.
+type CapacityRun struct {
+	TuplesPerS float64 `json:"tuples_per_s"`
+	Tuples     uint64  `json:"tuples"`
+	Seconds    float64 `json:"seconds"`
+	Starved    float64 `json:"starved"`
+}
+
+// MaxStarved is the largest share of a run a stage may spend starved or
+// blocked and still count as measured alone.
+const MaxStarved = 0.05
+
+// MeasureCapacity runs the plan: a short calibration, then Repeats runs
+// of about Duration each. It fails, rather than answer, when the stage was
+// not alone (starved or blocked for more than MaxStarved of a run).
+func MeasureCapacity(p CapacityPlan) (*CapacityResult, error) {
+	if p.Stage != CapacityConsumer && p.Stage != CapacityLane {
+		return nil, fmt.Errorf("capacity of %q: measured in process are %s and %s", p.Stage, CapacityConsumer, CapacityLane)
+	}
+	if p.Bucket < 1 || p.Bucket > sender.MaxBucketSize || p.Repeats < 1 || p.Duration <= 0 || p.Clock == nil {
+		return nil, fmt.Errorf("capacity: bucket must be 1..%d tuples, repeats and duration positive (got %d, %d, %v)", sender.MaxBucketSize, p.Bucket, p.Repeats, p.Duration)
+	}
+	sc, err := scenarios.Load(p.Scenario)
+	if err != nil {
+		return nil, err
+	}
+	enc, err := sc.Generate()
+	if err != nil {
+		return nil, err
+	}
+	tpls, err := scenarios.Templates(enc, 1, p.Bucket)
+	if err != nil {
+		return nil, err
+	}
+	maxBuckets := min(capacityMaxBuckets, capacityMaxBytes/max(len(tpls[0].Msg), 1))
+	if maxBuckets < capacityMinBuckets {
+		return nil, fmt.Errorf("capacity: buckets of %d tuples (%d bytes) are too large to prefill %d of them in %d MiB", p.Bucket, len(tpls[0].Msg), capacityMinBuckets, capacityMaxBytes>>20)
+	}
+	// Calibrate on runs of growing length until one lasts 200 ms.
+	var cal CapacityRun
+	for c := capacityMinBuckets; ; c = min(c*8, maxBuckets) {
+		if cal, err = capacityRun(p, sc.Schema, tpls, c, true); err != nil {
+			return nil, fmt.Errorf("calibration run: %w", err)
+		}
+		if cal.Seconds >= 0.2 || c == maxBuckets {
+			break
+		}
+	}
+	n := int(cal.TuplesPerS * p.Duration.Seconds() / float64(p.Bucket))
+	n = max(capacityMinBuckets, min(n, maxBuckets))
+	if p.Logf != nil {
+		p.Logf("calibration: %.0f tuples/s; %d runs of %d buckets (~%v each)", cal.TuplesPerS, p.Repeats, n, p.Duration)
+	}
+	res := &CapacityResult{Stage: p.Stage, Work: p.Work, Bucket: p.Bucket}
+	for i := 0; i < p.Repeats; i++ {
+		r, err := capacityRun(p, sc.Schema, tpls, n, false)
+		if err != nil {
+			return res, fmt.Errorf("run %d: %w", i+1, err)
+		}
+		res.Runs = append(res.Runs, r)
+		if p.Logf != nil {
+			p.Logf("run %d: %.0f tuples/s (%d tuples in %.2fs, starved %.1f%%)", i+1, r.TuplesPerS, r.Tuples, r.Seconds, 100*r.Starved)
+		}
+	}
+	rates := make([]float64, len(res.Runs))
+	for i, r := range res.Runs {
+		rates[i] = r.TuplesPerS
+	}
+	sort.Float64s(rates)
+	res.TuplesPerS = rates[len(rates)/2]
+	return res, nil
+}
+
+// capacityRun measures one run of n prefilled buckets (a calibration only
+// its rate, however short).
+func capacityRun(p CapacityPlan, schema string, tpls []scenarios.Template, n int, calibration bool) (CapacityRun, error) {
+	msgs := make([][]byte, 0, n+1)
+	now := time.Now().UnixNano()
+	for k := 0; k < n; k++ {
+		t := &tpls[k%len(tpls)]
+		t.Patch(uint64(k), wire.TupleID(1, uint64(k*p.Bucket)), now)
+		msgs = append(msgs, append([]byte(nil), t.Msg...))
+	}
+	end, err := wire.AppendEnd(nil, 1, wire.End{Tuples: uint64(n * p.Bucket), Buckets: uint64(n), Reason: "completed"})
+	if err != nil {
+		return CapacityRun{}, err
+	}
+	msgs = append(msgs, end)
+	cfg := receiver.Config{Endpoints: []string{"inproc://cp-capacity"}, Schema: schema, HWM: min(n+2, 1_000_000),
+		WorkPerTuple: p.Work, ExpectStreams: 1, EndTimeout: 10 * time.Second, StagePeriod: stage.DefaultPeriod, Clock: p.Clock}
+	if p.Stage == CapacityLane {
+		cfg.WorkPerTuple = 0
+	}
+	r, err := receiver.New(cfg)
+	if err != nil {
+		return CapacityRun{}, err
+	}
+	defer r.Close()
+	if err := r.Prefill(0, msgs); err != nil {
+		return CapacityRun{}, err
+	}
+	res, err := r.Run()
+	if err != nil {
+		return CapacityRun{}, err
+	}
+	if !res.Complete || res.Consumed != uint64(n*p.Bucket) {
+		return CapacityRun{}, fmt.Errorf("consumed %d of %d tuples (%s)", res.Consumed, n*p.Bucket, res.Reason)
+	}
+	return capacityOf(p.Stage, res, calibration)
+}
+
+// capacityOf reads the stage's rate over its active time (the consumer:
+// from its first bucket to its last; the lane: from the start to its last
+// message), and from the stage series the share of that time it was
+// starved or blocked (up to the last sample before it finished).
+func capacityOf(name string, res *receiver.Result, calibration bool) (CapacityRun, error) {
+	s := res.StageSeries
+	if s == nil {
+		return CapacityRun{}, errors.New("no stage series")
+	}
+	stageName := "consumer"
+	if name == CapacityLane {
+		stageName = "lane0"
+	}
+	for _, st := range s.Stages {
+		if st.Name != stageName || st.Len() < 2 {
+			continue
+		}
+		total := st.Items[st.Len()-1]
+		last := st.Len() - 1
+		for last > 0 && st.Items[last] == total {
+			last--
+		}
+		var sum, busy, starved int64
+		for j, stName := range st.States {
+			d := st.StateNs[j][last] - st.StateNs[j][0]
+			sum += d
+			for _, k := range stage.States(st.Kind) {
+				if k.Name == stName && k.Class == stage.Busy {
+					busy += d
+				}
+			}
+		}
+		starved = sum - busy
+		secs := res.DurationS
+		if name == CapacityLane && len(res.Lanes) > 0 {
+			secs = res.Lanes[0].ActiveS
+		}
+		if secs <= 0 || (last == 0 && !calibration) {
+			return CapacityRun{}, errors.New("the run was too short to measure (less than one stage sample)")
+		}
+		tuples := res.Consumed
+		run := CapacityRun{Tuples: tuples, Seconds: secs, TuplesPerS: float64(tuples) / secs, Starved: float64(starved) / float64(max(sum, 1))}
+		if calibration {
+			return run, nil
+		}
+		if run.Starved > MaxStarved {
+			return run, fmt.Errorf("the %s was starved or blocked %.1f%% of the run (at most %.0f%% to count as alone): something else limited it", stageName, 100*run.Starved, 100*MaxStarved)
+		}
+		return run, nil
+	}
+	return CapacityRun{}, fmt.Errorf("no %s in the stage series", stageName)
+}

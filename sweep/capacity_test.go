@@ -1,0 +1,37 @@
+package sweep
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/tsc"
+)
+
+// The consumer measured alone at a known work per tuple: its capacity is
+// below 1/work (the work plus the consumer's own cost) and not far below
+// (generous: the machine is shared).
+func TestCapacityOfConsumer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the consumer for about a second")
+	}
+	clock, err := tsc.NewClock(50 * time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := MeasureCapacity(CapacityPlan{Stage: CapacityConsumer, Work: 20 * time.Microsecond, Bucket: 10,
+		Scenario: "synthetic-100", Duration: 500 * time.Millisecond, Repeats: 1, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.TuplesPerS > 50e3 || res.TuplesPerS < 20e3 || len(res.Runs) != 1 || res.Runs[0].Starved > MaxStarved {
+		t.Fatalf("capacity %+v: want below 50k tuples/s (20 µs each) and above 20k, not starved", res)
+	}
+}
+
+func TestCapacityRefusesUnknownStage(t *testing.T) {
+	_, err := MeasureCapacity(CapacityPlan{Stage: "network", Bucket: 1, Repeats: 1, Duration: time.Second, Clock: tsc.NewClockHz(1e9)})
+	if err == nil || !strings.Contains(err.Error(), "consumer") {
+		t.Fatalf("err %v, want the stages it measures", err)
+	}
+}
