@@ -43,7 +43,10 @@ type Config struct {
 	// StagePeriod, if not 0, accounts the lanes' and the consumer's time
 	// and each stream's arrivals, sampled this often (see package stage).
 	StagePeriod time.Duration
-	Clock       *tsc.Clock
+	// NoServiceRates leaves out the service-rate estimates (and the
+	// periods they are made of) while accounting.
+	NoServiceRates bool
+	Clock          *tsc.Clock
 	// Sink is called for every consumed tuple on the consumer goroutine (the
 	// source operator of a system under test). Nil: a checksum of the ids,
 	// so the work cannot be optimised away.

@@ -87,7 +87,9 @@ func New(cfg Config) (*Receiver, error) {
 	r := &Receiver{cfg: cfg, ctx: ctx, precise: histo.NewPrecise()}
 	if cfg.StagePeriod > 0 {
 		r.stages = stage.NewSet(cfg.Clock, cfg.StagePeriod)
-		r.rates = servicerate.Track(r.stages, cfg.Clock)
+		if !cfg.NoServiceRates {
+			r.rates = servicerate.Track(r.stages, cfg.Clock)
+		}
 	}
 	for i, ep := range cfg.Endpoints {
 		l := &lane{endpoint: ep, cpu: -1, streams: streamTable{lane: i, stages: r.stages}}

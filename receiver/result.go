@@ -43,11 +43,11 @@ type Result struct {
 	// blocked), the consumer (idle, working) and each stream's arrivals
 	// over the run, and StageSeries their per-period samples; absent
 	// without stage accounting.
-	Stages      []stage.Total `json:"stages,omitempty"`
-	StageSeries *stage.Series `json:"stage_series,omitempty"`
+	Stages      []stage.Total `json:"stages"`
+	StageSeries *stage.Series `json:"stage_series"`
 	// ServiceRates are every stage's service-rate estimates at the end of
 	// the run (docs/service-rate.md); absent without stage accounting.
-	ServiceRates []servicerate.Rate `json:"service_rates,omitempty"`
+	ServiceRates []servicerate.Rate `json:"service_rates"`
 	// Injected is what the run had injected (test fixtures): the ground
 	// truth a diagnosis is scored against.
 	Injected inject.Record `json:"injected"`
@@ -112,6 +112,7 @@ func (r *Receiver) result(reason string) *Result {
 		res.MalformedBy[name] = 0
 	}
 	clock := r.cfg.Clock
+	res.Stages, res.ServiceRates = []stage.Total{}, []servicerate.Rate{} // always present (docs/json.md)
 	if r.stages != nil {
 		res.StageSeries = r.stages.Series()
 		res.Stages = res.StageSeries.Totals(0, 0)

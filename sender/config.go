@@ -78,7 +78,10 @@ type Config struct {
 	// StagePeriod, if not 0, accounts each thread's time (pacing, sending,
 	// blocked) and samples it this often (see package stage).
 	StagePeriod time.Duration
-	Clock       *tsc.Clock
+	// NoServiceRates leaves out the service-rate estimates (and the
+	// periods they are made of) while accounting.
+	NoServiceRates bool
+	Clock          *tsc.Clock
 	// Profile, if set, gets a channel "emit.<thread>" per thread, its
 	// handler from Handlers (Null when unlisted): every emitted tuple id.
 	Profile  *profiler.Profiler

@@ -63,11 +63,11 @@ type Result struct {
 	// Stages is each thread's time accounting over the run (pacing,
 	// sending, blocked) and StageSeries its per-period samples; absent
 	// without stage accounting.
-	Stages      []stage.Total `json:"stages,omitempty"`
-	StageSeries *stage.Series `json:"stage_series,omitempty"`
+	Stages      []stage.Total `json:"stages"`
+	StageSeries *stage.Series `json:"stage_series"`
 	// ServiceRates are every thread's service-rate estimates at the end
 	// of the run (docs/service-rate.md); absent without stage accounting.
-	ServiceRates []servicerate.Rate `json:"service_rates,omitempty"`
+	ServiceRates []servicerate.Rate `json:"service_rates"`
 	// Injected is what the run had injected (test fixtures).
 	Injected       inject.Record `json:"injected"`
 	Errors         []string      `json:"errors"`
@@ -96,6 +96,7 @@ func (s *Sender) result(start, end uint64) *Result {
 		SendCostNs: s.sendCost.Nanoseconds(), LateThreshNs: cfg.LateThreshold.Nanoseconds(), latenessMerged: histo.NewPrecise(),
 		Windows: []uint64{}, Errors: []string{}, Injected: inject.NewRecord(cfg.Stalls, 0, nil)}
 	last, measured, windows := r.addThreads(s.threads, uint64(cfg.BucketSize))
+	r.Stages, r.ServiceRates = []stage.Total{}, []servicerate.Rate{} // always present (docs/json.md)
 	if s.stages != nil {
 		r.StageSeries = s.stages.Series()
 		r.Stages = r.StageSeries.Totals(0, 0)

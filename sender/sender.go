@@ -105,7 +105,9 @@ func New(cfg Config) (*Sender, error) {
 	s := &Sender{cfg: cfg, ctx: ctx}
 	if cfg.StagePeriod > 0 {
 		s.stages = stage.NewSet(cfg.Clock, cfg.StagePeriod)
-		s.rates = servicerate.Track(s.stages, cfg.Clock)
+		if !cfg.NoServiceRates {
+			s.rates = servicerate.Track(s.stages, cfg.Clock)
+		}
 	}
 	for i := 0; i < cfg.Threads; i++ {
 		t := &thread{id: i, stream: wire.StreamID(cfg.SenderID, uint8(i)), cpu: -1,

@@ -32,6 +32,7 @@ type sim struct {
 func (c sim) run(seed uint64) (*RaftLib, uint64) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	set := stage.NewSet(tsc.NewClockHz(1e9), stage.DefaultPeriod)
+	set.EnableServicePeriods()
 	a := set.Add("consumer", stage.Consumer, nil)
 	r := NewRaftLib(DefaultParams)
 	now := uint64(1000)

@@ -82,11 +82,14 @@ type tracked struct {
 	samples, busy int
 }
 
-// Track attaches a tracker to set (nil when set is nil: no accounting).
+// Track attaches a tracker to set (nil when set is nil: no accounting)
+// and makes the set's stages close service-rate periods. Call it before
+// the first stage is added.
 func Track(set *stage.Set, clock *tsc.Clock) *Tracker {
 	if set == nil {
 		return nil
 	}
+	set.EnableServicePeriods()
 	t := &Tracker{clock: clock, period: set.Period().Seconds(), st: map[*stage.Account]*tracked{}}
 	set.OnSample(t.sample)
 	return t
@@ -134,10 +137,10 @@ func busyTicks(k stage.Kind, r stage.Reading) uint64 {
 }
 
 // Rates returns every stage's estimates by both methods, in the order the
-// stages joined.
+// stages joined (an empty list from a nil tracker: estimates off).
 func (t *Tracker) Rates() []Rate {
 	if t == nil {
-		return nil
+		return []Rate{}
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/tsc"
 )
@@ -62,5 +65,27 @@ func TestTrackerFollowsAConcurrentWriter(t *testing.T) {
 		if ph.TuplesPerS > nominal*1.2 || ph.TuplesPerS < nominal*0.2 {
 			t.Fatalf("raftlib phase %+v outside [0.2, 1.2] of the spin's %.0f tuples/s", ph, nominal)
 		}
+	}
+	// cp_stage_service_rate: one series per converged estimate, with its value.
+	ch := make(chan prometheus.Metric, 8)
+	tr.Collect(ch)
+	close(ch)
+	series := map[string]float64{}
+	for m := range ch {
+		var pb dto.Metric
+		if err := m.Write(&pb); err != nil {
+			t.Fatal(err)
+		}
+		labels := map[string]string{}
+		for _, l := range pb.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		series[labels["stage"]+"/"+labels["method"]] = pb.GetGauge().GetValue()
+	}
+	if series["consumer/busy_time"] != bt {
+		t.Errorf("cp_stage_service_rate %v, want consumer/busy_time = %.0f", series, bt)
+	}
+	if v, ok := got[0].Value(); ok != (series["consumer/raftlib"] != 0) || (ok && series["consumer/raftlib"] != v) {
+		t.Errorf("cp_stage_service_rate %v: raftlib present only when converged, with its value (%+v)", series, got[0])
 	}
 }

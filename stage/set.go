@@ -53,6 +53,7 @@ type Set struct {
 	hooks    []func(Snapshot)
 	labels   map[string]string // the live diagnosis (cp_stage_label)
 	stopped  bool
+	periods  bool // accounts close service-rate periods (EnableServicePeriods)
 	stop     chan struct{}
 	done     chan struct{}
 }
@@ -66,6 +67,16 @@ func NewSet(clock *tsc.Clock, period time.Duration) *Set {
 // Period is the set's sampling period.
 func (s *Set) Period() time.Duration { return s.period }
 
+// EnableServicePeriods makes every account added from now on close its
+// service-rate periods (periods.go). Call it before the first Add.
+func (s *Set) EnableServicePeriods() {
+	if s != nil {
+		s.mu.Lock()
+		s.periods = true
+		s.mu.Unlock()
+	}
+}
+
 // Add creates a stage's account. queue, if not nil, returns the stage's
 // queue occupancy (read at each sample, from the sampling goroutine).
 func (s *Set) Add(name string, kind Kind, queue func() int64) *Account {
@@ -73,11 +84,11 @@ func (s *Set) Add(name string, kind Kind, queue func() int64) *Account {
 		return nil
 	}
 	a := &Account{name: name, kind: kind, queue: queue}
-	if len(kindStates[kind]) > 0 { // a black box has no thread to close periods
-		a.EnablePeriods(s.clock.Ticks(MinServicePeriod), s.clock.Ticks(MaxServicePeriod))
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.periods && len(kindStates[kind]) > 0 { // a black box has no thread to close periods
+		a.EnablePeriods(s.clock.Ticks(MinServicePeriod), s.clock.Ticks(MaxServicePeriod))
+	}
 	s.accounts = append(s.accounts, a)
 	s.last = append(s.last, Reading{})
 	names := make([]string, 0, len(kindStates[kind]))

@@ -24,8 +24,12 @@ type CapacityPlan struct {
 	Scenario string
 	Duration time.Duration // each measured run, about
 	Repeats  int
-	Clock    *tsc.Clock
-	Logf     func(format string, args ...any)
+	// CPUs pin the lane then the consumer (as dgrecv --cpus); nil: not
+	// pinned. Give the stage the placement it has in the runs it is
+	// compared with.
+	CPUs  []int
+	Clock *tsc.Clock
+	Logf  func(format string, args ...any)
 }
 
 // The stages cpsweep capacity measures in process. The sender's capacity
@@ -144,7 +148,7 @@ func capacityRun(p CapacityPlan, schema string, tpls []scenarios.Template, n int
 	}
 	msgs = append(msgs, end)
 	cfg := receiver.Config{Endpoints: []string{"inproc://cp-capacity"}, Schema: schema, HWM: min(n+2, 1_000_000),
-		WorkPerTuple: p.Work, ExpectStreams: 1, EndTimeout: 10 * time.Second, StagePeriod: stage.DefaultPeriod, Clock: p.Clock}
+		WorkPerTuple: p.Work, CPUs: p.CPUs, ExpectStreams: 1, EndTimeout: 10 * time.Second, StagePeriod: stage.DefaultPeriod, Clock: p.Clock}
 	if p.Stage == CapacityLane {
 		cfg.WorkPerTuple = 0
 	}

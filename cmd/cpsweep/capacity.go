@@ -16,6 +16,8 @@ import (
 func capacityCommand() *cobra.Command {
 	p := sweep.CapacityPlan{Bucket: 100, Scenario: "synthetic-100", Duration: 2 * time.Second, Repeats: 3}
 	var jsonOut bool
+	var cpus cli.CPUChoice
+	var otherCPUs string
 	cmd := &cobra.Command{
 		Use:   "capacity STAGE",
 		Short: "Measure one stage's capacity alone (the ground truth for its service-rate estimates)",
@@ -37,13 +39,24 @@ dgrecv --drain (its emission rate).`,
   cpsweep capacity consumer --work 10us --bucket 10
 
   # a lane decoding buckets of 100 synthetic tuples, as JSON
-  cpsweep capacity lane --json`,
+  cpsweep capacity lane --json
+
+  # placed as in the runs it is compared with: the consumer alone on CPU 1
+  # (dgrecv --cpus 0,1 --other-cpus 0)
+  cpsweep capacity consumer --work 10us --bucket 10 --cpus 0,1 --other-cpus 0`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cmd.SilenceUsage = true
 			p.Stage = args[0]
 			if p.Repeats < 1 || p.Repeats > 101 || p.Duration < 100*time.Millisecond || p.Duration > 10*time.Minute {
 				return fmt.Errorf("--repeats must be 1..101 and --duration 100ms..10m, got %d and %v", p.Repeats, p.Duration)
+			}
+			if err := cli.ConfineOthers(otherCPUs); err != nil {
+				return err
+			}
+			var err error
+			if p.CPUs, err = cpus.Resolve(2); err != nil {
+				return err
 			}
 			clock, err := tsc.NewClock(100 * time.Millisecond)
 			if err != nil {
@@ -69,5 +82,7 @@ dgrecv --drain (its emission rate).`,
 	f.DurationVar(&p.Duration, "duration", p.Duration, "each measured run, about")
 	f.IntVar(&p.Repeats, "repeats", p.Repeats, "measured runs (the answer is their median)")
 	f.BoolVar(&jsonOut, "json", false, "print the result as JSON")
+	cli.CPUChoiceVar(f, &cpus, "cpus", "none", "CPUs for the lane then the consumer (as dgrecv --cpus): none, auto, or a list like 0,1")
+	f.StringVar(&otherCPUs, "other-cpus", "none", "CPUs for every other thread (as dgrecv --other-cpus), e.g. 0")
 	return cmd
 }

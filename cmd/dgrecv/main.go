@@ -134,6 +134,9 @@ func (o *options) endpoints() ([]string, error) {
 func (o *options) execute(scenarioSet bool, code *int) error {
 	cfg := o.cfg
 	var err error
+	if err := o.run.ConfineOthers(); err != nil { // before any thread is pinned or ZeroMQ starts its threads
+		return err
+	}
 	if cfg.Endpoints, err = o.endpoints(); err != nil {
 		return err
 	}
@@ -155,6 +158,7 @@ func (o *options) execute(scenarioSet bool, code *int) error {
 	res, err := cli.RunCommand(o.run, func(clock *tsc.Clock, prof *cli.Profile) (cli.Runner[*receiver.Result], error) {
 		cfg.Clock, cfg.Profile, cfg.Handlers, cfg.Logf = clock, prof.Profiler, prof.Handlers, cli.Logf("dgrecv")
 		cfg.StagePeriod = o.run.StagePeriod
+		cfg.NoServiceRates = !o.run.ServiceRates
 		r, err := receiver.New(cfg)
 		if err == nil {
 			fmt.Fprintf(os.Stderr, "dgrecv: listening on %s\n", strings.Join(r.BoundEndpoints(), " "))

@@ -137,6 +137,9 @@ func (o *options) config() (sender.Config, error) {
 }
 
 func (o *options) execute() error {
+	if err := o.run.ConfineOthers(); err != nil { // before any thread is pinned or ZeroMQ starts its threads
+		return err
+	}
 	if o.agent {
 		cpus, err := o.cpus.Resolve(1)
 		if err != nil {
@@ -154,6 +157,7 @@ func (o *options) execute() error {
 	}
 	res, err := cli.RunCommand(o.run, func(clock *tsc.Clock, prof *cli.Profile) (cli.Runner[*sender.Result], error) {
 		cfg.Clock, cfg.Profile, cfg.Handlers, cfg.StagePeriod = clock, prof.Profiler, prof.Handlers, o.run.StagePeriod
+		cfg.NoServiceRates = !o.run.ServiceRates
 		return sender.New(cfg)
 	}, func(s cli.Runner[*sender.Result], done <-chan struct{}) {
 		reportProgress(s.(*sender.Sender), cfg.Rate, done)

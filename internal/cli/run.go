@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
 	"github.com/cloudprofiler-go/cp/diagnose"
+	"github.com/cloudprofiler-go/cp/internal/osthread"
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/tsc"
 )
@@ -37,6 +39,11 @@ type RunFlags struct {
 	Profile     ProfileFlags
 	// StagePeriod is the stage accounting's sampling period (0: off).
 	StagePeriod time.Duration
+	// ServiceRates estimates every stage's service rate (with StagePeriod).
+	ServiceRates bool
+	// OtherCPUs confines every thread but the pinned workers ("" or
+	// "none": not confined).
+	OtherCPUs string
 }
 
 // RunCommand is the one life of dgsend and dgrecv: calibrate the TSC, open
@@ -103,7 +110,36 @@ func (f *RunFlags) Register(fs *pflag.FlagSet, name, metricsAddr, channels strin
 	fs.StringVarP(&f.Output, "output", "o", "", "also write the JSON result to this file")
 	fs.StringVar(&f.Progress, "progress", "auto", "per-second progress on stderr: auto (on a terminal), always, never")
 	fs.DurationVar(&f.StagePeriod, "stage-period", stage.DefaultPeriod, "account every stage's time (docs/diagnosis.md) and sample it this often, 10ms..10s\n(also the profiler's counter period, in lock step); 0 turns the accounting off")
+	fs.BoolVar(&f.ServiceRates, "service-rates", true, "estimate every stage's service rate while accounting (docs/service-rate.md); false: the accounting only")
+	fs.StringVar(&f.OtherCPUs, "other-cpus", "none", "CPUs for every thread but the pinned ones of --cpus (ZeroMQ I/O threads, the Go runtime,\nmetrics): keep them off a measured thread's CPU, e.g. --cpus 0,1 --other-cpus 0; none: not confined")
 	f.Profile.Register(fs, channels)
+}
+
+// ConfineOthers applies --other-cpus. Call it first, before any thread is
+// pinned.
+func (f *RunFlags) ConfineOthers() error { return ConfineOthers(f.OtherCPUs) }
+
+// ConfineOthers confines every thread of the process to the CPUs of spec
+// (a list like 0 or 0-1; "" or "none": no change), each one the process
+// may use (osthread.ConfineProcess).
+func ConfineOthers(spec string) error {
+	cpus, err := osthread.Parse(spec)
+	if err != nil {
+		return fmt.Errorf("--other-cpus: %w", err)
+	}
+	if len(cpus) == 0 {
+		return nil
+	}
+	allowed, err := osthread.Allowed()
+	if err != nil {
+		return err
+	}
+	for _, c := range cpus {
+		if !slices.Contains(allowed, c) {
+			return fmt.Errorf("--other-cpus: CPU %d is not one this process may run on (allowed: %v)", c, allowed)
+		}
+	}
+	return osthread.ConfineProcess(cpus)
 }
 
 // CheckStagePeriod refuses a --stage-period outside its range (0 is off).

@@ -1,26 +1,34 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/cloudprofiler-go/cp/servicerate"
 	"github.com/cloudprofiler-go/cp/sweep"
-	"github.com/cloudprofiler-go/cp/tsc"
 )
 
 // Service rates against isolated ground truth (issue #14): for --work of
-// 1, 10 and 100 µs, the consumer's capacity measured alone (cpsweep
-// capacity, in process), then runs at about 0.8 of it (and 0.1) with
-// dgsend and dgrecv on loopback, the consumer pinned to a CPU of its own
-// (dgrecv --cpus 0,1: lane on 0, consumer on 1; dgsend --cpus 0), and the
-// consumer's estimates compared with the capacity. CP_BENCH=1 only;
-// CP_BENCH_SR_RUNS runs per point (default 10), CP_BENCH_SR_UTIL the
-// utilisations (default "0.8 0.1" as one of them).
+// 1, 10 and 100 µs, runs at about 0.8 (and 0.1) of the consumer's capacity
+// with dgsend and dgrecv on loopback, each run right after a measurement
+// of the capacity alone (cpsweep capacity consumer, one run of ~2 s), and
+// each estimate taken as a ratio to the capacity measured next to it: the
+// host's speed drifts by 10-20% within minutes, and a ratio of two
+// measurements minutes apart would be mostly that drift. Both have the
+// same placement: the consumer alone on CPU 1, the lane and every other
+// thread of both processes on CPU 0 (--cpus 0,1 --other-cpus 0), so that
+// the consumer in situ has the core it had alone. CP_BENCH=1 only;
+// CP_BENCH_SR_RUNS runs per point (default 10), CP_BENCH_SR_UTIL one
+// utilisation (default both), CP_BENCH_SR_WORK one --work (default all).
 func TestBenchServiceRateVsCapacity(t *testing.T) {
 	benchOnly(t)
 	runs := 10
@@ -31,38 +39,58 @@ func TestBenchServiceRateVsCapacity(t *testing.T) {
 	if u, err := strconv.ParseFloat(os.Getenv("CP_BENCH_SR_UTIL"), 64); err == nil && u > 0 {
 		utils = []float64{u}
 	}
-	clock, err := tsc.NewClock(100 * time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
+	cases := []struct {
 		work   time.Duration
 		bucket int
-	}{{time.Microsecond, 100}, {10 * time.Microsecond, 10}, {100 * time.Microsecond, 1}} {
-		capRes, err := sweep.MeasureCapacity(sweep.CapacityPlan{Stage: sweep.CapacityConsumer, Work: c.work, Bucket: c.bucket,
-			Scenario: "synthetic-100", Duration: 2 * time.Second, Repeats: 3, Clock: clock, Logf: t.Logf})
-		if err != nil {
-			t.Fatalf("work %v: capacity: %v", c.work, err)
-		}
-		truth := capRes.TuplesPerS
+	}{{time.Microsecond, 100}, {10 * time.Microsecond, 10}, {100 * time.Microsecond, 1}}
+	if w, err := time.ParseDuration(os.Getenv("CP_BENCH_SR_WORK")); err == nil {
+		cases = slices.DeleteFunc(cases, func(c struct {
+			work   time.Duration
+			bucket int
+		}) bool {
+			return c.work != w
+		})
+	}
+	placement := []string{"--cpus", "0,1", "--other-cpus", "0"}
+	capacity := func(work time.Duration, bucket int) float64 { return capacityAlone(t, work, bucket) }
+	const maxAttempts = 3
+	for _, c := range cases {
+		// The rate: a fraction of one capacity measured first; every run is
+		// then judged against the capacity measured right before it.
+		nominal := capacity(c.work, c.bucket)
 		for _, u := range utils {
-			var rl, bt []float64
-			rlIn, rlNC, rlFar := 0, 0, 0
+			var rl, bt, utilisations []float64
+			rlIn, rlNC, rlFar, rlIn20 := 0, 0, 0, 0
 			for i := 0; i < runs; i++ {
-				pr := &Pair{Bin: binDir,
-					RecvArgs: []string{"--schema", "synthetic", "--expect-streams", "1", "--work", c.work.String(), "--cpus", "0,1"},
-					SendArgs: sendArgs("--rate", fmt.Sprintf("%.0f", u*truth), "--bucket", strconv.Itoa(c.bucket), "--duration", "5s", "--cpus", "0")}
-				pr.Run(t)
+				var truth float64
+				var pr *Pair
+				for attempt := 1; ; attempt++ {
+					before := capacity(c.work, c.bucket)
+					pr = &Pair{Bin: binDir,
+						RecvArgs: append([]string{"--schema", "synthetic", "--expect-streams", "1", "--work", c.work.String()}, placement...),
+						SendArgs: sendArgs("--rate", fmt.Sprintf("%.0f", u*nominal), "--bucket", strconv.Itoa(c.bucket), "--duration", "5s", "--cpus", "0", "--other-cpus", "0")}
+					pr.Run(t)
+					after := capacity(c.work, c.bucket)
+					truth = (before + after) / 2
+					if steady(before, after) || attempt == maxAttempts {
+						break
+					}
+					t.Logf("work %v util %.1f run %d: the host moved (capacity %.0f before, %.0f after): again", c.work, u, i+1, before, after)
+				}
 				r, b, ok := consumerRates(pr.Recv.ServiceRates)
 				if !ok {
 					t.Fatalf("work %v: no consumer estimates in dgrecv's result", c.work)
 				}
 				if v, conv := r.Value(); conv {
-					rl = append(rl, v/truth)
-					if math.Abs(v/truth-1) <= 0.10 {
+					x := v / truth
+					rl = append(rl, x)
+					if math.Abs(x-1) <= 0.10 {
 						rlIn++
 					}
-					if math.Abs(v/truth-1) > 0.5 {
+					if math.Abs(x-1) <= 0.20 {
+						rlIn20++
+					}
+					if math.Abs(x-1) > 0.5 {
 						rlFar++
 					}
 				} else {
@@ -71,24 +99,37 @@ func TestBenchServiceRateVsCapacity(t *testing.T) {
 				if v, conv := b.Value(); conv {
 					bt = append(bt, v/truth)
 				}
-				t.Logf("work %v util %.1f run %d: raftlib %s, busy_time %s (capacity %.0f; consumer utilisation %.2f)",
-					c.work, u, i+1, ratioOf(r, truth), ratioOf(b, truth), truth, b.Utilisation)
+				utilisations = append(utilisations, pr.Send.AchievedRate/truth)
+				t.Logf("work %v util %.1f run %d: capacity %.0f, sent %.0f/s (%.2f of it): raftlib %s, busy_time %s",
+					c.work, u, i+1, truth, pr.Send.AchievedRate, pr.Send.AchievedRate/truth, ratioOf(r, truth), ratioOf(b, truth))
 			}
-			btMed := math.NaN()
+			btMed, btIn := math.NaN(), 0
+			for _, x := range bt {
+				if math.Abs(x-1) <= 0.05 {
+					btIn++
+				}
+			}
 			if len(bt) > 0 {
 				btMed = median(bt)
 			}
 			if u >= 0.5 {
-				t.Logf("work %v at %.1f: raftlib within ±10%% in %d of %d runs (target >= 8: %s), %d not converged; busy_time median %.3f of the capacity (target ±5%%: %s)",
-					c.work, u, rlIn, runs, verdict(rlIn*10 >= 8*runs), rlNC, btMed, verdict(math.Abs(btMed-1) <= 0.05))
+				t.Logf("SERVICE RATE work %v at %.2f of capacity: raftlib within ±10%% in %d of %d runs (target >= 8: %s; within ±20%%: %d), %d not converged, median %.3f; busy_time median %.3f of the capacity (target ±5%%: %s), %d of %d within ±5%%",
+					c.work, median(utilisations), rlIn, runs, verdict(rlIn*10 >= 8*runs), rlIn20, rlNC, medianOrNaN(rl), btMed, verdict(math.Abs(btMed-1) <= 0.05), btIn, len(bt))
 			} else {
-				t.Logf("work %v at %.1f: raftlib within ±20%% or not_converged, never >50%% off: %d converged, %d not, %d more than 50%% off (%s); busy_time median %.3f",
-					c.work, u, len(rl), rlNC, rlFar, verdict(rlFar == 0), btMed)
+				t.Logf("SERVICE RATE work %v at %.2f of capacity: raftlib %d converged (%d within ±20%%), %d not converged, %d more than 50%% off (target: within ±20%% or not_converged, never >50%%: %s); busy_time median %.3f",
+					c.work, median(utilisations), len(rl), rlIn20, rlNC, rlFar, verdict(rlFar == 0 && rlIn20 == len(rl)), btMed)
 			}
 			record(t, "service_rate_vs_capacity", map[string]any{"work_ns": c.work.Nanoseconds(), "bucket": c.bucket, "utilisation": u,
-				"capacity": truth, "raftlib_ratios": rl, "raftlib_not_converged": rlNC, "busy_time_ratios": bt})
+				"capacity_nominal": nominal, "raftlib_ratios": rl, "raftlib_not_converged": rlNC, "busy_time_ratios": bt})
 		}
 	}
+}
+
+func medianOrNaN(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	return median(v)
 }
 
 func consumerRates(rates []servicerate.Rate) (raft, busy servicerate.Rate, ok bool) {
@@ -112,4 +153,159 @@ func ratioOf(r servicerate.Rate, truth float64) string {
 		return fmt.Sprintf("%.3f", v/truth)
 	}
 	return r.Status
+}
+
+// steady says whether the host kept its speed across a run: the stage's
+// capacity measured alone before and after it within 10%. A run where it
+// did not is measured again (the reference moved: the machine was busy).
+func steady(before, after float64) bool { return math.Abs(after/before-1) <= 0.10 }
+
+// capacityAlone is cpsweep capacity consumer, one run of ~2 s, placed as
+// the in-situ runs are (the consumer alone on CPU 1).
+func capacityAlone(t *testing.T, work time.Duration, bucket int) float64 {
+	t.Helper()
+	args := []string{"capacity", "consumer", "--work", work.String(), "--bucket", strconv.Itoa(bucket),
+		"--repeats", "1", "--duration", "2s", "--json", "--cpus", "0,1", "--other-cpus", "0"}
+	out, err := exec.Command(filepath.Join(binDir, "cpsweep"), args...).Output()
+	if err != nil {
+		t.Fatalf("cpsweep %v: %v", args, err)
+	}
+	var res sweep.CapacityResult
+	if err := json.Unmarshal(out, &res); err != nil || res.TuplesPerS <= 0 {
+		t.Fatalf("cpsweep capacity: %v (%s)", err, out)
+	}
+	return res.TuplesPerS
+}
+
+// Phase change (§VI, issue #14): the consumer's work doubles 8 s into a
+// 16 s run (--work-schedule 10us@0s,20us@8s), at 0.4 of the first phase's
+// capacity (0.8 of the second's). RaftLib's estimator must find both
+// phases, each within 20% of its capacity measured alone, the second
+// within 3 s of the switch (phase times count from the run's first stage
+// sample, within one period of the schedule's origin). Target: >= 9 of 10.
+func TestBenchServiceRatePhases(t *testing.T) {
+	benchOnly(t)
+	runs := 10
+	if n, err := strconv.Atoi(os.Getenv("CP_BENCH_SR_RUNS")); err == nil && n > 0 {
+		runs = n
+	}
+	const switchAt = 8 * time.Second
+	found, inTime := 0, 0
+	for i := 0; i < runs; i++ {
+		var c1, c2 float64
+		var pr *Pair
+		for attempt := 1; ; attempt++ {
+			c1, c2 = capacityAlone(t, 10*time.Microsecond, 10), capacityAlone(t, 20*time.Microsecond, 10)
+			pr = &Pair{Bin: binDir,
+				RecvArgs: []string{"--schema", "synthetic", "--expect-streams", "1", "--work-schedule", "10us@0s,20us@8s", "--cpus", "0,1", "--other-cpus", "0"},
+				SendArgs: sendArgs("--rate", fmt.Sprintf("%.0f", 0.4*c1), "--bucket", "10", "--duration", "16s", "--cpus", "0", "--other-cpus", "0")}
+			pr.Run(t)
+			after := capacityAlone(t, 20*time.Microsecond, 10)
+			if steady(c2, after) || attempt == 3 {
+				c2 = (c2 + after) / 2
+				break
+			}
+			t.Logf("run %d: the host moved (capacity at 20 µs %.0f before, %.0f after): again", i+1, c2, after)
+		}
+		r, _, ok := consumerRates(pr.Recv.ServiceRates)
+		if !ok {
+			t.Fatal("no consumer estimates in dgrecv's result")
+		}
+		var first, second *servicerate.Phase
+		for k := range r.Phases {
+			ph := &r.Phases[k]
+			switch {
+			case first == nil && math.Abs(ph.TuplesPerS/c1-1) <= 0.2 && ph.FromNs < switchAt.Nanoseconds():
+				first = ph
+			case first != nil && second == nil && math.Abs(ph.TuplesPerS/c2-1) <= 0.2:
+				second = ph
+			}
+		}
+		both := first != nil && second != nil
+		if both {
+			found++
+			if time.Duration(second.FromNs)-switchAt <= 3*time.Second {
+				inTime++
+			}
+		}
+		var desc []string
+		for _, ph := range r.Phases {
+			desc = append(desc, fmt.Sprintf("%.0f from %.1fs (%d estimates)", ph.TuplesPerS, float64(ph.FromNs)/1e9, ph.Estimates))
+		}
+		t.Logf("run %d: capacities %.0f then %.0f; raftlib phases: %s; changes %d; both found: %v", i+1, c1, c2, strings.Join(desc, ", "), r.Changes, both)
+	}
+	t.Logf("SERVICE RATE phase change 10 -> 20 µs: both phases found in %d of %d runs, the second within 3 s of the switch in %d (target >= 9 of 10: %s)",
+		found, runs, inTime, verdict(inTime*10 >= 9*runs))
+	record(t, "service_rate_phases", map[string]any{"runs": runs, "found": found, "in_time": inTime})
+}
+
+// The sweep with and without --hint service-rate (issue #14), interleaved,
+// 5 each: trials to 1% precision (median; target: >= 30% fewer with the
+// hint), and per sweep the answer over the smallest pipeline limit the
+// stages' estimates gave in the trial at the answer (target: in
+// [0.85, 1.0]). Local agents, the consumer at 10 µs per tuple in buckets
+// of 10, from 20 k/s.
+func TestBenchServiceRateSweep(t *testing.T) {
+	benchOnly(t)
+	n := 5
+	if v, err := strconv.Atoi(os.Getenv("CP_BENCH_SR_SWEEPS")); err == nil && v > 0 {
+		n = v
+	}
+	args := []string{"--work", "10us", "--bucket", "10", "--duration", "1s", "--warmup", "500ms", "--start", "20k", "--precision", "0.01", "--max-trials", "30"}
+	trials := map[bool][]float64{}
+	var ratios []float64
+	for i := 0; i < n; i++ {
+		for _, hint := range []bool{false, true} {
+			a := append([]string(nil), args...)
+			if hint {
+				a = append(a, "--hint", "service-rate")
+			}
+			rep, p := runSweep(t, 15*time.Minute, append(a, "--name", fmt.Sprintf("hint-%v-%d", hint, i))...)
+			trials[hint] = append(trials[hint], float64(len(rep.Result.Trials)))
+			ratio := math.NaN()
+			for _, tr := range rep.Result.Trials {
+				if tr.Verdict.Pass && tr.Purpose != sweep.PurposeEstimate && tr.Rate == rep.Result.LastPass && tr.NextLimit != nil {
+					ratio = rep.Result.LastPass / tr.NextLimit.TuplesPerS
+				}
+			}
+			if !math.IsNaN(ratio) {
+				ratios = append(ratios, ratio)
+			}
+			hintLine := ""
+			if hint {
+				hintLine = "; " + strings.TrimSpace(lineWith(p.Stderr.String(), "service-rate hint"))
+			}
+			t.Logf("sweep %d hint=%v: [%.0f, %.0f) in %d trials; answer / smallest limit %.3f%s", i+1, hint,
+				rep.Result.LastPass, rep.Result.FirstFail, len(rep.Result.Trials), ratio, hintLine)
+		}
+	}
+	drop := 1 - median(trials[true])/median(trials[false])
+	in := 0
+	for _, r := range ratios {
+		if r >= 0.85 && r <= 1.0 {
+			in++
+		}
+	}
+	t.Logf("SERVICE RATE sweep trials to 1%%: without hint %v (median %.0f), with --hint service-rate %v (median %.0f): %.0f%% fewer (target >= 30%%: %s)",
+		trials[false], median(trials[false]), trials[true], median(trials[true]), 100*drop, verdict(drop >= 0.3))
+	t.Logf("SERVICE RATE answer / smallest estimate: %v, median %.3f, %d of %d in [0.85, 1.0] (%s)",
+		fmtRatios(ratios), medianOrNaN(ratios), in, len(ratios), verdict(len(ratios) > 0 && in == len(ratios)))
+	record(t, "service_rate_sweep", map[string]any{"trials_plain": trials[false], "trials_hint": trials[true], "drop": drop, "answer_over_estimate": ratios})
+}
+
+func lineWith(text, s string) string {
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, s) {
+			return l
+		}
+	}
+	return ""
+}
+
+func fmtRatios(v []float64) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprintf("%.3f", x)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
 }

@@ -32,7 +32,14 @@ type sweepReport struct {
 			Rate     float64 `json:"rate"`
 			Achieved float64 `json:"achieved"`
 			Purpose  string  `json:"purpose"`
-			Verdict  struct {
+			// NextLimit is the smallest pipeline limit of the stages'
+			// service-rate estimates in the trial (absent: none converged).
+			NextLimit *struct {
+				Stage      string  `json:"stage"`
+				Method     string  `json:"method"`
+				TuplesPerS float64 `json:"tuples_per_s"`
+			} `json:"next_limit"`
+			Verdict struct {
 				Pass   bool         `json:"pass"`
 				Checks []sweepCheck `json:"checks"`
 			} `json:"verdict"`

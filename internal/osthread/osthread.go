@@ -1,7 +1,9 @@
 package osthread
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -51,6 +53,52 @@ func Allowed() ([]int, error) {
 		}
 	}
 	return cpus, nil
+}
+
+// ConfineProcess restricts every thread of the process to cpus: those
+// that exist now (the Go runtime's, the main thread) and so every thread
+// they create later (ZeroMQ's I/O threads inherit their creator's mask;
+// the runtime starts new threads from an unpinned one). Threads pinned
+// afterwards with PinThread may still go anywhere, so the pinned workers
+// can have CPUs of their own that nothing else of the process touches.
+//
+// GOMAXPROCS is fixed first at its current value: the runtime would
+// otherwise follow the narrower mask down, and the pinned workers, which
+// spin, each need a P of their own. Call it before any thread is pinned:
+// it would move a pinned one too.
+func ConfineProcess(cpus []int) error {
+	if len(cpus) == 0 {
+		return nil
+	}
+	runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	var set unix.CPUSet
+	for _, c := range cpus {
+		set.Set(c)
+	}
+	done := map[int]bool{}
+	// A thread the runtime starts while the list is read is caught by the
+	// next pass (it inherited the old mask from an unconfined creator).
+	for pass := 0; pass < 5; pass++ {
+		tasks, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			return fmt.Errorf("confine the process to CPUs %v: %w", cpus, err)
+		}
+		changed := false
+		for _, t := range tasks {
+			tid, err := strconv.Atoi(t.Name())
+			if err != nil || done[tid] {
+				continue
+			}
+			if err := unix.SchedSetaffinity(tid, &set); err != nil && !errors.Is(err, unix.ESRCH) {
+				return fmt.Errorf("confine thread %d to CPUs %v: %w", tid, cpus, err)
+			}
+			done[tid], changed = true, true
+		}
+		if !changed {
+			return nil
+		}
+	}
+	return nil
 }
 
 // PinThread locks the calling goroutine to its OS thread and restricts that

@@ -2,7 +2,10 @@ package osthread
 
 import (
 	"fmt"
+	"os"
 	"reflect"
+	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -77,5 +80,94 @@ func TestNapIsShort(t *testing.T) {
 	t.Logf("nanosleep(50us): smallest overshoot of 20 naps %v", over)
 	if over > 500*time.Microsecond {
 		t.Fatalf("every nap overshot by %v or more", over)
+	}
+}
+
+// threadMasks reads every thread's allowed CPUs as the kernel sees them.
+func threadMasks(t *testing.T) map[int][]int {
+	t.Helper()
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int][]int{}
+	for _, e := range tasks {
+		tid, _ := strconv.Atoi(e.Name())
+		var set unix.CPUSet
+		if err := unix.SchedGetaffinity(tid, &set); err != nil {
+			continue // the thread exited
+		}
+		var cpus []int
+		for c := 0; c < 1024; c++ {
+			if set.IsSet(c) {
+				cpus = append(cpus, c)
+			}
+		}
+		out[tid] = cpus
+	}
+	return out
+}
+
+func TestConfineProcess(t *testing.T) {
+	allowed, err := Allowed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(allowed) < 2 {
+		t.Skip("needs 2 CPUs to confine the process to one and pin a thread to another")
+	}
+	defer func() { // the other tests run in this process
+		if err := ConfineProcess(allowed); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	procs := runtime.GOMAXPROCS(0)
+	// A thread started before the confinement and one started after it.
+	stop := make(chan struct{})
+	defer close(stop)
+	startThread := func() int {
+		tid := make(chan int)
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			tid <- unix.Gettid()
+			<-stop
+		}()
+		return <-tid
+	}
+	before := startThread()
+	other, worker := allowed[0], allowed[len(allowed)-1]
+	if err := ConfineProcess([]int{other}); err != nil {
+		t.Fatal(err)
+	}
+	after := startThread()
+	pinned := make(chan int)
+	go func() {
+		if err := PinThread(worker); err != nil {
+			t.Error(err)
+		}
+		pinned <- unix.Gettid()
+		<-stop
+	}()
+	pinnedTid := <-pinned
+	masks := threadMasks(t)
+	for _, tid := range []int{before, after} {
+		if !reflect.DeepEqual(masks[tid], []int{other}) {
+			t.Errorf("thread %d: CPUs %v, want [%d]", tid, masks[tid], other)
+		}
+	}
+	for tid, m := range masks {
+		if tid != pinnedTid && !reflect.DeepEqual(m, []int{other}) {
+			t.Errorf("thread %d left on CPUs %v, want [%d]", tid, m, other)
+		}
+	}
+	if !reflect.DeepEqual(masks[pinnedTid], []int{worker}) {
+		t.Errorf("pinned thread on %v, want [%d]", masks[pinnedTid], worker)
+	}
+	if got := runtime.GOMAXPROCS(0); got != procs {
+		t.Errorf("GOMAXPROCS %d after confining, want %d kept", got, procs)
+	}
+	if err := ConfineProcess(nil); err != nil {
+		t.Errorf("no CPUs: %v (it should leave the process as it is)", err)
 	}
 }

@@ -1,8 +1,10 @@
 package report
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -102,5 +104,45 @@ func TestDiagnosisTimeline(t *testing.T) {
 	}
 	if strings.Contains(page, `id="fig-diagnosis-1"`) {
 		t.Error("a passing trial without stalls is drawn")
+	}
+}
+
+// TestServiceRateSection: the stages' estimates of the passing trial at
+// the answer, each as a pipeline limit and as answer ÷ limit; an estimate
+// that did not converge is shown as such, never as a number.
+func TestServiceRateSection(t *testing.T) {
+	dir := t.TempDir()
+	rate := func(stage, kind, method string, v float64, tuples int) string {
+		val, status := "null", "not_converged"
+		if v > 0 {
+			val, status = strconv.FormatFloat(v, 'f', -1, 64), "converged"
+		}
+		return fmt.Sprintf(`{"stage": %q, "kind": %q, "method": %q, "tuples_per_s": %s, "status": %q, "converged": %v, "utilisation": 0.9, "tuples": %d}`,
+			stage, kind, method, val, status, v > 0, tuples)
+	}
+	rates := strings.Join([]string{
+		rate("receiver0/consumer", "consumer", "raftlib", 0, 1000),
+		rate("receiver0/consumer", "consumer", "busy_time", 100e3, 1000),
+		rate("receiver0/lane0", "lane", "busy_time", 300e3, 500), // half the traffic: limits at 600 k
+		rate("receiver0/lane1", "lane", "busy_time", 300e3, 500),
+	}, ",")
+	files := map[string]string{
+		results.FormatFile: `{"format": "cloudprofiler-go run directory", "version": 2}`,
+		"summary.json": `{"format_version": 2, "name": "rates", "topology": "1 sender, 1 receiver",
+			"result": {"method": "fast", "last_pass": 90000, "first_fail": 91000, "trials": [
+			{"n": 1, "rate": 50000, "achieved": 50000, "purpose": "estimate", "verdict": {"pass": true}, "service_rates": [` + rate("receiver0/consumer", "consumer", "busy_time", 70e3, 1000) + `]},
+			{"n": 2, "rate": 90000, "achieved": 90000, "purpose": "ramp", "verdict": {"pass": true}, "service_rates": [` + rates + `]},
+			{"n": 3, "rate": 91000, "achieved": 85000, "purpose": "close", "verdict": {"pass": false}}]}}`,
+		"config.json": `{"args": ["cpsweep"]}`,
+	}
+	page := buildFrom(t, dir, files)
+	section := page[strings.Index(page, "Service rates against the answer"):]
+	for _, want := range []string{"trial 2 (ramp, 90.00 k/s)", "not_converged", "100.0 k/s", "0.90", "600.0 k/s", "0.15"} {
+		if !strings.Contains(section, want) {
+			t.Errorf("service-rate section lacks %q", want)
+		}
+	}
+	if strings.Contains(section, "70.00 k/s") {
+		t.Error("the section shows the estimate trial instead of the trial at the answer")
 	}
 }
