@@ -1,0 +1,328 @@
+package activity
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// Share is an activity's share of something in one window, by worker and
+// kind (a remote edge counts for its sender).
+type Share struct {
+	Worker string  `json:"worker"`
+	Kind   string  `json:"kind"`
+	Value  float64 `json:"value"`
+}
+
+// Metric is one window × worker × activity: count, total time and items
+// (ST2's metrics command, §3.6.1). Pieces of an activity split by a
+// window's boundary count in both windows.
+type Metric struct {
+	Window  int    `json:"window"`
+	Worker  string `json:"worker"`
+	Kind    string `json:"kind"`
+	Waiting bool   `json:"waiting"`
+	Count   int    `json:"count"`
+	TotalNs int64  `json:"total_ns"`
+	Items   uint64 `json:"items"`
+}
+
+// Result is one window's analysis.
+type Result struct {
+	Window         int     `json:"window"`
+	StartNs, EndNs int64   `json:"-"`
+	From           int64   `json:"start_ns"`
+	To             int64   `json:"end_ns"`
+	LogPaths       float64 `json:"log_paths"` // ln of the start-to-end paths; -Inf (as null) when none
+	HasPath        bool    `json:"has_path"`
+	// CP is the critical participation per worker and kind, largest
+	// first; CPByKind per kind. Both add up to 1 when the window has a
+	// path, 0 when it has none.
+	CP        []Share  `json:"critical_participation"`
+	CPByKind  []Share  `json:"critical_participation_by_kind"`
+	Metrics   []Metric `json:"metrics"`
+	Ambiguous int      `json:"ambiguous_messages"`
+}
+
+// Summarize turns a window's edges into its result.
+func Summarize(tr *Trace, w *Window) Result {
+	r := Result{Window: w.Index, StartNs: w.StartNs, EndNs: w.EndNs, From: w.StartNs, To: w.EndNs,
+		LogPaths: w.Paths, HasPath: !math.IsInf(w.Paths, -1)}
+	if !r.HasPath {
+		r.LogPaths = 0
+	}
+	type key struct {
+		wk   int
+		kind Kind
+		wait bool
+	}
+	cp := map[key]float64{}
+	byKind := map[Kind]float64{}
+	met := map[key]*Metric{}
+	for i := range w.Edges {
+		e := &w.Edges[i]
+		if e.Ambiguous {
+			r.Ambiguous++
+		}
+		k := key{e.Src, e.Kind, e.Waiting}
+		if e.CP > 0 {
+			cp[key{e.Src, e.Kind, false}] += e.CP
+			byKind[e.Kind] += e.CP
+		}
+		m := met[k]
+		if m == nil {
+			m = &Metric{Window: w.Index, Worker: tr.Workers[e.Src], Kind: e.Kind.String(), Waiting: e.Waiting}
+			met[k] = m
+		}
+		m.Count++
+		m.TotalNs += e.Duration()
+		m.Items += uint64(e.Items)
+	}
+	for k, v := range cp {
+		r.CP = append(r.CP, Share{Worker: tr.Workers[k.wk], Kind: k.kind.String(), Value: v})
+	}
+	for k, v := range byKind {
+		r.CPByKind = append(r.CPByKind, Share{Kind: k.String(), Value: v})
+	}
+	sortShares(r.CP)
+	sortShares(r.CPByKind)
+	for _, m := range met {
+		r.Metrics = append(r.Metrics, *m)
+	}
+	sort.Slice(r.Metrics, func(i, j int) bool {
+		a, b := r.Metrics[i], r.Metrics[j]
+		if a.Worker != b.Worker {
+			return a.Worker < b.Worker
+		}
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		return !a.Waiting && b.Waiting
+	})
+	return r
+}
+
+func sortShares(s []Share) {
+	sort.Slice(s, func(i, j int) bool {
+		if s[i].Value != s[j].Value {
+			return s[i].Value > s[j].Value
+		}
+		if s[i].Worker != s[j].Worker {
+			return s[i].Worker < s[j].Worker
+		}
+		return s[i].Kind < s[j].Kind
+	})
+}
+
+// Hop is what k-hops found at one depth: the edges that led, hop by hop,
+// to the end of a waiting activity, counted (unweighted) and by their time
+// (weighted), per worker and kind.
+type Hop struct {
+	Depth   int    `json:"depth"`
+	Worker  string `json:"worker"`
+	Kind    string `json:"kind"`
+	Count   int    `json:"count"`
+	TotalNs int64  `json:"total_ns"`
+}
+
+// KHops walks back from every waiting local edge of a window for up to k
+// hops (ST2 §3.6.1, Listing 3.7): the first hop is the remote edges that
+// end where the wait ends, or inside the busy activity that follows it
+// (a message becomes visible only when it is processed); every further hop
+// is the edges ending where the previous hop's edges start. An edge is
+// counted once per depth. Ambiguous edges are not walked.
+func KHops(tr *Trace, w *Window, k int) []Hop {
+	if k < 1 {
+		return nil
+	}
+	into := map[int32][]int32{} // vertex -> edges ending there
+	for i := range w.Edges {
+		if e := &w.Edges[i]; e.to >= 0 && !e.Ambiguous {
+			into[e.to] = append(into[e.to], int32(i))
+		}
+	}
+	next := map[int32]int32{} // a local edge's start vertex -> that edge
+	for i := range w.Edges {
+		if e := &w.Edges[i]; e.Src == e.Dst && e.Kind != Message && e.from >= 0 {
+			next[e.from] = int32(i)
+		}
+	}
+	type acc struct {
+		count int
+		ns    int64
+	}
+	type key struct {
+		depth, wk int
+		kind      Kind
+	}
+	found := map[key]*acc{}
+	add := func(depth int, e *Edge) {
+		k := key{depth, e.Src, e.Kind}
+		a := found[k]
+		if a == nil {
+			a = &acc{}
+			found[k] = a
+		}
+		a.count++
+		a.ns += e.Duration()
+	}
+	frontier := firstHop(w, into, next)
+	for depth := 1; depth <= k && len(frontier) > 0; depth++ {
+		nextFrontier := map[int32]bool{}
+		for ei := range frontier {
+			e := &w.Edges[ei]
+			add(depth, e)
+			if e.from >= 0 {
+				for _, pi := range into[e.from] {
+					nextFrontier[pi] = true
+				}
+			}
+		}
+		frontier = nextFrontier
+	}
+	var out []Hop
+	for k, a := range found {
+		out = append(out, Hop{Depth: k.depth, Worker: tr.Workers[k.wk], Kind: k.kind.String(), Count: a.count, TotalNs: a.ns})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Depth != out[j].Depth {
+			return out[i].Depth < out[j].Depth
+		}
+		if out[i].TotalNs != out[j].TotalNs {
+			return out[i].TotalNs > out[j].TotalNs
+		}
+		return out[i].Worker+out[i].Kind < out[j].Worker+out[j].Kind
+	})
+	return out
+}
+
+// firstHop is the remote edges that end where a waiting edge ends, or
+// where the busy activity right after it ends.
+func firstHop(w *Window, into map[int32][]int32, next map[int32]int32) map[int32]bool {
+	frontier := map[int32]bool{}
+	for i := range w.Edges {
+		e := &w.Edges[i]
+		if e.Src != e.Dst || !e.Waiting || e.to < 0 {
+			continue
+		}
+		ends := []int32{e.to}
+		if n, ok := next[e.to]; ok && !w.Edges[n].Waiting && w.Edges[n].to >= 0 {
+			ends = append(ends, w.Edges[n].to)
+		}
+		for _, v := range ends {
+			for _, ri := range into[v] {
+				if w.Edges[ri].Kind == Message {
+					frontier[ri] = true
+				}
+			}
+		}
+	}
+	return frontier
+}
+
+// Limits are the invariants (ST2 §5.1.3); 0 leaves one out.
+type Limits struct {
+	MessageMaxNs  int64 // a message's time, by its lower bound
+	OperatorMaxNs int64 // one busy activity's length
+	ProgressMaxNs int64 // the longest time without progress on the progress worker
+	// ProgressWorker's busy activities are progress (the consumer: tuples
+	// leaving the pipeline); -1: no progress invariants.
+	ProgressWorker int
+	// EveryWindow: at least one progress event per window (needs
+	// ProgressWorker).
+	EveryWindow bool
+	WindowNs    int64
+}
+
+// Violation is one invariant that did not hold.
+type Violation struct {
+	Invariant string `json:"invariant"` // message-max, operator-max, progress-max, progress-per-window
+	Worker    string `json:"worker"`
+	FromNs    int64  `json:"from_ns"`
+	ToNs      int64  `json:"to_ns"`
+	// ValueNs is what was measured (a message: its lower bound; progress:
+	// the gap), LimitNs the limit it broke.
+	ValueNs int64  `json:"value_ns"`
+	LimitNs int64  `json:"limit_ns"`
+	Detail  string `json:"detail"`
+}
+
+// Check tests the invariants over a whole trace. A message's limit fires
+// only when the lower bound of its time (RecvNs − SentNs − ErrNs) is above
+// it: the clocks' error can never raise a false alarm. Ambiguous messages
+// are never over a positive limit by their lower bound.
+func Check(tr *Trace, l Limits) []Violation {
+	var out []Violation
+	if l.MessageMaxNs > 0 {
+		for _, x := range tr.Transfers {
+			if lo := x.RecvNs - x.SentNs - x.ErrNs; lo > l.MessageMaxNs {
+				out = append(out, Violation{Invariant: "message-max", Worker: tr.Workers[x.From] + " -> " + tr.Workers[x.To],
+					FromNs: x.SentNs, ToNs: x.RecvNs, ValueNs: lo, LimitNs: l.MessageMaxNs,
+					Detail: fmt.Sprintf("a bucket took at least %d ns (%d ± %d)", lo, x.RecvNs-x.SentNs, x.ErrNs)})
+			}
+		}
+	}
+	if l.OperatorMaxNs > 0 {
+		for wk, acts := range tr.Activities {
+			for _, a := range acts {
+				if processingKind(a.Kind) && a.EndNs-a.StartNs > l.OperatorMaxNs {
+					out = append(out, Violation{Invariant: "operator-max", Worker: tr.Workers[wk], FromNs: a.StartNs, ToNs: a.EndNs,
+						ValueNs: a.EndNs - a.StartNs, LimitNs: l.OperatorMaxNs, Detail: fmt.Sprintf("one %s activity lasted %d ns", a.Kind, a.EndNs-a.StartNs)})
+				}
+			}
+		}
+	}
+	if l.ProgressWorker >= 0 && l.ProgressWorker < len(tr.Activities) && (l.ProgressMaxNs > 0 || l.EveryWindow) {
+		out = append(out, checkProgress(tr, l)...)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].FromNs < out[j].FromNs })
+	return out
+}
+
+// checkProgress: progress is the end of a busy activity of the progress
+// worker. Between two progress events (and from the trace's start to the
+// first) the gap may not exceed ProgressMaxNs; each window of the trace
+// needs one.
+func checkProgress(tr *Trace, l Limits) []Violation {
+	name := tr.Workers[l.ProgressWorker]
+	var t0, t1 int64 = math.MaxInt64, math.MinInt64
+	for _, acts := range tr.Activities {
+		if len(acts) > 0 {
+			t0, t1 = min(t0, acts[0].StartNs), max(t1, acts[len(acts)-1].EndNs)
+		}
+	}
+	if t0 > t1 {
+		return nil
+	}
+	var out []Violation
+	prev := t0
+	var progress []int64
+	for _, a := range tr.Activities[l.ProgressWorker] {
+		if !processingKind(a.Kind) || a.Items == 0 {
+			continue
+		}
+		if l.ProgressMaxNs > 0 && a.EndNs-prev > l.ProgressMaxNs {
+			out = append(out, Violation{Invariant: "progress-max", Worker: name, FromNs: prev, ToNs: a.EndNs, ValueNs: a.EndNs - prev,
+				LimitNs: l.ProgressMaxNs, Detail: fmt.Sprintf("no progress for %d ns", a.EndNs-prev)})
+		}
+		prev = a.EndNs
+		progress = append(progress, a.EndNs)
+	}
+	if l.ProgressMaxNs > 0 && t1-prev > l.ProgressMaxNs {
+		out = append(out, Violation{Invariant: "progress-max", Worker: name, FromNs: prev, ToNs: t1, ValueNs: t1 - prev,
+			LimitNs: l.ProgressMaxNs, Detail: fmt.Sprintf("no progress for the last %d ns", t1-prev)})
+	}
+	if l.EveryWindow && l.WindowNs > 0 {
+		j := 0
+		for w0 := t0; w0 < t1; w0 += l.WindowNs {
+			for j < len(progress) && progress[j] < w0 {
+				j++
+			}
+			if j == len(progress) || progress[j] >= w0+l.WindowNs {
+				out = append(out, Violation{Invariant: "progress-per-window", Worker: name, FromNs: w0, ToNs: w0 + l.WindowNs,
+					LimitNs: l.WindowNs, Detail: "no progress event in this window"})
+			}
+		}
+	}
+	return out
+}
