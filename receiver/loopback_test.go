@@ -14,6 +14,7 @@ import (
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
+	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/wire"
 )
@@ -225,5 +226,61 @@ func TestPacedRunKeepsItsWindows(t *testing.T) {
 	// 5000 slots in 2.5 s; the one due at the very end may fall either side.
 	if sres.Shortfall != 0 || sres.Emitted < uint64(rate*2.5) || sres.Emitted > uint64(rate*2.5)+10 || sres.Emitted != sres.ScheduledTups {
 		t.Errorf("emitted %d of %d scheduled (shortfall %d), want %d", sres.Emitted, sres.ScheduledTups, sres.Shortfall, uint64(rate*2.5))
+	}
+}
+
+// TestActivityChannels: with stage accounting and a profile, every stage
+// logs its state changes on "activity.<stage>" (issue #15's activity
+// events): in time order, states of its kind, items that only grow, and
+// the consumer's last change carries every bucket it consumed.
+func TestActivityChannels(t *testing.T) {
+	dir := t.TempDir()
+	h, err := profiler.ParseHandlers([]byte("default: {handler: buffered, path: \""+filepath.Join(dir, "{name}.log")+"\", block_size: 4096}\n"), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof := profiler.New(time.Hour)
+	syn, _ := scenarios.Load("synthetic-100")
+	rres, sres := run(t, receiver.Config{ExpectStreams: 1, Profile: prof, Handlers: h, StagePeriod: stage.DefaultPeriod},
+		sender.Config{Threads: 1, Rate: 200_000, Count: 20_000, BucketSize: 10, Scenario: syn, Overflow: sender.Block, Idle: sender.Sleep,
+			HWM: 1000, Profile: prof, Handlers: h, StagePeriod: stage.DefaultPeriod})
+	if err := prof.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !rres.Complete || sres.Emitted != 20_000 {
+		t.Fatalf("run: complete=%v emitted=%d", rres.Complete, sres.Emitted)
+	}
+	totals := map[string]stage.Total{}
+	for _, tot := range append(rres.Stages, sres.Stages...) {
+		totals[tot.Name] = tot
+	}
+	for _, st := range []string{"thread0", "lane0", "consumer"} {
+		f, err := os.Open(filepath.Join(dir, "activity."+st+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var prevTSC, prevItems, lastItems uint64
+		n, seen := 0, map[int]bool{}
+		if _, err := profiler.ReadBlocks(f, func(recs []profiler.Record) error {
+			for _, r := range recs {
+				state, items := stage.ActivityOf(r.ID)
+				if r.TSC < prevTSC || items < prevItems || state >= len(stage.States(totals[st].Kind)) {
+					t.Fatalf("%s record %d: state %d, %d items at %d after %d items at %d", st, n, state, items, r.TSC, prevItems, prevTSC)
+				}
+				prevTSC, prevItems, lastItems = r.TSC, items, items
+				seen[state] = true
+				n++
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		if n < 10 || len(seen) < 2 {
+			t.Errorf("%s: %d changes logged, %d states seen: want the stage's activity", st, n, len(seen))
+		}
+		if st == "consumer" && lastItems != totals[st].Items {
+			t.Errorf("consumer's last change carries %d items, its total is %d", lastItems, totals[st].Items)
+		}
 	}
 }

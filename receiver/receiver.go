@@ -111,6 +111,10 @@ func New(cfg Config) (*Receiver, error) {
 				r.Close()
 				return nil, err
 			}
+			if err := logActivities(cfg, l.Acct); err != nil {
+				r.Close()
+				return nil, err
+			}
 		}
 		r.lanes = append(r.lanes, l)
 		if l.sock, err = r.openSocket(ep); err != nil {
@@ -135,8 +139,18 @@ func New(cfg Config) (*Receiver, error) {
 			r.Close()
 			return nil, err
 		}
+		if err := logActivities(cfg, r.consumerAcc); err != nil {
+			r.Close()
+			return nil, err
+		}
 	}
 	return r, nil
+}
+
+// logActivities logs a stage's state changes on its channel
+// "activity.<stage>" (kept even when Null: a live switch may turn it on).
+func logActivities(cfg Config, a *stage.Account) error {
+	return a.LogActivitiesOn(func(name string) (stage.ActivityLog, error) { return cfg.Profile.OpenNamed(name, cfg.Handlers) })
 }
 
 func (r *Receiver) openSocket(ep string) (*zmq.Socket, error) {

@@ -134,6 +134,12 @@ func New(cfg Config) (*Sender, error) {
 			}
 		}
 		t.acct = s.stages.Add(fmt.Sprintf("thread%d", i), stage.Sender, t.backlog(cfg.Rate > 0))
+		if cfg.Profile != nil { // the thread's state changes on "activity.thread<N>"
+			if err := t.acct.LogActivitiesOn(func(name string) (stage.ActivityLog, error) { return cfg.Profile.OpenNamed(name, cfg.Handlers) }); err != nil {
+				s.Close()
+				return nil, err
+			}
+		}
 		s.threads = append(s.threads, t)
 		if t.sock, t.link, err = s.openSocket(t.id, t.endpoint); err != nil {
 			s.Close()

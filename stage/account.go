@@ -85,6 +85,7 @@ type Account struct {
 	name  string
 	kind  Kind
 	queue func() int64 // nil: the stage has no queue counter
+	log   ActivityLog  // nil: state changes are not logged
 	c     cells
 	p     periods // service-rate periods (periods.go), off unless enabled
 }
@@ -119,6 +120,9 @@ func (a *Account) Enter(state int, now uint64) {
 			store(&a.c.ticks[cur], a.c.ticks[cur]+now-since)
 		}
 		store(&a.c.mark, uint64(state)<<markShift|now&markMask)
+		if a.log != nil {
+			a.log.LogTSAt(now, ActivityID(state, a.c.items))
+		}
 	}
 }
 
@@ -128,6 +132,9 @@ func (a *Account) Start(state int, now uint64) {
 		return
 	}
 	store(&a.c.mark, uint64(state)<<markShift|now&markMask)
+	if a.log != nil {
+		a.log.LogTSAt(now, ActivityID(state, a.c.items))
+	}
 }
 
 // Add counts items (buckets) processed holding tuples tuples.
@@ -150,6 +157,54 @@ func (a *Account) Recolour(state int) {
 		return
 	}
 	store(&a.c.mark, uint64(state)<<markShift|a.c.mark&markMask)
+	if a.log != nil { // the interval it recolours began at the mark
+		a.log.LogTSAt(a.c.mark&markMask, ActivityID(state, a.c.items))
+	}
+}
+
+// ActivityLog takes a stage's state changes, as the profiler's channels
+// do (profiler.Channel, "activity.<stage>"): one record per change, at the
+// change's TSC, with the id ActivityID(the state entered, the items the
+// stage had processed by then). The program activity graph is built from
+// them (results/activity). A lane's receive call that found its message
+// waiting is logged twice at one instant: waiting, then decoding.
+type ActivityLog interface{ LogTSAt(tsc, id uint64) }
+
+// LogActivities sends the stage's state changes to l from now on. Call it
+// before the writer starts.
+func (a *Account) LogActivities(l ActivityLog) {
+	if a != nil {
+		a.log = l
+	}
+}
+
+// LogActivitiesOn opens the stage's channel "activity.<stage>" with open
+// and logs its state changes there (nothing for a nil account: no
+// accounting). Call it before the writer starts.
+func (a *Account) LogActivitiesOn(open func(channel string) (ActivityLog, error)) error {
+	if a == nil {
+		return nil
+	}
+	l, err := open("activity." + a.name)
+	if err != nil {
+		return err
+	}
+	a.log = l
+	return nil
+}
+
+// activityItemBits: an activity record's id holds the state entered in
+// its top 8 bits and the items processed so far (modulo 2^56) below.
+const activityItemBits = 56
+
+// ActivityID encodes a state change for an ActivityLog.
+func ActivityID(state int, items uint64) uint64 {
+	return uint64(state)<<activityItemBits | items&(1<<activityItemBits-1)
+}
+
+// ActivityOf decodes an ActivityID.
+func ActivityOf(id uint64) (state int, items uint64) {
+	return int(id >> activityItemBits), id & (1<<activityItemBits - 1)
 }
 
 // SetAux publishes the writer's extra word (see cells.aux).

@@ -181,3 +181,75 @@ func BenchmarkAccountPerBucket(b *testing.B) {
 		})
 	}
 }
+
+// recorder is an ActivityLog that keeps what it is given.
+type recorder struct{ tsc, id []uint64 }
+
+func (r *recorder) LogTSAt(tsc, id uint64) { r.tsc, r.id = append(r.tsc, tsc), append(r.id, id) }
+
+// Every real state change is logged once, at its TSC, with the state
+// entered and the items so far; a recoloured receive call is logged at the
+// instant its interval began.
+func TestActivitiesLogged(t *testing.T) {
+	a := &Account{name: "lane0", kind: Lane}
+	var rec recorder
+	opened := ""
+	if err := a.LogActivitiesOn(func(ch string) (ActivityLog, error) { opened = ch; return &rec, nil }); err != nil || opened != "activity.lane0" {
+		t.Fatalf("opened %q, %v", opened, err)
+	}
+	a.Start(Waiting, 100)
+	a.Enter(Waiting, 150) // no change: not logged
+	a.Enter(Decoding, 200)
+	a.Add(1, 10)
+	a.Enter(Waiting, 300)
+	a.Recolour(Decoding) // the message was there: 300 on is decoding
+	a.Add(1, 10)
+	a.Enter(Starved, 400)
+	type ev struct {
+		tsc   uint64
+		state int
+		items uint64
+	}
+	var got []ev
+	for i := range rec.id {
+		st, items := ActivityOf(rec.id[i])
+		got = append(got, ev{rec.tsc[i], st, items})
+	}
+	want := []ev{{100, Waiting, 0}, {200, Decoding, 0}, {300, Waiting, 1}, {300, Decoding, 1}, {400, Starved, 2}}
+	if len(got) != len(want) {
+		t.Fatalf("logged %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("record %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	var nilAcct *Account
+	if err := nilAcct.LogActivitiesOn(func(string) (ActivityLog, error) { t.Fatal("opened for a nil account"); return nil, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if st, items := ActivityOf(ActivityID(Starved, 1<<60|5)); st != Starved || items != 5 {
+		t.Errorf("ActivityOf(ActivityID) = %d, %d: items wrap modulo 2^56", st, items)
+	}
+}
+
+// nopLog is an ActivityLog that keeps nothing.
+type nopLog struct{ n uint64 }
+
+func (l *nopLog) LogTSAt(tsc, id uint64) { l.n += tsc ^ id }
+
+func TestLoggingActivitiesDoesNotAllocate(t *testing.T) {
+	a := &Account{name: "thread0", kind: Sender}
+	a.EnablePeriods(5, 40)
+	a.LogActivities(&nopLog{})
+	now := uint64(1)
+	if n := testing.AllocsPerRun(1000, func() {
+		now += 10
+		a.Enter(Sending, now)
+		a.Close(now)
+		a.Add(1, 100)
+		a.Enter(Pacing, now+5)
+	}); n != 0 {
+		t.Fatalf("%v allocations per bucket with an activity log, want 0", n)
+	}
+}
