@@ -61,6 +61,15 @@ func (r Rate) Value() (float64, bool) {
 // buckets would give a rate of their noise.
 const minBusyNs = 20e6
 
+// busyShare: busy time counts only from the sampling periods in which the
+// stage was busy at least this share of the time. A stage idle most of a
+// period starts nearly every bucket cold (woken from a nap, its caches
+// cold): at 10% utilisation busy time read 0.61-0.95 of the capacity
+// measured alone (BENCHMARKS.md, 2026-11-24), a confident wrong answer. A
+// stage that is never that busy says not_converged, and the periods of a
+// run's warm-up and drain do not count.
+const busyShare = 0.5
+
 // Tracker estimates the service rate of every stage of a stage.Set by both
 // methods, on the set's sampling goroutine (no thread of its own).
 type Tracker struct {
@@ -74,12 +83,15 @@ type Tracker struct {
 }
 
 type tracked struct {
-	raft          *RaftLib
-	pstats        stage.PeriodStats
-	first, last   stage.Reading
-	firstTSC      uint64
-	lastTSC       uint64
-	samples, busy int
+	raft        *RaftLib
+	pstats      stage.PeriodStats
+	first, last stage.Reading
+	firstTSC    uint64
+	lastTSC     uint64
+	samples     int
+	// busy time and tuples of the periods busy at least busyShare
+	busyPeriods       int
+	busyTicks, tuples uint64
 }
 
 // Track attaches a tracker to set (nil when set is nil: no accounting)
@@ -118,8 +130,13 @@ func (t *Tracker) sample(s stage.Snapshot) {
 				x.raft.Push(float64(p.Tuples)*t.clock.Hz/float64(p.Ticks), at)
 			}
 		}
-		if busyTicks(a.Kind(), s.Readings[i]) > busyTicks(a.Kind(), x.last) {
-			x.busy++
+		if dt := s.TSC - x.lastTSC; x.samples > 0 && dt > 0 {
+			db := busyTicks(a.Kind(), s.Readings[i]) - busyTicks(a.Kind(), x.last)
+			if float64(db) >= busyShare*float64(dt) {
+				x.busyPeriods++
+				x.busyTicks += db
+				x.tuples += s.Readings[i].Tuples - x.last.Tuples
+			}
 		}
 		x.last, x.lastTSC = s.Readings[i], s.TSC
 		x.samples++
@@ -159,10 +176,10 @@ func (t *Tracker) Rates() []Rate {
 		if v, ok := x.raft.Current(); ok {
 			rl.TuplesPerS, rl.Status, rl.Converged = &v, Converged, true
 		}
-		bt := Rate{Stage: a.Name(), Kind: a.Kind(), Tuples: tuples, Method: MethodBusyTime, Status: NotConverged, Periods: x.busy,
+		bt := Rate{Stage: a.Name(), Kind: a.Kind(), Tuples: tuples, Method: MethodBusyTime, Status: NotConverged, Periods: x.busyPeriods,
 			T: t.period, Utilisation: util}
-		if busyNs >= minBusyNs {
-			v := float64(tuples) / (busyNs / 1e9)
+		if ns := t.clock.TicksToNs(x.busyTicks); ns >= minBusyNs {
+			v := float64(x.tuples) / (ns / 1e9)
 			bt.TuplesPerS, bt.Status, bt.Converged = &v, Converged, true
 		}
 		out = append(out, rl, bt)

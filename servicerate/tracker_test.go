@@ -89,3 +89,47 @@ func TestTrackerFollowsAConcurrentWriter(t *testing.T) {
 		t.Errorf("cp_stage_service_rate %v: raftlib present only when converged, with its value (%+v)", series, got[0])
 	}
 }
+
+// busy_time counts only the sampling periods in which the stage was busy
+// at least half the time: at 10% it does not know (its buckets start cold);
+// at 80% it is tuples over busy time, the idle warm-up and drain left out.
+func TestBusyTimeNeedsABusyStage(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		busy      []float64 // the stage's busy share in each 100 ms period
+		want      float64   // 0: not_converged
+		wantBusyP int
+	}{
+		{"10% busy", []float64{0.1, 0.1, 0.1, 0.1, 0.1, 0.1}, 0, 0},
+		{"80% busy between an idle warm-up and drain", []float64{0, 0, 0.8, 0.8, 0.8, 0.8, 0.8, 0.05}, 100e3, 5},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clock := tsc.NewClockHz(1e9)
+			set := stage.NewSet(clock, stage.DefaultPeriod)
+			tr := Track(set, clock)
+			a := set.Add("consumer", stage.Consumer, nil)
+			const period = 100e6 // ticks: 100 ms at 1 GHz
+			var r stage.Reading
+			now := uint64(1)
+			tr.sample(stage.Snapshot{TSC: now, Accounts: []*stage.Account{a}, Readings: []stage.Reading{r}})
+			for _, share := range c.busy {
+				busy := uint64(share * period)
+				r.Ticks[stage.Working] += busy
+				r.Ticks[stage.Idling] += period - busy
+				r.Tuples += uint64(share * 10e3) // 100 k tuples/s while busy
+				now += period
+				tr.sample(stage.Snapshot{TSC: now, Accounts: []*stage.Account{a}, Readings: []stage.Reading{r}})
+			}
+			var bt Rate
+			for _, x := range tr.Rates() {
+				if x.Method == MethodBusyTime {
+					bt = x
+				}
+			}
+			v, ok := bt.Value()
+			if ok != (c.want > 0) || math.Abs(v-c.want) > 1e-6*c.want || bt.Periods != c.wantBusyP {
+				t.Fatalf("busy_time %+v (%v), want %v from %d periods", bt, v, c.want, c.wantBusyP)
+			}
+		})
+	}
+}

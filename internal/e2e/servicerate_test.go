@@ -9,7 +9,7 @@ import (
 // Service rates from the real binaries (docs/service-rate.md): dgrecv's
 // consumer at 20 µs of work per tuple can never do more than 50 k tuples/s,
 // so its busy-time estimate must lie at or under that (and far above
-// nothing), at a load where it is busy about 40% of the time; dgsend
+// nothing), at a load where it is busy about 70% of the time; dgsend
 // reports its thread's. At a few tuples a second nothing converges, and
 // the JSON then says not_converged with a null rate, never a number; with
 // --service-rates=false there are none.
@@ -17,7 +17,7 @@ func TestServiceRatesOfTheRealBinaries(t *testing.T) {
 	const bound = 50e3 // 1 / 20 µs
 	pr := &Pair{Bin: binDir,
 		RecvArgs: []string{"--schema", "synthetic", "--expect-streams", "1", "--work", "20us"},
-		SendArgs: sendArgs("--rate", "20k", "--bucket", "10", "--duration", "3s")}
+		SendArgs: sendArgs("--rate", "35k", "--bucket", "10", "--duration", "3s")}
 	pr.Run(t)
 	raft, busy, ok := consumerRates(pr.Recv.ServiceRates)
 	if !ok {
