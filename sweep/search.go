@@ -30,6 +30,17 @@ type Trial struct {
 	// first (nil: none converged).
 	ServiceRates []servicerate.Rate `json:"service_rates,omitempty"`
 	NextLimit    *NextLimit         `json:"next_limit,omitempty"`
+	// Short: the trial ran a shorter window than the plan's (the hint's
+	// estimate trial), so its pass is weaker evidence than a full trial's.
+	Short bool `json:"short,omitempty"`
+}
+
+// Judged says whether the search counts the trial's verdict: every trial
+// but the hint's estimate trial, which counts only as a pass of the full
+// plan (a short pass says less; its failure is not read: the estimates
+// are what it ran for).
+func (t Trial) Judged() bool {
+	return t.Purpose != PurposeEstimate || (t.Verdict.Pass && !t.Short)
 }
 
 // Runner runs one trial at rate. An error means the trial could not be
@@ -102,8 +113,10 @@ type FastPlan struct {
 	MaxTrials int     // hard limit on trials (default 20)
 	// Hint "service-rate": a first, short trial at Start (purpose
 	// "estimate") reads every stage's service-rate estimates; the search
-	// then starts at HintMargin × the smallest pipeline limit they give,
-	// ramping by at most HintFactor. "" : no hint.
+	// then goes to HintMargin × the smallest pipeline limit they give,
+	// ramping by at most HintFactor. When none converged there (the
+	// stages were mostly idle), the ramp reads them after every pass and
+	// jumps as soon as they do. "" : no hint.
 	Hint string
 }
 
@@ -115,7 +128,8 @@ const (
 	HintFactor = 1.25
 )
 
-// PurposeEstimate is the hint's trial: its verdict does not count.
+// PurposeEstimate is the hint's trial: its verdict counts only as a full
+// pass (Trial.Judged).
 const PurposeEstimate = "estimate"
 
 func (p FastPlan) withDefaults() (FastPlan, error) {
@@ -167,12 +181,13 @@ func Fast(ctx context.Context, plan FastPlan, run Runner) (*Result, error) {
 	f := &fastSearch{ctx: ctx, p: p, run: run, res: &Result{Method: "fast"}, pr: prober{precision: p.Precision}}
 	start := time.Now()
 	defer func() { f.res.Elapsed = time.Since(start) }()
+	from := p.Start
 	if p.Hint == HintServiceRate {
-		if err := f.estimate(); err != nil {
+		if from, err = f.estimate(); err != nil {
 			return f.finish(err)
 		}
 	}
-	if stopped, err := f.ramp(); err != nil || stopped {
+	if stopped, err := f.ramp(from); err != nil || stopped {
 		return f.finish(err)
 	}
 	return f.finish(f.narrow())
@@ -185,6 +200,8 @@ type fastSearch struct {
 	run Runner
 	res *Result
 	pr  prober
+	// hinting: the service-rate hint has not moved the search yet.
+	hinting bool
 }
 
 func (f *fastSearch) try(rate float64, purpose string) (Trial, error) {
@@ -194,24 +211,62 @@ func (f *fastSearch) try(rate float64, purpose string) (Trial, error) {
 	return runOne(f.ctx, f.res, rate, purpose, f.run)
 }
 
-// estimate runs the hint's trial and moves the start below the smallest
-// limit the stages' estimates give (or leaves it, saying why).
-func (f *fastSearch) estimate() error {
-	t, err := f.try(f.p.Start, PurposeEstimate)
+// estimate runs the hint's trial and returns the rate the ramp starts
+// at: just below the smallest limit the stages' estimates give, or, when
+// none converged, Start (after Start when the trial passed the full plan:
+// it counts as the ramp's first pass, not run twice).
+func (f *fastSearch) estimate() (float64, error) {
+	start := f.p.Start
+	t, err := f.try(start, PurposeEstimate)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if t.NextLimit == nil || t.NextLimit.TuplesPerS <= 0 {
-		f.res.Hint = fmt.Sprintf("no stage's service rate converged in the estimate trial: the search starts at %g", f.p.Start)
-		return nil
+	f.hinting = true
+	if t.Judged() {
+		f.res.LastPass = start
+		f.pr.passed(start)
 	}
-	f.p.Start = HintMargin * t.NextLimit.TuplesPerS
-	if f.p.Max > 0 {
-		f.p.Start = math.Min(f.p.Start, f.p.Max)
+	if next, ok := f.hintAfter(t, start); ok && next > start {
+		return next, nil
 	}
+	if f.hinting {
+		f.res.Hint = fmt.Sprintf("no stage's service rate converged in the estimate trial at %.0f: the ramp reads them after every pass", start)
+	}
+	if t.Judged() {
+		return f.above(start), nil
+	}
+	return start, nil
+}
+
+// hintAfter reads a passing trial's estimates while the hint has not
+// acted: when they converged, the next rate is HintMargin × the smallest
+// limit (or the ramp's next step, by at most HintFactor, when the trial
+// is already above that) and ok is true.
+func (f *fastSearch) hintAfter(t Trial, rate float64) (next float64, ok bool) {
+	if !f.hinting || t.NextLimit == nil || t.NextLimit.TuplesPerS <= 0 {
+		return 0, false
+	}
+	f.hinting = false
 	f.p.Factor = math.Min(f.p.Factor, HintFactor)
-	f.res.Hint = fmt.Sprintf("start %.0f: %.0f%% of %s's %s limit %.0f", f.p.Start, 100*HintMargin, t.NextLimit.Stage, t.NextLimit.Method, t.NextLimit.TuplesPerS)
-	return nil
+	next = HintMargin * t.NextLimit.TuplesPerS
+	f.res.Hint = fmt.Sprintf("after trial %d at %.0f: %.0f%% of %s's %s limit %.0f", t.N, rate, 100*HintMargin, t.NextLimit.Stage, t.NextLimit.Method, t.NextLimit.TuplesPerS)
+	if next <= rate*(1+f.p.Precision) {
+		next = rate * f.p.Factor
+		f.res.Hint += fmt.Sprintf(", at or below the rate that passed: ramping by %g", f.p.Factor)
+	}
+	if f.p.Max > 0 {
+		next = math.Min(next, f.p.Max)
+	}
+	return next, true
+}
+
+// above is the ramp's next rate after a pass at rate.
+func (f *fastSearch) above(rate float64) float64 {
+	rate *= f.p.Factor
+	if f.p.Max > 0 {
+		rate = math.Min(rate, f.p.Max)
+	}
+	return rate
 }
 
 // finish turns the trial limit into a stop with its reason.
@@ -223,12 +278,12 @@ func (f *fastSearch) finish(err error) (*Result, error) {
 	return f.res, err
 }
 
-// ramp goes up from Start by Factor until a trial fails (or down, when
+// ramp goes up from rate by Factor until a trial fails (or down, when
 // the first one fails, until one passes); stopped says the search ended
 // with its reason in Stopped (the maximum passed, or nothing did).
-func (f *fastSearch) ramp() (stopped bool, err error) {
-	p, res := f.p, f.res
-	for rate := p.Start; ; {
+func (f *fastSearch) ramp(rate float64) (stopped bool, err error) {
+	p, res := &f.p, f.res
+	for {
 		t, err := f.try(rate, "ramp")
 		if err != nil {
 			return false, err
@@ -237,7 +292,7 @@ func (f *fastSearch) ramp() (stopped bool, err error) {
 			res.FirstFail = rate
 			f.pr.failed(rate, t.Achieved, "ramp")
 			if res.LastPass == 0 { // the first trial failed: ramp down
-				return rampDown(res, &f.pr, p, f.try)
+				return rampDown(res, &f.pr, *p, f.try)
 			}
 			return false, nil
 		}
@@ -247,10 +302,11 @@ func (f *fastSearch) ramp() (stopped bool, err error) {
 			res.Stopped = fmt.Sprintf("the maximum rate %g passed: the capacity is above it", p.Max)
 			return true, nil
 		}
-		rate *= p.Factor
-		if p.Max > 0 {
-			rate = math.Min(rate, p.Max)
+		if next, ok := f.hintAfter(t, rate); ok {
+			rate = next
+			continue
 		}
+		rate = f.above(rate)
 	}
 }
 
@@ -291,7 +347,7 @@ func (f *fastSearch) narrow() error {
 		f.pr.failed(res.FirstFail, t.Achieved, "confirm") // it passed before: the capacity is right below
 		res.LastPass = 0
 		for _, prev := range res.Trials {
-			if prev.Verdict.Pass && prev.Purpose != PurposeEstimate && prev.Rate < res.FirstFail && prev.Rate > res.LastPass {
+			if prev.Verdict.Pass && prev.Judged() && prev.Rate < res.FirstFail && prev.Rate > res.LastPass {
 				res.LastPass = prev.Rate
 			}
 		}

@@ -47,32 +47,57 @@ func TestNextLimitWeighsShares(t *testing.T) {
 	}
 }
 
-// The hint's trial does not count as a pass or a fail; the search starts
-// at 95% of its smallest limit and ramps by at most 1.25.
-func TestFastHintStartsBelowTheEstimate(t *testing.T) {
-	sys := newSystem(100e3, 0, 0, 1)
-	var rates []float64
-	run := func(ctx context.Context, r float64, purpose string) (Trial, error) {
-		rates = append(rates, r)
-		tr, err := sys.run(ctx, r, purpose)
-		if purpose == PurposeEstimate {
-			tr.NextLimit = &NextLimit{Limit: servicerate.Limit{Stage: "receiver0/consumer", Method: servicerate.MethodBusyTime, TuplesPerS: 104e3}}
-		}
-		return tr, err
-	}
-	res, err := Fast(context.Background(), FastPlan{Start: 10e3, Precision: 0.01, Hint: HintServiceRate}, run)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rates[0] != 10e3 || math.Abs(rates[1]-0.95*104e3) > 1 || math.Abs(rates[2]-1.25*0.95*104e3) > 1 {
-		t.Fatalf("rates tried %v: want the estimate trial at 10k, then 98.8k, then x1.25", rates)
-	}
-	if res.LastPass < 99e3 || res.LastPass > 100e3 || res.Hint == "" {
-		t.Fatalf("answer [%v, %v), hint %q", res.LastPass, res.FirstFail, res.Hint)
-	}
-	// Without a converged estimate the search starts at --start, and says so.
-	res, err = Fast(context.Background(), FastPlan{Start: 10e3, Precision: 0.01, Hint: HintServiceRate}, sys.run)
-	if err != nil || res.Trials[1].Rate != 10e3 || res.Hint == "" {
-		t.Fatalf("without estimates: second trial at %v, hint %q, err %v", res.Trials[1].Rate, res.Hint, err)
+// The hint jumps to 95% of the smallest limit as soon as a passing trial's
+// estimates converged (the estimate trial, or a later ramp pass when the
+// stages were mostly idle there), then ramps by at most 1.25; a full-length
+// estimate trial that passed is the ramp's first pass, not run twice.
+func TestFastHint(t *testing.T) {
+	const limit = 104e3
+	for _, tc := range []struct {
+		name      string
+		short     bool               // the estimate trial ran shorter than the plan
+		converges func(float64) bool // the estimates converged in a trial at this rate
+		estimate  float64            // the limit they give
+		want      []float64          // the first rates tried
+	}{
+		{"converged in the estimate trial", true, func(float64) bool { return true }, limit,
+			[]float64{10e3, 0.95 * limit, 1.25 * 0.95 * limit}},
+		{"converged at the second ramp step", true, func(r float64) bool { return r >= 20e3 }, limit,
+			[]float64{10e3, 10e3, 20e3, 0.95 * limit}},
+		{"full-length estimate trial counts as the first pass", false, func(r float64) bool { return r >= 20e3 }, limit,
+			[]float64{10e3, 20e3, 0.95 * limit}},
+		{"an estimate below the rate that passed: ramp by 1.25", true, func(r float64) bool { return r >= 20e3 }, 15e3,
+			[]float64{10e3, 10e3, 20e3, 25e3, 31.25e3}},
+		{"never converged: the plain ramp", true, func(float64) bool { return false }, limit,
+			[]float64{10e3, 10e3, 20e3, 40e3, 80e3, 160e3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sys := newSystem(100e3, 0, 0, 1)
+			var rates []float64
+			run := func(ctx context.Context, r float64, purpose string) (Trial, error) {
+				rates = append(rates, r)
+				tr, err := sys.run(ctx, r, purpose)
+				tr.Short = purpose == PurposeEstimate && tc.short
+				if tr.Verdict.Pass && tc.converges(r) {
+					tr.NextLimit = &NextLimit{Limit: servicerate.Limit{Stage: "receiver0/consumer", Method: servicerate.MethodBusyTime, TuplesPerS: tc.estimate}}
+				}
+				return tr, err
+			}
+			res, err := Fast(context.Background(), FastPlan{Start: 10e3, Precision: 0.01, Hint: HintServiceRate}, run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rates) < len(tc.want) {
+				t.Fatalf("rates tried %v, want %v first", rates, tc.want)
+			}
+			for i, w := range tc.want {
+				if math.Abs(rates[i]-w) > 1 {
+					t.Fatalf("rates tried %v, want %v first", rates, tc.want)
+				}
+			}
+			if res.LastPass < 99e3 || res.LastPass > 100e3 || res.Precision() > 0.01 || res.Hint == "" {
+				t.Fatalf("answer [%v, %v), hint %q", res.LastPass, res.FirstFail, res.Hint)
+			}
+		})
 	}
 }

@@ -196,13 +196,15 @@ type recorder struct {
 func (rec *recorder) run(ctx context.Context, rate float64, purpose string) (Trial, error) {
 	s := rec.s
 	n := len(rec.partial.Trials) + 1
+	short := false
 	if purpose == PurposeEstimate { // short: the estimates converge in a second or two
 		plan := s.Ctrl.Plan
 		s.Ctrl.Plan.Duration, s.Ctrl.Plan.Warmup = min(plan.Duration, EstimateDuration), min(plan.Warmup, EstimateWarmup)
+		short = s.Ctrl.Plan.Duration < plan.Duration || s.Ctrl.Plan.Warmup < plan.Warmup
 		defer func() { s.Ctrl.Plan = plan }()
 	}
 	t, err := s.runTrial(ctx, n, rate, purpose)
-	t.N, t.Rate, t.Purpose = n, rate, purpose
+	t.N, t.Rate, t.Purpose, t.Short = n, rate, purpose, short
 	if err != nil {
 		return t, err
 	}

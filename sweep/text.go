@@ -43,7 +43,7 @@ func (s *Sweep) estimateLeft(r *Result) string {
 	// the highest pass below it (a pass whose confirmation failed is above).
 	var lastPass, firstFail float64
 	for _, t := range r.Trials {
-		if t.Purpose == PurposeEstimate {
+		if !t.Judged() {
 			continue // its verdict does not count
 		}
 		if !t.Verdict.Pass && (firstFail == 0 || t.Rate < firstFail) {
@@ -51,7 +51,7 @@ func (s *Sweep) estimateLeft(r *Result) string {
 		}
 	}
 	for _, t := range r.Trials {
-		if t.Verdict.Pass && t.Purpose != PurposeEstimate && (firstFail == 0 || t.Rate < firstFail) {
+		if t.Verdict.Pass && t.Judged() && (firstFail == 0 || t.Rate < firstFail) {
 			lastPass = math.Max(lastPass, t.Rate)
 		}
 	}

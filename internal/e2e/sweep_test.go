@@ -32,6 +32,7 @@ type sweepReport struct {
 			Rate     float64 `json:"rate"`
 			Achieved float64 `json:"achieved"`
 			Purpose  string  `json:"purpose"`
+			Short    bool    `json:"short"`
 			// NextLimit is the smallest pipeline limit of the stages'
 			// service-rate estimates in the trial (absent: none converged).
 			NextLimit *struct {
