@@ -87,6 +87,10 @@ type Sweep struct {
 	// profiles/<node>/.
 	Profile   string
 	ProfileAt float64
+	// ProfileRate, if positive, is the profiled trial's rate instead
+	// (e.g. above the answer, to profile an overloaded run: what limits
+	// it shows in its activity graph).
+	ProfileRate float64
 	// ProfileSearch runs every trial of the search with Profile's handlers
 	// too: the answer is then the maximum sustainable rate while
 	// profiled, and its ratio to a sweep without is the profiler's
@@ -170,7 +174,7 @@ func (s *Sweep) begin(agents []AgentInfo) error {
 	s.report = Report{FormatVersion: results.FormatVersion, Name: s.Name, Started: time.Now().UTC(), Plan: s.Ctrl.Plan,
 		Search: s.Search, Agents: agents, Topology: s.Ctrl.AgentsSummary(), Dir: s.Run.Dir}
 	if err := s.Run.WriteJSON("config.json", map[string]any{"plan": s.Ctrl.Plan, "search": s.Search, "agents": agents,
-		"topology": s.report.Topology, "args": s.Args, "profile": s.Profile, "profile_at": s.ProfileAt, "profile_search": s.ProfileSearch,
+		"topology": s.report.Topology, "args": s.Args, "profile": s.Profile, "profile_at": s.ProfileAt, "profile_rate": s.ProfileRate, "profile_search": s.ProfileSearch,
 		"clock": s.Clock}); err != nil {
 		return err
 	}
@@ -240,8 +244,8 @@ func (s *Sweep) profile(ctx context.Context, res *Result, run func(context.Conte
 		s.report.ProfileSkipped = "the sweep was interrupted"
 	case failed:
 		s.report.ProfileSkipped = "the sweep ended with an error"
-	case res.LastPass <= 0:
-		s.report.ProfileSkipped = "no rate passed, so there is no rate to profile at"
+	case res.LastPass <= 0 && s.ProfileRate <= 0:
+		s.report.ProfileSkipped = "no rate passed, so there is no rate to profile at (--profile-rate sets one)"
 	default:
 		if err = s.profiledTrial(ctx, res, run); err != nil {
 			s.report.ProfileSkipped = err.Error()
@@ -330,7 +334,12 @@ func (s *Sweep) profiledTrial(ctx context.Context, res *Result, run func(context
 		at = 0.9
 	}
 	rate := res.LastPass * at
-	s.logf("profiled trial at %s (%.0f%% of the highest passing rate)\n", numfmt.Rate(rate), 100*at)
+	if s.ProfileRate > 0 {
+		rate = s.ProfileRate
+		s.logf("profiled trial at %s (--profile-rate)\n", numfmt.Rate(rate))
+	} else {
+		s.logf("profiled trial at %s (%.0f%% of the highest passing rate)\n", numfmt.Rate(rate), 100*at)
+	}
 	s.Ctrl.TrialProfile = s.Profile
 	t, err := run(ctx, rate, "profile")
 	s.Ctrl.TrialProfile = ""

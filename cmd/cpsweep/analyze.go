@@ -11,6 +11,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/internal/cli"
 	"github.com/cloudprofiler-go/cp/results"
+	"github.com/cloudprofiler-go/cp/results/activity"
 	"github.com/cloudprofiler-go/cp/results/analysis"
 	"github.com/cloudprofiler-go/cp/results/report"
 )
@@ -18,7 +19,8 @@ import (
 func analyzeCommand() *cobra.Command {
 	var pairs []string
 	var lag time.Duration
-	var jsonOut, partial bool
+	var jsonOut, partial, pag bool
+	var pf pagFlags
 	cmd := &cobra.Command{
 		Use:   "analyze RUNDIR",
 		Short: "Join the profiler logs of a run across nodes: per-pair latency with error bounds",
@@ -29,9 +31,15 @@ reports for each pair of points (emit -> receive -> deserialized -> consumed,
 and end to end) the latency distribution and the distribution of its strict
 error bound, split into same-node and cross-node pairs; throughput over time
 from the counters; and the return-trip method's round trips (ret-start
-channels). Writes RUNDIR/analysis.json and RUNDIR/analysis.csv.`,
+channels). Writes RUNDIR/analysis.json and RUNDIR/analysis.csv.
+
+With --pag it also builds the program activity graph from the stages'
+activity channels (docs/activity.md): critical participation per window,
+worker and activity, per-window metrics, k-hops from every wait and any
+invariants given, into RUNDIR/pag.json and RUNDIR/pag.csv.`,
 		Example: `  cpsweep analyze results/20261122T004900Z-demo
-  cpsweep analyze --pair emit,consumed --json results/20261122T004900Z-demo`,
+  cpsweep analyze --pair emit,consumed --json results/20261122T004900Z-demo
+  cpsweep analyze --pag --window 50ms --progress-max 100ms results/20261122T004900Z-demo`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cmd.SilenceUsage = true
@@ -61,11 +69,33 @@ channels). Writes RUNDIR/analysis.json and RUNDIR/analysis.csv.`,
 			if err := rep.WriteFiles(d.Path); err != nil {
 				return err
 			}
+			var pr *activity.Report
+			if pag {
+				pf.lag = lag
+				var problems []string
+				if pr, problems, err = pf.build(d); err != nil {
+					return fmt.Errorf("program activity graph: %w", err)
+				}
+				if err := analysis.WritePAG(d.Path, pr, problems); err != nil {
+					return err
+				}
+				for _, p := range problems {
+					fmt.Fprintf(os.Stderr, "cpsweep: pag: %s\n", p)
+				}
+			}
 			if jsonOut {
+				if pr != nil {
+					return cli.WriteJSON(os.Stdout, map[string]any{"analysis": rep, "pag": pr})
+				}
 				return cli.WriteJSON(os.Stdout, rep)
 			}
 			rep.WriteText(os.Stdout)
 			fmt.Fprintf(os.Stderr, "wrote %s and %s\n", filepath.Join(d.Path, analysis.JSONFile), filepath.Join(d.Path, analysis.CSVFile))
+			if pr != nil {
+				fmt.Println()
+				pr.WriteText(os.Stdout)
+				fmt.Fprintf(os.Stderr, "wrote %s and %s\n", filepath.Join(d.Path, analysis.PAGJSONFile), filepath.Join(d.Path, analysis.PAGCSVFile))
+			}
 			return nil
 		},
 	}
@@ -74,6 +104,8 @@ channels). Writes RUNDIR/analysis.json and RUNDIR/analysis.csv.`,
 	f.DurationVar(&lag, "lag", analysis.DefaultLag, "the largest latency expected between two points: a tuple later than this counts as missing (memory grows with it)")
 	f.BoolVar(&jsonOut, "json", false, "print the analysis as JSON")
 	f.BoolVar(&partial, "partial", false, "analyse what is intact in a run directory with missing or damaged files (listed in the output) instead of refusing it")
+	f.BoolVar(&pag, "pag", false, "also build the program activity graph: pag.json and pag.csv (docs/activity.md)")
+	pf.register(f, true)
 	return cmd
 }
 

@@ -38,6 +38,7 @@ type options struct {
 	name                     string
 	resultsDir, profileFile  string
 	profileAt                float64
+	profileRate              cli.Rate
 	profileSearch            bool
 	lanes, localSenders      int
 	agentTimeout, retryAgent time.Duration
@@ -102,7 +103,7 @@ Ctrl-C stops the running trial and keeps every finished one.`,
 		*code = sweep.ExitInvalidPlan
 		return err
 	})
-	cmd.AddCommand(clockCommand(code), logsCommand(), profilerCommand(), analyzeCommand(), reportCommand(), diagnoseCommand(), capacityCommand())
+	cmd.AddCommand(clockCommand(code), logsCommand(), profilerCommand(), analyzeCommand(), reportCommand(), diagnoseCommand(), capacityCommand(), invariantsCommand(code))
 	o.register(cmd.Flags())
 	return cmd
 }
@@ -111,6 +112,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	p, s := &o.plan, &o.search
 	f.StringVar(&o.profileFile, "profile", "", "after the search, run one profiled trial with these handlers (YAML) on every agent and collect the logs into the run directory")
 	f.Float64Var(&o.profileAt, "profile-at", 0.9, "the profiled trial's rate, as a fraction of the highest passing rate")
+	f.Var(&o.profileRate, "profile-rate", "the profiled trial's rate instead of --profile-at (e.g. above the answer, to see what limits an overloaded run: cpsweep analyze --pag)")
 	f.BoolVar(&o.profileSearch, "profile-search", false, "profile every trial of the search with --profile too: the answer is the maximum sustainable rate while profiled (compare with a sweep without to measure the profiler's overhead)")
 	f.StringArrayVar(&o.senders, "sender", nil, "sender agent control address host:port (repeat); none: local agents")
 	f.StringArrayVar(&o.receivers, "receiver", nil, "receiver agent control address host:port (repeat)")
@@ -185,6 +187,9 @@ func (o *options) check() (string, error) {
 		}
 	}
 	o.plan.Relay = len(o.plan.SenderTargets) > 0
+	if o.profileRate > 0 && o.profileFile == "" {
+		return "", &sweep.PlanError{Problems: []string{"--profile-rate needs --profile handlers.yaml"}}
+	}
 	if err := o.plan.Resolve(); err != nil {
 		return "", err
 	}
@@ -240,7 +245,7 @@ func (o *options) execute(code *int) error {
 	}
 	defer closeAgents()
 	s := &sweep.Sweep{Ctrl: ctrl, Name: o.name, Results: o.resultsDir, Log: os.Stderr, Live: cli.IsTerminal(os.Stderr), Args: os.Args, Clock: o.clock,
-		Profile: profile, ProfileAt: o.profileAt, ProfileSearch: o.profileSearch, RetryAgent: o.retryAgent, Search: o.search}
+		Profile: profile, ProfileAt: o.profileAt, ProfileRate: float64(o.profileRate), ProfileSearch: o.profileSearch, RetryAgent: o.retryAgent, Search: o.search}
 	report, err := s.Execute(ctx)
 	if report != nil {
 		if o.jsonOut {

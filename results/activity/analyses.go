@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"time"
 )
 
 // Share is an activity's share of something in one window, by worker and
@@ -222,16 +223,16 @@ func firstHop(w *Window, into map[int32][]int32, next map[int32]int32) map[int32
 
 // Limits are the invariants (ST2 §5.1.3); 0 leaves one out.
 type Limits struct {
-	MessageMaxNs  int64 // a message's time, by its lower bound
-	OperatorMaxNs int64 // one busy activity's length
-	ProgressMaxNs int64 // the longest time without progress on the progress worker
+	MessageMaxNs  int64 `json:"message_max_ns,omitempty"`  // a message's time, by its lower bound
+	OperatorMaxNs int64 `json:"operator_max_ns,omitempty"` // one busy activity's length
+	ProgressMaxNs int64 `json:"progress_max_ns,omitempty"` // the longest time without progress on the progress worker
 	// ProgressWorker's busy activities are progress (the consumer: tuples
 	// leaving the pipeline); -1: no progress invariants.
-	ProgressWorker int
+	ProgressWorker int `json:"progress_worker"`
 	// EveryWindow: at least one progress event per window (needs
 	// ProgressWorker).
-	EveryWindow bool
-	WindowNs    int64
+	EveryWindow bool  `json:"progress_every_window,omitempty"`
+	WindowNs    int64 `json:"window_ns"`
 }
 
 // Violation is one invariant that did not hold.
@@ -280,41 +281,66 @@ func Check(tr *Trace, l Limits) []Violation {
 }
 
 // checkProgress: progress is the end of a busy activity of the progress
-// worker. Between two progress events (and from the trace's start to the
-// first) the gap may not exceed ProgressMaxNs; each window of the trace
-// needs one.
+// worker that processed items. Progress is expected only while data
+// enters the pipeline: from the first message sent (anywhere) to the last
+// one, or, in a trace without messages, from the first progress event to
+// the last. Inside that span no gap between progress events (nor from its
+// start to the first, nor from the last to its end) may exceed
+// ProgressMaxNs, and each window that begins in it needs one. Before the first
+// bucket and after the input stops, a consumer idles by design.
 func checkProgress(tr *Trace, l Limits) []Violation {
 	name := tr.Workers[l.ProgressWorker]
-	var t0, t1 int64 = math.MaxInt64, math.MinInt64
-	for _, acts := range tr.Activities {
-		if len(acts) > 0 {
-			t0, t1 = min(t0, acts[0].StartNs), max(t1, acts[len(acts)-1].EndNs)
-		}
-	}
-	if t0 > t1 {
-		return nil
-	}
-	var out []Violation
-	prev := t0
 	var progress []int64
 	for _, a := range tr.Activities[l.ProgressWorker] {
-		if !processingKind(a.Kind) || a.Items == 0 {
+		if processingKind(a.Kind) && a.Items > 0 {
+			progress = append(progress, a.EndNs)
+		}
+	}
+	var s0, s1 int64 = math.MaxInt64, math.MinInt64
+	for _, x := range tr.Transfers {
+		s0, s1 = min(s0, x.SentNs), max(s1, x.SentNs)
+	}
+	if s0 > s1 {
+		if len(progress) == 0 {
+			return nil
+		}
+		s0, s1 = progress[0], progress[len(progress)-1]
+	}
+	var out []Violation
+	gap := func(from, to int64, what string) {
+		if l.ProgressMaxNs > 0 && to-from > l.ProgressMaxNs {
+			out = append(out, Violation{Invariant: "progress-max", Worker: name, FromNs: from, ToNs: to, ValueNs: to - from,
+				LimitNs: l.ProgressMaxNs, Detail: fmt.Sprintf("no progress for %s%s", time.Duration(to-from), what)})
+		}
+	}
+	prev := s0
+	for _, p := range progress {
+		if p <= s0 {
 			continue
 		}
-		if l.ProgressMaxNs > 0 && a.EndNs-prev > l.ProgressMaxNs {
-			out = append(out, Violation{Invariant: "progress-max", Worker: name, FromNs: prev, ToNs: a.EndNs, ValueNs: a.EndNs - prev,
-				LimitNs: l.ProgressMaxNs, Detail: fmt.Sprintf("no progress for %d ns", a.EndNs-prev)})
+		gap(prev, p, "")
+		if prev = p; p >= s1 {
+			break
 		}
-		prev = a.EndNs
-		progress = append(progress, a.EndNs)
 	}
-	if l.ProgressMaxNs > 0 && t1-prev > l.ProgressMaxNs {
-		out = append(out, Violation{Invariant: "progress-max", Worker: name, FromNs: prev, ToNs: t1, ValueNs: t1 - prev,
-			LimitNs: l.ProgressMaxNs, Detail: fmt.Sprintf("no progress for the last %d ns", t1-prev)})
+	if prev < s1 { // no progress since, up to the end of the trace
+		gap(prev, s1, " (up to the last bucket sent; none after it)")
 	}
 	if l.EveryWindow && l.WindowNs > 0 {
+		// The graph's windows (from the trace's start), those that begin
+		// while data enters the pipeline.
+		t0 := int64(math.MaxInt64)
+		for _, acts := range tr.Activities {
+			if len(acts) > 0 {
+				t0 = min(t0, acts[0].StartNs)
+			}
+		}
+		t0 = min(t0, s0)
 		j := 0
-		for w0 := t0; w0 < t1; w0 += l.WindowNs {
+		for w0 := t0; w0 < s1; w0 += l.WindowNs {
+			if w0 < s0 {
+				continue
+			}
 			for j < len(progress) && progress[j] < w0 {
 				j++
 			}

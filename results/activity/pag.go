@@ -12,7 +12,19 @@ type Options struct {
 	// WaitNs: a gap between two logged activities longer than this is
 	// waiting, shorter is busy (ST2's 15 µs).
 	WaitNs int64
+	// MessageDelayNs, if positive, clips every message longer than this
+	// (and than its error bound) to end that long after it was sent, as
+	// SnailTrail's PAG construction does with its message delay: a bucket
+	// that sat in a queue while its receiver was busy did not hold the
+	// receiver up; its edge then joins the receiver's timeline inside
+	// what the receiver was doing, and paths follow that. The invariants
+	// always see the measured times.
+	MessageDelayNs int64
 }
+
+// DefaultMessageDelayNs is the default clip: above a loopback or LAN
+// transit, far below the queueing of an overloaded pipeline.
+const DefaultMessageDelayNs = 1_000_000
 
 // DefaultWaitNs is ST2's waiting threshold.
 const DefaultWaitNs = 15_000
@@ -91,6 +103,9 @@ func NewBuilder(tr *Trace, opt Options) (*Builder, error) {
 	if err := tr.Validate(); err != nil {
 		return nil, err
 	}
+	if opt.MessageDelayNs > 0 {
+		tr = clipped(tr, opt.MessageDelayNs)
+	}
 	b := &Builder{tr: tr, opt: opt, next: make([]int, len(tr.Workers)), t0: math.MaxInt64, end: math.MinInt64}
 	for _, acts := range tr.Activities {
 		if len(acts) > 0 {
@@ -106,6 +121,19 @@ func NewBuilder(tr *Trace, opt Options) (*Builder, error) {
 	b.cuts = make([][]int64, len(tr.Workers))
 	b.first, b.last, b.offset = make([]int32, len(tr.Workers)), make([]int32, len(tr.Workers)), make([]int32, len(tr.Workers)+1)
 	return b, nil
+}
+
+// clipped is tr with every message longer than delay (and than its error
+// bound, so that none becomes ambiguous) ending delay after it was sent.
+func clipped(tr *Trace, delay int64) *Trace {
+	out := &Trace{Workers: tr.Workers, Activities: tr.Activities, Transfers: make([]Transfer, len(tr.Transfers))}
+	for i, x := range tr.Transfers {
+		if !x.Ambiguous() {
+			x.RecvNs = min(x.RecvNs, x.SentNs+max(delay, x.ErrNs))
+		}
+		out.Transfers[i] = x
+	}
+	return out
 }
 
 // pending are the transfers that touch the current window: sent before
@@ -129,6 +157,11 @@ func (b *Builder) Next(w *Window) (ok bool) {
 		return false
 	}
 	w1 := w0 + b.opt.WindowNs
+	if w1 > b.end && b.end > w0 {
+		// The last window ends with the trace: past it no worker has a
+		// vertex, so a window that ran on would have no path to its end.
+		w1 = b.end
+	}
 	*w = Window{Index: b.n, StartNs: w0, EndNs: w1, Edges: w.Edges[:0]}
 	b.n++
 	b.build(w)

@@ -41,11 +41,13 @@ type Options struct {
 // Match is one tuple seen at both points of a pair: its latency in
 // nanoseconds of the reference clock, within ±ErrorNs.
 type Match struct {
-	From, To         string
-	ID               uint64
-	FromNode, ToNode string
-	LatencyNs        float64
-	ErrorNs          float64
+	From, To               string
+	ID                     uint64
+	FromNode, ToNode       string
+	FromChannel, ToChannel string  // the points' channels (emit.0, receive.1, ...)
+	FromNs                 float64 // when it was at From, in ns of the reference clock
+	LatencyNs              float64
+	ErrorNs                float64
 }
 
 // Report is the analysis of a run directory.

@@ -94,7 +94,8 @@ func (c *cursor) advance() {
 // pending is a tuple seen at the first point, waiting for the second.
 type pending struct {
 	id, tsc uint64
-	node    int
+	node    int32
+	src     int32 // the first point's source (its channel)
 }
 
 // fifo is one stream's pending tuples, in id order.
@@ -151,7 +152,7 @@ func (g *groupAcc) group(name string) Group {
 
 // join pairs every tuple at point from with the same tuple at point to.
 func join(fromPoint, toPoint string, from, to []source, tr *translator, lag float64, visit func(Match)) (PairResult, uint64, []string) {
-	j := &joiner{res: PairResult{From: fromPoint, To: toPoint}, tr: tr, visit: visit, same: newGroupAcc(), cross: newGroupAcc()}
+	j := &joiner{res: PairResult{From: fromPoint, To: toPoint}, tr: tr, visit: visit, same: newGroupAcc(), cross: newGroupAcc(), from: from}
 	lagTicks := lag * tr.hz / 1e9
 	var cursors []*cursor
 	nFrom := len(from)
@@ -185,10 +186,10 @@ func join(fromPoint, toPoint string, from, to []source, tr *translator, lag floa
 		}
 		if best < nFrom {
 			rates[0].add(c.key)
-			st.push(pending{id: rec.ID, tsc: rec.TSC, node: c.node})
+			st.push(pending{id: rec.ID, tsc: rec.TSC, node: int32(c.node), src: int32(best)})
 		} else {
 			rates[1].add(c.key - c.shift)
-			j.match(st, rec, c.node)
+			j.match(st, rec, c.node, c.src.channel)
 		}
 		c.advance()
 	}
@@ -207,12 +208,13 @@ type joiner struct {
 	tr          *translator
 	visit       func(Match)
 	same, cross *groupAcc
+	from        []source
 }
 
 // match pairs a record of the second point with the pending record of
 // the first with its id (earlier ids in its stream were seen only at the
 // first point), and records the latency with its bound.
-func (j *joiner) match(st *fifo, rec profiler.Record, node int) {
+func (j *joiner) match(st *fifo, rec profiler.Record, node int, channel string) {
 	for st.head < len(st.q) && st.q[st.head].id < rec.ID {
 		st.head++
 		j.res.OnlyFrom++
@@ -223,13 +225,13 @@ func (j *joiner) match(st *fifo, rec profiler.Record, node int) {
 	}
 	p := st.q[st.head]
 	st.head++
-	d, ok := j.tr.duration(p.node, p.tsc, node, rec.TSC)
+	d, ok := j.tr.duration(int(p.node), p.tsc, node, rec.TSC)
 	if !ok {
 		j.res.Unbounded++
 		return
 	}
 	g := j.cross
-	if p.node == node {
+	if int(p.node) == node {
 		g = j.same
 	}
 	v := j.tr.ns(d.Value)
@@ -239,8 +241,12 @@ func (j *joiner) match(st *fifo, rec profiler.Record, node int) {
 	}
 	g.record(clampNs(v), clampNs(j.tr.ns(d.Err)))
 	if j.visit != nil {
-		j.visit(Match{From: j.res.From, To: j.res.To, ID: rec.ID, FromNode: j.tr.names[p.node], ToNode: j.tr.names[node],
-			LatencyNs: j.tr.ns(d.Value), ErrorNs: j.tr.ns(d.Err)})
+		m := Match{From: j.res.From, To: j.res.To, ID: rec.ID, FromNode: j.tr.names[p.node], ToNode: j.tr.names[node],
+			FromChannel: j.from[p.src].channel, ToChannel: channel, LatencyNs: j.tr.ns(d.Value), ErrorNs: j.tr.ns(d.Err)}
+		if at, ok := j.tr.point(int(p.node), p.tsc); ok {
+			m.FromNs = j.tr.ns(at.Value)
+		}
+		j.visit(m)
 	}
 }
 

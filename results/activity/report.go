@@ -1,0 +1,199 @@
+package activity
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+)
+
+// DefaultWindowNs is the analysis's default window: short enough that a
+// stall of a few hundred ms shows in its own windows, long enough for
+// thousands of buckets in each at the harness's rates.
+const DefaultWindowNs = 100_000_000
+
+// DefaultHops is how far k-hops walks back by default.
+const DefaultHops = 3
+
+// WindowHops are one window's k-hops.
+type WindowHops struct {
+	Window int   `json:"window"`
+	Hops   []Hop `json:"hops"`
+}
+
+// Report is the graph's analysis over a whole trace.
+type Report struct {
+	WindowNs int64 `json:"window_ns"`
+	WaitNs   int64 `json:"wait_ns"`
+	// MessageDelayNs is the clip applied to long messages (0: none).
+	MessageDelayNs int64    `json:"message_delay_ns"`
+	Workers        []string `json:"workers"`
+	Windows        []Result `json:"windows"`
+	// CP is the critical participation over the whole trace per worker
+	// and kind: each window's, weighted by the window's length, over the
+	// windows that have a path.
+	CP         []Share      `json:"critical_participation"`
+	CPByKind   []Share      `json:"critical_participation_by_kind"`
+	KHops      []WindowHops `json:"k_hops,omitempty"`
+	Violations []Violation  `json:"violations"`
+	Limits     Limits       `json:"limits"`
+	// Events are the activities and transfers read; Elapsed the analysis's
+	// time and EventsPerSec its speed (one core).
+	Events       int     `json:"events"`
+	Ambiguous    int     `json:"ambiguous_messages"`
+	Elapsed      float64 `json:"elapsed_s"`
+	EventsPerSec float64 `json:"events_per_s"`
+}
+
+// Analyze builds every window's graph and analyses it: critical
+// participation, metrics, k-hops (k > 0) and the invariants in l. Memory
+// for the graph is one window's (the builder's scratch is reused); the
+// results grow by one summary per window.
+func Analyze(tr *Trace, opt Options, k int, l Limits) (*Report, error) {
+	started := time.Now()
+	b, err := NewBuilder(tr, opt)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{WindowNs: opt.WindowNs, WaitNs: opt.WaitNs, MessageDelayNs: opt.MessageDelayNs, Workers: tr.Workers, Limits: l, Violations: []Violation{}}
+	cp, byKind := map[[2]string]float64{}, map[string]float64{}
+	var total float64
+	var w Window
+	for b.Next(&w) {
+		r := Summarize(tr, &w)
+		rep.Ambiguous += r.Ambiguous
+		if r.HasPath {
+			weight := float64(w.EndNs - w.StartNs)
+			total += weight
+			for _, s := range r.CP {
+				cp[[2]string{s.Worker, s.Kind}] += weight * s.Value
+			}
+			for _, s := range r.CPByKind {
+				byKind[s.Kind] += weight * s.Value
+			}
+		}
+		if k > 0 {
+			if h := KHops(tr, &w, k); len(h) > 0 {
+				rep.KHops = append(rep.KHops, WindowHops{Window: w.Index, Hops: h})
+			}
+		}
+		rep.Windows = append(rep.Windows, r)
+	}
+	if total > 0 {
+		for key, v := range cp {
+			rep.CP = append(rep.CP, Share{Worker: key[0], Kind: key[1], Value: v / total})
+		}
+		for kind, v := range byKind {
+			rep.CPByKind = append(rep.CPByKind, Share{Kind: kind, Value: v / total})
+		}
+		sortShares(rep.CP)
+		sortShares(rep.CPByKind)
+	}
+	l.WindowNs = opt.WindowNs
+	rep.Limits = l
+	rep.Violations = append(rep.Violations, Check(tr, l)...)
+	rep.Events = len(tr.Transfers)
+	for _, acts := range tr.Activities {
+		rep.Events += len(acts)
+	}
+	rep.Elapsed = time.Since(started).Seconds()
+	if rep.Elapsed > 0 {
+		rep.EventsPerSec = float64(rep.Events) / rep.Elapsed
+	}
+	return rep, nil
+}
+
+// Top is the worker and kind with the largest critical participation
+// over the trace (ok false: no window had a path).
+func (r *Report) Top() (Share, bool) {
+	if len(r.CP) == 0 {
+		return Share{}, false
+	}
+	return r.CP[0], true
+}
+
+// StageCP adds up the critical participation of each worker's busy
+// kinds (its own work: send, decode, consume) and of everything else it
+// did (pacing, waiting, gaps): the stage a bottleneck search names.
+func (r *Report) StageCP() map[string]float64 {
+	out := map[string]float64{}
+	for _, s := range r.CP {
+		out[s.Worker] += s.Value
+	}
+	return out
+}
+
+// WriteCSV writes one row per window × worker × kind: the metrics and
+// the critical participation.
+func (r *Report) WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{"window", "start_ns", "end_ns", "worker", "kind", "waiting", "count", "total_ns", "items", "critical_participation"})
+	for _, win := range r.Windows {
+		cp := map[[2]string]float64{}
+		for _, s := range win.CP {
+			cp[[2]string{s.Worker, s.Kind}] = s.Value
+		}
+		for _, m := range win.Metrics {
+			_ = cw.Write([]string{strconv.Itoa(win.Window), strconv.FormatInt(win.From, 10), strconv.FormatInt(win.To, 10),
+				m.Worker, m.Kind, strconv.FormatBool(m.Waiting), strconv.Itoa(m.Count), strconv.FormatInt(m.TotalNs, 10),
+				strconv.FormatUint(m.Items, 10), strconv.FormatFloat(cp[[2]string{m.Worker, m.Kind}], 'g', 6, 64)})
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteText writes the summary a person reads first: the critical
+// participation over the trace, the ambiguous messages, the violations.
+func (r *Report) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "program activity graph: %d workers, %d events, %d windows of %s (waiting above %s)\n",
+		len(r.Workers), r.Events, len(r.Windows), time.Duration(r.WindowNs), time.Duration(r.WaitNs))
+	if len(r.CP) == 0 {
+		fmt.Fprintln(w, "critical participation: no window has a path from its start to its end")
+	} else {
+		fmt.Fprintln(w, "critical participation (share of the critical paths, weighted by time):")
+		for i, s := range r.CP {
+			if i == 8 || s.Value < 0.005 {
+				break
+			}
+			fmt.Fprintf(w, "  %-28s %-10s %5.1f%%\n", s.Worker, s.Kind, 100*s.Value)
+		}
+	}
+	if r.Ambiguous > 0 {
+		fmt.Fprintf(w, "ambiguous messages: %d (order not known within the clock bound; marked, never on a path)\n", r.Ambiguous)
+	}
+	switch n := len(r.Violations); {
+	case !r.Limits.any():
+		fmt.Fprintln(w, "invariants: none set (--message-max, --operator-max, --progress-max)")
+	case n == 0:
+		fmt.Fprintln(w, "invariants: all held")
+	default:
+		fmt.Fprintf(w, "invariants: %d violation(s)\n", n)
+		shown := r.Violations
+		if len(shown) > 20 {
+			shown = shown[:20]
+		}
+		for _, v := range shown {
+			fmt.Fprintf(w, "  %-19s %-28s at +%s: %s (limit %s)\n", v.Invariant, v.Worker, ms(v.FromNs-r.start()), v.Detail, time.Duration(v.LimitNs))
+		}
+		if len(r.Violations) > len(shown) {
+			fmt.Fprintf(w, "  ... and %d more (pag.json)\n", len(r.Violations)-len(shown))
+		}
+	}
+	fmt.Fprintf(w, "analysed at %.2f M events/s\n", r.EventsPerSec/1e6)
+}
+
+func (l Limits) any() bool {
+	return l.MessageMaxNs > 0 || l.OperatorMaxNs > 0 || (l.ProgressWorker >= 0 && (l.ProgressMaxNs > 0 || l.EveryWindow))
+}
+
+// start is the first window's start (the trace's origin in the text).
+func (r *Report) start() int64 {
+	if len(r.Windows) == 0 {
+		return 0
+	}
+	return r.Windows[0].From
+}
+
+func ms(ns int64) string { return strconv.FormatFloat(float64(ns)/1e6, 'f', 1, 64) + " ms" }

@@ -1,0 +1,162 @@
+package analysis
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/profiler"
+	"github.com/cloudprofiler-go/cp/results"
+	"github.com/cloudprofiler-go/cp/results/activity"
+	"github.com/cloudprofiler-go/cp/stage"
+	"github.com/cloudprofiler-go/cp/wire"
+)
+
+// writeRun creates a one-node run directory (1 tick = 1 ns) whose channels
+// hold the given records (TSC, id).
+func writeRun(t *testing.T, logs map[string][][2]uint64) string {
+	t.Helper()
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"agents": [{"role": "receiver", "tsc_hz": 1e9}]}`), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, results.FormatFile), []byte(`{"format": "cloudprofiler-go run directory", "version": 2}`), 0o644))
+	must(t, os.MkdirAll(filepath.Join(dir, "profiles", "n"), 0o755))
+	p := profiler.New(time.Hour)
+	for ch, recs := range logs {
+		c, err := p.Open("n/"+ch, profiler.Config{Handler: profiler.HandlerBuffered, Path: filepath.Join(dir, "profiles", "n", ch+".log")})
+		must(t, err)
+		for _, r := range recs {
+			c.LogTSAt(r[0], r[1])
+		}
+	}
+	must(t, p.Close())
+	return dir
+}
+
+func change(tsc uint64, state int, items uint64) [2]uint64 {
+	return [2]uint64{tsc, stage.ActivityID(state, items)}
+}
+
+func tuples(tsc uint64, ids ...uint64) [][2]uint64 {
+	var out [][2]uint64
+	for _, id := range ids {
+		out = append(out, [2]uint64{tsc, wire.TupleID(0, id)})
+	}
+	return out
+}
+
+// Two buckets of two tuples through a sender thread, a lane and the
+// consumer, by hand: the activities are the state changes (the last one
+// open, so left out), and each bucket is one message per hop, leaving at
+// the end of the busy activity that holds its first point and arriving at
+// the start of the one that holds its second.
+func TestTraceOfAHandBuiltRun(t *testing.T) {
+	cat := func(parts ...[][2]uint64) [][2]uint64 {
+		var out [][2]uint64
+		for _, p := range parts {
+			out = append(out, p...)
+		}
+		return out
+	}
+	dir := writeRun(t, map[string][][2]uint64{
+		"activity.thread0": {change(0, stage.Pacing, 0), change(100, stage.Sending, 0), change(150, stage.Pacing, 1),
+			change(1000, stage.Sending, 1), change(1040, stage.Pacing, 2)},
+		"emit.0": cat(tuples(110, 0, 1), tuples(1010, 2, 3)),
+		"activity.lane0": {change(0, stage.Waiting, 0), change(300, stage.Decoding, 0), change(350, stage.Waiting, 1),
+			change(1200, stage.Decoding, 1), change(1230, stage.Waiting, 2)},
+		"receive.0":      cat(tuples(300, 0, 1), tuples(1200, 2, 3)),
+		"deserialized.0": cat(tuples(340, 0, 1), tuples(1225, 2, 3)),
+		"activity.consumer": {change(0, stage.Idling, 0), change(400, stage.Working, 0), change(500, stage.Idling, 1),
+			change(1300, stage.Working, 1), change(1500, stage.Idling, 2)},
+		"consumed": cat(tuples(420, 0), tuples(480, 1), tuples(1350, 2), tuples(1450, 3)),
+	})
+	d, err := results.Open(dir)
+	must(t, err)
+	tr, problems, err := TraceOf(d, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(problems) > 0 {
+		t.Fatalf("problems: %v", problems)
+	}
+	A := func(k activity.Kind, s, e int64, items uint32) activity.Activity {
+		return activity.Activity{Kind: k, StartNs: s, EndNs: e, Items: items}
+	}
+	want := &activity.Trace{
+		Workers: []string{"n/consumer", "n/lane0", "n/thread0"},
+		Activities: [][]activity.Activity{
+			{A(activity.Idle, 0, 400, 0), A(activity.Consume, 400, 500, 1), A(activity.Idle, 500, 1300, 0), A(activity.Consume, 1300, 1500, 1)},
+			{A(activity.RecvWait, 0, 300, 0), A(activity.Decode, 300, 350, 1), A(activity.RecvWait, 350, 1200, 0), A(activity.Decode, 1200, 1230, 1)},
+			{A(activity.Pacing, 0, 100, 0), A(activity.Send, 100, 150, 1), A(activity.Pacing, 150, 1000, 0), A(activity.Send, 1000, 1040, 1)},
+		},
+		Transfers: []activity.Transfer{
+			{From: 2, To: 1, SentNs: 150, RecvNs: 300, Tuples: 2},
+			{From: 2, To: 1, SentNs: 1040, RecvNs: 1200, Tuples: 2},
+			{From: 1, To: 0, SentNs: 350, RecvNs: 400, Tuples: 2},
+			{From: 1, To: 0, SentNs: 1230, RecvNs: 1300, Tuples: 2},
+		},
+	}
+	if !reflect.DeepEqual(tr, want) {
+		t.Fatalf("trace\n got %+v\nwant %+v", tr, want)
+	}
+	// The graph over it: one window; every path runs through the stages'
+	// busy activities and the messages, so the consumer's consume carries
+	// a share and all shares add up to 1.
+	rep, err := activity.Analyze(tr, activity.Options{WindowNs: 10_000, WaitNs: activity.DefaultWaitNs}, 2,
+		activity.Limits{ProgressWorker: 0, ProgressMaxNs: 700})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, s := range rep.CP {
+		sum += s.Value
+	}
+	if len(rep.Windows) != 1 || !rep.Windows[0].HasPath || sum < 0.999 || sum > 1.001 {
+		t.Fatalf("windows %d, CP %v (sum %v)", len(rep.Windows), rep.CP, sum)
+	}
+	// One path (the first bucket's ends in the consumer's idle wait):
+	// thread0 paces and sends the second bucket, lane0 decodes it, the
+	// consumer consumes it; each edge's share is its time over 1500 ns.
+	wantCP := map[[2]string]float64{
+		{"n/thread0", "pacing"}: 950.0 / 1500, {"n/thread0", "send"}: 90.0 / 1500, {"n/thread0", "message"}: 160.0 / 1500,
+		{"n/lane0", "decode"}: 30.0 / 1500, {"n/lane0", "message"}: 70.0 / 1500, {"n/consumer", "consume"}: 200.0 / 1500,
+	}
+	for _, s := range rep.CP {
+		if w := wantCP[[2]string{s.Worker, s.Kind}]; math.Abs(s.Value-w) > 1e-9 {
+			t.Errorf("CP of %s %s: %v, want %v", s.Worker, s.Kind, s.Value, w)
+		}
+	}
+	if len(rep.CP) != len(wantCP) {
+		t.Fatalf("CP %+v, want %v", rep.CP, wantCP)
+	}
+	// Progress: consume ends at 500 and 1500; the gap 500..1500 is 1000 ns.
+	if len(rep.Violations) != 1 || rep.Violations[0].Invariant != "progress-max" || rep.Violations[0].ValueNs != 1000 {
+		t.Fatalf("violations %+v, want one progress-max of 1000 ns", rep.Violations)
+	}
+	must(t, WritePAG(dir, rep, nil))
+	for _, f := range []string{PAGJSONFile, PAGCSVFile} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+}
+
+// A stage the graph does not know, and a trace without activity channels.
+func TestTraceOfRefuses(t *testing.T) {
+	dir := writeRun(t, map[string][][2]uint64{"emit.0": tuples(10, 0), "receive.0": tuples(20, 0)})
+	d, err := results.Open(dir)
+	must(t, err)
+	if _, _, err := TraceOf(d, 0); err == nil {
+		t.Fatal("a trace from a run without activity channels")
+	}
+	dir = writeRun(t, map[string][][2]uint64{"activity.stream3": {change(0, 0, 0), change(5, 1, 0)},
+		"activity.consumer": {change(0, stage.Idling, 0), change(5, stage.Working, 0), change(9, stage.Idling, 1)}})
+	d, err = results.Open(dir)
+	must(t, err)
+	tr, problems, err := TraceOf(d, 0)
+	if err != nil || tr == nil || len(tr.Workers) != 1 || len(problems) < 2 {
+		t.Fatalf("trace %+v, problems %v, err %v: want the consumer, and stream3 and the missing points named", tr, problems, err)
+	}
+}
