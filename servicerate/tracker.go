@@ -67,7 +67,8 @@ const minBusyNs = 20e6
 // cold): at 10% utilisation busy time read 0.61-0.95 of the capacity
 // measured alone (BENCHMARKS.md, 2026-11-24), a confident wrong answer. A
 // stage that is never that busy says not_converged, and the periods of a
-// run's warm-up and drain do not count.
+// run's warm-up and drain do not count. Nor do periods in which the stage
+// finished no tuple (stalled).
 const busyShare = 0.5
 
 // Tracker estimates the service rate of every stage of a stage.Set by both
@@ -132,7 +133,11 @@ func (t *Tracker) sample(s stage.Snapshot) {
 		}
 		if dt := s.TSC - x.lastTSC; x.samples > 0 && dt > 0 {
 			db := busyTicks(a.Kind(), s.Readings[i]) - busyTicks(a.Kind(), x.last)
-			if float64(db) >= busyShare*float64(dt) {
+			// A period busy without finishing a tuple is a stall (an
+			// injected one, a preempted thread), not service: it would
+			// pull the rate towards 0, or make it 0 when it is the only
+			// busy period of a mostly idle stage.
+			if float64(db) >= busyShare*float64(dt) && s.Readings[i].Tuples > x.last.Tuples {
 				x.busyPeriods++
 				x.busyTicks += db
 				x.tuples += s.Readings[i].Tuples - x.last.Tuples
@@ -210,7 +215,7 @@ func Limits(rates []Rate) []Limit {
 	var out []Limit
 	for _, r := range rates {
 		v, ok := r.Value()
-		if !ok || r.Tuples == 0 || total[r.Kind] == 0 {
+		if !ok || !(v > 0) || r.Tuples == 0 || total[r.Kind] == 0 { // a rate of 0 limits nothing: it is no estimate
 			continue
 		}
 		share := float64(r.Tuples) / float64(total[r.Kind])

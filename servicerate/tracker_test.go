@@ -102,6 +102,10 @@ func TestBusyTimeNeedsABusyStage(t *testing.T) {
 	}{
 		{"10% busy", []float64{0.1, 0.1, 0.1, 0.1, 0.1, 0.1}, 0, 0},
 		{"80% busy between an idle warm-up and drain", []float64{0, 0, 0.8, 0.8, 0.8, 0.8, 0.8, 0.05}, 100e3, 5},
+		// -1: stalled, busy the whole period without finishing a tuple (a
+		// 0 tuples/s "converged" before: the stall was its only busy time).
+		{"10% busy and stalled for 300 ms", []float64{0.1, 0.1, -1, -1, -1, 0.1}, 0, 0},
+		{"80% busy with a stall", []float64{0.8, 0.8, -1, 0.8, 0.8, 0.8}, 100e3, 5},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			clock := tsc.NewClockHz(1e9)
@@ -114,9 +118,12 @@ func TestBusyTimeNeedsABusyStage(t *testing.T) {
 			tr.sample(stage.Snapshot{TSC: now, Accounts: []*stage.Account{a}, Readings: []stage.Reading{r}})
 			for _, share := range c.busy {
 				busy := uint64(share * period)
+				if share < 0 {
+					busy = period
+				}
 				r.Ticks[stage.Working] += busy
 				r.Ticks[stage.Idling] += period - busy
-				r.Tuples += uint64(share * 10e3) // 100 k tuples/s while busy
+				r.Tuples += uint64(max(share, 0) * 10e3) // 100 k tuples/s while busy
 				now += period
 				tr.sample(stage.Snapshot{TSC: now, Accounts: []*stage.Account{a}, Readings: []stage.Reading{r}})
 			}

@@ -280,8 +280,9 @@ func Check(tr *Trace, l Limits) []Violation {
 	return out
 }
 
-// checkProgress: progress is the end of a busy activity of the progress
-// worker that processed items. Progress is expected only while data
+// checkProgress: progress is an item finished by the progress worker
+// (Trace.Progress), or else the end of one of its busy activities that
+// processed items. Progress is expected only while data
 // enters the pipeline: from the first message sent (anywhere) to the last
 // one, or, in a trace without messages, from the first progress event to
 // the last. Inside that span no gap between progress events (nor from its
@@ -291,9 +292,13 @@ func Check(tr *Trace, l Limits) []Violation {
 func checkProgress(tr *Trace, l Limits) []Violation {
 	name := tr.Workers[l.ProgressWorker]
 	var progress []int64
-	for _, a := range tr.Activities[l.ProgressWorker] {
-		if processingKind(a.Kind) && a.Items > 0 {
-			progress = append(progress, a.EndNs)
+	if l.ProgressWorker < len(tr.Progress) && len(tr.Progress[l.ProgressWorker]) > 0 {
+		progress = tr.Progress[l.ProgressWorker]
+	} else {
+		for _, a := range tr.Activities[l.ProgressWorker] {
+			if processingKind(a.Kind) && a.Items > 0 {
+				progress = append(progress, a.EndNs)
+			}
 		}
 	}
 	var s0, s1 int64 = math.MaxInt64, math.MinInt64

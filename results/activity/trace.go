@@ -84,6 +84,12 @@ type Trace struct {
 	Workers    []string     // "sender0/thread0", "receiver0/lane0", ...
 	Activities [][]Activity // per worker
 	Transfers  []Transfer
+	// Progress, if set, holds per worker the sorted instants at which it
+	// finished items (the consumer's consumed point): finer than its
+	// activities, since a stage that works without a break logs no state
+	// change for as long as it works. Nil: progress is read from the ends
+	// of busy activities.
+	Progress [][]int64
 }
 
 // Validate refuses a trace the graph cannot be built from.
@@ -98,6 +104,16 @@ func (t *Trace) Validate() error {
 				return fmt.Errorf("trace: worker %s activity %d (%s %d..%d) is not a stage activity in order", t.Workers[w], i, a.Kind, a.StartNs, a.EndNs)
 			}
 			prev = a.EndNs
+		}
+	}
+	if t.Progress != nil && len(t.Progress) != len(t.Workers) {
+		return fmt.Errorf("trace: %d workers but %d progress lists", len(t.Workers), len(t.Progress))
+	}
+	for w, p := range t.Progress {
+		for i := 1; i < len(p); i++ {
+			if p[i] < p[i-1] {
+				return fmt.Errorf("trace: worker %s progress %d is out of order", t.Workers[w], i)
+			}
 		}
 	}
 	for i, x := range t.Transfers {

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -93,13 +94,16 @@ func TraceOf(d *results.Dir, lag time.Duration) (*activity.Trace, []string, erro
 			continue
 		}
 		var ms messages
-		ms.trace, ms.index = t, index
+		ms.trace, ms.index, ms.progress = t, index, pr[1] == "consumed"
 		_, _, probs := join(pr[0], pr[1], from, to, tr, float64(lag.Nanoseconds()), ms.add)
 		problems = append(problems, probs...)
 		if ms.unknown > 0 {
 			problems = append(problems, fmt.Sprintf("%s -> %s: %d tuples between points with no activity channel; not in the graph", pr[0], pr[1], ms.unknown))
 		}
 		ms.flush()
+	}
+	for _, p := range t.Progress {
+		slices.Sort(p) // the join reads in approximate time order
 	}
 	return t, problems, nil
 }
@@ -233,6 +237,9 @@ type messages struct {
 	cur     activity.Transfer
 	have    bool
 	unknown int
+	// progress: the second point is items leaving the pipeline; their
+	// instants are the receiving worker's progress.
+	progress bool
 }
 
 func (ms *messages) add(m Match) {
@@ -244,6 +251,14 @@ func (ms *messages) add(m Match) {
 	}
 	sent := clampNs(m.FromNs)
 	recv := clampNs(m.FromNs + m.LatencyNs)
+	if ms.progress {
+		if ms.trace.Progress == nil {
+			ms.trace.Progress = make([][]int64, len(ms.trace.Workers))
+		}
+		if p := ms.trace.Progress[to]; len(p) == 0 || p[len(p)-1] != recv {
+			ms.trace.Progress[to] = append(p, recv)
+		}
+	}
 	if a, ok := holding(ms.trace.Activities[from], sent); ok {
 		sent = a.EndNs
 	}
