@@ -136,54 +136,92 @@ func KHops(tr *Trace, w *Window, k int) []Hop {
 	if k < 1 {
 		return nil
 	}
-	into := map[int32][]int32{} // vertex -> edges ending there
+	// Slices indexed by vertex, not maps: k-hops was half of analyze
+	// --pag's time with maps.
+	nv := int32(0)
 	for i := range w.Edges {
-		if e := &w.Edges[i]; e.to >= 0 && !e.Ambiguous {
-			into[e.to] = append(into[e.to], int32(i))
-		}
+		nv = max(nv, w.Edges[i].from+1, w.Edges[i].to+1)
 	}
-	next := map[int32]int32{} // a local edge's start vertex -> that edge
+	intoAt := make([]int32, nv+1) // CSR: the edges ending at v are into[intoAt[v]:intoAt[v+1]]
+	next := make([]int32, nv)     // a local edge's start vertex -> that edge (-1: none)
+	for v := range next {
+		next[v] = -1
+	}
 	for i := range w.Edges {
-		if e := &w.Edges[i]; e.Src == e.Dst && e.Kind != Message && e.from >= 0 {
+		e := &w.Edges[i]
+		if e.to >= 0 && !e.Ambiguous {
+			intoAt[e.to+1]++
+		}
+		if e.Src == e.Dst && e.Kind != Message && e.from >= 0 {
 			next[e.from] = int32(i)
 		}
 	}
+	for v := int32(0); v < nv; v++ {
+		intoAt[v+1] += intoAt[v]
+	}
+	into := make([]int32, intoAt[nv])
+	fill := append([]int32(nil), intoAt[:nv]...)
+	for i := range w.Edges {
+		if e := &w.Edges[i]; e.to >= 0 && !e.Ambiguous {
+			into[fill[e.to]] = int32(i)
+			fill[e.to]++
+		}
+	}
+	edgesInto := func(v int32) []int32 { return into[intoAt[v]:intoAt[v+1]] }
 	type acc struct {
 		count int
 		ns    int64
 	}
-	type key struct {
-		depth, wk int
-		kind      Kind
-	}
-	found := map[key]*acc{}
-	add := func(depth int, e *Edge) {
-		k := key{depth, e.Src, e.Kind}
-		a := found[k]
-		if a == nil {
-			a = &acc{}
-			found[k] = a
+	nw := len(tr.Workers)
+	found := make([]acc, (k+1)*nw*int(numKinds))
+	seen := make([]int32, len(w.Edges)) // the depth an edge was last put in a frontier
+	var frontier, nextFrontier []int32
+	for i := range w.Edges { // the first hop
+		e := &w.Edges[i]
+		if e.Src != e.Dst || !e.Waiting || e.to < 0 {
+			continue
 		}
-		a.count++
-		a.ns += e.Duration()
-	}
-	frontier := firstHop(w, into, next)
-	for depth := 1; depth <= k && len(frontier) > 0; depth++ {
-		nextFrontier := map[int32]bool{}
-		for ei := range frontier {
-			e := &w.Edges[ei]
-			add(depth, e)
-			if e.from >= 0 {
-				for _, pi := range into[e.from] {
-					nextFrontier[pi] = true
+		ends := [2]int32{e.to, -1}
+		if n := next[e.to]; n >= 0 && !w.Edges[n].Waiting && w.Edges[n].to >= 0 {
+			ends[1] = w.Edges[n].to
+		}
+		for _, v := range ends {
+			if v < 0 {
+				continue
+			}
+			for _, ri := range edgesInto(v) {
+				if w.Edges[ri].Kind == Message && seen[ri] != 1 {
+					seen[ri] = 1
+					frontier = append(frontier, ri)
 				}
 			}
 		}
-		frontier = nextFrontier
+	}
+	for depth := 1; depth <= k && len(frontier) > 0; depth++ {
+		nextFrontier = nextFrontier[:0]
+		for _, ei := range frontier {
+			e := &w.Edges[ei]
+			a := &found[(depth*nw+e.Src)*int(numKinds)+int(e.Kind)]
+			a.count++
+			a.ns += e.Duration()
+			if e.from >= 0 {
+				for _, pi := range edgesInto(e.from) {
+					if seen[pi] != int32(depth+1) {
+						seen[pi] = int32(depth + 1)
+						nextFrontier = append(nextFrontier, pi)
+					}
+				}
+			}
+		}
+		frontier, nextFrontier = nextFrontier, frontier
 	}
 	var out []Hop
-	for k, a := range found {
-		out = append(out, Hop{Depth: k.depth, Worker: tr.Workers[k.wk], Kind: k.kind.String(), Count: a.count, TotalNs: a.ns})
+	for i, a := range found {
+		if a.count == 0 {
+			continue
+		}
+		depth, rest := i/(nw*int(numKinds)), i%(nw*int(numKinds))
+		out = append(out, Hop{Depth: depth, Worker: tr.Workers[rest/int(numKinds)], Kind: Kind(rest % int(numKinds)).String(), Count: a.count, TotalNs: a.ns})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Depth != out[j].Depth {
@@ -195,30 +233,6 @@ func KHops(tr *Trace, w *Window, k int) []Hop {
 		return out[i].Worker+out[i].Kind < out[j].Worker+out[j].Kind
 	})
 	return out
-}
-
-// firstHop is the remote edges that end where a waiting edge ends, or
-// where the busy activity right after it ends.
-func firstHop(w *Window, into map[int32][]int32, next map[int32]int32) map[int32]bool {
-	frontier := map[int32]bool{}
-	for i := range w.Edges {
-		e := &w.Edges[i]
-		if e.Src != e.Dst || !e.Waiting || e.to < 0 {
-			continue
-		}
-		ends := []int32{e.to}
-		if n, ok := next[e.to]; ok && !w.Edges[n].Waiting && w.Edges[n].to >= 0 {
-			ends = append(ends, w.Edges[n].to)
-		}
-		for _, v := range ends {
-			for _, ri := range into[v] {
-				if w.Edges[ri].Kind == Message {
-					frontier[ri] = true
-				}
-			}
-		}
-	}
-	return frontier
 }
 
 // Limits are the invariants (ST2 §5.1.3); 0 leaves one out.

@@ -71,3 +71,20 @@ func BenchmarkPAG(b *testing.B) {
 	}
 	b.ReportMetric(float64(ev)*float64(b.N)/time.Since(start).Seconds()/1e6, "Mevents/s")
 }
+
+// BenchmarkAnalyze is everything analyze --pag computes per event: the
+// graph and critical participation, metrics, 3-hops and the invariants.
+func BenchmarkAnalyze(b *testing.B) {
+	tr := pipelineTrace(200_000, 7)
+	ev := events(tr)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for b.Loop() {
+		if _, err := Analyze(tr, Options{WindowNs: 1_000_000, WaitNs: DefaultWaitNs, MessageDelayNs: DefaultMessageDelayNs}, DefaultHops,
+			Limits{ProgressWorker: 2, ProgressMaxNs: 1e6, MessageMaxNs: 1e6, OperatorMaxNs: 1e6}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(ev)*float64(b.N)/time.Since(start).Seconds()/1e6, "Mevents/s")
+}

@@ -1,8 +1,10 @@
 package activity
 
 import (
+	"cmp"
 	"errors"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -80,7 +82,8 @@ type Builder struct {
 	end  int64
 	n    int
 	// scratch
-	cuts   [][]int64
+	cuts   [][]int64 // per worker: its activities' cut points
+	xcuts  [][]int64 // per worker: its transfers' cut points
 	vtime  []int64
 	vwork  []int32
 	order  []int32
@@ -117,8 +120,8 @@ func NewBuilder(tr *Trace, opt Options) (*Builder, error) {
 		b.xfer[i] = i
 		b.t0, b.end = min(b.t0, x.SentNs, x.RecvNs), max(b.end, x.SentNs, x.RecvNs)
 	}
-	sort.Slice(b.xfer, func(i, j int) bool { return tr.Transfers[b.xfer[i]].SentNs < tr.Transfers[b.xfer[j]].SentNs })
-	b.cuts = make([][]int64, len(tr.Workers))
+	slices.SortStableFunc(b.xfer, func(i, j int) int { return cmp.Compare(tr.Transfers[i].SentNs, tr.Transfers[j].SentNs) })
+	b.cuts, b.xcuts = make([][]int64, len(tr.Workers)), make([][]int64, len(tr.Workers))
 	b.first, b.last, b.offset = make([]int32, len(tr.Workers)), make([]int32, len(tr.Workers)), make([]int32, len(tr.Workers)+1)
 	return b, nil
 }
@@ -199,6 +202,7 @@ func (b *Builder) build(w *Window) {
 func (b *Builder) cutPoints(w0, w1 int64, xs []int) {
 	tr := b.tr
 	for wk, acts := range tr.Activities {
+		b.xcuts[wk] = b.xcuts[wk][:0]
 		c := b.cuts[wk][:0]
 		i := b.next[wk]
 		for i < len(acts) && acts[i].EndNs <= w0 && !(acts[i].EndNs == w0 && acts[i].StartNs == w0) {
@@ -226,30 +230,45 @@ func (b *Builder) cutPoints(w0, w1 int64, xs []int) {
 			continue // never traversed: it needs no vertex
 		}
 		if x.SentNs >= w0 && x.SentNs < w1 {
-			b.cuts[x.From] = append(b.cuts[x.From], x.SentNs)
+			b.xcuts[x.From] = append(b.xcuts[x.From], x.SentNs)
 		}
 		if x.RecvNs >= w0 && x.RecvNs < w1 {
-			b.cuts[x.To] = append(b.cuts[x.To], x.RecvNs)
+			b.xcuts[x.To] = append(b.xcuts[x.To], x.RecvNs)
 		}
 	}
 }
 
-// vertices are each worker's sorted, distinct cut points.
+// vertices are each worker's sorted, distinct cut points: its activities'
+// (sorted as they are built) merged with its transfers' (nearly sorted:
+// sorting the two together was half the graph's time).
 func (b *Builder) vertices() {
 	b.vtime, b.vwork = b.vtime[:0], b.vwork[:0]
 	for wk := range b.cuts {
-		c := b.cuts[wk]
-		if !sort.SliceIsSorted(c, func(i, j int) bool { return c[i] < c[j] }) {
-			sort.Slice(c, func(i, j int) bool { return c[i] < c[j] })
+		c, x := b.cuts[wk], b.xcuts[wk]
+		if !slices.IsSorted(c) {
+			slices.Sort(c)
+		}
+		if !slices.IsSorted(x) {
+			slices.Sort(x)
 		}
 		b.offset[wk] = int32(len(b.vtime))
 		b.first[wk], b.last[wk] = -1, -1
-		for j, t := range c {
-			if j > 0 && t == c[j-1] {
-				continue
+		add := func(t int64) {
+			if n := len(b.vtime); n > int(b.offset[wk]) && b.vtime[n-1] == t {
+				return
 			}
 			b.vtime = append(b.vtime, t)
 			b.vwork = append(b.vwork, int32(wk))
+		}
+		i, j := 0, 0
+		for i < len(c) || j < len(x) {
+			if j == len(x) || (i < len(c) && c[i] <= x[j]) {
+				add(c[i])
+				i++
+			} else {
+				add(x[j])
+				j++
+			}
 		}
 		if int32(len(b.vtime)) > b.offset[wk] {
 			b.first[wk], b.last[wk] = b.offset[wk], int32(len(b.vtime))-1
