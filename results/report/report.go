@@ -35,6 +35,8 @@ type page struct {
 	Diagnosis []diagnosisSection
 	// Rates compares the stages' service-rate estimates with the answer.
 	Rates *rateSection
+	// PAG is the program activity graph (pag.json), when analysed.
+	PAG *pagSection
 }
 
 type trialRow struct {
@@ -79,6 +81,7 @@ func Build(d *results.Dir) ([]byte, error) {
 	}
 	pg.Diagnosis = diagnosisSections(d)
 	pg.Rates = rateSectionOf(d)
+	pg.PAG = pagSectionOf(d, &pg)
 	an := loadAnalysis(d, &pg)
 	if an != nil {
 		pg.Analysis = an

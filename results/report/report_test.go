@@ -146,3 +146,37 @@ func TestServiceRateSection(t *testing.T) {
 		t.Error("the section shows the estimate trial instead of the trial at the answer")
 	}
 }
+
+// TestActivityGraphSection: a run with pag.json shows one stacked bar per
+// window (a window without a path has none), the run's critical
+// participation and the invariants that did not hold.
+func TestActivityGraphSection(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		results.FormatFile: `{"format": "cloudprofiler-go run directory", "version": 2}`,
+		"pag.json": `{"run": "x", "window_ns": 100000000, "wait_ns": 15000, "message_delay_ns": 1000000, "workers": ["receiver0/consumer", "sender0/thread0"],
+			"windows": [
+			{"window": 0, "start_ns": 0, "end_ns": 100000000, "has_path": true, "log_paths": 3,
+			 "critical_participation": [{"worker": "receiver0/consumer", "kind": "consume", "value": 0.75}, {"worker": "sender0/thread0", "kind": "send", "value": 0.25}]},
+			{"window": 1, "start_ns": 100000000, "end_ns": 200000000, "has_path": false, "log_paths": 0, "critical_participation": []}],
+			"critical_participation": [{"worker": "receiver0/consumer", "kind": "consume", "value": 0.75}, {"worker": "sender0/thread0", "kind": "send", "value": 0.25}],
+			"violations": [{"invariant": "progress-max", "worker": "receiver0/consumer", "from_ns": 150000000, "to_ns": 350000000, "value_ns": 200000000, "limit_ns": 100000000, "detail": "no progress for 200ms"}],
+			"limits": {"progress_max_ns": 100000000, "progress_worker": 0, "window_ns": 100000000},
+			"events": 10, "ambiguous_messages": 2}`,
+	}
+	html := buildFrom(t, dir, files)
+	for _, want := range []string{`id="fig-pag"`, "window 0: receiver0/consumer consume 75.0%", "window 0: sender0/thread0 send 25.0%",
+		"receiver0/consumer consume</td><td>75.0%", "progress-max 100ms", "150.0 ms", "no progress for 200ms", "2 messages were ambiguous"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if strings.Contains(html, "window 1:") {
+		t.Error("a bar in a window without a path")
+	}
+	// A damaged pag.json is a problem on the page, not a failure.
+	files["pag.json"] = `{"windows": [`
+	if html := buildFrom(t, dir, files); !strings.Contains(html, "pag.json") || strings.Contains(html, `id="fig-pag"`) {
+		t.Error("a damaged pag.json is not reported as a problem")
+	}
+}

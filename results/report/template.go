@@ -80,6 +80,21 @@ var pageTemplate = template.Must(template.Must(template.New("report").Parse(figu
 {{end}}</table>
 {{end}}
 
+{{with .PAG}}<h2>What the progress waited for: the activity graph</h2>
+<p>From the profiled trial's activity channels and per-tuple points (cpsweep analyze --pag; docs/activity.md).{{if .Ambiguous}} {{.Ambiguous}} messages were ambiguous within the clock bound: marked, never on a path.{{end}}</p>
+{{template "fig" .Figure}}
+{{with .Totals}}<table>
+<tr><th class="l">activity</th><th>critical participation over the run</th></tr>
+{{range .}}<tr><td class="l">{{.Activity}}</td><td>{{.Share}}</td></tr>
+{{end}}</table>{{end}}
+{{if .Limits}}<h3>Invariants ({{.Limits}})</h3>
+{{if .Violations}}<table>
+<tr><th class="l">invariant</th><th class="l">worker</th><th>at</th><th>measured</th><th>limit</th><th class="l">detail</th></tr>
+{{range .Violations}}<tr><td class="l">{{.Invariant}}</td><td class="l">{{.Worker}}</td><td>{{.At}}</td><td>{{.Value}}</td><td>{{.Limit}}</td><td class="l">{{.Detail}}</td></tr>
+{{end}}</table>{{if .More}}<p>... and {{.More}} more in pag.json.</p>{{end}}
+{{else}}<p>Every invariant held.</p>{{end}}{{end}}
+{{end}}
+
 {{if .Pairs}}<h2>Tuple latency across nodes, with error bounds</h2>
 <p>From the profiled trial's logs, joined by tuple id across nodes and translated into the reference node's time{{with .Analysis}} ({{.Reference}}){{end}}.
 Two uncertainties apply, and both are shown. <b>The clocks:</b> every tuple's true latency lies within its error bound (the ± columns; 0 on the reference node).
