@@ -77,6 +77,9 @@ func StartLocal(ctx context.Context, senders, lanes int, extra []string) (*Local
 
 func (la *LocalAgents) start(ctx context.Context, bin string, args ...string) (*Client, error) {
 	cmd := exec.Command(bin, args...)
+	// The agents die with cpsweep, however it ends (a SIGPIPE, a kill):
+	// orphaned agents would hold their ports and CPUs and skew the next run.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err

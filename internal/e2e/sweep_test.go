@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -279,5 +280,41 @@ func TestRelaySweep(t *testing.T) {
 		"--lateness-floor", "100ms")
 	if len(rep.Result.Trials) != 2 || !rep.Result.Trials[0].Verdict.Pass || !rep.Result.Trials[1].Verdict.Pass {
 		t.Fatalf("relay sweep: %+v\n%s", rep.Result, p.Stderr.String())
+	}
+}
+
+// TestLocalAgentsDieWithCpsweep: cpsweep killed outright (SIGKILL: no
+// cleanup runs) must not leave its local agents behind, holding ports and
+// CPUs for the next run.
+func TestLocalAgentsDieWithCpsweep(t *testing.T) {
+	p, err := Start(filepath.Join(binDir, "cpsweep"), "--duration", "5s", "--warmup", "200ms", "--start", "10k", "--results", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.WaitForLine("trial  1", 30*time.Second) && !p.WaitForLine("results in", 1*time.Second) {
+		_ = p.Cmd.Process.Kill()
+		t.Fatalf("the sweep did not start:\n%s", p.Stderr.String())
+	}
+	out, _ := exec.Command("pgrep", "-P", fmt.Sprint(p.Cmd.Process.Pid)).Output()
+	children := strings.Fields(string(out))
+	if len(children) < 2 {
+		_ = p.Cmd.Process.Kill()
+		t.Fatalf("local agents: %q, want a receiver and a sender", children)
+	}
+	_ = p.Cmd.Process.Kill()
+	_ = p.Wait(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
+	for _, c := range children {
+		for {
+			st, err := os.ReadFile("/proc/" + c + "/stat")
+			if err != nil || strings.Contains(string(st), ") Z ") {
+				break // gone (a zombie has exited: only its reaper is missing)
+			}
+			if time.Now().After(deadline) {
+				_ = exec.Command("kill", "-9", c).Run() // not left behind by the test either
+				t.Fatalf("local agent %s outlived cpsweep", c)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 }
