@@ -48,6 +48,10 @@ type periods struct {
 	tPub, dirty, drops uint64
 	head, tail         uint64 // ring indices (head: writer, tail: reader)
 	ring               *[periodRing]Period
+	// busyMask has bit i set when state i is the stage's own work: read
+	// at every close, which at T = 1 µs is every bucket (two map lookups
+	// by the kind's name cost an unbatched run ~8% of its throughput).
+	busyMask uint8
 }
 
 // EnablePeriods turns on the period accounting with T adapted between
@@ -58,6 +62,11 @@ func (a *Account) EnablePeriods(tMin, tMax uint64) {
 		return
 	}
 	a.p = periods{on: true, tMin: tMin, tMax: tMax, t: tMin, tPub: tMin, ring: new([periodRing]Period)}
+	for i, st := range kindStates[a.kind] {
+		if st.Class == Busy {
+			a.p.busyMask |= 1 << i
+		}
+	}
 }
 
 // Close ends the open period if it is due at now. The writer calls it once
@@ -72,7 +81,7 @@ func (a *Account) Close(now uint64) {
 func (a *Account) closePeriod(now uint64) {
 	p := &a.p
 	nb := a.nonBusyTicks()
-	busyNow := kindStates[a.kind][int(a.c.mark>>markShift)].Class == Busy
+	busyNow := p.busyMask>>(a.c.mark>>markShift)&1 == 1
 	if p.start != 0 && now > p.start {
 		d := now - p.start
 		clean := busyNow && nb == p.nonBusy0
@@ -91,9 +100,9 @@ func (a *Account) closePeriod(now uint64) {
 // the stage's own work (read by the writer: its own words).
 func (a *Account) nonBusyTicks() uint64 {
 	var s uint64
-	for i, st := range kindStates[a.kind] {
-		if st.Class != Busy {
-			s += a.c.ticks[i]
+	for i := range MaxStates {
+		if a.p.busyMask>>i&1 == 0 {
+			s += a.c.ticks[i] // 0 past the kind's states
 		}
 	}
 	return s

@@ -154,15 +154,14 @@ func TestPeriodsOffByDefault(t *testing.T) {
 // stage's own thread (two state changes, the count, the period check), with
 // and without service-rate periods: what the estimates add to a stage.
 func BenchmarkAccountPerBucket(b *testing.B) {
-	for _, periods := range []bool{false, true} {
-		name := "periods-off"
-		if periods {
-			name = "periods-on"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		t    uint64 // period, ticks (0: periods off)
+	}{{"periods-off", 0}, {"periods-on", 1000}, {"a-period-every-bucket", 50}} {
+		b.Run(c.name, func(b *testing.B) {
 			a := &Account{name: "consumer", kind: Consumer}
-			if periods {
-				a.EnablePeriods(1000, 1000) // ~a period every 10 buckets
+			if c.t > 0 {
+				a.EnablePeriods(c.t, c.t) // 1000: ~a period every 10 buckets; 50: at T = tMin under load
 			}
 			a.Start(Idling, 1)
 			now := uint64(1)

@@ -25,9 +25,13 @@ import (
 func TestDiagnosisFindsInjectedStalls(t *testing.T) {
 	pr := &Pair{Bin: binDir,
 		// Receiver times count from dgrecv's start, the thread's from the
-		// sender's first slot (a little later).
-		RecvArgs: []string{"--stall", "consumer@1s+800ms", "--stall", "lane0@4s+800ms", "--expect-streams", "1"},
-		SendArgs: []string{"--rate", "300k", "--bucket", "100", "--duration", "5500ms", "--idle", "sleep", "--stall", "thread0@2500ms+800ms"}}
+		// sender's first slot, d later (0.1-1.1 s seen, more on a loaded
+		// host): the thread's stall [d+2, d+2.8] must end before the lane's
+		// [4.3, 5.1] begins (it starved the lane, hiding its stall, when it
+		// was at d+2.5 and d was 1.1 s), and the sender, at it until d+5.5,
+		// must outlast the lane's.
+		RecvArgs: []string{"--stall", "consumer@1s+800ms", "--stall", "lane0@4300ms+800ms", "--expect-streams", "1"},
+		SendArgs: []string{"--rate", "300k", "--bucket", "100", "--duration", "5500ms", "--idle", "sleep", "--stall", "thread0@2000ms+800ms"}}
 	pr.Run(t)
 	if pr.SendExit != 0 || pr.RecvExit != 0 {
 		t.Fatalf("exit codes send=%d recv=%d\n%s\n%s", pr.SendExit, pr.RecvExit, pr.SendProc.Stderr.String(), pr.RecvProc.Stderr.String())
