@@ -70,11 +70,12 @@ bench: build cref
 
 # The main job on loopback: cpsweep starts local dgsend/dgrecv agents, finds
 # the maximum sustainable throughput, relates the agents' TSCs, runs one
-# profiled trial at 90% of the answer, then analyses the logs and writes
-# report.html into the run directory under results/ (~1-2 min).
+# profiled trial at 90% of the answer, then analyses the logs (latencies and
+# the activity graph) and writes report.html into the run directory under
+# results/ (~1-2 min).
 demo: build
 	$(BIN)/cpsweep --duration 2s --warmup 500ms --start 500k --bucket 100 --name demo --clock --profile profiles/default.yaml --profile-at 0.9
-	@dir=$$(ls -td results/*-demo | head -1) && $(BIN)/cpsweep analyze $$dir && $(BIN)/cpsweep report $$dir && echo "open $$dir/report.html"
+	@dir=$$(ls -td results/*-demo | head -1) && $(BIN)/cpsweep analyze --pag $$dir && $(BIN)/cpsweep report $$dir && echo "open $$dir/report.html"
 
 # A short dgsend -> dgrecv run on loopback with a summary of both sides.
 demo-pair: build
