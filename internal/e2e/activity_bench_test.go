@@ -114,30 +114,16 @@ func TestBenchActivityOverhead(t *testing.T) {
 		"  activity.lane0: {handler: buffered, path: '{name}.log'}\n  activity.consumer: {handler: buffered, path: '{name}.log'}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, bucket := range []string{"10", "100"} {
-		var ratios, offs, ons []float64
-		for i := 0; i < pairs; i++ {
-			rate := map[bool]float64{}
-			order := []bool{false, true}
-			if i%2 == 1 {
-				order = []bool{true, false}
+	for i, bucket := range []string{"10", "100"} {
+		run := 0
+		offs, ons, ratios := pairedOnOff(t, pairs, bucket, func(on bool) (recv, send []string) {
+			if !on {
+				return nil, nil
 			}
-			for _, on := range order {
-				var prof []string
-				if on {
-					prof = []string{"--profile", yaml, "--profile-dir", filepath.Join(dir, fmt.Sprintf("p%s-%d", bucket, i))}
-				}
-				pr := &Pair{Bin: binDir, RecvArgs: append([]string{"--schema", "synthetic", "--expect-streams", "1"}, prof...),
-					SendArgs: sendArgs(append([]string{"--rate", "0", "--bucket", bucket, "--count", "3000000", "--duration", "0"}, prof...)...)}
-				pr.Run(t)
-				if !pr.Recv.Complete || pr.Recv.Consumed != pr.Send.Emitted {
-					t.Fatalf("buckets of %s, activity logging %v: consumed %d of %d", bucket, on, pr.Recv.Consumed, pr.Send.Emitted)
-				}
-				rate[on] = pr.Recv.Rate
-			}
-			offs, ons = append(offs, rate[false]), append(ons, rate[true])
-			ratios = append(ratios, rate[true]/rate[false])
-		}
+			run++
+			prof := []string{"--profile", yaml, "--profile-dir", filepath.Join(dir, fmt.Sprintf("p%d-%d", i, run))}
+			return prof, prof
+		})
 		cost := 1 - median(ratios)
 		t.Logf("ACTIVITY logging overhead, unpaced, buckets of %s: off [%s] on [%s], paired ratios %s: cost %.1f%% (target <= 5%%: %s)",
 			bucket, fmtRates(offs), fmtRates(ons), fmtRatios(ratios), 100*cost, verdict(cost <= 0.05))

@@ -339,29 +339,42 @@ func TestBenchServiceRateOverhead(t *testing.T) {
 		pairs = v
 	}
 	for _, bucket := range []string{"1", "100"} {
-		var ratios, offs, ons []float64
-		for i := 0; i < pairs; i++ {
-			rate := map[bool]float64{}
-			order := []bool{false, true}
-			if i%2 == 1 {
-				order = []bool{true, false}
-			}
-			for _, on := range order {
-				flag := fmt.Sprintf("--service-rates=%v", on)
-				pr := &Pair{Bin: binDir, RecvArgs: []string{"--schema", "synthetic", "--expect-streams", "1", flag},
-					SendArgs: sendArgs("--rate", "0", "--bucket", bucket, "--count", "3000000", "--duration", "0", flag)}
-				pr.Run(t)
-				if !pr.Recv.Complete || pr.Recv.Consumed != pr.Send.Emitted {
-					t.Fatalf("buckets of %s, %s: consumed %d of %d", bucket, flag, pr.Recv.Consumed, pr.Send.Emitted)
-				}
-				rate[on] = pr.Recv.Rate
-			}
-			offs, ons = append(offs, rate[false]), append(ons, rate[true])
-			ratios = append(ratios, rate[true]/rate[false])
-		}
+		offs, ons, ratios := pairedOnOff(t, pairs, bucket, func(on bool) (recv, send []string) {
+			flag := fmt.Sprintf("--service-rates=%v", on)
+			return []string{flag}, []string{flag}
+		})
 		cost := 1 - median(ratios)
 		t.Logf("SERVICE RATE overhead, unpaced, buckets of %s: off [%s] on [%s], paired ratios %s: cost %.1f%% (target <= 2%%: %s)",
 			bucket, fmtRates(offs), fmtRates(ons), fmtRatios(ratios), 100*cost, verdict(cost <= 0.02))
 		record(t, "service_rate_overhead", map[string]any{"bucket": bucket, "off": offs, "on": ons, "ratios": ratios, "cost": cost})
 	}
+}
+
+// pairedOnOff runs unpaced dgsend into dgrecv (3 M tuples, buckets of
+// bucket) with a feature off and on, back to back in pairs whose order
+// alternates, and returns the consumed rates and each pair's on ÷ off
+// ratio: the host's drift between pairs cancels in the ratios. extra gives
+// each side's flags for the feature's setting.
+func pairedOnOff(t *testing.T, pairs int, bucket string, extra func(on bool) (recv, send []string)) (offs, ons, ratios []float64) {
+	t.Helper()
+	for i := 0; i < pairs; i++ {
+		rate := map[bool]float64{}
+		order := []bool{false, true}
+		if i%2 == 1 {
+			order = []bool{true, false}
+		}
+		for _, on := range order {
+			recv, send := extra(on)
+			pr := &Pair{Bin: binDir, RecvArgs: append([]string{"--schema", "synthetic", "--expect-streams", "1"}, recv...),
+				SendArgs: sendArgs(append([]string{"--rate", "0", "--bucket", bucket, "--count", "3000000", "--duration", "0"}, send...)...)}
+			pr.Run(t)
+			if !pr.Recv.Complete || pr.Recv.Consumed != pr.Send.Emitted {
+				t.Fatalf("buckets of %s, %v / %v: consumed %d of %d", bucket, recv, send, pr.Recv.Consumed, pr.Send.Emitted)
+			}
+			rate[on] = pr.Recv.Rate
+		}
+		offs, ons = append(offs, rate[false]), append(ons, rate[true])
+		ratios = append(ratios, rate[true]/rate[false])
+	}
+	return offs, ons, ratios
 }

@@ -55,34 +55,37 @@ func events(tr *Trace) int {
 // (activity or transfer), windows of 1 ms, one core. Issue #15's target:
 // at least 5 M events/s (ST2: 1 M on one worker).
 func BenchmarkPAG(b *testing.B) {
-	tr := pipelineTrace(200_000, 7)
-	ev := events(tr)
-	b.ReportAllocs()
-	b.ResetTimer()
-	start := time.Now()
-	for b.Loop() {
+	perEvent(b, func(tr *Trace) error {
 		bd, err := NewBuilder(tr, Options{WindowNs: 1_000_000, WaitNs: DefaultWaitNs})
 		if err != nil {
-			b.Fatal(err)
+			return err
 		}
 		var w Window
 		for bd.Next(&w) {
 		}
-	}
-	b.ReportMetric(float64(ev)*float64(b.N)/time.Since(start).Seconds()/1e6, "Mevents/s")
+		return nil
+	})
 }
 
 // BenchmarkAnalyze is everything analyze --pag computes per event: the
 // graph and critical participation, metrics, 3-hops and the invariants.
 func BenchmarkAnalyze(b *testing.B) {
+	perEvent(b, func(tr *Trace) error {
+		_, err := Analyze(tr, Options{WindowNs: 1_000_000, WaitNs: DefaultWaitNs, MessageDelayNs: DefaultMessageDelayNs}, DefaultHops,
+			Limits{ProgressWorker: 2, ProgressMaxNs: 1e6, MessageMaxNs: 1e6, OperatorMaxNs: 1e6})
+		return err
+	})
+}
+
+// perEvent runs f over a 200 k-bucket pipeline trace and reports events/s.
+func perEvent(b *testing.B, f func(*Trace) error) {
 	tr := pipelineTrace(200_000, 7)
 	ev := events(tr)
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()
 	for b.Loop() {
-		if _, err := Analyze(tr, Options{WindowNs: 1_000_000, WaitNs: DefaultWaitNs, MessageDelayNs: DefaultMessageDelayNs}, DefaultHops,
-			Limits{ProgressWorker: 2, ProgressMaxNs: 1e6, MessageMaxNs: 1e6, OperatorMaxNs: 1e6}); err != nil {
+		if err := f(tr); err != nil {
 			b.Fatal(err)
 		}
 	}
