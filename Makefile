@@ -23,7 +23,7 @@ build: deps
 test: deps
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
-	$(GO) test -race -count=1 ./objfactory/ ./receiver/ ./sender/ ./stage/ ./servicerate/ ./diagnose/ ./internal/histo/ ./internal/zmqraw/ ./profiler/ ./tsc/...
+	$(GO) test -race -count=1 ./objfactory/ ./receiver/ ./sender/ ./stage/ ./servicerate/ ./diagnose/ ./internal/histo/ ./internal/zmqraw/ ./profiler/ ./tsc/... ./sweep/watch/
 	$(GO) test -count=1 -json ./... | $(GO) run ./scripts/testsummary
 
 # The fast part of make test: vet and the unit tests of every package but
@@ -89,6 +89,7 @@ fuzz: deps
 	$(GO) test -run '^$$' -fuzz FuzzDecodeAck -fuzztime 30s ./profiler/
 	$(GO) test -run '^$$' -fuzz FuzzSkip -fuzztime 30s ./wire/
 	$(GO) test -run '^$$' -fuzz FuzzTimeline -fuzztime 30s ./diagnose/
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./sweep/watch/
 
 clean:
 	rm -rf $(BIN)

@@ -103,7 +103,7 @@ Ctrl-C stops the running trial and keeps every finished one.`,
 		*code = sweep.ExitInvalidPlan
 		return err
 	})
-	cmd.AddCommand(clockCommand(code), logsCommand(), profilerCommand(), analyzeCommand(), reportCommand(), diagnoseCommand(), capacityCommand(), invariantsCommand(code))
+	cmd.AddCommand(clockCommand(code), logsCommand(), profilerCommand(), analyzeCommand(), reportCommand(), diagnoseCommand(), capacityCommand(), invariantsCommand(code), watchCommand())
 	o.register(cmd.Flags())
 	return cmd
 }

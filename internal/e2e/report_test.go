@@ -117,6 +117,13 @@ func selfCheckCatches(t *testing.T, page string) {
 // tag, where the page's self-check leaves its verdict.
 func chromiumBody(t *testing.T, page string) string {
 	t.Helper()
+	return regexp.MustCompile(`<body[^>]*>`).FindString(chromiumDOM(t, "file://"+page))
+}
+
+// chromiumDOM loads url in headless Chromium, lets its scripts run for 5 s
+// of virtual time and returns the DOM.
+func chromiumDOM(t *testing.T, url string) string {
+	t.Helper()
 	bin := ""
 	for _, b := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(b); err == nil {
@@ -129,11 +136,11 @@ func chromiumBody(t *testing.T, page string) string {
 	}
 	out, err := exec.Command("timeout", "90", bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--user-data-dir="+t.TempDir(),
-		"--virtual-time-budget=5000", "--dump-dom", "file://"+page).Output()
+		"--virtual-time-budget=5000", "--dump-dom", url).Output()
 	if err != nil {
 		t.Fatalf("chromium: %v", err)
 	}
-	return regexp.MustCompile(`<body[^>]*>`).FindString(string(out))
+	return string(out)
 }
 
 // checkInChromium loads the page headless and reads the verdict the page's

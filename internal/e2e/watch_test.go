@@ -1,0 +1,91 @@
+package e2e
+
+import (
+	"bufio"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestWatchDuringASweep watches the agents of a running sweep: in a real
+// terminal (tmux, captured), as JSON lines, and as the web page in
+// headless Chromium, each showing the consumer with its rate and label.
+func TestWatchDuringASweep(t *testing.T) {
+	sw, err := Start(filepath.Join(binDir, "cpsweep"), "--search", "linear", "--from", "20k", "--to", "20k", "--step", "1k",
+		"--duration", "15s", "--warmup", "300ms", "--work", "10us", "--bucket", "10", "--lateness-floor", "500ms", "--results", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sw.Cmd.Process.Kill(); _ = sw.Wait(10 * time.Second) })
+	if !sw.WaitForLine("results in", 30*time.Second) {
+		t.Fatalf("the sweep did not start:\n%s", sw.Stderr.String())
+	}
+	m := regexp.MustCompile(`senders (\S+) -> receivers (\S+)`).FindStringSubmatch(sw.Stderr.String())
+	if m == nil {
+		t.Fatalf("no agent addresses in:\n%s", sw.Stderr.String())
+	}
+	watch := []string{filepath.Join(binDir, "cpsweep"), "watch", "--sender", m[1], "--receiver", m[2], "--interval", "500ms"}
+	time.Sleep(2 * time.Second) // into the trial
+
+	t.Run("json", func(t *testing.T) {
+		out, err := exec.Command(watch[0], append(watch[1:], "--json", "--for", "1600ms")...).Output()
+		if err != nil {
+			t.Fatalf("watch --json: %v\n%s", err, out)
+		}
+		sc := bufio.NewScanner(strings.NewReader(string(out)))
+		lines, withRate := 0, 0
+		for sc.Scan() {
+			lines++
+			if regexp.MustCompile(`"stage":"consumer","kind":"consumer","items_per_s":[1-9]`).MatchString(sc.Text()) {
+				withRate++
+			}
+		}
+		if lines < 3 || withRate == 0 {
+			t.Fatalf("%d views, %d with the consumer consuming:\n%s", lines, withRate, out)
+		}
+	})
+
+	t.Run("terminal", func(t *testing.T) {
+		if _, err := exec.LookPath("tmux"); err != nil {
+			skipOrFail(t, "no tmux here (apt-get install tmux; .ci/run installs it): the terminal check is skipped")
+		}
+		session := fmt.Sprintf("cpwatch%d", time.Now().UnixNano())
+		cmdline := strings.Join(append(watch, "--for", "3s"), " ") + "; sleep 5"
+		if out, err := exec.Command("tmux", "new-session", "-d", "-s", session, "-x", "140", "-y", "30", cmdline).CombinedOutput(); err != nil {
+			t.Fatalf("tmux: %v %s", err, out)
+		}
+		defer exec.Command("tmux", "kill-session", "-t", session).Run()
+		time.Sleep(2500 * time.Millisecond)
+		out, err := exec.Command("tmux", "capture-pane", "-p", "-t", session).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		screen := string(out)
+		// Redrawn in place: one header on the screen, the consumer consuming.
+		if strings.Count(screen, "cpsweep watch") != 1 || !regexp.MustCompile(`receiver0 +consumer +consumer +[1-9][0-9.]* k/s +\d+% +\d+% +(HEALTHY|DONTCARE)`).MatchString(screen) {
+			t.Fatalf("the terminal shows:\n%s", screen)
+		}
+	})
+
+	t.Run("chromium", func(t *testing.T) {
+		port := mustPort(t)
+		w, err := Start(watch[0], append(watch[1:], "--http", fmt.Sprintf("127.0.0.1:%d", port), "--for", "20s")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = w.Cmd.Process.Kill(); _ = w.Wait(5 * time.Second) }()
+		if !w.WaitForLine("web view:", 10*time.Second) {
+			t.Fatalf("no web view:\n%s", w.Stderr.String())
+		}
+		time.Sleep(1200 * time.Millisecond) // two scrapes: rates
+		dom := chromiumDOM(t, fmt.Sprintf("http://127.0.0.1:%d/", port))
+		if !strings.Contains(dom, `data-stage="receiver0/consumer"`) || regexp.MustCompile(`data-updates="0"`).MatchString(dom) ||
+			!regexp.MustCompile(`(HEALTHY|DONTCARE)`).MatchString(dom) {
+			t.Fatalf("the page in Chromium:\n%s", dom)
+		}
+	})
+}

@@ -1,0 +1,99 @@
+package watch
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/cloudprofiler-go/cp/internal/numfmt"
+)
+
+// WriteText renders a view for a terminal: one line per stage, then the
+// alerts and the agents that did not answer.
+func WriteText(w io.Writer, v View) {
+	fmt.Fprintf(w, "cpsweep watch  %s\n\n", v.At)
+	fmt.Fprintf(w, "%-12s %-10s %-9s %12s %6s %8s  %-9s %14s %14s\n", "node", "stage", "kind", "buckets/s", "busy", "blocked", "label", "raftlib", "busy_time")
+	for _, s := range v.Stages {
+		fmt.Fprintf(w, "%-12s %-10s %-9s %12s %5.0f%% %7.0f%%  %-9s %14s %14s\n", s.Node, s.Stage, s.Kind, numfmt.Rate(s.ItemsPerS),
+			100*s.Busy, 100*s.Blocked, orDash(s.Label), rateOrNot(s.RaftLib), rateOrNot(s.BusyTime))
+	}
+	if len(v.Stages) == 0 {
+		fmt.Fprintln(w, "(no stage yet: the agents publish their stages while a trial runs)")
+	}
+	fmt.Fprintln(w)
+	if len(v.Alerts) == 0 {
+		fmt.Fprintln(w, "invariants: no alert")
+	}
+	for _, a := range v.Alerts {
+		fmt.Fprintf(w, "ALERT %s %s: %s\n", a.Invariant, a.Stage, a.Detail)
+	}
+	for _, e := range v.Errors {
+		fmt.Fprintf(w, "agent not answering: %s\n", e)
+	}
+	fmt.Fprintf(w, "critical participation: %s\n", v.CriticalParticipation)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func rateOrNot(v *float64) string {
+	if v == nil {
+		return "not_converged"
+	}
+	return numfmt.Rate(*v)
+}
+
+//go:embed page.html
+var page []byte
+
+// Handler serves the web view: the page (plain HTML and JavaScript, no
+// build step) at /, the latest view at /state.json, and the alerts as
+// Prometheus series at /metrics.
+func (w *Watcher) Handler() http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(alertCollector{w})
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = rw.Write(page)
+	})
+	mux.HandleFunc("GET /state.json", func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(rw).Encode(w.Latest())
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	return mux
+}
+
+var (
+	descFiring = prometheus.NewDesc("cp_watch_alert_firing", "1 while a live invariant does not hold (cpsweep watch), 0 once it holds again.", []string{"invariant", "stage"}, nil)
+	descFired  = prometheus.NewDesc("cp_watch_alerts_total", "Times a live invariant started not to hold (cpsweep watch).", []string{"invariant", "stage"}, nil)
+)
+
+// alertCollector exports the watcher's alerts.
+type alertCollector struct{ w *Watcher }
+
+func (c alertCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descFiring; ch <- descFired }
+
+func (c alertCollector) Collect(ch chan<- prometheus.Metric) {
+	firing := c.w.Firing()
+	for key, n := range c.w.Fired() {
+		inv, st, _ := strings.Cut(key, "/")
+		v := 0.0
+		if firing[key] {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descFiring, prometheus.GaugeValue, v, inv, st)
+		ch <- prometheus.MustNewConstMetric(descFired, prometheus.CounterValue, float64(n), inv, st)
+	}
+}

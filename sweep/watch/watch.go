@@ -1,0 +1,353 @@
+// Package watch is cpsweep watch's live view of running agents: it scrapes
+// every agent's Prometheus metrics (the stage accounting, the diagnosis
+// labels and the service-rate estimates, docs/metrics.md) at an interval,
+// turns successive scrapes into rates per stage, checks a live progress
+// invariant, and renders the view for a terminal, as JSON and as a small
+// web page.
+//
+// The critical participation of the activity graph needs the stages'
+// activity streams, which the agents do not serve live: the view says so
+// and points to cpsweep analyze --pag on a profiled run.
+package watch
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/cloudprofiler-go/cp/stage"
+)
+
+// MaxMetricsBytes bounds one scrape: an agent's metrics are a few kB.
+const MaxMetricsBytes = 4 << 20
+
+// Agent is one agent to watch: its node name in the view and the address
+// of its control API, which serves /metrics too.
+type Agent struct {
+	Node, Addr string
+}
+
+// StageView is one stage of one agent over the latest interval.
+type StageView struct {
+	Node      string  `json:"node"`
+	Stage     string  `json:"stage"`
+	Kind      string  `json:"kind"`
+	ItemsPerS float64 `json:"items_per_s"` // buckets a second
+	Busy      float64 `json:"busy"`        // share of the interval in its own work
+	Blocked   float64 `json:"blocked"`     // share of the interval held up by the stage after it
+	Label     string  `json:"label"`       // FlowDiagnoser's label at the latest snapshot
+	// RaftLib and BusyTime are the service-rate estimates in tuples/s
+	// (null: not converged).
+	RaftLib  *float64 `json:"raftlib_tuples_per_s"`
+	BusyTime *float64 `json:"busy_time_tuples_per_s"`
+}
+
+// Alert is an invariant that does not hold now.
+type Alert struct {
+	Invariant string  `json:"invariant"`
+	Stage     string  `json:"stage"` // node/stage
+	Since     string  `json:"since"` // RFC 3339
+	Seconds   float64 `json:"seconds"`
+	Detail    string  `json:"detail"`
+}
+
+// View is what the watch shows after one scrape of every agent.
+type View struct {
+	At     string      `json:"at"`
+	Stages []StageView `json:"stages"`
+	Alerts []Alert     `json:"alerts"`
+	// Errors are the agents that could not be scraped, with why.
+	Errors []string `json:"errors"`
+	// CriticalParticipation says why it is not in the live view.
+	CriticalParticipation string `json:"critical_participation"`
+}
+
+// NoLiveCP is the view's word on critical participation.
+const NoLiveCP = "not live: the agents do not stream their activities; profile a run (cpsweep --profile profiles/default.yaml) and run cpsweep analyze --pag on it"
+
+// Options of a Watcher.
+type Options struct {
+	// ProgressMax fires an alert when a consumer has not finished a bucket
+	// for this long while a sender emitted (0: off). The resolution is
+	// the scrape interval.
+	ProgressMax time.Duration
+	Client      *http.Client
+}
+
+// Watcher scrapes agents and keeps what it needs between scrapes.
+type Watcher struct {
+	agents []Agent
+	opt    Options
+	mu     sync.Mutex
+	prev   map[string]scrape // by agent address
+	// progress: per consumer (node/stage), when its items last grew.
+	progress map[string]time.Time
+	firing   map[string]Alert // by invariant/stage
+	total    map[string]int   // alerts fired, by invariant/stage
+	view     View
+}
+
+// New returns a watcher of agents.
+func New(agents []Agent, opt Options) *Watcher {
+	if opt.Client == nil {
+		opt.Client = &http.Client{Timeout: 2 * time.Second}
+	}
+	return &Watcher{agents: agents, opt: opt, prev: map[string]scrape{}, progress: map[string]time.Time{},
+		firing: map[string]Alert{}, total: map[string]int{}}
+}
+
+// scrape is one agent's stage metrics at one instant.
+type scrape struct {
+	at     time.Time
+	stages map[string]*stageMetrics
+}
+
+type stageMetrics struct {
+	seconds map[string]float64 // by state
+	items   float64
+	label   string
+	rates   map[string]float64 // by method
+}
+
+// Step scrapes every agent once and returns the new view.
+func (w *Watcher) Step(ctx context.Context) View {
+	now := time.Now()
+	v := View{At: now.UTC().Format(time.RFC3339Nano), Stages: []StageView{}, Alerts: []Alert{}, Errors: []string{}, CriticalParticipation: NoLiveCP}
+	cur := map[string]scrape{}
+	for _, a := range w.agents {
+		s, err := w.scrape(ctx, a.Addr)
+		if err != nil {
+			v.Errors = append(v.Errors, fmt.Sprintf("%s (%s): %v", a.Node, a.Addr, err))
+			continue
+		}
+		s.at = now
+		cur[a.Addr] = s
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	senderGrew := false
+	for _, a := range w.agents {
+		s, ok := cur[a.Addr]
+		if !ok {
+			continue
+		}
+		p, hasPrev := w.prev[a.Addr]
+		for _, name := range sortedKeys(s.stages) {
+			m := s.stages[name]
+			sv := StageView{Node: a.Node, Stage: name, Kind: string(kindOf(name)), Label: m.label}
+			if r, ok := m.rates["raftlib"]; ok {
+				sv.RaftLib = &r
+			}
+			if r, ok := m.rates["busy_time"]; ok {
+				sv.BusyTime = &r
+			}
+			if pm := p.stages[name]; hasPrev && pm != nil {
+				dt := s.at.Sub(p.at).Seconds()
+				if dt > 0 {
+					sv.ItemsPerS = math.Max(0, m.items-pm.items) / dt
+					busy, blocked := classShares(kindOf(name), m.seconds, pm.seconds)
+					sv.Busy, sv.Blocked = busy/dt, blocked/dt
+				}
+				key := a.Node + "/" + name
+				if m.items > pm.items {
+					if kindOf(name) == stage.Sender {
+						senderGrew = true
+					}
+					w.progress[key] = now
+				} else if _, seen := w.progress[key]; !seen {
+					w.progress[key] = now
+				}
+			}
+			v.Stages = append(v.Stages, sv)
+		}
+	}
+	w.checkProgress(now, senderGrew)
+	for _, key := range sortedKeys(w.firing) {
+		v.Alerts = append(v.Alerts, w.firing[key])
+	}
+	for k, s := range cur {
+		w.prev[k] = s
+	}
+	w.view = v
+	return v
+}
+
+// checkProgress fires progress-max for every consumer whose items have not
+// grown for ProgressMax while a sender emitted in the latest interval, and
+// clears it when they grow again.
+func (w *Watcher) checkProgress(now time.Time, senderGrew bool) {
+	if w.opt.ProgressMax <= 0 {
+		return
+	}
+	for key, last := range w.progress {
+		if kindOf(key[strings.LastIndexByte(key, '/')+1:]) != stage.Consumer {
+			continue
+		}
+		id := "progress-max/" + key
+		idle := now.Sub(last)
+		if idle >= w.opt.ProgressMax && senderGrew {
+			a, firing := w.firing[id]
+			if !firing {
+				w.total[id]++
+				a = Alert{Invariant: "progress-max", Stage: key, Since: last.UTC().Format(time.RFC3339Nano)}
+			}
+			a.Seconds = idle.Seconds()
+			a.Detail = fmt.Sprintf("no bucket consumed for %v while the senders emit (limit %v)", idle.Round(time.Millisecond), w.opt.ProgressMax)
+			w.firing[id] = a
+		} else if idle < w.opt.ProgressMax {
+			delete(w.firing, id)
+		}
+	}
+}
+
+// Latest is the latest view (for the web page).
+func (w *Watcher) Latest() View {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.view
+}
+
+// Fired returns how often each alert (invariant/node/stage) fired.
+func (w *Watcher) Fired() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[string]int, len(w.total))
+	for k, v := range w.total {
+		out[k] = v
+	}
+	return out
+}
+
+// Firing reports whether an alert is firing now, by invariant/node/stage.
+func (w *Watcher) Firing() map[string]bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[string]bool, len(w.total))
+	for k := range w.total {
+		_, out[k] = w.firing[k]
+	}
+	return out
+}
+
+func (w *Watcher) scrape(ctx context.Context, addr string) (scrape, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return scrape{}, err
+	}
+	resp, err := w.opt.Client.Do(req)
+	if err != nil {
+		return scrape{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return scrape{}, fmt.Errorf("GET /metrics: HTTP %d", resp.StatusCode)
+	}
+	return parse(io.LimitReader(resp.Body, MaxMetricsBytes))
+}
+
+// parse reads the stage metrics out of a Prometheus text exposition.
+func parse(r io.Reader) (scrape, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return scrape{}, fmt.Errorf("parse metrics: %w", err)
+	}
+	s := scrape{stages: map[string]*stageMetrics{}}
+	get := func(name string) *stageMetrics {
+		m := s.stages[name]
+		if m == nil {
+			m = &stageMetrics{seconds: map[string]float64{}, rates: map[string]float64{}}
+			s.stages[name] = m
+		}
+		return m
+	}
+	each := func(fam string, f func(labels map[string]string, v float64)) {
+		mf := fams[fam]
+		if mf == nil {
+			return
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["stage"] == "" {
+				continue
+			}
+			f(labels, value(m))
+		}
+	}
+	each("cp_stage_seconds_total", func(l map[string]string, v float64) { get(l["stage"]).seconds[l["state"]] = v })
+	each("cp_stage_items_total", func(l map[string]string, v float64) { get(l["stage"]).items = v })
+	each("cp_stage_label", func(l map[string]string, v float64) {
+		if v == 1 {
+			get(l["stage"]).label = l["label"]
+		}
+	})
+	each("cp_stage_service_rate", func(l map[string]string, v float64) {
+		if !math.IsNaN(v) && v > 0 {
+			get(l["stage"]).rates[l["method"]] = v
+		}
+	})
+	return s, nil
+}
+
+func value(m *dto.Metric) float64 {
+	switch {
+	case m.GetCounter() != nil:
+		return m.GetCounter().GetValue()
+	case m.GetGauge() != nil:
+		return m.GetGauge().GetValue()
+	case m.GetUntyped() != nil:
+		return m.GetUntyped().GetValue()
+	}
+	return math.NaN()
+}
+
+// kindOf tells a stage's kind by its name, as dgsend and dgrecv name them.
+func kindOf(name string) stage.Kind {
+	switch {
+	case name == "consumer":
+		return stage.Consumer
+	case strings.HasPrefix(name, "thread"):
+		return stage.Sender
+	case strings.HasPrefix(name, "lane"):
+		return stage.Lane
+	case strings.HasPrefix(name, "stream"):
+		return stage.Network
+	}
+	return stage.SUT
+}
+
+// classShares is the time in busy and blocked states between two scrapes.
+func classShares(k stage.Kind, cur, prev map[string]float64) (busy, blocked float64) {
+	for _, st := range stage.States(k) {
+		d := math.Max(0, cur[st.Name]-prev[st.Name])
+		switch st.Class {
+		case stage.Busy:
+			busy += d
+		case stage.Blocked:
+			blocked += d
+		}
+	}
+	return busy, blocked
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
