@@ -86,7 +86,10 @@ func TestConcurrentSamplingIsMonotonic(t *testing.T) {
 	for _, v := range rs[0].Ticks {
 		sum += v
 	}
-	if rs[0].Items != 200000 || sum == 0 || sum > end-start {
+	// 1% of slack: the writer's and the sampler's TSC reads come from
+	// different vCPUs, whose TSCs a VM may skew by tens of µs (61 k ticks
+	// over 22.8 M seen in CI); double counting would be far more.
+	if el := end - start; rs[0].Items != 200000 || sum == 0 || sum > el+el/100 {
 		t.Fatalf("items %d, accounted %d ticks of %d", rs[0].Items, sum, end-start)
 	}
 }
