@@ -43,6 +43,9 @@ type Diagnosis struct {
 	Evidence string `json:"evidence,omitempty"`
 	// Stalls are the confirmed stalls, in time order.
 	Stalls []Stall `json:"stalls"`
+	// WindowBusy is each timed stage's busy share over the window (its own
+	// work over all its accounted time).
+	WindowBusy map[string]float64 `json:"window_busy,omitempty"`
 }
 
 // Snapshot is one period's labels and bottleneck ranks, by module.
@@ -109,6 +112,12 @@ func Analyze(t *Timeline, o Options) *Diagnosis {
 	d.Limiting, d.Evidence = "none", ""
 	if lo, hi := t.window(o.Window); hi > lo {
 		t.activity(lo, hi, act)
+		d.WindowBusy = map[string]float64{}
+		for m, x := range act {
+			if x.Timed {
+				d.WindowBusy[g.Modules[m].Name] = x.Busy
+			}
+		}
 		if o.Overloaded {
 			th := o.Thresholds
 			th.Blocked = min(th.Blocked, OverloadedBlocked)

@@ -119,7 +119,7 @@ func (s *Sweep) diagnoseTrial(t *Trial) {
 		t.LimitingEvidence = "not diagnosed: " + err.Error()
 		return
 	}
-	t.LimitingStage, t.LimitingEvidence = d.Limiting, d.Evidence
+	t.LimitingStage, t.LimitingEvidence, t.Busy = d.Limiting, d.Evidence, d.WindowBusy
 	if d.Limiting == "none" && !t.Verdict.Pass {
 		if name, why := lateOnItsOwn(t); name != "" {
 			t.LimitingStage, t.LimitingEvidence = name, why

@@ -30,6 +30,9 @@ type Trial struct {
 	// first (nil: none converged).
 	ServiceRates []servicerate.Rate `json:"service_rates,omitempty"`
 	NextLimit    *NextLimit         `json:"next_limit,omitempty"`
+	// Busy is each stage's busy share over the measured window (stages
+	// named by node; from the diagnosis).
+	Busy map[string]float64 `json:"busy,omitempty"`
 	// Short: the trial ran a shorter window than the plan's (the hint's
 	// estimate trial), so its pass is weaker evidence than a full trial's.
 	Short bool `json:"short,omitempty"`
@@ -243,13 +246,23 @@ func (f *fastSearch) estimate() (float64, error) {
 // limit (or the ramp's next step, by at most HintFactor, when the trial
 // is already above that) and ok is true.
 func (f *fastSearch) hintAfter(t Trial, rate float64) (next float64, ok bool) {
-	if !f.hinting || t.NextLimit == nil || t.NextLimit.TuplesPerS <= 0 {
+	if !f.hinting {
 		return 0, false
+	}
+	limit, stage, method := 0.0, "", ""
+	switch {
+	case t.NextLimit != nil && t.NextLimit.TuplesPerS > 0:
+		limit, stage, method = t.NextLimit.TuplesPerS, t.NextLimit.Stage, t.NextLimit.Method
+	default:
+		if limit, stage = impliedLimit(t); limit <= 0 {
+			return 0, false
+		}
+		method = "window busy time"
 	}
 	f.hinting = false
 	f.p.Factor = math.Min(f.p.Factor, HintFactor)
-	next = HintMargin * t.NextLimit.TuplesPerS
-	f.res.Hint = fmt.Sprintf("after trial %d at %.0f: %.0f%% of %s's %s limit %.0f", t.N, rate, 100*HintMargin, t.NextLimit.Stage, t.NextLimit.Method, t.NextLimit.TuplesPerS)
+	next = HintMargin * limit
+	f.res.Hint = fmt.Sprintf("after trial %d at %.0f: %.0f%% of %s's %s limit %.0f", t.N, rate, 100*HintMargin, stage, method, limit)
 	if next <= rate*(1+f.p.Precision) {
 		next = rate * f.p.Factor
 		f.res.Hint += fmt.Sprintf(", at or below the rate that passed: ramping by %g", f.p.Factor)
@@ -258,6 +271,33 @@ func (f *fastSearch) hintAfter(t Trial, rate float64) (next float64, ok bool) {
 		next = math.Min(next, f.p.Max)
 	}
 	return next, true
+}
+
+// MinImpliedBusy: below this busy share a stage's window busy time says
+// nothing about its capacity (the extrapolation would be 20× or more).
+const MinImpliedBusy = 0.05
+
+// impliedLimit is the pipeline rate at which the busiest stage of a
+// passing trial would saturate, by its busy time over the trial's window
+// (DS2's true processing rate: achieved ÷ busy share, the same for every
+// stage of a pipeline whose stages each carry their share). It is what the
+// hint reads when no estimate converged: at a low load it is biased low
+// (a stage idle most of the time starts every bucket cold, BENCHMARKS.md),
+// which makes it a safe start below the answer, never a reported rate.
+func impliedLimit(t Trial) (float64, string) {
+	if !t.Verdict.Pass || t.Achieved <= 0 {
+		return 0, ""
+	}
+	busiest, name := 0.0, ""
+	for stage, b := range t.Busy {
+		if b > busiest {
+			busiest, name = b, stage
+		}
+	}
+	if busiest < MinImpliedBusy {
+		return 0, ""
+	}
+	return t.Achieved / busiest, name
 }
 
 // above is the ramp's next rate after a pass at rate.

@@ -59,17 +59,25 @@ func TestFastHint(t *testing.T) {
 		converges func(float64) bool // the estimates converged in a trial at this rate
 		estimate  float64            // the limit they give
 		want      []float64          // the first rates tried
+		busyAt    float64            // >0: the consumer is busy rate/busyAt of the window (no estimate needed)
 	}{
 		{"converged in the estimate trial", true, func(float64) bool { return true }, limit,
-			[]float64{10e3, 0.95 * limit, 1.25 * 0.95 * limit}},
+			[]float64{10e3, 0.95 * limit, 1.25 * 0.95 * limit}, 0},
 		{"converged at the second ramp step", true, func(r float64) bool { return r >= 20e3 }, limit,
-			[]float64{10e3, 10e3, 20e3, 0.95 * limit}},
+			[]float64{10e3, 10e3, 20e3, 0.95 * limit}, 0},
 		{"full-length estimate trial counts as the first pass", false, func(r float64) bool { return r >= 20e3 }, limit,
-			[]float64{10e3, 20e3, 0.95 * limit}},
+			[]float64{10e3, 20e3, 0.95 * limit}, 0},
 		{"an estimate below the rate that passed: ramp by 1.25", true, func(r float64) bool { return r >= 20e3 }, 15e3,
-			[]float64{10e3, 10e3, 20e3, 25e3, 31.25e3}},
+			[]float64{10e3, 10e3, 20e3, 25e3, 31.25e3}, 0},
 		{"never converged: the plain ramp", true, func(float64) bool { return false }, limit,
-			[]float64{10e3, 10e3, 20e3, 40e3, 80e3, 160e3}},
+			[]float64{10e3, 10e3, 20e3, 40e3, 80e3, 160e3}, 0},
+		// Nothing converged, but the consumer was busy 12.5% of the window
+		// at 10 k: busy time says 80 k (biased low, as at low load): 95%
+		// of it, then by 1.25.
+		{"nothing converged, the window's busy time", false, func(float64) bool { return false }, limit,
+			[]float64{10e3, 76e3, 95e3}, 80e3},
+		{"busy under 5%: no jump", false, func(float64) bool { return false }, limit,
+			[]float64{10e3, 20e3, 40e3, 80e3}, 1e6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sys := newSystem(100e3, 0, 0, 1)
@@ -78,6 +86,9 @@ func TestFastHint(t *testing.T) {
 				rates = append(rates, r)
 				tr, err := sys.run(ctx, r, purpose)
 				tr.Short = purpose == PurposeEstimate && tc.short
+				if tc.busyAt > 0 {
+					tr.Busy = map[string]float64{"receiver0/consumer": r / tc.busyAt, "receiver0/lane0": 0.01}
+				}
 				if tr.Verdict.Pass && tc.converges(r) {
 					tr.NextLimit = &NextLimit{Limit: servicerate.Limit{Stage: "receiver0/consumer", Method: servicerate.MethodBusyTime, TuplesPerS: tc.estimate}}
 				}
