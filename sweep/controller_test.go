@@ -264,6 +264,32 @@ func TestCheckPlan(t *testing.T) {
 	}
 }
 
+// A pass well above the first failing rate contradicts the answer; a
+// pass at the edge (passed once, then failed its confirmation) does not,
+// nor does the profiled trial or the hint's short estimate trial.
+func TestContradiction(t *testing.T) {
+	trial := func(n int, rate float64, pass bool, purpose string) Trial {
+		return Trial{N: n, Rate: rate, Purpose: purpose, Verdict: Verdict{Pass: pass}}
+	}
+	for _, tc := range []struct {
+		name   string
+		r      Result
+		wantIt bool
+	}{
+		{"a host that moved: 40 k passed, 7.1 k failed", Result{LastPass: 7000, FirstFail: 7100, Trials: []Trial{
+			trial(1, 20e3, true, "ramp"), trial(2, 40e3, true, "ramp"), trial(3, 80e3, false, "ramp"), trial(4, 7100, false, "hint"), trial(5, 7000, true, "confirm")}}, true},
+		{"the edge: passed, then failed its confirmation", Result{LastPass: 90e3, FirstFail: 92e3, Trials: []Trial{
+			trial(1, 92e3, true, "close"), trial(2, 92e3, false, "confirm"), trial(3, 90e3, true, "confirm")}}, false},
+		{"a profiled trial above", Result{LastPass: 90e3, FirstFail: 92e3, Trials: []Trial{trial(1, 90e3, true, "ramp"), trial(2, 92e3, false, "ramp"), trial(3, 300e3, true, "profile")}}, false},
+		{"a short estimate trial above", Result{LastPass: 9e3, FirstFail: 10e3, Trials: []Trial{{N: 1, Rate: 20e3, Purpose: PurposeEstimate, Short: true, Verdict: Verdict{Pass: true}}, trial(2, 10e3, false, "ramp")}}, false},
+		{"nothing failed", Result{LastPass: 90e3, Trials: []Trial{trial(1, 90e3, true, "ramp")}}, false},
+	} {
+		if got := contradiction(&tc.r); (got != "") != tc.wantIt {
+			t.Errorf("%s: %q", tc.name, got)
+		}
+	}
+}
+
 func TestExitCode(t *testing.T) {
 	answer := &Report{Result: &Result{LastPass: 100, FirstFail: 200}}
 	none := &Report{Result: &Result{FirstFail: 200}}
@@ -280,6 +306,7 @@ func TestExitCode(t *testing.T) {
 		{"agent failure", answer, &AgentError{Agent: "a", Err: errors.New("gone")}, ExitAgentFailure},
 		{"interrupted", &Report{Interrupted: true, Result: &Result{LastPass: 1}}, nil, ExitInterrupted},
 		{"write error", answer, errors.New("disk full"), ExitError},
+		{"contradicted", &Report{Contradicted: "trial 2 passed at 40 k/s", Result: &Result{LastPass: 7000, FirstFail: 7100}}, nil, ExitContradicted},
 	} {
 		if got := ExitCode(tc.r, tc.err); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)

@@ -13,6 +13,7 @@ const (
 	ExitNoRatePassed = 3   // a real answer: not even the lowest rate tried was sustained
 	ExitInvalidPlan  = 4   // bad flags or an invalid plan; nothing ran
 	ExitAgentFailure = 5   // an agent failed, refused or stopped answering; no answer
+	ExitContradicted = 6   // the trials contradict the answer (a rate well above it passed): the host moved
 	ExitInterrupted  = 130 // stopped by a signal; the finished trials are kept
 )
 
@@ -29,6 +30,8 @@ func ExitCode(r *Report, err error) int {
 		return ExitInterrupted
 	case err != nil:
 		return ExitError
+	case r != nil && r.Contradicted != "":
+		return ExitContradicted
 	case r == nil || r.Result == nil || r.Result.LastPass <= 0:
 		return ExitNoRatePassed
 	}

@@ -47,6 +47,30 @@ type Report struct {
 	// answer (see Trial.LimitingStage).
 	LimitingStage    string `json:"limiting_stage,omitempty"`
 	LimitingEvidence string `json:"limiting_evidence,omitempty"`
+	// Contradicted says how the sweep's own trials contradict its answer
+	// (a rate well above the first failing one passed): the capacity moved
+	// during the sweep, and the answer is not to be trusted ("": none).
+	Contradicted string `json:"contradicted,omitempty"`
+}
+
+// ContradictionFactor: a pass this far above the answer's first failing
+// rate contradicts it. Near the capacity a rate passes once and fails its
+// confirmation (a few %); 25% above is not noise at the edge.
+const ContradictionFactor = 1.25
+
+// contradiction finds a judged pass at or above ContradictionFactor × the
+// first failing rate.
+func contradiction(r *Result) string {
+	if r.FirstFail <= 0 {
+		return ""
+	}
+	for _, t := range r.Trials {
+		if t.Verdict.Pass && t.Judged() && t.Purpose != "profile" && t.Rate >= ContradictionFactor*r.FirstFail {
+			return fmt.Sprintf("trial %d passed at %s, %.0f%% above the first failing rate %s: the capacity moved during the sweep (a busy host, a neighbour, a stall); run it again",
+				t.N, numfmt.Rate(t.Rate), 100*(t.Rate/r.FirstFail-1), numfmt.Rate(r.FirstFail))
+		}
+	}
+	return ""
 }
 
 // InvalidTrial is a trial an agent failure made impossible to judge.
@@ -391,6 +415,7 @@ func (s *Sweep) logf(format string, args ...any) {
 
 func (s *Sweep) save(r *Result, interrupted bool) error {
 	s.report.Result, s.report.Interrupted = r, interrupted
+	s.report.Contradicted = contradiction(r)
 	s.report.LimitingStage, s.report.LimitingEvidence = "", ""
 	for _, t := range r.Trials { // the latest trial at the first failing rate
 		if !t.Verdict.Pass && t.Rate == r.FirstFail && t.LimitingStage != "" {

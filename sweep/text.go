@@ -114,6 +114,9 @@ func (r *Report) WriteText(w io.Writer) {
 	default:
 		fmt.Fprintf(w, "no rate passed (lowest failing %s), %d trials\n", numfmt.Rate(res.FirstFail), len(res.Trials))
 	}
+	if r.Contradicted != "" {
+		fmt.Fprintf(w, "NOT TRUSTWORTHY: %s\n", r.Contradicted)
+	}
 	if res.FirstFail > 0 && r.LimitingStage != "" {
 		fmt.Fprintln(w, limitingLine(Trial{LimitingStage: r.LimitingStage, LimitingEvidence: r.LimitingEvidence}))
 	}
