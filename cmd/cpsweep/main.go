@@ -257,6 +257,9 @@ func (o *options) execute(code *int) error {
 		}
 	}
 	*code = sweep.ExitCode(report, err)
+	if *code == sweep.ExitContradicted && o.jsonOut {
+		fmt.Fprintf(os.Stderr, "cpsweep: NOT TRUSTWORTHY (exit status 6): %s\n", report.Contradicted)
+	}
 	if *code == sweep.ExitNoRatePassed && err == nil {
 		fmt.Fprintln(os.Stderr, "cpsweep: no rate passed (exit status 3): the system did not sustain even the lowest rate tried")
 	}
