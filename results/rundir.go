@@ -55,9 +55,12 @@ type Summary struct {
 	Topology      string    `json:"topology"`
 	Interrupted   bool      `json:"interrupted"`
 	// ProfileSkipped says why a requested profiled trial did not run.
-	ProfileSkipped string          `json:"profile_skipped"`
-	Plan           json.RawMessage `json:"plan"`
-	Result         struct {
+	ProfileSkipped string `json:"profile_skipped"`
+	// Contradicted says how the sweep's own trials contradict its answer
+	// ("": they do not; cpsweep exits 6 when they do).
+	Contradicted string          `json:"contradicted,omitempty"`
+	Plan         json.RawMessage `json:"plan"`
+	Result       struct {
 		Method    string        `json:"method"`
 		LastPass  float64       `json:"last_pass"`
 		FirstFail float64       `json:"first_fail"`

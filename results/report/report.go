@@ -160,6 +160,11 @@ func loadAnalysis(d *results.Dir, pg *page) *analysis.Report {
 }
 
 func verdict(s *results.Summary) string {
+	if s.Contradicted != "" {
+		plain := *s
+		plain.Contradicted = ""
+		return "NOT TRUSTWORTHY: " + s.Contradicted + " (the trials gave " + verdict(&plain) + ")"
+	}
 	r := s.Result
 	switch {
 	case r.LastPass == 0:

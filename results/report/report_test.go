@@ -180,3 +180,19 @@ func TestActivityGraphSection(t *testing.T) {
 		t.Error("a damaged pag.json is not reported as a problem")
 	}
 }
+
+// A sweep whose trials contradict its answer is not presented as an answer.
+func TestContradictedSweep(t *testing.T) {
+	html := buildFrom(t, t.TempDir(), map[string]string{
+		results.FormatFile: `{"format": "cloudprofiler-go run directory", "version": 2}`,
+		"summary.json": `{"format_version": 2, "name": "moved", "contradicted": "trial 2 passed at 40.00 k/s, 463% above the first failing rate 7.100 k/s",
+			"result": {"method": "fast", "last_pass": 7000, "first_fail": 7100, "trials": [
+			{"n": 1, "rate": 20000, "achieved": 20000, "purpose": "ramp", "verdict": {"pass": true}},
+			{"n": 2, "rate": 40000, "achieved": 40000, "purpose": "ramp", "verdict": {"pass": true}},
+			{"n": 3, "rate": 7100, "achieved": 5000, "purpose": "hint", "verdict": {"pass": false}},
+			{"n": 4, "rate": 7000, "achieved": 7000, "purpose": "confirm", "verdict": {"pass": true}}]}}`,
+	})
+	if want := "Maximum sustainable throughput: <b>NOT TRUSTWORTHY: trial 2 passed at 40.00 k/s"; !strings.Contains(html, want) {
+		t.Errorf("report lacks %q", want)
+	}
+}
