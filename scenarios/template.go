@@ -64,6 +64,15 @@ func Templates(encoded []Encoded, stream uint32, bucketSize int) ([]Template, er
 	return out, nil
 }
 
+// Clone returns a copy of t with a message buffer of its own, so that both
+// can be patched and in flight at once (the field offsets are shared: they
+// never change).
+func (t *Template) Clone() Template {
+	c := *t
+	c.Msg = append(make([]byte, 0, len(t.Msg)), t.Msg...)
+	return c
+}
+
 // Count is the number of tuples in the bucket.
 func (t *Template) Count() int { return t.count }
 

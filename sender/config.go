@@ -64,6 +64,11 @@ type Config struct {
 	Idle          Idle
 	CPUs          []int // CPU per thread (cycled); nil = not pinned
 	HWM           int   // send high-water mark in messages
+	// SendBatch is the most messages an emission thread hands to C in one
+	// call (the cgo transition is paid once per call); 0 picks it from the
+	// message size (SendBatchAuto), 1 sends one message per call. A batch
+	// never spans more than BatchSpan of the schedule.
+	SendBatch int
 	IOThreads     int   // libzmq I/O threads
 	LateThreshold time.Duration
 	// MaxLateFraction is the share of late slots (after the warm-up) above
@@ -103,6 +108,7 @@ const (
 	// MaxStartLead is how far in the future a common start may be: a
 	// start time beyond it is refused, not waited for.
 	MaxStartLead = time.Minute
+	MaxSendBatch = 64
 )
 
 // checkInstruments checks the injected stalls and the stage accounting.
@@ -147,6 +153,9 @@ func (c *Config) Validate() error {
 	}
 	if c.BucketSize < 1 || c.BucketSize > MaxBucketSize {
 		bad("bucket size must be 1..%d tuples, got %d", MaxBucketSize, c.BucketSize)
+	}
+	if c.SendBatch < 0 || c.SendBatch > MaxSendBatch {
+		bad("send batch must be 0 (auto) to %d messages, got %d", MaxSendBatch, c.SendBatch)
 	}
 	if c.Overflow != Block && c.Overflow != Drop {
 		bad("overflow policy must be %q or %q, got %.32q", Block, Drop, c.Overflow)

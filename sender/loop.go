@@ -93,25 +93,25 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 	t.holds = inject.NewHolds(inject.Windows(cfg.Stalls, fmt.Sprintf("thread%d", t.id)), start, clock)
 	acct := t.startAccounting(paced)
 	defer t.finished.Store(true)
+	spanTicks := clock.Ticks(BatchSpan)
 	for e.k < t.slots {
+		// Wait for the first slot of a batch here, with the idle strategy;
+		// the C side waits for the others (all due within BatchSpan).
 		var due uint64
 		if paced {
-			due = t.sched.Due(e.k)
+			due = t.due(e.k)
 			acct.SetAux(due)
 			pace.wait(due, acct)
-		}
-		tpl := &t.tpls[e.idx]
-		if paced {
 			if due >= end {
 				break // the schedule is complete
 			}
-			tpl.Patch(e.seq, wire.TupleID(t.stream, e.tupleSeq), clock.UnixNano(due))
 		}
 		at := tsc.ReadFast()
-		acct.Enter(stage.Sending, at) // an injected stall is the thread's own: busy
-		acct.Close(at)                // the buckets sent so far: a service-rate period may end
-		if t.holds.Any() && t.holds.Hold(at, stop) {
-			at = tsc.ReadFast()
+		if t.holds.Any() {
+			acct.Enter(stage.Sending, at) // an injected stall is the thread's own: busy
+			if t.holds.Hold(at, stop) {
+				at = tsc.ReadFast()
+			}
 		}
 		// A slot due before the end is still sent a little after it; a
 		// thread more than the grace behind stops, and the rest of the
@@ -120,18 +120,28 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 			t.interrupted = stop.Load() && at < end
 			break
 		}
-		if !paced {
-			due = at
-			tpl.Patch(e.seq, wire.TupleID(t.stream, e.tupleSeq), clock.UnixNano(at))
+		n := t.prepare(&e, clock, paced, due, at, end, bucket, spanTicks)
+		sent, err := t.raw.SendBatch(t.items[:n])
+		if !zmqraw.StampsTSC { // one item: stamped here
+			t.items[0].Ready, t.items[0].At = at, at
 		}
-		t.sent(&e, t.send(tpl.Msg, drop, end, stop), at, bucket, drop)
-		if paced && due >= measureFrom {
-			e.measured++
-			if t.recordLateness(at, due, nsPerTick) > lateTicks {
-				e.late++
+		// Replay what happened in C, item by item, as the one-at-a-time
+		// loop would have seen it (accounting, logs, lateness, counters).
+		quit := false
+		for i := 0; i < sent && !quit; i++ {
+			it := &t.items[i]
+			t.began(acct, it, i, paced)
+			quit = t.finish(&e, it, nil, paced, drop, measureFrom, lateTicks, nsPerTick, ticksPerSec, publishTicks, bucket)
+		}
+		if sent < n && !quit {
+			it := &t.items[sent]
+			t.began(acct, it, sent, paced)
+			if err == zmqraw.ErrAgain {
+				err = t.sendFull(t.tpls[e.idx].Msg, drop, end, stop)
 			}
+			quit = t.finish(&e, it, err, paced, drop, measureFrom, lateTicks, nsPerTick, ticksPerSec, publishTicks, bucket)
 		}
-		if t.advance(&e, at, ticksPerSec, publishTicks, bucket) {
+		if quit {
 			break
 		}
 	}
@@ -192,19 +202,45 @@ func (t *thread) advance(e *emission, at, ticksPerSec, publishTicks, bucket uint
 	return false
 }
 
-// send sends one bucket; in block mode it retries a full socket until it
-// takes the bucket, the run ends or is stopped. The first attempt never
-// waits, so that the time the socket was full is accounted as blocked.
-func (t *thread) send(msg []byte, drop bool, end uint64, stop *atomic.Bool) error {
-	err := t.raw.Send(msg, true)
-	if err != zmqraw.ErrAgain {
-		return err
+// began accounts the start of a batch item's send: the wait for its due
+// time inside C (after the first item: the loop waited for that one) as
+// pacing, then the send. Closing a service-rate period here, once per
+// bucket, is what the one-at-a-time loop did too.
+func (t *thread) began(acct *stage.Account, it *zmqraw.BatchItem, i int, paced bool) {
+	if paced && i > 0 {
+		acct.SetAux(it.Due)
+		if it.At > it.Ready {
+			acct.Enter(stage.Pacing, it.Ready)
+		}
 	}
+	acct.Enter(stage.Sending, it.At)
+	acct.Close(it.At) // the buckets sent so far: a service-rate period may end
+}
+
+// finish counts one slot's outcome and moves to the next; it says whether
+// to stop (a send error).
+func (t *thread) finish(e *emission, it *zmqraw.BatchItem, err error, paced, drop bool, measureFrom, lateTicks uint64, nsPerTick float64, ticksPerSec, publishTicks, bucket uint64) bool {
+	t.sent(e, err, it.At, bucket, drop)
+	if paced && it.Due >= measureFrom {
+		e.measured++
+		if t.recordLateness(it.At, it.Due, nsPerTick) > lateTicks {
+			e.late++
+		}
+	}
+	return t.advance(e, it.At, ticksPerSec, publishTicks, bucket)
+}
+
+// sendFull sends a bucket that the socket just refused (EAGAIN at the
+// high-water mark). In block mode it retries until the socket takes it, the
+// run ends or is stopped; in drop mode it is dropped. The time spent is
+// accounted as blocked.
+func (t *thread) sendFull(msg []byte, drop bool, end uint64, stop *atomic.Bool) error {
 	t.acct.Enter(stage.Pushing, tsc.ReadFast())
+	var err error = zmqraw.ErrAgain
 	if !drop {
 		err = t.raw.Send(msg, false)
 	}
-	for err == zmqraw.ErrAgain && !drop { // block mode: the send timeout expired, keep trying
+	for err == zmqraw.ErrAgain && !drop { // the send timeout expired, keep trying
 		if tsc.ReadFast() >= end || stop.Load() {
 			break
 		}

@@ -27,6 +27,9 @@ type Result struct {
 	Overflow   string  `json:"overflow"`
 	Idle       string  `json:"idle"`
 	SendCostNs int64   `json:"send_cost_ns"` // measured cost of one send of one bucket
+	// SendBatch is the most buckets a thread handed to libzmq per call
+	// from Go (--send-batch; each still sent at its own slot).
+	SendBatch int `json:"send_batch"`
 	// EmissionCPUNs is the CPU time the emission threads used from their
 	// start to their end marker (pacing spins included), and
 	// CPUPerBucketNs that time per bucket sent: the harness's own cost,
@@ -93,7 +96,7 @@ func (s *Sender) result(start, end uint64) *Result {
 	cfg := &s.cfg
 	r := &Result{Scenario: cfg.Scenario.Name, TargetRate: cfg.Rate, Shape: cfg.Shape, Threads: cfg.Threads, BucketSize: cfg.BucketSize,
 		TupleBytes: len(s.threads[0].tpls[0].Msg), Overflow: string(cfg.Overflow), Idle: string(cfg.Idle),
-		SendCostNs: s.sendCost.Nanoseconds(), LateThreshNs: cfg.LateThreshold.Nanoseconds(), latenessMerged: histo.NewPrecise(),
+		SendCostNs: s.sendCost.Nanoseconds(), SendBatch: len(s.threads[0].items), LateThreshNs: cfg.LateThreshold.Nanoseconds(), latenessMerged: histo.NewPrecise(),
 		Windows: []uint64{}, Errors: []string{}, Injected: inject.NewRecord(cfg.Stalls, 0, nil)}
 	last, measured, windows := r.addThreads(s.threads, uint64(cfg.BucketSize))
 	r.Stages, r.ServiceRates = []stage.Total{}, []servicerate.Rate{} // always present (docs/json.md)

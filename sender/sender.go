@@ -54,7 +54,9 @@ type thread struct {
 	sock     *zmq.Socket
 	raw      *zmqraw.Socket
 	link     *Link
-	tpls     []scenarios.Template
+	tpls     []scenarios.Template // at least one per message of a batch
+	items    []zmqraw.BatchItem   // the batch handed to C (see batch.go)
+	dues     []dueMemo
 	slots    uint64 // slot limit (count mode)
 
 	// Published counters: written by the emission loop, read by anyone.
@@ -119,6 +121,7 @@ func New(cfg Config) (*Sender, error) {
 			s.Close()
 			return nil, err
 		}
+		t.setupBatch(cfg.SendBatch)
 		if cfg.Count > 0 {
 			share := cfg.Count / uint64(cfg.Threads)
 			if uint64(i) < cfg.Count%uint64(cfg.Threads) {

@@ -100,6 +100,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	cli.CPUChoiceVar(f, &o.cpus, "cpus", "auto", "CPUs to pin threads to: auto (the last CPUs), none, or a list like 1 or 2-3")
 	f.Uint8Var(&c.SenderID, "sender-id", 0, "this sender's id (0-255), distinct per dgsend process feeding one receiver")
 	f.IntVar(&c.HWM, "hwm", 1000, "ZeroMQ send high-water mark, in messages")
+	f.IntVar(&c.SendBatch, "send-batch", 0, fmt.Sprintf("most buckets a thread hands to libzmq per call from Go (each still sent at its own slot; a batch spans at most %v);\n0 = auto (up to 16, fewer for big buckets), 1 = one call per bucket", sender.BatchSpan))
 	f.IntVar(&c.IOThreads, "io-threads", 1, "ZeroMQ I/O threads")
 	f.DurationVar(&c.LateThreshold, "late-threshold", 10*time.Microsecond, "a slot sent later than this after its intended time counts as late")
 	f.Float64Var(&c.MaxLateFraction, "max-late-fraction", sender.DefaultMaxLateFraction, "a paced run with more than this share of late slots did not keep its schedule (said first in the summary)")
