@@ -56,20 +56,20 @@ type Config struct {
 	Warmup    time.Duration // lateness is recorded only for slots due after the warm-up
 	// StartAt (wall clock) aligns the start of several senders, possibly on
 	// several hosts; zero or past: start 20 ms after Run is called.
-	StartAt       time.Time
-	Count         uint64 // total tuples; 0 = until Duration or Stop
-	BucketSize    int
-	Scenario      *scenarios.Scenario
-	Overflow      Overflow
-	Idle          Idle
-	CPUs          []int // CPU per thread (cycled); nil = not pinned
-	HWM           int   // send high-water mark in messages
+	StartAt    time.Time
+	Count      uint64 // total tuples; 0 = until Duration or Stop
+	BucketSize int
+	Scenario   *scenarios.Scenario
+	Overflow   Overflow
+	Idle       Idle
+	CPUs       []int // CPU per thread (cycled); nil = not pinned
+	HWM        int   // send high-water mark in messages
 	// SendBatch is the most messages an emission thread hands to C in one
 	// call (the cgo transition is paid once per call); 0 picks it from the
 	// message size (SendBatchAuto), 1 sends one message per call. A batch
 	// never spans more than BatchSpan of the schedule.
-	SendBatch int
-	IOThreads     int   // libzmq I/O threads
+	SendBatch     int
+	IOThreads     int // libzmq I/O threads
 	LateThreshold time.Duration
 	// MaxLateFraction is the share of late slots (after the warm-up) above
 	// which the run did not keep its schedule (0: DefaultMaxLateFraction).
