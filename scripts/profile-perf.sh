@@ -36,6 +36,10 @@ pids = set(sys.argv[1:3])
 parts, total = {}, 0
 def part(frames):
     names = " ".join(f[1] for f in frames)
+    if "cp/servicerate." in names or "cp/stage." in names:
+        # the stage accounting and its estimators (sampled on the profiler'"'"'s
+        # counter clock, but there with or without a profile)
+        return "stage accounting and service rates"
     if "klauspost/compress" in names:
         return "profiler: zstd compression (worker)"
     if "cp/profiler.(*Channel)" in names or "cp/profiler.(*state)" in names:

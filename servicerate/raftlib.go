@@ -92,6 +92,7 @@ type RaftLib struct {
 	sNext    int
 	sFull    bool
 	filtered []float64 // S′ (scratch)
+	ordered  []float64 // S oldest first (scratch)
 	// updateStats: Welford's running mean and variance of q (q̄ and σ_q).
 	n        int
 	mean, m2 float64
@@ -103,25 +104,38 @@ type RaftLib struct {
 	off      int // successive q more than Change from q̄
 	periods  int
 	changes  int
-	outputs  []Estimate
 	phases   []Phase
-	changed  bool // a change after the last output: no current estimate
+	// recent holds the current phase's latest estimates (a ring of up to
+	// phaseMedianOf), sorted is the scratch its median is taken in.
+	recent, sorted []float64
+	recentNext     int
+	changed        bool // a change after the last output: no current estimate
 }
 
 // Phase is a run of converged estimates that agree (each within Change of
 // the phase's median so far): one behaviour of the stage (Figure 10).
 type Phase struct {
-	TuplesPerS float64 `json:"tuples_per_s"` // the median of its estimates
-	FromNs     int64   `json:"from_ns"`      // its first and last estimate's time
+	// TuplesPerS is the median of its estimates (of its latest
+	// phaseMedianOf, in a phase that has more).
+	TuplesPerS float64 `json:"tuples_per_s"`
+	FromNs     int64   `json:"from_ns"` // its first and last estimate's time
 	ToNs       int64   `json:"to_ns"`
 	Estimates  int     `json:"estimates"`
-	first      int     // index of its first output
 }
+
+// phaseMedianOf bounds the estimates a phase's median is taken over. Under
+// load a period closes at every bucket and an estimate converges every
+// ~100 periods, hundreds a second: a median over all of a long phase's
+// estimates cost more with every one (4.4 µs a period after 400 k
+// periods, and memory without bound); over the latest 255 it costs the
+// same at any age.
+const phaseMedianOf = 255
 
 // NewRaftLib returns an estimator with params p.
 func NewRaftLib(p Params) *RaftLib {
 	return &RaftLib{p: p, s: make([]float64, p.Window), filtered: make([]float64, 0, p.Window),
-		window: make([]float64, p.ConvergeWindow)}
+		ordered: make([]float64, 0, p.Window), window: make([]float64, p.ConvergeWindow),
+		recent: make([]float64, 0, phaseMedianOf), sorted: make([]float64, 0, phaseMedianOf)}
 }
 
 // Push adds one non-blocking period's rate, observed at atNs.
@@ -157,23 +171,28 @@ func (r *RaftLib) Push(rate float64, atNs int64) {
 // output records a converged estimate in the current phase, or starts a
 // new phase when it departs from the current one (or a change was seen).
 func (r *RaftLib) output(e Estimate) {
-	r.outputs = append(r.outputs, e)
 	n := len(r.phases)
 	if n == 0 || r.changed || math.Abs(e.TuplesPerS-r.phases[n-1].TuplesPerS) > r.p.Change*r.phases[n-1].TuplesPerS {
-		r.phases = append(r.phases, Phase{FromNs: e.AtNs, first: len(r.outputs) - 1})
+		r.phases = append(r.phases, Phase{FromNs: e.AtNs})
+		r.recent, r.recentNext = r.recent[:0], 0
 		n++
 	}
 	ph := &r.phases[n-1]
-	ph.ToNs, ph.Estimates = e.AtNs, len(r.outputs)-ph.first
-	ph.TuplesPerS = median(r.outputs[ph.first:])
+	ph.ToNs = e.AtNs
+	ph.Estimates++
+	if len(r.recent) < phaseMedianOf {
+		r.recent = append(r.recent, e.TuplesPerS)
+	} else {
+		r.recent[r.recentNext] = e.TuplesPerS
+		r.recentNext = (r.recentNext + 1) % phaseMedianOf
+	}
+	r.sorted = append(r.sorted[:0], r.recent...)
+	ph.TuplesPerS = median(r.sorted)
 	r.changed = false
 }
 
-func median(es []Estimate) float64 {
-	v := make([]float64, len(es))
-	for i, e := range es {
-		v[i] = e.TuplesPerS
-	}
+// median sorts v in place and returns its median.
+func median(v []float64) float64 {
 	sort.Float64s(v)
 	if len(v)%2 == 1 {
 		return v[len(v)/2]
@@ -184,13 +203,16 @@ func median(es []Estimate) float64 {
 // quantile filters S (oldest first) and returns Equation 3's q.
 func (r *RaftLib) quantile() float64 {
 	w := len(r.s)
-	at := func(i int) float64 { return r.s[(r.sNext+i)%w] }
+	// S in order once, rather than a division per element read (a period
+	// closes at every bucket under load: 2.1 µs a period before).
+	in := append(append(r.ordered[:0], r.s[r.sNext:]...), r.s[:r.sNext]...)
+	r.ordered = in
 	f := r.filtered[:0]
 	// No padding: S′ is 2×radius shorter than S (Algorithm 1).
 	for i := 2; i < w-2; i++ {
 		v := 0.0
 		for k, g := range gaussian {
-			v += g * at(i+k-2)
+			v += g * in[i+k-2]
 		}
 		f = append(f, v)
 	}
@@ -251,9 +273,6 @@ func (r *RaftLib) converged() bool {
 func (r *RaftLib) resetStats() {
 	r.n, r.mean, r.m2, r.nErrs, r.wLen, r.wNext, r.off = 0, 0, 0, 0, 0, 0, 0
 }
-
-// Outputs are the converged estimates so far, oldest first.
-func (r *RaftLib) Outputs() []Estimate { return append([]Estimate(nil), r.outputs...) }
 
 // Phases are the runs of agreeing estimates so far, oldest first.
 func (r *RaftLib) Phases() []Phase { return append([]Phase(nil), r.phases...) }

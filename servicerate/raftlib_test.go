@@ -127,3 +127,39 @@ func TestTwoPhasesDetected(t *testing.T) {
 	}
 	t.Logf("both phases found in %d of %d runs", found, runs)
 }
+
+// BenchmarkRaftLibPush: one period's rate into a full window (the cost
+// paid at every period close, each bucket under load).
+func BenchmarkRaftLibPush(b *testing.B) {
+	r := NewRaftLib(DefaultParams)
+	rng := rand.New(rand.NewPCG(1, 2))
+	rates := make([]float64, 1024)
+	for i := range rates {
+		rates[i] = 1e6 * (1 + 0.1*rng.NormFloat64())
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		r.Push(rates[i%len(rates)], int64(i))
+	}
+}
+
+// A long phase costs the same per period as a young one: no allocation
+// once the windows are full, however many estimates have converged.
+func TestRaftLibPushDoesNotAllocateInALongPhase(t *testing.T) {
+	r := NewRaftLib(DefaultParams)
+	rng := rand.New(rand.NewPCG(3, 4))
+	next := func() float64 { return 1e6 * (1 + 0.1*rng.NormFloat64()) }
+	for i := 0; i < 200000; i++ {
+		r.Push(next(), int64(i))
+	}
+	ph := r.Phases()
+	if len(ph) != 1 || ph[0].Estimates <= phaseMedianOf {
+		t.Fatalf("phases %+v: want one phase of more than %d estimates", ph, phaseMedianOf)
+	}
+	if got := ph[0].TuplesPerS; got < 1e6 || got > 1.3e6 {
+		t.Fatalf("phase at %.0f tuples/s, want the 95th percentile of 1 M ± 10%%", got)
+	}
+	if a := testing.AllocsPerRun(20000, func() { r.Push(next(), 1) }); a != 0 {
+		t.Fatalf("%.2f allocations per period", a)
+	}
+}
