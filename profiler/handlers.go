@@ -353,6 +353,21 @@ func (d *downsample) logAt(t, id uint64) {
 	}
 }
 
+// logRangeAt counts a range as n calls and logs the ones that fall on
+// every n-th, without a step per id.
+func (d *downsample) logRangeAt(t, first, n uint64) {
+	for n > 0 {
+		step := d.every - d.n // the step-th id from here is kept
+		if step > n {
+			d.n += n
+			return
+		}
+		d.out.logAt(t, first+step-1)
+		d.n = 0
+		first, n = first+step, n-step
+	}
+}
+
 func (d *downsample) close() error { return d.out.close() }
 
 // xoy logs a tuple iff id mod y < x: the same ids on every node, so
@@ -371,6 +386,35 @@ func (h *xoy) log(id uint64) {
 func (h *xoy) logAt(t, id uint64) {
 	if id%h.y < h.x {
 		h.out.logAt(t, id)
+	}
+}
+
+// logRangeAt keeps the ids of first..first+n-1 with id mod y < x as runs,
+// one per block of y ids, without a division per id: a bucket of 100 at
+// every point cost the logging threads 7% of a run's CPU per id, against
+// 0.4% for logging every tuple with the buffered handler's runs.
+func (h *xoy) logRangeAt(t, first, n uint64) {
+	if n == 0 {
+		return
+	}
+	if h.x >= h.y {
+		h.out.logRangeAt(t, first, n)
+		return
+	}
+	end := first + n
+	if end < first { // ids wrap at 2^64: log in two ranges
+		h.logRangeAt(t, first, -first)
+		h.logRangeAt(t, 0, end)
+		return
+	}
+	for b := first - first%h.y; b < end; b += h.y {
+		lo, hi := max(b, first), min(b+h.x, end)
+		if lo < hi {
+			h.out.logRangeAt(t, lo, hi-lo)
+		}
+		if b+h.y < b { // the last block below 2^64
+			break
+		}
 	}
 }
 

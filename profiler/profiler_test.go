@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -253,4 +254,50 @@ func Example() {
 	// tuple 2
 	// tuple 3
 	// consumed [3]
+}
+
+// XoY and Downsample keep the same ids from ranges as from single ids,
+// wherever the ranges start and end, and whatever their parameters are.
+func TestSamplingRangesKeepWhatSingleIDsKeep(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(5, 6))
+	type sampler struct {
+		cfg  Config
+		keep func(id, call uint64) bool
+	}
+	var cases []sampler
+	for _, xy := range [][2]uint64{{1, 100}, {3, 10}, {1, 1}, {7, 7}, {2, 3}} {
+		cases = append(cases, sampler{Config{Handler: HandlerXoY, X: xy[0], Y: xy[1]}, func(id, _ uint64) bool { return id%xy[1] < xy[0] }})
+	}
+	for _, every := range []uint64{1, 7, 100, 1000} {
+		cases = append(cases, sampler{Config{Handler: HandlerDownsample, Every: every}, func(_, call uint64) bool { return (call+1)%every == 0 }})
+	}
+	for i, tc := range cases {
+		p := New(time.Hour)
+		path := filepath.Join(dir, fmt.Sprintf("s%d.log", i))
+		tc.cfg.Path, tc.cfg.BlockSize = path, 64
+		ch, err := p.Open("c", tc.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []uint64
+		id, call := uint64(1<<48+12345), uint64(0)
+		for i := 0; i < 300; i++ {
+			n := uint64(rng.IntN(250))
+			ch.LogRangeAt(uint64(i), id, n)
+			for k := id; k < id+n; k, call = k+1, call+1 {
+				if tc.keep(k, call) {
+					want = append(want, k)
+				}
+			}
+			id += n + uint64(rng.IntN(3))
+		}
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+		got := ids(readAll(t, path))
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%+v: kept %d ids %v..., want %d %v...", tc.cfg, len(got), head(got), len(want), head(want))
+		}
+	}
 }
