@@ -12,9 +12,11 @@
 #   e.g. scripts/profile-perf.sh bin profiles/default.yaml 20000000
 set -euo pipefail
 bin=$1 prof=$2 count=${3:-20000000}
-tmp=$(mktemp -d); trap '[ -n "${KEEP:-}" ] && cp "$tmp/perf.data" "$KEEP"; rm -rf "$tmp"' EXIT
+tmp=$(mktemp -d)
 perf record -q -a -g -F 4000 -o "$tmp/perf.data" -- sleep 3600 2> /dev/null &
 pp=$!
+# The recorder must not outlive a failed run.
+trap 'st=$?; kill -INT "$pp" 2> /dev/null; wait "$pp" 2> /dev/null; [ -n "${KEEP:-}" ] && cp "$tmp/perf.data" "$KEEP"; rm -rf "$tmp"; exit $st' EXIT
 sleep 0.5
 "$bin/dgrecv" --bind 'tcp://127.0.0.1:*' --schema synthetic --expect-streams 1 --json --metrics-addr "" --progress never \
 	--profile "$prof" --profile-dir "$tmp/logs" > "$tmp/r.json" 2> "$tmp/r.err" &
@@ -24,7 +26,10 @@ ep=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$tmp/r.err")
 "$bin/dgsend" --connect "$ep" --scenario synthetic-100 --bucket 100 --rate 0 --count "$count" --duration 0 --metrics-addr "" \
 	--progress never --profile "$prof" --profile-dir "$tmp/logs" > /dev/null 2>&1 &
 sp=$!
-wait "$sp" "$rp"
+# A run that failed gives no figure (each status on its own: "wait A B"
+# would report B's only).
+wait "$sp" || { echo "dgsend failed" >&2; exit 1; }
+wait "$rp" || { echo "dgrecv failed:" >&2; cat "$tmp/r.err" >&2; exit 1; }
 kill -INT "$pp"; wait "$pp" || true
 python3 -c 'import json,sys; print("consumed at %.3f M tuples/s" % (json.load(open(sys.argv[1]))["consume_rate_tuples_per_s"]/1e6))' "$tmp/r.json"
 perf script -i "$tmp/perf.data" -F pid,ip,sym,dso 2> /dev/null | python3 -c '

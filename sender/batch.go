@@ -28,6 +28,12 @@ func SendBatchAuto(messageBytes int) int {
 	return max(1, min(16, batchBytes/max(messageBytes, 1)))
 }
 
+// stampedInC says whether the C side reads the same TSC as the Go side
+// (x86-64): only then can it wait for due times and stamp sends, so only
+// then does a batch hold more than one bucket; otherwise the loop stamps
+// its single bucket itself.
+const stampedInC = zmqraw.StampsTSC && tsc.Native
+
 // setupBatch sizes the thread's batch and gives every message of a batch
 // its own template, repeating the cycle of templates whole (so that the
 // tuples' order in the stream stays that of the scenario). Without a TSC
@@ -37,7 +43,7 @@ func (t *thread) setupBatch(configured int) {
 	if n == 0 {
 		n = SendBatchAuto(len(t.tpls[0].Msg))
 	}
-	if !zmqraw.StampsTSC || !tsc.Native {
+	if !stampedInC {
 		n = 1
 	}
 	if cycle := len(t.tpls); cycle < n {

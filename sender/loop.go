@@ -122,7 +122,7 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 		}
 		n := t.prepare(&e, clock, paced, due, at, end, bucket, spanTicks)
 		sent, err := t.raw.SendBatch(t.items[:n])
-		if !zmqraw.StampsTSC { // one item: stamped here
+		if !stampedInC { // one item: stamped here
 			t.items[0].Ready, t.items[0].At = at, at
 		}
 		// Replay what happened in C, item by item, as the one-at-a-time

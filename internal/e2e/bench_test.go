@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -254,6 +255,21 @@ func TestBenchSweepCapacity(t *testing.T) {
 	record(t, "sweep_capacity", map[string]any{"capacity": c, "last_pass": res.LastPass, "first_fail": res.FirstFail, "trials": len(res.Trials)})
 }
 
+// profilerConfig is a handler configuration on every channel (yaml "":
+// not profiled).
+type profilerConfig struct{ name, yaml string }
+
+// profilerConfigs are the handler configurations the overhead benchmarks
+// compare (issue 16), unprofiled first.
+var profilerConfigs = []profilerConfig{
+	{"off", ""},
+	{"null", "default: {handler: null}\n"},
+	{"counters", "default: {handler: spc}\n"},
+	{"xoy-1of100", "default: {handler: xoy, x: 1, y: 100, path: '{name}.xoy'}\n"},
+	{"buffered-uncompressed", "default: {handler: buffered, codec: none, path: '{name}.raw'}\n"},
+	{"buffered-zstd", "default: {handler: buffered, path: '{name}.log'}\n"},
+}
+
 // TestBenchProfilerOverhead: the profiler's cost where it matters, at the
 // maximum sustainable rate (issue 16): fast sweeps of local agents (one
 // sender thread, one lane, buckets of 100) without a profile, and with
@@ -267,18 +283,11 @@ func TestBenchSweepCapacity(t *testing.T) {
 func TestBenchProfilerOverhead(t *testing.T) {
 	benchOnly(t)
 	dir := t.TempDir()
-	configs := []struct{ name, yaml string }{
-		{"off", ""},
-		{"null", "default: {handler: null}\n"},
-		{"counters", "default: {handler: spc}\n"},
-		{"xoy-1of100", "default: {handler: xoy, x: 1, y: 100, path: '{name}.xoy'}\n"},
-		{"buffered-uncompressed", "default: {handler: buffered, codec: none, path: '{name}.raw'}\n"},
-		{"buffered-zstd", "default: {handler: buffered, path: '{name}.log'}\n"},
+	configs := append(slices.Clone(profilerConfigs),
 		// Issue #15: the stages' activity channels alone, buffered zstd
 		// (every other channel Null). Target: <= 5%.
-		{"activity-only", "channels:\n  activity.thread0: {handler: buffered, path: '{name}.log'}\n" +
-			"  activity.lane0: {handler: buffered, path: '{name}.log'}\n  activity.consumer: {handler: buffered, path: '{name}.log'}\n"},
-	}
+		profilerConfig{"activity-only", "channels:\n  activity.thread0: {handler: buffered, path: '{name}.log'}\n" +
+			"  activity.lane0: {handler: buffered, path: '{name}.log'}\n  activity.consumer: {handler: buffered, path: '{name}.log'}\n"})
 	if only := os.Getenv("CP_BENCH_PROFILES"); only != "" { // e.g. off,buffered-zstd
 		keep := configs[:0]
 		for _, c := range configs {

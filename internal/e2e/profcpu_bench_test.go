@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"testing"
 	"time"
 )
@@ -27,20 +25,12 @@ import (
 func TestBenchProfilerCPU(t *testing.T) {
 	benchOnly(t)
 	dir := t.TempDir()
-	configs := []struct{ name, yaml string }{
-		{"off", ""},
-		{"null", "default: {handler: null}\n"},
-		{"counters", "default: {handler: spc}\n"},
-		{"xoy-1of100", "default: {handler: xoy, x: 1, y: 100, path: '{name}.xoy'}\n"},
-		{"buffered-uncompressed", "default: {handler: buffered, codec: none, path: '{name}.raw'}\n"},
-		{"buffered-zstd", "default: {handler: buffered, path: '{name}.log'}\n"},
-	}
 	const tuples = 20_000_000
 	perTuple := map[string][]float64{}
 	rates := map[string][]float64{}
 	n := max(repeats(), 5)
 	for rep := 0; rep < n; rep++ {
-		for _, c := range configs {
+		for _, c := range profilerConfigs {
 			var prof []string
 			if c.yaml != "" {
 				file := filepath.Join(dir, c.name+".yaml")
@@ -48,7 +38,9 @@ func TestBenchProfilerCPU(t *testing.T) {
 					t.Fatal(err)
 				}
 				logs := filepath.Join(dir, "logs")
-				os.RemoveAll(logs)
+				if err := os.RemoveAll(logs); err != nil {
+					t.Fatal(err)
+				}
 				prof = []string{"--profile", file, "--profile-dir", logs}
 			}
 			fixed, _ := profiledPair(t, 100, prof)
@@ -62,7 +54,7 @@ func TestBenchProfilerCPU(t *testing.T) {
 	}
 	base := median(perTuple["off"])
 	out := map[string]any{"off_ns_per_tuple": base, "tuples": tuples, "repeats": n}
-	for _, c := range configs {
+	for _, c := range profilerConfigs {
 		m := median(perTuple[c.name])
 		cost := m/base - 1
 		line := fmt.Sprintf("OVERHEAD CPU profiler=%s: %.1f ns per tuple [%s], %+.1f%% against unprofiled %.1f ns (paper: 2.2%%); unpaced consume rate median %.3fM [%s]",
@@ -87,44 +79,22 @@ func fmtNs(v []float64) string {
 	return s
 }
 
-var listeningRe = regexp.MustCompile(`listening on (\S+)`)
-
 // profiledPair runs dgsend (count tuples unpaced in buckets of 100) into a
 // decoding dgrecv, both with the extra flags, and returns the CPU time
 // both processes used and dgrecv's consume rate.
 func profiledPair(t *testing.T, count int, extra []string) (time.Duration, float64) {
 	t.Helper()
-	recv, err := Start(filepath.Join(binDir, "dgrecv"), append([]string{"--bind", "tcp://127.0.0.1:*", "--schema", "synthetic",
-		"--expect-streams", "1", "--json", "--metrics-addr", "", "--progress", "never"}, extra...)...)
-	if err != nil {
-		t.Fatal(err)
+	pr := &Pair{Bin: binDir, Timeout: 2 * time.Minute,
+		RecvArgs: append([]string{"--schema", "synthetic", "--expect-streams", "1", "--progress", "never"}, extra...),
+		SendArgs: append([]string{"--scenario", "synthetic-100", "--bucket", "100", "--rate", "0", "--count", fmt.Sprint(count),
+			"--duration", "0", "--progress", "never"}, extra...)}
+	pr.Run(t)
+	if pr.SendExit != 0 || pr.RecvExit != 0 {
+		t.Fatalf("exit codes send=%d recv=%d\n%s\n%s", pr.SendExit, pr.RecvExit, pr.SendProc.Stderr.String(), pr.RecvProc.Stderr.String())
 	}
-	if !recv.WaitForLine("listening on", 10*time.Second) {
-		recv.Wait(time.Second)
-		t.Fatalf("dgrecv did not listen:\n%s", recv.Stderr.String())
-	}
-	ep := listeningRe.FindStringSubmatch(recv.Stderr.String())[1]
-	send, err := Start(filepath.Join(binDir, "dgsend"), append([]string{"--connect", ep, "--scenario", "synthetic-100", "--bucket", "100",
-		"--rate", "0", "--count", fmt.Sprint(count), "--duration", "0", "--metrics-addr", "", "--progress", "never"}, extra...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := send.Wait(2 * time.Minute); err != nil {
-		t.Fatalf("dgsend: %v\n%s", err, send.Stderr.String())
-	}
-	if err := recv.Wait(2 * time.Minute); err != nil {
-		t.Fatalf("dgrecv: %v\n%s", err, recv.Stderr.String())
-	}
-	var res struct {
-		Rate    float64 `json:"consume_rate_tuples_per_s"`
-		Missing uint64  `json:"missing_tuples"`
-	}
-	if err := json.Unmarshal(recv.Stdout.Bytes(), &res); err != nil {
-		t.Fatalf("dgrecv output: %v", err)
-	}
-	if res.Missing != 0 {
-		t.Fatalf("%d tuples missing", res.Missing)
+	if pr.Recv.Missing != 0 {
+		t.Fatalf("%d tuples missing", pr.Recv.Missing)
 	}
 	cpu := func(p *Proc) time.Duration { return p.Cmd.ProcessState.UserTime() + p.Cmd.ProcessState.SystemTime() }
-	return cpu(send) + cpu(recv), res.Rate
+	return cpu(pr.SendProc) + cpu(pr.RecvProc), pr.Recv.Rate
 }

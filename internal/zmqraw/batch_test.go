@@ -6,8 +6,6 @@ import (
 	"time"
 	"unsafe"
 
-	zmq "github.com/pebbe/zmq4"
-
 	"github.com/cloudprofiler-go/cp/tsc"
 )
 
@@ -55,15 +53,7 @@ func TestSendBatchSendsInOrderAtTheirDueTimes(t *testing.T) {
 }
 
 func TestSendBatchStopsAtTheFirstFullSend(t *testing.T) {
-	ctx, _ := zmq.NewContext()
-	defer ctx.Term()
-	push, _ := ctx.NewSocket(zmq.PUSH) // no peer: nothing can be queued
-	defer push.Close()
-	_ = push.SetLinger(0)
-	r, err := Wrap(push, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := peerless(t)
 	msg := []byte("x")
 	items := []BatchItem{itemOf(msg, 0), itemOf(msg, 0)}
 	sent, err := r.SendBatch(items)

@@ -82,7 +82,7 @@ static long cp_send_batch(uintptr_t s, uintptr_t items, long n) {
 	for (long i = 0; i < n; i++) {
 		uint64_t now = cp_ticks();
 		it[i].ready = now;
-		while (now < it[i].due) {
+		while (CP_STAMPS && now < it[i].due) { // no TSC here: Due is ignored
 			cp_relax();
 			now = cp_ticks();
 		}
@@ -200,6 +200,9 @@ func Wrap(s *zmq.Socket, slots, maxSize int) (*Socket, error) {
 	if rc := C.zmq_getsockopt(h, C.ZMQ_TYPE, unsafe.Pointer(&raw), &size); rc != 0 || zmq.Type(raw) != typ {
 		return nil, errors.New("libzmq does not recognise the socket handle taken from pebbe/zmq4")
 	}
+	if !batchLayoutOK {
+		return nil, errors.New("zmqraw: BatchItem does not match the C layout (update internal/zmqraw)")
+	}
 	w := &Socket{sock: s, handle: h, slots: slots, maxSize: maxSize}
 	if slots > 0 {
 		w.msgs, w.held = C.cp_msgs_new(C.int(slots)), C.cp_held_new(C.int(slots))
@@ -313,7 +316,8 @@ type BatchItem struct {
 // and stamp it themselves.
 const StampsTSC = C.CP_STAMPS == 1
 
-// batchLayoutOK: BatchItem must match C's cp_item field for field.
+// batchLayoutOK: BatchItem must match C's cp_item field for field (Wrap
+// refuses to work otherwise).
 var batchLayoutOK = unsafe.Sizeof(BatchItem{}) == C.sizeof_cp_item &&
 	unsafe.Offsetof(BatchItem{}.Err) == unsafe.Offsetof(C.cp_item{}.err)
 
@@ -325,9 +329,6 @@ var batchLayoutOK = unsafe.Sizeof(BatchItem{}) == C.sizeof_cp_item &&
 func (s *Socket) SendBatch(items []BatchItem) (sent int, err error) {
 	if len(items) == 0 {
 		return 0, nil
-	}
-	if !batchLayoutOK {
-		return 0, errors.New("zmqraw: BatchItem does not match the C layout")
 	}
 	n := int(C.cp_send_batch(C.uintptr_t(uintptr(s.handle)), C.uintptr_t(uintptr(unsafe.Pointer(unsafe.SliceData(items)))), C.long(len(items))))
 	runtime.KeepAlive(items)

@@ -60,16 +60,27 @@ func TestSendRecvSizes(t *testing.T) {
 	}
 }
 
-func TestSendDontWaitReportsAgain(t *testing.T) {
-	ctx, _ := zmq.NewContext()
-	defer ctx.Term()
-	push, _ := ctx.NewSocket(zmq.PUSH) // no peer: nothing can be queued
-	defer push.Close()
-	_ = push.SetLinger(0)
+// peerless returns a PUSH socket without a peer: nothing can be queued.
+func peerless(t *testing.T) *Socket {
+	t.Helper()
+	ctx, err := zmq.NewContext()
+	if err != nil {
+		t.Fatal(err)
+	}
+	push, err := ctx.NewSocket(zmq.PUSH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { push.SetLinger(0); push.Close(); ctx.Term() })
 	r, err := Wrap(push, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r
+}
+
+func TestSendDontWaitReportsAgain(t *testing.T) {
+	r := peerless(t)
 	if err := r.Send([]byte("x"), true); err != ErrAgain {
 		t.Fatalf("err %v, want EAGAIN", err)
 	}
