@@ -52,18 +52,22 @@ func TestTrackerFollowsAConcurrentWriter(t *testing.T) {
 	if !ok || math.Abs(bt/want-1) > 0.05 || got[1].Utilisation < 0.9 {
 		t.Fatalf("busy_time %+v, want %.0f tuples/s within 5%%, utilisation ~1", got[1], want)
 	}
-	// raftlib estimates the largest well-behaved rate: about the spin's
-	// (above it only by what slow outliers add to σ, Equation 3). When make test runs packages in parallel, whole stretches
-	// run slowed and read as phases (and a change just before the end
-	// leaves no current estimate): every phase must still be a real rate
-	// of the writer; the accuracy figures are benchmarks.
+	// raftlib estimates the largest well-behaved rate: about the spin's,
+	// above it only by what slow periods add to σ (Equation 3). When make
+	// test runs packages in parallel, whole stretches run slowed and read
+	// as phases (and a change just before the end leaves no current
+	// estimate): every phase must still be a rate the writer's counts can
+	// give. Counts lie in [0, max], and µ + 1.64485·σ of any distribution
+	// there is at most 1.4625·max (two points, 76% of the periods at max
+	// and the rest at 0); a one-estimate phase in a loaded CI run read
+	// 1.22. The accuracy figures are benchmarks.
 	nominal := 10 / perBucket.Seconds()
 	if len(got[0].Phases) == 0 || got[0].DroppedPeriods != 0 {
 		t.Fatalf("raftlib %+v: want phases and no dropped periods", got[0])
 	}
 	for _, ph := range got[0].Phases {
-		if ph.TuplesPerS > nominal*1.2 || ph.TuplesPerS < nominal*0.2 {
-			t.Fatalf("raftlib phase %+v outside [0.2, 1.2] of the spin's %.0f tuples/s", ph, nominal)
+		if ph.TuplesPerS > nominal*1.47 || ph.TuplesPerS < nominal*0.2 {
+			t.Fatalf("raftlib phase %+v outside [0.2, 1.47] of the spin's %.0f tuples/s", ph, nominal)
 		}
 	}
 	// cp_stage_service_rate: one series per converged estimate, with its value.
