@@ -116,20 +116,30 @@ type FastPlan struct {
 	MaxTrials int     // hard limit on trials (default 20)
 	// Hint "service-rate": a first, short trial at Start (purpose
 	// "estimate") reads every stage's service-rate estimates; the search
-	// then goes to HintMargin × the smallest pipeline limit they give,
-	// ramping by at most HintFactor. When none converged there (the
-	// stages were mostly idle), the ramp reads them after every pass and
-	// jumps as soon as they do. "" : no hint.
+	// then tries HintOver × the smallest pipeline limit they give (purpose
+	// "hint"), ramping by at most HintFactor if it passes. When none
+	// converged there (the stages were mostly idle), the ramp reads them
+	// after every pass and jumps as soon as they do. "" : no hint.
 	Hint string
 }
 
-// The service-rate hint's start (just below the smallest estimate) and
-// ramp (the answer should be near: a small step finds the first failure
-// in one or two trials; the estimates are within ~15%).
+// The service-rate hint's jump and ramp. The estimates are within ~15%
+// of the answer, mostly above it (RaftLib's q reads high at low load), so
+// a trial just below one often fails while keeping up, which says little
+// about where the capacity is. A trial HintOver above the estimate
+// overloads the pipeline: it falls behind, and what it achieved is the
+// capacity, so the narrowing starts just below that (prober.hint), as the
+// plain search does after its ramp overshoots, without the ramp's steps.
+// One that passes (the estimate was low) ramps on by HintFactor; one that
+// fails while keeping up puts the capacity just below it (prober.near).
 const (
-	HintMargin = 0.95
+	HintOver   = 1.2
 	HintFactor = 1.25
 )
+
+// PurposeHint is the trial the service-rate hint placed (and the prober's
+// probe just below what a trial that fell behind achieved).
+const PurposeHint = "hint"
 
 // PurposeEstimate is the hint's trial: its verdict counts only as a full
 // pass (Trial.Judged).
@@ -184,13 +194,13 @@ func Fast(ctx context.Context, plan FastPlan, run Runner) (*Result, error) {
 	f := &fastSearch{ctx: ctx, p: p, run: run, res: &Result{Method: "fast"}, pr: prober{precision: p.Precision}}
 	start := time.Now()
 	defer func() { f.res.Elapsed = time.Since(start) }()
-	from := p.Start
+	from, purpose := p.Start, "ramp"
 	if p.Hint == HintServiceRate {
-		if from, err = f.estimate(); err != nil {
+		if from, purpose, err = f.estimate(); err != nil {
 			return f.finish(err)
 		}
 	}
-	if stopped, err := f.ramp(from); err != nil || stopped {
+	if stopped, err := f.ramp(from, purpose); err != nil || stopped {
 		return f.finish(err)
 	}
 	return f.finish(f.narrow())
@@ -215,14 +225,14 @@ func (f *fastSearch) try(rate float64, purpose string) (Trial, error) {
 }
 
 // estimate runs the hint's trial and returns the rate the ramp starts
-// at: just below the smallest limit the stages' estimates give, or, when
+// at: HintOver × the smallest limit the stages' estimates give, or, when
 // none converged, Start (after Start when the trial passed the full plan:
 // it counts as the ramp's first pass, not run twice).
-func (f *fastSearch) estimate() (float64, error) {
+func (f *fastSearch) estimate() (rate float64, purpose string, err error) {
 	start := f.p.Start
 	t, err := f.try(start, PurposeEstimate)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	f.hinting = true
 	if t.Judged() {
@@ -230,19 +240,19 @@ func (f *fastSearch) estimate() (float64, error) {
 		f.pr.passed(start)
 	}
 	if next, ok := f.hintAfter(t, start); ok && next > start {
-		return next, nil
+		return next, PurposeHint, nil
 	}
 	if f.hinting {
 		f.res.Hint = fmt.Sprintf("no stage's service rate converged in the estimate trial at %.0f: the ramp reads them after every pass", start)
 	}
 	if t.Judged() {
-		return f.above(start), nil
+		return f.above(start), "ramp", nil
 	}
-	return start, nil
+	return start, "ramp", nil
 }
 
 // hintAfter reads a passing trial's estimates while the hint has not
-// acted: when they converged, the next rate is HintMargin × the smallest
+// acted: when they converged, the next rate is HintOver × the smallest
 // limit (or the ramp's next step, by at most HintFactor, when the trial
 // is already above that) and ok is true.
 func (f *fastSearch) hintAfter(t Trial, rate float64) (next float64, ok bool) {
@@ -261,8 +271,8 @@ func (f *fastSearch) hintAfter(t Trial, rate float64) (next float64, ok bool) {
 	}
 	f.hinting = false
 	f.p.Factor = math.Min(f.p.Factor, HintFactor)
-	next = HintMargin * limit
-	f.res.Hint = fmt.Sprintf("after trial %d at %.0f: %.0f%% of %s's %s limit %.0f", t.N, rate, 100*HintMargin, stage, method, limit)
+	next = HintOver * limit
+	f.res.Hint = fmt.Sprintf("after trial %d at %.0f: %.0f%% of %s's %s limit %.0f", t.N, rate, 100*HintOver, stage, method, limit)
 	if next <= rate*(1+f.p.Precision) {
 		next = rate * f.p.Factor
 		f.res.Hint += fmt.Sprintf(", at or below the rate that passed: ramping by %g", f.p.Factor)
@@ -320,18 +330,20 @@ func (f *fastSearch) finish(err error) (*Result, error) {
 
 // ramp goes up from rate by Factor until a trial fails (or down, when
 // the first one fails, until one passes); stopped says the search ended
-// with its reason in Stopped (the maximum passed, or nothing did).
-func (f *fastSearch) ramp(rate float64) (stopped bool, err error) {
+// with its reason in Stopped (the maximum passed, or nothing did). The
+// first trial's purpose is purpose (the hint's jump is "hint"), the
+// others' "ramp".
+func (f *fastSearch) ramp(rate float64, purpose string) (stopped bool, err error) {
 	p, res := &f.p, f.res
 	for {
-		t, err := f.try(rate, "ramp")
+		t, err := f.try(rate, purpose)
 		if err != nil {
 			return false, err
 		}
 		if !t.Verdict.Pass {
 			res.FirstFail = rate
-			f.pr.failed(rate, t.Achieved, "ramp")
-			if res.LastPass == 0 { // the first trial failed: ramp down
+			f.pr.failed(rate, t.Achieved, purpose)
+			if res.LastPass == 0 { // nothing passed yet: ramp down
 				return rampDown(res, &f.pr, *p, f.try)
 			}
 			return false, nil
@@ -343,10 +355,10 @@ func (f *fastSearch) ramp(rate float64) (stopped bool, err error) {
 			return true, nil
 		}
 		if next, ok := f.hintAfter(t, rate); ok {
-			rate = next
+			rate, purpose = next, PurposeHint
 			continue
 		}
-		rate = f.above(rate)
+		rate, purpose = f.above(rate), "ramp"
 	}
 }
 
@@ -404,14 +416,20 @@ func (f *fastSearch) narrow() error {
 
 // rampDown tries FirstFail/Factor, /Factor², ... until a rate passes (the
 // new LastPass) or the next would be below the floor (p.Min): then it
-// says so in res.Stopped and returns true.
+// says so in res.Stopped and returns true. A failure that fell behind
+// measured the capacity: the next probe goes just below what it achieved
+// (purpose "hint") before the ramp goes on down from there.
 func rampDown(res *Result, pr *prober, p FastPlan, try func(float64, string) (Trial, error)) (bool, error) {
-	for rate := res.FirstFail / p.Factor; ; rate /= p.Factor {
+	rate, purpose := res.FirstFail/p.Factor, "ramp"
+	for {
+		if h := pr.hint * (1 - pr.precision/3); h > 0 && h < res.FirstFail {
+			rate, purpose = h, PurposeHint
+		}
 		if rate < p.Min {
-			res.Stopped = fmt.Sprintf("every rate down to %g failed (the floor is %g: --min-rate)", rate*p.Factor, p.Min)
+			res.Stopped = fmt.Sprintf("every rate down to %g failed (the floor is %g: --min-rate)", res.FirstFail, p.Min)
 			return true, nil
 		}
-		t, err := try(rate, "ramp")
+		t, err := try(rate, purpose)
 		if err != nil {
 			return false, err
 		}
@@ -421,7 +439,8 @@ func rampDown(res *Result, pr *prober, p FastPlan, try func(float64, string) (Tr
 			return false, nil
 		}
 		res.FirstFail = rate
-		pr.failed(rate, t.Achieved, "ramp")
+		pr.failed(rate, t.Achieved, purpose)
+		rate, purpose = rate/p.Factor, "ramp"
 	}
 }
 
@@ -471,7 +490,7 @@ func (pr *prober) next(lo, hi float64) (float64, string) {
 	closing := lo * (1 + 0.9*p)
 	if h := pr.hint; h > 0 {
 		if below := h * (1 - p/3); below > lo*(1+p/4) && below < hi {
-			return below, "hint"
+			return below, PurposeHint
 		}
 		if h <= lo*(1+p) && closing < hi { // the capacity is just above lo
 			return closing, "close"

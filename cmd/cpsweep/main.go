@@ -128,7 +128,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.Float64Var(&s.Fast.Precision, "precision", 0.01, "fast: stop when (first fail - last pass) / last pass is at most this")
 	f.IntVar(&s.Fast.Confirm, "confirm", 1, "fast: repeat the final pass this many times")
 	f.IntVar(&s.Fast.MaxTrials, "max-trials", 20, "fast: give up after this many trials")
-	f.StringVar(&s.Fast.Hint, "hint", "", "fast: \"service-rate\" runs one short trial at --start first, reads every stage's service-rate estimates and goes just below the smallest (after a later pass when none converged there; docs/service-rate.md)")
+	f.StringVar(&s.Fast.Hint, "hint", "", "fast: \"service-rate\" runs one short trial at --start first, reads every stage's service-rate estimates and starts from the smallest: a trial at 120% of it measures the capacity, the narrowing starts just below (after a later pass when none converged there; docs/service-rate.md)")
 	cli.RateVar(f, &s.Linear.From, "from", "linear: first rate")
 	cli.RateVar(f, &s.Linear.To, "to", "linear: last rate")
 	cli.RateVar(f, &s.Linear.Step, "step", "linear: step")

@@ -276,7 +276,7 @@ func TestBenchServiceRateSweep(t *testing.T) {
 			if hint {
 				a = append(a, "--hint", "service-rate")
 			}
-			rep, p := runSweepAllowing(t, 15*time.Minute, []int{sweep.ExitContradicted}, append(a, "--name", fmt.Sprintf("hint-%v-%d", hint, i))...)
+			rep, _ := runSweepAllowing(t, 15*time.Minute, []int{sweep.ExitContradicted}, append(a, "--name", fmt.Sprintf("hint-%v-%d", hint, i))...)
 			if rep.Contradicted != "" {
 				t.Logf("sweep %d hint=%v contradicted by its own trials (exit 6): %s", i+1, hint, rep.Contradicted)
 			}
@@ -292,10 +292,18 @@ func TestBenchServiceRateSweep(t *testing.T) {
 			}
 			hintLine := ""
 			if hint {
-				hintLine = "; " + strings.TrimSpace(lineWith(p.Stderr.String(), "service-rate hint"))
+				hintLine = "; hint: " + rep.Result.Hint
 			}
-			t.Logf("sweep %d hint=%v: [%.0f, %.0f) in %d trials; answer / smallest limit %.3f%s", i+1, hint,
-				rep.Result.LastPass, rep.Result.FirstFail, len(rep.Result.Trials), ratio, hintLine)
+			var seq []string // rate/purpose and the verdict, and what a failure achieved
+			for _, tr := range rep.Result.Trials {
+				v := "pass"
+				if !tr.Verdict.Pass {
+					v = fmt.Sprintf("FAIL@%.1fk", tr.Achieved/1e3)
+				}
+				seq = append(seq, fmt.Sprintf("%.1fk %s %s", tr.Rate/1e3, tr.Purpose, v))
+			}
+			t.Logf("sweep %d hint=%v: [%.0f, %.0f) in %d trials; answer / smallest limit %.3f%s\n    trials: %s", i+1, hint,
+				rep.Result.LastPass, rep.Result.FirstFail, len(rep.Result.Trials), ratio, hintLine, strings.Join(seq, ", "))
 		}
 	}
 	drop := 1 - median(trials[true])/median(trials[false])
@@ -310,15 +318,6 @@ func TestBenchServiceRateSweep(t *testing.T) {
 	t.Logf("SERVICE RATE answer / smallest estimate: %v, median %.3f, %d of %d in [0.85, 1.0] (%s)",
 		fmtRatios(ratios), medianOrNaN(ratios), in, len(ratios), verdict(len(ratios) > 0 && in == len(ratios)))
 	record(t, "service_rate_sweep", map[string]any{"trials_plain": trials[false], "trials_hint": trials[true], "drop": drop, "answer_over_estimate": ratios})
-}
-
-func lineWith(text, s string) string {
-	for _, l := range strings.Split(text, "\n") {
-		if strings.Contains(l, s) {
-			return l
-		}
-	}
-	return ""
 }
 
 func fmtRatios(v []float64) string {

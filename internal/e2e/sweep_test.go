@@ -31,6 +31,7 @@ type sweepReport struct {
 		LastPass  float64 `json:"last_pass"`
 		FirstFail float64 `json:"first_fail"`
 		Stopped   string  `json:"stopped"`
+		Hint      string  `json:"hint"`
 		Trials    []struct {
 			Rate     float64 `json:"rate"`
 			Achieved float64 `json:"achieved"`
