@@ -383,7 +383,7 @@ func (f *fastSearch) narrow() error {
 			}
 		}
 		if confirmed >= p.Confirm {
-			return nil
+			return f.recheck()
 		}
 		t, err := f.try(res.LastPass, "confirm")
 		if err != nil {
@@ -412,6 +412,38 @@ func (f *fastSearch) narrow() error {
 		}
 		confirmed = 0
 	}
+}
+
+// PurposeRecheck is the trial that tests an answer its own stages' service
+// rates doubt (see recheck).
+const PurposeRecheck = "recheck"
+
+// recheck tests an answer the stages' estimates doubt. When the smallest
+// pipeline limit estimated in the trials at the answer is at or above
+// ContradictionFactor × the first failing rate, the failures above the
+// answer are not explained by any stage's capacity: most often the host
+// was busy while they ran (a sweep on a shared machine answered 8 k and
+// 40 k against a capacity of 93 k, its estimates reading ~90 k). One trial
+// at that rate says which: a pass contradicts the answer (Contradicted,
+// exit status 6: run it again), a failure lets it stand (a limit the
+// estimates do not see, e.g. a system under test that is a black box).
+func (f *fastSearch) recheck() error {
+	res := f.res
+	if res.FirstFail <= 0 || res.LastPass <= 0 {
+		return nil
+	}
+	var limit *NextLimit // the smallest of the passes at the answer (one may not have converged)
+	for _, t := range res.Trials {
+		if t.Verdict.Pass && t.Judged() && t.Rate == res.LastPass && t.NextLimit != nil && (limit == nil || t.NextLimit.TuplesPerS < limit.TuplesPerS) {
+			limit = t.NextLimit
+		}
+	}
+	rate := ContradictionFactor * res.FirstFail
+	if limit == nil || limit.TuplesPerS < rate || (f.p.Max > 0 && rate > f.p.Max) || len(res.Trials) >= f.p.MaxTrials {
+		return nil
+	}
+	_, err := f.try(rate, PurposeRecheck)
+	return err
 }
 
 // rampDown tries FirstFail/Factor, /Factor², ... until a rate passes (the

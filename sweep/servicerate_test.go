@@ -129,3 +129,54 @@ func TestFastHint(t *testing.T) {
 		})
 	}
 }
+
+// An answer far below what its own stages estimate is tested once more,
+// 25% above the first failure: a busy stretch of the host that failed the
+// trials above the answer is caught (the recheck passes: contradicted),
+// a limit the estimates do not see stands (the recheck fails), and an
+// answer the estimates agree with costs no extra trial.
+func TestFastRechecksAnAnswerItsEstimatesDoubt(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		busyFrom     int     // from this trial (1-based; 0: never) until the recheck the host was busy: 40% capacity
+		capacity     float64 // the real capacity (the estimates say 100k)
+		wantRecheck  bool
+		contradicted bool
+	}{
+		{"the estimates agree", 0, 100e3, false, false},
+		{"a busy host failed the trials above the answer", 3, 100e3, true, true},
+		{"a limit the estimates do not see", 0, 50e3, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := 0
+			run := func(_ context.Context, r float64, purpose string) (Trial, error) {
+				n++
+				c := tc.capacity
+				if tc.busyFrom > 0 && n >= tc.busyFrom && purpose != PurposeRecheck {
+					c = 40e3
+				}
+				tr := Trial{Achieved: math.Min(r, c), Verdict: Verdict{Pass: r <= c}}
+				// The confirmation's estimates did not converge: the
+				// answer's other pass has them.
+				if tr.Verdict.Pass && purpose != "confirm" {
+					tr.NextLimit = &NextLimit{Limit: servicerate.Limit{Stage: "receiver0/consumer", Method: servicerate.MethodBusyTime, TuplesPerS: 100e3}}
+				}
+				return tr, nil
+			}
+			res, err := Fast(context.Background(), FastPlan{Start: 10e3, Precision: 0.01}, run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := res.Trials[len(res.Trials)-1]
+			if got := last.Purpose == PurposeRecheck; got != tc.wantRecheck {
+				t.Fatalf("recheck %v, want %v: %+v", got, tc.wantRecheck, res.Trials)
+			}
+			if tc.wantRecheck && math.Abs(last.Rate-ContradictionFactor*res.FirstFail) > 1e-6 {
+				t.Fatalf("recheck at %.0f, want %.2f × the first failure %.0f", last.Rate, ContradictionFactor, res.FirstFail)
+			}
+			if got := contradiction(res) != ""; got != tc.contradicted || res.Stopped != "" {
+				t.Fatalf("contradicted %v (%q), want %v; answer [%.0f, %.0f), stopped %q", got, contradiction(res), tc.contradicted, res.LastPass, res.FirstFail, res.Stopped)
+			}
+		})
+	}
+}
