@@ -1,0 +1,84 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// Every flag a binary or a cpsweep subcommand takes is documented: its
+// --help lists it, and docs/ or the README names it (docs/flags.md for
+// dgsend and dgrecv, docs/sweep.md for cpsweep, the subject's document for
+// a subcommand). A flag added without a word in the docs fails here.
+func TestEveryFlagIsDocumented(t *testing.T) {
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs strings.Builder
+	files, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	files = append(files, filepath.Join(root, "README.md"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs.Write(b)
+		docs.WriteByte('\n')
+	}
+	text := docs.String()
+	// Every command, subcommands found from "Available Commands:".
+	commands := [][]string{{"dgsend"}, {"dgrecv"}, {"cpsweep"}}
+	flagLine := regexp.MustCompile(`^\s+(?:-([a-zA-Z]), )?--([a-z0-9][a-z0-9-]*)`)
+	subLine := regexp.MustCompile(`^  ([a-z][a-z0-9-]*)\s`)
+	checked := 0
+	for len(commands) > 0 {
+		c := commands[0]
+		commands = commands[1:]
+		out, err := exec.Command(filepath.Join(binDir, c[0]), append(c[1:], "--help")...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s --help: %v\n%s", strings.Join(c, " "), err, out)
+		}
+		help := string(out)
+		if i := strings.Index(help, "\nAvailable Commands:\n"); i >= 0 {
+			for _, line := range strings.Split(help[i+len("\nAvailable Commands:\n"):], "\n") {
+				m := subLine.FindStringSubmatch(line)
+				if m == nil {
+					break
+				}
+				if m[1] != "help" && m[1] != "completion" {
+					commands = append(commands, append(append([]string(nil), c...), m[1]))
+				}
+			}
+		}
+		// The command's own flags: between "Flags:" and "Global Flags:" (or
+		// the end) in cobra's layout.
+		if i := strings.Index(help, "\nFlags:\n"); i >= 0 {
+			help = help[i:]
+		}
+		if i := strings.Index(help, "\nGlobal Flags:"); i >= 0 {
+			help = help[:i]
+		}
+		for _, line := range strings.Split(help, "\n") {
+			m := flagLine.FindStringSubmatch(line)
+			if m == nil || m[2] == "help" {
+				continue
+			}
+			long := regexp.MustCompile(`--` + regexp.QuoteMeta(m[2]) + `(?:[^a-z0-9-]|$)`)
+			short := m[1] != "" && strings.Contains(text, "`-"+m[1]+" ")
+			if !long.MatchString(text) && !short {
+				t.Errorf("%s: --%s is in --help but in no document (docs/*.md, README.md)", strings.Join(c, " "), m[2])
+			}
+		}
+		if !strings.Contains(help, "-h, --help") {
+			t.Errorf("%s --help: no flag list found; the layout changed?\n%s", strings.Join(c, " "), out)
+		}
+		checked++
+	}
+	if checked < 12 {
+		t.Errorf("checked %d commands; want dgsend, dgrecv, cpsweep and its subcommands", checked)
+	}
+}
