@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -80,5 +82,60 @@ func TestEveryFlagIsDocumented(t *testing.T) {
 	}
 	if checked < 12 {
 		t.Errorf("checked %d commands; want dgsend, dgrecv, cpsweep and its subcommands", checked)
+	}
+}
+
+// Every field dgsend and dgrecv print with --json is named in the docs
+// (docs/json.md, and the documents it points to for service rates and
+// stages): a field added to a result without a word fails here.
+func TestEveryJSONFieldIsDocumented(t *testing.T) {
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs strings.Builder
+	files, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs.Write(b)
+	}
+	text := docs.String()
+	pr := &Pair{Bin: binDir, SendArgs: []string{"--rate", "200k", "--bucket", "10", "--count", "100000", "--stage-period", "50ms"}}
+	pr.Run(t)
+	for name, out := range map[string][]byte{"dgsend": pr.SendProc.Stdout.Bytes(), "dgrecv": pr.RecvProc.Stdout.Bytes()} {
+		var v any
+		if err := json.Unmarshal(out, &v); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		keys := map[string]bool{}
+		var walk func(any)
+		walk = func(v any) {
+			switch v := v.(type) {
+			case map[string]any:
+				for k, x := range v {
+					keys[k] = true
+					walk(x)
+				}
+			case []any:
+				for _, x := range v {
+					walk(x)
+				}
+			}
+		}
+		walk(v)
+		if len(keys) < 50 {
+			t.Fatalf("%s: only %d fields in its JSON", name, len(keys))
+		}
+		for k := range keys {
+			if _, err := strconv.Atoi(k); err == nil || strings.Contains(k, "/") {
+				continue // map keys that are data (ids, stage names), not fields
+			}
+			if !strings.Contains(text, "`"+k+"`") && !regexp.MustCompile(`[{(,] ?`+regexp.QuoteMeta(k)+`\b`).MatchString(text) {
+				t.Errorf("%s --json: field %q is in no document (docs/*.md)", name, k)
+			}
+		}
 	}
 }
