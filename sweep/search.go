@@ -74,7 +74,9 @@ func (r *Result) Precision() float64 {
 // LinearPlan is the paper's search (Fig. 9a): from, from+step, ... up to
 // to, stopping at the first failing trial.
 type LinearPlan struct {
-	From, To, Step float64
+	From float64 `json:"from"`
+	To   float64 `json:"to"`
+	Step float64 `json:"step"`
 }
 
 // Linear runs the paper's search.
@@ -107,20 +109,20 @@ func Linear(ctx context.Context, p LinearPlan, run Runner) (*Result, error) {
 
 // FastPlan configures the fast search.
 type FastPlan struct {
-	Start     float64 // first rate tried
-	Factor    float64 // ramp multiplier (default 2)
-	Max       float64 // never try above this (0: no limit)
-	Min       float64 // the floor: give up below this when even low rates fail (default Start/1024)
-	Precision float64 // stop when (first fail - last pass)/last pass <= this (default 0.01)
-	Confirm   int     // re-run the final pass this many times (default 1)
-	MaxTrials int     // hard limit on trials (default 20)
+	Start     float64 `json:"start"`      // first rate tried
+	Factor    float64 `json:"factor"`     // ramp multiplier (default 2)
+	Max       float64 `json:"max"`        // never try above this (0: no limit)
+	Min       float64 `json:"min"`        // the floor: give up below this when even low rates fail (default Start/1024)
+	Precision float64 `json:"precision"`  // stop when (first fail - last pass)/last pass <= this (default 0.01)
+	Confirm   int     `json:"confirm"`    // re-run the final pass this many times (default 1)
+	MaxTrials int     `json:"max_trials"` // hard limit on trials (default 20)
 	// Hint "service-rate": a first, short trial at Start (purpose
 	// "estimate") reads every stage's service-rate estimates; the search
 	// then tries HintOver × the smallest pipeline limit they give (purpose
 	// "hint"), ramping by at most HintFactor if it passes. When none
 	// converged there (the stages were mostly idle), the ramp reads them
 	// after every pass and jumps as soon as they do. "" : no hint.
-	Hint string
+	Hint string `json:"hint"`
 }
 
 // The service-rate hint's jump and ramp. The estimates are within ~15%

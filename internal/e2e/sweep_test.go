@@ -151,6 +151,13 @@ func TestSweepBracketsAnInjectedCapacity(t *testing.T) {
 			t.Errorf("run directory lacks %s: %v", f, err)
 		}
 	}
+	for _, f := range []string{"summary.json", "trials.json"} { // every field documented (docs/results.md)
+		b, err := os.ReadFile(filepath.Join(rep.Dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkFieldsDocumented(t, f, b, 30)
+	}
 	csv, _ := os.ReadFile(filepath.Join(rep.Dir, "trials.csv"))
 	if lines := strings.Count(string(csv), "\n"); lines != len(res.Trials)+1 {
 		t.Errorf("trials.csv has %d lines for %d trials", lines, len(res.Trials))
