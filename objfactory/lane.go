@@ -150,6 +150,7 @@ type Accept func(b *Bucket) bool
 func (l *Lane) Run(src Source, stop *atomic.Bool, accept Accept) error {
 	var b *Bucket
 	l.Acct.Start(stage.Waiting, tsc.ReadFast())
+	defer func() { l.Acct.End(tsc.ReadFast()) }()
 	for !stop.Load() {
 		if b == nil {
 			b = l.getFree(stop)

@@ -69,6 +69,7 @@ func (r *Receiver) consume() {
 		c.publish(0)
 		if r.done.Load() && (r.empty() || (c.work > 0 && r.quit.Load())) { // stopped in busy work: what is left stays unconsumed
 			r.checksum = c.checksum
+			acct.End(tsc.ReadFast())
 			return
 		}
 		// Nothing to do: spin briefly, then yield, then nap, so an idle

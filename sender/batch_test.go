@@ -163,3 +163,28 @@ func TestBatchesDropInTheMiddleOfABatch(t *testing.T) {
 		}
 	}
 }
+
+// Injected send work (a sender slower than its network) runs once per
+// bucket, in the sending state, with one bucket per call into C: 2000
+// buckets at 50 µs take at least 100 ms, nearly all of it sending, and
+// the stream is unchanged.
+func TestSendWorkMakesASlowSender(t *testing.T) {
+	cfg := config(t, 0, 2000, 0)
+	cfg.SendWork, cfg.StagePeriod = 50*time.Microsecond, 10*time.Millisecond
+	got, res := sendInto(t, cfg, 0)
+	if len(got.seqs) != 2000 || res.SendBatch != 1 || res.Injected.SendWork != cfg.SendWork {
+		t.Fatalf("%d buckets, send_batch %d, injected %+v", len(got.seqs), res.SendBatch, res.Injected)
+	}
+	if len(res.Stages) != 1 {
+		t.Fatalf("stages %+v", res.Stages)
+	}
+	sending := res.Stages[0].Seconds["sending"]
+	if sending < 0.1 || sending < 0.8*(res.Stages[0].Seconds["blocked"]+sending+res.Stages[0].Seconds["pacing"]) {
+		t.Fatalf("sending %.3f s of %+v: want at least 2000 × 50 µs, nearly all of the run", sending, res.Stages[0].Seconds)
+	}
+	for i := range got.seqs {
+		if got.seqs[i] != uint64(i) {
+			t.Fatalf("bucket %d has seq %d", i, got.seqs[i])
+		}
+	}
+}

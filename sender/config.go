@@ -78,7 +78,11 @@ type Config struct {
 	// Stalls are injected stalls of emission threads ("thread<N>"), from
 	// the run's start (a test fixture, see internal/inject): the thread
 	// stops sending, and its schedule runs on without it.
-	Stalls     []inject.Stall
+	Stalls []inject.Stall
+	// SendWork is busy work per bucket, in the sending state, before each
+	// send (a test fixture: a sender slower than its network, so that a
+	// run can be sender-bound). It sends one bucket per call into C.
+	SendWork   time.Duration
 	EndTimeout time.Duration // how long to try delivering end markers
 	// StagePeriod, if not 0, accounts each thread's time (pacing, sending,
 	// blocked) and samples it this often (see package stage).
@@ -115,6 +119,9 @@ const (
 func (c *Config) checkInstruments() error {
 	if err := inject.CheckStalls(c.Stalls, map[string]int{"thread": c.Threads}); err != nil {
 		return err
+	}
+	if c.SendWork < 0 || c.SendWork > inject.MaxWork {
+		return fmt.Errorf("send work must be 0 to %v per bucket, got %v", inject.MaxWork, c.SendWork)
 	}
 	if c.StagePeriod != 0 {
 		return stage.CheckPeriod(c.StagePeriod)

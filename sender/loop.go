@@ -91,6 +91,7 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 	}
 	pace.wait(start, nil)
 	t.holds = inject.NewHolds(inject.Windows(cfg.Stalls, fmt.Sprintf("thread%d", t.id)), start, clock)
+	t.sendWork = clock.Ticks(cfg.SendWork)
 	acct := t.startAccounting(paced)
 	defer t.finished.Store(true)
 	spanTicks := clock.Ticks(BatchSpan)
@@ -112,6 +113,11 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 			if t.holds.Hold(at, stop) {
 				at = tsc.ReadFast()
 			}
+		}
+		if t.sendWork > 0 { // injected work: the thread's own, busy sending
+			acct.Enter(stage.Sending, at)
+			inject.Spin(t.sendWork)
+			at = tsc.ReadFast()
 		}
 		// A slot due before the end is still sent a little after it; a
 		// thread more than the grace behind stops, and the rest of the
@@ -145,6 +151,7 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 			break
 		}
 	}
+	acct.End(tsc.ReadFast())
 	t.publish(e.emitted, e.buckets, e.dropB, e.late, bucket)
 	t.measuredSlots = e.measured
 	t.settle(paced, end, e.k)

@@ -98,6 +98,7 @@ func (s *Sender) result(start, end uint64) *Result {
 		TupleBytes: len(s.threads[0].tpls[0].Msg), Overflow: string(cfg.Overflow), Idle: string(cfg.Idle),
 		SendCostNs: s.sendCost.Nanoseconds(), SendBatch: len(s.threads[0].items), LateThreshNs: cfg.LateThreshold.Nanoseconds(), latenessMerged: histo.NewPrecise(),
 		Windows: []uint64{}, Errors: []string{}, Injected: inject.NewRecord(cfg.Stalls, 0, nil)}
+	r.Injected.SendWork = cfg.SendWork
 	last, measured, windows := r.addThreads(s.threads, uint64(cfg.BucketSize))
 	r.Stages, r.ServiceRates = []stage.Total{}, []servicerate.Rate{} // always present (docs/json.md)
 	if s.stages != nil {

@@ -47,6 +47,7 @@ type Sender struct {
 // thread is one emission thread and its stream.
 type thread struct {
 	holds    inject.Holds // injected stalls
+	sendWork uint64       // injected busy work per bucket, in ticks
 	id       int
 	stream   uint32
 	cpu      int // -1: not pinned
@@ -121,7 +122,11 @@ func New(cfg Config) (*Sender, error) {
 			s.Close()
 			return nil, err
 		}
-		t.setupBatch(cfg.SendBatch)
+		batch := cfg.SendBatch
+		if cfg.SendWork > 0 {
+			batch = 1 // the work is per bucket, in Go, before its send
+		}
+		t.setupBatch(batch)
 		if cfg.Count > 0 {
 			share := cfg.Count / uint64(cfg.Threads)
 			if uint64(i) < cfg.Count%uint64(cfg.Threads) {

@@ -137,6 +137,19 @@ func (a *Account) Start(state int, now uint64) {
 	}
 }
 
+// End closes the stage's last activity at now: the activity log gets one
+// more record of the state the stage is in. A stage that stays in one
+// state to its end (a sender thread busy sending throughout a trial)
+// otherwise logs nothing after entering it, and its one long activity
+// would have no end and be left out of the activity graph. The writer
+// calls it once, when it stops; the time accounting is unchanged.
+func (a *Account) End(now uint64) {
+	if a == nil || a.log == nil || a.c.mark == 0 {
+		return
+	}
+	a.log.LogTSAt(now, ActivityID(int(a.c.mark>>markShift), a.c.items))
+}
+
 // Add counts items (buckets) processed holding tuples tuples.
 func (a *Account) Add(items, tuples uint64) {
 	if a == nil {

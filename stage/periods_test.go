@@ -188,7 +188,7 @@ func (r *recorder) LogTSAt(tsc, id uint64) { r.tsc, r.id = append(r.tsc, tsc), a
 
 // Every real state change is logged once, at its TSC, with the state
 // entered and the items so far; a recoloured receive call is logged at the
-// instant its interval began.
+// instant its interval began; End logs the state the stage ends in.
 func TestActivitiesLogged(t *testing.T) {
 	a := &Account{name: "lane0", kind: Lane}
 	var rec recorder
@@ -204,6 +204,8 @@ func TestActivitiesLogged(t *testing.T) {
 	a.Recolour(Decoding) // the message was there: 300 on is decoding
 	a.Add(1, 10)
 	a.Enter(Starved, 400)
+	a.Add(1, 10)
+	a.End(450) // closes the last activity: the state it is in, at the end
 	type ev struct {
 		tsc   uint64
 		state int
@@ -214,7 +216,7 @@ func TestActivitiesLogged(t *testing.T) {
 		st, items := ActivityOf(rec.id[i])
 		got = append(got, ev{rec.tsc[i], st, items})
 	}
-	want := []ev{{100, Waiting, 0}, {200, Decoding, 0}, {300, Waiting, 1}, {300, Decoding, 1}, {400, Starved, 2}}
+	want := []ev{{100, Waiting, 0}, {200, Decoding, 0}, {300, Waiting, 1}, {300, Decoding, 1}, {400, Starved, 2}, {450, Starved, 3}}
 	if len(got) != len(want) {
 		t.Fatalf("logged %+v, want %+v", got, want)
 	}
@@ -224,6 +226,7 @@ func TestActivitiesLogged(t *testing.T) {
 		}
 	}
 	var nilAcct *Account
+	nilAcct.End(500) // no accounting: nothing to close
 	if err := nilAcct.LogActivitiesOn(func(string) (ActivityLog, error) { t.Fatal("opened for a nil account"); return nil, nil }); err != nil {
 		t.Fatal(err)
 	}

@@ -89,6 +89,8 @@ type SenderTrial struct {
 	HWM           int                `json:"hwm,omitempty"`
 	// Stalls are injected stalls of this sender's threads (sender.Config).
 	Stalls []inject.Stall `json:"stalls,omitempty"`
+	// SendWork is injected busy work per bucket (sender.Config).
+	SendWork time.Duration `json:"send_work_ns,omitempty"`
 	// StagePeriod is the stage accounting's sampling period (0: off).
 	StagePeriod time.Duration `json:"stage_period_ns,omitempty"`
 	// Profile, if set, is a handler configuration (the YAML of --profile)
@@ -104,7 +106,7 @@ func (t SenderTrial) SenderConfig() sender.Config {
 	return sender.Config{Endpoints: t.Endpoints, SenderID: t.SenderID, Threads: t.Threads, Rate: t.Rate,
 		Duration: t.Duration, Warmup: t.Warmup, StartAt: t.StartAt, Shape: t.Shape, BucketSize: t.BucketSize, Scenario: &sc,
 		Overflow: sender.Overflow(t.Overflow), Idle: sender.Idle(t.Idle), LateThreshold: t.LateThreshold, HWM: t.HWM,
-		EndTimeout: 5 * time.Second, Stalls: t.Stalls, StagePeriod: t.StagePeriod}
+		EndTimeout: 5 * time.Second, Stalls: t.Stalls, SendWork: t.SendWork, StagePeriod: t.StagePeriod}
 }
 
 // Validate checks the trial as the agent will run it.

@@ -48,6 +48,7 @@ type TrialPlan struct {
 	Stalls       []inject.Stall `json:"stalls,omitempty"`
 	DecodeWork   time.Duration  `json:"decode_work_ns,omitempty"`
 	WorkSchedule []inject.Step  `json:"work_schedule,omitempty"`
+	SendWork     time.Duration  `json:"send_work_ns,omitempty"` // every sender's, per bucket
 	// StagePeriod is every agent's stage accounting period (0: off), also
 	// its profiler's counter period.
 	StagePeriod time.Duration `json:"stage_period_ns,omitempty"`

@@ -45,7 +45,7 @@ func (p TrialPlan) senderTrial(endpoints []string, i int, rate float64) SenderTr
 	}
 	return SenderTrial{Endpoints: endpoints, SenderID: uint8(i), Threads: p.Threads, Rate: rate,
 		Duration: p.Warmup + p.Duration, Warmup: p.Warmup, BucketSize: p.BucketSize, Scenario: sc, Shape: p.ShapeSpec,
-		Overflow: p.Overflow, Idle: p.Idle, Stalls: inject.OfKind(p.Stalls, "thread"), StagePeriod: p.StagePeriod}
+		Overflow: p.Overflow, Idle: p.Idle, Stalls: inject.OfKind(p.Stalls, "thread"), SendWork: p.SendWork, StagePeriod: p.StagePeriod}
 }
 
 // receiverTrial is a receiver's part of a trial that may last limit.

@@ -145,6 +145,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.DurationVar(&p.WorkPerTuple, "work", 0, "busy work per consumed tuple at the receivers (emulates a slower system)")
 	cli.StallsVar(f, &p.Stalls, "stall", "test fixture: in every trial, stop a stage for a while: consumer@5s+1s, lane<N>@..., thread<N>@... (repeat; see dgrecv/dgsend --help)")
 	f.DurationVar(&p.DecodeWork, "decode-work", 0, "test fixture: busy work per decoded bucket on every receiver lane")
+	f.DurationVar(&p.SendWork, "send-work", 0, "test fixture: busy work per bucket on every sender thread, before each send (a sender-bound pipeline)")
 	f.DurationVar(&p.StagePeriod, "stage-period", stage.DefaultPeriod, "every agent accounts its stages' time and samples it this often, 10ms..10s\n(the diagnosis's snapshot period, docs/diagnosis.md); 0 turns the accounting off")
 	cli.ScheduleVar(f, &p.WorkSchedule, "work-schedule", "test fixture: the receivers' work per tuple over each trial, e.g. 10us@0s,40us@2s (instead of --work)")
 	f.IntVar(&p.Ring, "ring", 0, "receiver ring size in buckets (0: default)")

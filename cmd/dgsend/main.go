@@ -107,6 +107,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.BoolVar(&o.strict, "strict", false, "exit 1 when the schedule was not kept (shortfall, or late slots above --max-late-fraction)")
 	f.BoolVar(&c.SkipRateCheck, "no-rate-check", false, "do not refuse a rate above what the measured send cost allows")
 	cli.StallsVar(f, &c.Stalls, "stall", "test fixture: stop an emission thread for a while, e.g. thread0@5s+1s (from the first slot; repeat)")
+	f.DurationVar(&c.SendWork, "send-work", 0, "test fixture: busy work per bucket in the sending state before each send (a slower sender, e.g. 20us; one bucket per call into C)")
 	o.run.Register(f, "dgsend", "127.0.0.1:9101", profileChannels)
 	f.BoolVar(&o.agent, "agent", false, "run as a cpsweep agent: serve the control API on --metrics-addr and take trials from the controller")
 	f.StringVar(&o.probeAdr, "probe-addr", "", "agent: answer TSC probes (cpsweep --clock) on this UDP address (default: the --metrics-addr host and port, on UDP)")

@@ -128,6 +128,9 @@ type Record struct {
 	Stalls       []Stall       `json:"stalls"`
 	DecodeWork   time.Duration `json:"decode_work_ns"`
 	WorkSchedule []Step        `json:"work_schedule"`
+	// SendWork is a sender's busy work per bucket (dgsend only: absent
+	// from a receiver's record).
+	SendWork time.Duration `json:"send_work_ns,omitempty"`
 }
 
 // NewRecord is the record of a run's injections.
