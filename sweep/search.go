@@ -456,7 +456,7 @@ func (f *fastSearch) recheck() error {
 func rampDown(res *Result, pr *prober, p FastPlan, try func(float64, string) (Trial, error)) (bool, error) {
 	rate, purpose := res.FirstFail/p.Factor, "ramp"
 	for {
-		if h := pr.hint * (1 - pr.precision/3); h > 0 && h < res.FirstFail {
+		if h := pr.hintProbe(); h > 0 && h < res.FirstFail {
 			rate, purpose = h, PurposeHint
 		}
 		if rate < p.Min {
@@ -519,11 +519,15 @@ func (pr *prober) passed(rate float64) {
 	}
 }
 
+// hintProbe is the rate just below what the latest failing trial that fell
+// behind achieved, where it should pass (0: no such trial).
+func (pr *prober) hintProbe() float64 { return pr.hint * (1 - pr.precision/3) }
+
 func (pr *prober) next(lo, hi float64) (float64, string) {
 	p := pr.precision
 	closing := lo * (1 + 0.9*p)
 	if h := pr.hint; h > 0 {
-		if below := h * (1 - p/3); below > lo*(1+p/4) && below < hi {
+		if below := pr.hintProbe(); below > lo*(1+p/4) && below < hi {
 			return below, PurposeHint
 		}
 		if h <= lo*(1+p) && closing < hi { // the capacity is just above lo

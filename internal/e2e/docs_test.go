@@ -16,22 +16,7 @@ import (
 // dgsend and dgrecv, docs/sweep.md for cpsweep, the subject's document for
 // a subcommand). A flag added without a word in the docs fails here.
 func TestEveryFlagIsDocumented(t *testing.T) {
-	root, err := moduleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var docs strings.Builder
-	files, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	files = append(files, filepath.Join(root, "README.md"))
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs.Write(b)
-		docs.WriteByte('\n')
-	}
-	text := docs.String()
+	text := docsText(t, true)
 	// Every command, subcommands found from "Available Commands:".
 	commands := [][]string{{"dgsend"}, {"dgrecv"}, {"cpsweep"}}
 	flagLine := regexp.MustCompile(`^\s+(?:-([a-zA-Z]), )?--([a-z0-9][a-z0-9-]*)`)
@@ -101,20 +86,7 @@ func TestEveryJSONFieldIsDocumented(t *testing.T) {
 // document with fewer than min fields is not the one meant.
 func checkFieldsDocumented(t *testing.T, what string, doc []byte, min int) {
 	t.Helper()
-	root, err := moduleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var docs strings.Builder
-	files, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs.Write(b)
-	}
-	text := docs.String()
+	text := docsText(t, false)
 	var v any
 	if err := json.Unmarshal(doc, &v); err != nil {
 		t.Fatalf("%s: %v", what, err)
@@ -146,4 +118,31 @@ func checkFieldsDocumented(t *testing.T, what string, doc []byte, min int) {
 			t.Errorf("%s: field %q is in no document (docs/*.md)", what, k)
 		}
 	}
+}
+
+// docsText is every file of docs/ (and the README when readme is set),
+// one after the other.
+func docsText(t *testing.T, readme bool) string {
+	t.Helper()
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no docs/*.md under %s: %v", root, err)
+	}
+	if readme {
+		files = append(files, filepath.Join(root, "README.md"))
+	}
+	var docs strings.Builder
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs.Write(b)
+		docs.WriteByte('\n')
+	}
+	return docs.String()
 }
