@@ -208,10 +208,12 @@ func (br *BlockReader) Next(dst []Record) ([]Record, error) {
 		if !br.validHeader(h) {
 			continue
 		}
+		// Every header field is copied now: payloadOf peeks again, which
+		// can slide the buffer under h.
 		n := int(binary.LittleEndian.Uint32(h[8:]))
 		plen := int(binary.LittleEndian.Uint32(h[12:]))
-		codec, crc := h[5], binary.LittleEndian.Uint32(h[16:])
-		if plen > maxBlockPayload || n > maxBlockRecords || (h[4] >= 2 && n > MaxBlockSize) {
+		version, codec, crc := h[4], h[5], binary.LittleEndian.Uint32(h[16:])
+		if plen > maxBlockPayload || n > maxBlockRecords || (version >= 2 && n > MaxBlockSize) {
 			br.damaged(fmt.Sprintf("implausible block: %d records in %d bytes", n, plen))
 			continue
 		}
@@ -236,7 +238,7 @@ func (br *BlockReader) Next(dst []Record) ([]Record, error) {
 			continue
 		}
 		start := len(dst)
-		out, err := decodeRecords(dst, raw, n, h[4])
+		out, err := decodeRecords(dst, raw, n, version)
 		if err != nil {
 			br.skipped(len(whole), blockHeader+plen, err.Error())
 			dst = dst[:start]
