@@ -46,6 +46,10 @@ type Config struct {
 	// NoServiceRates leaves out the service-rate estimates (and the
 	// periods they are made of) while accounting.
 	NoServiceRates bool
+	// LiveActivity, if not 0, keeps each accounted stage's last
+	// LiveActivity state changes for a live view (stage.Set.Live; an
+	// agent serves them to cpsweep watch).
+	LiveActivity int
 	Clock          *tsc.Clock
 	// Sink is called for every consumed tuple on the consumer goroutine (the
 	// source operator of a system under test). Nil: a checksum of the ids,

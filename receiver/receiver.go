@@ -87,6 +87,7 @@ func New(cfg Config) (*Receiver, error) {
 	r := &Receiver{cfg: cfg, ctx: ctx, precise: histo.NewPrecise()}
 	if cfg.StagePeriod > 0 {
 		r.stages = stage.NewSet(cfg.Clock, cfg.StagePeriod)
+		r.stages.EnableLive(cfg.LiveActivity)
 		if !cfg.NoServiceRates {
 			r.rates = servicerate.Track(r.stages, cfg.Clock)
 		}

@@ -90,6 +90,10 @@ type Config struct {
 	// NoServiceRates leaves out the service-rate estimates (and the
 	// periods they are made of) while accounting.
 	NoServiceRates bool
+	// LiveActivity, if not 0, keeps each accounted stage's last
+	// LiveActivity state changes for a live view (stage.Set.Live; an
+	// agent serves them to cpsweep watch).
+	LiveActivity int
 	Clock          *tsc.Clock
 	// Profile, if set, gets a channel "emit.<thread>" per thread, its
 	// handler from Handlers (Null when unlisted): every emitted tuple id.

@@ -108,6 +108,7 @@ func New(cfg Config) (*Sender, error) {
 	s := &Sender{cfg: cfg, ctx: ctx}
 	if cfg.StagePeriod > 0 {
 		s.stages = stage.NewSet(cfg.Clock, cfg.StagePeriod)
+		s.stages.EnableLive(cfg.LiveActivity)
 		if !cfg.NoServiceRates {
 			s.rates = servicerate.Track(s.stages, cfg.Clock)
 		}

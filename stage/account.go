@@ -86,6 +86,7 @@ type Account struct {
 	kind  Kind
 	queue func() int64 // nil: the stage has no queue counter
 	log   ActivityLog  // nil: state changes are not logged
+	live  *live        // nil: no live view of the changes (Set.EnableLive)
 	c     cells
 	p     periods // service-rate periods (periods.go), off unless enabled
 }
@@ -120,9 +121,19 @@ func (a *Account) Enter(state int, now uint64) {
 			store(&a.c.ticks[cur], a.c.ticks[cur]+now-since)
 		}
 		store(&a.c.mark, uint64(state)<<markShift|now&markMask)
-		if a.log != nil {
-			a.log.LogTSAt(now, ActivityID(state, a.c.items))
+		if a.log != nil || a.live != nil {
+			a.logChange(now, ActivityID(state, a.c.items))
 		}
+	}
+}
+
+// logChange hands a state change to the activity log and the live ring.
+func (a *Account) logChange(t, id uint64) {
+	if a.log != nil {
+		a.log.LogTSAt(t, id)
+	}
+	if a.live != nil {
+		a.live.LogTSAt(t, id)
 	}
 }
 
@@ -132,8 +143,8 @@ func (a *Account) Start(state int, now uint64) {
 		return
 	}
 	store(&a.c.mark, uint64(state)<<markShift|now&markMask)
-	if a.log != nil {
-		a.log.LogTSAt(now, ActivityID(state, a.c.items))
+	if a.log != nil || a.live != nil {
+		a.logChange(now, ActivityID(state, a.c.items))
 	}
 }
 
@@ -144,10 +155,10 @@ func (a *Account) Start(state int, now uint64) {
 // would have no end and be left out of the activity graph. The writer
 // calls it once, when it stops; the time accounting is unchanged.
 func (a *Account) End(now uint64) {
-	if a == nil || a.log == nil || a.c.mark == 0 {
+	if a == nil || (a.log == nil && a.live == nil) || a.c.mark == 0 {
 		return
 	}
-	a.log.LogTSAt(now, ActivityID(int(a.c.mark>>markShift), a.c.items))
+	a.logChange(now, ActivityID(int(a.c.mark>>markShift), a.c.items))
 }
 
 // Add counts items (buckets) processed holding tuples tuples.
@@ -170,8 +181,8 @@ func (a *Account) Recolour(state int) {
 		return
 	}
 	store(&a.c.mark, uint64(state)<<markShift|a.c.mark&markMask)
-	if a.log != nil { // the interval it recolours began at the mark
-		a.log.LogTSAt(a.c.mark&markMask, ActivityID(state, a.c.items))
+	if a.log != nil || a.live != nil { // the interval it recolours began at the mark
+		a.logChange(a.c.mark&markMask, ActivityID(state, a.c.items))
 	}
 }
 

@@ -54,6 +54,7 @@ type Set struct {
 	labels   map[string]string // the live diagnosis (cp_stage_label)
 	stopped  bool
 	periods  bool // accounts close service-rate periods (EnableServicePeriods)
+	liveSize int  // changes each account keeps for Live (EnableLive; 0: none)
 	stop     chan struct{}
 	done     chan struct{}
 }
@@ -88,6 +89,9 @@ func (s *Set) Add(name string, kind Kind, queue func() int64) *Account {
 	defer s.mu.Unlock()
 	if s.periods && len(kindStates[kind]) > 0 { // a black box has no thread to close periods
 		a.EnablePeriods(s.clock.Ticks(MinServicePeriod), s.clock.Ticks(MaxServicePeriod))
+	}
+	if s.liveSize > 0 && len(kindStates[kind]) > 0 {
+		a.live = newLive(s.liveSize)
 	}
 	s.accounts = append(s.accounts, a)
 	s.last = append(s.last, Reading{})

@@ -29,7 +29,7 @@ func TestAccountAddsTimePerState(t *testing.T) {
 }
 
 func TestAccountingDoesNotAllocate(t *testing.T) {
-	a := &Account{name: "thread0", kind: Sender}
+	a := &Account{name: "thread0", kind: Sender, live: newLive(64)}
 	a.EnablePeriods(5, 40) // a period closes every bucket or few: the pushes too
 	now := uint64(1)
 	if n := testing.AllocsPerRun(1000, func() {

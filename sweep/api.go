@@ -19,17 +19,54 @@ import (
 //	GET  /v1/trial       TrialStatus of the current (or last) trial
 //	POST /v1/trial/stop  stop the current trial (it still reports) -> TrialStatus
 //	GET  /v1/trial/profile  the last profiled trial's logs (a tar of its files)
+//	GET  /v1/trial/activity?since=STAGE:N,...  the trial's latest stage state changes -> ActivityReply
 //
 // With a token set, every /v1 request needs "Authorization: Bearer TOKEN";
 // errors are {"error": "..."} with a 4xx/5xx status.
 
 // API paths.
 const (
-	PathInfo    = "/v1/info"
-	PathTrial   = "/v1/trial"
-	PathStop    = "/v1/trial/stop"
-	PathProfile = "/v1/trial/profile"
+	PathInfo     = "/v1/info"
+	PathTrial    = "/v1/trial"
+	PathStop     = "/v1/trial/stop"
+	PathProfile  = "/v1/trial/profile"
+	PathActivity = "/v1/trial/activity"
 )
+
+// MaxActivityChanges bounds the changes of one stage in an ActivityReply
+// (and how many an agent keeps per stage: 16 bytes each).
+const MaxActivityChanges = 1 << 16
+
+// MaxActivityStages bounds the stages a since= query names.
+const MaxActivityStages = 64
+
+// ActivityReply is an agent's latest stage state changes of its running
+// (or last) trial: what cpsweep watch builds its live activity graph from.
+type ActivityReply struct {
+	Trial int `json:"trial"` // 0: no trial yet
+	// Running: the trial runs (its stages are still in their last
+	// changes' states); false once it has ended.
+	Running bool `json:"running"`
+	// NowNs is when the agent read its stages (Unix ns of its clock):
+	// each stage is in its last change's state at least until then.
+	NowNs  int64           `json:"now_ns"`
+	Stages []StageActivity `json:"stages"`
+}
+
+// StageActivity is one stage's state changes after the cursor asked for.
+type StageActivity struct {
+	Stage string `json:"stage"`
+	Kind  string `json:"kind"`
+	// Next is the cursor to ask from next time (since=STAGE:NEXT); Lost
+	// counts the changes after the cursor that are not here (overwritten
+	// before they were asked for).
+	Next uint64 `json:"next"`
+	Lost uint64 `json:"lost"`
+	// Changes are [unix_ns, state, items] per change, oldest first: at
+	// unix_ns the stage entered state (its index in the kind's states,
+	// docs/diagnosis.md) having processed items items (modulo 2^56).
+	Changes [][3]int64 `json:"changes"`
+}
 
 // StatusCapacity is an agent's answer to a trial whose rate the sender
 // refuses because it is above what its measured send cost allows: a fact

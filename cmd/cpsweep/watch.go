@@ -23,9 +23,12 @@ func watchCommand() *cobra.Command {
 	var interval, progressMax, duration time.Duration
 	var httpAddr string
 	var jsonOut bool
+	var tok cli.TokenFlags
+	var cpWindow, wait time.Duration
+	var cpWindows int
 	cmd := &cobra.Command{
 		Use:   "watch --sender ADDR --receiver ADDR",
-		Short: "Live view of running agents: rates, busy shares, labels and service rates per stage, invariant alerts",
+		Short: "Live view of running agents: rates, busy shares, labels and service rates per stage, critical participation, invariant alerts",
 		Long: `Scrapes every agent's metrics (its control address serves /metrics) every
 --interval and shows, per stage: buckets a second, the share of the interval
 spent busy and blocked, its diagnosis label (HEALTHY, DONTCARE, BLOCKED,
@@ -37,13 +40,22 @@ view is printed per interval. --http ADDR also serves the view as a web page
 (plain HTML and JavaScript) at /, as JSON at /state.json, and the alerts as
 Prometheus series (cp_watch_alert_firing, cp_watch_alerts_total) at /metrics.
 
-The activity graph's critical participation is not live: the agents do not
-stream their activities (docs/activity.md: cpsweep analyze --pag).`,
+The critical participation is live too: every --interval the watch reads each
+agent's latest stage state changes (GET /v1/trial/activity, with --token or
+--token-file when the agents have one) and builds the activity graph of the
+last --cp-windows whole windows of --cp-window, showing each window's largest
+shares. It has local edges only: the per-tuple points that make message edges
+are in the profiled logs (cpsweep analyze --pag, docs/activity.md). A window
+whose changes the watch read too late (an agent keeps the last 65536 per
+stage) is marked incomplete.`,
 		Example: `  # the agents a sweep on this machine started (cpsweep prints their addresses)
   cpsweep watch --sender 127.0.0.1:40521 --receiver 127.0.0.1:46007
 
   # two hosts, a web page on port 8080, an alert after 200 ms without progress
-  cpsweep watch --sender h1:9101 --receiver h2:9102 --http :8080 --progress-max 200ms`,
+  cpsweep watch --sender h1:9101 --receiver h2:9102 --token-file token --http :8080 --progress-max 200ms
+
+  # critical participation over the last 5 windows of 500 ms, as JSON lines
+  cpsweep watch --sender h1:9101 --receiver h2:9102 --token-file token --cp-window 500ms --cp-windows 5 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cmd.SilenceUsage = true
@@ -53,6 +65,13 @@ stream their activities (docs/activity.md: cpsweep analyze --pag).`,
 			if interval < 100*time.Millisecond || progressMax < 0 || duration < 0 {
 				return fmt.Errorf("--interval must be at least 100ms, --progress-max and --for not negative (got %v, %v, %v)", interval, progressMax, duration)
 			}
+			if cpWindow < time.Millisecond || cpWindow > time.Minute || cpWindows < 1 || cpWindows > 60 || wait <= 0 || wait >= cpWindow {
+				return fmt.Errorf("--cp-window must be in [1ms, 1m], --cp-windows in [1, 60], --wait in (0, --cp-window) (got %v, %d, %v)", cpWindow, cpWindows, wait)
+			}
+			token, err := tok.Read()
+			if err != nil {
+				return err
+			}
 			var agents []watch.Agent
 			for i, a := range receivers {
 				agents = append(agents, watch.Agent{Node: fmt.Sprintf("receiver%d", i), Addr: a})
@@ -60,7 +79,7 @@ stream their activities (docs/activity.md: cpsweep analyze --pag).`,
 			for i, a := range senders {
 				agents = append(agents, watch.Agent{Node: fmt.Sprintf("sender%d", i), Addr: a})
 			}
-			w := watch.New(agents, watch.Options{ProgressMax: progressMax})
+			w := watch.New(agents, watch.Options{ProgressMax: progressMax, Token: token, CPWindow: cpWindow, CPWindows: cpWindows, WaitNs: wait.Nanoseconds()})
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if duration > 0 {
@@ -111,5 +130,9 @@ stream their activities (docs/activity.md: cpsweep analyze --pag).`,
 	f.StringVar(&httpAddr, "http", "", "also serve the view as a web page, JSON and Prometheus alerts on this address (e.g. :8080)")
 	f.BoolVar(&jsonOut, "json", false, "print one JSON view per line instead of the table")
 	f.DurationVar(&duration, "for", 0, "stop after this long (0: until Ctrl-C)")
+	f.DurationVar(&cpWindow, "cp-window", watch.DefaultCPWindow, "the live critical participation's window (fixed windows, SnailTrail 1)")
+	f.IntVar(&cpWindows, "cp-windows", watch.DefaultCPWindows, "how many of the latest whole windows to show")
+	f.DurationVar(&wait, "wait", 15*time.Microsecond, "a gap between two state changes longer than this is waiting (ST2's 15us)")
+	tok.Register(f, "token the agents expect (their /v1 API serves the state changes)")
 	return cmd
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -9,11 +10,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cloudprofiler-go/cp/sweep/watch"
 )
 
 // TestWatchDuringASweep watches the agents of a running sweep: in a real
 // terminal (tmux, captured), as JSON lines, and as the web page in
-// headless Chromium, each showing the consumer with its rate and label.
+// headless Chromium, each showing the consumer with its rate and label
+// and the live critical participation. The sweep is paced well below the
+// pipeline's capacity, so the sender's schedule carries the critical
+// path: the sender thread's pacing leads every whole window.
 func TestWatchDuringASweep(t *testing.T) {
 	sw, err := Start(filepath.Join(binDir, "cpsweep"), "--search", "linear", "--from", "20k", "--to", "20k", "--step", "1k",
 		"--duration", "15s", "--warmup", "300ms", "--work", "10us", "--bucket", "10", "--lateness-floor", "500ms", "--results", t.TempDir())
@@ -28,24 +34,38 @@ func TestWatchDuringASweep(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no agent addresses in:\n%s", sw.Stderr.String())
 	}
-	watch := []string{filepath.Join(binDir, "cpsweep"), "watch", "--sender", m[1], "--receiver", m[2], "--interval", "500ms"}
+	argv := []string{filepath.Join(binDir, "cpsweep"), "watch", "--sender", m[1], "--receiver", m[2], "--interval", "500ms"}
 	time.Sleep(2 * time.Second) // into the trial
 
 	t.Run("json", func(t *testing.T) {
-		out, err := exec.Command(watch[0], append(watch[1:], "--json", "--for", "1600ms")...).Output()
+		out, err := exec.Command(argv[0], append(argv[1:], "--json", "--for", "1600ms")...).Output()
 		if err != nil {
 			t.Fatalf("watch --json: %v\n%s", err, out)
 		}
 		sc := bufio.NewScanner(strings.NewReader(string(out)))
-		lines, withRate := 0, 0
+		sc.Buffer(nil, 1<<20)
+		lines, withRate, windows, paced := 0, 0, 0, 0
 		for sc.Scan() {
 			lines++
 			if regexp.MustCompile(`"stage":"consumer","kind":"consumer","items_per_s":[1-9]`).MatchString(sc.Text()) {
 				withRate++
 			}
+			var v watch.View
+			if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+				t.Fatalf("view %d: %v", lines, err)
+			}
+			for _, w := range v.CPWindows {
+				windows++
+				if w.HasPath && len(w.Top) > 0 && w.Top[0].Worker == "sender0/thread0" && w.Top[0].Kind == "pacing" && w.Top[0].Value > 0.5 {
+					paced++
+				}
+			}
 		}
 		if lines < 3 || withRate == 0 {
 			t.Fatalf("%d views, %d with the consumer consuming:\n%s", lines, withRate, out)
+		}
+		if windows == 0 || paced < windows*3/4 {
+			t.Fatalf("%d live windows, %d led by the sender's pacing:\n%s", windows, paced, out)
 		}
 	})
 
@@ -54,7 +74,7 @@ func TestWatchDuringASweep(t *testing.T) {
 			skipOrFail(t, "no tmux here (apt-get install tmux; .ci/run installs it): the terminal check is skipped")
 		}
 		session := fmt.Sprintf("cpwatch%d", time.Now().UnixNano())
-		cmdline := strings.Join(append(watch, "--for", "3s"), " ") + "; sleep 5"
+		cmdline := strings.Join(append(argv, "--for", "3s"), " ") + "; sleep 5"
 		if out, err := exec.Command("tmux", "new-session", "-d", "-s", session, "-x", "140", "-y", "30", cmdline).CombinedOutput(); err != nil {
 			t.Fatalf("tmux: %v %s", err, out)
 		}
@@ -66,14 +86,15 @@ func TestWatchDuringASweep(t *testing.T) {
 		}
 		screen := string(out)
 		// Redrawn in place: one header on the screen, the consumer consuming.
-		if strings.Count(screen, "cpsweep watch") != 1 || !regexp.MustCompile(`receiver0 +consumer +consumer +[1-9][0-9.]* k/s +\d+% +\d+% +(HEALTHY|DONTCARE)`).MatchString(screen) {
+		if strings.Count(screen, "cpsweep watch") != 1 || !regexp.MustCompile(`receiver0 +consumer +consumer +[1-9][0-9.]* k/s +\d+% +\d+% +(HEALTHY|DONTCARE)`).MatchString(screen) ||
+			!regexp.MustCompile(`(?m)^  \d\d:\d\d:\d\d\.\d{3}  sender0/thread0 pacing \d+%`).MatchString(screen) {
 			t.Fatalf("the terminal shows:\n%s", screen)
 		}
 	})
 
 	t.Run("chromium", func(t *testing.T) {
 		port := mustPort(t)
-		w, err := Start(watch[0], append(watch[1:], "--http", fmt.Sprintf("127.0.0.1:%d", port), "--for", "20s")...)
+		w, err := Start(argv[0], append(argv[1:], "--http", fmt.Sprintf("127.0.0.1:%d", port), "--for", "20s")...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +105,7 @@ func TestWatchDuringASweep(t *testing.T) {
 		time.Sleep(1200 * time.Millisecond) // two scrapes: rates
 		dom := chromiumDOM(t, fmt.Sprintf("http://127.0.0.1:%d/", port))
 		if !strings.Contains(dom, `data-stage="receiver0/consumer"`) || regexp.MustCompile(`data-updates="0"`).MatchString(dom) ||
-			!regexp.MustCompile(`(HEALTHY|DONTCARE)`).MatchString(dom) {
+			!regexp.MustCompile(`(HEALTHY|DONTCARE)`).MatchString(dom) || !strings.Contains(dom, `data-worker="sender0/thread0" data-kind="pacing"`) {
 			t.Fatalf("the page in Chromium:\n%s", dom)
 		}
 	})

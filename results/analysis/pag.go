@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -58,7 +57,7 @@ func TraceOf(d *results.Dir, lag time.Duration) (*activity.Trace, []string, erro
 	}
 	for _, src := range sortedSources(logs) {
 		name := strings.TrimPrefix(src.channel, ActivityPoint+".")
-		kinds, ok := stageKinds(name)
+		kinds, ok := activity.StageKinds(name)
 		if !ok {
 			problems = append(problems, fmt.Sprintf("%s on %s: stage %q has no activity kinds; skipped", src.channel, src.node, name))
 			continue
@@ -121,29 +120,6 @@ func sortedSources(s []source) []source {
 	return out
 }
 
-// stageKinds maps a stage's state indices (package stage) to activity
-// kinds, by the stage's name as dgsend and dgrecv give it.
-func stageKinds(name string) ([]activity.Kind, bool) {
-	switch {
-	case name == "consumer":
-		return []activity.Kind{stage.Idling: activity.Idle, stage.Working: activity.Consume}, true
-	case numbered(name, "thread"):
-		return []activity.Kind{stage.Pacing: activity.Pacing, stage.Sending: activity.Send, stage.Pushing: activity.Blocked}, true
-	case numbered(name, "lane"):
-		return []activity.Kind{stage.Waiting: activity.RecvWait, stage.Decoding: activity.Decode, stage.Starved: activity.FreeWait}, true
-	}
-	return nil, false
-}
-
-func numbered(name, prefix string) bool {
-	n, ok := strings.CutPrefix(name, prefix)
-	if !ok {
-		return false
-	}
-	_, err := strconv.ParseUint(n, 10, 16)
-	return err == nil
-}
-
 // readActivities turns one activity log into activities: each state
 // change opens the state it names and ends the one before; the items an
 // activity processed are the difference of the counts the two changes
@@ -159,9 +135,8 @@ func readActivities(src source, tr *translator, kinds []activity.Kind) ([]activi
 	br := profiler.NewBlockReader(f)
 	var acts []activity.Activity
 	var buf []profiler.Record
-	prev, have := activity.Activity{}, false
-	var prevItems uint64
-	bad, unbounded := 0, 0
+	tl := activity.NewTimeline(kinds)
+	unbounded := 0
 	for {
 		recs, err := br.Next(buf[:0])
 		if errors.Is(err, io.EOF) {
@@ -177,31 +152,18 @@ func readActivities(src source, tr *translator, kinds []activity.Kind) ([]activi
 			at, ok := tr.point(node, r.TSC)
 			if !ok {
 				unbounded++
-				have = false
+				tl.Break()
 				continue
 			}
-			ns := clampNs(tr.ns(at.Value))
-			if have {
-				prev.EndNs = ns
-				prev.Items = uint32(min(items-prevItems, math.MaxUint32))
-				if prev.EndNs >= prev.StartNs {
-					acts = append(acts, prev)
-				} else {
-					bad++
-				}
+			if a, ok := tl.Change(clampNs(tr.ns(at.Value)), state, items); ok {
+				acts = append(acts, a)
 			}
-			if state < 0 || state >= len(kinds) {
-				bad++
-				have = false
-				continue
-			}
-			prev, prevItems, have = activity.Activity{Kind: kinds[state], StartNs: ns}, items, true
 		}
 	}
 	for _, c := range br.Corruptions {
 		problems = append(problems, fmt.Sprintf("%s (%s on %s): damaged at offset %d (%s); skipped", src.path, src.channel, src.node, c.Offset, c.Reason))
 	}
-	if bad > 0 {
+	if bad := tl.Bad; bad > 0 {
 		problems = append(problems, fmt.Sprintf("%s on %s: %d state changes with an unknown state or out of order; skipped", src.channel, src.node, bad))
 	}
 	if unbounded > 0 {

@@ -15,6 +15,7 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/sender"
+	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/sweep"
 	"github.com/cloudprofiler-go/cp/tsc"
 )
@@ -47,6 +48,11 @@ type Agent struct {
 	status sweep.TrialStatus
 	stop   func()               // stops the running trial
 	coll   prometheus.Collector // the running (or last) trial's metrics
+	// stages is the running (or last) trial's stage accounting (nil:
+	// none), whose latest state changes GET /v1/trial/activity serves;
+	// stagesTrial is that trial's id.
+	stages      *stage.Set
+	stagesTrial int
 	// stopEarly is a stop asked for while the trial was starting.
 	stopEarly bool
 	// workDir holds the profiled trials' directories; profileDir the last
@@ -91,8 +97,9 @@ func (a *Agent) Handler() http.Handler {
 	mux.HandleFunc("POST "+sweep.PathTrial, a.handleStart)
 	mux.HandleFunc("POST "+sweep.PathStop, func(w http.ResponseWriter, r *http.Request) { httpapi.ReplyJSON(w, http.StatusOK, a.Stop()) })
 	mux.HandleFunc("GET "+sweep.PathProfile, a.handleProfile)
+	mux.HandleFunc("GET "+sweep.PathActivity, a.handleActivity)
 	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
-		httpapi.ReplyError(w, http.StatusNotFound, fmt.Errorf("no %s %s; the API is GET %s, GET|POST %s, POST %s", r.Method, r.URL.Path, sweep.PathInfo, sweep.PathTrial, sweep.PathStop))
+		httpapi.ReplyError(w, http.StatusNotFound, fmt.Errorf("no %s %s; the API is GET %s, GET|POST %s, POST %s, GET %s, GET %s", r.Method, r.URL.Path, sweep.PathInfo, sweep.PathTrial, sweep.PathStop, sweep.PathProfile, sweep.PathActivity))
 	})
 	return httpapi.RequireToken(a.opts.Token, mux)
 }
@@ -204,6 +211,10 @@ func (a *Agent) handleStart(w http.ResponseWriter, r *http.Request) {
 	}
 	a.mu.Lock()
 	a.status.State, a.stop, a.coll = sweep.StateRunning, stop, coll
+	a.stages, a.stagesTrial = nil, id
+	if st, ok := coll.(interface{ Stages() *stage.Set }); ok {
+		a.stages = st.Stages()
+	}
 	st := a.status
 	stopNow := a.stopEarly // a stop that came while the trial was starting
 	a.mu.Unlock()
@@ -245,6 +256,7 @@ func (a *Agent) startSender(c sweep.SenderTrial, prof *profiling) (prometheus.Co
 	cfg := c.SenderConfig()
 	cfg.CPUs, cfg.IOThreads, cfg.Clock = a.opts.CPUs, a.opts.IOThreads, a.opts.Clock
 	cfg.Profile, cfg.Handlers = prof.profiler(), prof.handlers()
+	cfg.LiveActivity = sweep.MaxActivityChanges
 	s, err := sender.New(cfg)
 	if err != nil {
 		return nil, nil, nil, err
@@ -267,6 +279,7 @@ func (a *Agent) startReceiver(c sweep.ReceiverTrial, prof *profiling) (prometheu
 	cfg := c.ReceiverConfig(a.opts.Endpoints, a.opts.Connect)
 	cfg.CPUs, cfg.IOThreads, cfg.Clock, cfg.Logf = a.opts.CPUs, a.opts.IOThreads, a.opts.Clock, a.opts.Logf
 	cfg.Profile, cfg.Handlers = prof.profiler(), prof.handlers()
+	cfg.LiveActivity = sweep.MaxActivityChanges
 	r, err := receiver.New(cfg)
 	if err != nil {
 		return nil, nil, nil, err

@@ -59,7 +59,7 @@ func TestTokenIsRequiredWhenSet(t *testing.T) {
 		token string
 		want  int
 	}{{"", http.StatusUnauthorized}, {"wrong", http.StatusUnauthorized}, {"s3cret-s3cret-s3cret", http.StatusOK}} {
-		for _, path := range []string{sweep.PathInfo, sweep.PathTrial} {
+		for _, path := range []string{sweep.PathInfo, sweep.PathTrial, sweep.PathActivity} {
 			code, body := call(t, srv, http.MethodGet, path, tc.token, "")
 			if code != tc.want {
 				t.Errorf("GET %s with token %q: %d %v, want %d", path, tc.token, code, body, tc.want)
@@ -137,5 +137,64 @@ func TestProfilePathsStayInTheAgentsDirectory(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
 		t.Fatalf("files written outside: %v", entries)
+	}
+}
+
+// A running trial's stage state changes are served from cursors: each
+// change once, in order, with the trial and the agent's clock; bad
+// cursors are a 400.
+func TestActivityIsServedFromCursors(t *testing.T) {
+	_, srv := receiverAgent(t, "")
+	get := func(query string) (int, sweep.ActivityReply) {
+		t.Helper()
+		resp, err := http.Get(srv.URL + sweep.PathActivity + query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var r sweep.ActivityReply
+		_ = json.NewDecoder(resp.Body).Decode(&r)
+		return resp.StatusCode, r
+	}
+	if code, r := get(""); code != http.StatusOK || r.Trial != 0 || r.Running || len(r.Stages) != 0 {
+		t.Fatalf("before any trial: %d %+v", code, r)
+	}
+	cfg := `{"schema":"synthetic","expect_streams":1,"end_timeout_ns":60000000000,"stage_period_ns":100000000}`
+	if code, body := call(t, srv, http.MethodPost, sweep.PathTrial, "", cfg); code != http.StatusAccepted {
+		t.Fatalf("start: %d %v", code, body)
+	}
+	var r sweep.ActivityReply
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, r = get("")
+		if len(r.Stages) >= 2 && len(r.Stages[0].Changes) > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	byName := map[string]sweep.StageActivity{}
+	for _, st := range r.Stages {
+		byName[st.Stage] = st
+	}
+	lane, consumer := byName["lane0"], byName["consumer"]
+	if r.Trial != 1 || !r.Running || r.NowNs <= 0 || lane.Kind != "lane" || consumer.Kind != "consumer" || len(lane.Changes) == 0 || len(consumer.Changes) == 0 {
+		t.Fatalf("a running trial's activity: %+v", r)
+	}
+	if c := lane.Changes[0]; c[0] > r.NowNs || c[0] < r.NowNs-int64(time.Minute) || c[1] != 0 || lane.Next != uint64(len(lane.Changes)) {
+		t.Fatalf("lane0's first change %v (now %d, next %d): want waiting, before now", c, r.NowNs, lane.Next)
+	}
+	q := fmt.Sprintf("?since=lane0:%d,consumer:%d", lane.Next, consumer.Next)
+	if _, again := get(q); len(again.Stages) != 2 || len(again.Stages[0].Changes)+len(again.Stages[1].Changes) != 0 {
+		t.Fatalf("from the cursors of an idle receiver: %+v, want nothing new", again)
+	}
+	for _, bad := range []string{"?since=lane0", "?since=lane0:x", "?since=:3", "?since=" + strings.Repeat("a:1,", 65) + "a:1"} {
+		if code, _ := get(bad); code != http.StatusBadRequest {
+			t.Errorf("GET %s%s: %d, want 400", sweep.PathActivity, bad, code)
+		}
+	}
+	call(t, srv, http.MethodPost, sweep.PathStop, "", "")
+	waitState(t, srv, sweep.StateDone)
+	if _, r := get(""); r.Running || r.Trial != 1 {
+		t.Fatalf("after the trial: %+v, want trial 1 not running", r)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -37,6 +38,40 @@ func WriteText(w io.Writer, v View) {
 		fmt.Fprintf(w, "agent not answering: %s\n", e)
 	}
 	fmt.Fprintf(w, "critical participation: %s\n", v.CriticalParticipation)
+	for _, cw := range v.CPWindows {
+		fmt.Fprintf(w, "  %s  %s\n", clockOf(cw.Start), cpLine(cw))
+	}
+}
+
+// cpLine is a window's largest critical participations, or why it has
+// none.
+func cpLine(cw CPWindow) string {
+	var b strings.Builder
+	if !cw.HasPath {
+		b.WriteString("no path: every stage waited in this window")
+	}
+	for i, s := range cw.Top {
+		if i == 3 || s.Value < 0.005 {
+			break
+		}
+		if i > 0 {
+			b.WriteString("  ")
+		}
+		fmt.Fprintf(&b, "%s %s %.0f%%", s.Worker, s.Kind, 100*s.Value)
+	}
+	if cw.Incomplete {
+		b.WriteString("  (incomplete: state changes lost, ask more often with --interval)")
+	}
+	return b.String()
+}
+
+// clockOf is the time of day of an RFC 3339 instant, to the millisecond.
+func clockOf(rfc string) string {
+	t, err := time.Parse(time.RFC3339Nano, rfc)
+	if err != nil {
+		return rfc
+	}
+	return t.Format("15:04:05.000")
 }
 
 func orDash(s string) string {

@@ -5,9 +5,11 @@
 // invariant, and renders the view for a terminal, as JSON and as a small
 // web page.
 //
-// The critical participation of the activity graph needs the stages'
-// activity streams, which the agents do not serve live: the view says so
-// and points to cpsweep analyze --pag on a profiled run.
+// The critical participation of the activity graph is live too: the
+// watch reads every agent's latest stage state changes (GET
+// /v1/trial/activity) and builds the graph of the last whole windows from
+// them, with local edges only (the per-tuple points that make message
+// edges stay in the profiled logs: cpsweep analyze --pag).
 package watch
 
 import (
@@ -25,7 +27,9 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/cloudprofiler-go/cp/results/activity"
 	"github.com/cloudprofiler-go/cp/stage"
+	"github.com/cloudprofiler-go/cp/sweep"
 )
 
 // MaxMetricsBytes bounds one scrape: an agent's metrics are a few kB.
@@ -68,12 +72,12 @@ type View struct {
 	Alerts []Alert     `json:"alerts"`
 	// Errors are the agents that could not be scraped, with why.
 	Errors []string `json:"errors"`
-	// CriticalParticipation says why it is not in the live view.
-	CriticalParticipation string `json:"critical_participation"`
+	// CriticalParticipation says what the live critical participation is
+	// built from, or why there is none yet; CPWindows are its latest
+	// whole windows, oldest first.
+	CriticalParticipation string     `json:"critical_participation"`
+	CPWindows             []CPWindow `json:"cp_windows"`
 }
-
-// NoLiveCP is the view's word on critical participation.
-const NoLiveCP = "not live: the agents do not stream their activities; profile a run (cpsweep --profile profiles/default.yaml) and run cpsweep analyze --pag on it"
 
 // Options of a Watcher.
 type Options struct {
@@ -82,6 +86,15 @@ type Options struct {
 	// the scrape interval.
 	ProgressMax time.Duration
 	Client      *http.Client
+	// Token authorises the activity requests (the agents' /v1 API).
+	Token string
+	// CPWindow and CPWindows are the live critical participation's
+	// windows: how long, and how many of the latest (defaults 1 s, 3);
+	// WaitNs is the waiting threshold of the activity graph (default
+	// ST2's 15 µs).
+	CPWindow  time.Duration
+	CPWindows int
+	WaitNs    int64
 }
 
 // Watcher scrapes agents and keeps what it needs between scrapes.
@@ -92,8 +105,9 @@ type Watcher struct {
 	prev   map[string]scrape // by agent address
 	// progress: per consumer (node/stage), when its items last grew.
 	progress map[string]time.Time
-	firing   map[string]Alert // by invariant/stage
-	total    map[string]int   // alerts fired, by invariant/stage
+	firing   map[string]Alert      // by invariant/stage
+	total    map[string]int        // alerts fired, by invariant/stage
+	live     map[string]*liveAgent // by agent address
 	view     View
 }
 
@@ -102,8 +116,17 @@ func New(agents []Agent, opt Options) *Watcher {
 	if opt.Client == nil {
 		opt.Client = &http.Client{Timeout: 2 * time.Second}
 	}
+	if opt.CPWindow <= 0 {
+		opt.CPWindow = DefaultCPWindow
+	}
+	if opt.CPWindows <= 0 {
+		opt.CPWindows = DefaultCPWindows
+	}
+	if opt.WaitNs <= 0 {
+		opt.WaitNs = activity.DefaultWaitNs
+	}
 	return &Watcher{agents: agents, opt: opt, prev: map[string]scrape{}, progress: map[string]time.Time{},
-		firing: map[string]Alert{}, total: map[string]int{}}
+		firing: map[string]Alert{}, total: map[string]int{}, live: map[string]*liveAgent{}}
 }
 
 // scrape is one agent's stage metrics at one instant.
@@ -122,8 +145,9 @@ type stageMetrics struct {
 // Step scrapes every agent once and returns the new view.
 func (w *Watcher) Step(ctx context.Context) View {
 	now := time.Now()
-	v := View{At: now.UTC().Format(time.RFC3339Nano), Stages: []StageView{}, Alerts: []Alert{}, Errors: []string{}, CriticalParticipation: NoLiveCP}
+	v := View{At: now.UTC().Format(time.RFC3339Nano), Stages: []StageView{}, Alerts: []Alert{}, Errors: []string{}, CPWindows: []CPWindow{}}
 	cur := map[string]scrape{}
+	replies := map[string]sweep.ActivityReply{}
 	for _, a := range w.agents {
 		s, err := w.scrape(ctx, a.Addr)
 		if err != nil {
@@ -132,9 +156,34 @@ func (w *Watcher) Step(ctx context.Context) View {
 		}
 		s.at = now
 		cur[a.Addr] = s
+		w.mu.Lock()
+		la := w.live[a.Addr]
+		w.mu.Unlock()
+		reply, err := w.fetchActivity(ctx, a.Addr, la)
+		if err != nil {
+			v.Errors = append(v.Errors, fmt.Sprintf("%s (%s) activity: %v", a.Node, a.Addr, err))
+			continue
+		}
+		replies[a.Addr] = reply
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	keep := time.Duration(w.opt.CPWindows+1) * w.opt.CPWindow
+	for addr, la := range w.live {
+		la.answers = false
+		if _, ok := replies[addr]; !ok && now.Sub(time.Unix(0, la.nowNs)) > keep {
+			delete(w.live, addr) // gone for longer than the windows shown
+		}
+	}
+	for addr, reply := range replies {
+		if la := absorb(w.live[addr], reply, reply.NowNs-keep.Nanoseconds()); la != nil {
+			w.live[addr] = la
+		}
+	}
+	v.CPWindows, v.CriticalParticipation = w.criticalParticipation()
+	if v.CPWindows == nil {
+		v.CPWindows = []CPWindow{}
+	}
 	senderGrew := false
 	for _, a := range w.agents {
 		s, ok := cur[a.Addr]

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,24 +11,44 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cloudprofiler-go/cp/stage"
+	"github.com/cloudprofiler-go/cp/sweep"
 )
 
-// agent is a fake agent whose metrics the test sets between scrapes.
+// agent is a fake agent whose metrics and activity reply the test sets
+// between scrapes; it records the cursors it was asked from.
 type agent struct {
-	mu   sync.Mutex
-	text string
+	mu       sync.Mutex
+	text     string
+	activity sweep.ActivityReply
+	since    []string
+	token    string
 }
 
 func (a *agent) set(text string) { a.mu.Lock(); a.text = text; a.mu.Unlock() }
 
+func (a *agent) setActivity(r sweep.ActivityReply) { a.mu.Lock(); a.activity = r; a.mu.Unlock() }
+
 func (a *agent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/metrics" {
-		http.NotFound(w, r)
-		return
-	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	_, _ = io.WriteString(w, a.text)
+	switch r.URL.Path {
+	case "/metrics":
+		_, _ = io.WriteString(w, a.text)
+	case sweep.PathActivity:
+		if a.token != "" && r.Header.Get("Authorization") != "Bearer "+a.token {
+			http.Error(w, `{"error":"no token"}`, http.StatusUnauthorized)
+			return
+		}
+		a.since = append(a.since, r.URL.Query().Get("since"))
+		if a.activity.Stages == nil {
+			a.activity.Stages = []sweep.StageActivity{}
+		}
+		_ = json.NewEncoder(w).Encode(a.activity)
+	default:
+		http.NotFound(w, r)
+	}
 }
 
 func receiverMetrics(items, working, idle float64, label string) string {
@@ -121,7 +142,7 @@ func TestWatcherRatesAndAlerts(t *testing.T) {
 	}
 	var b strings.Builder
 	WriteText(&b, v)
-	for _, want := range []string{"consumer", "HEALTHY", "95.00 k/s", "not_converged", "agent not answering: sender1", "invariants: no alert"} {
+	for _, want := range []string{"consumer", "HEALTHY", "95.00 k/s", "not_converged", "agent not answering: sender1", "invariants: no alert", "no trial running"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("text view lacks %q:\n%s", want, b.String())
 		}
@@ -166,6 +187,133 @@ func FuzzParse(f *testing.F) {
 					t.Fatal("a stage without a name")
 				}
 			}
+		}
+	})
+}
+
+// changes builds a stage's activity reply: states entered at the given
+// instants (ns after base), one item per change.
+func changes(name, kind string, next uint64, base int64, at []int64, states []int) sweep.StageActivity {
+	sa := sweep.StageActivity{Stage: name, Kind: kind, Next: next}
+	for i := range at {
+		sa.Changes = append(sa.Changes, [3]int64{base + at[i], int64(states[i]), int64(i)})
+	}
+	return sa
+}
+
+// The live critical participation is built from the agents' state
+// changes over whole, fixed windows: a consumer working throughout
+// carries every path while its lane and the sender keep waiting; the
+// watch asks each agent from its cursors (with the token), marks a window
+// whose changes were lost, and starts afresh on a new trial.
+func TestWatcherLiveCriticalParticipation(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	recv, send := &agent{token: "0123456789abcdef0123"}, &agent{token: "0123456789abcdef0123"}
+	rs, ss := httptest.NewServer(recv), httptest.NewServer(send)
+	defer rs.Close()
+	defer ss.Close()
+	addr := func(s *httptest.Server) string { return strings.TrimPrefix(s.URL, "http://") }
+	w := New([]Agent{{Node: "receiver0", Addr: addr(rs)}, {Node: "sender0", Addr: addr(ss)}},
+		Options{Token: recv.token, CPWindow: 100 * time.Millisecond, CPWindows: 3})
+	ctx := context.Background()
+	recv.set(receiverMetrics(1, 1, 1, "HEALTHY"))
+	send.set(senderMetrics(1))
+	base := int64(1_700_000_000) * int64(time.Second) // window-aligned
+	// 0-450 ms: the consumer works throughout (one change); its lane
+	// decodes for 1 ms in every 10, waiting for a free bucket otherwise;
+	// the sender sends for 1 ms and is blocked for 9.
+	var laneAt, sendAt []int64
+	var laneSt, sendSt []int
+	for t := int64(0); t < 450*ms; t += 10 * ms {
+		laneAt, laneSt = append(laneAt, t, t+ms), append(laneSt, stage.Decoding, stage.Starved)
+		sendAt, sendSt = append(sendAt, t, t+ms), append(sendSt, stage.Sending, stage.Pushing)
+	}
+	recv.setActivity(sweep.ActivityReply{Trial: 4, Running: true, NowNs: base + 450*ms, Stages: []sweep.StageActivity{
+		changes("consumer", "consumer", 1, base, []int64{0}, []int{stage.Working}),
+		changes("lane0", "lane", uint64(len(laneAt)), base, laneAt, laneSt),
+		changes("stream0", "network", 0, base, nil, nil), // a black box: no activities
+	}})
+	send.setActivity(sweep.ActivityReply{Trial: 9, Running: true, NowNs: base + 460*ms, Stages: []sweep.StageActivity{
+		changes("thread0", "sender", uint64(len(sendAt)), base, sendAt, sendSt),
+	}})
+	v := w.Step(ctx)
+	if len(v.Errors) != 0 || len(v.CPWindows) != 3 {
+		t.Fatalf("first view: errors %v, %d windows (%s), want 3", v.Errors, len(v.CPWindows), v.CriticalParticipation)
+	}
+	for i, cw := range v.CPWindows {
+		wantStart := time.Unix(0, base+int64(i+1)*100*ms).UTC().Format(time.RFC3339Nano)
+		if cw.Start != wantStart || !cw.HasPath || cw.Incomplete || len(cw.Top) == 0 {
+			t.Fatalf("window %d: %+v, want one from %s with a path", i, cw, wantStart)
+		}
+		if top := cw.Top[0]; top.Worker != "receiver0/consumer" || top.Kind != "consume" || top.Value < 0.999 {
+			t.Fatalf("window %d: top %+v, want the consumer's consume at 1", i, top)
+		}
+	}
+	if !strings.Contains(v.CriticalParticipation, "local edges only") {
+		t.Fatalf("note %q", v.CriticalParticipation)
+	}
+	// The next step asks from the cursors; 30 of the lane's changes were
+	// lost (the watch asked too rarely): the windows they fall in are
+	// marked.
+	recv.setActivity(sweep.ActivityReply{Trial: 4, Running: true, NowNs: base + 800*ms, Stages: []sweep.StageActivity{
+		changes("consumer", "consumer", 1, base, nil, nil),
+		{Stage: "lane0", Kind: "lane", Next: uint64(len(laneAt)) + 40, Lost: 30, Changes: changes("lane0", "lane", 0, base, []int64{750 * ms, 751 * ms}, []int{stage.Decoding, stage.Starved}).Changes},
+	}})
+	send.setActivity(sweep.ActivityReply{Trial: 9, Running: true, NowNs: base + 800*ms, Stages: []sweep.StageActivity{
+		changes("thread0", "sender", uint64(len(sendAt)), base, nil, nil),
+	}})
+	v = w.Step(ctx)
+	if got := recv.since[len(recv.since)-1]; got != fmt.Sprintf("consumer:1,lane0:%d", len(laneAt)) {
+		t.Fatalf("asked from %q", got)
+	}
+	incomplete := 0
+	for _, cw := range v.CPWindows {
+		if cw.Incomplete {
+			incomplete++
+		}
+	}
+	if len(v.CPWindows) != 3 || incomplete != 3 { // the hole spans 450-750 ms
+		t.Fatalf("after a loss: %+v", v.CPWindows)
+	}
+	// A new trial: cursors start afresh (nothing asked from the old ones).
+	recv.setActivity(sweep.ActivityReply{Trial: 5, Running: true, NowNs: base + 900*ms, Stages: []sweep.StageActivity{}})
+	w.Step(ctx)
+	w.Step(ctx)
+	if got := recv.since[len(recv.since)-1]; got != "" {
+		t.Fatalf("after a new trial, asked from %q", got)
+	}
+	var b strings.Builder
+	WriteText(&b, v)
+	for _, want := range []string{"critical participation", "receiver0/consumer consume"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("text view lacks %q:\n%s", want, b.String())
+		}
+	}
+	// Without the token the agents refuse: said, not a crash.
+	w2 := New([]Agent{{Node: "receiver0", Addr: addr(rs)}}, Options{})
+	if v := w2.Step(ctx); len(v.Errors) != 1 || !strings.Contains(v.Errors[0], "401") {
+		t.Fatalf("without the token: %v", v.Errors)
+	}
+}
+
+// FuzzActivityReply: whatever an agent answers for its state changes, the
+// watch builds its windows or says why not, never a panic.
+func FuzzActivityReply(f *testing.F) {
+	f.Add(`{"trial":1,"running":true,"now_ns":2500000000,"stages":[{"stage":"consumer","kind":"consumer","next":2,"changes":[[1000000000,1,0],[1500000000,0,5]]},{"stage":"lane0","kind":"lane","next":1,"lost":3,"changes":[[900000000,2,1]]}]}`)
+	f.Add(`{"trial":1,"running":true,"now_ns":-5,"stages":[{"stage":"thread0","changes":[[9,7,1],[3,1,-1]]}]}`)
+	f.Add(`{"trial":2,"running":true,"now_ns":9223372036854775807,"stages":[{"stage":"thread0","changes":[[-9223372036854775808,0,0]]}]}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		var r sweep.ActivityReply
+		if err := json.Unmarshal([]byte(body), &r); err != nil {
+			return
+		}
+		w := New([]Agent{{Node: "n", Addr: "a"}}, Options{CPWindow: time.Second})
+		if la := absorb(absorb(nil, r, r.NowNs-int64(4*time.Second)), r, r.NowNs-int64(4*time.Second)); la != nil {
+			w.live["a"] = la
+		}
+		windows, note := w.criticalParticipation()
+		if note == "" || len(windows) > DefaultCPWindows+1 {
+			t.Fatalf("%d windows, note %q", len(windows), note)
 		}
 	})
 }

@@ -1,0 +1,62 @@
+package agent
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
+	"github.com/cloudprofiler-go/cp/sweep"
+)
+
+// handleActivity serves the trial's latest stage state changes after the
+// cursors of ?since=STAGE:N,... (cpsweep watch's live activity graph).
+func (a *Agent) handleActivity(w http.ResponseWriter, r *http.Request) {
+	since, err := parseSince(r.URL.Query().Get("since"))
+	if err != nil {
+		httpapi.ReplyError(w, http.StatusBadRequest, err)
+		return
+	}
+	a.mu.Lock()
+	set, trial, running := a.stages, a.stagesTrial, a.status.State == sweep.StateRunning && a.status.ID == a.stagesTrial
+	a.mu.Unlock()
+	reply := sweep.ActivityReply{Trial: trial, Running: running, Stages: []sweep.StageActivity{}}
+	stages := set.Live(since, sweep.MaxActivityChanges)
+	// Read after the rings: every stage was in its last change's state
+	// until at least now.
+	reply.NowNs = a.opts.Clock.NowUnixNano()
+	for _, st := range stages {
+		sa := sweep.StageActivity{Stage: st.Name, Kind: string(st.Kind), Next: st.Next, Lost: st.Lost, Changes: make([][3]int64, len(st.Changes))}
+		for i, c := range st.Changes {
+			sa.Changes[i] = [3]int64{a.opts.Clock.UnixNano(c.TSC), int64(c.State), int64(c.Items)}
+		}
+		reply.Stages = append(reply.Stages, sa)
+	}
+	httpapi.ReplyJSON(w, http.StatusOK, reply)
+}
+
+// parseSince reads the cursors of a since= query: STAGE:N, comma
+// separated, at most sweep.MaxActivityStages of them.
+func parseSince(q string) (map[string]uint64, error) {
+	out := map[string]uint64{}
+	if q == "" {
+		return out, nil
+	}
+	parts := strings.Split(q, ",")
+	if len(parts) > sweep.MaxActivityStages {
+		return nil, fmt.Errorf("since names %d stages, at most %d", len(parts), sweep.MaxActivityStages)
+	}
+	for _, p := range parts {
+		name, n, ok := strings.Cut(p, ":")
+		if !ok || name == "" || len(name) > 64 {
+			return nil, fmt.Errorf("since: %q is not STAGE:N", p)
+		}
+		v, err := strconv.ParseUint(n, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("since: %q: the cursor must be a count (%v)", p, err)
+		}
+		out[name] = v
+	}
+	return out, nil
+}

@@ -1,0 +1,268 @@
+package watch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/results/activity"
+	"github.com/cloudprofiler-go/cp/sweep"
+)
+
+// MaxActivityBytes bounds one activity reply: at most
+// sweep.MaxActivityChanges changes of ~45 bytes per stage, for a few
+// stages.
+const MaxActivityBytes = 64 << 20
+
+// Defaults of the live critical participation.
+const (
+	DefaultCPWindow  = time.Second
+	DefaultCPWindows = 3
+	maxShares        = 5 // per window, the largest
+)
+
+// CPWindow is the critical participation of one recent window, built
+// from the agents' stage state changes.
+type CPWindow struct {
+	Start string `json:"start"` // RFC 3339 (the window's fixed boundaries)
+	End   string `json:"end"`
+	// HasPath is false when every stage waited at some point of the
+	// window (no path crosses it: every share is 0).
+	HasPath bool `json:"has_path"`
+	// Top is per stage and activity, largest first (the first few);
+	// ByKind adds the stages up.
+	Top    []activity.Share `json:"top"`
+	ByKind []activity.Share `json:"by_kind"`
+	// Incomplete: state changes of the window were lost (the watch asked
+	// too rarely for how fast a stage changed state), so the graph has a
+	// hole there.
+	Incomplete bool `json:"incomplete"`
+}
+
+// liveAgent is one agent's activity stream as far as the watch has read
+// it.
+type liveAgent struct {
+	trial   int
+	nowNs   int64 // the agent's clock when it last answered
+	running bool  // its trial ran then
+	answers bool  // it answered the latest step
+	stages  map[string]*liveStage
+}
+
+// liveStage is one stage's recent activities.
+type liveStage struct {
+	kind   string
+	cursor uint64
+	tl     *activity.Timeline
+	acts   []activity.Activity // ended, oldest first
+	holes  [][2]int64          // spans whose changes were lost
+	lastNs int64               // the latest change read
+}
+
+// fetchActivity reads an agent's changes since the watch's cursors.
+func (w *Watcher) fetchActivity(ctx context.Context, addr string, la *liveAgent) (sweep.ActivityReply, error) {
+	var since []string
+	if la != nil {
+		for _, name := range sortedKeys(la.stages) {
+			since = append(since, name+":"+strconv.FormatUint(la.stages[name].cursor, 10))
+		}
+	}
+	url := "http://" + addr + sweep.PathActivity
+	if len(since) > 0 && len(since) <= sweep.MaxActivityStages {
+		url += "?since=" + strings.Join(since, ",")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return sweep.ActivityReply{}, err
+	}
+	if w.opt.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+w.opt.Token)
+	}
+	resp, err := w.opt.Client.Do(req)
+	if err != nil {
+		return sweep.ActivityReply{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return sweep.ActivityReply{}, fmt.Errorf("GET %s: HTTP %d %s", sweep.PathActivity, resp.StatusCode, strings.TrimSpace(string(msg)))
+	}
+	var reply sweep.ActivityReply
+	if err := json.NewDecoder(io.LimitReader(resp.Body, MaxActivityBytes)).Decode(&reply); err != nil {
+		return sweep.ActivityReply{}, fmt.Errorf("GET %s: %w", sweep.PathActivity, err)
+	}
+	return reply, nil
+}
+
+// maxUnixNs bounds the instants an agent may answer (year 2116): the
+// window arithmetic stays far from overflowing.
+const maxUnixNs = 1 << 62
+
+// absorb adds an agent's reply to what the watch keeps of it, and drops
+// what is older than keepFrom.
+func absorb(la *liveAgent, reply sweep.ActivityReply, keepFrom int64) *liveAgent {
+	if reply.NowNs <= 0 || reply.NowNs >= maxUnixNs { // not a clock: nothing to place the changes on
+		if la != nil {
+			la.answers = false
+		}
+		return la
+	}
+	if la == nil || la.trial != reply.Trial { // a new trial: new stages, new cursors
+		la = &liveAgent{trial: reply.Trial, stages: map[string]*liveStage{}}
+	}
+	la.nowNs, la.answers, la.running = reply.NowNs, true, reply.Running
+	for _, sa := range reply.Stages {
+		kinds, ok := activity.StageKinds(sa.Stage)
+		if !ok || len(sa.Changes) > sweep.MaxActivityChanges {
+			continue // not a stage with activities (or not an agent's reply)
+		}
+		st := la.stages[sa.Stage]
+		if st == nil {
+			if len(la.stages) >= sweep.MaxActivityStages {
+				continue
+			}
+			st = &liveStage{kind: sa.Kind, tl: activity.NewTimeline(kinds)}
+			la.stages[sa.Stage] = st
+		}
+		if sa.Lost > 0 && st.cursor > 0 {
+			st.tl.Break()
+			to := reply.NowNs
+			if len(sa.Changes) > 0 {
+				to = sa.Changes[0][0]
+			}
+			st.holes = append(st.holes, [2]int64{st.lastNs, to})
+		}
+		st.cursor = sa.Next
+		for _, c := range sa.Changes {
+			if c[0] <= 0 || c[0] > reply.NowNs || c[1] < 0 || c[2] < 0 || c[0] < st.lastNs { // not an agent's change, or back in time
+				st.tl.Bad++
+				continue
+			}
+			if a, ok := st.tl.Change(c[0], int(c[1]), uint64(c[2])); ok {
+				st.acts = append(st.acts, a)
+			}
+			st.lastNs = max(st.lastNs, c[0])
+		}
+		st.trim(keepFrom)
+	}
+	return la
+}
+
+// trim drops the activities and holes that ended before from.
+func (st *liveStage) trim(from int64) {
+	i := sort.Search(len(st.acts), func(i int) bool { return st.acts[i].EndNs > from })
+	if i > 0 {
+		st.acts = append(st.acts[:0], st.acts[i:]...)
+	}
+	h := st.holes[:0]
+	for _, x := range st.holes {
+		if x[1] > from {
+			h = append(h, x)
+		}
+	}
+	st.holes = h
+}
+
+// criticalParticipation builds the activity graph of the last complete
+// windows from what the watch has read, and what the view says of it.
+func (w *Watcher) criticalParticipation() ([]CPWindow, string) {
+	win := w.opt.CPWindow.Nanoseconds()
+	k := int64(w.opt.CPWindows)
+	end := int64(0)
+	for _, la := range w.live {
+		if la.answers && la.running && len(la.stages) > 0 && (end == 0 || la.nowNs < end) {
+			end = la.nowNs
+		}
+	}
+	if end == 0 {
+		return nil, "no trial running: the agents publish their stages' state changes while a trial runs"
+	}
+	last := end / win * win
+	first := last - k*win
+	for _, la := range w.live { // a trial that began since: its first whole window
+		for _, st := range la.stages {
+			if len(st.acts) > 0 && st.acts[0].StartNs > first {
+				first = min(last, (st.acts[0].StartNs+win-1)/win*win)
+			}
+		}
+	}
+	tr := &activity.Trace{}
+	var holes [][2]int64
+	for _, addr := range sortedKeys(w.live) {
+		la := w.live[addr]
+		if !la.answers || !la.running {
+			continue
+		}
+		for _, name := range sortedKeys(la.stages) {
+			st := la.stages[name]
+			acts := make([]activity.Activity, 0, len(st.acts)+1)
+			acts = append(acts, st.acts...)
+			if a, ok := st.tl.Open(la.nowNs); ok { // still in it when the agent answered
+				acts = append(acts, a)
+			}
+			tr.Workers = append(tr.Workers, w.nodeOf(addr)+"/"+name)
+			tr.Activities = append(tr.Activities, clip(acts, first, last))
+			holes = append(holes, st.holes...)
+		}
+	}
+	b, err := activity.NewBuilder(tr, activity.Options{WindowNs: win, WaitNs: w.opt.WaitNs})
+	if err != nil {
+		return nil, fmt.Sprintf("not built: %v", err)
+	}
+	var out []CPWindow
+	var g activity.Window
+	for b.Next(&g) {
+		if g.StartNs%win != 0 || g.EndNs-g.StartNs != win {
+			continue // not a whole window yet (a trial that just began)
+		}
+		r := activity.Summarize(tr, &g)
+		cw := CPWindow{Start: time.Unix(0, g.StartNs).UTC().Format(time.RFC3339Nano), End: time.Unix(0, g.EndNs).UTC().Format(time.RFC3339Nano),
+			HasPath: r.HasPath, Top: r.CP[:min(len(r.CP), maxShares)], ByKind: r.CPByKind}
+		if cw.Top == nil {
+			cw.Top = []activity.Share{}
+		}
+		if cw.ByKind == nil {
+			cw.ByKind = []activity.Share{}
+		}
+		for _, h := range holes {
+			if h[0] < g.EndNs && h[1] > g.StartNs {
+				cw.Incomplete = true
+			}
+		}
+		out = append(out, cw)
+	}
+	note := fmt.Sprintf("live, over windows of %v from the agents' stage state changes; local edges only (the per-tuple points that make message edges are not streamed: cpsweep analyze --pag on a profiled run has them)", w.opt.CPWindow)
+	if len(out) == 0 {
+		note = fmt.Sprintf("no whole window of %v yet; ", w.opt.CPWindow) + note
+	}
+	return out, note
+}
+
+// clip keeps the parts of acts inside [from, to).
+func clip(acts []activity.Activity, from, to int64) []activity.Activity {
+	out := acts[:0]
+	for _, a := range acts {
+		if a.EndNs <= from || a.StartNs >= to {
+			continue
+		}
+		a.StartNs, a.EndNs = max(a.StartNs, from), min(a.EndNs, to)
+		out = append(out, a)
+	}
+	return out
+}
+
+// nodeOf is the node name of the agent at addr.
+func (w *Watcher) nodeOf(addr string) string {
+	for _, a := range w.agents {
+		if a.Addr == addr {
+			return a.Node
+		}
+	}
+	return addr
+}
