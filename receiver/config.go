@@ -50,7 +50,7 @@ type Config struct {
 	// LiveActivity state changes for a live view (stage.Set.Live; an
 	// agent serves them to cpsweep watch).
 	LiveActivity int
-	Clock          *tsc.Clock
+	Clock        *tsc.Clock
 	// Sink is called for every consumed tuple on the consumer goroutine (the
 	// source operator of a system under test). Nil: a checksum of the ids,
 	// so the work cannot be optimised away.

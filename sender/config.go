@@ -94,7 +94,7 @@ type Config struct {
 	// LiveActivity state changes for a live view (stage.Set.Live; an
 	// agent serves them to cpsweep watch).
 	LiveActivity int
-	Clock          *tsc.Clock
+	Clock        *tsc.Clock
 	// Profile, if set, gets a channel "emit.<thread>" per thread, its
 	// handler from Handlers (Null when unlisted): every emitted tuple id.
 	Profile  *profiler.Profiler
