@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -26,5 +28,44 @@ func FuzzParseSince(f *testing.F) {
 				t.Fatalf("stage %q from %q", name, q)
 			}
 		}
+	})
+}
+
+// The hand-written reply is what encoding/json writes.
+func TestActivityJSONIsEncodingJSONs(t *testing.T) {
+	for _, r := range []sweep.ActivityReply{
+		{Stages: []sweep.StageActivity{}},
+		{Trial: 3, Running: true, NowNs: 1732470000123456789, Stages: []sweep.StageActivity{
+			{Stage: "lane0", Kind: "lane", Next: 18446744073709551615, Lost: 2, Changes: [][3]int64{{1, 0, 5}, {-9223372036854775808, 2, 9223372036854775807}}},
+			{Stage: "odd \"name\"\x00é<>&", Kind: "sut", Changes: [][3]int64{}},
+		}},
+	} {
+		want, _ := json.Marshal(r)
+		if got := appendActivity(nil, r); !bytes.Equal(bytes.TrimSpace(got), want) {
+			t.Errorf("wrote\n%s\nencoding/json writes\n%s", got, want)
+		}
+	}
+}
+
+// BenchmarkActivityReply: the agent's cost of serving a full ring of one
+// stage (65536 changes), written by hand and by encoding/json.
+func BenchmarkActivityReply(b *testing.B) {
+	st := sweep.StageActivity{Stage: "lane0", Kind: "lane", Next: 1 << 20, Changes: make([][3]int64, sweep.MaxActivityChanges)}
+	for i := range st.Changes {
+		st.Changes[i] = [3]int64{1732470000123456789 + int64(i)*9000, int64(i % 3), int64(i / 2)}
+	}
+	r := sweep.ActivityReply{Trial: 1, Running: true, NowNs: 1732470001000000000, Stages: []sweep.StageActivity{st}}
+	b.Run("by-hand", func(b *testing.B) {
+		var buf []byte
+		for i := 0; i < b.N; i++ {
+			buf = appendActivity(buf[:0], r)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(st.Changes)), "ns/change")
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			_, _ = json.Marshal(r)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(st.Changes)), "ns/change")
 	})
 }
