@@ -89,7 +89,9 @@ fuzz: deps
 	$(GO) test -run '^$$' -fuzz FuzzDecodeAck -fuzztime 30s ./profiler/
 	$(GO) test -run '^$$' -fuzz FuzzSkip -fuzztime 30s ./wire/
 	$(GO) test -run '^$$' -fuzz FuzzTimeline -fuzztime 30s ./diagnose/
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./sweep/watch/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 30s ./sweep/watch/
+	$(GO) test -run '^$$' -fuzz FuzzActivityReply -fuzztime 30s ./sweep/watch/
+	$(GO) test -run '^$$' -fuzz FuzzParseSince -fuzztime 30s ./sweep/agent/
 
 clean:
 	rm -rf $(BIN)
