@@ -189,9 +189,13 @@ type BlockReader struct {
 }
 
 // NewBlockReader reads blocks from r.
-func NewBlockReader(r io.Reader) *BlockReader {
+func NewBlockReader(r io.Reader) *BlockReader { return newBlockReaderSize(r, 1<<20) }
+
+// newBlockReaderSize reads through a buffer of size bytes (at least a
+// block header): the tests move the buffer's edge across blocks with it.
+func newBlockReaderSize(r io.Reader, size int) *BlockReader {
 	zdec, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
-	return &BlockReader{r: bufio.NewReaderSize(r, 1<<20), zdec: zdec}
+	return &BlockReader{r: bufio.NewReaderSize(r, max(size, 2*blockHeader)), zdec: zdec}
 }
 
 // Next appends the next intact block's records to dst; io.EOF at the end.

@@ -2,6 +2,7 @@ package profiler
 
 import (
 	"bytes"
+	"io"
 	"testing"
 )
 
@@ -30,6 +31,62 @@ func FuzzBlockReader(f *testing.F) {
 		}
 		if len(tail) != len(recs) || tail[4] != recs[4] {
 			t.Fatalf("the valid block after %d garbage bytes was not read whole: %v", len(data), tail)
+		}
+	})
+}
+
+// FuzzBlocksAcrossBufferEdges: valid blocks read the same through any
+// buffer size, wherever the buffer's edge falls (a header or payload
+// split by it, read out or slid), and every record comes back in order.
+func FuzzBlocksAcrossBufferEdges(f *testing.F) {
+	f.Add([]byte{3, 1, 2, 0, 200, 7, 7, 7, 1, 1, 1, 1}, uint16(100), false)
+	f.Add(bytes.Repeat([]byte{1, 2, 0}, 300), uint16(48), true)
+	plain, _ := newBlockEncoder(CodecNone)
+	zenc, _ := newBlockEncoder(CodecZstd)
+	f.Fuzz(func(t *testing.T, seed []byte, size uint16, zstd bool) {
+		enc := plain
+		if zstd {
+			enc = zenc
+		}
+		// The seed's bytes are the blocks' lengths and their records' steps.
+		var file []byte
+		var want []Record
+		var tsc, id uint64
+		for i := 0; i < len(seed); {
+			n := int(seed[i])%40 + 1
+			i++
+			var rs []run
+			for k := 0; k < n; k++ {
+				step := uint64(1)
+				if i < len(seed) {
+					step = uint64(seed[i])
+					i++
+				}
+				tsc, id = tsc+step, id+1
+				rs = append(rs, run{TSC: tsc, ID: id, N: 1})
+				want = append(want, Record{TSC: tsc, ID: id})
+			}
+			file = enc.encode(file, rs, n)
+		}
+		br := newBlockReaderSize(bytes.NewReader(file), int(size))
+		var got []Record
+		for {
+			recs, err := br.Next(nil)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, recs...)
+		}
+		if len(br.Corruptions) > 0 || len(got) != len(want) {
+			t.Fatalf("buffer %d: %d of %d records, damage %v", size, len(got), len(want), br.Corruptions)
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("buffer %d: record %d is %+v, want %+v", size, i, got[i], want[i])
+			}
 		}
 	})
 }
