@@ -86,6 +86,7 @@ fuzz: deps
 	$(GO) test -run '^$$' -fuzz FuzzFastPathsAgree -fuzztime 60s ./scenarios/
 	$(GO) test -run '^$$' -fuzz FuzzDecodePacket -fuzztime 60s ./tsc/
 	$(GO) test -run '^$$' -fuzz FuzzBlockReader -fuzztime 60s ./profiler/
+	$(GO) test -run '^$$' -fuzz FuzzBlocksAcrossBufferEdges -fuzztime 30s ./profiler/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeAck -fuzztime 30s ./profiler/
 	$(GO) test -run '^$$' -fuzz FuzzSkip -fuzztime 30s ./wire/
 	$(GO) test -run '^$$' -fuzz FuzzTimeline -fuzztime 30s ./diagnose/
