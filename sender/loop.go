@@ -108,16 +108,8 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 			}
 		}
 		at := tsc.ReadFast()
-		if t.holds.Any() {
-			acct.Enter(stage.Sending, at) // an injected stall is the thread's own: busy
-			if t.holds.Hold(at, stop) {
-				at = tsc.ReadFast()
-			}
-		}
-		if t.sendWork > 0 { // injected work: the thread's own, busy sending
-			acct.Enter(stage.Sending, at)
-			inject.Spin(t.sendWork)
-			at = tsc.ReadFast()
+		if t.sendWork > 0 || t.holds.Any() { // test fixtures only
+			at = t.injected(acct, at, stop)
 		}
 		// A slot due before the end is still sent a little after it; a
 		// thread more than the grace behind stops, and the rest of the
@@ -152,6 +144,29 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 		}
 	}
 	acct.End(tsc.ReadFast())
+	t.wrapUp(&e, paced, end, bucket)
+}
+
+// injected runs the test fixtures before a send: an injected stall
+// (--stall) and busy work (--send-work), both the thread's own time,
+// accounted as sending. It returns the TSC after them.
+func (t *thread) injected(acct *stage.Account, at uint64, stop *atomic.Bool) uint64 {
+	if t.holds.Any() {
+		acct.Enter(stage.Sending, at)
+		if t.holds.Hold(at, stop) {
+			at = tsc.ReadFast()
+		}
+	}
+	if t.sendWork > 0 {
+		acct.Enter(stage.Sending, at)
+		inject.Spin(t.sendWork)
+		at = tsc.ReadFast()
+	}
+	return at
+}
+
+// wrapUp publishes the loop's final counts.
+func (t *thread) wrapUp(e *emission, paced bool, end, bucket uint64) {
 	t.publish(e.emitted, e.buckets, e.dropB, e.late, bucket)
 	t.measuredSlots = e.measured
 	t.settle(paced, end, e.k)

@@ -114,47 +114,7 @@ func New(cfg Config) (*Sender, error) {
 		}
 	}
 	for i := 0; i < cfg.Threads; i++ {
-		t := &thread{id: i, stream: wire.StreamID(cfg.SenderID, uint8(i)), cpu: -1,
-			endpoint: cfg.Endpoints[i%len(cfg.Endpoints)], slots: math.MaxUint64, precise: histo.NewPrecise()}
-		if len(cfg.CPUs) > 0 {
-			t.cpu = cfg.CPUs[i%len(cfg.CPUs)]
-		}
-		if t.tpls, err = scenarios.Templates(encoded, t.stream, cfg.BucketSize); err != nil {
-			s.Close()
-			return nil, err
-		}
-		batch := cfg.SendBatch
-		if cfg.SendWork > 0 {
-			batch = 1 // the work is per bucket, in Go, before its send
-		}
-		t.setupBatch(batch)
-		if cfg.Count > 0 {
-			share := cfg.Count / uint64(cfg.Threads)
-			if uint64(i) < cfg.Count%uint64(cfg.Threads) {
-				share++
-			}
-			t.slots = (share + uint64(cfg.BucketSize) - 1) / uint64(cfg.BucketSize) // whole buckets
-		}
-		if cfg.Profile != nil {
-			// Kept even when Null: a live switch may turn it on.
-			if t.emit, err = cfg.Profile.OpenNamed(fmt.Sprintf("emit.%d", i), cfg.Handlers); err != nil {
-				s.Close()
-				return nil, err
-			}
-		}
-		t.acct = s.stages.Add(fmt.Sprintf("thread%d", i), stage.Sender, t.backlog(cfg.Rate > 0))
-		if cfg.Profile != nil { // the thread's state changes on "activity.thread<N>"
-			if err := t.acct.LogActivitiesOn(func(name string) (stage.ActivityLog, error) { return cfg.Profile.OpenNamed(name, cfg.Handlers) }); err != nil {
-				s.Close()
-				return nil, err
-			}
-		}
-		s.threads = append(s.threads, t)
-		if t.sock, t.link, err = s.openSocket(t.id, t.endpoint); err != nil {
-			s.Close()
-			return nil, err
-		}
-		if t.raw, err = zmqraw.Wrap(t.sock, 0, 0); err != nil {
+		if err := s.addThread(i, encoded); err != nil {
 			s.Close()
 			return nil, err
 		}
@@ -172,6 +132,54 @@ func New(cfg Config) (*Sender, error) {
 		}
 	}
 	return s, nil
+}
+
+// addThread prepares emission thread i: its templates, batch, share of
+// the count, profiler channels, accounting and socket (the caller closes
+// the sender on an error).
+func (s *Sender) addThread(i int, encoded []scenarios.Encoded) error {
+	cfg := s.cfg
+	var err error
+	t := &thread{id: i, stream: wire.StreamID(cfg.SenderID, uint8(i)), cpu: -1,
+		endpoint: cfg.Endpoints[i%len(cfg.Endpoints)], slots: math.MaxUint64, precise: histo.NewPrecise()}
+	if len(cfg.CPUs) > 0 {
+		t.cpu = cfg.CPUs[i%len(cfg.CPUs)]
+	}
+	if t.tpls, err = scenarios.Templates(encoded, t.stream, cfg.BucketSize); err != nil {
+		return err
+	}
+	batch := cfg.SendBatch
+	if cfg.SendWork > 0 {
+		batch = 1 // the work is per bucket, in Go, before its send
+	}
+	t.setupBatch(batch)
+	if cfg.Count > 0 {
+		share := cfg.Count / uint64(cfg.Threads)
+		if uint64(i) < cfg.Count%uint64(cfg.Threads) {
+			share++
+		}
+		t.slots = (share + uint64(cfg.BucketSize) - 1) / uint64(cfg.BucketSize) // whole buckets
+	}
+	if cfg.Profile != nil {
+		// Kept even when Null: a live switch may turn it on.
+		if t.emit, err = cfg.Profile.OpenNamed(fmt.Sprintf("emit.%d", i), cfg.Handlers); err != nil {
+			return err
+		}
+	}
+	t.acct = s.stages.Add(fmt.Sprintf("thread%d", i), stage.Sender, t.backlog(cfg.Rate > 0))
+	if cfg.Profile != nil { // the thread's state changes on "activity.thread<N>"
+		if err := t.acct.LogActivitiesOn(func(name string) (stage.ActivityLog, error) { return cfg.Profile.OpenNamed(name, cfg.Handlers) }); err != nil {
+			return err
+		}
+	}
+	s.threads = append(s.threads, t)
+	if t.sock, t.link, err = s.openSocket(t.id, t.endpoint); err != nil {
+		return err
+	}
+	if t.raw, err = zmqraw.Wrap(t.sock, 0, 0); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (s *Sender) openSocket(thread int, endpoint string) (*zmq.Socket, *Link, error) {

@@ -69,34 +69,7 @@ invariants given, into RUNDIR/pag.json and RUNDIR/pag.csv.`,
 			if err := rep.WriteFiles(d.Path); err != nil {
 				return err
 			}
-			var pr *activity.Report
-			if pag {
-				pf.lag = lag
-				var problems []string
-				if pr, problems, err = pf.build(d); err != nil {
-					return fmt.Errorf("program activity graph: %w", err)
-				}
-				if err := analysis.WritePAG(d.Path, pr, problems); err != nil {
-					return err
-				}
-				for _, p := range problems {
-					fmt.Fprintf(os.Stderr, "cpsweep: pag: %s\n", p)
-				}
-			}
-			if jsonOut {
-				if pr != nil {
-					return cli.WriteJSON(os.Stdout, map[string]any{"analysis": rep, "pag": pr})
-				}
-				return cli.WriteJSON(os.Stdout, rep)
-			}
-			rep.WriteText(os.Stdout)
-			fmt.Fprintf(os.Stderr, "wrote %s and %s\n", filepath.Join(d.Path, analysis.JSONFile), filepath.Join(d.Path, analysis.CSVFile))
-			if pr != nil {
-				fmt.Println()
-				pr.WriteText(os.Stdout)
-				fmt.Fprintf(os.Stderr, "wrote %s and %s\n", filepath.Join(d.Path, analysis.PAGJSONFile), filepath.Join(d.Path, analysis.PAGCSVFile))
-			}
-			return nil
+			return writeAnalysis(d, rep, pag, &pf, lag, jsonOut)
 		},
 	}
 	f := cmd.Flags()
@@ -157,4 +130,38 @@ loads (<body data-check="ok">).`,
 	}
 	cmd.Flags().BoolVar(&partial, "partial", false, "render what is intact in a run directory with missing or damaged files (the page lists them) instead of refusing it")
 	return cmd
+}
+
+// writeAnalysis writes the analysis (and with pag the activity graph) into
+// the run directory and prints it.
+func writeAnalysis(d *results.Dir, rep *analysis.Report, pag bool, pf *pagFlags, lag time.Duration, jsonOut bool) error {
+	var err error
+	var pr *activity.Report
+	if pag {
+		pf.lag = lag
+		var problems []string
+		if pr, problems, err = pf.build(d); err != nil {
+			return fmt.Errorf("program activity graph: %w", err)
+		}
+		if err := analysis.WritePAG(d.Path, pr, problems); err != nil {
+			return err
+		}
+		for _, p := range problems {
+			fmt.Fprintf(os.Stderr, "cpsweep: pag: %s\n", p)
+		}
+	}
+	if jsonOut {
+		if pr != nil {
+			return cli.WriteJSON(os.Stdout, map[string]any{"analysis": rep, "pag": pr})
+		}
+		return cli.WriteJSON(os.Stdout, rep)
+	}
+	rep.WriteText(os.Stdout)
+	fmt.Fprintf(os.Stderr, "wrote %s and %s\n", filepath.Join(d.Path, analysis.JSONFile), filepath.Join(d.Path, analysis.CSVFile))
+	if pr != nil {
+		fmt.Println()
+		pr.WriteText(os.Stdout)
+		fmt.Fprintf(os.Stderr, "wrote %s and %s\n", filepath.Join(d.Path, analysis.PAGJSONFile), filepath.Join(d.Path, analysis.PAGCSVFile))
+	}
+	return nil
 }

@@ -80,46 +80,7 @@ stage) is marked incomplete.`,
 				agents = append(agents, watch.Agent{Node: fmt.Sprintf("sender%d", i), Addr: a})
 			}
 			w := watch.New(agents, watch.Options{ProgressMax: progressMax, Token: token, CPWindow: cpWindow, CPWindows: cpWindows, WaitNs: wait.Nanoseconds()})
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			if duration > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, duration)
-				defer cancel()
-			}
-			if httpAddr != "" {
-				ln, err := net.Listen("tcp", httpAddr)
-				if err != nil {
-					return fmt.Errorf("--http %s: %w", httpAddr, err)
-				}
-				srv := &http.Server{Handler: w.Handler(), ReadHeaderTimeout: 5 * time.Second}
-				go func() { _ = srv.Serve(ln) }()
-				defer srv.Close()
-				fmt.Fprintf(os.Stderr, "web view: http://%s/\n", ln.Addr())
-			}
-			tty := !jsonOut && cli.IsTerminal(os.Stdout)
-			tick := time.NewTicker(interval)
-			defer tick.Stop()
-			for {
-				v := w.Step(ctx)
-				switch {
-				case jsonOut:
-					if err := json.NewEncoder(os.Stdout).Encode(v); err != nil {
-						return fmt.Errorf("write the view: %w", err)
-					}
-				case tty:
-					fmt.Print("\033[H\033[2J") // redraw in place
-					watch.WriteText(os.Stdout, v)
-				default:
-					watch.WriteText(os.Stdout, v)
-					fmt.Println()
-				}
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-tick.C:
-				}
-			}
+			return runWatch(w, interval, duration, httpAddr, jsonOut)
 		},
 	}
 	f := cmd.Flags()
@@ -135,4 +96,48 @@ stage) is marked incomplete.`,
 	f.DurationVar(&wait, "wait", 15*time.Microsecond, "a gap between two state changes longer than this is waiting (ST2's 15us)")
 	tok.Register(f, "token the agents expect (their /v1 API serves the state changes)")
 	return cmd
+}
+
+// runWatch redraws the view every interval until Ctrl-C or duration.
+func runWatch(w *watch.Watcher, interval, duration time.Duration, httpAddr string, jsonOut bool) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, duration)
+		defer cancel()
+	}
+	if httpAddr != "" {
+		ln, err := net.Listen("tcp", httpAddr)
+		if err != nil {
+			return fmt.Errorf("--http %s: %w", httpAddr, err)
+		}
+		srv := &http.Server{Handler: w.Handler(), ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+		fmt.Fprintf(os.Stderr, "web view: http://%s/\n", ln.Addr())
+	}
+	tty := !jsonOut && cli.IsTerminal(os.Stdout)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		v := w.Step(ctx)
+		switch {
+		case jsonOut:
+			if err := json.NewEncoder(os.Stdout).Encode(v); err != nil {
+				return fmt.Errorf("write the view: %w", err)
+			}
+		case tty:
+			fmt.Print("\033[H\033[2J") // redraw in place
+			watch.WriteText(os.Stdout, v)
+		default:
+			watch.WriteText(os.Stdout, v)
+			fmt.Println()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
 }

@@ -126,6 +126,50 @@ type Hop struct {
 	TotalNs int64  `json:"total_ns"`
 }
 
+// hopGraph is a window's edges indexed by vertex, for walking back.
+// Slices indexed by vertex, not maps: k-hops was half of analyze --pag's
+// time with maps.
+type hopGraph struct {
+	intoAt []int32 // CSR: the edges ending at v are edges[intoAt[v]:intoAt[v+1]]
+	edges  []int32
+	next   []int32 // a local edge's start vertex -> that edge (-1: none)
+}
+
+func newHopGraph(w *Window) *hopGraph {
+	nv := int32(0)
+	for i := range w.Edges {
+		nv = max(nv, w.Edges[i].from+1, w.Edges[i].to+1)
+	}
+	g := &hopGraph{intoAt: make([]int32, nv+1), next: make([]int32, nv)}
+	for v := range g.next {
+		g.next[v] = -1
+	}
+	for i := range w.Edges {
+		e := &w.Edges[i]
+		if e.to >= 0 && !e.Ambiguous {
+			g.intoAt[e.to+1]++
+		}
+		if e.Src == e.Dst && e.Kind != Message && e.from >= 0 {
+			g.next[e.from] = int32(i)
+		}
+	}
+	for v := int32(0); v < nv; v++ {
+		g.intoAt[v+1] += g.intoAt[v]
+	}
+	g.edges = make([]int32, g.intoAt[nv])
+	fill := append([]int32(nil), g.intoAt[:nv]...)
+	for i := range w.Edges {
+		if e := &w.Edges[i]; e.to >= 0 && !e.Ambiguous {
+			g.edges[fill[e.to]] = int32(i)
+			fill[e.to]++
+		}
+	}
+	return g
+}
+
+// into are the edges ending at v.
+func (g *hopGraph) into(v int32) []int32 { return g.edges[g.intoAt[v]:g.intoAt[v+1]] }
+
 // KHops walks back from every waiting local edge of a window for up to k
 // hops (ST2 §3.6.1, Listing 3.7): the first hop is the remote edges that
 // end where the wait ends, or inside the busy activity that follows it
@@ -136,38 +180,8 @@ func KHops(tr *Trace, w *Window, k int) []Hop {
 	if k < 1 {
 		return nil
 	}
-	// Slices indexed by vertex, not maps: k-hops was half of analyze
-	// --pag's time with maps.
-	nv := int32(0)
-	for i := range w.Edges {
-		nv = max(nv, w.Edges[i].from+1, w.Edges[i].to+1)
-	}
-	intoAt := make([]int32, nv+1) // CSR: the edges ending at v are into[intoAt[v]:intoAt[v+1]]
-	next := make([]int32, nv)     // a local edge's start vertex -> that edge (-1: none)
-	for v := range next {
-		next[v] = -1
-	}
-	for i := range w.Edges {
-		e := &w.Edges[i]
-		if e.to >= 0 && !e.Ambiguous {
-			intoAt[e.to+1]++
-		}
-		if e.Src == e.Dst && e.Kind != Message && e.from >= 0 {
-			next[e.from] = int32(i)
-		}
-	}
-	for v := int32(0); v < nv; v++ {
-		intoAt[v+1] += intoAt[v]
-	}
-	into := make([]int32, intoAt[nv])
-	fill := append([]int32(nil), intoAt[:nv]...)
-	for i := range w.Edges {
-		if e := &w.Edges[i]; e.to >= 0 && !e.Ambiguous {
-			into[fill[e.to]] = int32(i)
-			fill[e.to]++
-		}
-	}
-	edgesInto := func(v int32) []int32 { return into[intoAt[v]:intoAt[v+1]] }
+	g := newHopGraph(w)
+	edgesInto, next := g.into, g.next
 	type acc struct {
 		count int
 		ns    int64

@@ -146,40 +146,10 @@ type stageMetrics struct {
 func (w *Watcher) Step(ctx context.Context) View {
 	now := time.Now()
 	v := View{At: now.UTC().Format(time.RFC3339Nano), Stages: []StageView{}, Alerts: []Alert{}, Errors: []string{}, CPWindows: []CPWindow{}}
-	cur := map[string]scrape{}
-	replies := map[string]sweep.ActivityReply{}
-	for _, a := range w.agents {
-		s, err := w.scrape(ctx, a.Addr)
-		if err != nil {
-			v.Errors = append(v.Errors, fmt.Sprintf("%s (%s): %v", a.Node, a.Addr, err))
-			continue
-		}
-		s.at = now
-		cur[a.Addr] = s
-		w.mu.Lock()
-		la := w.live[a.Addr]
-		w.mu.Unlock()
-		reply, err := w.fetchActivity(ctx, a.Addr, la)
-		if err != nil {
-			v.Errors = append(v.Errors, fmt.Sprintf("%s (%s) activity: %v", a.Node, a.Addr, err))
-			continue
-		}
-		replies[a.Addr] = reply
-	}
+	cur, replies := w.poll(ctx, now, &v)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	keep := time.Duration(w.opt.CPWindows+1) * w.opt.CPWindow
-	for addr, la := range w.live {
-		la.answers = false
-		if _, ok := replies[addr]; !ok && now.Sub(time.Unix(0, la.nowNs)) > keep {
-			delete(w.live, addr) // gone for longer than the windows shown
-		}
-	}
-	for addr, reply := range replies {
-		if la := absorb(w.live[addr], reply, reply.NowNs-keep.Nanoseconds()); la != nil {
-			w.live[addr] = la
-		}
-	}
+	w.absorbReplies(now, replies)
 	v.CPWindows, v.CriticalParticipation = w.criticalParticipation()
 	if v.CPWindows == nil {
 		v.CPWindows = []CPWindow{}
@@ -229,6 +199,49 @@ func (w *Watcher) Step(ctx context.Context) View {
 	}
 	w.view = v
 	return v
+}
+
+// poll scrapes every agent's metrics and reads its latest state changes;
+// an agent that does not answer is named in v.Errors.
+func (w *Watcher) poll(ctx context.Context, now time.Time, v *View) (map[string]scrape, map[string]sweep.ActivityReply) {
+	cur := map[string]scrape{}
+	replies := map[string]sweep.ActivityReply{}
+	for _, a := range w.agents {
+		s, err := w.scrape(ctx, a.Addr)
+		if err != nil {
+			v.Errors = append(v.Errors, fmt.Sprintf("%s (%s): %v", a.Node, a.Addr, err))
+			continue
+		}
+		s.at = now
+		cur[a.Addr] = s
+		w.mu.Lock()
+		la := w.live[a.Addr]
+		w.mu.Unlock()
+		reply, err := w.fetchActivity(ctx, a.Addr, la)
+		if err != nil {
+			v.Errors = append(v.Errors, fmt.Sprintf("%s (%s) activity: %v", a.Node, a.Addr, err))
+			continue
+		}
+		replies[a.Addr] = reply
+	}
+	return cur, replies
+}
+
+// absorbReplies adds the agents' state changes to what the watch keeps,
+// and forgets an agent gone for longer than the windows shown (w.mu held).
+func (w *Watcher) absorbReplies(now time.Time, replies map[string]sweep.ActivityReply) {
+	keep := time.Duration(w.opt.CPWindows+1) * w.opt.CPWindow
+	for addr, la := range w.live {
+		la.answers = false
+		if _, ok := replies[addr]; !ok && now.Sub(time.Unix(0, la.nowNs)) > keep {
+			delete(w.live, addr)
+		}
+	}
+	for addr, reply := range replies {
+		if la := absorb(w.live[addr], reply, reply.NowNs-keep.Nanoseconds()); la != nil {
+			w.live[addr] = la
+		}
+	}
 }
 
 // checkProgress fires progress-max for every consumer whose items have not

@@ -1,0 +1,44 @@
+package receiver
+
+import "time"
+
+// The backlog series: one sample every backlogEvery at first, at most
+// maxBacklog samples (a longer run samples less often).
+const (
+	backlogEvery = 100 * time.Millisecond
+	maxBacklog   = 4096
+)
+
+// thin keeps every other sample, in place.
+func thin(s []BacklogSample) []BacklogSample {
+	n := 0
+	for i := 0; i < len(s); i += 2 {
+		s[n] = s[i]
+		n++
+	}
+	return s[:n]
+}
+
+// backlogSampler records the rings' occupancy, the consumed total and the
+// latest latency every so often, in bounded memory however long the run.
+type backlogSampler struct {
+	last  time.Time
+	every time.Duration
+}
+
+func (b *backlogSampler) sample(r *Receiver, now time.Time) {
+	if now.Sub(b.last) < b.every {
+		return
+	}
+	b.last = now
+	if len(r.backlog) == maxBacklog {
+		// Keep every other sample and sample half as often from now on.
+		r.backlog = thin(r.backlog)
+		b.every *= 2
+	}
+	occ := 0
+	for _, l := range r.lanes {
+		occ += l.Occupancy()
+	}
+	r.backlog = append(r.backlog, BacklogSample{UnixNs: now.UnixNano(), Buckets: occ, Consumed: r.consumed.Load(), LatencyNs: r.lastLatency.Load()})
+}
