@@ -91,7 +91,11 @@ func (w *Watcher) fetchActivity(ctx context.Context, addr string, la *liveAgent)
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return sweep.ActivityReply{}, fmt.Errorf("GET %s: HTTP %d %s", sweep.PathActivity, resp.StatusCode, strings.TrimSpace(string(msg)))
+		hint := ""
+		if resp.StatusCode == http.StatusUnauthorized {
+			hint = " (give cpsweep watch the agents' token: --token-file)"
+		}
+		return sweep.ActivityReply{}, fmt.Errorf("GET %s: HTTP %d %s%s", sweep.PathActivity, resp.StatusCode, strings.TrimSpace(string(msg)), hint)
 	}
 	var reply sweep.ActivityReply
 	if err := json.NewDecoder(io.LimitReader(resp.Body, MaxActivityBytes)).Decode(&reply); err != nil {
@@ -181,6 +185,9 @@ func (w *Watcher) criticalParticipation() ([]CPWindow, string) {
 		}
 	}
 	if end == 0 {
+		if w.activityErrors > 0 && len(w.live) == 0 {
+			return nil, "not available: no agent's state changes could be read (see the errors)"
+		}
 		return nil, "no trial running: the agents publish their stages' state changes while a trial runs"
 	}
 	last := end / win * win

@@ -35,7 +35,7 @@ func WriteText(w io.Writer, v View) {
 		fmt.Fprintf(w, "ALERT %s %s: %s\n", a.Invariant, a.Stage, a.Detail)
 	}
 	for _, e := range v.Errors {
-		fmt.Fprintf(w, "agent not answering: %s\n", e)
+		fmt.Fprintf(w, "agent error: %s\n", e)
 	}
 	fmt.Fprintf(w, "critical participation: %s\n", v.CriticalParticipation)
 	for _, cw := range v.CPWindows {

@@ -70,7 +70,8 @@ type View struct {
 	At     string      `json:"at"`
 	Stages []StageView `json:"stages"`
 	Alerts []Alert     `json:"alerts"`
-	// Errors are the agents that could not be scraped, with why.
+	// Errors are the agents that could not be scraped, or whose state
+	// changes could not be read, with why.
 	Errors []string `json:"errors"`
 	// CriticalParticipation says what the live critical participation is
 	// built from, or why there is none yet; CPWindows are its latest
@@ -108,7 +109,10 @@ type Watcher struct {
 	firing   map[string]Alert      // by invariant/stage
 	total    map[string]int        // alerts fired, by invariant/stage
 	live     map[string]*liveAgent // by agent address
-	view     View
+	// activityErrors: the agents whose state changes could not be read
+	// in the latest step.
+	activityErrors int
+	view           View
 }
 
 // New returns a watcher of agents.
@@ -146,9 +150,11 @@ type stageMetrics struct {
 func (w *Watcher) Step(ctx context.Context) View {
 	now := time.Now()
 	v := View{At: now.UTC().Format(time.RFC3339Nano), Stages: []StageView{}, Alerts: []Alert{}, Errors: []string{}, CPWindows: []CPWindow{}}
+	errsBefore := len(v.Errors)
 	cur, replies := w.poll(ctx, now, &v)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.activityErrors = len(v.Errors) - errsBefore - (len(w.agents) - len(cur))
 	w.absorbReplies(now, replies)
 	v.CPWindows, v.CriticalParticipation = w.criticalParticipation()
 	if v.CPWindows == nil {

@@ -142,7 +142,7 @@ func TestWatcherRatesAndAlerts(t *testing.T) {
 	}
 	var b strings.Builder
 	WriteText(&b, v)
-	for _, want := range []string{"consumer", "HEALTHY", "95.00 k/s", "not_converged", "agent not answering: sender1", "invariants: no alert", "no trial running"} {
+	for _, want := range []string{"consumer", "HEALTHY", "95.00 k/s", "not_converged", "agent error: sender1", "invariants: no alert", "no trial running"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("text view lacks %q:\n%s", want, b.String())
 		}
@@ -291,8 +291,9 @@ func TestWatcherLiveCriticalParticipation(t *testing.T) {
 	}
 	// Without the token the agents refuse: said, not a crash.
 	w2 := New([]Agent{{Node: "receiver0", Addr: addr(rs)}}, Options{})
-	if v := w2.Step(ctx); len(v.Errors) != 1 || !strings.Contains(v.Errors[0], "401") {
-		t.Fatalf("without the token: %v", v.Errors)
+	if v := w2.Step(ctx); len(v.Errors) != 1 || !strings.Contains(v.Errors[0], "401") || !strings.Contains(v.Errors[0], "--token-file") ||
+		!strings.HasPrefix(v.CriticalParticipation, "not available") {
+		t.Fatalf("without the token: %v, %q", v.Errors, v.CriticalParticipation)
 	}
 }
 
