@@ -199,6 +199,9 @@ func (w *Watcher) criticalParticipation() ([]CPWindow, string) {
 			}
 		}
 	}
+	if first >= last {
+		return nil, fmt.Sprintf("no whole window of %v yet since the trial began", w.opt.CPWindow)
+	}
 	tr := &activity.Trace{}
 	var holes [][2]int64
 	for _, addr := range sortedKeys(w.live) {
@@ -255,7 +258,7 @@ func (w *Watcher) criticalParticipation() ([]CPWindow, string) {
 func clip(acts []activity.Activity, from, to int64) []activity.Activity {
 	out := acts[:0]
 	for _, a := range acts {
-		if a.EndNs <= from || a.StartNs >= to {
+		if a.EndNs <= from || a.StartNs >= to || a.EndNs <= a.StartNs {
 			continue
 		}
 		a.StartNs, a.EndNs = max(a.StartNs, from), min(a.EndNs, to)

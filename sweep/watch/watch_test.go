@@ -282,6 +282,15 @@ func TestWatcherLiveCriticalParticipation(t *testing.T) {
 	if got := recv.since[len(recv.since)-1]; got != "" {
 		t.Fatalf("after a new trial, asked from %q", got)
 	}
+	// A trial that began 70 ms ago has no whole window yet: none is shown
+	// (not an empty one).
+	recv.setActivity(sweep.ActivityReply{Trial: 6, Running: true, NowNs: base + 1020*ms, Stages: []sweep.StageActivity{
+		changes("consumer", "consumer", 3, base, []int64{950 * ms, 960 * ms, 970 * ms}, []int{stage.Working, stage.Idling, stage.Working})}})
+	send.setActivity(sweep.ActivityReply{Trial: 10, Running: true, NowNs: base + 1020*ms, Stages: []sweep.StageActivity{
+		changes("thread0", "sender", 1, base, []int64{955 * ms}, []int{stage.Pacing})}})
+	if v := w.Step(ctx); len(v.CPWindows) != 0 || !strings.HasPrefix(v.CriticalParticipation, "no whole window") {
+		t.Fatalf("70 ms into a trial: %+v, %q", v.CPWindows, v.CriticalParticipation)
+	}
 	var b strings.Builder
 	WriteText(&b, v)
 	for _, want := range []string{"critical participation", "receiver0/consumer consume"} {
