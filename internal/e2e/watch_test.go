@@ -38,7 +38,7 @@ func TestWatchDuringASweep(t *testing.T) {
 	time.Sleep(2 * time.Second) // into the trial
 
 	t.Run("json", func(t *testing.T) {
-		out, err := exec.Command(argv[0], append(argv[1:], "--json", "--for", "1600ms")...).Output()
+		out, err := exec.Command(argv[0], append(argv[1:], "--json", "--for", "2600ms")...).Output()
 		if err != nil {
 			t.Fatalf("watch --json: %v\n%s", err, out)
 		}
