@@ -68,42 +68,75 @@ func encodeRuns(dst []byte, runs []run) []byte {
 	return dst
 }
 
-// decodeRecords appends the n records of a version 1 or 2 payload to dst.
-// A version 2 entry may not announce more records than the block has left,
-// so a few bytes can never expand past the block's count.
-func decodeRecords(dst []Record, b []byte, n int, version byte) ([]Record, error) {
-	var t, id uint64
-	for left := n; left > 0; {
-		dt, k := binary.Uvarint(b)
-		if k <= 0 {
-			return dst, errors.New("record truncated")
+// runDecoder walks the entries of a version 1 or 2 payload announcing n
+// records. A version 2 entry may not announce more records than the block
+// has left, so a few bytes can never expand past the block's count.
+type runDecoder struct {
+	b       []byte
+	t, id   uint64
+	left    int // records the block still announces
+	version byte
+}
+
+// next decodes the next entry: n records at TSC t with ids id, id+1, ...
+func (d *runDecoder) next() (t, id, n uint64, err error) {
+	dt, k := binary.Uvarint(d.b)
+	if k <= 0 {
+		return 0, 0, 0, errors.New("record truncated")
+	}
+	d.b = d.b[k:]
+	did, k := binary.Varint(d.b)
+	if k <= 0 {
+		return 0, 0, 0, errors.New("record truncated")
+	}
+	d.b = d.b[k:]
+	d.t, d.id = d.t+dt, d.id+uint64(did)
+	more := uint64(0)
+	if d.version >= 2 {
+		if more, k = binary.Uvarint(d.b); k <= 0 {
+			return 0, 0, 0, errors.New("record truncated")
 		}
-		b = b[k:]
-		did, k := binary.Varint(b)
-		if k <= 0 {
-			return dst, errors.New("record truncated")
+		d.b = d.b[k:]
+		if more >= uint64(d.left) {
+			return 0, 0, 0, fmt.Errorf("a run of %d records where the block has %d left", more+1, d.left)
 		}
-		b = b[k:]
-		t, id = t+dt, id+uint64(did)
-		more := uint64(0)
-		if version >= 2 {
-			if more, k = binary.Uvarint(b); k <= 0 {
-				return dst, errors.New("record truncated")
-			}
-			b = b[k:]
-			if more >= uint64(left) {
-				return dst, fmt.Errorf("a run of %d records where the block has %d left", more+1, left)
-			}
+	}
+	d.left -= int(more) + 1
+	return d.t, d.id, more + 1, nil
+}
+
+// decodeRecords appends the n records of a payload to dst in one pass
+// (a block that fits in one chunk).
+func decodeRecords(dst []Record, raw []byte, n int, version byte) ([]Record, error) {
+	d := runDecoder{b: raw, left: n, version: version}
+	for d.left > 0 {
+		t, id, k, err := d.next()
+		if err != nil {
+			return dst, err
 		}
-		for i := uint64(0); i <= more; i++ {
+		for i := uint64(0); i < k; i++ {
 			dst = append(dst, Record{TSC: t, ID: id + i})
 		}
-		left -= int(more) + 1
 	}
-	if len(b) != 0 {
+	if len(d.b) != 0 {
 		return dst, errors.New("bytes after the last record")
 	}
 	return dst, nil
+}
+
+// checkRecords walks a whole payload without expanding it: an error says
+// why the block is damaged, before any of its records is handed out.
+func checkRecords(raw []byte, n int, version byte) error {
+	d := runDecoder{b: raw, left: n, version: version}
+	for d.left > 0 {
+		if _, _, _, err := d.next(); err != nil {
+			return err
+		}
+	}
+	if len(d.b) != 0 {
+		return errors.New("bytes after the last record")
+	}
+	return nil
 }
 
 // blockEncoder turns records into framed blocks (one per worker).
@@ -154,10 +187,10 @@ type Corruption struct {
 
 func (c Corruption) Error() string { return fmt.Sprintf("offset %d: %s", c.Offset, c.Reason) }
 
-// ReadBlocks reads a binary log: it calls fn for every intact block and
-// skips damaged bytes (resynchronising on the next block magic), returning
-// what it skipped. Only an I/O error stops it. recs is reused after fn
-// returns.
+// ReadBlocks reads a binary log: it calls fn with the records of every
+// intact block, in order and in pieces of at most ReadChunk, and skips
+// damaged bytes (resynchronising on the next block magic), returning what
+// it skipped. Only an I/O error stops it. recs is reused after fn returns.
 func ReadBlocks(r io.Reader, fn func(recs []Record) error) ([]Corruption, error) {
 	br := NewBlockReader(r)
 	var recs []Record
@@ -177,7 +210,8 @@ func ReadBlocks(r io.Reader, fn func(recs []Record) error) ([]Corruption, error)
 }
 
 // BlockReader reads a binary log block by block, streaming: memory is one
-// block, however long the file. Damaged bytes are skipped (it
+// block's bytes and ReadChunk records, however long the file and however
+// many records a block holds. Damaged bytes are skipped (it
 // resynchronises on the next block magic) and listed in Corruptions.
 type BlockReader struct {
 	r           *bufio.Reader
@@ -186,7 +220,18 @@ type BlockReader struct {
 	payload     []byte
 	raw         []byte
 	Corruptions []Corruption
+	// The block being handed out, chunk records at a time: its decoder
+	// and the rest of its current run.
+	cur              runDecoder
+	runT, runID, run uint64
+	chunk            int
 }
+
+// ReadChunk bounds the records one Next returns: a block of a million
+// records (the buffered handler's default) or 16 million (its largest)
+// is handed out in pieces, so a reader's memory does not grow with the
+// writer's block size.
+const ReadChunk = 1 << 16
 
 // NewBlockReader reads blocks from r.
 func NewBlockReader(r io.Reader) *BlockReader { return newBlockReaderSize(r, 1<<20) }
@@ -195,11 +240,16 @@ func NewBlockReader(r io.Reader) *BlockReader { return newBlockReaderSize(r, 1<<
 // block header): the tests move the buffer's edge across blocks with it.
 func newBlockReaderSize(r io.Reader, size int) *BlockReader {
 	zdec, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
-	return &BlockReader{r: bufio.NewReaderSize(r, max(size, 2*blockHeader)), zdec: zdec}
+	return &BlockReader{r: bufio.NewReaderSize(r, max(size, 2*blockHeader)), zdec: zdec, chunk: ReadChunk}
 }
 
-// Next appends the next intact block's records to dst; io.EOF at the end.
+// Next appends the next records of the file's intact blocks to dst: at
+// most ReadChunk, all from one block; io.EOF at the end. A damaged block
+// is skipped whole: none of its records is ever handed out.
 func (br *BlockReader) Next(dst []Record) ([]Record, error) {
+	if br.run > 0 || br.cur.left > 0 {
+		return br.emit(dst), nil
+	}
 	for {
 		h, err := br.r.Peek(blockHeader)
 		if len(h) == 0 && err == io.EOF {
@@ -241,19 +291,65 @@ func (br *BlockReader) Next(dst []Record) ([]Record, error) {
 			br.skipped(len(whole), blockHeader+plen, fmt.Sprintf("unknown codec %d", codec))
 			continue
 		}
-		start := len(dst)
-		out, err := decodeRecords(dst, raw, n, version)
-		if err != nil {
+		if n <= br.chunk { // one pass: decoded, or damaged and dropped whole
+			start := len(dst)
+			out, err := decodeRecords(dst, raw, n, version)
+			if err != nil {
+				br.skipped(len(whole), blockHeader+plen, err.Error())
+				dst = dst[:start]
+				continue
+			}
+			br.consume(whole, plen)
+			return out, nil
+		}
+		// A larger block is checked whole first, then handed out a chunk
+		// at a time.
+		if err := checkRecords(raw, n, version); err != nil {
 			br.skipped(len(whole), blockHeader+plen, err.Error())
-			dst = dst[:start]
 			continue
 		}
-		if len(whole) >= blockHeader+plen { // still in the buffer: consume it now
-			_, _ = br.r.Discard(blockHeader + plen)
-			br.off += int64(blockHeader + plen)
+		if codec == CodecNone { // raw is the read buffer's: keep a copy for the next chunks
+			br.raw = append(br.raw[:0], raw...)
 		}
-		return out, nil
+		br.cur = runDecoder{b: br.raw, left: n, version: version}
+		br.consume(whole, plen)
+		return br.emit(dst), nil
 	}
+}
+
+// consume moves past a block that was still in the read buffer (one read
+// out of it already is).
+func (br *BlockReader) consume(whole []byte, plen int) {
+	if len(whole) >= blockHeader+plen {
+		_, _ = br.r.Discard(blockHeader + plen)
+		br.off += int64(blockHeader + plen)
+	}
+}
+
+// emit appends the current block's next records (at most a chunk). The
+// block was checked whole, so its entries decode.
+func (br *BlockReader) emit(dst []Record) []Record {
+	for k := 0; k < br.chunk; {
+		if br.run == 0 {
+			if br.cur.left == 0 {
+				break
+			}
+			t, id, n, err := br.cur.next()
+			if err != nil { // cannot happen after checkRecords
+				br.cur.left = 0
+				break
+			}
+			br.runT, br.runID, br.run = t, id, n
+		}
+		take := min(br.run, uint64(br.chunk-k))
+		for i := uint64(0); i < take; i++ {
+			dst = append(dst, Record{TSC: br.runT, ID: br.runID + i})
+		}
+		br.runID += take
+		br.run -= take
+		k += int(take)
+	}
+	return dst
 }
 
 // validHeader checks a block header; a bad one is recorded as damage and

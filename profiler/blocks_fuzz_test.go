@@ -37,7 +37,8 @@ func FuzzBlockReader(f *testing.F) {
 
 // FuzzBlocksAcrossBufferEdges: valid blocks read the same through any
 // buffer size, wherever the buffer's edge falls (a header or payload
-// split by it, read out or slid), and every record comes back in order.
+// split by it, read out or slid), and in pieces of any size (a run split
+// between two of them); every record comes back in order.
 func FuzzBlocksAcrossBufferEdges(f *testing.F) {
 	f.Add([]byte{3, 1, 2, 0, 200, 7, 7, 7, 1, 1, 1, 1}, uint16(100), false)
 	f.Add(bytes.Repeat([]byte{1, 2, 0}, 300), uint16(48), true)
@@ -69,9 +70,13 @@ func FuzzBlocksAcrossBufferEdges(f *testing.F) {
 			file = enc.encode(file, rs, n)
 		}
 		br := newBlockReaderSize(bytes.NewReader(file), int(size))
+		br.chunk = 1 + int(size)%97 // blocks handed out in pieces of any size
 		var got []Record
 		for {
 			recs, err := br.Next(nil)
+			if len(recs) > br.chunk {
+				t.Fatalf("%d records from one Next, at most %d", len(recs), br.chunk)
+			}
 			if err == io.EOF {
 				break
 			}

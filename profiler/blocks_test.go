@@ -2,6 +2,7 @@ package profiler
 
 import (
 	"bytes"
+	"io"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -174,6 +175,45 @@ func TestBlocksAcrossTheReadBufferEdge(t *testing.T) {
 			if r.ID != uint64(i) || r.TSC != uint64(i) {
 				t.Fatalf("lead block of %d records: record %d is %+v", lead, i, r)
 			}
+		}
+	}
+}
+
+// A block larger than ReadChunk is handed out in pieces of at most
+// ReadChunk records, runs split between pieces, nothing lost; a damaged
+// block is skipped whole, never in part.
+func TestLargeBlocksComeInPieces(t *testing.T) {
+	enc, _ := newBlockEncoder(CodecZstd)
+	const n = 3*ReadChunk + 123
+	big := enc.encode(nil, []run{{TSC: 7, ID: 0, N: ReadChunk + 5}, {TSC: 9, ID: ReadChunk + 5, N: n - ReadChunk - 5}}, n)
+	damaged := enc.encode(nil, []run{{TSC: 1, ID: 1, N: 2 * ReadChunk}}, 2*ReadChunk+1) // announces one more than it holds
+	br := NewBlockReader(bytes.NewReader(append(append([]byte(nil), damaged...), big...)))
+	var got []Record
+	pieces := 0
+	for {
+		recs, err := br.Next(nil)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) > ReadChunk {
+			t.Fatalf("a piece of %d records", len(recs))
+		}
+		pieces++
+		got = append(got, recs...)
+	}
+	if len(got) != n || pieces != 4 || len(br.Corruptions) != 1 {
+		t.Fatalf("%d records in %d pieces, damage %v; want %d in 4, the damaged block skipped whole", len(got), pieces, br.Corruptions, n)
+	}
+	for i, r := range got {
+		wantT := uint64(7)
+		if i >= ReadChunk+5 {
+			wantT = 9
+		}
+		if r.ID != uint64(i) || r.TSC != wantT {
+			t.Fatalf("record %d is %+v", i, r)
 		}
 	}
 }
