@@ -2,10 +2,10 @@ package profiler
 
 import (
 	"bytes"
-	"io"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
