@@ -220,6 +220,9 @@ type BlockReader struct {
 	payload     []byte
 	raw         []byte
 	Corruptions []Corruption
+	// Blocks counts the intact blocks read so far (a large one comes in
+	// several Next calls).
+	Blocks int
 	// The block being handed out, chunk records at a time: its decoder
 	// and the rest of its current run.
 	cur              runDecoder
@@ -300,6 +303,7 @@ func (br *BlockReader) Next(dst []Record) ([]Record, error) {
 				continue
 			}
 			br.consume(whole, plen)
+			br.Blocks++
 			return out, nil
 		}
 		// A larger block is checked whole first, then handed out a chunk
@@ -313,6 +317,7 @@ func (br *BlockReader) Next(dst []Record) ([]Record, error) {
 		}
 		br.cur = runDecoder{b: br.raw, left: n, version: version}
 		br.consume(whole, plen)
+		br.Blocks++
 		return br.emit(dst), nil
 	}
 }

@@ -204,8 +204,8 @@ func TestLargeBlocksComeInPieces(t *testing.T) {
 		pieces++
 		got = append(got, recs...)
 	}
-	if len(got) != n || pieces != 4 || len(br.Corruptions) != 1 {
-		t.Fatalf("%d records in %d pieces, damage %v; want %d in 4, the damaged block skipped whole", len(got), pieces, br.Corruptions, n)
+	if len(got) != n || pieces != 4 || len(br.Corruptions) != 1 || br.Blocks != 1 {
+		t.Fatalf("%d records in %d pieces of %d blocks, damage %v; want %d in 4 of 1, the damaged block skipped whole", len(got), pieces, br.Blocks, br.Corruptions, n)
 	}
 	for i, r := range got {
 		wantT := uint64(7)

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 
@@ -23,7 +24,7 @@ func logsCommand() *cobra.Command {
 			w := bufio.NewWriter(os.Stdout)
 			defer w.Flush()
 			var line []byte
-			return eachLog(args, func(recs []profiler.Record) error {
+			_, err := eachLog(args, func(recs []profiler.Record) error {
 				for _, r := range recs {
 					line = strconv.AppendUint(line[:0], r.TSC, 10)
 					line = append(line, ',')
@@ -35,6 +36,7 @@ func logsCommand() *cobra.Command {
 				}
 				return nil
 			}, nil)
+			return err
 		},
 	}
 	stats := &cobra.Command{
@@ -45,11 +47,10 @@ func logsCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cmd.SilenceUsage = true
 			for _, path := range args {
-				var n, blocks, minID, maxID, firstTSC, lastTSC uint64
+				var n, minID, maxID, firstTSC, lastTSC uint64
 				minID = ^uint64(0)
 				damaged := 0
-				err := eachLog([]string{path}, func(recs []profiler.Record) error {
-					blocks++
+				blocks, err := eachLog([]string{path}, func(recs []profiler.Record) error {
 					for _, r := range recs {
 						if n == 0 {
 							firstTSC = r.TSC
@@ -76,18 +77,17 @@ func logsCommand() *cobra.Command {
 	return cmd
 }
 
-// eachLog reads every file, calling fn per intact block; damage is reported
-// on stderr (and to onDamage) with the file and offset, and skipped.
-func eachLog(paths []string, fn func([]profiler.Record) error, onDamage func(profiler.Corruption)) error {
+// eachLog reads every file, calling fn with every intact block's records
+// (in pieces, see profiler.ReadChunk), and returns how many intact blocks
+// it read; damage is reported on stderr (and to onDamage) with the file
+// and offset, and skipped.
+func eachLog(paths []string, fn func([]profiler.Record) error, onDamage func(profiler.Corruption)) (int, error) {
+	blocks := 0
 	for _, path := range paths {
-		f, err := os.Open(path)
+		n, bad, err := readLog(path, fn)
+		blocks += n
 		if err != nil {
-			return err
-		}
-		bad, err := profiler.ReadBlocks(f, fn)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
+			return blocks, fmt.Errorf("%s: %w", path, err)
 		}
 		for _, c := range bad {
 			fmt.Fprintf(os.Stderr, "%s: damaged at %v (skipped; the blocks after it were read)\n", path, c)
@@ -96,5 +96,27 @@ func eachLog(paths []string, fn func([]profiler.Record) error, onDamage func(pro
 			}
 		}
 	}
-	return nil
+	return blocks, nil
+}
+
+func readLog(path string, fn func([]profiler.Record) error) (int, []profiler.Corruption, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer f.Close()
+	br := profiler.NewBlockReader(f)
+	var recs []profiler.Record
+	for {
+		recs, err = br.Next(recs[:0])
+		if err == io.EOF {
+			return br.Blocks, br.Corruptions, nil
+		}
+		if err != nil {
+			return br.Blocks, br.Corruptions, err
+		}
+		if err := fn(recs); err != nil {
+			return br.Blocks, br.Corruptions, err
+		}
+	}
 }
