@@ -113,7 +113,9 @@ func TestSweepBracketsAnInjectedCapacity(t *testing.T) {
 	if contradicted != (rep.Contradicted != "") || (contradicted && !strings.Contains(p.Stderr.String(), "NOT TRUSTWORTHY")) {
 		t.Fatalf("exit 6 %v, contradicted %q\n%s", contradicted, rep.Contradicted, p.Stderr.String())
 	}
-	if res.Stopped != "" || rep.Interrupted {
+	// A sweep whose capacity moved may also run out of trials chasing it
+	// (seen in CI: 9 k, then 5 k); it still says so with exit 6.
+	if (res.Stopped != "" && !contradicted) || rep.Interrupted {
 		t.Fatalf("sweep stopped: %q\n%s", res.Stopped, p.Stderr.String())
 	}
 	const limit = 10e3 // 1 / 100 us: the consumer's physical maximum

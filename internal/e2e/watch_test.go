@@ -67,6 +67,8 @@ func TestWatchDuringASweep(t *testing.T) {
 		if windows == 0 || paced < windows*3/4 {
 			t.Fatalf("%d live windows, %d led by the sender's pacing:\n%s", windows, paced, out)
 		}
+		last := out[strings.LastIndexByte(strings.TrimSpace(string(out)), '\n')+1:]
+		checkFieldsDocumented(t, "cpsweep watch --json", last, 20)
 	})
 
 	t.Run("terminal", func(t *testing.T) {
