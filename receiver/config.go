@@ -46,9 +46,9 @@ type Config struct {
 	// NoServiceRates leaves out the service-rate estimates (and the
 	// periods they are made of) while accounting.
 	NoServiceRates bool
-	// LiveActivity, if not 0, keeps each accounted stage's last
-	// LiveActivity state changes for a live view (stage.Set.Live; an
-	// agent serves them to cpsweep watch).
+	// LiveActivity, if not 0, lets a live view read each accounted
+	// stage's last LiveActivity state changes (stage.Set.Live, kept from
+	// its first read on; an agent serves them to cpsweep watch).
 	LiveActivity int
 	Clock        *tsc.Clock
 	// Sink is called for every consumed tuple on the consumer goroutine (the

@@ -6,8 +6,9 @@ import (
 )
 
 // live is a stage's latest state changes, kept for a live view (cpsweep
-// watch's critical participation): a ring of the last size changes that
-// the stage's own goroutine writes without waiting and anyone may read.
+// watch's critical participation) once one asked: a ring of the last size
+// changes that the stage's own goroutine writes without waiting and
+// anyone may read.
 // It costs the writer three stores per change (the last one publishing
 // the change, see publish); memory is 16 bytes per change kept, however
 // long the run.
@@ -87,8 +88,9 @@ type LiveStage struct {
 	Changes    []LiveChange
 }
 
-// EnableLive makes every account added from now on keep its last size
-// state changes for Live. Call it before the first Add.
+// EnableLive makes Live available, keeping size changes per stage. Nothing
+// is kept, and a change costs nothing more, until the first call to Live:
+// from then on every stage keeps its changes. Call it before the first Add.
 func (s *Set) EnableLive(size int) {
 	if s != nil && size > 0 {
 		s.mu.Lock()
@@ -97,24 +99,50 @@ func (s *Set) EnableLive(size int) {
 	}
 }
 
+// startLive gives every staged account a ring (s.mu held), seeded with the
+// state it is in and since when, so that a stage that never changes state
+// again (a consumer busy throughout) still has its activity. The ring is
+// written here only before the account can see it; from then on only by
+// the account's writer. A change the writer makes between the seed's read
+// and the ring's publication is not in the ring: at most one, at the
+// instant a live view starts.
+func (s *Set) startLive() {
+	s.liveOn = true
+	for _, a := range s.accounts {
+		if len(kindStates[a.kind]) == 0 || a.live.Load() != nil {
+			continue
+		}
+		l := newLive(s.liveSize)
+		if m := atomic.LoadUint64(&a.c.mark); m != 0 {
+			l.LogTSAt(m&markMask, ActivityID(int(m>>markShift), atomic.LoadUint64(&a.c.items)))
+		}
+		a.live.Store(l)
+	}
+}
+
 // Live returns every live stage's changes after its cursor in since (by
 // stage name; a stage not named starts at its oldest change kept), at
-// most limit per stage (the latest; 0: all kept). Nil when live changes
-// are off.
+// most limit per stage (the latest; 0: all kept). The first call starts
+// keeping them: it returns each stage's current state. Nil when live
+// changes are off.
 func (s *Set) Live(since map[string]uint64, limit int) []LiveStage {
 	if s == nil {
 		return nil
 	}
 	s.mu.Lock()
+	if s.liveSize > 0 && !s.liveOn {
+		s.startLive()
+	}
 	accounts := append([]*Account(nil), s.accounts...)
 	s.mu.Unlock()
 	var out []LiveStage
 	for _, a := range accounts {
-		if a.live == nil {
+		l := a.live.Load()
+		if l == nil {
 			continue
 		}
 		from, asked := since[a.name]
-		changes, next, lost := a.live.read(from, limit, nil)
+		changes, next, lost := l.read(from, limit, nil)
 		if !asked {
 			lost = 0 // nothing was asked for: nothing was lost
 		}

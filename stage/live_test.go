@@ -1,6 +1,7 @@
 package stage
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -83,8 +84,9 @@ func TestLiveReaderRacingTheWriter(t *testing.T) {
 	t.Logf("read %d changes, %d overwritten first", got, lost)
 }
 
-// A set with live changes on gives each staged account a ring; a stage's
-// changes come back through Live with its name and kind, from a cursor.
+// A set with live changes on keeps nothing until the first Live, which
+// returns each staged stage's current state (since when, with its items);
+// from then on every change, of stages there and stages added later.
 func TestSetLive(t *testing.T) {
 	s := NewSet(tsc.NewClockHz(1e9), DefaultPeriod)
 	s.EnableLive(16)
@@ -93,25 +95,38 @@ func TestSetLive(t *testing.T) {
 	a.Start(Waiting, 10)
 	a.Enter(Decoding, 20)
 	a.Add(1, 100)
+	if a.live.Load() != nil {
+		t.Fatal("a ring before anyone asked")
+	}
+	st := s.Live(nil, 0)
+	if len(st) != 1 || st[0].Name != "lane0" || st[0].Kind != Lane || st[0].Next != 1 || st[0].Changes[0] != (LiveChange{20, Decoding, 1}) {
+		t.Fatalf("first Live: %+v, want lane0 decoding since 20", st)
+	}
 	a.Enter(Waiting, 30)
 	a.End(40)
-	st := s.Live(nil, 0)
-	if len(st) != 1 || st[0].Name != "lane0" || st[0].Kind != Lane || st[0].Next != 4 {
-		t.Fatalf("live stages %+v, want lane0 with 4 changes", st)
-	}
-	want := []LiveChange{{10, Waiting, 0}, {20, Decoding, 0}, {30, Waiting, 1}, {40, Waiting, 1}}
-	for i, ch := range st[0].Changes {
-		if ch != want[i] {
-			t.Fatalf("change %d is %+v, want %+v", i, ch, want[i])
+	c := s.Add("consumer", Consumer, nil)
+	c.Start(Working, 35)
+	st = s.Live(map[string]uint64{"lane0": 1}, 0)
+	want := map[string][]LiveChange{"lane0": {{30, Waiting, 1}, {40, Waiting, 1}}, "consumer": {{35, Working, 0}}}
+	for _, x := range st {
+		if fmt.Sprint(x.Changes) != fmt.Sprint(want[x.Name]) {
+			t.Fatalf("%s: %+v, want %+v", x.Name, x.Changes, want[x.Name])
 		}
 	}
-	if again := s.Live(map[string]uint64{"lane0": 4}, 0); len(again[0].Changes) != 0 || again[0].Next != 4 {
-		t.Fatalf("from the head: %+v, want nothing new", again)
+	if len(st) != 2 {
+		t.Fatalf("%d live stages, want lane0 and consumer", len(st))
+	}
+	if again := s.Live(map[string]uint64{"lane0": 3, "consumer": 1}, 0); len(again[0].Changes)+len(again[1].Changes) != 0 {
+		t.Fatalf("from the heads: %+v, want nothing new", again)
 	}
 	var off *Set
 	off.EnableLive(8)
 	if off.Live(nil, 0) != nil {
 		t.Fatal("a nil set has live stages")
+	}
+	unwatched := NewSet(tsc.NewClockHz(1e9), DefaultPeriod)
+	if u := unwatched.Add("lane0", Lane, nil); unwatched.Live(nil, 0) != nil || u.live.Load() != nil {
+		t.Fatal("live changes without EnableLive")
 	}
 }
 
@@ -126,7 +141,7 @@ func BenchmarkStateChange(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			a := &Account{name: "lane0", kind: Lane}
 			if on {
-				a.live = newLive(1 << 16)
+				a.live.Store(newLive(1 << 16))
 			}
 			b.ReportAllocs()
 			now := uint64(1)
@@ -138,4 +153,44 @@ func BenchmarkStateChange(b *testing.B) {
 			}
 		})
 	}
+}
+
+// A live view starting while the stage runs: the first Live gives the
+// ring to a running writer; every change read after it is in order, and
+// the race detector sees the hand-over synchronised.
+func TestLiveStartsWhileTheStageRuns(t *testing.T) {
+	s := NewSet(tsc.NewClockHz(1e9), DefaultPeriod)
+	s.EnableLive(1 << 10)
+	a := s.Add("lane0", Lane, nil)
+	a.Start(Waiting, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := uint64(1); i <= 200000; i++ {
+			a.Enter(int(i%2), 10*i) // Decoding, Waiting, ...
+			a.Add(1, 1)
+		}
+	}()
+	var cursor uint64
+	var prev uint64
+	reads := 0
+	for running := true; running; reads++ {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		st := s.Live(map[string]uint64{"lane0": cursor}, 0)
+		for _, c := range st[0].Changes {
+			if c.TSC < prev {
+				t.Fatalf("change at %d after one at %d", c.TSC, prev)
+			}
+			prev = c.TSC
+		}
+		cursor = st[0].Next
+	}
+	if cursor == 0 {
+		t.Fatal("no change read")
+	}
+	t.Logf("%d reads, cursor at %d", reads, cursor)
 }

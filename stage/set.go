@@ -55,6 +55,7 @@ type Set struct {
 	stopped  bool
 	periods  bool // accounts close service-rate periods (EnableServicePeriods)
 	liveSize int  // changes each account keeps for Live (EnableLive; 0: none)
+	liveOn   bool // a live view asked: every account keeps its changes
 	stop     chan struct{}
 	done     chan struct{}
 }
@@ -90,8 +91,8 @@ func (s *Set) Add(name string, kind Kind, queue func() int64) *Account {
 	if s.periods && len(kindStates[kind]) > 0 { // a black box has no thread to close periods
 		a.EnablePeriods(s.clock.Ticks(MinServicePeriod), s.clock.Ticks(MaxServicePeriod))
 	}
-	if s.liveSize > 0 && len(kindStates[kind]) > 0 {
-		a.live = newLive(s.liveSize)
+	if s.liveOn && len(kindStates[kind]) > 0 {
+		a.live.Store(newLive(s.liveSize))
 	}
 	s.accounts = append(s.accounts, a)
 	s.last = append(s.last, Reading{})
