@@ -45,9 +45,11 @@ agent's latest stage state changes (GET /v1/trial/activity, with --token or
 --token-file when the agents have one) and builds the activity graph of the
 last --cp-windows whole windows of --cp-window, showing each window's largest
 shares. It has local edges only: the per-tuple points that make message edges
-are in the profiled logs (cpsweep analyze --pag, docs/activity.md). A window
-whose changes the watch read too late (an agent keeps the last 65536 per
-stage) is marked incomplete.`,
+are in the profiled logs (cpsweep analyze --pag, docs/activity.md). The
+agents start keeping their stages' changes at the watch's first request, so
+the first windows appear an interval or two later. A window whose changes the
+watch read too late (an agent keeps the last 65536 per stage) is marked
+incomplete.`,
 		Example: `  # the agents a sweep on this machine started (cpsweep prints their addresses)
   cpsweep watch --sender 127.0.0.1:40521 --receiver 127.0.0.1:46007
 
