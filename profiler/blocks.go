@@ -105,6 +105,14 @@ func (d *runDecoder) next() (t, id, n uint64, err error) {
 	return d.t, d.id, more + 1, nil
 }
 
+// end says whether the payload held exactly the records it announced.
+func (d *runDecoder) end() error {
+	if len(d.b) != 0 {
+		return errors.New("bytes after the last record")
+	}
+	return nil
+}
+
 // decodeRecords appends the n records of a payload to dst in one pass
 // (a block that fits in one chunk).
 func decodeRecords(dst []Record, raw []byte, n int, version byte) ([]Record, error) {
@@ -118,10 +126,7 @@ func decodeRecords(dst []Record, raw []byte, n int, version byte) ([]Record, err
 			dst = append(dst, Record{TSC: t, ID: id + i})
 		}
 	}
-	if len(d.b) != 0 {
-		return dst, errors.New("bytes after the last record")
-	}
-	return dst, nil
+	return dst, d.end()
 }
 
 // checkRecords walks a whole payload without expanding it: an error says
@@ -133,10 +138,7 @@ func checkRecords(raw []byte, n int, version byte) error {
 			return err
 		}
 	}
-	if len(d.b) != 0 {
-		return errors.New("bytes after the last record")
-	}
-	return nil
+	return d.end()
 }
 
 // blockEncoder turns records into framed blocks (one per worker).

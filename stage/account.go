@@ -124,18 +124,19 @@ func (a *Account) Enter(state int, now uint64) {
 			store(&a.c.ticks[cur], a.c.ticks[cur]+now-since)
 		}
 		store(&a.c.mark, uint64(state)<<markShift|now&markMask)
-		if a.log != nil || a.live.Load() != nil {
-			a.logChange(now, ActivityID(state, a.c.items))
+		if l := a.live.Load(); a.log != nil || l != nil {
+			a.logChange(l, now, ActivityID(state, a.c.items))
 		}
 	}
 }
 
-// logChange hands a state change to the activity log and the live ring.
-func (a *Account) logChange(t, id uint64) {
+// logChange hands a state change to the activity log and to l, the live
+// ring (loaded once by the caller; nil: none).
+func (a *Account) logChange(l *live, t, id uint64) {
 	if a.log != nil {
 		a.log.LogTSAt(t, id)
 	}
-	if l := a.live.Load(); l != nil {
+	if l != nil {
 		l.LogTSAt(t, id)
 	}
 }
@@ -146,8 +147,8 @@ func (a *Account) Start(state int, now uint64) {
 		return
 	}
 	store(&a.c.mark, uint64(state)<<markShift|now&markMask)
-	if a.log != nil || a.live.Load() != nil {
-		a.logChange(now, ActivityID(state, a.c.items))
+	if l := a.live.Load(); a.log != nil || l != nil {
+		a.logChange(l, now, ActivityID(state, a.c.items))
 	}
 }
 
@@ -158,10 +159,12 @@ func (a *Account) Start(state int, now uint64) {
 // would have no end and be left out of the activity graph. The writer
 // calls it once, when it stops; the time accounting is unchanged.
 func (a *Account) End(now uint64) {
-	if a == nil || (a.log == nil && a.live.Load() == nil) || a.c.mark == 0 {
+	if a == nil || a.c.mark == 0 {
 		return
 	}
-	a.logChange(now, ActivityID(int(a.c.mark>>markShift), a.c.items))
+	if l := a.live.Load(); a.log != nil || l != nil {
+		a.logChange(l, now, ActivityID(int(a.c.mark>>markShift), a.c.items))
+	}
 }
 
 // Add counts items (buckets) processed holding tuples tuples.
@@ -184,8 +187,8 @@ func (a *Account) Recolour(state int) {
 		return
 	}
 	store(&a.c.mark, uint64(state)<<markShift|a.c.mark&markMask)
-	if a.log != nil || a.live.Load() != nil { // the interval it recolours began at the mark
-		a.logChange(a.c.mark&markMask, ActivityID(state, a.c.items))
+	if l := a.live.Load(); a.log != nil || l != nil { // the interval it recolours began at the mark
+		a.logChange(l, a.c.mark&markMask, ActivityID(state, a.c.items))
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cloudprofiler-go/cp/internal/cli"
+	"github.com/cloudprofiler-go/cp/results/activity"
 	"github.com/cloudprofiler-go/cp/sweep/watch"
 )
 
@@ -95,7 +96,7 @@ incomplete.`,
 	f.DurationVar(&duration, "for", 0, "stop after this long (0: until Ctrl-C)")
 	f.DurationVar(&cpWindow, "cp-window", watch.DefaultCPWindow, "the live critical participation's window (fixed windows, SnailTrail 1)")
 	f.IntVar(&cpWindows, "cp-windows", watch.DefaultCPWindows, "how many of the latest whole windows to show")
-	f.DurationVar(&wait, "wait", 15*time.Microsecond, "a gap between two state changes longer than this is waiting (ST2's 15us)")
+	f.DurationVar(&wait, "wait", time.Duration(activity.DefaultWaitNs), "a gap between two state changes longer than this is waiting (ST2's 15us)")
 	tok.Register(f, "token the agents expect (their /v1 API serves the state changes)")
 	return cmd
 }

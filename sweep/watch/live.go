@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -57,7 +56,6 @@ type liveAgent struct {
 
 // liveStage is one stage's recent activities.
 type liveStage struct {
-	kind   string
 	cursor uint64
 	tl     *activity.Timeline
 	acts   []activity.Activity // ended, oldest first
@@ -73,35 +71,15 @@ func (w *Watcher) fetchActivity(ctx context.Context, addr string, la *liveAgent)
 			since = append(since, name+":"+strconv.FormatUint(la.stages[name].cursor, 10))
 		}
 	}
-	url := "http://" + addr + sweep.PathActivity
+	url := addr + sweep.PathActivity
 	if len(since) > 0 && len(since) <= sweep.MaxActivityStages {
 		url += "?since=" + strings.Join(since, ",")
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return sweep.ActivityReply{}, err
-	}
-	if w.opt.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+w.opt.Token)
-	}
-	resp, err := w.opt.Client.Do(req)
-	if err != nil {
-		return sweep.ActivityReply{}, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		hint := ""
-		if resp.StatusCode == http.StatusUnauthorized {
-			hint = " (give cpsweep watch the agents' token: --token-file)"
-		}
-		return sweep.ActivityReply{}, fmt.Errorf("GET %s: HTTP %d %s%s", sweep.PathActivity, resp.StatusCode, strings.TrimSpace(string(msg)), hint)
-	}
 	var reply sweep.ActivityReply
-	if err := json.NewDecoder(io.LimitReader(resp.Body, MaxActivityBytes)).Decode(&reply); err != nil {
-		return sweep.ActivityReply{}, fmt.Errorf("GET %s: %w", sweep.PathActivity, err)
-	}
-	return reply, nil
+	err := w.get(ctx, url, true, MaxActivityBytes, func(body io.Reader) error {
+		return json.NewDecoder(body).Decode(&reply)
+	})
+	return reply, err
 }
 
 // maxUnixNs bounds the instants an agent may answer (year 2116): the
@@ -131,7 +109,7 @@ func absorb(la *liveAgent, reply sweep.ActivityReply, keepFrom int64) *liveAgent
 			if len(la.stages) >= sweep.MaxActivityStages {
 				continue
 			}
-			st = &liveStage{kind: sa.Kind, tl: activity.NewTimeline(kinds)}
+			st = &liveStage{tl: activity.NewTimeline(kinds)}
 			la.stages[sa.Stage] = st
 		}
 		if sa.Lost > 0 && st.cursor > 0 {

@@ -308,19 +308,43 @@ func (w *Watcher) Firing() map[string]bool {
 }
 
 func (w *Watcher) scrape(ctx context.Context, addr string) (scrape, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	var s scrape
+	err := w.get(ctx, addr+"/metrics", false, MaxMetricsBytes, func(body io.Reader) (err error) {
+		s, err = parse(body)
+		return err
+	})
+	return s, err
+}
+
+// get reads http://hostPath (with the token when auth: the agents' /v1
+// API) and hands read at most limit bytes of the body; any status but 200
+// is an error that says it, with a hint for a refused token.
+func (w *Watcher) get(ctx context.Context, hostPath string, auth bool, limit int64, read func(io.Reader) error) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+hostPath, nil)
 	if err != nil {
-		return scrape{}, err
+		return err
+	}
+	if auth && w.opt.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+w.opt.Token)
 	}
 	resp, err := w.opt.Client.Do(req)
 	if err != nil {
-		return scrape{}, err
+		return err
 	}
 	defer resp.Body.Close()
+	path := req.URL.Path
 	if resp.StatusCode != http.StatusOK {
-		return scrape{}, fmt.Errorf("GET /metrics: HTTP %d", resp.StatusCode)
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		hint := ""
+		if resp.StatusCode == http.StatusUnauthorized {
+			hint = " (give cpsweep watch the agents' token: --token-file)"
+		}
+		return fmt.Errorf("GET %s: HTTP %d %s%s", path, resp.StatusCode, strings.TrimSpace(string(msg)), hint)
 	}
-	return parse(io.LimitReader(resp.Body, MaxMetricsBytes))
+	if err := read(io.LimitReader(resp.Body, limit)); err != nil {
+		return fmt.Errorf("GET %s: %w", path, err)
+	}
+	return nil
 }
 
 // parse reads the stage metrics out of a Prometheus text exposition.
