@@ -1,10 +1,8 @@
 package activity
 
 import (
-	"fmt"
 	"math"
 	"sort"
-	"time"
 )
 
 // Share is an activity's share of something in one window, by worker and
@@ -274,114 +272,4 @@ type Violation struct {
 	ValueNs int64  `json:"value_ns"`
 	LimitNs int64  `json:"limit_ns"`
 	Detail  string `json:"detail"`
-}
-
-// Check tests the invariants over a whole trace. A message's limit fires
-// only when the lower bound of its time (RecvNs − SentNs − ErrNs) is above
-// it: the clocks' error can never raise a false alarm. Ambiguous messages
-// are never over a positive limit by their lower bound.
-func Check(tr *Trace, l Limits) []Violation {
-	var out []Violation
-	if l.MessageMaxNs > 0 {
-		for _, x := range tr.Transfers {
-			if lo := x.RecvNs - x.SentNs - x.ErrNs; lo > l.MessageMaxNs {
-				out = append(out, Violation{Invariant: "message-max", Worker: tr.Workers[x.From] + " -> " + tr.Workers[x.To],
-					FromNs: x.SentNs, ToNs: x.RecvNs, ValueNs: lo, LimitNs: l.MessageMaxNs,
-					Detail: fmt.Sprintf("a bucket took at least %d ns (%d ± %d)", lo, x.RecvNs-x.SentNs, x.ErrNs)})
-			}
-		}
-	}
-	if l.OperatorMaxNs > 0 {
-		for wk, acts := range tr.Activities {
-			for _, a := range acts {
-				if processingKind(a.Kind) && a.EndNs-a.StartNs > l.OperatorMaxNs {
-					out = append(out, Violation{Invariant: "operator-max", Worker: tr.Workers[wk], FromNs: a.StartNs, ToNs: a.EndNs,
-						ValueNs: a.EndNs - a.StartNs, LimitNs: l.OperatorMaxNs, Detail: fmt.Sprintf("one %s activity lasted %d ns", a.Kind, a.EndNs-a.StartNs)})
-				}
-			}
-		}
-	}
-	if l.ProgressWorker >= 0 && l.ProgressWorker < len(tr.Activities) && (l.ProgressMaxNs > 0 || l.EveryWindow) {
-		out = append(out, checkProgress(tr, l)...)
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].FromNs < out[j].FromNs })
-	return out
-}
-
-// checkProgress: progress is an item finished by the progress worker
-// (Trace.Progress), or else the end of one of its busy activities that
-// processed items. Progress is expected only while data
-// enters the pipeline: from the first message sent (anywhere) to the last
-// one, or, in a trace without messages, from the first progress event to
-// the last. Inside that span no gap between progress events (nor from its
-// start to the first, nor from the last to its end) may exceed
-// ProgressMaxNs, and each window that begins in it needs one. Before the first
-// bucket and after the input stops, a consumer idles by design.
-func checkProgress(tr *Trace, l Limits) []Violation {
-	name := tr.Workers[l.ProgressWorker]
-	var progress []int64
-	if l.ProgressWorker < len(tr.Progress) && len(tr.Progress[l.ProgressWorker]) > 0 {
-		progress = tr.Progress[l.ProgressWorker]
-	} else {
-		for _, a := range tr.Activities[l.ProgressWorker] {
-			if processingKind(a.Kind) && a.Items > 0 {
-				progress = append(progress, a.EndNs)
-			}
-		}
-	}
-	var s0, s1 int64 = math.MaxInt64, math.MinInt64
-	for _, x := range tr.Transfers {
-		s0, s1 = min(s0, x.SentNs), max(s1, x.SentNs)
-	}
-	if s0 > s1 {
-		if len(progress) == 0 {
-			return nil
-		}
-		s0, s1 = progress[0], progress[len(progress)-1]
-	}
-	var out []Violation
-	gap := func(from, to int64, what string) {
-		if l.ProgressMaxNs > 0 && to-from > l.ProgressMaxNs {
-			out = append(out, Violation{Invariant: "progress-max", Worker: name, FromNs: from, ToNs: to, ValueNs: to - from,
-				LimitNs: l.ProgressMaxNs, Detail: fmt.Sprintf("no progress for %s%s", time.Duration(to-from), what)})
-		}
-	}
-	prev := s0
-	for _, p := range progress {
-		if p <= s0 {
-			continue
-		}
-		gap(prev, p, "")
-		if prev = p; p >= s1 {
-			break
-		}
-	}
-	if prev < s1 { // no progress since, up to the end of the trace
-		gap(prev, s1, " (up to the last bucket sent; none after it)")
-	}
-	if l.EveryWindow && l.WindowNs > 0 {
-		// The graph's windows (from the trace's start), those that begin
-		// while data enters the pipeline.
-		t0 := int64(math.MaxInt64)
-		for _, acts := range tr.Activities {
-			if len(acts) > 0 {
-				t0 = min(t0, acts[0].StartNs)
-			}
-		}
-		t0 = min(t0, s0)
-		j := 0
-		for w0 := t0; w0 < s1; w0 += l.WindowNs {
-			if w0 < s0 {
-				continue
-			}
-			for j < len(progress) && progress[j] < w0 {
-				j++
-			}
-			if j == len(progress) || progress[j] >= w0+l.WindowNs {
-				out = append(out, Violation{Invariant: "progress-per-window", Worker: name, FromNs: w0, ToNs: w0 + l.WindowNs,
-					LimitNs: l.WindowNs, Detail: "no progress event in this window"})
-			}
-		}
-	}
-	return out
 }

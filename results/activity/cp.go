@@ -38,11 +38,11 @@ func (b *Builder) criticalParticipation(w *Window) {
 		b.indeg[v], b.outAt[v] = 0, 0
 	}
 	b.outAt[nv] = 0
-	for wk := range b.first {
-		if f := b.first[wk]; f >= 0 && b.vtime[f] == w.StartNs {
+	for wk := range b.firstV {
+		if f := b.firstV[wk]; f >= 0 && b.vtime[f] == w.StartNs {
 			b.logF[f] = 0
 		}
-		if l := b.last[wk]; l >= 0 && b.vtime[l] == w.EndNs {
+		if l := b.lastV[wk]; l >= 0 && b.vtime[l] == w.EndNs {
 			b.logB[l] = 0
 		}
 	}
@@ -119,8 +119,8 @@ func (b *Builder) explore(w *Window) {
 // assign sets every traversable edge's CP from the path counts.
 func (b *Builder) assign(w *Window, direct float64) {
 	total := direct
-	for wk := range b.first {
-		if l := b.last[wk]; l >= 0 && b.vtime[l] == w.EndNs {
+	for wk := range b.firstV {
+		if l := b.lastV[wk]; l >= 0 && b.vtime[l] == w.EndNs {
 			total = logAdd(total, b.logF[l])
 		}
 	}

@@ -3,6 +3,7 @@ package activity
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -69,18 +70,32 @@ const (
 	none   = -3 // an ambiguous edge: no vertex
 )
 
-// Builder builds windows one at a time, so memory stays bounded by one
-// window's graph (the scratch is reused).
+// Builder builds windows one at a time. It is fed in time order (add,
+// addTransfer, the floor, the workers' ends) and keeps only what the
+// windows not yet built still need: each worker's activities from the
+// current window on (and back to what the feeder still looks up), and the
+// transfers sent before the window's end and not yet received. So its
+// memory is one window's graph plus what is in flight, however long the
+// trace.
 type Builder struct {
-	tr   *Trace
-	opt  Options
-	next []int   // per worker, its first activity not wholly before the window
-	byW  [][]int // per window index relative to cursor: transfers touching it
-	xfer []int   // transfers sorted by SentNs
-	xi   int
-	t0   int64
-	end  int64
-	n    int
+	opt     Options
+	acts    [][]Activity // per worker, from the one before the window (or what is retained)
+	done    []bool       // per worker: every activity is in
+	first   []int64      // per worker, its first activity's start (MaxInt64: none yet)
+	xdone   bool         // every transfer is in
+	floor   int64        // no transfer sent before it is still to come
+	retain  int64        // the feeder still looks up activities ending at or after it
+	queue   transferQueue
+	open    []Transfer // transfers sent before the current window's end, not yet received
+	minX    int64      // the earliest send or receive of a transfer in
+	late    int        // transfers sent before a window already built
+	builtTo int64      // the end of the last window built
+	next    []int      // per worker, its first activity not wholly before the window
+	started bool
+	t0, end int64
+	n       int
+	// borrowed: the activities are the caller's (NewBuilder): never moved
+	borrowed bool
 	// scratch
 	cuts   [][]int64 // per worker: its activities' cut points
 	xcuts  [][]int64 // per worker: its transfers' cut points
@@ -92,116 +107,238 @@ type Builder struct {
 	indeg  []int32
 	outAt  []int32 // CSR: vertex v's traversable out-edges are outE[outAt[v]:outAt[v+1]]
 	outE   []int32
-	first  []int32 // per worker, its first and last vertex in the window (-1: none)
-	last   []int32
+	firstV []int32 // per worker, its first and last vertex in the window (-1: none)
+	lastV  []int32
 	offset []int32
 }
 
-// NewBuilder checks the trace and the options and returns a builder whose
-// windows start at the earliest activity or transfer.
+// NewBuilder checks a whole trace and the options and returns a builder
+// of its windows, which start at the earliest activity or transfer.
 func NewBuilder(tr *Trace, opt Options) (*Builder, error) {
-	if opt.WindowNs <= 0 || opt.WaitNs < 0 {
-		return nil, errors.New("activity: the window must be positive and the waiting threshold not negative")
-	}
 	if err := tr.Validate(); err != nil {
 		return nil, err
 	}
-	if opt.MessageDelayNs > 0 {
-		tr = clipped(tr, opt.MessageDelayNs)
+	b, err := newBuilder(len(tr.Workers), opt)
+	if err != nil {
+		return nil, err
 	}
-	b := &Builder{tr: tr, opt: opt, next: make([]int, len(tr.Workers)), t0: math.MaxInt64, end: math.MinInt64}
-	for _, acts := range tr.Activities {
+	xs := make([]Transfer, len(tr.Transfers))
+	for i, x := range tr.Transfers {
+		xs[i] = b.clip(x)
+		b.minX = min(b.minX, xs[i].SentNs, xs[i].RecvNs)
+		b.end = max(b.end, xs[i].SentNs, xs[i].RecvNs)
+	}
+	slices.SortStableFunc(xs, func(a, b Transfer) int { return cmp.Compare(a.SentNs, b.SentNs) })
+	b.queue.xs = xs
+	for wk, acts := range tr.Activities {
+		b.acts[wk] = acts
 		if len(acts) > 0 {
-			b.t0, b.end = min(b.t0, acts[0].StartNs), max(b.end, acts[len(acts)-1].EndNs)
+			b.first[wk] = acts[0].StartNs
+			b.end = max(b.end, acts[len(acts)-1].EndNs)
 		}
 	}
-	b.xfer = make([]int, len(tr.Transfers))
-	for i, x := range tr.Transfers {
-		b.xfer[i] = i
-		b.t0, b.end = min(b.t0, x.SentNs, x.RecvNs), max(b.end, x.SentNs, x.RecvNs)
-	}
-	slices.SortStableFunc(b.xfer, func(i, j int) int { return cmp.Compare(tr.Transfers[i].SentNs, tr.Transfers[j].SentNs) })
-	b.cuts, b.xcuts = make([][]int64, len(tr.Workers)), make([][]int64, len(tr.Workers))
-	b.first, b.last, b.offset = make([]int32, len(tr.Workers)), make([]int32, len(tr.Workers)), make([]int32, len(tr.Workers)+1)
+	b.borrowed = true
+	b.finish()
 	return b, nil
 }
 
-// clipped is tr with every message longer than delay (and than its error
-// bound, so that none becomes ambiguous) ending delay after it was sent.
-func clipped(tr *Trace, delay int64) *Trace {
-	out := &Trace{Workers: tr.Workers, Activities: tr.Activities, Transfers: make([]Transfer, len(tr.Transfers))}
-	for i, x := range tr.Transfers {
-		if !x.Ambiguous() {
-			x.RecvNs = min(x.RecvNs, x.SentNs+max(delay, x.ErrNs))
+// newBuilder is an empty builder for n workers, to be fed in time order.
+func newBuilder(n int, opt Options) (*Builder, error) {
+	if opt.WindowNs <= 0 || opt.WaitNs < 0 || opt.MessageDelayNs < 0 {
+		return nil, errors.New("activity: the window must be positive, the waiting threshold and the message delay not negative")
+	}
+	b := &Builder{opt: opt, acts: make([][]Activity, n), done: make([]bool, n), first: make([]int64, n),
+		next: make([]int, n), floor: math.MinInt64, retain: math.MaxInt64, minX: math.MaxInt64,
+		t0: math.MaxInt64, end: math.MinInt64, builtTo: math.MinInt64}
+	for i := range b.first {
+		b.first[i] = math.MaxInt64
+	}
+	b.cuts, b.xcuts = make([][]int64, n), make([][]int64, n)
+	b.firstV, b.lastV, b.offset = make([]int32, n), make([]int32, n), make([]int32, n+1)
+	return b, nil
+}
+
+// finish says that everything is in.
+func (b *Builder) finish() {
+	for wk := range b.done {
+		b.done[wk] = true
+	}
+	b.xdone, b.floor, b.retain = true, math.MaxInt64, math.MaxInt64
+}
+
+// add appends worker wk's next activity; it may not begin before the
+// last one ended.
+func (b *Builder) add(wk int, a Activity) error {
+	acts := b.acts[wk]
+	if a.Kind >= Gap || a.EndNs < a.StartNs || (len(acts) > 0 && a.StartNs < acts[len(acts)-1].EndNs) || b.done[wk] {
+		return fmt.Errorf("activity %s %d..%d of worker %d is not a stage activity in order", a.Kind, a.StartNs, a.EndNs, wk)
+	}
+	if b.first[wk] == math.MaxInt64 {
+		b.first[wk] = a.StartNs
+	}
+	b.acts[wk] = append(acts, a)
+	b.end = max(b.end, a.EndNs)
+	return nil
+}
+
+// addTransfer queues a transfer, clipped to the message delay. One sent
+// before the end of a window already built is counted late and left out.
+func (b *Builder) addTransfer(x Transfer) {
+	x = b.clip(x)
+	if x.SentNs < b.builtTo {
+		b.late++
+		return
+	}
+	b.queue.push(x)
+	b.minX = min(b.minX, x.SentNs, x.RecvNs)
+	b.end = max(b.end, x.SentNs, x.RecvNs)
+}
+
+// clip is x ending the message delay after it was sent if it is longer
+// (and longer than its error bound, so that it does not become ambiguous).
+func (b *Builder) clip(x Transfer) Transfer {
+	if d := b.opt.MessageDelayNs; d > 0 && !x.Ambiguous() {
+		x.RecvNs = min(x.RecvNs, x.SentNs+max(d, x.ErrNs))
+	}
+	return x
+}
+
+// holding is the busy activity of worker wk whose span holds t, among the
+// activities the builder still has.
+func (b *Builder) holding(wk int, t int64) (Activity, bool) {
+	acts := b.acts[wk]
+	i := sort.Search(len(acts), func(i int) bool { return acts[i].EndNs >= t })
+	for ; i < len(acts) && acts[i].StartNs <= t; i++ {
+		if processingKind(acts[i].Kind) {
+			return acts[i], true
 		}
-		out.Transfers[i] = x
 	}
-	return out
+	return Activity{}, false
 }
 
-// pending are the transfers that touch the current window: sent before
-// its end and received after its start.
-func (b *Builder) pending(w0, w1 int64, dst []int) []int {
-	tr := b.tr
-	for b.xi < len(b.xfer) && tr.Transfers[b.xfer[b.xi]].SentNs < w1 {
-		dst = append(dst, b.xfer[b.xi])
-		b.xi++
+// lastEnd is the end of worker wk's last activity in (MinInt64: none).
+func (b *Builder) lastEnd(wk int) int64 {
+	if acts := b.acts[wk]; len(acts) > 0 {
+		return acts[len(acts)-1].EndNs
 	}
-	return dst
+	return math.MinInt64
 }
 
-// Next builds the next window; ok is false after the last one.
-func (b *Builder) Next(w *Window) (ok bool) {
+// bounds is the next window. ok is false when it cannot be built yet (what
+// it needs is not all in) or, once everything is in, after the last one.
+func (b *Builder) bounds() (w0, w1 int64, ok bool) {
+	final := b.xdone
+	for _, d := range b.done {
+		final = final && d
+	}
+	if !b.started {
+		t0 := b.minX
+		for wk, f := range b.first {
+			if f == math.MaxInt64 && !b.done[wk] {
+				return 0, 0, false // its first activity may come before the others'
+			}
+			t0 = min(t0, f)
+		}
+		if !final && (t0 == math.MaxInt64 || b.floor < t0) {
+			return 0, 0, false
+		}
+		b.t0, b.started = t0, true
+	}
 	if b.t0 > b.end {
-		return false
+		return 0, 0, false
 	}
-	w0 := b.t0 + int64(b.n)*b.opt.WindowNs
-	if w0 >= b.end && !(b.n == 0 && w0 == b.end) {
-		return false
+	w0 = b.t0 + int64(b.n)*b.opt.WindowNs
+	w1 = w0 + b.opt.WindowNs
+	if final {
+		if w0 >= b.end && !(b.n == 0 && w0 == b.end) {
+			return 0, 0, false
+		}
+		if w1 > b.end && b.end > w0 {
+			// The last window ends with the trace: past it no worker has a
+			// vertex, so a window that ran on would have no path to its end.
+			w1 = b.end
+		}
+		return w0, w1, true
 	}
-	w1 := w0 + b.opt.WindowNs
-	if w1 > b.end && b.end > w0 {
-		// The last window ends with the trace: past it no worker has a
-		// vertex, so a window that ran on would have no path to its end.
-		w1 = b.end
+	// Not the last window, and every worker's activities and every
+	// transfer up to its end are in.
+	if b.end < w1 || b.floor < w1 {
+		return 0, 0, false
+	}
+	for wk := range b.acts {
+		if !b.done[wk] && b.lastEnd(wk) < w1 {
+			return 0, 0, false
+		}
+	}
+	return w0, w1, true
+}
+
+// Next builds the next window; ok is false when there is none to build
+// (yet, while the builder is still being fed).
+func (b *Builder) Next(w *Window) (ok bool) {
+	w0, w1, ok := b.bounds()
+	if !ok {
+		return false
 	}
 	*w = Window{Index: b.n, StartNs: w0, EndNs: w1, Edges: w.Edges[:0]}
 	b.n++
 	b.build(w)
 	b.criticalParticipation(w)
+	b.builtTo = w1
+	b.trim(w1)
 	return true
 }
 
-// open keeps the transfers still in flight from one window to the next.
-func (b *Builder) open(w0, w1 int64) []int {
-	if len(b.byW) == 0 {
-		b.byW = append(b.byW, nil)
-	}
-	cur := b.byW[0][:0]
-	for _, i := range b.byW[0] {
-		if x := b.tr.Transfers[i]; x.RecvNs >= w0 && !x.Ambiguous() {
-			cur = append(cur, i)
+// trim drops the activities that no window from w0 on needs (it keeps the
+// one before: a gap's start) and that the feeder no longer looks up. It
+// moves them down only when they are at least half of what it holds, so
+// that the cost stays linear.
+func (b *Builder) trim(w0 int64) {
+	for wk, acts := range b.acts {
+		i := b.next[wk]
+		for i < len(acts) && acts[i].EndNs <= w0 && !(acts[i].EndNs == w0 && acts[i].StartNs == w0) {
+			i++
+		}
+		cut := max(i-1, 0)
+		if b.retain != math.MaxInt64 {
+			cut = min(cut, sort.Search(len(acts), func(i int) bool { return acts[i].EndNs >= b.retain }))
+		}
+		if cut > 0 && cut*2 >= len(acts) && !b.borrowed {
+			n := copy(acts, acts[cut:])
+			clear(acts[n:])
+			b.acts[wk], b.next[wk] = acts[:n], max(b.next[wk]-cut, 0)
 		}
 	}
-	cur = b.pending(w0, w1, cur)
-	b.byW[0] = cur
-	return cur
+}
+
+// openAt keeps the transfers still in flight from one window to the next
+// and takes in those sent before the window's end.
+func (b *Builder) openAt(w0, w1 int64) {
+	cur := b.open[:0]
+	for _, x := range b.open {
+		if x.RecvNs >= w0 && !x.Ambiguous() {
+			cur = append(cur, x)
+		}
+	}
+	for b.queue.Len() > 0 && b.queue.top().SentNs < w1 {
+		cur = append(cur, b.queue.pop())
+	}
+	b.open = cur
 }
 
 func (b *Builder) build(w *Window) {
-	xs := b.open(w.StartNs, w.EndNs)
-	b.cutPoints(w.StartNs, w.EndNs, xs)
+	b.openAt(w.StartNs, w.EndNs)
+	b.cutPoints(w.StartNs, w.EndNs)
 	b.vertices()
 	b.localEdges(w)
-	b.remoteEdges(w, xs)
+	b.remoteEdges(w)
 }
 
 // cutPoints are, per worker, where its vertices go: its activities'
 // boundaries, its transfers' ends, and the window's boundaries where the
 // worker is active.
-func (b *Builder) cutPoints(w0, w1 int64, xs []int) {
-	tr := b.tr
-	for wk, acts := range tr.Activities {
+func (b *Builder) cutPoints(w0, w1 int64) {
+	for wk, acts := range b.acts {
 		b.xcuts[wk] = b.xcuts[wk][:0]
 		c := b.cuts[wk][:0]
 		i := b.next[wk]
@@ -224,8 +361,7 @@ func (b *Builder) cutPoints(w0, w1 int64, xs []int) {
 		}
 		b.cuts[wk] = c
 	}
-	for _, i := range xs {
-		x := tr.Transfers[i]
+	for _, x := range b.open {
 		if x.Ambiguous() {
 			continue // never traversed: it needs no vertex
 		}
@@ -252,7 +388,7 @@ func (b *Builder) vertices() {
 			slices.Sort(x)
 		}
 		b.offset[wk] = int32(len(b.vtime))
-		b.first[wk], b.last[wk] = -1, -1
+		b.firstV[wk], b.lastV[wk] = -1, -1
 		add := func(t int64) {
 			if n := len(b.vtime); n > int(b.offset[wk]) && b.vtime[n-1] == t {
 				return
@@ -271,7 +407,7 @@ func (b *Builder) vertices() {
 			}
 		}
 		if int32(len(b.vtime)) > b.offset[wk] {
-			b.first[wk], b.last[wk] = b.offset[wk], int32(len(b.vtime))-1
+			b.firstV[wk], b.lastV[wk] = b.offset[wk], int32(len(b.vtime))-1
 		}
 	}
 	b.offset[len(b.cuts)] = int32(len(b.vtime))
@@ -280,7 +416,7 @@ func (b *Builder) vertices() {
 // localEdges are the activity (or gap) covering each pair of consecutive
 // vertices of a worker.
 func (b *Builder) localEdges(w *Window) {
-	for wk, acts := range b.tr.Activities {
+	for wk, acts := range b.acts {
 		j := b.next[wk]
 		for v := b.offset[wk]; v+1 < b.offset[wk+1]; v++ {
 			s, e := b.vtime[v], b.vtime[v+1]
@@ -311,10 +447,9 @@ func (b *Builder) localEdges(w *Window) {
 
 // remoteEdges are the transfers, split at the window's boundaries; an
 // ambiguous one is only marked.
-func (b *Builder) remoteEdges(w *Window, xs []int) {
+func (b *Builder) remoteEdges(w *Window) {
 	w0, w1 := w.StartNs, w.EndNs
-	for _, i := range xs {
-		x := b.tr.Transfers[i]
+	for _, x := range b.open {
 		if x.Ambiguous() { // marked in the window it was sent in, as sent
 			if x.SentNs >= w0 && x.SentNs < w1 {
 				w.Edges = append(w.Edges, Edge{Src: x.From, Dst: x.To, Kind: Message, StartNs: x.SentNs, EndNs: x.RecvNs,
@@ -356,4 +491,34 @@ func resize32(s []int32, n int) []int32 {
 		return make([]int32, n)
 	}
 	return s[:n]
+}
+
+// transferQueue holds transfers in order of send time, equal times in
+// the order they came (so that a window's edges do not depend on how they
+// were queued). They come nearly in order: one that is not is moved into
+// place from the back.
+type transferQueue struct {
+	xs   []Transfer
+	head int
+}
+
+func (q *transferQueue) Len() int      { return len(q.xs) - q.head }
+func (q *transferQueue) top() Transfer { return q.xs[q.head] }
+
+func (q *transferQueue) push(x Transfer) {
+	if q.head > 1024 && q.head*2 >= len(q.xs) {
+		n := copy(q.xs, q.xs[q.head:])
+		q.xs, q.head = q.xs[:n], 0
+	}
+	i := len(q.xs)
+	for i > q.head && q.xs[i-1].SentNs > x.SentNs {
+		i--
+	}
+	q.xs = slices.Insert(q.xs, i, x)
+}
+
+func (q *transferQueue) pop() Transfer {
+	x := q.xs[q.head]
+	q.head++
+	return x
 }

@@ -244,7 +244,18 @@ func TestInvariants(t *testing.T) {
 			{Invariant: "progress-per-window", Worker: "c", FromNs: 60, ToNs: 90, LimitNs: 30}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := Check(threeStages(c.err), c.lim)
+			win := c.lim.WindowNs
+			if win == 0 {
+				win = 100
+			}
+			rep, err := Analyze(threeStages(c.err), Options{WindowNs: win, WaitNs: DefaultWaitNs}, 0, c.lim)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := rep.Violations
+			if len(got) == 0 {
+				got = nil
+			}
 			for i := range got {
 				got[i].Detail = ""
 			}

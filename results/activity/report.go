@@ -44,64 +44,9 @@ type Report struct {
 	Ambiguous    int     `json:"ambiguous_messages"`
 	Elapsed      float64 `json:"elapsed_s"`
 	EventsPerSec float64 `json:"events_per_s"`
-}
-
-// Analyze builds every window's graph and analyses it: critical
-// participation, metrics, k-hops (k > 0) and the invariants in l. Memory
-// for the graph is one window's (the builder's scratch is reused); the
-// results grow by one summary per window.
-func Analyze(tr *Trace, opt Options, k int, l Limits) (*Report, error) {
-	started := time.Now()
-	b, err := NewBuilder(tr, opt)
-	if err != nil {
-		return nil, err
-	}
-	rep := &Report{WindowNs: opt.WindowNs, WaitNs: opt.WaitNs, MessageDelayNs: opt.MessageDelayNs, Workers: tr.Workers, Limits: l, Violations: []Violation{}}
-	cp, byKind := map[[2]string]float64{}, map[string]float64{}
-	var total float64
-	var w Window
-	for b.Next(&w) {
-		r := Summarize(tr, &w)
-		rep.Ambiguous += r.Ambiguous
-		if r.HasPath {
-			weight := float64(w.EndNs - w.StartNs)
-			total += weight
-			for _, s := range r.CP {
-				cp[[2]string{s.Worker, s.Kind}] += weight * s.Value
-			}
-			for _, s := range r.CPByKind {
-				byKind[s.Kind] += weight * s.Value
-			}
-		}
-		if k > 0 {
-			if h := KHops(tr, &w, k); len(h) > 0 {
-				rep.KHops = append(rep.KHops, WindowHops{Window: w.Index, Hops: h})
-			}
-		}
-		rep.Windows = append(rep.Windows, r)
-	}
-	if total > 0 {
-		for key, v := range cp {
-			rep.CP = append(rep.CP, Share{Worker: key[0], Kind: key[1], Value: v / total})
-		}
-		for kind, v := range byKind {
-			rep.CPByKind = append(rep.CPByKind, Share{Kind: kind, Value: v / total})
-		}
-		sortShares(rep.CP)
-		sortShares(rep.CPByKind)
-	}
-	l.WindowNs = opt.WindowNs
-	rep.Limits = l
-	rep.Violations = append(rep.Violations, Check(tr, l)...)
-	rep.Events = len(tr.Transfers)
-	for _, acts := range tr.Activities {
-		rep.Events += len(acts)
-	}
-	rep.Elapsed = time.Since(started).Seconds()
-	if rep.Elapsed > 0 {
-		rep.EventsPerSec = float64(rep.Events) / rep.Elapsed
-	}
-	return rep, nil
+	// Late are transfers that came after their window was built (a
+	// streamed trace whose join ran late): not in the graph.
+	Late int `json:"late_messages,omitempty"`
 }
 
 // Top is the worker and kind with the largest critical participation
