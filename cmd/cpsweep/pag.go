@@ -52,19 +52,18 @@ func (p *pagFlags) build(d *results.Dir) (*activity.Report, []string, error) {
 	if p.messageMax < 0 || p.operatorMax < 0 || p.progressMax < 0 || p.hops < 0 {
 		return nil, nil, fmt.Errorf("--message-max, --operator-max, --progress-max and --hops may not be negative")
 	}
-	tr, problems, err := analysis.TraceOf(d, p.lag)
+	in, problems, err := analysis.OpenPAG(d, p.lag)
 	if err != nil {
 		return nil, problems, err
 	}
 	l := activity.Limits{MessageMaxNs: p.messageMax.Nanoseconds(), OperatorMaxNs: p.operatorMax.Nanoseconds(),
 		ProgressMaxNs: p.progressMax.Nanoseconds(), EveryWindow: p.everyWindow, ProgressWorker: -1}
 	if p.progressMax > 0 || p.everyWindow {
-		if l.ProgressWorker = progressWorker(tr.Workers, p.progressWorker); l.ProgressWorker < 0 {
-			return nil, problems, fmt.Errorf("progress invariants need a progress worker: %q is not one of %v (--progress-worker)", p.progressWorker, tr.Workers)
+		if l.ProgressWorker = progressWorker(in.Workers, p.progressWorker); l.ProgressWorker < 0 {
+			return nil, problems, fmt.Errorf("progress invariants need a progress worker: %q is not one of %v (--progress-worker)", p.progressWorker, in.Workers)
 		}
 	}
-	rep, err := activity.Analyze(tr, activity.Options{WindowNs: p.window.Nanoseconds(), WaitNs: p.wait.Nanoseconds(), MessageDelayNs: p.messageDelay.Nanoseconds()}, p.hops, l)
-	return rep, problems, err
+	return in.AnalyzePAG(activity.Options{WindowNs: p.window.Nanoseconds(), WaitNs: p.wait.Nanoseconds(), MessageDelayNs: p.messageDelay.Nanoseconds()}, p.hops, l)
 }
 
 // progressWorker is the named worker, or the first consumer.

@@ -70,12 +70,7 @@ func TestStreamEqualsWholeTrace(t *testing.T) {
 	for _, n := range []int{2_000, 20_000} {
 		tr := pipelineTrace(n, 3)
 		// Progress from the consumer's items, a stall, and ambiguous messages.
-		for i, a := range tr.Activities[2] {
-			if a.Kind == Consume {
-				tr.Progress = [][]int64{nil, nil, nil}
-				_ = i
-			}
-		}
+		tr.Progress = [][]int64{nil, nil, nil}
 		for _, a := range tr.Activities[2] {
 			if a.Kind == Consume {
 				tr.Progress[2] = append(tr.Progress[2], a.EndNs)
@@ -127,4 +122,62 @@ func TestStreamEqualsWholeTrace(t *testing.T) {
 		t.Errorf("held %v for 2 k buckets, %v for 20 k: memory grows with the trace", small, big)
 	}
 	t.Logf("held at most (activities, transfers): %v for 2 k buckets, %v for 20 k", held[2_000], held[20_000])
+}
+
+// A trace without messages (a --drain run): progress is the consumer's
+// busy activities, and the streamed report is the whole trace's.
+func TestStreamWithoutMessages(t *testing.T) {
+	tr := pipelineTrace(5_000, 5)
+	tr.Transfers = nil
+	opt := Options{WindowNs: 50_000, WaitNs: DefaultWaitNs}
+	lim := Limits{ProgressWorker: 2, ProgressMaxNs: 1_500, EveryWindow: true}
+	whole, err := Analyze(tr, opt, 0, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewStream(tr.Workers, opt, 0, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Floor(math.MaxInt64, math.MaxInt64) // no message will come
+	feed(t, s, tr)
+	streamed := s.Close()
+	whole.Elapsed, whole.EventsPerSec, streamed.Elapsed, streamed.EventsPerSec = 0, 0, 0, 0
+	if len(whole.Violations) == 0 || !reflect.DeepEqual(whole, streamed) {
+		t.Fatalf("violations: whole %d, streamed %d; reports equal: %v", len(whole.Violations), len(streamed.Violations), reflect.DeepEqual(whole, streamed))
+	}
+}
+
+// A transfer that comes after its window was built is counted, never
+// placed in a later window.
+func TestLateTransferCounted(t *testing.T) {
+	s, err := NewStream([]string{"s", "c"}, Options{WindowNs: 100, WaitNs: DefaultWaitNs}, 0, Limits{ProgressWorker: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for wk, k := range []Kind{Send, Consume} {
+		if err := s.Activity(wk, Activity{k, 0, 500, 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Floor(300, 300) // windows [0,100), [100,200), [200,300) are built
+	if err := s.Transfer(Transfer{From: 0, To: 1, SentNs: 150, RecvNs: 160}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Transfer(Transfer{From: 0, To: 1, SentNs: 350, RecvNs: 360}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Transfer(Transfer{From: 0, To: 5}); err == nil {
+		t.Error("a transfer to no worker accepted")
+	}
+	rep := s.Close()
+	if rep.Late != 1 || len(rep.Windows) != 5 {
+		t.Fatalf("late %d, windows %d: want 1 and 5", rep.Late, len(rep.Windows))
+	}
+	if m := rep.Windows[1].Metrics; slices.ContainsFunc(m, func(x Metric) bool { return x.Kind == "message" }) {
+		t.Errorf("the late transfer is in window 1: %+v", m)
+	}
+	if m := rep.Windows[3].Metrics; !slices.ContainsFunc(m, func(x Metric) bool { return x.Kind == "message" }) {
+		t.Errorf("the transfer in time is not in window 3: %+v", m)
+	}
 }

@@ -254,7 +254,7 @@ func (rep *Report) joinPair(pr [2]string, from, to []source, tr *translator, o O
 		rep.Problems = append(rep.Problems, fmt.Sprintf("%s -> %s not joined: %s", pr[0], pr[1], why))
 		return
 	}
-	res, n, probs := join(pr[0], pr[1], from, to, tr, float64(o.Lag.Nanoseconds()), o.Visit)
+	res, n, probs := join(pr[0], pr[1], from, to, tr, float64(o.Lag.Nanoseconds()), o.Visit, nil)
 	if res.OnlyTo > 0 && res.OnlyFrom > 0 {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("%s -> %s: %d tuples seen only at %s and %d only at %s: lost or unsampled, or a latency above the join's lag of %v (raise --lag)",
 			pr[0], pr[1], res.OnlyFrom, pr[0], res.OnlyTo, pr[1], o.Lag))

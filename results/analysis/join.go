@@ -151,7 +151,10 @@ func (g *groupAcc) group(name string) Group {
 }
 
 // join pairs every tuple at point from with the same tuple at point to.
-func join(fromPoint, toPoint string, from, to []source, tr *translator, lag float64, visit func(Match)) (PairResult, uint64, []string) {
+// mark, if set, is told now and then the earliest time (ns of the
+// reference clock, approximate) at which a match still to come can have
+// been at the first point: what streams the matches in time order.
+func join(fromPoint, toPoint string, from, to []source, tr *translator, lag float64, visit func(Match), mark func(floorNs float64)) (PairResult, uint64, []string) {
 	j := &joiner{res: PairResult{From: fromPoint, To: toPoint}, tr: tr, visit: visit, same: newGroupAcc(), cross: newGroupAcc(), from: from}
 	lagTicks := lag * tr.hz / 1e9
 	var cursors []*cursor
@@ -163,6 +166,7 @@ func join(fromPoint, toPoint string, from, to []source, tr *translator, lag floa
 		cursors = append(cursors, openCursor(s, tr.index[s.node], tr, lagTicks))
 	}
 	var streams [1 << 16]*fifo
+	var active []*fifo
 	binTicks := ThroughputBin.Seconds() * tr.hz
 	rates := [2]*binner{{width: binTicks}, {width: binTicks}}
 	var read uint64
@@ -183,6 +187,7 @@ func join(fromPoint, toPoint string, from, to []source, tr *translator, lag floa
 		if st == nil {
 			st = &fifo{}
 			streams[rec.ID>>48] = st
+			active = append(active, st)
 		}
 		if best < nFrom {
 			rates[0].add(c.key)
@@ -192,6 +197,9 @@ func join(fromPoint, toPoint string, from, to []source, tr *translator, lag floa
 			j.match(st, rec, c.node, c.src.channel)
 		}
 		c.advance()
+		if mark != nil && read%4096 == 0 {
+			mark(j.floor(cursors[:nFrom], active))
+		}
 	}
 	for _, st := range streams {
 		if st != nil {
@@ -200,6 +208,26 @@ func join(fromPoint, toPoint string, from, to []source, tr *translator, lag floa
 	}
 	j.res.rates = rates
 	return j.res, read, j.finish(cursors)
+}
+
+// floor is the earliest reference time (ns, approximate) at which a
+// match still to come can have been at the first point: the first point's
+// unread records and the tuples waiting for their second.
+func (j *joiner) floor(from []*cursor, active []*fifo) float64 {
+	f := math.Inf(1)
+	for _, c := range from {
+		if !c.done {
+			f = min(f, c.key)
+		}
+	}
+	for _, st := range active {
+		if st.head < len(st.q) {
+			p := st.q[st.head]
+			a0, b0, r := j.tr.approxFunc(int(p.node))
+			f = min(f, a0+r*(float64(p.tsc)-b0))
+		}
+	}
+	return j.tr.ns(f)
 }
 
 // joiner is one pair's join in progress.
@@ -317,7 +345,7 @@ func returnTrips(ackPoint string, acks, starts []source, tr *translator) []ReTRe
 		if s == nil {
 			continue
 		}
-		res, _, _ := join(PointOf(s.channel), ackPoint, []source{*s}, []source{a}, tr, 2e9, nil)
+		res, _, _ := join(PointOf(s.channel), ackPoint, []source{*s}, []source{a}, tr, 2e9, nil, nil)
 		r := ReTResult{Node: a.node, Channel: s.channel, Unacked: res.OnlyFrom}
 		for _, g := range res.Groups {
 			if g.Name == "same node" {

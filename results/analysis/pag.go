@@ -5,19 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/results"
 	"github.com/cloudprofiler-go/cp/results/activity"
-	"github.com/cloudprofiler-go/cp/stage"
 )
 
 // ActivityPoint is the prefix of the channels the stages log their state
@@ -30,14 +25,32 @@ const ActivityPoint = "activity"
 // reaches the consumer (consumed).
 var messagePairs = [][2]string{{"emit", "receive"}, {"deserialized", "consumed"}}
 
-// TraceOf reads a run directory's activity channels and per-tuple points
-// into a trace for the program activity graph: one worker per stage and
-// node ("receiver0/lane0"), its state changes as activities, and every
-// bucket between two workers as a transfer with the clock relation's
-// error bound. Times are ns of the reference node's clock. The problems
-// say what could not be read (damaged logs, unknown stages, pairs with no
-// relation); an error means there is nothing to build a graph from.
-func TraceOf(d *results.Dir, lag time.Duration) (*activity.Trace, []string, error) {
+// PAGInput is a profiled run's activity channels and per-tuple points,
+// opened to be streamed through the program activity graph: one worker
+// per stage and node ("receiver0/lane0"), its state changes as
+// activities, and every bucket between two workers as a transfer with the
+// clock relation's error bound. Times are ns of the reference node's
+// clock.
+type PAGInput struct {
+	// Workers are the graph's workers, in a stable order.
+	Workers  []string
+	index    map[string]int // node/stage -> worker
+	readers  []*activityReader
+	points   map[string][]source
+	tr       *translator
+	lag      float64
+	problems []string
+}
+
+// floorSlackNs is how far before the joins' approximate floor the graph
+// is held open (and activities kept for the transfers' lookups): the
+// approximate clock mapping the joins order by is off by microseconds.
+const floorSlackNs = 5_000_000
+
+// OpenPAG opens a run directory's activity channels for AnalyzePAG. An
+// error means there is nothing to build a graph from; the problems then
+// say what could not be read (otherwise AnalyzePAG reports them).
+func OpenPAG(d *results.Dir, lag time.Duration) (*PAGInput, []string, error) {
 	if len(d.Nodes) == 0 {
 		return nil, nil, errors.New("no profiles in the run directory (profiles/<node>/): run cpsweep with --profile handlers.yaml")
 	}
@@ -46,9 +59,11 @@ func TraceOf(d *results.Dir, lag time.Duration) (*activity.Trace, []string, erro
 	if err != nil {
 		return nil, nil, err
 	}
+	if lag <= 0 {
+		lag = DefaultLag
+	}
+	in := &PAGInput{index: map[string]int{}, points: points, tr: tr, lag: float64(lag.Nanoseconds())}
 	problems := append([]string(nil), tr.problems...)
-	t := &activity.Trace{}
-	index := map[string]int{} // node/stage -> worker
 	var logs []source
 	for point, srcs := range points {
 		if strings.HasPrefix(point, ActivityPoint+".") {
@@ -62,49 +77,233 @@ func TraceOf(d *results.Dir, lag time.Duration) (*activity.Trace, []string, erro
 			problems = append(problems, fmt.Sprintf("%s on %s: stage %q has no activity kinds; skipped", src.channel, src.node, name))
 			continue
 		}
-		acts, probs := readActivities(src, tr, kinds)
-		problems = append(problems, probs...)
 		worker := src.node + "/" + name
-		if w, ok := index[worker]; ok { // segments of one channel
-			t.Activities[w] = append(t.Activities[w], acts...)
+		w, ok := in.index[worker]
+		if !ok { // else a further segment of one channel
+			w = len(in.Workers)
+			in.index[worker] = w
+			in.Workers = append(in.Workers, worker)
+			in.readers = append(in.readers, &activityReader{})
+		}
+		in.readers[w].segments = append(in.readers[w].segments, &segment{src: src, node: tr.index[src.node], kinds: kinds, tr: tr})
+	}
+	if len(in.Workers) == 0 {
+		return nil, problems, errors.New("no activity channels in the profiles (activity.<stage>): profile the run with activity logging on every stage (docs/activity.md)")
+	}
+	in.problems = problems
+	return in, nil, nil
+}
+
+// pairFeed is one message pair's join, running in its own goroutine and
+// handing its matches over in batches, each with the floor after it.
+type pairFeed struct {
+	from, to string
+	batches  chan matchBatch
+	floor    float64 // ns; +Inf once the join is over
+	over     bool
+	problems []string
+	ms       messages
+}
+
+type matchBatch struct {
+	ms    []Match
+	floor float64
+}
+
+// AnalyzePAG streams the run through the activity graph and returns its
+// analysis (activity.Stream: memory is one window plus the buckets in
+// flight, however long the run) and what could not be read.
+func (in *PAGInput) AnalyzePAG(opt activity.Options, k int, l activity.Limits) (*activity.Report, []string, error) {
+	s, err := activity.NewStream(in.Workers, opt, k, l)
+	if err != nil {
+		return nil, nil, err
+	}
+	problems := in.problems
+	feeds, probs := in.startJoins()
+	problems = append(problems, probs...)
+	for {
+		f := lowest(feeds)
+		if f == nil {
+			break
+		}
+		b, ok := <-f.batches
+		if !ok {
+			f.over, f.floor = true, math.Inf(1)
+			f.ms.flush(s)
 			continue
 		}
-		index[worker] = len(t.Workers)
-		t.Workers = append(t.Workers, worker)
-		t.Activities = append(t.Activities, acts)
+		for _, m := range b.ms {
+			f.ms.add(in, s, m)
+		}
+		f.floor = b.floor
+		floor := math.Inf(1)
+		for _, g := range feeds {
+			floor = min(floor, g.floor)
+			if g.ms.have {
+				floor = min(floor, float64(g.ms.cur.SentNs))
+			}
+		}
+		at := clampNs(floor - floorSlackNs)
+		s.Floor(at, at)
+		in.extendAll(s, at)
 	}
-	if len(t.Workers) == 0 {
-		return nil, problems, errors.New("no activity channels in the profiles (activity.<stage>): profile the run with activity logging on every stage (docs/profiler.md)")
+	s.Floor(math.MaxInt64, math.MaxInt64)
+	in.extendAll(s, math.MaxInt64)
+	for w, r := range in.readers {
+		s.Finish(w)
+		problems = append(problems, r.problems()...)
 	}
-	for w := range t.Activities {
-		t.Activities[w] = ordered(t.Activities[w])
+	for _, f := range feeds {
+		problems = append(problems, f.problems...)
+		if f.ms.unknown > 0 {
+			problems = append(problems, fmt.Sprintf("%s -> %s: %d tuples between points with no activity channel; not in the graph", f.from, f.to, f.ms.unknown))
+		}
+		if f.ms.unplaced > 0 {
+			problems = append(problems, fmt.Sprintf("%s -> %s: %d tuples whose first point is outside the clock relation's window; not in the graph", f.from, f.to, f.ms.unplaced))
+		}
 	}
-	if lag <= 0 {
-		lag = DefaultLag
+	rep := s.Close()
+	if rep.Late > 0 {
+		problems = append(problems, fmt.Sprintf("%d buckets came after their window was built (their join ran more than %v late); not in the graph", rep.Late, time.Duration(floorSlackNs)))
 	}
+	return rep, problems, nil
+}
+
+// lowest is the join still running whose floor is the lowest: reading it
+// first keeps the joins in step, so that neither piles up matches.
+func lowest(feeds []*pairFeed) *pairFeed {
+	var best *pairFeed
+	for _, f := range feeds {
+		if !f.over && (best == nil || f.floor < best.floor) {
+			best = f
+		}
+	}
+	return best
+}
+
+// startJoins starts a join per message pair whose points were logged.
+func (in *PAGInput) startJoins() ([]*pairFeed, []string) {
+	var feeds []*pairFeed
+	var problems []string
 	for _, pr := range messagePairs {
-		from, to := points[pr[0]], points[pr[1]]
+		from, to := in.points[pr[0]], in.points[pr[1]]
 		if len(from) == 0 || len(to) == 0 {
 			problems = append(problems, fmt.Sprintf("%s -> %s: no logs of %s: no message edges there", pr[0], pr[1], missingOf(pr, from)))
 			continue
 		}
-		if tr.rf == nil && spansNodes(from, to) {
+		if in.tr.rf == nil && spansNodes(from, to) {
 			problems = append(problems, fmt.Sprintf("%s -> %s: on different nodes and no relation.json (run cpsweep with --clock): no message edges there", pr[0], pr[1]))
 			continue
 		}
-		var ms messages
-		ms.trace, ms.index, ms.progress = t, index, pr[1] == "consumed"
-		_, _, probs := join(pr[0], pr[1], from, to, tr, float64(lag.Nanoseconds()), ms.add)
-		problems = append(problems, probs...)
-		if ms.unknown > 0 {
-			problems = append(problems, fmt.Sprintf("%s -> %s: %d tuples between points with no activity channel; not in the graph", pr[0], pr[1], ms.unknown))
+		f := &pairFeed{from: pr[0], to: pr[1], batches: make(chan matchBatch, 4), floor: math.Inf(-1)}
+		f.ms.progress = pr[1] == "consumed"
+		feeds = append(feeds, f)
+		go func() {
+			var batch []Match
+			visit := func(m Match) { batch = append(batch, m) }
+			mark := func(floor float64) {
+				f.batches <- matchBatch{ms: batch, floor: floor}
+				batch = make([]Match, 0, cap(batch))
+			}
+			_, _, probs := join(pr[0], pr[1], from, to, in.tr, in.lag, visit, mark)
+			mark(math.Inf(1))
+			f.problems = probs // read after the channel is closed
+			close(f.batches)
+		}()
+	}
+	return feeds, problems
+}
+
+// extendAll feeds every worker's activities up to t, the worker furthest
+// behind first, so that the graph's windows are built as they fill.
+func (in *PAGInput) extendAll(s *activity.Stream, t int64) {
+	for {
+		w, behind := -1, int64(math.MaxInt64)
+		for i, r := range in.readers {
+			if e := s.LastEnd(i); !r.done && e < t && e < behind {
+				w, behind = i, e
+			}
 		}
-		ms.flush()
+		if w < 0 {
+			return
+		}
+		in.extend(s, w, min(t, behind+activity.DefaultWindowNs))
 	}
-	for _, p := range t.Progress {
-		slices.Sort(p) // the join reads in approximate time order
+}
+
+// extend feeds worker w's activities until its last one ends at or after
+// t (or it has no more).
+func (in *PAGInput) extend(s *activity.Stream, w int, t int64) {
+	r := in.readers[w]
+	for !r.done && s.LastEnd(w) < t {
+		a, ok := r.next()
+		if !ok {
+			break
+		}
+		if err := s.Activity(w, a); err != nil {
+			r.refused++ // not in order after all: never in the graph
+		}
 	}
-	return t, problems, nil
+}
+
+// messages turns one pair's matched tuples into transfers between
+// workers: a tuple leaves at the end of the sending worker's activity
+// that holds its first point (the send completes it) and arrives at the
+// start of the receiving worker's activity that holds its second (that
+// activity processes it). Tuples of one bucket map to the same pair of
+// instants and become one transfer.
+type messages struct {
+	cur      activity.Transfer
+	have     bool
+	unknown  int // tuples between points of stages with no activity channel
+	unplaced int // tuples with no reference time at their first point
+	// progress: the second point is items leaving the pipeline; their
+	// instants are the receiving worker's progress.
+	progress bool
+	lastProg int64
+}
+
+func (ms *messages) add(in *PAGInput, s *activity.Stream, m Match) {
+	from, okF := in.index[m.FromNode+"/"+workerOfPoint(m.FromChannel)]
+	to, okT := in.index[m.ToNode+"/"+workerOfPoint(m.ToChannel)]
+	if !okF || !okT {
+		ms.unknown++
+		return
+	}
+	if m.FromNs == 0 {
+		ms.unplaced++
+		return
+	}
+	sent := clampNs(m.FromNs)
+	recv := clampNs(m.FromNs + m.LatencyNs)
+	if ms.progress && recv != ms.lastProg {
+		s.Progress(to, recv)
+		ms.lastProg = recv
+	}
+	// Past the instants: an activity that begins at one may hold it.
+	in.extend(s, from, sent+1)
+	in.extend(s, to, recv+1)
+	if a, ok := s.Holding(from, sent); ok {
+		sent = a.EndNs
+	}
+	if a, ok := s.Holding(to, recv); ok {
+		recv = a.StartNs
+	}
+	x := activity.Transfer{From: from, To: to, SentNs: sent, RecvNs: recv, ErrNs: clampNs(math.Ceil(m.ErrorNs)), Tuples: 1}
+	if ms.have && ms.cur.From == x.From && ms.cur.To == x.To && ms.cur.SentNs == x.SentNs && ms.cur.RecvNs == x.RecvNs {
+		ms.cur.Tuples++
+		ms.cur.ErrNs = max(ms.cur.ErrNs, x.ErrNs)
+		return
+	}
+	ms.flush(s)
+	ms.cur, ms.have = x, true
+}
+
+func (ms *messages) flush(s *activity.Stream) {
+	if ms.have {
+		_ = s.Transfer(ms.cur) // the workers are the stream's: it cannot be refused
+		ms.have = false
+	}
 }
 
 // sortedSources orders a point's logs by node, channel and segment, so
@@ -118,130 +317,6 @@ func sortedSources(s []source) []source {
 		return out[i].channel < out[j].channel
 	})
 	return out
-}
-
-// readActivities turns one activity log into activities: each state
-// change opens the state it names and ends the one before; the items an
-// activity processed are the difference of the counts the two changes
-// carry. The last change opens an activity with no end: it is left out.
-func readActivities(src source, tr *translator, kinds []activity.Kind) ([]activity.Activity, []string) {
-	var problems []string
-	f, err := os.Open(src.path)
-	if err != nil {
-		return nil, []string{fmt.Sprintf("%s (%s on %s): %v", src.path, src.channel, src.node, err)}
-	}
-	defer f.Close()
-	node := tr.index[src.node]
-	br := profiler.NewBlockReader(f)
-	var acts []activity.Activity
-	var buf []profiler.Record
-	tl := activity.NewTimeline(kinds)
-	unbounded := 0
-	for {
-		recs, err := br.Next(buf[:0])
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s (%s on %s): %v; the records before it are in the graph", src.path, src.channel, src.node, err))
-			break
-		}
-		buf = recs
-		for _, r := range recs {
-			state, items := stage.ActivityOf(r.ID)
-			at, ok := tr.point(node, r.TSC)
-			if !ok {
-				unbounded++
-				tl.Break()
-				continue
-			}
-			if a, ok := tl.Change(clampNs(tr.ns(at.Value)), state, items); ok {
-				acts = append(acts, a)
-			}
-		}
-	}
-	for _, c := range br.Corruptions {
-		problems = append(problems, fmt.Sprintf("%s (%s on %s): damaged at offset %d (%s); skipped", src.path, src.channel, src.node, c.Offset, c.Reason))
-	}
-	if bad := tl.Bad; bad > 0 {
-		problems = append(problems, fmt.Sprintf("%s on %s: %d state changes with an unknown state or out of order; skipped", src.channel, src.node, bad))
-	}
-	if unbounded > 0 {
-		problems = append(problems, fmt.Sprintf("%s on %s: %d state changes outside the clock relation's window; skipped", src.channel, src.node, unbounded))
-	}
-	return acts, problems
-}
-
-// ordered sorts a worker's activities (segments may interleave at their
-// seams) and drops any that overlap the one before: the graph needs one
-// activity at a time per worker.
-func ordered(acts []activity.Activity) []activity.Activity {
-	sort.SliceStable(acts, func(i, j int) bool { return acts[i].StartNs < acts[j].StartNs })
-	out := acts[:0]
-	for _, a := range acts {
-		if len(out) > 0 && a.StartNs < out[len(out)-1].EndNs {
-			continue
-		}
-		out = append(out, a)
-	}
-	return out
-}
-
-// messages turns matched tuples into transfers between workers: a tuple
-// leaves at the end of the sending worker's activity that holds its first
-// point (the send completes it) and arrives at the start of the receiving
-// worker's activity that holds its second (that activity processes it).
-// Tuples of one bucket map to the same pair of instants and become one
-// transfer.
-type messages struct {
-	trace   *activity.Trace
-	index   map[string]int
-	cur     activity.Transfer
-	have    bool
-	unknown int
-	// progress: the second point is items leaving the pipeline; their
-	// instants are the receiving worker's progress.
-	progress bool
-}
-
-func (ms *messages) add(m Match) {
-	from, okF := ms.index[m.FromNode+"/"+workerOfPoint(m.FromChannel)]
-	to, okT := ms.index[m.ToNode+"/"+workerOfPoint(m.ToChannel)]
-	if !okF || !okT {
-		ms.unknown++
-		return
-	}
-	sent := clampNs(m.FromNs)
-	recv := clampNs(m.FromNs + m.LatencyNs)
-	if ms.progress {
-		if ms.trace.Progress == nil {
-			ms.trace.Progress = make([][]int64, len(ms.trace.Workers))
-		}
-		if p := ms.trace.Progress[to]; len(p) == 0 || p[len(p)-1] != recv {
-			ms.trace.Progress[to] = append(p, recv)
-		}
-	}
-	if a, ok := holding(ms.trace.Activities[from], sent); ok {
-		sent = a.EndNs
-	}
-	if a, ok := holding(ms.trace.Activities[to], recv); ok {
-		recv = a.StartNs
-	}
-	x := activity.Transfer{From: from, To: to, SentNs: sent, RecvNs: recv, ErrNs: clampNs(math.Ceil(m.ErrorNs)), Tuples: 1}
-	if ms.have && ms.cur.From == x.From && ms.cur.To == x.To && ms.cur.SentNs == x.SentNs && ms.cur.RecvNs == x.RecvNs {
-		ms.cur.Tuples++
-		ms.cur.ErrNs = max(ms.cur.ErrNs, x.ErrNs)
-		return
-	}
-	ms.flush()
-	ms.cur, ms.have = x, true
-}
-
-func (ms *messages) flush() {
-	if ms.have {
-		ms.trace.Transfers = append(ms.trace.Transfers, ms.cur)
-		ms.have = false
-	}
 }
 
 // workerOfPoint names the stage that logs a point's channel: emit.N is
@@ -258,18 +333,6 @@ func workerOfPoint(channel string) string {
 		return "consumer"
 	}
 	return ""
-}
-
-// holding is the busy activity of a worker whose span holds t (the
-// first point's bucket is sent, the second's processed, inside one).
-func holding(acts []activity.Activity, t int64) (activity.Activity, bool) {
-	i := sort.Search(len(acts), func(i int) bool { return acts[i].EndNs >= t })
-	for ; i < len(acts) && acts[i].StartNs <= t; i++ {
-		if k := acts[i].Kind; k == activity.Send || k == activity.Decode || k == activity.Consume {
-			return acts[i], true
-		}
-	}
-	return activity.Activity{}, false
 }
 
 // The program activity graph's files in a run directory.

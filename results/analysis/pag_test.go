@@ -52,7 +52,7 @@ func tuples(tsc uint64, ids ...uint64) [][2]uint64 {
 // open, so left out), and each bucket is one message per hop, leaving at
 // the end of the busy activity that holds its first point and arriving at
 // the start of the one that holds its second.
-func TestTraceOfAHandBuiltRun(t *testing.T) {
+func TestPAGOfAHandBuiltRun(t *testing.T) {
 	cat := func(parts ...[][2]uint64) [][2]uint64 {
 		var out [][2]uint64
 		for _, p := range parts {
@@ -74,42 +74,44 @@ func TestTraceOfAHandBuiltRun(t *testing.T) {
 	})
 	d, err := results.Open(dir)
 	must(t, err)
-	tr, problems, err := TraceOf(d, 0)
+	in, _, err := OpenPAG(d, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"n/consumer", "n/lane0", "n/thread0"}; !reflect.DeepEqual(in.Workers, want) {
+		t.Fatalf("workers %v, want %v", in.Workers, want)
+	}
+	// The graph over it: one window; every path runs through the stages'
+	// busy activities and the messages, so the consumer's consume carries
+	// a share and all shares add up to 1.
+	rep, problems, err := in.AnalyzePAG(activity.Options{WindowNs: 10_000, WaitNs: activity.DefaultWaitNs}, 2,
+		activity.Limits{ProgressWorker: 0, ProgressMaxNs: 700})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(problems) > 0 {
 		t.Fatalf("problems: %v", problems)
 	}
-	A := func(k activity.Kind, s, e int64, items uint32) activity.Activity {
-		return activity.Activity{Kind: k, StartNs: s, EndNs: e, Items: items}
+	// Every state change became an activity, and each bucket (two
+	// tuples) one message from the end of its send to the start of its
+	// processing: thread0 150→300 and 1040→1200, lane0 350→400 and
+	// 1230→1300.
+	type m struct {
+		count   int
+		totalNs int64
+		items   uint64
 	}
-	want := &activity.Trace{
-		Workers: []string{"n/consumer", "n/lane0", "n/thread0"},
-		Activities: [][]activity.Activity{
-			{A(activity.Idle, 0, 400, 0), A(activity.Consume, 400, 500, 1), A(activity.Idle, 500, 1300, 0), A(activity.Consume, 1300, 1500, 1)},
-			{A(activity.RecvWait, 0, 300, 0), A(activity.Decode, 300, 350, 1), A(activity.RecvWait, 350, 1200, 0), A(activity.Decode, 1200, 1230, 1)},
-			{A(activity.Pacing, 0, 100, 0), A(activity.Send, 100, 150, 1), A(activity.Pacing, 150, 1000, 0), A(activity.Send, 1000, 1040, 1)},
-		},
-		Transfers: []activity.Transfer{
-			{From: 2, To: 1, SentNs: 150, RecvNs: 300, Tuples: 2},
-			{From: 2, To: 1, SentNs: 1040, RecvNs: 1200, Tuples: 2},
-			{From: 1, To: 0, SentNs: 350, RecvNs: 400, Tuples: 2},
-			{From: 1, To: 0, SentNs: 1230, RecvNs: 1300, Tuples: 2},
-		},
-		// The consumer's progress: every tuple consumed.
-		Progress: [][]int64{{420, 480, 1350, 1450}, nil, nil},
+	wantM := map[[2]string]m{
+		{"n/consumer", "idle"}: {2, 1200, 0}, {"n/consumer", "consume"}: {2, 300, 2},
+		{"n/lane0", "recv-wait"}: {2, 1150, 0}, {"n/lane0", "decode"}: {2, 80, 2}, {"n/lane0", "message"}: {2, 120, 4},
+		{"n/thread0", "pacing"}: {2, 950, 0}, {"n/thread0", "send"}: {2, 90, 2}, {"n/thread0", "message"}: {2, 310, 4},
 	}
-	if !reflect.DeepEqual(tr, want) {
-		t.Fatalf("trace\n got %+v\nwant %+v", tr, want)
+	gotM := map[[2]string]m{}
+	for _, x := range rep.Windows[0].Metrics {
+		gotM[[2]string{x.Worker, x.Kind}] = m{x.Count, x.TotalNs, x.Items}
 	}
-	// The graph over it: one window; every path runs through the stages'
-	// busy activities and the messages, so the consumer's consume carries
-	// a share and all shares add up to 1.
-	rep, err := activity.Analyze(tr, activity.Options{WindowNs: 10_000, WaitNs: activity.DefaultWaitNs}, 2,
-		activity.Limits{ProgressWorker: 0, ProgressMaxNs: 700})
-	if err != nil {
-		t.Fatal(err)
+	if !reflect.DeepEqual(gotM, wantM) {
+		t.Fatalf("metrics\n got %v\nwant %v", gotM, wantM)
 	}
 	sum := 0.0
 	for _, s := range rep.CP {
@@ -147,19 +149,23 @@ func TestTraceOfAHandBuiltRun(t *testing.T) {
 }
 
 // A stage the graph does not know, and a trace without activity channels.
-func TestTraceOfRefuses(t *testing.T) {
+func TestPAGRefuses(t *testing.T) {
 	dir := writeRun(t, map[string][][2]uint64{"emit.0": tuples(10, 0), "receive.0": tuples(20, 0)})
 	d, err := results.Open(dir)
 	must(t, err)
-	if _, _, err := TraceOf(d, 0); err == nil {
+	if _, _, err := OpenPAG(d, 0); err == nil {
 		t.Fatal("a trace from a run without activity channels")
 	}
 	dir = writeRun(t, map[string][][2]uint64{"activity.stream3": {change(0, 0, 0), change(5, 1, 0)},
 		"activity.consumer": {change(0, stage.Idling, 0), change(5, stage.Working, 0), change(9, stage.Idling, 1)}})
 	d, err = results.Open(dir)
 	must(t, err)
-	tr, problems, err := TraceOf(d, 0)
-	if err != nil || tr == nil || len(tr.Workers) != 1 || len(problems) < 2 {
-		t.Fatalf("trace %+v, problems %v, err %v: want the consumer, and stream3 and the missing points named", tr, problems, err)
+	in, problems, err := OpenPAG(d, 0)
+	if err != nil || in == nil || len(in.Workers) != 1 {
+		t.Fatalf("input %+v, err %v: want the consumer", in, err)
+	}
+	_, more, err := in.AnalyzePAG(activity.Options{WindowNs: 10}, 0, activity.Limits{ProgressWorker: -1})
+	if problems = append(problems, more...); err != nil || len(problems) < 2 {
+		t.Fatalf("problems %v, err %v: want stream3 and the missing points named", problems, err)
 	}
 }
