@@ -112,7 +112,8 @@ type matchBatch struct {
 
 // AnalyzePAG streams the run through the activity graph and returns its
 // analysis (activity.Stream: memory is one window plus the buckets in
-// flight, however long the run) and what could not be read.
+// flight, however long the run) and what could not be read. It reads the
+// logs once: call it once per OpenPAG.
 func (in *PAGInput) AnalyzePAG(opt activity.Options, k int, l activity.Limits) (*activity.Report, []string, error) {
 	s, err := activity.NewStream(in.Workers, opt, k, l)
 	if err != nil {
