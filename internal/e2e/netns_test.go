@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/results/activity"
 	"github.com/cloudprofiler-go/cp/results/analysis"
 	"github.com/cloudprofiler-go/cp/sweep"
 )
@@ -214,6 +215,10 @@ func TestMultiHostSweep(t *testing.T) {
 		}
 		t.Logf("%s -> %s across namespaces: p50 %v ± %v", p.From, p.To, time.Duration(p.Groups[0].Latency.P50), time.Duration(p.Groups[0].Error.P50))
 	}
+	// The activity graph of the three hosts, streamed: every stage of
+	// every host is a worker, buckets cross hosts as message edges with
+	// the clock relation's bounds, and none came after its window.
+	checkPAGAcrossHosts(t, rep.Dir)
 	// The report of the two-host run passes the page's own check in a
 	// browser: every figure drawn, every point inside its axes, the answer
 	// visible, no label off the canvas, no legend over a plot.
@@ -221,4 +226,40 @@ func TestMultiHostSweep(t *testing.T) {
 		t.Fatalf("report: %v\n%s", err, out)
 	}
 	t.Run("report in chromium", func(t *testing.T) { checkInChromium(t, filepath.Join(rep.Dir, "report.html"), 6) })
+}
+
+func checkPAGAcrossHosts(t *testing.T, dir string) {
+	t.Helper()
+	if out, err := exec.Command(filepath.Join(binDir, "cpsweep"), "analyze", "--pag", "--window", "50ms", dir).CombinedOutput(); err != nil {
+		t.Fatalf("analyze --pag: %v\n%s", err, out)
+	}
+	pag := analysis.PAGFile{Report: &activity.Report{}}
+	if b, err := os.ReadFile(filepath.Join(dir, analysis.PAGJSONFile)); err != nil || json.Unmarshal(b, &pag) != nil {
+		t.Fatalf("%s: %v", analysis.PAGJSONFile, err)
+	}
+	want := []string{"receiver0/consumer", "receiver0/lane0", "receiver0/lane1", "sender0/thread0", "sender0/thread1", "sender1/thread0", "sender1/thread1"}
+	if strings.Join(pag.Workers, " ") != strings.Join(want, " ") {
+		t.Fatalf("workers %v, want %v\nproblems: %v", pag.Workers, want, pag.Problems)
+	}
+	if pag.Late != 0 || len(pag.Windows) < 10 {
+		t.Fatalf("%d buckets late, %d windows\nproblems: %v", pag.Late, len(pag.Windows), pag.Problems)
+	}
+	for _, p := range pag.Problems {
+		if strings.Contains(p, "relation") || strings.Contains(p, "late") || strings.Contains(p, "no message edges") {
+			t.Fatalf("problem: %s", p)
+		}
+	}
+	// Each sender host's buckets reached a lane on the receiver host.
+	sent := map[string]uint64{}
+	for _, w := range pag.Windows {
+		for _, m := range w.Metrics {
+			if m.Kind == "message" {
+				sent[strings.SplitN(m.Worker, "/", 2)[0]] += m.Items
+			}
+		}
+	}
+	if sent["sender0"] == 0 || sent["sender1"] == 0 || sent["receiver0"] == 0 {
+		t.Fatalf("tuples in message edges per host: %v", sent)
+	}
+	t.Logf("activity graph across hosts: %d events in %d windows, tuples in messages %v, %d ambiguous", pag.Events, len(pag.Windows), sent, pag.Ambiguous)
 }
