@@ -3,6 +3,7 @@ package servicerate
 import (
 	"math"
 	"math/rand/v2"
+	"sort"
 	"testing"
 	"time"
 )
@@ -161,5 +162,62 @@ func TestRaftLibPushDoesNotAllocateInALongPhase(t *testing.T) {
 	}
 	if a := testing.AllocsPerRun(20000, func() { r.Push(next(), 1) }); a != 0 {
 		t.Fatalf("%.2f allocations per period", a)
+	}
+}
+
+// What a VM's steal does to RaftLib's estimate, with everything else held
+// still. A stage ~20% starved (utilisation ~0.8) loses its CPU in gaps of
+// 45 µs on average (the median gap measured on this host's vCPUs,
+// BENCHMARKS.md, sixth session), from none to 6% of its time. The ground
+// truth is the stage alone, never starved, steal included (§V-B). Buckets
+// of 100 µs are the benchmark's three points (1 µs × 100, 10 µs × 10,
+// 100 µs × 1: under load a period closes at every bucket); 1 ms buckets
+// show longer periods. Without steal the estimate is within 5% of the
+// ground truth; with steal a period without a gap runs at the full rate,
+// so Equation 3's 95th percentile of the period rates lies above what the
+// stage sustains on average, and more so the shorter the periods. The
+// test fails if steal ever pulls the estimate below the ground truth or
+// stops lifting it: it pins the cause of the overshoot that
+// TestBenchServiceRateVsCapacity measures on this host.
+func TestStealLiftsRaftLibAboveTheCapacity(t *testing.T) {
+	points := []sim{
+		{rate: 1e5, bucket: 10},  // 100 µs a bucket
+		{rate: 1e5, bucket: 100}, // 1 ms a bucket
+	}
+	steals := []float64{0, 0.015, 0.03, 0.06}
+	const seeds = 5
+	for _, p := range points {
+		p.jitter, p.interrupt, p.starve, p.length = 0.03, 0.002, 0.2, 4*time.Second
+		p.gap = time.Duration(float64(p.bucket) / p.rate * 1e9)
+		var row []float64
+		for _, f := range steals {
+			c := p
+			if f > 0 {
+				c.stealGap = 45 * time.Microsecond
+				c.stealEvery = time.Duration(float64(c.stealGap) / f)
+			}
+			ratios := make([]float64, 0, seeds)
+			for seed := uint64(1); seed <= seeds; seed++ {
+				r, _ := c.run(seed)
+				got, ok := r.Current()
+				if !ok {
+					t.Fatalf("buckets of %v, steal %.1f%%, seed %d: not converged after %d periods", p.gap, 100*f, seed, r.Periods())
+				}
+				ratios = append(ratios, got/c.capacity(seed))
+			}
+			sort.Float64s(ratios)
+			med := ratios[len(ratios)/2]
+			row = append(row, med)
+			switch {
+			case f == 0 && math.Abs(med-1) > 0.05:
+				t.Errorf("buckets of %v without steal: RaftLib ÷ capacity %.3f, want within 5%%", p.gap, med)
+			case f > 0 && med < 1:
+				t.Errorf("buckets of %v, steal %.1f%%: RaftLib ÷ capacity %.3f, below the capacity", p.gap, 100*f, med)
+			}
+		}
+		if row[len(row)-1] <= row[0] {
+			t.Errorf("buckets of %v: 6%% steal did not lift the estimate (%.3f against %.3f without)", p.gap, row[len(row)-1], row[0])
+		}
+		t.Logf("RaftLib ÷ capacity, buckets of %v, steal 0, 1.5, 3, 6%%: %.3f", p.gap, row)
 	}
 }

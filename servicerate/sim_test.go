@@ -25,6 +25,29 @@ type sim struct {
 	starve    float64       // probability that the ring runs dry after a bucket
 	gap       time.Duration // mean idle gap when it does
 	length    time.Duration
+	// stealEvery and stealGap model a VM's steal: the stage's CPU is
+	// taken away at random instants (exponential spacing, mean
+	// stealEvery) for an exponentially distributed stretch (mean
+	// stealGap) that lengthens the bucket it falls in. 0: no steal.
+	stealEvery, stealGap time.Duration
+}
+
+// stealDuring returns the steal that falls in a bucket of svc ns starting
+// at now, and advances the next steal instant past it.
+func (c sim) stealDuring(rng *rand.Rand, next *uint64, now uint64, svc float64) float64 {
+	if c.stealEvery <= 0 {
+		return 0
+	}
+	for *next < now { // steal while the stage idled costs it nothing
+		*next += uint64(rng.ExpFloat64() * float64(c.stealEvery))
+	}
+	lost := 0.0
+	for float64(*next) < float64(now)+svc+lost {
+		g := rng.ExpFloat64() * float64(c.stealGap)
+		lost += g
+		*next += uint64(g + rng.ExpFloat64()*float64(c.stealEvery))
+	}
+	return lost
 }
 
 // run returns the estimator fed every non-blocking period, and the
@@ -41,6 +64,7 @@ func (c sim) run(seed uint64) (*RaftLib, uint64) {
 	var ps stage.PeriodStats
 	nextDrain := now + uint64(stage.DefaultPeriod)
 	end := now + uint64(c.length)
+	nextSteal := now + uint64(rng.ExpFloat64()*float64(c.stealEvery))
 	working := false
 	for now < end {
 		if !working {
@@ -55,6 +79,7 @@ func (c sim) run(seed uint64) (*RaftLib, uint64) {
 		if rng.Float64() < c.interrupt {
 			svc *= 2 + 4*rng.Float64()
 		}
+		svc += c.stealDuring(rng, &nextSteal, now, svc)
 		now += uint64(math.Max(svc, 1))
 		a.Add(1, uint64(c.bucket))
 		a.Close(now)
@@ -72,4 +97,22 @@ func (c sim) run(seed uint64) (*RaftLib, uint64) {
 		}
 	}
 	return r, ps.Blocked
+}
+
+// capacity is the stage measured alone, as the paper's ground truth is
+// (§V-B): never starved, steal included, tuples over the whole time.
+func (c sim) capacity(seed uint64) float64 {
+	rng := rand.New(rand.NewPCG(seed, 0x5bd1e995))
+	now, tuples := uint64(0), 0.0
+	nextSteal := uint64(rng.ExpFloat64() * float64(c.stealEvery))
+	for now < uint64(c.length) {
+		svc := float64(c.bucket) / c.rate * 1e9 * (1 + c.jitter*rng.NormFloat64())
+		if rng.Float64() < c.interrupt {
+			svc *= 2 + 4*rng.Float64()
+		}
+		svc += c.stealDuring(rng, &nextSteal, now, svc)
+		now += uint64(math.Max(svc, 1))
+		tuples += float64(c.bucket)
+	}
+	return tuples * 1e9 / float64(now)
 }

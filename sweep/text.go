@@ -133,10 +133,45 @@ func (r *Report) WriteText(w io.Writer) {
 	if r.ProfileSkipped != "" {
 		fmt.Fprintf(w, "profiled trial skipped: %s\n", r.ProfileSkipped)
 	}
+	if line := profiledLine(res); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	if r.Interrupted {
 		fmt.Fprintln(w, "interrupted: the finished trials are kept")
 	}
 	fmt.Fprintf(w, "results: %s\n", r.Dir)
+}
+
+// profiledLine says what the profiled trial's verdict means for the
+// answer and for its logs. The answer is the search's, found without the
+// profiler; a profiled trial below it that fails says that the answer had
+// less headroom than the profile costs, which a user must not miss.
+func profiledLine(res *Result) string {
+	var t *Trial
+	for i := range res.Trials {
+		if res.Trials[i].Purpose == "profile" {
+			t = &res.Trials[i]
+		}
+	}
+	if t == nil {
+		return ""
+	}
+	at := numfmt.Rate(t.Rate)
+	if res.LastPass > 0 {
+		at += fmt.Sprintf(" (%.0f%% of the answer)", 100*t.Rate/res.LastPass)
+	}
+	switch {
+	case t.Verdict.Pass:
+		return "profiled trial at " + at + " passed: its logs are under profiles/ (cpsweep analyze reads them)"
+	case res.LastPass > 0 && t.Rate <= res.LastPass:
+		return "profiled trial at " + at + " FAILED (" + strings.Join(t.Verdict.Failed(), "; ") + "):\n" +
+			"  the answer stands (the search ran without the profile), but the pipeline did not keep up\n" +
+			"  with every point logged, so the logs' latencies include queueing. Either the profile costs\n" +
+			"  more than the answer's headroom (log less: a sampling handler, docs/profiler.md) or the\n" +
+			"  answer is optimistic on a busy host (run the sweep again and compare)"
+	default:
+		return "profiled trial at " + at + " failed, as a trial above the answer may (" + strings.Join(t.Verdict.Failed(), "; ") + "): its logs show the overloaded pipeline"
+	}
 }
 
 // profiledNote marks an answer found with the profiler on.

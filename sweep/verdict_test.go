@@ -105,3 +105,38 @@ func TestWindowRateCountsOnlyTheWindow(t *testing.T) {
 		t.Fatalf("sub-window rate %.0f", got)
 	}
 }
+
+// The summary says what the profiled trial's verdict means: a pass points
+// to the logs; a failure below the answer says that the answer had less
+// headroom than the profile costs (never silently a FAIL in the table); a
+// failure above the answer (--profile-rate) is what was asked for.
+func TestProfiledLineSaysWhatTheVerdictMeans(t *testing.T) {
+	fail := Verdict{Checks: []Check{{Rule: RuleLateness, Detail: "p99 lateness 7.1ms > bound 5ms"}}}
+	pass := Verdict{Pass: true}
+	cases := []struct {
+		name   string
+		trials []Trial
+		want   []string
+	}{
+		{"no profiled trial", []Trial{{Purpose: "confirm", Rate: 1e6, Verdict: pass}}, nil},
+		{"passed", []Trial{{Purpose: "profile", Rate: 9e5, Verdict: pass}},
+			[]string{"profiled trial at 900.0 k/s (90% of the answer) passed", "profiles/"}},
+		{"failed below the answer", []Trial{{Purpose: "profile", Rate: 9e5, Verdict: fail}},
+			[]string{"FAILED (lateness: p99 lateness 7.1ms > bound 5ms)", "the answer stands", "queueing", "headroom", "run the sweep again"}},
+		{"failed above the answer", []Trial{{Purpose: "profile", Rate: 2e6, Verdict: fail}},
+			[]string{"(200% of the answer) failed, as a trial above the answer may", "overloaded"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := profiledLine(&Result{LastPass: 1e6, FirstFail: 1.01e6, Trials: c.trials})
+			if c.want == nil && got != "" {
+				t.Fatalf("got %q, want nothing", got)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("%q lacks %q", got, w)
+				}
+			}
+		})
+	}
+}
