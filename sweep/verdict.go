@@ -3,6 +3,7 @@ package sweep
 import (
 	"fmt"
 	"math"
+	"sort"
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
@@ -19,7 +20,8 @@ type Rules struct {
 	// VMs stall for milliseconds, and that noise must not decide a verdict.
 	LatenessFloor time.Duration `json:"lateness_floor_ns"`
 	// BacklogGrowth bounds how much the receivers' ring occupancy may grow
-	// over the measured window (regression line), as a fraction of capacity.
+	// over the measured window (a Theil–Sen line, see backlogGrowth), as a
+	// fraction of capacity.
 	BacklogGrowth float64 `json:"backlog_growth"`
 	// DelayGrowth bounds how much the queueing delay (the latency trend of
 	// consumed tuples) may grow over the window, as a fraction of the
@@ -181,23 +183,35 @@ func Judge(o *Outcome, rules Rules) Verdict {
 	return v
 }
 
-// backlogGrowth fits least-squares lines through every receiver's ring
-// occupancy and latency samples within the measured window and returns the
-// growth they predict over the window (occupancy summed over receivers,
-// delay the worst receiver's), and the total ring capacity.
+// backlogGrowth fits Theil–Sen lines (the median of the slopes between
+// every two samples) through every receiver's ring occupancy and latency
+// samples within the measured window and returns the growth they predict
+// over the window (occupancy summed over receivers, delay the worst
+// receiver's), and the total ring capacity.
+//
+// Not least squares: a sample is an instant, and at millions of tuples a
+// second a ring holds a few ms of them, so samples 100 ms apart are mostly
+// 0 with a burst caught now and then. One such burst in the last sample
+// moved a least-squares line by ~50 buckets of "growth" (the limit is 25.6
+// of 256), and the same trials read anything from -133 to +111 buckets
+// while their queueing delay did not grow: a failed verdict decided by
+// where a burst fell. A backlog that grows raises most pairs' slopes and
+// moves the median as it moves a least-squares line; a burst in under a
+// third of the samples does not move it (BENCHMARKS.md, 2026-11-25).
 func backlogGrowth(o *Outcome) (buckets float64, delay time.Duration, capacity int) {
 	span := float64(o.Window[1]-o.Window[0]) / 1e9
+	var occ, lat trend
 	for _, r := range o.Receivers {
 		capacity += r.RingCapacity
-		var occ, lat trend
+		occ, lat = occ[:0], lat[:0]
 		for _, p := range r.Backlog {
 			if o.Window[1] > 0 && (p.UnixNs < o.Window[0] || p.UnixNs > o.Window[1]) {
 				continue
 			}
 			x := float64(p.UnixNs-o.Window[0]) / 1e9
-			occ.add(x, float64(p.Buckets))
+			occ = append(occ, point{x, float64(p.Buckets)})
 			if p.LatencyNs > 0 {
-				lat.add(x, float64(p.LatencyNs))
+				lat = append(lat, point{x, float64(p.LatencyNs)})
 			}
 		}
 		buckets += occ.slope() * span
@@ -206,20 +220,46 @@ func backlogGrowth(o *Outcome) (buckets float64, delay time.Duration, capacity i
 	return buckets, delay, capacity
 }
 
-// trend accumulates a least-squares line fit.
-type trend struct{ n, sx, sy, sxx, sxy float64 }
+type point struct{ x, y float64 }
 
-func (t *trend) add(x, y float64) {
-	t.n, t.sx, t.sy, t.sxx, t.sxy = t.n+1, t.sx+x, t.sy+y, t.sxx+x*x, t.sxy+x*y
-}
+// trend is a series of samples in time order.
+type trend []point
 
-// slope is the fitted y per unit x (0 with fewer than 3 points).
-func (t *trend) slope() float64 {
-	den := t.n*t.sxx - t.sx*t.sx
-	if t.n < 3 || den == 0 {
+// trendPoints bounds the samples a slope is taken over (every pair of
+// them: ~32 k slopes); a longer series is thinned evenly. A trial's window
+// has one sample per 100 ms, so only windows above ~25 s are thinned.
+const trendPoints = 256
+
+// slope is the Theil–Sen slope: the median of (y_j - y_i)/(x_j - x_i)
+// over every pair of samples (0 with fewer than 3 samples).
+func (t trend) slope() float64 {
+	if len(t) < 3 {
 		return 0
 	}
-	return (t.n*t.sxy - t.sx*t.sy) / den
+	if len(t) > trendPoints {
+		thinned := make(trend, trendPoints)
+		for i := range thinned {
+			thinned[i] = t[i*(len(t)-1)/(trendPoints-1)]
+		}
+		t = thinned
+	}
+	slopes := make([]float64, 0, len(t)*(len(t)-1)/2)
+	for i := range t {
+		for j := i + 1; j < len(t); j++ {
+			if dx := t[j].x - t[i].x; dx > 0 {
+				slopes = append(slopes, (t[j].y-t[i].y)/dx)
+			}
+		}
+	}
+	if len(slopes) == 0 {
+		return 0
+	}
+	sort.Float64s(slopes)
+	n := len(slopes)
+	if n%2 == 1 {
+		return slopes[n/2]
+	}
+	return (slopes[n/2-1] + slopes[n/2]) / 2
 }
 
 // WindowRate is the receivers' consumption rate inside the measured window

@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -138,5 +139,80 @@ func TestProfiledLineSaysWhatTheVerdictMeans(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The backlog rule's trend is Theil–Sen, not least squares. Samples are
+// instants 100 ms apart in a ring that holds a few ms of tuples, so at
+// high rates they are mostly 0 with a burst now and then. The first
+// series is a real trial's (a demo sweep at 5.135 M tuples/s, 2026-11-25):
+// its last sample caught a burst, a least-squares line read 47 buckets of
+// growth and failed it, while its queueing delay grew 1.2 ms. A ring
+// that fills over the window, or only over its last 40%, must still fail;
+// one whose bursts come early and late in equal measure must not.
+func TestBacklogTrendIgnoresBurstsAndSeesGrowth(t *testing.T) {
+	burst := []int{42, 0, 78, 0, 0, 22, 147, 8, 0, 43, 0, 0, 0, 169, 0, 0, 0, 212}
+	late := make([]int, 20)
+	for i := 12; i < 20; i++ {
+		late[i] = 25 * (i - 11) // 25 .. 200 over the last 40%
+	}
+	steady := make([]int, 20)
+	for i := range steady {
+		steady[i] = 5 + 12*i
+	}
+	cases := []struct {
+		name     string
+		buckets  []int
+		fails    bool
+		min, max float64 // the growth reported, in buckets
+	}{
+		{"a burst in the last sample", burst, false, -5, 5},
+		{"steady growth", steady, true, 220, 240},
+		{"growth over the last 40% only", late, true, 60, 400},
+		{"bursts at both ends", []int{200, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 200}, false, -1, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := passing()
+			r := o.Receivers[0]
+			r.Backlog = r.Backlog[:0]
+			n := len(c.buckets)
+			o.Window = [2]int64{0, int64(n-1) * 1e8}
+			for i, b := range c.buckets {
+				r.Backlog = append(r.Backlog, receiver.BacklogSample{UnixNs: int64(i) * 1e8, Buckets: b,
+					Consumed: uint64(i) * 100_000, LatencyNs: int64(time.Millisecond)})
+			}
+			growth, _, _ := backlogGrowth(o)
+			if growth < c.min || growth > c.max {
+				t.Errorf("growth %.1f buckets, want %.0f..%.0f", growth, c.min, c.max)
+			}
+			v := Judge(o, Rules{})
+			if v.Pass == c.fails {
+				t.Errorf("pass %v, want failed %v: %v", v.Pass, c.fails, v.Failed())
+			}
+		})
+	}
+}
+
+// A long window's series is thinned to trendPoints before the pairs are
+// taken: the slope of a line is still the line's, and the work bounded.
+func TestTrendSlopeOfALongSeries(t *testing.T) {
+	var tr trend
+	for i := 0; i < 4096; i++ {
+		y := 3*float64(i) + 7
+		if i%10 == 0 {
+			y += 500 // a burst in one sample of ten
+		}
+		tr = append(tr, point{float64(i), y})
+	}
+	if got := tr.slope(); math.Abs(got-3) > 1e-9 {
+		t.Fatalf("slope %v, want 3", got)
+	}
+	if got := tr[:2].slope(); got != 0 {
+		t.Fatalf("slope of two points %v, want 0 (too few)", got)
+	}
+	allocs := testing.AllocsPerRun(5, func() { _ = tr.slope() })
+	if allocs > 2 {
+		t.Fatalf("%v allocations a slope", allocs)
 	}
 }
