@@ -80,9 +80,15 @@ func newSink(open opener, cfg Config) (*sink, error) {
 	return s, nil
 }
 
-// work encodes blocks and hands them to the writer in sequence order.
+// work encodes blocks and hands them to the writer in sequence order, on a
+// thread of its own at a lower priority (background): a block's
+// compression takes tens of ms of CPU, and at the stages' priority it took
+// them from whichever stage thread shared the CPU, in slices of ms. Should
+// the priority not be lowered, the worker runs as before: no record
+// depends on it.
 func (s *sink) work(enc *blockEncoder) {
 	defer s.wg.Done()
+	_ = background()
 	for j := range s.jobs {
 		var out []byte
 		if s.format == FormatASCII {
