@@ -111,3 +111,32 @@ func threadNice(t *testing.T, tid int) int {
 	}
 	return n
 }
+
+// The first hand-off takes the spare block made when the channel opened
+// instead of making one on the logging thread (a 1 M-run block is 24 MB,
+// zeroed by the runtime when its memory is reused: milliseconds in the
+// middle of a stage's schedule).
+func TestFirstHandOffTakesTheSpareBlock(t *testing.T) {
+	const size = 1024
+	p := New(0)
+	defer p.Close()
+	ch, err := p.Open("h", Config{Handler: HandlerBuffered, Path: t.TempDir() + "/h.log", BlockSize: size})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, ok := ch.load().h.(*buffered)
+	if !ok {
+		t.Fatalf("handler %T, want *buffered", ch.load().h)
+	}
+	if len(b.s.free) != 1 {
+		t.Fatalf("%d spare blocks after open, want 1", len(b.s.free))
+	}
+	spare := <-b.s.free
+	b.s.free <- spare
+	for i := uint64(0); i < size; i++ {
+		ch.LogTS(i) // the size-th call hands the block off
+	}
+	if b.records != 0 || &b.block[:1][0] != &spare[:1][0] {
+		t.Fatalf("after the hand-off: %d records in the block, the spare taken: %v", b.records, &b.block[:1][0] == &spare[:1][0])
+	}
+}
