@@ -133,7 +133,7 @@ func (r *Report) WriteText(w io.Writer) {
 	if r.ProfileSkipped != "" {
 		fmt.Fprintf(w, "profiled trial skipped: %s\n", r.ProfileSkipped)
 	}
-	if line := profiledLine(res); line != "" {
+	if line := profiledLine(res, r.ProfiledSearch); line != "" {
 		fmt.Fprintln(w, line)
 	}
 	if r.Interrupted {
@@ -146,7 +146,7 @@ func (r *Report) WriteText(w io.Writer) {
 // answer and for its logs. The answer is the search's, found without the
 // profiler; a profiled trial below it that fails says that the answer had
 // less headroom than the profile costs, which a user must not miss.
-func profiledLine(res *Result) string {
+func profiledLine(res *Result, profiledSearch bool) string {
 	var t *Trial
 	for i := range res.Trials {
 		if res.Trials[i].Purpose == "profile" {
@@ -163,6 +163,11 @@ func profiledLine(res *Result) string {
 	switch {
 	case t.Verdict.Pass:
 		return "profiled trial at " + at + " passed: its logs are under profiles/ (cpsweep analyze reads them)"
+	case res.LastPass > 0 && t.Rate <= res.LastPass && profiledSearch:
+		return "profiled trial at " + at + " FAILED (" + strings.Join(t.Verdict.Failed(), "; ") + "):\n" +
+			"  the search ran with the same profile and passed above this rate, so the profile's cost is\n" +
+			"  not the reason: the host was busier than during the search, and the answer may be\n" +
+			"  optimistic (run the sweep again and compare); the logs' latencies include queueing"
 	case res.LastPass > 0 && t.Rate <= res.LastPass:
 		return "profiled trial at " + at + " FAILED (" + strings.Join(t.Verdict.Failed(), "; ") + "):\n" +
 			"  the answer stands (the search ran without the profile), but the pipeline did not keep up\n" +

@@ -115,21 +115,24 @@ func TestProfiledLineSaysWhatTheVerdictMeans(t *testing.T) {
 	fail := Verdict{Checks: []Check{{Rule: RuleLateness, Detail: "p99 lateness 7.1ms > bound 5ms"}}}
 	pass := Verdict{Pass: true}
 	cases := []struct {
-		name   string
-		trials []Trial
-		want   []string
+		name     string
+		trials   []Trial
+		want     []string
+		profiled bool // --profile-search
 	}{
-		{"no profiled trial", []Trial{{Purpose: "confirm", Rate: 1e6, Verdict: pass}}, nil},
+		{"no profiled trial", []Trial{{Purpose: "confirm", Rate: 1e6, Verdict: pass}}, nil, false},
 		{"passed", []Trial{{Purpose: "profile", Rate: 9e5, Verdict: pass}},
-			[]string{"profiled trial at 900.0 k/s (90% of the answer) passed", "profiles/"}},
+			[]string{"profiled trial at 900.0 k/s (90% of the answer) passed", "profiles/"}, false},
 		{"failed below the answer", []Trial{{Purpose: "profile", Rate: 9e5, Verdict: fail}},
-			[]string{"FAILED (lateness: p99 lateness 7.1ms > bound 5ms)", "the answer stands", "queueing", "headroom", "run the sweep again"}},
+			[]string{"FAILED (lateness: p99 lateness 7.1ms > bound 5ms)", "the answer stands", "queueing", "headroom", "run the sweep again"}, false},
 		{"failed above the answer", []Trial{{Purpose: "profile", Rate: 2e6, Verdict: fail}},
-			[]string{"(200% of the answer) failed, as a trial above the answer may", "overloaded"}},
+			[]string{"(200% of the answer) failed, as a trial above the answer may", "overloaded"}, false},
+		{"failed below an answer found profiled", []Trial{{Purpose: "profile", Rate: 9e5, Verdict: fail}},
+			[]string{"FAILED (lateness", "ran with the same profile", "not the reason", "busier", "queueing"}, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := profiledLine(&Result{LastPass: 1e6, FirstFail: 1.01e6, Trials: c.trials})
+			got := profiledLine(&Result{LastPass: 1e6, FirstFail: 1.01e6, Trials: c.trials}, c.profiled)
 			if c.want == nil && got != "" {
 				t.Fatalf("got %q, want nothing", got)
 			}
