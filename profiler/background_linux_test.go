@@ -12,8 +12,7 @@ import (
 )
 
 // background lowers only its own thread: the goroutine's thread has nice
-// backgroundNice and the test's own thread keeps its nice value. And a
-// buffered channel's compression worker runs on such a thread.
+// backgroundNice and the test's own thread keeps its nice value.
 func TestBackgroundLowersOnlyItsThread(t *testing.T) {
 	before := threadNice(t, unix.Gettid())
 	type res struct {
@@ -37,6 +36,8 @@ func TestBackgroundLowersOnlyItsThread(t *testing.T) {
 	}
 }
 
+// A buffered channel's compression worker runs on such a thread, and the
+// thread retires with the channel.
 func TestCompressionWorkersRunAtBackgroundPriority(t *testing.T) {
 	// Threads lowered by earlier tests retire when their goroutines exit,
 	// a moment later (a test that leaves a channel open keeps its worker's

@@ -32,6 +32,17 @@ type sim struct {
 	stealEvery, stealGap time.Duration
 }
 
+// bucketTime is how long a bucket started at now takes at rate: jittered,
+// now and then interrupted, lengthened by any steal that falls in it.
+func (c sim) bucketTime(rng *rand.Rand, rate float64, nextSteal *uint64, now uint64) uint64 {
+	svc := float64(c.bucket) / rate * 1e9 * (1 + c.jitter*rng.NormFloat64())
+	if rng.Float64() < c.interrupt {
+		svc *= 2 + 4*rng.Float64()
+	}
+	svc += c.stealDuring(rng, nextSteal, now, svc)
+	return uint64(math.Max(svc, 1))
+}
+
 // stealDuring returns the steal that falls in a bucket of svc ns starting
 // at now, and advances the next steal instant past it.
 func (c sim) stealDuring(rng *rand.Rand, next *uint64, now uint64, svc float64) float64 {
@@ -75,12 +86,7 @@ func (c sim) run(seed uint64) (*RaftLib, uint64) {
 		if c.rate2 > 0 && now-1000 >= uint64(c.switchAt) {
 			rate = c.rate2
 		}
-		svc := float64(c.bucket) / rate * 1e9 * (1 + c.jitter*rng.NormFloat64())
-		if rng.Float64() < c.interrupt {
-			svc *= 2 + 4*rng.Float64()
-		}
-		svc += c.stealDuring(rng, &nextSteal, now, svc)
-		now += uint64(math.Max(svc, 1))
+		now += c.bucketTime(rng, rate, &nextSteal, now)
 		a.Add(1, uint64(c.bucket))
 		a.Close(now)
 		if rng.Float64() < c.starve {
@@ -106,12 +112,7 @@ func (c sim) capacity(seed uint64) float64 {
 	now, tuples := uint64(0), 0.0
 	nextSteal := uint64(rng.ExpFloat64() * float64(c.stealEvery))
 	for now < uint64(c.length) {
-		svc := float64(c.bucket) / c.rate * 1e9 * (1 + c.jitter*rng.NormFloat64())
-		if rng.Float64() < c.interrupt {
-			svc *= 2 + 4*rng.Float64()
-		}
-		svc += c.stealDuring(rng, &nextSteal, now, svc)
-		now += uint64(math.Max(svc, 1))
+		now += c.bucketTime(rng, c.rate, &nextSteal, now)
 		tuples += float64(c.bucket)
 	}
 	return tuples * 1e9 / float64(now)
