@@ -14,7 +14,7 @@ import (
 // background lowers only its own thread: the goroutine's thread has nice
 // backgroundNice and the test's own thread keeps its nice value.
 func TestBackgroundLowersOnlyItsThread(t *testing.T) {
-	before := threadNice(t, unix.Gettid())
+	before := mustNice(t, unix.Gettid())
 	type res struct {
 		nice int
 		err  error
@@ -22,7 +22,11 @@ func TestBackgroundLowersOnlyItsThread(t *testing.T) {
 	ch := make(chan res)
 	go func() {
 		err := background()
-		ch <- res{threadNice(t, unix.Gettid()), err}
+		n, ok := threadNice(unix.Gettid())
+		if !ok {
+			n = -100
+		}
+		ch <- res{n, err}
 	}()
 	r := <-ch
 	if r.err != nil {
@@ -31,40 +35,67 @@ func TestBackgroundLowersOnlyItsThread(t *testing.T) {
 	if r.nice != backgroundNice {
 		t.Fatalf("background thread nice %d, want %d", r.nice, backgroundNice)
 	}
-	if got := threadNice(t, unix.Gettid()); got != before {
+	if got := mustNice(t, unix.Gettid()); got != before {
 		t.Fatalf("the caller's thread went from nice %d to %d", before, got)
 	}
 }
 
 // A buffered channel's compression worker runs on such a thread, and the
-// thread retires with the channel.
+// thread retires with the channel. Threads are followed by id: another
+// test's channel left open may lower a thread of its own at any moment
+// (its worker starting late on a busy machine), and counts would mistake
+// it for this channel's.
 func TestCompressionWorkersRunAtBackgroundPriority(t *testing.T) {
-	// Threads lowered by earlier tests retire when their goroutines exit,
-	// a moment later (a test that leaves a channel open keeps its worker's
-	// thread): settle first, then count from there.
-	base := niceCounts(t)[backgroundNice]
-	waitFor(func() bool {
-		time.Sleep(20 * time.Millisecond)
-		n := niceCounts(t)[backgroundNice]
-		settled := n == base
-		base = n
-		return settled
-	})
+	before := loweredThreads(t)
 	p := New(0)
 	ch, err := p.Open("w", Config{Handler: HandlerBuffered, Path: t.TempDir() + "/w.log"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ch.LogTS(1)
-	if !waitFor(func() bool { return niceCounts(t)[backgroundNice] > base }) {
-		t.Fatalf("no new thread at nice %d while a buffered channel is open (%d before)", backgroundNice, base)
+	appeared := map[int]bool{}
+	if !waitFor(func() bool {
+		for tid := range loweredThreads(t) {
+			if !before[tid] {
+				appeared[tid] = true
+			}
+		}
+		return len(appeared) > 0
+	}) {
+		t.Fatalf("no new thread at nice %d while a buffered channel is open", backgroundNice)
 	}
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if !waitFor(func() bool { return niceCounts(t)[backgroundNice] <= base }) {
-		t.Fatalf("threads at nice %d after the channel closed: %d, %d before (a lowered thread went back to the pool)", backgroundNice, niceCounts(t)[backgroundNice], base)
+	if !waitFor(func() bool {
+		now := loweredThreads(t)
+		for tid := range appeared {
+			if !now[tid] {
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatalf("threads %v at nice %d are all still there after the channel closed (a lowered thread went back to the pool)", appeared, backgroundNice)
 	}
+}
+
+// loweredThreads is the set of the process's threads at backgroundNice.
+func loweredThreads(t *testing.T) map[int]bool {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]bool{}
+	for _, e := range ents {
+		if tid, err := strconv.Atoi(e.Name()); err == nil {
+			if n, ok := threadNice(tid); ok && n == backgroundNice {
+				out[tid] = true
+			}
+		}
+	}
+	return out
 }
 
 // waitFor polls cond for up to 2 s.
@@ -79,36 +110,28 @@ func waitFor(cond func() bool) bool {
 	}
 }
 
-// niceCounts counts the process's threads by nice value.
-func niceCounts(t *testing.T) map[int]int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[int]int{}
-	for _, e := range ents {
-		tid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		out[threadNice(t, tid)]++
-	}
-	return out
-}
-
-// threadNice reads field 19 (nice) of /proc/self/task/TID/stat.
-func threadNice(t *testing.T, tid int) int {
+// threadNice reads field 19 (nice) of /proc/self/task/TID/stat; false if
+// the thread is gone (it may exit between a listing and the read).
+func threadNice(tid int) (int, bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/stat", tid))
 	if err != nil {
-		t.Errorf("thread %d: %v", tid, err)
-		return -100
+		return 0, false
 	}
 	s := string(b)
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]) // f[0] is field 3: the name may hold spaces
+	if len(f) < 17 {
+		return 0, false
+	}
 	n, err := strconv.Atoi(f[16])
-	if err != nil {
-		t.Errorf("thread %d: nice %q: %v", tid, f[16], err)
+	return n, err == nil
+}
+
+// mustNice is threadNice for a thread that must be there.
+func mustNice(t *testing.T, tid int) int {
+	t.Helper()
+	n, ok := threadNice(tid)
+	if !ok {
+		t.Fatalf("cannot read the nice value of thread %d", tid)
 	}
 	return n
 }
