@@ -44,12 +44,17 @@ func FetchHandlers(ctx context.Context, source, token string) (*Handlers, []byte
 			return nil, nil, fmt.Errorf("handler configuration: %w", err)
 		}
 		defer resp.Body.Close()
-		data, err = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		// One byte more than allowed tells a configuration that is too
+		// large from one that fits exactly: it is refused whole, never cut.
+		data, err = io.ReadAll(io.LimitReader(resp.Body, MaxHandlersBytes+1))
 		if err != nil {
 			return nil, nil, fmt.Errorf("handler configuration %s: %w", source, err)
 		}
+		if len(data) > MaxHandlersBytes && resp.StatusCode == http.StatusOK {
+			return nil, nil, fmt.Errorf("handler configuration %s: above the limit of %d bytes: refused (a configuration is never applied in part)", source, MaxHandlersBytes)
+		}
 		if resp.StatusCode != http.StatusOK {
-			return nil, nil, fmt.Errorf("handler configuration %s: %s: %s", source, resp.Status, bytes.TrimSpace(data))
+			return nil, nil, fmt.Errorf("handler configuration %s: %s: %s", source, resp.Status, bytes.TrimSpace(data[:min(len(data), 512)]))
 		}
 	} else {
 		var err error
@@ -185,69 +190,74 @@ func (p *Profiler) Follow(ctx context.Context, source, token string, every time.
 
 // ConfigServer serves a handler configuration at PathHandlers: GET returns
 // it (YAML), PUT replaces it after checking it parses (and writes it back
-// to File when set). Processes follow it with Follow.
+// to File when set). Processes follow it with Follow. It is served through
+// httpapi.Serve, which adds the token check and the limits.
 type ConfigServer struct {
-	File  string // re-read on every GET, so editing it works too
-	Token string // required as a bearer token when set
-	mu    sync.Mutex
-	data  []byte // when File is empty
+	File string // re-read on every GET, so editing it works too
+	mu   sync.Mutex
+	data []byte // when File is empty
 }
 
-// Handler is the server with its token check (see httpapi.RequireToken).
-func (s *ConfigServer) Handler() http.Handler { return httpapi.RequireToken(s.Token, s) }
+// ServeConfig serves the handler configuration in file on addr, with the
+// token on every route (cpsweep profiler serve).
+func ServeConfig(addr, token, file string) (*httpapi.Server, error) {
+	cs := &ConfigServer{File: file}
+	return httpapi.Serve(httpapi.ServerConfig{Name: "configuration server", Addr: addr, Token: token, Routes: cs.Routes()})
+}
 
-// ServeHTTP implements http.Handler (without the token check: use Handler).
-func (s *ConfigServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != PathHandlers {
-		http.NotFound(w, r)
+// Routes are the server's routes.
+func (s *ConfigServer) Routes() []httpapi.Route {
+	return []httpapi.Route{
+		{Pattern: "GET " + PathHandlers, Handler: http.HandlerFunc(s.get)},
+		{Pattern: "PUT " + PathHandlers, Handler: http.HandlerFunc(s.put)},
+	}
+}
+
+func (s *ConfigServer) get(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	data := s.data
+	if s.File != "" {
+		var err error
+		if data, err = readfile.Limited(s.File, MaxHandlersBytes); err != nil {
+			httpapi.ReplyError(w, http.StatusInternalServerError, errors.New("the configuration file cannot be read (or is above 1 MiB)"))
+			return
+		}
+	}
+	if h, err := ParseHandlers(data, s.File); err != nil || h.CheckLocal() != nil {
+		// never hand out what clients would refuse anyway
+		httpapi.ReplyError(w, http.StatusInternalServerError, fmt.Errorf("the served configuration is not valid; fix %s", s.File))
+		return
+	}
+	w.Header().Set("Content-Type", "application/yaml")
+	_, _ = w.Write(data)
+}
+
+func (s *ConfigServer) put(w http.ResponseWriter, r *http.Request) {
+	data, err := httpapi.ReadBody(w, r, MaxHandlersBytes)
+	if err != nil {
+		httpapi.ReplyRequestError(w, err)
+		return
+	}
+	h, err := ParseHandlers(data, "request")
+	if err == nil {
+		// followers write only inside their profile directories
+		err = h.CheckLocal()
+	}
+	if err != nil {
+		httpapi.ReplyError(w, http.StatusBadRequest, err)
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch r.Method {
-	case http.MethodGet:
-		data := s.data
-		if s.File != "" {
-			var err error
-			if data, err = os.ReadFile(s.File); err != nil {
-				httpapi.ReplyError(w, http.StatusInternalServerError, errors.New("the configuration file cannot be read"))
-				return
-			}
-		}
-		if h, err := ParseHandlers(data, s.File); err != nil || h.CheckLocal() != nil {
-			// never hand out what clients would refuse anyway
-			httpapi.ReplyError(w, http.StatusInternalServerError, fmt.Errorf("the served configuration is not valid; fix %s", s.File))
+	if s.File != "" {
+		if err := writeAtomic(s.File, data); err != nil {
+			httpapi.ReplyError(w, http.StatusInternalServerError, fmt.Errorf("store the configuration: %w", err))
 			return
 		}
-		w.Header().Set("Content-Type", "application/yaml")
-		_, _ = w.Write(data)
-	case http.MethodPut:
-		data, err := httpapi.ReadBody(w, r, MaxHandlersBytes)
-		if err != nil {
-			httpapi.ReplyRequestError(w, err)
-			return
-		}
-		h, err := ParseHandlers(data, "request")
-		if err == nil {
-			// followers write only inside their profile directories
-			err = h.CheckLocal()
-		}
-		if err != nil {
-			httpapi.ReplyError(w, http.StatusBadRequest, err)
-			return
-		}
-		if s.File != "" {
-			if err := writeAtomic(s.File, data); err != nil {
-				httpapi.ReplyError(w, http.StatusInternalServerError, fmt.Errorf("store the configuration: %w", err))
-				return
-			}
-		}
-		s.data = data
-		w.WriteHeader(http.StatusNoContent)
-	default:
-		w.Header().Set("Allow", "GET, PUT")
-		http.Error(w, "GET or PUT", http.StatusMethodNotAllowed)
 	}
+	s.data = data
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // writeAtomic replaces path with data in one step (a temporary file, then

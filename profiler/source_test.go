@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
 )
 
 func put(t *testing.T, url, token, body string) int {
@@ -37,9 +38,12 @@ func TestFollowConfigServer(t *testing.T) {
 	if err := os.WriteFile(file, []byte("default: {handler: null}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer((&ConfigServer{File: file, Token: "s3cret-s3cret-s3cret"}).Handler())
+	srv, err := httpapi.Serve(httpapi.ServerConfig{Addr: "127.0.0.1:0", Token: "s3cret-s3cret-s3cret", Routes: (&ConfigServer{File: file}).Routes()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer srv.Close()
-	url := srv.URL + PathHandlers
+	url := srv.URL() + PathHandlers
 	if _, _, err := FetchHandlers(context.Background(), url, "wrong"); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Fatalf("a wrong token was accepted: %v", err)
 	}
@@ -122,9 +126,12 @@ func TestConfigServerRefuses(t *testing.T) {
 	if err := os.WriteFile(file, []byte(good), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer((&ConfigServer{File: file}).Handler())
+	srv, err := httpapi.Serve(httpapi.ServerConfig{Addr: "127.0.0.1:0", Routes: (&ConfigServer{File: file}).Routes()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer srv.Close()
-	url := srv.URL + PathHandlers
+	url := srv.URL() + PathHandlers
 	for _, tc := range []struct {
 		name, body string
 		want       int

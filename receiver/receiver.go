@@ -156,7 +156,7 @@ func logActivities(cfg Config, a *stage.Account) error {
 
 func (r *Receiver) openSocket(ep string) (*zmq.Socket, error) {
 	// The receive timeout lets a lane notice a stop.
-	return zmqraw.Open{Kind: zmq.PULL, HWM: r.cfg.HWM, Timeout: 100 * time.Millisecond, Bind: !r.cfg.Connect}.Socket(r.ctx, ep)
+	return zmqraw.Open{Kind: zmq.PULL, HWM: r.cfg.HWM, Timeout: 100 * time.Millisecond, Bind: !r.cfg.Connect, MaxMessage: int64(r.cfg.MaxMessage)}.Socket(r.ctx, ep)
 }
 
 // laneSource is a lane's socket as the object factory's Source: each

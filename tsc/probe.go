@@ -1,6 +1,7 @@
 package tsc
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -202,11 +203,14 @@ type ProbeStats struct {
 // time (so a probe's reply is never confused with another's), each given up
 // after timeout. It returns the good probes (this node is A, the peer B).
 func ProbePeer(peer string, count int, gap, timeout time.Duration, nonce uint64) ([]Probe, ProbeStats, error) {
-	return ProbePeerOpts(peer, count, gap, timeout, nonce, Stamping{})
+	return ProbePeerOpts(context.Background(), peer, count, gap, timeout, nonce, Stamping{})
 }
 
-// ProbePeerOpts is ProbePeer stamping as o says.
-func ProbePeerOpts(peer string, count int, gap, timeout time.Duration, nonce uint64, o Stamping) ([]Probe, ProbeStats, error) {
+// ProbePeerOpts is ProbePeer stamping as o says. It ends early, with
+// ctx's error and the probes so far, when ctx is done: a probe in flight
+// waits no longer than ctx's deadline, and a cancelled ctx is seen within
+// one probe's timeout.
+func ProbePeerOpts(ctx context.Context, peer string, count int, gap, timeout time.Duration, nonce uint64, o Stamping) ([]Probe, ProbeStats, error) {
 	now := o.Now
 	if now == nil {
 		now = Read
@@ -226,7 +230,11 @@ func ProbePeerOpts(peer string, count int, gap, timeout time.Duration, nonce uin
 	out, buf := make([]byte, packetSize), make([]byte, 2048)
 	answered := map[uint64]bool{} // sequence numbers that got a good reply
 	probes := make([]Probe, 0, count)
+	ctxDeadline, hasDeadline := ctx.Deadline()
 	for seq := uint64(1); seq <= uint64(count); seq++ {
+		if err := ctx.Err(); err != nil {
+			return probes, st, fmt.Errorf("probe %s: stopped after %d of %d probes: %w", peer, st.Sent, count, err)
+		}
 		t1 := now()
 		outDelay, inDelay := o.delays()
 		waitFor(outDelay)
@@ -235,6 +243,9 @@ func ProbePeerOpts(peer string, count int, gap, timeout time.Duration, nonce uin
 		}
 		st.Sent++
 		deadline := time.Now().Add(timeout)
+		if hasDeadline && ctxDeadline.Before(deadline) {
+			deadline = ctxDeadline
+		}
 		got := false
 		for !got {
 			_ = conn.SetReadDeadline(deadline)
@@ -274,7 +285,10 @@ func ProbePeerOpts(peer string, count int, gap, timeout time.Duration, nonce uin
 			}
 		}
 		if gap > 0 {
-			time.Sleep(gap)
+			select {
+			case <-time.After(gap):
+			case <-ctx.Done():
+			}
 		}
 	}
 	return probes, st, nil

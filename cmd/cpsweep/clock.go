@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -15,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cloudprofiler-go/cp/internal/cli"
-	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
@@ -80,12 +78,13 @@ func clockClientCommand() *cobra.Command {
 				return err
 			}
 			defer r.Close()
-			c := &probing.Client{Responder: r, Hz: hz, Token: token, Advertise: advertise, Stamping: stamping}
-			addr, stop, err := httpapi.ServeMetrics(control, cli.Collectors{}, map[string]http.Handler{"/v1/clock/": c.Handler()})
+			c := &probing.Client{Responder: r, Hz: hz, Advertise: advertise, Stamping: stamping}
+			srv, err := probing.Serve(control, token, c)
 			if err != nil {
 				return err
 			}
-			defer stop()
+			defer srv.Close()
+			addr := srv.Addr()
 			fmt.Fprintf(os.Stderr, "clock client ready: probes on udp %s, control http://%s/v1/clock (TSC %.6f GHz)\n", r.Addr(), addr, hz/1e9)
 			cli.WaitForSignal()
 			return nil

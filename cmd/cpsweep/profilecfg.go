@@ -2,13 +2,11 @@ package main
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cloudprofiler-go/cp/internal/cli"
-	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/profiler"
 )
 
@@ -46,11 +44,12 @@ a broken configuration is refused, and clients keep their handlers).`,
 			if _, err := profiler.LoadHandlers(file); err != nil {
 				return err
 			}
-			addr, stop, err := httpapi.ServeMetrics(listen, cli.Collectors{}, map[string]http.Handler{profiler.PathHandlers: &profiler.ConfigServer{File: file, Token: token}})
+			srv, err := profiler.ServeConfig(listen, token, file)
 			if err != nil {
 				return err
 			}
-			defer stop()
+			defer srv.Close()
+			addr := srv.Addr()
 			fmt.Fprintf(os.Stderr, "profiler configuration server ready: http://%s%s (from %s)\n", addr, profiler.PathHandlers, file)
 			cli.WaitForSignal()
 			return nil

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -83,7 +81,7 @@ incomplete.`,
 				agents = append(agents, watch.Agent{Node: fmt.Sprintf("sender%d", i), Addr: a})
 			}
 			w := watch.New(agents, watch.Options{ProgressMax: progressMax, Token: token, CPWindow: cpWindow, CPWindows: cpWindows, WaitNs: wait.Nanoseconds()})
-			return runWatch(w, interval, duration, httpAddr, jsonOut)
+			return runWatch(w, interval, duration, httpAddr, token, jsonOut)
 		},
 	}
 	f := cmd.Flags()
@@ -102,7 +100,7 @@ incomplete.`,
 }
 
 // runWatch redraws the view every interval until Ctrl-C or duration.
-func runWatch(w *watch.Watcher, interval, duration time.Duration, httpAddr string, jsonOut bool) error {
+func runWatch(w *watch.Watcher, interval, duration time.Duration, httpAddr, token string, jsonOut bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if duration > 0 {
@@ -111,14 +109,16 @@ func runWatch(w *watch.Watcher, interval, duration time.Duration, httpAddr strin
 		defer cancel()
 	}
 	if httpAddr != "" {
-		ln, err := net.Listen("tcp", httpAddr)
+		srv, err := w.Serve(httpAddr, token)
 		if err != nil {
-			return fmt.Errorf("--http %s: %w", httpAddr, err)
+			return err
 		}
-		srv := &http.Server{Handler: w.Handler(), ReadHeaderTimeout: 5 * time.Second}
-		go func() { _ = srv.Serve(ln) }()
 		defer srv.Close()
-		fmt.Fprintf(os.Stderr, "web view: http://%s/\n", ln.Addr())
+		note := ""
+		if token != "" {
+			note = " (the browser asks for a password: the token; any user name)"
+		}
+		fmt.Fprintf(os.Stderr, "web view: http://%s/%s\n", srv.Addr(), note)
 	}
 	tty := !jsonOut && cli.IsTerminal(os.Stdout)
 	tick := time.NewTicker(interval)

@@ -129,7 +129,7 @@ func WaitForSignal() {
 // ServeMetricsFor is ServeMetrics for a command called name: it says where
 // the metrics are on standard error.
 func ServeMetricsFor(name, addr string, c prometheus.Collector) (func(), error) {
-	bound, stop, err := httpapi.ServeMetrics(addr, c, nil)
+	bound, stop, err := httpapi.ServeMetrics(addr, c)
 	if err != nil {
 		return nil, err
 	}

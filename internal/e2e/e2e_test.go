@@ -232,13 +232,20 @@ func scrape(t *testing.T, addr string) map[string]float64 {
 	return m
 }
 
-// tryScrape reads the metrics at addr, summed over label sets.
+// tryScrape reads the metrics at addr, summed over label sets. It sends
+// the hostile tests' token, which a server without a token ignores and an
+// agent started with it requires (/metrics included).
 func tryScrape(addr string) (map[string]float64, error) {
-	resp, err := http.Get("http://" + addr + "/metrics")
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+hostileToken)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("scrape %s: %w", addr, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("scrape %s: HTTP %d", addr, resp.StatusCode)
+	}
 	out := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {

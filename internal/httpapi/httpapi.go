@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -80,22 +79,6 @@ func ServerToken(token, tokenFile, addr string) (string, error) {
 
 // ErrUnauthorized is the reply to a request without the right token.
 var ErrUnauthorized = errors.New("missing or wrong token (send Authorization: Bearer TOKEN)")
-
-// RequireToken refuses requests without "Authorization: Bearer token" (401,
-// a JSON error) when token is set; the comparison takes constant time.
-func RequireToken(token string, next http.Handler) http.Handler {
-	if token == "" {
-		return next
-	}
-	want := []byte("Bearer " + token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			ReplyError(w, http.StatusUnauthorized, ErrUnauthorized)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
 
 // ReplyJSON writes v as a JSON response with the status code.
 func ReplyJSON(w http.ResponseWriter, code int, v any) {

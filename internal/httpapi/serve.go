@@ -1,55 +1,319 @@
 package httpapi
 
 import (
+	"crypto/subtle"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/internal/fdlimit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
+// Route is one pattern of a server (http.ServeMux syntax, e.g.
+// "GET /v1/info" or "/v1/" for a fallback) and its handler.
+type Route struct {
+	Pattern string
+	Handler http.Handler
+}
+
+// Limits of every server: a client that opens connections and leaves them
+// idle, sends headers slowly or never reads a reply cannot hold the
+// process's descriptors or goroutines.
+const (
+	// DefaultMaxConns is the most connections a server holds at once. At
+	// the limit a new connection evicts an idle one, or is closed at once
+	// when none is idle.
+	DefaultMaxConns     = 64
+	ReadHeaderTimeout   = 5 * time.Second
+	ReadTimeout         = 30 * time.Second // a whole request, body included (at most a few MiB)
+	DefaultWriteTimeout = 2 * time.Minute  // a handler that streams longer extends its own deadline
+	IdleTimeout         = 30 * time.Second
+	MaxHeaderBytes      = 64 << 10
+)
+
+// ServerConfig describes a server. Token, when set, is required on every
+// route, /metrics included; without one the server may only listen on
+// loopback, unless it serves nothing but /metrics (OpenMetrics).
+type ServerConfig struct {
+	Name     string       // what the server is, for messages ("agent", "configuration server")
+	Addr     string       // where to listen, unless Listener is set
+	Listener net.Listener // a listener the caller bound (to learn its port first)
+	Token    string
+	Routes   []Route
+	// Metrics, when set, is served at GET /metrics beside the Go and
+	// process collectors, which every server has.
+	Metrics prometheus.Collector
+	// OpenMetrics allows a metrics-only server (no Routes) off loopback
+	// without a token: a plain dgsend/dgrecv run that Prometheus scrapes.
+	OpenMetrics  bool
+	MaxConns     int           // DefaultMaxConns when 0
+	WriteTimeout time.Duration // DefaultWriteTimeout when 0
+}
+
+// Server is an HTTP server built by Serve: authenticated, bounded, with
+// timeouts. It is the only way the project serves HTTP.
+type Server struct {
+	name    string
+	addr    string
+	routes  []string
+	handler http.Handler
+	srv     *http.Server
+	limit   *connLimiter
+}
+
+// Serve checks cfg (a token off loopback, valid patterns), listens and
+// serves it in the background. Authentication wraps the whole mux, so no
+// route, and no path that matches none, is reachable without the token.
+func Serve(cfg ServerConfig) (*Server, error) {
+	if cfg.Name == "" {
+		cfg.Name = "server"
+	}
+	if err := CheckToken(cfg.Token); err != nil {
+		return nil, err
+	}
+	addr := cfg.Addr
+	if cfg.Listener != nil {
+		addr = cfg.Listener.Addr().String()
+	}
+	if !(cfg.OpenMetrics && len(cfg.Routes) == 0) {
+		if err := CheckBind(addr, cfg.Token); err != nil {
+			return nil, fmt.Errorf("%s: %w", cfg.Name, err)
+		}
+	}
+	mux, routes, err := buildMux(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg.Name, err)
+	}
+	ln := cfg.Listener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+			return nil, fmt.Errorf("%s: listen on %s: %w", cfg.Name, cfg.Addr, err)
+		}
+	}
+	maxConns := cfg.MaxConns
+	if maxConns <= 0 {
+		maxConns = DefaultMaxConns
+		// Connections may take at most a quarter of the descriptors free
+		// at start: the rest are for the trials' sockets and files.
+		if free, ok := fdlimit.Free(); ok && free/4 < maxConns {
+			maxConns = max(free/4, 4)
+		}
+	}
+	wt := cfg.WriteTimeout
+	if wt <= 0 {
+		wt = DefaultWriteTimeout
+	}
+	s := &Server{name: cfg.Name, addr: ln.Addr().String(), routes: routes, handler: authenticate(cfg.Token, mux), limit: newConnLimiter(maxConns)}
+	s.srv = &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		ReadTimeout:       ReadTimeout,
+		WriteTimeout:      wt,
+		IdleTimeout:       IdleTimeout,
+		MaxHeaderBytes:    MaxHeaderBytes,
+		ConnState:         s.limit.track,
+		ErrorLog:          nil,
+	}
+	go func() {
+		if err := s.srv.Serve(s.limit.wrap(ln)); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", cfg.Name, err)
+		}
+	}()
+	return s, nil
+}
+
+func buildMux(cfg ServerConfig) (*http.ServeMux, []string, error) {
+	mux := http.NewServeMux()
+	var routes []string
+	add := func(pattern string, h http.Handler) (err error) {
+		defer func() { // ServeMux panics on a bad or duplicate pattern: a programming error, said as one
+			if r := recover(); r != nil {
+				err = fmt.Errorf("route %q: %v", pattern, r)
+			}
+		}()
+		mux.Handle(pattern, h)
+		routes = append(routes, pattern)
+		return nil
+	}
+	reg := prometheus.NewRegistry()
+	if cfg.Metrics != nil {
+		if err := reg.Register(cfg.Metrics); err != nil {
+			return nil, nil, fmt.Errorf("register metrics: %w", err)
+		}
+	}
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := add("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{})); err != nil {
+		return nil, nil, err
+	}
+	for _, r := range cfg.Routes {
+		if r.Handler == nil {
+			return nil, nil, fmt.Errorf("route %q has no handler", r.Pattern)
+		}
+		if err := add(r.Pattern, r.Handler); err != nil {
+			return nil, nil, err
+		}
+	}
+	sort.Strings(routes)
+	return mux, routes, nil
+}
+
+// Addr is the bound address (useful with port 0).
+func (s *Server) Addr() string { return s.addr }
+
+// URL is "http://" and the bound address.
+func (s *Server) URL() string { return "http://" + s.addr }
+
+// Routes lists every pattern the server answers, sorted.
+func (s *Server) Routes() []string { return append([]string(nil), s.routes...) }
+
+// Handler is the whole served handler, authentication included (tests).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Refused counts connections closed at once because the server was full
+// and none was idle.
+func (s *Server) Refused() int64 { return s.limit.refused.Load() }
+
+// Close stops the server and closes every connection.
+func (s *Server) Close() { _ = s.srv.Close() }
+
+// authenticate refuses every request without the token (401, a JSON
+// error), whatever its path. It takes "Authorization: Bearer TOKEN" (the
+// controller, curl, Prometheus' authorization) or HTTP Basic with the
+// token as the password (a browser's own prompt, for cpsweep watch's page).
+// The comparisons take constant time.
+func authenticate(token string, next http.Handler) http.Handler {
+	if token == "" {
+		return next
+	}
+	bearer := []byte("Bearer " + token)
+	want := []byte(token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		ok := subtle.ConstantTimeCompare(got, bearer) == 1
+		if !ok {
+			if _, pass, basic := basicAuth(r); basic {
+				ok = subtle.ConstantTimeCompare([]byte(pass), want) == 1
+			}
+		}
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Basic realm="cloudprofiler (any user name; the token as password)"`)
+			ReplyError(w, http.StatusUnauthorized, ErrUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func basicAuth(r *http.Request) (user, pass string, ok bool) {
+	h := r.Header.Get("Authorization")
+	const prefix = "Basic "
+	if len(h) < len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return "", "", false
+	}
+	dec, err := base64.StdEncoding.DecodeString(h[len(prefix):])
+	if err != nil {
+		return "", "", false
+	}
+	user, pass, ok = strings.Cut(string(dec), ":")
+	return user, pass, ok
+}
+
+// connLimiter holds at most max connections: at the limit a new one
+// evicts the connection idle the longest, or is closed at once.
+type connLimiter struct {
+	max     int
+	mu      sync.Mutex
+	conns   map[net.Conn]connInfo
+	refused atomic.Int64
+}
+
+type connInfo struct {
+	state http.ConnState
+	since time.Time
+}
+
+func newConnLimiter(max int) *connLimiter {
+	return &connLimiter{max: max, conns: map[net.Conn]connInfo{}}
+}
+
+func (l *connLimiter) wrap(ln net.Listener) net.Listener { return &limitedListener{Listener: ln, l: l} }
+
+// track follows each connection's state (http.Server's ConnState hook).
+func (l *connLimiter) track(c net.Conn, st http.ConnState) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if st == http.StateClosed || st == http.StateHijacked {
+		delete(l.conns, c)
+		return
+	}
+	if _, ok := l.conns[c]; ok {
+		l.conns[c] = connInfo{state: st, since: time.Now()}
+	}
+}
+
+// admit takes c, evicting the longest-idle connection when full; false
+// means c must be closed.
+func (l *connLimiter) admit(c net.Conn) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.conns) >= l.max {
+		var oldest net.Conn
+		var at time.Time
+		for oc, info := range l.conns {
+			if info.state == http.StateIdle && (oldest == nil || info.since.Before(at)) {
+				oldest, at = oc, info.since
+			}
+		}
+		if oldest == nil {
+			l.refused.Add(1)
+			return false
+		}
+		_ = oldest.Close()
+		delete(l.conns, oldest)
+	}
+	l.conns[c] = connInfo{state: http.StateNew, since: time.Now()}
+	return true
+}
+
+type limitedListener struct {
+	net.Listener
+	l *connLimiter
+}
+
+func (ll *limitedListener) Accept() (net.Conn, error) {
+	for {
+		c, err := ll.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if ll.l.admit(c) {
+			return c, nil
+		}
+		_ = c.Close()
+	}
+}
+
 // ServeMetrics serves /metrics for the collector on addr ("" disables),
-// with extra handlers beside it, and returns the bound address (useful
-// with port 0) and a shutdown function.
-func ServeMetrics(addr string, c prometheus.Collector, extra map[string]http.Handler) (string, func(), error) {
+// openly (a plain run's read-only metrics), and returns the bound address
+// and a shutdown function.
+func ServeMetrics(addr string, c prometheus.Collector) (string, func(), error) {
 	if addr == "" {
 		return "", func() {}, nil
 	}
-	ln, err := net.Listen("tcp", addr)
+	s, err := Serve(ServerConfig{Name: "metrics server", Addr: addr, Metrics: c, OpenMetrics: true})
 	if err != nil {
-		return "", nil, fmt.Errorf("listen for /metrics on %s: %w (use --metrics-addr to pick another, or \"\" to disable)", addr, err)
+		return "", nil, fmt.Errorf("%w (use --metrics-addr to pick another, or \"\" to disable)", err)
 	}
-	stop, err := ServeMetricsOn(ln, c, extra)
-	if err != nil {
-		ln.Close()
-		return "", nil, err
-	}
-	return ln.Addr().String(), stop, nil
-}
-
-// ServeMetricsOn is ServeMetrics on a listener the caller has bound (to
-// learn its port before anything is served).
-func ServeMetricsOn(ln net.Listener, c prometheus.Collector, extra map[string]http.Handler) (func(), error) {
-	reg := prometheus.NewRegistry()
-	if err := reg.Register(c); err != nil {
-		return nil, fmt.Errorf("register metrics: %w", err)
-	}
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	for path, h := range extra {
-		mux.Handle(path, h)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintf(os.Stderr, "metrics server: %v\n", err)
-		}
-	}()
-	return func() { _ = srv.Close() }, nil
+	return s.Addr(), s.Close, nil
 }

@@ -42,6 +42,12 @@ func (s Sockets) Problems() []string {
 			bad("endpoint %.64q is not a ZeroMQ endpoint like tcp://host:port", ep)
 			break
 		}
+		// libzmq takes a C string: a NUL would cut the endpoint short,
+		// and no control character belongs in an address.
+		if i := strings.IndexFunc(ep, func(r rune) bool { return r < 0x20 || r == 0x7f }); i >= 0 {
+			bad("endpoint %.64q has a control character at byte %d", ep, i)
+			break
+		}
 	}
 	if s.HWM < 0 || s.HWM > MaxHWM {
 		bad("hwm must be 0 to %d messages, got %d", MaxHWM, s.HWM)

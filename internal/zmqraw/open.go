@@ -2,15 +2,34 @@ package zmqraw
 
 import (
 	"fmt"
+
 	"time"
 
+	"github.com/cloudprofiler-go/cp/internal/fdlimit"
+
 	zmq "github.com/pebbe/zmq4"
+)
+
+// Descriptors a ZeroMQ object needs beyond what it holds when made: a
+// context's reaper and I/O threads each take a mailbox and a poller, a
+// socket its mailbox, its listener or connection, and room for the peers
+// that connect to it. When libzmq cannot make a mailbox it aborts the whole
+// process ("Too many open files"), so these are checked before, with
+// margin.
+const (
+	ContextDescriptors = 16 // plus 2 per I/O thread
+	SocketDescriptors  = 16
 )
 
 // NewContext creates a ZeroMQ context with ioThreads I/O threads. Create
 // it before any thread is pinned: C threads inherit the creator's
 // affinity mask.
 func NewContext(ioThreads int) (*zmq.Context, error) {
+	// libzmq aborts the process when it cannot make a descriptor for a
+	// thread's mailbox: refuse first, while refusing is still possible.
+	if err := fdlimit.Check(ContextDescriptors + 2*ioThreads); err != nil {
+		return nil, fmt.Errorf("create ZeroMQ context: %w", err)
+	}
 	ctx, err := zmq.NewContext()
 	if err != nil {
 		return nil, fmt.Errorf("create ZeroMQ context: %w", err)
@@ -33,6 +52,10 @@ type Open struct {
 	// deliver what is queued.
 	Timeout, Linger time.Duration
 	Bind            bool // bind the endpoint instead of connecting to it
+	// MaxMessage, when above 0, is the largest message the socket takes
+	// (ZMQ_MAXMSGSIZE): libzmq drops a connection that sends a larger one
+	// before it allocates the message.
+	MaxMessage int64
 	// Attach, if set, runs after the options and before the bind or
 	// connect (a socket monitor, so that no event is missed).
 	Attach func(*zmq.Socket) error
@@ -42,6 +65,9 @@ type Open struct {
 // to endpoint; on any error the socket is closed and the error says which
 // step failed, on which endpoint.
 func (o Open) Socket(ctx *zmq.Context, endpoint string) (*zmq.Socket, error) {
+	if err := fdlimit.Check(SocketDescriptors); err != nil {
+		return nil, fmt.Errorf("create %v socket for %s: %w", o.Kind, endpoint, err)
+	}
 	sock, err := ctx.NewSocket(o.Kind)
 	if err != nil {
 		return nil, fmt.Errorf("create %v socket: %w", o.Kind, err)
@@ -58,6 +84,7 @@ func (o Open) Socket(ctx *zmq.Context, endpoint string) (*zmq.Socket, error) {
 		{"high-water mark", hwm(o.HWM)},
 		{"timeout", timeout(o.Timeout)},
 		{"linger", sock.SetLinger(o.Linger)},
+		{"maximum message size", setMaxMessage(sock, o.MaxMessage)},
 	} {
 		if opt.err != nil {
 			sock.Close()
@@ -83,4 +110,11 @@ func (o Open) Socket(ctx *zmq.Context, endpoint string) (*zmq.Socket, error) {
 		return nil, fmt.Errorf("connect to %s: %w", endpoint, err)
 	}
 	return sock, nil
+}
+
+func setMaxMessage(sock *zmq.Socket, n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	return sock.SetMaxmsgsize(n)
 }

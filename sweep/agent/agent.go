@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"runtime"
@@ -18,6 +19,7 @@ import (
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/sweep"
 	"github.com/cloudprofiler-go/cp/tsc"
+	"github.com/cloudprofiler-go/cp/tsc/probing"
 )
 
 // Version is reported in AgentInfo.
@@ -89,19 +91,23 @@ func (a *Agent) Close() error {
 	return err
 }
 
-// Handler serves the /v1 control API.
-func (a *Agent) Handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+sweep.PathInfo, func(w http.ResponseWriter, r *http.Request) { httpapi.ReplyJSON(w, http.StatusOK, a.Info()) })
-	mux.HandleFunc("GET "+sweep.PathTrial, func(w http.ResponseWriter, r *http.Request) { httpapi.ReplyJSON(w, http.StatusOK, a.Status()) })
-	mux.HandleFunc("POST "+sweep.PathTrial, a.handleStart)
-	mux.HandleFunc("POST "+sweep.PathStop, func(w http.ResponseWriter, r *http.Request) { httpapi.ReplyJSON(w, http.StatusOK, a.Stop()) })
-	mux.HandleFunc("GET "+sweep.PathProfile, a.handleProfile)
-	mux.HandleFunc("GET "+sweep.PathActivity, a.handleActivity)
-	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
-		httpapi.ReplyError(w, http.StatusNotFound, fmt.Errorf("no %s %s; the API is GET %s, GET|POST %s, POST %s, GET %s, GET %s", r.Method, r.URL.Path, sweep.PathInfo, sweep.PathTrial, sweep.PathStop, sweep.PathProfile, sweep.PathActivity))
-	})
-	return httpapi.RequireToken(a.opts.Token, mux)
+// Routes are the /v1 control API's routes (served by Serve, which adds
+// the token check, the limits and /metrics).
+func (a *Agent) Routes() []httpapi.Route {
+	fn := func(pattern string, h http.HandlerFunc) httpapi.Route {
+		return httpapi.Route{Pattern: pattern, Handler: h}
+	}
+	return []httpapi.Route{
+		fn("GET "+sweep.PathInfo, func(w http.ResponseWriter, r *http.Request) { httpapi.ReplyJSON(w, http.StatusOK, a.Info()) }),
+		fn("GET "+sweep.PathTrial, func(w http.ResponseWriter, r *http.Request) { httpapi.ReplyJSON(w, http.StatusOK, a.Status()) }),
+		fn("POST "+sweep.PathTrial, a.handleStart),
+		fn("POST "+sweep.PathStop, func(w http.ResponseWriter, r *http.Request) { httpapi.ReplyJSON(w, http.StatusOK, a.Stop()) }),
+		fn("GET "+sweep.PathProfile, a.handleProfile),
+		fn("GET "+sweep.PathActivity, a.handleActivity),
+		fn("/v1/", func(w http.ResponseWriter, r *http.Request) {
+			httpapi.ReplyError(w, http.StatusNotFound, fmt.Errorf("no %s %s; the API is GET %s, GET|POST %s, POST %s, GET %s, GET %s", r.Method, r.URL.Path, sweep.PathInfo, sweep.PathTrial, sweep.PathStop, sweep.PathProfile, sweep.PathActivity))
+		}),
+	}
 }
 
 // Info describes the agent.
@@ -313,11 +319,13 @@ func (a *Agent) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// Serve runs the agent's control API and metrics on addr until stop is
-// called; it returns the bound address.
-func Serve(addr string, a *Agent, serve func(addr string, c prometheus.Collector, extra map[string]http.Handler) (string, func(), error)) (string, func(), error) {
-	if err := httpapi.CheckBind(addr, a.opts.Token); err != nil {
-		return "", nil, err
+// Serve serves the agent's control API, its metrics and, when clock is
+// set, its TSC client's API on ln (an address the caller bound, to learn
+// its port first), with the agent's token on every route.
+func Serve(ln net.Listener, a *Agent, clock *probing.Client) (*httpapi.Server, error) {
+	routes := a.Routes()
+	if clock != nil {
+		routes = append(routes, clock.Routes()...)
 	}
-	return serve(addr, a, map[string]http.Handler{"/v1/": a.Handler()})
+	return httpapi.Serve(httpapi.ServerConfig{Name: "agent", Listener: ln, Token: a.opts.Token, Routes: routes, Metrics: a})
 }

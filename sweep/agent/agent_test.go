@@ -6,14 +6,15 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/sweep"
 	"github.com/cloudprofiler-go/cp/tsc"
+	"github.com/cloudprofiler-go/cp/tsc/probing"
 )
 
 func freePort(t *testing.T) int {
@@ -25,21 +26,36 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-func receiverAgent(t *testing.T, token string) (*Agent, *httptest.Server) {
+// serveAgent serves a (and clock, if set) on a free loopback port through
+// the agents' one server constructor.
+func serveAgent(t *testing.T, a *Agent, clock *probing.Client) *httpapi.Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := Serve(ln, a, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
+func receiverAgent(t *testing.T, token string) (*Agent, *httpapi.Server) {
 	t.Helper()
 	a, err := New(Options{Role: sweep.RoleReceiver, Token: token, Clock: tsc.NewClockHz(2e9),
 		Endpoints: []string{fmt.Sprintf("tcp://127.0.0.1:%d", freePort(t))}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(a.Handler())
+	srv := serveAgent(t, a, nil)
 	t.Cleanup(func() { a.Stop(); srv.Close() })
 	return a, srv
 }
 
-func call(t *testing.T, srv *httptest.Server, method, path, token, body string) (int, map[string]any) {
+func call(t *testing.T, srv *httpapi.Server, method, path, token, body string) (int, map[string]any) {
 	t.Helper()
-	req, _ := http.NewRequest(method, srv.URL+path, bytes.NewBufferString(body))
+	req, _ := http.NewRequest(method, srv.URL()+path, bytes.NewBufferString(body))
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -147,7 +163,7 @@ func TestActivityIsServedFromCursors(t *testing.T) {
 	_, srv := receiverAgent(t, "")
 	get := func(query string) (int, sweep.ActivityReply) {
 		t.Helper()
-		resp, err := http.Get(srv.URL + sweep.PathActivity + query)
+		resp, err := http.Get(srv.URL() + sweep.PathActivity + query)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -112,6 +112,16 @@ func (a *Agent) handleProfile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	// The logs may be larger than the server's write timeout allows: give
+	// this reply its own deadline, of the server's plus a second a MiB
+	// (a slow link), instead of none.
+	var size int64
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil {
+			size += info.Size()
+		}
+	}
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(httpapi.DefaultWriteTimeout + time.Duration(size>>20)*time.Second))
 	w.Header().Set("Content-Type", "application/x-tar")
 	tw := tar.NewWriter(w)
 	for _, e := range entries {

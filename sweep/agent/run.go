@@ -3,7 +3,6 @@ package agent
 import (
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -54,13 +53,13 @@ func Run(opts Options, addr, token, tokenFile string, calibrate time.Duration) e
 		return fmt.Errorf("TSC probes on udp %s: %w (pick another with --probe-addr)", probeAddr, err)
 	}
 	defer resp.Close()
-	clock := &probing.Client{Responder: resp, Hz: opts.Clock.Hz, Token: tok}
-	stop, err := httpapi.ServeMetricsOn(ln, a, map[string]http.Handler{"/v1/": a.Handler(), "/v1/clock/": clock.Handler()})
+	clock := &probing.Client{Responder: resp, Hz: opts.Clock.Hz}
+	srv, err := Serve(ln, a, clock)
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	defer stop()
+	defer srv.Close()
 	fmt.Fprintf(os.Stderr, "%s: agent ready: control http://%s/v1, metrics on http://%s/metrics, TSC probes on udp %s\n", name, bound, bound, resp.Addr())
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)

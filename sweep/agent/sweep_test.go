@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,11 +38,8 @@ func inProcessAgent(t *testing.T, role string, clock *tsc.Clock) (*Agent, *sweep
 	if err != nil {
 		t.Fatal(err)
 	}
-	probe := &probing.Client{Responder: resp, Hz: clock.Hz, Token: sessionToken}
-	mux := http.NewServeMux()
-	mux.Handle("/v1/", a.Handler())
-	mux.Handle("/v1/clock/", probe.Handler())
-	srv := httptest.NewServer(mux)
+	probe := &probing.Client{Responder: resp, Hz: clock.Hz}
+	srv := serveAgent(t, a, probe)
 	t.Cleanup(func() {
 		srv.Close()
 		resp.Close()
@@ -50,7 +47,7 @@ func inProcessAgent(t *testing.T, role string, clock *tsc.Clock) (*Agent, *sweep
 			t.Errorf("agent close: %v", err)
 		}
 	})
-	return a, sweep.NewClient(strings.TrimPrefix(srv.URL, "http://"), sessionToken)
+	return a, sweep.NewClient(srv.Addr(), sessionToken)
 }
 
 // TestSweepWithInProcessAgents runs a whole sweep (clock probes before
@@ -169,7 +166,7 @@ func TestProfileIsServedOnceAsATar(t *testing.T) {
 	}
 	call(t, srv, http.MethodPost, sweep.PathStop, "", "")
 	waitState(t, srv, sweep.StateDone)
-	c := sweep.NewClient(strings.TrimPrefix(srv.URL, "http://"), "")
+	c := sweep.NewClient(srv.Addr(), "")
 	out := t.TempDir()
 	files, err := c.FetchProfile(context.Background(), out)
 	if err != nil {
@@ -201,7 +198,7 @@ func TestBadProfileAndFailedStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ssrv := httptest.NewServer(a.Handler())
+	ssrv := serveAgent(t, a, nil)
 	defer ssrv.Close()
 	defer a.Close()
 	// A valid trial whose transport ZeroMQ does not know: the start fails,
@@ -224,7 +221,7 @@ func TestBadProfileAndFailedStart(t *testing.T) {
 	}
 }
 
-func waitState(t *testing.T, srv *httptest.Server, want string) map[string]any {
+func waitState(t *testing.T, srv *httpapi.Server, want string) map[string]any {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -258,14 +255,17 @@ func TestServeExposesTheRunningTrialsMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	if _, _, err := Serve("0.0.0.0:0", a, httpapi.ServeMetrics); err == nil || !strings.Contains(err.Error(), "--token-file") {
-		t.Fatalf("non-loopback without a token: %v", err)
-	}
-	bound, stop, err := Serve("127.0.0.1:0", a, httpapi.ServeMetrics)
+	pub, err := net.Listen("tcp", "0.0.0.0:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stop()
+	defer pub.Close()
+	if _, err := Serve(pub, a, nil); err == nil || !strings.Contains(err.Error(), "--token-file") {
+		t.Fatalf("non-loopback without a token: %v", err)
+	}
+	srv := serveAgent(t, a, nil)
+	defer srv.Close()
+	bound := srv.Addr()
 	metrics := func() string {
 		resp, err := http.Get("http://" + bound + "/metrics")
 		if err != nil {

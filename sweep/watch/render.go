@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 )
@@ -91,24 +91,28 @@ func rateOrNot(v *float64) string {
 //go:embed page.html
 var page []byte
 
-// Handler serves the web view: the page (plain HTML and JavaScript, no
-// build step) at /, the latest view at /state.json, and the alerts as
-// Prometheus series at /metrics.
-func (w *Watcher) Handler() http.Handler {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(alertCollector{w})
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", func(rw http.ResponseWriter, r *http.Request) {
+// Routes serve the web view: the page (plain HTML and JavaScript, no
+// build step) at /, the latest view at /state.json; the alerts are its
+// metrics (Collector). httpapi.Serve adds the token and the limits.
+func (w *Watcher) Routes() []httpapi.Route {
+	pageH := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		rw.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = rw.Write(page)
 	})
-	mux.HandleFunc("GET /state.json", func(rw http.ResponseWriter, r *http.Request) {
+	state := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		rw.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(rw).Encode(w.Latest())
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	return mux
+	return []httpapi.Route{{Pattern: "GET /{$}", Handler: pageH}, {Pattern: "GET /state.json", Handler: state}}
 }
+
+// Serve serves the web view on addr, with the token on every route.
+func (w *Watcher) Serve(addr, token string) (*httpapi.Server, error) {
+	return httpapi.Serve(httpapi.ServerConfig{Name: "--http", Addr: addr, Token: token, Routes: w.Routes(), Metrics: w.Collector()})
+}
+
+// Collector exports the watcher's alerts as Prometheus series.
+func (w *Watcher) Collector() prometheus.Collector { return alertCollector{w} }
 
 var (
 	descFiring = prometheus.NewDesc("cp_watch_alert_firing", "1 while a live invariant does not hold (cpsweep watch), 0 once it holds again.", []string{"invariant", "stage"}, nil)

@@ -309,7 +309,7 @@ func (w *Watcher) Firing() map[string]bool {
 
 func (w *Watcher) scrape(ctx context.Context, addr string) (scrape, error) {
 	var s scrape
-	err := w.get(ctx, addr+"/metrics", false, MaxMetricsBytes, func(body io.Reader) (err error) {
+	err := w.get(ctx, addr+"/metrics", true, MaxMetricsBytes, func(body io.Reader) (err error) {
 		s, err = parse(body)
 		return err
 	})

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/sweep"
 )
@@ -118,17 +119,20 @@ func TestWatcherRatesAndAlerts(t *testing.T) {
 	if len(v.Alerts) != 1 || v.Alerts[0].Invariant != "progress-max" || v.Alerts[0].Stage != "receiver0/consumer" || v.Stages[0].Label != "STALLED" {
 		t.Fatalf("after 240 ms without progress: alerts %+v, stages %+v", v.Alerts, v.Stages)
 	}
-	srv := httptest.NewServer(w.Handler())
+	srv, err := httpapi.Serve(httpapi.ServerConfig{Addr: "127.0.0.1:0", Routes: w.Routes(), Metrics: w.Collector()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer srv.Close()
-	metrics := get(t, srv.URL+"/metrics")
+	metrics := get(t, srv.URL()+"/metrics")
 	if !strings.Contains(metrics, `cp_watch_alert_firing{invariant="progress-max",stage="receiver0/consumer"} 1`) ||
 		!strings.Contains(metrics, `cp_watch_alerts_total{invariant="progress-max",stage="receiver0/consumer"} 1`) {
 		t.Fatalf("/metrics:\n%s", metrics)
 	}
-	if state := get(t, srv.URL+"/state.json"); !strings.Contains(state, `"invariant":"progress-max"`) {
+	if state := get(t, srv.URL()+"/state.json"); !strings.Contains(state, `"invariant":"progress-max"`) {
 		t.Fatalf("/state.json: %s", state)
 	}
-	if page := get(t, srv.URL+"/"); !strings.Contains(page, "<title>cpsweep watch</title>") {
+	if page := get(t, srv.URL()+"/"); !strings.Contains(page, "<title>cpsweep watch</title>") {
 		t.Fatal("no page at /")
 	}
 	// It consumes again: the alert clears, the counter stays.
@@ -137,7 +141,7 @@ func TestWatcherRatesAndAlerts(t *testing.T) {
 	if len(v.Alerts) != 0 {
 		t.Fatalf("alerts after progress: %+v", v.Alerts)
 	}
-	if m := get(t, srv.URL+"/metrics"); !strings.Contains(m, `cp_watch_alert_firing{invariant="progress-max",stage="receiver0/consumer"} 0`) {
+	if m := get(t, srv.URL()+"/metrics"); !strings.Contains(m, `cp_watch_alert_firing{invariant="progress-max",stage="receiver0/consumer"} 0`) {
 		t.Fatalf("/metrics after progress:\n%s", m)
 	}
 	var b strings.Builder

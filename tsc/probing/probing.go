@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -58,11 +59,13 @@ type ProbeResult struct {
 type Client struct {
 	Responder *tsc.Responder
 	Hz        float64
-	Token     string
 	Advertise string // UDP address peers should use (default: the bound one)
 	// Stamping is how the client stamps its probes (the zero value: the
 	// TSC, no injected delay); tests simulate nodes with it.
 	Stamping tsc.Stamping
+
+	once  sync.Once
+	slots chan struct{} // one per round running (MaxConcurrentProbes)
 }
 
 // Info describes this client.
@@ -81,36 +84,71 @@ func (c *Client) Info() Info {
 	return info
 }
 
-// Handler serves the client's control API.
-func (c *Client) Handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+PathInfo, func(w http.ResponseWriter, r *http.Request) { httpapi.ReplyJSON(w, http.StatusOK, c.Info()) })
-	mux.HandleFunc("POST "+PathProbe, func(w http.ResponseWriter, r *http.Request) {
-		var req ProbeRequest
-		if err := httpapi.DecodeJSON(w, r, 1<<16, &req); err != nil {
-			httpapi.ReplyRequestError(w, err)
-			return
-		}
-		if req.Count < 1 || req.Count > 100000 || req.Peer == "" || len(req.Peer) > 256 {
-			httpapi.ReplyError(w, http.StatusBadRequest, errors.New("a probe request needs a peer and a count between 1 and 100000"))
-			return
-		}
-		// A round of probes must end in bounded time.
-		if req.Gap < 0 || req.Gap > 100*time.Millisecond || req.Timeout < 0 || req.Timeout > 5*time.Second {
-			httpapi.ReplyError(w, http.StatusBadRequest, errors.New("a probe request's gap must be 0 to 100ms and its timeout 0 to 5s"))
-			return
-		}
-		if req.Timeout <= 0 {
-			req.Timeout = 100 * time.Millisecond
-		}
-		probes, st, err := tsc.ProbePeerOpts(req.Peer, req.Count, req.Gap, req.Timeout, req.Nonce, c.Stamping)
-		if err != nil {
-			httpapi.ReplyError(w, http.StatusBadGateway, err)
-			return
-		}
+// Bounds of the probe API: a request holds an OS thread and a UDP socket
+// while it runs, so its time and the number running at once are bounded.
+const (
+	// MaxProbeRound is the longest a round of probes may run; it matches
+	// the controller's HTTP timeout, after which nobody reads the answer.
+	MaxProbeRound = 60 * time.Second
+	// MaxConcurrentProbes is how many rounds run at once; a controller
+	// probes one pair at a time, so more means another caller (429).
+	MaxConcurrentProbes = 2
+)
+
+// Routes are the client's control API (served through httpapi.Serve, which
+// adds the token check and the limits).
+func (c *Client) Routes() []httpapi.Route {
+	c.once.Do(func() { c.slots = make(chan struct{}, MaxConcurrentProbes) })
+	info := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { httpapi.ReplyJSON(w, http.StatusOK, c.Info()) })
+	return []httpapi.Route{{Pattern: "GET " + PathInfo, Handler: info}, {Pattern: "POST " + PathProbe, Handler: http.HandlerFunc(c.handleProbe)}}
+}
+
+// Serve serves c's API on addr, with the token on every route.
+func Serve(addr, token string, c *Client) (*httpapi.Server, error) {
+	return httpapi.Serve(httpapi.ServerConfig{Name: "clock client", Addr: addr, Token: token, Routes: c.Routes()})
+}
+
+// handleProbe runs one round for the caller. The round ends when the
+// caller goes away or after MaxProbeRound, whichever comes first.
+func (c *Client) handleProbe(w http.ResponseWriter, r *http.Request) {
+	var req ProbeRequest
+	if err := httpapi.DecodeJSON(w, r, 1<<16, &req); err != nil {
+		httpapi.ReplyRequestError(w, err)
+		return
+	}
+	if req.Count < 1 || req.Count > 100000 || req.Peer == "" || len(req.Peer) > 256 {
+		httpapi.ReplyError(w, http.StatusBadRequest, errors.New("a probe request needs a peer and a count between 1 and 100000"))
+		return
+	}
+	if req.Gap < 0 || req.Gap > 100*time.Millisecond || req.Timeout < 0 || req.Timeout > 5*time.Second {
+		httpapi.ReplyError(w, http.StatusBadRequest, errors.New("a probe request's gap must be 0 to 100ms and its timeout 0 to 5s"))
+		return
+	}
+	if req.Timeout <= 0 {
+		req.Timeout = 100 * time.Millisecond
+	}
+	if gaps := time.Duration(req.Count) * req.Gap; gaps > MaxProbeRound {
+		httpapi.ReplyError(w, http.StatusBadRequest, fmt.Errorf("%d probes %v apart take %v, more than a round may (%v): use fewer probes or a shorter gap", req.Count, req.Gap, gaps, MaxProbeRound))
+		return
+	}
+	select {
+	case c.slots <- struct{}{}:
+		defer func() { <-c.slots }()
+	default:
+		httpapi.ReplyError(w, http.StatusTooManyRequests, fmt.Errorf("%d probe rounds are running on this client already; try again when one ends", MaxConcurrentProbes))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), MaxProbeRound)
+	defer cancel()
+	probes, st, err := tsc.ProbePeerOpts(ctx, req.Peer, req.Count, req.Gap, req.Timeout, req.Nonce, c.Stamping)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		httpapi.ReplyError(w, http.StatusGatewayTimeout, fmt.Errorf("the round did not end within %v (%d of %d probes sent): use fewer probes or a shorter timeout", MaxProbeRound, st.Sent, req.Count))
+	case err != nil:
+		httpapi.ReplyError(w, http.StatusBadGateway, err)
+	default:
 		httpapi.ReplyJSON(w, http.StatusOK, ProbeResult{Probes: probes, Stats: st})
-	})
-	return httpapi.RequireToken(c.Token, mux)
+	}
 }
 
 // Node is a TSC client as the server knows it.

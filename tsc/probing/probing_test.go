@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/tsc"
 )
 
@@ -22,17 +22,22 @@ func startClients(t *testing.T, n int, token string) []Node {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := &Client{Responder: r, Hz: 2e9, Token: token}
-		srv := httptest.NewServer(c.Handler())
+		c := &Client{Responder: r, Hz: 2e9}
+		srv, err := httpapi.Serve(httpapi.ServerConfig{Addr: "127.0.0.1:0", Token: token, Routes: c.Routes()})
+		if err != nil {
+			t.Fatal(err)
+		}
 		t.Cleanup(func() { srv.Close(); r.Close() })
-		nodes = append(nodes, Node{Name: string(rune('a' + i)), Control: strings.TrimPrefix(srv.URL, "http://")})
+		nodes = append(nodes, Node{Name: string(rune('a' + i)), Control: srv.Addr()})
 	}
 	return nodes
 }
 
+const testToken = "probing-test-token-0123"
+
 func TestSessionsRelationAndTranslate(t *testing.T) {
-	nodes := startClients(t, 3, "tok")
-	set := Settings{Count: 50, Timeout: 100 * time.Millisecond, Token: "tok"}
+	nodes := startClients(t, 3, testToken)
+	set := Settings{Count: 50, Timeout: 100 * time.Millisecond, Token: testToken}
 	before, err := Probe(context.Background(), nodes, set)
 	if err != nil {
 		t.Fatal(err)
@@ -84,15 +89,15 @@ func TestSessionsRelationAndTranslate(t *testing.T) {
 }
 
 func TestClientAPIRefusesBadRequests(t *testing.T) {
-	nodes := startClients(t, 1, "tok")
+	nodes := startClients(t, 1, testToken)
 	for _, tc := range []struct {
 		token, body string
 		want        int
 	}{
 		{"", `{"peer":"127.0.0.1:1","count":1}`, http.StatusUnauthorized},
-		{"tok", `{"peer":"127.0.0.1:1","count":0}`, http.StatusBadRequest},
-		{"tok", `{"peer":"127.0.0.1:1","count":1,"extra":1}`, http.StatusBadRequest},
-		{"tok", `not json`, http.StatusBadRequest},
+		{testToken, `{"peer":"127.0.0.1:1","count":0}`, http.StatusBadRequest},
+		{testToken, `{"peer":"127.0.0.1:1","count":1,"extra":1}`, http.StatusBadRequest},
+		{testToken, `not json`, http.StatusBadRequest},
 	} {
 		req, _ := http.NewRequest(http.MethodPost, "http://"+nodes[0].Control+PathProbe, strings.NewReader(tc.body))
 		if tc.token != "" {
