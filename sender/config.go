@@ -99,6 +99,15 @@ type Config struct {
 	// handler from Handlers (Null when unlisted): every emitted tuple id.
 	Profile  *profiler.Profiler
 	Handlers *profiler.Handlers
+	// MemoryBudget is the most memory the run may plan to use, checked
+	// against MemoryEstimate before anything is allocated (0:
+	// DefaultMemoryBudget). It is the process's setting, never a
+	// request's.
+	MemoryBudget int64
+	// Cancel, when closed, ends the preparation in New early (a stop
+	// that comes while a trial is being prepared): New returns
+	// ErrCancelled.
+	Cancel <-chan struct{}
 }
 
 // Limits of a sender's configuration. Every value from a flag or a
@@ -108,6 +117,9 @@ const (
 	MaxThreads       = 256
 	MaxEndpoints     = 256
 	MaxRate          = 1e10 // tuples/s
+	// MinRate is the smallest paced rate: one tuple every 1000 s. Below
+	// it a slot would outlast any run (and its length any clock).
+	MinRate = 1e-3
 	MaxDuration      = 24 * time.Hour
 	MaxBucketSize    = 1 << 20
 	MaxMessageBytes  = 64 << 20 // a bucket's encoded size (dgrecv's default --max-message)
@@ -141,8 +153,11 @@ func (c *Config) Validate() error {
 	if c.Threads < 1 || c.Threads > MaxThreads {
 		bad("threads must be 1..%d, got %d", MaxThreads, c.Threads)
 	}
-	if c.Rate < 0 || c.Rate > MaxRate || math.IsNaN(c.Rate) {
+	switch {
+	case c.Rate < 0 || c.Rate > MaxRate || math.IsNaN(c.Rate):
 		bad("rate must be 0 (unpaced) to %g tuples/s, got %v", MaxRate, c.Rate)
+	case c.Rate > 0 && c.Rate < MinRate:
+		bad("rate %v tuples/s is below the smallest paced rate, %g tuples/s (one tuple every %v); give 0 for unpaced", c.Rate, MinRate, time.Duration(float64(time.Second)/MinRate))
 	}
 	if c.Duration < 0 || c.Duration > MaxDuration {
 		bad("duration must be 0 to %v, got %v", MaxDuration, c.Duration)
@@ -189,6 +204,13 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Shape.Validate(); err != nil {
 		bad("%v", err)
+	}
+	if len(problems) == 0 {
+		if c.MemoryBudget < 0 {
+			bad("memory budget must not be negative")
+		} else if err := c.checkMemory(); err != nil {
+			bad("%v", err)
+		}
 	}
 	if c.LateThreshold < 0 || c.LateThreshold > MaxLateThreshold {
 		bad("late threshold must be 0 to %v, got %v", MaxLateThreshold, c.LateThreshold)

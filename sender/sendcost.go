@@ -14,6 +14,9 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/zmqraw"
 )
 
+// sendCostBytes bounds each batch of the send-cost measurement.
+const sendCostBytes = 16 << 20
+
 // RateError is a rate refused because its per-thread budget is below the
 // measured cost of one send: the sender could not keep the schedule.
 type RateError struct {
@@ -35,7 +38,11 @@ func (e *RateError) Error() string {
 // goroutine drains (so the queue's memory is recycled, as in a real run)
 // and returns the median per-send CPU cost of five batches: the floor below
 // which a slot budget cannot be met.
-func measureSendCost(ctx *zmq.Context, msg []byte) (time.Duration, error) {
+//
+// The batches are bounded in bytes (sendCostBytes each), not only in
+// messages, so a 64 MiB bucket pushes a few hundred MiB through loopback,
+// not 75 GiB; cancel ends the measurement between sends.
+func measureSendCost(ctx *zmq.Context, msg []byte, cancel <-chan struct{}) (time.Duration, error) {
 	pull, err := ctx.NewSocket(zmq.PULL)
 	if err != nil {
 		return 0, fmt.Errorf("measure send cost: %w", err)
@@ -82,7 +89,7 @@ func measureSendCost(ctx *zmq.Context, msg []byte) (time.Duration, error) {
 	// the run reports as lateness), not the cost of a send.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	n := max(200, min((64<<20)/(len(msg)+64), 20000)) // ~64 MiB per batch at most
+	n := max(1, min(sendCostBytes/(len(msg)+64), 20000))
 	costs := make([]time.Duration, 0, 5)
 	for batch := 0; batch < 6; batch++ {
 		start, err := threadCPUTime()
@@ -92,6 +99,13 @@ func measureSendCost(ctx *zmq.Context, msg []byte) (time.Duration, error) {
 		for i := 0; i < n; i++ {
 			if err := out.Send(msg, false); err != nil && err != zmqraw.ErrAgain {
 				return 0, fmt.Errorf("measure send cost: %w", err)
+			}
+			if i&63 == 63 || len(msg) > 1<<20 {
+				select {
+				case <-cancel:
+					return 0, ErrCancelled
+				default:
+				}
 			}
 		}
 		end, err := threadCPUTime()

@@ -42,6 +42,25 @@ type Sender struct {
 	mon      monitor
 	stages   *stage.Set // nil: no stage accounting
 	rates    *servicerate.Tracker
+	// table is a tabulated shape's schedule, made once in New from time 0
+	// (a large one takes a while; Run only moves it to the start).
+	table *profile
+}
+
+// ErrCancelled is New's error when Config.Cancel was closed during the
+// preparation.
+var ErrCancelled = errors.New("stopped while the run was being prepared")
+
+func (c *Config) cancelled() bool {
+	if c.Cancel == nil {
+		return false
+	}
+	select {
+	case <-c.Cancel:
+		return true
+	default:
+		return false
+	}
 }
 
 // thread is one emission thread and its stream.
@@ -114,12 +133,20 @@ func New(cfg Config) (*Sender, error) {
 		}
 	}
 	for i := 0; i < cfg.Threads; i++ {
+		if cfg.cancelled() {
+			s.Close()
+			return nil, ErrCancelled
+		}
 		if err := s.addThread(i, encoded); err != nil {
 			s.Close()
 			return nil, err
 		}
 	}
-	if s.sendCost, err = measureSendCost(ctx, s.threads[0].tpls[0].Msg); err != nil {
+	if s.sendCost, err = measureSendCost(ctx, s.threads[0].tpls[0].Msg, cfg.Cancel); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.tabulate(); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -132,6 +159,31 @@ func New(cfg Config) (*Sender, error) {
 		}
 	}
 	return s, nil
+}
+
+// length is the run's length for laying out a shape.
+func (s *Sender) length() time.Duration {
+	if s.cfg.Duration > 0 || s.cfg.Rate <= 0 {
+		return s.cfg.Duration
+	}
+	return time.Duration(float64(s.cfg.Count) / s.cfg.Rate * float64(time.Second))
+}
+
+// tabulate makes a tabulated shape's table before the run (from time 0).
+func (s *Sender) tabulate() error {
+	if s.cfg.Rate <= 0 {
+		return nil
+	}
+	switch s.cfg.Shape.Kind {
+	case "", "constant", "poisson":
+		return nil
+	}
+	sched, err := NewSchedule(s.cfg.Shape, 0, s.cfg.Clock.Hz, s.cfg.BucketSize, ThreadRate(s.cfg.Rate, s.cfg.Threads), s.length(), 0)
+	if err != nil {
+		return err
+	}
+	s.table, _ = sched.(*profile)
+	return nil
 }
 
 // addThread prepares emission thread i: its templates, batch, share of
@@ -286,24 +338,19 @@ func (s *Sender) Run() (*Result, error) {
 	s.started = time.Now()
 	s.mon.run()
 	var wg sync.WaitGroup
-	var shared *profile // a tabulated shape is the same for every thread
 	for _, t := range s.threads {
 		t.windows = make([]uint64, nWindows)
 		if s.cfg.Rate > 0 {
-			if shared != nil {
-				own := *shared
+			if s.table != nil { // the same table for every thread, each with its own cursor
+				own := *s.table
+				own.start = start
 				t.sched = &own
 			} else {
-				length := s.cfg.Duration
-				if length <= 0 {
-					length = time.Duration(float64(s.cfg.Count) / s.cfg.Rate * float64(time.Second))
-				}
-				sched, err := NewSchedule(s.cfg.Shape, start, clock.Hz, s.cfg.BucketSize, ThreadRate(s.cfg.Rate, s.cfg.Threads), length, t.id)
+				sched, err := NewSchedule(s.cfg.Shape, start, clock.Hz, s.cfg.BucketSize, ThreadRate(s.cfg.Rate, s.cfg.Threads), s.length(), t.id)
 				if err != nil {
 					return nil, err
 				}
 				t.sched = sched
-				shared, _ = sched.(*profile)
 			}
 		}
 	}

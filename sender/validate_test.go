@@ -1,6 +1,7 @@
 package sender
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/internal/zmqraw"
 	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/tsc"
 )
 
 // TestConfigValidateRanges: every field from a flag or a request is
@@ -46,6 +48,15 @@ func TestConfigValidateRanges(t *testing.T) {
 		{"long endpoint", func(c *Config) { c.Endpoints = []string{"tcp://" + strings.Repeat("a", 300)} }, "endpoint"},
 		{"scenario too large", func(c *Config) { c.Scenario.Size, c.Scenario.Distinct = 1<<20, 1<<20 }, "distinct"},
 		{"shape", func(c *Config) { c.Shape = Shape{Kind: "sine", Amp: 2, Period: 1} }, "amplitude"},
+		{"rate 1e-300", func(c *Config) { c.Rate = 1e-300 }, "smallest paced rate"},
+		{"endpoint with a NUL", func(c *Config) { c.Endpoints = []string{"tcp://127.0.0.1:1\x00x"} }, "control character"},
+		{"each field in range, 128 GiB in all", func(c *Config) {
+			c.Threads, c.Scenario.Size, c.Scenario.Distinct, c.MemoryBudget = 256, 256, 1<<20, 8<<30
+		}, "memory budget"},
+		{"a queue of 1000 large buckets", func(c *Config) { c.BucketSize, c.Scenario.Size, c.Scenario.Distinct, c.MemoryBudget = 64, 1<<20, 64, 8<<30 }, "--hwm"},
+		{"within a small budget", func(c *Config) { c.MemoryBudget = 1 << 20 }, ""},
+		{"above a small budget", func(c *Config) { c.Scenario.Distinct, c.MemoryBudget = 1<<14, 1<<20 }, "1.000 MiB"},
+		{"negative budget", func(c *Config) { c.MemoryBudget = -1 }, "memory budget"},
 	} {
 		c := valid()
 		tc.edit(&c)
@@ -86,5 +97,41 @@ func TestShapeValidate(t *testing.T) {
 		if err := tc.s.Validate(); (err == nil) != tc.ok {
 			t.Errorf("%s: %v", tc.name, err)
 		}
+	}
+}
+
+// TestNewEndsItsPreparationWhenCancelled: a stop that comes while a run is
+// being prepared ends the preparation (between threads and between the
+// send-cost batches), with ErrCancelled and nothing left open.
+func TestNewEndsItsPreparationWhenCancelled(t *testing.T) {
+	clock := tsc.NewClockHz(2e9)
+	cancel := make(chan struct{})
+	close(cancel)
+	cfg := Config{Endpoints: []string{"tcp://127.0.0.1:1"}, Threads: 4, Rate: 1000, Duration: time.Second, BucketSize: 1,
+		Scenario: &scenarios.Scenario{Schema: scenarios.SchemaSynthetic, Size: 100}, Overflow: Block, Idle: Sleep, Clock: clock, Cancel: cancel}
+	start := time.Now()
+	s, err := New(cfg)
+	if !errors.Is(err, ErrCancelled) || s != nil {
+		t.Fatalf("a cancelled preparation: %v", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("a cancelled preparation took %v", took)
+	}
+}
+
+// TestMemoryEstimateCountsEveryThreadsBuckets: the estimate grows with the
+// threads (each has its own buckets) and with the high-water mark.
+func TestMemoryEstimateCountsEveryThreadsBuckets(t *testing.T) {
+	c := Config{Threads: 1, BucketSize: 100, HWM: 1000, Scenario: &scenarios.Scenario{Schema: scenarios.SchemaSynthetic, Size: 100, Distinct: 1 << 16}}
+	one, _ := c.MemoryEstimate()
+	c.Threads = 8
+	eight, why := c.MemoryEstimate()
+	if one < (1<<16)*100*2 || eight < 5*one || !strings.Contains(why, "8 thread(s)") {
+		t.Fatalf("1 thread: %d B, 8 threads: %d B (%s)", one, eight, why)
+	}
+	c.Threads = 256
+	c.BucketSize, c.Scenario.Size, c.Scenario.Distinct = 1, 256, 1<<20
+	if all, _ := c.MemoryEstimate(); all < 64<<30 {
+		t.Fatalf("256 threads × 2^20 × 256 B: %d B, want at least 64 GiB (each thread its own copy)", all)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/sender"
 	"github.com/cloudprofiler-go/cp/servicerate"
 )
 
@@ -163,11 +164,13 @@ func (p FastPlan) withDefaults() (FastPlan, error) {
 		p.Confirm = 1
 	}
 	if p.Min == 0 {
-		p.Min = p.Start / 1024
+		p.Min = max(p.Start/1024, sender.MinRate)
 	}
 	switch {
 	case p.Start <= 0:
 		return p, fmt.Errorf("fast search needs a positive start rate, got %g", p.Start)
+	case p.Start < sender.MinRate:
+		return p, fmt.Errorf("start rate %g tuples/s is below the smallest paced rate, %g tuples/s", p.Start, sender.MinRate)
 	case p.Factor <= 1:
 		return p, fmt.Errorf("ramp factor must be above 1, got %g", p.Factor)
 	case p.Precision <= 0 || p.Precision >= 1:

@@ -231,6 +231,9 @@ func ProbePeerOpts(ctx context.Context, peer string, count int, gap, timeout tim
 	answered := map[uint64]bool{} // sequence numbers that got a good reply
 	probes := make([]Probe, 0, count)
 	ctxDeadline, hasDeadline := ctx.Deadline()
+	// A cancelled ctx ends a read in flight at once, not after its timeout.
+	unblock := context.AfterFunc(ctx, func() { _ = conn.SetReadDeadline(time.Now()) })
+	defer unblock()
 	for seq := uint64(1); seq <= uint64(count); seq++ {
 		if err := ctx.Err(); err != nil {
 			return probes, st, fmt.Errorf("probe %s: stopped after %d of %d probes: %w", peer, st.Sent, count, err)
@@ -255,6 +258,9 @@ func ProbePeerOpts(ctx context.Context, peer string, count int, gap, timeout tim
 			if err != nil {
 				var ne net.Error
 				if errors.As(err, &ne) && ne.Timeout() {
+					if ctx.Err() != nil {
+						return probes, st, fmt.Errorf("probe %s: stopped after %d of %d probes: %w", peer, st.Sent, count, ctx.Err())
+					}
 					st.Lost++
 					break
 				}

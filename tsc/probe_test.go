@@ -1,6 +1,8 @@
 package tsc
 
 import (
+	"context"
+	"errors"
 	"math/rand/v2"
 	"net"
 	"sync"
@@ -182,5 +184,31 @@ func TestProbeProtocolSurvivesMischief(t *testing.T) {
 	}
 	if r.Malformed.Load() != 0 {
 		t.Fatalf("responder saw %d malformed packets (none were sent to it)", r.Malformed.Load())
+	}
+}
+
+// TestProbePeerEndsWithItsContext: a round against a peer that never
+// answers ends when its context is cancelled, not after count × timeout.
+func TestProbePeerEndsWithItsContext(t *testing.T) {
+	hole, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hole.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start := time.Now()
+	_, st, err := ProbePeerOpts(ctx, hole.LocalAddr().String(), 1000, 0, 5*time.Second, 1, Stamping{})
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("a cancelled round took %v (1000 probes of 5 s each would take 83 min)", took)
+	}
+	if !errors.Is(err, context.Canceled) || st.Sent != 1 {
+		t.Fatalf("cancelled round: %v, %+v", err, st)
+	}
+	dctx, dcancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer dcancel()
+	start = time.Now()
+	if _, _, err := ProbePeerOpts(dctx, hole.LocalAddr().String(), 1000, 0, 5*time.Second, 1, Stamping{}); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 2*time.Second {
+		t.Fatalf("a round past its deadline: %v after %v", err, time.Since(start))
 	}
 }

@@ -105,6 +105,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.DurationVar(&c.LateThreshold, "late-threshold", 10*time.Microsecond, "a slot sent later than this after its intended time counts as late")
 	f.Float64Var(&c.MaxLateFraction, "max-late-fraction", sender.DefaultMaxLateFraction, "a paced run with more than this share of late slots did not keep its schedule (said first in the summary)")
 	f.BoolVar(&o.strict, "strict", false, "exit 1 when the schedule was not kept (shortfall, or late slots above --max-late-fraction)")
+	cli.SizeVar(f, &c.MemoryBudget, "memory-budget", "the most memory a run (or, with --agent, any trial) may plan to use: threads x distinct tuples x size, socket queues (0 = half of the host's memory)")
 	f.BoolVar(&c.SkipRateCheck, "no-rate-check", false, "do not refuse a rate above what the measured send cost allows")
 	cli.StallsVar(f, &c.Stalls, "stall", "test fixture: stop an emission thread for a while, e.g. thread0@5s+1s (from the first slot; repeat)")
 	f.DurationVar(&c.SendWork, "send-work", 0, "test fixture: busy work per bucket in the sending state before each send (a slower sender, e.g. 20us; one bucket per call into C)")
@@ -147,7 +148,7 @@ func (o *options) execute() error {
 		if err != nil {
 			return err
 		}
-		return agent.Run(agent.Options{Role: sweep.RoleSender, CPUs: cpus, IOThreads: o.cfg.IOThreads, ProbeAddr: o.probeAdr},
+		return agent.Run(agent.Options{Role: sweep.RoleSender, CPUs: cpus, IOThreads: o.cfg.IOThreads, ProbeAddr: o.probeAdr, MemoryBudget: o.cfg.MemoryBudget},
 			o.run.MetricsAddr, o.tok.Token, o.tok.File, o.run.Calibrate)
 	}
 	cfg, err := o.config()

@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"fmt"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/internal/inject"
+	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/internal/osthread"
 	"github.com/cloudprofiler-go/cp/sender"
 )
@@ -144,3 +148,44 @@ func (v *scheduleValue) Set(s string) error {
 func (v *scheduleValue) String() string { return v.spec }
 
 func (v *scheduleValue) Type() string { return "work@start,..." }
+
+// Size is a flag of bytes: a whole number with an optional unit (B, KiB,
+// MiB, GiB, TiB; K, M, G, T mean the same binary units).
+type Size int64
+
+// SizeVar defines a size flag bound to p (which holds the default).
+func SizeVar(f *pflag.FlagSet, p *int64, name, usage string) { f.Var((*Size)(p), name, usage) }
+
+var sizeUnits = []struct {
+	suffix string
+	shift  uint
+}{{"tib", 40}, {"gib", 30}, {"mib", 20}, {"kib", 10}, {"t", 40}, {"g", 30}, {"m", 20}, {"k", 10}, {"b", 0}}
+
+// Set implements pflag.Value.
+func (s *Size) Set(v string) error {
+	str := strings.ToLower(strings.TrimSpace(v))
+	shift := uint(0)
+	for _, u := range sizeUnits {
+		if strings.HasSuffix(str, u.suffix) {
+			str, shift = strings.TrimSpace(strings.TrimSuffix(str, u.suffix)), u.shift
+			break
+		}
+	}
+	n, err := strconv.ParseFloat(str, 64)
+	if err != nil || n < 0 || math.IsNaN(n) || math.IsInf(n, 0) || n*float64(int64(1)<<shift) > float64(1<<62) {
+		return fmt.Errorf("%q is not a size like 512MiB or 8GiB", v)
+	}
+	*s = Size(n * float64(int64(1)<<shift))
+	return nil
+}
+
+// String implements pflag.Value.
+func (s *Size) String() string {
+	if *s == 0 {
+		return "0"
+	}
+	return numfmt.Bytes(int64(*s))
+}
+
+// Type implements pflag.Value.
+func (s *Size) Type() string { return "size" }

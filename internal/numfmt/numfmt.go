@@ -98,3 +98,13 @@ func Count(v uint64) string {
 	}
 	return scaled(float64(v), Digits, countUnits)
 }
+
+var byteUnits = []unit{{0, 1, "B"}, {1 << 10, 1 << 10, "KiB"}, {1 << 20, 1 << 20, "MiB"}, {1 << 30, 1 << 30, "GiB"}, {1 << 40, 1 << 40, "TiB"}}
+
+// Bytes formats a size in binary units: "512 B", "1.500 MiB", "128.0 GiB".
+func Bytes(v int64) string {
+	if v < 1024 && v > -1024 {
+		return strconv.FormatInt(v, 10) + " B"
+	}
+	return scaled(float64(v), Digits, byteUnits)
+}

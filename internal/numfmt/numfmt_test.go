@@ -61,3 +61,14 @@ func TestRateIntervalBoundsDiffer(t *testing.T) {
 		}
 	}
 }
+
+func TestBytes(t *testing.T) {
+	for _, tc := range []struct {
+		v    int64
+		want string
+	}{{0, "0 B"}, {512, "512 B"}, {1536, "1.500 KiB"}, {64 << 20, "64.00 MiB"}, {128 << 30, "128.0 GiB"}, {3 << 40, "3.000 TiB"}} {
+		if got := Bytes(tc.v); got != tc.want {
+			t.Errorf("Bytes(%d) = %q, want %q", tc.v, got, tc.want)
+		}
+	}
+}

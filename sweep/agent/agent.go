@@ -40,7 +40,10 @@ type Options struct {
 	// (TCP for control and metrics, UDP for probes) is all a firewall
 	// needs to open.
 	ProbeAddr string
-	Logf      func(format string, args ...any)
+	// MemoryBudget bounds what a sender trial may plan to allocate (0:
+	// half of the host's memory); a request cannot raise it.
+	MemoryBudget int64
+	Logf         func(format string, args ...any)
 }
 
 // Agent runs trials one at a time.
@@ -55,8 +58,10 @@ type Agent struct {
 	// stagesTrial is that trial's id.
 	stages      *stage.Set
 	stagesTrial int
-	// stopEarly is a stop asked for while the trial was starting.
+	// stopEarly is a stop asked for while the trial was starting; abort,
+	// closed by that stop, ends a sender's preparation early.
 	stopEarly bool
+	abort     chan struct{}
 	// workDir holds the profiled trials' directories; profileDir the last
 	// one's logs (served as a tar, then removed).
 	workDir    string
@@ -134,6 +139,10 @@ func (a *Agent) Stop() sweep.TrialStatus {
 	stop := a.stop
 	if a.status.State == sweep.StateStarting {
 		a.stopEarly = true
+		if a.abort != nil { // ends the preparation itself, not only what follows it
+			close(a.abort)
+			a.abort = nil
+		}
 	}
 	a.mu.Unlock()
 	if stop != nil {
@@ -146,7 +155,7 @@ func (a *Agent) Stop() sweep.TrialStatus {
 // (a handler configuration and a replay shape) with room to spare.
 const maxRequest = 4 << 20
 
-type starter func(*profiling) (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error)
+type starter func(p *profiling, abort <-chan struct{}) (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error)
 
 // parseTrial decodes and validates a trial request for this agent's role;
 // nothing is allocated for the trial before it passes.
@@ -159,8 +168,8 @@ func (a *Agent) parseTrial(body []byte) (starter, string, time.Duration, error) 
 		if err := cfg.Validate(); err != nil {
 			return nil, "", 0, fmt.Errorf("bad trial configuration: %w", err)
 		}
-		return func(p *profiling) (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error) {
-			return a.startSender(cfg, p)
+		return func(p *profiling, abort <-chan struct{}) (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error) {
+			return a.startSender(cfg, p, abort)
 		}, cfg.Profile, cfg.StagePeriod, nil
 	}
 	var cfg sweep.ReceiverTrial
@@ -170,7 +179,7 @@ func (a *Agent) parseTrial(body []byte) (starter, string, time.Duration, error) 
 	if err := cfg.Validate(a.opts.Endpoints); err != nil {
 		return nil, "", 0, fmt.Errorf("bad trial configuration: %w", err)
 	}
-	return func(p *profiling) (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error) {
+	return func(p *profiling, _ <-chan struct{}) (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error) {
 		return a.startReceiver(cfg, p)
 	}, cfg.Profile, cfg.StagePeriod, nil
 }
@@ -195,7 +204,16 @@ func (a *Agent) handleStart(w http.ResponseWriter, r *http.Request) {
 	id := a.status.ID + 1
 	a.status = sweep.TrialStatus{ID: id, Role: a.opts.Role, State: sweep.StateStarting, Started: time.Now()}
 	a.stopEarly = false
+	abort := make(chan struct{})
+	a.abort = abort
 	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		if a.abort == abort {
+			a.abort = nil
+		}
+		a.mu.Unlock()
+	}()
 
 	prof, err := a.newProfiling(id, profile, period)
 	if err != nil {
@@ -203,14 +221,17 @@ func (a *Agent) handleStart(w http.ResponseWriter, r *http.Request) {
 		httpapi.ReplyError(w, http.StatusBadRequest, err)
 		return
 	}
-	coll, stop, wait, err := start(prof)
+	coll, stop, wait, err := start(prof, abort)
 	if err != nil {
 		a.discard(prof)
 		a.setFailed(id, err)
 		code := http.StatusBadRequest
 		var rate *sender.RateError
-		if errors.As(err, &rate) {
+		switch {
+		case errors.As(err, &rate):
 			code = sweep.StatusCapacity
+		case errors.Is(err, sender.ErrCancelled):
+			code = http.StatusConflict
 		}
 		httpapi.ReplyError(w, code, err)
 		return
@@ -258,9 +279,10 @@ func (a *Agent) setFailed(id int, err error) {
 	}
 }
 
-func (a *Agent) startSender(c sweep.SenderTrial, prof *profiling) (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error) {
+func (a *Agent) startSender(c sweep.SenderTrial, prof *profiling, abort <-chan struct{}) (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error) {
 	cfg := c.SenderConfig()
 	cfg.CPUs, cfg.IOThreads, cfg.Clock = a.opts.CPUs, a.opts.IOThreads, a.opts.Clock
+	cfg.MemoryBudget, cfg.Cancel = a.opts.MemoryBudget, abort
 	cfg.Profile, cfg.Handlers = prof.profiler(), prof.handlers()
 	cfg.LiveActivity = sweep.MaxActivityChanges
 	s, err := sender.New(cfg)

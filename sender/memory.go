@@ -1,0 +1,91 @@
+package sender
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/cloudprofiler-go/cp/internal/numfmt"
+	"github.com/cloudprofiler-go/cp/wire"
+)
+
+// A trial's fields are each bounded, but their product is not: 256
+// threads, each with its own buckets of 2^20 distinct 256-byte tuples,
+// need 128 GiB. Every configuration's estimate is checked against a memory
+// budget before anything is allocated.
+
+// DefaultMemoryFraction is the share of the host's memory a sender may
+// plan to use when no budget is given.
+const DefaultMemoryFraction = 0.5
+
+// fallbackMemoryBudget is the budget where the host's memory is unknown.
+const fallbackMemoryBudget = 4 << 30
+
+// DefaultMemoryBudget is half of the host's memory (MemTotal), or 4 GiB
+// where that cannot be read.
+func DefaultMemoryBudget() int64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return fallbackMemoryBudget
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 2 && fields[0] == "MemTotal:" {
+			kb, err := strconv.ParseInt(fields[1], 10, 64)
+			if err != nil || kb <= 0 {
+				break
+			}
+			return int64(float64(kb<<10) * DefaultMemoryFraction)
+		}
+	}
+	return fallbackMemoryBudget
+}
+
+// MemoryEstimate is an upper bound of what the configuration allocates,
+// in bytes, with the part that dominates it named: the distinct tuples
+// encoded once; each thread's own buckets of all of them (a thread patches
+// its buckets in place, so no two threads can share one); each thread's
+// socket queue of up to HWM buckets; and a tabulated shape's table.
+// Call it on a validated configuration.
+func (c *Config) MemoryEstimate() (int64, string) {
+	tuple := int64(c.Scenario.MaxTupleSize())
+	distinct := int64(c.Scenario.Distinct)
+	bucket := int64(c.BucketSize)
+	encoded := distinct * tuple
+	buckets := (distinct + bucket - 1) / bucket
+	perThreadBuckets := buckets * (bucket*tuple + wire.HeaderSize + 64)
+	bucketBytes := bucket*tuple + wire.HeaderSize
+	hwm := int64(c.HWM)
+	if hwm == 0 {
+		hwm = 1000
+	}
+	queue := hwm * bucketBytes
+	threads := int64(c.Threads)
+	table := int64(0)
+	switch c.Shape.Kind {
+	case "step", "ramp", "sine", "replay":
+		table = (maxGrid + 2) * 8
+	}
+	total := encoded + threads*(perThreadBuckets+queue) + table
+	why := fmt.Sprintf("%d thread(s), each with its own buckets of %d distinct tuples of up to %d B (%s) and a queue of up to %d buckets of %s (--hwm)",
+		threads, distinct, tuple, numfmt.Bytes(perThreadBuckets), hwm, numfmt.Bytes(bucketBytes))
+	return total, why
+}
+
+// checkMemory refuses a configuration whose estimate is above its budget.
+func (c *Config) checkMemory() error {
+	budget := c.MemoryBudget
+	if budget <= 0 {
+		budget = DefaultMemoryBudget()
+	}
+	need, why := c.MemoryEstimate()
+	if need <= budget {
+		return nil
+	}
+	return fmt.Errorf("this run needs up to %s of memory (%s): above the memory budget of %s (dgsend --memory-budget, default half of the host's memory); "+
+		"use fewer threads, fewer distinct tuples, smaller buckets or a lower --hwm", numfmt.Bytes(need), why, numfmt.Bytes(budget))
+}
