@@ -244,7 +244,9 @@ func NewBlockReader(r io.Reader) *BlockReader { return newBlockReaderSize(r, 1<<
 // newBlockReaderSize reads through a buffer of size bytes (at least a
 // block header): the tests move the buffer's edge across blocks with it.
 func newBlockReaderSize(r io.Reader, size int) *BlockReader {
-	zdec, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+	// DecodeAll may write no further than its destination's capacity,
+	// which inflate sets from what the block may hold.
+	zdec, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecodeAllCapLimit(true))
 	return &BlockReader{r: bufio.NewReaderSize(r, max(size, 2*blockHeader)), zdec: zdec, chunk: ReadChunk}
 }
 
@@ -286,7 +288,7 @@ func (br *BlockReader) Next(dst []Record) ([]Record, error) {
 		raw := payload
 		switch codec {
 		case CodecZstd:
-			if br.raw, err = br.zdec.DecodeAll(payload, br.raw[:0]); err != nil {
+			if err := br.inflate(payload, n); err != nil {
 				br.skipped(len(whole), blockHeader+plen, "zstd: "+err.Error())
 				continue
 			}
@@ -322,6 +324,42 @@ func (br *BlockReader) Next(dst []Record) ([]Record, error) {
 		br.Blocks++
 		return br.emit(dst), nil
 	}
+}
+
+// maxEntryBytes is the most bytes one record's entry takes: three
+// uvarints of at most 10 bytes each (version 1 has two).
+const maxEntryBytes = 30
+
+// undeclaredLimit bounds a frame that does not declare its size.
+const undeclaredLimit = 64 << 10
+
+// inflate decompresses a block's payload into br.raw, refusing to write
+// more than its n records can take: a frame's declared size must fit n
+// entries, and the decoder may not write past it. A frame that does not
+// declare its size (the writer leaves it out below 256 bytes) may inflate
+// to undeclaredLimit. A small block that inflates to gigabytes is damage,
+// never an allocation.
+func (br *BlockReader) inflate(payload []byte, n int) error {
+	var h zstd.Header
+	if err := h.Decode(payload); err != nil {
+		return err
+	}
+	size := min(uint64(n)*maxEntryBytes, undeclaredLimit)
+	if h.HasFCS {
+		if limit := uint64(n) * maxEntryBytes; h.FrameContentSize > limit {
+			return fmt.Errorf("the frame declares %d bytes, more than %d records can take (%d)", h.FrameContentSize, n, limit)
+		}
+		size = h.FrameContentSize
+	}
+	if uint64(cap(br.raw)) < size {
+		br.raw = make([]byte, 0, size)
+	}
+	out, err := br.zdec.DecodeAll(payload, br.raw[:0:size])
+	if err != nil {
+		return err
+	}
+	br.raw = out
+	return nil
 }
 
 // consume moves past a block that was still in the read buffer (one read

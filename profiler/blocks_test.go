@@ -8,9 +8,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // v1Block frames recs as a version 1 block (no run lengths), as written
@@ -214,6 +217,61 @@ func TestLargeBlocksComeInPieces(t *testing.T) {
 		}
 		if r.ID != uint64(i) || r.TSC != wantT {
 			t.Fatalf("record %d is %+v", i, r)
+		}
+	}
+}
+
+// zstdBlock frames an arbitrary zstd payload as a version 2 block that
+// announces records records.
+func zstdBlock(t *testing.T, raw []byte, records int, declareSize bool) []byte {
+	t.Helper()
+	var payload []byte
+	if declareSize {
+		enc, _ := newBlockEncoder(CodecZstd)
+		payload = enc.zenc.EncodeAll(raw, nil)
+	} else { // a stream frame: no content size in its header
+		var buf bytes.Buffer
+		w, err := zstd.NewWriter(&buf, zstd.WithEncoderConcurrency(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = w.Write(raw)
+		_ = w.Close()
+		payload = buf.Bytes()
+	}
+	h := make([]byte, blockHeader)
+	copy(h, blockMagic[:])
+	h[4], h[5] = blockVersion, CodecZstd
+	binary.LittleEndian.PutUint32(h[8:], uint32(records))
+	binary.LittleEndian.PutUint32(h[12:], uint32(len(payload)))
+	binary.LittleEndian.PutUint32(h[16:], crc32.Checksum(payload, crcTable))
+	binary.LittleEndian.PutUint32(h[20:], crc32.Checksum(h[:20], crcTable))
+	return append(h, payload...)
+}
+
+// TestZstdBombsAreDamage: a small compressed block that inflates far past
+// what its records can take is skipped as damage without the reader ever
+// allocating the inflated size, whether its frame declares that size or
+// not; the block after it is read.
+func TestZstdBombsAreDamage(t *testing.T) {
+	bomb := make([]byte, 256<<20) // 256 MiB of zeros: a few KiB compressed
+	enc, _ := newBlockEncoder(CodecNone)
+	good := enc.encode(nil, []run{{TSC: 2, ID: 5, N: 2}}, 2)
+	for _, declared := range []bool{true, false} {
+		file := append(zstdBlock(t, bomb, 1000, declared), good...)
+		if len(file) > 64<<10 {
+			t.Fatalf("the bomb is %d bytes compressed", len(file))
+		}
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		got, bad := readBytes(t, file)
+		runtime.ReadMemStats(&after)
+		if len(bad) != 1 || !strings.Contains(bad[0].Reason, "zstd") || fmt.Sprint(got) != fmt.Sprint([]Record{{2, 5}, {2, 6}}) {
+			t.Fatalf("declared size %v: read %v, damage %v", declared, got, bad)
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+			t.Fatalf("declared size %v: reading a %d-byte bomb allocated %d MiB", declared, len(file), alloc>>20)
 		}
 	}
 }

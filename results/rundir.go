@@ -12,6 +12,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/histo"
+	"github.com/cloudprofiler-go/cp/internal/readfile"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/servicerate"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
@@ -243,15 +244,19 @@ func (d *Dir) Outcome(n int) (*TrialOutcome, error) {
 
 // Config returns config.json as raw JSON (nil when missing).
 func (d *Dir) Config() json.RawMessage {
-	b, err := os.ReadFile(filepath.Join(d.Path, "config.json"))
+	b, err := readfile.Limited(filepath.Join(d.Path, "config.json"), MaxJSONFile)
 	if err != nil || !json.Valid(b) {
 		return nil
 	}
 	return b
 }
 
+// MaxJSONFile bounds every JSON file of a run directory that is read
+// whole: far above what a sweep writes.
+const MaxJSONFile = 256 << 20
+
 func readJSONFile(path string, v any) error {
-	b, err := os.ReadFile(path)
+	b, err := readfile.Limited(path, MaxJSONFile)
 	if err != nil {
 		return err
 	}

@@ -210,7 +210,7 @@ func DiagnoseRun(dir string, o DiagnoseOptions) (*diagnose.RunFile, error) {
 	var cfg struct {
 		Plan TrialPlan `json:"plan"`
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "summary.json")); err == nil && json.Unmarshal(b, &cfg) == nil {
+	if b, err := readfile.Limited(filepath.Join(dir, "summary.json"), maxTrialFile); err == nil && json.Unmarshal(b, &cfg) == nil {
 		relay = cfg.Plan.Relay
 	}
 	out := &diagnose.RunFile{FormatVersion: diagnose.FormatVersion, Confirm: max(o.Confirm, 1), Trials: []diagnose.Trial{}}

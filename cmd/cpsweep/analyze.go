@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -69,7 +70,7 @@ invariants given, into RUNDIR/pag.json and RUNDIR/pag.csv.`,
 			if err := rep.WriteFiles(d.Path); err != nil {
 				return err
 			}
-			return writeAnalysis(d, rep, pag, &pf, lag, jsonOut)
+			return writeAnalysis(d, rep, pag, &pf, lag, jsonOut, partial)
 		},
 	}
 	f := cmd.Flags()
@@ -80,6 +81,14 @@ invariants given, into RUNDIR/pag.json and RUNDIR/pag.csv.`,
 	f.BoolVar(&pag, "pag", false, "also build the program activity graph: pag.json and pag.csv (docs/activity.md)")
 	pf.register(f, true)
 	return cmd
+}
+
+// refuseDamagedQuietly is refuseDamaged for problems already printed.
+func refuseDamagedQuietly(damaged []string, partial bool) error {
+	if len(damaged) == 0 || partial {
+		return nil
+	}
+	return fmt.Errorf("the run directory has %d missing or damaged part(s) (listed above): pass --partial to use what is intact", len(damaged))
 }
 
 // refuseDamaged lists the missing or damaged files of a run directory and
@@ -117,12 +126,18 @@ loads (<body data-check="ok">).`,
 			if err != nil {
 				return err
 			}
-			if err := refuseDamaged(d.Problems, partial); err != nil {
-				return err
+			path, damaged, err := report.Write(d, partial)
+			var dmg *report.DamagedError
+			if errors.As(err, &dmg) || (err == nil && len(damaged) > 0) {
+				for _, p := range damaged {
+					fmt.Fprintf(os.Stderr, "cpsweep: %s\n", p)
+				}
 			}
-			path, err := report.Write(d)
 			if err != nil {
 				return err
+			}
+			if len(damaged) > 0 {
+				fmt.Fprintf(os.Stderr, "cpsweep: --partial: %d problem(s) above; the page renders what is intact\n", len(damaged))
 			}
 			fmt.Fprintf(os.Stderr, "wrote %s\n", path)
 			return nil
@@ -134,20 +149,23 @@ loads (<body data-check="ok">).`,
 
 // writeAnalysis writes the analysis (and with pag the activity graph) into
 // the run directory and prints it.
-func writeAnalysis(d *results.Dir, rep *analysis.Report, pag bool, pf *pagFlags, lag time.Duration, jsonOut bool) error {
+func writeAnalysis(d *results.Dir, rep *analysis.Report, pag bool, pf *pagFlags, lag time.Duration, jsonOut, partial bool) error {
 	var err error
 	var pr *activity.Report
 	if pag {
 		pf.lag = lag
-		var problems []string
-		if pr, problems, err = pf.build(d); err != nil {
+		var problems, damaged []string
+		if pr, problems, damaged, err = pf.build(d); err != nil {
 			return fmt.Errorf("program activity graph: %w", err)
-		}
-		if err := analysis.WritePAG(d.Path, pr, problems); err != nil {
-			return err
 		}
 		for _, p := range problems {
 			fmt.Fprintf(os.Stderr, "cpsweep: pag: %s\n", p)
+		}
+		if err := refuseDamagedQuietly(damaged, partial); err != nil {
+			return err
+		}
+		if err := analysis.WritePAG(d.Path, pr, problems); err != nil {
+			return err
 		}
 	}
 	if jsonOut {

@@ -17,6 +17,7 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/internal/readfile"
 	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/results"
 	"github.com/cloudprofiler-go/cp/sender"
 	"github.com/cloudprofiler-go/cp/sweep"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
@@ -24,7 +25,7 @@ import (
 
 func diagnoseCommand() *cobra.Command {
 	var o sweep.DiagnoseOptions
-	var jsonOut, relay bool
+	var jsonOut, relay, partial bool
 	var relation, output string
 	cmd := &cobra.Command{
 		Use:   "diagnose RUNDIR | RESULT.json...",
@@ -54,7 +55,7 @@ as a label timeline per stage). With the JSON results of dgsend and dgrecv
 				if len(args) > 1 {
 					return fmt.Errorf("one run directory at a time (got %d arguments)", len(args))
 				}
-				return diagnoseDir(args[0], o, jsonOut)
+				return diagnoseDir(args[0], o, jsonOut, partial)
 			}
 			return diagnoseFiles(args, o, relay, relation, output, jsonOut)
 		},
@@ -63,13 +64,30 @@ as a label timeline per stage). With the JSON results of dgsend and dgrecv
 	f.IntVar(&o.Confirm, "confirm", diagnose.DefaultConfirm, "consecutive STALLED snapshots that confirm a stall")
 	f.DurationVar(&o.Period, "period", 0, "analyse snapshots this far apart: a multiple of the recorded --stage-period (0: as recorded)")
 	f.BoolVar(&jsonOut, "json", false, "print the diagnosis as JSON")
+	f.BoolVar(&partial, "partial", false, "diagnose what is intact in a run directory with missing or damaged files instead of refusing it")
 	f.BoolVar(&relay, "relay", false, "result files: a system under test sat between the senders and the receivers")
 	f.StringVar(&relation, "relation", "", "result files: align the hosts through this TSC relation (cpsweep clock relate); default: wall clocks")
 	f.StringVarP(&output, "output", "o", "", "result files: also write the diagnosis (JSON) here")
 	return cmd
 }
 
-func diagnoseDir(dir string, o sweep.DiagnoseOptions, jsonOut bool) error {
+func diagnoseDir(dir string, o sweep.DiagnoseOptions, jsonOut, partial bool) error {
+	// The one reader of run directories: its format version and its
+	// damaged parts, as analyze and report see them (a damaged
+	// diagnosis.json is what this command replaces, so it does not count).
+	d, err := results.Open(dir)
+	if err != nil {
+		return err
+	}
+	var damaged []string
+	for _, p := range d.Problems {
+		if !strings.Contains(p, sweep.DiagnosisFile) {
+			damaged = append(damaged, p)
+		}
+	}
+	if err := refuseDamaged(damaged, partial); err != nil {
+		return err
+	}
 	rf, err := sweep.DiagnoseRun(dir, o)
 	if rf == nil {
 		return err

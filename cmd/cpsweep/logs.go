@@ -9,11 +9,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cloudprofiler-go/cp/internal/readfile"
 	"github.com/cloudprofiler-go/cp/profiler"
 )
 
 func logsCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "logs", Short: "Read profiler logs (binary block files)"}
+	var partial bool
+	cmd.PersistentFlags().BoolVar(&partial, "partial", false, "exit 0 even when blocks were damaged (they are listed on stderr and skipped either way)")
 	cat := &cobra.Command{
 		Use:     "cat FILE...",
 		Short:   "Print every record as tsc,id (damaged blocks are reported on stderr and skipped)",
@@ -24,6 +27,7 @@ func logsCommand() *cobra.Command {
 			w := bufio.NewWriter(os.Stdout)
 			defer w.Flush()
 			var line []byte
+			damaged := 0
 			_, err := eachLog(args, func(recs []profiler.Record) error {
 				for _, r := range recs {
 					line = strconv.AppendUint(line[:0], r.TSC, 10)
@@ -35,8 +39,11 @@ func logsCommand() *cobra.Command {
 					}
 				}
 				return nil
-			}, nil)
-			return err
+			}, func(profiler.Corruption) { damaged++ })
+			if err != nil {
+				return err
+			}
+			return refuseDamagedLogs(damaged, partial)
 		},
 	}
 	stats := &cobra.Command{
@@ -46,6 +53,7 @@ func logsCommand() *cobra.Command {
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cmd.SilenceUsage = true
+			total := 0
 			for _, path := range args {
 				var n, minID, maxID, firstTSC, lastTSC uint64
 				minID = ^uint64(0)
@@ -69,12 +77,22 @@ func logsCommand() *cobra.Command {
 				}
 				fmt.Printf("%s: %d records in %d blocks; TSC %d..%d (%d ticks); ids %d..%d; %d damaged region(s)\n",
 					path, n, blocks, firstTSC, lastTSC, lastTSC-firstTSC, minID, maxID, damaged)
+				total += damaged
 			}
-			return nil
+			return refuseDamagedLogs(total, partial)
 		},
 	}
 	cmd.AddCommand(cat, stats)
 	return cmd
+}
+
+// refuseDamagedLogs is the run directories' policy for loose logs: damage
+// is an error (exit 1) unless --partial accepts what is intact.
+func refuseDamagedLogs(damaged int, partial bool) error {
+	if damaged == 0 || partial {
+		return nil
+	}
+	return fmt.Errorf("%d damaged region(s) (listed above) were skipped: pass --partial to accept what is intact", damaged)
 }
 
 // eachLog reads every file, calling fn with every intact block's records
@@ -100,7 +118,7 @@ func eachLog(paths []string, fn func([]profiler.Record) error, onDamage func(pro
 }
 
 func readLog(path string, fn func([]profiler.Record) error) (int, []profiler.Corruption, error) {
-	f, err := os.Open(path)
+	f, err := readfile.Open(path)
 	if err != nil {
 		return 0, nil, err
 	}

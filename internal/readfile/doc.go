@@ -1,5 +1,6 @@
-// Package readfile reads the small files a user names on a command line
-// (scenarios, replay traces, handler configurations, tokens) with a bound:
-// a device such as /dev/zero or a huge file given by mistake is an error,
-// not an out-of-memory crash.
+// Package readfile is the one way the tools open a file that a user or a
+// run directory from elsewhere names: scenarios, replay traces, handler
+// configurations, tokens, and every file an analysis reads. Only regular
+// files are opened (a FIFO, /dev/zero or a link to /dev/urandom is an
+// error, never a hang), and whole-file reads are bounded.
 package readfile

@@ -96,6 +96,7 @@ type Builder struct {
 	n       int
 	// borrowed: the activities are the caller's (NewBuilder): never moved
 	borrowed bool
+	held     int // activities held over every worker (MaxHeld)
 	// scratch
 	cuts   [][]int64 // per worker: its activities' cut points
 	xcuts  [][]int64 // per worker: its transfers' cut points
@@ -166,6 +167,16 @@ func (b *Builder) finish() {
 	b.xdone, b.floor, b.retain = true, math.MaxInt64, math.MaxInt64
 }
 
+// MaxHeld bounds the activities a streamed graph holds at once (32 bytes
+// each: 128 MiB). A real trace holds a window's worth (hundreds); a log
+// that crams millions of state changes into one instant (a damaged or
+// hostile file) reaches it, and the graph stops there with ErrHeldLimit
+// instead of growing without bound.
+const MaxHeld = 1 << 22
+
+// ErrHeldLimit is Stream.Activity's error at MaxHeld.
+var ErrHeldLimit = fmt.Errorf("more than %d activities would be held at once (within one window): a damaged log, or windows too long", MaxHeld)
+
 // add appends worker wk's next activity; it may not begin before the
 // last one ended.
 func (b *Builder) add(wk int, a Activity) error {
@@ -173,9 +184,13 @@ func (b *Builder) add(wk int, a Activity) error {
 	if a.Kind >= Gap || a.EndNs < a.StartNs || (len(acts) > 0 && a.StartNs < acts[len(acts)-1].EndNs) || b.done[wk] {
 		return fmt.Errorf("activity %s %d..%d of worker %d is not a stage activity in order", a.Kind, a.StartNs, a.EndNs, wk)
 	}
+	if b.held >= MaxHeld {
+		return ErrHeldLimit
+	}
 	if b.first[wk] == math.MaxInt64 {
 		b.first[wk] = a.StartNs
 	}
+	b.held++
 	b.acts[wk] = append(acts, a)
 	b.end = max(b.end, a.EndNs)
 	return nil
@@ -306,6 +321,7 @@ func (b *Builder) trim(w0 int64) {
 		if cut > 0 && cut*2 >= len(acts) && !b.borrowed {
 			n := copy(acts, acts[cut:])
 			clear(acts[n:])
+			b.held -= cut
 			b.acts[wk], b.next[wk] = acts[:n], max(b.next[wk]-cut, 0)
 		}
 	}

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
+	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/histo"
+	"github.com/cloudprofiler-go/cp/internal/readfile"
 	"github.com/cloudprofiler-go/cp/profiler"
 )
 
@@ -26,6 +27,7 @@ type cursor struct {
 	r      float64
 	done   bool
 	result chan readResult
+	stop   chan struct{} // closed when the join ends early: the reader gives up
 }
 
 type readResult struct {
@@ -35,7 +37,7 @@ type readResult struct {
 
 func openCursor(s source, node int, tr *translator, shift float64) *cursor {
 	c := &cursor{src: s, node: node, blocks: make(chan []profiler.Record, 2), free: make(chan []profiler.Record, 3),
-		shift: shift, result: make(chan readResult, 1)}
+		shift: shift, result: make(chan readResult, 1), stop: make(chan struct{})}
 	c.a0, c.b0, c.r = tr.approxFunc(node)
 	go c.read()
 	c.advance()
@@ -44,7 +46,7 @@ func openCursor(s source, node int, tr *translator, shift float64) *cursor {
 
 func (c *cursor) read() {
 	defer close(c.blocks)
-	f, err := os.Open(c.src.path)
+	f, err := readfile.Open(c.src.path)
 	if err != nil {
 		c.result <- readResult{err: err}
 		return
@@ -66,7 +68,22 @@ func (c *cursor) read() {
 			c.result <- readResult{bad: br.Corruptions, err: err}
 			return
 		}
-		c.blocks <- recs
+		select {
+		case c.blocks <- recs:
+		case <-c.stop:
+			c.result <- readResult{bad: br.Corruptions}
+			return
+		}
+	}
+}
+
+// close tells the reader to stop (a join that ended early); a reader that
+// finished already is not affected.
+func (c *cursor) close() {
+	select {
+	case <-c.stop:
+	default:
+		close(c.stop)
 	}
 }
 
@@ -94,9 +111,18 @@ func (c *cursor) advance() {
 // pending is a tuple seen at the first point, waiting for the second.
 type pending struct {
 	id, tsc uint64
+	at      float64 // approximate reference time (ticks)
 	node    int32
 	src     int32 // the first point's source (its channel)
 }
+
+// MaxPending bounds the tuples a join holds while they wait for their
+// second point (40 bytes each: 160 MiB): far above a lag's worth at any
+// rate a host sends (a join holds about one lag of tuples: 20 M tuples/s for the default 200 ms). A log that
+// crams more into one lag (a damaged or hostile file: a few bytes can
+// announce millions of records at one instant) ends the join with a
+// problem instead of growing without bound.
+const MaxPending = 1 << 22
 
 // fifo is one stream's pending tuples, in id order.
 type fifo struct {
@@ -167,6 +193,11 @@ func join(fromPoint, toPoint string, from, to []source, tr *translator, lag floa
 	}
 	var streams [1 << 16]*fifo
 	var active []*fifo
+	// A tuple seen at the first point more than two lags before the
+	// join's present (the to side runs a lag ahead, and the lag bounds the
+	// latency) can no longer be matched: it is counted only at the first
+	// point and dropped, so memory is a lag's worth of tuples.
+	evictAfter := 2 * lagTicks
 	binTicks := ThroughputBin.Seconds() * tr.hz
 	rates := [2]*binner{{width: binTicks}, {width: binTicks}}
 	var read uint64
@@ -191,7 +222,18 @@ func join(fromPoint, toPoint string, from, to []source, tr *translator, lag floa
 		}
 		if best < nFrom {
 			rates[0].add(c.key)
-			st.push(pending{id: rec.ID, tsc: rec.TSC, node: int32(c.node), src: int32(best)})
+			for st.head < len(st.q) && st.q[st.head].at+evictAfter < c.key {
+				st.head++
+				j.res.OnlyFrom++
+				j.pending--
+			}
+			st.push(pending{id: rec.ID, tsc: rec.TSC, at: c.key, node: int32(c.node), src: int32(best)})
+			if j.pending++; j.pending > MaxPending {
+				j.overflow = fmt.Sprintf("%s -> %s: more than %d tuples wait for their second point within two lags (%v) of %s on %s: "+
+					"a damaged log, or a rate the join cannot hold; the join stopped there (lower --lag to hold fewer)",
+					fromPoint, toPoint, MaxPending, 2*time.Duration(lag), c.src.channel, c.src.node)
+				break
+			}
 		} else {
 			rates[1].add(c.key - c.shift)
 			j.match(st, rec, c.node, c.src.channel)
@@ -207,7 +249,14 @@ func join(fromPoint, toPoint string, from, to []source, tr *translator, lag floa
 		}
 	}
 	j.res.rates = rates
-	return j.res, read, j.finish(cursors)
+	for _, c := range cursors {
+		c.close()
+	}
+	problems := j.finish(cursors)
+	if j.overflow != "" {
+		problems = append(problems, j.overflow)
+	}
+	return j.res, read, problems
 }
 
 // floor is the earliest reference time (ns, approximate) at which a
@@ -237,6 +286,8 @@ type joiner struct {
 	visit       func(Match)
 	same, cross *groupAcc
 	from        []source
+	pending     int    // tuples waiting in every stream
+	overflow    string // why the join stopped early, if it did
 }
 
 // match pairs a record of the second point with the pending record of
@@ -246,6 +297,7 @@ func (j *joiner) match(st *fifo, rec profiler.Record, node int, channel string) 
 	for st.head < len(st.q) && st.q[st.head].id < rec.ID {
 		st.head++
 		j.res.OnlyFrom++
+		j.pending--
 	}
 	if st.head >= len(st.q) || st.q[st.head].id != rec.ID {
 		j.res.OnlyTo++
@@ -253,6 +305,7 @@ func (j *joiner) match(st *fifo, rec profiler.Record, node int, channel string) 
 	}
 	p := st.q[st.head]
 	st.head++
+	j.pending--
 	d, ok := j.tr.duration(int(p.node), p.tsc, node, rec.TSC)
 	if !ok {
 		j.res.Unbounded++

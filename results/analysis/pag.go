@@ -40,6 +40,12 @@ type PAGInput struct {
 	tr       *translator
 	lag      float64
 	problems []string
+	// Damaged lists, after AnalyzePAG, the problems that are damage (a
+	// log that could not be read whole, damaged blocks, state changes out
+	// of order, a bound reached): the run directory's policy refuses them
+	// without --partial. The others say what the graph leaves out by
+	// design.
+	Damaged []string
 }
 
 // floorSlackNs is how far before the joins' approximate floor the graph
@@ -153,9 +159,11 @@ func (in *PAGInput) AnalyzePAG(opt activity.Options, k int, l activity.Limits) (
 	for w, r := range in.readers {
 		s.Finish(w)
 		problems = append(problems, r.problems()...)
+		in.Damaged = append(in.Damaged, r.problems()...)
 	}
 	for _, f := range feeds {
 		problems = append(problems, f.problems...)
+		in.Damaged = append(in.Damaged, f.problems...)
 		if f.ms.unknown > 0 {
 			problems = append(problems, fmt.Sprintf("%s -> %s: %d tuples between points with no activity channel; not in the graph", f.from, f.to, f.ms.unknown))
 		}
@@ -241,7 +249,10 @@ func (in *PAGInput) extend(s *activity.Stream, w int, t int64) {
 		if !ok {
 			break
 		}
-		if err := s.Activity(w, a); err != nil {
+		if err := s.Activity(w, a); errors.Is(err, activity.ErrHeldLimit) {
+			r.overflow, r.done = err.Error(), true // the rest of this worker cannot fit either
+			break
+		} else if err != nil {
 			r.refused++ // not in order after all: never in the graph
 		}
 	}

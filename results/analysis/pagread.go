@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/cloudprofiler-go/cp/internal/readfile"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/results/activity"
 	"github.com/cloudprofiler-go/cp/stage"
@@ -23,6 +24,7 @@ type activityReader struct {
 	started  bool
 	done     bool
 	refused  int
+	overflow string // why the worker's activities stopped early (activity.ErrHeldLimit)
 }
 
 // next is the worker's next activity; ok is false after the last.
@@ -56,6 +58,9 @@ func (r *activityReader) problems() []string {
 	if r.refused > 0 {
 		out = append(out, fmt.Sprintf("%s on %s: %d activities out of order; skipped", r.segments[0].src.channel, r.segments[0].src.node, r.refused))
 	}
+	if r.overflow != "" {
+		out = append(out, fmt.Sprintf("%s on %s: %s; the graph stopped there", r.segments[0].src.channel, r.segments[0].src.node, r.overflow))
+	}
 	return out
 }
 
@@ -87,7 +92,7 @@ func (sg *segment) peek() bool {
 		return false
 	}
 	if sg.br == nil {
-		f, err := os.Open(sg.src.path)
+		f, err := readfile.Open(sg.src.path)
 		if err != nil {
 			sg.err, sg.over = fmt.Sprintf("%s (%s on %s): %v", sg.src.path, sg.src.channel, sg.src.node, err), true
 			return false

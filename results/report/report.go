@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
+	"github.com/cloudprofiler-go/cp/internal/readfile"
 	"github.com/cloudprofiler-go/cp/results"
 	"github.com/cloudprofiler-go/cp/results/analysis"
 )
@@ -19,6 +21,9 @@ const File = "report.html"
 
 // page is what the template renders.
 type page struct {
+	// damaged: the missing or damaged parts met (not rendered as such:
+	// Problems lists them with the rest).
+	damaged                               []string
 	Name, Dir, Started, Topology, Verdict string
 	Trials                                []trialRow
 	Figures                               []Figure
@@ -63,9 +68,13 @@ type clockRow struct {
 }
 
 // Build renders the report of a run directory. It uses analysis.json when
-// present, and analyses the profiles itself otherwise.
-func Build(d *results.Dir) ([]byte, error) {
+// present, and analyses the profiles itself otherwise. damaged lists the
+// missing or damaged parts it met (the page lists them too): the same
+// policy as cpsweep analyze, which refuses such a directory unless asked
+// for what is intact.
+func Build(d *results.Dir) (html []byte, damaged []string, err error) {
 	pg := page{Dir: d.Path, Generated: time.Now().UTC().Format(time.RFC3339), Problems: append([]string(nil), d.Problems...)}
+	pg.damaged = append(pg.damaged, d.Problems...)
 	if s := d.Summary; s != nil {
 		pg.Name, pg.Started, pg.Topology = s.Name, s.Started.Format(time.RFC3339), s.Topology
 		pg.Verdict = verdict(s)
@@ -109,9 +118,10 @@ func Build(d *results.Dir) ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	if err := pageTemplate.Execute(&buf, pg); err != nil {
-		return nil, fmt.Errorf("render report: %w", err)
+		return nil, nil, fmt.Errorf("render report: %w", err)
 	}
-	return buf.Bytes(), nil
+	slices.Sort(pg.damaged)
+	return buf.Bytes(), slices.Compact(pg.damaged), nil
 }
 
 // noLatency explains a run without per-tuple latencies.
@@ -127,25 +137,40 @@ func noLatency(d *results.Dir) string {
 }
 
 // Write renders the report into the run directory and returns its path.
-func Write(d *results.Dir) (string, error) {
-	b, err := Build(d)
+// A directory with missing or damaged parts is refused (an error listing
+// them, nothing written) unless partial is set.
+func Write(d *results.Dir, partial bool) (string, []string, error) {
+	b, damaged, err := Build(d)
 	if err != nil {
-		return "", err
+		return "", damaged, err
+	}
+	if len(damaged) > 0 && !partial {
+		return "", damaged, &DamagedError{Count: len(damaged)}
 	}
 	path := filepath.Join(d.Path, File)
 	if err := os.WriteFile(path+".tmp", b, 0o644); err != nil {
-		return "", fmt.Errorf("write report: %w", err)
+		return "", damaged, fmt.Errorf("write report: %w", err)
 	}
-	return path, os.Rename(path+".tmp", path)
+	return path, damaged, os.Rename(path+".tmp", path)
+}
+
+// DamagedError is a report refused because parts of its run directory are
+// missing or damaged.
+type DamagedError struct{ Count int }
+
+func (e *DamagedError) Error() string {
+	return fmt.Sprintf("the run directory has %d missing or damaged part(s) (listed above): pass --partial to render what is intact", e.Count)
 }
 
 func loadAnalysis(d *results.Dir, pg *page) *analysis.Report {
-	if b, err := os.ReadFile(filepath.Join(d.Path, analysis.JSONFile)); err == nil {
+	if b, err := readfile.Limited(filepath.Join(d.Path, analysis.JSONFile), results.MaxJSONFile); err == nil {
 		var an analysis.Report
 		if err := json.Unmarshal(b, &an); err == nil {
+			pg.damaged = append(pg.damaged, an.Damaged...) // analysed with --partial
 			return &an
 		}
 		pg.Problems = append(pg.Problems, analysis.JSONFile+" is damaged: analysing the profiles again")
+		pg.damaged = append(pg.damaged, analysis.JSONFile+" is damaged")
 	}
 	if len(d.Nodes) == 0 {
 		return nil
@@ -153,9 +178,11 @@ func loadAnalysis(d *results.Dir, pg *page) *analysis.Report {
 	an, err := analysis.Analyze(d, analysis.Options{})
 	if err != nil {
 		pg.Problems = append(pg.Problems, "analysis: "+err.Error())
+		pg.damaged = append(pg.damaged, "analysis: "+err.Error())
 		return nil
 	}
 	pg.Problems = append(pg.Problems, an.Problems...)
+	pg.damaged = append(pg.damaged, an.Damaged...)
 	return an
 }
 

@@ -68,7 +68,7 @@ func buildFrom(t *testing.T, dir string, files map[string]string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	html, err := Build(d)
+	html, _, err := Build(d)
 	if err != nil {
 		t.Fatal(err)
 	}
