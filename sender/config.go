@@ -114,12 +114,12 @@ type Config struct {
 // controller's request is checked against them before anything is
 // allocated (docs/security.md lists them).
 const (
-	MaxThreads       = 256
-	MaxEndpoints     = 256
-	MaxRate          = 1e10 // tuples/s
+	MaxThreads   = 256
+	MaxEndpoints = 256
+	MaxRate      = 1e10 // tuples/s
 	// MinRate is the smallest paced rate: one tuple every 1000 s. Below
 	// it a slot would outlast any run (and its length any clock).
-	MinRate = 1e-3
+	MinRate          = 1e-3
 	MaxDuration      = 24 * time.Hour
 	MaxBucketSize    = 1 << 20
 	MaxMessageBytes  = 64 << 20 // a bucket's encoded size (dgrecv's default --max-message)

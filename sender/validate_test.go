@@ -53,7 +53,9 @@ func TestConfigValidateRanges(t *testing.T) {
 		{"each field in range, 128 GiB in all", func(c *Config) {
 			c.Threads, c.Scenario.Size, c.Scenario.Distinct, c.MemoryBudget = 256, 256, 1<<20, 8<<30
 		}, "memory budget"},
-		{"a queue of 1000 large buckets", func(c *Config) { c.BucketSize, c.Scenario.Size, c.Scenario.Distinct, c.MemoryBudget = 64, 1<<20, 64, 8<<30 }, "--hwm"},
+		{"a queue of 1000 large buckets", func(c *Config) {
+			c.BucketSize, c.Scenario.Size, c.Scenario.Distinct, c.MemoryBudget = 64, 1<<20, 64, 8<<30
+		}, "--hwm"},
 		{"within a small budget", func(c *Config) { c.MemoryBudget = 1 << 20 }, ""},
 		{"above a small budget", func(c *Config) { c.Scenario.Distinct, c.MemoryBudget = 1<<14, 1<<20 }, "1.000 MiB"},
 		{"negative budget", func(c *Config) { c.MemoryBudget = -1 }, "memory budget"},
