@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -232,5 +234,24 @@ func TestWriteErrorsCountLostRecords(t *testing.T) {
 		if we.Path != "/dev/full" || we.Records != 1000 || we.Lost != 1000 || !strings.Contains(err.Error(), "1000 of 1000 records lost") {
 			t.Errorf("%s: %v (lost %d of %d)", cfg.Handler, err, we.Lost, we.Records)
 		}
+	}
+}
+
+// TestFetchRefusesAConfigurationAboveTheLimit: a configuration larger than
+// 1 MiB is refused whole by a follower, never cut at the limit and
+// applied (a cut one could still parse, as something else).
+func TestFetchRefusesAConfigurationAboveTheLimit(t *testing.T) {
+	big := "default: {handler: null}\n" + strings.Repeat("# padding\n", MaxHandlersBytes/10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, big) }))
+	defer srv.Close()
+	_, _, err := FetchHandlers(context.Background(), srv.URL+PathHandlers, "")
+	if err == nil || !strings.Contains(err.Error(), "never applied in part") {
+		t.Fatalf("a %d-byte configuration: %v", len(big), err)
+	}
+	exact := big[:MaxHandlersBytes]
+	srv2 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, exact) }))
+	defer srv2.Close()
+	if _, _, err := FetchHandlers(context.Background(), srv2.URL+PathHandlers, ""); err != nil {
+		t.Fatalf("a configuration of exactly the limit: %v", err)
 	}
 }
