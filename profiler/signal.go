@@ -1,30 +1,20 @@
 package profiler
 
-import (
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
-)
+import "context"
 
-// CloseOnSignal makes SIGINT and SIGTERM flush every channel before the
-// process exits: stopWriters is called first (it must return once no
-// goroutine calls LogTS any more), then Close writes every buffered record,
-// then the process exits with status 0 (130 if closing failed). A second
-// signal during the flush is ignored, so the flush always completes.
-func CloseOnSignal(p *Profiler, stopWriters func()) {
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-sigs
+// CloseWhenDone flushes every channel once ctx is done (a program cancels
+// it on SIGINT or SIGTERM, in its one place for signals): stopWriters is
+// called first (it must return once no goroutine calls LogTS any more),
+// then Close writes every buffered record. The returned channel gets
+// Close's error (nil: every record is on disk); the program decides how to
+// exit. The library handles no signal and never exits the process.
+func CloseWhenDone(ctx context.Context, p *Profiler, stopWriters func()) <-chan error {
+	done := make(chan error, 1)
+	context.AfterFunc(ctx, func() {
 		if stopWriters != nil {
 			stopWriters()
 		}
-		code := 0
-		if err := p.Close(); err != nil {
-			fmt.Fprintf(os.Stderr, "profiler: flush on signal: %v\n", err)
-			code = 130
-		}
-		os.Exit(code)
-	}()
+		done <- p.Close()
+	})
+	return done
 }

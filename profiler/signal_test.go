@@ -2,8 +2,10 @@ package profiler
 
 import (
 	"bufio"
+	"context"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
@@ -30,7 +32,9 @@ func child(path string) {
 	}
 	var stop atomic.Bool
 	stopped := make(chan uint64)
-	CloseOnSignal(p, func() {
+	// The program's one place for signals: the context they cancel.
+	ctx, _ := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	closed := CloseWhenDone(ctx, p, func() {
 		stop.Store(true)
 		n := <-stopped
 		// the parent reads this count; stdout is unbuffered
@@ -46,7 +50,10 @@ func child(path string) {
 		}
 	}
 	stopped <- n
-	select {} // CloseOnSignal exits the process
+	if err := <-closed; err != nil {
+		os.Exit(130)
+	}
+	os.Exit(0)
 }
 
 // TestSIGTERMLosesNoRecord sends SIGTERM to a real process that is logging

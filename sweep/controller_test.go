@@ -13,11 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/internal/cli"
 	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/sender"
-	"github.com/spf13/pflag"
 )
 
 // fakeAgent answers the control API in-process; its behaviour picks how
@@ -314,16 +312,12 @@ func TestExitCode(t *testing.T) {
 	}
 }
 
-// TestRateWalksFromTheFlagToEveryThread: --start is parsed once (into the
-// plan), and every thread of every sender gets the same share, split by
-// sender.ThreadRate.
-func TestRateWalksFromTheFlagToEveryThread(t *testing.T) {
+// TestRateWalksFromThePlanToEveryThread: a rate of the plan (--start 1.2M,
+// parsed once by the flag: cmd/internal/cli's tests) reaches every thread
+// of every sender as the same share, split by sender.ThreadRate.
+func TestRateWalksFromThePlanToEveryThread(t *testing.T) {
 	var search Search
-	f := pflag.NewFlagSet("cpsweep", pflag.ContinueOnError)
-	cli.RateVar(f, &search.Fast.Start, "start", "")
-	if err := f.Parse([]string{"--start", "1.2M"}); err != nil || search.Fast.Start != 1.2e6 {
-		t.Fatalf("--start 1.2M: %v %v", search.Fast.Start, err)
-	}
+	search.Fast.Start = 1.2e6
 	recv := newFake(t, RoleReceiver, "ok")
 	senders := []*fakeAgent{newFake(t, RoleSender, "ok"), newFake(t, RoleSender, "ok")}
 	p := testPlan(t)

@@ -1,19 +1,16 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/cloudprofiler-go/cp/internal/cli"
+	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
@@ -86,7 +83,7 @@ func clockClientCommand() *cobra.Command {
 			defer srv.Close()
 			addr := srv.Addr()
 			fmt.Fprintf(os.Stderr, "clock client ready: probes on udp %s, control http://%s/v1/clock (TSC %.6f GHz)\n", r.Addr(), addr, hz/1e9)
-			cli.WaitForSignal()
+			<-cmd.Context().Done()
 			return nil
 		},
 	}
@@ -117,8 +114,7 @@ func clockProbeCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer cancel()
+			ctx := cmd.Context()
 			ses, err := probing.Probe(ctx, ns, settings)
 			if err != nil {
 				return err
@@ -202,8 +198,7 @@ low rate during one. Each new relation is also written to --output.`,
 				return err
 			}
 			defer stop()
-			ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer cancel()
+			ctx := cmd.Context()
 			return probing.Watch(ctx, ns, settings, reference, every, rounds, func(rf *probing.RelationFile) {
 				g.Set(rf)
 				for _, r := range rf.Relations {

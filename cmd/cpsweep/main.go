@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/cloudprofiler-go/cp/internal/cli"
+	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
 	"github.com/cloudprofiler-go/cp/internal/readfile"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/stage"
@@ -22,7 +22,7 @@ import (
 func main() {
 	code := sweep.ExitAnswer
 	cmd := command(&code)
-	if err := cmd.Execute(); err != nil && code == sweep.ExitAnswer {
+	if err := cmd.ExecuteContext(cli.SignalContext("cpsweep")); err != nil && code == sweep.ExitAnswer {
 		code = sweep.ExitError
 	}
 	os.Exit(code)
@@ -96,7 +96,7 @@ Ctrl-C stops the running trial and keeps every finished one.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
-			return o.execute(code)
+			return o.execute(cmd.Context(), code)
 		},
 	}
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
@@ -221,7 +221,7 @@ func (o *options) agents(ctx context.Context, ctrl *sweep.Controller, tok string
 	return func() {}, nil
 }
 
-func (o *options) execute(code *int) error {
+func (o *options) execute(ctx context.Context, code *int) error {
 	invalid := func(err error) error {
 		*code = sweep.ExitInvalidPlan
 		return err
@@ -235,10 +235,7 @@ func (o *options) execute(code *int) error {
 		return invalid(err)
 	}
 	// The first signal stops the running trial and keeps what is done; a
-	// second one aborts at once.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cli.StopOnSignal("cpsweep", cancel)
+	// second one aborts at once (cli.SignalContext).
 	ctrl := &sweep.Controller{Plan: o.plan, AgentTimeout: o.agentTimeout}
 	closeAgents, err := o.agents(ctx, ctrl, tok)
 	if err != nil {

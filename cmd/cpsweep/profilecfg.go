@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cloudprofiler-go/cp/internal/cli"
+	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
 	"github.com/cloudprofiler-go/cp/profiler"
 )
 
@@ -51,7 +51,7 @@ a broken configuration is refused, and clients keep their handlers).`,
 			defer srv.Close()
 			addr := srv.Addr()
 			fmt.Fprintf(os.Stderr, "profiler configuration server ready: http://%s%s (from %s)\n", addr, profiler.PathHandlers, file)
-			cli.WaitForSignal()
+			<-cmd.Context().Done()
 			return nil
 		},
 	}

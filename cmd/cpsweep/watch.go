@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/cloudprofiler-go/cp/internal/cli"
+	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
 	"github.com/cloudprofiler-go/cp/results/activity"
 	"github.com/cloudprofiler-go/cp/sweep/watch"
 )
@@ -81,7 +79,7 @@ incomplete.`,
 				agents = append(agents, watch.Agent{Node: fmt.Sprintf("sender%d", i), Addr: a})
 			}
 			w := watch.New(agents, watch.Options{ProgressMax: progressMax, Token: token, CPWindow: cpWindow, CPWindows: cpWindows, WaitNs: wait.Nanoseconds()})
-			return runWatch(w, interval, duration, httpAddr, token, jsonOut)
+			return runWatch(cmd.Context(), w, interval, duration, httpAddr, token, jsonOut)
 		},
 	}
 	f := cmd.Flags()
@@ -100,9 +98,7 @@ incomplete.`,
 }
 
 // runWatch redraws the view every interval until Ctrl-C or duration.
-func runWatch(w *watch.Watcher, interval, duration time.Duration, httpAddr, token string, jsonOut bool) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+func runWatch(ctx context.Context, w *watch.Watcher, interval, duration time.Duration, httpAddr, token string, jsonOut bool) error {
 	if duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, duration)

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -13,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/cloudprofiler-go/cp/internal/cli"
+	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/scenarios"
@@ -30,7 +31,7 @@ const profileChannels = "receive.<lane>, deserialized.<lane>, consumed"
 func main() {
 	code := 0
 	cmd := command(&code)
-	if err := cmd.Execute(); err != nil {
+	if err := cmd.ExecuteContext(cli.SignalContext("dgrecv")); err != nil {
 		os.Exit(1)
 	}
 	os.Exit(code)
@@ -82,7 +83,7 @@ marker has been consumed (or --expect-streams have ended, or no data arrived for
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
-			return o.execute(cmd.Flags().Changed("scenario"), code)
+			return o.execute(cmd.Context(), cmd.Flags().Changed("scenario"), code)
 		},
 	}
 	o.register(cmd.Flags())
@@ -131,7 +132,7 @@ func (o *options) endpoints() ([]string, error) {
 	return expandLanes(endpoints, o.lanes)
 }
 
-func (o *options) execute(scenarioSet bool, code *int) error {
+func (o *options) execute(ctx context.Context, scenarioSet bool, code *int) error {
 	cfg := o.cfg
 	var err error
 	if err := o.run.ConfineOthers(); err != nil { // before any thread is pinned or ZeroMQ starts its threads
@@ -152,10 +153,10 @@ func (o *options) execute(scenarioSet bool, code *int) error {
 		return err
 	}
 	if o.agent {
-		return agent.Run(agent.Options{Role: sweep.RoleReceiver, Endpoints: cfg.Endpoints, Connect: cfg.Connect, CPUs: cfg.CPUs, IOThreads: cfg.IOThreads, ProbeAddr: o.probeAdr},
+		return agent.Run(ctx, agent.Options{Role: sweep.RoleReceiver, Endpoints: cfg.Endpoints, Connect: cfg.Connect, CPUs: cfg.CPUs, IOThreads: cfg.IOThreads, ProbeAddr: o.probeAdr},
 			o.run.MetricsAddr, o.tok.Token, o.tok.File, o.run.Calibrate)
 	}
-	res, err := cli.RunCommand(o.run, func(clock *tsc.Clock, prof *cli.Profile) (cli.Runner[*receiver.Result], error) {
+	res, err := cli.RunCommand(ctx, o.run, func(clock *tsc.Clock, prof *cli.Profile) (cli.Runner[*receiver.Result], error) {
 		cfg.Clock, cfg.Profile, cfg.Handlers, cfg.Logf = clock, prof.Profiler, prof.Handlers, cli.Logf("dgrecv")
 		cfg.StagePeriod = o.run.StagePeriod
 		cfg.NoServiceRates = !o.run.ServiceRates

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -11,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/cloudprofiler-go/cp/internal/cli"
+	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
@@ -23,7 +24,7 @@ import (
 const profileChannels = "emit.<thread>"
 
 func main() {
-	if err := command().Execute(); err != nil {
+	if err := command().ExecuteContext(cli.SignalContext("dgsend")); err != nil {
 		os.Exit(1)
 	}
 }
@@ -76,7 +77,7 @@ send time) with the fraction of late slots.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
-			return o.execute()
+			return o.execute(cmd.Context())
 		},
 	}
 	o.register(cmd.Flags())
@@ -139,7 +140,7 @@ func (o *options) config() (sender.Config, error) {
 	return cfg, err
 }
 
-func (o *options) execute() error {
+func (o *options) execute(ctx context.Context) error {
 	if err := o.run.ConfineOthers(); err != nil { // before any thread is pinned or ZeroMQ starts its threads
 		return err
 	}
@@ -148,7 +149,7 @@ func (o *options) execute() error {
 		if err != nil {
 			return err
 		}
-		return agent.Run(agent.Options{Role: sweep.RoleSender, CPUs: cpus, IOThreads: o.cfg.IOThreads, ProbeAddr: o.probeAdr, MemoryBudget: o.cfg.MemoryBudget},
+		return agent.Run(ctx, agent.Options{Role: sweep.RoleSender, CPUs: cpus, IOThreads: o.cfg.IOThreads, ProbeAddr: o.probeAdr, MemoryBudget: o.cfg.MemoryBudget},
 			o.run.MetricsAddr, o.tok.Token, o.tok.File, o.run.Calibrate)
 	}
 	cfg, err := o.config()
@@ -158,7 +159,7 @@ func (o *options) execute() error {
 	if features, err := tsc.DetectFeatures(); err == nil && features.Problem() != "" {
 		fmt.Fprintf(os.Stderr, "dgsend: warning: %s\n", features.Problem())
 	}
-	res, err := cli.RunCommand(o.run, func(clock *tsc.Clock, prof *cli.Profile) (cli.Runner[*sender.Result], error) {
+	res, err := cli.RunCommand(ctx, o.run, func(clock *tsc.Clock, prof *cli.Profile) (cli.Runner[*sender.Result], error) {
 		cfg.Clock, cfg.Profile, cfg.Handlers, cfg.StagePeriod = clock, prof.Profiler, prof.Handlers, o.run.StagePeriod
 		cfg.NoServiceRates = !o.run.ServiceRates
 		return sender.New(cfg)

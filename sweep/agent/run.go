@@ -1,11 +1,10 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
@@ -15,9 +14,9 @@ import (
 )
 
 // Run is the --agent mode of dgsend and dgrecv: it serves the control API
-// and metrics on addr until SIGINT or SIGTERM, which stops a running trial
-// first.
-func Run(opts Options, addr, token, tokenFile string, calibrate time.Duration) error {
+// and metrics on addr until ctx is done (the binary's signal), which stops
+// a running trial first.
+func Run(ctx context.Context, opts Options, addr, token, tokenFile string, calibrate time.Duration) error {
 	if addr == "" {
 		return fmt.Errorf("an agent needs --metrics-addr (its control and metrics address)")
 	}
@@ -61,9 +60,7 @@ func Run(opts Options, addr, token, tokenFile string, calibrate time.Duration) e
 	}
 	defer srv.Close()
 	fmt.Fprintf(os.Stderr, "%s: agent ready: control http://%s/v1, metrics on http://%s/metrics, TSC probes on udp %s\n", name, bound, bound, resp.Addr())
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	<-sigs
+	<-ctx.Done()
 	a.Stop()
 	fmt.Fprintf(os.Stderr, "%s: agent stopping\n", name)
 	return nil

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -51,7 +52,7 @@ type RunFlags struct {
 // signal, show progress on a terminal, run it, write the result, and close
 // the profile (a lost record fails the run, after the result is out).
 // progress, if set, prints a line a second until done is closed.
-func RunCommand[R TextWriter](f RunFlags, build func(*tsc.Clock, *Profile) (Runner[R], error),
+func RunCommand[R TextWriter](ctx context.Context, f RunFlags, build func(*tsc.Clock, *Profile) (Runner[R], error),
 	progress func(r Runner[R], done <-chan struct{})) (res R, err error) {
 	clock, err := tsc.NewClock(f.Calibrate)
 	if err != nil {
@@ -80,7 +81,7 @@ func RunCommand[R TextWriter](f RunFlags, build func(*tsc.Clock, *Profile) (Runn
 		return res, err
 	}
 	defer stopMetrics()
-	StopOnSignal(f.Name, r.Stop)
+	defer StopWhenDone(ctx, r.Stop)()
 	done := make(chan struct{})
 	if progress != nil && ShowProgress(f.Progress) {
 		go progress(r, done)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -103,27 +104,29 @@ func ShowProgress(mode string) bool {
 	return IsTerminal(os.Stderr)
 }
 
-// StopOnSignal calls stop on the first SIGINT or SIGTERM, so a run ends
-// cleanly and still reports, and exits at once on the second.
-func StopOnSignal(name string, stop func()) {
+// SignalContext is the one place a binary handles SIGINT and SIGTERM
+// (each main calls it once and hands the context down): the first signal
+// cancels the context, so that a run stops cleanly and still reports and a
+// server shuts down; a second one exits at once with status 130.
+func SignalContext(name string) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-sigs
 		fmt.Fprintf(os.Stderr, "%s: stopping; signal again to abort\n", name)
-		stop()
+		cancel()
 		<-sigs
 		os.Exit(130)
 	}()
+	return ctx
 }
 
-// WaitForSignal blocks until SIGINT or SIGTERM (servers that run until
-// stopped).
-func WaitForSignal() {
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	<-sigs
-	signal.Stop(sigs)
+// StopWhenDone calls stop once ctx is done (a signal), unless the run
+// ended first (release).
+func StopWhenDone(ctx context.Context, stop func()) (release func()) {
+	after := context.AfterFunc(ctx, stop)
+	return func() { after() }
 }
 
 // ServeMetricsFor is ServeMetrics for a command called name: it says where
