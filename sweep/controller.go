@@ -312,7 +312,6 @@ func (r *trialRun) startSenders(rate float64) error {
 		targets = p.SenderTargets
 	}
 	startAt := time.Now().Add(senderLead)
-	totalThreads := len(c.Senders) * p.Threads
 	errs := make([]error, len(c.Senders))
 	var wg sync.WaitGroup
 	for i, s := range c.Senders {
@@ -320,7 +319,7 @@ func (r *trialRun) startSenders(rate float64) error {
 		for k := range eps {
 			eps[k] = targets[(i*p.Threads+k)%len(targets)]
 		}
-		cfg := p.senderTrial(eps, i, sender.ThreadRate(rate, totalThreads)*float64(p.Threads))
+		cfg := p.senderTrial(eps, i, len(c.Senders), rate)
 		cfg.StartAt, cfg.Profile = startAt, c.TrialProfile
 		wg.Add(1)
 		go func() {

@@ -38,7 +38,13 @@ func (p *TrialPlan) Resolve() error {
 }
 
 // senderTrial is sender i's share of a trial.
-func (p TrialPlan) senderTrial(endpoints []string, i int, rate float64) SenderTrial {
+//
+// It is the one place where a trial's rate is split: evenly over the
+// senders; each sender splits its share over its threads
+// (sender.ThreadRate), so every thread of every sender gets total/(senders
+// × threads).
+func (p TrialPlan) senderTrial(endpoints []string, i, senders int, total float64) SenderTrial {
+	rate := total / float64(senders)
 	var sc scenarios.Scenario
 	if p.ScenarioSpec != nil {
 		sc = *p.ScenarioSpec
@@ -99,7 +105,7 @@ func CheckPlan(p TrialPlan, search Search, senders int, profile string, profileA
 	if p.ScenarioSpec != nil && p.Threads >= 1 && p.Threads <= sender.MaxThreads && err == nil {
 		eps := []string{"tcp://127.0.0.1:1"}
 		for _, rate := range []float64{lowest, highest} {
-			t := p.senderTrial(eps, 0, rate/float64(senders))
+			t := p.senderTrial(eps, 0, senders, rate)
 			t.Endpoints = make([]string, p.Threads)
 			for i := range t.Endpoints {
 				t.Endpoints[i] = eps[0]

@@ -33,12 +33,21 @@ func TestLogsCommands(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Damage is named, and is an error unless --partial accepts what is
+	// intact (the run directories' policy); the intact blocks are read
+	// either way.
 	out, err := exec.Command(filepath.Join(binDir, "cpsweep"), "logs", "stats", path).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "400 records in 4 blocks") || !strings.Contains(string(out), "1 damaged region") ||
-		!strings.Contains(string(out), "checksum") {
+	if ExitCode(err) != 1 || !strings.Contains(string(out), "400 records in 4 blocks") || !strings.Contains(string(out), "1 damaged region") ||
+		!strings.Contains(string(out), "checksum") || !strings.Contains(string(out), "--partial") {
 		t.Fatalf("logs stats: %v\n%s", err, out)
 	}
-	cmd := exec.Command(filepath.Join(binDir, "cpsweep"), "logs", "cat", path)
+	if out, err := exec.Command(filepath.Join(binDir, "cpsweep"), "logs", "stats", "--partial", path).CombinedOutput(); err != nil || !strings.Contains(string(out), "400 records in 4 blocks") {
+		t.Fatalf("logs stats --partial: %v\n%s", err, out)
+	}
+	if err := exec.Command(filepath.Join(binDir, "cpsweep"), "logs", "cat", path).Run(); ExitCode(err) != 1 {
+		t.Fatalf("logs cat of a damaged log without --partial: %v", err)
+	}
+	cmd := exec.Command(filepath.Join(binDir, "cpsweep"), "logs", "cat", "--partial", path)
 	stdout, err := cmd.Output()
 	if err != nil {
 		t.Fatal(err)
