@@ -13,6 +13,7 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // senderLead is how far ahead the common start of the senders is set:
@@ -56,8 +57,8 @@ type TrialPlan struct {
 
 // Controller runs trials on a set of agents.
 type Controller struct {
-	Senders   []*Client
-	Receivers []*Client
+	Senders   []*protocol.Client
+	Receivers []*protocol.Client
 	Plan      TrialPlan
 	// Progress, if set, is told what a trial is doing.
 	Progress func(format string, args ...any)
@@ -73,21 +74,21 @@ type Controller struct {
 }
 
 // Prepare checks every agent and works out where senders send.
-func (c *Controller) Prepare(ctx context.Context) ([]AgentInfo, error) {
+func (c *Controller) Prepare(ctx context.Context) ([]protocol.AgentInfo, error) {
 	if len(c.Senders) == 0 || len(c.Receivers) == 0 {
 		return nil, fmt.Errorf("need at least one sender and one receiver agent")
 	}
 	if c.Plan.Threads < 1 {
 		c.Plan.Threads = 1
 	}
-	var infos []AgentInfo
+	var infos []protocol.AgentInfo
 	recvOf := map[string]int{} // endpoint -> receiver index
 	for i, r := range c.Receivers {
 		info, err := r.Info(ctx)
 		if err != nil {
 			return nil, agentFault(r, err)
 		}
-		if info.Role != RoleReceiver {
+		if info.Role != protocol.RoleReceiver {
 			return nil, &PlanError{Problems: []string{fmt.Sprintf("agent %s is a %s, not a receiver", r.Addr, info.Role)}}
 		}
 		if len(info.DataEndpoints) == 0 {
@@ -108,7 +109,7 @@ func (c *Controller) Prepare(ctx context.Context) ([]AgentInfo, error) {
 		if err != nil {
 			return nil, agentFault(s, err)
 		}
-		if info.Role != RoleSender {
+		if info.Role != protocol.RoleSender {
 			return nil, &PlanError{Problems: []string{fmt.Sprintf("agent %s is a %s, not a sender", s.Addr, info.Role)}}
 		}
 		infos = append(infos, info)
@@ -137,12 +138,12 @@ func (c *Controller) Prepare(ctx context.Context) ([]AgentInfo, error) {
 func (c *Controller) WaitIdle(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	all := append(append([]*Client(nil), c.Receivers...), c.Senders...)
+	all := append(append([]*protocol.Client(nil), c.Receivers...), c.Senders...)
 	for {
 		var last error
 		for _, a := range all {
 			st, err := a.Status(ctx)
-			if err == nil && (st.State == StateStarting || st.State == StateRunning) {
+			if err == nil && (st.State == protocol.StateStarting || st.State == protocol.StateRunning) {
 				_, _ = a.Stop(ctx)
 				err = fmt.Errorf("agent %s is still %s", a.Addr, st.State)
 			}
@@ -202,7 +203,7 @@ func (e *AgentError) Unwrap() error { return e.Err }
 const DefaultAgentTimeout = 5 * time.Second
 
 // agentFault wraps err as an *AgentError of agent a, unless it is one.
-func agentFault(a *Client, err error) error {
+func agentFault(a *protocol.Client, err error) error {
 	var ae *AgentError
 	if errors.As(err, &ae) {
 		return err
@@ -267,14 +268,14 @@ type trialRun struct {
 	c         *Controller
 	ctx, tctx context.Context // the caller's, and bounded by deadline
 	deadline  time.Duration
-	started   []*Client
+	started   []*protocol.Client
 	o         *Outcome
 }
 
 // stopAll asks every started agent to stop (bounded, even when the
 // caller's context is done).
 func (r *trialRun) stopAll() {
-	sctx, scancel := context.WithTimeout(context.WithoutCancel(r.ctx), ControlTimeout)
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(r.ctx), protocol.ControlTimeout)
 	defer scancel()
 	var wg sync.WaitGroup
 	for _, a := range r.started {
@@ -330,11 +331,11 @@ func (r *trialRun) startSenders(rate float64) error {
 	wg.Wait()
 	var fault error
 	for i, err := range errs {
-		var se *StatusError
+		var se *protocol.StatusError
 		switch {
 		case err == nil:
 			r.started = append(r.started, c.Senders[i])
-		case errors.As(err, &se) && se.Code == StatusCapacity:
+		case errors.As(err, &se) && se.Code == protocol.StatusCapacity:
 			r.o.Refused = append(r.o.Refused, fmt.Sprintf("sender %s: %s", c.Senders[i].Addr, se.Msg))
 		case fault == nil:
 			fault = agentFault(c.Senders[i], fmt.Errorf("start sender: %w", err))
@@ -351,8 +352,8 @@ func (r *trialRun) await() error {
 	if silentFor <= 0 {
 		silentFor = DefaultAgentTimeout
 	}
-	pending := append([]*Client(nil), r.started...)
-	lastOK := map[*Client]time.Time{}
+	pending := append([]*protocol.Client(nil), r.started...)
+	lastOK := map[*protocol.Client]time.Time{}
 	for _, a := range pending {
 		lastOK[a] = time.Now()
 	}
@@ -382,7 +383,7 @@ func (r *trialRun) await() error {
 
 // poll asks one agent for its status: done with its result recorded, not
 // yet, or an error that makes the trial invalid.
-func (r *trialRun) poll(a *Client, lastOK map[*Client]time.Time, silentFor time.Duration) (bool, error) {
+func (r *trialRun) poll(a *protocol.Client, lastOK map[*protocol.Client]time.Time, silentFor time.Duration) (bool, error) {
 	st, err := a.Status(r.tctx)
 	switch {
 	case err != nil && r.ctx.Err() != nil:
@@ -395,7 +396,7 @@ func (r *trialRun) poll(a *Client, lastOK map[*Client]time.Time, silentFor time.
 	case !st.Finished():
 		lastOK[a] = time.Now()
 		return false, nil
-	case st.State == StateFailed:
+	case st.State == protocol.StateFailed:
 		return false, agentFault(a, fmt.Errorf("trial failed: %s", st.Error))
 	case st.Sender != nil:
 		r.o.Senders = append(r.o.Senders, st.Sender)
@@ -438,8 +439,8 @@ func (c *Controller) AgentsSummary() string {
 
 // NodeNames names the agents as the run directory does: receiver0, ...,
 // sender0, ... (the TSC relation and the collected profiles use them).
-func (c *Controller) NodeNames() map[string]*Client {
-	out := map[string]*Client{}
+func (c *Controller) NodeNames() map[string]*protocol.Client {
+	out := map[string]*protocol.Client{}
 	for i, r := range c.Receivers {
 		out[fmt.Sprintf("receiver%d", i)] = r
 	}

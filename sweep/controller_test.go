@@ -16,6 +16,7 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/sender"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // fakeAgent answers the control API in-process; its behaviour picks how
@@ -35,14 +36,14 @@ type fakeAgent struct {
 func newFake(t *testing.T, role, behave string) *fakeAgent {
 	f := &fakeAgent{role: role, behave: behave}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+PathInfo, func(w http.ResponseWriter, r *http.Request) {
-		info := AgentInfo{Role: role, State: StateIdle}
-		if role == RoleReceiver {
+	mux.HandleFunc("GET "+protocol.PathInfo, func(w http.ResponseWriter, r *http.Request) {
+		info := protocol.AgentInfo{Role: role, State: protocol.StateIdle}
+		if role == protocol.RoleReceiver {
 			info.DataEndpoints = []string{"tcp://*:5555"}
 		}
 		_ = json.NewEncoder(w).Encode(info)
 	})
-	mux.HandleFunc("POST "+PathTrial, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST "+protocol.PathTrial, func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.started++
@@ -59,27 +60,27 @@ func newFake(t *testing.T, role, behave string) *fakeAgent {
 			_, _ = w.Write([]byte(`{"error":"bad trial configuration: threads must be 1..256"}`))
 			return
 		case "capacity":
-			w.WriteHeader(StatusCapacity)
+			w.WriteHeader(protocol.StatusCapacity)
 			_, _ = w.Write([]byte(`{"error":"rate above the send cost"}`))
 			return
 		}
 		w.WriteHeader(http.StatusAccepted)
-		_ = json.NewEncoder(w).Encode(TrialStatus{State: StateRunning})
+		_ = json.NewEncoder(w).Encode(protocol.TrialStatus{State: protocol.StateRunning})
 	})
-	mux.HandleFunc("GET "+PathTrial, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET "+protocol.PathTrial, func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.polls++
 		polls, started := f.polls, f.started
 		f.mu.Unlock()
-		st := TrialStatus{State: StateRunning}
+		st := protocol.TrialStatus{State: protocol.StateRunning}
 		switch {
 		case f.behave == "hang" && polls > 2:
-			time.Sleep(ControlTimeout + time.Second) // a poll that never answers in time
+			time.Sleep(protocol.ControlTimeout + time.Second) // a poll that never answers in time
 		case (f.behave == "fail" || f.behave == "failonce" && started == 1) && polls > 2:
-			st = TrialStatus{State: StateFailed, Error: "bind tcp://*:5555: address in use"}
+			st = protocol.TrialStatus{State: protocol.StateFailed, Error: "bind tcp://*:5555: address in use"}
 		case polls > 2:
-			st.State = StateDone
-			if role == RoleSender {
+			st.State = protocol.StateDone
+			if role == protocol.RoleSender {
 				st.Sender = &sender.Result{TargetRate: 1000, Threads: 1, BucketSize: 1, Emitted: 1000, ScheduledTups: 1000}
 			} else {
 				st.Receiver = &receiver.Result{Consumed: 1000, Complete: true}
@@ -87,7 +88,7 @@ func newFake(t *testing.T, role, behave string) *fakeAgent {
 		}
 		_ = json.NewEncoder(w).Encode(st)
 	})
-	mux.HandleFunc("GET "+PathProfile, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET "+protocol.PathProfile, func(w http.ResponseWriter, r *http.Request) {
 		if f.behave == "noprofile" {
 			w.WriteHeader(http.StatusNotFound)
 			_, _ = w.Write([]byte(`{"error":"no profiled trial's logs are waiting on this agent"}`))
@@ -98,18 +99,20 @@ func newFake(t *testing.T, role, behave string) *fakeAgent {
 		_, _ = tw.Write([]byte("{}"))
 		_ = tw.Close()
 	})
-	mux.HandleFunc("POST "+PathStop, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST "+protocol.PathStop, func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.stopped++
 		f.mu.Unlock()
-		_ = json.NewEncoder(w).Encode(TrialStatus{State: StateDone})
+		_ = json.NewEncoder(w).Encode(protocol.TrialStatus{State: protocol.StateDone})
 	})
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
 	return f
 }
 
-func (f *fakeAgent) client() *Client { return NewClient(strings.TrimPrefix(f.srv.URL, "http://"), "") }
+func (f *fakeAgent) client() *protocol.Client {
+	return protocol.NewClient(strings.TrimPrefix(f.srv.URL, "http://"), "")
+}
 
 func testPlan(t *testing.T) TrialPlan {
 	p := TrialPlan{Duration: 300 * time.Millisecond, Threads: 1, BucketSize: 1, Scenario: "synthetic-100", Overflow: "block", Idle: "sleep",
@@ -139,8 +142,8 @@ func TestRunTrialTellsAgentFaultsFromFailedRates(t *testing.T) {
 		{name: "sender dies", recv: "ok", send: "die", agentErr: true, says: "stopped answering"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			recv, send := newFake(t, RoleReceiver, tc.recv), newFake(t, RoleSender, tc.send)
-			c := &Controller{Senders: []*Client{send.client()}, Receivers: []*Client{recv.client()}, Plan: testPlan(t), AgentTimeout: time.Second}
+			recv, send := newFake(t, protocol.RoleReceiver, tc.recv), newFake(t, protocol.RoleSender, tc.send)
+			c := &Controller{Senders: []*protocol.Client{send.client()}, Receivers: []*protocol.Client{recv.client()}, Plan: testPlan(t), AgentTimeout: time.Second}
 			if _, err := c.Prepare(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -180,7 +183,7 @@ func TestRunTrialTellsAgentFaultsFromFailedRates(t *testing.T) {
 // TestTrialsCarryTheirWorkloadInline: what reaches a sender agent is the
 // scenario and the shape themselves, never a name of a file.
 func TestTrialsCarryTheirWorkloadInline(t *testing.T) {
-	recv, send := newFake(t, RoleReceiver, "ok"), newFake(t, RoleSender, "ok")
+	recv, send := newFake(t, protocol.RoleReceiver, "ok"), newFake(t, protocol.RoleSender, "ok")
 	p := testPlan(t)
 	p.Shape = "step:1x@1s,2x@1s"
 	p.Stalls = []inject.Stall{{Stage: "consumer", For: time.Second}, {Stage: "thread0", For: time.Second}}
@@ -188,14 +191,14 @@ func TestTrialsCarryTheirWorkloadInline(t *testing.T) {
 	if err := p.Resolve(); err != nil {
 		t.Fatal(err)
 	}
-	c := &Controller{Senders: []*Client{send.client()}, Receivers: []*Client{recv.client()}, Plan: p}
+	c := &Controller{Senders: []*protocol.Client{send.client()}, Receivers: []*protocol.Client{recv.client()}, Plan: p}
 	if _, err := c.Prepare(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.RunTrial(context.Background(), 1000, "ramp"); err != nil {
 		t.Fatal(err)
 	}
-	var got SenderTrial
+	var got protocol.SenderTrial
 	if err := json.Unmarshal(send.lastBody, &got); err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +208,7 @@ func TestTrialsCarryTheirWorkloadInline(t *testing.T) {
 	if len(got.Stalls) != 1 || got.Stalls[0].Stage != "thread0" {
 		t.Errorf("the sender got the stalls %+v, want its thread's only", got.Stalls)
 	}
-	var rt ReceiverTrial
+	var rt protocol.ReceiverTrial
 	if err := json.Unmarshal(recv.lastBody, &rt); err != nil {
 		t.Fatal(err)
 	}
@@ -318,11 +321,11 @@ func TestExitCode(t *testing.T) {
 func TestRateWalksFromThePlanToEveryThread(t *testing.T) {
 	var search Search
 	search.Fast.Start = 1.2e6
-	recv := newFake(t, RoleReceiver, "ok")
-	senders := []*fakeAgent{newFake(t, RoleSender, "ok"), newFake(t, RoleSender, "ok")}
+	recv := newFake(t, protocol.RoleReceiver, "ok")
+	senders := []*fakeAgent{newFake(t, protocol.RoleSender, "ok"), newFake(t, protocol.RoleSender, "ok")}
 	p := testPlan(t)
 	p.Threads = 3
-	c := &Controller{Receivers: []*Client{recv.client()}, Senders: []*Client{senders[0].client(), senders[1].client()}, Plan: p}
+	c := &Controller{Receivers: []*protocol.Client{recv.client()}, Senders: []*protocol.Client{senders[0].client(), senders[1].client()}, Plan: p}
 	if _, err := c.Prepare(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +334,7 @@ func TestRateWalksFromThePlanToEveryThread(t *testing.T) {
 	}
 	var total float64
 	for i, s := range senders {
-		var st SenderTrial
+		var st protocol.SenderTrial
 		if err := json.Unmarshal(s.lastBody, &st); err != nil {
 			t.Fatal(err)
 		}

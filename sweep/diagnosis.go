@@ -15,6 +15,7 @@ import (
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/sender"
 	"github.com/cloudprofiler-go/cp/stage"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
 )
 
@@ -44,7 +45,7 @@ func Processes(senders []*sender.Result, receivers []*receiver.Result) []diagnos
 		if r == nil {
 			continue
 		}
-		p := diagnose.Process{Node: fmt.Sprintf("receiver%d", i), Role: RoleReceiver, Series: r.StageSeries, Lanes: map[uint32]int{}}
+		p := diagnose.Process{Node: fmt.Sprintf("receiver%d", i), Role: protocol.RoleReceiver, Series: r.StageSeries, Lanes: map[uint32]int{}}
 		for _, s := range r.Streams {
 			p.Lanes[s.Stream] = s.Lane
 		}
@@ -54,7 +55,7 @@ func Processes(senders []*sender.Result, receivers []*receiver.Result) []diagnos
 		if s == nil {
 			continue
 		}
-		p := diagnose.Process{Node: fmt.Sprintf("sender%d", i), Role: RoleSender, Series: s.StageSeries, Streams: map[string]uint32{}}
+		p := diagnose.Process{Node: fmt.Sprintf("sender%d", i), Role: protocol.RoleSender, Series: s.StageSeries, Streams: map[string]uint32{}}
 		for _, st := range s.Streams {
 			p.Streams[fmt.Sprintf("thread%d", st.Thread)] = st.Stream
 		}

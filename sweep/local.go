@@ -13,12 +13,14 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // LocalAgents are dgsend/dgrecv agent processes started on loopback, for a
 // sweep with no hosts given.
 type LocalAgents struct {
-	Senders, Receivers []*Client
+	Senders, Receivers []*protocol.Client
 	procs              []*exec.Cmd
 	logs               []*strings.Builder
 }
@@ -75,7 +77,7 @@ func StartLocal(ctx context.Context, senders, lanes int, extra []string) (*Local
 	return la, nil
 }
 
-func (la *LocalAgents) start(ctx context.Context, bin string, args ...string) (*Client, error) {
+func (la *LocalAgents) start(ctx context.Context, bin string, args ...string) (*protocol.Client, error) {
 	cmd := exec.Command(bin, args...)
 	// The agents die with cpsweep, however it ends (a SIGPIPE, a kill):
 	// orphaned agents would hold their ports and CPUs and skew the next run.
@@ -107,7 +109,7 @@ func (la *LocalAgents) start(ctx context.Context, bin string, args ...string) (*
 	}()
 	select {
 	case addr := <-ready:
-		return NewClient(addr, ""), nil
+		return protocol.NewClient(addr, ""), nil
 	case <-time.After(15 * time.Second):
 		return nil, fmt.Errorf("%s agent did not become ready within 15 s", filepath.Base(bin))
 	case <-ctx.Done():

@@ -11,6 +11,8 @@ import (
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
+	"github.com/cloudprofiler-go/cp/sweep/agent/recvagent"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // PlanError is an invalid sweep plan, found before any agent is started or
@@ -43,20 +45,20 @@ func (p *TrialPlan) Resolve() error {
 // senders; each sender splits its share over its threads
 // (sender.ThreadRate), so every thread of every sender gets total/(senders
 // × threads).
-func (p TrialPlan) senderTrial(endpoints []string, i, senders int, total float64) SenderTrial {
+func (p TrialPlan) senderTrial(endpoints []string, i, senders int, total float64) protocol.SenderTrial {
 	rate := total / float64(senders)
 	var sc scenarios.Scenario
 	if p.ScenarioSpec != nil {
 		sc = *p.ScenarioSpec
 	}
-	return SenderTrial{Endpoints: endpoints, SenderID: uint8(i), Threads: p.Threads, Rate: rate,
+	return protocol.SenderTrial{Endpoints: endpoints, SenderID: uint8(i), Threads: p.Threads, Rate: rate,
 		Duration: p.Warmup + p.Duration, Warmup: p.Warmup, BucketSize: p.BucketSize, Scenario: sc, Shape: p.ShapeSpec,
 		Overflow: p.Overflow, Idle: p.Idle, Stalls: inject.OfKind(p.Stalls, "thread"), SendWork: p.SendWork, StagePeriod: p.StagePeriod}
 }
 
 // receiverTrial is a receiver's part of a trial that may last limit.
-func (p TrialPlan) receiverTrial(limit time.Duration) ReceiverTrial {
-	return ReceiverTrial{Schema: p.Schema, Drain: p.Drain, WorkPerTuple: p.WorkPerTuple, Ring: p.Ring, EndTimeout: p.EndTimeout,
+func (p TrialPlan) receiverTrial(limit time.Duration) protocol.ReceiverTrial {
+	return protocol.ReceiverTrial{Schema: p.Schema, Drain: p.Drain, WorkPerTuple: p.WorkPerTuple, Ring: p.Ring, EndTimeout: p.EndTimeout,
 		Duration: limit, Stalls: inject.OfKind(p.Stalls, "consumer", "lane"), DecodeWork: p.DecodeWork, WorkSchedule: p.WorkSchedule,
 		StagePeriod: p.StagePeriod}
 }
@@ -131,10 +133,10 @@ func CheckPlan(p TrialPlan, search Search, senders int, profile string, profileA
 	for i := range eps {
 		eps[i] = fmt.Sprintf("tcp://127.0.0.1:%d", i+1)
 	}
-	add(p.receiverTrial(time.Hour).Validate(eps))
+	add(recvagent.Validate(p.receiverTrial(time.Hour), eps))
 	add(p.Rules.Validate())
 	if profile != "" {
-		add(validProfile(profile))
+		add(protocol.ValidProfile(profile))
 		if profileAt <= 0 || profileAt > 1 || math.IsNaN(profileAt) {
 			add(fmt.Errorf("--profile-at %v: want a fraction in (0, 1]", profileAt))
 		}

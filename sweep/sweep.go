@@ -12,6 +12,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/results"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
 )
 
@@ -24,15 +25,15 @@ type Search struct {
 
 // Report is a sweep's summary (summary.json).
 type Report struct {
-	FormatVersion int         `json:"format_version"`
-	Name          string      `json:"name"`
-	Started       time.Time   `json:"started"`
-	Plan          TrialPlan   `json:"plan"`
-	Search        Search      `json:"search"`
-	Agents        []AgentInfo `json:"agents"`
-	Topology      string      `json:"topology"`
-	Result        *Result     `json:"result"`
-	Interrupted   bool        `json:"interrupted"`
+	FormatVersion int                  `json:"format_version"`
+	Name          string               `json:"name"`
+	Started       time.Time            `json:"started"`
+	Plan          TrialPlan            `json:"plan"`
+	Search        Search               `json:"search"`
+	Agents        []protocol.AgentInfo `json:"agents"`
+	Topology      string               `json:"topology"`
+	Result        *Result              `json:"result"`
+	Interrupted   bool                 `json:"interrupted"`
 	// Invalid is the trial that ended the sweep because an agent failed
 	// (nil when none did): its rate was never judged.
 	Invalid *InvalidTrial `json:"invalid,omitempty"`
@@ -188,7 +189,7 @@ func (s *Sweep) Execute(ctx context.Context) (*Report, error) {
 
 // begin creates the run directory (after the agents answered: a failed
 // pre-flight leaves nothing behind) and records the configuration.
-func (s *Sweep) begin(agents []AgentInfo) error {
+func (s *Sweep) begin(agents []protocol.AgentInfo) error {
 	if s.Run == nil {
 		var err error
 		if s.Run, err = results.Create(s.Results, s.Name, time.Now()); err != nil {

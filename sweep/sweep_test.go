@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // TestSweepRecordsAgentFailures: a receiver that fails its trials ends
@@ -39,9 +41,9 @@ func TestSweepRecordsAgentFailures(t *testing.T) {
 			skipped: "collect profile of receiver0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			recv, send := newFake(t, RoleReceiver, tc.recv), newFake(t, RoleSender, "ok")
+			recv, send := newFake(t, protocol.RoleReceiver, tc.recv), newFake(t, protocol.RoleSender, "ok")
 			var log bytes.Buffer
-			s := &Sweep{Ctrl: &Controller{Senders: []*Client{send.client()}, Receivers: []*Client{recv.client()}, Plan: testPlan(t), AgentTimeout: time.Second},
+			s := &Sweep{Ctrl: &Controller{Senders: []*protocol.Client{send.client()}, Receivers: []*protocol.Client{recv.client()}, Plan: testPlan(t), AgentTimeout: time.Second},
 				Search: Search{Method: "linear", Linear: LinearPlan{From: 1000, To: 1000, Step: 1000}}, Name: "faults", Results: t.TempDir(),
 				Log: &log, RetryAgent: tc.retry, Profile: "default: {handler: buffered, path: x.log}"}
 			report, err := s.Execute(context.Background())
@@ -123,9 +125,9 @@ func TestProgressEstimateIsTrue(t *testing.T) {
 // profiled; without, only the profiled trial after the search does.
 func TestProfileSearch(t *testing.T) {
 	for _, search := range []bool{false, true} {
-		recv, send := newFake(t, RoleReceiver, "ok"), newFake(t, RoleSender, "ok")
+		recv, send := newFake(t, protocol.RoleReceiver, "ok"), newFake(t, protocol.RoleSender, "ok")
 		var log bytes.Buffer
-		s := &Sweep{Ctrl: &Controller{Senders: []*Client{send.client()}, Receivers: []*Client{recv.client()}, Plan: testPlan(t), AgentTimeout: time.Second},
+		s := &Sweep{Ctrl: &Controller{Senders: []*protocol.Client{send.client()}, Receivers: []*protocol.Client{recv.client()}, Plan: testPlan(t), AgentTimeout: time.Second},
 			Search: Search{Method: "linear", Linear: LinearPlan{From: 1000, To: 2000, Step: 1000}}, Name: "profiled", Results: t.TempDir(),
 			Log: &log, Profile: "default: {handler: buffered, path: x.log}", ProfileSearch: search}
 		report, err := s.Execute(context.Background())

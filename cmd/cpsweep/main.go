@@ -17,6 +17,7 @@ import (
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/sweep"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 func main() {
@@ -213,10 +214,10 @@ func (o *options) agents(ctx context.Context, ctrl *sweep.Controller, tok string
 		return func() { local.Close() }, nil
 	}
 	for _, a := range o.senders {
-		ctrl.Senders = append(ctrl.Senders, sweep.NewClient(a, tok))
+		ctrl.Senders = append(ctrl.Senders, protocol.NewClient(a, tok))
 	}
 	for _, a := range o.receivers {
-		ctrl.Receivers = append(ctrl.Receivers, sweep.NewClient(a, tok))
+		ctrl.Receivers = append(ctrl.Receivers, protocol.NewClient(a, tok))
 	}
 	return func() {}, nil
 }

@@ -18,8 +18,8 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/scenarios"
-	"github.com/cloudprofiler-go/cp/sweep"
 	"github.com/cloudprofiler-go/cp/sweep/agent"
+	"github.com/cloudprofiler-go/cp/sweep/agent/recvagent"
 	"github.com/cloudprofiler-go/cp/tsc"
 )
 
@@ -153,7 +153,7 @@ func (o *options) execute(ctx context.Context, scenarioSet bool, code *int) erro
 		return err
 	}
 	if o.agent {
-		return agent.Run(ctx, agent.Options{Role: sweep.RoleReceiver, Endpoints: cfg.Endpoints, Connect: cfg.Connect, CPUs: cfg.CPUs, IOThreads: cfg.IOThreads, ProbeAddr: o.probeAdr},
+		return agent.Run(ctx, agent.Options{Role: recvagent.Role{}, Endpoints: cfg.Endpoints, Connect: cfg.Connect, CPUs: cfg.CPUs, IOThreads: cfg.IOThreads, ProbeAddr: o.probeAdr},
 			o.run.MetricsAddr, o.tok.Token, o.tok.File, o.run.Calibrate)
 	}
 	res, err := cli.RunCommand(ctx, o.run, func(clock *tsc.Clock, prof *cli.Profile) (cli.Runner[*receiver.Result], error) {

@@ -16,8 +16,8 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
-	"github.com/cloudprofiler-go/cp/sweep"
 	"github.com/cloudprofiler-go/cp/sweep/agent"
+	"github.com/cloudprofiler-go/cp/sweep/agent/sendagent"
 	"github.com/cloudprofiler-go/cp/tsc"
 )
 
@@ -149,7 +149,7 @@ func (o *options) execute(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		return agent.Run(ctx, agent.Options{Role: sweep.RoleSender, CPUs: cpus, IOThreads: o.cfg.IOThreads, ProbeAddr: o.probeAdr, MemoryBudget: o.cfg.MemoryBudget},
+		return agent.Run(ctx, agent.Options{Role: sendagent.Role{}, CPUs: cpus, IOThreads: o.cfg.IOThreads, ProbeAddr: o.probeAdr, MemoryBudget: o.cfg.MemoryBudget},
 			o.run.MetricsAddr, o.tok.Token, o.tok.File, o.run.Calibrate)
 	}
 	cfg, err := o.config()

@@ -18,7 +18,7 @@ import (
 
 	zmq "github.com/pebbe/zmq4"
 
-	"github.com/cloudprofiler-go/cp/sweep"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
 )
 
@@ -37,7 +37,7 @@ func TestHostileTrialMemoryIsBudgeted(t *testing.T) {
 	huge["scenario"] = map[string]any{"name": "s", "schema": "synthetic", "seed": 1, "size": 256, "distinct": 1 << 20}
 	b, _ := json.Marshal(huge)
 	start := time.Now()
-	code, body := a.call(t, http.MethodPost, sweep.PathTrial, string(b))
+	code, body := a.call(t, http.MethodPost, protocol.PathTrial, string(b))
 	if code != http.StatusBadRequest || !strings.Contains(body, "memory budget") || !strings.Contains(body, "GiB") {
 		t.Fatalf("a 128 GiB trial: %d %s", code, body)
 	}
@@ -51,10 +51,10 @@ func TestHostileTrialMemoryIsBudgeted(t *testing.T) {
 	ok := validSenderTrial(fmt.Sprintf("tcp://127.0.0.1:%d", port))
 	ok["duration_ns"] = int64(200 * time.Millisecond)
 	b, _ = json.Marshal(ok)
-	if code, body := a.call(t, http.MethodPost, sweep.PathTrial, string(b)); code != http.StatusAccepted {
+	if code, body := a.call(t, http.MethodPost, protocol.PathTrial, string(b)); code != http.StatusAccepted {
 		t.Fatalf("a valid trial after the refusal: %d %s", code, body)
 	}
-	a.call(t, http.MethodPost, sweep.PathStop, "")
+	a.call(t, http.MethodPost, protocol.PathStop, "")
 	a.waitFinished(t, 5*time.Second)
 
 	// An agent with a small budget refuses what fits the host but not it.
@@ -62,7 +62,7 @@ func TestHostileTrialMemoryIsBudgeted(t *testing.T) {
 	mid := validSenderTrial("tcp://127.0.0.1:1")
 	mid["scenario"] = map[string]any{"name": "s", "schema": "synthetic", "seed": 1, "size": 256, "distinct": 1 << 18}
 	b, _ = json.Marshal(mid)
-	if code, body := small.call(t, http.MethodPost, sweep.PathTrial, string(b)); code != http.StatusBadRequest || !strings.Contains(body, "32.00 MiB") {
+	if code, body := small.call(t, http.MethodPost, protocol.PathTrial, string(b)); code != http.StatusBadRequest || !strings.Contains(body, "32.00 MiB") {
 		t.Fatalf("a 128 MiB trial on an agent with --memory-budget 32MiB: %d %s", code, body)
 	}
 }
@@ -91,7 +91,7 @@ func TestHostilePreparationIsBounded(t *testing.T) {
 	for name, trial := range map[string]map[string]any{"a 64 MiB bucket": bigBucket, "a 100,000-piece step shape over 24 h": bigShape} {
 		b, _ := json.Marshal(trial)
 		start := time.Now()
-		code, body := a.call(t, http.MethodPost, sweep.PathTrial, string(b))
+		code, body := a.call(t, http.MethodPost, protocol.PathTrial, string(b))
 		if code != http.StatusAccepted {
 			t.Fatalf("%s: %d %s", name, code, body)
 		}
@@ -99,12 +99,12 @@ func TestHostilePreparationIsBounded(t *testing.T) {
 			t.Errorf("%s: preparing it took %v", name, took)
 		}
 		asked := time.Now()
-		a.call(t, http.MethodPost, sweep.PathStop, "")
+		a.call(t, http.MethodPost, protocol.PathStop, "")
 		st := a.waitFinished(t, 10*time.Second)
 		if took := time.Since(asked); took > time.Second+300*time.Millisecond {
 			t.Errorf("%s: stopping took %v", name, took)
 		}
-		if st.State != sweep.StateDone {
+		if st.State != protocol.StateDone {
 			t.Errorf("%s: %+v", name, st)
 		}
 		t.Logf("%s: prepared in %v, stopped in %v, agent RSS %.0f MB", name, asked.Sub(start), time.Since(asked), a.rssMB(t))
@@ -173,31 +173,31 @@ func TestHostileConnectionsCannotExhaustTheAgent(t *testing.T) {
 		t.Fatalf("the agent holds %d descriptors (limit 256) after 400 idle connections", fds)
 	}
 	start := time.Now()
-	if code, _ := a.call(t, http.MethodGet, sweep.PathInfo, ""); code != http.StatusOK || time.Since(start) > 2*time.Second {
+	if code, _ := a.call(t, http.MethodGet, protocol.PathInfo, ""); code != http.StatusOK || time.Since(start) > 2*time.Second {
 		t.Fatalf("the controller's request after 400 idle connections: %d in %v", code, time.Since(start))
 	}
 	trial := `{"schema":"synthetic","expect_streams":1,"end_timeout_ns":60000000000}`
-	if code, body := a.call(t, http.MethodPost, sweep.PathTrial, trial); code != http.StatusAccepted {
+	if code, body := a.call(t, http.MethodPost, protocol.PathTrial, trial); code != http.StatusAccepted {
 		t.Fatalf("a trial after the connections: %d %s", code, body)
 	}
-	a.call(t, http.MethodPost, sweep.PathStop, "")
+	a.call(t, http.MethodPost, protocol.PathStop, "")
 	a.waitFinished(t, 5*time.Second)
 	t.Logf("400 idle connections: %d answered, agent holds %d descriptors", answered, fdCount(t, pid))
 
 	// So few descriptors that the connections leave no room for a trial.
 	low := startLimitedAgent(t, 26, "dgrecv", "--bind", fmt.Sprintf("tcp://127.0.0.1:%d", mustPort(t)))
 	idleConns(t, low.addr, 100)
-	code, body := low.call(t, http.MethodPost, sweep.PathTrial, trial)
+	code, body := low.call(t, http.MethodPost, protocol.PathTrial, trial)
 	if code == http.StatusAccepted {
-		low.call(t, http.MethodPost, sweep.PathStop, "")
+		low.call(t, http.MethodPost, protocol.PathStop, "")
 		st := low.waitFinished(t, 5*time.Second)
-		if st.State != sweep.StateFailed || !strings.Contains(st.Error, "ulimit -n") {
+		if st.State != protocol.StateFailed || !strings.Contains(st.Error, "ulimit -n") {
 			t.Fatalf("a trial with no descriptors left: accepted, then %+v", st)
 		}
 	} else if !strings.Contains(body, "ulimit -n") {
 		t.Fatalf("a trial with no descriptors left: %d %s", code, body)
 	}
-	if code, _ := low.call(t, http.MethodGet, sweep.PathInfo, ""); code != http.StatusOK {
+	if code, _ := low.call(t, http.MethodGet, protocol.PathInfo, ""); code != http.StatusOK {
 		t.Fatalf("the agent after the refusal: %d\n%s", code, low.proc.Stderr.String())
 	}
 	if strings.Contains(low.proc.Stderr.String(), "Too many open files") {

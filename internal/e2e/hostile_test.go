@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/sweep"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // The attacks of a hostile local user on the agents' control API: every
@@ -72,16 +72,16 @@ func (a *hostileAgent) rssMB(t *testing.T) float64 {
 }
 
 // waitState polls the trial until it reaches a final state.
-func (a *hostileAgent) waitFinished(t *testing.T, within time.Duration) sweep.TrialStatus {
+func (a *hostileAgent) waitFinished(t *testing.T, within time.Duration) protocol.TrialStatus {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		_, body := a.call(t, http.MethodGet, sweep.PathTrial, "")
-		var st sweep.TrialStatus
+		_, body := a.call(t, http.MethodGet, protocol.PathTrial, "")
+		var st protocol.TrialStatus
 		if err := json.Unmarshal([]byte(body), &st); err != nil {
 			t.Fatalf("status: %v: %s", err, body)
 		}
-		if st.Finished() || st.State == sweep.StateIdle {
+		if st.Finished() || st.State == protocol.StateIdle {
 			return st
 		}
 		if time.Now().After(deadline) {
@@ -143,7 +143,7 @@ func TestHostileSenderAgent(t *testing.T) {
 		{"trailing data", withField(base, "rate", 1000) + `{"x":1}`, 400},
 		{"body above the limit", big, 413},
 	} {
-		code, body := a.call(t, http.MethodPost, sweep.PathTrial, tc.body)
+		code, body := a.call(t, http.MethodPost, protocol.PathTrial, tc.body)
 		if code != tc.want {
 			t.Errorf("%s: %d %s, want %d", tc.name, code, body, tc.want)
 		}
@@ -160,16 +160,16 @@ func TestHostileSenderAgent(t *testing.T) {
 	// Still usable: a valid trial whose common start is 50 s away stops
 	// within a second of being told to.
 	start := time.Now().Add(50 * time.Second).UTC().Format(time.RFC3339Nano)
-	if code, body := a.call(t, http.MethodPost, sweep.PathTrial, withField(base, "start_at", start)); code != http.StatusAccepted {
+	if code, body := a.call(t, http.MethodPost, protocol.PathTrial, withField(base, "start_at", start)); code != http.StatusAccepted {
 		t.Fatalf("valid trial refused after the attacks: %d %s", code, body)
 	}
 	asked := time.Now()
-	a.call(t, http.MethodPost, sweep.PathStop, "")
+	a.call(t, http.MethodPost, protocol.PathStop, "")
 	st := a.waitFinished(t, 5*time.Second)
 	if took := time.Since(asked); took > time.Second+200*time.Millisecond {
 		t.Errorf("a trial waiting for its start took %v to stop", took)
 	}
-	if st.State != sweep.StateDone || st.Sender == nil || !st.Sender.Interrupted {
+	if st.State != protocol.StateDone || st.Sender == nil || !st.Sender.Interrupted {
 		t.Errorf("stopped trial: %+v", st)
 	}
 }
@@ -201,7 +201,7 @@ func TestHostileReceiverAgent(t *testing.T) {
 		{"unknown field", withField(base, "path", "/etc/shadow"), 400},
 		{"not JSON", "{schema:", 400},
 	} {
-		if code, body := a.call(t, http.MethodPost, sweep.PathTrial, tc.body); code != tc.want {
+		if code, body := a.call(t, http.MethodPost, protocol.PathTrial, tc.body); code != tc.want {
 			t.Errorf("%s: %d %s, want %d", tc.name, code, body, tc.want)
 		}
 	}
@@ -211,7 +211,7 @@ func TestHostileReceiverAgent(t *testing.T) {
 	// Busy work: a consumer spending 100 ms per tuple with a full ring
 	// still stops within a second.
 	trial := withField(withMap(base, "work_per_tuple_ns", int64(100*time.Millisecond)), "ring", 64)
-	if code, body := a.call(t, http.MethodPost, sweep.PathTrial, trial); code != http.StatusAccepted {
+	if code, body := a.call(t, http.MethodPost, protocol.PathTrial, trial); code != http.StatusAccepted {
 		t.Fatalf("valid trial refused: %d %s", code, body)
 	}
 	snd, err := Start(filepath.Join(binDir, "dgsend"), "--connect", fmt.Sprintf("tcp://127.0.0.1:%d", port), "--rate", "20k", "--bucket", "10",
@@ -226,12 +226,12 @@ func TestHostileReceiverAgent(t *testing.T) {
 	waitMetric(t, a.addr, "cp_receiver_ring_occupancy_buckets", 10*time.Second, func(v float64) bool { return v >= 2 })
 	waitMetric(t, a.addr, "cp_receiver_consumed_tuples_total", 5*time.Second, positive)
 	asked := time.Now()
-	a.call(t, http.MethodPost, sweep.PathStop, "")
+	a.call(t, http.MethodPost, protocol.PathStop, "")
 	st := a.waitFinished(t, 10*time.Second)
 	if took := time.Since(asked); took > time.Second+200*time.Millisecond {
 		t.Errorf("a consumer in busy work took %v to stop", took)
 	}
-	if st.State != sweep.StateDone || st.Receiver == nil || st.Receiver.Reason != "stopped" || st.Receiver.Complete {
+	if st.State != protocol.StateDone || st.Receiver == nil || st.Receiver.Reason != "stopped" || st.Receiver.Complete {
 		t.Errorf("stopped trial: %+v", st)
 	}
 }
@@ -247,7 +247,7 @@ func TestAgentTokenPolicy(t *testing.T) {
 		t.Fatalf("a 5-byte token was accepted: %v\n%s", err, p.Stderr.String())
 	}
 	a := startHostileAgent(t, "dgsend")
-	resp, err := http.Post("http://"+a.addr+sweep.PathTrial, "application/json", bytes.NewBufferString("{}"))
+	resp, err := http.Post("http://"+a.addr+protocol.PathTrial, "application/json", bytes.NewBufferString("{}"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,22 +263,22 @@ func TestAgentRemovesItsDirectory(t *testing.T) {
 	port := mustPort(t)
 	a := startHostileAgent(t, "dgrecv", "--bind", fmt.Sprintf("tcp://127.0.0.1:%d", port))
 	trial := `{"schema":"synthetic","expect_streams":1,"end_timeout_ns":60000000000,"profile":"default: {handler: buffered, path: '{name}.log'}"}`
-	if code, body := a.call(t, http.MethodPost, sweep.PathTrial, trial); code != http.StatusAccepted {
+	if code, body := a.call(t, http.MethodPost, protocol.PathTrial, trial); code != http.StatusAccepted {
 		t.Fatalf("profiled trial refused: %d %s", code, body)
 	}
-	a.call(t, http.MethodPost, sweep.PathStop, "")
+	a.call(t, http.MethodPost, protocol.PathStop, "")
 	a.waitFinished(t, 5*time.Second)
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("cp-agent-%d-*", a.proc.Cmd.Process.Pid)))
 	if len(dirs) != 1 {
 		t.Fatalf("agent directories: %v", dirs)
 	}
-	if code, _ := a.call(t, http.MethodGet, sweep.PathProfile, ""); code != http.StatusOK {
+	if code, _ := a.call(t, http.MethodGet, protocol.PathProfile, ""); code != http.StatusOK {
 		t.Fatalf("fetch: %d", code)
 	}
 	if entries, _ := os.ReadDir(dirs[0]); len(entries) != 0 {
 		t.Errorf("fetched files are still there: %v", entries)
 	}
-	if code, _ := a.call(t, http.MethodGet, sweep.PathProfile, ""); code != http.StatusNotFound {
+	if code, _ := a.call(t, http.MethodGet, protocol.PathProfile, ""); code != http.StatusNotFound {
 		t.Errorf("a second fetch answered %d, want 404", code)
 	}
 	_ = a.proc.Signal(syscall.SIGTERM)

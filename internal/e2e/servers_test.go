@@ -20,8 +20,10 @@ import (
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/profiler"
-	"github.com/cloudprofiler-go/cp/sweep"
 	"github.com/cloudprofiler-go/cp/sweep/agent"
+	"github.com/cloudprofiler-go/cp/sweep/agent/recvagent"
+	"github.com/cloudprofiler-go/cp/sweep/agent/sendagent"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/sweep/watch"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
@@ -95,9 +97,9 @@ func inProcessServers(t *testing.T) []servedServer {
 		t.Cleanup(s.Close)
 		out = append(out, servedServer{name, s})
 	}
-	for _, role := range []string{sweep.RoleSender, sweep.RoleReceiver} {
+	for _, role := range []agent.Role{sendagent.Role{}, recvagent.Role{}} {
 		opts := agent.Options{Role: role, Token: serverToken, Clock: tsc.NewClockHz(2e9)}
-		if role == sweep.RoleReceiver {
+		if role.Name() == protocol.RoleReceiver {
 			opts.Endpoints = []string{fmt.Sprintf("tcp://127.0.0.1:%d", mustPort(t))}
 		}
 		a, err := agent.New(opts)
@@ -115,7 +117,7 @@ func inProcessServers(t *testing.T) []servedServer {
 			t.Fatal(err)
 		}
 		s, err := agent.Serve(ln, a, &probing.Client{Responder: resp, Hz: 2e9})
-		add(role+" agent", s, err)
+		add(role.Name()+" agent", s, err)
 	}
 	resp, err := tsc.NewResponder("127.0.0.1:0")
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
-	"github.com/cloudprofiler-go/cp/sweep"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // handleActivity serves the trial's latest stage state changes after the
@@ -20,15 +20,15 @@ func (a *Agent) handleActivity(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.mu.Lock()
-	set, trial, running := a.stages, a.stagesTrial, a.status.State == sweep.StateRunning && a.status.ID == a.stagesTrial
+	set, trial, running := a.stages, a.stagesTrial, a.status.State == protocol.StateRunning && a.status.ID == a.stagesTrial
 	a.mu.Unlock()
-	reply := sweep.ActivityReply{Trial: trial, Running: running, Stages: []sweep.StageActivity{}}
-	stages := set.Live(since, sweep.MaxActivityChanges)
+	reply := protocol.ActivityReply{Trial: trial, Running: running, Stages: []protocol.StageActivity{}}
+	stages := set.Live(since, protocol.MaxActivityChanges)
 	// Read after the rings: every stage was in its last change's state
 	// until at least now.
 	reply.NowNs = a.opts.Clock.NowUnixNano()
 	for _, st := range stages {
-		sa := sweep.StageActivity{Stage: st.Name, Kind: string(st.Kind), Next: st.Next, Lost: st.Lost, Changes: make([][3]int64, len(st.Changes))}
+		sa := protocol.StageActivity{Stage: st.Name, Kind: string(st.Kind), Next: st.Next, Lost: st.Lost, Changes: make([][3]int64, len(st.Changes))}
 		for i, c := range st.Changes {
 			sa.Changes[i] = [3]int64{a.opts.Clock.UnixNano(c.TSC), int64(c.State), int64(c.Items)}
 		}
@@ -43,7 +43,7 @@ func (a *Agent) handleActivity(w http.ResponseWriter, r *http.Request) {
 // less than half its time (BenchmarkActivityReply: 60 against 140 ns a
 // change). A lane at 100 k changes/s makes 3 MB a second, and the agent
 // serves them on the machine it measures.
-func appendActivity(b []byte, r sweep.ActivityReply) []byte {
+func appendActivity(b []byte, r protocol.ActivityReply) []byte {
 	b = append(b, `{"trial":`...)
 	b = strconv.AppendInt(b, int64(r.Trial), 10)
 	b = append(b, `,"running":`...)
@@ -82,15 +82,15 @@ func appendActivity(b []byte, r sweep.ActivityReply) []byte {
 }
 
 // parseSince reads the cursors of a since= query: STAGE:N, comma
-// separated, at most sweep.MaxActivityStages of them.
+// separated, at most protocol.MaxActivityStages of them.
 func parseSince(q string) (map[string]uint64, error) {
 	out := map[string]uint64{}
 	if q == "" {
 		return out, nil
 	}
 	parts := strings.Split(q, ",")
-	if len(parts) > sweep.MaxActivityStages {
-		return nil, fmt.Errorf("since names %d stages, at most %d", len(parts), sweep.MaxActivityStages)
+	if len(parts) > protocol.MaxActivityStages {
+		return nil, fmt.Errorf("since names %d stages, at most %d", len(parts), protocol.MaxActivityStages)
 	}
 	for _, p := range parts {
 		name, n, ok := strings.Cut(p, ":")

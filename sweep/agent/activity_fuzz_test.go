@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cloudprofiler-go/cp/sweep"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // FuzzParseSince: whatever a request's since= holds, it is cursors within
@@ -20,7 +20,7 @@ func FuzzParseSince(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if len(m) > sweep.MaxActivityStages {
+		if len(m) > protocol.MaxActivityStages {
 			t.Fatalf("%d cursors from %q", len(m), q)
 		}
 		for name := range m {
@@ -33,9 +33,9 @@ func FuzzParseSince(f *testing.F) {
 
 // The hand-written reply is what encoding/json writes.
 func TestActivityJSONIsEncodingJSONs(t *testing.T) {
-	for _, r := range []sweep.ActivityReply{
-		{Stages: []sweep.StageActivity{}},
-		{Trial: 3, Running: true, NowNs: 1732470000123456789, Stages: []sweep.StageActivity{
+	for _, r := range []protocol.ActivityReply{
+		{Stages: []protocol.StageActivity{}},
+		{Trial: 3, Running: true, NowNs: 1732470000123456789, Stages: []protocol.StageActivity{
 			{Stage: "lane0", Kind: "lane", Next: 18446744073709551615, Lost: 2, Changes: [][3]int64{{1, 0, 5}, {-9223372036854775808, 2, 9223372036854775807}}},
 			{Stage: "odd \"name\"\x00é<>&", Kind: "sut", Changes: [][3]int64{}},
 		}},
@@ -50,11 +50,11 @@ func TestActivityJSONIsEncodingJSONs(t *testing.T) {
 // BenchmarkActivityReply: the agent's cost of serving a full ring of one
 // stage (65536 changes), written by hand and by encoding/json.
 func BenchmarkActivityReply(b *testing.B) {
-	st := sweep.StageActivity{Stage: "lane0", Kind: "lane", Next: 1 << 20, Changes: make([][3]int64, sweep.MaxActivityChanges)}
+	st := protocol.StageActivity{Stage: "lane0", Kind: "lane", Next: 1 << 20, Changes: make([][3]int64, protocol.MaxActivityChanges)}
 	for i := range st.Changes {
 		st.Changes[i] = [3]int64{1732470000123456789 + int64(i)*9000, int64(i % 3), int64(i / 2)}
 	}
-	r := sweep.ActivityReply{Trial: 1, Running: true, NowNs: 1732470001000000000, Stages: []sweep.StageActivity{st}}
+	r := protocol.ActivityReply{Trial: 1, Running: true, NowNs: 1732470001000000000, Stages: []protocol.StageActivity{st}}
 	b.Run("by-hand", func(b *testing.B) {
 		var buf []byte
 		for i := 0; i < b.N; i++ {

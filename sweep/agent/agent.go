@@ -12,12 +12,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
-	"github.com/cloudprofiler-go/cp/receiver"
-	"github.com/cloudprofiler-go/cp/sender"
 	"github.com/cloudprofiler-go/cp/stage"
-	"github.com/cloudprofiler-go/cp/sweep"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
 )
@@ -27,7 +24,9 @@ const Version = "0.1.0"
 
 // Options are fixed for the agent's lifetime.
 type Options struct {
-	Role  string
+	// Role runs the agent's trials: sendagent.Role (dgsend) or
+	// recvagent.Role (dgrecv). Each binary links only its own.
+	Role  Role
 	Token string // "" only on loopback (see CheckBind)
 	Clock *tsc.Clock
 	// Receiver agents: the data endpoints every trial binds (or connects).
@@ -50,7 +49,7 @@ type Options struct {
 type Agent struct {
 	opts   Options
 	mu     sync.Mutex
-	status sweep.TrialStatus
+	status protocol.TrialStatus
 	stop   func()               // stops the running trial
 	coll   prometheus.Collector // the running (or last) trial's metrics
 	// stages is the running (or last) trial's stage accounting (nil:
@@ -70,8 +69,8 @@ type Agent struct {
 
 // New returns an idle agent.
 func New(opts Options) (*Agent, error) {
-	if opts.Role != sweep.RoleSender && opts.Role != sweep.RoleReceiver {
-		return nil, fmt.Errorf("agent role must be %q or %q", sweep.RoleSender, sweep.RoleReceiver)
+	if opts.Role == nil {
+		return nil, errors.New("an agent needs a role (sendagent.Role or recvagent.Role)")
 	}
 	if opts.Clock == nil {
 		return nil, errors.New("agent needs a TSC clock")
@@ -79,7 +78,7 @@ func New(opts Options) (*Agent, error) {
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
 	}
-	return &Agent{opts: opts, status: sweep.TrialStatus{Role: opts.Role, State: sweep.StateIdle}}, nil
+	return &Agent{opts: opts, status: protocol.TrialStatus{Role: opts.Role.Name(), State: protocol.StateIdle}}, nil
 }
 
 // Close stops a running trial and removes the agent's temporary
@@ -103,30 +102,30 @@ func (a *Agent) Routes() []httpapi.Route {
 		return httpapi.Route{Pattern: pattern, Handler: h}
 	}
 	return []httpapi.Route{
-		fn("GET "+sweep.PathInfo, func(w http.ResponseWriter, r *http.Request) { httpapi.ReplyJSON(w, http.StatusOK, a.Info()) }),
-		fn("GET "+sweep.PathTrial, func(w http.ResponseWriter, r *http.Request) { httpapi.ReplyJSON(w, http.StatusOK, a.Status()) }),
-		fn("POST "+sweep.PathTrial, a.handleStart),
-		fn("POST "+sweep.PathStop, func(w http.ResponseWriter, r *http.Request) { httpapi.ReplyJSON(w, http.StatusOK, a.Stop()) }),
-		fn("GET "+sweep.PathProfile, a.handleProfile),
-		fn("GET "+sweep.PathActivity, a.handleActivity),
+		fn("GET "+protocol.PathInfo, func(w http.ResponseWriter, r *http.Request) { httpapi.ReplyJSON(w, http.StatusOK, a.Info()) }),
+		fn("GET "+protocol.PathTrial, func(w http.ResponseWriter, r *http.Request) { httpapi.ReplyJSON(w, http.StatusOK, a.Status()) }),
+		fn("POST "+protocol.PathTrial, a.handleStart),
+		fn("POST "+protocol.PathStop, func(w http.ResponseWriter, r *http.Request) { httpapi.ReplyJSON(w, http.StatusOK, a.Stop()) }),
+		fn("GET "+protocol.PathProfile, a.handleProfile),
+		fn("GET "+protocol.PathActivity, a.handleActivity),
 		fn("/v1/", func(w http.ResponseWriter, r *http.Request) {
-			httpapi.ReplyError(w, http.StatusNotFound, fmt.Errorf("no %s %s; the API is GET %s, GET|POST %s, POST %s, GET %s, GET %s", r.Method, r.URL.Path, sweep.PathInfo, sweep.PathTrial, sweep.PathStop, sweep.PathProfile, sweep.PathActivity))
+			httpapi.ReplyError(w, http.StatusNotFound, fmt.Errorf("no %s %s; the API is GET %s, GET|POST %s, POST %s, GET %s, GET %s", r.Method, r.URL.Path, protocol.PathInfo, protocol.PathTrial, protocol.PathStop, protocol.PathProfile, protocol.PathActivity))
 		}),
 	}
 }
 
 // Info describes the agent.
-func (a *Agent) Info() sweep.AgentInfo {
+func (a *Agent) Info() protocol.AgentInfo {
 	host, _ := os.Hostname()
 	a.mu.Lock()
 	state := a.status.State
 	a.mu.Unlock()
-	return sweep.AgentInfo{Role: a.opts.Role, Host: host, Cores: runtime.NumCPU(), TSCHz: a.opts.Clock.Hz, TSCNative: tsc.Native,
+	return protocol.AgentInfo{Role: a.opts.Role.Name(), Host: host, Cores: runtime.NumCPU(), TSCHz: a.opts.Clock.Hz, TSCNative: tsc.Native,
 		Version: Version, PID: os.Getpid(), DataEndpoints: a.opts.Endpoints, State: state}
 }
 
 // Status returns the current or last trial's status.
-func (a *Agent) Status() sweep.TrialStatus {
+func (a *Agent) Status() protocol.TrialStatus {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.status
@@ -134,10 +133,10 @@ func (a *Agent) Status() sweep.TrialStatus {
 
 // Stop asks the running trial to finish early; a trial that is still
 // starting stops as soon as it has started.
-func (a *Agent) Stop() sweep.TrialStatus {
+func (a *Agent) Stop() protocol.TrialStatus {
 	a.mu.Lock()
 	stop := a.stop
-	if a.status.State == sweep.StateStarting {
+	if a.status.State == protocol.StateStarting {
 		a.stopEarly = true
 		if a.abort != nil { // ends the preparation itself, not only what follows it
 			close(a.abort)
@@ -155,54 +154,25 @@ func (a *Agent) Stop() sweep.TrialStatus {
 // (a handler configuration and a replay shape) with room to spare.
 const maxRequest = 4 << 20
 
-type starter func(p *profiling, abort <-chan struct{}) (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error)
-
-// parseTrial decodes and validates a trial request for this agent's role;
-// nothing is allocated for the trial before it passes.
-func (a *Agent) parseTrial(body []byte) (starter, string, time.Duration, error) {
-	if a.opts.Role == sweep.RoleSender {
-		var cfg sweep.SenderTrial
-		if err := httpapi.DecodeStrict(body, &cfg); err != nil {
-			return nil, "", 0, fmt.Errorf("bad trial configuration: %w", err)
-		}
-		if err := cfg.Validate(); err != nil {
-			return nil, "", 0, fmt.Errorf("bad trial configuration: %w", err)
-		}
-		return func(p *profiling, abort <-chan struct{}) (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error) {
-			return a.startSender(cfg, p, abort)
-		}, cfg.Profile, cfg.StagePeriod, nil
-	}
-	var cfg sweep.ReceiverTrial
-	if err := httpapi.DecodeStrict(body, &cfg); err != nil {
-		return nil, "", 0, fmt.Errorf("bad trial configuration: %w", err)
-	}
-	if err := cfg.Validate(a.opts.Endpoints); err != nil {
-		return nil, "", 0, fmt.Errorf("bad trial configuration: %w", err)
-	}
-	return func(p *profiling, _ <-chan struct{}) (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error) {
-		return a.startReceiver(cfg, p)
-	}, cfg.Profile, cfg.StagePeriod, nil
-}
-
 func (a *Agent) handleStart(w http.ResponseWriter, r *http.Request) {
 	body, err := httpapi.ReadBody(w, r, maxRequest)
 	if err != nil {
 		httpapi.ReplyRequestError(w, err)
 		return
 	}
-	start, profile, period, err := a.parseTrial(body)
+	trial, err := a.opts.Role.Parse(body, a.opts)
 	if err != nil {
-		httpapi.ReplyError(w, http.StatusBadRequest, err)
+		httpapi.ReplyError(w, http.StatusBadRequest, fmt.Errorf("bad trial configuration: %w", err))
 		return
 	}
 	a.mu.Lock()
-	if s := a.status.State; s == sweep.StateStarting || s == sweep.StateRunning {
+	if s := a.status.State; s == protocol.StateStarting || s == protocol.StateRunning {
 		a.mu.Unlock()
-		httpapi.ReplyError(w, http.StatusConflict, fmt.Errorf("trial %d is %s: stop it first (POST %s)", a.status.ID, s, sweep.PathStop))
+		httpapi.ReplyError(w, http.StatusConflict, fmt.Errorf("trial %d is %s: stop it first (POST %s)", a.status.ID, s, protocol.PathStop))
 		return
 	}
 	id := a.status.ID + 1
-	a.status = sweep.TrialStatus{ID: id, Role: a.opts.Role, State: sweep.StateStarting, Started: time.Now()}
+	a.status = protocol.TrialStatus{ID: id, Role: a.opts.Role.Name(), State: protocol.StateStarting, Started: time.Now()}
 	a.stopEarly = false
 	abort := make(chan struct{})
 	a.abort = abort
@@ -215,33 +185,28 @@ func (a *Agent) handleStart(w http.ResponseWriter, r *http.Request) {
 		a.mu.Unlock()
 	}()
 
-	prof, err := a.newProfiling(id, profile, period)
+	prof, err := a.newProfiling(id, trial.Profile(), trial.StagePeriod())
 	if err != nil {
 		a.setFailed(id, err)
 		httpapi.ReplyError(w, http.StatusBadRequest, err)
 		return
 	}
-	coll, stop, wait, err := start(prof, abort)
+	run, err := trial.Start(Env{Options: a.opts, Profile: prof.profiler(), Handlers: prof.handlers(), Abort: abort})
 	if err != nil {
 		a.discard(prof)
 		a.setFailed(id, err)
 		code := http.StatusBadRequest
-		var rate *sender.RateError
-		switch {
-		case errors.As(err, &rate):
-			code = sweep.StatusCapacity
-		case errors.Is(err, sender.ErrCancelled):
-			code = http.StatusConflict
+		var coded *CodedError
+		if errors.As(err, &coded) {
+			code = coded.Code
 		}
 		httpapi.ReplyError(w, code, err)
 		return
 	}
 	a.mu.Lock()
-	a.status.State, a.stop, a.coll = sweep.StateRunning, stop, coll
-	a.stages, a.stagesTrial = nil, id
-	if st, ok := coll.(interface{ Stages() *stage.Set }); ok {
-		a.stages = st.Stages()
-	}
+	stop, wait := run.Stop, run.Wait
+	a.status.State, a.stop, a.coll = protocol.StateRunning, stop, run.Metrics
+	a.stages, a.stagesTrial = run.Stages, id
 	st := a.status
 	stopNow := a.stopEarly // a stop that came while the trial was starting
 	a.mu.Unlock()
@@ -261,11 +226,11 @@ func (a *Agent) handleStart(w http.ResponseWriter, r *http.Request) {
 			a.keepProfile(prof.dir)
 		}
 		if err != nil {
-			a.status.State, a.status.Error = sweep.StateFailed, err.Error()
+			a.status.State, a.status.Error = protocol.StateFailed, err.Error()
 			a.opts.Logf("trial %d failed: %v", id, err)
 			return
 		}
-		a.status.State, a.status.Sender, a.status.Receiver = sweep.StateDone, res.Sender, res.Receiver
+		a.status.State, a.status.Sender, a.status.Receiver = protocol.StateDone, res.Sender, res.Receiver
 		a.opts.Logf("trial %d done", id)
 	}()
 	httpapi.ReplyJSON(w, http.StatusAccepted, st)
@@ -275,55 +240,8 @@ func (a *Agent) setFailed(id int, err error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.status.ID == id {
-		a.status.State, a.status.Error = sweep.StateFailed, err.Error()
+		a.status.State, a.status.Error = protocol.StateFailed, err.Error()
 	}
-}
-
-func (a *Agent) startSender(c sweep.SenderTrial, prof *profiling, abort <-chan struct{}) (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error) {
-	cfg := c.SenderConfig()
-	cfg.CPUs, cfg.IOThreads, cfg.Clock = a.opts.CPUs, a.opts.IOThreads, a.opts.Clock
-	cfg.MemoryBudget, cfg.Cancel = a.opts.MemoryBudget, abort
-	cfg.Profile, cfg.Handlers = prof.profiler(), prof.handlers()
-	cfg.LiveActivity = sweep.MaxActivityChanges
-	s, err := sender.New(cfg)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if s.Stages() != nil {
-		diagnose.Watch(s.Stages(), diagnose.DefaultConfirm, a.opts.Logf)
-	}
-	wait := func() (*sweep.TrialStatus, error) {
-		defer s.Close()
-		res, err := s.Run()
-		if err != nil {
-			return nil, err
-		}
-		return &sweep.TrialStatus{Sender: res}, nil
-	}
-	return s, s.Stop, wait, nil
-}
-
-func (a *Agent) startReceiver(c sweep.ReceiverTrial, prof *profiling) (prometheus.Collector, func(), func() (*sweep.TrialStatus, error), error) {
-	cfg := c.ReceiverConfig(a.opts.Endpoints, a.opts.Connect)
-	cfg.CPUs, cfg.IOThreads, cfg.Clock, cfg.Logf = a.opts.CPUs, a.opts.IOThreads, a.opts.Clock, a.opts.Logf
-	cfg.Profile, cfg.Handlers = prof.profiler(), prof.handlers()
-	cfg.LiveActivity = sweep.MaxActivityChanges
-	r, err := receiver.New(cfg)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if r.Stages() != nil {
-		diagnose.Watch(r.Stages(), diagnose.DefaultConfirm, a.opts.Logf)
-	}
-	wait := func() (*sweep.TrialStatus, error) {
-		defer r.Close()
-		res, err := r.Run()
-		if err != nil {
-			return nil, err
-		}
-		return &sweep.TrialStatus{Receiver: res}, nil
-	}
-	return r, r.Stop, wait, nil
 }
 
 // Describe implements prometheus.Collector: the metrics are those of the

@@ -1,4 +1,4 @@
-package agent
+package agent_test
 
 import (
 	"bytes"
@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
-	"github.com/cloudprofiler-go/cp/sweep"
+	"github.com/cloudprofiler-go/cp/sweep/agent"
+	"github.com/cloudprofiler-go/cp/sweep/agent/recvagent"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
 )
@@ -28,22 +30,22 @@ func freePort(t *testing.T) int {
 
 // serveAgent serves a (and clock, if set) on a free loopback port through
 // the agents' one server constructor.
-func serveAgent(t *testing.T, a *Agent, clock *probing.Client) *httpapi.Server {
+func serveAgent(t *testing.T, a *agent.Agent, clock *probing.Client) *httpapi.Server {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := Serve(ln, a, clock)
+	srv, err := agent.Serve(ln, a, clock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return srv
 }
 
-func receiverAgent(t *testing.T, token string) (*Agent, *httpapi.Server) {
+func receiverAgent(t *testing.T, token string) (*agent.Agent, *httpapi.Server) {
 	t.Helper()
-	a, err := New(Options{Role: sweep.RoleReceiver, Token: token, Clock: tsc.NewClockHz(2e9),
+	a, err := agent.New(agent.Options{Role: recvagent.Role{}, Token: token, Clock: tsc.NewClockHz(2e9),
 		Endpoints: []string{fmt.Sprintf("tcp://127.0.0.1:%d", freePort(t))}})
 	if err != nil {
 		t.Fatal(err)
@@ -75,13 +77,13 @@ func TestTokenIsRequiredWhenSet(t *testing.T) {
 		token string
 		want  int
 	}{{"", http.StatusUnauthorized}, {"wrong", http.StatusUnauthorized}, {"s3cret-s3cret-s3cret", http.StatusOK}} {
-		for _, path := range []string{sweep.PathInfo, sweep.PathTrial, sweep.PathActivity} {
+		for _, path := range []string{protocol.PathInfo, protocol.PathTrial, protocol.PathActivity} {
 			code, body := call(t, srv, http.MethodGet, path, tc.token, "")
 			if code != tc.want {
 				t.Errorf("GET %s with token %q: %d %v, want %d", path, tc.token, code, body, tc.want)
 			}
 		}
-		if code, _ := call(t, srv, http.MethodPost, sweep.PathStop, tc.token, ""); code != tc.want {
+		if code, _ := call(t, srv, http.MethodPost, protocol.PathStop, tc.token, ""); code != tc.want {
 			t.Errorf("POST stop with token %q: %d, want %d", tc.token, code, tc.want)
 		}
 	}
@@ -94,11 +96,11 @@ func TestControlRequestsAreValidated(t *testing.T) {
 		want               int
 		msg                string
 	}{
-		{http.MethodPost, sweep.PathTrial, "{not json", http.StatusBadRequest, "bad trial configuration"},
-		{http.MethodPost, sweep.PathTrial, `{"schema":"synthetic","expect_streams":1,"surprise":1}`, http.StatusBadRequest, "unknown field"},
-		{http.MethodPost, sweep.PathTrial, `{"schema":"xml","expect_streams":1}`, http.StatusBadRequest, "unknown schema"},
+		{http.MethodPost, protocol.PathTrial, "{not json", http.StatusBadRequest, "bad trial configuration"},
+		{http.MethodPost, protocol.PathTrial, `{"schema":"synthetic","expect_streams":1,"surprise":1}`, http.StatusBadRequest, "unknown field"},
+		{http.MethodPost, protocol.PathTrial, `{"schema":"xml","expect_streams":1}`, http.StatusBadRequest, "unknown schema"},
 		{http.MethodGet, "/v1/nothing", "", http.StatusNotFound, "the API is"},
-		{http.MethodDelete, sweep.PathTrial, "", http.StatusNotFound, ""},
+		{http.MethodDelete, protocol.PathTrial, "", http.StatusNotFound, ""},
 	} {
 		code, body := call(t, srv, tc.method, tc.path, "", tc.body)
 		if code != tc.want || (tc.msg != "" && !strings.Contains(fmt.Sprint(body["error"]), tc.msg)) {
@@ -110,17 +112,17 @@ func TestControlRequestsAreValidated(t *testing.T) {
 func TestOneTrialAtATimeAndStop(t *testing.T) {
 	_, srv := receiverAgent(t, "")
 	cfg := `{"schema":"synthetic","expect_streams":1,"end_timeout_ns":60000000000}`
-	if code, body := call(t, srv, http.MethodPost, sweep.PathTrial, "", cfg); code != http.StatusAccepted || body["state"] != sweep.StateRunning {
+	if code, body := call(t, srv, http.MethodPost, protocol.PathTrial, "", cfg); code != http.StatusAccepted || body["state"] != protocol.StateRunning {
 		t.Fatalf("start: %d %v", code, body)
 	}
-	if code, body := call(t, srv, http.MethodPost, sweep.PathTrial, "", cfg); code != http.StatusConflict || !strings.Contains(fmt.Sprint(body["error"]), "stop it first") {
+	if code, body := call(t, srv, http.MethodPost, protocol.PathTrial, "", cfg); code != http.StatusConflict || !strings.Contains(fmt.Sprint(body["error"]), "stop it first") {
 		t.Fatalf("second start while running: %d %v", code, body)
 	}
-	call(t, srv, http.MethodPost, sweep.PathStop, "", "")
+	call(t, srv, http.MethodPost, protocol.PathStop, "", "")
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		_, body := call(t, srv, http.MethodGet, sweep.PathTrial, "", "")
-		if body["state"] == sweep.StateDone {
+		_, body := call(t, srv, http.MethodGet, protocol.PathTrial, "", "")
+		if body["state"] == protocol.StateDone {
 			rec, _ := body["receiver"].(map[string]any)
 			if rec == nil || rec["reason"] != "stopped" || rec["complete"] != false {
 				t.Fatalf("stopped trial's result: %v", body)
@@ -133,7 +135,7 @@ func TestOneTrialAtATimeAndStop(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	// The endpoint is free again: a new trial can bind it.
-	if code, body := call(t, srv, http.MethodPost, sweep.PathTrial, "", cfg); code != http.StatusAccepted {
+	if code, body := call(t, srv, http.MethodPost, protocol.PathTrial, "", cfg); code != http.StatusAccepted {
 		t.Fatalf("restart: %d %v", code, body)
 	}
 }
@@ -146,7 +148,7 @@ func TestProfilePathsStayInTheAgentsDirectory(t *testing.T) {
 	_, srv := receiverAgent(t, "")
 	for _, path := range []string{outside + "/x.log", "../../x.log", "a/../../x.log"} {
 		body := fmt.Sprintf(`{"schema":"synthetic","expect_streams":1,"profile":"default: {handler: buffered, path: '%s'}"}`, path)
-		code, reply := call(t, srv, http.MethodPost, sweep.PathTrial, "", body)
+		code, reply := call(t, srv, http.MethodPost, protocol.PathTrial, "", body)
 		if code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(reply["error"]), "relative") {
 			t.Errorf("path %q: %d %v", path, code, reply)
 		}
@@ -161,14 +163,14 @@ func TestProfilePathsStayInTheAgentsDirectory(t *testing.T) {
 // cursors are a 400.
 func TestActivityIsServedFromCursors(t *testing.T) {
 	_, srv := receiverAgent(t, "")
-	get := func(query string) (int, sweep.ActivityReply) {
+	get := func(query string) (int, protocol.ActivityReply) {
 		t.Helper()
-		resp, err := http.Get(srv.URL() + sweep.PathActivity + query)
+		resp, err := http.Get(srv.URL() + protocol.PathActivity + query)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		var r sweep.ActivityReply
+		var r protocol.ActivityReply
 		_ = json.NewDecoder(resp.Body).Decode(&r)
 		return resp.StatusCode, r
 	}
@@ -176,10 +178,10 @@ func TestActivityIsServedFromCursors(t *testing.T) {
 		t.Fatalf("before any trial: %d %+v", code, r)
 	}
 	cfg := `{"schema":"synthetic","expect_streams":1,"end_timeout_ns":60000000000,"stage_period_ns":100000000}`
-	if code, body := call(t, srv, http.MethodPost, sweep.PathTrial, "", cfg); code != http.StatusAccepted {
+	if code, body := call(t, srv, http.MethodPost, protocol.PathTrial, "", cfg); code != http.StatusAccepted {
 		t.Fatalf("start: %d %v", code, body)
 	}
-	var r sweep.ActivityReply
+	var r protocol.ActivityReply
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		_, r = get("")
@@ -188,7 +190,7 @@ func TestActivityIsServedFromCursors(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	byName := map[string]sweep.StageActivity{}
+	byName := map[string]protocol.StageActivity{}
 	for _, st := range r.Stages {
 		byName[st.Stage] = st
 	}
@@ -205,11 +207,11 @@ func TestActivityIsServedFromCursors(t *testing.T) {
 	}
 	for _, bad := range []string{"?since=lane0", "?since=lane0:x", "?since=:3", "?since=" + strings.Repeat("a:1,", 65) + "a:1"} {
 		if code, _ := get(bad); code != http.StatusBadRequest {
-			t.Errorf("GET %s%s: %d, want 400", sweep.PathActivity, bad, code)
+			t.Errorf("GET %s%s: %d, want 400", protocol.PathActivity, bad, code)
 		}
 	}
-	call(t, srv, http.MethodPost, sweep.PathStop, "", "")
-	waitState(t, srv, sweep.StateDone)
+	call(t, srv, http.MethodPost, protocol.PathStop, "", "")
+	waitState(t, srv, protocol.StateDone)
 	if _, r := get(""); r.Running || r.Trial != 1 {
 		t.Fatalf("after the trial: %+v, want trial 1 not running", r)
 	}

@@ -2,13 +2,14 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
-	"github.com/cloudprofiler-go/cp/sweep"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
 )
@@ -20,6 +21,9 @@ func Run(ctx context.Context, opts Options, addr, token, tokenFile string, calib
 	if addr == "" {
 		return fmt.Errorf("an agent needs --metrics-addr (its control and metrics address)")
 	}
+	if opts.Role == nil {
+		return errors.New("an agent needs a role (sendagent.Role or recvagent.Role)")
+	}
 	tok, err := httpapi.ServerToken(token, tokenFile, addr)
 	if err != nil {
 		return err
@@ -28,7 +32,7 @@ func Run(ctx context.Context, opts Options, addr, token, tokenFile string, calib
 		return err
 	}
 	opts.Token = tok
-	name := "dg" + map[string]string{sweep.RoleSender: "send", sweep.RoleReceiver: "recv"}[opts.Role]
+	name := "dg" + map[string]string{protocol.RoleSender: "send", protocol.RoleReceiver: "recv"}[opts.Role.Name()]
 	opts.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, name+": "+format+"\n", args...) }
 	a, err := New(opts)
 	if err != nil {

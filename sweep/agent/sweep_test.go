@@ -1,4 +1,4 @@
-package agent
+package agent_test
 
 import (
 	"bytes"
@@ -15,6 +15,10 @@ import (
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/sweep"
+	"github.com/cloudprofiler-go/cp/sweep/agent"
+	"github.com/cloudprofiler-go/cp/sweep/agent/recvagent"
+	"github.com/cloudprofiler-go/cp/sweep/agent/sendagent"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
 )
@@ -24,13 +28,13 @@ const sessionToken = "in-process-agents-token"
 // inProcessAgent serves a real agent (real sender or receiver on
 // loopback) and its TSC probe API from this test process, as
 // `dgsend --agent` / `dgrecv --agent` would.
-func inProcessAgent(t *testing.T, role string, clock *tsc.Clock) (*Agent, *sweep.Client) {
+func inProcessAgent(t *testing.T, role agent.Role, clock *tsc.Clock) (*agent.Agent, *protocol.Client) {
 	t.Helper()
-	opts := Options{Role: role, Token: sessionToken, Clock: clock, Logf: t.Logf}
-	if role == sweep.RoleReceiver {
+	opts := agent.Options{Role: role, Token: sessionToken, Clock: clock, Logf: t.Logf}
+	if role.Name() == protocol.RoleReceiver {
 		opts.Endpoints = []string{fmt.Sprintf("tcp://127.0.0.1:%d", freePort(t))}
 	}
-	a, err := New(opts)
+	a, err := agent.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +51,7 @@ func inProcessAgent(t *testing.T, role string, clock *tsc.Clock) (*Agent, *sweep
 			t.Errorf("agent close: %v", err)
 		}
 	})
-	return a, sweep.NewClient(srv.Addr(), sessionToken)
+	return a, protocol.NewClient(srv.Addr(), sessionToken)
 }
 
 // TestSweepWithInProcessAgents runs a whole sweep (clock probes before
@@ -59,8 +63,8 @@ func TestSweepWithInProcessAgents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recv, rc := inProcessAgent(t, sweep.RoleReceiver, clock)
-	send, sc := inProcessAgent(t, sweep.RoleSender, clock)
+	_, rc := inProcessAgent(t, recvagent.Role{}, clock)
+	_, sc := inProcessAgent(t, sendagent.Role{}, clock)
 	plan := sweep.TrialPlan{Duration: 400 * time.Millisecond, Warmup: 100 * time.Millisecond, Threads: 1, BucketSize: 10,
 		Scenario: "synthetic-100", Overflow: "block", Idle: "auto", Schema: "synthetic", EndTimeout: 3 * time.Second, Rules: sweep.DefaultRules}
 	// This test is of the session's mechanics, not of this machine's
@@ -76,7 +80,7 @@ func TestSweepWithInProcessAgents(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
-	s := &sweep.Sweep{Ctrl: &sweep.Controller{Plan: plan, Senders: []*sweep.Client{sc}, Receivers: []*sweep.Client{rc}},
+	s := &sweep.Sweep{Ctrl: &sweep.Controller{Plan: plan, Senders: []*protocol.Client{sc}, Receivers: []*protocol.Client{rc}},
 		Search: search, Name: "inproc", Results: t.TempDir(), Log: &log, Clock: true, ClockCount: 20,
 		Profile: profile, ProfileAt: 0.5}
 	report, err := s.Execute(context.Background())
@@ -116,12 +120,9 @@ func TestSweepWithInProcessAgents(t *testing.T) {
 			}
 		}
 	}
-	for _, a := range []*Agent{recv, send} {
-		a.mu.Lock()
-		left := a.profileDir
-		a.mu.Unlock()
-		if left != "" {
-			t.Errorf("%s agent still holds %s after the fetch", a.opts.Role, left)
+	for _, c := range []*protocol.Client{rc, sc} { // fetched once: removed
+		if _, err := c.FetchProfile(context.Background(), t.TempDir()); err == nil || !strings.Contains(err.Error(), "404") {
+			t.Errorf("agent %s still serves its profile after the fetch: %v", c.Addr, err)
 		}
 	}
 	var cfg map[string]any
@@ -157,16 +158,16 @@ func TestSweepWithInProcessAgents(t *testing.T) {
 // removed after the fetch).
 func TestProfileIsServedOnceAsATar(t *testing.T) {
 	_, srv := receiverAgent(t, "")
-	if code, body := call(t, srv, http.MethodGet, sweep.PathProfile, "", ""); code != http.StatusNotFound || !strings.Contains(fmt.Sprint(body["error"]), "no profiled trial") {
+	if code, body := call(t, srv, http.MethodGet, protocol.PathProfile, "", ""); code != http.StatusNotFound || !strings.Contains(fmt.Sprint(body["error"]), "no profiled trial") {
 		t.Fatalf("before any trial: %d %v", code, body)
 	}
 	cfg := `{"schema":"synthetic","expect_streams":1,"end_timeout_ns":60000000000,"profile":"default: {handler: buffered, path: \"{name}.log\"}"}`
-	if code, body := call(t, srv, http.MethodPost, sweep.PathTrial, "", cfg); code != http.StatusAccepted {
+	if code, body := call(t, srv, http.MethodPost, protocol.PathTrial, "", cfg); code != http.StatusAccepted {
 		t.Fatalf("start: %d %v", code, body)
 	}
-	call(t, srv, http.MethodPost, sweep.PathStop, "", "")
-	waitState(t, srv, sweep.StateDone)
-	c := sweep.NewClient(srv.Addr(), "")
+	call(t, srv, http.MethodPost, protocol.PathStop, "", "")
+	waitState(t, srv, protocol.StateDone)
+	c := protocol.NewClient(srv.Addr(), "")
 	out := t.TempDir()
 	files, err := c.FetchProfile(context.Background(), out)
 	if err != nil {
@@ -185,16 +186,16 @@ func TestProfileIsServedOnceAsATar(t *testing.T) {
 // (failed, not running) with the reason in its status.
 func TestBadProfileAndFailedStart(t *testing.T) {
 	_, srv := receiverAgent(t, "")
-	code, body := call(t, srv, http.MethodPost, sweep.PathTrial, "", `{"schema":"synthetic","expect_streams":1,"profile":"default: {handler: nosuch}"}`)
+	code, body := call(t, srv, http.MethodPost, protocol.PathTrial, "", `{"schema":"synthetic","expect_streams":1,"profile":"default: {handler: nosuch}"}`)
 	if code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(body["error"]), "nosuch") {
 		t.Fatalf("unknown handler: %d %v", code, body)
 	}
-	code, body = call(t, srv, http.MethodPost, sweep.PathTrial, "", `{"schema":"synthetic","expect_streams":1,"profile":"{{{"}`)
+	code, body = call(t, srv, http.MethodPost, protocol.PathTrial, "", `{"schema":"synthetic","expect_streams":1,"profile":"{{{"}`)
 	if code != http.StatusBadRequest {
 		t.Fatalf("bad YAML: %d %v", code, body)
 	}
 
-	a, err := New(Options{Role: sweep.RoleSender, Clock: tsc.NewClockHz(2e9)})
+	a, err := agent.New(agent.Options{Role: sendagent.Role{}, Clock: tsc.NewClockHz(2e9)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,13 +208,13 @@ func TestBadProfileAndFailedStart(t *testing.T) {
 	if err := plan.Resolve(); err != nil {
 		t.Fatal(err)
 	}
-	trial := sweep.SenderTrial{Rate: 1000, Threads: 1, BucketSize: 10, Duration: 100 * time.Millisecond, Overflow: "block", Idle: "auto",
+	trial := protocol.SenderTrial{Rate: 1000, Threads: 1, BucketSize: 10, Duration: 100 * time.Millisecond, Overflow: "block", Idle: "auto",
 		Scenario: *plan.ScenarioSpec, Endpoints: []string{"nosuch://x"}}
 	b, _ := json.Marshal(trial)
-	code, body = call(t, ssrv, http.MethodPost, sweep.PathTrial, "", string(b))
+	code, body = call(t, ssrv, http.MethodPost, protocol.PathTrial, "", string(b))
 	if code == http.StatusAccepted {
-		waitState(t, ssrv, sweep.StateFailed)
-	} else if code != http.StatusBadRequest || a.Status().State != sweep.StateFailed {
+		waitState(t, ssrv, protocol.StateFailed)
+	} else if code != http.StatusBadRequest || a.Status().State != protocol.StateFailed {
 		t.Fatalf("unreachable endpoint: %d %v, status %+v", code, body, a.Status())
 	}
 	if a.Status().Error == "" {
@@ -225,7 +226,7 @@ func waitState(t *testing.T, srv *httpapi.Server, want string) map[string]any {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		_, body := call(t, srv, http.MethodGet, sweep.PathTrial, "", "")
+		_, body := call(t, srv, http.MethodGet, protocol.PathTrial, "", "")
 		if body["state"] == want {
 			return body
 		}
@@ -249,7 +250,7 @@ func contains(list []string, s string) bool {
 // metrics shows the running trial's series on /metrics, and refuses to
 // serve a non-loopback address without a token.
 func TestServeExposesTheRunningTrialsMetrics(t *testing.T) {
-	a, err := New(Options{Role: sweep.RoleReceiver, Clock: tsc.NewClockHz(2e9),
+	a, err := agent.New(agent.Options{Role: recvagent.Role{}, Clock: tsc.NewClockHz(2e9),
 		Endpoints: []string{fmt.Sprintf("tcp://127.0.0.1:%d", freePort(t))}})
 	if err != nil {
 		t.Fatal(err)
@@ -260,7 +261,7 @@ func TestServeExposesTheRunningTrialsMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pub.Close()
-	if _, err := Serve(pub, a, nil); err == nil || !strings.Contains(err.Error(), "--token-file") {
+	if _, err := agent.Serve(pub, a, nil); err == nil || !strings.Contains(err.Error(), "--token-file") {
 		t.Fatalf("non-loopback without a token: %v", err)
 	}
 	srv := serveAgent(t, a, nil)
@@ -279,7 +280,7 @@ func TestServeExposesTheRunningTrialsMetrics(t *testing.T) {
 	if m := metrics(); strings.Contains(m, "cp_receiver_consumed_tuples_total") {
 		t.Fatalf("metrics before any trial:\n%s", m)
 	}
-	req, _ := http.NewRequest(http.MethodPost, "http://"+bound+sweep.PathTrial, strings.NewReader(`{"schema":"synthetic","expect_streams":1,"end_timeout_ns":60000000000}`))
+	req, _ := http.NewRequest(http.MethodPost, "http://"+bound+protocol.PathTrial, strings.NewReader(`{"schema":"synthetic","expect_streams":1,"end_timeout_ns":60000000000}`))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/results/activity"
-	"github.com/cloudprofiler-go/cp/sweep"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // MaxActivityBytes bounds one activity reply: at most
-// sweep.MaxActivityChanges changes of ~45 bytes per stage, for a few
+// protocol.MaxActivityChanges changes of ~45 bytes per stage, for a few
 // stages.
 const MaxActivityBytes = 64 << 20
 
@@ -64,18 +64,18 @@ type liveStage struct {
 }
 
 // fetchActivity reads an agent's changes since the watch's cursors.
-func (w *Watcher) fetchActivity(ctx context.Context, addr string, la *liveAgent) (sweep.ActivityReply, error) {
+func (w *Watcher) fetchActivity(ctx context.Context, addr string, la *liveAgent) (protocol.ActivityReply, error) {
 	var since []string
 	if la != nil {
 		for _, name := range sortedKeys(la.stages) {
 			since = append(since, name+":"+strconv.FormatUint(la.stages[name].cursor, 10))
 		}
 	}
-	url := addr + sweep.PathActivity
-	if len(since) > 0 && len(since) <= sweep.MaxActivityStages {
+	url := addr + protocol.PathActivity
+	if len(since) > 0 && len(since) <= protocol.MaxActivityStages {
 		url += "?since=" + strings.Join(since, ",")
 	}
-	var reply sweep.ActivityReply
+	var reply protocol.ActivityReply
 	err := w.get(ctx, url, true, MaxActivityBytes, func(body io.Reader) error {
 		return json.NewDecoder(body).Decode(&reply)
 	})
@@ -88,7 +88,7 @@ const maxUnixNs = 1 << 62
 
 // absorb adds an agent's reply to what the watch keeps of it, and drops
 // what is older than keepFrom.
-func absorb(la *liveAgent, reply sweep.ActivityReply, keepFrom int64) *liveAgent {
+func absorb(la *liveAgent, reply protocol.ActivityReply, keepFrom int64) *liveAgent {
 	if reply.NowNs <= 0 || reply.NowNs >= maxUnixNs { // not a clock: nothing to place the changes on
 		if la != nil {
 			la.answers = false
@@ -101,12 +101,12 @@ func absorb(la *liveAgent, reply sweep.ActivityReply, keepFrom int64) *liveAgent
 	la.nowNs, la.answers, la.running = reply.NowNs, true, reply.Running
 	for _, sa := range reply.Stages {
 		kinds, ok := activity.StageKinds(sa.Stage)
-		if !ok || len(sa.Changes) > sweep.MaxActivityChanges {
+		if !ok || len(sa.Changes) > protocol.MaxActivityChanges {
 			continue // not a stage with activities (or not an agent's reply)
 		}
 		st := la.stages[sa.Stage]
 		if st == nil {
-			if len(la.stages) >= sweep.MaxActivityStages {
+			if len(la.stages) >= protocol.MaxActivityStages {
 				continue
 			}
 			st = &liveStage{tl: activity.NewTimeline(kinds)}

@@ -29,7 +29,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/results/activity"
 	"github.com/cloudprofiler-go/cp/stage"
-	"github.com/cloudprofiler-go/cp/sweep"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // MaxMetricsBytes bounds one scrape: an agent's metrics are a few kB.
@@ -209,9 +209,9 @@ func (w *Watcher) Step(ctx context.Context) View {
 
 // poll scrapes every agent's metrics and reads its latest state changes;
 // an agent that does not answer is named in v.Errors.
-func (w *Watcher) poll(ctx context.Context, now time.Time, v *View) (map[string]scrape, map[string]sweep.ActivityReply) {
+func (w *Watcher) poll(ctx context.Context, now time.Time, v *View) (map[string]scrape, map[string]protocol.ActivityReply) {
 	cur := map[string]scrape{}
-	replies := map[string]sweep.ActivityReply{}
+	replies := map[string]protocol.ActivityReply{}
 	for _, a := range w.agents {
 		s, err := w.scrape(ctx, a.Addr)
 		if err != nil {
@@ -235,7 +235,7 @@ func (w *Watcher) poll(ctx context.Context, now time.Time, v *View) (map[string]
 
 // absorbReplies adds the agents' state changes to what the watch keeps,
 // and forgets an agent gone for longer than the windows shown (w.mu held).
-func (w *Watcher) absorbReplies(now time.Time, replies map[string]sweep.ActivityReply) {
+func (w *Watcher) absorbReplies(now time.Time, replies map[string]protocol.ActivityReply) {
 	keep := time.Duration(w.opt.CPWindows+1) * w.opt.CPWindow
 	for addr, la := range w.live {
 		la.answers = false

@@ -14,7 +14,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/stage"
-	"github.com/cloudprofiler-go/cp/sweep"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // agent is a fake agent whose metrics and activity reply the test sets
@@ -22,14 +22,14 @@ import (
 type agent struct {
 	mu       sync.Mutex
 	text     string
-	activity sweep.ActivityReply
+	activity protocol.ActivityReply
 	since    []string
 	token    string
 }
 
 func (a *agent) set(text string) { a.mu.Lock(); a.text = text; a.mu.Unlock() }
 
-func (a *agent) setActivity(r sweep.ActivityReply) { a.mu.Lock(); a.activity = r; a.mu.Unlock() }
+func (a *agent) setActivity(r protocol.ActivityReply) { a.mu.Lock(); a.activity = r; a.mu.Unlock() }
 
 func (a *agent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()
@@ -37,14 +37,14 @@ func (a *agent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/metrics":
 		_, _ = io.WriteString(w, a.text)
-	case sweep.PathActivity:
+	case protocol.PathActivity:
 		if a.token != "" && r.Header.Get("Authorization") != "Bearer "+a.token {
 			http.Error(w, `{"error":"no token"}`, http.StatusUnauthorized)
 			return
 		}
 		a.since = append(a.since, r.URL.Query().Get("since"))
 		if a.activity.Stages == nil {
-			a.activity.Stages = []sweep.StageActivity{}
+			a.activity.Stages = []protocol.StageActivity{}
 		}
 		_ = json.NewEncoder(w).Encode(a.activity)
 	default:
@@ -197,8 +197,8 @@ func FuzzParse(f *testing.F) {
 
 // changes builds a stage's activity reply: states entered at the given
 // instants (ns after base), one item per change.
-func changes(name, kind string, next uint64, base int64, at []int64, states []int) sweep.StageActivity {
-	sa := sweep.StageActivity{Stage: name, Kind: kind, Next: next}
+func changes(name, kind string, next uint64, base int64, at []int64, states []int) protocol.StageActivity {
+	sa := protocol.StageActivity{Stage: name, Kind: kind, Next: next}
 	for i := range at {
 		sa.Changes = append(sa.Changes, [3]int64{base + at[i], int64(states[i]), int64(i)})
 	}
@@ -232,12 +232,12 @@ func TestWatcherLiveCriticalParticipation(t *testing.T) {
 		laneAt, laneSt = append(laneAt, t, t+ms), append(laneSt, stage.Decoding, stage.Starved)
 		sendAt, sendSt = append(sendAt, t, t+ms), append(sendSt, stage.Sending, stage.Pushing)
 	}
-	recv.setActivity(sweep.ActivityReply{Trial: 4, Running: true, NowNs: base + 450*ms, Stages: []sweep.StageActivity{
+	recv.setActivity(protocol.ActivityReply{Trial: 4, Running: true, NowNs: base + 450*ms, Stages: []protocol.StageActivity{
 		changes("consumer", "consumer", 1, base, []int64{0}, []int{stage.Working}),
 		changes("lane0", "lane", uint64(len(laneAt)), base, laneAt, laneSt),
 		changes("stream0", "network", 0, base, nil, nil), // a black box: no activities
 	}})
-	send.setActivity(sweep.ActivityReply{Trial: 9, Running: true, NowNs: base + 460*ms, Stages: []sweep.StageActivity{
+	send.setActivity(protocol.ActivityReply{Trial: 9, Running: true, NowNs: base + 460*ms, Stages: []protocol.StageActivity{
 		changes("thread0", "sender", uint64(len(sendAt)), base, sendAt, sendSt),
 	}})
 	v := w.Step(ctx)
@@ -259,11 +259,11 @@ func TestWatcherLiveCriticalParticipation(t *testing.T) {
 	// The next step asks from the cursors; 30 of the lane's changes were
 	// lost (the watch asked too rarely): the windows they fall in are
 	// marked.
-	recv.setActivity(sweep.ActivityReply{Trial: 4, Running: true, NowNs: base + 800*ms, Stages: []sweep.StageActivity{
+	recv.setActivity(protocol.ActivityReply{Trial: 4, Running: true, NowNs: base + 800*ms, Stages: []protocol.StageActivity{
 		changes("consumer", "consumer", 1, base, nil, nil),
 		{Stage: "lane0", Kind: "lane", Next: uint64(len(laneAt)) + 40, Lost: 30, Changes: changes("lane0", "lane", 0, base, []int64{750 * ms, 751 * ms}, []int{stage.Decoding, stage.Starved}).Changes},
 	}})
-	send.setActivity(sweep.ActivityReply{Trial: 9, Running: true, NowNs: base + 800*ms, Stages: []sweep.StageActivity{
+	send.setActivity(protocol.ActivityReply{Trial: 9, Running: true, NowNs: base + 800*ms, Stages: []protocol.StageActivity{
 		changes("thread0", "sender", uint64(len(sendAt)), base, nil, nil),
 	}})
 	v = w.Step(ctx)
@@ -280,7 +280,7 @@ func TestWatcherLiveCriticalParticipation(t *testing.T) {
 		t.Fatalf("after a loss: %+v", v.CPWindows)
 	}
 	// A new trial: cursors start afresh (nothing asked from the old ones).
-	recv.setActivity(sweep.ActivityReply{Trial: 5, Running: true, NowNs: base + 900*ms, Stages: []sweep.StageActivity{}})
+	recv.setActivity(protocol.ActivityReply{Trial: 5, Running: true, NowNs: base + 900*ms, Stages: []protocol.StageActivity{}})
 	w.Step(ctx)
 	w.Step(ctx)
 	if got := recv.since[len(recv.since)-1]; got != "" {
@@ -288,9 +288,9 @@ func TestWatcherLiveCriticalParticipation(t *testing.T) {
 	}
 	// A trial that began 70 ms ago has no whole window yet: none is shown
 	// (not an empty one).
-	recv.setActivity(sweep.ActivityReply{Trial: 6, Running: true, NowNs: base + 1020*ms, Stages: []sweep.StageActivity{
+	recv.setActivity(protocol.ActivityReply{Trial: 6, Running: true, NowNs: base + 1020*ms, Stages: []protocol.StageActivity{
 		changes("consumer", "consumer", 3, base, []int64{950 * ms, 960 * ms, 970 * ms}, []int{stage.Working, stage.Idling, stage.Working})}})
-	send.setActivity(sweep.ActivityReply{Trial: 10, Running: true, NowNs: base + 1020*ms, Stages: []sweep.StageActivity{
+	send.setActivity(protocol.ActivityReply{Trial: 10, Running: true, NowNs: base + 1020*ms, Stages: []protocol.StageActivity{
 		changes("thread0", "sender", 1, base, []int64{955 * ms}, []int{stage.Pacing})}})
 	if v := w.Step(ctx); len(v.CPWindows) != 0 || !strings.HasPrefix(v.CriticalParticipation, "no whole window") {
 		t.Fatalf("70 ms into a trial: %+v, %q", v.CPWindows, v.CriticalParticipation)
@@ -317,7 +317,7 @@ func FuzzActivityReply(f *testing.F) {
 	f.Add(`{"trial":1,"running":true,"now_ns":-5,"stages":[{"stage":"thread0","changes":[[9,7,1],[3,1,-1]]}]}`)
 	f.Add(`{"trial":2,"running":true,"now_ns":9223372036854775807,"stages":[{"stage":"thread0","changes":[[-9223372036854775808,0,0]]}]}`)
 	f.Fuzz(func(t *testing.T, body string) {
-		var r sweep.ActivityReply
+		var r protocol.ActivityReply
 		if err := json.Unmarshal([]byte(body), &r); err != nil {
 			return
 		}

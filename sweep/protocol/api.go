@@ -1,4 +1,4 @@
-package sweep
+package protocol
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/profiler"
-	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
 )
@@ -155,7 +155,7 @@ func (t SenderTrial) Validate() error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	return validProfile(t.Profile)
+	return ValidProfile(t.Profile)
 }
 
 // ReceiverTrial configures a receiver agent for one trial (its endpoints are
@@ -177,27 +177,9 @@ type ReceiverTrial struct {
 	StagePeriod  time.Duration  `json:"stage_period_ns,omitempty"` // see SenderTrial
 }
 
-// ReceiverConfig is the trial as a receiver configuration on the agent's
-// endpoints; the agent adds what is its own.
-func (t ReceiverTrial) ReceiverConfig(endpoints []string, connect bool) receiver.Config {
-	return receiver.Config{Endpoints: endpoints, Connect: connect, Schema: t.Schema, Drain: t.Drain,
-		ExpectStreams: t.ExpectStreams, EndTimeout: t.EndTimeout, WorkPerTuple: t.WorkPerTuple, RingCapacity: t.Ring,
-		HWM: t.HWM, Duration: t.Duration, Stalls: t.Stalls, DecodeWork: t.DecodeWork, WorkSchedule: t.WorkSchedule,
-		StagePeriod: t.StagePeriod}
-}
-
-// Validate checks the trial as an agent with these endpoints will run it.
-func (t ReceiverTrial) Validate(endpoints []string) error {
-	cfg := t.ReceiverConfig(endpoints, false)
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	return validProfile(t.Profile)
-}
-
-// validProfile checks a trial's handler configuration: valid, and writing
+// ValidProfile checks a trial's handler configuration: valid, and writing
 // only inside the agent's directory.
-func validProfile(yaml string) error {
+func ValidProfile(yaml string) error {
 	if yaml == "" {
 		return nil
 	}
@@ -210,13 +192,13 @@ func validProfile(yaml string) error {
 
 // TrialStatus is an agent's view of its current or last trial.
 type TrialStatus struct {
-	ID       int              `json:"id"`
-	Role     string           `json:"role"`
-	State    string           `json:"state"`
-	Error    string           `json:"error,omitempty"`
-	Started  time.Time        `json:"started"`
-	Sender   *sender.Result   `json:"sender,omitempty"`
-	Receiver *receiver.Result `json:"receiver,omitempty"`
+	ID       int            `json:"id"`
+	Role     string         `json:"role"`
+	State    string         `json:"state"`
+	Error    string         `json:"error,omitempty"`
+	Started  time.Time      `json:"started"`
+	Sender   *sender.Result `json:"sender,omitempty"`
+	Receiver *tally.Result  `json:"receiver,omitempty"`
 }
 
 // Finished reports whether the trial has a final state.

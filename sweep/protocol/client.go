@@ -1,4 +1,4 @@
-package sweep
+package protocol
 
 import (
 	"archive/tar"

@@ -1,0 +1,98 @@
+package tally
+
+import (
+	"github.com/cloudprofiler-go/cp/internal/histo"
+	"github.com/cloudprofiler-go/cp/internal/inject"
+	"github.com/cloudprofiler-go/cp/servicerate"
+	"github.com/cloudprofiler-go/cp/stage"
+)
+
+// Result is the end-of-run accounting (--json prints it as is).
+type Result struct {
+	Complete     bool              `json:"complete"` // every stream is complete (see StreamResult)
+	Reason       string            `json:"reason"`   // why the run ended
+	Drain        bool              `json:"drain"`    // tuples counted from headers, not decoded
+	Received     uint64            `json:"received_tuples"`
+	Consumed     uint64            `json:"consumed_tuples"`
+	Sent         uint64            `json:"sent_tuples"` // per the end markers that arrived
+	Missing      uint64            `json:"missing_tuples"`
+	Duplicates   uint64            `json:"duplicate_buckets"`
+	Stale        uint64            `json:"stale_buckets"` // too far behind to check for duplication: discarded
+	OutOfSeq     uint64            `json:"out_of_sequence_buckets"`
+	Malformed    uint64            `json:"malformed_messages"`
+	MalformedBy  map[string]uint64 `json:"malformed_by_reason"` // every reason, 0 included
+	DurationS    float64           `json:"duration_s"`          // first to last consumed tuple
+	Rate         float64           `json:"consume_rate_tuples_per_s"`
+	Latency      histo.Summary     `json:"latency"`               // intended send -> consumed (same clock domain only)
+	RingCapacity int               `json:"ring_capacity_buckets"` // over all lanes
+	// Backlog samples the decoded buckets waiting for the consumer, over all
+	// lanes, every 100 ms (at most 4096 samples: past 409 s the interval
+	// doubles as often as needed): a growing backlog means the consumer is behind.
+	Backlog []BacklogSample `json:"backlog"`
+	Streams []StreamResult  `json:"streams"`
+	Lanes   []LaneResult    `json:"lanes"`
+	// Stages is the time accounting of the lanes (waiting, decoding,
+	// blocked), the consumer (idle, working) and each stream's arrivals
+	// over the run, and StageSeries their per-period samples; absent
+	// without stage accounting.
+	Stages      []stage.Total `json:"stages"`
+	StageSeries *stage.Series `json:"stage_series"`
+	// ServiceRates are every stage's service-rate estimates at the end of
+	// the run (docs/service-rate.md); absent without stage accounting.
+	ServiceRates []servicerate.Rate `json:"service_rates"`
+	// Injected is what the run had injected (test fixtures): the ground
+	// truth a diagnosis is scored against.
+	Injected inject.Record `json:"injected"`
+	Errors   []string      `json:"errors"`
+}
+
+// BacklogSample is the receiver's state at one instant: ring occupancy,
+// tuples consumed so far, and the latency (intended send -> consumed) of
+// the latest consumed bucket. A latency that keeps growing is a queue
+// growing somewhere (ring, sockets or network), even where occupancy cannot
+// be seen.
+type BacklogSample struct {
+	UnixNs    int64  `json:"t_unix_ns"`
+	Buckets   int    `json:"buckets"`
+	Consumed  uint64 `json:"consumed"`
+	LatencyNs int64  `json:"latency_ns"`
+}
+
+// StreamResult is one sender stream's accounting.
+type StreamResult struct {
+	Stream         uint32 `json:"stream"`
+	Sender         uint8  `json:"sender"`
+	Thread         uint8  `json:"thread"`
+	Lane           int    `json:"lane"`
+	ReceivedTuples uint64 `json:"received_tuples"`
+	ConsumedTuples uint64 `json:"consumed_tuples"`
+	Buckets        uint64 `json:"buckets"`
+	OutOfSeq       uint64 `json:"out_of_sequence_buckets"`
+	Duplicates     uint64 `json:"duplicate_buckets"`
+	Stale          uint64 `json:"stale_buckets"`
+	GapBuckets     uint64 `json:"gap_buckets"` // sequence numbers never seen
+	Ended          bool   `json:"ended"`
+	SentBuckets    uint64 `json:"sent_buckets"` // from the end marker
+	// Complete: the end marker arrived, every bucket it announces arrived
+	// (buckets == sent_buckets) and every tuple it announces was consumed.
+	Complete      bool   `json:"complete"`
+	SentTuples    uint64 `json:"sent_tuples"` // from the end marker
+	SenderDropped uint64 `json:"sender_dropped_buckets"`
+	EndReason     string `json:"end_reason"`
+	Missing       uint64 `json:"missing_tuples"`
+	Status        string `json:"status"`
+}
+
+// LaneResult is one receive socket's counters.
+type LaneResult struct {
+	Lane        int               `json:"lane"`
+	Endpoint    string            `json:"endpoint"`
+	Messages    uint64            `json:"messages"`
+	Bytes       uint64            `json:"bytes"`
+	Malformed   map[string]uint64 `json:"malformed"` // every reason, 0 included
+	Stalls      uint64            `json:"stalls"`    // times the deserializer waited for the consumer
+	DecodeBusyS float64           `json:"decode_busy_s"`
+	// ActiveS is the time from the start of the run to the lane's last
+	// message (its processing time when its queue was prefilled).
+	ActiveS float64 `json:"active_s"`
+}

@@ -1,0 +1,77 @@
+package recvagent
+
+import (
+	"time"
+
+	"github.com/cloudprofiler-go/cp/diagnose"
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
+	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/sweep/agent"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
+)
+
+// Config is the trial as a receiver configuration on the agent's
+// endpoints; the agent adds what is its own.
+func Config(t protocol.ReceiverTrial, endpoints []string, connect bool) receiver.Config {
+	return receiver.Config{Endpoints: endpoints, Connect: connect, Schema: t.Schema, Drain: t.Drain,
+		ExpectStreams: t.ExpectStreams, EndTimeout: t.EndTimeout, WorkPerTuple: t.WorkPerTuple, RingCapacity: t.Ring,
+		HWM: t.HWM, Duration: t.Duration, Stalls: t.Stalls, DecodeWork: t.DecodeWork, WorkSchedule: t.WorkSchedule,
+		StagePeriod: t.StagePeriod}
+}
+
+// Validate checks the trial as an agent with these endpoints will run it.
+func Validate(t protocol.ReceiverTrial, endpoints []string) error {
+	cfg := Config(t, endpoints, false)
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	return protocol.ValidProfile(t.Profile)
+}
+
+// Role is the receiver agent's role.
+type Role struct{}
+
+// Name implements agent.Role.
+func (Role) Name() string { return protocol.RoleReceiver }
+
+// Parse implements agent.Role: the trial runs on the agent's endpoints.
+func (Role) Parse(body []byte, opts agent.Options) (agent.Trial, error) {
+	var t protocol.ReceiverTrial
+	if err := httpapi.DecodeStrict(body, &t); err != nil {
+		return nil, err
+	}
+	if err := Validate(t, opts.Endpoints); err != nil {
+		return nil, err
+	}
+	return trial{t}, nil
+}
+
+type trial struct{ t protocol.ReceiverTrial }
+
+func (tr trial) Profile() string            { return tr.t.Profile }
+func (tr trial) StagePeriod() time.Duration { return tr.t.StagePeriod }
+
+// Start implements agent.Trial: a receiver on the agent's endpoints, CPUs
+// and I/O threads.
+func (tr trial) Start(env agent.Env) (*agent.Started, error) {
+	cfg := Config(tr.t, env.Endpoints, env.Connect)
+	cfg.CPUs, cfg.IOThreads, cfg.Clock, cfg.Logf = env.CPUs, env.IOThreads, env.Clock, env.Logf
+	cfg.Profile, cfg.Handlers = env.Profile, env.Handlers
+	cfg.LiveActivity = protocol.MaxActivityChanges
+	r, err := receiver.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if r.Stages() != nil {
+		diagnose.Watch(r.Stages(), diagnose.DefaultConfirm, env.Logf)
+	}
+	wait := func() (*protocol.TrialStatus, error) {
+		defer r.Close()
+		res, err := r.Run()
+		if err != nil {
+			return nil, err
+		}
+		return &protocol.TrialStatus{Receiver: res}, nil
+	}
+	return &agent.Started{Metrics: r, Stages: r.Stages(), Stop: r.Stop, Wait: wait}, nil
+}

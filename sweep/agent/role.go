@@ -1,0 +1,63 @@
+package agent
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/cloudprofiler-go/cp/profiler"
+	"github.com/cloudprofiler-go/cp/stage"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
+)
+
+// Role is one kind of agent: it turns a trial request into a trial it can
+// start. The agent serves the protocol; the role knows its trials (package
+// sendagent for dgsend, recvagent for dgrecv), so that a binary links
+// only its own side.
+type Role interface {
+	Name() string // protocol.RoleSender or protocol.RoleReceiver
+	// Parse decodes and validates a request's body strictly: nothing is
+	// allocated for the trial before it passes.
+	Parse(body []byte, opts Options) (Trial, error)
+}
+
+// Trial is a parsed and validated trial.
+type Trial interface {
+	// Profile is the trial's handler configuration (YAML; "": none) and
+	// StagePeriod its stage accounting's period (0: off), which the agent
+	// sets its profiling up with.
+	Profile() string
+	StagePeriod() time.Duration
+	// Start prepares and starts the trial; a preparation still running
+	// when env.Abort closes ends early.
+	Start(env Env) (*Started, error)
+}
+
+// Env is what a trial starts with: the agent's own settings and the
+// trial's profiler (nil: not profiled).
+type Env struct {
+	Options
+	Profile  *profiler.Profiler
+	Handlers *profiler.Handlers
+	Abort    <-chan struct{}
+}
+
+// Started is a running trial.
+type Started struct {
+	Metrics prometheus.Collector
+	Stages  *stage.Set // nil: no stage accounting
+	Stop    func()
+	// Wait blocks until the trial ends and returns its result.
+	Wait func() (*protocol.TrialStatus, error)
+}
+
+// CodedError is a refusal with the HTTP status to answer it with (a
+// sender's rate above its send cost is protocol.StatusCapacity); any
+// other error of Start is a 400.
+type CodedError struct {
+	Code int
+	Err  error
+}
+
+func (e *CodedError) Error() string { return e.Err.Error() }
+func (e *CodedError) Unwrap() error { return e.Err }

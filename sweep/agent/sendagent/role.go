@@ -1,0 +1,68 @@
+package sendagent
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/diagnose"
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
+	"github.com/cloudprofiler-go/cp/sender"
+	"github.com/cloudprofiler-go/cp/sweep/agent"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
+)
+
+// Role is the sender agent's role.
+type Role struct{}
+
+// Name implements agent.Role.
+func (Role) Name() string { return protocol.RoleSender }
+
+// Parse implements agent.Role.
+func (Role) Parse(body []byte, _ agent.Options) (agent.Trial, error) {
+	var t protocol.SenderTrial
+	if err := httpapi.DecodeStrict(body, &t); err != nil {
+		return nil, err
+	}
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	return trial{t}, nil
+}
+
+type trial struct{ t protocol.SenderTrial }
+
+func (tr trial) Profile() string            { return tr.t.Profile }
+func (tr trial) StagePeriod() time.Duration { return tr.t.StagePeriod }
+
+// Start implements agent.Trial: a sender with the agent's CPUs, I/O
+// threads, clock and memory budget.
+func (tr trial) Start(env agent.Env) (*agent.Started, error) {
+	cfg := tr.t.SenderConfig()
+	cfg.CPUs, cfg.IOThreads, cfg.Clock = env.CPUs, env.IOThreads, env.Clock
+	cfg.MemoryBudget, cfg.Cancel = env.MemoryBudget, env.Abort
+	cfg.Profile, cfg.Handlers = env.Profile, env.Handlers
+	cfg.LiveActivity = protocol.MaxActivityChanges
+	s, err := sender.New(cfg)
+	var rate *sender.RateError
+	switch {
+	case errors.As(err, &rate):
+		return nil, &agent.CodedError{Code: protocol.StatusCapacity, Err: err}
+	case errors.Is(err, sender.ErrCancelled):
+		return nil, &agent.CodedError{Code: http.StatusConflict, Err: err}
+	case err != nil:
+		return nil, err
+	}
+	if s.Stages() != nil {
+		diagnose.Watch(s.Stages(), diagnose.DefaultConfirm, env.Logf)
+	}
+	wait := func() (*protocol.TrialStatus, error) {
+		defer s.Close()
+		res, err := s.Run()
+		if err != nil {
+			return nil, err
+		}
+		return &protocol.TrialStatus{Sender: res}, nil
+	}
+	return &agent.Started{Metrics: s, Stages: s.Stages(), Stop: s.Stop, Wait: wait}, nil
+}
