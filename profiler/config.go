@@ -1,7 +1,6 @@
 package profiler
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -22,12 +21,16 @@ import (
 //	channels:
 //	  receive: {handler: buffered, path: /tmp/receive.log}
 //	  consume: {handler: spc}
+//
+// Parsed once (ParseHandlers), it travels typed: a controller sends an
+// agent its trial's Handlers as JSON, which the agent checks (Validate,
+// CheckLocal) without parsing YAML again.
 type Handlers struct {
-	Default  Config            `yaml:"default"`
-	Channels map[string]Config `yaml:"channels"`
+	Default  Config            `yaml:"default" json:"default"`
+	Channels map[string]Config `yaml:"channels" json:"channels,omitempty"`
 	// Counters, if set, is where the periodic counters' series are written
 	// (JSON) when the profiler closes ({pid} is the process id).
-	Counters string `yaml:"counters,omitempty"`
+	Counters string `yaml:"counters,omitempty" json:"counters,omitempty"`
 }
 
 // For returns the configuration of a channel (the default if it is not
@@ -75,39 +78,21 @@ func ParseHandlers(data []byte, source string) (*Handlers, error) {
 
 // recording says whether a handler writes a log file.
 func recording(handler string) bool {
-	switch handler {
-	case "", HandlerNull, HandlerSPC, HandlerMPC:
-		return false
-	}
-	return true
+	spec, err := specOf(handler)
+	return err == nil && spec.logs
 }
 
 // Validate checks a channel's configuration: a known handler, the
 // parameters it needs, each in range. It opens and allocates nothing.
 func (c Config) Validate() error {
-	switch c.Handler {
-	case "", HandlerNull, HandlerSPC, HandlerMPC, HandlerIdentity, HandlerBuffered, HandlerFirstLast:
-	case HandlerDownsample:
-		if c.Every < 1 {
-			return errors.New("downsample needs every >= 1")
+	spec, err := specOf(c.Handler)
+	if err != nil {
+		return err
+	}
+	if spec.check != nil {
+		if err := spec.check(c); err != nil {
+			return err
 		}
-	case HandlerXoY:
-		if c.Y < 1 || c.X > c.Y {
-			return fmt.Errorf("xoy needs 0 <= x <= y and y >= 1, got x=%d y=%d", c.X, c.Y)
-		}
-	case HandlerReTStart:
-		if c.Listen == "" {
-			return errors.New("ret-start needs listen: the UDP address acknowledgements come to")
-		}
-	case HandlerReTEnd:
-		if c.Peer == "" {
-			return errors.New("ret-end needs peer: the ret-start channel's UDP address")
-		}
-		if c.Y > 0 && c.X > c.Y {
-			return fmt.Errorf("ret-end sampling needs x <= y, got x=%d y=%d", c.X, c.Y)
-		}
-	default:
-		return fmt.Errorf("unknown handler %.32q (null, identity, buffered, spc, mpc, downsample, xoy, firstlast, ret-start, ret-end)", c.Handler)
 	}
 	if err := validFormat(c); err != nil {
 		return err

@@ -387,11 +387,15 @@ func (p *Profiler) newState(name string, cfg Config) (*state, error) {
 		defer func() { p.paths[base]++ }()
 	}
 	st := &state{cfg: cfg, asked: asked}
-	switch cfg.Handler {
-	case "", HandlerNull:
+	spec, err := specOf(cfg.Handler)
+	if err != nil {
+		return nil, err
+	}
+	switch spec.kind {
+	case kindNull:
 		st.kind = kindNull
 		return st, validFormat(cfg)
-	case HandlerSPC:
+	case kindSPC:
 		if err := validFormat(cfg); err != nil {
 			return nil, err
 		}
@@ -399,7 +403,7 @@ func (p *Profiler) newState(name string, cfg Config) (*state, error) {
 		p.sampler.add(name, &st.spc)
 		return st, nil
 	}
-	h, err := p.newHandler(name, cfg)
+	h, err := p.newHandler(name, spec, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -414,53 +418,24 @@ func validFormat(cfg Config) error {
 	return nil
 }
 
-func (p *Profiler) newHandler(name string, cfg Config) (handler, error) {
+// newHandler makes a handler that runs through a dynamic call, checking
+// its parameters again (a configuration may come straight from code).
+func (p *Profiler) newHandler(name string, spec handlerSpec, cfg Config) (handler, error) {
 	if err := validFormat(cfg); err != nil {
 		return nil, err
 	}
 	if cfg.Format == "" {
 		cfg.Format = FormatBinary
 	}
-	switch cfg.Handler {
-	case HandlerMPC:
-		m := &mpc{}
-		p.sampler.add(name, m)
-		return m, nil
+	if spec.check != nil {
+		if err := spec.check(cfg); err != nil {
+			return nil, err
+		}
 	}
-	if cfg.Path == "" {
+	if spec.logs && cfg.Path == "" {
 		return nil, fmt.Errorf("handler %q needs a log file path", cfg.Handler)
 	}
-	switch cfg.Handler {
-	case HandlerIdentity:
-		return newIdentity(p.openLog, cfg)
-	case HandlerBuffered:
-		return newBuffered(p.openLog, cfg)
-	case HandlerDownsample:
-		if cfg.Every < 1 {
-			return nil, errors.New("downsample needs every >= 1")
-		}
-		b, err := newBuffered(p.openLog, cfg)
-		if err != nil {
-			return nil, err
-		}
-		return &downsample{every: cfg.Every, out: b}, nil
-	case HandlerXoY:
-		if cfg.Y < 1 || cfg.X > cfg.Y {
-			return nil, fmt.Errorf("xoy needs 0 <= x <= y and y >= 1, got x=%d y=%d", cfg.X, cfg.Y)
-		}
-		b, err := newBuffered(p.openLog, cfg)
-		if err != nil {
-			return nil, err
-		}
-		return &xoy{x: cfg.X, y: cfg.Y, out: b}, nil
-	case HandlerFirstLast:
-		return newFirstLast(p.openLog, cfg)
-	case HandlerReTStart:
-		return p.newReTStart(cfg)
-	case HandlerReTEnd:
-		return newReTEnd(p.openLog, cfg)
-	}
-	return nil, fmt.Errorf("unknown handler %q (null, identity, buffered, spc, mpc, downsample, xoy, firstlast, ret-start, ret-end)", cfg.Handler)
+	return spec.make(p, name, cfg)
 }
 
 // Counts returns the periods sampled so far for a counter channel.

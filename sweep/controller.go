@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/inject"
+	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
@@ -64,7 +65,7 @@ type Controller struct {
 	Progress func(format string, args ...any)
 	// TrialProfile, if set, profiles the trials started from now on with
 	// this handler configuration (YAML) on every agent.
-	TrialProfile string
+	TrialProfile *profiler.Handlers
 	// AgentTimeout is how long an agent may not answer during a trial
 	// (0: DefaultAgentTimeout).
 	AgentTimeout time.Duration

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/inject"
+	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/sender"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
@@ -50,8 +51,8 @@ func newFake(t *testing.T, role, behave string) *fakeAgent {
 		var body json.RawMessage
 		_ = json.NewDecoder(r.Body).Decode(&body)
 		f.lastBody = body
-		var trial struct{ Profile string }
-		if json.Unmarshal(body, &trial) == nil && trial.Profile != "" {
+		var trial struct{ Profile *profiler.Handlers }
+		if json.Unmarshal(body, &trial) == nil && trial.Profile != nil {
 			f.profiled++
 		}
 		switch f.behave {
@@ -225,34 +226,43 @@ func TestCheckPlan(t *testing.T) {
 	fast := Search{Method: "fast", Fast: FastPlan{Start: 1000}}
 	for _, tc := range []struct {
 		name    string
-		edit    func(*TrialPlan, *Search, *string)
+		edit    func(*TrialPlan, *Search, **profiler.Handlers)
 		problem string // "" = valid
 	}{
-		{"valid", func(*TrialPlan, *Search, *string) {}, ""},
-		{"bucket 0", func(p *TrialPlan, _ *Search, _ *string) { p.BucketSize = 0 }, "bucket size"},
-		{"threads 0", func(p *TrialPlan, _ *Search, _ *string) { p.Threads = 0 }, "--threads"},
-		{"overflow", func(p *TrialPlan, _ *Search, _ *string) { p.Overflow = "maybe" }, "overflow"},
-		{"idle", func(p *TrialPlan, _ *Search, _ *string) { p.Idle = "nap" }, "idle"},
-		{"schema", func(p *TrialPlan, _ *Search, _ *string) { p.Schema = "xml" }, "schema"},
-		{"ring", func(p *TrialPlan, _ *Search, _ *string) { p.Ring = 1000 }, "ring"},
-		{"work", func(p *TrialPlan, _ *Search, _ *string) { p.WorkPerTuple = time.Hour }, "work"},
-		{"duration", func(p *TrialPlan, _ *Search, _ *string) { p.Duration = 0 }, "duration"},
-		{"rules", func(p *TrialPlan, _ *Search, _ *string) { p.Rules.BacklogGrowth = 2 }, "backlog"},
-		{"search method", func(_ *TrialPlan, s *Search, _ *string) { s.Method = "binary" }, "--search"},
-		{"start rate", func(_ *TrialPlan, s *Search, _ *string) { s.Fast.Start = 0 }, "start rate"},
-		{"linear", func(_ *TrialPlan, s *Search, _ *string) {
+		{"valid", func(*TrialPlan, *Search, **profiler.Handlers) {}, ""},
+		{"bucket 0", func(p *TrialPlan, _ *Search, _ **profiler.Handlers) { p.BucketSize = 0 }, "bucket size"},
+		{"threads 0", func(p *TrialPlan, _ *Search, _ **profiler.Handlers) { p.Threads = 0 }, "--threads"},
+		{"overflow", func(p *TrialPlan, _ *Search, _ **profiler.Handlers) { p.Overflow = "maybe" }, "overflow"},
+		{"idle", func(p *TrialPlan, _ *Search, _ **profiler.Handlers) { p.Idle = "nap" }, "idle"},
+		{"schema", func(p *TrialPlan, _ *Search, _ **profiler.Handlers) { p.Schema = "xml" }, "schema"},
+		{"ring", func(p *TrialPlan, _ *Search, _ **profiler.Handlers) { p.Ring = 1000 }, "ring"},
+		{"work", func(p *TrialPlan, _ *Search, _ **profiler.Handlers) { p.WorkPerTuple = time.Hour }, "work"},
+		{"duration", func(p *TrialPlan, _ *Search, _ **profiler.Handlers) { p.Duration = 0 }, "duration"},
+		{"rules", func(p *TrialPlan, _ *Search, _ **profiler.Handlers) { p.Rules.BacklogGrowth = 2 }, "backlog"},
+		{"search method", func(_ *TrialPlan, s *Search, _ **profiler.Handlers) { s.Method = "binary" }, "--search"},
+		{"start rate", func(_ *TrialPlan, s *Search, _ **profiler.Handlers) { s.Fast.Start = 0 }, "start rate"},
+		{"linear", func(_ *TrialPlan, s *Search, _ **profiler.Handlers) {
 			*s = Search{Method: "linear", Linear: LinearPlan{From: 5, To: 1, Step: 1}}
 		}, "linear"},
-		{"unknown handler", func(_ *TrialPlan, _ *Search, h *string) { *h = "default: {handler: nosuch}" }, "unknown handler"},
-		{"missing parameter", func(_ *TrialPlan, _ *Search, h *string) { *h = "default: {handler: xoy, path: a.log}" }, "xoy"},
-		{"absolute log path", func(_ *TrialPlan, _ *Search, h *string) { *h = "default: {handler: buffered, path: /etc/x.log}" }, "relative"},
-		{"stalls of a lane the plan cannot see yet", func(p *TrialPlan, _ *Search, _ *string) {
+		{"unknown handler", func(_ *TrialPlan, _ *Search, h **profiler.Handlers) {
+			*h = &profiler.Handlers{Default: profiler.Config{Handler: "nosuch"}}
+		}, "unknown handler"},
+		{"missing parameter", func(_ *TrialPlan, _ *Search, h **profiler.Handlers) {
+			*h = &profiler.Handlers{Default: profiler.Config{Handler: "xoy", Path: "a.log"}}
+		}, "xoy"},
+		{"absolute log path", func(_ *TrialPlan, _ *Search, h **profiler.Handlers) {
+			*h = &profiler.Handlers{Default: profiler.Config{Handler: "buffered", Path: "/etc/x.log"}}
+		}, "relative"},
+		{"stalls of a lane the plan cannot see yet", func(p *TrialPlan, _ *Search, _ **profiler.Handlers) {
 			p.Stalls = []inject.Stall{{Stage: "lane3", At: time.Second, For: time.Second}, {Stage: "thread0", For: time.Second}}
 		}, ""},
-		{"a stall of an unknown stage", func(p *TrialPlan, _ *Search, _ *string) { p.Stalls = []inject.Stall{{Stage: "pipe", For: time.Second}} }, "--stall"},
-		{"decode work", func(p *TrialPlan, _ *Search, _ *string) { p.DecodeWork = time.Second }, "decode work"},
+		{"a stall of an unknown stage", func(p *TrialPlan, _ *Search, _ **profiler.Handlers) {
+			p.Stalls = []inject.Stall{{Stage: "pipe", For: time.Second}}
+		}, "--stall"},
+		{"decode work", func(p *TrialPlan, _ *Search, _ **profiler.Handlers) { p.DecodeWork = time.Second }, "decode work"},
 	} {
-		p, s, h := good, fast, ""
+		var h *profiler.Handlers
+		p, s := good, fast
 		tc.edit(&p, &s, &h)
 		err := CheckPlan(p, s, 1, h, 0.9)
 		var pe *PlanError

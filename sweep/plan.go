@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/inject"
+	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
@@ -67,7 +68,7 @@ func (p TrialPlan) receiverTrial(limit time.Duration) protocol.ReceiverTrial {
 // would be sent (with the same checks the agents make), the search, the
 // rules and the profiled trial's handlers. The plan must be resolved. One
 // error lists every problem.
-func CheckPlan(p TrialPlan, search Search, senders int, profile string, profileAt float64) error {
+func CheckPlan(p TrialPlan, search Search, senders int, profile *profiler.Handlers, profileAt float64) error {
 	var problems []string
 	add := func(err error) {
 		if err != nil {
@@ -135,7 +136,7 @@ func CheckPlan(p TrialPlan, search Search, senders int, profile string, profileA
 	}
 	add(recvagent.Validate(p.receiverTrial(time.Hour), eps))
 	add(p.Rules.Validate())
-	if profile != "" {
+	if profile != nil {
 		add(protocol.ValidProfile(profile))
 		if profileAt <= 0 || profileAt > 1 || math.IsNaN(profileAt) {
 			add(fmt.Errorf("--profile-at %v: want a fraction in (0, 1]", profileAt))

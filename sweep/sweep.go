@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
+	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/results"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
@@ -106,12 +107,14 @@ type Sweep struct {
 	// relation.json, with the first receiver as the reference.
 	Clock      bool
 	ClockCount int
-	// Profile, if set, is a handler configuration (YAML): after the search,
-	// one more trial runs at ProfileAt × the highest passing rate with it on
-	// every agent, and each agent's logs are collected into
-	// profiles/<node>/.
-	Profile   string
-	ProfileAt float64
+	// Profile, if set, is a handler configuration, parsed once
+	// (profiler.ParseHandlers): after the search, one more trial runs at
+	// ProfileAt × the highest passing rate with it on every agent, and each
+	// agent's logs are collected into profiles/<node>/. ProfileYAML is its
+	// text as the user wrote it, for config.json.
+	Profile     *profiler.Handlers
+	ProfileYAML string
+	ProfileAt   float64
 	// ProfileRate, if positive, is the profiled trial's rate instead
 	// (e.g. above the answer, to profile an overloaded run: what limits
 	// it shows in its activity graph).
@@ -145,7 +148,7 @@ func (s *Sweep) Execute(ctx context.Context) (*Report, error) {
 	}
 	rec := &recorder{s: s, partial: &Result{Method: s.Search.Method}}
 	var res *Result
-	if s.ProfileSearch && s.Profile != "" {
+	if s.ProfileSearch && s.Profile != nil {
 		s.Ctrl.TrialProfile, s.report.ProfiledSearch = s.Profile, true
 	}
 	switch s.Search.Method {
@@ -154,7 +157,7 @@ func (s *Sweep) Execute(ctx context.Context) (*Report, error) {
 	default:
 		res, err = Fast(ctx, s.Search.Fast, rec.run)
 	}
-	s.Ctrl.TrialProfile = ""
+	s.Ctrl.TrialProfile = nil
 	if res == nil {
 		res = rec.partial
 	}
@@ -199,7 +202,7 @@ func (s *Sweep) begin(agents []protocol.AgentInfo) error {
 	s.report = Report{FormatVersion: results.FormatVersion, Name: s.Name, Started: time.Now().UTC(), Plan: s.Ctrl.Plan,
 		Search: s.Search, Agents: agents, Topology: s.Ctrl.AgentsSummary(), Dir: s.Run.Dir}
 	if err := s.Run.WriteJSON("config.json", map[string]any{"plan": s.Ctrl.Plan, "search": s.Search, "agents": agents,
-		"topology": s.report.Topology, "args": s.Args, "profile": s.Profile, "profile_at": s.ProfileAt, "profile_rate": s.ProfileRate, "profile_search": s.ProfileSearch,
+		"topology": s.report.Topology, "args": s.Args, "profile": s.ProfileYAML, "profile_at": s.ProfileAt, "profile_rate": s.ProfileRate, "profile_search": s.ProfileSearch,
 		"clock": s.Clock}); err != nil {
 		return err
 	}
@@ -264,7 +267,7 @@ func (rec *recorder) run(ctx context.Context, rate float64, purpose string) (Tri
 func (s *Sweep) profile(ctx context.Context, res *Result, run func(context.Context, float64, string) (Trial, error), interrupted, failed bool) error {
 	var err error
 	switch {
-	case s.Profile == "":
+	case s.Profile == nil:
 	case interrupted:
 		s.report.ProfileSkipped = "the sweep was interrupted"
 	case failed:
@@ -367,7 +370,7 @@ func (s *Sweep) profiledTrial(ctx context.Context, res *Result, run func(context
 	}
 	s.Ctrl.TrialProfile = s.Profile
 	t, err := run(ctx, rate, "profile")
-	s.Ctrl.TrialProfile = ""
+	s.Ctrl.TrialProfile = nil
 	if err != nil {
 		return fmt.Errorf("the profiled trial could not run: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
@@ -45,7 +46,7 @@ func TestSweepRecordsAgentFailures(t *testing.T) {
 			var log bytes.Buffer
 			s := &Sweep{Ctrl: &Controller{Senders: []*protocol.Client{send.client()}, Receivers: []*protocol.Client{recv.client()}, Plan: testPlan(t), AgentTimeout: time.Second},
 				Search: Search{Method: "linear", Linear: LinearPlan{From: 1000, To: 1000, Step: 1000}}, Name: "faults", Results: t.TempDir(),
-				Log: &log, RetryAgent: tc.retry, Profile: "default: {handler: buffered, path: x.log}"}
+				Log: &log, RetryAgent: tc.retry, Profile: &profiler.Handlers{Default: profiler.Config{Handler: "buffered", Path: "x.log"}}}
 			report, err := s.Execute(context.Background())
 			var ae *AgentError
 			if tc.wantErr != errors.As(err, &ae) {
@@ -129,7 +130,7 @@ func TestProfileSearch(t *testing.T) {
 		var log bytes.Buffer
 		s := &Sweep{Ctrl: &Controller{Senders: []*protocol.Client{send.client()}, Receivers: []*protocol.Client{recv.client()}, Plan: testPlan(t), AgentTimeout: time.Second},
 			Search: Search{Method: "linear", Linear: LinearPlan{From: 1000, To: 2000, Step: 1000}}, Name: "profiled", Results: t.TempDir(),
-			Log: &log, Profile: "default: {handler: buffered, path: x.log}", ProfileSearch: search}
+			Log: &log, Profile: &profiler.Handlers{Default: profiler.Config{Handler: "buffered", Path: "x.log"}}, ProfileSearch: search}
 		report, err := s.Execute(context.Background())
 		if err != nil {
 			t.Fatalf("search profiled %v: %v\n%s", search, err, log.String())

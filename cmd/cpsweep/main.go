@@ -167,39 +167,57 @@ func (o *options) register(f *pflag.FlagSet) {
 
 // check validates the whole plan before any agent starts and before a run
 // directory exists; every error is an invalid plan (exit status 4). It
-// returns the handler configuration of --profile.
-func (o *options) check() (string, error) {
+// returns the handler configuration of --profile, parsed once (and its
+// text, for the record).
+func (o *options) check() (string, *profiler.Handlers, error) {
 	if (len(o.senders) == 0) != (len(o.receivers) == 0) {
-		return "", errors.New("give both --sender and --receiver agents, or neither (local agents on loopback)")
+		return "", nil, errors.New("give both --sender and --receiver agents, or neither (local agents on loopback)")
 	}
 	if o.localSenders < 1 || o.localSenders > 64 || o.lanes < 1 || o.lanes > 64 {
-		return "", fmt.Errorf("--local-senders and --lanes must be 1..64, got %d and %d", o.localSenders, o.lanes)
+		return "", nil, fmt.Errorf("--local-senders and --lanes must be 1..64, got %d and %d", o.localSenders, o.lanes)
 	}
 	if o.agentTimeout < time.Second || o.agentTimeout > 10*time.Minute || o.retryAgent < 0 || o.retryAgent > time.Hour {
-		return "", fmt.Errorf("--agent-timeout must be 1s..10m and --retry-agent 0..1h, got %v and %v", o.agentTimeout, o.retryAgent)
+		return "", nil, fmt.Errorf("--agent-timeout must be 1s..10m and --retry-agent 0..1h, got %v and %v", o.agentTimeout, o.retryAgent)
 	}
 	var profile []byte
 	if o.profileSearch && o.profileFile == "" {
-		return "", errors.New("--profile-search profiles the search with the handlers of --profile: give --profile too")
+		return "", nil, errors.New("--profile-search profiles the search with the handlers of --profile: give --profile too")
 	}
 	if o.profileFile != "" {
 		var err error
 		if profile, err = readfile.Limited(o.profileFile, profiler.MaxHandlersBytes); err != nil {
-			return "", fmt.Errorf("--profile: %w", err)
+			return "", nil, fmt.Errorf("--profile: %w", err)
 		}
 	}
 	o.plan.Relay = len(o.plan.SenderTargets) > 0
 	if o.profileRate > 0 && o.profileFile == "" {
-		return "", &sweep.PlanError{Problems: []string{"--profile-rate needs --profile handlers.yaml"}}
+		return "", nil, &sweep.PlanError{Problems: []string{"--profile-rate needs --profile handlers.yaml"}}
 	}
 	if err := o.plan.Resolve(); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	nSenders := len(o.senders)
 	if nSenders == 0 {
 		nSenders = o.localSenders
 	}
-	return string(profile), sweep.CheckPlan(o.plan, o.search, nSenders, string(profile), o.profileAt)
+	var handlers *profiler.Handlers
+	var problems []string
+	if profile != nil {
+		var err error
+		if handlers, err = profiler.ParseHandlers(profile, o.profileFile); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	err := sweep.CheckPlan(o.plan, o.search, nSenders, handlers, o.profileAt)
+	var pe *sweep.PlanError
+	switch {
+	case len(problems) == 0:
+	case errors.As(err, &pe):
+		pe.Problems = append(problems, pe.Problems...)
+	case err == nil:
+		err = &sweep.PlanError{Problems: problems}
+	}
+	return string(profile), handlers, err
 }
 
 // agents connects to the agents given, or starts local ones (closed by
@@ -231,7 +249,7 @@ func (o *options) execute(ctx context.Context, code *int) error {
 	if err != nil {
 		return invalid(err)
 	}
-	profile, err := o.check()
+	profileYAML, profile, err := o.check()
 	if err != nil {
 		return invalid(err)
 	}
@@ -244,7 +262,7 @@ func (o *options) execute(ctx context.Context, code *int) error {
 	}
 	defer closeAgents()
 	s := &sweep.Sweep{Ctrl: ctrl, Name: o.name, Results: o.resultsDir, Log: os.Stderr, Live: cli.IsTerminal(os.Stderr), Args: os.Args, Clock: o.clock,
-		Profile: profile, ProfileAt: o.profileAt, ProfileRate: float64(o.profileRate), ProfileSearch: o.profileSearch, RetryAgent: o.retryAgent, Search: o.search}
+		Profile: profile, ProfileYAML: profileYAML, ProfileAt: o.profileAt, ProfileRate: float64(o.profileRate), ProfileSearch: o.profileSearch, RetryAgent: o.retryAgent, Search: o.search}
 	report, err := s.Execute(ctx)
 	if report != nil {
 		if o.jsonOut {

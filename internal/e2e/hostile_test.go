@@ -97,6 +97,12 @@ func validSenderTrial(endpoint string) map[string]any {
 		"shape": map[string]any{"kind": "constant"}, "overflow": "block", "idle": "sleep"}
 }
 
+// handlersAt is a trial's typed handler configuration: every channel to
+// handler, logging at path.
+func handlersAt(handler, path string) map[string]any {
+	return map[string]any{"default": map[string]any{"handler": handler, "path": path}}
+}
+
 func withField(m map[string]any, key string, v any) string {
 	c := map[string]any{}
 	for k, x := range m {
@@ -136,9 +142,10 @@ func TestHostileSenderAgent(t *testing.T) {
 		{"overflow nonsense", withField(base, "overflow", "explode"), 400},
 		{"100k-piece shape", withField(base, "shape", map[string]any{"kind": "step", "mults": make([]float64, 200000), "spans_s": make([]float64, 200000)}), 400},
 		{"NaN-free but zero spans", withField(base, "shape", map[string]any{"kind": "step", "mults": []float64{1}, "spans_s": []float64{0}}), 400},
-		{"profile with an absolute path", withField(base, "profile", "default: {handler: buffered, path: "+filepath.Join(dir, "out.log")+"}"), 400},
-		{"profile climbing out", withField(base, "profile", "default: {handler: buffered, path: ../../../tmp/out.log}"), 400},
-		{"profile with an unknown handler", withField(base, "profile", "default: {handler: nosuch}"), 400},
+		{"profile with an absolute path", withField(base, "profile", handlersAt("buffered", filepath.Join(dir, "out.log"))), 400},
+		{"profile climbing out", withField(base, "profile", handlersAt("buffered", "../../../tmp/out.log")), 400},
+		{"profile with an unknown handler", withField(base, "profile", handlersAt("nosuch", "")), 400},
+		{"profile as text", withField(base, "profile", "default: {handler: buffered, path: x.log}"), 400},
 		{"unknown field", withField(base, "surprise", 1), 400},
 		{"trailing data", withField(base, "rate", 1000) + `{"x":1}`, 400},
 		{"body above the limit", big, 413},
@@ -262,7 +269,7 @@ func TestAgentTokenPolicy(t *testing.T) {
 func TestAgentRemovesItsDirectory(t *testing.T) {
 	port := mustPort(t)
 	a := startHostileAgent(t, "dgrecv", "--bind", fmt.Sprintf("tcp://127.0.0.1:%d", port))
-	trial := `{"schema":"synthetic","expect_streams":1,"end_timeout_ns":60000000000,"profile":"default: {handler: buffered, path: '{name}.log'}"}`
+	trial := `{"schema":"synthetic","expect_streams":1,"end_timeout_ns":60000000000,"profile":{"default":{"handler":"buffered","path":"{name}.log"}}}`
 	if code, body := a.call(t, http.MethodPost, protocol.PathTrial, trial); code != http.StatusAccepted {
 		t.Fatalf("profiled trial refused: %d %s", code, body)
 	}

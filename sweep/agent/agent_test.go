@@ -147,7 +147,7 @@ func TestProfilePathsStayInTheAgentsDirectory(t *testing.T) {
 	outside := t.TempDir()
 	_, srv := receiverAgent(t, "")
 	for _, path := range []string{outside + "/x.log", "../../x.log", "a/../../x.log"} {
-		body := fmt.Sprintf(`{"schema":"synthetic","expect_streams":1,"profile":"default: {handler: buffered, path: '%s'}"}`, path)
+		body := fmt.Sprintf(`{"schema":"synthetic","expect_streams":1,"profile":{"default":{"handler":"buffered","path":%q}}}`, path)
 		code, reply := call(t, srv, http.MethodPost, protocol.PathTrial, "", body)
 		if code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(reply["error"]), "relative") {
 			t.Errorf("path %q: %d %v", path, code, reply)

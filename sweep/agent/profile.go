@@ -27,16 +27,13 @@ type profiling struct {
 
 // newProfiling makes the trial's directory inside the agent's temporary
 // directory (created on first use, removed by Close).
-func (a *Agent) newProfiling(trial int, yaml string, period time.Duration) (*profiling, error) {
-	if yaml == "" {
+func (a *Agent) newProfiling(trial int, h *profiler.Handlers, period time.Duration) (*profiling, error) {
+	if h == nil {
 		return nil, nil
 	}
 	// Validated with the trial (names, parameters, paths inside the
 	// directory); the profiler's root refuses an escape at open as well.
-	h, err := profiler.ParseHandlers([]byte(yaml), "of the trial")
-	if err != nil {
-		return nil, err
-	}
+	var err error
 	a.mu.Lock()
 	if a.workDir == "" {
 		if a.workDir, err = os.MkdirTemp("", fmt.Sprintf("cp-agent-%d-", os.Getpid())); err != nil {

@@ -23,10 +23,10 @@ type Role interface {
 
 // Trial is a parsed and validated trial.
 type Trial interface {
-	// Profile is the trial's handler configuration (YAML; "": none) and
+	// Profile is the trial's handler configuration (nil: none) and
 	// StagePeriod its stage accounting's period (0: off), which the agent
 	// sets its profiling up with.
-	Profile() string
+	Profile() *profiler.Handlers
 	StagePeriod() time.Duration
 	// Start prepares and starts the trial; a preparation still running
 	// when env.Abort closes ends early.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
+	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/sweep"
 	"github.com/cloudprofiler-go/cp/sweep/agent"
 	"github.com/cloudprofiler-go/cp/sweep/agent/recvagent"
@@ -75,14 +76,18 @@ func TestSweepWithInProcessAgents(t *testing.T) {
 		t.Fatal(err)
 	}
 	search := sweep.Search{Method: "linear", Linear: sweep.LinearPlan{From: 2000, To: 4000, Step: 2000}}
-	profile := `default: {handler: buffered, path: "{name}.log"}`
+	profileYAML := `default: {handler: buffered, path: "{name}.log"}`
+	profile, err := profiler.ParseHandlers([]byte(profileYAML), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := sweep.CheckPlan(plan, search, 1, profile, 0.5); err != nil {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
 	s := &sweep.Sweep{Ctrl: &sweep.Controller{Plan: plan, Senders: []*protocol.Client{sc}, Receivers: []*protocol.Client{rc}},
 		Search: search, Name: "inproc", Results: t.TempDir(), Log: &log, Clock: true, ClockCount: 20,
-		Profile: profile, ProfileAt: 0.5}
+		Profile: profile, ProfileYAML: profileYAML, ProfileAt: 0.5}
 	report, err := s.Execute(context.Background())
 	if err != nil {
 		t.Fatalf("sweep: %v\n%s", err, log.String())
@@ -129,7 +134,7 @@ func TestSweepWithInProcessAgents(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(dir, "config.json")); err != nil || json.Unmarshal(b, &cfg) != nil {
 		t.Fatalf("config.json: %v", err)
 	}
-	if cfg["profile"] != profile || cfg["profile_at"] != 0.5 || cfg["clock"] != true {
+	if cfg["profile"] != profileYAML || cfg["profile_at"] != 0.5 || cfg["clock"] != true {
 		t.Errorf("config.json records %v %v %v", cfg["profile"], cfg["profile_at"], cfg["clock"])
 	}
 	var rel probing.RelationFile
@@ -161,7 +166,7 @@ func TestProfileIsServedOnceAsATar(t *testing.T) {
 	if code, body := call(t, srv, http.MethodGet, protocol.PathProfile, "", ""); code != http.StatusNotFound || !strings.Contains(fmt.Sprint(body["error"]), "no profiled trial") {
 		t.Fatalf("before any trial: %d %v", code, body)
 	}
-	cfg := `{"schema":"synthetic","expect_streams":1,"end_timeout_ns":60000000000,"profile":"default: {handler: buffered, path: \"{name}.log\"}"}`
+	cfg := `{"schema":"synthetic","expect_streams":1,"end_timeout_ns":60000000000,"profile":{"default":{"handler":"buffered","path":"{name}.log"}}}`
 	if code, body := call(t, srv, http.MethodPost, protocol.PathTrial, "", cfg); code != http.StatusAccepted {
 		t.Fatalf("start: %d %v", code, body)
 	}
@@ -186,13 +191,13 @@ func TestProfileIsServedOnceAsATar(t *testing.T) {
 // (failed, not running) with the reason in its status.
 func TestBadProfileAndFailedStart(t *testing.T) {
 	_, srv := receiverAgent(t, "")
-	code, body := call(t, srv, http.MethodPost, protocol.PathTrial, "", `{"schema":"synthetic","expect_streams":1,"profile":"default: {handler: nosuch}"}`)
+	code, body := call(t, srv, http.MethodPost, protocol.PathTrial, "", `{"schema":"synthetic","expect_streams":1,"profile":{"default":{"handler":"nosuch"}}}`)
 	if code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(body["error"]), "nosuch") {
 		t.Fatalf("unknown handler: %d %v", code, body)
 	}
-	code, body = call(t, srv, http.MethodPost, protocol.PathTrial, "", `{"schema":"synthetic","expect_streams":1,"profile":"{{{"}`)
+	code, body = call(t, srv, http.MethodPost, protocol.PathTrial, "", `{"schema":"synthetic","expect_streams":1,"profile":"default: {handler: buffered}"}`)
 	if code != http.StatusBadRequest {
-		t.Fatalf("bad YAML: %d %v", code, body)
+		t.Fatalf("a profile as text, not a typed configuration: %d %v", code, body)
 	}
 
 	a, err := agent.New(agent.Options{Role: sendagent.Role{}, Clock: tsc.NewClockHz(2e9)})

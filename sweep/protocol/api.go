@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -130,10 +131,11 @@ type SenderTrial struct {
 	SendWork time.Duration `json:"send_work_ns,omitempty"`
 	// StagePeriod is the stage accounting's sampling period (0: off).
 	StagePeriod time.Duration `json:"stage_period_ns,omitempty"`
-	// Profile, if set, is a handler configuration (the YAML of --profile)
-	// for this trial; its paths are relative to a directory of the agent's
-	// own (GET PathProfile), and one that leads outside it is refused.
-	Profile string `json:"profile,omitempty"`
+	// Profile, if set, is the trial's handler configuration (--profile,
+	// parsed once by the controller, sent typed); its paths are relative to
+	// a directory of the agent's own (GET PathProfile), and one that leads
+	// outside it is refused.
+	Profile *profiler.Handlers `json:"profile,omitempty"`
 }
 
 // SenderConfig is the trial as a sender configuration; the agent adds what
@@ -161,15 +163,15 @@ func (t SenderTrial) Validate() error {
 // ReceiverTrial configures a receiver agent for one trial (its endpoints are
 // fixed when the agent starts).
 type ReceiverTrial struct {
-	Schema        string        `json:"schema"`
-	Drain         bool          `json:"drain,omitempty"`
-	ExpectStreams int           `json:"expect_streams"`
-	EndTimeout    time.Duration `json:"end_timeout_ns,omitempty"`
-	WorkPerTuple  time.Duration `json:"work_per_tuple_ns,omitempty"`
-	Ring          int           `json:"ring,omitempty"`
-	HWM           int           `json:"hwm,omitempty"`
-	Duration      time.Duration `json:"duration_ns,omitempty"` // hard limit
-	Profile       string        `json:"profile,omitempty"`     // see SenderTrial
+	Schema        string             `json:"schema"`
+	Drain         bool               `json:"drain,omitempty"`
+	ExpectStreams int                `json:"expect_streams"`
+	EndTimeout    time.Duration      `json:"end_timeout_ns,omitempty"`
+	WorkPerTuple  time.Duration      `json:"work_per_tuple_ns,omitempty"`
+	Ring          int                `json:"ring,omitempty"`
+	HWM           int                `json:"hwm,omitempty"`
+	Duration      time.Duration      `json:"duration_ns,omitempty"` // hard limit
+	Profile       *profiler.Handlers `json:"profile,omitempty"`     // see SenderTrial
 	// Injected faults and phases (receiver.Config).
 	Stalls       []inject.Stall `json:"stalls,omitempty"`
 	DecodeWork   time.Duration  `json:"decode_work_ns,omitempty"`
@@ -177,15 +179,15 @@ type ReceiverTrial struct {
 	StagePeriod  time.Duration  `json:"stage_period_ns,omitempty"` // see SenderTrial
 }
 
-// ValidProfile checks a trial's handler configuration: valid, and writing
-// only inside the agent's directory.
-func ValidProfile(yaml string) error {
-	if yaml == "" {
+// ValidProfile checks a trial's handler configuration (nil: none): valid,
+// and writing only inside the agent's directory. It parses nothing: the
+// configuration arrives typed.
+func ValidProfile(h *profiler.Handlers) error {
+	if h == nil {
 		return nil
 	}
-	h, err := profiler.ParseHandlers([]byte(yaml), "of the trial")
-	if err != nil {
-		return err
+	if err := h.Validate(); err != nil {
+		return fmt.Errorf("handler configuration of the trial: %w", err)
 	}
 	return h.CheckLocal()
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
+	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/sweep/agent"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
@@ -48,8 +49,8 @@ func (Role) Parse(body []byte, opts agent.Options) (agent.Trial, error) {
 
 type trial struct{ t protocol.ReceiverTrial }
 
-func (tr trial) Profile() string            { return tr.t.Profile }
-func (tr trial) StagePeriod() time.Duration { return tr.t.StagePeriod }
+func (tr trial) Profile() *profiler.Handlers { return tr.t.Profile }
+func (tr trial) StagePeriod() time.Duration  { return tr.t.StagePeriod }
 
 // Start implements agent.Trial: a receiver on the agent's endpoints, CPUs
 // and I/O threads.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
+	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/sender"
 	"github.com/cloudprofiler-go/cp/sweep/agent"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
@@ -32,8 +33,8 @@ func (Role) Parse(body []byte, _ agent.Options) (agent.Trial, error) {
 
 type trial struct{ t protocol.SenderTrial }
 
-func (tr trial) Profile() string            { return tr.t.Profile }
-func (tr trial) StagePeriod() time.Duration { return tr.t.StagePeriod }
+func (tr trial) Profile() *profiler.Handlers { return tr.t.Profile }
+func (tr trial) StagePeriod() time.Duration  { return tr.t.StagePeriod }
 
 // Start implements agent.Trial: a sender with the agent's CPUs, I/O
 // threads, clock and memory budget.
