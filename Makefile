@@ -27,24 +27,24 @@ test: deps
 	$(GO) test -count=1 -json ./... | $(GO) run ./scripts/testsummary
 
 # The fast part of make test: vet and the unit tests of every package but
-# internal/e2e (no root needed, no binaries started; ~1 min).
+# internal/testkit/e2e (no root needed, no binaries started; ~1 min).
 unit: deps
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v /internal/e2e)
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v /internal/testkit/e2e)
 
 # The integration tests on the real binaries: loopback, and as root network
 # namespaces and small tmpfs file systems (~3 min).
 e2e: deps
-	$(GO) test -count=1 -json ./internal/e2e/ | $(GO) run ./scripts/testsummary
+	$(GO) test -count=1 -json ./internal/testkit/e2e/ | $(GO) run ./scripts/testsummary
 
 # Statement coverage per package: a statement counts when any package's
 # unit or integration tests ran it (-coverpkg; the receiver's loopback
 # tests drive the sender, the agent tests drive a whole sweep). The
-# binaries started by internal/e2e are not counted. Fails when sweep,
+# binaries started by internal/testkit/e2e are not counted. Fails when sweep,
 # sweep/agent, sender or wire is below 70%.
 cover: deps
-	$(GO) test -count=1 -coverpkg=./... -coverprofile=$(BIN)/cover.out $$($(GO) list ./... | grep -v -e /internal/e2e -e /scripts/) >/dev/null
+	$(GO) test -count=1 -coverpkg=./... -coverprofile=$(BIN)/cover.out $$($(GO) list ./... | grep -v -e /internal/testkit/e2e -e /scripts/) >/dev/null
 	$(GO) run ./scripts/coversummary -min 70 -require sweep,sweep/agent,sender,wire $(BIN)/cover.out
 
 lint: deps
@@ -52,20 +52,20 @@ lint: deps
 	$$($(GO) env GOPATH)/bin/staticcheck ./...
 
 # The plain C reference sender and receiver that emission is judged
-# against (internal/cref; the benchmarks compile their own copy too).
+# against (internal/testkit/cref; the benchmarks compile their own copy too).
 cref: deps
-	$(CC) -O2 -Wall -o $(BIN)/cref-send internal/cref/src/send.c -lzmq
-	$(CC) -O2 -Wall -o $(BIN)/cref-recv internal/cref/src/recv.c -lzmq
+	$(CC) -O2 -Wall -o $(BIN)/cref-send internal/testkit/cref/src/send.c -lzmq
+	$(CC) -O2 -Wall -o $(BIN)/cref-recv internal/testkit/cref/src/recv.c -lzmq
 
 # Micro-benchmarks, then the end-to-end figures recorded in BENCHMARKS.md
 # (emission as ours ÷ the C reference from the same run), then a 30-minute
 # soak (CP_SOAK=5m shortens it).
 bench: build cref
-	$(GO) test -run '^$$' -bench . -benchmem $$(grep -rl --include='*_test.go' '^func Benchmark' . | xargs -n1 dirname | sort -u | grep -v -e /internal/e2e -e /results/analysis)
+	$(GO) test -run '^$$' -bench . -benchmem $$(grep -rl --include='*_test.go' '^func Benchmark' . | xargs -n1 dirname | sort -u | grep -v -e /internal/testkit/e2e -e /results/analysis)
 	CP_RAW_CEILING=124,10024 $(GO) test -count=1 -run '^TestRawCeiling$$' -v ./internal/zmqraw/ | grep -E 'CGO PATH|^(ok|FAIL)'
-	CP_BENCH=1 $(GO) test -count=1 -run '^TestBench' -skip '^TestBench(Soak|StallDetection|BottleneckNaming|SweepNamesItsLimit|AccountingOverhead)$$' -v -timeout 150m ./internal/e2e/ | grep -E 'EMISSION|E2E|ACCURACY|SWEEP|CAPACITY|OVERHEAD|DEMO|SERVICE RATE|ACTIVITY|LIVE|^(ok|FAIL|---)'
-	CP_BENCH=1 $(GO) test -count=1 -run '^TestBench(StallDetection|BottleneckNaming|SweepNamesItsLimit|AccountingOverhead)$$' -v -timeout 60m ./internal/e2e/ | grep -E 'STALLS|BOTTLENECK|LIMIT|ACCOUNTING|^(ok|FAIL|---)'
-	CP_BENCH=1 $(GO) test -count=1 -run '^TestBenchSoak$$' -v -timeout 40m ./internal/e2e/ | grep -E 'SOAK|^(ok|FAIL|---)'
+	CP_BENCH=1 $(GO) test -count=1 -run '^TestBench' -skip '^TestBench(Soak|StallDetection|BottleneckNaming|SweepNamesItsLimit|AccountingOverhead)$$' -v -timeout 150m ./internal/testkit/e2e/ | grep -E 'EMISSION|E2E|ACCURACY|SWEEP|CAPACITY|OVERHEAD|DEMO|SERVICE RATE|ACTIVITY|LIVE|^(ok|FAIL|---)'
+	CP_BENCH=1 $(GO) test -count=1 -run '^TestBench(StallDetection|BottleneckNaming|SweepNamesItsLimit|AccountingOverhead)$$' -v -timeout 60m ./internal/testkit/e2e/ | grep -E 'STALLS|BOTTLENECK|LIMIT|ACCOUNTING|^(ok|FAIL|---)'
+	CP_BENCH=1 $(GO) test -count=1 -run '^TestBenchSoak$$' -v -timeout 40m ./internal/testkit/e2e/ | grep -E 'SOAK|^(ok|FAIL|---)'
 	CP_BENCH=1 $(GO) test -count=1 -run '^TestBenchAnalyzeScale$$' -v -timeout 20m ./results/analysis/ | grep -E 'generated|ANALYZE|^(ok|FAIL)'
 
 # The main job on loopback: cpsweep starts local dgsend/dgrecv agents, finds

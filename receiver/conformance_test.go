@@ -9,7 +9,7 @@ import (
 
 	zmq "github.com/pebbe/zmq4"
 
-	"github.com/cloudprofiler-go/cp/internal/wirecorpus"
+	"github.com/cloudprofiler-go/cp/internal/testkit/wirecorpus"
 	"github.com/cloudprofiler-go/cp/receiver"
 )
 

@@ -15,7 +15,7 @@ import (
 // TestRawCeiling measures this package's own path: one thread sending
 // unpaced over tcp loopback to a thread that receives and discards, both
 // through cgo (one call per message, no Go-side work). It is not the
-// yardstick (the plain C sender and receiver of internal/cref are: make
+// yardstick (the plain C sender and receiver of internal/testkit/cref are: make
 // bench prints dgsend ÷ C); next to the C figure it shows what the cgo
 // path costs. CP_RAW_CEILING lists message sizes, e.g. "124,10024".
 func TestRawCeiling(t *testing.T) {

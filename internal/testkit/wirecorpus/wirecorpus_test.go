@@ -12,9 +12,9 @@ var update = flag.Bool("update", false, "rewrite testdata/wire/cases.json from B
 
 // TestCorpusFileIsCurrent: the committed corpus is what Build writes, so
 // that the file other implementations run is the one dgrecv is tested with
-// (go test ./internal/wirecorpus -update rewrites it).
+// (go test ./internal/testkit/wirecorpus -update rewrites it).
 func TestCorpusFileIsCurrent(t *testing.T) {
-	path := filepath.Join("..", "..", File)
+	path := filepath.Join("..", "..", "..", File)
 	want, err := Build().Encode()
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +29,7 @@ func TestCorpusFileIsCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatalf("%s is out of date: run go test ./internal/wirecorpus -update", File)
+		t.Fatalf("%s is out of date: run go test ./internal/testkit/wirecorpus -update", File)
 	}
 	c, err := Load(path)
 	if err != nil {

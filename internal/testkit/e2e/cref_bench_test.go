@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/internal/cref"
+	"github.com/cloudprofiler-go/cp/internal/testkit/cref"
 )
 
 // TestBenchEmissionVsC: one process sends 100-byte synthetic tuples

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/internal/wirecorpus"
+	"github.com/cloudprofiler-go/cp/internal/testkit/wirecorpus"
 	"github.com/cloudprofiler-go/cp/receiver"
 )
 
