@@ -153,27 +153,7 @@ func (c *Config) Validate() error {
 	if c.Threads < 1 || c.Threads > MaxThreads {
 		bad("threads must be 1..%d, got %d", MaxThreads, c.Threads)
 	}
-	switch {
-	case c.Rate < 0 || c.Rate > MaxRate || math.IsNaN(c.Rate):
-		bad("rate must be 0 (unpaced) to %g tuples/s, got %v", MaxRate, c.Rate)
-	case c.Rate > 0 && c.Rate < MinRate:
-		bad("rate %v tuples/s is below the smallest paced rate, %g tuples/s (one tuple every %v); give 0 for unpaced", c.Rate, MinRate, time.Duration(float64(time.Second)/MinRate))
-	}
-	if c.Duration < 0 || c.Duration > MaxDuration {
-		bad("duration must be 0 to %v, got %v", MaxDuration, c.Duration)
-	}
-	if c.Duration == 0 && c.Count == 0 {
-		bad("give a duration or a count, or the run never ends")
-	}
-	if c.Count > 0 && c.Rate > 0 && float64(c.Count)/c.Rate > MaxDuration.Seconds() {
-		bad("%d tuples at %g tuples/s take longer than %v", c.Count, c.Rate, MaxDuration)
-	}
-	if c.Warmup < 0 || (c.Duration > 0 && c.Warmup > c.Duration) {
-		bad("warm-up must be 0 to the duration (%v), got %v", c.Duration, c.Warmup)
-	}
-	if !c.StartAt.IsZero() && time.Until(c.StartAt) > MaxStartLead {
-		bad("start time %s is more than %v ahead: refused rather than waited for", c.StartAt.UTC().Format(time.RFC3339), MaxStartLead)
-	}
+	problems = append(problems, c.timeProblems()...)
 	if err := c.checkInstruments(); err != nil {
 		bad("%v", err)
 	}
@@ -235,6 +215,34 @@ func (c *Config) Validate() error {
 		c.MaxLateFraction = DefaultMaxLateFraction
 	}
 	return nil
+}
+
+// timeProblems checks the rate, how long the run lasts and when it starts.
+func (c *Config) timeProblems() []string {
+	var problems []string
+	bad := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
+	switch {
+	case c.Rate < 0 || c.Rate > MaxRate || math.IsNaN(c.Rate):
+		bad("rate must be 0 (unpaced) to %g tuples/s, got %v", MaxRate, c.Rate)
+	case c.Rate > 0 && c.Rate < MinRate:
+		bad("rate %v tuples/s is below the smallest paced rate, %g tuples/s (one tuple every %v); give 0 for unpaced", c.Rate, MinRate, time.Duration(float64(time.Second)/MinRate))
+	}
+	if c.Duration < 0 || c.Duration > MaxDuration {
+		bad("duration must be 0 to %v, got %v", MaxDuration, c.Duration)
+	}
+	if c.Duration == 0 && c.Count == 0 {
+		bad("give a duration or a count, or the run never ends")
+	}
+	if c.Count > 0 && c.Rate > 0 && float64(c.Count)/c.Rate > MaxDuration.Seconds() {
+		bad("%d tuples at %g tuples/s take longer than %v", c.Count, c.Rate, MaxDuration)
+	}
+	if c.Warmup < 0 || (c.Duration > 0 && c.Warmup > c.Duration) {
+		bad("warm-up must be 0 to the duration (%v), got %v", c.Duration, c.Warmup)
+	}
+	if !c.StartAt.IsZero() && time.Until(c.StartAt) > MaxStartLead {
+		bad("start time %s is more than %v ahead: refused rather than waited for", c.StartAt.UTC().Format(time.RFC3339), MaxStartLead)
+	}
+	return problems
 }
 
 // DefaultMaxLateFraction: a paced run with more than 1% of its slots late

@@ -228,21 +228,20 @@ func ProbePeerOpts(ctx context.Context, peer string, count int, gap, timeout tim
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	out, buf := make([]byte, packetSize), make([]byte, 2048)
-	answered := map[uint64]bool{} // sequence numbers that got a good reply
-	probes := make([]Probe, 0, count)
+	r := &round{nonce: nonce, st: &st, answered: map[uint64]bool{}, probes: make([]Probe, 0, count)}
 	ctxDeadline, hasDeadline := ctx.Deadline()
 	// A cancelled ctx ends a read in flight at once, not after its timeout.
 	unblock := context.AfterFunc(ctx, func() { _ = conn.SetReadDeadline(time.Now()) })
 	defer unblock()
 	for seq := uint64(1); seq <= uint64(count); seq++ {
 		if err := ctx.Err(); err != nil {
-			return probes, st, fmt.Errorf("probe %s: stopped after %d of %d probes: %w", peer, st.Sent, count, err)
+			return r.probes, st, fmt.Errorf("probe %s: stopped after %d of %d probes: %w", peer, st.Sent, count, err)
 		}
 		t1 := now()
 		outDelay, inDelay := o.delays()
 		waitFor(outDelay)
 		if _, err := conn.Write(packet{kind: kindRequest, nonce: nonce, seq: seq, t1: t1}.encode(out)); err != nil {
-			return probes, st, fmt.Errorf("probe %s: %w", peer, err)
+			return r.probes, st, fmt.Errorf("probe %s: %w", peer, err)
 		}
 		st.Sent++
 		deadline := time.Now().Add(timeout)
@@ -259,36 +258,14 @@ func ProbePeerOpts(ctx context.Context, peer string, count int, gap, timeout tim
 				var ne net.Error
 				if errors.As(err, &ne) && ne.Timeout() {
 					if ctx.Err() != nil {
-						return probes, st, fmt.Errorf("probe %s: stopped after %d of %d probes: %w", peer, st.Sent, count, ctx.Err())
+						return r.probes, st, fmt.Errorf("probe %s: stopped after %d of %d probes: %w", peer, st.Sent, count, ctx.Err())
 					}
 					st.Lost++
 					break
 				}
 				continue // e.g. ICMP port unreachable: keep waiting until the deadline
 			}
-			p, err := decodePacket(buf[:n])
-			switch {
-			case err != nil:
-				st.Malformed++
-			case p.kind != kindReply || p.nonce != nonce:
-				st.Foreign++
-			case p.seq == seq && p.t1 == t1:
-				pr := Probe{ASend: t1, BRecv: p.t2, BReply: p.t3, ABack: t4}
-				if !pr.Valid() {
-					st.Invalid++
-					got = true
-					break
-				}
-				probes, got = append(probes, pr), true
-				answered[seq] = true
-				st.Good++
-			case answered[p.seq]:
-				st.Duplicates++
-			case p.seq < seq:
-				st.Late++
-			default:
-				st.Foreign++ // a sequence number never sent
-			}
+			got = r.reply(buf[:n], seq, t1, t4)
 		}
 		if gap > 0 {
 			select {
@@ -297,5 +274,42 @@ func ProbePeerOpts(ctx context.Context, peer string, count int, gap, timeout tim
 			}
 		}
 	}
-	return probes, st, nil
+	return r.probes, st, nil
+}
+
+// round is one probing round's bookkeeping.
+type round struct {
+	nonce    uint64
+	st       *ProbeStats
+	answered map[uint64]bool // sequence numbers that got a good reply
+	probes   []Probe
+}
+
+// reply classifies a datagram that arrived while probe seq (sent at t1,
+// received at t4) waits; true when it answered that probe.
+func (r *round) reply(b []byte, seq, t1, t4 uint64) bool {
+	p, err := decodePacket(b)
+	switch {
+	case err != nil:
+		r.st.Malformed++
+	case p.kind != kindReply || p.nonce != r.nonce:
+		r.st.Foreign++
+	case p.seq == seq && p.t1 == t1:
+		pr := Probe{ASend: t1, BRecv: p.t2, BReply: p.t3, ABack: t4}
+		if !pr.Valid() {
+			r.st.Invalid++
+			return true
+		}
+		r.probes = append(r.probes, pr)
+		r.answered[seq] = true
+		r.st.Good++
+		return true
+	case r.answered[p.seq]:
+		r.st.Duplicates++
+	case p.seq < seq:
+		r.st.Late++
+	default:
+		r.st.Foreign++ // a sequence number never sent
+	}
+	return false
 }

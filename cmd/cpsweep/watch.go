@@ -61,11 +61,8 @@ incomplete.`,
 			if len(senders)+len(receivers) == 0 {
 				return errors.New("no agent to watch: give --sender and --receiver addresses (host:port of their control API)")
 			}
-			if interval < 100*time.Millisecond || progressMax < 0 || duration < 0 {
-				return fmt.Errorf("--interval must be at least 100ms, --progress-max and --for not negative (got %v, %v, %v)", interval, progressMax, duration)
-			}
-			if cpWindow < time.Millisecond || cpWindow > time.Minute || cpWindows < 1 || cpWindows > 60 || wait <= 0 || wait >= cpWindow {
-				return fmt.Errorf("--cp-window must be in [1ms, 1m], --cp-windows in [1, 60], --wait in (0, --cp-window) (got %v, %d, %v)", cpWindow, cpWindows, wait)
+			if err := checkWatchFlags(interval, progressMax, duration, cpWindow, wait, cpWindows); err != nil {
+				return err
 			}
 			token, err := tok.Read()
 			if err != nil {
@@ -95,6 +92,17 @@ incomplete.`,
 	f.DurationVar(&wait, "wait", time.Duration(activity.DefaultWaitNs), "a gap between two state changes longer than this is waiting (ST2's 15us)")
 	tok.Register(f, "token the agents expect (their /v1 API serves the state changes)")
 	return cmd
+}
+
+// checkWatchFlags checks cpsweep watch's durations and window settings.
+func checkWatchFlags(interval, progressMax, duration, cpWindow, wait time.Duration, cpWindows int) error {
+	if interval < 100*time.Millisecond || progressMax < 0 || duration < 0 {
+		return fmt.Errorf("--interval must be at least 100ms, --progress-max and --for not negative (got %v, %v, %v)", interval, progressMax, duration)
+	}
+	if cpWindow < time.Millisecond || cpWindow > time.Minute || cpWindows < 1 || cpWindows > 60 || wait <= 0 || wait >= cpWindow {
+		return fmt.Errorf("--cp-window must be in [1ms, 1m], --cp-windows in [1, 60], --wait in (0, --cp-window) (got %v, %d, %v)", cpWindow, cpWindows, wait)
+	}
+	return nil
 }
 
 // runWatch redraws the view every interval until Ctrl-C or duration.

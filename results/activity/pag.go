@@ -167,16 +167,6 @@ func (b *Builder) finish() {
 	b.xdone, b.floor, b.retain = true, math.MaxInt64, math.MaxInt64
 }
 
-// MaxHeld bounds the activities a streamed graph holds at once (32 bytes
-// each: 128 MiB). A real trace holds a window's worth (hundreds); a log
-// that crams millions of state changes into one instant (a damaged or
-// hostile file) reaches it, and the graph stops there with ErrHeldLimit
-// instead of growing without bound.
-const MaxHeld = 1 << 22
-
-// ErrHeldLimit is Stream.Activity's error at MaxHeld.
-var ErrHeldLimit = fmt.Errorf("more than %d activities would be held at once (within one window): a damaged log, or windows too long", MaxHeld)
-
 // add appends worker wk's next activity; it may not begin before the
 // last one ended.
 func (b *Builder) add(wk int, a Activity) error {

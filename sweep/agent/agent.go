@@ -214,26 +214,30 @@ func (a *Agent) handleStart(w http.ResponseWriter, r *http.Request) {
 		stop()
 	}
 	a.opts.Logf("trial %d started", id)
-	go func() {
-		res, err := wait()
-		if perr := prof.close(); perr != nil { // every record on disk before "done"
-			err = errors.Join(err, perr)
-		}
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		a.stop = nil
-		if prof != nil {
-			a.keepProfile(prof.dir)
-		}
-		if err != nil {
-			a.status.State, a.status.Error = protocol.StateFailed, err.Error()
-			a.opts.Logf("trial %d failed: %v", id, err)
-			return
-		}
-		a.status.State, a.status.Sender, a.status.Receiver = protocol.StateDone, res.Sender, res.Receiver
-		a.opts.Logf("trial %d done", id)
-	}()
+	go a.finish(id, wait, prof)
 	httpapi.ReplyJSON(w, http.StatusAccepted, st)
+}
+
+// finish waits for trial id to end and records its outcome, once every
+// profile record is on disk.
+func (a *Agent) finish(id int, wait func() (*protocol.TrialStatus, error), prof *profiling) {
+	res, err := wait()
+	if perr := prof.close(); perr != nil { // every record on disk before "done"
+		err = errors.Join(err, perr)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.stop = nil
+	if prof != nil {
+		a.keepProfile(prof.dir)
+	}
+	if err != nil {
+		a.status.State, a.status.Error = protocol.StateFailed, err.Error()
+		a.opts.Logf("trial %d failed: %v", id, err)
+		return
+	}
+	a.status.State, a.status.Sender, a.status.Receiver = protocol.StateDone, res.Sender, res.Receiver
+	a.opts.Logf("trial %d done", id)
 }
 
 func (a *Agent) setFailed(id int, err error) {

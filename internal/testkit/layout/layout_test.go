@@ -1,0 +1,205 @@
+package layout
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/cloudprofiler-go/cp"
+
+// pkg is one package of the module as go list describes it.
+type pkg struct {
+	ImportPath string
+	Dir        string
+	Imports    []string
+	Deps       []string
+	GoFiles    []string
+}
+
+// listAll is every package of the module with its imports and deps.
+func listAll(t *testing.T) map[string]pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps=false", "-json", module+"/...")
+	cmd.Dir = root(t)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	all := map[string]pkg{}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		all[strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")] = p
+	}
+	return all
+}
+
+func root(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
+		t.Fatalf("module root not at %s", dir)
+	}
+	return dir
+}
+
+func inModule(deps []string) []string {
+	var out []string
+	for _, d := range deps {
+		if d == module || strings.HasPrefix(d, module+"/") {
+			out = append(out, strings.TrimPrefix(strings.TrimPrefix(d, module), "/"))
+		}
+	}
+	return out
+}
+
+func matches(p, pattern string) bool {
+	if strings.HasSuffix(pattern, "/...") {
+		base := strings.TrimSuffix(pattern, "/...")
+		return p == base || strings.HasPrefix(p, base+"/")
+	}
+	return p == pattern
+}
+
+// TestBinariesLinkOnlyTheirOwnSide: dgsend links no receiver, no sweep
+// controller, no analysis and no plotting; dgrecv no sweep controller and
+// no analysis. (go list -deps; docs/layout.md)
+func TestBinariesLinkOnlyTheirOwnSide(t *testing.T) {
+	all := listAll(t)
+	for _, tc := range []struct {
+		binary    string
+		forbidden []string
+	}{
+		{"cmd/dgsend", []string{"receiver", "objfactory", "sweep", "sweep/agent/recvagent", "results/...", "sweep/watch"}},
+		{"cmd/dgrecv", []string{"sweep", "sweep/agent/sendagent", "results/...", "sweep/watch"}},
+	} {
+		deps := inModule(all[tc.binary].Deps)
+		if len(deps) == 0 {
+			t.Fatalf("%s: no dependencies listed", tc.binary)
+		}
+		for _, d := range deps {
+			for _, f := range tc.forbidden {
+				if matches(d, f) {
+					t.Errorf("%s links %s", tc.binary, d)
+				}
+			}
+		}
+		for _, d := range all[tc.binary].Deps {
+			if strings.HasPrefix(d, "gonum.org/") {
+				t.Errorf("%s links the plotting library (%s)", tc.binary, d)
+				break
+			}
+		}
+	}
+}
+
+// TestImportRules: who may import whom, for the rules the compiler does not
+// enforce by internal/ directories.
+func TestImportRules(t *testing.T) {
+	all := listAll(t)
+	rules := []struct {
+		from, reason string
+		forbidden    []string
+	}{
+		{"tsc/...", "the clocks know nothing of profiling or sweeps", []string{"profiler/...", "sweep/..."}},
+		{"sweep/protocol", "the agent protocol links no receiver and no sweep", []string{"receiver", "sweep", "results/..."}},
+		{"sweep/agent", "the agent is role-agnostic: each binary links only its role", []string{"receiver", "sweep", "sweep/agent/recvagent", "sweep/agent/sendagent"}},
+		{"sender", "the sender is not the receiver's or the controller's", []string{"receiver", "sweep/...", "results/..."}},
+		{"receiver", "the receiver is not the sender's or the controller's", []string{"sweep/...", "results/..."}},
+		{"profiler", "the profiler is a library of its own", []string{"sweep/...", "results/...", "sender", "receiver"}},
+		{"internal/httpapi", "the request policy imports nothing that measures", []string{"sender", "receiver", "sweep/...", "profiler/...", "tsc/..."}},
+	}
+	for name, p := range all {
+		for _, imp := range inModule(p.Imports) {
+			if matches(imp, "internal/testkit/...") {
+				t.Errorf("%s imports the test kit (%s) outside a test", name, imp)
+			}
+		}
+		for _, r := range rules {
+			if !matches(name, r.from) {
+				continue
+			}
+			for _, imp := range inModule(p.Imports) {
+				for _, f := range r.forbidden {
+					if matches(imp, f) {
+						t.Errorf("%s imports %s: %s", name, imp, r.reason)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestFilesAndFunctionsStaySmall: no source file is above 500 lines and no
+// function above 80, except table-driven tests; every package has a doc.go.
+func TestFilesAndFunctionsStaySmall(t *testing.T) {
+	all := listAll(t)
+	for name, p := range all {
+		if _, err := os.Stat(filepath.Join(p.Dir, "doc.go")); err != nil && len(p.GoFiles) > 0 && !strings.HasPrefix(name, "cmd/") && !strings.HasPrefix(name, "scripts/") {
+			t.Errorf("%s has no doc.go", name)
+		}
+		files, _ := filepath.Glob(filepath.Join(p.Dir, "*.go"))
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rel, _ := filepath.Rel(root(t), f)
+			if n := bytes.Count(src, []byte("\n")); n > 500 {
+				t.Errorf("%s: %d lines (at most 500)", rel, n)
+			}
+			fs := token.NewFileSet()
+			af, err := parser.ParseFile(fs, f, src, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range af.Decls {
+				if fn, ok := d.(*ast.FuncDecl); ok && fn.Body != nil {
+					if n := fs.Position(fn.End()).Line - fs.Position(fn.Pos()).Line + 1; n > 80 {
+						t.Errorf("%s: %s is %d lines (at most 80)", rel, funcName(fn), n)
+					}
+				}
+			}
+		}
+	}
+}
+
+func funcName(fn *ast.FuncDecl) string {
+	if fn.Recv != nil && len(fn.Recv.List) > 0 {
+		return fmt.Sprintf("(%s).%s", typeName(fn.Recv.List[0].Type), fn.Name.Name)
+	}
+	return fn.Name.Name
+}
+
+func typeName(e ast.Expr) string {
+	switch e := e.(type) {
+	case *ast.StarExpr:
+		return "*" + typeName(e.X)
+	case *ast.Ident:
+		return e.Name
+	case *ast.IndexExpr:
+		return typeName(e.X)
+	}
+	return "?"
+}
