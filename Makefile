@@ -61,21 +61,21 @@ cref: deps
 # (emission as ours ÷ the C reference from the same run), then a 30-minute
 # soak (CP_SOAK=5m shortens it).
 bench: build cref
-	$(GO) test -run '^$$' -bench . -benchmem $$(grep -rl --include='*_test.go' '^func Benchmark' . | xargs -n1 dirname | sort -u | grep -v -e /internal/testkit/e2e -e /results/analysis)
+	$(GO) test -run '^$$' -bench . -benchmem $$(grep -rl --include='*_test.go' '^func Benchmark' . | xargs -n1 dirname | sort -u | grep -v -e /internal/testkit/e2e -e /analysis$$)
 	CP_RAW_CEILING=124,10024 $(GO) test -count=1 -run '^TestRawCeiling$$' -v ./internal/zmqraw/ | grep -E 'CGO PATH|^(ok|FAIL)'
 	CP_BENCH=1 $(GO) test -count=1 -run '^TestBench' -skip '^TestBench(Soak|StallDetection|BottleneckNaming|SweepNamesItsLimit|AccountingOverhead)$$' -v -timeout 150m ./internal/testkit/e2e/ | grep -E 'EMISSION|E2E|ACCURACY|SWEEP|CAPACITY|OVERHEAD|DEMO|SERVICE RATE|ACTIVITY|LIVE|^(ok|FAIL|---)'
 	CP_BENCH=1 $(GO) test -count=1 -run '^TestBench(StallDetection|BottleneckNaming|SweepNamesItsLimit|AccountingOverhead)$$' -v -timeout 60m ./internal/testkit/e2e/ | grep -E 'STALLS|BOTTLENECK|LIMIT|ACCOUNTING|^(ok|FAIL|---)'
 	CP_BENCH=1 $(GO) test -count=1 -run '^TestBenchSoak$$' -v -timeout 40m ./internal/testkit/e2e/ | grep -E 'SOAK|^(ok|FAIL|---)'
-	CP_BENCH=1 $(GO) test -count=1 -run '^TestBenchAnalyzeScale$$' -v -timeout 20m ./results/analysis/ | grep -E 'generated|ANALYZE|^(ok|FAIL)'
+	CP_BENCH=1 $(GO) test -count=1 -run '^TestBenchAnalyzeScale$$' -v -timeout 20m ./analysis/ | grep -E 'generated|ANALYZE|^(ok|FAIL)'
 
 # The main job on loopback: cpsweep starts local dgsend/dgrecv agents, finds
 # the maximum sustainable throughput, relates the agents' TSCs, runs one
 # profiled trial at 90% of the answer, then analyses the logs (latencies and
 # the activity graph) and writes report.html into the run directory under
-# results/ (~1-2 min).
+# runs/ (~1-2 min).
 demo: build
 	$(BIN)/cpsweep --duration 2s --warmup 500ms --start 500k --bucket 100 --name demo --clock --profile profiles/default.yaml --profile-at 0.9
-	@dir=$$(ls -td results/*-demo | head -1) && $(BIN)/cpsweep analyze --pag $$dir && $(BIN)/cpsweep report $$dir && echo "open $$dir/report.html"
+	@dir=$$(ls -td runs/*-demo | head -1) && $(BIN)/cpsweep analyze --pag $$dir && $(BIN)/cpsweep report $$dir && echo "open $$dir/report.html"
 
 # A short dgsend -> dgrecv run on loopback with a summary of both sides.
 demo-pair: build

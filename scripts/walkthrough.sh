@@ -51,16 +51,16 @@ sleep 2
 
 # A controller without the token is told what to do.
 say "bin/cpsweep --sender 10.77.0.3:9101 --receiver 10.77.0.2:9102 --duration 2s"
-bin/cpsweep --sender 10.77.0.3:9101 --receiver 10.77.0.2:9102 --duration 2s --results "$out/results" 2>&1 | tee -a "$log" || echo "(exit status $?)" | tee -a "$log"
+bin/cpsweep --sender 10.77.0.3:9101 --receiver 10.77.0.2:9102 --duration 2s --results "$out/runs" 2>&1 | tee -a "$log" || echo "(exit status $?)" | tee -a "$log"
 
 # The sweep, with the clock relation and the profiled trial.
 say "bin/cpsweep --sender 10.77.0.3:9101 --receiver 10.77.0.2:9102 --token-file ~/.cp-token --threads 2 --bucket 100 --duration 3s --warmup 1s --clock --profile profiles/default.yaml --name walk"
 bin/cpsweep --sender 10.77.0.3:9101 --receiver 10.77.0.2:9102 --token-file "$token" --threads 2 --bucket 100 --duration 3s --warmup 1s \
-	--clock --profile profiles/default.yaml --name walk --results "$out/results" 2>&1 | tee -a "$log"
-dir=$(ls -d "$out"/results/*-walk | head -1)
-say "bin/cpsweep analyze results/*-walk"
+	--clock --profile profiles/default.yaml --name walk --results "$out/runs" 2>&1 | tee -a "$log"
+dir=$(ls -d "$out"/runs/*-walk | head -1)
+say "bin/cpsweep analyze runs/*-walk"
 bin/cpsweep analyze "$dir" 2>&1 | tee -a "$log"
-say "bin/cpsweep report results/*-walk"
+say "bin/cpsweep report runs/*-walk"
 bin/cpsweep report "$dir" 2>&1 | tee -a "$log"
 
 # Screenshots of the report, and its own check, in headless Chromium.

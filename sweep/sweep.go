@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/analysis/rundir"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/profiler"
-	"github.com/cloudprofiler-go/cp/results"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
 )
@@ -94,7 +94,7 @@ type Sweep struct {
 	// have answered: a failed pre-flight leaves nothing behind); Run is
 	// that directory once Execute has made it.
 	Results string
-	Run     *results.Run
+	Run     *rundir.Run
 	// RetryAgent, if above 0, is how long to wait for a failed agent to
 	// answer again before repeating its trial (at most MaxAgentRetries
 	// times); 0: an agent failure ends the sweep.
@@ -195,11 +195,11 @@ func (s *Sweep) Execute(ctx context.Context) (*Report, error) {
 func (s *Sweep) begin(agents []protocol.AgentInfo) error {
 	if s.Run == nil {
 		var err error
-		if s.Run, err = results.Create(s.Results, s.Name, time.Now()); err != nil {
+		if s.Run, err = rundir.Create(s.Results, s.Name, time.Now()); err != nil {
 			return err
 		}
 	}
-	s.report = Report{FormatVersion: results.FormatVersion, Name: s.Name, Started: time.Now().UTC(), Plan: s.Ctrl.Plan,
+	s.report = Report{FormatVersion: rundir.FormatVersion, Name: s.Name, Started: time.Now().UTC(), Plan: s.Ctrl.Plan,
 		Search: s.Search, Agents: agents, Topology: s.Ctrl.AgentsSummary(), Dir: s.Run.Dir}
 	if err := s.Run.WriteJSON("config.json", map[string]any{"plan": s.Ctrl.Plan, "search": s.Search, "agents": agents,
 		"topology": s.report.Topology, "args": s.Args, "profile": s.ProfileYAML, "profile_at": s.ProfileAt, "profile_rate": s.ProfileRate, "profile_search": s.ProfileSearch,
@@ -427,11 +427,11 @@ func (s *Sweep) save(r *Result, interrupted bool) error {
 		}
 	}
 	rows := make([][]string, 0, len(r.Trials))
-	pts := make([]results.SweepPoint, 0, len(r.Trials))
+	pts := make([]rundir.SweepPoint, 0, len(r.Trials))
 	for _, t := range r.Trials {
 		rows = append(rows, []string{fmt.Sprint(t.N), t.Purpose, fmt.Sprintf("%.0f", t.Rate), fmt.Sprintf("%.0f", t.Achieved),
 			fmt.Sprint(t.Verdict.Pass), strings.Join(t.Verdict.Failed(), "; "), fmt.Sprintf("%.3f", t.Elapsed.Seconds())})
-		pts = append(pts, results.SweepPoint{Target: t.Rate, Achieved: t.Achieved, Pass: t.Verdict.Pass})
+		pts = append(pts, rundir.SweepPoint{Target: t.Rate, Achieved: t.Achieved, Pass: t.Verdict.Pass})
 	}
 	err := errors.Join(s.Run.WriteJSON("trials.json", r.Trials),
 		s.Run.WriteCSV("trials.csv", []string{"trial", "purpose", "target_rate", "achieved_rate", "pass", "failed_rules", "elapsed_s"}, rows),

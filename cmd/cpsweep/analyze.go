@@ -10,11 +10,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cloudprofiler-go/cp/analysis"
+	"github.com/cloudprofiler-go/cp/analysis/activity"
+	"github.com/cloudprofiler-go/cp/analysis/report"
+	"github.com/cloudprofiler-go/cp/analysis/rundir"
 	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
-	"github.com/cloudprofiler-go/cp/results"
-	"github.com/cloudprofiler-go/cp/results/activity"
-	"github.com/cloudprofiler-go/cp/results/analysis"
-	"github.com/cloudprofiler-go/cp/results/report"
 )
 
 func analyzeCommand() *cobra.Command {
@@ -38,9 +38,9 @@ With --pag it also builds the program activity graph from the stages'
 activity channels (docs/activity.md): critical participation per window,
 worker and activity, per-window metrics, k-hops from every wait and any
 invariants given, into RUNDIR/pag.json and RUNDIR/pag.csv.`,
-		Example: `  cpsweep analyze results/20261122T004900Z-demo
-  cpsweep analyze --pair emit,consumed --json results/20261122T004900Z-demo
-  cpsweep analyze --pag --window 50ms --progress-max 100ms results/20261122T004900Z-demo`,
+		Example: `  cpsweep analyze runs/20261122T004900Z-demo
+  cpsweep analyze --pair emit,consumed --json runs/20261122T004900Z-demo
+  cpsweep analyze --pag --window 50ms --progress-max 100ms runs/20261122T004900Z-demo`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cmd.SilenceUsage = true
@@ -53,7 +53,7 @@ invariants given, into RUNDIR/pag.json and RUNDIR/pag.csv.`,
 				}
 				o.Pairs = append(o.Pairs, [2]string{a, b})
 			}
-			d, err := results.Open(args[0])
+			d, err := rundir.Open(args[0])
 			if err != nil {
 				return err
 			}
@@ -118,11 +118,11 @@ analysis.json, or analysing the profiles when there is none), the clock
 methods side by side, throughput over time and the configuration. The page
 is self-contained (inline SVG, no network) and checks its own plots when it
 loads (<body data-check="ok">).`,
-		Example: `  cpsweep report results/20261122T004900Z-demo && xdg-open results/20261122T004900Z-demo/report.html`,
+		Example: `  cpsweep report runs/20261122T004900Z-demo && xdg-open runs/20261122T004900Z-demo/report.html`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cmd.SilenceUsage = true
-			d, err := results.Open(args[0])
+			d, err := rundir.Open(args[0])
 			if err != nil {
 				return err
 			}
@@ -149,7 +149,7 @@ loads (<body data-check="ok">).`,
 
 // writeAnalysis writes the analysis (and with pag the activity graph) into
 // the run directory and prints it.
-func writeAnalysis(d *results.Dir, rep *analysis.Report, pag bool, pf *pagFlags, lag time.Duration, jsonOut, partial bool) error {
+func writeAnalysis(d *rundir.Dir, rep *analysis.Report, pag bool, pf *pagFlags, lag time.Duration, jsonOut, partial bool) error {
 	var err error
 	var pr *activity.Report
 	if pag {

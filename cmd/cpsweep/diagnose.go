@@ -12,12 +12,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cloudprofiler-go/cp/analysis/rundir"
 	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/internal/readfile"
 	"github.com/cloudprofiler-go/cp/receiver"
-	"github.com/cloudprofiler-go/cp/results"
 	"github.com/cloudprofiler-go/cp/sender"
 	"github.com/cloudprofiler-go/cp/sweep"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
@@ -41,8 +41,8 @@ the run's TSC relation (relation.json) when there is one.
 With a run directory it writes RUNDIR/diagnosis.json (the report shows it
 as a label timeline per stage). With the JSON results of dgsend and dgrecv
 (--json -o FILE) it diagnoses that one run. See docs/diagnosis.md.`,
-		Example: `  cpsweep diagnose results/20261122T004900Z-demo
-  cpsweep diagnose --confirm 3 --period 200ms results/20261122T004900Z-demo
+		Example: `  cpsweep diagnose runs/20261122T004900Z-demo
+  cpsweep diagnose --confirm 3 --period 200ms runs/20261122T004900Z-demo
   dgrecv --stall consumer@5s+1s -o r.json & dgsend --rate 1M --duration 10s -o s.json
   cpsweep diagnose s.json r.json`,
 		Args: cobra.MinimumNArgs(1),
@@ -75,7 +75,7 @@ func diagnoseDir(dir string, o sweep.DiagnoseOptions, jsonOut, partial bool) err
 	// The one reader of run directories: its format version and its
 	// damaged parts, as analyze and report see them (a damaged
 	// diagnosis.json is what this command replaces, so it does not count).
-	d, err := results.Open(dir)
+	d, err := rundir.Open(dir)
 	if err != nil {
 		return err
 	}

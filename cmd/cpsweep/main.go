@@ -65,7 +65,7 @@ linear search is the paper's (--from --to --step).
 
 With no --sender/--receiver, cpsweep starts local agents on loopback (dgsend and
 dgrecv next to it or on PATH) and stops them afterwards. Every sweep writes
-results/<time>-<name>/ (config, trials as JSON and CSV, full agent results per
+runs/<time>-<name>/ (config, trials as JSON and CSV, full agent results per
 trial, summary.json, sweep.svg, diagnosis.json). Every agent accounts its
 stages' time, and every failing trial and the answer say which stage limited
 them ("limited by: consumer (...)"; cpsweep diagnose, docs/diagnosis.md).
@@ -84,10 +84,10 @@ Ctrl-C stops the running trial and keeps every finished one.`,
 
   # relate the agents' TSCs, profile one trial at 90% of the answer, then read it
   cpsweep --clock --profile handlers.yaml --name run1
-  cpsweep analyze results/*-run1 && cpsweep report results/*-run1
+  cpsweep analyze runs/*-run1 && cpsweep report runs/*-run1
 
   # why the limit is where it is: every trial's stages, stalls and limiting stage
-  cpsweep diagnose results/*-run1
+  cpsweep diagnose runs/*-run1
 
   # start where the stages' service-rate estimates say the answer is
   cpsweep --hint service-rate --work 10us --bucket 10
@@ -157,7 +157,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.DurationVar(&p.Rules.LatencyP99, "latency-p99", 0, "rule: p99 end-to-end latency objective (0: off)")
 	f.IntVar(&o.lanes, "lanes", 1, "local mode: receiver lanes")
 	f.IntVar(&o.localSenders, "local-senders", 1, "local mode: sender agents")
-	f.StringVar(&o.resultsDir, "results", "results", "directory for run directories")
+	f.StringVar(&o.resultsDir, "results", "runs", "the folder that run directories are written in (runs/<time>-<name>/)")
 	f.StringVar(&o.name, "name", "sweep", "name of this sweep (in the run directory's name)")
 	f.BoolVar(&o.jsonOut, "json", false, "print the summary as JSON")
 	f.DurationVar(&o.agentTimeout, "agent-timeout", sweep.DefaultAgentTimeout, "an agent that answers no status poll for this long during a trial has failed (the sweep stops)")

@@ -9,10 +9,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/cloudprofiler-go/cp/analysis"
+	"github.com/cloudprofiler-go/cp/analysis/activity"
+	"github.com/cloudprofiler-go/cp/analysis/rundir"
 	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
-	"github.com/cloudprofiler-go/cp/results"
-	"github.com/cloudprofiler-go/cp/results/activity"
-	"github.com/cloudprofiler-go/cp/results/analysis"
 )
 
 // ExitViolations is cpsweep invariants' status when an invariant did not
@@ -45,7 +45,7 @@ func (p *pagFlags) register(f *pflag.FlagSet, withHops bool) {
 }
 
 // build reads the run directory into a trace and analyses it.
-func (p *pagFlags) build(d *results.Dir) (rep *activity.Report, problems, damaged []string, err error) {
+func (p *pagFlags) build(d *rundir.Dir) (rep *activity.Report, problems, damaged []string, err error) {
 	if p.window <= 0 || p.wait < 0 || p.messageDelay < 0 {
 		return nil, nil, nil, fmt.Errorf("--window must be positive, --wait-threshold and --message-delay not negative (got %v, %v, %v)", p.window, p.wait, p.messageDelay)
 	}
@@ -98,15 +98,15 @@ given (ST2 §5.1.3):
 
 Prints every violation with its time and worker. Exit status: 0 when every
 invariant held, 2 when at least one did not, 1 when the analysis failed.`,
-		Example: `  cpsweep invariants results/20261124T054737Z-run1 --message-max 5ms --progress-max 100ms
-  cpsweep invariants --json --operator-max 1ms results/*-run1`,
+		Example: `  cpsweep invariants runs/20261124T054737Z-run1 --message-max 5ms --progress-max 100ms
+  cpsweep invariants --json --operator-max 1ms runs/*-run1`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cmd.SilenceUsage = true
 			if p.messageMax == 0 && p.operatorMax == 0 && p.progressMax == 0 && !p.everyWindow {
 				return fmt.Errorf("no invariant given: set at least one of --message-max, --operator-max, --progress-max, --progress-every-window")
 			}
-			d, err := results.Open(args[0])
+			d, err := rundir.Open(args[0])
 			if err != nil {
 				return err
 			}

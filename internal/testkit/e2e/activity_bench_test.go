@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/results/activity"
+	"github.com/cloudprofiler-go/cp/analysis/activity"
 )
 
 // pagTop analyses a run directory's activity graph and returns its

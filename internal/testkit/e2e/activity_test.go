@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/results/activity"
+	"github.com/cloudprofiler-go/cp/analysis/activity"
 )
 
 // profiledRun sweeps one rate with every channel logged (the profiled

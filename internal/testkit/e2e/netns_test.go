@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/results/activity"
-	"github.com/cloudprofiler-go/cp/results/analysis"
+	"github.com/cloudprofiler-go/cp/analysis"
+	"github.com/cloudprofiler-go/cp/analysis/activity"
 	"github.com/cloudprofiler-go/cp/sweep"
 )
 

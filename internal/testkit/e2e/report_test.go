@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/results/analysis"
+	"github.com/cloudprofiler-go/cp/analysis"
 )
 
 // TestProfiledSweepReport is the demo's path: a sweep with TSC probing and

@@ -15,7 +15,7 @@ import (
 
 	zmq "github.com/pebbe/zmq4"
 
-	"github.com/cloudprofiler-go/cp/results"
+	"github.com/cloudprofiler-go/cp/analysis/rundir"
 	"github.com/cloudprofiler-go/cp/sweep"
 )
 
@@ -178,7 +178,7 @@ func TestSweepBracketsAnInjectedCapacity(t *testing.T) {
 	if !strings.Contains(string(svg), "<svg") || !strings.Contains(string(svg), "target rate") {
 		t.Error("sweep.svg is not the plot")
 	}
-	if rep.FormatVersion != results.FormatVersion || !strings.Contains(p.Stderr.String(), "trial  1") {
+	if rep.FormatVersion != rundir.FormatVersion || !strings.Contains(p.Stderr.String(), "trial  1") {
 		t.Errorf("format %d; progress:\n%s", rep.FormatVersion, p.Stderr.String())
 	}
 }

@@ -88,8 +88,8 @@ func TestBinariesLinkOnlyTheirOwnSide(t *testing.T) {
 		binary    string
 		forbidden []string
 	}{
-		{"cmd/dgsend", []string{"receiver", "objfactory", "sweep", "sweep/agent/recvagent", "results/...", "sweep/watch"}},
-		{"cmd/dgrecv", []string{"sweep", "sweep/agent/sendagent", "results/...", "sweep/watch"}},
+		{"cmd/dgsend", []string{"receiver", "objfactory", "sweep", "sweep/agent/recvagent", "analysis/...", "sweep/watch"}},
+		{"cmd/dgrecv", []string{"sweep", "sweep/agent/sendagent", "analysis/...", "sweep/watch"}},
 	} {
 		deps := inModule(all[tc.binary].Deps)
 		if len(deps) == 0 {
@@ -120,11 +120,11 @@ func TestImportRules(t *testing.T) {
 		forbidden    []string
 	}{
 		{"tsc/...", "the clocks know nothing of profiling or sweeps", []string{"profiler/...", "sweep/..."}},
-		{"sweep/protocol", "the agent protocol links no receiver and no sweep", []string{"receiver", "sweep", "results/..."}},
+		{"sweep/protocol", "the agent protocol links no receiver and no sweep", []string{"receiver", "sweep", "analysis/..."}},
 		{"sweep/agent", "the agent is role-agnostic: each binary links only its role", []string{"receiver", "sweep", "sweep/agent/recvagent", "sweep/agent/sendagent"}},
-		{"sender", "the sender is not the receiver's or the controller's", []string{"receiver", "sweep/...", "results/..."}},
-		{"receiver", "the receiver is not the sender's or the controller's", []string{"sweep/...", "results/..."}},
-		{"profiler", "the profiler is a library of its own", []string{"sweep/...", "results/...", "sender", "receiver"}},
+		{"sender", "the sender is not the receiver's or the controller's", []string{"receiver", "sweep/...", "analysis/..."}},
+		{"receiver", "the receiver is not the sender's or the controller's", []string{"sweep/...", "analysis/..."}},
+		{"profiler", "the profiler is a library of its own", []string{"sweep/...", "analysis/...", "sender", "receiver"}},
 		{"internal/httpapi", "the request policy imports nothing that measures", []string{"sender", "receiver", "sweep/...", "profiler/...", "tsc/..."}},
 	}
 	for name, p := range all {

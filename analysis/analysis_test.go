@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/analysis/rundir"
 	"github.com/cloudprofiler-go/cp/profiler"
-	"github.com/cloudprofiler-go/cp/results"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
 	"github.com/cloudprofiler-go/cp/wire"
@@ -103,7 +103,7 @@ func (s synth) write(t testing.TB) {
 	b, _ := json.Marshal(rf)
 	must(t, os.WriteFile(filepath.Join(s.dir, "relation.json"), b, 0o644))
 	must(t, os.WriteFile(filepath.Join(s.dir, "config.json"), []byte(`{"agents": [{"role": "receiver", "tsc_hz": 1e9}]}`), 0o644))
-	must(t, os.WriteFile(filepath.Join(s.dir, results.FormatFile), []byte(`{"format": "cloudprofiler-go run directory", "version": 2}`), 0o644))
+	must(t, os.WriteFile(filepath.Join(s.dir, rundir.FormatFile), []byte(`{"format": "cloudprofiler-go run directory", "version": 2}`), 0o644))
 	for _, n := range names {
 		must(t, os.MkdirAll(filepath.Join(s.dir, "profiles", n), 0o755))
 	}
@@ -155,7 +155,7 @@ func percentile(v []float64, q float64) float64 {
 func TestSyntheticExactAnswers(t *testing.T) {
 	s := synth{n: 20000, scale: 0.75 * (1 + 200e-6), offset: 5e11, dir: t.TempDir()}
 	s.write(t)
-	d, err := results.Open(s.dir)
+	d, err := rundir.Open(s.dir)
 	must(t, err)
 	truth := map[[2]string]map[uint64]float64{{"emit", "receive"}: {}, {"receive", "consumed"}: {}, {"emit", "consumed"}: {}}
 	var lost1, recvUnsampled, sampledN int
@@ -226,7 +226,7 @@ func TestSyntheticExactAnswers(t *testing.T) {
 func TestAcrossNonReferenceNodes(t *testing.T) {
 	s := synth{n: 20000, scale: 0.75 * (1 + 200e-6), offset: 5e11, dir: t.TempDir(), recvOnC: true}
 	s.write(t)
-	d, err := results.Open(s.dir)
+	d, err := rundir.Open(s.dir)
 	must(t, err)
 	tr, err := newTranslator(d, []string{"a", "b", "c"})
 	must(t, err)
@@ -269,7 +269,7 @@ func TestDamagedRunDirectory(t *testing.T) {
 	data, _ := os.ReadFile(path)
 	must(t, os.WriteFile(path, data[:len(data)*2/3], 0o644))
 	must(t, os.Remove(filepath.Join(s.dir, "relation.json")))
-	d, err := results.Open(s.dir)
+	d, err := rundir.Open(s.dir)
 	must(t, err)
 	rep, err := Analyze(d, Options{})
 	must(t, err)
@@ -292,11 +292,11 @@ func TestDamagedRunDirectory(t *testing.T) {
 		}
 	}
 	must(t, os.WriteFile(filepath.Join(s.dir, "config.json"), []byte(`{"agents": [{"role": "receiver", "tsc_hz": 1e9}]}`), 0o644))
-	must(t, os.WriteFile(filepath.Join(s.dir, results.FormatFile), []byte(`{"format": "cloudprofiler-go run directory", "version": 9}`), 0o644))
-	if _, err := results.Open(s.dir); err == nil || !strings.Contains(err.Error(), "format version 9") {
+	must(t, os.WriteFile(filepath.Join(s.dir, rundir.FormatFile), []byte(`{"format": "cloudprofiler-go run directory", "version": 9}`), 0o644))
+	if _, err := rundir.Open(s.dir); err == nil || !strings.Contains(err.Error(), "format version 9") {
 		t.Fatalf("unknown version: %v", err)
 	}
-	if _, err := results.Open(filepath.Join(s.dir, "nope")); err == nil {
+	if _, err := rundir.Open(filepath.Join(s.dir, "nope")); err == nil {
 		t.Fatal("a missing directory was opened")
 	}
 }
@@ -307,7 +307,7 @@ func TestDamagedRunDirectory(t *testing.T) {
 func BenchmarkAnalyze(b *testing.B) {
 	s := synth{n: max(b.N, 1000), scale: 0.75, offset: 5e11, dir: b.TempDir()}
 	s.write(b)
-	d, err := results.Open(s.dir)
+	d, err := rundir.Open(s.dir)
 	must(b, err)
 	b.ResetTimer()
 	rep, err := Analyze(d, Options{})
@@ -331,7 +331,7 @@ func TestBenchAnalyzeScale(t *testing.T) {
 	gen := time.Now()
 	s.write(t)
 	var logRecords uint64
-	d, err := results.Open(s.dir)
+	d, err := rundir.Open(s.dir)
 	must(t, err)
 	for _, nf := range d.Nodes {
 		for _, paths := range nf.Logs {

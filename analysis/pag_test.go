@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/analysis/activity"
+	"github.com/cloudprofiler-go/cp/analysis/rundir"
 	"github.com/cloudprofiler-go/cp/profiler"
-	"github.com/cloudprofiler-go/cp/results"
-	"github.com/cloudprofiler-go/cp/results/activity"
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/wire"
 )
@@ -21,7 +21,7 @@ func writeRun(t *testing.T, logs map[string][][2]uint64) string {
 	t.Helper()
 	dir := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"agents": [{"role": "receiver", "tsc_hz": 1e9}]}`), 0o644))
-	must(t, os.WriteFile(filepath.Join(dir, results.FormatFile), []byte(`{"format": "cloudprofiler-go run directory", "version": 2}`), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, rundir.FormatFile), []byte(`{"format": "cloudprofiler-go run directory", "version": 2}`), 0o644))
 	must(t, os.MkdirAll(filepath.Join(dir, "profiles", "n"), 0o755))
 	p := profiler.New(time.Hour)
 	for ch, recs := range logs {
@@ -72,7 +72,7 @@ func TestPAGOfAHandBuiltRun(t *testing.T) {
 			change(1300, stage.Working, 1), change(1500, stage.Idling, 2)},
 		"consumed": cat(tuples(420, 0), tuples(480, 1), tuples(1350, 2), tuples(1450, 3)),
 	})
-	d, err := results.Open(dir)
+	d, err := rundir.Open(dir)
 	must(t, err)
 	in, _, err := OpenPAG(d, 0)
 	if err != nil {
@@ -151,14 +151,14 @@ func TestPAGOfAHandBuiltRun(t *testing.T) {
 // A stage the graph does not know, and a trace without activity channels.
 func TestPAGRefuses(t *testing.T) {
 	dir := writeRun(t, map[string][][2]uint64{"emit.0": tuples(10, 0), "receive.0": tuples(20, 0)})
-	d, err := results.Open(dir)
+	d, err := rundir.Open(dir)
 	must(t, err)
 	if _, _, err := OpenPAG(d, 0); err == nil {
 		t.Fatal("a trace from a run without activity channels")
 	}
 	dir = writeRun(t, map[string][][2]uint64{"activity.stream3": {change(0, 0, 0), change(5, 1, 0)},
 		"activity.consumer": {change(0, stage.Idling, 0), change(5, stage.Working, 0), change(9, stage.Idling, 1)}})
-	d, err = results.Open(dir)
+	d, err = rundir.Open(dir)
 	must(t, err)
 	in, problems, err := OpenPAG(d, 0)
 	if err != nil || in == nil || len(in.Workers) != 1 {

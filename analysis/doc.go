@@ -1,4 +1,5 @@
-// Package analysis joins the profiler logs of a run directory across nodes
+// Package analysis is the room of the analyses of a finished run: this
+// package joins the profiler logs of a run directory across nodes
 // by tuple id and reports, per pair of instrumentation points, where a
 // tuple's time goes and how well it is known: the latency distribution in
 // the reference node's time with the distribution of its strict error
@@ -10,4 +11,7 @@
 // order). Logs of one point must list each stream's tuples in order, which
 // dgsend and dgrecv do (a stream is one sender thread, received by one
 // lane, consumed in order).
+//
+// Its sub-packages: rundir (the run directory itself), activity (the
+// program activity graph), report (report.html).
 package analysis

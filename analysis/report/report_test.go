@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cloudprofiler-go/cp/results"
+	"github.com/cloudprofiler-go/cp/analysis/rundir"
 )
 
 // TestPartialRunDirectory: a run directory with a summary but no trial
@@ -17,7 +17,7 @@ import (
 func TestPartialRunDirectory(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string]string{
-		results.FormatFile: `{"format": "cloudprofiler-go run directory", "version": 2}`,
+		rundir.FormatFile: `{"format": "cloudprofiler-go run directory", "version": 2}`,
 		"summary.json": `{"format_version": 2, "name": "partial", "topology": "1 sender, 1 receiver",
 			"result": {"method": "fast", "last_pass": 1000000, "first_fail": 1010000, "trials": [
 			{"n": 1, "rate": 1000000, "achieved": 999000, "purpose": "ramp", "verdict": {"pass": true}},
@@ -44,7 +44,7 @@ func TestPartialRunDirectory(t *testing.T) {
 func TestReportSaysWhyTheProfileIsMissing(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string]string{
-		results.FormatFile: `{"format": "cloudprofiler-go run directory", "version": 2}`,
+		rundir.FormatFile: `{"format": "cloudprofiler-go run directory", "version": 2}`,
 		"summary.json": `{"format_version": 2, "name": "skipped", "profile_skipped": "no rate passed, so there is no rate to profile at",
 			"result": {"method": "fast", "last_pass": 0, "first_fail": 1000, "trials": [
 			{"n": 1, "rate": 1000, "achieved": 10, "purpose": "ramp", "verdict": {"pass": false}}]}}`,
@@ -64,7 +64,7 @@ func buildFrom(t *testing.T, dir string, files map[string]string) string {
 			t.Fatal(err)
 		}
 	}
-	d, err := results.Open(dir)
+	d, err := rundir.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestDiagnosisTimeline(t *testing.T) {
 		{"t_unix_ns": 1200000000, "labels": ["BLOCKED", "STALLED"], "ranks": [0, 1], "limiting": "consumer"},
 		{"t_unix_ns": 1300000000, "labels": ["BLOCKED", "STALLED"], "ranks": [0, 0]}`
 	files := map[string]string{
-		results.FormatFile: `{"format": "cloudprofiler-go run directory", "version": 2}`,
+		rundir.FormatFile: `{"format": "cloudprofiler-go run directory", "version": 2}`,
 		"summary.json": `{"format_version": 2, "name": "diag", "result": {"method": "fast", "last_pass": 1000, "first_fail": 1100, "trials": [
 			{"n": 1, "rate": 1000, "achieved": 1000, "purpose": "ramp", "verdict": {"pass": true}},
 			{"n": 2, "rate": 1100, "achieved": 900, "purpose": "close", "verdict": {"pass": false}}]}}`,
@@ -127,7 +127,7 @@ func TestServiceRateSection(t *testing.T) {
 		rate("receiver0/lane1", "lane", "busy_time", 300e3, 500),
 	}, ",")
 	files := map[string]string{
-		results.FormatFile: `{"format": "cloudprofiler-go run directory", "version": 2}`,
+		rundir.FormatFile: `{"format": "cloudprofiler-go run directory", "version": 2}`,
 		"summary.json": `{"format_version": 2, "name": "rates", "topology": "1 sender, 1 receiver",
 			"result": {"method": "fast", "last_pass": 90000, "first_fail": 91000, "trials": [
 			{"n": 1, "rate": 50000, "achieved": 50000, "purpose": "estimate", "verdict": {"pass": true}, "service_rates": [` + rate("receiver0/consumer", "consumer", "busy_time", 70e3, 1000) + `]},
@@ -153,7 +153,7 @@ func TestServiceRateSection(t *testing.T) {
 func TestActivityGraphSection(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string]string{
-		results.FormatFile: `{"format": "cloudprofiler-go run directory", "version": 2}`,
+		rundir.FormatFile: `{"format": "cloudprofiler-go run directory", "version": 2}`,
 		"pag.json": `{"run": "x", "window_ns": 100000000, "wait_ns": 15000, "message_delay_ns": 1000000, "workers": ["receiver0/consumer", "sender0/thread0"],
 			"windows": [
 			{"window": 0, "start_ns": 0, "end_ns": 100000000, "has_path": true, "log_paths": 3,
@@ -184,7 +184,7 @@ func TestActivityGraphSection(t *testing.T) {
 // A sweep whose trials contradict its answer is not presented as an answer.
 func TestContradictedSweep(t *testing.T) {
 	html := buildFrom(t, t.TempDir(), map[string]string{
-		results.FormatFile: `{"format": "cloudprofiler-go run directory", "version": 2}`,
+		rundir.FormatFile: `{"format": "cloudprofiler-go run directory", "version": 2}`,
 		"summary.json": `{"format_version": 2, "name": "moved", "contradicted": "trial 2 passed at 40.00 k/s, 463% above the first failing rate 7.100 k/s",
 			"result": {"method": "fast", "last_pass": 7000, "first_fail": 7100, "trials": [
 			{"n": 1, "rate": 20000, "achieved": 20000, "purpose": "ramp", "verdict": {"pass": true}},

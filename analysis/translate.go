@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/cloudprofiler-go/cp/results"
+	"github.com/cloudprofiler-go/cp/analysis/rundir"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
 )
@@ -26,7 +26,7 @@ type translator struct {
 	problems  []string
 }
 
-func newTranslator(d *results.Dir, nodes []string) (*translator, error) {
+func newTranslator(d *rundir.Dir, nodes []string) (*translator, error) {
 	t := &translator{names: nodes, index: map[string]int{}, isRef: make([]bool, len(nodes)),
 		lin: make([]*tsc.LinearRelation, len(nodes)), paper: make([]*tsc.PaperRelation, len(nodes))}
 	for i, n := range nodes {
@@ -84,7 +84,7 @@ func newTranslator(d *results.Dir, nodes []string) (*translator, error) {
 	return t, nil
 }
 
-func hzFromConfig(d *results.Dir) float64 {
+func hzFromConfig(d *rundir.Dir) float64 {
 	var cfg struct {
 		Agents []struct {
 			TSCHz float64 `json:"tsc_hz"`

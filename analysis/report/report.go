@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/analysis"
+	"github.com/cloudprofiler-go/cp/analysis/rundir"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/internal/readfile"
-	"github.com/cloudprofiler-go/cp/results"
-	"github.com/cloudprofiler-go/cp/results/analysis"
 )
 
 // File is the report's name inside the run directory.
@@ -72,7 +72,7 @@ type clockRow struct {
 // missing or damaged parts it met (the page lists them too): the same
 // policy as cpsweep analyze, which refuses such a directory unless asked
 // for what is intact.
-func Build(d *results.Dir) (html []byte, damaged []string, err error) {
+func Build(d *rundir.Dir) (html []byte, damaged []string, err error) {
 	pg := page{Dir: d.Path, Generated: time.Now().UTC().Format(time.RFC3339), Problems: append([]string(nil), d.Problems...)}
 	pg.damaged = append(pg.damaged, d.Problems...)
 	if s := d.Summary; s != nil {
@@ -125,7 +125,7 @@ func Build(d *results.Dir) (html []byte, damaged []string, err error) {
 }
 
 // noLatency explains a run without per-tuple latencies.
-func noLatency(d *results.Dir) string {
+func noLatency(d *rundir.Dir) string {
 	const how = "run cpsweep with --clock --profile profiles/default.yaml: after the search, one trial logs every tuple at every point, and this section shows where its time goes"
 	if s := d.Summary; s != nil && s.ProfileSkipped != "" {
 		return "The profiled trial was asked for but skipped: " + s.ProfileSkipped + ". Once a rate passes, " + how + "."
@@ -139,7 +139,7 @@ func noLatency(d *results.Dir) string {
 // Write renders the report into the run directory and returns its path.
 // A directory with missing or damaged parts is refused (an error listing
 // them, nothing written) unless partial is set.
-func Write(d *results.Dir, partial bool) (string, []string, error) {
+func Write(d *rundir.Dir, partial bool) (string, []string, error) {
 	b, damaged, err := Build(d)
 	if err != nil {
 		return "", damaged, err
@@ -162,8 +162,8 @@ func (e *DamagedError) Error() string {
 	return fmt.Sprintf("the run directory has %d missing or damaged part(s) (listed above): pass --partial to render what is intact", e.Count)
 }
 
-func loadAnalysis(d *results.Dir, pg *page) *analysis.Report {
-	if b, err := readfile.Limited(filepath.Join(d.Path, analysis.JSONFile), results.MaxJSONFile); err == nil {
+func loadAnalysis(d *rundir.Dir, pg *page) *analysis.Report {
+	if b, err := readfile.Limited(filepath.Join(d.Path, analysis.JSONFile), rundir.MaxJSONFile); err == nil {
 		var an analysis.Report
 		if err := json.Unmarshal(b, &an); err == nil {
 			pg.damaged = append(pg.damaged, an.Damaged...) // analysed with --partial
@@ -186,7 +186,7 @@ func loadAnalysis(d *results.Dir, pg *page) *analysis.Report {
 	return an
 }
 
-func verdict(s *results.Summary) string {
+func verdict(s *rundir.Summary) string {
 	if s.Contradicted != "" {
 		plain := *s
 		plain.Contradicted = ""
@@ -205,7 +205,7 @@ func verdict(s *results.Summary) string {
 
 func dur(ns int64) string { return numfmt.Ns(float64(ns)) }
 
-func trialRows(d *results.Dir) []trialRow {
+func trialRows(d *rundir.Dir) []trialRow {
 	var rows []trialRow
 	for _, t := range d.Summary.Result.Trials {
 		r := trialRow{N: t.N, Purpose: t.Purpose, Target: numfmt.Rate(t.Rate), Achieved: numfmt.Rate(t.Achieved), Pass: t.Verdict.Pass, Verdict: "fail"}
@@ -246,7 +246,7 @@ func pairRows(an *analysis.Report) []pairRow {
 	return rows
 }
 
-func clockRows(d *results.Dir, an *analysis.Report) []clockRow {
+func clockRows(d *rundir.Dir, an *analysis.Report) []clockRow {
 	var rows []clockRow
 	for _, r := range d.Relation.Relations {
 		c := r.Compare

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/results"
-	"github.com/cloudprofiler-go/cp/results/activity"
+	"github.com/cloudprofiler-go/cp/analysis/activity"
+	"github.com/cloudprofiler-go/cp/analysis/rundir"
 )
 
 // ActivityPoint is the prefix of the channels the stages log their state
@@ -56,7 +56,7 @@ const floorSlackNs = 5_000_000
 // OpenPAG opens a run directory's activity channels for AnalyzePAG. An
 // error means there is nothing to build a graph from; the problems then
 // say what could not be read (otherwise AnalyzePAG reports them).
-func OpenPAG(d *results.Dir, lag time.Duration) (*PAGInput, []string, error) {
+func OpenPAG(d *rundir.Dir, lag time.Duration) (*PAGInput, []string, error) {
 	if len(d.Nodes) == 0 {
 		return nil, nil, errors.New("no profiles in the run directory (profiles/<node>/): run cpsweep with --profile handlers.yaml")
 	}

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/analysis"
+	"github.com/cloudprofiler-go/cp/analysis/activity"
+	"github.com/cloudprofiler-go/cp/analysis/rundir"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/internal/readfile"
-	"github.com/cloudprofiler-go/cp/results"
-	"github.com/cloudprofiler-go/cp/results/activity"
-	"github.com/cloudprofiler-go/cp/results/analysis"
 )
 
 // maxPAGBytes bounds the pag.json the report reads.
@@ -41,7 +41,7 @@ type pagViolation struct {
 
 // pagSectionOf reads pag.json when the run has one (nil otherwise; a
 // damaged one is a problem on the page).
-func pagSectionOf(d *results.Dir, pg *page) *pagSection {
+func pagSectionOf(d *rundir.Dir, pg *page) *pagSection {
 	b, err := readfile.Limited(filepath.Join(d.Path, analysis.PAGJSONFile), maxPAGBytes)
 	if err != nil {
 		return nil // none: the section is not there

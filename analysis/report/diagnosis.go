@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/analysis/rundir"
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
-	"github.com/cloudprofiler-go/cp/results"
 )
 
 // labelColor is each diagnosis label's colour in the timeline (Ch. 3.5.4:
@@ -31,7 +31,7 @@ type diagnosisSection struct {
 // diagnosisSections picks the trials worth showing: the one that set the
 // limit (the latest at the first failing rate) and any with a confirmed
 // stall, at most maxTimelines.
-func diagnosisSections(d *results.Dir) []diagnosisSection {
+func diagnosisSections(d *rundir.Dir) []diagnosisSection {
 	rf := d.Diagnosis
 	if rf == nil || len(rf.Trials) == 0 {
 		return nil

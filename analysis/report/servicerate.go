@@ -3,8 +3,8 @@ package report
 import (
 	"fmt"
 
+	"github.com/cloudprofiler-go/cp/analysis/rundir"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
-	"github.com/cloudprofiler-go/cp/results"
 	"github.com/cloudprofiler-go/cp/servicerate"
 )
 
@@ -21,12 +21,12 @@ type rateRow struct {
 
 // rateSectionOf uses the latest passing trial at the answer (its stages ran
 // at the highest sustained rate), else the latest trial with estimates.
-func rateSectionOf(d *results.Dir) *rateSection {
+func rateSectionOf(d *rundir.Dir) *rateSection {
 	s := d.Summary
 	if s == nil || len(s.Result.Trials) == 0 {
 		return nil
 	}
-	var pick, atAnswer *results.TrialRecord
+	var pick, atAnswer *rundir.TrialRecord
 	for i := range s.Result.Trials {
 		t := &s.Result.Trials[i]
 		if len(t.ServiceRates) == 0 {

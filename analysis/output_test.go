@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/cloudprofiler-go/cp/analysis/rundir"
 	"github.com/cloudprofiler-go/cp/profiler"
-	"github.com/cloudprofiler-go/cp/results"
 )
 
 // TestReturnTripsAndFiles: a ret-start channel's starts and acks (one
@@ -41,7 +41,7 @@ func TestReturnTripsAndFiles(t *testing.T) {
 		}
 	}
 	must(t, p.Close())
-	d, err := results.Open(s.dir)
+	d, err := rundir.Open(s.dir)
 	must(t, err)
 	rep, err := Analyze(d, Options{})
 	must(t, err)

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/analysis/rundir"
 	"github.com/cloudprofiler-go/cp/internal/histo"
 	"github.com/cloudprofiler-go/cp/profiler"
-	"github.com/cloudprofiler-go/cp/results"
 )
 
 // FormatVersion of the analysis output.
@@ -158,7 +158,7 @@ func (r *Report) damaged(msgs ...string) {
 }
 
 // Analyze reads the run directory's profiles and relation.
-func Analyze(d *results.Dir, o Options) (*Report, error) {
+func Analyze(d *rundir.Dir, o Options) (*Report, error) {
 	started := time.Now()
 	rep := &Report{FormatVersion: FormatVersion, Run: d.Path}
 	rep.damaged(d.Problems...)
@@ -208,7 +208,7 @@ func Analyze(d *results.Dir, o Options) (*Report, error) {
 }
 
 // sourcesOf lists every log of the run by point, and the nodes, sorted.
-func sourcesOf(d *results.Dir) (map[string][]source, []string) {
+func sourcesOf(d *rundir.Dir) (map[string][]source, []string) {
 	points := map[string][]source{}
 	var nodes []string
 	for node, nf := range d.Nodes {

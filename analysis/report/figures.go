@@ -13,9 +13,9 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/cloudprofiler-go/cp/analysis"
+	"github.com/cloudprofiler-go/cp/analysis/rundir"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
-	"github.com/cloudprofiler-go/cp/results"
-	"github.com/cloudprofiler-go/cp/results/analysis"
 )
 
 // svgOf renders a plot as inline SVG at a laptop-friendly size.
@@ -28,21 +28,21 @@ func style(p *plot.Plot) {
 	p.Add(plotter.NewGrid())
 }
 
-func sweepFigure(s *results.Summary) (Figure, error) {
-	var pts []results.SweepPoint
+func sweepFigure(s *rundir.Summary) (Figure, error) {
+	var pts []rundir.SweepPoint
 	for _, t := range s.Result.Trials {
-		pts = append(pts, results.SweepPoint{Target: t.Rate, Achieved: t.Achieved, Pass: t.Verdict.Pass})
+		pts = append(pts, rundir.SweepPoint{Target: t.Rate, Achieved: t.Achieved, Pass: t.Verdict.Pass})
 	}
 	if len(pts) == 0 {
 		return Figure{}, errors.New("no trials")
 	}
 	last, first := s.Result.LastPass, s.Result.FirstFail
-	p, err := results.SweepPlotBare("target vs achieved rate", pts, last, first)
+	p, err := rundir.SweepPlotBare("target vs achieved rate", pts, last, first)
 	if err != nil {
 		return Figure{}, err
 	}
 	style(p)
-	lo, hi, log := results.SweepRange(pts, last, first)
+	lo, hi, log := rundir.SweepRange(pts, last, first)
 	if log {
 		lo = math.Max(lo, 1e-3)
 	}
@@ -61,10 +61,10 @@ func sweepFigure(s *results.Summary) (Figure, error) {
 			right = hi
 		}
 		band = []float64{last, right}
-		legend = append(legend, LegendEntry{Label: label, Color: css(results.BandColor), Kind: "band"})
+		legend = append(legend, LegendEntry{Label: label, Color: css(rundir.BandColor), Kind: "band"})
 	}
-	legend = append(legend, LegendEntry{Label: "pass", Color: css(results.PassColor), Kind: "circle"},
-		LegendEntry{Label: "fail", Color: css(results.FailColor), Kind: "cross"})
+	legend = append(legend, LegendEntry{Label: "pass", Color: css(rundir.PassColor), Kind: "circle"},
+		LegendEntry{Label: "fail", Color: css(rundir.FailColor), Kind: "cross"})
 	svg, chk, err := render(p, 18*vg.Centimeter, 12*vg.Centimeter, marks, band)
 	scale := "linear"
 	if log {
@@ -110,13 +110,13 @@ func rateAxis(a *plot.Axis, rates []float64) {
 	}
 	a.Label.Text = "target rate (tuples/s)"
 	if hi/lo >= 10 {
-		fitLog(a, lo, hi, results.RateTicks(true))
+		fitLog(a, lo, hi, rundir.RateTicks(true))
 		return
 	}
-	fitLinear(a, lo, hi, false, results.RateTicks(false))
+	fitLinear(a, lo, hi, false, rundir.RateTicks(false))
 }
 
-func percentileFigure(d *results.Dir, s *results.Summary) (Figure, bool) {
+func percentileFigure(d *rundir.Dir, s *rundir.Summary) (Figure, bool) {
 	series := map[string]plotter.XYs{}
 	order := []string{"lateness p50", "lateness p99", "latency p50", "latency p99"}
 	var rates []float64
@@ -173,7 +173,7 @@ func percentileFigure(d *results.Dir, s *results.Summary) (Figure, bool) {
 		return Figure{}, false
 	}
 	rateAxis(&p.X, rates)
-	fitLog(&p.Y, lo, hi, results.NsTicks(true))
+	fitLog(&p.Y, lo, hi, rundir.NsTicks(true))
 	svg, chk, err := render(p, 18*vg.Centimeter, 11*vg.Centimeter, marks, nil)
 	if err != nil {
 		return Figure{}, false
@@ -240,9 +240,9 @@ func boxes(title, ylabel string, names []string, qs [][5]int64, log bool) (*plot
 	p.NominalX(names...)
 	p.X.Min, p.X.Max = -0.6, float64(len(names))-0.4
 	if log {
-		fitLog(&p.Y, lo/1.5, hi, results.NsTicks(true))
+		fitLog(&p.Y, lo/1.5, hi, rundir.NsTicks(true))
 	} else {
-		fitLinear(&p.Y, 0, math.Max(hi, 1), true, results.NsTicks(false))
+		fitLinear(&p.Y, 0, math.Max(hi, 1), true, rundir.NsTicks(false))
 	}
 	return p, marks, nil
 }
@@ -341,7 +341,7 @@ func throughputFigure(an *analysis.Report) (Figure, bool) {
 		xlo, xhi, yhi = math.Min(xlo, m.X), math.Max(xhi, m.X), math.Max(yhi, m.Y)
 	}
 	fitLinear(&p.X, xlo, xhi, false, plot.DefaultTicks{})
-	fitLinear(&p.Y, 0, math.Max(yhi, 1), true, results.RateTicks(false))
+	fitLinear(&p.Y, 0, math.Max(yhi, 1), true, rundir.RateTicks(false))
 	svg, chk, err := render(p, 18*vg.Centimeter, 10*vg.Centimeter, marks, nil)
 	if err != nil {
 		return Figure{}, false
@@ -353,7 +353,7 @@ func throughputFigure(an *analysis.Report) (Figure, bool) {
 	return Figure{ID: "throughput", Title: "Throughput over time", SVG: svg, Legend: legend, Check: chk, Caption: caption}, true
 }
 
-func clockFigure(d *results.Dir, an *analysis.Report) (Figure, bool) {
+func clockFigure(d *rundir.Dir, an *analysis.Report) (Figure, bool) {
 	methods := []string{"CP (paper)", "CP (tighter)", "ReT (median round trip)", "system clock (NTP maxerror)"}
 	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.TriangleGlyph{}, draw.SquareGlyph{}, draw.CrossGlyph{}}
 	kinds := []string{"circle", "triangle", "square", "cross"}
@@ -398,7 +398,7 @@ func clockFigure(d *results.Dir, an *analysis.Report) (Figure, bool) {
 	}
 	p.NominalX(names...)
 	p.X.Min, p.X.Max = -0.6, float64(len(names))-0.4
-	fitLog(&p.Y, lo, hi, results.NsTicks(true))
+	fitLog(&p.Y, lo, hi, rundir.NsTicks(true))
 	svg, chk, err := render(p, 18*vg.Centimeter, 10*vg.Centimeter, marks, nil)
 	if err != nil {
 		return Figure{}, false
