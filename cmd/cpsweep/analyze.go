@@ -164,7 +164,7 @@ func writeAnalysis(d *rundir.Dir, rep *analysis.Report, pag bool, pf *pagFlags, 
 		if err := refuseDamagedQuietly(damaged, partial); err != nil {
 			return err
 		}
-		if err := analysis.WritePAG(d.Path, pr, problems); err != nil {
+		if err := activity.WriteFiles(d.Path, pr, problems); err != nil {
 			return err
 		}
 	}
@@ -179,7 +179,7 @@ func writeAnalysis(d *rundir.Dir, rep *analysis.Report, pag bool, pf *pagFlags, 
 	if pr != nil {
 		fmt.Println()
 		pr.WriteText(os.Stdout)
-		fmt.Fprintf(os.Stderr, "wrote %s and %s\n", filepath.Join(d.Path, analysis.PAGJSONFile), filepath.Join(d.Path, analysis.PAGCSVFile))
+		fmt.Fprintf(os.Stderr, "wrote %s and %s\n", filepath.Join(d.Path, activity.JSONFile), filepath.Join(d.Path, activity.CSVFile))
 	}
 	return nil
 }

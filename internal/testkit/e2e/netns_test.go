@@ -233,9 +233,9 @@ func checkPAGAcrossHosts(t *testing.T, dir string) {
 	if out, err := exec.Command(filepath.Join(binDir, "cpsweep"), "analyze", "--pag", "--window", "50ms", dir).CombinedOutput(); err != nil {
 		t.Fatalf("analyze --pag: %v\n%s", err, out)
 	}
-	pag := analysis.PAGFile{Report: &activity.Report{}}
-	if b, err := os.ReadFile(filepath.Join(dir, analysis.PAGJSONFile)); err != nil || json.Unmarshal(b, &pag) != nil {
-		t.Fatalf("%s: %v", analysis.PAGJSONFile, err)
+	pag := activity.File{Report: &activity.Report{}}
+	if b, err := os.ReadFile(filepath.Join(dir, activity.JSONFile)); err != nil || json.Unmarshal(b, &pag) != nil {
+		t.Fatalf("%s: %v", activity.JSONFile, err)
 	}
 	want := []string{"receiver0/consumer", "receiver0/lane0", "receiver0/lane1", "sender0/thread0", "sender0/thread1", "sender1/thread0", "sender1/thread1"}
 	if strings.Join(pag.Workers, " ") != strings.Join(want, " ") {

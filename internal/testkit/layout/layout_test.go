@@ -126,6 +126,8 @@ func TestImportRules(t *testing.T) {
 		{"receiver", "the receiver is not the sender's or the controller's", []string{"sweep/...", "analysis/..."}},
 		{"profiler", "the profiler is a library of its own", []string{"sweep/...", "analysis/...", "sender", "receiver"}},
 		{"internal/httpapi", "the request policy imports nothing that measures", []string{"sender", "receiver", "sweep/...", "profiler/...", "tsc/..."}},
+		{"analysis", "the join knows nothing of the activity graph, which consumes it (all the graph's code is in analysis/activity)", []string{"analysis/activity", "analysis/report"}},
+		{"analysis/activity", "the activity graph is analysis; the live view is sweep/watch's", []string{"sweep/...", "analysis/report"}},
 	}
 	for name, p := range all {
 		for _, imp := range inModule(p.Imports) {

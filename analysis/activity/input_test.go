@@ -1,4 +1,4 @@
-package analysis
+package activity
 
 import (
 	"math"
@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/analysis/activity"
 	"github.com/cloudprofiler-go/cp/analysis/rundir"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/stage"
@@ -74,7 +73,7 @@ func TestPAGOfAHandBuiltRun(t *testing.T) {
 	})
 	d, err := rundir.Open(dir)
 	must(t, err)
-	in, _, err := OpenPAG(d, 0)
+	in, _, err := OpenRun(d, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,8 +83,8 @@ func TestPAGOfAHandBuiltRun(t *testing.T) {
 	// The graph over it: one window; every path runs through the stages'
 	// busy activities and the messages, so the consumer's consume carries
 	// a share and all shares add up to 1.
-	rep, problems, err := in.AnalyzePAG(activity.Options{WindowNs: 10_000, WaitNs: activity.DefaultWaitNs}, 2,
-		activity.Limits{ProgressWorker: 0, ProgressMaxNs: 700})
+	rep, problems, err := in.Analyze(Options{WindowNs: 10_000, WaitNs: DefaultWaitNs}, 2,
+		Limits{ProgressWorker: 0, ProgressMaxNs: 700})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,8 +139,8 @@ func TestPAGOfAHandBuiltRun(t *testing.T) {
 	if len(rep.Violations) != 1 || rep.Violations[0].Invariant != "progress-max" || rep.Violations[0].ValueNs != 870 {
 		t.Fatalf("violations %+v, want one progress-max of 870 ns", rep.Violations)
 	}
-	must(t, WritePAG(dir, rep, nil))
-	for _, f := range []string{PAGJSONFile, PAGCSVFile} {
+	must(t, WriteFiles(dir, rep, nil))
+	for _, f := range []string{JSONFile, CSVFile} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Fatalf("%s: %v", f, err)
 		}
@@ -153,19 +152,26 @@ func TestPAGRefuses(t *testing.T) {
 	dir := writeRun(t, map[string][][2]uint64{"emit.0": tuples(10, 0), "receive.0": tuples(20, 0)})
 	d, err := rundir.Open(dir)
 	must(t, err)
-	if _, _, err := OpenPAG(d, 0); err == nil {
+	if _, _, err := OpenRun(d, 0); err == nil {
 		t.Fatal("a trace from a run without activity channels")
 	}
 	dir = writeRun(t, map[string][][2]uint64{"activity.stream3": {change(0, 0, 0), change(5, 1, 0)},
 		"activity.consumer": {change(0, stage.Idling, 0), change(5, stage.Working, 0), change(9, stage.Idling, 1)}})
 	d, err = rundir.Open(dir)
 	must(t, err)
-	in, problems, err := OpenPAG(d, 0)
+	in, problems, err := OpenRun(d, 0)
 	if err != nil || in == nil || len(in.Workers) != 1 {
 		t.Fatalf("input %+v, err %v: want the consumer", in, err)
 	}
-	_, more, err := in.AnalyzePAG(activity.Options{WindowNs: 10}, 0, activity.Limits{ProgressWorker: -1})
+	_, more, err := in.Analyze(Options{WindowNs: 10}, 0, Limits{ProgressWorker: -1})
 	if problems = append(problems, more...); err != nil || len(problems) < 2 {
 		t.Fatalf("problems %v, err %v: want stream3 and the missing points named", problems, err)
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

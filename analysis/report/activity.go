@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/analysis"
 	"github.com/cloudprofiler-go/cp/analysis/activity"
 	"github.com/cloudprofiler-go/cp/analysis/rundir"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
@@ -42,13 +41,13 @@ type pagViolation struct {
 // pagSectionOf reads pag.json when the run has one (nil otherwise; a
 // damaged one is a problem on the page).
 func pagSectionOf(d *rundir.Dir, pg *page) *pagSection {
-	b, err := readfile.Limited(filepath.Join(d.Path, analysis.PAGJSONFile), maxPAGBytes)
+	b, err := readfile.Limited(filepath.Join(d.Path, activity.JSONFile), maxPAGBytes)
 	if err != nil {
 		return nil // none: the section is not there
 	}
-	var f analysis.PAGFile
+	var f activity.File
 	if err := json.Unmarshal(b, &f); err != nil || f.Report == nil {
-		pg.Problems = append(pg.Problems, fmt.Sprintf("%s: %v (run cpsweep analyze --pag again)", analysis.PAGJSONFile, err))
+		pg.Problems = append(pg.Problems, fmt.Sprintf("%s: %v (run cpsweep analyze --pag again)", activity.JSONFile, err))
 		return nil
 	}
 	r := f.Report

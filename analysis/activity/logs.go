@@ -1,4 +1,4 @@
-package analysis
+package activity
 
 import (
 	"errors"
@@ -6,7 +6,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/cloudprofiler-go/cp/analysis/activity"
+	"github.com/cloudprofiler-go/cp/analysis"
 	"github.com/cloudprofiler-go/cp/internal/readfile"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/stage"
@@ -24,11 +24,11 @@ type activityReader struct {
 	started  bool
 	done     bool
 	refused  int
-	overflow string // why the worker's activities stopped early (activity.ErrHeldLimit)
+	overflow string // why the worker's activities stopped early (ErrHeldLimit)
 }
 
 // next is the worker's next activity; ok is false after the last.
-func (r *activityReader) next() (activity.Activity, bool) {
+func (r *activityReader) next() (Activity, bool) {
 	for {
 		var best *segment
 		for _, sg := range r.segments {
@@ -38,7 +38,7 @@ func (r *activityReader) next() (activity.Activity, bool) {
 		}
 		if best == nil {
 			r.done = true
-			return activity.Activity{}, false
+			return Activity{}, false
 		}
 		a := best.head
 		best.have = false
@@ -56,26 +56,25 @@ func (r *activityReader) problems() []string {
 		out = append(out, sg.problems()...)
 	}
 	if r.refused > 0 {
-		out = append(out, fmt.Sprintf("%s on %s: %d activities out of order; skipped", r.segments[0].src.channel, r.segments[0].src.node, r.refused))
+		out = append(out, fmt.Sprintf("%s on %s: %d activities out of order; skipped", r.segments[0].src.Channel, r.segments[0].src.Node, r.refused))
 	}
 	if r.overflow != "" {
-		out = append(out, fmt.Sprintf("%s on %s: %s; the graph stopped there", r.segments[0].src.channel, r.segments[0].src.node, r.overflow))
+		out = append(out, fmt.Sprintf("%s on %s: %s; the graph stopped there", r.segments[0].src.Channel, r.segments[0].src.Node, r.overflow))
 	}
 	return out
 }
 
 // segment is one activity log being read.
 type segment struct {
-	src   source
-	node  int
-	kinds []activity.Kind
-	tr    *translator
+	src   analysis.Log
+	kinds []Kind
+	run   *analysis.Run
 	f     *os.File
 	br    *profiler.BlockReader
-	tl    *activity.Timeline
+	tl    *Timeline
 	recs  []profiler.Record
 	i     int
-	head  activity.Activity
+	head  Activity
 	have  bool
 	over  bool
 	err   string
@@ -92,24 +91,24 @@ func (sg *segment) peek() bool {
 		return false
 	}
 	if sg.br == nil {
-		f, err := readfile.Open(sg.src.path)
+		f, err := readfile.Open(sg.src.Path)
 		if err != nil {
-			sg.err, sg.over = fmt.Sprintf("%s (%s on %s): %v", sg.src.path, sg.src.channel, sg.src.node, err), true
+			sg.err, sg.over = fmt.Sprintf("%s (%s on %s): %v", sg.src.Path, sg.src.Channel, sg.src.Node, err), true
 			return false
 		}
-		sg.f, sg.br, sg.tl = f, profiler.NewBlockReader(f), activity.NewTimeline(sg.kinds)
+		sg.f, sg.br, sg.tl = f, profiler.NewBlockReader(f), NewTimeline(sg.kinds)
 	}
 	for {
 		for ; sg.i < len(sg.recs); sg.i++ {
 			r := sg.recs[sg.i]
 			state, items := stage.ActivityOf(r.ID)
-			at, ok := sg.tr.point(sg.node, r.TSC)
+			at, ok := sg.run.At(sg.src.NodeIndex, r.TSC)
 			if !ok {
 				sg.unbounded++
 				sg.tl.Break()
 				continue
 			}
-			if a, ok := sg.tl.Change(clampNs(sg.tr.ns(at.Value)), state, items); ok {
+			if a, ok := sg.tl.Change(at, state, items); ok {
 				sg.i++
 				sg.head, sg.have = a, true
 				return true
@@ -118,7 +117,7 @@ func (sg *segment) peek() bool {
 		recs, err := sg.br.Next(sg.recs[:0])
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
-				sg.err = fmt.Sprintf("%s (%s on %s): %v; the records before it are in the graph", sg.src.path, sg.src.channel, sg.src.node, err)
+				sg.err = fmt.Sprintf("%s (%s on %s): %v; the records before it are in the graph", sg.src.Path, sg.src.Channel, sg.src.Node, err)
 			}
 			sg.over = true
 			sg.f.Close()
@@ -135,14 +134,14 @@ func (sg *segment) problems() []string {
 	}
 	if sg.br != nil {
 		for _, c := range sg.br.Corruptions {
-			out = append(out, fmt.Sprintf("%s (%s on %s): damaged at offset %d (%s); skipped", sg.src.path, sg.src.channel, sg.src.node, c.Offset, c.Reason))
+			out = append(out, fmt.Sprintf("%s (%s on %s): damaged at offset %d (%s); skipped", sg.src.Path, sg.src.Channel, sg.src.Node, c.Offset, c.Reason))
 		}
 	}
 	if sg.tl != nil && sg.tl.Bad > 0 {
-		out = append(out, fmt.Sprintf("%s on %s: %d state changes with an unknown state or out of order; skipped", sg.src.channel, sg.src.node, sg.tl.Bad))
+		out = append(out, fmt.Sprintf("%s on %s: %d state changes with an unknown state or out of order; skipped", sg.src.Channel, sg.src.Node, sg.tl.Bad))
 	}
 	if sg.unbounded > 0 {
-		out = append(out, fmt.Sprintf("%s on %s: %d state changes outside the clock relation's window; skipped", sg.src.channel, sg.src.node, sg.unbounded))
+		out = append(out, fmt.Sprintf("%s on %s: %d state changes outside the clock relation's window; skipped", sg.src.Channel, sg.src.Node, sg.unbounded))
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package analysis
+package activity
 
 import (
 	"bytes"
@@ -11,13 +11,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/analysis/activity"
+	"github.com/cloudprofiler-go/cp/analysis"
 	"github.com/cloudprofiler-go/cp/analysis/rundir"
 )
 
-// ActivityPoint is the prefix of the channels the stages log their state
+// LogPoint is the prefix of the channels the stages log their state
 // changes on ("activity.thread0", "activity.lane1", "activity.consumer").
-const ActivityPoint = "activity"
+const LogPoint = "activity"
 
 // The message edges a trace takes from the per-tuple points: a bucket
 // leaves a sender thread (emit.<thread>) and reaches a lane
@@ -25,22 +25,20 @@ const ActivityPoint = "activity"
 // reaches the consumer (consumed).
 var messagePairs = [][2]string{{"emit", "receive"}, {"deserialized", "consumed"}}
 
-// PAGInput is a profiled run's activity channels and per-tuple points,
+// Input is a profiled run's activity channels and per-tuple points,
 // opened to be streamed through the program activity graph: one worker
 // per stage and node ("receiver0/lane0"), its state changes as
 // activities, and every bucket between two workers as a transfer with the
 // clock relation's error bound. Times are ns of the reference node's
 // clock.
-type PAGInput struct {
+type Input struct {
 	// Workers are the graph's workers, in a stable order.
 	Workers  []string
 	index    map[string]int // node/stage -> worker
 	readers  []*activityReader
-	points   map[string][]source
-	tr       *translator
-	lag      float64
+	run      *analysis.Run
 	problems []string
-	// Damaged lists, after AnalyzePAG, the problems that are damage (a
+	// Damaged lists, after Analyze, the problems that are damage (a
 	// log that could not be read whole, damaged blocks, state changes out
 	// of order, a bound reached): the run directory's policy refuses them
 	// without --partial. The others say what the graph leaves out by
@@ -53,37 +51,38 @@ type PAGInput struct {
 // approximate clock mapping the joins order by is off by microseconds.
 const floorSlackNs = 5_000_000
 
-// OpenPAG opens a run directory's activity channels for AnalyzePAG. An
+// OpenRun opens a run directory's activity channels for Analyze. An
 // error means there is nothing to build a graph from; the problems then
-// say what could not be read (otherwise AnalyzePAG reports them).
-func OpenPAG(d *rundir.Dir, lag time.Duration) (*PAGInput, []string, error) {
+// say what could not be read (otherwise Analyze reports them).
+func OpenRun(d *rundir.Dir, lag time.Duration) (*Input, []string, error) {
 	if len(d.Nodes) == 0 {
 		return nil, nil, errors.New("no profiles in the run directory (profiles/<node>/): run cpsweep with --profile handlers.yaml")
 	}
-	points, nodes := sourcesOf(d)
-	tr, err := newTranslator(d, nodes)
+	run, problems, err := analysis.OpenRun(d, lag)
 	if err != nil {
 		return nil, nil, err
 	}
-	if lag <= 0 {
-		lag = DefaultLag
-	}
-	in := &PAGInput{index: map[string]int{}, points: points, tr: tr, lag: float64(lag.Nanoseconds())}
-	problems := append([]string(nil), tr.problems...)
-	var logs []source
-	for point, srcs := range points {
-		if strings.HasPrefix(point, ActivityPoint+".") {
-			logs = append(logs, srcs...)
+	in := &Input{index: map[string]int{}, run: run}
+	var logs []analysis.Log
+	for _, point := range run.Points() {
+		if strings.HasPrefix(point, LogPoint+".") {
+			logs = append(logs, run.Logs(point)...)
 		}
 	}
-	for _, src := range sortedSources(logs) {
-		name := strings.TrimPrefix(src.channel, ActivityPoint+".")
-		kinds, ok := activity.StageKinds(name)
+	sort.SliceStable(logs, func(i, j int) bool {
+		if logs[i].Node != logs[j].Node {
+			return logs[i].Node < logs[j].Node
+		}
+		return logs[i].Channel < logs[j].Channel
+	})
+	for _, src := range logs {
+		name := strings.TrimPrefix(src.Channel, LogPoint+".")
+		kinds, ok := StageKinds(name)
 		if !ok {
-			problems = append(problems, fmt.Sprintf("%s on %s: stage %q has no activity kinds; skipped", src.channel, src.node, name))
+			problems = append(problems, fmt.Sprintf("%s on %s: stage %q has no activity kinds; skipped", src.Channel, src.Node, name))
 			continue
 		}
-		worker := src.node + "/" + name
+		worker := src.Node + "/" + name
 		w, ok := in.index[worker]
 		if !ok { // else a further segment of one channel
 			w = len(in.Workers)
@@ -91,7 +90,7 @@ func OpenPAG(d *rundir.Dir, lag time.Duration) (*PAGInput, []string, error) {
 			in.Workers = append(in.Workers, worker)
 			in.readers = append(in.readers, &activityReader{})
 		}
-		in.readers[w].segments = append(in.readers[w].segments, &segment{src: src, node: tr.index[src.node], kinds: kinds, tr: tr})
+		in.readers[w].segments = append(in.readers[w].segments, &segment{src: src, kinds: kinds, run: run})
 	}
 	if len(in.Workers) == 0 {
 		return nil, problems, errors.New("no activity channels in the profiles (activity.<stage>): profile the run with activity logging on every stage (docs/activity.md)")
@@ -112,16 +111,16 @@ type pairFeed struct {
 }
 
 type matchBatch struct {
-	ms    []Match
+	ms    []analysis.Match
 	floor float64
 }
 
-// AnalyzePAG streams the run through the activity graph and returns its
-// analysis (activity.Stream: memory is one window plus the buckets in
+// Analyze streams the run through the activity graph and returns its
+// analysis (Stream: memory is one window plus the buckets in
 // flight, however long the run) and what could not be read. It reads the
-// logs once: call it once per OpenPAG.
-func (in *PAGInput) AnalyzePAG(opt activity.Options, k int, l activity.Limits) (*activity.Report, []string, error) {
-	s, err := activity.NewStream(in.Workers, opt, k, l)
+// logs once: call it once per OpenRun.
+func (in *Input) Analyze(opt Options, k int, l Limits) (*Report, []string, error) {
+	s, err := NewStream(in.Workers, opt, k, l)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -150,7 +149,7 @@ func (in *PAGInput) AnalyzePAG(opt activity.Options, k int, l activity.Limits) (
 				floor = min(floor, float64(g.ms.cur.SentNs))
 			}
 		}
-		at := clampNs(floor - floorSlackNs)
+		at := analysis.ClampNs(floor - floorSlackNs)
 		s.Floor(at, at)
 		in.extendAll(s, at)
 	}
@@ -191,30 +190,25 @@ func lowest(feeds []*pairFeed) *pairFeed {
 }
 
 // startJoins starts a join per message pair whose points were logged.
-func (in *PAGInput) startJoins() ([]*pairFeed, []string) {
+func (in *Input) startJoins() ([]*pairFeed, []string) {
 	var feeds []*pairFeed
 	var problems []string
 	for _, pr := range messagePairs {
-		from, to := in.points[pr[0]], in.points[pr[1]]
-		if len(from) == 0 || len(to) == 0 {
-			problems = append(problems, fmt.Sprintf("%s -> %s: no logs of %s: no message edges there", pr[0], pr[1], missingOf(pr, from)))
-			continue
-		}
-		if in.tr.rf == nil && spansNodes(from, to) {
-			problems = append(problems, fmt.Sprintf("%s -> %s: on different nodes and no relation.json (run cpsweep with --clock): no message edges there", pr[0], pr[1]))
+		if skip, _ := in.run.Join(pr[0], pr[1], nil, nil); skip != "" {
+			problems = append(problems, fmt.Sprintf("%s -> %s: %s: no message edges there", pr[0], pr[1], skip))
 			continue
 		}
 		f := &pairFeed{from: pr[0], to: pr[1], batches: make(chan matchBatch, 4), floor: math.Inf(-1)}
 		f.ms.progress = pr[1] == "consumed"
 		feeds = append(feeds, f)
 		go func() {
-			var batch []Match
-			visit := func(m Match) { batch = append(batch, m) }
+			var batch []analysis.Match
+			visit := func(m analysis.Match) { batch = append(batch, m) }
 			mark := func(floor float64) {
 				f.batches <- matchBatch{ms: batch, floor: floor}
-				batch = make([]Match, 0, cap(batch))
+				batch = make([]analysis.Match, 0, cap(batch))
 			}
-			_, _, probs := join(pr[0], pr[1], from, to, in.tr, in.lag, visit, mark)
+			_, probs := in.run.Join(pr[0], pr[1], visit, mark)
 			mark(math.Inf(1))
 			f.problems = probs // read after the channel is closed
 			close(f.batches)
@@ -225,7 +219,7 @@ func (in *PAGInput) startJoins() ([]*pairFeed, []string) {
 
 // extendAll feeds every worker's activities up to t, the worker furthest
 // behind first, so that the graph's windows are built as they fill.
-func (in *PAGInput) extendAll(s *activity.Stream, t int64) {
+func (in *Input) extendAll(s *Stream, t int64) {
 	for {
 		w, behind := -1, int64(math.MaxInt64)
 		for i, r := range in.readers {
@@ -236,20 +230,20 @@ func (in *PAGInput) extendAll(s *activity.Stream, t int64) {
 		if w < 0 {
 			return
 		}
-		in.extend(s, w, min(t, behind+activity.DefaultWindowNs))
+		in.extend(s, w, min(t, behind+DefaultWindowNs))
 	}
 }
 
 // extend feeds worker w's activities until its last one ends at or after
 // t (or it has no more).
-func (in *PAGInput) extend(s *activity.Stream, w int, t int64) {
+func (in *Input) extend(s *Stream, w int, t int64) {
 	r := in.readers[w]
 	for !r.done && s.LastEnd(w) < t {
 		a, ok := r.next()
 		if !ok {
 			break
 		}
-		if err := s.Activity(w, a); errors.Is(err, activity.ErrHeldLimit) {
+		if err := s.Activity(w, a); errors.Is(err, ErrHeldLimit) {
 			r.overflow, r.done = err.Error(), true // the rest of this worker cannot fit either
 			break
 		} else if err != nil {
@@ -265,7 +259,7 @@ func (in *PAGInput) extend(s *activity.Stream, w int, t int64) {
 // activity processes it). Tuples of one bucket map to the same pair of
 // instants and become one transfer.
 type messages struct {
-	cur      activity.Transfer
+	cur      Transfer
 	have     bool
 	unknown  int // tuples between points of stages with no activity channel
 	unplaced int // tuples with no reference time at their first point
@@ -275,7 +269,7 @@ type messages struct {
 	lastProg int64
 }
 
-func (ms *messages) add(in *PAGInput, s *activity.Stream, m Match) {
+func (ms *messages) add(in *Input, s *Stream, m analysis.Match) {
 	from, okF := in.index[m.FromNode+"/"+workerOfPoint(m.FromChannel)]
 	to, okT := in.index[m.ToNode+"/"+workerOfPoint(m.ToChannel)]
 	if !okF || !okT {
@@ -286,8 +280,8 @@ func (ms *messages) add(in *PAGInput, s *activity.Stream, m Match) {
 		ms.unplaced++
 		return
 	}
-	sent := clampNs(m.FromNs)
-	recv := clampNs(m.FromNs + m.LatencyNs)
+	sent := analysis.ClampNs(m.FromNs)
+	recv := analysis.ClampNs(m.FromNs + m.LatencyNs)
 	if ms.progress && recv != ms.lastProg {
 		s.Progress(to, recv)
 		ms.lastProg = recv
@@ -301,7 +295,7 @@ func (ms *messages) add(in *PAGInput, s *activity.Stream, m Match) {
 	if a, ok := s.Holding(to, recv); ok {
 		recv = a.StartNs
 	}
-	x := activity.Transfer{From: from, To: to, SentNs: sent, RecvNs: recv, ErrNs: clampNs(math.Ceil(m.ErrorNs)), Tuples: 1}
+	x := Transfer{From: from, To: to, SentNs: sent, RecvNs: recv, ErrNs: analysis.ClampNs(math.Ceil(m.ErrorNs)), Tuples: 1}
 	if ms.have && ms.cur.From == x.From && ms.cur.To == x.To && ms.cur.SentNs == x.SentNs && ms.cur.RecvNs == x.RecvNs {
 		ms.cur.Tuples++
 		ms.cur.ErrNs = max(ms.cur.ErrNs, x.ErrNs)
@@ -311,24 +305,11 @@ func (ms *messages) add(in *PAGInput, s *activity.Stream, m Match) {
 	ms.cur, ms.have = x, true
 }
 
-func (ms *messages) flush(s *activity.Stream) {
+func (ms *messages) flush(s *Stream) {
 	if ms.have {
 		_ = s.Transfer(ms.cur) // the workers are the stream's: it cannot be refused
 		ms.have = false
 	}
-}
-
-// sortedSources orders a point's logs by node, channel and segment, so
-// that a worker's segments come in order and workers in a stable order.
-func sortedSources(s []source) []source {
-	out := append([]source(nil), s...)
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].node != out[j].node {
-			return out[i].node < out[j].node
-		}
-		return out[i].channel < out[j].channel
-	})
-	return out
 }
 
 // workerOfPoint names the stage that logs a point's channel: emit.N is
@@ -349,29 +330,29 @@ func workerOfPoint(channel string) string {
 
 // The program activity graph's files in a run directory.
 const (
-	PAGJSONFile = "pag.json"
-	PAGCSVFile  = "pag.csv"
+	JSONFile = "pag.json"
+	CSVFile  = "pag.csv"
 )
 
-// PAGFile is pag.json: the graph's analysis and what could not be read.
-type PAGFile struct {
+// File is pag.json: the graph's analysis and what could not be read.
+type File struct {
 	Run string `json:"run"`
-	*activity.Report
+	*Report
 	Problems []string `json:"problems,omitempty"`
 }
 
-// WritePAG writes pag.json and pag.csv into dir.
-func WritePAG(dir string, rep *activity.Report, problems []string) error {
-	b, err := json.MarshalIndent(PAGFile{Run: dir, Report: rep, Problems: problems}, "", "  ")
+// WriteFiles writes pag.json and pag.csv into dir.
+func WriteFiles(dir string, rep *Report, problems []string) error {
+	b, err := json.MarshalIndent(File{Run: dir, Report: rep, Problems: problems}, "", "  ")
 	if err != nil {
-		return fmt.Errorf("encode %s: %w", PAGJSONFile, err)
+		return fmt.Errorf("encode %s: %w", JSONFile, err)
 	}
-	if err := writeAtomic(filepath.Join(dir, PAGJSONFile), append(b, '\n')); err != nil {
+	if err := analysis.WriteFileAtomic(filepath.Join(dir, JSONFile), append(b, '\n')); err != nil {
 		return err
 	}
 	var csv bytes.Buffer
 	if err := rep.WriteCSV(&csv); err != nil {
-		return fmt.Errorf("encode %s: %w", PAGCSVFile, err)
+		return fmt.Errorf("encode %s: %w", CSVFile, err)
 	}
-	return writeAtomic(filepath.Join(dir, PAGCSVFile), csv.Bytes())
+	return analysis.WriteFileAtomic(filepath.Join(dir, CSVFile), csv.Bytes())
 }

@@ -52,7 +52,7 @@ func (p *pagFlags) build(d *rundir.Dir) (rep *activity.Report, problems, damaged
 	if p.messageMax < 0 || p.operatorMax < 0 || p.progressMax < 0 || p.hops < 0 {
 		return nil, nil, nil, fmt.Errorf("--message-max, --operator-max, --progress-max and --hops may not be negative")
 	}
-	in, problems, err := analysis.OpenPAG(d, p.lag)
+	in, problems, err := activity.OpenRun(d, p.lag)
 	if err != nil {
 		return nil, problems, nil, err
 	}
@@ -63,7 +63,7 @@ func (p *pagFlags) build(d *rundir.Dir) (rep *activity.Report, problems, damaged
 			return nil, problems, nil, fmt.Errorf("progress invariants need a progress worker: %q is not one of %v (--progress-worker)", p.progressWorker, in.Workers)
 		}
 	}
-	rep, problems, err = in.AnalyzePAG(activity.Options{WindowNs: p.window.Nanoseconds(), WaitNs: p.wait.Nanoseconds(), MessageDelayNs: p.messageDelay.Nanoseconds()}, p.hops, l)
+	rep, problems, err = in.Analyze(activity.Options{WindowNs: p.window.Nanoseconds(), WaitNs: p.wait.Nanoseconds(), MessageDelayNs: p.messageDelay.Nanoseconds()}, p.hops, l)
 	return rep, problems, in.Damaged, err
 }
 

@@ -1,0 +1,100 @@
+package analysis
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/analysis/rundir"
+)
+
+// Run is a run directory's logs opened for a consumer of the joins (the
+// activity graph): its logs by point, its nodes' clocks related to the
+// reference node's, and the pairwise join. Times are ns of the reference
+// node's clock.
+type Run struct {
+	points map[string][]source
+	tr     *translator
+	lag    float64
+}
+
+// Log is one log file of a point on a node.
+type Log struct {
+	Node, Channel, Path string
+	// NodeIndex is the node's index for At.
+	NodeIndex int
+}
+
+// OpenRun opens d's logs and clock relation. problems lists what the
+// relation could not say (read, not fatal); lag is the join's (0:
+// DefaultLag).
+func OpenRun(d *rundir.Dir, lag time.Duration) (*Run, []string, error) {
+	points, nodes := sourcesOf(d)
+	tr, err := newTranslator(d, nodes)
+	if err != nil {
+		return nil, nil, err
+	}
+	if lag <= 0 {
+		lag = DefaultLag
+	}
+	return &Run{points: points, tr: tr, lag: float64(lag.Nanoseconds())}, append([]string(nil), tr.problems...), nil
+}
+
+// Points lists the points that have logs, sorted.
+func (r *Run) Points() []string {
+	var out []string
+	for p := range r.points {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Logs are a point's log files ordered by node, channel and segment, so
+// that a channel's segments come in order.
+func (r *Run) Logs(point string) []Log {
+	var out []Log
+	for _, s := range r.points[point] {
+		out = append(out, Log{Node: s.node, Channel: s.channel, Path: s.path, NodeIndex: r.tr.index[s.node]})
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Node != out[j].Node {
+			return out[i].Node < out[j].Node
+		}
+		return out[i].Channel < out[j].Channel
+	})
+	return out
+}
+
+// At is the reference time (ns) of a TSC value of node (Log.NodeIndex);
+// false outside the clock relation's probed window.
+func (r *Run) At(node int, tsc uint64) (int64, bool) {
+	at, ok := r.tr.point(node, tsc)
+	if !ok {
+		return 0, false
+	}
+	return clampNs(r.tr.ns(at.Value)), true
+}
+
+// Join streams the matches of the pair from -> to to visit; mark, if set,
+// is told now and then the earliest reference time (ns) a match still to
+// come can have been at from. skip says why the pair cannot be joined
+// (then nothing ran); problems are what the join could not read.
+func (r *Run) Join(from, to string, visit func(Match), mark func(floorNs float64)) (skip string, problems []string) {
+	f, t := r.points[from], r.points[to]
+	if len(f) == 0 || len(t) == 0 {
+		return fmt.Sprintf("no logs of %s", missingOf([2]string{from, to}, f)), nil
+	}
+	if r.tr.rf == nil && spansNodes(f, t) {
+		return "on different nodes and no relation.json (run cpsweep with --clock)", nil
+	}
+	_, _, problems = join(from, to, f, t, r.tr, r.lag, visit, mark)
+	return "", problems
+}
+
+// ClampNs rounds v (ns) to an int64, saturating.
+func ClampNs(v float64) int64 { return clampNs(v) }
+
+// WriteFileAtomic replaces path with data in one step (a temporary file,
+// then a rename).
+func WriteFileAtomic(path string, data []byte) error { return writeAtomic(path, data) }
