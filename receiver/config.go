@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/inject"
+	"github.com/cloudprofiler-go/cp/internal/membudget"
+	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/internal/zmqraw"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/scenarios"
@@ -24,7 +26,16 @@ type Config struct {
 	// the sender and the network rather than the object factory.
 	Drain        bool
 	RingCapacity int // buckets per lane (power of two)
-	MaxMessage   int // larger messages are counted as malformed and skipped
+	// MaxMessage is the largest message a lane takes: the socket refuses a
+	// larger one before it is built (ZMQ_MAXMSGSIZE), and Validate lowers
+	// it so that every lane's queue and ring of such messages fit the
+	// memory budget (MaxMessageLowered says so).
+	MaxMessage        int
+	MaxMessageLowered bool
+	// MemoryBudget is the most memory the run may hold in messages (0:
+	// half of the host's memory). It is the process's setting, never a
+	// request's.
+	MemoryBudget int64
 	HWM          int // receive high-water mark in messages
 	IOThreads    int
 	WorkPerTuple time.Duration // emulated processing cost per consumed tuple
@@ -86,6 +97,44 @@ const (
 	DefaultRing = 256
 )
 
+// MinMessageBudget is the smallest maximum message the memory budget may
+// leave a lane: below it the ring and queue settings are refused instead.
+const MinMessageBudget = 64 << 10
+
+// fitMessages bounds what a run can hold: each lane queues up to HWM
+// messages in libzmq and holds Ring decoded buckets (plus one being
+// decoded and one consumed), each at most MaxMessage bytes. When that is
+// above the budget, the largest message is lowered to fit; a budget that
+// leaves less than MinMessageBudget a message refuses the settings.
+func (c *Config) fitMessages() error {
+	budget := c.MemoryBudget
+	if budget < 0 {
+		return fmt.Errorf("memory budget must not be negative")
+	}
+	if budget == 0 {
+		budget = membudget.Default()
+	}
+	held := int64(len(c.Endpoints)) * int64(c.RingCapacity+c.HWM+2)
+	most := budget / held
+	if int64(c.MaxMessage) <= most {
+		return nil
+	}
+	if most < MinMessageBudget {
+		return fmt.Errorf("%d lane(s) × (ring %d + hwm %d) messages leave %d bytes a message within the memory budget of %d bytes (dgrecv --memory-budget): use a smaller ring or hwm",
+			len(c.Endpoints), c.RingCapacity, c.HWM, most, budget)
+	}
+	c.MaxMessage, c.MaxMessageLowered = int(most), true
+	return nil
+}
+
+// noteBudget says when the largest message was lowered to fit the budget.
+func (c *Config) noteBudget() {
+	if c.MaxMessageLowered && c.Logf != nil {
+		c.Logf("the largest message is %s, so that %d lane(s) of %d queued and %d ringed messages fit the memory budget (--memory-budget); a larger one is refused",
+			numfmt.Bytes(int64(c.MaxMessage)), len(c.Endpoints), c.HWM, c.RingCapacity)
+	}
+}
+
 // Validate checks every field against its range and fills defaults; it
 // allocates nothing, so it is safe on untrusted input.
 func (c *Config) Validate() error {
@@ -139,6 +188,9 @@ func (c *Config) Validate() error {
 		return errors.New(strings.Join(problems, "; "))
 	}
 	c.HWM, c.IOThreads = zmqraw.Defaults(c.HWM, c.IOThreads)
+	if err := c.fitMessages(); err != nil {
+		return err
+	}
 	if c.Settle == 0 {
 		c.Settle = 500 * time.Millisecond
 	}

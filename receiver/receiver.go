@@ -76,6 +76,7 @@ func New(cfg Config) (*Receiver, error) {
 	if cfg.Clock == nil {
 		return nil, errors.New("no TSC clock")
 	}
+	cfg.noteBudget()
 	decode, _ := scenarios.DecoderFor(cfg.Schema)
 	if cfg.Drain {
 		decode = nil

@@ -78,6 +78,7 @@ func (r *Receiver) result(reason string) *Result {
 	for _, l := range r.lanes {
 		res.RingCapacity += l.Capacity()
 	}
+	res.MaxMessage = r.cfg.MaxMessage
 	return res
 }
 

@@ -51,3 +51,32 @@ func TestBacklogIsBounded(t *testing.T) {
 		t.Fatalf("thinned to %d samples: %v ... %v", len(s), s[:2], s[len(s)-1])
 	}
 }
+
+// TestMessagesFitTheMemoryBudget: lanes × (ring + hwm) messages of the
+// largest size must fit the budget; the largest message is lowered to fit
+// (and says so), and settings that leave too little a message are refused.
+func TestMessagesFitTheMemoryBudget(t *testing.T) {
+	base := func() Config {
+		return Config{Endpoints: []string{"tcp://127.0.0.1:1", "tcp://127.0.0.1:2"}, Schema: "synthetic", RingCapacity: 256, HWM: 1000}
+	}
+	c := base()
+	c.MemoryBudget = 1 << 40
+	if err := c.Validate(); err != nil || c.MaxMessage != 64<<20 || c.MaxMessageLowered {
+		t.Fatalf("a large budget: %v, max message %d, lowered %v", err, c.MaxMessage, c.MaxMessageLowered)
+	}
+	c = base()
+	c.MemoryBudget = 1 << 30 // 1 GiB over 2 × 1258 messages: 426 KiB each
+	if err := c.Validate(); err != nil || !c.MaxMessageLowered || int64(c.MaxMessage)*2*1258 > 1<<30 || c.MaxMessage < 400<<10 {
+		t.Fatalf("1 GiB: %v, max message %d, lowered %v", err, c.MaxMessage, c.MaxMessageLowered)
+	}
+	c = base()
+	c.MemoryBudget, c.RingCapacity, c.HWM = 64<<20, 16384, 1_000_000
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "smaller ring or hwm") {
+		t.Fatalf("a ring and hwm that leave too little: %v", err)
+	}
+	c = base()
+	c.MemoryBudget = -1
+	if err := c.Validate(); err == nil {
+		t.Fatal("a negative budget was taken")
+	}
+}

@@ -1,12 +1,9 @@
 package sender
 
 import (
-	"bufio"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 
+	"github.com/cloudprofiler-go/cp/internal/membudget"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/wire"
 )
@@ -16,34 +13,9 @@ import (
 // need 128 GiB. Every configuration's estimate is checked against a memory
 // budget before anything is allocated.
 
-// DefaultMemoryFraction is the share of the host's memory a sender may
-// plan to use when no budget is given.
-const DefaultMemoryFraction = 0.5
-
-// fallbackMemoryBudget is the budget where the host's memory is unknown.
-const fallbackMemoryBudget = 4 << 30
-
-// DefaultMemoryBudget is half of the host's memory (MemTotal), or 4 GiB
-// where that cannot be read.
-func DefaultMemoryBudget() int64 {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return fallbackMemoryBudget
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) >= 2 && fields[0] == "MemTotal:" {
-			kb, err := strconv.ParseInt(fields[1], 10, 64)
-			if err != nil || kb <= 0 {
-				break
-			}
-			return int64(float64(kb<<10) * DefaultMemoryFraction)
-		}
-	}
-	return fallbackMemoryBudget
-}
+// DefaultMemoryBudget is half of the host's memory, or 4 GiB where that
+// cannot be read (membudget.Default).
+func DefaultMemoryBudget() int64 { return membudget.Default() }
 
 // MemoryEstimate is an upper bound of what the configuration allocates,
 // in bytes, with the part that dominates it named: the distinct tuples

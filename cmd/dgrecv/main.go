@@ -107,7 +107,8 @@ func (o *options) register(f *pflag.FlagSet) {
 	cli.StallsVar(f, &c.Stalls, "stall", "test fixture: stop a stage for a while, e.g. consumer@5s+1s or lane0@2s+500ms (from the start; repeat)")
 	f.DurationVar(&c.DecodeWork, "decode-work", 0, "test fixture: busy work per decoded bucket on every lane (e.g. 50us)")
 	cli.ScheduleVar(f, &c.WorkSchedule, "work-schedule", "test fixture: the consumer's work per tuple over time, e.g. 10us@0s,40us@20s (instead of --work)")
-	f.IntVar(&c.MaxMessage, "max-message", 64<<20, "larger messages are counted as malformed and skipped (bytes)")
+	f.IntVar(&c.MaxMessage, "max-message", 64<<20, "the largest message a lane takes (bytes): the socket refuses a larger one before it is built (lowered, and said so, to fit --memory-budget)")
+	cli.SizeVar(f, &c.MemoryBudget, "memory-budget", "the most memory a run (with --agent, any trial) may hold in messages: lanes × (ring + hwm) × the largest message (0 = half of the host's memory)")
 	f.IntVar(&c.HWM, "hwm", 1000, "ZeroMQ receive high-water mark, in messages")
 	f.IntVar(&c.IOThreads, "io-threads", 1, "ZeroMQ I/O threads")
 	cli.CPUChoiceVar(f, &o.cpus, "cpus", "none", "CPUs for the lane deserializers then the consumer: none, auto, or a list like 0,1")
@@ -153,7 +154,7 @@ func (o *options) execute(ctx context.Context, scenarioSet bool, code *int) erro
 		return err
 	}
 	if o.agent {
-		return agent.Run(ctx, agent.Options{Role: recvagent.Role{}, Endpoints: cfg.Endpoints, Connect: cfg.Connect, CPUs: cfg.CPUs, IOThreads: cfg.IOThreads, ProbeAddr: o.probeAdr},
+		return agent.Run(ctx, agent.Options{Role: recvagent.Role{}, Endpoints: cfg.Endpoints, Connect: cfg.Connect, CPUs: cfg.CPUs, IOThreads: cfg.IOThreads, ProbeAddr: o.probeAdr, MemoryBudget: cfg.MemoryBudget},
 			o.run.MetricsAddr, o.tok.Token, o.tok.File, o.run.Calibrate)
 	}
 	res, err := cli.RunCommand(ctx, o.run, func(clock *tsc.Clock, prof *cli.Profile) (cli.Runner[*receiver.Result], error) {

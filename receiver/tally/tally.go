@@ -25,6 +25,9 @@ type Result struct {
 	Rate         float64           `json:"consume_rate_tuples_per_s"`
 	Latency      histo.Summary     `json:"latency"`               // intended send -> consumed (same clock domain only)
 	RingCapacity int               `json:"ring_capacity_buckets"` // over all lanes
+	// MaxMessage is the largest message the lanes took (bytes): --max-message,
+	// or lower to fit the memory budget.
+	MaxMessage int `json:"max_message_bytes"`
 	// Backlog samples the decoded buckets waiting for the consumer, over all
 	// lanes, every 100 ms (at most 4096 samples: past 409 s the interval
 	// doubles as often as needed): a growing backlog means the consumer is behind.

@@ -39,8 +39,9 @@ type Options struct {
 	// (TCP for control and metrics, UDP for probes) is all a firewall
 	// needs to open.
 	ProbeAddr string
-	// MemoryBudget bounds what a sender trial may plan to allocate (0:
-	// half of the host's memory); a request cannot raise it.
+	// MemoryBudget bounds what a trial may plan to allocate, or a
+	// receiver's trial hold in messages (0: half of the host's memory); a
+	// request cannot raise it.
 	MemoryBudget int64
 	Logf         func(format string, args ...any)
 }

@@ -200,6 +200,7 @@ func TestHostileReceiverAgent(t *testing.T) {
 	}{
 		{"ring 2^40", withField(base, "ring", int64(1)<<40), 400},
 		{"ring not a power of two", withField(base, "ring", 1000), 400},
+		{"ring and hwm whose messages the memory budget cannot hold", withField(withMap(base, "ring", 16384), "hwm", 1_000_000), 400},
 		{"work 1 hour per tuple", withField(base, "work_per_tuple_ns", int64(time.Hour)), 400},
 		{"expect 2^31 streams", withField(base, "expect_streams", 1<<31), 400},
 		{"duration -1", withField(base, "duration_ns", -1), 400},

@@ -57,6 +57,7 @@ func (tr trial) StagePeriod() time.Duration  { return tr.t.StagePeriod }
 func (tr trial) Start(env agent.Env) (*agent.Started, error) {
 	cfg := Config(tr.t, env.Endpoints, env.Connect)
 	cfg.CPUs, cfg.IOThreads, cfg.Clock, cfg.Logf = env.CPUs, env.IOThreads, env.Clock, env.Logf
+	cfg.MemoryBudget = env.MemoryBudget
 	cfg.Profile, cfg.Handlers = env.Profile, env.Handlers
 	cfg.LiveActivity = protocol.MaxActivityChanges
 	r, err := receiver.New(cfg)
