@@ -8,7 +8,6 @@ import (
 
 	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/internal/membudget"
-	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/internal/zmqraw"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/scenarios"
@@ -125,14 +124,6 @@ func (c *Config) fitMessages() error {
 	}
 	c.MaxMessage, c.MaxMessageLowered = int(most), true
 	return nil
-}
-
-// noteBudget says when the largest message was lowered to fit the budget.
-func (c *Config) noteBudget() {
-	if c.MaxMessageLowered && c.Logf != nil {
-		c.Logf("the largest message is %s, so that %d lane(s) of %d queued and %d ringed messages fit the memory budget (--memory-budget); a larger one is refused",
-			numfmt.Bytes(int64(c.MaxMessage)), len(c.Endpoints), c.HWM, c.RingCapacity)
-	}
 }
 
 // Validate checks every field against its range and fills defaults; it

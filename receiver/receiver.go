@@ -76,7 +76,6 @@ func New(cfg Config) (*Receiver, error) {
 	if cfg.Clock == nil {
 		return nil, errors.New("no TSC clock")
 	}
-	cfg.noteBudget()
 	decode, _ := scenarios.DecoderFor(cfg.Schema)
 	if cfg.Drain {
 		decode = nil
@@ -179,6 +178,10 @@ func (s laneSource) Recv(b *objfactory.Bucket) error {
 	}
 	return err
 }
+
+// MaxMessage is the largest message a lane takes (bytes): --max-message,
+// or lower to fit the memory budget.
+func (r *Receiver) MaxMessage() int { return r.cfg.MaxMessage }
 
 // BoundEndpoints returns the endpoints actually bound (resolving port 0 or *).
 func (r *Receiver) BoundEndpoints() []string {

@@ -163,7 +163,7 @@ func (o *options) execute(ctx context.Context, scenarioSet bool, code *int) erro
 		cfg.NoServiceRates = !o.run.ServiceRates
 		r, err := receiver.New(cfg)
 		if err == nil {
-			fmt.Fprintf(os.Stderr, "dgrecv: listening on %s\n", strings.Join(r.BoundEndpoints(), " "))
+			fmt.Fprintf(os.Stderr, "dgrecv: listening on %s (messages up to %s: --max-message, within --memory-budget)\n", strings.Join(r.BoundEndpoints(), " "), numfmt.Bytes(int64(r.MaxMessage())))
 		}
 		return r, err
 	}, func(r cli.Runner[*receiver.Result], done <-chan struct{}) {
