@@ -10,6 +10,7 @@ import (
 
 	zmq "github.com/pebbe/zmq4"
 
+	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/internal/histo"
 	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/internal/osthread"
@@ -26,6 +27,7 @@ import (
 // Receiver runs the lanes and the consumer of one dgrecv process.
 type Receiver struct {
 	cfg     Config
+	cpu     *cpustat.Sampler // the process's threads and the host
 	ctx     *zmq.Context
 	lanes   []*lane
 	stop    atomic.Bool  // stops the deserializers
@@ -84,7 +86,7 @@ func New(cfg Config) (*Receiver, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Receiver{cfg: cfg, ctx: ctx, precise: histo.NewPrecise()}
+	r := &Receiver{cfg: cfg, ctx: ctx, precise: histo.NewPrecise(), cpu: cpustat.New()}
 	if cfg.StagePeriod > 0 {
 		r.stages = stage.NewSet(cfg.Clock, cfg.StagePeriod)
 		r.stages.EnableLive(cfg.LiveActivity)
@@ -230,6 +232,7 @@ func (r *Receiver) Run() (*Result, error) {
 	} else {
 		r.stages.Start(nil)
 	}
+	host := r.cpu.Start(cpustat.Period(r.cfg.StagePeriod))
 	var wg sync.WaitGroup
 	for _, l := range r.lanes {
 		l.holds = inject.NewHolds(inject.Windows(r.cfg.Stalls, fmt.Sprintf("lane%d", l.ID)), r.startTicks, r.cfg.Clock)
@@ -244,6 +247,7 @@ func (r *Receiver) Run() (*Result, error) {
 				}
 			}
 			osthread.LockWithTightTimers() // the socket belongs to this thread
+			r.cpu.Register(fmt.Sprintf("lane%d", l.ID))
 			accept := l.accept
 			if r.cfg.Drain {
 				accept = func(b *objfactory.Bucket) bool { return l.drain(r, b) }
@@ -260,6 +264,7 @@ func (r *Receiver) Run() (*Result, error) {
 			}
 		}
 		osthread.LockWithTightTimers() // short idle naps
+		r.cpu.Register("consumer")
 		r.consume()
 	}()
 	reason := r.monitor()
@@ -269,6 +274,7 @@ func (r *Receiver) Run() (*Result, error) {
 	<-consumerDone
 	r.stages.Stop()
 	res := r.result(reason)
+	res.Host = host.Stop()
 	for _, l := range r.lanes {
 		if l.err != nil {
 			res.Errors = append(res.Errors, fmt.Sprintf("lane %d (%s): %v", l.ID, l.endpoint, l.err))

@@ -165,6 +165,7 @@ func (r *Receiver) Describe(ch chan<- *prometheus.Desc) {
 	if r.rates != nil {
 		r.rates.Describe(ch)
 	}
+	r.cpu.Describe(ch)
 }
 
 // Stages is the receiver's stage accounting (nil: off).
@@ -207,6 +208,7 @@ func (r *Receiver) Collect(ch chan<- prometheus.Metric) {
 	c.Add(&r.latency)
 	ch <- c.Metric(descLat, 1e-9)
 	counter(descConsAll, r.consumed.Load())
+	r.cpu.Collect(ch)
 	r.stages.Collect(ch)
 	if r.rates != nil {
 		r.rates.Collect(ch)

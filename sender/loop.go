@@ -26,6 +26,7 @@ func (t *thread) run(s *Sender, start, end uint64) {
 		}
 	}
 	osthread.LockWithTightTimers()
+	s.cpu.Register(fmt.Sprintf("thread%d", t.id))
 	if s.cfg.Idle == Sleep {
 		// Sleep only as close to a slot as this thread's wakeups allow.
 		t.napMargin = osthread.NapOvershoot(20*time.Microsecond, 50) + 5*time.Microsecond

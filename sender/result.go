@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/internal/histo"
 	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
@@ -72,8 +73,12 @@ type Result struct {
 	// of the run (docs/service-rate.md); absent without stage accounting.
 	ServiceRates []servicerate.Rate `json:"service_rates"`
 	// Injected is what the run had injected (test fixtures).
-	Injected       inject.Record `json:"injected"`
-	Errors         []string      `json:"errors"`
+	Injected inject.Record `json:"injected"`
+	Errors   []string      `json:"errors"`
+	// Host is the run's host accounting: every thread's CPU and run-queue
+	// wait, and the host's busy, stolen and other processes' CPU
+	// (package cpustat; absent off Linux).
+	Host           *cpustat.Record `json:"host,omitempty"`
 	latenessMerged *histo.Precise
 }
 
@@ -244,6 +249,7 @@ func (s *Sender) Describe(ch chan<- *prometheus.Desc) {
 	if s.rates != nil {
 		s.rates.Describe(ch)
 	}
+	s.cpu.Describe(ch)
 }
 
 // Stages is the sender's stage accounting (nil: off).
@@ -270,6 +276,7 @@ func (s *Sender) Collect(ch chan<- prometheus.Metric) {
 		running = 1
 	}
 	ch <- prometheus.MustNewConstMetric(descRunning, prometheus.GaugeValue, running)
+	s.cpu.Collect(ch)
 	s.stages.Collect(ch)
 	if s.rates != nil {
 		s.rates.Collect(ch)

@@ -10,6 +10,7 @@ import (
 
 	zmq "github.com/pebbe/zmq4"
 
+	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/internal/histo"
 	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/internal/zmqraw"
@@ -42,6 +43,8 @@ type Sender struct {
 	mon      monitor
 	stages   *stage.Set // nil: no stage accounting
 	rates    *servicerate.Tracker
+	// cpu measures the process's threads and the host (package cpustat).
+	cpu *cpustat.Sampler
 	// table is a tabulated shape's schedule, made once in New from time 0
 	// (a large one takes a while; Run only moves it to the start).
 	table *profile
@@ -124,7 +127,7 @@ func New(cfg Config) (*Sender, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sender{cfg: cfg, ctx: ctx}
+	s := &Sender{cfg: cfg, ctx: ctx, cpu: cpustat.New()}
 	if cfg.StagePeriod > 0 {
 		s.stages = stage.NewSet(cfg.Clock, cfg.StagePeriod)
 		s.stages.EnableLive(cfg.LiveActivity)
@@ -337,6 +340,7 @@ func (s *Sender) Run() (*Result, error) {
 	nWindows = min(max(nWindows, 1), 7*24*3600)
 	s.started = time.Now()
 	s.mon.run()
+	host := s.cpu.Start(cpustat.Period(s.cfg.StagePeriod))
 	var wg sync.WaitGroup
 	for _, t := range s.threads {
 		t.windows = make([]uint64, nWindows)
@@ -370,6 +374,7 @@ func (s *Sender) Run() (*Result, error) {
 	s.stages.Stop()
 	s.flush()
 	res := s.result(start, end)
+	res.Host = host.Stop()
 	res.StartUnixNs = clock.UnixNano(start)
 	res.WarmupNs = s.cfg.Warmup.Nanoseconds()
 	return res, nil

@@ -37,6 +37,10 @@ type Trial struct {
 	// Short: the trial ran a shorter window than the plan's (the hint's
 	// estimate trial), so its pass is weaker evidence than a full trial's.
 	Short bool `json:"short,omitempty"`
+	// Hosts is every agent's host accounting over the trial: its threads'
+	// CPU and run-queue wait, the host's busy, stolen and other processes'
+	// shares (package cpustat; none off Linux).
+	Hosts []AgentHost `json:"hosts,omitempty"`
 }
 
 // Judged says whether the search counts the trial's verdict: every trial

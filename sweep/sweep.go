@@ -243,9 +243,13 @@ func (rec *recorder) run(ctx context.Context, rate float64, purpose string) (Tri
 	s.diagnoseTrial(&t)
 	t.ServiceRates = trialRates(t.Outcome)
 	t.NextLimit = nextLimit(t.ServiceRates, rate)
+	t.Hosts = trialHosts(t.Outcome)
 	rec.partial.Trials = append(rec.partial.Trials, t)
 	s.logf("%s\n", s.trialLine(t))
 	if l := nextLimitLine(t); l != "" {
+		s.logf("          %s\n", l)
+	}
+	if l := hostLine(t); l != "" {
 		s.logf("          %s\n", l)
 	}
 	if err := s.Run.WriteJSON(fmt.Sprintf("trials/%03d.json", n), map[string]any{"trial": t, "outcome": t.Outcome}); err != nil {

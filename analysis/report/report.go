@@ -50,6 +50,9 @@ type trialRow struct {
 	Pass                                bool
 	Failed                              string
 	LatenessP99, LatencyP50, LatencyP99 string
+	// Host: per agent, the cores it used and the host's busy, stolen and
+	// other processes' shares during the trial.
+	Host string
 }
 
 type pairRow struct {
@@ -219,6 +222,11 @@ func trialRows(d *rundir.Dir) []trialRow {
 			}
 		}
 		r.Failed = strings.Join(failed, "; ")
+		var hosts []string
+		for _, h := range t.Hosts {
+			hosts = append(hosts, fmt.Sprintf("%s %.2f cores; host busy %.0f%%, steal %.1f%%, others %.0f%%", h.Node, h.Process, 100*h.HostBusy, 100*h.HostSteal, 100*h.OtherProcesses))
+		}
+		r.Host = strings.Join(hosts, " · ")
 		if o, err := d.Outcome(t.N); err == nil {
 			if len(o.Outcome.Senders) > 0 {
 				r.LatenessP99 = dur(o.Outcome.Senders[0].Lateness.P99)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/histo"
 	"github.com/cloudprofiler-go/cp/internal/readfile"
@@ -87,6 +88,11 @@ type TrialRecord struct {
 	Elapsed time.Duration `json:"elapsed_ns"`
 	// ServiceRates are the stages' estimates in the trial (node-named).
 	ServiceRates []servicerate.Rate `json:"service_rates"`
+	// Hosts are the agents' host accounting over the trial.
+	Hosts []struct {
+		Node string `json:"node"`
+		cpustat.Summary
+	} `json:"hosts"`
 }
 
 // TrialOutcome is the part of trials/NNN.json the report reads: per

@@ -1,6 +1,7 @@
 package tally
 
 import (
+	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/internal/histo"
 	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/servicerate"
@@ -46,7 +47,11 @@ type Result struct {
 	// Injected is what the run had injected (test fixtures): the ground
 	// truth a diagnosis is scored against.
 	Injected inject.Record `json:"injected"`
-	Errors   []string      `json:"errors"`
+	// Host is the run's host accounting: every thread's CPU and run-queue
+	// wait, and the host's busy, stolen and other processes' CPU
+	// (package cpustat; absent off Linux).
+	Host   *cpustat.Record `json:"host,omitempty"`
+	Errors []string        `json:"errors"`
 }
 
 // BacklogSample is the receiver's state at one instant: ring occupancy,

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -97,6 +98,22 @@ func TestSweepWithInProcessAgents(t *testing.T) {
 	// the profiled trial ran at half of the highest pass.
 	if res.LastPass != 4000 || res.FirstFail != 0 || len(res.Trials) != 3 {
 		t.Fatalf("result %+v\n%s", res, log.String())
+	}
+	// Every trial carries each agent's host accounting (on Linux), and the
+	// sweep says it under the trial.
+	if runtime.GOOS == "linux" {
+		for _, tr := range res.Trials {
+			nodes := map[string]bool{}
+			for _, h := range tr.Hosts {
+				nodes[h.Node] = h.Process > 0 && h.Seconds > 0 && len(h.Threads) > 0
+			}
+			if !nodes["receiver0"] || !nodes["sender0"] {
+				t.Errorf("trial %d: host accounting %+v", tr.N, tr.Hosts)
+			}
+		}
+		if !strings.Contains(log.String(), "host: receiver0 ") {
+			t.Errorf("no host line in the sweep's output:\n%s", log.String())
+		}
 	}
 	if p := res.Trials[2]; p.Purpose != "profile" || p.Rate != 2000 || !p.Verdict.Pass {
 		t.Errorf("profiled trial %+v", p)

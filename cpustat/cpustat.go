@@ -1,0 +1,218 @@
+package cpustat
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Names of the threads a sampler did not register.
+const (
+	ZMQIO     = "zmq-io"     // libzmq's I/O threads (ZMQbg/IO/N), summed
+	ZMQReaper = "zmq-reaper" // libzmq's reaper (ZMQbg/Reaper)
+	Other     = "other"      // the Go runtime and every other thread, summed
+)
+
+// Sampler reads the process's threads and the host. Register is called by
+// the hot threads themselves; Read by a sampling goroutine.
+type Sampler struct {
+	mu    sync.Mutex
+	names map[int]string // thread id -> role
+	proc  string         // /proc
+	pid   int
+}
+
+// New returns a sampler of this process.
+func New() *Sampler { return &Sampler{names: map[int]string{}, proc: "/proc", pid: os.Getpid()} }
+
+// Register names the calling OS thread (it must be locked to it:
+// runtime.LockOSThread) as role, e.g. "thread0", "lane1", "consumer".
+func (s *Sampler) Register(role string) {
+	if s == nil || runtime.GOOS != "linux" {
+		return
+	}
+	tid := unix.Gettid()
+	s.mu.Lock()
+	s.names[tid] = role
+	s.mu.Unlock()
+}
+
+// Times are one thread's (or role's) totals since it started.
+type Times struct {
+	CPU      float64 `json:"cpu_s"`      // ran on a CPU
+	Runqueue float64 `json:"runqueue_s"` // runnable, waiting for a CPU
+	// Involuntary counts the times the scheduler took its CPU away.
+	Involuntary uint64 `json:"involuntary_switches"`
+}
+
+// Sample is one reading: cumulative totals at UnixNs.
+type Sample struct {
+	UnixNs int64 `json:"t_unix_ns"`
+	// Host is every CPU's time since boot, summed (s): busy (user, system,
+	// interrupts), stolen by the hypervisor, idle (with I/O wait).
+	HostBusy  float64 `json:"host_busy_s"`
+	HostSteal float64 `json:"host_steal_s"`
+	HostIdle  float64 `json:"host_idle_s"`
+	// HostTotal is all of these: on a tickless kernel it falls short of
+	// the wall time × CPUs (ticks of idle CPUs are not counted), so the
+	// shares are taken of it, not of the wall time.
+	HostTotal float64 `json:"host_total_s"`
+	// Process is this process's CPU since it started (every thread, those
+	// that exited included).
+	Process float64          `json:"process_s"`
+	Threads map[string]Times `json:"threads"`
+}
+
+// Read takes a sample.
+func (s *Sampler) Read() (Sample, error) {
+	out := Sample{UnixNs: time.Now().UnixNano(), Threads: map[string]Times{}}
+	b, err := readSmall(s.proc + "/stat")
+	if err != nil {
+		return out, ErrUnsupported
+	}
+	h, err := parseHostStat(b)
+	if err != nil {
+		return out, err
+	}
+	out.HostBusy, out.HostSteal, out.HostIdle, out.HostTotal = h.Busy, h.Steal, h.Idle, h.Total
+	if b, err = readSmall(fmt.Sprintf("%s/%d/stat", s.proc, s.pid)); err != nil {
+		return out, ErrUnsupported
+	}
+	if out.Process, err = parseProcessCPU(b); err != nil {
+		return out, err
+	}
+	tasks, err := os.ReadDir(fmt.Sprintf("%s/%d/task", s.proc, s.pid))
+	if err != nil {
+		return out, ErrUnsupported
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range tasks {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		dir := fmt.Sprintf("%s/%d/task/%d/", s.proc, s.pid, tid)
+		sched, err := readSmall(dir + "schedstat")
+		if err != nil {
+			continue // exited meanwhile
+		}
+		run, wait, err := parseSchedstat(sched)
+		if err != nil {
+			continue
+		}
+		status, _ := readSmall(dir + "status")
+		name := s.roleOf(tid, dir)
+		t := out.Threads[name]
+		t.CPU += run
+		t.Runqueue += wait
+		t.Involuntary += parseInvoluntary(status)
+		out.Threads[name] = t
+	}
+	return out, nil
+}
+
+// roleOf names a thread: registered, libzmq's by its name, or Other.
+func (s *Sampler) roleOf(tid int, dir string) string {
+	if name, ok := s.names[tid]; ok {
+		return name
+	}
+	comm, _ := readSmall(dir + "comm")
+	switch c := strings.TrimSpace(string(comm)); {
+	case strings.HasPrefix(c, "ZMQbg/IO"):
+		return ZMQIO
+	case strings.HasPrefix(c, "ZMQbg/Reaper"):
+		return ZMQReaper
+	}
+	return Other
+}
+
+// parseProcessCPU reads utime + stime of a /proc/PID/stat.
+func parseProcessCPU(b []byte) (float64, error) {
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("stat: no command name")
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("stat: %d fields", len(f))
+	}
+	u, err1 := strconv.ParseUint(f[11], 10, 64)
+	st, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("stat: utime %q stime %q", f[11], f[12])
+	}
+	return float64(u+st) / clockTick, nil
+}
+
+// Summary is what happened between two samples, as shares of the wall
+// time between them.
+type Summary struct {
+	Seconds float64 `json:"seconds"`
+	CPUs    int     `json:"cpus"`
+	// HostBusy, HostSteal and OtherProcesses are shares of every CPU's
+	// time (0..1): busy, stolen, and busy in processes other than this one.
+	HostBusy       float64 `json:"host_busy"`
+	HostSteal      float64 `json:"host_steal"`
+	OtherProcesses float64 `json:"other_processes"`
+	// Process is the cores this process used (CPU seconds / s).
+	Process float64 `json:"process_cores"`
+	// Threads, by role, busiest first: cores used, the share of the time
+	// they waited runnable, and involuntary switches.
+	Threads []ThreadShare `json:"threads"`
+}
+
+// ThreadShare is one role's part of a Summary.
+type ThreadShare struct {
+	Name  string  `json:"name"`
+	Cores float64 `json:"cores"`
+	// Runqueue is the time spent runnable but not running, per second of
+	// wall time (summed over the role's threads: above 1 for several).
+	Runqueue    float64 `json:"runqueue"`
+	Involuntary uint64  `json:"involuntary_switches"`
+}
+
+// Summarize compares two samples of the same process (b after a).
+func Summarize(a, b Sample, cpus int) Summary {
+	wall := float64(b.UnixNs-a.UnixNs) / 1e9
+	out := Summary{Seconds: wall, CPUs: cpus}
+	if wall <= 0 || cpus <= 0 {
+		return out
+	}
+	// The host's shares are of its own total (tick-sampled), ours of the
+	// wall time (exact): others are what the host's busy share leaves.
+	total := b.HostTotal - a.HostTotal
+	if total <= 0 {
+		total = wall * float64(cpus)
+	}
+	out.HostBusy = clamp01((b.HostBusy - a.HostBusy) / total)
+	out.HostSteal = clamp01((b.HostSteal - a.HostSteal) / total)
+	ours := b.Process - a.Process
+	out.Process = max(ours/wall, 0)
+	out.OtherProcesses = clamp01(out.HostBusy - out.Process/float64(cpus))
+	for name, tb := range b.Threads {
+		ta := a.Threads[name]
+		ts := ThreadShare{Name: name, Cores: max((tb.CPU-ta.CPU)/wall, 0), Runqueue: max((tb.Runqueue-ta.Runqueue)/wall, 0)}
+		if tb.Involuntary >= ta.Involuntary {
+			ts.Involuntary = tb.Involuntary - ta.Involuntary
+		}
+		out.Threads = append(out.Threads, ts)
+	}
+	sort.Slice(out.Threads, func(i, j int) bool {
+		if out.Threads[i].Cores != out.Threads[j].Cores {
+			return out.Threads[i].Cores > out.Threads[j].Cores
+		}
+		return out.Threads[i].Name < out.Threads[j].Name
+	})
+	return out
+}
+
+func clamp01(v float64) float64 { return min(max(v, 0), 1) }

@@ -1,0 +1,125 @@
+package cpustat
+
+import (
+	"os/exec"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestParsers(t *testing.T) {
+	near := func(x, want float64) bool { return x > want-1e-6 && x < want+1e-6 }
+	h, err := parseHostStat([]byte("cpu  203252 809 111544 454581 1051 0 5525 369 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n"))
+	if err != nil || !near(h.Busy, (203252+809+111544+0+5525)/100.0) || !near(h.Steal, 3.69) || !near(h.Idle, (454581+1051)/100.0) {
+		t.Fatalf("host: %+v %v", h, err)
+	}
+	if _, err := parseHostStat([]byte("intr 1 2 3\n")); err == nil {
+		t.Fatal("a /proc/stat without its cpu line was read")
+	}
+	run, wait, err := parseSchedstat([]byte("92046000 63640000 3\n"))
+	if err != nil || !near(run, 0.092046) || !near(wait, 0.06364) {
+		t.Fatalf("schedstat: %v %v %v", run, wait, err)
+	}
+	if n := parseInvoluntary([]byte("voluntary_ctxt_switches:\t5\nnonvoluntary_ctxt_switches:\t54\n")); n != 54 {
+		t.Fatalf("involuntary: %d", n)
+	}
+	cpu, err := parseProcessCPU([]byte("24245 (a (weird) name) R 24243 24243 1099 0 -1 4194304 132 0 0 0 250 50 0 0 20 0 1 0 409921"))
+	if err != nil || cpu != 3 {
+		t.Fatalf("process: %v %v", cpu, err)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	a := Sample{UnixNs: 0, HostBusy: 10, HostSteal: 1, HostTotal: 20, Process: 2, Threads: map[string]Times{"thread0": {CPU: 1, Runqueue: 0.1, Involuntary: 5}}}
+	b := Sample{UnixNs: 2e9, HostBusy: 13, HostSteal: 1.2, HostTotal: 24, Process: 3.5, Threads: map[string]Times{"thread0": {CPU: 2.8, Runqueue: 0.3, Involuntary: 9}, Other: {CPU: 0.1}}}
+	s := Summarize(a, b, 2)
+	near := func(x, want float64) bool { return x > want-1e-9 && x < want+1e-9 }
+	if !near(s.HostBusy, 0.75) || !near(s.HostSteal, 0.05) || !near(s.OtherProcesses, 0.375) || !near(s.Process, 0.75) {
+		t.Fatalf("summary: %+v", s)
+	}
+	if len(s.Threads) != 2 || s.Threads[0].Name != "thread0" || !near(s.Threads[0].Cores, 0.9) || !near(s.Threads[0].Runqueue, 0.1) || s.Threads[0].Involuntary != 4 {
+		t.Fatalf("threads: %+v", s.Threads)
+	}
+}
+
+// TestMeasuresARealSpinnerAndANeighbour: a registered spinning thread shows
+// as most of a core, and a busy process next to us as other processes'
+// CPU (generous bounds: the host is shared).
+func TestMeasuresARealSpinnerAndANeighbour(t *testing.T) {
+	s := New()
+	if _, err := s.Read(); err != nil {
+		t.Skipf("no host accounting here: %v", err)
+	}
+	var stop atomic.Bool
+	go func() {
+		runtime.LockOSThread()
+		s.Register("spin")
+		for !stop.Load() {
+		}
+	}()
+	neighbour := exec.Command("sh", "-c", "end=$(($(date +%s)+2)); while [ $(date +%s) -lt $end ]; do :; done")
+	if err := neighbour.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = neighbour.Process.Kill(); _ = neighbour.Wait() }()
+	time.Sleep(50 * time.Millisecond)
+	r := s.Start(20 * time.Millisecond)
+	time.Sleep(600 * time.Millisecond)
+	rec := r.Stop()
+	stop.Store(true)
+	if rec.Error != "" || len(rec.Samples) < 10 {
+		t.Fatalf("record: %d samples, %q", len(rec.Samples), rec.Error)
+	}
+	sum := rec.Summary
+	var spin ThreadShare
+	for _, th := range sum.Threads {
+		if th.Name == "spin" {
+			spin = th
+		}
+	}
+	if spin.Cores < 0.3 || sum.Process < 0.3 || sum.OtherProcesses < 0.1 || sum.HostBusy < 0.4 {
+		t.Fatalf("a spinner and a busy neighbour: %+v", sum)
+	}
+	t.Logf("spinner %.2f cores (runqueue %.2f), process %.2f, others %.2f, host busy %.2f, steal %.3f", spin.Cores, spin.Runqueue, sum.Process, sum.OtherProcesses, sum.HostBusy, sum.HostSteal)
+}
+
+// TestRecordStaysBounded: past MaxSamples the series thins out instead of
+// growing.
+func TestRecordStaysBounded(t *testing.T) {
+	s := New()
+	if _, err := s.Read(); err != nil {
+		t.Skipf("no host accounting here: %v", err)
+	}
+	r := &Recorder{s: s, period: time.Millisecond, every: 1, stop: make(chan struct{}), done: make(chan struct{})}
+	for i := 0; i < MaxSamples+10; i++ {
+		r.rec.Samples = append(r.rec.Samples, Sample{UnixNs: int64(i)})
+	}
+	r.take()
+	go r.loop()
+	time.Sleep(30 * time.Millisecond)
+	rec := r.Stop()
+	if len(rec.Samples) > MaxSamples+2 || rec.PeriodNs < 2*time.Millisecond.Nanoseconds() {
+		t.Fatalf("%d samples, period %d ns", len(rec.Samples), rec.PeriodNs)
+	}
+}
+
+// TestSeriesKeepsThreadsThatEnded: a role that is in the middle samples
+// but not the last (its thread ended) keeps what it used; one that
+// appeared after the first counts from zero.
+func TestSeriesKeepsThreadsThatEnded(t *testing.T) {
+	series := []Sample{
+		{UnixNs: 0, Process: 0, Threads: map[string]Times{Other: {CPU: 1}, ZMQIO: {CPU: 0.5}}},
+		{UnixNs: 1e9, Process: 1, Threads: map[string]Times{Other: {CPU: 1.1}, ZMQIO: {CPU: 0.7}, "thread0": {CPU: 0.6}}},
+		{UnixNs: 2e9, Process: 2, Threads: map[string]Times{Other: {CPU: 1.2}}},
+	}
+	s := SummarizeSeries(series, 2)
+	got := map[string]float64{}
+	for _, th := range s.Threads {
+		got[th.Name] = th.Cores
+	}
+	near := func(x, want float64) bool { return x > want-1e-9 && x < want+1e-9 }
+	if !near(got["thread0"], 0.3) || !near(got[ZMQIO], 0.1) || !near(got[Other], 0.1) || !near(s.Process, 1) {
+		t.Fatalf("%+v", s.Threads)
+	}
+}
