@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/stage"
+	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/wire"
 )
 
@@ -261,4 +263,78 @@ func benchDecode(b *testing.B, scenario string, dec scenarios.Decoder) {
 		}
 	}
 	b.ReportMetric(float64(b.N)*100/b.Elapsed().Seconds()/1e6, "Mtuples/s")
+}
+
+// timeoutsThenMessage times out n times, each after a pause, then hands
+// over one message that was already waiting (Waited false).
+type timeoutsThenMessage struct {
+	n       int
+	msg     []byte
+	lastEnd uint64 // TSC when the last timeout returned
+}
+
+func (s *timeoutsThenMessage) Recv(b *Bucket) error {
+	if s.n > 0 {
+		s.n--
+		time.Sleep(10 * time.Millisecond)
+		s.lastEnd = tsc.ReadFast()
+		return ErrTimeout
+	}
+	if s.msg == nil {
+		time.Sleep(time.Millisecond)
+		return ErrTimeout
+	}
+	b.Msg, s.msg = s.msg, nil
+	return nil
+}
+
+type changeLog struct {
+	mu   sync.Mutex
+	recs [][2]uint64
+}
+
+func (c *changeLog) LogTSAt(t, id uint64) {
+	c.mu.Lock()
+	c.recs = append(c.recs, [2]uint64{t, id})
+	c.mu.Unlock()
+}
+
+// TestTimedOutWaitsAreNotRecolouredAsDecoding: after receive calls that
+// timed out, the call that finds a message waiting is decoding from its
+// own start only; the earlier waits stay waiting (a lane once recorded
+// 1035 ms of decoding in a 99.6 ms period).
+func TestTimedOutWaitsAreNotRecolouredAsDecoding(t *testing.T) {
+	tpls := templates(t, "synthetic-100", 3)
+	src := &timeoutsThenMessage{n: 3, msg: append([]byte(nil), tpls[0].Msg...)}
+	lane, err := NewLane(0, 4, scenarios.DecodeSynthetic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := stage.NewSet(tsc.NewClockHz(2e9), time.Second)
+	lane.Acct = set.Add("lane0", stage.Lane, nil)
+	log := &changeLog{}
+	lane.Acct.LogActivities(log)
+	var stop atomic.Bool
+	done := make(chan error, 1)
+	go func() { done <- lane.Run(src, &stop, func(*Bucket) bool { return true }) }()
+	for deadline := time.Now().Add(5 * time.Second); lane.Stats.Messages.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the message was never decoded")
+		}
+	}
+	stop.Store(true)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	for _, r := range log.recs {
+		if state, _ := stage.ActivityOf(r[1]); state == stage.Decoding {
+			if r[0] < src.lastEnd {
+				t.Fatalf("decoding begins at TSC %d, before the last timed-out wait ended (%d): the waits were recoloured", r[0], src.lastEnd)
+			}
+			return
+		}
+	}
+	t.Fatalf("no decoding in %v", log.recs)
 }

@@ -165,10 +165,12 @@ func (l *Lane) Run(src Source, stop *atomic.Bool, accept Accept) error {
 		}
 		if err != nil {
 			if err == ErrTimeout {
+				l.Acct.Mark(tsc.ReadFast()) // the next call's interval begins now
 				continue
 			}
 			if err == ErrOversized || err == ErrMultipart {
 				l.malformed(err)
+				l.Acct.Mark(tsc.ReadFast())
 				continue
 			}
 			return err

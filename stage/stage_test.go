@@ -187,3 +187,18 @@ func TestCheckPeriod(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkBoundsARecolour: a stage waiting across several timed-out
+// receive calls, whose last call finds a message waiting, recolours only
+// that call as decoding, not every wait since it began waiting.
+func TestMarkBoundsARecolour(t *testing.T) {
+	a := &Account{name: "lane0", kind: Lane}
+	a.Start(Waiting, 1000)
+	a.Mark(1100) // a receive call timed out at 1100
+	a.Mark(1200) // and another at 1200
+	a.Recolour(Decoding)
+	a.Enter(Waiting, 1210) // the message was there: 10 ticks of decoding
+	if w, d := a.c.ticks[Waiting], a.c.ticks[Decoding]; w != 200 || d != 10 {
+		t.Fatalf("waiting %d, decoding %d ticks; want 200 and 10", w, d)
+	}
+}
