@@ -1,6 +1,7 @@
 package servicerate
 
 import (
+	"fmt"
 	"sort"
 	"sync"
 
@@ -47,6 +48,13 @@ type Rate struct {
 	DroppedPeriods uint64  `json:"dropped_periods,omitempty"`
 	Changes        int     `json:"changes,omitempty"`
 	Phases         []Phase `json:"phases,omitempty"`
+	// Why says why an estimate that had numbers is not converged: its
+	// phases disagree (raftlib), too few periods or too small a share of
+	// the stage's tuples qualified (busy_time).
+	Why string `json:"why,omitempty"`
+	// ImplausiblePeriods (busy_time) counts sampling periods whose busy
+	// time exceeded their length, left out: a clock or accounting error.
+	ImplausiblePeriods int `json:"implausible_periods,omitempty"`
 }
 
 // Value is the estimate and whether there is one.
@@ -71,6 +79,20 @@ const minBusyNs = 20e6
 // finished no tuple (stalled).
 const busyShare = 0.5
 
+// Busy time reports only from at least minBusyPeriods qualifying periods
+// holding at least minBusyItemShare of the stage's tuples: one period
+// (or a sliver of the run) is that period's noise, not the stage's rate.
+const (
+	minBusyPeriods   = 3
+	minBusyItemShare = 0.1
+)
+
+// phaseSpread: RaftLib's phases within one run that differ by more than
+// this factor (highest over lowest) are not one service rate: the estimate
+// is not converged, whatever its last phase says (periods of 1-2 µs saw
+// 45-120 M/s within a trial).
+const phaseSpread = 1.5
+
 // Tracker estimates the service rate of every stage of a stage.Set by both
 // methods, on the set's sampling goroutine (no thread of its own).
 type Tracker struct {
@@ -93,6 +115,7 @@ type tracked struct {
 	// busy time and tuples of the periods busy at least busyShare
 	busyPeriods       int
 	busyTicks, tuples uint64
+	implausible       int // periods busy longer than they lasted
 }
 
 // Track attaches a tracker to set (nil when set is nil: no accounting)
@@ -137,7 +160,10 @@ func (t *Tracker) sample(s stage.Snapshot) {
 			// injected one, a preempted thread), not service: it would
 			// pull the rate towards 0, or make it 0 when it is the only
 			// busy period of a mostly idle stage.
-			if float64(db) >= busyShare*float64(dt) && s.Readings[i].Tuples > x.last.Tuples {
+			switch {
+			case db > dt+dt/100: // busy longer than the period: not a reading to trust
+				x.implausible++
+			case float64(db) >= busyShare*float64(dt) && s.Readings[i].Tuples > x.last.Tuples:
 				x.busyPeriods++
 				x.busyTicks += db
 				x.tuples += s.Readings[i].Tuples - x.last.Tuples
@@ -179,17 +205,44 @@ func (t *Tracker) Rates() []Rate {
 			T: t.clock.TicksToNs(x.pstats.T) / 1e9, Utilisation: util, BlockedPeriods: x.pstats.Blocked,
 			DroppedPeriods: x.pstats.Dropped, Changes: x.raft.Changes(), Phases: x.raft.Phases()}
 		if v, ok := x.raft.Current(); ok {
-			rl.TuplesPerS, rl.Status, rl.Converged = &v, Converged, true
+			if why := phasesDisagree(rl.Phases); why != "" {
+				rl.Why = why
+			} else {
+				rl.TuplesPerS, rl.Status, rl.Converged = &v, Converged, true
+			}
 		}
 		bt := Rate{Stage: a.Name(), Kind: a.Kind(), Tuples: tuples, Method: MethodBusyTime, Status: NotConverged, Periods: x.busyPeriods,
-			T: t.period, Utilisation: util}
-		if ns := t.clock.TicksToNs(x.busyTicks); ns >= minBusyNs {
+			T: t.period, Utilisation: util, ImplausiblePeriods: x.implausible}
+		ns := t.clock.TicksToNs(x.busyTicks)
+		switch {
+		case ns < minBusyNs:
+		case x.busyPeriods < minBusyPeriods:
+			bt.Why = fmt.Sprintf("%d sampling period(s) busy enough to read, at least %d needed", x.busyPeriods, minBusyPeriods)
+		case tuples > 0 && float64(x.tuples) < minBusyItemShare*float64(tuples):
+			bt.Why = fmt.Sprintf("the periods busy enough to read hold %.1f%% of the stage's tuples, at least %.0f%% needed", 100*float64(x.tuples)/float64(tuples), 100*minBusyItemShare)
+		default:
 			v := float64(x.tuples) / (ns / 1e9)
 			bt.TuplesPerS, bt.Status, bt.Converged = &v, Converged, true
 		}
 		out = append(out, rl, bt)
 	}
 	return out
+}
+
+// phasesDisagree says why a run's RaftLib phases are not one service rate
+// ("": they agree within phaseSpread).
+func phasesDisagree(phases []Phase) string {
+	if len(phases) < 2 {
+		return ""
+	}
+	lo, hi := phases[0].TuplesPerS, phases[0].TuplesPerS
+	for _, p := range phases[1:] {
+		lo, hi = min(lo, p.TuplesPerS), max(hi, p.TuplesPerS)
+	}
+	if lo <= 0 || hi/lo <= phaseSpread {
+		return ""
+	}
+	return fmt.Sprintf("its %d phases ranged over %.4g to %.4g tuples/s (more than %.2g×): no one service rate", len(phases), lo, hi, phaseSpread)
 }
 
 // Limit is the pipeline throughput at which one stage would saturate, by

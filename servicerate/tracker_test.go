@@ -110,6 +110,14 @@ func TestBusyTimeNeedsABusyStage(t *testing.T) {
 		// 0 tuples/s "converged" before: the stall was its only busy time).
 		{"10% busy and stalled for 300 ms", []float64{0.1, 0.1, -1, -1, -1, 0.1}, 0, 0},
 		{"80% busy with a stall", []float64{0.8, 0.8, -1, 0.8, 0.8, 0.8}, 100e3, 5},
+		// One busy period is that period's noise: not a rate (busy time
+		// once converged on a single period's 522.8 k/s).
+		{"one busy period", []float64{0, 0.9, 0.1, 0.1, 0.1}, 0, 1},
+		// -2: a period "busy" longer than it lasted: left out, never read.
+		{"80% busy with an implausible period", []float64{0.8, -2, 0.8, 0.8, 0.8}, 100e3, 4},
+		// Busy periods holding a sliver of the stage's tuples: the
+		// rest ran in periods too idle to read.
+		{"three busy periods among many idle", []float64{0.9, 0.9, 0.9, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3}, 0, 3},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			clock := tsc.NewClockHz(1e9)
@@ -122,12 +130,20 @@ func TestBusyTimeNeedsABusyStage(t *testing.T) {
 			tr.sample(stage.Snapshot{TSC: now, Accounts: []*stage.Account{a}, Readings: []stage.Reading{r}})
 			for _, share := range c.busy {
 				busy := uint64(share * period)
-				if share < 0 {
+				switch share {
+				case -1:
 					busy = period
+				case -2:
+					busy = 2 * period
 				}
 				r.Ticks[stage.Working] += busy
-				r.Ticks[stage.Idling] += period - busy
+				if busy < period {
+					r.Ticks[stage.Idling] += period - busy
+				}
 				r.Tuples += uint64(max(share, 0) * 10e3) // 100 k tuples/s while busy
+				if share == -2 {
+					r.Tuples += 10e3
+				}
 				now += period
 				tr.sample(stage.Snapshot{TSC: now, Accounts: []*stage.Account{a}, Readings: []stage.Reading{r}})
 			}
@@ -142,5 +158,22 @@ func TestBusyTimeNeedsABusyStage(t *testing.T) {
 				t.Fatalf("busy_time %+v (%v), want %v from %d periods", bt, v, c.want, c.wantBusyP)
 			}
 		})
+	}
+}
+
+// RaftLib's phases within one run that range over more than phaseSpread
+// are no one service rate.
+func TestPhasesDisagree(t *testing.T) {
+	for _, c := range []struct {
+		rates []float64
+		want  bool
+	}{{[]float64{100}, false}, {[]float64{100, 120, 110}, false}, {[]float64{45e6, 120e6}, true}, {[]float64{100, 151}, true}} {
+		var ps []Phase
+		for _, r := range c.rates {
+			ps = append(ps, Phase{TuplesPerS: r})
+		}
+		if got := phasesDisagree(ps) != ""; got != c.want {
+			t.Errorf("%v: disagree %v, want %v", c.rates, got, c.want)
+		}
 	}
 }

@@ -270,7 +270,7 @@ func (f *fastSearch) hintAfter(t Trial, rate float64) (next float64, ok bool) {
 	}
 	limit, stage, method := 0.0, "", ""
 	switch {
-	case t.NextLimit != nil && t.NextLimit.TuplesPerS > 0:
+	case t.NextLimit != nil && t.NextLimit.TuplesPerS > 0 && t.NextLimit.Inconsistent == "":
 		limit, stage, method = t.NextLimit.TuplesPerS, t.NextLimit.Stage, t.NextLimit.Method
 	default:
 		if limit, stage = impliedLimit(t); limit <= 0 {
@@ -443,7 +443,7 @@ func (f *fastSearch) recheck() error {
 	}
 	var limit *NextLimit // the smallest of the passes at the answer (one may not have converged)
 	for _, t := range res.Trials {
-		if t.Verdict.Pass && t.Judged() && t.Rate == res.LastPass && t.NextLimit != nil && (limit == nil || t.NextLimit.TuplesPerS < limit.TuplesPerS) {
+		if t.Verdict.Pass && t.Judged() && t.Rate == res.LastPass && t.NextLimit != nil && t.NextLimit.Inconsistent == "" && (limit == nil || t.NextLimit.TuplesPerS < limit.TuplesPerS) {
 			limit = t.NextLimit
 		}
 	}

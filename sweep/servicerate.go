@@ -48,10 +48,22 @@ type NextLimit struct {
 	Headroom float64 `json:"headroom"`
 	// Other is the other method's limit for the same stage (0: none).
 	Other float64 `json:"other_method_tuples_per_s,omitempty"`
+	// Inconsistent says why the trials contradict the limit: a limit
+	// below a rate that passed (the pipeline sustained more), or headroom
+	// that the failing trial itself disproves. Such a limit is never
+	// printed or used as one: the line says "inconsistent" with both
+	// numbers, and the hint ignores it.
+	Inconsistent string `json:"inconsistent,omitempty"`
 }
 
-// nextLimit is the smallest pipeline limit of a trial's estimates.
-func nextLimit(rates []servicerate.Rate, rate float64) *NextLimit {
+// inconsistentMargin: a limit within this share of what the trials showed
+// is noise, not a contradiction.
+const inconsistentMargin = 0.05
+
+// nextLimit is the smallest pipeline limit of a trial's estimates, checked
+// against the trial (passed or not, at rate) and the highest rate that has
+// passed in the sweep so far (0: none).
+func nextLimit(rates []servicerate.Rate, rate float64, passed bool, highestPass float64) *NextLimit {
 	limits := servicerate.Limits(rates)
 	if len(limits) == 0 || rate <= 0 {
 		return nil
@@ -62,6 +74,16 @@ func nextLimit(rates []servicerate.Rate, rate float64) *NextLimit {
 			n.Other = l.TuplesPerS
 			break
 		}
+	}
+	sustained := highestPass
+	if passed {
+		sustained = max(sustained, rate)
+	}
+	switch {
+	case sustained > 0 && n.TuplesPerS < sustained*(1-inconsistentMargin):
+		n.Inconsistent = fmt.Sprintf("%s says %s would limit at %s, but %s passed", n.Method, n.Stage, numfmt.Rate(n.TuplesPerS), numfmt.Rate(sustained))
+	case !passed && n.Headroom > inconsistentMargin:
+		n.Inconsistent = fmt.Sprintf("%s gives %s headroom of %+.0f%% (%s), but this trial failed at %s", n.Method, n.Stage, 100*n.Headroom, numfmt.Rate(n.TuplesPerS), numfmt.Rate(rate))
 	}
 	return n
 }
@@ -83,6 +105,20 @@ func nextLimitLine(t Trial) string {
 		}
 		other = fmt.Sprintf("; %s %s", m, numfmt.Rate(n.Other))
 	}
+	if n.Inconsistent != "" {
+		return fmt.Sprintf("next limit: inconsistent: %s (%s %s%s): not a limit", n.Inconsistent, n.Method, numfmt.Rate(n.TuplesPerS), other)
+	}
 	return fmt.Sprintf("next limit: %s at %s (%s%s), headroom %+.0f%% over this trial's rate",
 		n.Stage, numfmt.Rate(n.TuplesPerS), n.Method, other, 100*n.Headroom)
+}
+
+// highestPass is the highest rate of a judged passing trial (0: none).
+func highestPass(trials []Trial) float64 {
+	h := 0.0
+	for _, t := range trials {
+		if t.Verdict.Pass && t.Judged() {
+			h = max(h, t.Rate)
+		}
+	}
+	return h
 }

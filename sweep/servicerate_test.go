@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/cloudprofiler-go/cp/servicerate"
@@ -28,7 +29,7 @@ func TestNextLimitWeighsShares(t *testing.T) {
 		rate("receiver0/consumer", stage.Consumer, servicerate.MethodRaftLib, 100e3, 1000),
 		rate("receiver0/consumer", stage.Consumer, servicerate.MethodBusyTime, 90e3, 1000),
 	}
-	n := nextLimit(rates, 80e3)
+	n := nextLimit(rates, 80e3, true, 0)
 	if n == nil || n.Stage != "receiver0/consumer" || n.Method != servicerate.MethodBusyTime || n.TuplesPerS != 90e3 || n.Other != 100e3 {
 		t.Fatalf("next limit %+v, want the consumer's busy_time 90k (raftlib 100k)", n)
 	}
@@ -39,11 +40,46 @@ func TestNextLimitWeighsShares(t *testing.T) {
 		t.Fatal("no progress line")
 	}
 	none := []servicerate.Rate{rate("receiver0/consumer", stage.Consumer, servicerate.MethodRaftLib, 0, 10)}
-	if n := nextLimit(none, 1e3); n != nil {
+	if n := nextLimit(none, 1e3, true, 0); n != nil {
 		t.Fatalf("a limit %+v from estimates that did not converge", n)
 	}
 	if l := nextLimitLine(Trial{ServiceRates: none}); l == "" {
 		t.Fatal("no line saying nothing converged")
+	}
+}
+
+// A limit that the trials contradict is never printed as a limit: below a
+// rate that passed (busy time once said a lane would limit at 522.8 k/s
+// right after a trial passed at 6.875 M/s), or with headroom the failing
+// trial itself disproves. It says "inconsistent" with both numbers.
+func TestNextLimitContradictedByTheTrials(t *testing.T) {
+	rates := []servicerate.Rate{
+		rate("receiver0/lane0", stage.Lane, servicerate.MethodBusyTime, 522.8e3, 1000),
+		rate("receiver0/lane0", stage.Lane, servicerate.MethodRaftLib, 9.8e6, 1000),
+	}
+	for _, c := range []struct {
+		name        string
+		rate        float64
+		passed      bool
+		highestPass float64
+		want        string
+	}{
+		{"below the passing trial itself", 6.875e6, true, 0, "passed"},
+		{"below an earlier pass", 7e6, false, 6.875e6, "passed"},
+		{"at the pass, within the margin", 540e3, true, 0, ""},
+	} {
+		n := nextLimit(rates, c.rate, c.passed, c.highestPass)
+		if (n.Inconsistent == "") != (c.want == "") || !strings.Contains(n.Inconsistent, c.want) {
+			t.Errorf("%s: %+v", c.name, n)
+		}
+		line := nextLimitLine(Trial{NextLimit: n})
+		if c.want != "" && (!strings.Contains(line, "inconsistent") || !strings.Contains(line, "raftlib 9.800 M/s") || strings.Contains(line, "headroom")) {
+			t.Errorf("%s: %q", c.name, line)
+		}
+	}
+	up := []servicerate.Rate{rate("receiver0/consumer", stage.Consumer, servicerate.MethodBusyTime, 2e6, 1000)}
+	if n := nextLimit(up, 1e6, false, 0); n == nil || !strings.Contains(n.Inconsistent, "failed") {
+		t.Errorf("headroom of +100%% in a failing trial: %+v", n)
 	}
 }
 
