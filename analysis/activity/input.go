@@ -166,6 +166,9 @@ func (in *Input) Analyze(opt Options, k int, l Limits) (*Report, []string, error
 		if f.ms.unknown > 0 {
 			problems = append(problems, fmt.Sprintf("%s -> %s: %d tuples between points with no activity channel; not in the graph", f.from, f.to, f.ms.unknown))
 		}
+		if f.ms.clamped > 0 {
+			problems = append(problems, fmt.Sprintf("%s -> %s: %d tuples whose activities overlapped their message: snapped only as far as the message's other end (not ambiguous: the order is known)", f.from, f.to, f.ms.clamped))
+		}
 		if f.ms.unplaced > 0 {
 			problems = append(problems, fmt.Sprintf("%s -> %s: %d tuples whose first point is outside the clock relation's window; not in the graph", f.from, f.to, f.ms.unplaced))
 		}
@@ -263,6 +266,11 @@ type messages struct {
 	have     bool
 	unknown  int // tuples between points of stages with no activity channel
 	unplaced int // tuples with no reference time at their first point
+	// clamped counts tuples whose snap to the activities holding their
+	// points would have put the receive before the send (the activities
+	// overlap the message): the snap stops at the other end instead, so
+	// that snapping never makes a message ambiguous.
+	clamped int
 	// progress: the second point is items leaving the pipeline; their
 	// instants are the receiving worker's progress.
 	progress bool
@@ -289,11 +297,20 @@ func (ms *messages) add(in *Input, s *Stream, m analysis.Match) {
 	// Past the instants: an activity that begins at one may hold it.
 	in.extend(s, from, sent+1)
 	in.extend(s, to, recv+1)
+	// A send completes at the end of the activity holding it, a receive
+	// begins at the start of the one holding it; neither snap may cross the
+	// message's other end (a receive moved before its send, a send after its
+	// receive): only the clocks' error may make a message ambiguous.
+	recv0 := recv
 	if a, ok := s.Holding(from, sent); ok {
-		sent = a.EndNs
+		if sent = a.EndNs; sent > recv0 {
+			sent, ms.clamped = recv0, ms.clamped+1
+		}
 	}
 	if a, ok := s.Holding(to, recv); ok {
-		recv = a.StartNs
+		if recv = a.StartNs; recv < sent {
+			recv, ms.clamped = sent, ms.clamped+1
+		}
 	}
 	x := Transfer{From: from, To: to, SentNs: sent, RecvNs: recv, ErrNs: analysis.ClampNs(math.Ceil(m.ErrorNs)), Tuples: 1}
 	if ms.have && ms.cur.From == x.From && ms.cur.To == x.To && ms.cur.SentNs == x.SentNs && ms.cur.RecvNs == x.RecvNs {
