@@ -126,6 +126,11 @@ func (s *Sweep) diagnoseTrial(t *Trial) {
 			t.LimitingStage, t.LimitingEvidence = name, why
 		}
 	}
+	if !t.Verdict.Pass {
+		if why := hostCPULimit(t); why != "" {
+			t.LimitingStage, t.LimitingEvidence = HostCPU, why
+		}
+	}
 }
 
 // lateOnItsOwn names the sender thread behind a trial that failed on

@@ -52,3 +52,60 @@ func hostLine(t Trial) string {
 	}
 	return "host: " + strings.Join(parts, "; ")
 }
+
+// HostCPU is the limiting "stage" of a trial that the host's CPUs limited:
+// no stage of the pipeline, but the cores every thread shares.
+const HostCPU = "host CPU"
+
+// Thresholds of the host CPU limit: the host's CPUs count as saturated at
+// HostSaturated busy; a hot thread that waited runnable HotThreadWait of
+// the time was held back by the host, not by its own work.
+const (
+	HostSaturated = 0.9
+	HotThreadWait = 0.25
+)
+
+// hostCPULimit says why a failing trial was limited by the host's CPUs
+// ("": it was not): they were saturated, or a hot thread (an emission
+// thread, a lane, the consumer) waited runnable a large share of the time
+// while the stage diagnosis found no stage, or found a stage whose own
+// thread could not run. The evidence says who used the cores.
+func hostCPULimit(t *Trial) string {
+	if len(t.Hosts) == 0 {
+		return ""
+	}
+	busy, waiter, wait := 0.0, "", 0.0
+	for _, h := range t.Hosts {
+		busy = max(busy, h.HostBusy)
+		for _, th := range h.Threads {
+			if hot(th.Name) && th.Runqueue > wait {
+				waiter, wait = h.Node+"/"+th.Name, th.Runqueue
+			}
+		}
+	}
+	saturated := busy >= HostSaturated
+	held := wait >= HotThreadWait
+	victim := t.LimitingStage == "" || t.LimitingStage == "none" || strings.HasPrefix(t.LimitingEvidence, "late on its own") ||
+		(held && strings.HasSuffix(waiter, "/"+t.LimitingStage))
+	if !(saturated || held) || !(victim || saturated && held) {
+		return ""
+	}
+	var who []string
+	for _, h := range t.Hosts {
+		p := fmt.Sprintf("%s %.2f cores", h.Node, h.Process)
+		if len(h.Threads) > 0 {
+			p += fmt.Sprintf(" (%s %.2f)", h.Threads[0].Name, h.Threads[0].Cores)
+		}
+		who = append(who, p)
+	}
+	why := fmt.Sprintf("host busy %.0f%% of %d CPUs: %s, other processes %.0f%%", 100*busy, t.Hosts[0].CPUs, strings.Join(who, ", "), 100*t.Hosts[0].OtherProcesses)
+	if held {
+		why += fmt.Sprintf("; %s waited runnable %.0f%% of the time", waiter, 100*wait)
+	}
+	return why
+}
+
+// hot says whether a thread role is one of the pipeline's own stages.
+func hot(role string) bool {
+	return strings.HasPrefix(role, "thread") || strings.HasPrefix(role, "lane") || role == "consumer"
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/servicerate"
 	"github.com/cloudprofiler-go/cp/stage"
 )
@@ -214,5 +215,39 @@ func TestFastRechecksAnAnswerItsEstimatesDoubt(t *testing.T) {
 				t.Fatalf("contradicted %v (%q), want %v; answer [%.0f, %.0f), stopped %q", got, contradiction(res), tc.contradicted, res.LastPass, res.FirstFail, res.Stopped)
 			}
 		})
+	}
+}
+
+// A failing trial whose host's CPUs were saturated, or whose hot threads
+// waited runnable, is limited by the host CPU, not by the thread that was
+// late (the demo once said "thread0 late on its own" while the harness's
+// threads and libzmq's filled both cores); a saturated consumer with its
+// own CPU stays the limit.
+func TestHostCPULimit(t *testing.T) {
+	host := func(node string, busy float64, threads ...cpustat.ThreadShare) AgentHost {
+		return AgentHost{Node: node, Summary: cpustat.Summary{CPUs: 2, HostBusy: busy, Process: 0.8, Threads: threads}}
+	}
+	fail := Verdict{Pass: false}
+	for _, c := range []struct {
+		name string
+		t    Trial
+		want bool
+	}{
+		{"a victim thread on saturated CPUs", Trial{Verdict: fail, LimitingStage: "thread0", LimitingEvidence: "late on its own: p99 lateness 5.5ms",
+			Hosts: []AgentHost{host("sender0", 0.97, cpustat.ThreadShare{Name: "zmq-io", Cores: 0.4}, cpustat.ThreadShare{Name: "thread0", Cores: 0.34, Runqueue: 0.1})}}, true},
+		{"no stage, a hot thread held back", Trial{Verdict: fail, LimitingStage: "none",
+			Hosts: []AgentHost{host("receiver0", 0.7, cpustat.ThreadShare{Name: "consumer", Cores: 0.2, Runqueue: 0.4})}}, true},
+		{"a saturated consumer on a quiet host", Trial{Verdict: fail, LimitingStage: "consumer", LimitingEvidence: "busy 95%",
+			Hosts: []AgentHost{host("receiver0", 0.6, cpustat.ThreadShare{Name: "consumer", Cores: 0.95, Runqueue: 0.02})}}, false},
+		{"a pass", Trial{Verdict: Verdict{Pass: true}, Hosts: []AgentHost{host("sender0", 0.99)}}, false},
+		{"no accounting", Trial{Verdict: fail, LimitingStage: "none"}, false},
+	} {
+		why := ""
+		if !c.t.Verdict.Pass {
+			why = hostCPULimit(&c.t)
+		}
+		if (why != "") != c.want {
+			t.Errorf("%s: %q", c.name, why)
+		}
 	}
 }

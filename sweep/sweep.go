@@ -240,10 +240,10 @@ func (rec *recorder) run(ctx context.Context, rate float64, purpose string) (Tri
 	if err != nil {
 		return t, err
 	}
+	t.Hosts = trialHosts(t.Outcome)
 	s.diagnoseTrial(&t)
 	t.ServiceRates = trialRates(t.Outcome)
 	t.NextLimit = nextLimit(t.ServiceRates, rate, t.Verdict.Pass && t.Judged(), highestPass(rec.partial.Trials))
-	t.Hosts = trialHosts(t.Outcome)
 	rec.partial.Trials = append(rec.partial.Trials, t)
 	s.logf("%s\n", s.trialLine(t))
 	if l := nextLimitLine(t); l != "" {
