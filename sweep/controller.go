@@ -70,8 +70,9 @@ type Controller struct {
 	// (0: DefaultAgentTimeout).
 	AgentTimeout time.Duration
 
-	endpoints []string // receivers' data endpoints, resolved
-	expect    []int    // streams each receiver should see
+	endpoints []string          // receivers' data endpoints, resolved
+	hostOf    map[string]string // node (receiver0, sender0) -> the host name its agent reported
+	expect    []int             // streams each receiver should see
 }
 
 // Prepare checks every agent and works out where senders send.
@@ -83,6 +84,7 @@ func (c *Controller) Prepare(ctx context.Context) ([]protocol.AgentInfo, error) 
 		c.Plan.Threads = 1
 	}
 	var infos []protocol.AgentInfo
+	c.hostOf = map[string]string{}
 	recvOf := map[string]int{} // endpoint -> receiver index
 	for i, r := range c.Receivers {
 		info, err := r.Info(ctx)
@@ -104,8 +106,9 @@ func (c *Controller) Prepare(ctx context.Context) ([]protocol.AgentInfo, error) 
 			recvOf[resolved] = i
 		}
 		infos = append(infos, info)
+		c.hostOf[fmt.Sprintf("receiver%d", i)] = info.Host
 	}
-	for _, s := range c.Senders {
+	for i, s := range c.Senders {
 		info, err := s.Info(ctx)
 		if err != nil {
 			return nil, agentFault(s, err)
@@ -114,6 +117,7 @@ func (c *Controller) Prepare(ctx context.Context) ([]protocol.AgentInfo, error) 
 			return nil, &PlanError{Problems: []string{fmt.Sprintf("agent %s is a %s, not a sender", s.Addr, info.Role)}}
 		}
 		infos = append(infos, info)
+		c.hostOf[fmt.Sprintf("sender%d", i)] = info.Host
 	}
 	// Thread t of sender s (global index g) sends to endpoint g mod n, so
 	// threads spread evenly over every receiver lane.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/receiver"
@@ -83,6 +84,11 @@ func newFake(t *testing.T, role, behave string) *fakeAgent {
 			st.State = protocol.StateDone
 			if role == protocol.RoleSender {
 				st.Sender = &sender.Result{TargetRate: 1000, Threads: 1, BucketSize: 1, Emitted: 1000, ScheduledTups: 1000}
+				// A host that other work keeps busy (95% busy, 0.2 cores of it
+				// ours): always, or in the first trial only.
+				if f.behave == "busy" || f.behave == "busyonce" && started == 1 {
+					st.Sender.Host = &cpustat.Record{Summary: cpustat.Summary{Seconds: 1, CPUs: 2, HostBusy: 0.95, Process: 0.2}}
+				}
 			} else {
 				st.Receiver = &receiver.Result{Consumed: 1000, Complete: true}
 			}

@@ -14,6 +14,7 @@ const (
 	ExitInvalidPlan  = 4   // bad flags or an invalid plan; nothing ran
 	ExitAgentFailure = 5   // an agent failed, refused or stopped answering; no answer
 	ExitContradicted = 6   // the trials contradict the answer (a rate well above it passed): the host moved
+	ExitDisturbed    = 7   // the host stayed disturbed (other processes, steal) through every repeat of a trial: no answer
 	ExitInterrupted  = 130 // stopped by a signal; the finished trials are kept
 )
 
@@ -21,11 +22,14 @@ const (
 func ExitCode(r *Report, err error) int {
 	var plan *PlanError
 	var agent *AgentError
+	var disturbed *DisturbedError
 	switch {
 	case errors.As(err, &plan):
 		return ExitInvalidPlan
 	case errors.As(err, &agent):
 		return ExitAgentFailure
+	case errors.As(err, &disturbed):
+		return ExitDisturbed
 	case errors.Is(err, context.Canceled) || (r != nil && r.Interrupted):
 		return ExitInterrupted
 	case err != nil:

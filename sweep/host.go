@@ -11,23 +11,27 @@ import (
 // its threads' CPU and run-queue wait, and what the host did meanwhile.
 type AgentHost struct {
 	Node string `json:"node"` // sender0, receiver0, ...
+	Host string `json:"host"` // the agent's host name: agents on one host share its CPUs
 	cpustat.Summary
 }
 
-// trialHosts takes every agent's host summary out of the trial's outcome.
-func trialHosts(o *Outcome) []AgentHost {
+// trialHosts takes every agent's host summary out of the trial's outcome;
+// hostOf names each node's host.
+func trialHosts(o *Outcome, hostOf map[string]string) []AgentHost {
 	if o == nil {
 		return nil
 	}
 	var out []AgentHost
 	for i, r := range o.Receivers {
 		if r != nil && r.Host != nil && r.Host.Error == "" {
-			out = append(out, AgentHost{Node: fmt.Sprintf("receiver%d", i), Summary: r.Host.Summary})
+			node := fmt.Sprintf("receiver%d", i)
+			out = append(out, AgentHost{Node: node, Host: hostOf[node], Summary: r.Host.Summary})
 		}
 	}
 	for i, s := range o.Senders {
 		if s != nil && s.Host != nil && s.Host.Error == "" {
-			out = append(out, AgentHost{Node: fmt.Sprintf("sender%d", i), Summary: s.Host.Summary})
+			node := fmt.Sprintf("sender%d", i)
+			out = append(out, AgentHost{Node: node, Host: hostOf[node], Summary: s.Host.Summary})
 		}
 	}
 	return out

@@ -41,6 +41,10 @@ type Trial struct {
 	// CPU and run-queue wait, the host's busy, stolen and other processes'
 	// shares (package cpustat; none off Linux).
 	Hosts []AgentHost `json:"hosts,omitempty"`
+	// Disturbed are the runs of this trial's rate that its host disturbed
+	// (other processes, steal: HostRules) before this one: repeated, never
+	// judged.
+	Disturbed []Attempt `json:"disturbed,omitempty"`
 }
 
 // Judged says whether the search counts the trial's verdict: every trial

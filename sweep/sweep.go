@@ -53,6 +53,13 @@ type Report struct {
 	// (a rate well above the first failing one passed): the capacity moved
 	// during the sweep, and the answer is not to be trusted ("": none).
 	Contradicted string `json:"contradicted,omitempty"`
+	// Disturbed says which trial's host stayed disturbed through every
+	// repeat, and by what: the sweep ended without an answer
+	// (ExitDisturbed).
+	Disturbed string `json:"disturbed,omitempty"`
+	// Colocated says which agents shared a host, with the cores each used
+	// in the last judged trial: the answer is then a property of that host.
+	Colocated string `json:"colocated,omitempty"`
 }
 
 // ContradictionFactor: a pass this far above the answer's first failing
@@ -124,7 +131,11 @@ type Sweep struct {
 	// profiled, and its ratio to a sweep without is the profiler's
 	// overhead where it matters.
 	ProfileSearch bool
-	report        Report
+	// Host says when a trial's host was too busy with other work to judge
+	// it (the zero value judges every trial: DefaultHostRules is cpsweep's
+	// default).
+	Host   HostRules
+	report Report
 }
 
 // Execute prepares the agents, runs the search and writes the run
@@ -163,7 +174,8 @@ func (s *Sweep) Execute(ctx context.Context) (*Report, error) {
 	}
 	interrupted := ctx.Err() != nil
 	var agentErr *AgentError
-	failed := errors.As(err, &agentErr) || rec.writeErr != nil
+	var disturbed *DisturbedError
+	failed := errors.As(err, &agentErr) || errors.As(err, &disturbed) || rec.writeErr != nil
 	profileErr := s.profile(ctx, res, rec.run, interrupted, failed)
 	var clockErr error
 	if before != nil && !interrupted && !failed {
@@ -188,6 +200,35 @@ func (s *Sweep) Execute(ctx context.Context) (*Report, error) {
 		return &s.report, fmt.Errorf("the answer stands, but the TSC relation asked for (--clock) could not be made: %w", clockErr)
 	}
 	return &s.report, nil
+}
+
+// undisturbed runs a trial, and again (at most HostRules.MaxRepeats more
+// times) while its host was disturbed: a disturbed run is neither a pass
+// nor a fail, and the search never moves on one. The runs it repeated are
+// kept in the trial (Disturbed). When every run was disturbed the sweep
+// ends with a *DisturbedError naming what disturbed it.
+func (rec *recorder) undisturbed(ctx context.Context, n int, rate float64, purpose string) (Trial, error) {
+	s := rec.s
+	var attempts []Attempt
+	for {
+		t, err := s.runTrial(ctx, n, rate, purpose)
+		if err != nil {
+			return t, err
+		}
+		t.Hosts = trialHosts(t.Outcome, s.Ctrl.hostOf)
+		why := s.Host.disturbed(t.Hosts)
+		if why == "" {
+			t.Disturbed = attempts
+			return t, nil
+		}
+		attempts = append(attempts, Attempt{Reason: why, Pass: t.Verdict.Pass, Achieved: t.Achieved, Hosts: t.Hosts})
+		if len(attempts) > s.Host.MaxRepeats || ctx.Err() != nil {
+			t.Disturbed = attempts
+			s.report.Disturbed = fmt.Sprintf("trial %d at %s: %s (%d run(s), every one disturbed)", n, numfmt.Rate(rate), why, len(attempts))
+			return t, &DisturbedError{Rate: rate, Attempts: len(attempts), Reason: why}
+		}
+		s.logf("trial %-3d %s  DISTURBED: %s; repeating (%d of %d)\n", n, numfmt.Rate(rate), why, len(attempts), s.Host.MaxRepeats)
+	}
 }
 
 // begin creates the run directory (after the agents answered: a failed
@@ -235,12 +276,11 @@ func (rec *recorder) run(ctx context.Context, rate float64, purpose string) (Tri
 		short = s.Ctrl.Plan.Duration < plan.Duration || s.Ctrl.Plan.Warmup < plan.Warmup
 		defer func() { s.Ctrl.Plan = plan }()
 	}
-	t, err := s.runTrial(ctx, n, rate, purpose)
+	t, err := rec.undisturbed(ctx, n, rate, purpose)
 	t.N, t.Rate, t.Purpose, t.Short = n, rate, purpose, short
 	if err != nil {
 		return t, err
 	}
-	t.Hosts = trialHosts(t.Outcome)
 	s.diagnoseTrial(&t)
 	t.ServiceRates = trialRates(t.Outcome)
 	t.NextLimit = nextLimit(t.ServiceRates, rate, t.Verdict.Pass && t.Judged(), highestPass(rec.partial.Trials))
@@ -424,6 +464,12 @@ func (s *Sweep) logf(format string, args ...any) {
 func (s *Sweep) save(r *Result, interrupted bool) error {
 	s.report.Result, s.report.Interrupted = r, interrupted
 	s.report.Contradicted = contradiction(r)
+	s.report.Colocated = ""
+	for _, t := range r.Trials { // the agents' hosts in the latest judged trial
+		if t.Judged() && len(t.Hosts) > 0 {
+			s.report.Colocated = colocation(t.Hosts)
+		}
+	}
 	s.report.LimitingStage, s.report.LimitingEvidence = "", ""
 	for _, t := range r.Trials { // the latest trial at the first failing rate
 		if !t.Verdict.Pass && t.Rate == r.FirstFail && t.LimitingStage != "" {

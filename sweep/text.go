@@ -103,6 +103,11 @@ func (r *Report) WriteText(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintln(w)
 	switch {
+	case r.Disturbed != "":
+		fmt.Fprintf(w, "no answer: the host stayed disturbed: %s\n", r.Disturbed)
+		if res.LastPass > 0 {
+			fmt.Fprintf(w, "(before it, %s passed undisturbed; measure again when the host is quieter, or raise --max-others / --max-steal to accept the noise)\n", numfmt.Rate(res.LastPass))
+		}
 	case r.Invalid != nil && res.LastPass <= 0:
 		fmt.Fprintf(w, "no answer: the sweep failed after %d judged trial(s)\n", len(res.Trials))
 	case res.LastPass > 0 && res.FirstFail > 0:
@@ -116,6 +121,12 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	if r.Contradicted != "" {
 		fmt.Fprintf(w, "NOT TRUSTWORTHY: %s\n", r.Contradicted)
+	}
+	if r.Colocated != "" {
+		fmt.Fprintf(w, "co-located: %s: the answer is a property of that host, not of the system alone\n", r.Colocated)
+	}
+	if n := disturbedRuns(res.Trials); n > 0 {
+		fmt.Fprintf(w, "disturbed: %d run(s) repeated because other work on the host disturbed them (trials.json: disturbed)\n", n)
 	}
 	if res.FirstFail > 0 && r.LimitingStage != "" {
 		fmt.Fprintln(w, limitingLine(Trial{LimitingStage: r.LimitingStage, LimitingEvidence: r.LimitingEvidence}))

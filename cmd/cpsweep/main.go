@@ -43,6 +43,7 @@ type options struct {
 	profileSearch            bool
 	lanes, localSenders      int
 	agentTimeout, retryAgent time.Duration
+	host                     sweep.HostRules
 	jsonOut, clock           bool
 }
 
@@ -161,6 +162,11 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.StringVar(&o.name, "name", "sweep", "name of this sweep (in the run directory's name)")
 	f.BoolVar(&o.jsonOut, "json", false, "print the summary as JSON")
 	f.DurationVar(&o.agentTimeout, "agent-timeout", sweep.DefaultAgentTimeout, "an agent that answers no status poll for this long during a trial has failed (the sweep stops)")
+	o.host = sweep.DefaultHostRules
+	f.Float64Var(&o.host.MaxOthers, "max-others", o.host.MaxOthers, "a trial during which other processes used more than this share of a host's CPUs is disturbed: repeated, never judged (0: off)")
+	f.Float64Var(&o.host.MaxSteal, "max-steal", o.host.MaxSteal, "a trial during which the hypervisor stole more than this share of a host's CPUs is disturbed (0: off)")
+	f.Float64Var(&o.host.MaxWait, "max-wait", o.host.MaxWait, "a trial whose hot threads waited runnable more than this share of the time is disturbed (0: off; see docs/sweep.md)")
+	f.IntVar(&o.host.MaxRepeats, "max-repeats", o.host.MaxRepeats, "how many times a disturbed trial is repeated before the sweep ends without an answer (exit 7)")
 	f.DurationVar(&o.retryAgent, "retry-agent", 0, "after an agent failure, wait this long for the agents to answer again and repeat the trial (0: stop the sweep)")
 	f.BoolVar(&o.clock, "clock", false, "probe the agents' TSCs before the first trial and after the last, and write relation.json (see cpsweep clock --help)")
 }
@@ -175,6 +181,9 @@ func (o *options) check() (string, *profiler.Handlers, error) {
 	}
 	if o.localSenders < 1 || o.localSenders > 64 || o.lanes < 1 || o.lanes > 64 {
 		return "", nil, fmt.Errorf("--local-senders and --lanes must be 1..64, got %d and %d", o.localSenders, o.lanes)
+	}
+	if err := o.host.Validate(); err != nil {
+		return "", nil, err
 	}
 	if o.agentTimeout < time.Second || o.agentTimeout > 10*time.Minute || o.retryAgent < 0 || o.retryAgent > time.Hour {
 		return "", nil, fmt.Errorf("--agent-timeout must be 1s..10m and --retry-agent 0..1h, got %v and %v", o.agentTimeout, o.retryAgent)
@@ -262,7 +271,7 @@ func (o *options) execute(ctx context.Context, code *int) error {
 	}
 	defer closeAgents()
 	s := &sweep.Sweep{Ctrl: ctrl, Name: o.name, Results: o.resultsDir, Log: os.Stderr, Live: cli.IsTerminal(os.Stderr), Args: os.Args, Clock: o.clock,
-		Profile: profile, ProfileYAML: profileYAML, ProfileAt: o.profileAt, ProfileRate: float64(o.profileRate), ProfileSearch: o.profileSearch, RetryAgent: o.retryAgent, Search: o.search}
+		Profile: profile, ProfileYAML: profileYAML, ProfileAt: o.profileAt, ProfileRate: float64(o.profileRate), ProfileSearch: o.profileSearch, RetryAgent: o.retryAgent, Search: o.search, Host: o.host}
 	report, err := s.Execute(ctx)
 	if report != nil {
 		if o.jsonOut {

@@ -357,3 +357,28 @@ func TestLocalAgentsDieWithCpsweep(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepSaysTheHostWasDisturbed: with two processes spinning beside the
+// local agents and --max-others set, every trial is disturbed: it is
+// repeated, and the sweep ends without an answer (exit 7), naming what
+// disturbed it.
+func TestSweepSaysTheHostWasDisturbed(t *testing.T) {
+	for i := 0; i < 2; i++ {
+		spin := exec.Command("sh", "-c", "end=$(($(date +%s)+40)); while [ $(date +%s) -lt $end ]; do :; done")
+		if err := spin.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = spin.Process.Kill(); _ = spin.Wait() }()
+	}
+	p, err := Start(filepath.Join(binDir, "cpsweep"), "--results", t.TempDir(), "--duration", "1s", "--warmup", "200ms",
+		"--start", "20k", "--bucket", "10", "--max-trials", "3", "--max-others", "0.15", "--max-repeats", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.Wait(2 * time.Minute)
+	out := p.Stdout.String() + p.Stderr.String()
+	if ExitCode(err) != sweep.ExitDisturbed || !strings.Contains(out, "DISTURBED: other processes used") ||
+		!strings.Contains(out, "no answer: the host stayed disturbed") || strings.Contains(out, "max sustainable throughput") {
+		t.Fatalf("exit %d (want %d)\n%s", ExitCode(err), sweep.ExitDisturbed, out)
+	}
+}

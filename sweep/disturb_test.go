@@ -1,0 +1,98 @@
+package sweep
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/cpustat"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
+)
+
+func agentHost(node, host string, busy, steal, process float64, threads ...cpustat.ThreadShare) AgentHost {
+	return AgentHost{Node: node, Host: host, Summary: cpustat.Summary{CPUs: 2, HostBusy: busy, HostSteal: steal, Process: process, Threads: threads}}
+}
+
+// A trial is disturbed by other processes on a host (its busy share minus
+// every agent of that host, not only the one reporting: on loopback the
+// sender and the receiver are not each other's "other processes"), by
+// steal, or (when asked) by hot threads waiting to run.
+func TestDisturbedByTheHost(t *testing.T) {
+	rules := HostRules{MaxOthers: 0.15, MaxSteal: 0.05, MaxRepeats: 3}
+	for _, c := range []struct {
+		name  string
+		rules HostRules
+		hosts []AgentHost
+		want  string // "" = not disturbed
+	}{
+		{"a quiet loopback host: the two agents fill it", rules,
+			[]AgentHost{agentHost("receiver0", "vm", 0.65, 0, 0.73), agentHost("sender0", "vm", 0.66, 0, 0.55)}, ""},
+		{"a build beside the agents", rules,
+			[]AgentHost{agentHost("receiver0", "vm", 0.95, 0, 0.6), agentHost("sender0", "vm", 0.95, 0, 0.5)}, "other processes used 40% of host vm (receiver0, sender0)"},
+		{"two hosts, one disturbed", rules,
+			[]AgentHost{agentHost("receiver0", "r", 0.4, 0, 0.8), agentHost("sender0", "s", 0.9, 0, 0.5)}, "host s (sender0)"},
+		{"steal", rules, []AgentHost{agentHost("sender0", "s", 0.3, 0.08, 0.5)}, "hypervisor stole 8%"},
+		{"a waiting hot thread, off by default", rules,
+			[]AgentHost{agentHost("receiver0", "r", 0.5, 0, 1, cpustat.ThreadShare{Name: "consumer", Runqueue: 0.4})}, ""},
+		{"a waiting hot thread, asked for", HostRules{MaxWait: 0.3},
+			[]AgentHost{agentHost("receiver0", "r", 0.5, 0, 1, cpustat.ThreadShare{Name: "consumer", Runqueue: 0.4}, cpustat.ThreadShare{Name: "other", Runqueue: 0.9})}, "receiver0/consumer waited runnable 40%"},
+		{"no accounting", rules, nil, ""},
+	} {
+		got := c.rules.disturbed(c.hosts)
+		if (got == "") != (c.want == "") || !strings.Contains(got, c.want) {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+	if err := (HostRules{MaxOthers: 2}).Validate(); err == nil {
+		t.Error("a share of 2 was taken")
+	}
+}
+
+func TestColocation(t *testing.T) {
+	got := colocation([]AgentHost{agentHost("receiver0", "vm", 0.6, 0, 0.73), agentHost("sender0", "vm", 0.6, 0, 0.55)})
+	if !strings.Contains(got, "receiver0 and sender0 share host vm's 2 CPUs (receiver0 0.73 cores, sender0 0.55 cores)") {
+		t.Fatalf("%q", got)
+	}
+	if got := colocation([]AgentHost{agentHost("receiver0", "r", 0.6, 0, 0.73), agentHost("sender0", "s", 0.6, 0, 0.55)}); got != "" {
+		t.Fatalf("agents on two hosts: %q", got)
+	}
+}
+
+// A trial its host disturbed is repeated, never judged, and kept in the
+// trial it was repeated for; a host that stays disturbed ends the sweep
+// without an answer, saying by what (ExitDisturbed).
+func TestDisturbedTrialsAreRepeated(t *testing.T) {
+	for _, c := range []struct {
+		behave   string
+		wantExit int
+	}{{"busyonce", ExitAnswer}, {"busy", ExitDisturbed}} {
+		recv, send := newFake(t, protocol.RoleReceiver, "ok"), newFake(t, protocol.RoleSender, c.behave)
+		var log bytes.Buffer
+		s := &Sweep{Ctrl: &Controller{Senders: []*protocol.Client{send.client()}, Receivers: []*protocol.Client{recv.client()}, Plan: testPlan(t), AgentTimeout: time.Second},
+			Search: Search{Method: "linear", Linear: LinearPlan{From: 1000, To: 2000, Step: 1000}}, Name: "disturbed", Results: t.TempDir(),
+			Log: &log, Host: HostRules{MaxOthers: 0.15, MaxRepeats: 2}}
+		report, err := s.Execute(context.Background())
+		if got := ExitCode(report, err); got != c.wantExit {
+			t.Fatalf("%s: exit %d (%v), want %d\n%s", c.behave, got, err, c.wantExit, log.String())
+		}
+		var text bytes.Buffer
+		report.WriteText(&text)
+		switch c.behave {
+		case "busyonce":
+			tr := report.Result.Trials
+			if len(tr) != 2 || len(tr[0].Disturbed) != 1 || !strings.Contains(tr[0].Disturbed[0].Reason, "other processes used 85%") || send.started != 3 {
+				t.Fatalf("busyonce: %d trials, %d agent runs: %+v", len(tr), send.started, tr)
+			}
+			if !strings.Contains(log.String(), "DISTURBED: other processes used 85%") || !strings.Contains(text.String(), "disturbed: 1 run(s) repeated") {
+				t.Fatalf("busyonce: the repeat is not said:\n%s\n%s", log.String(), text.String())
+			}
+		case "busy":
+			if send.started != 3 || !strings.Contains(report.Disturbed, "every one disturbed") || strings.Contains(text.String(), "max sustainable throughput") ||
+				!strings.Contains(text.String(), "no answer: the host stayed disturbed") {
+				t.Fatalf("busy: %d runs, report %q\n%s", send.started, report.Disturbed, text.String())
+			}
+		}
+	}
+}
