@@ -71,52 +71,30 @@ func (e *DisturbedError) Error() string {
 // agents on one host (by host name) are one: other processes are that
 // host's busy share minus all of their CPU.
 func (h HostRules) disturbed(hosts []AgentHost) string {
-	type one struct {
-		busy, steal, ours float64
-		cpus              int
-		nodes             []string
-		waiter            string
-		wait              float64
-	}
-	byHost := map[string]*one{}
-	var names []string
-	for _, a := range hosts {
-		key := a.Host
-		if key == "" {
-			key = a.Node
-		}
-		o := byHost[key]
-		if o == nil {
-			o = &one{cpus: a.CPUs}
-			byHost[key] = o
-			names = append(names, key)
-		}
-		o.busy, o.steal = max(o.busy, a.HostBusy), max(o.steal, a.HostSteal)
-		o.ours += a.Process
-		o.nodes = append(o.nodes, a.Node)
-		for _, th := range a.Threads {
-			if hot(th.Name) && th.Runqueue > o.wait {
-				o.waiter, o.wait = a.Node+"/"+th.Name, th.Runqueue
-			}
-		}
-	}
-	sort.Strings(names)
 	var why []string
-	for _, name := range names {
-		o := byHost[name]
-		if o.cpus <= 0 {
+	for _, v := range hostViews(hosts) {
+		if v.cpus <= 0 {
 			continue
 		}
-		others := max(o.busy-o.ours/float64(o.cpus), 0)
-		where := fmt.Sprintf("host %s (%s)", name, strings.Join(o.nodes, ", "))
-		if h.MaxOthers > 0 && others > h.MaxOthers {
-			why = append(why, fmt.Sprintf("other processes used %.0f%% of %s's CPU", 100*others, where))
+		var nodes []string
+		waiter, wait := "", 0.0
+		for _, a := range v.agents {
+			nodes = append(nodes, a.Node)
+			for _, th := range a.Threads {
+				if hot(th.Name) && th.Runqueue > wait {
+					waiter, wait = a.Node+"/"+th.Name, th.Runqueue
+				}
+			}
 		}
-		if h.MaxSteal > 0 && o.steal > h.MaxSteal {
-			why = append(why, fmt.Sprintf("the hypervisor stole %.0f%% of %s's CPU", 100*o.steal, where))
+		where := fmt.Sprintf("host %s (%s)", v.name, strings.Join(nodes, ", "))
+		if h.MaxOthers > 0 && v.others > h.MaxOthers {
+			why = append(why, fmt.Sprintf("other processes used %.0f%% of %s's CPU", 100*v.others, where))
 		}
-		if h.MaxWait > 0 && o.wait > h.MaxWait {
-			why = append(why, fmt.Sprintf("%s waited runnable %.0f%% of the time", o.waiter, 100*o.wait))
+		if h.MaxSteal > 0 && v.steal > h.MaxSteal {
+			why = append(why, fmt.Sprintf("the hypervisor stole %.0f%% of %s's CPU", 100*v.steal, where))
+		}
+		if h.MaxWait > 0 && wait > h.MaxWait {
+			why = append(why, fmt.Sprintf("%s waited runnable %.0f%% of the time", waiter, 100*wait))
 		}
 	}
 	return strings.Join(why, "; ")

@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/cloudprofiler-go/cp/cpustat"
@@ -37,24 +38,67 @@ func trialHosts(o *Outcome, hostOf map[string]string) []AgentHost {
 	return out
 }
 
-// hostLine says what the hosts did during a trial: per agent, the cores it
-// used, its busiest thread with its run-queue wait, and the host's busy,
-// stolen and other processes' shares.
+// hostView is one host over a trial: the agents on it (by host name) and
+// what the host did, other processes net of every one of them.
+type hostView struct {
+	name              string
+	cpus              int
+	busy, steal, ours float64 // shares of the host's CPUs; ours in cores
+	others            float64 // share of the host's CPUs
+	agents            []AgentHost
+}
+
+// hostViews groups a trial's agents by host, in name order.
+func hostViews(hosts []AgentHost) []hostView {
+	byHost := map[string]*hostView{}
+	var names []string
+	for _, a := range hosts {
+		key := a.Host
+		if key == "" {
+			key = a.Node
+		}
+		v := byHost[key]
+		if v == nil {
+			v = &hostView{name: key, cpus: a.CPUs}
+			byHost[key] = v
+			names = append(names, key)
+		}
+		v.busy, v.steal = max(v.busy, a.HostBusy), max(v.steal, a.HostSteal)
+		v.ours += a.Process
+		v.agents = append(v.agents, a)
+	}
+	sort.Strings(names)
+	out := make([]hostView, 0, len(names))
+	for _, n := range names {
+		v := byHost[n]
+		if v.cpus > 0 {
+			v.others = max(v.busy-v.ours/float64(v.cpus), 0)
+		}
+		out = append(out, *v)
+	}
+	return out
+}
+
+// hostLine says what the hosts did during a trial: per host, its busy,
+// stolen and other processes' shares, and per agent the cores it used and
+// its busiest thread with the share of the time it waited runnable.
 func hostLine(t Trial) string {
 	if len(t.Hosts) == 0 {
 		return ""
 	}
 	var parts []string
-	for _, h := range t.Hosts {
-		p := fmt.Sprintf("%s %.2f cores", h.Node, h.Process)
-		if len(h.Threads) > 0 {
-			top := h.Threads[0]
-			p += fmt.Sprintf(" (%s %.2f, waited %.0f%%)", top.Name, top.Cores, 100*top.Runqueue)
+	for _, v := range hostViews(t.Hosts) {
+		p := fmt.Sprintf("%s busy %.0f%% of %d CPUs, steal %.1f%%, other processes %.0f%%", v.name, 100*v.busy, v.cpus, 100*v.steal, 100*v.others)
+		for _, a := range v.agents {
+			p += fmt.Sprintf("; %s %.2f cores", a.Node, a.Process)
+			if len(a.Threads) > 0 {
+				top := a.Threads[0]
+				p += fmt.Sprintf(" (%s %.2f, waited %.0f%%)", top.Name, top.Cores, 100*top.Runqueue)
+			}
 		}
-		p += fmt.Sprintf(", host busy %.0f%%, steal %.1f%%, others %.0f%%", 100*h.HostBusy, 100*h.HostSteal, 100*h.OtherProcesses)
 		parts = append(parts, p)
 	}
-	return "host: " + strings.Join(parts, "; ")
+	return "host: " + strings.Join(parts, " | ")
 }
 
 // HostCPU is the limiting "stage" of a trial that the host's CPUs limited:
@@ -102,7 +146,11 @@ func hostCPULimit(t *Trial) string {
 		}
 		who = append(who, p)
 	}
-	why := fmt.Sprintf("host busy %.0f%% of %d CPUs: %s, other processes %.0f%%", 100*busy, t.Hosts[0].CPUs, strings.Join(who, ", "), 100*t.Hosts[0].OtherProcesses)
+	others := 0.0
+	for _, v := range hostViews(t.Hosts) {
+		others = max(others, v.others)
+	}
+	why := fmt.Sprintf("host busy %.0f%% of %d CPUs: %s, other processes %.0f%%", 100*busy, t.Hosts[0].CPUs, strings.Join(who, ", "), 100*others)
 	if held {
 		why += fmt.Sprintf("; %s waited runnable %.0f%% of the time", waiter, 100*wait)
 	}
