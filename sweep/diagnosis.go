@@ -120,7 +120,17 @@ func (s *Sweep) diagnoseTrial(t *Trial) {
 		t.LimitingEvidence = "not diagnosed: " + err.Error()
 		return
 	}
-	t.LimitingStage, t.LimitingEvidence, t.Busy = d.Limiting, d.Evidence, d.WindowBusy
+	t.Busy = d.WindowBusy
+	verdictOfLimit(t, d)
+}
+
+// verdictOfLimit is the one verdict on what limited a trial, from its
+// stage diagnosis, its lateness and its hosts: the sweep's line, the
+// answer, trials.json, diagnosis.json and the report all take it from
+// here, so they never name two different limits for one trial. It sets the
+// trial's limiting stage and evidence, and the diagnosis's to match.
+func verdictOfLimit(t *Trial, d *diagnose.Diagnosis) {
+	t.LimitingStage, t.LimitingEvidence = d.Limiting, d.Evidence
 	if d.Limiting == "none" && !t.Verdict.Pass {
 		if name, why := lateOnItsOwn(t); name != "" {
 			t.LimitingStage, t.LimitingEvidence = name, why
@@ -131,6 +141,7 @@ func (s *Sweep) diagnoseTrial(t *Trial) {
 			t.LimitingStage, t.LimitingEvidence = HostCPU, why
 		}
 	}
+	d.Limiting, d.Evidence = t.LimitingStage, t.LimitingEvidence
 }
 
 // lateOnItsOwn names the sender thread behind a trial that failed on
@@ -243,6 +254,9 @@ func DiagnoseRun(dir string, o DiagnoseOptions) (*diagnose.RunFile, error) {
 			continue
 		}
 		out.PeriodNs = d.PeriodNs
+		t := tf.Trial
+		t.Outcome = tf.Outcome
+		verdictOfLimit(&t, d) // the same verdict as the sweep's line
 		out.Trials = append(out.Trials, diagnose.Trial{N: tf.Trial.N, Rate: tf.Trial.Rate, Purpose: tf.Trial.Purpose, Pass: tf.Trial.Verdict.Pass, Diagnosis: d})
 	}
 	if len(out.Trials) == 0 {

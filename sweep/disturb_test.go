@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/cpustat"
+	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
@@ -94,5 +95,18 @@ func TestDisturbedTrialsAreRepeated(t *testing.T) {
 				t.Fatalf("busy: %d runs, report %q\n%s", send.started, report.Disturbed, text.String())
 			}
 		}
+	}
+}
+
+// The diagnosis a run directory keeps (diagnosis.json, the report) names
+// the same limit as the sweep's line for the same trial: one function
+// decides it (the demo's line said "thread0 late on its own" while the
+// report's section said "no stage identified").
+func TestOneVerdictOfTheLimit(t *testing.T) {
+	tr := Trial{Verdict: Verdict{Pass: false}, Hosts: []AgentHost{agentHost("sender0", "vm", 0.97, 0, 0.9, cpustat.ThreadShare{Name: "thread0", Cores: 0.4, Runqueue: 0.3})}}
+	d := &diagnose.Diagnosis{Limiting: "none"}
+	verdictOfLimit(&tr, d)
+	if tr.LimitingStage != HostCPU || d.Limiting != tr.LimitingStage || d.Evidence != tr.LimitingEvidence {
+		t.Fatalf("trial %q (%q), diagnosis %q (%q)", tr.LimitingStage, tr.LimitingEvidence, d.Limiting, d.Evidence)
 	}
 }
