@@ -111,7 +111,7 @@ func TestSweepWithInProcessAgents(t *testing.T) {
 				t.Errorf("trial %d: host accounting %+v", tr.N, tr.Hosts)
 			}
 		}
-		if !strings.Contains(log.String(), "host: receiver0 ") {
+		if !strings.Contains(log.String(), "host: ") || !strings.Contains(log.String(), "; receiver0 ") {
 			t.Errorf("no host line in the sweep's output:\n%s", log.String())
 		}
 	}
