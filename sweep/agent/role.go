@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
@@ -61,3 +62,29 @@ type CodedError struct {
 
 func (e *CodedError) Error() string { return e.Err.Error() }
 func (e *CodedError) Unwrap() error { return e.Err }
+
+// Runner is what a role starts: a sender or a receiver.
+type Runner interface {
+	prometheus.Collector
+	Stages() *stage.Set
+	Stop()
+	Close()
+}
+
+// Start wraps a role's new runner as a started trial: its stages are
+// watched for stalls, and Wait runs it, closes it and puts its result in a
+// status (result: the status of a run's result).
+func Start[R any](r Runner, run func() (R, error), status func(R) *protocol.TrialStatus, logf func(string, ...any)) *Started {
+	if r.Stages() != nil {
+		diagnose.Watch(r.Stages(), diagnose.DefaultConfirm, logf)
+	}
+	wait := func() (*protocol.TrialStatus, error) {
+		defer r.Close()
+		res, err := run()
+		if err != nil {
+			return nil, err
+		}
+		return status(res), nil
+	}
+	return &Started{Metrics: r, Stages: r.Stages(), Stop: r.Stop, Wait: wait}
+}

@@ -3,7 +3,6 @@ package recvagent
 import (
 	"time"
 
-	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/receiver"
@@ -64,16 +63,5 @@ func (tr trial) Start(env agent.Env) (*agent.Started, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.Stages() != nil {
-		diagnose.Watch(r.Stages(), diagnose.DefaultConfirm, env.Logf)
-	}
-	wait := func() (*protocol.TrialStatus, error) {
-		defer r.Close()
-		res, err := r.Run()
-		if err != nil {
-			return nil, err
-		}
-		return &protocol.TrialStatus{Receiver: res}, nil
-	}
-	return &agent.Started{Metrics: r, Stages: r.Stages(), Stop: r.Stop, Wait: wait}, nil
+	return agent.Start(r, r.Run, func(res *receiver.Result) *protocol.TrialStatus { return &protocol.TrialStatus{Receiver: res} }, env.Logf), nil
 }

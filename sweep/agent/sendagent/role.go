@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/sender"
@@ -54,16 +53,5 @@ func (tr trial) Start(env agent.Env) (*agent.Started, error) {
 	case err != nil:
 		return nil, err
 	}
-	if s.Stages() != nil {
-		diagnose.Watch(s.Stages(), diagnose.DefaultConfirm, env.Logf)
-	}
-	wait := func() (*protocol.TrialStatus, error) {
-		defer s.Close()
-		res, err := s.Run()
-		if err != nil {
-			return nil, err
-		}
-		return &protocol.TrialStatus{Sender: res}, nil
-	}
-	return &agent.Started{Metrics: s, Stages: s.Stages(), Stop: s.Stop, Wait: wait}, nil
+	return agent.Start(s, s.Run, func(res *sender.Result) *protocol.TrialStatus { return &protocol.TrialStatus{Sender: res} }, env.Logf), nil
 }
