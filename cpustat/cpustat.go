@@ -73,7 +73,7 @@ type Sample struct {
 // Read takes a sample.
 func (s *Sampler) Read() (Sample, error) {
 	out := Sample{UnixNs: time.Now().UnixNano(), Threads: map[string]Times{}}
-	b, err := readSmall(s.proc + "/stat")
+	b, err := os.ReadFile(s.proc + "/stat")
 	if err != nil {
 		return out, ErrUnsupported
 	}
@@ -82,7 +82,7 @@ func (s *Sampler) Read() (Sample, error) {
 		return out, err
 	}
 	out.HostBusy, out.HostSteal, out.HostIdle, out.HostTotal = h.Busy, h.Steal, h.Idle, h.Total
-	if b, err = readSmall(fmt.Sprintf("%s/%d/stat", s.proc, s.pid)); err != nil {
+	if b, err = os.ReadFile(fmt.Sprintf("%s/%d/stat", s.proc, s.pid)); err != nil {
 		return out, ErrUnsupported
 	}
 	if out.Process, err = parseProcessCPU(b); err != nil {
@@ -100,7 +100,7 @@ func (s *Sampler) Read() (Sample, error) {
 			continue
 		}
 		dir := fmt.Sprintf("%s/%d/task/%d/", s.proc, s.pid, tid)
-		sched, err := readSmall(dir + "schedstat")
+		sched, err := os.ReadFile(dir + "schedstat")
 		if err != nil {
 			continue // exited meanwhile
 		}
@@ -108,7 +108,7 @@ func (s *Sampler) Read() (Sample, error) {
 		if err != nil {
 			continue
 		}
-		status, _ := readSmall(dir + "status")
+		status, _ := os.ReadFile(dir + "status")
 		name := s.roleOf(tid, dir)
 		t := out.Threads[name]
 		t.CPU += run
@@ -124,7 +124,7 @@ func (s *Sampler) roleOf(tid int, dir string) string {
 	if name, ok := s.names[tid]; ok {
 		return name
 	}
-	comm, _ := readSmall(dir + "comm")
+	comm, _ := os.ReadFile(dir + "comm")
 	switch c := strings.TrimSpace(string(comm)); {
 	case strings.HasPrefix(c, "ZMQbg/IO"):
 		return ZMQIO

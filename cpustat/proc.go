@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 )
@@ -67,7 +66,3 @@ func parseInvoluntary(b []byte) uint64 {
 	n, _ := strconv.ParseUint(strings.TrimSpace(string(line)), 10, 64)
 	return n
 }
-
-// readSmall reads a /proc file (they are small; a read error is the
-// thread having exited, or no /proc).
-func readSmall(path string) ([]byte, error) { return os.ReadFile(path) }

@@ -166,9 +166,14 @@ func (e *blockEncoder) encode(dst []byte, runs []run, records int) []byte {
 	if e.zenc != nil {
 		codec, payload = CodecZstd, e.zenc.EncodeAll(e.raw, nil)
 	}
-	// The header is built in place in dst: a local array would escape
-	// through crc32 and cost an allocation per block (per record for the
-	// identity handler).
+	return appendBlock(dst, codec, payload, records)
+}
+
+// appendBlock appends payload framed as a block of records records
+// encoded with codec. The header is built in place in dst: a local array
+// would escape through crc32 and cost an allocation per block (per record
+// for the identity handler).
+func appendBlock(dst []byte, codec byte, payload []byte, records int) []byte {
 	start := len(dst)
 	dst = append(dst, make([]byte, blockHeader)...)
 	h := dst[start : start+blockHeader]

@@ -227,7 +227,10 @@ func zstdBlock(t *testing.T, raw []byte, records int, declareSize bool) []byte {
 	t.Helper()
 	var payload []byte
 	if declareSize {
-		enc, _ := newBlockEncoder(CodecZstd)
+		enc, err := newBlockEncoder(CodecZstd)
+		if err != nil {
+			t.Fatal(err)
+		}
 		payload = enc.zenc.EncodeAll(raw, nil)
 	} else { // a stream frame: no content size in its header
 		var buf bytes.Buffer
@@ -235,18 +238,15 @@ func zstdBlock(t *testing.T, raw []byte, records int, declareSize bool) []byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, _ = w.Write(raw)
-		_ = w.Close()
+		if _, err := w.Write(raw); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
 		payload = buf.Bytes()
 	}
-	h := make([]byte, blockHeader)
-	copy(h, blockMagic[:])
-	h[4], h[5] = blockVersion, CodecZstd
-	binary.LittleEndian.PutUint32(h[8:], uint32(records))
-	binary.LittleEndian.PutUint32(h[12:], uint32(len(payload)))
-	binary.LittleEndian.PutUint32(h[16:], crc32.Checksum(payload, crcTable))
-	binary.LittleEndian.PutUint32(h[20:], crc32.Checksum(h[:20], crcTable))
-	return append(h, payload...)
+	return appendBlock(nil, CodecZstd, payload, records)
 }
 
 // TestZstdBombsAreDamage: a small compressed block that inflates far past

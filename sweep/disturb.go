@@ -2,7 +2,6 @@ package sweep
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 )
 
@@ -76,17 +75,8 @@ func (h HostRules) disturbed(hosts []AgentHost) string {
 		if v.cpus <= 0 {
 			continue
 		}
-		var nodes []string
-		waiter, wait := "", 0.0
-		for _, a := range v.agents {
-			nodes = append(nodes, a.Node)
-			for _, th := range a.Threads {
-				if hot(th.Name) && th.Runqueue > wait {
-					waiter, wait = a.Node+"/"+th.Name, th.Runqueue
-				}
-			}
-		}
-		where := fmt.Sprintf("host %s (%s)", v.name, strings.Join(nodes, ", "))
+		waiter, wait := longestWait(v.agents)
+		where := fmt.Sprintf("host %s (%s)", v.name, nodeList(v.agents, ", "))
 		if h.MaxOthers > 0 && v.others > h.MaxOthers {
 			why = append(why, fmt.Sprintf("other processes used %.0f%% of %s's CPU", 100*v.others, where))
 		}
@@ -103,39 +93,27 @@ func (h HostRules) disturbed(hosts []AgentHost) string {
 // colocation says which agents share a host ("": none do), with the cores
 // each used in the trial: the answer is then a property of that host.
 func colocation(hosts []AgentHost) string {
-	byHost := map[string][]AgentHost{}
-	var names []string
-	for _, a := range hosts {
-		if a.Host == "" {
-			continue
-		}
-		if byHost[a.Host] == nil {
-			names = append(names, a.Host)
-		}
-		byHost[a.Host] = append(byHost[a.Host], a)
-	}
-	sort.Strings(names)
 	var out []string
-	for _, name := range names {
-		as := byHost[name]
-		if len(as) < 2 {
+	for _, v := range hostViews(hosts) {
+		if len(v.agents) < 2 { // an agent without a host name is alone under its node's
 			continue
 		}
 		var each []string
-		for _, a := range as {
+		for _, a := range v.agents {
 			each = append(each, fmt.Sprintf("%s %.2f cores", a.Node, a.Process))
 		}
-		out = append(out, fmt.Sprintf("%s share host %s's %d CPUs (%s)", agentList(as), name, as[0].CPUs, strings.Join(each, ", ")))
+		out = append(out, fmt.Sprintf("%s share host %s's %d CPUs (%s)", nodeList(v.agents, " and "), v.name, v.cpus, strings.Join(each, ", ")))
 	}
 	return strings.Join(out, "; ")
 }
 
-func agentList(as []AgentHost) string {
+// nodeList names the agents, joined by sep.
+func nodeList(as []AgentHost, sep string) string {
 	var n []string
 	for _, a := range as {
 		n = append(n, a.Node)
 	}
-	return strings.Join(n, " and ")
+	return strings.Join(n, sep)
 }
 
 // disturbedRuns counts the runs the host disturbed over a sweep's trials.

@@ -122,15 +122,11 @@ func hostCPULimit(t *Trial) string {
 	if len(t.Hosts) == 0 {
 		return ""
 	}
-	busy, waiter, wait := 0.0, "", 0.0
+	busy := 0.0
 	for _, h := range t.Hosts {
 		busy = max(busy, h.HostBusy)
-		for _, th := range h.Threads {
-			if hot(th.Name) && th.Runqueue > wait {
-				waiter, wait = h.Node+"/"+th.Name, th.Runqueue
-			}
-		}
 	}
+	waiter, wait := longestWait(t.Hosts)
 	saturated := busy >= HostSaturated
 	held := wait >= HotThreadWait
 	victim := t.LimitingStage == "" || t.LimitingStage == "none" || strings.HasPrefix(t.LimitingEvidence, "late on its own") ||
@@ -155,6 +151,19 @@ func hostCPULimit(t *Trial) string {
 		why += fmt.Sprintf("; %s waited runnable %.0f%% of the time", waiter, 100*wait)
 	}
 	return why
+}
+
+// longestWait is the hot thread that waited runnable the largest share
+// of the time over the agents ("node/role"; "", 0: none waited).
+func longestWait(agents []AgentHost) (waiter string, wait float64) {
+	for _, a := range agents {
+		for _, th := range a.Threads {
+			if hot(th.Name) && th.Runqueue > wait {
+				waiter, wait = a.Node+"/"+th.Name, th.Runqueue
+			}
+		}
+	}
+	return waiter, wait
 }
 
 // hot says whether a thread role is one of the pipeline's own stages.

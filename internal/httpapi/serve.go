@@ -2,14 +2,12 @@ package httpapi
 
 import (
 	"crypto/subtle"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -202,7 +200,7 @@ func authenticate(token string, next http.Handler) http.Handler {
 		got := []byte(r.Header.Get("Authorization"))
 		ok := subtle.ConstantTimeCompare(got, bearer) == 1
 		if !ok {
-			if _, pass, basic := basicAuth(r); basic {
+			if _, pass, basic := r.BasicAuth(); basic {
 				ok = subtle.ConstantTimeCompare([]byte(pass), want) == 1
 			}
 		}
@@ -213,20 +211,6 @@ func authenticate(token string, next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-func basicAuth(r *http.Request) (user, pass string, ok bool) {
-	h := r.Header.Get("Authorization")
-	const prefix = "Basic "
-	if len(h) < len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
-		return "", "", false
-	}
-	dec, err := base64.StdEncoding.DecodeString(h[len(prefix):])
-	if err != nil {
-		return "", "", false
-	}
-	user, pass, ok = strings.Cut(string(dec), ":")
-	return user, pass, ok
 }
 
 // connLimiter holds at most max connections: at the limit a new one
