@@ -169,8 +169,8 @@ func (s Search) rates() (lowest, highest float64, err error) {
 		if p.MaxTrials < 1 || p.MaxTrials > 10000 {
 			return 0, 0, fmt.Errorf("--max-trials must be 1..10000, got %d", p.MaxTrials)
 		}
-		if p.Confirm > 100 {
-			return 0, 0, fmt.Errorf("--confirm must be at most 100, got %d", p.Confirm)
+		if p.Runs > 100 {
+			return 0, 0, fmt.Errorf("--boundary-runs must be at most 100, got %d", p.Runs)
 		}
 		return p.Start, p.Start, nil
 	}

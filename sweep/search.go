@@ -25,6 +25,10 @@ type Result struct {
 	Elapsed   time.Duration `json:"elapsed_ns"`
 	Stopped   string        `json:"stopped,omitempty"` // why the search ended early
 	Hint      string        `json:"hint,omitempty"`    // what the service-rate hint did
+	// Boundary is what the repeats at the boundary measured (fast search;
+	// nil when the search ended before them): LastPass and FirstFail are
+	// then its answer and its lowest rate that failed every run.
+	Boundary *Boundary `json:"boundary,omitempty"`
 }
 
 // Precision is the relative width of the answer's interval.
@@ -73,13 +77,13 @@ func Linear(ctx context.Context, p LinearPlan, run Runner) (*Result, error) {
 
 // FastPlan configures the fast search.
 type FastPlan struct {
-	Start     float64 `json:"start"`      // first rate tried
-	Factor    float64 `json:"factor"`     // ramp multiplier (default 2)
-	Max       float64 `json:"max"`        // never try above this (0: no limit)
-	Min       float64 `json:"min"`        // the floor: give up below this when even low rates fail (default Start/1024)
-	Precision float64 `json:"precision"`  // stop when (first fail - last pass)/last pass <= this (default 0.01)
-	Confirm   int     `json:"confirm"`    // re-run the final pass this many times (default 1)
-	MaxTrials int     `json:"max_trials"` // hard limit on trials (default 20)
+	Start     float64 `json:"start"`         // first rate tried
+	Factor    float64 `json:"factor"`        // ramp multiplier (default 2)
+	Max       float64 `json:"max"`           // never try above this (0: no limit)
+	Min       float64 `json:"min"`           // the floor: give up below this when even low rates fail (default Start/1024)
+	Precision float64 `json:"precision"`     // stop when (first fail - last pass)/last pass <= this (default 0.01)
+	Runs      int     `json:"boundary_runs"` // runs of each boundary rate in all (default DefaultBoundaryRuns; 1: no repeats)
+	MaxTrials int     `json:"max_trials"`    // hard limit on trials (default 20)
 	// Hint "service-rate": a first, short trial at Start (purpose
 	// "estimate") reads every stage's service-rate estimates; the search
 	// then tries HintOver × the smallest pipeline limit they give (purpose
@@ -121,10 +125,8 @@ func (p FastPlan) withDefaults() (FastPlan, error) {
 	if p.MaxTrials == 0 {
 		p.MaxTrials = 20
 	}
-	if p.Confirm < 0 {
-		p.Confirm = 0
-	} else if p.Confirm == 0 {
-		p.Confirm = 1
+	if p.Runs <= 0 {
+		p.Runs = DefaultBoundaryRuns
 	}
 	if p.Min == 0 {
 		p.Min = max(p.Start/1024, sender.MinRate)
@@ -150,10 +152,10 @@ var errTrialLimit = errors.New("trial limit reached")
 // Fast ramps up geometrically from Start until a trial fails (or down
 // until one passes, if the first fails), then narrows [last pass, first
 // fail] to the precision (see prober: what failing trials achieved guides
-// the next probe). The final pass is repeated to confirm; if a repeat
-// fails, the interval moves down to the highest earlier pass below it, or
-// ramps down geometrically when there is none, and the narrowing resumes.
-// Only when every rate down to the floor (Min) failed is there no answer.
+// the next probe). Then the boundary is repeated (settle): the answer is
+// the highest rate that passed every one of its runs, and the rates above
+// it whose runs disagreed are its measured uncertainty. Only when every
+// rate down to the floor (Min) failed is there no answer.
 func Fast(ctx context.Context, plan FastPlan, run Runner) (*Result, error) {
 	p, err := plan.withDefaults()
 	if err != nil {
@@ -171,7 +173,13 @@ func Fast(ctx context.Context, plan FastPlan, run Runner) (*Result, error) {
 	if stopped, err := f.ramp(from, purpose); err != nil || stopped {
 		return f.finish(err)
 	}
-	return f.finish(f.narrow())
+	if err := f.narrow(); err != nil {
+		return f.finish(err)
+	}
+	if err := f.recheck(); err != nil {
+		return f.finish(err)
+	}
+	return f.finish(f.settle())
 }
 
 // fastSearch is a fast search in progress.
@@ -330,56 +338,24 @@ func (f *fastSearch) ramp(rate float64, purpose string) (stopped bool, err error
 	}
 }
 
-// narrow closes [LastPass, FirstFail) to the precision and confirms the
-// last pass; a confirmation that fails moves the interval down (to the
-// highest earlier pass below it, or by ramping down) and narrows again.
+// narrow closes [LastPass, FirstFail) to the precision.
 func (f *fastSearch) narrow() error {
 	p, res := f.p, f.res
-	for confirmed := 0; ; {
-		for res.Precision() > p.Precision {
-			next, purpose := f.pr.next(res.LastPass, res.FirstFail)
-			t, err := f.try(next, purpose)
-			if err != nil {
-				return err
-			}
-			if t.Verdict.Pass {
-				res.LastPass = next
-				f.pr.passed(next)
-			} else {
-				res.FirstFail = next
-				f.pr.failed(next, t.Achieved, purpose)
-			}
-		}
-		if confirmed >= p.Confirm {
-			return f.recheck()
-		}
-		t, err := f.try(res.LastPass, "confirm")
+	for res.Precision() > p.Precision {
+		next, purpose := f.pr.next(res.LastPass, res.FirstFail)
+		t, err := f.try(next, purpose)
 		if err != nil {
 			return err
 		}
 		if t.Verdict.Pass {
-			confirmed++
-			continue
+			res.LastPass = next
+			f.pr.passed(next)
+		} else {
+			res.FirstFail = next
+			f.pr.failed(next, t.Achieved, purpose)
 		}
-		// The final pass did not hold: it becomes the first fail, and the
-		// highest earlier pass below it the last pass.
-		res.FirstFail = res.LastPass
-		f.pr.failed(res.FirstFail, t.Achieved, "confirm") // it passed before: the capacity is right below
-		res.LastPass = 0
-		for _, prev := range res.Trials {
-			if prev.Verdict.Pass && prev.Judged() && prev.Rate < res.FirstFail && prev.Rate > res.LastPass {
-				res.LastPass = prev.Rate
-			}
-		}
-		if res.LastPass == 0 {
-			// Nothing passed below it: ramp down from it, as after a
-			// failing first trial, to the floor.
-			if stopped, err := rampDown(res, &f.pr, p, f.try); err != nil || stopped {
-				return err
-			}
-		}
-		confirmed = 0
 	}
+	return nil
 }
 
 // PurposeRecheck is the trial that tests an answer its own stages' service
@@ -392,9 +368,11 @@ const PurposeRecheck = "recheck"
 // answer are not explained by any stage's capacity: most often the host
 // was busy while they ran (a sweep on a shared machine answered 8 k and
 // 40 k against a capacity of 93 k, its estimates reading ~90 k). One trial
-// at that rate says which: a pass contradicts the answer (Contradicted,
-// exit status 6: run it again), a failure lets it stand (a limit the
-// estimates do not see, e.g. a system under test that is a black box).
+// at that rate says which: a pass is repeated with the boundary (settle)
+// and contradicts the answer only if every repeat passes too
+// (Contradicted, exit status 6: run it again); a failure lets the answer
+// stand (a limit the estimates do not see, e.g. a system under test that
+// is a black box).
 func (f *fastSearch) recheck() error {
 	res := f.res
 	if res.FirstFail <= 0 || res.LastPass <= 0 {

@@ -64,22 +64,29 @@ type Report struct {
 
 // ContradictionFactor: a pass this far above the answer's first failing
 // rate contradicts it. Near the capacity a rate passes once and fails its
-// confirmation (a few %); 25% above is not noise at the edge.
+// repeat (a few %); 25% above is not noise at the edge.
 const ContradictionFactor = 1.25
 
-// contradiction finds a judged pass at or above ContradictionFactor × the
-// first failing rate.
+// contradiction finds a rate at or above ContradictionFactor × the first
+// failing rate that passed every one of its judged runs (the fast search
+// repeats such a rate first: one whose repeats failed is a rate where the
+// outcomes varied, part of the answer's uncertainty, not a contradiction).
 func contradiction(r *Result) string {
-	if r.FirstFail <= 0 {
+	runs := tally(r.Trials)
+	first := firstFailure(runs, r.LastPass)
+	rates := contradicting(runs, first)
+	if len(rates) == 0 {
 		return ""
 	}
+	top := runs[rates[len(rates)-1]]
+	var ns []string
 	for _, t := range r.Trials {
-		if t.Verdict.Pass && t.Judged() && t.Purpose != "profile" && t.Rate >= ContradictionFactor*r.FirstFail {
-			return fmt.Sprintf("trial %d passed at %s, %.0f%% above the first failing rate %s: the capacity moved during the sweep (a busy host, a neighbour, a stall); run it again",
-				t.N, numfmt.Rate(t.Rate), 100*(t.Rate/r.FirstFail-1), numfmt.Rate(r.FirstFail))
+		if t.Rate == top.Rate && t.Judged() && t.Purpose != "profile" {
+			ns = append(ns, fmt.Sprint(t.N))
 		}
 	}
-	return ""
+	return fmt.Sprintf("%s passed %d of %d runs (trial %s), %.0f%% above %s, which failed %d of %d: the capacity moved during the sweep (a busy host, a neighbour, a stall); run it again",
+		numfmt.Rate(top.Rate), top.Passes, top.Runs, strings.Join(ns, ", "), 100*(top.Rate/first-1), numfmt.Rate(first), runs[first].Runs-runs[first].Passes, runs[first].Runs)
 }
 
 // InvalidTrial is a trial an agent failure made impossible to judge.
@@ -227,7 +234,12 @@ func (rec *recorder) undisturbed(ctx context.Context, n int, rate float64, purpo
 			s.report.Disturbed = fmt.Sprintf("trial %d at %s: %s (%d run(s), every one disturbed)", n, numfmt.Rate(rate), why, len(attempts))
 			return t, &DisturbedError{Rate: rate, Attempts: len(attempts), Reason: why}
 		}
-		s.logf("trial %-3d %s  DISTURBED: %s; repeating (%d of %d)\n", n, numfmt.Rate(rate), why, len(attempts), s.Host.MaxRepeats)
+		pause := s.Host.Backoff << (len(attempts) - 1)
+		s.logf("trial %-3d %s  DISTURBED: %s; repeating in %v (%d of %d)\n", n, numfmt.Rate(rate), why, pause, len(attempts), s.Host.MaxRepeats)
+		select {
+		case <-ctx.Done():
+		case <-time.After(pause):
+		}
 	}
 }
 

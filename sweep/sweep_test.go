@@ -94,7 +94,8 @@ func TestSweepRecordsAgentFailures(t *testing.T) {
 }
 
 // TestProgressEstimateIsTrue: the line after a trial says what the search
-// will do next, and nothing after a confirmation or the profiled trial.
+// will do next, and nothing after the boundary's repeats or the profiled
+// trial.
 func TestProgressEstimateIsTrue(t *testing.T) {
 	tr := func(rate float64, pass bool, purpose string) Trial {
 		return Trial{Rate: rate, Verdict: Verdict{Pass: pass}, Purpose: purpose, Elapsed: time.Second}
@@ -107,11 +108,13 @@ func TestProgressEstimateIsTrue(t *testing.T) {
 	}{
 		{"ramping", []Trial{tr(1000, true, "ramp")}, ""},
 		{"wide interval", []Trial{tr(1000, true, "ramp"), tr(2000, false, "ramp")}, "interval [1.000 k/s, 2.000 k/s): about 5 more trial(s)"},
-		{"narrow: confirmation next", []Trial{tr(1000, true, "ramp"), tr(1005, false, "close")}, "within 1%: the last pass is confirmed next"},
-		{"after the confirmation", []Trial{tr(1000, true, "ramp"), tr(1005, false, "close"), tr(1000, true, "confirm")}, ""},
+		{"narrow: repeats next", []Trial{tr(1000, true, "ramp"), tr(1005, false, "close")}, "within 1%: both rates are repeated next, to 3 runs each"},
+		{"repeating", []Trial{tr(1000, true, "ramp"), tr(1005, false, "close"), tr(1000, true, "repeat")}, "1.000 k/s passed 2 of 2 runs so far (3 asked)"},
+		{"after the repeats", []Trial{tr(1000, true, "ramp"), tr(1005, false, "close"), tr(1000, true, "repeat"), tr(1005, false, "repeat"),
+			tr(1000, true, "repeat"), tr(1005, false, "repeat")}, ""},
 		{"after the profiled trial", []Trial{tr(1000, true, "ramp"), tr(1005, false, "close"), tr(900, true, "profile")}, ""},
-		{"a failed confirmation moves the interval down", []Trial{tr(500, true, "ramp"), tr(1000, true, "ramp"), tr(1005, false, "close"),
-			tr(1000, false, "confirm"), tr(700, false, "bisect")}, "interval [500.0 /s, 700.0 /s)"},
+		{"a failed repeat moves the answer down", []Trial{tr(500, true, "ramp"), tr(1000, true, "ramp"), tr(1005, false, "close"),
+			tr(1000, false, "repeat")}, "1.000 k/s passed only 1 of 2 runs: the answer moves below it"},
 		{"bounds that differ only in the fifth digit", []Trial{tr(17_001, true, "ramp"), tr(17_004, false, "close")}, "[17.001 k/s, 17.004 k/s)"},
 	} {
 		got := s.estimateLeft(&Result{Trials: tc.trials})

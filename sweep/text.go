@@ -34,13 +34,21 @@ func (s *Sweep) estimateLeft(r *Result) string {
 	if s.Search.Method == "linear" || len(r.Trials) == 0 {
 		return ""
 	}
-	// After a confirmation the search has ended or moved its interval
-	// down; after the profiled trial it is over: no estimate is true then.
-	if last := r.Trials[len(r.Trials)-1].Purpose; last == "confirm" || last == "profile" {
+	runsEach := s.Search.Fast.Runs
+	if runsEach <= 0 {
+		runsEach = DefaultBoundaryRuns
+	}
+	// While the boundary is repeated, the repeats left are the estimate
+	// (a repeat that fails moves the answer down, which adds runs: a
+	// lower bound); after the profiled trial the search is over.
+	switch r.Trials[len(r.Trials)-1].Purpose {
+	case "profile":
 		return ""
+	case PurposeRepeat, PurposeRecheck:
+		return repeatsLeft(r, runsEach)
 	}
 	// The interval as the search holds it: the lowest failing rate, and
-	// the highest pass below it (a pass whose confirmation failed is above).
+	// the highest pass below it (a pass whose repeat failed is above).
 	var lastPass, firstFail float64
 	for _, t := range r.Trials {
 		if !t.Judged() {
@@ -64,10 +72,10 @@ func (s *Sweep) estimateLeft(r *Result) string {
 	}
 	lo, hi := numfmt.RateInterval(lastPass, firstFail)
 	if (firstFail-lastPass)/lastPass <= p {
-		if s.Search.Fast.Confirm < 0 {
+		if runsEach <= 1 {
 			return ""
 		}
-		return fmt.Sprintf("interval [%s, %s) is within %.2g%%: the last pass is confirmed next", lo, hi, 100*p)
+		return fmt.Sprintf("interval [%s, %s) is within %.2g%%: both rates are repeated next, to %d runs each", lo, hi, 100*p, runsEach)
 	}
 	left := 1 + math.Ceil(math.Max(0, math.Log2((firstFail-lastPass)/lastPass/p))/2) // hints close faster than halving
 	var total time.Duration
@@ -76,6 +84,20 @@ func (s *Sweep) estimateLeft(r *Result) string {
 	}
 	per := total / time.Duration(len(r.Trials))
 	return fmt.Sprintf("interval [%s, %s): about %.0f more trial(s), ~%v", lo, hi, left, (time.Duration(left) * per).Round(time.Second))
+}
+
+// repeatsLeft says how the boundary repeats stand: the runs so far of the
+// rate the latest repeat ran.
+func repeatsLeft(r *Result, runsEach int) string {
+	last := r.Trials[len(r.Trials)-1]
+	at := tally(r.Trials)[last.Rate]
+	switch {
+	case !last.Verdict.Pass && at.Passes > 0:
+		return fmt.Sprintf("repeating the boundary: %s passed only %d of %d runs: the answer moves below it", numfmt.Rate(last.Rate), at.Passes, at.Runs)
+	case at.Runs >= runsEach:
+		return ""
+	}
+	return fmt.Sprintf("repeating the boundary: %s passed %d of %d runs so far (%d asked)", numfmt.Rate(last.Rate), at.Passes, at.Runs, runsEach)
 }
 
 // WriteText prints the final table and the answer.
@@ -110,6 +132,9 @@ func (r *Report) WriteText(w io.Writer) {
 		}
 	case r.Invalid != nil && res.LastPass <= 0:
 		fmt.Fprintf(w, "no answer: the sweep failed after %d judged trial(s)\n", len(res.Trials))
+	case res.Boundary != nil && res.LastPass > 0:
+		fmt.Fprintf(w, "max sustainable throughput: %s; %d trials in %v%s\n",
+			res.Boundary.Statement, len(res.Trials), res.Elapsed.Round(time.Second), r.profiledNote())
 	case res.LastPass > 0 && res.FirstFail > 0:
 		lo, hi := numfmt.RateInterval(res.LastPass, res.FirstFail)
 		fmt.Fprintf(w, "max sustainable throughput: [%s, %s) (%.2f%% wide), %d trials in %v%s\n",

@@ -197,6 +197,8 @@ func verdict(s *rundir.Summary) string {
 	}
 	r := s.Result
 	switch {
+	case r.Boundary != nil && r.Boundary.Statement != "":
+		return r.Boundary.Statement // as the sweep printed it: one statement of the answer
 	case r.LastPass == 0:
 		return "no rate passed"
 	case r.FirstFail == 0:

@@ -39,6 +39,23 @@ func TestPartialRunDirectory(t *testing.T) {
 	}
 }
 
+// TestReportStatesTheBoundary: the answer in the report is the sweep's own
+// statement of it (the boundary's repeats, the spread and the search's
+// resolution), not an interval re-derived from the two rates.
+func TestReportStatesTheBoundary(t *testing.T) {
+	statement := "1.000 M/s, passed 3 of 3 runs; 1.010 M/s failed 3 of 3: reproducible to +1%, the search's resolution"
+	files := map[string]string{
+		rundir.FormatFile: `{"format": "cloudprofiler-go run directory", "version": 2}`,
+		"summary.json": `{"format_version": 2, "name": "b", "result": {"method": "fast", "last_pass": 1000000, "first_fail": 1010000,
+			"boundary": {"runs": 3, "resolution": 0.01, "spread": 0.01, "reproducible": true, "statement": "` + statement + `"}, "trials": [
+			{"n": 1, "rate": 1000000, "achieved": 999000, "purpose": "ramp", "verdict": {"pass": true}}]}}`,
+	}
+	page := buildFrom(t, t.TempDir(), files)
+	if !strings.Contains(page, "1.000 M/s, passed 3 of 3 runs; 1.010 M/s failed 3 of 3: reproducible to &#43;1%, the search&#39;s resolution") || strings.Contains(page, "(passed) and") {
+		t.Errorf("the report does not state the sweep's boundary %q", statement)
+	}
+}
+
 // TestReportSaysWhyTheProfileIsMissing: a sweep that asked for a profile
 // and skipped it says why in the latency section, instead of dropping it.
 func TestReportSaysWhyTheProfileIsMissing(t *testing.T) {

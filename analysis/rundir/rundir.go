@@ -68,6 +68,15 @@ type Summary struct {
 		FirstFail float64       `json:"first_fail"`
 		Trials    []TrialRecord `json:"trials"`
 		Elapsed   time.Duration `json:"elapsed_ns"`
+		// Boundary is what the boundary's repeats measured (nil: none ran,
+		// e.g. the linear search, or a run from before them).
+		Boundary *struct {
+			Runs         int     `json:"runs"`
+			Resolution   float64 `json:"resolution"`
+			Spread       float64 `json:"spread"`
+			Reproducible bool    `json:"reproducible"`
+			Statement    string  `json:"statement"`
+		} `json:"boundary"`
 	} `json:"result"`
 }
 

@@ -61,8 +61,12 @@ every rule that failed, with the numbers.
 
 The fast search (default) ramps the rate up geometrically until a trial fails,
 then narrows [last pass, first fail] to --precision, guided by the rate the
-failing trials actually achieved, and repeats the final pass to confirm. The
-linear search is the paper's (--from --to --step).
+failing trials actually achieved. Then it repeats the last pass and the first
+fail (--boundary-runs, interleaved): the answer is the highest rate that passed
+every run, and rates above it that passed only sometimes are its measured
+uncertainty, printed beside the search's resolution. A trial during which other
+processes used the host (--max-others, --max-steal) is disturbed: repeated, never
+judged. The linear search is the paper's (--from --to --step).
 
 With no --sender/--receiver, cpsweep starts local agents on loopback (dgsend and
 dgrecv next to it or on PATH) and stops them afterwards. Every sweep writes
@@ -127,8 +131,8 @@ func (o *options) register(f *pflag.FlagSet) {
 	cli.RateVar(f, &s.Fast.Max, "max-rate", "fast: never try above this (0: no limit)")
 	cli.RateVar(f, &s.Fast.Min, "min-rate", "fast: the floor: when trials keep failing, the search ramps down geometrically to this before it says no rate passed (0: --start/1024)")
 	f.Float64Var(&s.Fast.Factor, "factor", 2, "fast: ramp multiplier")
-	f.Float64Var(&s.Fast.Precision, "precision", 0.01, "fast: stop when (first fail - last pass) / last pass is at most this")
-	f.IntVar(&s.Fast.Confirm, "confirm", 1, "fast: repeat the final pass this many times")
+	f.Float64Var(&s.Fast.Precision, "precision", 0.02, "fast: the search's resolution: narrow until (first fail - last pass) / last pass is at most this (the boundary's repeats then measure how reproducible the answer is)")
+	f.IntVar(&s.Fast.Runs, "boundary-runs", sweep.DefaultBoundaryRuns, "fast: run the last pass and the first fail this many times each in all (interleaved); the answer is the highest rate that passed every run (1: no repeats)")
 	f.IntVar(&s.Fast.MaxTrials, "max-trials", 20, "fast: give up after this many trials")
 	f.StringVar(&s.Fast.Hint, "hint", "", "fast: \"service-rate\" runs one short trial at --start first, reads every stage's service-rate estimates and starts from the smallest: a trial at 120% of it measures the capacity, the narrowing starts just below (after a later pass when none converged there; docs/service-rate.md)")
 	cli.RateVar(f, &s.Linear.From, "from", "linear: first rate")
@@ -163,8 +167,9 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.BoolVar(&o.jsonOut, "json", false, "print the summary as JSON")
 	f.DurationVar(&o.agentTimeout, "agent-timeout", sweep.DefaultAgentTimeout, "an agent that answers no status poll for this long during a trial has failed (the sweep stops)")
 	o.host = sweep.DefaultHostRules
-	f.Float64Var(&o.host.MaxOthers, "max-others", o.host.MaxOthers, "a trial during which other processes used more than this share of a host's CPUs is disturbed: repeated, never judged (0: off)")
+	f.Float64Var(&o.host.MaxOthers, "max-others", o.host.MaxOthers, "a trial during which other processes used more than this share of a host's CPUs is disturbed: repeated, never judged (0: off; docs/sweep.md says how the default was chosen)")
 	f.Float64Var(&o.host.MaxSteal, "max-steal", o.host.MaxSteal, "a trial during which the hypervisor stole more than this share of a host's CPUs is disturbed (0: off)")
+	f.DurationVar(&o.host.Backoff, "disturbed-backoff", o.host.Backoff, "pause before repeating a disturbed trial, doubled for each next repeat")
 	f.Float64Var(&o.host.MaxWait, "max-wait", o.host.MaxWait, "a trial whose hot threads waited runnable more than this share of the time is disturbed (0: off; see docs/sweep.md)")
 	f.IntVar(&o.host.MaxRepeats, "max-repeats", o.host.MaxRepeats, "how many times a disturbed trial is repeated before the sweep ends without an answer (exit 7)")
 	f.DurationVar(&o.retryAgent, "retry-agent", 0, "after an agent failure, wait this long for the agents to answer again and repeat the trial (0: stop the sweep)")

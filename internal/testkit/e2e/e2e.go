@@ -88,6 +88,12 @@ func (o *Output) Bytes() []byte {
 	return bytes.Clone(o.b.Bytes())
 }
 
+// hostTolerant turns cpsweep's host rules off: the tests run beside other
+// test packages (go test runs packages in parallel), whose CPU would
+// disturb every trial. A test of the rules sets its own, later on the
+// command line, which wins.
+var hostTolerant = []string{"--max-others", "0", "--max-steal", "0"}
+
 // Start runs bin with args.
 func Start(bin string, args ...string) (*Proc, error) {
 	p := &Proc{Cmd: exec.Command(bin, args...), done: make(chan struct{})}

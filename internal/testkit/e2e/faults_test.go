@@ -151,7 +151,7 @@ func stopAgentDuring(t *testing.T, pause time.Duration, extra ...string) (int, s
 	sAddr, rAddr := agentAddr(t, snd), agentAddr(t, recv)
 	args := append([]string{"--sender", sAddr, "--receiver", rAddr, "--results", t.TempDir(), "--duration", "5s", "--warmup", "1s",
 		"--search", "linear", "--from", "10k", "--to", "10k", "--step", "10k", "--bucket", "10"}, extra...)
-	sw, err := Start(filepath.Join(binDir, "cpsweep"), args...)
+	sw, err := Start(filepath.Join(binDir, "cpsweep"), append(args, hostTolerant...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,7 @@ func TestAgentPortsAndTheirErrors(t *testing.T) {
 	}
 	defer func() { _ = snd.Signal(syscall.SIGTERM); _ = snd.Wait(5 * time.Second) }()
 	results := t.TempDir()
-	sw, err := Start(filepath.Join(binDir, "cpsweep"), "--sender", agentAddr(t, snd), "--receiver", agentAddr(t, recv), "--results", results,
+	sw, err := Start(filepath.Join(binDir, "cpsweep"), "--sender", agentAddr(t, snd), "--receiver", agentAddr(t, recv), "--results", results, hostTolerant[0], hostTolerant[1], hostTolerant[2], hostTolerant[3],
 		"--token", "not-the-agents-token-000")
 	if err != nil {
 		t.Fatal(err)

@@ -79,7 +79,7 @@ func runSweep(t *testing.T, timeout time.Duration, args ...string) (sweepReport,
 // (a benchmark on a noisy host counts contradicted sweeps, status 6).
 func runSweepAllowing(t *testing.T, timeout time.Duration, ok []int, args ...string) (sweepReport, *Proc) {
 	t.Helper()
-	p, err := Start(filepath.Join(binDir, "cpsweep"), append([]string{"--json", "--results", t.TempDir()}, args...)...)
+	p, err := Start(filepath.Join(binDir, "cpsweep"), append(append([]string{"--json", "--results", t.TempDir()}, hostTolerant...), args...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestSweepFailsWhenAnAgentIsGone(t *testing.T) {
 func TestSweepFailsATrialWhenAnAgentDies(t *testing.T) {
 	recv, snd := startAgents(t, "--bind", fmt.Sprintf("tcp://127.0.0.1:%d", mustPort(t)))
 	rAddr, sAddr := agentAddr(t, recv), agentAddr(t, snd)
-	sw, err := Start(filepath.Join(binDir, "cpsweep"), "--sender", sAddr, "--receiver", rAddr, "--results", t.TempDir(),
+	sw, err := Start(filepath.Join(binDir, "cpsweep"), "--sender", sAddr, "--receiver", rAddr, "--results", t.TempDir(), hostTolerant[0], hostTolerant[1], hostTolerant[2], hostTolerant[3],
 		"--duration", "20s", "--warmup", "0s", "--search", "linear", "--from", "10k", "--to", "10k", "--step", "10k")
 	if err != nil {
 		t.Fatal(err)
@@ -235,7 +235,7 @@ func TestSweepFailsATrialWhenAnAgentDies(t *testing.T) {
 // trial: it stops, keeps trial 1 on disk and says where.
 func TestSweepKeepsFinishedTrialsOnCtrlC(t *testing.T) {
 	results := t.TempDir()
-	sw, err := Start(filepath.Join(binDir, "cpsweep"), "--results", results, "--duration", "1s", "--warmup", "0s",
+	sw, err := Start(filepath.Join(binDir, "cpsweep"), "--results", results, hostTolerant[0], hostTolerant[1], hostTolerant[2], hostTolerant[3], "--duration", "1s", "--warmup", "0s",
 		"--start", "5k", "--max-trials", "10")
 	if err != nil {
 		t.Fatal(err)
@@ -326,7 +326,7 @@ func TestRelaySweep(t *testing.T) {
 // cleanup runs) must not leave its local agents behind, holding ports and
 // CPUs for the next run.
 func TestLocalAgentsDieWithCpsweep(t *testing.T) {
-	p, err := Start(filepath.Join(binDir, "cpsweep"), "--duration", "5s", "--warmup", "200ms", "--start", "10k", "--results", t.TempDir())
+	p, err := Start(filepath.Join(binDir, "cpsweep"), append([]string{"--duration", "5s", "--warmup", "200ms", "--start", "10k", "--results", t.TempDir()}, hostTolerant...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

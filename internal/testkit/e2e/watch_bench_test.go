@@ -22,7 +22,7 @@ import (
 // every whole window the watch showed, by start (the latest view of it).
 func liveWindows(t *testing.T, args []string) []watch.CPWindow {
 	t.Helper()
-	sw, err := Start(filepath.Join(binDir, "cpsweep"), append(args, "--results", t.TempDir())...)
+	sw, err := Start(filepath.Join(binDir, "cpsweep"), append(append(args, hostTolerant...), "--results", t.TempDir())...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 // pipeline's capacity, so the sender's schedule carries the critical
 // path: the sender thread's pacing leads every whole window.
 func TestWatchDuringASweep(t *testing.T) {
-	sw, err := Start(filepath.Join(binDir, "cpsweep"), "--search", "linear", "--from", "20k", "--to", "20k", "--step", "1k",
+	sw, err := Start(filepath.Join(binDir, "cpsweep"), hostTolerant[0], hostTolerant[1], hostTolerant[2], hostTolerant[3], "--search", "linear", "--from", "20k", "--to", "20k", "--step", "1k",
 		"--duration", "15s", "--warmup", "300ms", "--work", "10us", "--bucket", "10", "--lateness-floor", "500ms", "--results", t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,274 @@
+package sweep
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/cloudprofiler-go/cp/internal/numfmt"
+)
+
+// The boundary repeats: a search that converged has run its last pass and
+// its first fail once each, and on a shared host either could have gone
+// the other way. Both are run again (interleaved, so that a host that
+// drifts affects both alike) until each has Runs runs. The answer is the
+// highest rate that passed every one of its runs; the rates above it that
+// passed some runs and failed others are where the capacity varied
+// between runs, and their width is the answer's measured uncertainty,
+// printed beside the search's resolution.
+
+// DefaultBoundaryRuns is how many times each boundary rate runs in all
+// (the search's trial and the repeats).
+const DefaultBoundaryRuns = 3
+
+// PurposeRepeat is a boundary repeat (or a repeat of a pass that
+// contradicts the boundary).
+const PurposeRepeat = "repeat"
+
+// RateRuns is what every judged run at one rate showed.
+type RateRuns struct {
+	Rate   float64 `json:"rate"`
+	Runs   int     `json:"runs"`
+	Passes int     `json:"passes"`
+}
+
+func (r RateRuns) allPassed() bool { return r.Runs > 0 && r.Passes == r.Runs }
+func (r RateRuns) allFailed() bool { return r.Runs > 0 && r.Passes == 0 }
+
+// Boundary is what the repeats at the search's boundary measured.
+type Boundary struct {
+	// Runs is how many runs each boundary rate was to have (--boundary-runs).
+	Runs int `json:"runs"`
+	// Resolution is the search's own: (first fail - last pass) / last pass
+	// when the narrowing ended.
+	Resolution float64 `json:"resolution"`
+	// Answer is the highest rate that passed every one of its runs (rate 0:
+	// none did).
+	Answer RateRuns `json:"answer"`
+	// Fail is the lowest rate above the answer that failed every one of its
+	// runs (rate 0: none did).
+	Fail RateRuns `json:"fail"`
+	// Mixed are the rates above the answer that passed some runs and
+	// failed others, in ascending order.
+	Mixed []RateRuns `json:"mixed,omitempty"`
+	// Spread is the relative width above the answer in which outcomes
+	// varied: (the highest mixed rate, or Fail's when it is higher -
+	// answer) / answer. With no mixed rate it is the gap to Fail.
+	Spread float64 `json:"spread"`
+	// Reproducible: the answer passed Runs of Runs, Fail failed at least
+	// Runs of Runs, and no rate between them or above passed at all.
+	Reproducible bool `json:"reproducible"`
+	// Statement is the answer as every output prints it.
+	Statement string `json:"statement"`
+}
+
+// tally counts the judged runs at every rate (not the profiled trial).
+func tally(trials []Trial) map[float64]RateRuns {
+	out := map[float64]RateRuns{}
+	for _, t := range trials {
+		if !t.Judged() || t.Purpose == "profile" {
+			continue
+		}
+		r := out[t.Rate]
+		r.Rate, r.Runs = t.Rate, r.Runs+1
+		if t.Verdict.Pass {
+			r.Passes++
+		}
+		out[t.Rate] = r
+	}
+	return out
+}
+
+// lowestFailAbove is the lowest rate above lo that failed every run (0:
+// none).
+func lowestFailAbove(runs map[float64]RateRuns, lo float64) float64 {
+	hi := 0.0
+	for rate, r := range runs {
+		if rate > lo && r.allFailed() && (hi == 0 || rate < hi) {
+			hi = rate
+		}
+	}
+	return hi
+}
+
+// highestPassBelow is the highest rate below hi that passed every run (0:
+// none).
+func highestPassBelow(runs map[float64]RateRuns, hi float64) float64 {
+	lo := 0.0
+	for rate, r := range runs {
+		if rate < hi && r.allPassed() && rate > lo {
+			lo = rate
+		}
+	}
+	return lo
+}
+
+// firstFailure is the lowest rate above lo that failed any run (0: none).
+func firstFailure(runs map[float64]RateRuns, lo float64) float64 {
+	out := 0.0
+	for rate, r := range runs {
+		if rate > lo && r.Passes < r.Runs && (out == 0 || rate < out) {
+			out = rate
+		}
+	}
+	return out
+}
+
+// contradicting are the rates at or above ContradictionFactor × fail (the
+// first failure above the answer) that passed every run: they say the
+// capacity moved, unless their repeats fail.
+func contradicting(runs map[float64]RateRuns, fail float64) []float64 {
+	var out []float64
+	for rate, r := range runs {
+		if fail > 0 && rate >= ContradictionFactor*fail && r.allPassed() {
+			out = append(out, rate)
+		}
+	}
+	sort.Float64s(out)
+	return out
+}
+
+// settle repeats the boundary: the answer candidate lo (the last pass)
+// and hi (the lowest rate above it that failed every run, up to the
+// search's first fail) until each has Runs runs, and every pass that
+// contradicts the boundary too. A
+// candidate that fails a repeat is not the answer: the next candidate is
+// the highest rate below it that passed every run when that is as near
+// as a step down, or a step down from it (doubled after a rate that
+// failed outright), or just below what the failing repeat achieved
+// when it fell behind (it measured the capacity then). The result's
+// interval and Boundary are filled in whatever ends it (the trial limit
+// too).
+func (f *fastSearch) settle() (err error) {
+	res, p := f.res, f.p
+	if res.LastPass <= 0 || res.FirstFail <= 0 {
+		return nil
+	}
+	lo, firstFail := res.LastPass, res.FirstFail
+	b := &Boundary{Runs: p.Runs, Resolution: res.Precision()}
+	defer func() { f.fill(b, lo) }()
+	step := max(2*p.Precision, b.Resolution)
+	for {
+		runs := tally(res.Trials)
+		at := runs[lo]
+		if at.Runs > 0 && !at.allPassed() { // lo failed a repeat: move down
+			next := lo * (1 - step)
+			if below := highestPassBelow(runs, lo); below >= lo*(1-2*step) {
+				next = below // a rate that passed already, as near: fewer runs to add
+			}
+			if h := f.pr.hintProbe(); h > 0 && h < lo { // a repeat that fell behind measured the capacity now
+				next = h
+			}
+			if at.Passes == 0 { // failed outright: the capacity is well below, step faster
+				step *= 2
+			}
+			if next < p.Min {
+				res.Stopped = fmt.Sprintf("no rate passed every one of its runs down to %s (the floor is %s: --min-rate)", numfmt.Rate(lo), numfmt.Rate(p.Min))
+				lo = 0
+				return nil
+			}
+			lo = next
+			continue
+		}
+		// The first fail is repeated while it fails; once a repeat passed
+		// it is a rate where outcomes vary, measured, and the next failure
+		// above (from the search) bounds the answer as it ran.
+		hi := lowestFailAbove(runs, lo)
+		need := []float64{}
+		if at.Runs < p.Runs {
+			need = append(need, lo)
+		}
+		if hi > 0 && hi <= firstFail && runs[hi].Runs < p.Runs {
+			need = append(need, hi)
+		}
+		for _, c := range contradicting(runs, firstFailure(runs, lo)) {
+			if runs[c].Runs < p.Runs {
+				need = append(need, c)
+			}
+		}
+		if len(need) == 0 {
+			return nil
+		}
+		// Interleaved: the rate with the fewest runs goes first (lo before
+		// hi on a tie), so a drifting host affects both alike.
+		next := need[0]
+		for _, r := range need[1:] {
+			if runs[r].Runs < runs[next].Runs {
+				next = r
+			}
+		}
+		t, err := f.try(next, PurposeRepeat)
+		if err != nil {
+			return err
+		}
+		if t.Verdict.Pass {
+			f.pr.passed(next)
+		} else {
+			f.pr.failed(next, t.Achieved, PurposeRepeat)
+		}
+	}
+}
+
+// fill sets the result's interval and Boundary from every run, with lo
+// the answer the repeats settled on (0: none).
+func (f *fastSearch) fill(b *Boundary, lo float64) {
+	res := f.res
+	runs := tally(res.Trials)
+	b.Answer, b.Fail, b.Mixed = runs[lo], RateRuns{}, nil
+	if lo <= 0 {
+		b.Answer = RateRuns{}
+	}
+	if hi := lowestFailAbove(runs, lo); hi > 0 {
+		b.Fail = runs[hi]
+	}
+	top := b.Fail.Rate
+	for rate, r := range runs {
+		if rate > lo && r.Passes > 0 {
+			b.Mixed = append(b.Mixed, r)
+			top = max(top, rate)
+		}
+	}
+	sort.Slice(b.Mixed, func(i, j int) bool { return b.Mixed[i].Rate < b.Mixed[j].Rate })
+	if lo > 0 && top > 0 {
+		b.Spread = top/lo - 1
+	}
+	b.Reproducible = lo > 0 && b.Answer.Runs >= b.Runs && b.Fail.Runs >= b.Runs && len(b.Mixed) == 0
+	res.LastPass, res.FirstFail = lo, b.Fail.Rate
+	b.Statement = b.statement()
+	res.Boundary = b
+}
+
+// statement says the answer with its measured uncertainty and the
+// search's resolution, for the CLI, summary.json and the report alike.
+func (b *Boundary) statement() string {
+	if b.Answer.Rate <= 0 {
+		return "no rate passed every one of its runs"
+	}
+	s := fmt.Sprintf("%s, passed %d of %d runs", numfmt.Rate(b.Answer.Rate), b.Answer.Passes, b.Answer.Runs)
+	if b.Answer.Runs < b.Runs {
+		s += fmt.Sprintf(" (fewer than the %d asked: the trials ran out)", b.Runs)
+	}
+	if b.Fail.Rate > 0 {
+		s += fmt.Sprintf("; %s failed %d of %d", numfmt.Rate(b.Fail.Rate), b.Fail.Runs, b.Fail.Runs)
+	}
+	if len(b.Mixed) == 0 {
+		if b.Fail.Rate > 0 {
+			s += fmt.Sprintf(": reproducible to +%s, the search's resolution", pct(b.Spread))
+		}
+		return s
+	}
+	var m []string
+	for _, r := range b.Mixed {
+		m = append(m, fmt.Sprintf("%s passed %d of %d", numfmt.Rate(r.Rate), r.Passes, r.Runs))
+	}
+	return s + fmt.Sprintf("; outcomes varied up to +%s above it (%s); search resolution %s", pct(b.Spread), strings.Join(m, ", "), pct(b.Resolution))
+}
+
+// pct prints a share as a percentage with two significant digits.
+func pct(x float64) string {
+	if math.IsInf(x, 0) || math.IsNaN(x) {
+		return "?"
+	}
+	return fmt.Sprintf("%.2g%%", 100*x)
+}

@@ -1,0 +1,135 @@
+package sweep
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// drifting is a host whose capacity wanders between trials: each trial
+// sees base × (1 ± drift), and passes at or below it.
+type drifting struct {
+	base, drift float64
+	rng         *rand.Rand
+	seen        []float64 // the capacity each trial saw
+}
+
+func (d *drifting) run(_ context.Context, rate float64, _ string) (Trial, error) {
+	c := d.base * (1 + d.drift*(2*d.rng.Float64()-1))
+	d.seen = append(d.seen, c)
+	return Trial{Achieved: math.Min(rate, c), Verdict: Verdict{Pass: rate <= c}}, nil
+}
+
+// TestBoundaryMeasuresADriftingHost: on a host whose capacity moves ±10%
+// between trials, the answer passed every one of its runs, every rate
+// above it whose runs disagreed is listed with its counts, and the
+// printed uncertainty (answer to answer × (1 + spread)) reaches the
+// capacities the host showed instead of claiming the search's 1%.
+func TestBoundaryMeasuresADriftingHost(t *testing.T) {
+	mixed := 0
+	for seed := uint64(1); seed <= 40; seed++ {
+		d := &drifting{base: 5e6, drift: 0.1, rng: rand.New(rand.NewPCG(seed, 3))}
+		res, err := Fast(context.Background(), FastPlan{Start: 500e3, Precision: 0.01, MaxTrials: 30}, d.run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := res.Boundary
+		if b == nil || res.Stopped != "" {
+			t.Fatalf("seed %d: stopped %q, boundary %+v", seed, res.Stopped, b)
+		}
+		runs := tally(res.Trials)
+		if a := runs[res.LastPass]; !a.allPassed() || a.Runs < 3 || b.Answer != a {
+			t.Fatalf("seed %d: answer %.0f ran %+v, boundary says %+v", seed, res.LastPass, a, b.Answer)
+		}
+		for rate, r := range runs {
+			in := false
+			for _, m := range b.Mixed {
+				in = in || m == r
+			}
+			if want := rate > res.LastPass && r.Passes > 0; want != in {
+				t.Fatalf("seed %d: %.0f ran %+v, listed as mixed %v: %+v", seed, rate, r, in, b.Mixed)
+			}
+		}
+		if res.LastPass > d.base*1.1 || res.LastPass < d.base*0.9*0.9 {
+			t.Fatalf("seed %d: answer %.0f outside what the host could do", seed, res.LastPass)
+		}
+		if len(b.Mixed) > 0 {
+			mixed++
+			if b.Spread <= b.Resolution || b.Reproducible || !strings.Contains(b.Statement, "outcomes varied up to") {
+				t.Fatalf("seed %d: mixed outcomes but %+v", seed, b)
+			}
+		}
+		if contradiction(res) != "" {
+			t.Fatalf("seed %d: a host that drifts ±10%% was called contradicted: %s", seed, contradiction(res))
+		}
+	}
+	if mixed < 20 {
+		t.Fatalf("only %d of 40 sweeps on a ±10%% host saw runs disagree: the repeats do not measure", mixed)
+	}
+}
+
+// scripted answers each rate by the trial's number: pass(n, rate).
+type scripted struct {
+	n    int
+	pass func(n int, rate float64) bool
+}
+
+func (s *scripted) run(_ context.Context, rate float64, _ string) (Trial, error) {
+	s.n++
+	p := s.pass(s.n, rate)
+	return Trial{Achieved: rate, Verdict: Verdict{Pass: p}}, nil
+}
+
+// TestBoundaryRepeatsAContradictionFirst: a pass well above the first
+// failure is repeated before anything is said. When a repeat fails it was
+// the outlier: the outcomes varied (no contradiction, a wide spread).
+// When every repeat passes while the failure holds, the capacity moved:
+// TestFastRechecksAnAnswerItsEstimatesDoubt has that case.
+func TestBoundaryRepeatsAContradictionFirst(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		pass         func(n int, rate float64) bool
+		contradicted bool
+	}{
+		// 1 M passes once (trial 2); after it the capacity is 600 k.
+		{"the high pass was an outlier", func(n int, r float64) bool { return r <= 600e3 || n == 2 && r <= 1e6 }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &scripted{pass: tc.pass}
+			res, err := Fast(context.Background(), FastPlan{Start: 500e3, Precision: 0.05, MaxTrials: 30}, s.run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs := tally(res.Trials)
+			if got := contradiction(res) != ""; got != tc.contradicted {
+				t.Fatalf("contradicted %v (%q), want %v: %+v", got, contradiction(res), tc.contradicted, runs)
+			}
+			if r := runs[1e6]; r.Runs < 2 || r.Passes == r.Runs {
+				t.Fatalf("1 M ran %+v: the contradicting pass was not repeated until a repeat failed", r)
+			}
+			if !tc.contradicted && (res.Boundary.Spread < 1e6/res.LastPass-1-1e-9 || !strings.Contains(res.Boundary.Statement, "1.000 M/s passed ")) {
+				t.Fatalf("the outlier is not in the spread: %+v", res.Boundary)
+			}
+		})
+	}
+}
+
+// TestBoundaryRunsOne: --boundary-runs 1 runs no repeats: the answer is
+// the search's, with its resolution.
+func TestBoundaryRunsOne(t *testing.T) {
+	sys := newSystem(2e6, 0, 0, 1)
+	res, err := Fast(context.Background(), FastPlan{Start: 500e3, Precision: 0.01, Runs: 1}, sys.run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range res.Trials {
+		if tr.Purpose == PurposeRepeat {
+			t.Fatalf("a repeat with one run asked: %+v", res.Trials)
+		}
+	}
+	if b := res.Boundary; b == nil || b.Answer.Runs != 1 || b.Fail.Runs != 1 || !strings.Contains(b.Statement, "passed 1 of 1 runs") {
+		t.Fatalf("boundary %+v", res.Boundary)
+	}
+}
