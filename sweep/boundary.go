@@ -23,8 +23,13 @@ import (
 const DefaultBoundaryRuns = 3
 
 // PurposeRepeat is a boundary repeat (or a repeat of a pass that
-// contradicts the boundary).
-const PurposeRepeat = "repeat"
+// contradicts the boundary); PurposeBound a first run at a new rate the
+// boundary needs: a lower answer candidate, or a rate just above those
+// whose outcomes varied.
+const (
+	PurposeRepeat = "repeat"
+	PurposeBound  = "bound"
+)
 
 // RateRuns is what every judged run at one rate showed.
 type RateRuns struct {
@@ -46,15 +51,15 @@ type Boundary struct {
 	// Answer is the highest rate that passed every one of its runs (rate 0:
 	// none did).
 	Answer RateRuns `json:"answer"`
-	// Fail is the lowest rate above the answer that failed every one of its
-	// runs (rate 0: none did).
+	// Fail is the lowest rate above the answer, and above every rate that
+	// passed a run, that failed every one of its runs (rate 0: none did).
 	Fail RateRuns `json:"fail"`
-	// Mixed are the rates above the answer that passed some runs and
-	// failed others, in ascending order.
+	// Mixed are the rates above the answer that passed a run without
+	// passing every run it needed, in ascending order.
 	Mixed []RateRuns `json:"mixed,omitempty"`
 	// Spread is the relative width above the answer in which outcomes
-	// varied: (the highest mixed rate, or Fail's when it is higher -
-	// answer) / answer. With no mixed rate it is the gap to Fail.
+	// varied: (the highest of the mixed rates - answer) / answer. With no
+	// mixed rate it is the gap to Fail, the search's resolution.
 	Spread float64 `json:"spread"`
 	// Reproducible: the answer passed Runs of Runs, Fail failed at least
 	// Runs of Runs, and no rate between them or above passed at all.
@@ -104,6 +109,18 @@ func highestPassBelow(runs map[float64]RateRuns, hi float64) float64 {
 	return lo
 }
 
+// highestPassAbove is the highest rate above lo that passed any run (lo:
+// none did).
+func highestPassAbove(runs map[float64]RateRuns, lo float64) float64 {
+	top := lo
+	for rate, r := range runs {
+		if rate > top && r.Passes > 0 {
+			top = rate
+		}
+	}
+	return top
+}
+
 // firstFailure is the lowest rate above lo that failed any run (0: none).
 func firstFailure(runs map[float64]RateRuns, lo float64) float64 {
 	out := 0.0
@@ -148,7 +165,7 @@ func (f *fastSearch) settle() (err error) {
 	lo, firstFail := res.LastPass, res.FirstFail
 	b := &Boundary{Runs: p.Runs, Resolution: res.Precision()}
 	defer func() { f.fill(b, lo) }()
-	step := max(2*p.Precision, b.Resolution)
+	step, boundStep := max(2*p.Precision, b.Resolution), p.Precision
 	for {
 		runs := tally(res.Trials)
 		at := runs[lo]
@@ -188,7 +205,19 @@ func (f *fastSearch) settle() (err error) {
 			}
 		}
 		if len(need) == 0 {
-			return nil
+			// Outcomes varied above the answer, and the nearest rate that
+			// failed every run is far above the highest that passed a run
+			// (the first fail passed a repeat; the next failure is the
+			// search's overshoot): one run just above says where the
+			// variation ends.
+			// A contradiction is the verdict then, no bound is needed;
+			// the probes step up by doubling steps while they pass.
+			top := highestPassAbove(runs, lo)
+			if top <= lo || (hi > 0 && hi <= top*(1+2*p.Precision)) || (p.Max > 0 && top*(1+boundStep) > p.Max) ||
+				len(contradicting(runs, firstFailure(runs, lo))) > 0 {
+				return nil
+			}
+			need = append(need, top*(1+boundStep))
 		}
 		// Interleaved: the rate with the fewest runs goes first (lo before
 		// hi on a tie), so a drifting host affects both alike.
@@ -198,14 +227,24 @@ func (f *fastSearch) settle() (err error) {
 				next = r
 			}
 		}
-		t, err := f.try(next, PurposeRepeat)
+		purpose := PurposeRepeat
+		if runs[next].Runs == 0 {
+			purpose = PurposeBound
+		}
+		t, err := f.try(next, purpose)
 		if err != nil {
 			return err
 		}
 		if t.Verdict.Pass {
 			f.pr.passed(next)
+			if purpose == PurposeBound && next > lo {
+				boundStep *= 2
+			}
 		} else {
 			f.pr.failed(next, t.Achieved, PurposeRepeat)
+			if purpose == PurposeBound && next > lo {
+				boundStep /= 2
+			}
 		}
 	}
 }
@@ -219,19 +258,22 @@ func (f *fastSearch) fill(b *Boundary, lo float64) {
 	if lo <= 0 {
 		b.Answer = RateRuns{}
 	}
-	if hi := lowestFailAbove(runs, lo); hi > 0 {
+	top := highestPassAbove(runs, lo)
+	if hi := lowestFailAbove(runs, top); hi > 0 {
 		b.Fail = runs[hi]
 	}
-	top := b.Fail.Rate
 	for rate, r := range runs {
 		if rate > lo && r.Passes > 0 {
 			b.Mixed = append(b.Mixed, r)
-			top = max(top, rate)
 		}
 	}
 	sort.Slice(b.Mixed, func(i, j int) bool { return b.Mixed[i].Rate < b.Mixed[j].Rate })
-	if lo > 0 && top > 0 {
+	switch {
+	case lo <= 0:
+	case top > lo:
 		b.Spread = top/lo - 1
+	case b.Fail.Rate > 0:
+		b.Spread = b.Fail.Rate/lo - 1
 	}
 	b.Reproducible = lo > 0 && b.Answer.Runs >= b.Runs && b.Fail.Runs >= b.Runs && len(b.Mixed) == 0
 	res.LastPass, res.FirstFail = lo, b.Fail.Rate
@@ -249,12 +291,13 @@ func (b *Boundary) statement() string {
 	if b.Answer.Runs < b.Runs {
 		s += fmt.Sprintf(" (fewer than the %d asked: the trials ran out)", b.Runs)
 	}
+	fail := ""
 	if b.Fail.Rate > 0 {
-		s += fmt.Sprintf("; %s failed %d of %d", numfmt.Rate(b.Fail.Rate), b.Fail.Runs, b.Fail.Runs)
+		fail = fmt.Sprintf("%s failed %d of %d", numfmt.Rate(b.Fail.Rate), b.Fail.Runs, b.Fail.Runs)
 	}
 	if len(b.Mixed) == 0 {
-		if b.Fail.Rate > 0 {
-			s += fmt.Sprintf(": reproducible to +%s, the search's resolution", pct(b.Spread))
+		if fail != "" {
+			s += fmt.Sprintf("; %s: reproducible to +%s, the search's resolution", fail, pct(b.Spread))
 		}
 		return s
 	}
@@ -262,7 +305,11 @@ func (b *Boundary) statement() string {
 	for _, r := range b.Mixed {
 		m = append(m, fmt.Sprintf("%s passed %d of %d", numfmt.Rate(r.Rate), r.Passes, r.Runs))
 	}
-	return s + fmt.Sprintf("; outcomes varied up to +%s above it (%s); search resolution %s", pct(b.Spread), strings.Join(m, ", "), pct(b.Resolution))
+	s += fmt.Sprintf("; outcomes varied up to +%s above it (%s)", pct(b.Spread), strings.Join(m, ", "))
+	if fail != "" {
+		s += "; " + fail
+	}
+	return s + fmt.Sprintf("; search resolution %s", pct(b.Resolution))
 }
 
 // pct prints a share as a percentage with two significant digits.

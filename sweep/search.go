@@ -83,7 +83,7 @@ type FastPlan struct {
 	Min       float64 `json:"min"`           // the floor: give up below this when even low rates fail (default Start/1024)
 	Precision float64 `json:"precision"`     // stop when (first fail - last pass)/last pass <= this (default 0.01)
 	Runs      int     `json:"boundary_runs"` // runs of each boundary rate in all (default DefaultBoundaryRuns; 1: no repeats)
-	MaxTrials int     `json:"max_trials"`    // hard limit on trials (default 20)
+	MaxTrials int     `json:"max_trials"`    // hard limit on trials (default 24)
 	// Hint "service-rate": a first, short trial at Start (purpose
 	// "estimate") reads every stage's service-rate estimates; the search
 	// then tries HintOver × the smallest pipeline limit they give (purpose
@@ -123,7 +123,7 @@ func (p FastPlan) withDefaults() (FastPlan, error) {
 		p.Precision = 0.01
 	}
 	if p.MaxTrials == 0 {
-		p.MaxTrials = 20
+		p.MaxTrials = 24
 	}
 	if p.Runs <= 0 {
 		p.Runs = DefaultBoundaryRuns

@@ -133,7 +133,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.Float64Var(&s.Fast.Factor, "factor", 2, "fast: ramp multiplier")
 	f.Float64Var(&s.Fast.Precision, "precision", 0.02, "fast: the search's resolution: narrow until (first fail - last pass) / last pass is at most this (the boundary's repeats then measure how reproducible the answer is)")
 	f.IntVar(&s.Fast.Runs, "boundary-runs", sweep.DefaultBoundaryRuns, "fast: run the last pass and the first fail this many times each in all (interleaved); the answer is the highest rate that passed every run (1: no repeats)")
-	f.IntVar(&s.Fast.MaxTrials, "max-trials", 20, "fast: give up after this many trials")
+	f.IntVar(&s.Fast.MaxTrials, "max-trials", 24, "fast: give up after this many trials (the boundary's repeats included; a sweep that runs out says so and states what it had)")
 	f.StringVar(&s.Fast.Hint, "hint", "", "fast: \"service-rate\" runs one short trial at --start first, reads every stage's service-rate estimates and starts from the smallest: a trial at 120% of it measures the capacity, the narrowing starts just below (after a later pass when none converged there; docs/service-rate.md)")
 	cli.RateVar(f, &s.Linear.From, "from", "linear: first rate")
 	cli.RateVar(f, &s.Linear.To, "to", "linear: last rate")
