@@ -36,6 +36,10 @@ type Options struct {
 	Lag time.Duration
 	// Visit, if set, sees every matched tuple (custom analyses, tests).
 	Visit func(Match)
+	// Reuse, if set, is a Run whose joins (Run.Join, with the same lag)
+	// already ran: their results are taken instead of joining those
+	// pairs again. Not with Visit (the joins' tuples are gone).
+	Reuse *Run
 }
 
 // Match is one tuple seen at both points of a pair: its latency in
@@ -63,7 +67,12 @@ type Report struct {
 	Records       uint64       `json:"records_read"`
 	Elapsed       float64      `json:"elapsed_s"`
 	RecordsPerSec float64      `json:"records_per_s"`
-	Problems      []string     `json:"problems,omitempty"`
+	// Reused counts the pairs whose join came from the activity graph's
+	// pass (Options.Reuse): their records are in Records, their time is
+	// not in Elapsed, so RecordsPerSec counts only the pairs joined here.
+	Reused        int      `json:"reused_joins,omitempty"`
+	ReusedRecords uint64   `json:"reused_records,omitempty"`
+	Problems      []string `json:"problems,omitempty"`
 	// Damaged lists each missing or damaged file and damaged block once
 	// (also in Problems): what was not analysed.
 	Damaged []string `json:"damaged,omitempty"`
@@ -202,7 +211,7 @@ func Analyze(d *rundir.Dir, o Options) (*Report, error) {
 	}
 	rep.Elapsed = time.Since(started).Seconds()
 	if rep.Elapsed > 0 {
-		rep.RecordsPerSec = float64(rep.Records) / rep.Elapsed
+		rep.RecordsPerSec = float64(rep.Records-rep.ReusedRecords) / rep.Elapsed
 	}
 	return rep, nil
 }
@@ -254,7 +263,16 @@ func (rep *Report) joinPair(pr [2]string, from, to []source, tr *translator, o O
 		rep.Problems = append(rep.Problems, fmt.Sprintf("%s -> %s not joined: %s", pr[0], pr[1], why))
 		return
 	}
-	res, n, probs := join(pr[0], pr[1], from, to, tr, float64(o.Lag.Nanoseconds()), o.Visit, nil)
+	var res PairResult
+	var n uint64
+	var probs []string
+	if j, ok := o.reused(pr); ok {
+		res, n, probs = j.res, j.n, j.problems
+		rep.Reused++
+		rep.ReusedRecords += n
+	} else {
+		res, n, probs = join(pr[0], pr[1], from, to, tr, float64(o.Lag.Nanoseconds()), o.Visit, nil)
+	}
 	if res.OnlyTo > 0 && res.OnlyFrom > 0 {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("%s -> %s: %d tuples seen only at %s and %d only at %s: lost or unsampled, or a latency above the join's lag of %v (raise --lag)",
 			pr[0], pr[1], res.OnlyFrom, pr[0], res.OnlyTo, pr[1], o.Lag))
@@ -262,6 +280,15 @@ func (rep *Report) joinPair(pr [2]string, from, to []source, tr *translator, o O
 	rep.Pairs = append(rep.Pairs, res)
 	rep.Records += n
 	rep.damaged(probs...)
+}
+
+// reused is the pair's join from o.Reuse, when that ran it with the same
+// lag and nothing needs to visit its tuples.
+func (o Options) reused(pr [2]string) (joinedPair, bool) {
+	if o.Reuse == nil || o.Visit != nil || o.Reuse.lag != float64(o.Lag.Nanoseconds()) {
+		return joinedPair{}, false
+	}
+	return o.Reuse.joinedResult(pr)
 }
 
 // pointRates takes each point's rate from the first pair it appears in.

@@ -366,3 +366,44 @@ func peakRSS() string {
 	}
 	return "unknown"
 }
+
+// TestReuseJoins: an analysis that takes the joins an earlier pass ran
+// (analyze --pag) reports exactly what joining again would, and says
+// which pairs it took.
+func TestReuseJoins(t *testing.T) {
+	s := synth{n: 5000, scale: 0.75 * (1 + 200e-6), offset: 5e11, dir: t.TempDir()}
+	s.write(t)
+	d, err := rundir.Open(s.dir)
+	must(t, err)
+	run, _, err := OpenRun(d, 0)
+	must(t, err)
+	for _, pr := range [][2]string{{"emit", "receive"}, {"receive", "consumed"}} {
+		if skip, probs := run.Join(pr[0], pr[1], func(Match) {}, nil); skip != "" || len(probs) > 0 {
+			t.Fatalf("join %v: %s %v", pr, skip, probs)
+		}
+	}
+	fresh, err := Analyze(d, Options{})
+	must(t, err)
+	reused, err := Analyze(d, Options{Reuse: run})
+	must(t, err)
+	a, _ := json.Marshal(fresh.Pairs)
+	b, _ := json.Marshal(reused.Pairs)
+	if string(a) != string(b) || fresh.Records != reused.Records {
+		t.Fatalf("reused joins differ from fresh ones:\n%s\n%s", a, b)
+	}
+	if reused.Reused != 2 || fresh.Reused != 0 || reused.ReusedRecords == 0 || reused.ReusedRecords >= reused.Records {
+		t.Fatalf("reused %d pairs (%d records of %d), fresh %d", reused.Reused, reused.ReusedRecords, reused.Records, fresh.Reused)
+	}
+	// A different lag, or a visitor that needs the tuples, joins again.
+	again, err := Analyze(d, Options{Reuse: run, Lag: 2 * DefaultLag})
+	must(t, err)
+	if again.Reused != 0 {
+		t.Fatalf("joins of another lag were reused")
+	}
+	n := 0
+	visited, err := Analyze(d, Options{Reuse: run, Visit: func(Match) { n++ }})
+	must(t, err)
+	if visited.Reused != 0 || n == 0 {
+		t.Fatalf("a visitor got %d tuples with %d reused pairs", n, visited.Reused)
+	}
+}

@@ -69,7 +69,12 @@ func (r *Report) WriteCSV(w io.Writer) {
 
 // WriteText prints the analysis for a person.
 func (r *Report) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "reference node %s (TSC %.6f GHz); %d records joined in %.2fs (%.2f M records/s)\n\n", r.Reference, r.TSCHz/1e9, r.Records, r.Elapsed, r.RecordsPerSec/1e6)
+	if r.Reused > 0 {
+		fmt.Fprintf(w, "reference node %s (TSC %.6f GHz); %d records joined: %d in the activity graph's pass (%d pairs), %d here in %.2fs (%.2f M records/s)\n\n",
+			r.Reference, r.TSCHz/1e9, r.Records, r.ReusedRecords, r.Reused, r.Records-r.ReusedRecords, r.Elapsed, r.RecordsPerSec/1e6)
+	} else {
+		fmt.Fprintf(w, "reference node %s (TSC %.6f GHz); %d records joined in %.2fs (%.2f M records/s)\n\n", r.Reference, r.TSCHz/1e9, r.Records, r.Elapsed, r.RecordsPerSec/1e6)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "from -> to\tgroup\ttuples\tmin\tp50\tp90\tp99\tp99.9\tmax\terror ± (p50 / max)\tonly at from / to")
 	for _, p := range r.Pairs {

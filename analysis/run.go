@@ -3,6 +3,7 @@ package analysis
 import (
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/cloudprofiler-go/cp/analysis/rundir"
@@ -16,6 +17,28 @@ type Run struct {
 	points map[string][]source
 	tr     *translator
 	lag    float64
+
+	// joined keeps every finished join's result, so that Analyze with
+	// Options.Reuse does not join the same pair again (analyze --pag reads
+	// and joins the logs once for both analyses). Joins run concurrently.
+	mu     sync.Mutex
+	joined map[[2]string]joinedPair
+}
+
+// joinedPair is a finished join of Run.Join: its result as Analyze
+// reports it.
+type joinedPair struct {
+	res      PairResult
+	n        uint64
+	problems []string
+}
+
+// joinedResult is the pair's finished join, if Join ran it.
+func (r *Run) joinedResult(pr [2]string) (joinedPair, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	j, ok := r.joined[pr]
+	return j, ok
 }
 
 // Log is one log file of a point on a node.
@@ -88,7 +111,13 @@ func (r *Run) Join(from, to string, visit func(Match), mark func(floorNs float64
 	if r.tr.rf == nil && spansNodes(f, t) {
 		return "on different nodes and no relation.json (run cpsweep with --clock)", nil
 	}
-	_, _, problems = join(from, to, f, t, r.tr, r.lag, visit, mark)
+	res, n, problems := join(from, to, f, t, r.tr, r.lag, visit, mark)
+	r.mu.Lock()
+	if r.joined == nil {
+		r.joined = map[[2]string]joinedPair{}
+	}
+	r.joined[[2]string{from, to}] = joinedPair{res: res, n: n, problems: problems}
+	r.mu.Unlock()
 	return "", problems
 }
 

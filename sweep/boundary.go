@@ -132,9 +132,12 @@ func firstFailure(runs map[float64]RateRuns, lo float64) float64 {
 	return out
 }
 
-// contradicting are the rates at or above ContradictionFactor × fail (the
-// first failure above the answer) that passed every run: they say the
-// capacity moved, unless their repeats fail.
+// contradicting are the rates at or above ContradictionFactor × fail that
+// passed every run. With fail the first failure above the answer they are
+// what the boundary repeats (their repeats say whether the pass holds);
+// with fail a rate that failed every run (contradiction) a pass that held
+// says the capacity moved. A rate below them that passed some runs is
+// variability, measured in the answer's spread, not a contradiction.
 func contradicting(runs map[float64]RateRuns, fail float64) []float64 {
 	var out []float64
 	for rate, r := range runs {

@@ -169,20 +169,25 @@ func TestFastHint(t *testing.T) {
 
 // An answer far below what its own stages estimate is tested once more,
 // 25% above the first failure: a busy stretch of the host that failed the
-// trials above the answer is caught (the recheck passes: contradicted),
-// a limit the estimates do not see stands (the recheck fails), and an
-// answer the estimates agree with costs no extra trial.
+// trials above the answer is caught (the recheck passes, its repeats
+// too, and the failures below it pass their repeats: the answer's spread
+// says the outcomes varied that far); when the failure below holds in
+// every repeat while the recheck passes in every one, the capacity moved
+// (contradicted); a limit the estimates do not see stands (the recheck
+// fails), and an answer the estimates agree with costs no extra trial.
 func TestFastRechecksAnAnswerItsEstimatesDoubt(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
 		busyFrom     int     // from this trial (1-based; 0: never) until the recheck the host was busy: 40% capacity
 		capacity     float64 // the real capacity (the estimates say 100k)
+		resonance    bool    // rates between 40 k and 50 k fail whether busy or not
 		wantRecheck  bool
 		contradicted bool
 	}{
-		{"the estimates agree", 0, 100e3, false, false},
-		{"a busy host failed the trials above the answer", 3, 100e3, true, true},
-		{"a limit the estimates do not see", 0, 50e3, true, false},
+		{"the estimates agree", 0, 100e3, false, false, false},
+		{"a busy host failed the trials above the answer", 3, 100e3, false, true, false},
+		{"a failure that holds below a pass that holds", 3, 100e3, true, true, true},
+		{"a limit the estimates do not see", 0, 50e3, false, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n, quiet := 0, false
@@ -193,7 +198,8 @@ func TestFastRechecksAnAnswerItsEstimatesDoubt(t *testing.T) {
 				if tc.busyFrom > 0 && n >= tc.busyFrom && !quiet {
 					c = 40e3
 				}
-				tr := Trial{Achieved: math.Min(r, c), Verdict: Verdict{Pass: r <= c}}
+				pass := r <= c && !(tc.resonance && r > 40e3 && r < 50e3)
+				tr := Trial{Achieved: math.Min(r, c), Verdict: Verdict{Pass: pass}}
 				// The repeats' estimates did not converge: the answer's
 				// other pass has them.
 				if tr.Verdict.Pass && purpose != PurposeRepeat {
@@ -226,6 +232,10 @@ func TestFastRechecksAnAnswerItsEstimatesDoubt(t *testing.T) {
 			}
 			if got := contradiction(res) != ""; got != tc.contradicted || res.Stopped != "" {
 				t.Fatalf("contradicted %v (%q), want %v; answer [%.0f, %.0f), stopped %q", got, contradiction(res), tc.contradicted, res.LastPass, res.FirstFail, res.Stopped)
+			}
+			// A recheck that passed is in the answer's spread either way.
+			if tc.wantRecheck && tc.capacity > recheck.Rate && res.Boundary.Spread < recheck.Rate/res.LastPass-1-1e-9 {
+				t.Fatalf("the recheck at %.0f passed but the spread is %.2f above %.0f: %s", recheck.Rate, res.Boundary.Spread, res.LastPass, res.Boundary.Statement)
 			}
 		})
 	}

@@ -99,6 +99,10 @@ func OpenRun(d *rundir.Dir, lag time.Duration) (*Input, []string, error) {
 	return in, nil, nil
 }
 
+// Joins is the run whose message pairs Analyze joined: analysis.Analyze
+// with Options.Reuse takes their results instead of joining them again.
+func (in *Input) Joins() *analysis.Run { return in.run }
+
 // pairFeed is one message pair's join, running in its own goroutine and
 // handing its matches over in batches, each with the floor after it.
 type pairFeed struct {

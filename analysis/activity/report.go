@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 	"time"
+
+	"github.com/cloudprofiler-go/cp/analysis"
 )
 
 // DefaultWindowNs is the analysis's default window: short enough that a
@@ -33,8 +35,15 @@ type Report struct {
 	// CP is the critical participation over the whole trace per worker
 	// and kind: each window's, weighted by the window's length, over the
 	// windows that have a path.
-	CP         []Share      `json:"critical_participation"`
-	CPByKind   []Share      `json:"critical_participation_by_kind"`
+	CP       []Share `json:"critical_participation"`
+	CPByKind []Share `json:"critical_participation_by_kind"`
+	// SystemCP is CP without the input's own timing, renormalized over
+	// the rest: what the system's own activities contributed. A paced
+	// sender waiting for its next slot (pacing) is the schedule, the
+	// input the system is measured against, not a part of it
+	// (docs/activity.md); InputShare is that wait's share of the paths.
+	SystemCP   []Share      `json:"system_critical_participation"`
+	InputShare float64      `json:"input_share"`
 	KHops      []WindowHops `json:"k_hops,omitempty"`
 	Violations []Violation  `json:"violations"`
 	Limits     Limits       `json:"limits"`
@@ -51,6 +60,9 @@ type Report struct {
 	// Late are transfers that came after their window was built (a
 	// streamed trace whose join ran late): not in the graph.
 	Late int `json:"late_messages,omitempty"`
+	// Agreement puts this graph's answer beside the sweep's diagnosis and
+	// service rates (set by cpsweep analyze --pag; nil: not compared).
+	Agreement *analysis.Agreement `json:"agreement,omitempty"`
 }
 
 // Top is the worker and kind with the largest critical participation
@@ -60,6 +72,34 @@ func (r *Report) Top() (Share, bool) {
 		return Share{}, false
 	}
 	return r.CP[0], true
+}
+
+// splitInput fills SystemCP and InputShare from CP.
+func (r *Report) splitInput() {
+	r.SystemCP, r.InputShare = nil, 0
+	for _, s := range r.CP {
+		if s.Kind == Pacing.String() {
+			r.InputShare += s.Value
+		}
+	}
+	rest := 1 - r.InputShare
+	if rest <= 1e-9 {
+		return
+	}
+	for _, s := range r.CP {
+		if s.Kind != Pacing.String() {
+			r.SystemCP = append(r.SystemCP, Share{Worker: s.Worker, Kind: s.Kind, Value: s.Value / rest})
+		}
+	}
+}
+
+// TopSystem is the system's own activity with the largest critical
+// participation, the input's schedule left out (ok false: none).
+func (r *Report) TopSystem() (Share, bool) {
+	if len(r.SystemCP) == 0 {
+		return Share{}, false
+	}
+	return r.SystemCP[0], true
 }
 
 // StageCP adds up the critical participation of each worker's busy
@@ -101,12 +141,17 @@ func (r *Report) WriteText(w io.Writer) {
 	if len(r.CP) == 0 {
 		fmt.Fprintln(w, "critical participation: no window has a path from its start to its end")
 	} else {
-		fmt.Fprintln(w, "critical participation (share of the critical paths, weighted by time):")
-		for i, s := range r.CP {
+		fmt.Fprintln(w, "critical participation of the system's own activities (share of the critical paths, weighted by time,")
+		fmt.Fprintln(w, "the input's schedule left out):")
+		for i, s := range r.SystemCP {
 			if i == 8 || s.Value < 0.005 {
 				break
 			}
 			fmt.Fprintf(w, "  %-28s %-10s %5.1f%%\n", s.Worker, s.Kind, 100*s.Value)
+		}
+		if r.InputShare > 0 {
+			fmt.Fprintf(w, "the input's schedule (senders waiting for their next slot, pacing): %.1f%% of the critical paths;\n", 100*r.InputShare)
+			fmt.Fprintln(w, "  it is what the system is measured against, not a part of it (all shares: pag.json critical_participation)")
 		}
 	}
 	if r.Ambiguous > 0 {
@@ -129,6 +174,9 @@ func (r *Report) WriteText(w io.Writer) {
 		if len(r.Violations) > len(shown) {
 			fmt.Fprintf(w, "  ... and %d more (pag.json)\n", len(r.Violations)-len(shown))
 		}
+	}
+	if r.Agreement != nil {
+		fmt.Fprintln(w, r.Agreement.Statement)
 	}
 	fmt.Fprintf(w, "the graph: %d events in %.2f s of its own (%.2f M events/s); the whole pass, reading and joining the logs: %.2f s\n",
 		r.Events, r.GraphSeconds, r.EventsPerSec/1e6, r.Elapsed)

@@ -222,6 +222,7 @@ func (s *Stream) Close() *Report {
 		}
 		sortShares(rep.CP)
 		sortShares(rep.CPByKind)
+		rep.splitInput()
 	}
 	v := s.check.close()
 	// In time order; ties in a fixed order, whatever order things came in.

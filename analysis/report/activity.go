@@ -28,6 +28,10 @@ type pagSection struct {
 	More       int // violations not listed
 	Limits     string
 	Ambiguous  int
+	// Agreement says whether the diagnosis, the service rates and this
+	// graph name the same stage (pag.json's, as analyze printed it).
+	Agreement string
+	Disagree  bool
 }
 
 type pagShare struct {
@@ -52,10 +56,21 @@ func pagSectionOf(d *rundir.Dir, pg *page) *pagSection {
 	}
 	r := f.Report
 	sec := &pagSection{Ambiguous: r.Ambiguous}
-	for _, s := range r.CP {
+	if a := r.Agreement; a != nil {
+		sec.Agreement, sec.Disagree = a.Statement, !a.Agree
+	}
+	shares := r.SystemCP // the system's own activities, the input's schedule left out
+	if len(shares) == 0 && r.InputShare == 0 {
+		shares = r.CP // a pag.json from before the split
+	}
+	for _, s := range shares {
 		if s.Value >= 0.001 {
 			sec.Totals = append(sec.Totals, pagShare{Activity: s.Worker + " " + s.Kind, Share: fmt.Sprintf("%.1f%%", 100*s.Value)})
 		}
+	}
+	if r.InputShare > 0 {
+		sec.Totals = append(sec.Totals, pagShare{Activity: "(the input's schedule: senders waiting for their next slot, of all the paths; not part of the system)",
+			Share: fmt.Sprintf("%.1f%%", 100*r.InputShare)})
 	}
 	var t0 int64
 	if len(r.Windows) > 0 {

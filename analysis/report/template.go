@@ -82,9 +82,10 @@ var pageTemplate = template.Must(template.Must(template.New("report").Parse(figu
 
 {{with .PAG}}<h2>What the progress waited for: the activity graph</h2>
 <p>From the profiled trial's activity channels and per-tuple points (cpsweep analyze --pag; docs/activity.md).{{if .Ambiguous}} {{.Ambiguous}} messages were ambiguous within the clock bound: marked, never on a path.{{end}}</p>
+{{if .Agreement}}<p>{{if .Disagree}}<b>{{.Agreement}}</b>{{else}}{{.Agreement}}{{end}}</p>{{end}}
 {{template "fig" .Figure}}
 {{with .Totals}}<table>
-<tr><th class="l">activity</th><th>critical participation over the run</th></tr>
+<tr><th class="l">activity</th><th>critical participation over the run (share of the system's own)</th></tr>
 {{range .}}<tr><td class="l">{{.Activity}}</td><td>{{.Share}}</td></tr>
 {{end}}</table>{{end}}
 {{if .Limits}}<h3>Invariants ({{.Limits}})</h3>

@@ -60,9 +60,13 @@ type Summary struct {
 	ProfileSkipped string `json:"profile_skipped"`
 	// Contradicted says how the sweep's own trials contradict its answer
 	// ("": they do not; cpsweep exits 6 when they do).
-	Contradicted string          `json:"contradicted,omitempty"`
-	Plan         json.RawMessage `json:"plan"`
-	Result       struct {
+	Contradicted string `json:"contradicted,omitempty"`
+	// LimitingStage is what the stage diagnosis said limited the first
+	// failing trial above the answer, with its evidence.
+	LimitingStage    string          `json:"limiting_stage,omitempty"`
+	LimitingEvidence string          `json:"limiting_evidence,omitempty"`
+	Plan             json.RawMessage `json:"plan"`
+	Result           struct {
 		Method    string        `json:"method"`
 		LastPass  float64       `json:"last_pass"`
 		FirstFail float64       `json:"first_fail"`
@@ -95,13 +99,37 @@ type TrialRecord struct {
 		} `json:"checks"`
 	} `json:"verdict"`
 	Elapsed time.Duration `json:"elapsed_ns"`
-	// ServiceRates are the stages' estimates in the trial (node-named).
+	// ServiceRates are the stages' estimates in the trial (node-named),
+	// and NextLimit the stage they said would limit first.
 	ServiceRates []servicerate.Rate `json:"service_rates"`
+	NextLimit    *struct {
+		servicerate.Limit
+		Inconsistent string `json:"inconsistent"`
+	} `json:"next_limit"`
 	// Hosts are the agents' host accounting over the trial.
 	Hosts []struct {
 		Node string `json:"node"`
 		cpustat.Summary
 	} `json:"hosts"`
+}
+
+// Explanations are the diagnosis's and the service rates' answers to what
+// limits the run (analysis.Agree adds the activity graph's): the stage the
+// diagnosis named for the first failing trial above the answer, and the
+// smallest consistent next limit the trials at the answer estimated.
+func (s *Summary) Explanations() (diagnosis, rates string, rateDetail string) {
+	diagnosis = s.LimitingStage
+	best := 0.0
+	for _, t := range s.Result.Trials {
+		if t.Rate != s.Result.LastPass || !t.Verdict.Pass || t.NextLimit == nil || t.NextLimit.Inconsistent != "" || t.NextLimit.TuplesPerS <= 0 {
+			continue
+		}
+		if best == 0 || t.NextLimit.TuplesPerS < best {
+			best, rates = t.NextLimit.TuplesPerS, t.NextLimit.Stage
+			rateDetail = fmt.Sprintf("%s limit %.0f tuples/s at the answer", t.NextLimit.Method, best)
+		}
+	}
+	return diagnosis, rates, rateDetail
 }
 
 // TrialOutcome is the part of trials/NNN.json the report reads: per

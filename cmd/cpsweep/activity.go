@@ -45,26 +45,26 @@ func (p *pagFlags) register(f *pflag.FlagSet, withHops bool) {
 }
 
 // build reads the run directory into a trace and analyses it.
-func (p *pagFlags) build(d *rundir.Dir) (rep *activity.Report, problems, damaged []string, err error) {
+func (p *pagFlags) build(d *rundir.Dir) (rep *activity.Report, run *analysis.Run, problems, damaged []string, err error) {
 	if p.window <= 0 || p.wait < 0 || p.messageDelay < 0 {
-		return nil, nil, nil, fmt.Errorf("--window must be positive, --wait-threshold and --message-delay not negative (got %v, %v, %v)", p.window, p.wait, p.messageDelay)
+		return nil, nil, nil, nil, fmt.Errorf("--window must be positive, --wait-threshold and --message-delay not negative (got %v, %v, %v)", p.window, p.wait, p.messageDelay)
 	}
 	if p.messageMax < 0 || p.operatorMax < 0 || p.progressMax < 0 || p.hops < 0 {
-		return nil, nil, nil, fmt.Errorf("--message-max, --operator-max, --progress-max and --hops may not be negative")
+		return nil, nil, nil, nil, fmt.Errorf("--message-max, --operator-max, --progress-max and --hops may not be negative")
 	}
 	in, problems, err := activity.OpenRun(d, p.lag)
 	if err != nil {
-		return nil, problems, nil, err
+		return nil, nil, problems, nil, err
 	}
 	l := activity.Limits{MessageMaxNs: p.messageMax.Nanoseconds(), OperatorMaxNs: p.operatorMax.Nanoseconds(),
 		ProgressMaxNs: p.progressMax.Nanoseconds(), EveryWindow: p.everyWindow, ProgressWorker: -1}
 	if p.progressMax > 0 || p.everyWindow {
 		if l.ProgressWorker = progressWorker(in.Workers, p.progressWorker); l.ProgressWorker < 0 {
-			return nil, problems, nil, fmt.Errorf("progress invariants need a progress worker: %q is not one of %v (--progress-worker)", p.progressWorker, in.Workers)
+			return nil, nil, problems, nil, fmt.Errorf("progress invariants need a progress worker: %q is not one of %v (--progress-worker)", p.progressWorker, in.Workers)
 		}
 	}
 	rep, problems, err = in.Analyze(activity.Options{WindowNs: p.window.Nanoseconds(), WaitNs: p.wait.Nanoseconds(), MessageDelayNs: p.messageDelay.Nanoseconds()}, p.hops, l)
-	return rep, problems, in.Damaged, err
+	return rep, in.Joins(), problems, in.Damaged, err
 }
 
 // progressWorker is the named worker, or the first consumer.
@@ -113,7 +113,7 @@ invariant held, 2 when at least one did not, 1 when the analysis failed.`,
 			if err := refuseDamaged(d.Problems, partial); err != nil {
 				return err
 			}
-			rep, problems, damaged, err := p.build(d)
+			rep, _, problems, damaged, err := p.build(d)
 			for _, pr := range problems {
 				fmt.Fprintf(os.Stderr, "cpsweep: %s\n", pr)
 			}

@@ -60,6 +60,15 @@ invariants given, into RUNDIR/pag.json and RUNDIR/pag.csv.`,
 			if err := refuseDamaged(d.Problems, partial); err != nil {
 				return err
 			}
+			// The activity graph's pass first: it joins the message pairs,
+			// and the analysis takes those joins instead of reading and
+			// joining the logs a second time.
+			var pr *activity.Report
+			if pag {
+				if pr, o.Reuse, err = buildPAG(d, &pf, lag, partial); err != nil {
+					return err
+				}
+			}
 			rep, err := analysis.Analyze(d, o)
 			if err != nil {
 				return err
@@ -70,7 +79,7 @@ invariants given, into RUNDIR/pag.json and RUNDIR/pag.csv.`,
 			if err := rep.WriteFiles(d.Path); err != nil {
 				return err
 			}
-			return writeAnalysis(d, rep, pag, &pf, lag, jsonOut, partial)
+			return writeAnalysis(d, rep, pr, jsonOut)
 		},
 	}
 	f := cmd.Flags()
@@ -147,27 +156,49 @@ loads (<body data-check="ok">).`,
 	return cmd
 }
 
-// writeAnalysis writes the analysis (and with pag the activity graph) into
-// the run directory and prints it.
-func writeAnalysis(d *rundir.Dir, rep *analysis.Report, pag bool, pf *pagFlags, lag time.Duration, jsonOut, partial bool) error {
-	var err error
-	var pr *activity.Report
-	if pag {
-		pf.lag = lag
-		var problems, damaged []string
-		if pr, problems, damaged, err = pf.build(d); err != nil {
-			return fmt.Errorf("program activity graph: %w", err)
-		}
-		for _, p := range problems {
-			fmt.Fprintf(os.Stderr, "cpsweep: pag: %s\n", p)
-		}
-		if err := refuseDamagedQuietly(damaged, partial); err != nil {
-			return err
-		}
-		if err := activity.WriteFiles(d.Path, pr, problems); err != nil {
-			return err
-		}
+// buildPAG builds the activity graph and writes pag.json and pag.csv; the
+// Run it returns holds its joins for the analysis to reuse.
+func buildPAG(d *rundir.Dir, pf *pagFlags, lag time.Duration, partial bool) (*activity.Report, *analysis.Run, error) {
+	pf.lag = lag
+	pr, run, problems, damaged, err := pf.build(d)
+	if err != nil {
+		return nil, nil, fmt.Errorf("program activity graph: %w", err)
 	}
+	for _, p := range problems {
+		fmt.Fprintf(os.Stderr, "cpsweep: pag: %s\n", p)
+	}
+	if err := refuseDamagedQuietly(damaged, partial); err != nil {
+		return nil, nil, err
+	}
+	pr.Agreement = agreementOf(d, pr)
+	if err := activity.WriteFiles(d.Path, pr, problems); err != nil {
+		return nil, nil, err
+	}
+	return pr, run, nil
+}
+
+// agreementOf puts the sweep's diagnosis, its service rates and the
+// activity graph's top system activity side by side (nil: the run has no
+// summary to compare with).
+func agreementOf(d *rundir.Dir, pr *activity.Report) *analysis.Agreement {
+	if d.Summary == nil {
+		return nil
+	}
+	diag, rates, rateDetail := d.Summary.Explanations()
+	graph, graphDetail := "", ""
+	if top, ok := pr.TopSystem(); ok {
+		graph, graphDetail = top.Worker, fmt.Sprintf("%s %.0f%% of the system's critical paths", top.Kind, 100*top.Value)
+	}
+	a := analysis.Agree([]analysis.Explanation{
+		{Analysis: "diagnosis", Stage: diag, Detail: d.Summary.LimitingEvidence},
+		{Analysis: "service rates", Stage: rates, Detail: rateDetail},
+		{Analysis: "activity graph", Stage: graph, Detail: graphDetail},
+	})
+	return &a
+}
+
+// writeAnalysis prints the analysis (and the activity graph, when built).
+func writeAnalysis(d *rundir.Dir, rep *analysis.Report, pr *activity.Report, jsonOut bool) error {
 	if jsonOut {
 		if pr != nil {
 			return cli.WriteJSON(os.Stdout, map[string]any{"analysis": rep, "pag": pr})

@@ -1,0 +1,102 @@
+package analysis
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+)
+
+// Three analyses explain a limit, each from its own evidence: the stage
+// diagnosis (the first failing trial above the answer: which stage was
+// busy with work waiting), the service rates (the trials at the answer:
+// which stage would saturate first) and the activity graph (the profiled
+// trial: what the system's own progress waited on). Agreement puts them
+// side by side once, for the text, pag.json and the report alike.
+
+// Explanation is one analysis's answer to what limits the run.
+type Explanation struct {
+	Analysis string `json:"analysis"` // "diagnosis", "service rates", "activity graph"
+	Stage    string `json:"stage"`    // as the analysis names it ("": it named none)
+	Detail   string `json:"detail,omitempty"`
+}
+
+// Agreement is whether the analyses name the same stage.
+type Agreement struct {
+	Explanations []Explanation `json:"explanations"`
+	// Agree: every analysis that named a stage named the same one (by
+	// role: consumer, lane, sender thread, transport, host CPU), and at
+	// least two did.
+	Agree bool `json:"agree"`
+	// Statement says so, and when they disagree names each answer and
+	// what the difference means.
+	Statement string `json:"statement"`
+}
+
+// role is what a stage name means across the analyses' spellings:
+// "receiver0/consumer" and "consumer" are the consumer, "thread0" and
+// "sender0/thread0" the sender's emission thread, "stream0" the transport.
+func role(stage string) string {
+	s := strings.ToLower(strings.TrimSpace(stage))
+	switch s {
+	case "", "none":
+		return ""
+	case "host cpu":
+		return "host CPU"
+	}
+	if i := strings.LastIndex(s, "/"); i >= 0 {
+		s = s[i+1:]
+	}
+	s = strings.TrimRightFunc(s, unicode.IsDigit)
+	switch s {
+	case "thread":
+		return "sender thread"
+	case "stream", "zmq-io":
+		return "transport"
+	}
+	return s
+}
+
+// Agree compares the explanations.
+func Agree(ex []Explanation) Agreement {
+	a := Agreement{Explanations: ex}
+	var named []Explanation
+	roles := map[string]bool{}
+	for _, e := range ex {
+		if r := role(e.Stage); r != "" {
+			named = append(named, e)
+			roles[r] = true
+		}
+	}
+	var each []string
+	for _, e := range ex {
+		s := e.Stage
+		if role(s) == "" {
+			s = "no stage"
+		}
+		each = append(each, fmt.Sprintf("%s: %s", e.Analysis, s))
+	}
+	switch {
+	case len(named) < 2:
+		a.Statement = "fewer than two analyses named a stage (" + strings.Join(each, "; ") + "): nothing to compare"
+	case len(roles) == 1:
+		a.Agree = true
+		a.Statement = fmt.Sprintf("the analyses agree: %s (%s)", role(named[0].Stage), strings.Join(each, "; "))
+	default:
+		a.Statement = "the analyses DISAGREE: " + strings.Join(each, "; ") + ". " + disagreement(roles)
+	}
+	return a
+}
+
+// disagreement says what a disagreement between these roles most often
+// means, so that a user does not optimise the wrong stage.
+func disagreement(roles map[string]bool) string {
+	var why []string
+	if roles["host CPU"] {
+		why = append(why, "a host CPU limit has no activity of its own: the graph and the service rates name whichever thread the missing CPU delayed most, so the host's cores are the limit, not that thread")
+	}
+	if roles["transport"] {
+		why = append(why, "the transport's I/O threads log no activities and have no service rate: only the diagnosis sees them")
+	}
+	why = append(why, "each looks at a different trial (the diagnosis at the first failing rate above the answer, the service rates at the answer, the activity graph at the profiled trial below it), so a limit that moves with the rate, or a host that was busier in one of them, splits them; trust the diagnosis at the failing rate, and profile at it (--profile-rate) to see the graph there")
+	return strings.Join(why, "; ")
+}
