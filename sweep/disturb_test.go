@@ -56,8 +56,17 @@ func TestColocation(t *testing.T) {
 	if !strings.Contains(got, "receiver0 and sender0 share host vm's 2 CPUs (receiver0 0.73 cores, sender0 0.55 cores)") {
 		t.Fatalf("%q", got)
 	}
+	if strings.Contains(got, "waited runnable") {
+		t.Fatalf("no thread waited, but %q", got)
+	}
 	if got := colocation([]AgentHost{agentHost("receiver0", "r", 0.6, 0, 0.73), agentHost("sender0", "s", 0.6, 0, 0.55)}); got != "" {
 		t.Fatalf("agents on two hosts: %q", got)
+	}
+	// The harness's own threads filled the host: the answer moves between
+	// sweeps with their placement (the demo's quiet sweeps: 2.0-6.7 M/s).
+	got = colocation([]AgentHost{agentHost("receiver0", "vm", 0.8, 0, 0.7, cpustat.ThreadShare{Name: "consumer", Runqueue: 0.6}), agentHost("sender0", "vm", 0.8, 0, 0.9)})
+	if !strings.Contains(got, "receiver0/consumer waited runnable 60%") || !strings.Contains(got, "compare several sweeps") {
+		t.Fatalf("%q", got)
 	}
 }
 
