@@ -118,7 +118,11 @@ type Lane struct {
 	// buckets of 100, BENCHMARKS.md; asked only when empty it costs
 	// nothing when the lane is busy). A service-rate period closes at the
 	// end of a bucket (Account.Close).
-	Acct   *stage.Account
+	Acct *stage.Account
+	// Queued, if set before Run, is called after every bucket the lane
+	// queues for the consumer: a consumer that parks when its rings are
+	// empty is woken by it instead of polling.
+	Queued func()
 	full   *Ring[*Bucket]
 	free   *Ring[*Bucket]
 	decode scenarios.Decoder
@@ -191,6 +195,9 @@ func (l *Lane) Run(src Source, stop *atomic.Bool, accept Accept) error {
 		if accept == nil || accept(b) {
 			l.full.Push(b) // cannot fail: see Lane
 			b = nil
+			if l.Queued != nil {
+				l.Queued()
+			}
 		}
 		l.waiting()
 	}

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/inject"
-	"github.com/cloudprofiler-go/cp/internal/osthread"
 	"github.com/cloudprofiler-go/cp/objfactory"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/scenarios"
@@ -25,6 +24,9 @@ func (r *Receiver) consume() {
 		// current), from the clock read each bucket already makes.
 		publishEvery: clock.Ticks(10 * time.Millisecond)}
 	idle := 0
+	park := time.NewTimer(time.Hour)
+	park.Stop()
+	defer park.Stop()
 	acct := r.consumerAcc
 	acct.Start(stage.Idling, tsc.ReadFast())
 	working := false
@@ -72,18 +74,31 @@ func (r *Receiver) consume() {
 			acct.End(tsc.ReadFast())
 			return
 		}
-		// Nothing to do: spin briefly, then yield, then nap, so an idle
-		// consumer does not take a core from the deserializers.
-		idle++
-		switch {
-		case idle < 64:
-		case idle < 256:
-			osthread.Yield()
-		default:
-			osthread.Nap(20 * time.Microsecond)
+		// Nothing to do: spin briefly (a bucket right behind this one),
+		// then park until a lane queues one, so an idle consumer neither
+		// takes a core from the deserializers nor wakes up to poll. The
+		// park is bounded (ParkLimit): injected stalls and schedules are
+		// timed.
+		if idle++; idle < 64 {
+			continue
 		}
+		r.parked.Store(true)
+		if r.anyQueued() || r.done.Load() { // queued before it parked: no wake-up comes
+			r.parked.Store(false)
+			continue
+		}
+		park.Reset(ParkLimit)
+		select {
+		case <-r.wake:
+		case <-park.C:
+		}
+		r.parked.Store(false)
 	}
 }
+
+// ParkLimit bounds an idle consumer's park: a lane wakes it at once when
+// it queues a bucket; the limit only times injected stalls and schedules.
+const ParkLimit = time.Millisecond
 
 // consumer is the consuming goroutine's state.
 type consumer struct {

@@ -320,5 +320,8 @@ func pct(x float64) string {
 	if math.IsInf(x, 0) || math.IsNaN(x) {
 		return "?"
 	}
+	if 100*x >= 10 {
+		return fmt.Sprintf("%.0f%%", 100*x)
+	}
 	return fmt.Sprintf("%.2g%%", 100*x)
 }
