@@ -75,25 +75,49 @@ func (r *Receiver) consume() {
 			return
 		}
 		// Nothing to do: spin briefly (a bucket right behind this one),
-		// then park until a lane queues one, so an idle consumer neither
-		// takes a core from the deserializers nor wakes up to poll. The
-		// park is bounded (ParkLimit): injected stalls and schedules are
-		// timed.
-		if idle++; idle < 64 {
-			continue
+		// then park until a lane queues one.
+		if idle++; idle >= 64 {
+			r.park(park)
 		}
-		r.parked.Store(true)
-		if r.anyQueued() || r.done.Load() { // queued before it parked: no wake-up comes
-			r.parked.Store(false)
-			continue
-		}
-		park.Reset(ParkLimit)
-		select {
-		case <-r.wake:
-		case <-park.C:
-		}
-		r.parked.Store(false)
 	}
+}
+
+// park holds an idle consumer until a lane queues a bucket or the run
+// ends (wakeConsumer), so that it neither takes a core from the
+// deserializers nor wakes up to poll. The park is bounded (ParkLimit):
+// injected stalls and schedules are timed.
+func (r *Receiver) park(t *time.Timer) {
+	r.parked.Store(true)
+	defer r.parked.Store(false)
+	if r.anyQueued() || r.done.Load() { // queued before it parked: no wake-up comes
+		return
+	}
+	t.Reset(ParkLimit)
+	select {
+	case <-r.wake:
+	case <-t.C:
+	}
+}
+
+// wakeConsumer wakes a parked consumer (a lane queued a bucket, or the
+// run is ending).
+func (r *Receiver) wakeConsumer() {
+	if r.parked.Load() {
+		select {
+		case r.wake <- struct{}{}:
+		default: // a wake-up is pending already
+		}
+	}
+}
+
+// anyQueued says whether a lane has a decoded bucket waiting.
+func (r *Receiver) anyQueued() bool {
+	for _, l := range r.lanes {
+		if l.Occupancy() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // ParkLimit bounds an idle consumer's park: a lane wakes it at once when

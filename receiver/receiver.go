@@ -58,27 +58,6 @@ type Receiver struct {
 	wake   chan struct{} // capacity 1
 }
 
-// wakeConsumer wakes a parked consumer (a lane queued a bucket, or the
-// run is ending).
-func (r *Receiver) wakeConsumer() {
-	if r.parked.Load() {
-		select {
-		case r.wake <- struct{}{}:
-		default: // a wake-up is pending already
-		}
-	}
-}
-
-// anyQueued says whether a lane has a decoded bucket waiting.
-func (r *Receiver) anyQueued() bool {
-	for _, l := range r.lanes {
-		if l.Occupancy() > 0 {
-			return true
-		}
-	}
-	return false
-}
-
 type lane struct {
 	*objfactory.Lane
 	endpoint     string

@@ -191,36 +191,9 @@ func (f *fastSearch) settle() (err error) {
 			lo = next
 			continue
 		}
-		// The first fail is repeated while it fails; once a repeat passed
-		// it is a rate where outcomes vary, measured, and the next failure
-		// above (from the search) bounds the answer as it ran.
-		hi := lowestFailAbove(runs, lo)
-		need := []float64{}
-		if at.Runs < p.Runs {
-			need = append(need, lo)
-		}
-		if hi > 0 && hi <= firstFail && runs[hi].Runs < p.Runs {
-			need = append(need, hi)
-		}
-		for _, c := range contradicting(runs, firstFailure(runs, lo)) {
-			if runs[c].Runs < p.Runs {
-				need = append(need, c)
-			}
-		}
+		need := f.needed(runs, lo, firstFail, boundStep)
 		if len(need) == 0 {
-			// Outcomes varied above the answer, and the nearest rate that
-			// failed every run is far above the highest that passed a run
-			// (the first fail passed a repeat; the next failure is the
-			// search's overshoot): one run just above says where the
-			// variation ends.
-			// A contradiction is the verdict then, no bound is needed;
-			// the probes step up by doubling steps while they pass.
-			top := highestPassAbove(runs, lo)
-			if top <= lo || (hi > 0 && hi <= top*(1+2*p.Precision)) || (p.Max > 0 && top*(1+boundStep) > p.Max) ||
-				len(contradicting(runs, firstFailure(runs, lo))) > 0 {
-				return nil
-			}
-			need = append(need, top*(1+boundStep))
+			return nil
 		}
 		// Interleaved: the rate with the fewest runs goes first (lo before
 		// hi on a tie), so a drifting host affects both alike.
@@ -250,6 +223,44 @@ func (f *fastSearch) settle() (err error) {
 			}
 		}
 	}
+}
+
+// needed are the rates the boundary still has to run: the answer
+// candidate lo and the first fail to their runs, the passes that would
+// contradict them, or else a bound just above the rates whose outcomes
+// varied (none: the boundary is settled).
+func (f *fastSearch) needed(runs map[float64]RateRuns, lo, firstFail, boundStep float64) []float64 {
+	p := f.p
+	// The first fail is repeated while it fails; once a repeat passed it
+	// is a rate where outcomes vary, measured, and the next failure above
+	// (from the search) bounds the answer as it ran.
+	hi := lowestFailAbove(runs, lo)
+	var need []float64
+	if runs[lo].Runs < p.Runs {
+		need = append(need, lo)
+	}
+	if hi > 0 && hi <= firstFail && runs[hi].Runs < p.Runs {
+		need = append(need, hi)
+	}
+	contra := contradicting(runs, firstFailure(runs, lo))
+	for _, c := range contra {
+		if runs[c].Runs < p.Runs {
+			need = append(need, c)
+		}
+	}
+	if len(need) > 0 || len(contra) > 0 { // a contradiction is the verdict then: no bound is needed
+		return need
+	}
+	// Outcomes varied above the answer, and the nearest rate that failed
+	// every run is far above the highest that passed a run (the first fail
+	// passed a repeat; the next failure is the search's overshoot): one run
+	// just above says where the variation ends. The probes step up by
+	// doubling steps while they pass.
+	top := highestPassAbove(runs, lo)
+	if top <= lo || (hi > 0 && hi <= top*(1+2*p.Precision)) || (p.Max > 0 && top*(1+boundStep) > p.Max) {
+		return nil
+	}
+	return []float64{top * (1 + boundStep)}
 }
 
 // fill sets the result's interval and Boundary from every run, with lo
@@ -324,4 +335,27 @@ func pct(x float64) string {
 		return fmt.Sprintf("%.0f%%", 100*x)
 	}
 	return fmt.Sprintf("%.2g%%", 100*x)
+}
+
+// contradiction finds a rate at or above ContradictionFactor × a rate
+// above the answer that failed every one of its judged runs, that passed
+// every one of its own (the fast search repeats such a rate first: one
+// whose repeats failed, or a failure below it that passed a repeat, is
+// variability, measured in the answer's spread, not a contradiction).
+func contradiction(r *Result) string {
+	runs := tally(r.Trials)
+	first := lowestFailAbove(runs, r.LastPass)
+	rates := contradicting(runs, first)
+	if len(rates) == 0 {
+		return ""
+	}
+	top := runs[rates[len(rates)-1]]
+	var ns []string
+	for _, t := range r.Trials {
+		if t.Rate == top.Rate && t.Judged() && t.Purpose != "profile" {
+			ns = append(ns, fmt.Sprint(t.N))
+		}
+	}
+	return fmt.Sprintf("%s passed %d of %d runs (trial %s), %.0f%% above %s, which failed %d of %d: the capacity moved during the sweep (a busy host, a neighbour, a stall); run it again",
+		numfmt.Rate(top.Rate), top.Passes, top.Runs, strings.Join(ns, ", "), 100*(top.Rate/first-1), numfmt.Rate(first), runs[first].Runs, runs[first].Runs)
 }

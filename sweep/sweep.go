@@ -67,29 +67,6 @@ type Report struct {
 // repeat (a few %); 25% above is not noise at the edge.
 const ContradictionFactor = 1.25
 
-// contradiction finds a rate at or above ContradictionFactor × a rate
-// above the answer that failed every one of its judged runs, that passed
-// every one of its own (the fast search repeats such a rate first: one
-// whose repeats failed, or a failure below it that passed a repeat, is
-// variability, measured in the answer's spread, not a contradiction).
-func contradiction(r *Result) string {
-	runs := tally(r.Trials)
-	first := lowestFailAbove(runs, r.LastPass)
-	rates := contradicting(runs, first)
-	if len(rates) == 0 {
-		return ""
-	}
-	top := runs[rates[len(rates)-1]]
-	var ns []string
-	for _, t := range r.Trials {
-		if t.Rate == top.Rate && t.Judged() && t.Purpose != "profile" {
-			ns = append(ns, fmt.Sprint(t.N))
-		}
-	}
-	return fmt.Sprintf("%s passed %d of %d runs (trial %s), %.0f%% above %s, which failed %d of %d: the capacity moved during the sweep (a busy host, a neighbour, a stall); run it again",
-		numfmt.Rate(top.Rate), top.Passes, top.Runs, strings.Join(ns, ", "), 100*(top.Rate/first-1), numfmt.Rate(first), runs[first].Runs, runs[first].Runs)
-}
-
 // InvalidTrial is a trial an agent failure made impossible to judge.
 type InvalidTrial struct {
 	N       int     `json:"n"`
