@@ -31,6 +31,15 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
+	// Every process the tests start (and every t.TempDir) makes its
+	// temporary files in here, removed at the end: an agent a fault test
+	// kills with SIGKILL cannot remove its own directory.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil || os.Setenv("TMPDIR", tmp) != nil {
+		fmt.Fprintln(os.Stderr, "temporary directory:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
