@@ -56,6 +56,17 @@ type Result struct {
 	Seconds       float64 `json:"seconds"`
 	Rate          float64 `json:"messages_per_s"`
 	CPUPerMessage float64 `json:"thread_cpu_ns_per_message"` // sender: its thread's CPU time per message
+	// ProcessCPU is the process's user and system CPU time over its life
+	// (seconds, from the exit status: every thread, libzmq's too).
+	ProcessCPU float64 `json:"-"`
+}
+
+// processCPU is an exited command's user plus system time in seconds.
+func processCPU(cmd *exec.Cmd) float64 {
+	if cmd.ProcessState == nil {
+		return 0
+	}
+	return (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
 }
 
 // Receiver is a running cref-recv.
@@ -93,7 +104,7 @@ func (p Programs) Receive(ctx context.Context, size, count int, idle time.Durati
 // Wait returns the receiver's result once it has exited.
 func (r *Receiver) Wait() (Result, error) {
 	err := r.cmd.Wait()
-	var res Result
+	res := Result{ProcessCPU: processCPU(r.cmd)}
 	if jerr := json.Unmarshal([]byte(r.out.String()), &res); jerr != nil {
 		return res, errors.Join(fmt.Errorf("cref-recv printed %q: %w", r.out.String(), jerr), err)
 	}
@@ -103,10 +114,22 @@ func (r *Receiver) Wait() (Result, error) {
 	return res, nil
 }
 
-// Send runs the reference sender to endpoint and returns its result.
+// Send runs the reference sender to endpoint, unpaced, and returns its
+// result.
 func (p Programs) Send(ctx context.Context, endpoint string, size, count int) (Result, error) {
-	out, err := exec.CommandContext(ctx, p.SendBin, endpoint, strconv.Itoa(size), strconv.Itoa(count)).Output()
-	var res Result
+	return p.SendAt(ctx, endpoint, size, count, 0)
+}
+
+// SendAt runs the reference sender at rate messages per second (0:
+// unpaced) and returns its result.
+func (p Programs) SendAt(ctx context.Context, endpoint string, size, count int, rate float64) (Result, error) {
+	args := []string{endpoint, strconv.Itoa(size), strconv.Itoa(count)}
+	if rate > 0 {
+		args = append(args, strconv.FormatFloat(rate, 'f', 1, 64))
+	}
+	cmd := exec.CommandContext(ctx, p.SendBin, args...)
+	out, err := cmd.Output()
+	res := Result{ProcessCPU: processCPU(cmd)}
 	if err != nil {
 		return res, fmt.Errorf("cref-send: %w", err)
 	}

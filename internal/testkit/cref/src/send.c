@@ -1,13 +1,15 @@
 /*
  * cref-send: the plain C reference sender. One PUSH socket connects to
  * ENDPOINT and sends COUNT messages of SIZE bytes (a preallocated buffer)
- * as fast as zmq_send takes them, then waits up to 10 s for the queue to
- * drain. Prints one JSON line: messages, seconds, messages per second and
+ * as fast as zmq_send takes them, or, with RATE, at RATE messages per
+ * second (busy-waiting on the clock for each message's slot, as the
+ * paper's sender does), then waits up to 10 s for the queue to drain. Prints one JSON line: messages, seconds, messages per second and
  * the sending thread's CPU time per message.
  * Nothing else happens per message: this is the yardstick that dgsend's
  * emission is measured against (make bench).
  *
  *   cref-send tcp://127.0.0.1:5555 124 3000000
+ *   cref-send tcp://127.0.0.1:5555 10024 60000 20000
  */
 #include <errno.h>
 #include <stdio.h>
@@ -29,11 +31,16 @@ static double now(void) {
 }
 
 int main(int argc, char **argv) {
-	if (argc != 4) {
-		fprintf(stderr, "usage: %s ENDPOINT SIZE COUNT\n", argv[0]);
+	if (argc != 4 && argc != 5) {
+		fprintf(stderr, "usage: %s ENDPOINT SIZE COUNT [RATE]\n", argv[0]);
 		return 2;
 	}
 	long size = strtol(argv[2], NULL, 10), count = strtol(argv[3], NULL, 10);
+	double rate = argc == 5 ? strtod(argv[4], NULL) : 0;
+	if (rate < 0) {
+		fprintf(stderr, "cref-send: RATE must not be negative\n");
+		return 2;
+	}
 	if (size < 1 || size > (1 << 24) || count < 1) {
 		fprintf(stderr, "cref-send: SIZE must be 1..16777216 and COUNT positive\n");
 		return 2;
@@ -59,6 +66,9 @@ int main(int argc, char **argv) {
 		buf[i] = (char)(i * 131 + 7);
 	double start = now(), cpu0 = cpu();
 	for (long i = 0; i < count; i++) {
+		if (rate > 0)
+			while (now() < start + i / rate)
+				;
 		while (zmq_send(push, buf, size, 0) < 0) {
 			if (errno != EINTR) {
 				fprintf(stderr, "cref-send: send: %s\n", zmq_strerror(errno));
