@@ -43,7 +43,7 @@ func TestBenchCost(t *testing.T) {
 				// the point is what trying costs, as for the C sender.
 				pr := &Pair{Bin: binDir, RecvArgs: []string{"--schema", "synthetic", "--expect-streams", "1"},
 					SendArgs: sendArgs("--rate", fmt.Sprint(rate), "--bucket", fmt.Sprint(bucket), "--count", fmt.Sprint(tuples), "--duration", "0", "--no-rate-check"),
-					Timeout: 2 * time.Minute}
+					Timeout:  2 * time.Minute}
 				pr.Run(t)
 				wall := pr.Send.DurationS
 				achieved = append(achieved, float64(tuples)/max(wall, 1e-9))
