@@ -23,12 +23,13 @@ import (
 const DefaultBoundaryRuns = 3
 
 // PurposeRepeat is a boundary repeat (or a repeat of a pass that
-// contradicts the boundary); PurposeBound a first run at a new rate the
-// boundary needs: a lower answer candidate, or a rate just above those
-// whose outcomes varied.
+// contradicts the boundary); PurposeCandidate the first run of a lower
+// answer candidate, after the last pass failed a repeat; PurposeBound a
+// first run just above the rates whose outcomes varied.
 const (
-	PurposeRepeat = "repeat"
-	PurposeBound  = "bound"
+	PurposeRepeat    = "repeat"
+	PurposeCandidate = "candidate"
+	PurposeBound     = "bound"
 )
 
 // RateRuns is what every judged run at one rate showed.
@@ -204,8 +205,12 @@ func (f *fastSearch) settle() (err error) {
 			}
 		}
 		purpose := PurposeRepeat
-		if runs[next].Runs == 0 {
+		switch {
+		case runs[next].Runs > 0:
+		case next > lo:
 			purpose = PurposeBound
+		default:
+			purpose = PurposeCandidate
 		}
 		t, err := f.try(next, purpose)
 		if err != nil {
@@ -213,12 +218,12 @@ func (f *fastSearch) settle() (err error) {
 		}
 		if t.Verdict.Pass {
 			f.pr.passed(next)
-			if purpose == PurposeBound && next > lo {
+			if purpose == PurposeBound {
 				boundStep *= 2
 			}
 		} else {
 			f.pr.failed(next, t.Achieved, PurposeRepeat)
-			if purpose == PurposeBound && next > lo {
+			if purpose == PurposeBound {
 				boundStep /= 2
 			}
 		}

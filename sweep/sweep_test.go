@@ -114,7 +114,7 @@ func TestProgressEstimateIsTrue(t *testing.T) {
 			tr(1000, true, "repeat"), tr(1005, false, "repeat")}, ""},
 		{"after the profiled trial", []Trial{tr(1000, true, "ramp"), tr(1005, false, "close"), tr(900, true, "profile")}, ""},
 		{"a new candidate's first run", []Trial{tr(500, true, "ramp"), tr(1000, true, "ramp"), tr(1005, false, "close"),
-			tr(1000, false, "repeat"), tr(980, true, "bound")}, "980.0 /s passed 1 of 1 runs so far (3 asked)"},
+			tr(1000, false, "repeat"), tr(980, true, "candidate")}, "980.0 /s passed 1 of 1 runs so far (3 asked)"},
 		{"a failed repeat moves the answer down", []Trial{tr(500, true, "ramp"), tr(1000, true, "ramp"), tr(1005, false, "close"),
 			tr(1000, false, "repeat")}, "1.000 k/s passed only 1 of 2 runs: the answer moves below it"},
 		{"bounds that differ only in the fifth digit", []Trial{tr(17_001, true, "ramp"), tr(17_004, false, "close")}, "[17.001 k/s, 17.004 k/s)"},

@@ -44,7 +44,7 @@ func (s *Sweep) estimateLeft(r *Result) string {
 	switch r.Trials[len(r.Trials)-1].Purpose {
 	case "profile":
 		return ""
-	case PurposeRepeat, PurposeRecheck, PurposeBound:
+	case PurposeRepeat, PurposeRecheck, PurposeBound, PurposeCandidate:
 		return repeatsLeft(r, runsEach)
 	}
 	// The interval as the search holds it: the lowest failing rate, and
