@@ -185,7 +185,9 @@ func TestActivityIsServedFromCursors(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		_, r = get("")
-		if len(r.Stages) >= 2 && len(r.Stages[0].Changes) > 0 || time.Now().After(deadline) {
+		// Both the lane and the consumer have started (each thread starts
+		// its own accounting: one may be a moment behind the other).
+		if len(r.Stages) >= 2 && len(r.Stages[0].Changes) > 0 && len(r.Stages[1].Changes) > 0 || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
