@@ -153,14 +153,13 @@ func contradicting(runs map[float64]RateRuns, fail float64) []float64 {
 // settle repeats the boundary: the answer candidate lo (the last pass)
 // and hi (the lowest rate above it that failed every run, up to the
 // search's first fail) until each has Runs runs, and every pass that
-// contradicts the boundary too. A
-// candidate that fails a repeat is not the answer: the next candidate is
-// the highest rate below it that passed every run when that is as near
-// as a step down, or a step down from it (doubled after a rate that
-// failed outright), or just below what the failing repeat achieved
-// when it fell behind (it measured the capacity then). The result's
-// interval and Boundary are filled in whatever ends it (the trial limit
-// too).
+// contradicts the boundary too. A candidate that fails a repeat is not
+// the answer: the next candidate is the highest rate below it that
+// passed every run when that is as near as a step down, or a step down
+// from it (doubled after a rate that failed outright), or just below what
+// the failing repeat achieved when it fell behind (it measured the
+// capacity then). The result's interval and Boundary are filled in
+// whatever ends it (the trial limit too).
 func (f *fastSearch) settle() (err error) {
 	res, p := f.res, f.p
 	if res.LastPass <= 0 || res.FirstFail <= 0 {
@@ -273,10 +272,7 @@ func (f *fastSearch) needed(runs map[float64]RateRuns, lo, firstFail, boundStep 
 func (f *fastSearch) fill(b *Boundary, lo float64) {
 	res := f.res
 	runs := tally(res.Trials)
-	b.Answer, b.Fail, b.Mixed = runs[lo], RateRuns{}, nil
-	if lo <= 0 {
-		b.Answer = RateRuns{}
-	}
+	b.Answer, b.Fail, b.Mixed = runs[lo], RateRuns{}, nil // runs[0] is empty: rates are positive
 	top := highestPassAbove(runs, lo)
 	if hi := lowestFailAbove(runs, top); hi > 0 {
 		b.Fail = runs[hi]

@@ -58,6 +58,21 @@ func (h HostRules) Validate() error {
 	return nil
 }
 
+// MaxBackoff caps the pause before a disturbed trial's repeat, however
+// many repeats --max-repeats allows (a doubling from --disturbed-backoff
+// would otherwise overflow).
+const MaxBackoff = 2 * time.Minute
+
+// backoff is the pause before the repeat after the n-th disturbed run:
+// Backoff doubled n-1 times, at most MaxBackoff.
+func (h HostRules) backoff(n int) time.Duration {
+	pause := h.Backoff
+	for i := 1; i < n && pause < MaxBackoff; i++ {
+		pause *= 2
+	}
+	return min(pause, MaxBackoff)
+}
+
 // Attempt is a run of a trial's rate that the host disturbed: what it
 // showed, kept, but never judged.
 type Attempt struct {

@@ -119,3 +119,18 @@ func TestOneVerdictOfTheLimit(t *testing.T) {
 		t.Fatalf("trial %q (%q), diagnosis %q (%q)", tr.LimitingStage, tr.LimitingEvidence, d.Limiting, d.Evidence)
 	}
 }
+
+// The pause before a disturbed trial's repeat doubles and stops at
+// MaxBackoff, however many repeats are allowed (100 doublings of 10
+// minutes would overflow).
+func TestBackoffIsBounded(t *testing.T) {
+	h := HostRules{Backoff: 2 * time.Second}
+	for n, want := range map[int]time.Duration{1: 2 * time.Second, 2: 4 * time.Second, 3: 8 * time.Second, 100: MaxBackoff} {
+		if got := h.backoff(n); got != want {
+			t.Errorf("after %d disturbed runs: %v, want %v", n, got, want)
+		}
+	}
+	if got := (HostRules{Backoff: 10 * time.Minute}).backoff(100); got != MaxBackoff {
+		t.Errorf("10m after 100 runs: %v", got)
+	}
+}

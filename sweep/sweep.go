@@ -212,7 +212,7 @@ func (rec *recorder) undisturbed(ctx context.Context, n int, rate float64, purpo
 			s.report.Disturbed = fmt.Sprintf("trial %d at %s: %s (%d run(s), every one disturbed)", n, numfmt.Rate(rate), why, len(attempts))
 			return t, &DisturbedError{Rate: rate, Attempts: len(attempts), Reason: why}
 		}
-		pause := s.Host.Backoff << (len(attempts) - 1)
+		pause := s.Host.backoff(len(attempts))
 		s.logf("trial %-3d %s  DISTURBED: %s; repeating in %v (%d of %d)\n", n, numfmt.Rate(rate), why, pause, len(attempts), s.Host.MaxRepeats)
 		select {
 		case <-ctx.Done():

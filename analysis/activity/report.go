@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/analysis"
+	"github.com/cloudprofiler-go/cp/analysis/rundir"
 )
 
 // DefaultWindowNs is the analysis's default window: short enough that a
@@ -100,6 +101,22 @@ func (r *Report) TopSystem() (Share, bool) {
 		return Share{}, false
 	}
 	return r.SystemCP[0], true
+}
+
+// AgreementWith puts the sweep's stage diagnosis and service rates (from
+// its summary) beside this graph's top system activity.
+func (r *Report) AgreementWith(s *rundir.Summary) *analysis.Agreement {
+	diag, rates, rateDetail := s.Explanations()
+	graph, graphDetail := "", ""
+	if top, ok := r.TopSystem(); ok {
+		graph, graphDetail = top.Worker, fmt.Sprintf("%s %.0f%% of the system's critical paths", top.Kind, 100*top.Value)
+	}
+	a := analysis.Agree([]analysis.Explanation{
+		{Analysis: "diagnosis", Stage: diag, Detail: s.LimitingEvidence},
+		{Analysis: "service rates", Stage: rates, Detail: rateDetail},
+		{Analysis: "activity graph", Stage: graph, Detail: graphDetail},
+	})
+	return &a
 }
 
 // StageCP adds up the critical participation of each worker's busy

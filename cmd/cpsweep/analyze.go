@@ -63,11 +63,12 @@ invariants given, into RUNDIR/pag.json and RUNDIR/pag.csv.`,
 			// The activity graph's pass first: it joins the message pairs,
 			// and the analysis takes those joins instead of reading and
 			// joining the logs a second time.
+			// A graph that cannot be built is an error, after the
+			// analysis is written (it joins the logs itself then).
 			var pr *activity.Report
+			var pagErr error
 			if pag {
-				if pr, o.Reuse, err = buildPAG(d, &pf, lag, partial); err != nil {
-					return err
-				}
+				pr, o.Reuse, pagErr = buildPAG(d, &pf, lag, partial)
 			}
 			rep, err := analysis.Analyze(d, o)
 			if err != nil {
@@ -78,6 +79,9 @@ invariants given, into RUNDIR/pag.json and RUNDIR/pag.csv.`,
 			}
 			if err := rep.WriteFiles(d.Path); err != nil {
 				return err
+			}
+			if pagErr != nil {
+				return pagErr
 			}
 			return writeAnalysis(d, rep, pr, jsonOut)
 		},
@@ -170,31 +174,13 @@ func buildPAG(d *rundir.Dir, pf *pagFlags, lag time.Duration, partial bool) (*ac
 	if err := refuseDamagedQuietly(damaged, partial); err != nil {
 		return nil, nil, err
 	}
-	pr.Agreement = agreementOf(d, pr)
+	if d.Summary != nil {
+		pr.Agreement = pr.AgreementWith(d.Summary)
+	}
 	if err := activity.WriteFiles(d.Path, pr, problems); err != nil {
 		return nil, nil, err
 	}
 	return pr, run, nil
-}
-
-// agreementOf puts the sweep's diagnosis, its service rates and the
-// activity graph's top system activity side by side (nil: the run has no
-// summary to compare with).
-func agreementOf(d *rundir.Dir, pr *activity.Report) *analysis.Agreement {
-	if d.Summary == nil {
-		return nil
-	}
-	diag, rates, rateDetail := d.Summary.Explanations()
-	graph, graphDetail := "", ""
-	if top, ok := pr.TopSystem(); ok {
-		graph, graphDetail = top.Worker, fmt.Sprintf("%s %.0f%% of the system's critical paths", top.Kind, 100*top.Value)
-	}
-	a := analysis.Agree([]analysis.Explanation{
-		{Analysis: "diagnosis", Stage: diag, Detail: d.Summary.LimitingEvidence},
-		{Analysis: "service rates", Stage: rates, Detail: rateDetail},
-		{Analysis: "activity graph", Stage: graph, Detail: graphDetail},
-	})
-	return &a
 }
 
 // writeAnalysis prints the analysis (and the activity graph, when built).

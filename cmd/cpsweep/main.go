@@ -169,7 +169,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	o.host = sweep.DefaultHostRules
 	f.Float64Var(&o.host.MaxOthers, "max-others", o.host.MaxOthers, "a trial during which other processes used more than this share of a host's CPUs is disturbed: repeated, never judged (0: off; docs/sweep.md says how the default was chosen)")
 	f.Float64Var(&o.host.MaxSteal, "max-steal", o.host.MaxSteal, "a trial during which the hypervisor stole more than this share of a host's CPUs is disturbed (0: off)")
-	f.DurationVar(&o.host.Backoff, "disturbed-backoff", o.host.Backoff, "pause before repeating a disturbed trial, doubled for each next repeat")
+	f.DurationVar(&o.host.Backoff, "disturbed-backoff", o.host.Backoff, "pause before repeating a disturbed trial, doubled for each next repeat (at most 2m)")
 	f.Float64Var(&o.host.MaxWait, "max-wait", o.host.MaxWait, "a trial whose hot threads waited runnable more than this share of the time is disturbed (0: off; see docs/sweep.md)")
 	f.IntVar(&o.host.MaxRepeats, "max-repeats", o.host.MaxRepeats, "how many times a disturbed trial is repeated before the sweep ends without an answer (exit 7)")
 	f.DurationVar(&o.retryAgent, "retry-agent", 0, "after an agent failure, wait this long for the agents to answer again and repeat the trial (0: stop the sweep)")
