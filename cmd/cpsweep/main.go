@@ -35,6 +35,7 @@ type options struct {
 	plan                     sweep.TrialPlan
 	search                   sweep.Search
 	senders, receivers       []string
+	discover                 discovery
 	tok                      cli.TokenFlags
 	name                     string
 	resultsDir, profileFile  string
@@ -81,6 +82,10 @@ Ctrl-C stops the running trial and keeps every finished one.`,
   # two sender hosts, one receiver host, agents started there with --agent --token-file
   cpsweep --sender 10.0.0.2:9101 --sender 10.0.0.3:9101 --receiver 10.0.0.4:9102 --token-file token --threads 2
 
+  # agents found by DNS (a Kubernetes headless Service; cpsweep deploy kubernetes)
+  cpsweep --senders-from dns:cp-sender.cp.svc.cluster.local --sender-count 2 \
+    --receivers-from dns:cp-receiver.cp.svc.cluster.local --token-file /etc/cp/token/token
+
   # the paper's linear search, 1 M to 5 M tuples/s in steps of 100 k
   cpsweep --search linear --from 1M --to 5M --step 100k
 
@@ -122,6 +127,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.BoolVar(&o.profileSearch, "profile-search", false, "profile every trial of the search with --profile too: the answer is the maximum sustainable rate while profiled (compare with a sweep without to measure the profiler's overhead)")
 	f.StringArrayVar(&o.senders, "sender", nil, "sender agent control address host:port (repeat); none: local agents")
 	f.StringArrayVar(&o.receivers, "receiver", nil, "receiver agent control address host:port (repeat)")
+	o.discover.register(f)
 	f.StringArrayVar(&p.SenderTargets, "relay-input", nil, "relay topology: senders send to these endpoints of a system under test (repeat)")
 	o.tok.Register(f, "token the agents expect")
 	f.StringVar(&s.Method, "search", "fast", "fast or linear")
@@ -184,6 +190,9 @@ func (o *options) check() (string, *profiler.Handlers, error) {
 	if (len(o.senders) == 0) != (len(o.receivers) == 0) {
 		return "", nil, errors.New("give both --sender and --receiver agents, or neither (local agents on loopback)")
 	}
+	if err := o.discover.check(o); err != nil {
+		return "", nil, err
+	}
 	if o.localSenders < 1 || o.localSenders > 64 || o.lanes < 1 || o.lanes > 64 {
 		return "", nil, fmt.Errorf("--local-senders and --lanes must be 1..64, got %d and %d", o.localSenders, o.lanes)
 	}
@@ -211,7 +220,10 @@ func (o *options) check() (string, *profiler.Handlers, error) {
 		return "", nil, err
 	}
 	nSenders := len(o.senders)
-	if nSenders == 0 {
+	switch {
+	case o.discover.senders != "":
+		nSenders = o.discover.nSenders
+	case nSenders == 0:
 		nSenders = o.localSenders
 	}
 	var handlers *profiler.Handlers
@@ -237,6 +249,12 @@ func (o *options) check() (string, *profiler.Handlers, error) {
 // agents connects to the agents given, or starts local ones (closed by
 // the returned function).
 func (o *options) agents(ctx context.Context, ctrl *sweep.Controller, tok string) (func(), error) {
+	if o.discover.senders != "" {
+		var err error
+		if o.senders, o.receivers, err = o.discover.resolve(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if len(o.senders) == 0 {
 		local, err := sweep.StartLocal(ctx, o.localSenders, o.lanes, nil)
 		if err != nil {
@@ -272,6 +290,7 @@ func (o *options) execute(ctx context.Context, code *int) error {
 	ctrl := &sweep.Controller{Plan: o.plan, AgentTimeout: o.agentTimeout}
 	closeAgents, err := o.agents(ctx, ctrl, tok)
 	if err != nil {
+		*code = sweep.ExitCode(nil, err)
 		return err
 	}
 	defer closeAgents()
