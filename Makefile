@@ -6,7 +6,7 @@ BIN     ?= bin
 GOFLAGS ?=
 export BIN
 
-.PHONY: all deps build cref test unit e2e lint bench demo demo-pair fuzz cover clean
+.PHONY: all deps build cref test unit e2e lint bench demo demo-pair fuzz cover clean image
 
 all: build
 
@@ -76,6 +76,16 @@ bench: build cref
 demo: build
 	$(BIN)/cpsweep --duration 2s --warmup 500ms --start 500k --bucket 100 --name demo --clock --profile profiles/default.yaml --profile-at 0.9
 	@dir=$$(ls -td runs/*-demo | head -1) && $(BIN)/cpsweep analyze --pag $$dir && $(BIN)/cpsweep report $$dir && echo "open $$dir/report.html"
+
+# The container image for Kubernetes (Containerfile; docs/kubernetes.md)
+# with podman or docker. Where no base image can be pulled (a closed
+# network), it is built from bin/ and this host's libraries instead.
+IMAGE ?= localhost/cp:dev
+image: build
+	@engine=$$(command -v podman || command -v docker) || { echo "make image needs podman or docker"; exit 1; }; \
+	if $$engine build -f Containerfile -t $(IMAGE) .; then echo "built $(IMAGE)"; \
+	else echo "the base images could not be pulled: building $(IMAGE) from $(BIN)/ and this host's libraries"; \
+		ENGINE=$$engine scripts/image-from-host.sh $(IMAGE); fi
 
 # A short dgsend -> dgrecv run on loopback with a summary of both sides.
 demo-pair: build

@@ -85,6 +85,7 @@ func (c *Controller) Prepare(ctx context.Context) ([]protocol.AgentInfo, error) 
 	}
 	var infos []protocol.AgentInfo
 	c.hostOf = map[string]string{}
+	machines := machineNames{}
 	recvOf := map[string]int{} // endpoint -> receiver index
 	for i, r := range c.Receivers {
 		info, err := r.Info(ctx)
@@ -106,7 +107,7 @@ func (c *Controller) Prepare(ctx context.Context) ([]protocol.AgentInfo, error) 
 			recvOf[resolved] = i
 		}
 		infos = append(infos, info)
-		c.hostOf[fmt.Sprintf("receiver%d", i)] = info.Host
+		c.hostOf[fmt.Sprintf("receiver%d", i)] = machines.host(info)
 	}
 	for i, s := range c.Senders {
 		info, err := s.Info(ctx)
@@ -117,7 +118,7 @@ func (c *Controller) Prepare(ctx context.Context) ([]protocol.AgentInfo, error) 
 			return nil, &PlanError{Problems: []string{fmt.Sprintf("agent %s is a %s, not a sender", s.Addr, info.Role)}}
 		}
 		infos = append(infos, info)
-		c.hostOf[fmt.Sprintf("sender%d", i)] = info.Host
+		c.hostOf[fmt.Sprintf("sender%d", i)] = machines.host(info)
 	}
 	// Thread t of sender s (global index g) sends to endpoint g mod n, so
 	// threads spread evenly over every receiver lane.

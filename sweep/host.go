@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/cloudprofiler-go/cp/cpustat"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // AgentHost is one agent's host accounting over a trial (package cpustat):
@@ -169,4 +170,21 @@ func longestWait(agents []AgentHost) (waiter string, wait float64) {
 // hot says whether a thread role is one of the pipeline's own stages.
 func hot(role string) bool {
 	return strings.HasPrefix(role, "thread") || strings.HasPrefix(role, "lane") || role == "consumer"
+}
+
+// machineNames groups agents by machine rather than host name: pods (or
+// containers) on one node have their own host names but share its CPUs,
+// so each one's "other processes" would be the others. Every agent on a
+// machine is named after the first one seen there.
+type machineNames map[string]string
+
+func (m machineNames) host(info protocol.AgentInfo) string {
+	if info.Machine == "" || len(info.Machine) > 64 {
+		return info.Host
+	}
+	if name, ok := m[info.Machine]; ok {
+		return name
+	}
+	m[info.Machine] = info.Host
+	return info.Host
 }

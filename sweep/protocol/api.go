@@ -92,8 +92,12 @@ const (
 
 // AgentInfo describes an agent.
 type AgentInfo struct {
-	Role      string  `json:"role"`
-	Host      string  `json:"host"`
+	Role string `json:"role"`
+	Host string `json:"host"`
+	// Machine is the kernel's boot id: the same in every container (pod)
+	// on one machine, whose host names differ, so that agents sharing CPUs
+	// are known to (empty: an agent older than it, or no /proc).
+	Machine   string  `json:"machine,omitempty"`
 	Cores     int     `json:"cores"`
 	TSCHz     float64 `json:"tsc_hz"`
 	TSCNative bool    `json:"tsc_native"`

@@ -103,6 +103,12 @@ func TestBinariesLinkOnlyTheirOwnSide(t *testing.T) {
 			}
 		}
 		for _, d := range all[tc.binary].Deps {
+			if strings.HasPrefix(d, "k8s.io/") {
+				t.Errorf("%s links the Kubernetes API types (%s): they are for the deploy tests only", tc.binary, d)
+				break
+			}
+		}
+		for _, d := range all[tc.binary].Deps {
 			if strings.HasPrefix(d, "gonum.org/") {
 				t.Errorf("%s links the plotting library (%s)", tc.binary, d)
 				break

@@ -1,0 +1,85 @@
+package deploy
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// NewToken makes the agents' shared secret: 32 random bytes, base64.
+func NewToken() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("make a token: %w", err)
+	}
+	return base64.StdEncoding.EncodeToString(b[:]), nil
+}
+
+// Write puts the files in dir (created if needed). A file already there
+// is an error unless force: a second deploy must not replace a first
+// one's token unnoticed. Each file is written whole or not at all.
+func Write(dir string, files []File, force bool) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	if !force {
+		var there []string
+		for _, f := range files {
+			if _, err := os.Lstat(filepath.Join(dir, f.Name)); err == nil {
+				there = append(there, f.Name)
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+		if len(there) > 0 {
+			return fmt.Errorf("%s already holds %s: give another --out, or --force to replace them (a new token too)", dir, strings.Join(there, ", "))
+		}
+	}
+	for _, f := range files {
+		if err := writeFile(filepath.Join(dir, f.Name), f.Data, fs.FileMode(f.Mode)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeFile(path string, data []byte, mode fs.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".cp-deploy-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// NextSteps is what to type after the files are written.
+func NextSteps(t Topology, dir string) string {
+	ns, job := t.Namespace, t.Name+"-sweep"
+	return fmt.Sprintf(`next:
+  kubectl apply -f %[1]s
+  kubectl -n %[2]s get pods -w                      # the agents become ready, then the sweep starts
+  kubectl -n %[2]s logs -f job/%[3]s                 # the sweep's progress and answer
+  kubectl -n %[2]s cp $(kubectl -n %[2]s get pod -l job-name=%[3]s -o jsonpath='{.items[0].metadata.name}'):%[4]s ./runs
+                                                   # within %[5]v of the sweep's end (the pod waits that long)
+  kubectl delete -f %[1]s                           # everything, the volume with the runs too
+`, dir, ns, job, RunsDir, t.Hold)
+}
