@@ -76,7 +76,7 @@ func (c *Client) do(ctx context.Context, timeout time.Duration, method, path str
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("agent %s unreachable: %w", c.Addr, err)
+		return fmt.Errorf("agent %s is unreachable: %w", c.Addr, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
@@ -133,7 +133,7 @@ func (c *Client) FetchProfile(ctx context.Context, dir string) ([]string, error)
 	}
 	resp, err := (&http.Client{Timeout: 10 * time.Minute}).Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("agent %s unreachable: %w", c.Addr, err)
+		return nil, fmt.Errorf("agent %s is unreachable: %w", c.Addr, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

@@ -10,6 +10,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 )
 
 // podman runs a podman command and returns its combined output.
@@ -30,12 +35,50 @@ func podmanLimits() []string {
 	return []string{"--ulimit", fmt.Sprintf("nofile=%d:%d", n, n), "--ulimit", "nproc=4096:4096"}
 }
 
-// TestContainersSweptWithDiscovery builds the image from this checkout's
-// binaries (scripts/image-from-host.sh: no base image can be pulled
-// here), runs two sender agents and a receiver agent as containers on a
-// private network, each role behind one DNS name as a headless Service
-// puts it, and runs cpsweep in a fourth container that finds them by DNS.
-// The token is a mounted file, as the Secret is.
+// manifests are the objects of cpsweep deploy kubernetes that the
+// container test runs.
+type manifests struct {
+	senders, receivers appsv1.StatefulSet
+	sweep              batchv1.Job
+	services           map[string]corev1.Service
+}
+
+func readManifests(t *testing.T, dir string) manifests {
+	t.Helper()
+	m := manifests{services: map[string]corev1.Service{}}
+	for file, objs := range map[string][]any{
+		"10-senders.yaml":   {new(corev1.Service), &m.senders},
+		"11-receivers.yaml": {new(corev1.Service), &m.receivers},
+		"20-sweep.yaml":     {new(corev1.PersistentVolumeClaim), &m.sweep},
+	} {
+		b, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs := strings.Split(string(b), "\n---\n")
+		if len(docs) != len(objs) {
+			t.Fatalf("%s: %d objects, want %d", file, len(docs), len(objs))
+		}
+		for i, doc := range docs {
+			if err := yaml.UnmarshalStrict([]byte(doc), objs[i]); err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			if svc, ok := objs[i].(*corev1.Service); ok {
+				m.services[svc.Name] = *svc
+			}
+		}
+	}
+	return m
+}
+
+// TestContainersSweptWithDiscovery runs what cpsweep deploy kubernetes
+// wrote, as containers: the image built from this checkout's binaries
+// (scripts/image-from-host.sh: no base image can be pulled here), each
+// StatefulSet's replicas with its command, arguments, user and read-only
+// root, behind the DNS name its headless Service has in the cluster
+// (cp-sender.cp.svc.cluster.local, a network alias on a private podman
+// network), the token mounted where the Secret is, and then the Job's
+// container, hold script and all, which finds the agents by DNS and sweeps.
 func TestContainersSweptWithDiscovery(t *testing.T) {
 	if _, err := exec.LookPath("podman"); err != nil {
 		skipOrFail(t, "podman is not installed (apt-get install podman): the container test needs it")
@@ -51,43 +94,82 @@ func TestContainersSweptWithDiscovery(t *testing.T) {
 		t.Fatalf("build the image: %v\n%s", err, out)
 	}
 	t.Cleanup(func() { podman("rmi", "-f", image) })
-	if out, err := podman("network", "create", id); err != nil {
-		t.Fatalf("podman network create: %v %s", err, out)
-	}
-	t.Cleanup(func() { podman("network", "rm", "-f", id) })
 
 	dir := t.TempDir()
-	token, runs := filepath.Join(dir, "token"), filepath.Join(dir, "runs")
+	token, runs, k8s := filepath.Join(dir, "token"), filepath.Join(dir, "runs"), filepath.Join(dir, "k8s")
 	if err := os.WriteFile(token, []byte("e2e-container-token-0123456789abcdef\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Mkdir(runs, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	os.Chmod(runs, 0o777) // the containers run as 65532
-	common := append([]string{"--network", id, "-v", token + ":/etc/cp/token/token:ro"}, podmanLimits()...)
-	agent := func(name, alias string, cmd ...string) {
-		args := append(append([]string{"run", "-d", "--name", name, "--network-alias", alias}, common...), image)
-		if out, err := podman(append(args, cmd...)...); err != nil {
-			t.Fatalf("start %s: %v %s", name, err, out)
-		}
-		t.Cleanup(func() {
-			if t.Failed() {
-				logs, _ := podman("logs", name)
-				t.Logf("%s:\n%s", name, logs)
-			}
-			podman("rm", "-f", "-t", "1", name)
-		})
+	os.Chmod(runs, 0o777) // the containers run as the manifests' user
+	if out, code := deployRun(t, "--out", k8s, "--image", image, "--sender-count", "2", "--token-file", token, "--hold", "1s", "--",
+		"--json", "--search", "linear", "--from", "20k", "--to", "40k", "--step", "20k", "--duration", "1s", "--warmup", "200ms",
+		"--lateness-floor", "100ms", "--discover-timeout", "30s", hostTolerant[0], hostTolerant[1], hostTolerant[2], hostTolerant[3]); code != 0 {
+		t.Fatalf("deploy: exit %d\n%s", code, out)
 	}
-	agent(id+"-sender-0", "cp-sender", "dgsend", "--agent", "--metrics-addr", ":9101", "--token-file", "/etc/cp/token/token")
-	agent(id+"-sender-1", "cp-sender", "dgsend", "--agent", "--metrics-addr", ":9101", "--token-file", "/etc/cp/token/token")
-	agent(id+"-receiver-0", "cp-receiver", "dgrecv", "--agent", "--bind", "tcp://*:5555", "--metrics-addr", ":9102", "--token-file", "/etc/cp/token/token")
+	m := readManifests(t, k8s)
+	if out, err := podman("network", "create", id); err != nil {
+		t.Fatalf("podman network create: %v %s", err, out)
+	}
+	t.Cleanup(func() { podman("network", "rm", "-f", id) })
+	for _, s := range []appsv1.StatefulSet{m.senders, m.receivers} {
+		svc := m.services[s.Spec.ServiceName]
+		alias := fmt.Sprintf("%s.%s.svc.cluster.local", svc.Name, svc.Namespace)
+		for i := 0; i < int(*s.Spec.Replicas); i++ {
+			name := fmt.Sprintf("%s-%s-%d", id, s.Name, i)
+			args := append([]string{"run", "-d", "--name", name, "--network-alias", alias}, podArgs(t, id, token, s.Spec.Template.Spec)...)
+			ctr := s.Spec.Template.Spec.Containers[0]
+			if out, err := podman(append(append(append(args, "--entrypoint", ctr.Command[0], image), ctr.Command[1:]...), ctr.Args...)...); err != nil {
+				t.Fatalf("start %s: %v %s", name, err, out)
+			}
+			t.Cleanup(func() {
+				if t.Failed() {
+					logs, _ := podman("logs", name)
+					t.Logf("%s:\n%s", name, logs)
+				}
+				podman("rm", "-f", "-t", "1", name)
+			})
+		}
+	}
+	stdout, stderr := runJob(t, id, image, token, runs, m.sweep.Spec.Template.Spec)
+	checkContainerSweep(t, stdout, stderr, runs)
+}
 
-	args := append(append([]string{"run", "--rm", "--name", id + "-sweep", "-v", runs + ":/runs"}, common...), image,
-		"cpsweep", "--json", "--senders-from", "dns:cp-sender", "--sender-count", "2", "--receivers-from", "dns:cp-receiver", "--discover-timeout", "30s",
-		"--token-file", "/etc/cp/token/token", "--results", "/runs", "--search", "linear", "--from", "20k", "--to", "40k", "--step", "20k",
-		"--duration", "1s", "--warmup", "200ms", "--lateness-floor", "100ms")
-	cmd := exec.Command("podman", append(args, hostTolerant...)...)
+// podArgs are the podman flags that give a container what its pod spec
+// gives it: the user, a read-only root with a writable /tmp, the token
+// where the Secret is mounted, the network.
+func podArgs(t *testing.T, network, token string, spec corev1.PodSpec) []string {
+	t.Helper()
+	sc, ctr := spec.SecurityContext, spec.Containers[0]
+	args := append([]string{"--network", network, "--user", fmt.Sprintf("%d:%d", *sc.RunAsUser, *sc.RunAsGroup)}, podmanLimits()...)
+	if ctr.SecurityContext != nil && ctr.SecurityContext.ReadOnlyRootFilesystem != nil && *ctr.SecurityContext.ReadOnlyRootFilesystem {
+		args = append(args, "--read-only", "--tmpfs", "/tmp")
+	}
+	for _, mnt := range ctr.VolumeMounts {
+		if mnt.Name == "token" {
+			args = append(args, "-v", token+":"+mnt.MountPath+"/token:ro")
+		}
+	}
+	for _, e := range ctr.Env {
+		args = append(args, "-e", e.Name+"="+e.Value)
+	}
+	return args
+}
+
+// runJob runs the Job's container with the runs directory as its claim.
+func runJob(t *testing.T, network, image, token, runs string, spec corev1.PodSpec) (string, string) {
+	t.Helper()
+	ctr := spec.Containers[0]
+	args := append([]string{"run", "--rm", "--name", network + "-sweep"}, podArgs(t, network, token, spec)...)
+	for _, mnt := range ctr.VolumeMounts {
+		if mnt.Name == "runs" {
+			args = append(args, "-v", runs+":"+mnt.MountPath)
+		}
+	}
+	args = append(append(append(args, "--entrypoint", ctr.Command[0], image), ctr.Command[1:]...), ctr.Args...)
+	cmd := exec.Command("podman", args...)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	done := make(chan error, 1)
@@ -95,23 +177,31 @@ func TestContainersSweptWithDiscovery(t *testing.T) {
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("the sweep in a container: %v\n%s", err, stderr.String())
+			t.Fatalf("the Job's container: %v\n%s\n%s", err, stdout.String(), stderr.String())
 		}
 	case <-time.After(3 * time.Minute):
 		_ = cmd.Process.Kill()
-		t.Fatalf("the sweep in a container did not finish:\n%s", stderr.String())
+		t.Fatalf("the Job's container did not finish:\n%s", stderr.String())
 	}
+	return stdout.String(), stderr.String()
+}
+
+func checkContainerSweep(t *testing.T, stdout, stderr, runs string) {
+	t.Helper()
+	// the hold script's own line follows cpsweep's JSON on stdout
+	js, rest, _ := strings.Cut(stdout, "\ncpsweep exited ")
 	var rep struct {
 		sweepReport
-		Agents []struct {
-			Role, Host, Machine string
-		} `json:"agents"`
+		Agents []struct{ Role, Host, Machine string } `json:"agents"`
 	}
-	if err := json.Unmarshal([]byte(stdout.String()), &rep); err != nil {
-		t.Fatalf("summary: %v\n%s", err, stdout.String())
+	if err := json.Unmarshal([]byte(js), &rep); err != nil {
+		t.Fatalf("summary: %v\n%s\n%s", err, stdout, stderr)
+	}
+	if !strings.HasPrefix(rest, "0;") {
+		t.Errorf("the hold script did not report cpsweep's exit status 0: %q", rest)
 	}
 	if len(rep.Result.Trials) != 2 || !rep.Result.Trials[0].Verdict.Pass || !rep.Result.Trials[1].Verdict.Pass {
-		t.Fatalf("trials %+v\n%s", rep.Result.Trials, stderr.String())
+		t.Fatalf("trials %+v\n%s", rep.Result.Trials, stderr)
 	}
 	if len(rep.Agents) != 3 {
 		t.Fatalf("agents %+v, want 2 senders and a receiver", rep.Agents)
@@ -123,6 +213,9 @@ func TestContainersSweptWithDiscovery(t *testing.T) {
 		}
 	}
 	if kept, _ := filepath.Glob(filepath.Join(runs, "*", "summary.json")); len(kept) != 1 {
-		t.Errorf("the run directory is not on the mounted volume: %v", kept)
+		t.Errorf("the run directory is not on the claim's volume: %v", kept)
+	}
+	if b, err := os.ReadFile(filepath.Join(runs, "last-exit-status")); err != nil || strings.TrimSpace(string(b)) != "0" {
+		t.Errorf("last-exit-status: %q %v", b, err)
 	}
 }
