@@ -177,3 +177,15 @@ func TestNewTokenIsAcceptedByTheAgents(t *testing.T) {
 		t.Errorf("a new token is refused: %v", err)
 	}
 }
+
+func TestSizeWarnings(t *testing.T) {
+	topo := Default() // 2 CPUs per agent pod, 1 lane
+	if w := SizeWarnings(topo, 1); len(w) != 0 {
+		t.Errorf("1 thread, 1 lane on 2 CPUs: %v", w)
+	}
+	topo.Lanes = 2
+	w := SizeWarnings(topo, 2)
+	if len(w) != 2 || !strings.Contains(w[0], "--sender-cpus 3") || !strings.Contains(w[1], "--receiver-cpus 3") {
+		t.Errorf("2 threads, 2 lanes on 2 CPUs: %v", w)
+	}
+}

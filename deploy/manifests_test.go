@@ -94,6 +94,7 @@ func strictInto[T any](doc []byte, into *[]T) error {
 func topologies() map[string]Topology {
 	walk := Default()
 	walk.Lanes = 2
+	walk.Senders.CPUs, walk.Receivers.CPUs = 3, 3 // two threads or lanes and the I/O thread
 	walk.SweepArgs = []string{"--threads", "2", "--bucket", "100", "--duration", "3s", "--warmup", "1s", "--clock", "--name", "walk"}
 	big := Default()
 	big.Name, big.Namespace, big.Image, big.PullPolicy = "nats-bench", "perf", "registry.example.com/cp:1.4", "Always"

@@ -181,3 +181,17 @@ func checkLabels(what string, l Labels) []string {
 
 // cpuQuantity is a whole number of CPUs as the API writes it.
 func cpuQuantity(n int) string { return strconv.Itoa(n) }
+
+// SizeWarnings says where a pod has fewer CPUs than the threads it will
+// run busy: each emission thread (or lane) wants a CPU of its own, and
+// the control API, libzmq's I/O thread and the consumer want one more.
+func SizeWarnings(t Topology, threads int) []string {
+	var w []string
+	if threads+1 > t.Senders.CPUs {
+		w = append(w, fmt.Sprintf("sender pods have %d CPUs for %d emission threads (--threads) and the I/O thread: give --sender-cpus %d, or the threads will share CPUs and the answer will measure that", t.Senders.CPUs, threads, threads+1))
+	}
+	if t.Lanes+1 > t.Receivers.CPUs {
+		w = append(w, fmt.Sprintf("receiver pods have %d CPUs for %d lanes and the consumer: give --receiver-cpus %d", t.Receivers.CPUs, t.Lanes, t.Lanes+1))
+	}
+	return w
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -45,8 +46,8 @@ pin the emission threads. Senders, receivers and the system under test
 (--sut-selector) are kept on different nodes (--anti-affinity). The Job runs
 cpsweep with the flags after --, writes the run directory on a volume, and
 waits --hold for kubectl cp. docs/kubernetes.md has the whole walk.`,
-		Example: `  # two sender pods of 2 CPUs, one receiver of 4 with 2 lanes, the broker's pods elsewhere
-  cpsweep deploy kubernetes --image registry.example.com/cp:1 --sender-count 2 --receiver-cpus 4 --lanes 2 \
+		Example: `  # two sender pods of 3 CPUs, one receiver of 4 with 2 lanes, the broker's pods elsewhere
+  cpsweep deploy kubernetes --image registry.example.com/cp:1 --sender-count 2 --sender-cpus 3 --receiver-cpus 4 --lanes 2 \
     --sut-selector app=nats --out k8s -- --duration 3s --bucket 100 --threads 2 --clock
   kubectl apply -f k8s
 
@@ -61,8 +62,12 @@ waits --hold for kubectl cp. docs/kubernetes.md has the whole walk.`,
 			if len(args) > 0 {
 				t.SweepArgs = args
 			}
-			if err := checkSweepArgs(t.SweepArgs); err != nil {
+			plan, err := checkSweepArgs(t.SweepArgs)
+			if err != nil {
 				return err
+			}
+			for _, w := range deploy.SizeWarnings(t, plan.Threads) {
+				fmt.Fprintln(os.Stderr, "cpsweep deploy: warning:", w)
 			}
 			token, handlers, err := deploySecrets(tokenFile, profileFile)
 			if err != nil {
@@ -160,16 +165,16 @@ func readTopology(f *pflag.FlagSet, t *deploy.Topology, file string, selectors m
 // checkSweepArgs parses the Job's cpsweep flags as cpsweep will, so a typo
 // is refused here rather than in a pod; the flags the manifests set are
 // refused too (the token above all: never in an argument).
-func checkSweepArgs(args []string) error {
+func checkSweepArgs(args []string) (sweep.TrialPlan, error) {
 	var o options
 	fs := pflag.NewFlagSet("cpsweep", pflag.ContinueOnError)
 	fs.SetOutput(new(strings.Builder))
 	o.register(fs)
 	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("sweep flags after --: %w", err)
+		return o.plan, fmt.Errorf("sweep flags after --: %w", err)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("sweep flags after --: %q is not a flag", fs.Arg(0))
+		return o.plan, fmt.Errorf("sweep flags after --: %q is not a flag", fs.Arg(0))
 	}
 	var set []string
 	for _, name := range reservedSweepFlags {
@@ -178,9 +183,9 @@ func checkSweepArgs(args []string) error {
 		}
 	}
 	if len(set) > 0 {
-		return fmt.Errorf("sweep flags after --: %s are set by the manifests (the token comes from the Secret; use --token-file and --profile of deploy kubernetes)", strings.Join(set, ", "))
+		return o.plan, fmt.Errorf("sweep flags after --: %s are set by the manifests (the token comes from the Secret; use --token-file and --profile of deploy kubernetes)", strings.Join(set, ", "))
 	}
-	return nil
+	return o.plan, nil
 }
 
 // deploySecrets reads or makes the token, and reads the handlers file.
