@@ -1,0 +1,175 @@
+package driver
+
+import (
+	"encoding/binary"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// embedded starts an in-process NATS server with JetStream on a free
+// loopback port and returns its host:port.
+func embedded(t *testing.T) string {
+	t.Helper()
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("the NATS server did not start")
+	}
+	t.Cleanup(s.Shutdown)
+	return strings.TrimPrefix(s.ClientURL(), "nats://")
+}
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		in, err string
+		want    Endpoint
+	}{
+		{in: "nats://127.0.0.1:4222/cp.0", want: Endpoint{Driver: NATS, Server: "nats://127.0.0.1:4222", Subject: "cp.0", Window: DefaultCoreWindow, Storage: "file", Ack: "none"}},
+		{in: "jetstream://h:4222/cp.lane-1?storage=memory&ack=explicit&window=100", want: Endpoint{Driver: JetStream, Server: "nats://h:4222", Subject: "cp.lane-1", Window: 100, Storage: "memory", Ack: "explicit"}},
+		{in: "nats://user:secret@h:4222/cp", err: "credentials in the URL are refused"},
+		{in: "nats://h:4222/cp.*", err: "no wildcards"},
+		{in: "nats://h:4222/", err: "subject"},
+		{in: "nats://h/cp", err: "want nats://HOST:PORT/SUBJECT"},
+		{in: "nats://h:4222/cp?storage=memory", err: "is not one of nats's"},
+		{in: "jetstream://h:4222/cp?acks=all", err: "is not one of jetstream's"},
+		{in: "jetstream://h:4222/cp?window=0", err: "window"},
+		{in: "kafka://h:9092/cp", err: "not a driver"},
+	} {
+		got, err := Parse(tc.in)
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("Parse(%q) = %+v, %v; want an error with %q", tc.in, got, err, tc.err)
+		case tc.err == "" && (err != nil || got != tc.want):
+			t.Errorf("Parse(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
+		}
+		if tc.err != "" && err != nil && strings.Contains(err.Error(), "secret") {
+			t.Errorf("the error echoes the password: %v", err)
+		}
+	}
+	if !IsBroker("jetstream://h:1/x") || IsBroker("tcp://h:1") || IsBroker("nats") {
+		t.Error("IsBroker")
+	}
+}
+
+// TestRoundTrip: every message published arrives once, in order, with its
+// bytes, through core NATS and through JetStream (both storages, both
+// acknowledgement modes); the consumer's lag is zero at the end.
+func TestRoundTrip(t *testing.T) {
+	addr := embedded(t)
+	for _, ep := range []string{"nats://" + addr + "/cp.core", "jetstream://" + addr + "/cp.js", "jetstream://" + addr + "/cp.mem?storage=memory&ack=explicit"} {
+		e, err := Parse(ep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := NewConsumer(e)
+		if err != nil {
+			t.Fatalf("%s: %v", ep, err)
+		}
+		p, err := NewProducer(e)
+		if err != nil {
+			t.Fatalf("%s: %v", ep, err)
+		}
+		const n = 5000
+		msg := make([]byte, 1000)
+		for i := uint64(0); i < n; i++ {
+			binary.LittleEndian.PutUint64(msg, i)
+			for {
+				err := p.Publish(msg)
+				if err == nil {
+					break
+				}
+				if !errors.Is(err, ErrFull) {
+					t.Fatalf("%s: publish %d: %v", ep, i, err)
+				}
+				time.Sleep(100 * time.Microsecond)
+			}
+		}
+		if err := p.Flush(10 * time.Second); err != nil {
+			t.Fatalf("%s: flush: %v", ep, err)
+		}
+		for i := uint64(0); i < n; i++ {
+			b, err := c.Next(5 * time.Second)
+			if err != nil {
+				t.Fatalf("%s: message %d: %v", ep, i, err)
+			}
+			if got := binary.LittleEndian.Uint64(b); got != i || len(b) != len(msg) {
+				t.Fatalf("%s: message %d is %d (%d bytes)", ep, i, got, len(b))
+			}
+		}
+		if _, err := c.Next(50 * time.Millisecond); !errors.Is(err, ErrTimeout) {
+			t.Errorf("%s: after the last message: %v, want ErrTimeout", ep, err)
+		}
+		if lag, err := c.Lag(); err != nil || lag != 0 {
+			t.Errorf("%s: lag %d, %v at the end", ep, lag, err)
+		}
+		p.Close()
+		c.Close()
+	}
+}
+
+// TestFullWindowIsBackpressure: with nobody acknowledging fast enough a
+// small window fills and Publish says ErrFull at once instead of blocking.
+func TestFullWindowIsBackpressure(t *testing.T) {
+	addr := embedded(t)
+	e, _ := Parse("jetstream://" + addr + "/cp.full?window=4")
+	c, err := NewConsumer(e) // makes the stream
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p, err := NewProducer(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	full := 0
+	start := time.Now()
+	for i := 0; i < 10000 && full == 0; i++ {
+		if err := p.Publish(make([]byte, 64<<10)); errors.Is(err, ErrFull) {
+			full++
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if full == 0 {
+		t.Fatal("10000 publishes of 64 KiB never filled a window of 4")
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("filling the window took %v: Publish blocked", took)
+	}
+}
+
+// TestServerGoneIsAnError: a producer whose server stops gets an error,
+// not a silent drop (the trial is invalid, not a result).
+func TestServerGoneIsAnError(t *testing.T) {
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("no server")
+	}
+	e, _ := Parse("nats://" + strings.TrimPrefix(s.ClientURL(), "nats://") + "/cp.gone")
+	p, err := NewProducer(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	s.Shutdown()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := p.Publish([]byte("x")); err != nil && !errors.Is(err, ErrFull) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("publishing to a stopped server gave no error for 5 s")
+}

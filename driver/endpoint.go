@@ -1,0 +1,121 @@
+package driver
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Drivers by endpoint scheme.
+const (
+	NATS      = "nats"      // core NATS: at most once, no acks; a slow consumer loses messages
+	JetStream = "jetstream" // JetStream: persisted, acked publishes, a pull consumer
+)
+
+// Errors of producers and consumers.
+var (
+	ErrFull    = errors.New("the in-flight window is full")
+	ErrTimeout = errors.New("no message within the wait")
+)
+
+// Endpoint is a parsed broker endpoint.
+type Endpoint struct {
+	Driver  string
+	Server  string // the client's server URL: nats://HOST:PORT
+	Subject string
+	// Window bounds what is in flight: bytes buffered in the client (core
+	// NATS) or publishes not yet acknowledged (JetStream).
+	Window int
+	// JetStream only.
+	Storage string // file or memory
+	Ack     string // none or explicit: the consumer acknowledges each message
+}
+
+// IsBroker says whether an endpoint names a broker driver.
+func IsBroker(endpoint string) bool {
+	scheme, _, ok := strings.Cut(endpoint, "://")
+	return ok && (scheme == NATS || scheme == JetStream)
+}
+
+// Defaults of the options.
+const (
+	DefaultCoreWindow = 8 << 20 // bytes in the client's buffer
+	DefaultJSWindow   = 4096    // unacknowledged publishes
+)
+
+// Parse reads DRIVER://HOST:PORT/SUBJECT?option=value. Credentials in the
+// URL are refused: endpoints are recorded in results and logs.
+func Parse(endpoint string) (Endpoint, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("broker endpoint: %w", err)
+	}
+	if u.User != nil {
+		return Endpoint{}, fmt.Errorf("broker endpoint %s://%s%s: credentials in the URL are refused (endpoints are written to the results); run the broker without them on a private network for now", u.Scheme, u.Host, u.Path)
+	}
+	e := Endpoint{Driver: u.Scheme, Subject: strings.TrimPrefix(u.Path, "/"), Storage: "file", Ack: "none"}
+	switch u.Scheme {
+	case NATS:
+		e.Window = DefaultCoreWindow
+	case JetStream:
+		e.Window = DefaultJSWindow
+	default:
+		return Endpoint{}, fmt.Errorf("broker endpoint %q: the scheme is not a driver (nats or jetstream)", endpoint)
+	}
+	host, port, err := net.SplitHostPort(u.Host)
+	if err != nil || host == "" || port == "" {
+		return Endpoint{}, fmt.Errorf("broker endpoint %q: want %s://HOST:PORT/SUBJECT", endpoint, u.Scheme)
+	}
+	e.Server = "nats://" + u.Host
+	if !validSubject(e.Subject) {
+		return Endpoint{}, fmt.Errorf("broker endpoint %q: subject %q: letters, digits, '-', '_' and '.' tokens, no wildcards", endpoint, e.Subject)
+	}
+	for k, vs := range u.Query() {
+		v := vs[len(vs)-1]
+		switch {
+		case k == "window":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 1<<30 {
+				return Endpoint{}, fmt.Errorf("broker endpoint %q: window %q: want 1..%d", endpoint, v, 1<<30)
+			}
+			e.Window = n
+		case k == "storage" && e.Driver == JetStream && (v == "file" || v == "memory"):
+			e.Storage = v
+		case k == "ack" && e.Driver == JetStream && (v == "none" || v == "explicit"):
+			e.Ack = v
+		default:
+			return Endpoint{}, fmt.Errorf("broker endpoint %q: option %s=%s is not one of %s's (window; jetstream: storage=file|memory, ack=none|explicit)", endpoint, k, v, e.Driver)
+		}
+	}
+	return e, nil
+}
+
+func validSubject(s string) bool {
+	if s == "" || len(s) > 200 {
+		return false
+	}
+	for _, tok := range strings.Split(s, ".") {
+		if tok == "" {
+			return false
+		}
+		for _, r := range tok {
+			if !(r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// streamName is the JetStream stream that holds a subject: one per
+// subject, named after it, so that a lane's stream is its own.
+func (e Endpoint) streamName() string {
+	return "CP_" + strings.NewReplacer(".", "_", "-", "_").Replace(e.Subject)
+}
+
+// connectTimeout bounds a connection attempt.
+const connectTimeout = 5 * time.Second
