@@ -119,3 +119,20 @@ func (e Endpoint) streamName() string {
 
 // connectTimeout bounds a connection attempt.
 const connectTimeout = 5 * time.Second
+
+// Problems checks the broker endpoints among endpoints (the others are
+// ZeroMQ's): each must parse, and a broker is connected to, never bound.
+func Problems(endpoints []string, bind bool) []string {
+	var out []string
+	for _, ep := range endpoints {
+		if !IsBroker(ep) {
+			continue
+		}
+		if _, err := Parse(ep); err != nil {
+			out = append(out, err.Error())
+		} else if bind {
+			out = append(out, fmt.Sprintf("endpoint %s is a broker: the harness connects to it (no --bind)", ep))
+		}
+	}
+	return out
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/internal/membudget"
 	"github.com/cloudprofiler-go/cp/internal/zmqraw"
@@ -131,6 +132,7 @@ func (c *Config) fitMessages() error {
 func (c *Config) Validate() error {
 	problems := zmqraw.Sockets{Endpoints: c.Endpoints, MaxEndpoints: MaxLanes, HWM: c.HWM, IOThreads: c.IOThreads, CPUs: c.CPUs}.Problems()
 	bad := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
+	problems = append(problems, driver.Problems(c.Endpoints, false)...)
 	if _, ok := scenarios.DecoderFor(c.Schema); !ok && !c.Drain {
 		bad("unknown schema %.32q (use ad-event, synthetic or raw)", c.Schema)
 	}

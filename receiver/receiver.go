@@ -11,6 +11,7 @@ import (
 	zmq "github.com/pebbe/zmq4"
 
 	"github.com/cloudprofiler-go/cp/cpustat"
+	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/internal/histo"
 	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/internal/osthread"
@@ -63,6 +64,7 @@ type lane struct {
 	endpoint     string
 	sock         *zmq.Socket
 	raw          *zmqraw.Socket
+	cons         driver.Consumer // a broker's, instead of sock
 	streams      streamTable
 	cpu          int
 	err          error
@@ -126,6 +128,13 @@ func New(cfg Config) (*Receiver, error) {
 			}
 		}
 		r.lanes = append(r.lanes, l)
+		if driver.IsBroker(ep) {
+			if err := l.openBroker(ep); err != nil {
+				r.Close()
+				return nil, err
+			}
+			continue
+		}
 		if l.sock, err = r.openSocket(ep); err != nil {
 			r.Close()
 			return nil, err
@@ -196,6 +205,9 @@ func (r *Receiver) BoundEndpoints() []string {
 	out := make([]string, len(r.lanes))
 	for i, l := range r.lanes {
 		out[i] = l.endpoint
+		if l.sock == nil {
+			continue
+		}
 		if ep, err := l.sock.GetLastEndpoint(); err == nil && ep != "" {
 			out[i] = ep
 		}
@@ -214,6 +226,9 @@ func (r *Receiver) Close() {
 	}
 	r.prefill = nil
 	for _, l := range r.lanes {
+		if l.cons != nil {
+			l.cons.Close()
+		}
 		if l.raw != nil {
 			l.raw.Close()
 		}
@@ -258,7 +273,11 @@ func (r *Receiver) Run() (*Result, error) {
 			if r.cfg.Drain {
 				accept = func(b *objfactory.Bucket) bool { return l.drain(r, b) }
 			}
-			l.err = l.Run(laneSource{l.raw}, &r.stop, accept)
+			var src objfactory.Source = laneSource{l.raw}
+			if l.cons != nil {
+				src = brokerSource{l.cons, r.cfg.MaxMessage}
+			}
+			l.err = l.Run(src, &r.stop, accept)
 		}()
 	}
 	consumerDone := make(chan struct{})

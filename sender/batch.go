@@ -52,6 +52,7 @@ func (t *thread) setupBatch(configured int) {
 		}
 	}
 	t.items = make([]zmqraw.BatchItem, n)
+	t.msgs = make([][]byte, n)
 	t.dues = make([]dueMemo, n+1)
 }
 
@@ -93,6 +94,7 @@ func (t *thread) prepare(e *emission, clock *tsc.Clock, paced bool, first, at, e
 		tpl.Patch(seq, wire.TupleID(t.stream, tuple), clock.UnixNano(due))
 		it := &t.items[n]
 		it.Buf, it.Len, it.Due = msgAddr(tpl), uint64(len(tpl.Msg)), 0
+		t.msgs[n] = tpl.Msg
 		if paced {
 			it.Due = due // the first is due already: C does not wait for it
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/inject"
+	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/internal/zmqraw"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/scenarios"
@@ -150,6 +151,7 @@ func (c *Config) checkInstruments() error {
 func (c *Config) Validate() error {
 	problems := zmqraw.Sockets{Endpoints: c.Endpoints, MaxEndpoints: MaxEndpoints, HWM: c.HWM, IOThreads: c.IOThreads, CPUs: c.CPUs}.Problems()
 	bad := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
+	problems = append(problems, driver.Problems(c.Endpoints, c.Bind)...)
 	if c.Threads < 1 || c.Threads > MaxThreads {
 		bad("threads must be 1..%d, got %d", MaxThreads, c.Threads)
 	}

@@ -38,7 +38,7 @@ func (t *thread) sendEnd(s *Sender) error {
 	}
 	deadline := time.Now().Add(timeout)
 	for {
-		err := t.raw.Send(msg, false)
+		err := t.out.Send(msg, false)
 		if err == nil {
 			return nil
 		}

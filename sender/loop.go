@@ -120,7 +120,7 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 			break
 		}
 		n := t.prepare(&e, clock, paced, due, at, end, bucket, spanTicks)
-		sent, err := t.raw.SendBatch(t.items[:n])
+		sent, err := t.out.SendBatch(t.items[:n], t.msgs[:n])
 		if !stampedInC { // one item: stamped here
 			t.items[0].Ready, t.items[0].At = at, at
 		}
@@ -261,13 +261,13 @@ func (t *thread) sendFull(msg []byte, drop bool, end uint64, stop *atomic.Bool) 
 	t.acct.Enter(stage.Pushing, tsc.ReadFast())
 	var err error = zmqraw.ErrAgain
 	if !drop {
-		err = t.raw.Send(msg, false)
+		err = t.out.Send(msg, false)
 	}
 	for err == zmqraw.ErrAgain && !drop { // the send timeout expired, keep trying
 		if tsc.ReadFast() >= end || stop.Load() {
 			break
 		}
-		err = t.raw.Send(msg, false)
+		err = t.out.Send(msg, false)
 	}
 	t.acct.Enter(stage.Sending, tsc.ReadFast()) // the loop's own work again
 	return err

@@ -11,6 +11,7 @@ import (
 	zmq "github.com/pebbe/zmq4"
 
 	"github.com/cloudprofiler-go/cp/cpustat"
+	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/internal/histo"
 	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/internal/zmqraw"
@@ -76,9 +77,13 @@ type thread struct {
 	endpoint string
 	sock     *zmq.Socket
 	raw      *zmqraw.Socket
+	out      outlet          // raw's, or a broker producer's
+	prod     driver.Producer // nil: a ZeroMQ socket
+	flushErr error           // the producer's final flush
 	link     *Link
 	tpls     []scenarios.Template // at least one per message of a batch
 	items    []zmqraw.BatchItem   // the batch handed to C (see batch.go)
+	msgs     [][]byte             // the batch's messages, for outlets that do not read items
 	dues     []dueMemo
 	slots    uint64 // slot limit (count mode)
 
@@ -204,8 +209,8 @@ func (s *Sender) addThread(i int, encoded []scenarios.Encoded) error {
 		return err
 	}
 	batch := cfg.SendBatch
-	if cfg.SendWork > 0 {
-		batch = 1 // the work is per bucket, in Go, before its send
+	if cfg.SendWork > 0 || driver.IsBroker(t.endpoint) {
+		batch = 1 // the work is per bucket, in Go, before its send; a broker's client is Go
 	}
 	t.setupBatch(batch)
 	if cfg.Count > 0 {
@@ -228,12 +233,16 @@ func (s *Sender) addThread(i int, encoded []scenarios.Encoded) error {
 		}
 	}
 	s.threads = append(s.threads, t)
+	if driver.IsBroker(t.endpoint) {
+		return t.openBroker()
+	}
 	if t.sock, t.link, err = s.openSocket(t.id, t.endpoint); err != nil {
 		return err
 	}
 	if t.raw, err = zmqraw.Wrap(t.sock, 0, 0); err != nil {
 		return err
 	}
+	t.out = zmqOutlet{t.raw}
 	return nil
 }
 
@@ -273,6 +282,10 @@ func ThreadRate(total float64, threads int) float64 { return total / float64(thr
 // that took.
 func (s *Sender) closeSockets(linger time.Duration) time.Duration {
 	for _, t := range s.threads {
+		if t.prod != nil {
+			t.prod.Close()
+			t.prod = nil
+		}
 		if t.raw != nil {
 			t.raw.Close()
 			t.raw = nil
@@ -304,10 +317,18 @@ func (s *Sender) flush() {
 	if s.stop.Load() {
 		linger = stoppedEndTimeout
 	}
+	s.flushBrokers(linger)
+	brokers := map[*thread]bool{}
+	for _, t := range s.threads {
+		brokers[t] = t.prod != nil
+	}
 	took := s.closeSockets(linger)
 	for _, t := range s.threads {
 		t.link.linger = linger
 		t.link.Flushed = t.link.PeersAtEnd > 0 && took < linger-linger/10
+		if brokers[t] {
+			t.link.Flushed = t.flushErr == nil
+		}
 	}
 }
 

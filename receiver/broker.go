@@ -1,0 +1,53 @@
+package receiver
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/driver"
+	"github.com/cloudprofiler-go/cp/objfactory"
+)
+
+// brokerSource is a lane's broker consumer as the object factory's
+// Source. Each message is a fresh byte slice of the client's, so a bucket
+// may hold it until it is released.
+type brokerSource struct {
+	c   driver.Consumer
+	max int // the receive limit (bytes)
+}
+
+// brokerPoll is the longest wait for a message, so that a lane notices a
+// stop, as the ZeroMQ sockets' receive timeout.
+const brokerPoll = 100 * time.Millisecond
+
+// waitedAfter: a message that took longer than this to come was waited
+// for (the lane idled); a quicker one was already in the client.
+const waitedAfter = 20 * time.Microsecond
+
+func (s brokerSource) Recv(b *objfactory.Bucket) error {
+	start := time.Now()
+	msg, err := s.c.Next(brokerPoll)
+	switch {
+	case errors.Is(err, driver.ErrTimeout):
+		return objfactory.ErrTimeout
+	case err != nil:
+		return err
+	case len(msg) > s.max:
+		return objfactory.ErrOversized
+	}
+	b.Msg, b.Waited = msg, time.Since(start) > waitedAfter
+	return nil
+}
+
+// openBroker connects lane l's consumer to the broker endpoint ep.
+func (l *lane) openBroker(ep string) error {
+	e, err := driver.Parse(ep)
+	if err != nil {
+		return err
+	}
+	if l.cons, err = driver.NewConsumer(e); err != nil {
+		return fmt.Errorf("lane %s: %w", ep, err)
+	}
+	return nil
+}

@@ -1,0 +1,90 @@
+package receiver_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/sender"
+)
+
+// natsServer starts an in-process NATS server with JetStream and returns
+// its host:port.
+func natsServer(t *testing.T) string {
+	t.Helper()
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("the NATS server did not start")
+	}
+	t.Cleanup(s.Shutdown)
+	return strings.TrimPrefix(s.ClientURL(), "nats://")
+}
+
+// TestThroughABroker: a sender publishes into NATS (core and JetStream)
+// and a receiver consumes from it; every tuple is accounted for by
+// sequence, as over ZeroMQ, the end markers having travelled through the
+// broker, and each tuple's latency is measured from its intended time.
+func TestThroughABroker(t *testing.T) {
+	addr := natsServer(t)
+	syn, _ := scenarios.Load("synthetic-100")
+	n := 0 // each case its own subjects
+	for _, tc := range []struct {
+		driver         string
+		threads, lanes int
+		bucket         int
+		rate           float64
+		count          uint64
+	}{
+		{"nats", 1, 1, 10, 100_000, 50_000},
+		{"nats", 2, 2, 100, 0, 200_000},
+		{"jetstream", 2, 1, 10, 100_000, 40_000},
+		{"jetstream", 1, 1, 100, 0, 100_000},
+	} {
+		n++
+		t.Run(fmt.Sprintf("%s/threads=%d/lanes=%d/bucket=%d/rate=%.0f", tc.driver, tc.threads, tc.lanes, tc.bucket, tc.rate), func(t *testing.T) {
+			eps := make([]string, tc.lanes)
+			for i := range eps {
+				eps[i] = fmt.Sprintf("%s://%s/cp.case%d.lane%d", tc.driver, addr, n, i)
+			}
+			rres, sres := run(t, receiver.Config{Endpoints: eps, ExpectStreams: tc.threads},
+				sender.Config{Threads: tc.threads, Rate: tc.rate, Count: tc.count, BucketSize: tc.bucket, Scenario: syn,
+					Overflow: sender.Block, Idle: sender.Sleep, SkipRateCheck: true})
+			if sres.Emitted != tc.count || sres.Shortfall != 0 || len(sres.Errors) > 0 {
+				t.Fatalf("sender emitted %d of %d (shortfall %d, errors %v)", sres.Emitted, tc.count, sres.Shortfall, sres.Errors)
+			}
+			for _, l := range sres.Links {
+				if p := l.Problem(); p != "" {
+					t.Errorf("link: %s", p)
+				}
+			}
+			if !rres.Complete || rres.Consumed != tc.count || rres.Sent != tc.count || rres.Missing != 0 {
+				t.Fatalf("receiver: complete=%v consumed=%d sent=%d missing=%d reason=%q", rres.Complete, rres.Consumed, rres.Sent, rres.Missing, rres.Reason)
+			}
+			if rres.Duplicates != 0 || rres.OutOfSeq != 0 || rres.Malformed != 0 || rres.Latency.Count != tc.count {
+				t.Fatalf("dups %d ooo %d malformed %d latencies %d", rres.Duplicates, rres.OutOfSeq, rres.Malformed, rres.Latency.Count)
+			}
+		})
+	}
+}
+
+// TestBrokerEndpointsAreChecked: a bad broker endpoint is refused before
+// anything connects, with the reason.
+func TestBrokerEndpointsAreChecked(t *testing.T) {
+	_, err := receiver.New(receiver.Config{Endpoints: []string{"jetstream://127.0.0.1:1/cp?acks=all"}, Schema: "synthetic"})
+	if err == nil || !strings.Contains(err.Error(), "acks=all") {
+		t.Errorf("receiver: %v", err)
+	}
+	_, err = sender.New(sender.Config{Endpoints: []string{"nats://u:p@127.0.0.1:1/cp"}, Threads: 1, BucketSize: 1, Count: 1})
+	if err == nil || !strings.Contains(err.Error(), "credentials") || strings.Contains(err.Error(), "u:p") {
+		t.Errorf("sender: %v", err)
+	}
+}
