@@ -117,6 +117,11 @@ func (e Endpoint) streamName() string {
 	return "CP_" + strings.NewReplacer(".", "_", "-", "_").Replace(e.Subject)
 }
 
+// where names the endpoint in errors: driver, server and subject.
+func (e Endpoint) where() string {
+	return e.Driver + "://" + strings.TrimPrefix(e.Server, "nats://") + "/" + e.Subject
+}
+
 // connectTimeout bounds a connection attempt.
 const connectTimeout = 5 * time.Second
 
@@ -135,4 +140,42 @@ func Problems(endpoints []string, bind bool) []string {
 		}
 	}
 	return out
+}
+
+// LaneEndpoints gives each of lanes lanes its own subject under the
+// endpoint's: SUBJECT.0, SUBJECT.1, ... (one lane: the endpoint itself),
+// as a ZeroMQ endpoint gives each lane its own port.
+func LaneEndpoints(endpoint string, lanes int) ([]string, error) {
+	if _, err := Parse(endpoint); err != nil {
+		return nil, err
+	}
+	if lanes == 1 {
+		return []string{endpoint}, nil
+	}
+	base, query, _ := strings.Cut(endpoint, "?")
+	if query != "" {
+		query = "?" + query
+	}
+	out := make([]string, lanes)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s.%d%s", base, i, query)
+	}
+	return out, nil
+}
+
+// Failure is the broker failing (a connection closed, a publish refused,
+// acknowledgements that never came): the system under test failed, so
+// the trial says nothing about a rate.
+type Failure struct {
+	Endpoint string
+	Err      error
+}
+
+func (f *Failure) Error() string { return fmt.Sprintf("broker %s: %v", f.Endpoint, f.Err) }
+func (f *Failure) Unwrap() error { return f.Err }
+
+// IsFailure says whether err is the broker's failure.
+func IsFailure(err error) bool {
+	var f *Failure
+	return errors.As(err, &f)
 }

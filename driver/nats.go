@@ -49,23 +49,45 @@ func connect(e Endpoint, name string) (*nats.Conn, error) {
 	return nc, nil
 }
 
-// NewProducer connects a producer for e.
+// NewProducer connects a producer for e. Its errors, but ErrFull, are
+// *Failure.
 func NewProducer(e Endpoint) (Producer, error) {
 	nc, err := connect(e, "cp-sender")
 	if err != nil {
-		return nil, err
+		return nil, &Failure{e.where(), err}
 	}
 	if e.Driver == NATS {
-		return &coreProducer{nc: nc, subject: e.Subject, window: e.Window}, nil
+		return failing{&coreProducer{nc: nc, subject: e.Subject, window: e.Window}, e.where()}, nil
 	}
 	p := &jsProducer{nc: nc, subject: e.Subject, window: e.Window}
 	p.js, err = jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(e.Window+1),
 		jetstream.WithPublishAsyncErrHandler(func(jetstream.JetStream, *nats.Msg, error) { p.failed.Add(1) }))
 	if err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("jetstream on %s: %w", e.Server, err)
+		return nil, &Failure{e.where(), fmt.Errorf("jetstream: %w", err)}
 	}
-	return p, nil
+	return failing{p, e.where()}, nil
+}
+
+// failing marks a producer's errors (but a full window) as the broker's.
+type failing struct {
+	Producer
+	where string
+}
+
+func (f failing) Publish(msg []byte) error {
+	err := f.Producer.Publish(msg)
+	if err == nil || errors.Is(err, ErrFull) {
+		return err
+	}
+	return &Failure{f.where, err}
+}
+
+func (f failing) Flush(timeout time.Duration) error {
+	if err := f.Producer.Flush(timeout); err != nil {
+		return &Failure{f.where, err}
+	}
+	return nil
 }
 
 type coreProducer struct {
@@ -126,8 +148,31 @@ func (p *jsProducer) Close()         { p.nc.Close() }
 
 // NewConsumer connects a consumer for e. For JetStream it makes the
 // subject's stream anew (a trial starts with an empty stream; streams
-// named CP_* are the harness's own) and a consumer on it.
+// named CP_* are the harness's own) and a consumer on it. Its errors, but
+// ErrTimeout, are *Failure.
 func NewConsumer(e Endpoint) (Consumer, error) {
+	c, err := newConsumer(e)
+	if err != nil {
+		return nil, &Failure{e.where(), err}
+	}
+	return failingConsumer{c, e.where()}, nil
+}
+
+// failingConsumer marks a consumer's errors (but a timeout) as the broker's.
+type failingConsumer struct {
+	Consumer
+	where string
+}
+
+func (f failingConsumer) Next(wait time.Duration) ([]byte, error) {
+	b, err := f.Consumer.Next(wait)
+	if err == nil || errors.Is(err, ErrTimeout) {
+		return b, err
+	}
+	return nil, &Failure{f.where, err}
+}
+
+func newConsumer(e Endpoint) (Consumer, error) {
 	nc, err := connect(e, "cp-receiver")
 	if err != nil {
 		return nil, err

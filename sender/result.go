@@ -2,6 +2,7 @@ package sender
 
 import (
 	"fmt"
+	"github.com/cloudprofiler-go/cp/driver"
 	"math"
 	"strconv"
 	"strings"
@@ -75,6 +76,9 @@ type Result struct {
 	// Injected is what the run had injected (test fixtures).
 	Injected inject.Record `json:"injected"`
 	Errors   []string      `json:"errors"`
+	// SystemFailures are the errors of a broker that is the system under
+	// test (package driver): the run says nothing about a rate.
+	SystemFailures []string `json:"system_failures,omitempty"`
 	// Host is the run's host accounting: every thread's CPU and run-queue
 	// wait, and the host's busy, stolen and other processes' CPU
 	// (package cpustat; absent off Linux).
@@ -167,11 +171,13 @@ func (r *Result) addThreads(threads []*thread, bucket uint64) (last, measured ui
 		last = max(last, t.lastSend)
 		r.Streams = append(r.Streams, StreamEnd{Thread: t.id, Stream: t.stream, Endpoint: t.endpoint, CPU: t.cpu, Tuples: t.emittedTuples.Load(),
 			Dropped: t.droppedBuckets.Load(), MarkerSent: t.endMarker == nil, LateSlots: t.lateSlots.Load(), P99Lateness: t.precise.Summary().P99})
-		if t.err != nil {
-			r.Errors = append(r.Errors, t.err.Error())
-		}
-		if t.endMarker != nil {
-			r.Errors = append(r.Errors, t.endMarker.Error())
+		for _, err := range []error{t.err, t.endMarker, t.flushErr} {
+			if err != nil && err != t.flushErr { // the flush is the link's problem below
+				r.Errors = append(r.Errors, err.Error())
+			}
+			if driver.IsFailure(err) {
+				r.SystemFailures = append(r.SystemFailures, err.Error())
+			}
 		}
 		if windows == nil {
 			windows = make([]uint64, len(t.windows))

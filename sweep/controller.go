@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/scenarios"
@@ -172,6 +173,9 @@ func (c *Controller) WaitIdle(ctx context.Context, timeout time.Duration) error 
 // resolveEndpoint turns a bound endpoint like tcp://*:5555 into one a
 // sender can connect to, using the host the agent was reached at.
 func resolveEndpoint(ep, agentAddr string) (string, error) {
+	if driver.IsBroker(ep) { // the broker's own address, the same for everyone
+		return ep, nil
+	}
 	u, err := url.Parse(ep)
 	if err != nil || u.Scheme == "" {
 		return "", fmt.Errorf("receiver endpoint %q is not a URL like tcp://host:port", ep)
@@ -197,11 +201,19 @@ func resolveEndpoint(ep, agentAddr string) (string, error) {
 // died, stopped answering or failed. It is not a failed trial (it says
 // nothing about the capacity), and it ends the search.
 type AgentError struct {
-	Agent string // host:port
+	Agent string // host:port, or the system under test's endpoint
 	Err   error
+	// System: the system under test failed (a broker closed its
+	// connections), not an agent.
+	System bool
 }
 
-func (e *AgentError) Error() string { return fmt.Sprintf("agent %s: %v", e.Agent, e.Err) }
+func (e *AgentError) Error() string {
+	if e.System {
+		return fmt.Sprintf("the system under test failed: %v", e.Err)
+	}
+	return fmt.Sprintf("agent %s: %v", e.Agent, e.Err)
+}
 func (e *AgentError) Unwrap() error { return e.Err }
 
 // DefaultAgentTimeout is how long an agent may go without answering a
@@ -260,6 +272,9 @@ func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string)
 		c.Progress("running %.0f tuples/s for %v (+%v warm-up)", rate, p.Duration, p.Warmup)
 	}
 	if err := r.await(); err != nil {
+		return invalid(err)
+	}
+	if err := systemFailure(o); err != nil {
 		return invalid(err)
 	}
 	o.Window = window(o.Senders)

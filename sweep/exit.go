@@ -15,6 +15,7 @@ const (
 	ExitAgentFailure = 5   // an agent failed, refused or stopped answering; no answer
 	ExitContradicted = 6   // the trials contradict the answer (a rate well above it passed): the host moved
 	ExitDisturbed    = 7   // the host stayed disturbed (other processes, steal) through every repeat of a trial: no answer
+	ExitSystemFailed = 8   // the system under test failed (a broker closed its connections mid-trial): no answer
 	ExitInterrupted  = 130 // stopped by a signal; the finished trials are kept
 )
 
@@ -26,6 +27,8 @@ func ExitCode(r *Report, err error) int {
 	switch {
 	case errors.As(err, &plan):
 		return ExitInvalidPlan
+	case errors.As(err, &agent) && agent.System:
+		return ExitSystemFailed
 	case errors.As(err, &agent):
 		return ExitAgentFailure
 	case errors.As(err, &disturbed):

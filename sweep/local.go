@@ -44,8 +44,9 @@ func FindBinary(name string) (string, error) {
 var readyRe = regexp.MustCompile(`agent ready: control http://([^/\s]+)/v1`)
 
 // StartLocal starts one receiver agent with lanes lanes on free loopback
-// ports and senders sender agents, and waits until all are ready.
-func StartLocal(ctx context.Context, senders, lanes int, extra []string) (*LocalAgents, error) {
+// ports (or, with sut, a broker endpoint, consuming from it on a subject
+// per lane) and senders sender agents, and waits until all are ready.
+func StartLocal(ctx context.Context, senders, lanes int, sut string) (*LocalAgents, error) {
 	la := &LocalAgents{}
 	recvBin, err := FindBinary("dgrecv")
 	if err != nil {
@@ -59,8 +60,12 @@ func StartLocal(ctx context.Context, senders, lanes int, extra []string) (*Local
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"--agent", "--bind", fmt.Sprintf("tcp://127.0.0.1:%d", port), "--lanes", fmt.Sprint(lanes), "--metrics-addr", "127.0.0.1:0"}
-	c, err := la.start(ctx, recvBin, append(args, extra...)...)
+	data := []string{"--bind", fmt.Sprintf("tcp://127.0.0.1:%d", port)}
+	if sut != "" { // the receiver consumes from the broker, on subjects of its own
+		data = []string{"--connect", sut}
+	}
+	args := append(data, "--lanes", fmt.Sprint(lanes), "--agent", "--metrics-addr", "127.0.0.1:0")
+	c, err := la.start(ctx, recvBin, args...)
 	if err != nil {
 		la.Close()
 		return nil, err

@@ -73,8 +73,10 @@ type InvalidTrial struct {
 	Rate    float64 `json:"rate"`
 	Purpose string  `json:"purpose"`
 	Agent   string  `json:"agent"`
-	Error   string  `json:"error"`
-	Retries int     `json:"retries"`
+	// System: the system under test failed (Agent names it), not an agent.
+	System  bool   `json:"system,omitempty"`
+	Error   string `json:"error"`
+	Retries int    `json:"retries"`
 }
 
 // Sweep runs one sweep and records it.
@@ -378,7 +380,7 @@ func (s *Sweep) runTrial(ctx context.Context, n int, rate float64, purpose strin
 				s.logf("          %v\n", werr)
 			}
 		}
-		inv := &InvalidTrial{N: n, Rate: rate, Purpose: purpose, Agent: ae.Agent, Error: ae.Err.Error(), Retries: retries}
+		inv := &InvalidTrial{N: n, Rate: rate, Purpose: purpose, Agent: ae.Agent, System: ae.System, Error: ae.Err.Error(), Retries: retries}
 		s.report.Invalid = inv
 		if werr := s.Run.WriteJSON(fmt.Sprintf("trials/%03d.json", n), map[string]any{"invalid": inv, "outcome": t.Outcome}); werr != nil {
 			return t, errors.Join(err, werr)

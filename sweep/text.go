@@ -162,7 +162,10 @@ func (r *Report) WriteText(w io.Writer) {
 	if res.Hint != "" {
 		fmt.Fprintf(w, "service-rate hint: %s\n", res.Hint)
 	}
-	if inv := r.Invalid; inv != nil {
+	if inv := r.Invalid; inv != nil && inv.System {
+		fmt.Fprintf(w, "SWEEP FAILED: trial %d at %s could not be judged: the system under test failed: %s\n", inv.N, numfmt.Rate(inv.Rate), inv.Error)
+		fmt.Fprintln(w, "the interval above is only what the finished trials showed; bring the system under test back and run the sweep again")
+	} else if inv != nil {
 		fmt.Fprintf(w, "SWEEP FAILED: trial %d at %s could not be judged: agent %s: %s\n", inv.N, numfmt.Rate(inv.Rate), inv.Agent, inv.Error)
 		fmt.Fprintln(w, "the interval above is only what the finished trials showed; fix the agent and run the sweep again (or use --retry-agent)")
 	}

@@ -43,6 +43,7 @@ type options struct {
 	profileRate              cli.Rate
 	profileSearch            bool
 	lanes, localSenders      int
+	sut                      string
 	agentTimeout, retryAgent time.Duration
 	host                     sweep.HostRules
 	jsonOut, clock           bool
@@ -167,6 +168,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.Float64Var(&p.Rules.BacklogGrowth, "backlog-growth", sweep.DefaultRules.BacklogGrowth, "rule: receiver backlog may grow at most this fraction of the rings over the window")
 	f.DurationVar(&p.Rules.LatencyP99, "latency-p99", 0, "rule: p99 end-to-end latency objective (0: off)")
 	f.IntVar(&o.lanes, "lanes", 1, "local mode: receiver lanes")
+	f.StringVar(&o.sut, "sut", "", "local mode: a broker as the system under test, nats://HOST:PORT/SUBJECT or jetstream://HOST:PORT/SUBJECT[?storage=memory&ack=explicit]: the senders publish into it and the receiver consumes from it (docs/brokers.md)")
 	f.IntVar(&o.localSenders, "local-senders", 1, "local mode: sender agents")
 	f.StringVar(&o.resultsDir, "results", "runs", "the folder that run directories are written in (runs/<time>-<name>/)")
 	f.StringVar(&o.name, "name", "sweep", "name of this sweep (in the run directory's name)")
@@ -191,6 +193,9 @@ func (o *options) check() (string, *profiler.Handlers, error) {
 		return "", nil, errors.New("give both --sender and --receiver agents, or neither (local agents on loopback)")
 	}
 	if err := o.discover.check(o); err != nil {
+		return "", nil, err
+	}
+	if err := checkSUT(o.sut, len(o.senders) > 0 || o.discover.senders != "", len(o.plan.SenderTargets) > 0); err != nil {
 		return "", nil, err
 	}
 	if o.localSenders < 1 || o.localSenders > 64 || o.lanes < 1 || o.lanes > 64 {
@@ -256,7 +261,7 @@ func (o *options) agents(ctx context.Context, ctrl *sweep.Controller, tok string
 		}
 	}
 	if len(o.senders) == 0 {
-		local, err := sweep.StartLocal(ctx, o.localSenders, o.lanes, nil)
+		local, err := sweep.StartLocal(ctx, o.localSenders, o.lanes, o.sut)
 		if err != nil {
 			return nil, err
 		}

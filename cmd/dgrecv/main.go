@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
+	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/scenarios"
@@ -93,7 +94,7 @@ marker has been consumed (or --expect-streams have ended, or no data arrived for
 func (o *options) register(f *pflag.FlagSet) {
 	c := &o.cfg
 	f.StringArrayVar(&o.bind, "bind", nil, "ZeroMQ endpoint to bind, one lane each (default tcp://*:5555)")
-	f.StringArrayVar(&o.connect, "connect", nil, "ZeroMQ endpoint to connect to instead (a system under test pushes to us)")
+	f.StringArrayVar(&o.connect, "connect", nil, "ZeroMQ endpoint to connect to instead (a system under test pushes to us), or a broker to consume from: nats://HOST:PORT/SUBJECT or jetstream://HOST:PORT/SUBJECT (docs/brokers.md)")
 	f.IntVar(&o.lanes, "lanes", 1, "with one endpoint: open this many lanes on consecutive ports")
 	f.StringVar(&c.Schema, "schema", scenarios.SchemaAdEvent, "tuple schema to decode: ad-event, synthetic or raw (id and time only)")
 	f.StringVar(&o.scenario, "scenario", "", "take the schema from a scenario (name, synthetic:SIZE or YAML file)")
@@ -184,6 +185,9 @@ func expandLanes(endpoints []string, lanes int) ([]string, error) {
 	}
 	if len(endpoints) != 1 {
 		return nil, errors.New("--lanes needs exactly one --bind/--connect endpoint (or list every endpoint instead)")
+	}
+	if driver.IsBroker(endpoints[0]) {
+		return driver.LaneEndpoints(endpoints[0], lanes)
 	}
 	i := strings.LastIndex(endpoints[0], ":")
 	port, err := strconv.Atoi(endpoints[0][i+1:])

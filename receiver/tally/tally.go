@@ -52,6 +52,9 @@ type Result struct {
 	// (package cpustat; absent off Linux).
 	Host   *cpustat.Record `json:"host,omitempty"`
 	Errors []string        `json:"errors"`
+	// SystemFailures are the errors of a broker that is the system under
+	// test (package driver): the run says nothing about a rate.
+	SystemFailures []string `json:"system_failures,omitempty"`
 }
 
 // BacklogSample is the receiver's state at one instant: ring occupancy,
