@@ -1,0 +1,96 @@
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/sweep"
+)
+
+// natsServer starts Debian's nats-server with JetStream on a free loopback
+// port, its store in a temporary folder; it is killed when the test ends
+// (or earlier, by the returned stop).
+func natsServer(t *testing.T) (addr string, stop func()) {
+	t.Helper()
+	bin, err := exec.LookPath("nats-server")
+	if err != nil {
+		skipOrFail(t, "nats-server is not installed (apt-get install nats-server): the broker tests need it")
+	}
+	port := mustPort(t)
+	p, err := Start(bin, "-a", "127.0.0.1", "-p", fmt.Sprint(port), "-js", "-sd", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop = func() { _ = p.Cmd.Process.Kill(); _ = p.Wait(5 * time.Second) }
+	t.Cleanup(stop)
+	addr = fmt.Sprintf("127.0.0.1:%d", port)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return addr, stop
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nats-server did not listen on %s:\n%s", addr, p.Stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestSweepThroughNATS: a sweep with --sut runs its local agents through
+// a real NATS server, core and JetStream; every trial passes at low rates,
+// and the receiver's lanes consume their own subjects.
+func TestSweepThroughNATS(t *testing.T) {
+	addr, _ := natsServer(t)
+	for _, sut := range []string{"nats://" + addr + "/cp.core", "jetstream://" + addr + "/cp.js?storage=file"} {
+		rep, p := runSweep(t, 2*time.Minute, "--sut", sut, "--lanes", "2", "--threads", "2",
+			"--search", "linear", "--from", "20k", "--to", "40k", "--step", "20k", "--duration", "1s", "--warmup", "200ms", "--lateness-floor", "100ms")
+		if len(rep.Result.Trials) != 2 {
+			t.Fatalf("%s: %d trials\n%s", sut, len(rep.Result.Trials), p.Stderr.String())
+		}
+		for i, tr := range rep.Result.Trials {
+			if !tr.Verdict.Pass {
+				t.Errorf("%s: trial %d failed: %s", sut, i+1, failedRules(tr.Verdict.Checks))
+			}
+		}
+		base, _, _ := strings.Cut(sut, "?")
+		if out := p.Stderr.String(); !strings.Contains(out, base+".0") || !strings.Contains(out, base+".1") {
+			t.Errorf("%s: the lanes' subjects %s.0 and .1 are not in the sweep's topology line:\n%s", sut, base, out)
+		}
+	}
+}
+
+// TestSweepSaysTheBrokerFailed: the broker killed mid-trial makes the
+// trial invalid and ends the sweep with exit status 8, naming the broker;
+// no rate is reported as failed or passed.
+func TestSweepSaysTheBrokerFailed(t *testing.T) {
+	addr, stop := natsServer(t)
+	results := t.TempDir()
+	sw, err := Start(filepath.Join(binDir, "cpsweep"), "--sut", "nats://"+addr+"/cp.gone", "--results", results, hostTolerant[0], hostTolerant[1], hostTolerant[2], hostTolerant[3],
+		"--duration", "20s", "--warmup", "0s", "--search", "linear", "--from", "10k", "--to", "10k", "--step", "10k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sw.WaitForLine("sweep \"sweep\": senders", 30*time.Second) {
+		t.Fatalf("the sweep did not start:\n%s", sw.Stderr.String())
+	}
+	time.Sleep(3 * time.Second) // inside the trial's 20 s
+	stop()
+	err = sw.Wait(60 * time.Second)
+	if code := ExitCode(err); code != sweep.ExitSystemFailed {
+		t.Fatalf("cpsweep exited %d (%v), want %d:\n%s\n%s", code, err, sweep.ExitSystemFailed, sw.Stdout.String(), sw.Stderr.String())
+	}
+	out := sw.Stdout.String() + sw.Stderr.String()
+	for _, want := range []string{"INVALID", "the system under test failed", "nats://" + addr, "no answer"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "no rate passed") || strings.Contains(out, "max sustainable") {
+		t.Errorf("a broker failure was reported as a capacity answer:\n%s", out)
+	}
+}
