@@ -40,5 +40,26 @@ func (b *backlogSampler) sample(r *Receiver, now time.Time) {
 	for _, l := range r.lanes {
 		occ += l.Occupancy()
 	}
-	r.backlog = append(r.backlog, BacklogSample{UnixNs: now.UnixNano(), Buckets: occ, Consumed: r.consumed.Load(), LatencyNs: r.lastLatency.Load()})
+	r.backlog = append(r.backlog, BacklogSample{UnixNs: now.UnixNano(), Buckets: occ, Consumed: r.consumed.Load(), LatencyNs: r.lastLatency.Load(), BrokerLag: r.brokerLag()})
+}
+
+// brokerLag sums the broker lanes' consumer lag (nil: no broker lanes;
+// -1: one could not be read, so the sample says nothing).
+func (r *Receiver) brokerLag() *int64 {
+	var sum *int64
+	for _, l := range r.lanes {
+		if l.cons == nil {
+			continue
+		}
+		if sum == nil {
+			sum = new(int64)
+		}
+		n, err := l.cons.Lag()
+		if err != nil {
+			*sum = -1
+			return sum
+		}
+		*sum += n
+	}
+	return sum
 }

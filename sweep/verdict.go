@@ -71,13 +71,16 @@ func (r Rules) withDefaults() Rules {
 
 // Rule names, as they appear in verdicts.
 const (
-	RuleSchedule = "schedule"  // senders emitted what the schedule called for
-	RuleDelivery = "delivery"  // every emitted tuple was received and consumed
-	RuleLateness = "lateness"  // emission lateness within budget
-	RuleBacklog  = "backlog"   // receiver backlog did not grow
-	RuleLatency  = "latency"   // optional end-to-end objective
-	RuleAgents   = "agents"    // every agent answered and finished
-	RuleSendCost = "send-cost" // every sender accepted its rate (not above its measured send cost)
+	RuleSchedule = "schedule" // senders emitted what the schedule called for
+	RuleDelivery = "delivery" // every emitted tuple was received and consumed
+	RuleLateness = "lateness" // emission lateness within budget
+	RuleBacklog  = "backlog"  // receiver backlog did not grow
+	// RuleSystemBacklog: a broker's own backlog (its consumers' lag,
+	// summed over every consumer of every receiver) did not grow.
+	RuleSystemBacklog = "system-backlog"
+	RuleLatency       = "latency"   // optional end-to-end objective
+	RuleAgents        = "agents"    // every agent answered and finished
+	RuleSendCost      = "send-cost" // every sender accepted its rate (not above its measured send cost)
 )
 
 // Check is one rule's outcome with the numbers behind it.
@@ -173,6 +176,10 @@ func Judge(o *Outcome, rules Rules) Verdict {
 		"over the window the queueing delay grew %s (limit %s) and ring occupancy %.1f buckets (limit %.1f of %d)",
 		numfmt.Duration(delay), numfmt.Duration(delayLimit), growth, limit, capacity)
 
+	if grew, limit, consumers, unread, ok := brokerLagGrowth(o, rules); ok {
+		add(RuleSystemBacklog, grew <= limit && unread == 0, "over the window the broker's backlog grew %.0f messages across %d receiver(s)' consumers (limit %.0f: %g of a second's messages); %d receiver(s) could not read it",
+			grew, consumers, limit, rules.BacklogGrowth, unread)
+	}
 	if rules.LatencyP99 > 0 {
 		add(RuleLatency, time.Duration(latencyP99) <= rules.LatencyP99, "p99 latency %s (objective %s)", numfmt.Ns(float64(latencyP99)), numfmt.Duration(rules.LatencyP99))
 	}

@@ -67,6 +67,11 @@ type BacklogSample struct {
 	Buckets   int    `json:"buckets"`
 	Consumed  uint64 `json:"consumed"`
 	LatencyNs int64  `json:"latency_ns"`
+	// BrokerLag is the broker's backlog for this receiver's consumers,
+	// summed over its lanes: messages stored and not yet delivered
+	// (package driver; -1: a lane's lag could not be read). Absent (nil)
+	// over ZeroMQ.
+	BrokerLag *int64 `json:"broker_lag,omitempty"`
 }
 
 // StreamResult is one sender stream's accounting.
