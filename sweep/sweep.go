@@ -60,6 +60,9 @@ type Report struct {
 	// Colocated says which agents shared a host, with the cores each used
 	// in the last judged trial: the answer is then a property of that host.
 	Colocated string `json:"colocated,omitempty"`
+	// Latency is the end-to-end latency at the answer, with its clock
+	// error (nil without an answer).
+	Latency *AnswerLatency `json:"latency,omitempty"`
 }
 
 // ContradictionFactor: a pass this far above the answer's first failing
@@ -456,6 +459,7 @@ func (s *Sweep) logf(format string, args ...any) {
 func (s *Sweep) save(r *Result, interrupted bool) error {
 	s.report.Result, s.report.Interrupted = r, interrupted
 	s.report.Contradicted = contradiction(r)
+	s.report.Latency = answerLatency(r, s.report.Agents)
 	s.report.Colocated = ""
 	for _, t := range r.Trials { // the agents' hosts in the latest judged trial
 		if t.Judged() && len(t.Hosts) > 0 {

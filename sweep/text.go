@@ -147,6 +147,9 @@ func (r *Report) WriteText(w io.Writer) {
 	if r.Contradicted != "" {
 		fmt.Fprintf(w, "NOT TRUSTWORTHY: %s\n", r.Contradicted)
 	}
+	if r.Latency != nil {
+		fmt.Fprintln(w, r.Latency.Statement())
+	}
 	if r.Colocated != "" {
 		fmt.Fprintf(w, "co-located: %s: the answer is a property of that host, not of the system alone\n", r.Colocated)
 	}
