@@ -6,7 +6,7 @@ BIN     ?= bin
 GOFLAGS ?=
 export BIN
 
-.PHONY: all deps build cref test unit e2e lint bench demo demo-pair fuzz cover clean image
+.PHONY: all deps build cref test unit e2e lint bench demo demo-broker demo-pair fuzz cover clean image
 
 all: build
 
@@ -88,6 +88,13 @@ image: build
 	if $$engine build -f Containerfile -t $(IMAGE) .; then echo "built $(IMAGE)"; \
 	else echo "the base images could not be pulled: building $(IMAGE) from $(BIN)/ and this host's libraries"; \
 		ENGINE=$$engine scripts/image-from-host.sh $(IMAGE); fi
+
+# The main job through a real broker with nothing installed: a NATS server
+# with JetStream (file storage) inside cpsweep, local agents publishing into
+# it and consuming from it, then the report (~1-2 min; docs/brokers.md).
+demo-broker: build
+	$(BIN)/cpsweep demo nats -- --duration 2s --warmup 500ms --start 50k --bucket 100 --name demo-broker
+	@dir=$$(ls -td runs/*-demo-broker | head -1) && $(BIN)/cpsweep report $$dir && echo "open $$dir/report.html"
 
 # A short dgsend -> dgrecv run on loopback with a summary of both sides.
 demo-pair: build

@@ -43,7 +43,7 @@ func IsBroker(endpoint string) bool {
 
 // Defaults of the options.
 const (
-	DefaultCoreWindow = 8 << 20 // bytes in the client's buffer
+	DefaultCoreWindow = 64 << 20 // bytes in the client's buffer (the producer's unsent, the consumer's undelivered: NATS's own default)
 	DefaultJSWindow   = 4096    // unacknowledged publishes
 )
 
