@@ -44,7 +44,7 @@ func IsBroker(endpoint string) bool {
 // Defaults of the options.
 const (
 	DefaultCoreWindow = 64 << 20 // bytes in the client's buffer (the producer's unsent, the consumer's undelivered: NATS's own default)
-	DefaultJSWindow   = 4096    // unacknowledged publishes
+	DefaultJSWindow   = 4096     // unacknowledged publishes
 )
 
 // Parse reads DRIVER://HOST:PORT/SUBJECT?option=value. Credentials in the
