@@ -173,3 +173,44 @@ func TestServerGoneIsAnError(t *testing.T) {
 	}
 	t.Fatal("publishing to a stopped server gave no error for 5 s")
 }
+
+// TestSlowConsumerIsLossNotFailure: core NATS dropping messages for a
+// consumer that fell behind is loss (counted by sequence downstream),
+// not an error of the broker.
+func TestSlowConsumerIsLossNotFailure(t *testing.T) {
+	addr := embedded(t)
+	e, _ := Parse("nats://" + addr + "/cp.slow?window=65536")
+	c, err := NewConsumer(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p, err := NewProducer(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	msg := make([]byte, 1024)
+	for i := 0; i < 2000; i++ { // 2 MB into a 64 KiB consumer that is not reading
+		for p.Publish(msg) != nil {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if err := p.Flush(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for {
+		_, err := c.Next(200 * time.Millisecond)
+		if errors.Is(err, ErrTimeout) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("after %d messages: %v: a slow consumer's loss reported as a failure", got, err)
+		}
+		got++
+	}
+	if got == 0 || got >= 2000 || c.Dropped() == 0 {
+		t.Errorf("received %d of 2000 with %d dropped: want some dropped and the rest delivered", got, c.Dropped())
+	}
+}

@@ -207,6 +207,12 @@ type coreConsumer struct {
 
 func (c *coreConsumer) Next(wait time.Duration) ([]byte, error) {
 	m, err := c.sub.NextMsg(wait)
+	if errors.Is(err, nats.ErrSlowConsumer) {
+		// Core NATS dropped messages for this slow consumer: that is its
+		// at-most-once delivery under load, a loss that the sequence
+		// checks count (the delivery rule), not the broker failing.
+		m, err = c.sub.NextMsg(wait)
+	}
 	switch {
 	case err == nil:
 		return m.Data, nil

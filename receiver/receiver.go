@@ -305,6 +305,9 @@ func (r *Receiver) Run() (*Result, error) {
 		if l.err != nil {
 			res.Errors = append(res.Errors, fmt.Sprintf("lane %d (%s): %v", l.ID, l.endpoint, l.err))
 		}
+		if l.cons != nil {
+			res.BrokerDropped += l.cons.Dropped()
+		}
 		if driver.IsFailure(l.err) {
 			res.SystemFailures = append(res.SystemFailures, fmt.Sprintf("lane %d: %v", l.ID, l.err))
 		}

@@ -55,6 +55,10 @@ type Result struct {
 	// SystemFailures are the errors of a broker that is the system under
 	// test (package driver): the run says nothing about a rate.
 	SystemFailures []string `json:"system_failures,omitempty"`
+	// BrokerDropped counts the messages a broker dropped for this
+	// receiver's consumers (core NATS: a slow consumer's overflow); the
+	// loss is also in the per-stream accounting.
+	BrokerDropped uint64 `json:"broker_dropped_messages,omitempty"`
 }
 
 // BacklogSample is the receiver's state at one instant: ring occupancy,
