@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/driver"
+	"github.com/cloudprofiler-go/cp/internal/zmqraw"
 	"github.com/cloudprofiler-go/cp/objfactory"
 )
 
@@ -50,4 +51,18 @@ func (l *lane) openBroker(ep string) error {
 		return fmt.Errorf("lane %s: %w", ep, err)
 	}
 	return nil
+}
+
+// openSource connects lane l to its endpoint: a ZeroMQ socket, or a
+// broker's consumer.
+func (r *Receiver) openSource(l *lane, ep string) error {
+	if driver.IsBroker(ep) {
+		return l.openBroker(ep)
+	}
+	var err error
+	if l.sock, err = r.openSocket(ep); err != nil {
+		return err
+	}
+	l.raw, err = zmqraw.Wrap(l.sock, r.cfg.RingCapacity, r.cfg.MaxMessage)
+	return err
 }

@@ -128,18 +128,7 @@ func New(cfg Config) (*Receiver, error) {
 			}
 		}
 		r.lanes = append(r.lanes, l)
-		if driver.IsBroker(ep) {
-			if err := l.openBroker(ep); err != nil {
-				r.Close()
-				return nil, err
-			}
-			continue
-		}
-		if l.sock, err = r.openSocket(ep); err != nil {
-			r.Close()
-			return nil, err
-		}
-		if l.raw, err = zmqraw.Wrap(l.sock, cfg.RingCapacity, cfg.MaxMessage); err != nil {
+		if err := r.openSource(l, ep); err != nil {
 			r.Close()
 			return nil, err
 		}

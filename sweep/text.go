@@ -107,23 +107,7 @@ func (r *Report) WriteText(w io.Writer) {
 		fmt.Fprintln(w, "no trial ran")
 		return
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "trial\tpurpose\ttarget\tachieved\tverdict\tfailed rules")
-	for _, t := range res.Trials {
-		v := "pass"
-		if !t.Verdict.Pass {
-			v = "FAIL"
-		}
-		var rules []string
-		for _, c := range t.Verdict.Checks {
-			if !c.Pass {
-				rules = append(rules, c.Rule)
-			}
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", t.N, t.Purpose, numfmt.Rate(t.Rate), numfmt.Rate(t.Achieved), v, strings.Join(rules, ","))
-	}
-	tw.Flush()
-	fmt.Fprintln(w)
+	writeTrialTable(w, res.Trials)
 	switch {
 	case r.Disturbed != "":
 		fmt.Fprintf(w, "no answer: the host stayed disturbed: %s\n", r.Disturbed)
@@ -227,4 +211,25 @@ func (r *Report) profiledNote() string {
 		return ", every trial profiled"
 	}
 	return ""
+}
+
+// writeTrialTable is the trials, one line each, and a blank line.
+func writeTrialTable(w io.Writer, trials []Trial) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "trial\tpurpose\ttarget\tachieved\tverdict\tfailed rules")
+	for _, t := range trials {
+		v := "pass"
+		if !t.Verdict.Pass {
+			v = "FAIL"
+		}
+		var rules []string
+		for _, c := range t.Verdict.Checks {
+			if !c.Pass {
+				rules = append(rules, c.Rule)
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", t.N, t.Purpose, numfmt.Rate(t.Rate), numfmt.Rate(t.Achieved), v, strings.Join(rules, ","))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
 }
