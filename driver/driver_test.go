@@ -63,7 +63,14 @@ func TestParse(t *testing.T) {
 // acknowledgement modes); the consumer's lag is zero at the end.
 func TestRoundTrip(t *testing.T) {
 	addr := embedded(t)
-	for _, ep := range []string{"nats://" + addr + "/cp.core", "jetstream://" + addr + "/cp.js", "jetstream://" + addr + "/cp.mem?storage=memory&ack=explicit"} {
+	roundTrip(t, []string{"nats://" + addr + "/cp.core", "jetstream://" + addr + "/cp.js", "jetstream://" + addr + "/cp.mem?storage=memory&ack=explicit"})
+}
+
+// roundTrip publishes 5000 numbered messages through each endpoint and
+// reads them back, in order, with their bytes.
+func roundTrip(t *testing.T, endpoints []string) {
+	t.Helper()
+	for _, ep := range endpoints {
 		e, err := Parse(ep)
 		if err != nil {
 			t.Fatal(err)

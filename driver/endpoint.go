@@ -14,6 +14,7 @@ import (
 const (
 	NATS      = "nats"      // core NATS: at most once, no acks; a slow consumer loses messages
 	JetStream = "jetstream" // JetStream: persisted, acked publishes, a pull consumer
+	Redis     = "redis"     // Redis Streams: pipelined XADD, XREADGROUP in a consumer group
 )
 
 // Errors of producers and consumers.
@@ -32,19 +33,24 @@ type Endpoint struct {
 	Window int
 	// JetStream only.
 	Storage string // file or memory
-	Ack     string // none or explicit: the consumer acknowledges each message
+	// JetStream and Redis.
+	Ack string // none or explicit: the consumer acknowledges each message
+	// Redis only: XADD MAXLEN ~ N trims the stream (0: no limit); entries
+	// trimmed before they are read are lost, and counted as loss.
+	MaxLen int64
 }
 
 // IsBroker says whether an endpoint names a broker driver.
 func IsBroker(endpoint string) bool {
 	scheme, _, ok := strings.Cut(endpoint, "://")
-	return ok && (scheme == NATS || scheme == JetStream)
+	return ok && (scheme == NATS || scheme == JetStream || scheme == Redis)
 }
 
 // Defaults of the options.
 const (
-	DefaultCoreWindow = 64 << 20 // bytes in the client's buffer (the producer's unsent, the consumer's undelivered: NATS's own default)
-	DefaultJSWindow   = 4096     // unacknowledged publishes
+	DefaultCoreWindow  = 64 << 20 // bytes in the client's buffer (the producer's unsent, the consumer's undelivered: NATS's own default)
+	DefaultJSWindow    = 4096     // unacknowledged publishes
+	DefaultRedisWindow = 4096     // XADDs queued or being written
 )
 
 // Parse reads DRIVER://HOST:PORT/SUBJECT?option=value. Credentials in the
@@ -63,14 +69,19 @@ func Parse(endpoint string) (Endpoint, error) {
 		e.Window = DefaultCoreWindow
 	case JetStream:
 		e.Window = DefaultJSWindow
+	case Redis:
+		e.Window = DefaultRedisWindow
 	default:
-		return Endpoint{}, fmt.Errorf("broker endpoint %q: the scheme is not a driver (nats or jetstream)", endpoint)
+		return Endpoint{}, fmt.Errorf("broker endpoint %q: the scheme is not a driver (nats, jetstream or redis)", endpoint)
 	}
 	host, port, err := net.SplitHostPort(u.Host)
 	if err != nil || host == "" || port == "" {
 		return Endpoint{}, fmt.Errorf("broker endpoint %q: want %s://HOST:PORT/SUBJECT", endpoint, u.Scheme)
 	}
 	e.Server = "nats://" + u.Host
+	if e.Driver == Redis {
+		e.Server = u.Host
+	}
 	if !validSubject(e.Subject) {
 		return Endpoint{}, fmt.Errorf("broker endpoint %q: subject %q: letters, digits, '-', '_' and '.' tokens, no wildcards", endpoint, e.Subject)
 	}
@@ -85,10 +96,16 @@ func Parse(endpoint string) (Endpoint, error) {
 			e.Window = n
 		case k == "storage" && e.Driver == JetStream && (v == "file" || v == "memory"):
 			e.Storage = v
-		case k == "ack" && e.Driver == JetStream && (v == "none" || v == "explicit"):
+		case k == "ack" && (e.Driver == JetStream || e.Driver == Redis) && (v == "none" || v == "explicit"):
 			e.Ack = v
+		case k == "maxlen" && e.Driver == Redis:
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 1 {
+				return Endpoint{}, fmt.Errorf("broker endpoint %q: maxlen %q: want a positive number of entries", endpoint, v)
+			}
+			e.MaxLen = n
 		default:
-			return Endpoint{}, fmt.Errorf("broker endpoint %q: option %s=%s is not one of %s's (window; jetstream: storage=file|memory, ack=none|explicit)", endpoint, k, v, e.Driver)
+			return Endpoint{}, fmt.Errorf("broker endpoint %q: option %s=%s is not one of %s's (window; jetstream: storage=file|memory, ack=none|explicit; redis: maxlen=N, ack=none|explicit)", endpoint, k, v, e.Driver)
 		}
 	}
 	return e, nil

@@ -52,6 +52,13 @@ func connect(e Endpoint, name string) (*nats.Conn, error) {
 // NewProducer connects a producer for e. Its errors, but ErrFull, are
 // *Failure.
 func NewProducer(e Endpoint) (Producer, error) {
+	if e.Driver == Redis {
+		p, err := newRedisProducer(e)
+		if err != nil {
+			return nil, &Failure{e.where(), err}
+		}
+		return failing{p, e.where()}, nil
+	}
 	nc, err := connect(e, "cp-sender")
 	if err != nil {
 		return nil, &Failure{e.where(), err}
@@ -173,6 +180,9 @@ func (f failingConsumer) Next(wait time.Duration) ([]byte, error) {
 }
 
 func newConsumer(e Endpoint) (Consumer, error) {
+	if e.Driver == Redis {
+		return newRedisConsumer(e)
+	}
 	nc, err := connect(e, "cp-receiver")
 	if err != nil {
 		return nil, err

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs the real servers the integration tests start on loopback
-# (nats-server, with JetStream) when they are missing, with apt-get as root
+# (nats-server, with JetStream; redis-server) when they are missing, with apt-get as root
 # or with sudo. Elsewhere it says what is missing; the tests that need a
 # server skip (CP_REQUIRE_ALL=1 turns those skips into failures).
 set -euo pipefail
 missing=()
 command -v nats-server >/dev/null 2>&1 || missing+=(nats-server)
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if ! command -v apt-get >/dev/null 2>&1; then
 	echo "missing: ${missing[*]} (the broker tests will skip)" >&2

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os/exec"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/cloudprofiler-go/cp/sweep"
 )
@@ -92,5 +95,93 @@ func TestSweepSaysTheBrokerFailed(t *testing.T) {
 	}
 	if strings.Contains(out, "no rate passed") || strings.Contains(out, "max sustainable") {
 		t.Errorf("a broker failure was reported as a capacity answer:\n%s", out)
+	}
+}
+
+// redisServer starts Debian's redis-server on a free loopback port without
+// persistence; stop kills it (so does the test's end).
+func redisServer(t *testing.T) (addr string, stop func()) {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		skipOrFail(t, "redis-server is not installed (apt-get install redis-server): the Redis tests need it")
+	}
+	port := mustPort(t)
+	p, err := Start(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop = func() { _ = p.Cmd.Process.Kill(); _ = p.Wait(5 * time.Second) }
+	t.Cleanup(stop)
+	addr = fmt.Sprintf("127.0.0.1:%d", port)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return addr, stop
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redis-server did not listen on %s", addr)
+		}
+	}
+}
+
+// TestSweepThroughRedis: the same sweep through Redis Streams, two lanes
+// on keys of their own, acknowledged reads.
+func TestSweepThroughRedis(t *testing.T) {
+	addr, _ := redisServer(t)
+	rep, p := runSweep(t, 2*time.Minute, "--sut", "redis://"+addr+"/cp?ack=explicit", "--lanes", "2", "--threads", "2",
+		"--search", "linear", "--from", "20k", "--to", "40k", "--step", "20k", "--duration", "1s", "--warmup", "200ms", "--lateness-floor", "100ms")
+	if len(rep.Result.Trials) != 2 || !rep.Result.Trials[0].Verdict.Pass || !rep.Result.Trials[1].Verdict.Pass {
+		t.Fatalf("redis sweep: %+v\n%s", rep.Result.Trials, p.Stderr.String())
+	}
+	for _, c := range rep.Result.Trials[1].Verdict.Checks {
+		if c.Rule == "system-backlog" {
+			return
+		}
+	}
+	t.Errorf("no system-backlog rule in a trial through Redis: %+v", rep.Result.Trials[1].Verdict.Checks)
+}
+
+// TestRedisFullStreamIsLoss: a stream capped by maxlen, read by a consumer
+// slower than the rate (20 µs of work per tuple), loses the trimmed
+// entries: the trial fails delivery with the missing count, it is not a
+// broker failure.
+func TestRedisFullStreamIsLoss(t *testing.T) {
+	addr, _ := redisServer(t)
+	rep, p := runSweepAllowing(t, 2*time.Minute, []int{sweep.ExitNoRatePassed}, "--sut", "redis://"+addr+"/cp?maxlen=100", "--work", "20us",
+		"--search", "linear", "--from", "200k", "--to", "200k", "--step", "10k", "--duration", "2s", "--warmup", "200ms", "--lateness-floor", "1s")
+	if len(rep.Result.Trials) != 1 || rep.Result.Trials[0].Verdict.Pass {
+		t.Fatalf("trials %+v\n%s", rep.Result.Trials, p.Stderr.String())
+	}
+	if f := failedRules(rep.Result.Trials[0].Verdict.Checks); !strings.Contains(f, "delivery") || !strings.Contains(f, "nr_emit > nr_recv") {
+		t.Errorf("failed rules %q: want the loss in delivery", f)
+	}
+}
+
+// TestRedisGroupDeletedIsSystemFailure: the consumer group destroyed
+// mid-trial (an operator's mistake, a failover) makes the trial invalid
+// and the sweep end with exit 8, naming the broker.
+func TestRedisGroupDeletedIsSystemFailure(t *testing.T) {
+	addr, _ := redisServer(t)
+	sw, err := Start(filepath.Join(binDir, "cpsweep"), "--sut", "redis://"+addr+"/cp", "--results", t.TempDir(), hostTolerant[0], hostTolerant[1], hostTolerant[2], hostTolerant[3],
+		"--duration", "20s", "--warmup", "0s", "--search", "linear", "--from", "10k", "--to", "10k", "--step", "10k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sw.WaitForLine("sweep \"sweep\": senders", 30*time.Second) {
+		t.Fatalf("the sweep did not start:\n%s", sw.Stderr.String())
+	}
+	time.Sleep(3 * time.Second)
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	if err := c.XGroupDestroy(context.Background(), "cp", "cp").Err(); err != nil {
+		t.Fatalf("destroy the group: %v", err)
+	}
+	err = sw.Wait(60 * time.Second)
+	if code := ExitCode(err); code != sweep.ExitSystemFailed {
+		t.Fatalf("cpsweep exited %d, want %d:\n%s\n%s", code, sweep.ExitSystemFailed, sw.Stdout.String(), sw.Stderr.String())
+	}
+	if out := sw.Stdout.String(); !strings.Contains(out, "the system under test failed") || !strings.Contains(out, "NOGROUP") {
+		t.Errorf("output does not name the failure:\n%s", out)
 	}
 }

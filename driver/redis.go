@@ -1,0 +1,232 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Redis Streams: a producer pipelines XADDs from a writer goroutine (the
+// emission loop only queues); a consumer reads with XREADGROUP in batches
+// from the group "cp" and, with ack=explicit, acknowledges each batch with
+// one XACK. The stream key is the harness's own: it is deleted at the
+// start of every trial.
+
+const redisGroup = "cp"
+
+func redisClient(e Endpoint) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: e.Server, DialTimeout: connectTimeout, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second,
+		// a broker gone mid-trial fails the trial; retrying would hide it
+		MaxRetries: -1, PoolSize: 4})
+}
+
+type redisProducer struct {
+	c      *redis.Client
+	key    string
+	maxLen int64
+	window int
+
+	mu       sync.Mutex
+	queue    [][]byte // copies waiting for the writer
+	free     [][]byte // their buffers, for reuse
+	inflight int      // queued or being written
+	err      error    // the first write error: the broker failed
+	wake     chan struct{}
+	done     chan struct{}
+	wrote    chan struct{} // the writer has returned
+}
+
+func newRedisProducer(e Endpoint) (*redisProducer, error) {
+	c := redisClient(e)
+	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("connect to %s (redis): %w", e.Server, err)
+	}
+	p := &redisProducer{c: c, key: e.Subject, maxLen: e.MaxLen, window: e.Window,
+		wake: make(chan struct{}, 1), done: make(chan struct{}), wrote: make(chan struct{})}
+	go p.writer()
+	return p, nil
+}
+
+func (p *redisProducer) Publish(msg []byte) error {
+	p.mu.Lock()
+	if p.err != nil {
+		err := p.err
+		p.mu.Unlock()
+		return err
+	}
+	if p.inflight >= p.window {
+		p.mu.Unlock()
+		return ErrFull
+	}
+	var b []byte
+	if n := len(p.free); n > 0 {
+		b, p.free = p.free[n-1][:0], p.free[:n-1]
+	}
+	p.queue = append(p.queue, append(b, msg...))
+	p.inflight++
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// writer sends what is queued as one pipeline of XADDs at a time.
+func (p *redisProducer) writer() {
+	defer close(p.wrote)
+	var batch [][]byte
+	for {
+		select {
+		case <-p.wake:
+		case <-p.done:
+			return
+		}
+		for {
+			p.mu.Lock()
+			batch, p.queue = p.queue, batch[:0]
+			p.mu.Unlock()
+			if len(batch) == 0 {
+				break
+			}
+			err := p.write(batch)
+			p.mu.Lock()
+			if err != nil && p.err == nil {
+				p.err = fmt.Errorf("XADD to %s: %w", p.key, err)
+			}
+			p.inflight -= len(batch)
+			p.free = append(p.free, batch...)
+			p.mu.Unlock()
+		}
+	}
+}
+
+func (p *redisProducer) write(batch [][]byte) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pipe := p.c.Pipeline()
+	for _, m := range batch {
+		pipe.XAdd(ctx, &redis.XAddArgs{Stream: p.key, MaxLen: p.maxLen, Approx: p.maxLen > 0, Values: []any{"d", m}})
+	}
+	_, err := pipe.Exec(ctx)
+	return err
+}
+
+func (p *redisProducer) Flush(timeout time.Duration) error {
+	for deadline := time.Now().Add(timeout); ; time.Sleep(time.Millisecond) {
+		p.mu.Lock()
+		n, err := p.inflight, p.err
+		p.mu.Unlock()
+		switch {
+		case err != nil:
+			return err
+		case n == 0:
+			return nil
+		case time.Now().After(deadline):
+			return fmt.Errorf("%d XADDs to %s not written within %v", n, p.key, timeout)
+		}
+	}
+}
+
+func (p *redisProducer) Failed() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		return 1
+	}
+	return 0
+}
+
+func (p *redisProducer) Close() {
+	close(p.done)
+	<-p.wrote
+	p.c.Close()
+}
+
+type redisConsumer struct {
+	c     *redis.Client
+	key   string
+	ack   bool
+	batch []redis.XMessage // the lane's own: read by Next only
+	next  int
+}
+
+func newRedisConsumer(e Endpoint) (*redisConsumer, error) {
+	c := redisClient(e)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// A trial starts with an empty stream and a new group.
+	if err := c.Del(ctx, e.Subject).Err(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("connect to %s (redis): remove the last trial's stream %s: %w", e.Server, e.Subject, err)
+	}
+	if err := c.XGroupCreateMkStream(ctx, e.Subject, redisGroup, "$").Err(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("redis %s: create the group %s on %s: %w", e.Server, redisGroup, e.Subject, err)
+	}
+	return &redisConsumer{c: c, key: e.Subject, ack: e.Ack == "explicit"}, nil
+}
+
+func (c *redisConsumer) Next(wait time.Duration) ([]byte, error) {
+	if c.next < len(c.batch) {
+		m := c.batch[c.next]
+		c.next++
+		return messageBytes(m)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait+5*time.Second)
+	defer cancel()
+	res, err := c.c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: redisGroup, Consumer: "lane", Streams: []string{c.key, ">"},
+		Count: 512, Block: max(wait, time.Millisecond), NoAck: !c.ack}).Result()
+	if errors.Is(err, redis.Nil) || (err == nil && (len(res) == 0 || len(res[0].Messages) == 0)) {
+		return nil, ErrTimeout
+	}
+	if err != nil {
+		return nil, fmt.Errorf("XREADGROUP on %s: %w", c.key, err)
+	}
+	c.batch, c.next = res[0].Messages, 0
+	if c.ack {
+		ids := make([]string, len(c.batch))
+		for i, m := range c.batch {
+			ids[i] = m.ID
+		}
+		if err := c.c.XAck(ctx, c.key, redisGroup, ids...).Err(); err != nil {
+			return nil, fmt.Errorf("XACK on %s: %w", c.key, err)
+		}
+	}
+	return c.Next(wait)
+}
+
+// messageBytes is the payload of a stream entry: its field "d".
+func messageBytes(m redis.XMessage) ([]byte, error) {
+	s, ok := m.Values["d"].(string)
+	if !ok {
+		return nil, fmt.Errorf("stream entry %s has no field d", m.ID)
+	}
+	return []byte(s), nil
+}
+
+func (c *redisConsumer) Lag() (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	groups, err := c.c.XInfoGroups(ctx, c.key).Result()
+	if err != nil {
+		return 0, err
+	}
+	for _, g := range groups {
+		if g.Name == redisGroup {
+			// entries not yet delivered, and delivered but not acknowledged
+			return g.Lag + g.Pending, nil
+		}
+	}
+	return 0, fmt.Errorf("the group %s on %s is gone", redisGroup, c.key)
+}
+
+func (c *redisConsumer) Dropped() uint64 { return 0 }
+func (c *redisConsumer) Close()          { c.c.Close() }
