@@ -15,6 +15,7 @@ const (
 	NATS      = "nats"      // core NATS: at most once, no acks; a slow consumer loses messages
 	JetStream = "jetstream" // JetStream: persisted, acked publishes, a pull consumer
 	Redis     = "redis"     // Redis Streams: pipelined XADD, XREADGROUP in a consumer group
+	Kafka     = "kafka"     // Kafka (franz-go): buffered produce with acks, a consumer group
 )
 
 // Errors of producers and consumers.
@@ -38,12 +39,16 @@ type Endpoint struct {
 	// Redis only: XADD MAXLEN ~ N trims the stream (0: no limit); entries
 	// trimmed before they are read are lost, and counted as loss.
 	MaxLen int64
+	// Kafka only.
+	Acks       string        // all, leader or none
+	Idempotent bool          // with acks=all: idempotent produce (the default)
+	Linger     time.Duration // the producer's linger
 }
 
 // IsBroker says whether an endpoint names a broker driver.
 func IsBroker(endpoint string) bool {
 	scheme, _, ok := strings.Cut(endpoint, "://")
-	return ok && (scheme == NATS || scheme == JetStream || scheme == Redis)
+	return ok && (scheme == NATS || scheme == JetStream || scheme == Redis || scheme == Kafka)
 }
 
 // Defaults of the options.
@@ -51,6 +56,7 @@ const (
 	DefaultCoreWindow  = 64 << 20 // bytes in the client's buffer (the producer's unsent, the consumer's undelivered: NATS's own default)
 	DefaultJSWindow    = 4096     // unacknowledged publishes
 	DefaultRedisWindow = 4096     // XADDs queued or being written
+	DefaultKafkaWindow = 10000    // records buffered in the client (franz-go's default)
 )
 
 // Parse reads DRIVER://HOST:PORT/SUBJECT?option=value. Credentials in the
@@ -71,15 +77,17 @@ func Parse(endpoint string) (Endpoint, error) {
 		e.Window = DefaultJSWindow
 	case Redis:
 		e.Window = DefaultRedisWindow
+	case Kafka:
+		e.Window, e.Acks, e.Idempotent = DefaultKafkaWindow, "all", true
 	default:
-		return Endpoint{}, fmt.Errorf("broker endpoint %q: the scheme is not a driver (nats, jetstream or redis)", endpoint)
+		return Endpoint{}, fmt.Errorf("broker endpoint %q: the scheme is not a driver (nats, jetstream, redis or kafka)", endpoint)
 	}
 	host, port, err := net.SplitHostPort(u.Host)
 	if err != nil || host == "" || port == "" {
 		return Endpoint{}, fmt.Errorf("broker endpoint %q: want %s://HOST:PORT/SUBJECT", endpoint, u.Scheme)
 	}
 	e.Server = "nats://" + u.Host
-	if e.Driver == Redis {
+	if e.Driver == Redis || e.Driver == Kafka {
 		e.Server = u.Host
 	}
 	if !validSubject(e.Subject) {
@@ -98,6 +106,16 @@ func Parse(endpoint string) (Endpoint, error) {
 			e.Storage = v
 		case k == "ack" && (e.Driver == JetStream || e.Driver == Redis) && (v == "none" || v == "explicit"):
 			e.Ack = v
+		case k == "acks" && e.Driver == Kafka && (v == "all" || v == "leader" || v == "none"):
+			e.Acks = v
+		case k == "idempotent" && e.Driver == Kafka && (v == "true" || v == "false"):
+			e.Idempotent = v == "true"
+		case k == "linger" && e.Driver == Kafka:
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 || d > time.Second {
+				return Endpoint{}, fmt.Errorf("broker endpoint %q: linger %q: want a duration 0..1s", endpoint, v)
+			}
+			e.Linger = d
 		case k == "maxlen" && e.Driver == Redis:
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || n < 1 {
@@ -105,7 +123,7 @@ func Parse(endpoint string) (Endpoint, error) {
 			}
 			e.MaxLen = n
 		default:
-			return Endpoint{}, fmt.Errorf("broker endpoint %q: option %s=%s is not one of %s's (window; jetstream: storage=file|memory, ack=none|explicit; redis: maxlen=N, ack=none|explicit)", endpoint, k, v, e.Driver)
+			return Endpoint{}, fmt.Errorf("broker endpoint %q: option %s=%s is not one of %s's (window; jetstream: storage=file|memory, ack=none|explicit; redis: maxlen=N, ack=none|explicit; kafka: acks=all|leader|none, idempotent=true|false, linger=D)", endpoint, k, v, e.Driver)
 		}
 	}
 	return e, nil

@@ -52,8 +52,14 @@ func connect(e Endpoint, name string) (*nats.Conn, error) {
 // NewProducer connects a producer for e. Its errors, but ErrFull, are
 // *Failure.
 func NewProducer(e Endpoint) (Producer, error) {
-	if e.Driver == Redis {
-		p, err := newRedisProducer(e)
+	if e.Driver == Redis || e.Driver == Kafka {
+		var p Producer
+		var err error
+		if e.Driver == Redis {
+			p, err = newRedisProducer(e)
+		} else {
+			p, err = newKafkaProducer(e)
+		}
 		if err != nil {
 			return nil, &Failure{e.where(), err}
 		}
@@ -180,8 +186,11 @@ func (f failingConsumer) Next(wait time.Duration) ([]byte, error) {
 }
 
 func newConsumer(e Endpoint) (Consumer, error) {
-	if e.Driver == Redis {
+	switch e.Driver {
+	case Redis:
 		return newRedisConsumer(e)
+	case Kafka:
+		return newKafkaConsumer(e)
 	}
 	nc, err := connect(e, "cp-receiver")
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/scenarios"
@@ -35,6 +36,12 @@ func natsServer(t *testing.T) string {
 // broker, and each tuple's latency is measured from its intended time.
 func TestThroughABroker(t *testing.T) {
 	addr := natsServer(t)
+	fake, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fake.Close()
+	kafkaAddr := fake.ListenAddrs()[0]
 	syn, _ := scenarios.Load("synthetic-100")
 	n := 0 // each case its own subjects
 	for _, tc := range []struct {
@@ -48,12 +55,17 @@ func TestThroughABroker(t *testing.T) {
 		{"nats", 2, 2, 100, 0, 200_000},
 		{"jetstream", 2, 1, 10, 100_000, 40_000},
 		{"jetstream", 1, 1, 100, 0, 100_000},
+		{"kafka", 2, 2, 10, 100_000, 40_000},
 	} {
 		n++
 		t.Run(fmt.Sprintf("%s/threads=%d/lanes=%d/bucket=%d/rate=%.0f", tc.driver, tc.threads, tc.lanes, tc.bucket, tc.rate), func(t *testing.T) {
 			eps := make([]string, tc.lanes)
 			for i := range eps {
-				eps[i] = fmt.Sprintf("%s://%s/cp.case%d.lane%d", tc.driver, addr, n, i)
+				server := addr
+				if tc.driver == "kafka" {
+					server = kafkaAddr
+				}
+				eps[i] = fmt.Sprintf("%s://%s/cp.case%d.lane%d", tc.driver, server, n, i)
 			}
 			rres, sres := run(t, receiver.Config{Endpoints: eps, ExpectStreams: tc.threads},
 				sender.Config{Threads: tc.threads, Rate: tc.rate, Count: tc.count, BucketSize: tc.bucket, Scenario: syn,

@@ -1,0 +1,227 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Kafka (franz-go): a producer hands each message to the client's buffer
+// with TryProduce (a full buffer is ErrFull, never a wait), with the acks
+// and idempotence asked for; a consumer reads its topic (one partition, so
+// one stream's order holds) in a consumer group of its own from the start.
+// The topic is the harness's: it is deleted and created at every trial.
+
+type kafkaProducer struct {
+	cl     *kgo.Client
+	topic  string
+	window int
+	mu     sync.Mutex
+	free   [][]byte
+	err    atomic.Pointer[error] // the first failed produce
+	rec    sync.Pool
+}
+
+func kafkaAcks(e Endpoint) []kgo.Opt {
+	switch e.Acks {
+	case "leader":
+		return []kgo.Opt{kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite()}
+	case "none":
+		return []kgo.Opt{kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite()}
+	}
+	if !e.Idempotent {
+		return []kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite()}
+	}
+	return []kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks())}
+}
+
+func newKafkaProducer(e Endpoint) (*kafkaProducer, error) {
+	opts := append([]kgo.Opt{kgo.SeedBrokers(e.Server), kgo.DefaultProduceTopic(e.Subject), kgo.MaxBufferedRecords(e.Window),
+		kgo.ProducerLinger(e.Linger), kgo.RecordRetries(0), kgo.DialTimeout(connectTimeout)}, kafkaAcks(e)...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka %s: %w", e.Server, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
+	defer cancel()
+	if err := cl.Ping(ctx); err != nil {
+		cl.Close()
+		return nil, fmt.Errorf("connect to %s (kafka): %w", e.Server, err)
+	}
+	return &kafkaProducer{cl: cl, topic: e.Subject, window: e.Window}, nil
+}
+
+func (p *kafkaProducer) Publish(msg []byte) error {
+	if err := p.err.Load(); err != nil {
+		return *err
+	}
+	// Only this thread adds records, so below the window Produce cannot
+	// block (TryProduce would report a full buffer only later, in its
+	// promise, after the message was counted as sent).
+	if p.cl.BufferedProduceRecords() >= int64(p.window) {
+		return ErrFull
+	}
+	p.mu.Lock()
+	var b []byte
+	if n := len(p.free); n > 0 {
+		b, p.free = p.free[n-1][:0], p.free[:n-1]
+	}
+	p.mu.Unlock()
+	r, _ := p.rec.Get().(*kgo.Record)
+	if r == nil {
+		r = new(kgo.Record)
+	}
+	*r = kgo.Record{Topic: p.topic, Value: append(b, msg...)}
+	p.cl.Produce(context.Background(), r, p.done)
+	return nil
+}
+
+// done is every record's promise: the first error is the broker's
+// failure, and the record's buffer is reused.
+func (p *kafkaProducer) done(r *kgo.Record, err error) {
+	if err != nil {
+		werr := fmt.Errorf("produce to %s: %w", p.topic, err)
+		p.err.CompareAndSwap(nil, &werr)
+	}
+	p.mu.Lock()
+	p.free = append(p.free, r.Value)
+	p.mu.Unlock()
+	p.rec.Put(r)
+}
+
+func (p *kafkaProducer) Flush(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := p.cl.Flush(ctx); err != nil {
+		return fmt.Errorf("%d records to %s not acknowledged within %v: %w", p.cl.BufferedProduceRecords(), p.topic, timeout, err)
+	}
+	if err := p.err.Load(); err != nil {
+		return *err
+	}
+	return nil
+}
+
+func (p *kafkaProducer) Failed() uint64 {
+	if p.err.Load() != nil {
+		return 1
+	}
+	return 0
+}
+
+func (p *kafkaProducer) Close() { p.cl.Close() }
+
+type kafkaConsumer struct {
+	cl       *kgo.Client
+	adm      *kadm.Client
+	topic    string
+	recs     []*kgo.Record // the lane's own: read by Next only
+	next     int
+	position atomic.Int64 // the offset after the last record handed out
+}
+
+func newKafkaConsumer(e Endpoint) (*kafkaConsumer, error) {
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(e.Server), kgo.DialTimeout(connectTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("kafka %s: %w", e.Server, err)
+	}
+	adm := kadm.NewClient(admCl)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	// A trial starts with an empty topic of one partition.
+	if rs, err := adm.DeleteTopics(ctx, e.Subject); err == nil {
+		_ = rs // a topic that did not exist is fine
+	} else {
+		admCl.Close()
+		return nil, fmt.Errorf("connect to %s (kafka): delete the last trial's topic %s: %w", e.Server, e.Subject, err)
+	}
+	if err := createTopic(ctx, adm, e.Subject); err != nil {
+		admCl.Close()
+		return nil, fmt.Errorf("kafka %s: create topic %s: %w", e.Server, e.Subject, err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.Server), kgo.ConsumeTopics(e.Subject),
+		kgo.ConsumerGroup(fmt.Sprintf("cp-%d", time.Now().UnixNano())), // a group of its own: no offsets of an earlier trial
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond), kgo.DialTimeout(connectTimeout))
+	if err != nil {
+		admCl.Close()
+		return nil, fmt.Errorf("kafka %s: %w", e.Server, err)
+	}
+	return &kafkaConsumer{cl: cl, adm: adm, topic: e.Subject}, nil
+}
+
+// createTopic creates topic, retrying while the deletion of its previous
+// incarnation completes.
+func createTopic(ctx context.Context, adm *kadm.Client, topic string) error {
+	for {
+		r, err := adm.CreateTopic(ctx, 1, 1, nil, topic)
+		if err == nil && r.Err == nil {
+			return nil
+		}
+		if err == nil {
+			err = r.Err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (c *kafkaConsumer) Next(wait time.Duration) ([]byte, error) {
+	if c.next < len(c.recs) {
+		r := c.recs[c.next]
+		c.next++
+		c.position.Store(r.Offset + 1)
+		return r.Value, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	fs := c.cl.PollRecords(ctx, 1024)
+	if fs.IsClientClosed() {
+		return nil, errors.New("the Kafka client is closed")
+	}
+	var ferr error
+	fs.EachError(func(topic string, _ int32, err error) {
+		if !errors.Is(err, context.DeadlineExceeded) && ferr == nil {
+			ferr = fmt.Errorf("fetch %s: %w", topic, err)
+		}
+	})
+	if ferr != nil {
+		return nil, ferr
+	}
+	c.recs, c.next = fs.Records(), 0
+	if len(c.recs) == 0 {
+		return nil, ErrTimeout
+	}
+	return c.Next(wait)
+}
+
+// Lag is the topic's end offset less the consumer's position: what the
+// broker holds that this consumer has not read (the group's committed
+// offsets trail by the commit interval, so they are not used).
+func (c *kafkaConsumer) Lag() (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	ends, err := c.adm.ListEndOffsets(ctx, c.topic)
+	if err != nil {
+		return 0, err
+	}
+	o, ok := ends.Lookup(c.topic, 0)
+	if !ok || o.Err != nil {
+		return 0, fmt.Errorf("end offset of %s: %v", c.topic, o.Err)
+	}
+	return max(o.Offset-c.position.Load(), 0), nil
+}
+
+func (c *kafkaConsumer) Dropped() uint64 { return 0 }
+
+func (c *kafkaConsumer) Close() {
+	c.cl.Close()
+	c.adm.Close()
+}
