@@ -1,15 +1,21 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/cloudprofiler-go/cp/scenarios"
 )
@@ -139,4 +145,62 @@ func msgBytes(t *testing.T, bucket int) int {
 		t.Fatal(err)
 	}
 	return len(tpls[0].Msg)
+}
+
+// redisBenchmarkXADD is redis-benchmark's own XADD rate (requests/s):
+// one connection, pipelines of 64, values of size bytes.
+func redisBenchmarkXADD(t *testing.T, port string, size, n int) float64 {
+	t.Helper()
+	bin, err := exec.LookPath("redis-benchmark")
+	if err != nil {
+		t.Skip("redis-benchmark is not installed (Debian redis-tools)")
+	}
+	out, err := exec.Command(bin, "-p", port, "-c", "1", "-P", "64", "-n", fmt.Sprint(n), "--csv",
+		"XADD", "benchkey", "*", "d", strings.Repeat("x", size)).Output()
+	if err != nil {
+		t.Fatalf("redis-benchmark: %v", err)
+	}
+	// "test","rps",...: the rps of the one data line
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	fields := strings.Split(lines[len(lines)-1], ",")
+	rps, err := strconv.ParseFloat(strings.Trim(fields[1], `"`), 64)
+	if err != nil {
+		t.Fatalf("redis-benchmark output %q: %v", out, err)
+	}
+	return rps
+}
+
+// TestBenchRedisVsNative: dgsend's XADD rate into Redis Streams (unpaced,
+// no consumer) against redis-benchmark's XADD at the same value size, one
+// connection each, interleaved, medians of repeats().
+func TestBenchRedisVsNative(t *testing.T) {
+	benchOnly(t)
+	addr, _ := redisServer(t)
+	_, port, _ := net.SplitHostPort(addr)
+	rc := redis.NewClient(&redis.Options{Addr: addr})
+	defer rc.Close()
+	clear := func(keys ...string) { // an unbounded stream of 500 MB slows the next run
+		if err := rc.Del(context.Background(), keys...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ bucket, msgs int }{{100, 50_000}, {1, 300_000}} {
+		size := msgBytes(t, tc.bucket)
+		var native, ours []float64
+		for i := 0; i < repeats(); i++ {
+			native = append(native, redisBenchmarkXADD(t, port, size, tc.msgs))
+			clear("benchkey")
+			key := fmt.Sprintf("ours.%d.%d", tc.bucket, i)
+			res, err := dgsendTo(fmt.Sprintf("redis://%s/%s", addr, key), tc.bucket, 0, tc.bucket*tc.msgs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clear(key)
+			ours = append(ours, res.Achieved/float64(tc.bucket))
+		}
+		ratio := median(ours) / median(native)
+		t.Logf("REDIS VS NATIVE: XADD of %d-byte values (buckets of %d): ours %s msgs/s, redis-benchmark %s (medians of %d); ours/native %.2f (target >= 0.9) %s",
+			size, tc.bucket, fmtRates(ours), fmtRates(native), len(ours), ratio, verdict(ratio >= 0.9))
+		record(t, "redis_vs_native", map[string]any{"message_bytes": size, "bucket": tc.bucket, "ours_msgs_per_s": ours, "native_msgs_per_s": native, "ratio": ratio})
+	}
 }

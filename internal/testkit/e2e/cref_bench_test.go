@@ -106,6 +106,7 @@ func viaCReceiver(t *testing.T, progs cref.Programs, size, msgs int, send func(e
 
 // dgsendResult is the part of dgsend's result the comparison reads.
 type dgsendResult struct {
+	Achieved     float64  `json:"achieved_rate_tuples_per_s"`
 	CPUPerBucket float64  `json:"emission_cpu_ns_per_bucket"`
 	LateFraction float64  `json:"late_slot_fraction"`
 	Shortfall    uint64   `json:"shortfall_tuples"`
