@@ -53,7 +53,7 @@ func IsBroker(endpoint string) bool {
 
 // Defaults of the options.
 const (
-	DefaultCoreWindow  = 64 << 20 // bytes in the client's buffer (the producer's unsent, the consumer's undelivered: NATS's own default)
+	DefaultCoreWindow  = 64 << 20 // bytes in the producer's client not yet written (the consumer's queue is coreChanLen messages)
 	DefaultJSWindow    = 4096     // unacknowledged publishes
 	DefaultRedisWindow = 4096     // XADDs queued or being written
 	DefaultKafkaWindow = 10000    // records buffered in the client (franz-go's default)

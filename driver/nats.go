@@ -197,11 +197,10 @@ func newConsumer(e Endpoint) (Consumer, error) {
 		return nil, err
 	}
 	if e.Driver == NATS {
-		sub, err := nc.SubscribeSync(e.Subject)
-		if err == nil {
-			// the client's own buffer is the lane's queue: bounded by the window
-			err = sub.SetPendingLimits(-1, e.Window)
-		}
+		// The channel is the lane's queue in the client: when it is full,
+		// core NATS drops for a slow consumer.
+		ch := make(chan *nats.Msg, coreChanLen)
+		sub, err := nc.ChanSubscribe(e.Subject, ch)
 		if err == nil {
 			err = nc.Flush() // the subscription is in place before any sender starts
 		}
@@ -209,7 +208,7 @@ func newConsumer(e Endpoint) (Consumer, error) {
 			nc.Close()
 			return nil, fmt.Errorf("subscribe to %s on %s: %w", e.Subject, e.Server, err)
 		}
-		return &coreConsumer{nc: nc, sub: sub}, nil
+		return &coreConsumer{nc: nc, sub: sub, ch: ch}, nil
 	}
 	c, err := newJSConsumer(nc, e)
 	if err != nil {
@@ -222,29 +221,48 @@ func newConsumer(e Endpoint) (Consumer, error) {
 type coreConsumer struct {
 	nc  *nats.Conn
 	sub *nats.Subscription
+	ch  chan *nats.Msg
 }
+
+// coreChanLen bounds the messages the client hands over ahead of the lane
+// (the window bounds their bytes); beyond it, core NATS drops them for a
+// slow consumer, which the sequence checks count as loss.
+const coreChanLen = 1 << 16
+
+// coreSpin is how long the lane polls for the next message before it
+// parks: a receiving lane is locked to its OS thread, and parking it costs
+// two futex calls per message, which at small messages is most of its
+// time (BENCHMARKS.md, fourteenth session); a busy stream's next message
+// is usually there within a few microseconds.
+const coreSpin = 20 * time.Microsecond
 
 func (c *coreConsumer) Next(wait time.Duration) ([]byte, error) {
-	m, err := c.sub.NextMsg(wait)
-	if errors.Is(err, nats.ErrSlowConsumer) {
-		// Core NATS dropped messages for this slow consumer: that is its
-		// at-most-once delivery under load, a loss that the sequence
-		// checks count (the delivery rule), not the broker failing.
-		m, err = c.sub.NextMsg(wait)
-	}
-	switch {
-	case err == nil:
+	select {
+	case m := <-c.ch:
 		return m.Data, nil
-	case errors.Is(err, nats.ErrTimeout):
+	default:
+	}
+	for deadline := time.Now().Add(coreSpin); time.Now().Before(deadline); {
+		select {
+		case m := <-c.ch:
+			return m.Data, nil
+		default:
+		}
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case m := <-c.ch:
+		return m.Data, nil
+	case <-t.C:
+		if !c.sub.IsValid() || c.nc.IsClosed() {
+			return nil, fmt.Errorf("receive on %s: %w", c.sub.Subject, nats.ErrConnectionClosed)
+		}
 		return nil, ErrTimeout
 	}
-	return nil, fmt.Errorf("receive on %s: %w", c.sub.Subject, err)
 }
 
-func (c *coreConsumer) Lag() (int64, error) {
-	n, _, err := c.sub.Pending()
-	return int64(n), err
-}
+func (c *coreConsumer) Lag() (int64, error) { return int64(len(c.ch)), nil }
 
 func (c *coreConsumer) Dropped() uint64 {
 	n, _ := c.sub.Dropped()
