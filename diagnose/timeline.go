@@ -24,10 +24,12 @@ type Process struct {
 // reference node's TSC (the run's TSC relation); nil, or false for a
 // value, aligns by each host's wall clock instead. Relay says that a
 // system under test sits between senders and receivers (its stage
-// replaces the network's).
+// replaces the network's); SUTName names it ("sut" when empty; a broker's
+// driver, e.g. "jetstream", when the data went through one).
 type Input struct {
 	Processes []Process
 	Relay     bool
+	SUTName   string
 	Align     func(node string, tsc uint64) (float64, bool)
 }
 
@@ -174,7 +176,11 @@ func (b *builder) modules() error {
 			}
 			kind, name := stage.Network, pre+st.Name
 			if b.in.Relay {
-				kind, name = stage.SUT, pre+"sut/"+st.Name
+				sut := b.in.SUTName
+				if sut == "" {
+					sut = "sut"
+				}
+				kind, name = stage.SUT, pre+sut+"/"+st.Name
 			}
 			th, sent := threadOf[id]
 			src := source{proc: pi, stage: si, sproc: -1}

@@ -76,7 +76,10 @@ func DiagnoseOutcome(o *Outcome, relay bool, align Align, opts diagnose.Options)
 			return nil, fmt.Errorf("%s has no stage series (stage accounting was off)", p.Node)
 		}
 	}
-	tl, err := diagnose.BuildTimeline(diagnose.Input{Processes: procs, Relay: relay, Align: align})
+	// A broker the data went through is the system under test: its
+	// streams are its black-box stage, their queue its backlog.
+	sut := brokerOf(o)
+	tl, err := diagnose.BuildTimeline(diagnose.Input{Processes: procs, Relay: relay || sut != "", SUTName: sut, Align: align})
 	if err != nil {
 		return nil, err
 	}

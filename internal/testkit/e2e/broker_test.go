@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -60,6 +61,11 @@ func TestSweepThroughNATS(t *testing.T) {
 			if !tr.Verdict.Pass {
 				t.Errorf("%s: trial %d failed: %s", sut, i+1, failedRules(tr.Verdict.Checks))
 			}
+		}
+		// the broker is the diagnosis's black-box stage, named after it
+		drv, _, _ := strings.Cut(sut, "://")
+		if d, err := os.ReadFile(filepath.Join(rep.Dir, "diagnosis.json")); err != nil || !strings.Contains(string(d), `"`+drv+`/stream`) {
+			t.Errorf("%s: diagnosis.json has no %s/stream<N> stage (%v)", sut, drv, err)
 		}
 		base, _, _ := strings.Cut(sut, "?")
 		if out := p.Stderr.String(); !strings.Contains(out, base+".0") || !strings.Contains(out, base+".1") {
