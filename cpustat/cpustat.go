@@ -27,6 +27,7 @@ type Sampler struct {
 	names map[int]string // thread id -> role
 	proc  string         // /proc
 	pid   int
+	watch []string // the system under test's process names (Watch)
 }
 
 // New returns a sampler of this process.
@@ -66,7 +67,10 @@ type Sample struct {
 	HostTotal float64 `json:"host_total_s"`
 	// Process is this process's CPU since it started (every thread, those
 	// that exited included).
-	Process float64          `json:"process_s"`
+	Process float64 `json:"process_s"`
+	// SUT is the CPU of the watched processes (the system under test's
+	// on this host, Watch) since they started.
+	SUT     float64          `json:"sut_s,omitempty"`
 	Threads map[string]Times `json:"threads"`
 }
 
@@ -87,6 +91,12 @@ func (s *Sampler) Read() (Sample, error) {
 	}
 	if out.Process, err = parseProcessCPU(b); err != nil {
 		return out, err
+	}
+	s.mu.Lock()
+	watch := s.watch
+	s.mu.Unlock()
+	if len(watch) > 0 {
+		out.SUT = s.watchedCPU(watch)
 	}
 	tasks, err := os.ReadDir(fmt.Sprintf("%s/%d/task", s.proc, s.pid))
 	if err != nil {
@@ -165,6 +175,9 @@ type Summary struct {
 	OtherProcesses float64 `json:"other_processes"`
 	// Process is the cores this process used (CPU seconds / s).
 	Process float64 `json:"process_cores"`
+	// SUT is the cores the watched processes used (the system under
+	// test's on this host); OtherProcesses leaves them out.
+	SUT float64 `json:"sut_cores,omitempty"`
 	// Threads, by role, busiest first: cores used, the share of the time
 	// they waited runnable, and involuntary switches.
 	Threads []ThreadShare `json:"threads"`
@@ -197,7 +210,8 @@ func Summarize(a, b Sample, cpus int) Summary {
 	out.HostSteal = clamp01((b.HostSteal - a.HostSteal) / total)
 	ours := b.Process - a.Process
 	out.Process = max(ours/wall, 0)
-	out.OtherProcesses = clamp01(out.HostBusy - out.Process/float64(cpus))
+	out.SUT = max((b.SUT-a.SUT)/wall, 0)
+	out.OtherProcesses = clamp01(out.HostBusy - (out.Process+out.SUT)/float64(cpus))
 	for name, tb := range b.Threads {
 		ta := a.Threads[name]
 		ts := ThreadShare{Name: name, Cores: max((tb.CPU-ta.CPU)/wall, 0), Runqueue: max((tb.Runqueue-ta.Runqueue)/wall, 0)}

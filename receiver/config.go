@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/internal/membudget"
@@ -43,8 +44,11 @@ type Config struct {
 	// stalls of the consumer or a lane ("consumer", "lane<N>") from the
 	// start of Run; busy work per decoded bucket on every lane; and the
 	// consumer's work per tuple over time (it replaces WorkPerTuple).
-	Stalls        []inject.Stall
-	DecodeWork    time.Duration
+	Stalls     []inject.Stall
+	DecodeWork time.Duration
+	// SUTProcesses name the system under test's processes on this host:
+	// the host accounting reads their CPU apart from other processes'.
+	SUTProcesses  []string
 	WorkSchedule  []inject.Step
 	ExpectStreams int           // finish when this many streams ended (0: when all seen streams ended)
 	Settle        time.Duration // with ExpectStreams 0: quiet time after the last end marker
@@ -133,6 +137,9 @@ func (c *Config) Validate() error {
 	problems := zmqraw.Sockets{Endpoints: c.Endpoints, MaxEndpoints: MaxLanes, HWM: c.HWM, IOThreads: c.IOThreads, CPUs: c.CPUs}.Problems()
 	bad := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
 	problems = append(problems, driver.Problems(c.Endpoints, false)...)
+	if err := cpustat.CheckNames(c.SUTProcesses); err != nil {
+		bad("%v", err)
+	}
 	if _, ok := scenarios.DecoderFor(c.Schema); !ok && !c.Drain {
 		bad("unknown schema %.32q (use ad-event, synthetic or raw)", c.Schema)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/internal/zmqraw"
@@ -83,8 +84,11 @@ type Config struct {
 	// SendWork is busy work per bucket, in the sending state, before each
 	// send (a test fixture: a sender slower than its network, so that a
 	// run can be sender-bound). It sends one bucket per call into C.
-	SendWork   time.Duration
-	EndTimeout time.Duration // how long to try delivering end markers
+	SendWork time.Duration
+	// SUTProcesses name the system under test's processes on this host:
+	// the host accounting reads their CPU apart from other processes'.
+	SUTProcesses []string
+	EndTimeout   time.Duration // how long to try delivering end markers
 	// StagePeriod, if not 0, accounts each thread's time (pacing, sending,
 	// blocked) and samples it this often (see package stage).
 	StagePeriod time.Duration
@@ -135,6 +139,9 @@ const (
 // checkInstruments checks the injected stalls and the stage accounting.
 func (c *Config) checkInstruments() error {
 	if err := inject.CheckStalls(c.Stalls, map[string]int{"thread": c.Threads}); err != nil {
+		return err
+	}
+	if err := cpustat.CheckNames(c.SUTProcesses); err != nil {
 		return err
 	}
 	if c.SendWork < 0 || c.SendWork > inject.MaxWork {

@@ -52,6 +52,9 @@ type TrialPlan struct {
 	DecodeWork   time.Duration  `json:"decode_work_ns,omitempty"`
 	WorkSchedule []inject.Step  `json:"work_schedule,omitempty"`
 	SendWork     time.Duration  `json:"send_work_ns,omitempty"` // every sender's, per bucket
+	// SUTProcesses name the system under test's processes on the agents'
+	// hosts: their CPU is the system's, not a disturbance.
+	SUTProcesses []string `json:"sut_processes,omitempty"`
 	// StagePeriod is every agent's stage accounting period (0: off), also
 	// its profiler's counter period.
 	StagePeriod time.Duration `json:"stage_period_ns,omitempty"`

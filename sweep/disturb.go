@@ -123,14 +123,19 @@ func (h HostRules) disturbed(hosts []AgentHost) string {
 func colocation(hosts []AgentHost) string {
 	var out []string
 	for _, v := range hostViews(hosts) {
-		if len(v.agents) < 2 { // an agent without a host name is alone under its node's
+		if len(v.agents) < 2 && v.sut == 0 { // an agent without a host name is alone under its node's
 			continue
 		}
 		var each []string
 		for _, a := range v.agents {
 			each = append(each, fmt.Sprintf("%s %.2f cores", a.Node, a.Process))
 		}
-		line := fmt.Sprintf("%s share host %s's %d CPUs (%s)", nodeList(v.agents, " and "), v.name, v.cpus, strings.Join(each, ", "))
+		who := nodeList(v.agents, " and ")
+		if v.sut > 0 {
+			who += " and the system under test"
+			each = append(each, fmt.Sprintf("the system under test %.2f cores", v.sut))
+		}
+		line := fmt.Sprintf("%s share host %s's %d CPUs (%s)", who, v.name, v.cpus, strings.Join(each, ", "))
 		if waiter, wait := longestWait(v.agents); wait >= HotThreadWait {
 			line += fmt.Sprintf("; their own threads filled it (%s waited runnable %.0f%% of the time), so the answer moves between sweeps with where the scheduler puts them: compare several sweeps, or put the sender and the receiver on separate hosts", waiter, 100*wait)
 		}

@@ -46,6 +46,7 @@ type hostView struct {
 	name              string
 	cpus              int
 	busy, steal, ours float64 // shares of the host's CPUs; ours in cores
+	sut               float64 // cores of the system under test's processes here
 	others            float64 // share of the host's CPUs
 	agents            []AgentHost
 }
@@ -67,6 +68,7 @@ func hostViews(hosts []AgentHost) []hostView {
 		}
 		v.busy, v.steal = max(v.busy, a.HostBusy), max(v.steal, a.HostSteal)
 		v.ours += a.Process
+		v.sut = max(v.sut, a.SUT) // every agent here reads the same processes
 		v.agents = append(v.agents, a)
 	}
 	sort.Strings(names)
@@ -74,7 +76,7 @@ func hostViews(hosts []AgentHost) []hostView {
 	for _, n := range names {
 		v := byHost[n]
 		if v.cpus > 0 {
-			v.others = max(v.busy-v.ours/float64(v.cpus), 0)
+			v.others = max(v.busy-(v.ours+v.sut)/float64(v.cpus), 0)
 		}
 		out = append(out, *v)
 	}
@@ -91,6 +93,9 @@ func hostLine(t Trial) string {
 	var parts []string
 	for _, v := range hostViews(t.Hosts) {
 		p := fmt.Sprintf("%s busy %.0f%% of %d CPUs, steal %.1f%%, other processes %.0f%%", v.name, 100*v.busy, v.cpus, 100*v.steal, 100*v.others)
+		if v.sut > 0 {
+			p += fmt.Sprintf(", the system under test %.2f cores", v.sut)
+		}
 		for _, a := range v.agents {
 			p += fmt.Sprintf("; %s %.2f cores", a.Node, a.Process)
 			if len(a.Threads) > 0 {

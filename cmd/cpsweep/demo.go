@@ -30,10 +30,11 @@ temporary folder, removed at the end) and runs a sweep through it with local
 agents: cpsweep --sut jetstream://127.0.0.1:PORT/cp plus the flags after --.
 The senders publish every bucket into the broker, the receiver consumes it,
 and every tuple's latency through the broker is measured from its intended
-send time. The broker shares this host's CPUs with the agents, so its CPU is
-"other processes" to them: the demo turns the host rule --max-others off
-unless you give it, and the answer is this host's broker beside the harness,
-not a deployment's (docs/brokers.md).`,
+send time. The broker shares this host's CPUs with the agents: the demo names
+this process as the system under test's (--sut-process cpsweep, which also
+covers the sweep's own small controller), so its CPU is the system's, not a
+disturbance. The answer is this host's broker beside the harness, not a
+deployment's (docs/brokers.md).`,
 		Example: `  cpsweep demo nats -- --duration 2s --warmup 500ms --start 50k --bucket 100
   cpsweep demo nats --driver nats -- --duration 2s     # core NATS: no persistence, no acks`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -64,10 +65,8 @@ not a deployment's (docs/brokers.md).`,
 			}
 			fmt.Fprintf(os.Stderr, "cpsweep demo: NATS server %s with JetStream on %s, inside this process (store in a temporary folder); sweeping %s\n", srv.Version(), srv.Addr(), sut)
 			sweepArgs := append([]string{"--sut", sut}, args...)
-			if !slices.ContainsFunc(args, func(a string) bool { return a == "--max-others" || len(a) > 13 && a[:13] == "--max-others=" }) {
-				fmt.Fprintln(os.Stderr, "cpsweep demo: the broker shares this host's CPUs with the agents: --max-others 0 (its CPU is not a disturbance here)")
-				sweepArgs = append(sweepArgs, "--max-others", "0")
-			}
+			// The broker runs in this process: its CPU is the system's.
+			sweepArgs = append(sweepArgs, "--sut-process", "cpsweep")
 			child := exec.Command(self, sweepArgs...)
 			child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
 			err = child.Run()

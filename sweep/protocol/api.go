@@ -133,6 +133,10 @@ type SenderTrial struct {
 	Stalls []inject.Stall `json:"stalls,omitempty"`
 	// SendWork is injected busy work per bucket (sender.Config).
 	SendWork time.Duration `json:"send_work_ns,omitempty"`
+	// SUTProcesses name the system under test's processes on the agent's
+	// host (a broker beside it): their CPU is the system's, not other
+	// processes' (sender.Config).
+	SUTProcesses []string `json:"sut_processes,omitempty"`
 	// StagePeriod is the stage accounting's sampling period (0: off).
 	StagePeriod time.Duration `json:"stage_period_ns,omitempty"`
 	// Profile, if set, is the trial's handler configuration (--profile,
@@ -149,7 +153,7 @@ func (t SenderTrial) SenderConfig() sender.Config {
 	return sender.Config{Endpoints: t.Endpoints, SenderID: t.SenderID, Threads: t.Threads, Rate: t.Rate,
 		Duration: t.Duration, Warmup: t.Warmup, StartAt: t.StartAt, Shape: t.Shape, BucketSize: t.BucketSize, Scenario: &sc,
 		Overflow: sender.Overflow(t.Overflow), Idle: sender.Idle(t.Idle), LateThreshold: t.LateThreshold, HWM: t.HWM,
-		EndTimeout: 5 * time.Second, Stalls: t.Stalls, SendWork: t.SendWork, StagePeriod: t.StagePeriod}
+		EndTimeout: 5 * time.Second, Stalls: t.Stalls, SendWork: t.SendWork, StagePeriod: t.StagePeriod, SUTProcesses: t.SUTProcesses}
 }
 
 // Validate checks the trial as the agent will run it.
@@ -181,6 +185,7 @@ type ReceiverTrial struct {
 	DecodeWork   time.Duration  `json:"decode_work_ns,omitempty"`
 	WorkSchedule []inject.Step  `json:"work_schedule,omitempty"`
 	StagePeriod  time.Duration  `json:"stage_period_ns,omitempty"` // see SenderTrial
+	SUTProcesses []string       `json:"sut_processes,omitempty"`   // see SenderTrial
 }
 
 // ValidProfile checks a trial's handler configuration (nil: none): valid,

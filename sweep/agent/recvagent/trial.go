@@ -16,7 +16,7 @@ func Config(t protocol.ReceiverTrial, endpoints []string, connect bool) receiver
 	return receiver.Config{Endpoints: endpoints, Connect: connect, Schema: t.Schema, Drain: t.Drain,
 		ExpectStreams: t.ExpectStreams, EndTimeout: t.EndTimeout, WorkPerTuple: t.WorkPerTuple, RingCapacity: t.Ring,
 		HWM: t.HWM, Duration: t.Duration, Stalls: t.Stalls, DecodeWork: t.DecodeWork, WorkSchedule: t.WorkSchedule,
-		StagePeriod: t.StagePeriod}
+		StagePeriod: t.StagePeriod, SUTProcesses: t.SUTProcesses}
 }
 
 // Validate checks the trial as an agent with these endpoints will run it.

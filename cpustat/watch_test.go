@@ -1,0 +1,61 @@
+package cpustat
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCheckNames(t *testing.T) {
+	for _, tc := range []struct {
+		names []string
+		ok    bool
+	}{
+		{[]string{"nats-server", "redis-server"}, true},
+		{[]string{"cpsweep"}, true},
+		{nil, true},
+		{[]string{"a-name-far-too-long-for-comm"}, false},
+		{[]string{"../etc"}, false},
+		{[]string{""}, false},
+		{[]string{"a b"}, false},
+		{strings.Split("a,b,c,d,e,f,g,h,i", ","), false},
+	} {
+		if err := CheckNames(tc.names); (err == nil) != tc.ok {
+			t.Errorf("%q: %v", tc.names, err)
+		}
+	}
+}
+
+// TestWatchedProcessesAreTheSystemsNotOthers: the watched processes' CPU
+// is summed from /proc (this process and other names left out), and the
+// summary takes it out of "other processes".
+func TestWatchedProcessesAreTheSystemsNotOthers(t *testing.T) {
+	dir := t.TempDir()
+	proc := func(pid int, comm string, ticks int) {
+		d := filepath.Join(dir, fmt.Sprint(pid))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(d, "comm"), []byte(comm+"\n"), 0o644)
+		// pid (comm) state ppid ... utime (14th) stime (15th)
+		os.WriteFile(filepath.Join(d, "stat"), []byte(fmt.Sprintf("%d (%s) S 1 1 1 0 -1 0 0 0 0 0 %d %d 0 0 20 0 1 0", pid, comm, ticks, ticks)), 0o644)
+	}
+	proc(10, "nats-server", 100) // 2 s of CPU at 100 ticks/s
+	proc(11, "nats-server", 50)  // 1 s
+	proc(12, "bash", 1000)
+	proc(99, "nats-server", 1000) // this process: never the system's
+	s := &Sampler{names: map[int]string{}, proc: dir, pid: 99}
+	s.Watch([]string{"nats-server"})
+	if got := s.watchedCPU(s.watch); got < 2.99 || got > 3.01 {
+		t.Errorf("watched CPU %.2f s, want 3 (pids 10 and 11)", got)
+	}
+	a := Sample{UnixNs: 0, HostBusy: 0, HostTotal: 20, Process: 0, SUT: 3}
+	b := Sample{UnixNs: 10e9, HostBusy: 10, HostTotal: 40, Process: 2, SUT: 8}
+	sum := Summarize(a, b, 2)
+	// busy 10/20 = 50%; ours 0.2 cores, the system's 0.5: others 50% - 35% = 15%
+	if sum.SUT < 0.49 || sum.SUT > 0.51 || sum.OtherProcesses < 0.14 || sum.OtherProcesses > 0.16 {
+		t.Errorf("summary %+v: want the system's 0.5 cores out of other processes (0.15)", sum)
+	}
+}
