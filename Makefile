@@ -24,7 +24,7 @@ test: deps
 	@scripts/ensure-test-servers.sh
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
-	$(GO) test -race -count=1 ./cpustat/ ./objfactory/ ./receiver/ ./sender/ ./stage/ ./servicerate/ ./diagnose/ ./internal/histo/ ./internal/zmqraw/ ./profiler/ ./tsc/... ./sweep/watch/ ./sweep/agent/
+	$(GO) test -race -count=1 ./cpustat/ ./driver/ ./sweep/discover/ ./objfactory/ ./receiver/ ./sender/ ./stage/ ./servicerate/ ./diagnose/ ./internal/histo/ ./internal/zmqraw/ ./profiler/ ./tsc/... ./sweep/watch/ ./sweep/agent/
 	$(GO) test -count=1 -json ./... | $(GO) run ./scripts/testsummary
 
 # The fast part of make test: vet and the unit tests of every package but
