@@ -25,13 +25,20 @@ const (
 type Sampler struct {
 	mu    sync.Mutex
 	names map[int]string // thread id -> role
-	proc  string         // /proc
+	// base is a registered thread's counters when it was registered: a
+	// locked goroutine runs on an OS thread that may have worked for
+	// earlier runs (Go reuses its threads), and only what it does in its
+	// role counts.
+	base  map[int]Times
+	proc  string // /proc
 	pid   int
 	watch []string // the system under test's process names (Watch)
 }
 
 // New returns a sampler of this process.
-func New() *Sampler { return &Sampler{names: map[int]string{}, proc: "/proc", pid: os.Getpid()} }
+func New() *Sampler {
+	return &Sampler{names: map[int]string{}, base: map[int]Times{}, proc: "/proc", pid: os.Getpid()}
+}
 
 // Register names the calling OS thread (it must be locked to it:
 // runtime.LockOSThread) as role, e.g. "thread0", "lane1", "consumer".
@@ -40,9 +47,25 @@ func (s *Sampler) Register(role string) {
 		return
 	}
 	tid := unix.Gettid()
+	base, _ := s.threadTimes(fmt.Sprintf("%s/%d/task/%d/", s.proc, s.pid, tid))
 	s.mu.Lock()
 	s.names[tid] = role
+	s.base[tid] = base
 	s.mu.Unlock()
+}
+
+// threadTimes reads one thread's counters from its /proc task folder.
+func (s *Sampler) threadTimes(dir string) (Times, error) {
+	sched, err := os.ReadFile(dir + "schedstat")
+	if err != nil {
+		return Times{}, err // exited meanwhile
+	}
+	run, wait, err := parseSchedstat(sched)
+	if err != nil {
+		return Times{}, err
+	}
+	status, _ := os.ReadFile(dir + "status")
+	return Times{CPU: run, Runqueue: wait, Involuntary: parseInvoluntary(status)}, nil
 }
 
 // Times are one thread's (or role's) totals since it started.
@@ -110,20 +133,18 @@ func (s *Sampler) Read() (Sample, error) {
 			continue
 		}
 		dir := fmt.Sprintf("%s/%d/task/%d/", s.proc, s.pid, tid)
-		sched, err := os.ReadFile(dir + "schedstat")
+		now, err := s.threadTimes(dir)
 		if err != nil {
 			continue // exited meanwhile
 		}
-		run, wait, err := parseSchedstat(sched)
-		if err != nil {
-			continue
-		}
-		status, _ := os.ReadFile(dir + "status")
 		name := s.roleOf(tid, dir)
+		base := s.base[tid] // zero unless registered: then, since its registration
 		t := out.Threads[name]
-		t.CPU += run
-		t.Runqueue += wait
-		t.Involuntary += parseInvoluntary(status)
+		t.CPU += max(now.CPU-base.CPU, 0)
+		t.Runqueue += max(now.Runqueue-base.Runqueue, 0)
+		if now.Involuntary >= base.Involuntary {
+			t.Involuntary += now.Involuntary - base.Involuntary
+		}
 		out.Threads[name] = t
 	}
 	return out, nil

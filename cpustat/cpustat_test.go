@@ -123,3 +123,40 @@ func TestSeriesKeepsThreadsThatEnded(t *testing.T) {
 		t.Fatalf("%+v", s.Threads)
 	}
 }
+
+// TestRegisteredThreadCountsFromItsRegistration: a goroutine that locks
+// an OS thread Go used before (here: one that spun 300 ms first) counts
+// only what the thread does in its role, after Register; a summary once
+// showed an emission thread at more cores than its process.
+func TestRegisteredThreadCountsFromItsRegistration(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("per-thread accounting is Linux's")
+	}
+	s := New()
+	a, err := s.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		spin := func(d time.Duration) {
+			for end := time.Now().Add(d); time.Now().Before(end); {
+			}
+		}
+		spin(300 * time.Millisecond) // the thread's earlier life
+		s.Register("thread0")
+		spin(100 * time.Millisecond) // its work in the role
+	}()
+	<-done
+	b, err := s.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := b.Threads["thread0"].CPU - a.Threads["thread0"].CPU
+	if cpu < 0.05 || cpu > 0.2 {
+		t.Errorf("thread0 used %.3f s of CPU in its role, want about 0.1 (not the 0.4 of the thread's life)", cpu)
+	}
+}
