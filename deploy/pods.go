@@ -27,8 +27,7 @@ func (r renderer) agentPod(ro role) podSpec {
 	c.Args = r.agentArgs(ro)
 	c.Ports = containerPorts(ro)
 	c.ReadinessProbe = &probe{TCPSocket: tcpSocketAction{Port: "control"}, PeriodSeconds: 2, InitialDelaySeconds: 1}
-	p := r.pod(ro, c)
-	return p
+	return r.pod(ro, c)
 }
 
 // container is what every container shares: the image, Guaranteed
@@ -73,12 +72,7 @@ func (r renderer) pod(ro role, c container) podSpec {
 // sharing); agents of one role spread when they can. The sweep's own pod
 // only prefers to stay away from the agents.
 func (r renderer) affinity(ro role) *affinity {
-	var others []string
-	for _, o := range []role{roleSender, roleReceiver} {
-		if o != ro {
-			others = append(others, string(o))
-		}
-	}
+	others := map[role][]string{roleSender: {"receiver"}, roleReceiver: {"sender"}, roleSweep: {"sender", "receiver"}}[ro]
 	apart := []podAffinityTerm{r.componentTerm(others...)}
 	if len(r.t.SUTSelector) > 0 {
 		apart = append(apart, podAffinityTerm{LabelSelector: labelSelector{MatchLabels: r.t.SUTSelector}, NamespaceSelector: &labelSelector{}, TopologyKey: "kubernetes.io/hostname"})
@@ -86,20 +80,24 @@ func (r renderer) affinity(ro role) *affinity {
 	a := &affinity{}
 	switch {
 	case ro == roleSweep:
-		apart[0] = r.componentTerm(string(roleSender), string(roleReceiver))
-		for _, term := range apart {
-			a.PodAntiAffinity.Preferred = append(a.PodAntiAffinity.Preferred, weightedPodAffinityTerm{Weight: 50, PodAffinityTerm: term})
-		}
+		a.PodAntiAffinity.Preferred = weighted(apart, 50)
 		return a
 	case r.t.AntiAffinity == "required":
 		a.PodAntiAffinity.Required = apart
 	default:
-		for _, term := range apart {
-			a.PodAntiAffinity.Preferred = append(a.PodAntiAffinity.Preferred, weightedPodAffinityTerm{Weight: 100, PodAffinityTerm: term})
-		}
+		a.PodAntiAffinity.Preferred = weighted(apart, 100)
 	}
-	a.PodAntiAffinity.Preferred = append(a.PodAntiAffinity.Preferred, weightedPodAffinityTerm{Weight: 50, PodAffinityTerm: r.componentTerm(string(ro))})
+	a.PodAntiAffinity.Preferred = append(a.PodAntiAffinity.Preferred, weighted([]podAffinityTerm{r.componentTerm(string(ro))}, 50)...)
 	return a
+}
+
+// weighted makes terms preferences of one weight.
+func weighted(terms []podAffinityTerm, weight int) []weightedPodAffinityTerm {
+	out := make([]weightedPodAffinityTerm, len(terms))
+	for i, t := range terms {
+		out[i] = weightedPodAffinityTerm{Weight: weight, PodAffinityTerm: t}
+	}
+	return out
 }
 
 // componentTerm selects this sweep's pods of the given components.

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"strconv"
@@ -63,28 +64,19 @@ func Render(t Topology, token string, handlers []byte) ([]File, error) {
 		files = append(files, File{Name: name, Mode: mode, Data: []byte(b.String())})
 		return nil
 	}
-	steps := []struct {
-		name string
-		mode uint32
-		objs []any
-	}{
-		{"00-namespace.yaml", 0o644, []any{r.namespace()}},
-		{"01-token-secret.yaml", 0o600, []any{r.secret(token)}},
-		{"10-senders.yaml", 0o644, []any{r.service(roleSender), r.statefulSet(roleSender)}},
-		{"11-receivers.yaml", 0o644, []any{r.service(roleReceiver), r.statefulSet(roleReceiver)}},
-		{"20-sweep.yaml", 0o644, []any{r.runsClaim(), r.job(handlers != nil)}},
+	errs := []error{
+		add("00-namespace.yaml", 0o644, r.namespace()),
+		add("01-token-secret.yaml", 0o600, r.secret(token)),
 	}
 	if handlers != nil {
-		steps = append(steps[:2], append([]struct {
-			name string
-			mode uint32
-			objs []any
-		}{{"02-handlers.yaml", 0o644, []any{r.handlers(handlers)}}}, steps[2:]...)...)
+		errs = append(errs, add("02-handlers.yaml", 0o644, r.handlers(handlers)))
 	}
-	for _, s := range steps {
-		if err := add(s.name, s.mode, s.objs...); err != nil {
-			return nil, err
-		}
+	errs = append(errs,
+		add("10-senders.yaml", 0o644, r.service(roleSender), r.statefulSet(roleSender)),
+		add("11-receivers.yaml", 0o644, r.service(roleReceiver), r.statefulSet(roleReceiver)),
+		add("20-sweep.yaml", 0o644, r.runsClaim(), r.job(handlers != nil)))
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	return files, nil
 }
@@ -183,7 +175,7 @@ func (r renderer) roleOf(ro role) Role {
 // guaranteed is requests = limits in whole CPUs: the Guaranteed QoS class,
 // which the kubelet's static CPU manager gives exclusive CPUs.
 func guaranteed(ro Role) resources {
-	q := map[string]string{"cpu": cpuQuantity(ro.CPUs), "memory": ro.Memory}
+	q := map[string]string{"cpu": strconv.Itoa(ro.CPUs), "memory": ro.Memory}
 	return resources{Requests: q, Limits: maps.Clone(q)}
 }
 

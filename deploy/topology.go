@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -59,6 +58,19 @@ func ParseLabels(s string) (Labels, error) {
 	}
 	return l, nil
 }
+
+// Set makes Labels a flag value (k=v,k2=v2).
+func (l *Labels) Set(s string) error {
+	p, err := ParseLabels(s)
+	if err != nil {
+		return err
+	}
+	*l = p
+	return nil
+}
+
+// Type names the flag value in --help.
+func (l *Labels) Type() string { return "k=v,..." }
 
 func (l Labels) String() string {
 	var parts []string
@@ -178,9 +190,6 @@ func checkLabels(what string, l Labels) []string {
 	}
 	return p
 }
-
-// cpuQuantity is a whole number of CPUs as the API writes it.
-func cpuQuantity(n int) string { return strconv.Itoa(n) }
 
 // SizeWarnings says where a pod has fewer CPUs than the threads it will
 // run busy: each emission thread (or lane) wants a CPU of its own, and

@@ -7,23 +7,77 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
+	"github.com/cloudprofiler-go/cp/driver/embedded"
 )
 
-// embedded starts an in-process NATS server with JetStream on a free
-// loopback port and returns its host:port.
-func embedded(t *testing.T) string {
+// natsServer starts an in-process NATS server with JetStream (package
+// embedded, as cpsweep demo nats runs it) and returns its host:port.
+func natsServer(t *testing.T) string {
 	t.Helper()
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	s, err := embedded.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("the NATS server did not start")
+	t.Cleanup(s.Close)
+	return s.Addr()
+}
+
+// open parses ep and connects its consumer (first: it makes the stream,
+// key or topic) and its producer, both closed when the test ends.
+func open(t *testing.T, ep string) (Consumer, Producer) {
+	t.Helper()
+	e, err := Parse(ep)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Cleanup(s.Shutdown)
-	return strings.TrimPrefix(s.ClientURL(), "nats://")
+	c, err := NewConsumer(e)
+	if err != nil {
+		t.Fatalf("%s: %v", ep, err)
+	}
+	t.Cleanup(c.Close)
+	p, err := NewProducer(e)
+	if err != nil {
+		t.Fatalf("%s: %v", ep, err)
+	}
+	t.Cleanup(p.Close)
+	return c, p
+}
+
+// publishAll publishes n messages (msg(i) makes the i-th), waiting out a
+// full window, and flushes.
+func publishAll(t *testing.T, p Producer, n int, msg func(i int) []byte) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		for {
+			err := p.Publish(msg(i))
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, ErrFull) {
+				t.Fatalf("publish %d: %v", i, err)
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	if err := p.Flush(10 * time.Second); err != nil {
+		t.Fatalf("flush: %v", err)
+	}
+}
+
+// drain reads until 200 ms bring nothing and returns how many came.
+func drain(t *testing.T, c Consumer) int {
+	t.Helper()
+	got := 0
+	for {
+		_, err := c.Next(200 * time.Millisecond)
+		if errors.Is(err, ErrTimeout) {
+			return got
+		}
+		if err != nil {
+			t.Fatalf("after %d messages: %v", got, err)
+		}
+		got++
+	}
 }
 
 func TestParse(t *testing.T) {
@@ -62,7 +116,7 @@ func TestParse(t *testing.T) {
 // bytes, through core NATS and through JetStream (both storages, both
 // acknowledgement modes); the consumer's lag is zero at the end.
 func TestRoundTrip(t *testing.T) {
-	addr := embedded(t)
+	addr := natsServer(t)
 	roundTrip(t, []string{"nats://" + addr + "/cp.core", "jetstream://" + addr + "/cp.js", "jetstream://" + addr + "/cp.mem?storage=memory&ack=explicit"})
 }
 
@@ -71,42 +125,19 @@ func TestRoundTrip(t *testing.T) {
 func roundTrip(t *testing.T, endpoints []string) {
 	t.Helper()
 	for _, ep := range endpoints {
-		e, err := Parse(ep)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := NewConsumer(e)
-		if err != nil {
-			t.Fatalf("%s: %v", ep, err)
-		}
-		p, err := NewProducer(e)
-		if err != nil {
-			t.Fatalf("%s: %v", ep, err)
-		}
+		c, p := open(t, ep)
 		const n = 5000
-		msg := make([]byte, 1000)
-		for i := uint64(0); i < n; i++ {
-			binary.LittleEndian.PutUint64(msg, i)
-			for {
-				err := p.Publish(msg)
-				if err == nil {
-					break
-				}
-				if !errors.Is(err, ErrFull) {
-					t.Fatalf("%s: publish %d: %v", ep, i, err)
-				}
-				time.Sleep(100 * time.Microsecond)
-			}
-		}
-		if err := p.Flush(10 * time.Second); err != nil {
-			t.Fatalf("%s: flush: %v", ep, err)
-		}
+		buf := make([]byte, 1000)
+		publishAll(t, p, n, func(i int) []byte {
+			binary.LittleEndian.PutUint64(buf, uint64(i))
+			return buf
+		})
 		for i := uint64(0); i < n; i++ {
 			b, err := c.Next(5 * time.Second)
 			if err != nil {
 				t.Fatalf("%s: message %d: %v", ep, i, err)
 			}
-			if got := binary.LittleEndian.Uint64(b); got != i || len(b) != len(msg) {
+			if got := binary.LittleEndian.Uint64(b); got != i || len(b) != len(buf) {
 				t.Fatalf("%s: message %d is %d (%d bytes)", ep, i, got, len(b))
 			}
 		}
@@ -116,26 +147,13 @@ func roundTrip(t *testing.T, endpoints []string) {
 		if lag, err := c.Lag(); err != nil || lag != 0 {
 			t.Errorf("%s: lag %d, %v at the end", ep, lag, err)
 		}
-		p.Close()
-		c.Close()
 	}
 }
 
 // TestFullWindowIsBackpressure: with nobody acknowledging fast enough a
 // small window fills and Publish says ErrFull at once instead of blocking.
 func TestFullWindowIsBackpressure(t *testing.T) {
-	addr := embedded(t)
-	e, _ := Parse("jetstream://" + addr + "/cp.full?window=4")
-	c, err := NewConsumer(e) // makes the stream
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	p, err := NewProducer(e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	_, p := open(t, "jetstream://"+natsServer(t)+"/cp.full?window=4")
 	full := 0
 	start := time.Now()
 	for i := 0; i < 10000 && full == 0; i++ {
@@ -156,21 +174,17 @@ func TestFullWindowIsBackpressure(t *testing.T) {
 // TestServerGoneIsAnError: a producer whose server stops gets an error,
 // not a silent drop (the trial is invalid, not a result).
 func TestServerGoneIsAnError(t *testing.T) {
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
+	s, err := embedded.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("no server")
-	}
-	e, _ := Parse("nats://" + strings.TrimPrefix(s.ClientURL(), "nats://") + "/cp.gone")
+	e, _ := Parse("nats://" + s.Addr() + "/cp.gone")
 	p, err := NewProducer(e)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	s.Shutdown()
+	s.Close()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		if err := p.Publish([]byte("x")); err != nil && !errors.Is(err, ErrFull) {
@@ -185,43 +199,15 @@ func TestServerGoneIsAnError(t *testing.T) {
 // consumer that fell behind is loss (counted by sequence downstream),
 // not an error of the broker.
 func TestSlowConsumerIsLossNotFailure(t *testing.T) {
-	addr := embedded(t)
-	e, _ := Parse("nats://" + addr + "/cp.slow")
-	c, err := NewConsumer(e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	p, err := NewProducer(e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	c, p := open(t, "nats://"+natsServer(t)+"/cp.slow")
 	const n = coreChanLen + 5000 // more than the consumer's queue holds, while it does not read
 	msg := make([]byte, 100)
-	for i := 0; i < n; i++ {
-		for p.Publish(msg) != nil {
-			time.Sleep(time.Millisecond)
-		}
-	}
-	if err := p.Flush(5 * time.Second); err != nil {
-		t.Fatal(err)
-	}
+	publishAll(t, p, n, func(int) []byte { return msg })
 	// everything the server sent has reached the consumer's client
 	for deadline := time.Now().Add(5 * time.Second); c.Dropped() == 0 && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
-	got := 0
-	for {
-		_, err := c.Next(200 * time.Millisecond)
-		if errors.Is(err, ErrTimeout) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("after %d messages: %v: a slow consumer's loss reported as a failure", got, err)
-		}
-		got++
-	}
+	got := drain(t, c) // a failure here would be a slow consumer's loss reported as the broker's
 	if got == 0 || got >= n || c.Dropped() == 0 {
 		t.Errorf("received %d of %d with %d dropped: want some dropped and the rest delivered", got, n, c.Dropped())
 	}

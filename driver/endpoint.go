@@ -157,6 +157,10 @@ func (e Endpoint) where() string {
 	return e.Driver + "://" + strings.TrimPrefix(e.Server, "nats://") + "/" + e.Subject
 }
 
+// lagTimeout bounds a lag query: the receiver samples the lag every 100 ms
+// beside its end-of-run checks, which a slow broker must not hold up.
+const lagTimeout = 500 * time.Millisecond
+
 // connectTimeout bounds a connection attempt.
 const connectTimeout = 5 * time.Second
 

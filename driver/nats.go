@@ -11,34 +11,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Producer publishes one sender thread's messages.
-type Producer interface {
-	// Publish hands msg to the client (which copies it) without waiting
-	// for the broker; ErrFull when the in-flight window is full.
-	Publish(msg []byte) error
-	// Flush waits until the broker has everything published (JetStream:
-	// acknowledged), up to timeout.
-	Flush(timeout time.Duration) error
-	// Failed counts publishes the broker refused or never acknowledged.
-	Failed() uint64
-	Close()
-}
-
-// Consumer receives one receiver lane's messages.
-type Consumer interface {
-	// Next returns the next message's bytes (the consumer keeps them valid
-	// until the next call or Close is not promised: copy or use them
-	// before asking for another), waiting up to wait; ErrTimeout if none.
-	Next(wait time.Duration) ([]byte, error)
-	// Lag is the broker's backlog for this consumer: messages stored and
-	// not yet delivered (JetStream), or held by the client (core NATS).
-	Lag() (int64, error)
-	// Dropped counts messages the broker or client discarded for this
-	// consumer (core NATS: a slow consumer's overflow).
-	Dropped() uint64
-	Close()
-}
-
 func connect(e Endpoint, name string) (*nats.Conn, error) {
 	nc, err := nats.Connect(e.Server, nats.Name(name), nats.Timeout(connectTimeout),
 		// a broker gone mid-trial fails the trial; reconnecting would hide it
@@ -49,58 +21,23 @@ func connect(e Endpoint, name string) (*nats.Conn, error) {
 	return nc, nil
 }
 
-// NewProducer connects a producer for e. Its errors, but ErrFull, are
-// *Failure.
-func NewProducer(e Endpoint) (Producer, error) {
-	if e.Driver == Redis || e.Driver == Kafka {
-		var p Producer
-		var err error
-		if e.Driver == Redis {
-			p, err = newRedisProducer(e)
-		} else {
-			p, err = newKafkaProducer(e)
-		}
-		if err != nil {
-			return nil, &Failure{e.where(), err}
-		}
-		return failing{p, e.where()}, nil
-	}
+// newNATSProducer connects a core NATS or a JetStream producer.
+func newNATSProducer(e Endpoint) (Producer, error) {
 	nc, err := connect(e, "cp-sender")
 	if err != nil {
-		return nil, &Failure{e.where(), err}
+		return nil, err
 	}
 	if e.Driver == NATS {
-		return failing{&coreProducer{nc: nc, subject: e.Subject, window: e.Window}, e.where()}, nil
+		return &coreProducer{nc: nc, subject: e.Subject, window: e.Window}, nil
 	}
 	p := &jsProducer{nc: nc, subject: e.Subject, window: e.Window}
 	p.js, err = jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(e.Window+1),
 		jetstream.WithPublishAsyncErrHandler(func(jetstream.JetStream, *nats.Msg, error) { p.failed.Add(1) }))
 	if err != nil {
 		nc.Close()
-		return nil, &Failure{e.where(), fmt.Errorf("jetstream: %w", err)}
+		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	return failing{p, e.where()}, nil
-}
-
-// failing marks a producer's errors (but a full window) as the broker's.
-type failing struct {
-	Producer
-	where string
-}
-
-func (f failing) Publish(msg []byte) error {
-	err := f.Producer.Publish(msg)
-	if err == nil || errors.Is(err, ErrFull) {
-		return err
-	}
-	return &Failure{f.where, err}
-}
-
-func (f failing) Flush(timeout time.Duration) error {
-	if err := f.Producer.Flush(timeout); err != nil {
-		return &Failure{f.where, err}
-	}
-	return nil
+	return p, nil
 }
 
 type coreProducer struct {
@@ -120,7 +57,6 @@ func (p *coreProducer) Publish(msg []byte) error {
 }
 
 func (p *coreProducer) Flush(timeout time.Duration) error { return p.nc.FlushTimeout(timeout) }
-func (p *coreProducer) Failed() uint64                    { return 0 }
 func (p *coreProducer) Close()                            { p.nc.Close() }
 
 type jsProducer struct {
@@ -156,42 +92,12 @@ func (p *jsProducer) Flush(timeout time.Duration) error {
 	return nil
 }
 
-func (p *jsProducer) Failed() uint64 { return p.failed.Load() }
-func (p *jsProducer) Close()         { p.nc.Close() }
+func (p *jsProducer) Close() { p.nc.Close() }
 
-// NewConsumer connects a consumer for e. For JetStream it makes the
-// subject's stream anew (a trial starts with an empty stream; streams
-// named CP_* are the harness's own) and a consumer on it. Its errors, but
-// ErrTimeout, are *Failure.
-func NewConsumer(e Endpoint) (Consumer, error) {
-	c, err := newConsumer(e)
-	if err != nil {
-		return nil, &Failure{e.where(), err}
-	}
-	return failingConsumer{c, e.where()}, nil
-}
-
-// failingConsumer marks a consumer's errors (but a timeout) as the broker's.
-type failingConsumer struct {
-	Consumer
-	where string
-}
-
-func (f failingConsumer) Next(wait time.Duration) ([]byte, error) {
-	b, err := f.Consumer.Next(wait)
-	if err == nil || errors.Is(err, ErrTimeout) {
-		return b, err
-	}
-	return nil, &Failure{f.where, err}
-}
-
-func newConsumer(e Endpoint) (Consumer, error) {
-	switch e.Driver {
-	case Redis:
-		return newRedisConsumer(e)
-	case Kafka:
-		return newKafkaConsumer(e)
-	}
+// newNATSConsumer subscribes (core NATS) or makes the subject's stream
+// anew and a pull consumer on it (JetStream: a trial starts with an empty
+// stream; streams named CP_* are the harness's own).
+func newNATSConsumer(e Endpoint) (Consumer, error) {
 	nc, err := connect(e, "cp-receiver")
 	if err != nil {
 		return nil, err
@@ -224,9 +130,9 @@ type coreConsumer struct {
 	ch  chan *nats.Msg
 }
 
-// coreChanLen bounds the messages the client hands over ahead of the lane
-// (the window bounds their bytes); beyond it, core NATS drops them for a
-// slow consumer, which the sequence checks count as loss.
+// coreChanLen bounds the messages the client hands over ahead of the lane;
+// beyond it, core NATS drops them for a slow consumer, which the sequence
+// checks count as loss.
 const coreChanLen = 1 << 16
 
 // coreSpin is how long the lane polls for the next message before it
@@ -329,7 +235,7 @@ func (c *jsConsumer) Next(wait time.Duration) ([]byte, error) {
 }
 
 func (c *jsConsumer) Lag() (int64, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), lagTimeout)
 	defer cancel()
 	info, err := c.cons.Info(ctx)
 	if err != nil {

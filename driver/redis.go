@@ -135,15 +135,6 @@ func (p *redisProducer) Flush(timeout time.Duration) error {
 	}
 }
 
-func (p *redisProducer) Failed() uint64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.err != nil {
-		return 1
-	}
-	return 0
-}
-
 func (p *redisProducer) Close() {
 	close(p.done)
 	<-p.wrote
@@ -213,7 +204,7 @@ func messageBytes(m redis.XMessage) ([]byte, error) {
 }
 
 func (c *redisConsumer) Lag() (int64, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), lagTimeout)
 	defer cancel()
 	groups, err := c.c.XInfoGroups(ctx, c.key).Result()
 	if err != nil {

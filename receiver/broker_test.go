@@ -4,30 +4,25 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/cloudprofiler-go/cp/driver/embedded"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
 )
 
-// natsServer starts an in-process NATS server with JetStream and returns
-// its host:port.
+// natsServer starts an in-process NATS server with JetStream (package
+// embedded) and returns its host:port.
 func natsServer(t *testing.T) string {
 	t.Helper()
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	s, err := embedded.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("the NATS server did not start")
-	}
-	t.Cleanup(s.Shutdown)
-	return strings.TrimPrefix(s.ClientURL(), "nats://")
+	t.Cleanup(s.Close)
+	return s.Addr()
 }
 
 // TestThroughABroker: a sender publishes into NATS (core and JetStream)

@@ -265,7 +265,7 @@ func (r *Receiver) Run() (*Result, error) {
 			}
 			var src objfactory.Source = laneSource{l.raw}
 			if l.cons != nil {
-				src = brokerSource{l.cons, r.cfg.MaxMessage}
+				src = brokerSource{l.cons, r.cfg.MaxMessage, r.cfg.Clock.Ticks(waitedAfter)}
 			}
 			l.err = l.Run(src, &r.stop, accept)
 		}()

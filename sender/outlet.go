@@ -93,11 +93,8 @@ func (t *thread) openBroker() error {
 // close; the result is the link's Flushed.
 func (s *Sender) flushBrokers(linger time.Duration) {
 	for _, t := range s.threads {
-		if t.prod == nil {
-			continue
-		}
-		if err := t.prod.Flush(linger); err != nil {
-			t.flushErr = err
+		if t.prod != nil {
+			t.flushErr = t.prod.Flush(linger)
 		}
 	}
 }

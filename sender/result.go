@@ -171,10 +171,14 @@ func (r *Result) addThreads(threads []*thread, bucket uint64) (last, measured ui
 		last = max(last, t.lastSend)
 		r.Streams = append(r.Streams, StreamEnd{Thread: t.id, Stream: t.stream, Endpoint: t.endpoint, CPU: t.cpu, Tuples: t.emittedTuples.Load(),
 			Dropped: t.droppedBuckets.Load(), MarkerSent: t.endMarker == nil, LateSlots: t.lateSlots.Load(), P99Lateness: t.precise.Summary().P99})
-		for _, err := range []error{t.err, t.endMarker, t.flushErr} {
-			if err != nil && err != t.flushErr { // the flush is the link's problem below
+		for _, err := range []error{t.err, t.endMarker} {
+			if err != nil {
 				r.Errors = append(r.Errors, err.Error())
 			}
+		}
+		// A failed flush is already the link's problem (below); a broker's
+		// failure among these is also the system's.
+		for _, err := range []error{t.err, t.endMarker, t.flushErr} {
 			if driver.IsFailure(err) {
 				r.SystemFailures = append(r.SystemFailures, err.Error())
 			}

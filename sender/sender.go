@@ -319,15 +319,11 @@ func (s *Sender) flush() {
 		linger = stoppedEndTimeout
 	}
 	s.flushBrokers(linger)
-	brokers := map[*thread]bool{}
-	for _, t := range s.threads {
-		brokers[t] = t.prod != nil
-	}
 	took := s.closeSockets(linger)
 	for _, t := range s.threads {
 		t.link.linger = linger
 		t.link.Flushed = t.link.PeersAtEnd > 0 && took < linger-linger/10
-		if brokers[t] {
+		if driver.IsBroker(t.endpoint) { // the producer's own flush, not the sockets'
 			t.link.Flushed = t.flushErr == nil
 		}
 	}

@@ -2,9 +2,7 @@ package sweep
 
 import (
 	"fmt"
-	"strings"
 
-	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
@@ -81,21 +79,4 @@ func (a *AnswerLatency) Statement() string {
 	}
 	return fmt.Sprintf("latency at %s (intended send to consumed, worst of %d run(s)): p50 %s, p99 %s, %s (%s)",
 		numfmt.Rate(a.Rate), a.Runs, numfmt.Ns(float64(a.P50Ns)), numfmt.Ns(float64(a.P99Ns)), bound, a.Clock)
-}
-
-// brokerOf is the driver of the broker the trial's data went through ("":
-// none), from the receivers' lane endpoints.
-func brokerOf(o *Outcome) string {
-	for _, r := range o.Receivers {
-		if r == nil {
-			continue
-		}
-		for _, l := range r.Lanes {
-			if driver.IsBroker(l.Endpoint) {
-				scheme, _, _ := strings.Cut(l.Endpoint, "://")
-				return scheme
-			}
-		}
-	}
-	return ""
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -46,8 +46,12 @@ deployment's (docs/brokers.md).`,
 			if storage != "file" && storage != "memory" {
 				return fmt.Errorf("--storage %q: file or memory", storage)
 			}
-			if slices.Contains(args, "--sut") || slices.Contains(args, "--sender") || slices.Contains(args, "--senders-from") {
-				return errors.New("the demo gives --sut and starts the agents itself: leave --sut, --sender and --senders-from out")
+			_, set, err := parseSweepFlags(args, []string{"sut", "sender", "senders-from"})
+			if err != nil {
+				return err
+			}
+			if len(set) > 0 {
+				return fmt.Errorf("the demo gives --sut and starts the agents itself: leave %s out", strings.Join(set, ", "))
 			}
 			self, err := os.Executable()
 			if err != nil {

@@ -32,7 +32,6 @@ func kubernetesCommand(code *int) *cobra.Command {
 	t := deploy.Default()
 	var out, topologyFile, tokenFile, profileFile string
 	var force bool
-	selectors := map[string]*string{"sender-node-selector": new(string), "receiver-node-selector": new(string), "sweep-node-selector": new(string), "sut-selector": new(string)}
 	cmd := &cobra.Command{
 		Use:   "kubernetes [flags] [-- sweep flags]",
 		Short: "Write Kubernetes manifests: agents as StatefulSets, the token as a Secret, the sweep as a Job",
@@ -56,7 +55,7 @@ waits --hold for kubectl cp. docs/kubernetes.md has the whole walk.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cmd.SilenceUsage = true
 			*code = sweep.ExitInvalidPlan
-			if err := readTopology(cmd.Flags(), &t, topologyFile, selectors); err != nil {
+			if err := readTopology(cmd.Flags(), &t, topologyFile); err != nil {
 				return err
 			}
 			if len(args) > 0 {
@@ -89,7 +88,7 @@ waits --hold for kubectl cp. docs/kubernetes.md has the whole walk.`,
 			return nil
 		},
 	}
-	registerDeploy(cmd.Flags(), &t, &deployFiles{&out, &topologyFile, &tokenFile, &profileFile, &force}, selectors)
+	registerDeploy(cmd.Flags(), &t, &deployFiles{&out, &topologyFile, &tokenFile, &profileFile, &force})
 	return cmd
 }
 
@@ -99,7 +98,7 @@ type deployFiles struct {
 	force                         *bool
 }
 
-func registerDeploy(f *pflag.FlagSet, t *deploy.Topology, d *deployFiles, selectors map[string]*string) {
+func registerDeploy(f *pflag.FlagSet, t *deploy.Topology, d *deployFiles) {
 	f.StringVarP(d.out, "out", "o", "k8s", "write the manifests into this folder")
 	f.BoolVar(d.force, "force", false, "replace manifests already in --out (the token too)")
 	f.StringVar(d.topology, "topology", "", "read the topology from this YAML file instead of the flags below (docs/kubernetes.md)")
@@ -118,14 +117,10 @@ func registerDeploy(f *pflag.FlagSet, t *deploy.Topology, d *deployFiles, select
 	f.StringVar(&t.Senders.Memory, "sender-memory", t.Senders.Memory, "memory per sender pod")
 	f.StringVar(&t.Receivers.Memory, "receiver-memory", t.Receivers.Memory, "memory per receiver pod")
 	f.StringVar(&t.Sweep.Memory, "sweep-memory", t.Sweep.Memory, "memory of the sweep's pod")
-	for name, p := range selectors {
-		f.StringVar(p, name, "", map[string]string{
-			"sender-node-selector":   "sender pods only on nodes with these labels (k=v,k2=v2)",
-			"receiver-node-selector": "receiver pods only on nodes with these labels",
-			"sweep-node-selector":    "the sweep's pod only on nodes with these labels",
-			"sut-selector":           "labels of the system under test's pods (any namespace): the agents keep off their nodes",
-		}[name])
-	}
+	f.Var(&t.Senders.NodeSelector, "sender-node-selector", "sender pods only on nodes with these labels (k=v,k2=v2)")
+	f.Var(&t.Receivers.NodeSelector, "receiver-node-selector", "receiver pods only on nodes with these labels")
+	f.Var(&t.Sweep.NodeSelector, "sweep-node-selector", "the sweep's pod only on nodes with these labels")
+	f.Var(&t.SUTSelector, "sut-selector", "labels of the system under test's pods (any namespace): the agents keep off their nodes")
 	f.IntVar(&t.Lanes, "lanes", t.Lanes, "lanes per receiver agent")
 	f.StringVar(&t.AntiAffinity, "anti-affinity", t.AntiAffinity, "required: senders, receivers and the system under test never share a node (pods wait for enough nodes); preferred: apart when the scheduler can")
 	f.BoolVar(&t.HostNetwork, "host-network", false, "agents on the nodes' network (no pod overlay in the path or the clock probes; ports must be free on the nodes; docs/kubernetes.md)")
@@ -133,31 +128,23 @@ func registerDeploy(f *pflag.FlagSet, t *deploy.Topology, d *deployFiles, select
 	f.DurationVar(&t.Hold, "hold", t.Hold, "the sweep's pod waits this long after the sweep, so that kubectl cp can copy the runs out")
 }
 
-// readTopology applies --topology or the flags (not both) to t.
-func readTopology(f *pflag.FlagSet, t *deploy.Topology, file string, selectors map[string]*string) error {
-	if file != "" {
-		for _, name := range topologyFlags {
-			if f.Changed(name) {
-				return fmt.Errorf("--%s and --topology: give the topology in the file or as flags, not both", name)
-			}
-		}
-		b, err := readfile.Limited(file, 1<<20)
-		if err != nil {
-			return fmt.Errorf("read topology: %w", err)
-		}
-		if *t, err = deploy.ParseTopology(b); err != nil {
-			return fmt.Errorf("%s: %w", file, err)
-		}
-		return nil
+// readTopology reads --topology into t; the flags, written into t as
+// they were parsed, may not be given with it.
+func readTopology(f *pflag.FlagSet, t *deploy.Topology, file string) error {
+	if file == "" {
+		return nil // the flags wrote it
 	}
-	into := map[string]*deploy.Labels{"sender-node-selector": &t.Senders.NodeSelector, "receiver-node-selector": &t.Receivers.NodeSelector,
-		"sweep-node-selector": &t.Sweep.NodeSelector, "sut-selector": &t.SUTSelector}
-	for name, s := range selectors {
-		l, err := deploy.ParseLabels(*s)
-		if err != nil {
-			return fmt.Errorf("--%s: %w", name, err)
+	for _, name := range topologyFlags {
+		if f.Changed(name) {
+			return fmt.Errorf("--%s and --topology: give the topology in the file or as flags, not both", name)
 		}
-		*into[name] = l
+	}
+	b, err := readfile.Limited(file, 1<<20)
+	if err != nil {
+		return fmt.Errorf("read topology: %w", err)
+	}
+	if *t, err = deploy.ParseTopology(b); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
 	}
 	return nil
 }
@@ -166,26 +153,37 @@ func readTopology(f *pflag.FlagSet, t *deploy.Topology, file string, selectors m
 // is refused here rather than in a pod; the flags the manifests set are
 // refused too (the token above all: never in an argument).
 func checkSweepArgs(args []string) (sweep.TrialPlan, error) {
-	var o options
-	fs := pflag.NewFlagSet("cpsweep", pflag.ContinueOnError)
-	fs.SetOutput(new(strings.Builder))
-	o.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return o.plan, fmt.Errorf("sweep flags after --: %w", err)
-	}
-	if fs.NArg() > 0 {
-		return o.plan, fmt.Errorf("sweep flags after --: %q is not a flag", fs.Arg(0))
-	}
-	var set []string
-	for _, name := range reservedSweepFlags {
-		if fs.Changed(name) {
-			set = append(set, "--"+name)
-		}
+	o, set, err := parseSweepFlags(args, reservedSweepFlags)
+	if err != nil {
+		return o.plan, err
 	}
 	if len(set) > 0 {
 		return o.plan, fmt.Errorf("sweep flags after --: %s are set by the manifests (the token comes from the Secret; use --token-file and --profile of deploy kubernetes)", strings.Join(set, ", "))
 	}
 	return o.plan, nil
+}
+
+// parseSweepFlags parses args (after --) as cpsweep parses its own flags,
+// so that a typo is refused before anything starts, and returns which of
+// reserved were given.
+func parseSweepFlags(args, reserved []string) (*options, []string, error) {
+	o := new(options)
+	fs := pflag.NewFlagSet("cpsweep", pflag.ContinueOnError)
+	fs.SetOutput(new(strings.Builder))
+	o.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return o, nil, fmt.Errorf("sweep flags after --: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return o, nil, fmt.Errorf("sweep flags after --: %q is not a flag", fs.Arg(0))
+	}
+	var set []string
+	for _, name := range reserved {
+		if fs.Changed(name) {
+			set = append(set, "--"+name)
+		}
+	}
+	return o, set, nil
 }
 
 // deploySecrets reads or makes the token, and reads the handlers file.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/sweep"
 	"github.com/cloudprofiler-go/cp/sweep/discover"
 )
@@ -95,23 +94,4 @@ func (d *discovery) resolve(ctx context.Context) (senders, receivers []string, e
 		return nil, nil, err
 	}
 	return senders, receivers, nil
-}
-
-// checkSUT refuses a --sut that is not a broker endpoint, or that comes
-// with agents of the user's own (their receivers name it themselves).
-func checkSUT(sut string, remote, relay bool) error {
-	switch {
-	case sut == "":
-		return nil
-	case !driver.IsBroker(sut):
-		return fmt.Errorf("--sut %q: want a broker endpoint, nats://HOST:PORT/SUBJECT or jetstream://HOST:PORT/SUBJECT (a ZeroMQ system under test is --relay-input)", sut)
-	case remote:
-		return errors.New("--sut starts local agents on it: with agents of your own, start each receiver agent with --connect BROKER-ENDPOINT instead")
-	case relay:
-		return errors.New("--sut and --relay-input: a broker is the whole path, give one")
-	}
-	if _, err := driver.Parse(sut); err != nil {
-		return fmt.Errorf("--sut: %w", err)
-	}
-	return nil
 }

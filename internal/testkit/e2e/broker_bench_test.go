@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
 	"github.com/cloudprofiler-go/cp/scenarios"
 )
 
@@ -105,7 +106,7 @@ func oursNATS(t *testing.T, addr, subject string, bucket, msgs int) (float64, in
 // tuples), ours ÷ NATS's own client, interleaved, medians of repeats().
 func TestBenchBrokerVsNative(t *testing.T) {
 	benchOnly(t)
-	addr, _ := natsServer(t)
+	addr, _ := realserver.NATS(t)
 	for _, tc := range []struct{ bucket, msgs int }{{100, 50_000}, {1, 300_000}} {
 		size := msgBytes(t, tc.bucket)
 		var native, ours []float64
@@ -175,7 +176,7 @@ func redisBenchmarkXADD(t *testing.T, port string, size, n int) float64 {
 // connection each, interleaved, medians of repeats().
 func TestBenchRedisVsNative(t *testing.T) {
 	benchOnly(t)
-	addr, _ := redisServer(t)
+	addr, _ := realserver.Redis(t)
 	_, port, _ := net.SplitHostPort(addr)
 	rc := redis.NewClient(&redis.Options{Addr: addr})
 	defer rc.Close()

@@ -2,10 +2,7 @@ package e2e
 
 import (
 	"context"
-	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,43 +11,15 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
 	"github.com/cloudprofiler-go/cp/sweep"
 )
-
-// natsServer starts Debian's nats-server with JetStream on a free loopback
-// port, its store in a temporary folder; it is killed when the test ends
-// (or earlier, by the returned stop).
-func natsServer(t *testing.T) (addr string, stop func()) {
-	t.Helper()
-	bin, err := exec.LookPath("nats-server")
-	if err != nil {
-		skipOrFail(t, "nats-server is not installed (apt-get install nats-server): the broker tests need it")
-	}
-	port := mustPort(t)
-	p, err := Start(bin, "-a", "127.0.0.1", "-p", fmt.Sprint(port), "-js", "-sd", t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop = func() { _ = p.Cmd.Process.Kill(); _ = p.Wait(5 * time.Second) }
-	t.Cleanup(stop)
-	addr = fmt.Sprintf("127.0.0.1:%d", port)
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return addr, stop
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nats-server did not listen on %s:\n%s", addr, p.Stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
 
 // TestSweepThroughNATS: a sweep with --sut runs its local agents through
 // a real NATS server, core and JetStream; every trial passes at low rates,
 // and the receiver's lanes consume their own subjects.
 func TestSweepThroughNATS(t *testing.T) {
-	addr, _ := natsServer(t)
+	addr, _ := realserver.NATS(t)
 	for _, sut := range []string{"nats://" + addr + "/cp.core", "jetstream://" + addr + "/cp.js?storage=file"} {
 		rep, p := runSweep(t, 2*time.Minute, "--sut", sut, "--lanes", "2", "--threads", "2",
 			"--search", "linear", "--from", "20k", "--to", "40k", "--step", "20k", "--duration", "1s", "--warmup", "200ms", "--lateness-floor", "100ms")
@@ -78,7 +47,7 @@ func TestSweepThroughNATS(t *testing.T) {
 // trial invalid and ends the sweep with exit status 8, naming the broker;
 // no rate is reported as failed or passed.
 func TestSweepSaysTheBrokerFailed(t *testing.T) {
-	addr, stop := natsServer(t)
+	addr, stop := realserver.NATS(t)
 	results := t.TempDir()
 	sw, err := Start(filepath.Join(binDir, "cpsweep"), "--sut", "nats://"+addr+"/cp.gone", "--results", results, hostTolerant[0], hostTolerant[1], hostTolerant[2], hostTolerant[3],
 		"--duration", "20s", "--warmup", "0s", "--search", "linear", "--from", "10k", "--to", "10k", "--step", "10k")
@@ -105,37 +74,10 @@ func TestSweepSaysTheBrokerFailed(t *testing.T) {
 	}
 }
 
-// redisServer starts Debian's redis-server on a free loopback port without
-// persistence; stop kills it (so does the test's end).
-func redisServer(t *testing.T) (addr string, stop func()) {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		skipOrFail(t, "redis-server is not installed (apt-get install redis-server): the Redis tests need it")
-	}
-	port := mustPort(t)
-	p, err := Start(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop = func() { _ = p.Cmd.Process.Kill(); _ = p.Wait(5 * time.Second) }
-	t.Cleanup(stop)
-	addr = fmt.Sprintf("127.0.0.1:%d", port)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return addr, stop
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redis-server did not listen on %s", addr)
-		}
-	}
-}
-
 // TestSweepThroughRedis: the same sweep through Redis Streams, two lanes
 // on keys of their own, acknowledged reads.
 func TestSweepThroughRedis(t *testing.T) {
-	addr, _ := redisServer(t)
+	addr, _ := realserver.Redis(t)
 	rep, p := runSweep(t, 2*time.Minute, "--sut", "redis://"+addr+"/cp?ack=explicit", "--lanes", "2", "--threads", "2",
 		"--search", "linear", "--from", "20k", "--to", "40k", "--step", "20k", "--duration", "1s", "--warmup", "200ms", "--lateness-floor", "100ms")
 	if len(rep.Result.Trials) != 2 || !rep.Result.Trials[0].Verdict.Pass || !rep.Result.Trials[1].Verdict.Pass {
@@ -154,7 +96,7 @@ func TestSweepThroughRedis(t *testing.T) {
 // entries: the trial fails delivery with the missing count, it is not a
 // broker failure.
 func TestRedisFullStreamIsLoss(t *testing.T) {
-	addr, _ := redisServer(t)
+	addr, _ := realserver.Redis(t)
 	rep, p := runSweepAllowing(t, 2*time.Minute, []int{sweep.ExitNoRatePassed}, "--sut", "redis://"+addr+"/cp?maxlen=100", "--work", "20us",
 		"--search", "linear", "--from", "200k", "--to", "200k", "--step", "10k", "--duration", "2s", "--warmup", "200ms", "--lateness-floor", "1s")
 	if len(rep.Result.Trials) != 1 || rep.Result.Trials[0].Verdict.Pass {
@@ -169,7 +111,7 @@ func TestRedisFullStreamIsLoss(t *testing.T) {
 // mid-trial (an operator's mistake, a failover) makes the trial invalid
 // and the sweep end with exit 8, naming the broker.
 func TestRedisGroupDeletedIsSystemFailure(t *testing.T) {
-	addr, _ := redisServer(t)
+	addr, _ := realserver.Redis(t)
 	sw, err := Start(filepath.Join(binDir, "cpsweep"), "--sut", "redis://"+addr+"/cp", "--results", t.TempDir(), hostTolerant[0], hostTolerant[1], hostTolerant[2], hostTolerant[3],
 		"--duration", "20s", "--warmup", "0s", "--search", "linear", "--from", "10k", "--to", "10k", "--step", "10k")
 	if err != nil {

@@ -103,7 +103,9 @@ func TestContainersSweptWithDiscovery(t *testing.T) {
 	if err := os.Mkdir(runs, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	os.Chmod(runs, 0o777) // the containers run as the manifests' user
+	if err := os.Chmod(runs, 0o777); err != nil { // the containers run as the manifests' user
+		t.Fatal(err)
+	}
 	if out, code := deployRun(t, "--out", k8s, "--image", image, "--sender-count", "2", "--token-file", token, "--hold", "1s", "--",
 		"--json", "--search", "linear", "--from", "20k", "--to", "40k", "--step", "20k", "--duration", "1s", "--warmup", "200ms",
 		"--lateness-floor", "100ms", "--discover-timeout", "30s", hostTolerant[0], hostTolerant[1], hostTolerant[2], hostTolerant[3]); code != 0 {

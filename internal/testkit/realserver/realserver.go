@@ -1,0 +1,73 @@
+package realserver
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// NATS starts nats-server with JetStream, its store in a temporary folder,
+// and returns its host:port and a stop that kills it (the test's end
+// does too).
+func NATS(t testing.TB) (addr string, stop func()) {
+	t.Helper()
+	return start(t, "nats-server", func(port int, dir string) []string {
+		return []string{"-a", "127.0.0.1", "-p", fmt.Sprint(port), "-js", "-sd", dir}
+	})
+}
+
+// Redis starts redis-server without persistence.
+func Redis(t testing.TB) (addr string, stop func()) {
+	t.Helper()
+	return start(t, "redis-server", func(port int, dir string) []string {
+		return []string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir}
+	})
+}
+
+func start(t testing.TB, name string, args func(port int, dir string) []string) (string, func()) {
+	t.Helper()
+	bin, err := exec.LookPath(name)
+	if err != nil {
+		why := fmt.Sprintf("%s is not installed (apt-get install %s; make test installs it)", name, name)
+		if os.Getenv("CP_REQUIRE_ALL") != "" {
+			t.Fatalf("CP_REQUIRE_ALL is set but %s", why)
+		}
+		t.Skip(why)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	var out strings.Builder
+	cmd := exec.Command(bin, args(port, t.TempDir())...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	stop := func() {
+		_ = cmd.Process.Kill()
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	t.Cleanup(stop)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return addr, stop
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not listen on %s:\n%s", name, addr, out.String())
+		}
+	}
+}
