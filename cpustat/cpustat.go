@@ -18,7 +18,15 @@ const (
 	ZMQIO     = "zmq-io"     // libzmq's I/O threads (ZMQbg/IO/N), summed
 	ZMQReaper = "zmq-reaper" // libzmq's reaper (ZMQbg/Reaper)
 	Other     = "other"      // the Go runtime and every other thread, summed
+	// Profiler is the profiler's compression and writing workers, summed:
+	// they name their threads ProfilerThread (package profiler), so that
+	// a profiled run shows what its logging costs beside its stages.
+	Profiler = "profiler"
 )
+
+// ProfilerThread is the kernel name (comm) of the profiler's worker
+// threads; at most 15 bytes.
+const ProfilerThread = "cp-profiler"
 
 // Sampler reads the process's threads and the host. Register is called by
 // the hot threads themselves; Read by a sampling goroutine.
@@ -29,7 +37,12 @@ type Sampler struct {
 	// locked goroutine runs on an OS thread that may have worked for
 	// earlier runs (Go reuses its threads), and only what it does in its
 	// role counts.
-	base  map[int]Times
+	base map[int]Times
+	// seen is every thread's role at the latest Read: a thread named after
+	// it started (the profiler's workers name the Go thread they locked,
+	// which may have run other goroutines before) counts in its new role
+	// from the first Read that sees the name, not with its earlier life.
+	seen  map[int]string
 	proc  string // /proc
 	pid   int
 	watch []string // the system under test's process names (Watch)
@@ -127,6 +140,8 @@ func (s *Sampler) Read() (Sample, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	seen := make(map[int]string, len(tasks))
+	defer func() { s.forgetEnded(seen) }()
 	for _, e := range tasks {
 		tid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -138,7 +153,13 @@ func (s *Sampler) Read() (Sample, error) {
 			continue // exited meanwhile
 		}
 		name := s.roleOf(tid, dir)
-		base := s.base[tid] // zero unless registered: then, since its registration
+		if _, registered := s.names[tid]; !registered && s.seen != nil {
+			if prev, ok := s.seen[tid]; ok && prev != name {
+				s.base[tid] = now // renamed since the last Read
+			}
+		}
+		seen[tid] = name
+		base := s.base[tid] // zero unless registered or renamed: then, since
 		t := out.Threads[name]
 		t.CPU += max(now.CPU-base.CPU, 0)
 		t.Runqueue += max(now.Runqueue-base.Runqueue, 0)
@@ -148,6 +169,19 @@ func (s *Sampler) Read() (Sample, error) {
 		out.Threads[name] = t
 	}
 	return out, nil
+}
+
+// forgetEnded keeps the roles of the threads of this Read, and drops the
+// baselines of unregistered threads that ended (s.mu is held).
+func (s *Sampler) forgetEnded(seen map[int]string) {
+	s.seen = seen
+	for tid := range s.base {
+		if _, registered := s.names[tid]; !registered {
+			if _, alive := seen[tid]; !alive {
+				delete(s.base, tid)
+			}
+		}
+	}
 }
 
 // roleOf names a thread: registered, libzmq's by its name, or Other.
@@ -161,6 +195,8 @@ func (s *Sampler) roleOf(tid int, dir string) string {
 		return ZMQIO
 	case strings.HasPrefix(c, "ZMQbg/Reaper"):
 		return ZMQReaper
+	case c == ProfilerThread:
+		return Profiler
 	}
 	return Other
 }
@@ -251,3 +287,25 @@ func Summarize(a, b Sample, cpus int) Summary {
 }
 
 func clamp01(v float64) float64 { return min(max(v, 0), 1) }
+
+// ProfilerCost is what the profiler's own threads (its compression and
+// writing workers, the Profiler role) used over some processes' summaries
+// of one period, summed: cores, and their share of those processes' CPU.
+// ok is false when no summary names them (not profiled, or no per-thread
+// accounting). The logging calls on the stages' threads are inside those
+// stages' CPU, not in it (docs/profiler.md gives their cost per call).
+func ProfilerCost(sums []Summary) (cores, share float64, ok bool) {
+	var process float64
+	for _, s := range sums {
+		process += s.Process
+		for _, th := range s.Threads {
+			if th.Name == Profiler {
+				cores, ok = cores+th.Cores, true
+			}
+		}
+	}
+	if process > 0 {
+		share = cores / process
+	}
+	return cores, share, ok
+}

@@ -1,11 +1,15 @@
 package cpustat
 
 import (
+	"math"
 	"os/exec"
 	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestParsers(t *testing.T) {
@@ -158,5 +162,88 @@ func TestRegisteredThreadCountsFromItsRegistration(t *testing.T) {
 	cpu := b.Threads["thread0"].CPU - a.Threads["thread0"].CPU
 	if cpu < 0.05 || cpu > 0.2 {
 		t.Errorf("thread0 used %.3f s of CPU in its role, want about 0.1 (not the 0.4 of the thread's life)", cpu)
+	}
+}
+
+// TestProfilerThreadsAreTheirOwnRole: a thread named ProfilerThread (as
+// the profiler's workers name theirs) is counted as Profiler, not Other,
+// while it lives, from the first reading that sees the name: a Go thread
+// that ran other goroutines before (here: spun 200 ms) does not bring
+// that earlier life into the role.
+func TestProfilerThreadsAreTheirOwnRole(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("per-thread accounting is Linux's")
+	}
+	s := New()
+	// An earlier test's named thread may remain (Go keeps the main thread
+	// when a goroutine locked to it exits), so the role is read as deltas.
+	p0, err := s.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spin := func(d time.Duration) {
+		for end := time.Now().Add(d); time.Now().Before(end); {
+		}
+	}
+	named, start, spun, read := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // never unlocked: the named thread retires with the goroutine
+		spin(200 * time.Millisecond)
+		name := append([]byte(ProfilerThread), 0)
+		if err := unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&name[0])), 0, 0, 0); err != nil {
+			t.Error(err)
+		}
+		close(named)
+		<-start
+		spin(100 * time.Millisecond)
+		close(spun)
+		<-read
+	}()
+	<-named
+	a, err := s.Read()
+	close(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-spun
+	b, err := s.Read()
+	close(read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := b.Threads[Profiler]; !ok {
+		t.Fatalf("no %s role among %+v", Profiler, b.Threads)
+	}
+	if cpu := b.Threads[Profiler].CPU - a.Threads[Profiler].CPU; cpu < 0.05 || cpu > 0.2 {
+		t.Errorf("the profiler's role used %.3f s, want about 0.1 (threads: %+v)", cpu, b.Threads)
+	}
+	if before := a.Threads[Profiler].CPU - p0.Threads[Profiler].CPU; before > 0.05 {
+		t.Errorf("the role starts with %.3f s of the thread's earlier life", before)
+	}
+}
+
+func TestProfilerCost(t *testing.T) {
+	prof := func(process, cores float64) Summary {
+		return Summary{Process: process, Threads: []ThreadShare{{Name: "thread0", Cores: process - cores}, {Name: Profiler, Cores: cores}}}
+	}
+	cases := []struct {
+		name         string
+		sums         []Summary
+		cores, share float64
+		ok           bool
+	}{
+		{"none", nil, 0, 0, false},
+		{"not profiled", []Summary{{Process: 1, Threads: []ThreadShare{{Name: "thread0", Cores: 1}}}}, 0, 0, false},
+		{"one agent", []Summary{prof(0.5, 0.01)}, 0.01, 0.02, true},
+		{"two agents, summed", []Summary{prof(0.6, 0.012), prof(0.4, 0.008)}, 0.02, 0.02, true},
+		{"idle workers still say they were there", []Summary{prof(0.5, 0)}, 0, 0, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cores, share, ok := ProfilerCost(c.sums)
+			if ok != c.ok || math.Abs(cores-c.cores) > 1e-12 || math.Abs(share-c.share) > 1e-12 {
+				t.Fatalf("got %.4f cores, share %.4f, ok %v; want %.4f, %.4f, %v", cores, share, ok, c.cores, c.share, c.ok)
+			}
+		})
 	}
 }

@@ -3,8 +3,11 @@ package profiler
 import (
 	"fmt"
 	"runtime"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cloudprofiler-go/cp/cpustat"
 )
 
 // backgroundNice is the nice value of the compression workers' threads:
@@ -15,8 +18,10 @@ import (
 // starved worker blocks the logging thread at its next hand-off.
 const backgroundNice = 10
 
-// background locks the calling goroutine to its OS thread and lowers that
-// thread's priority to backgroundNice. At the stages' priority a worker
+// background locks the calling goroutine to its OS thread, names the
+// thread cpustat.ProfilerThread (a run's host accounting then shows the
+// profiler's own CPU next to its stages', and top -H shows who it is) and
+// lowers its priority to backgroundNice. At the stages' priority a worker
 // that woke on a spinning sender's CPU shared it in scheduler slices of
 // milliseconds, and the sender was as late: profiled sweeps failed on p99
 // lateness of 5-126 ms at rates that unprofiled ones passed. The goroutine
@@ -24,8 +29,12 @@ const backgroundNice = 10
 // than hand its priority to other goroutines.
 func background() error {
 	runtime.LockOSThread()
+	_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&threadName[0])), 0, 0, 0)
 	if err := unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), backgroundNice); err != nil {
 		return fmt.Errorf("lower the thread's priority to nice %d: %w", backgroundNice, err)
 	}
 	return nil
 }
+
+// threadName is cpustat.ProfilerThread as the C string prctl reads.
+var threadName = append([]byte(cpustat.ProfilerThread), 0)

@@ -9,14 +9,27 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cloudprofiler-go/cp/cpustat"
 )
+
+// threadComm is a thread's kernel name.
+func threadComm(t *testing.T, tid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/comm", tid))
+	if err != nil {
+		t.Error(err)
+	}
+	return strings.TrimSpace(string(b))
+}
 
 // background lowers only its own thread: the goroutine's thread has nice
 // backgroundNice and the test's own thread keeps its nice value.
 func TestBackgroundLowersOnlyItsThread(t *testing.T) {
 	before := mustNice(t, unix.Gettid())
+	callerName := threadComm(t, unix.Gettid())
 	type res struct {
 		nice int
+		name string
 		err  error
 	}
 	ch := make(chan res)
@@ -26,7 +39,7 @@ func TestBackgroundLowersOnlyItsThread(t *testing.T) {
 		if !ok {
 			n = -100
 		}
-		ch <- res{n, err}
+		ch <- res{n, threadComm(t, unix.Gettid()), err}
 	}()
 	r := <-ch
 	if r.err != nil {
@@ -35,8 +48,14 @@ func TestBackgroundLowersOnlyItsThread(t *testing.T) {
 	if r.nice != backgroundNice {
 		t.Fatalf("background thread nice %d, want %d", r.nice, backgroundNice)
 	}
+	if r.name != cpustat.ProfilerThread {
+		t.Fatalf("background thread is named %q, want %q (the host accounting finds the profiler's CPU by it)", r.name, cpustat.ProfilerThread)
+	}
 	if got := mustNice(t, unix.Gettid()); got != before {
 		t.Fatalf("the caller's thread went from nice %d to %d", before, got)
+	}
+	if got := threadComm(t, unix.Gettid()); got != callerName {
+		t.Fatalf("the caller's thread was renamed from %q to %q", callerName, got)
 	}
 }
 

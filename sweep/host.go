@@ -104,6 +104,9 @@ func hostLine(t Trial) string {
 		}
 		parts = append(parts, p)
 	}
+	if cores, share, ok := t.ProfilerCost(); ok {
+		parts = append(parts, fmt.Sprintf("the profiler's threads %.3f cores (%.1f%% of the agents' CPU)", cores, 100*share))
+	}
 	return "host: " + strings.Join(parts, " | ")
 }
 
@@ -192,4 +195,14 @@ func (m machineNames) host(info protocol.AgentInfo) string {
 	}
 	m[info.Machine] = info.Host
 	return info.Host
+}
+
+// ProfilerCost is what the profiler's own threads used over the trial,
+// summed over its agents (cpustat.ProfilerCost).
+func (t Trial) ProfilerCost() (cores, share float64, ok bool) {
+	sums := make([]cpustat.Summary, len(t.Hosts))
+	for i, h := range t.Hosts {
+		sums[i] = h.Summary
+	}
+	return cpustat.ProfilerCost(sums)
 }

@@ -182,9 +182,17 @@ func profiledLine(res *Result, profiledSearch bool) string {
 	if t == nil {
 		return ""
 	}
-	at := numfmt.Rate(t.Rate)
+	var notes []string
 	if res.LastPass > 0 {
-		at += fmt.Sprintf(" (%.0f%% of the answer)", 100*t.Rate/res.LastPass)
+		notes = append(notes, fmt.Sprintf("%.0f%% of the answer", 100*t.Rate/res.LastPass))
+	}
+	if cores, share, ok := t.ProfilerCost(); ok {
+		// Next to the verdict: what the profile cost is part of judging it.
+		notes = append(notes, fmt.Sprintf("the profiler's threads used %.3f cores, %.1f%% of the agents' CPU", cores, 100*share))
+	}
+	at := numfmt.Rate(t.Rate)
+	if len(notes) > 0 {
+		at += " (" + strings.Join(notes, "; ") + ")"
 	}
 	switch {
 	case t.Verdict.Pass:

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/internal/histo"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/sender"
@@ -123,6 +124,11 @@ func TestProfiledLineSaysWhatTheVerdictMeans(t *testing.T) {
 		{"no profiled trial", []Trial{{Purpose: "confirm", Rate: 1e6, Verdict: pass}}, nil, false},
 		{"passed", []Trial{{Purpose: "profile", Rate: 9e5, Verdict: pass}},
 			[]string{"profiled trial at 900.0 k/s (90% of the answer) passed", "profiles/"}, false},
+		{"passed, with the profiler's threads accounted", []Trial{{Purpose: "profile", Rate: 9e5, Verdict: pass, Hosts: []AgentHost{
+			{Node: "sender0", Summary: cpustat.Summary{Process: 0.6, Threads: []cpustat.ThreadShare{{Name: "thread0", Cores: 0.5}, {Name: cpustat.Profiler, Cores: 0.012}}}},
+			{Node: "receiver0", Summary: cpustat.Summary{Process: 0.4, Threads: []cpustat.ThreadShare{{Name: cpustat.Profiler, Cores: 0.008}}}},
+		}}},
+			[]string{"(90% of the answer; the profiler's threads used 0.020 cores, 2.0% of the agents' CPU) passed"}, false},
 		{"failed below the answer", []Trial{{Purpose: "profile", Rate: 9e5, Verdict: fail}},
 			[]string{"FAILED (lateness: p99 lateness 7.1ms > bound 5ms)", "the answer stands", "queueing", "headroom", "run the sweep again"}, false},
 		{"failed above the answer", []Trial{{Purpose: "profile", Rate: 2e6, Verdict: fail}},

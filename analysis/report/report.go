@@ -228,6 +228,9 @@ func trialRows(d *rundir.Dir) []trialRow {
 		for _, h := range t.Hosts {
 			hosts = append(hosts, fmt.Sprintf("%s %.2f cores; host busy %.0f%%, steal %.1f%%, others %.0f%%", h.Node, h.Process, 100*h.HostBusy, 100*h.HostSteal, 100*h.OtherProcesses))
 		}
+		if cores, share, ok := t.ProfilerCost(); ok {
+			hosts = append(hosts, fmt.Sprintf("the profiler's threads %.3f cores (%.1f%% of the agents' CPU)", cores, 100*share))
+		}
 		r.Host = strings.Join(hosts, " · ")
 		if o, err := d.Outcome(t.N); err == nil {
 			if len(o.Outcome.Senders) > 0 {

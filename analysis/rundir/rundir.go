@@ -113,6 +113,16 @@ type TrialRecord struct {
 	} `json:"hosts"`
 }
 
+// ProfilerCost is what the profiler's own threads used over the trial,
+// summed over its agents (cpustat.ProfilerCost).
+func (t TrialRecord) ProfilerCost() (cores, share float64, ok bool) {
+	sums := make([]cpustat.Summary, len(t.Hosts))
+	for i, h := range t.Hosts {
+		sums[i] = h.Summary
+	}
+	return cpustat.ProfilerCost(sums)
+}
+
 // Explanations are the diagnosis's and the service rates' answers to what
 // limits the run (analysis.Agree adds the activity graph's): the stage the
 // diagnosis named for the first failing trial above the answer, and the

@@ -118,6 +118,18 @@ func TestSweepWithInProcessAgents(t *testing.T) {
 	if p := res.Trials[2]; p.Purpose != "profile" || p.Rate != 2000 || !p.Verdict.Pass {
 		t.Errorf("profiled trial %+v", p)
 	}
+	// The profiled trial says what the profiler's own threads used; the
+	// unprofiled trials have none.
+	if runtime.GOOS == "linux" {
+		for _, tr := range res.Trials {
+			if _, _, ok := tr.ProfilerCost(); ok != (tr.Purpose == "profile") {
+				t.Errorf("trial %d (%s): profiler threads accounted: %v", tr.N, tr.Purpose, ok)
+			}
+		}
+		if !strings.Contains(log.String(), "| the profiler's threads ") {
+			t.Errorf("the profiled trial's line does not say what the profiler cost:\n%s", log.String())
+		}
+	}
 	for _, tr := range res.Trials {
 		if tr.Achieved < 0.9*tr.Rate || tr.Achieved > 1.1*tr.Rate {
 			t.Errorf("trial %d at %.0f achieved %.0f", tr.N, tr.Rate, tr.Achieved)
