@@ -69,6 +69,7 @@ bench: build cref
 	CP_BENCH=1 $(GO) test -count=1 -run '^TestBench(StallDetection|BottleneckNaming|SweepNamesItsLimit|AccountingOverhead)$$' -v -timeout 60m ./internal/testkit/e2e/ | grep -E 'STALLS|BOTTLENECK|LIMIT|ACCOUNTING|^(ok|FAIL|---)'
 	CP_BENCH=1 $(GO) test -count=1 -run '^TestBenchSoak$$' -v -timeout 40m ./internal/testkit/e2e/ | grep -E 'SOAK|^(ok|FAIL|---)'
 	CP_BENCH=1 $(GO) test -count=1 -run '^TestBenchAnalyzeScale$$' -v -timeout 20m ./analysis/ | grep -E 'generated|ANALYZE|^(ok|FAIL)'
+	CP_BENCH=1 $(GO) test -count=1 -run '^TestBenchInstructionsPerCall$$' -v -timeout 20m ./profiler/ | grep -E 'INSTRUCTIONS|^(ok|FAIL)'
 
 # The main job on loopback: cpsweep starts local dgsend/dgrecv agents, finds
 # the maximum sustainable throughput, relates the agents' TSCs, runs one
