@@ -82,7 +82,7 @@ type Report struct {
 type PairResult struct {
 	From   string  `json:"from"`
 	To     string  `json:"to"`
-	Groups []Group `json:"groups"` // "same node", "cross node"
+	Groups []Group `json:"groups"` // "same node", "same machine", "cross node"
 	// Tuples seen at one point only: dropped, still in flight at the end,
 	// or not sampled there (XoY/Downsample keep different tuples).
 	OnlyFrom uint64 `json:"only_from"`

@@ -33,6 +33,9 @@ type synth struct {
 	// recvOnC puts receive on a third node c (clock 1.2·(1−150 ppm)·t +
 	// 3e11): emit -> receive is then across two non-reference nodes.
 	recvOnC bool
+	// oneMachine: every node reports one boot id (with scale 1 and offset
+	// 0: one clock).
+	oneMachine bool
 }
 
 func (s synth) clock(node string, t float64) uint64 {
@@ -77,7 +80,11 @@ func (s synth) write(t testing.TB) {
 	for _, start := range []float64{1e9, t0 + s.span() + 0.2e9} {
 		ses := &probing.Session{}
 		for _, n := range names {
-			ses.Nodes = append(ses.Nodes, probing.Node{Name: n, Info: probing.Info{TSCHz: 1e9}})
+			info := probing.Info{TSCHz: 1e9, Machine: "boot-" + n}
+			if s.oneMachine {
+				info.Machine = "boot-a"
+			}
+			ses.Nodes = append(ses.Nodes, probing.Node{Name: n, Info: info})
 		}
 		now := start
 		for _, x := range names {
@@ -217,6 +224,43 @@ func TestSyntheticExactAnswers(t *testing.T) {
 	var sb strings.Builder
 	rep.WriteText(&sb)
 	t.Logf("\n%s", sb.String())
+}
+
+// TestAgentsOnOneMachineShareAClock: when the sender's and the
+// receiver's agents report one boot id, the analysis reads one clock:
+// emit -> receive is exact (no clock error, though the probes bound the
+// relation to tens of µs) and grouped as "same machine".
+func TestAgentsOnOneMachineShareAClock(t *testing.T) {
+	s := synth{n: 5000, scale: 1, offset: 0, dir: t.TempDir(), oneMachine: true}
+	s.write(t)
+	d, err := rundir.Open(s.dir)
+	must(t, err)
+	checked := 0
+	rep, err := Analyze(d, Options{Visit: func(m Match) {
+		if m.From == "emit" && m.To == "receive" {
+			i := -1
+			for k := 0; k < s.n && i < 0; k++ {
+				if tupleID(k) == m.ID {
+					i = k
+				}
+			}
+			if m.ErrorNs != 0 || math.Abs(m.LatencyNs-lat1(i)) > 2 {
+				t.Fatalf("tuple %x: %.0f ± %.0f ns, want exactly %.0f", m.ID, m.LatencyNs, m.ErrorNs, lat1(i))
+			}
+			checked++
+		}
+	}})
+	must(t, err)
+	for _, p := range rep.Pairs {
+		if p.From == "emit" && p.To == "receive" {
+			if len(p.Groups) != 1 || p.Groups[0].Name != "same machine" || p.Groups[0].Error.Max != 0 {
+				t.Fatalf("emit>receive on one machine: %+v", p.Groups)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no emit -> receive matches")
+	}
 }
 
 // TestAcrossNonReferenceNodes: emit on b, receive on c, neither the

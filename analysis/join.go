@@ -181,7 +181,7 @@ func (g *groupAcc) group(name string) Group {
 // reference clock, approximate) at which a match still to come can have
 // been at the first point: what streams the matches in time order.
 func join(fromPoint, toPoint string, from, to []source, tr *translator, lag float64, visit func(Match), mark func(floorNs float64)) (PairResult, uint64, []string) {
-	j := &joiner{res: PairResult{From: fromPoint, To: toPoint}, tr: tr, visit: visit, same: newGroupAcc(), cross: newGroupAcc(), from: from}
+	j := &joiner{res: PairResult{From: fromPoint, To: toPoint}, tr: tr, visit: visit, same: newGroupAcc(), machine: newGroupAcc(), cross: newGroupAcc(), from: from}
 	lagTicks := lag * tr.hz / 1e9
 	var cursors []*cursor
 	nFrom := len(from)
@@ -281,13 +281,15 @@ func (j *joiner) floor(from []*cursor, active []*fifo) float64 {
 
 // joiner is one pair's join in progress.
 type joiner struct {
-	res         PairResult
-	tr          *translator
-	visit       func(Match)
-	same, cross *groupAcc
-	from        []source
-	pending     int    // tuples waiting in every stream
-	overflow    string // why the join stopped early, if it did
+	res   PairResult
+	tr    *translator
+	visit func(Match)
+	// same: both points on one node; machine: on two nodes of one machine
+	// (one clock, no clock error); cross: on two machines.
+	same, machine, cross *groupAcc
+	from                 []source
+	pending              int    // tuples waiting in every stream
+	overflow             string // why the join stopped early, if it did
 }
 
 // match pairs a record of the second point with the pending record of
@@ -314,6 +316,8 @@ func (j *joiner) match(st *fifo, rec profiler.Record, node int, channel string) 
 	g := j.cross
 	if int(p.node) == node {
 		g = j.same
+	} else if j.tr.sameClock(int(p.node), node) {
+		g = j.machine
 	}
 	v := j.tr.ns(d.Value)
 	if v < 0 {
@@ -345,6 +349,9 @@ func (j *joiner) finish(cursors []*cursor) []string {
 	}
 	if j.same.lat.Summary().Count > 0 || j.same.err.Summary().Count > 0 {
 		j.res.Groups = append(j.res.Groups, j.same.group("same node"))
+	}
+	if j.machine.lat.Summary().Count > 0 {
+		j.res.Groups = append(j.res.Groups, j.machine.group("same machine"))
 	}
 	if j.cross.lat.Summary().Count > 0 {
 		j.res.Groups = append(j.res.Groups, j.cross.group("cross node"))

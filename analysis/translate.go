@@ -19,11 +19,16 @@ type translator struct {
 	rf        *probing.RelationFile
 	names     []string
 	index     map[string]int
-	isRef     []bool
-	lin       []*tsc.LinearRelation // node -> reference
-	paper     []*tsc.PaperRelation
-	between   [][]*tsc.LinearRelation // [to][from]: from's ticks into to's (non-reference pairs)
-	problems  []string
+	// isRef marks the reference and every node on its clock: agents on one
+	// machine read one TSC (the same boot id, both reading the TSC or both
+	// the monotonic fallback), so their ticks are the reference's, exactly.
+	isRef []bool
+	// clock numbers the nodes' clocks: equal for nodes on one machine.
+	clock    []int
+	lin      []*tsc.LinearRelation // node -> reference
+	paper    []*tsc.PaperRelation
+	between  [][]*tsc.LinearRelation // [to][from]: from's ticks into to's (non-reference pairs)
+	problems []string
 }
 
 func newTranslator(d *rundir.Dir, nodes []string) (*translator, error) {
@@ -54,8 +59,15 @@ func newTranslator(d *rundir.Dir, nodes []string) (*translator, error) {
 	if t.hz <= 0 {
 		return nil, fmt.Errorf("relation.json: the reference %s has no TSC frequency", rf.Reference)
 	}
+	t.clock = clocks(rf, nodes)
+	ref := -1
 	for i, n := range nodes {
 		if n == rf.Reference {
+			ref = i
+		}
+	}
+	for i, n := range nodes {
+		if n == rf.Reference || (ref >= 0 && t.clock[i] == t.clock[ref]) {
 			t.isRef[i] = true
 			continue
 		}
@@ -82,6 +94,41 @@ func newTranslator(d *rundir.Dir, nodes []string) (*translator, error) {
 		}
 	}
 	return t, nil
+}
+
+// clocks numbers each node's clock: nodes whose agents reported the same
+// machine (boot id) and the same kind of counter (the TSC, or the
+// monotonic fallback) share one; any other node has its own.
+func clocks(rf *probing.RelationFile, nodes []string) []int {
+	type key struct {
+		machine string
+		native  bool
+	}
+	byName := map[string]key{}
+	for _, n := range rf.Nodes {
+		if n.Info.Machine != "" {
+			byName[n.Name] = key{n.Info.Machine, n.Info.Features.Native}
+		}
+	}
+	ids := map[key]int{}
+	out := make([]int, len(nodes))
+	for i, n := range nodes {
+		k, ok := byName[n]
+		if !ok {
+			out[i] = -1 - i // a clock of its own
+			continue
+		}
+		if _, seen := ids[k]; !seen {
+			ids[k] = i
+		}
+		out[i] = ids[k]
+	}
+	return out
+}
+
+// sameClock says whether two nodes read one clock (one machine).
+func (t *translator) sameClock(n1, n2 int) bool {
+	return n1 == n2 || (t.clock != nil && t.clock[n1] == t.clock[n2])
 }
 
 func hzFromConfig(d *rundir.Dir) float64 {
@@ -164,6 +211,9 @@ func (t *translator) duration(n1 int, v1 uint64, n2 int, v2 uint64) (tsc.Bound, 
 	}
 	if t.rf == nil {
 		return tsc.Bound{}, false
+	}
+	if t.sameClock(n1, n2) { // two agents on one machine: one node's ticks
+		return t.duration(n1, v1, n1, v2)
 	}
 	a, ok1 := t.point(n1, v1)
 	b, ok2 := t.point(n2, v2)

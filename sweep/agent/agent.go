@@ -7,14 +7,12 @@ import (
 	"net/http"
 	"os"
 	"runtime"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
-	"github.com/cloudprofiler-go/cp/internal/readfile"
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/tsc"
@@ -123,7 +121,7 @@ func (a *Agent) Info() protocol.AgentInfo {
 	a.mu.Lock()
 	state := a.status.State
 	a.mu.Unlock()
-	return protocol.AgentInfo{Role: a.opts.Role.Name(), Host: host, Machine: bootID(), Cores: runtime.NumCPU(), TSCHz: a.opts.Clock.Hz, TSCNative: tsc.Native,
+	return protocol.AgentInfo{Role: a.opts.Role.Name(), Host: host, Machine: probing.BootID(), Cores: runtime.NumCPU(), TSCHz: a.opts.Clock.Hz, TSCNative: tsc.Native,
 		Version: Version, PID: os.Getpid(), DataEndpoints: a.opts.Endpoints, State: state}
 }
 
@@ -275,13 +273,4 @@ func Serve(ln net.Listener, a *Agent, clock *probing.Client) (*httpapi.Server, e
 		routes = append(routes, clock.Routes()...)
 	}
 	return httpapi.Serve(httpapi.ServerConfig{Name: "agent", Listener: ln, Token: a.opts.Token, Routes: routes, Metrics: a})
-}
-
-// bootID is the running kernel's boot id ("" when unreadable).
-func bootID() string {
-	b, err := readfile.Limited("/proc/sys/kernel/random/boot_id", 128)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
 }

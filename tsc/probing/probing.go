@@ -12,12 +12,14 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
+	"github.com/cloudprofiler-go/cp/internal/readfile"
 	"github.com/cloudprofiler-go/cp/tsc"
 )
 
@@ -29,7 +31,11 @@ const (
 
 // Info describes a TSC client.
 type Info struct {
-	Host     string       `json:"host"`
+	Host string `json:"host"`
+	// Machine is the kernel's boot id (BootID): agents that report the
+	// same one read the same clock, so durations between them need no
+	// relation and have no clock error.
+	Machine  string       `json:"machine,omitempty"`
 	UDP      string       `json:"udp"` // the responder's address
 	TSCHz    float64      `json:"tsc_hz"`
 	Features tsc.Features `json:"features"`
@@ -72,7 +78,7 @@ type Client struct {
 func (c *Client) Info() Info {
 	host, _ := os.Hostname()
 	f, _ := tsc.DetectFeatures()
-	info := Info{Host: host, UDP: c.Responder.Addr(), TSCHz: c.Hz, Features: f}
+	info := Info{Host: host, Machine: BootID(), UDP: c.Responder.Addr(), TSCHz: c.Hz, Features: f}
 	if c.Advertise != "" {
 		info.UDP = c.Advertise
 	}
@@ -258,4 +264,15 @@ func reachable(udp, control string) string {
 		}
 	}
 	return udp
+}
+
+// BootID is the running kernel's boot id, the same in every container
+// (pod) on one machine and new at every boot ("" when unreadable): what
+// says that two processes read one TSC.
+func BootID() string {
+	b, err := readfile.Limited("/proc/sys/kernel/random/boot_id", 128)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
