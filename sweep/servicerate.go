@@ -61,9 +61,9 @@ type NextLimit struct {
 const inconsistentMargin = 0.05
 
 // nextLimit is the smallest pipeline limit of a trial's estimates, checked
-// against the trial (passed or not, at rate) and the highest rate that has
-// passed in the sweep so far (0: none).
-func nextLimit(rates []servicerate.Rate, rate float64, passed bool, highestPass float64) *NextLimit {
+// against the trial (passed or not, at rate), the highest rate that has
+// passed in the sweep so far and the lowest that has failed (0: none).
+func nextLimit(rates []servicerate.Rate, rate float64, passed bool, highestPass, lowestFail float64) *NextLimit {
 	limits := servicerate.Limits(rates)
 	if len(limits) == 0 || rate <= 0 {
 		return nil
@@ -84,6 +84,10 @@ func nextLimit(rates []servicerate.Rate, rate float64, passed bool, highestPass 
 		n.Inconsistent = fmt.Sprintf("%s says %s would limit at %s, but %s passed", n.Method, n.Stage, numfmt.Rate(n.TuplesPerS), numfmt.Rate(sustained))
 	case !passed && n.Headroom > inconsistentMargin:
 		n.Inconsistent = fmt.Sprintf("%s gives %s headroom of %+.0f%% (%s), but this trial failed at %s", n.Method, n.Stage, 100*n.Headroom, numfmt.Rate(n.TuplesPerS), numfmt.Rate(rate))
+	case lowestFail > 0 && n.TuplesPerS > lowestFail*(1+inconsistentMargin):
+		// The stage may well be that fast, but the pipeline's next limit is
+		// not above a rate it already failed at.
+		n.Inconsistent = fmt.Sprintf("%s says %s would limit at %s, but the pipeline failed at %s", n.Method, n.Stage, numfmt.Rate(n.TuplesPerS), numfmt.Rate(lowestFail))
 	}
 	return n
 }
@@ -110,6 +114,17 @@ func nextLimitLine(t Trial) string {
 	}
 	return fmt.Sprintf("next limit: %s at %s (%s%s), headroom %+.0f%% over this trial's rate",
 		n.Stage, numfmt.Rate(n.TuplesPerS), n.Method, other, 100*n.Headroom)
+}
+
+// lowestFail is the lowest rate of a judged failing trial (0: none).
+func lowestFail(trials []Trial) float64 {
+	l := 0.0
+	for _, t := range trials {
+		if !t.Verdict.Pass && t.Judged() && (l == 0 || t.Rate < l) {
+			l = t.Rate
+		}
+	}
+	return l
 }
 
 // highestPass is the highest rate of a judged passing trial (0: none).

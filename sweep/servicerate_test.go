@@ -30,7 +30,7 @@ func TestNextLimitWeighsShares(t *testing.T) {
 		rate("receiver0/consumer", stage.Consumer, servicerate.MethodRaftLib, 100e3, 1000),
 		rate("receiver0/consumer", stage.Consumer, servicerate.MethodBusyTime, 90e3, 1000),
 	}
-	n := nextLimit(rates, 80e3, true, 0)
+	n := nextLimit(rates, 80e3, true, 0, 0)
 	if n == nil || n.Stage != "receiver0/consumer" || n.Method != servicerate.MethodBusyTime || n.TuplesPerS != 90e3 || n.Other != 100e3 {
 		t.Fatalf("next limit %+v, want the consumer's busy_time 90k (raftlib 100k)", n)
 	}
@@ -41,7 +41,7 @@ func TestNextLimitWeighsShares(t *testing.T) {
 		t.Fatal("no progress line")
 	}
 	none := []servicerate.Rate{rate("receiver0/consumer", stage.Consumer, servicerate.MethodRaftLib, 0, 10)}
-	if n := nextLimit(none, 1e3, true, 0); n != nil {
+	if n := nextLimit(none, 1e3, true, 0, 0); n != nil {
 		t.Fatalf("a limit %+v from estimates that did not converge", n)
 	}
 	if l := nextLimitLine(Trial{ServiceRates: none}); l == "" {
@@ -69,7 +69,7 @@ func TestNextLimitContradictedByTheTrials(t *testing.T) {
 		{"below an earlier pass", 7e6, false, 6.875e6, "passed"},
 		{"at the pass, within the margin", 540e3, true, 0, ""},
 	} {
-		n := nextLimit(rates, c.rate, c.passed, c.highestPass)
+		n := nextLimit(rates, c.rate, c.passed, c.highestPass, 0)
 		if (n.Inconsistent == "") != (c.want == "") || !strings.Contains(n.Inconsistent, c.want) {
 			t.Errorf("%s: %+v", c.name, n)
 		}
@@ -79,8 +79,21 @@ func TestNextLimitContradictedByTheTrials(t *testing.T) {
 		}
 	}
 	up := []servicerate.Rate{rate("receiver0/consumer", stage.Consumer, servicerate.MethodBusyTime, 2e6, 1000)}
-	if n := nextLimit(up, 1e6, false, 0); n == nil || !strings.Contains(n.Inconsistent, "failed") {
+	if n := nextLimit(up, 1e6, false, 0, 0); n == nil || !strings.Contains(n.Inconsistent, "failed") {
 		t.Errorf("headroom of +100%% in a failing trial: %+v", n)
+	}
+	// A passing trial's limit far above a rate the pipeline already failed
+	// at (the demo: the consumer "at 661.9 M/s" after a failure at 8 M/s)
+	// is not the pipeline's next limit; one within the margin of it is.
+	fast := []servicerate.Rate{rate("receiver0/consumer", stage.Consumer, servicerate.MethodRaftLib, 661.9e6, 1000),
+		rate("receiver0/consumer", stage.Consumer, servicerate.MethodBusyTime, 0, 1000)}
+	if n := nextLimit(fast, 7.3e6, true, 7.3e6, 8e6); n == nil || !strings.Contains(n.Inconsistent, "the pipeline failed at 8.000 M/s") {
+		t.Errorf("a limit 80x above a failure: %+v", n)
+	}
+	near := []servicerate.Rate{rate("receiver0/consumer", stage.Consumer, servicerate.MethodRaftLib, 8.2e6, 1000),
+		rate("receiver0/consumer", stage.Consumer, servicerate.MethodBusyTime, 0, 1000)}
+	if n := nextLimit(near, 7.3e6, true, 7.3e6, 8e6); n == nil || n.Inconsistent != "" {
+		t.Errorf("a limit within 5%% of the failure: %+v", n)
 	}
 }
 

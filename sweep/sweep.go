@@ -278,7 +278,7 @@ func (rec *recorder) run(ctx context.Context, rate float64, purpose string) (Tri
 	}
 	s.diagnoseTrial(&t)
 	t.ServiceRates = trialRates(t.Outcome)
-	t.NextLimit = nextLimit(t.ServiceRates, rate, t.Verdict.Pass && t.Judged(), highestPass(rec.partial.Trials))
+	t.NextLimit = nextLimit(t.ServiceRates, rate, t.Verdict.Pass && t.Judged(), highestPass(rec.partial.Trials), lowestFail(rec.partial.Trials))
 	rec.partial.Trials = append(rec.partial.Trials, t)
 	s.logf("%s\n", s.trialLine(t))
 	if l := nextLimitLine(t); l != "" {

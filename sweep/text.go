@@ -186,7 +186,8 @@ func profiledLine(res *Result, profiledSearch bool) string {
 	if res.LastPass > 0 {
 		notes = append(notes, fmt.Sprintf("%.0f%% of the answer", 100*t.Rate/res.LastPass))
 	}
-	if cores, share, ok := t.ProfilerCost(); ok {
+	cores, share, costKnown := t.ProfilerCost()
+	if costKnown {
 		// Next to the verdict: what the profile cost is part of judging it.
 		notes = append(notes, fmt.Sprintf("the profiler's threads used %.3f cores, %.1f%% of the agents' CPU", cores, 100*share))
 	}
@@ -202,6 +203,15 @@ func profiledLine(res *Result, profiledSearch bool) string {
 			"  the search ran with the same profile and passed above this rate, so the profile's cost is\n" +
 			"  not the reason: the host was busier than during the search, and the answer may be\n" +
 			"  optimistic (run the sweep again and compare); the logs' latencies include queueing"
+	case res.LastPass > 0 && t.Rate <= res.LastPass && costKnown && 2*share < 1-t.Rate/res.LastPass:
+		// Twice the threads' share: the calls on the stages' threads cost
+		// about as much again (docs/profiler.md, BENCHMARKS.md).
+		return "profiled trial at " + at + " FAILED (" + strings.Join(t.Verdict.Failed(), "; ") + "):\n" +
+			"  the answer stands (the search ran without the profile), but this run did not keep up, so\n" +
+			fmt.Sprintf("  the logs' latencies include queueing. The profile's cost (%.1f%% in its threads, about as much\n", 100*share) +
+			fmt.Sprintf("  again in its calls) is well inside the %.0f%% headroom below the answer, so it is not the likely\n", 100*(1-t.Rate/res.LastPass)) +
+			"  reason: the host was busier than during the search, or the answer is optimistic\n" +
+			"  (run the sweep again and compare)"
 	case res.LastPass > 0 && t.Rate <= res.LastPass:
 		return "profiled trial at " + at + " FAILED (" + strings.Join(t.Verdict.Failed(), "; ") + "):\n" +
 			"  the answer stands (the search ran without the profile), but the pipeline did not keep up\n" +

@@ -129,6 +129,14 @@ func TestProfiledLineSaysWhatTheVerdictMeans(t *testing.T) {
 			{Node: "receiver0", Summary: cpustat.Summary{Process: 0.4, Threads: []cpustat.ThreadShare{{Name: cpustat.Profiler, Cores: 0.008}}}},
 		}}},
 			[]string{"(90% of the answer; the profiler's threads used 0.020 cores, 2.0% of the agents' CPU) passed"}, false},
+		{"failed below the answer, the profile's measured cost well inside the headroom", []Trial{{Purpose: "profile", Rate: 9e5, Verdict: fail, Hosts: []AgentHost{
+			{Node: "sender0", Summary: cpustat.Summary{Process: 1, Threads: []cpustat.ThreadShare{{Name: cpustat.Profiler, Cores: 0.01}}}},
+		}}},
+			[]string{"FAILED (lateness", "the answer stands", "1.0% in its threads", "10% headroom", "not the likely", "busier", "optimistic"}, false},
+		{"failed below the answer, the profile's cost near the headroom", []Trial{{Purpose: "profile", Rate: 9e5, Verdict: fail, Hosts: []AgentHost{
+			{Node: "sender0", Summary: cpustat.Summary{Process: 1, Threads: []cpustat.ThreadShare{{Name: cpustat.Profiler, Cores: 0.06}}}},
+		}}},
+			[]string{"FAILED (lateness", "Either the profile costs", "headroom", "optimistic"}, false},
 		{"failed below the answer", []Trial{{Purpose: "profile", Rate: 9e5, Verdict: fail}},
 			[]string{"FAILED (lateness: p99 lateness 7.1ms > bound 5ms)", "the answer stands", "queueing", "headroom", "run the sweep again"}, false},
 		{"failed above the answer", []Trial{{Purpose: "profile", Rate: 2e6, Verdict: fail}},
