@@ -18,6 +18,11 @@ type Explanation struct {
 	Analysis string `json:"analysis"` // "diagnosis", "service rates", "activity graph"
 	Stage    string `json:"stage"`    // as the analysis names it ("": it named none)
 	Detail   string `json:"detail,omitempty"`
+	// Trial is the trial the analysis read, said for a reader ("the first
+	// failing rate above the answer").
+	Trial string `json:"trial,omitempty"`
+	// AboveAnswer: that trial ran above the answer (an overloaded run).
+	AboveAnswer bool `json:"above_answer,omitempty"`
 }
 
 // Agreement is whether the analyses name the same stage.
@@ -82,14 +87,14 @@ func Agree(ex []Explanation) Agreement {
 		a.Agree = true
 		a.Statement = fmt.Sprintf("the analyses agree: %s (%s)", role(named[0].Stage), strings.Join(each, "; "))
 	default:
-		a.Statement = "the analyses DISAGREE: " + strings.Join(each, "; ") + ". " + disagreement(roles)
+		a.Statement = "the analyses DISAGREE: " + strings.Join(each, "; ") + ". " + disagreement(roles, ex)
 	}
 	return a
 }
 
 // disagreement says what a disagreement between these roles most often
 // means, so that a user does not optimise the wrong stage.
-func disagreement(roles map[string]bool) string {
+func disagreement(roles map[string]bool, ex []Explanation) string {
 	var why []string
 	if roles["host CPU"] {
 		why = append(why, "a host CPU limit has no activity of its own: the graph and the service rates name whichever thread the missing CPU delayed most, so the host's cores are the limit, not that thread")
@@ -97,6 +102,21 @@ func disagreement(roles map[string]bool) string {
 	if roles["transport"] {
 		why = append(why, "the transport's I/O threads log no activities and have no service rate: only the diagnosis sees them")
 	}
-	why = append(why, "each looks at a different trial (the diagnosis at the first failing rate above the answer, the service rates at the answer, the activity graph at the profiled trial below it), so a limit that moves with the rate, or a host that was busier in one of them, splits them; trust the diagnosis at the failing rate, and profile at it (--profile-rate) to see the graph there")
+	var trials []string
+	graphBelow := false
+	for _, e := range ex {
+		if e.Trial != "" {
+			trials = append(trials, e.Analysis+" "+e.Trial)
+		}
+		if e.Analysis == "activity graph" && e.Trial != "" && !e.AboveAnswer {
+			graphBelow = true
+		}
+	}
+	if len(trials) > 0 {
+		why = append(why, "each looks at a different trial ("+strings.Join(trials, ", ")+"), so a limit that moves with the rate, or a host that was busier in one of them, splits them; trust the diagnosis at the failing rate")
+	}
+	if graphBelow {
+		why = append(why, "below the answer the graph's paths run through whatever every tuple crosses; profile at the limit (--profile-at limit) to see the graph of the overloaded run")
+	}
 	return strings.Join(why, "; ")
 }

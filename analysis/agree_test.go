@@ -22,10 +22,21 @@ func TestAgree(t *testing.T) {
 			[]string{"DISAGREE", "diagnosis: host CPU", "a host CPU limit has no activity"}},
 		{"the transport", ex("stream0", "receiver0/consumer", "sender0/thread0"), false, []string{"DISAGREE", "I/O threads log no activities"}},
 		{"one named", ex("none", "", "receiver0/consumer"), false, []string{"nothing to compare"}},
+		{"the graph below the answer is told to look at the limit", []Explanation{
+			{Analysis: "diagnosis", Stage: "consumer", Trial: "at the first failing rate above the answer", AboveAnswer: true},
+			{Analysis: "activity graph", Stage: "sender0/thread0", Trial: "at the profiled trial, 42.00 k/s = 90% of the answer"}}, false,
+			[]string{"DISAGREE", "diagnosis at the first failing rate", "activity graph at the profiled trial, 42.00 k/s = 90%", "--profile-at limit"}},
+		{"the graph at the limit is not told so", []Explanation{
+			{Analysis: "diagnosis", Stage: "consumer", Trial: "at the first failing rate above the answer", AboveAnswer: true},
+			{Analysis: "activity graph", Stage: "sender0/thread0", Trial: "at the profiled trial, 51.00 k/s = 110% of the answer", AboveAnswer: true}}, false,
+			[]string{"DISAGREE", "110% of the answer"}},
 	} {
 		a := Agree(tc.ex)
 		if a.Agree != tc.agree {
 			t.Errorf("%s: agree %v, want %v: %s", tc.name, a.Agree, tc.agree, a.Statement)
+		}
+		if tc.name == "the graph at the limit is not told so" && strings.Contains(a.Statement, "--profile-at limit") {
+			t.Errorf("%s: %q advises profiling at the limit, where it was", tc.name, a.Statement)
 		}
 		for _, w := range tc.wantPhrase {
 			if !strings.Contains(a.Statement, w) {

@@ -112,6 +112,11 @@ type Sweep struct {
 	Profile     *profiler.Handlers
 	ProfileYAML string
 	ProfileAt   float64
+	// ProfileAtLimit runs the profiled trial at the limit instead: the
+	// first failing rate, and at least LimitOverload × the answer, so that
+	// the activity graph sees the overloaded pipeline and names what
+	// limits it (docs/activity.md).
+	ProfileAtLimit bool
 	// ProfileRate, if positive, is the profiled trial's rate instead
 	// (e.g. above the answer, to profile an overloaded run: what limits
 	// it shows in its activity graph).
@@ -238,7 +243,7 @@ func (s *Sweep) begin(agents []protocol.AgentInfo) error {
 	s.report = Report{FormatVersion: rundir.FormatVersion, Name: s.Name, Started: time.Now().UTC(), Plan: s.Ctrl.Plan,
 		Search: s.Search, Agents: agents, Topology: s.Ctrl.AgentsSummary(), Dir: s.Run.Dir}
 	if err := s.Run.WriteJSON("config.json", map[string]any{"plan": s.Ctrl.Plan, "search": s.Search, "agents": agents,
-		"topology": s.report.Topology, "args": s.Args, "profile": s.ProfileYAML, "profile_at": s.ProfileAt, "profile_rate": s.ProfileRate, "profile_search": s.ProfileSearch,
+		"topology": s.report.Topology, "args": s.Args, "profile": s.ProfileYAML, "profile_at": s.ProfileAt, "profile_at_limit": s.ProfileAtLimit, "profile_rate": s.ProfileRate, "profile_search": s.ProfileSearch,
 		"clock": s.Clock}); err != nil {
 		return err
 	}
@@ -392,6 +397,12 @@ func (s *Sweep) runTrial(ctx context.Context, n int, rate float64, purpose strin
 	}
 }
 
+// LimitOverload is the least overload of a profiled trial at the limit
+// (--profile-at limit), over the answer: the first failing rate may lie
+// within the boundary's noise of the answer, where a run is as likely to
+// keep up as not and its graph says little.
+const LimitOverload = 1.1
+
 // profiledTrial runs the profiled trial and collects every agent's logs;
 // it returns why either failed (the sweep's answer stands, but the user
 // asked for the logs, so Execute returns it as an error).
@@ -401,10 +412,14 @@ func (s *Sweep) profiledTrial(ctx context.Context, res *Result, run func(context
 		at = 0.9
 	}
 	rate := res.LastPass * at
-	if s.ProfileRate > 0 {
+	switch {
+	case s.ProfileRate > 0:
 		rate = s.ProfileRate
 		s.logf("profiled trial at %s (--profile-rate)\n", numfmt.Rate(rate))
-	} else {
+	case s.ProfileAtLimit:
+		rate = max(res.FirstFail, LimitOverload*res.LastPass)
+		s.logf("profiled trial at %s, at the limit (the first failing rate, at least %.0f%% of the answer): its activity graph shows what limits the overloaded run\n", numfmt.Rate(rate), 100*LimitOverload)
+	default:
 		s.logf("profiled trial at %s (%.0f%% of the highest passing rate)\n", numfmt.Rate(rate), 100*at)
 	}
 	s.Ctrl.TrialProfile = s.Profile

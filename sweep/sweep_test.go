@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"bytes"
+	"math"
 	"context"
 	"encoding/json"
 	"errors"
@@ -155,5 +156,39 @@ func TestProfileSearch(t *testing.T) {
 		if report.ProfiledSearch != search || strings.Contains(text.String(), "every trial profiled") != search {
 			t.Errorf("search profiled %v: report says %v:\n%s", search, report.ProfiledSearch, text.String())
 		}
+	}
+}
+
+// TestProfiledTrialRate: the profiled trial runs at --profile-at × the
+// answer, at --profile-rate, or at the limit: the first failing rate, and
+// at least LimitOverload × the answer (here nothing failed up to 2 k/s).
+func TestProfiledTrialRate(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		at    float64
+		limit bool
+		rate  float64
+		want  float64
+		log   string
+	}{
+		{"a fraction of the answer", 0.5, false, 0, 1000, "50% of the highest passing rate"},
+		{"a rate", 0.9, false, 1500, 1500, "--profile-rate"},
+		{"the limit", 0.9, true, 0, 2000 * LimitOverload, "at the limit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recv, send := newFake(t, protocol.RoleReceiver, "ok"), newFake(t, protocol.RoleSender, "ok")
+			var log bytes.Buffer
+			s := &Sweep{Ctrl: &Controller{Senders: []*protocol.Client{send.client()}, Receivers: []*protocol.Client{recv.client()}, Plan: testPlan(t), AgentTimeout: time.Second},
+				Search: Search{Method: "linear", Linear: LinearPlan{From: 1000, To: 2000, Step: 1000}}, Name: "at", Results: t.TempDir(), Log: &log,
+				Profile: &profiler.Handlers{Default: profiler.Config{Handler: "buffered", Path: "x.log"}}, ProfileAt: tc.at, ProfileAtLimit: tc.limit, ProfileRate: tc.rate}
+			report, err := s.Execute(context.Background())
+			if err != nil {
+				t.Fatalf("%v\n%s", err, log.String())
+			}
+			last := report.Result.Trials[len(report.Result.Trials)-1]
+			if last.Purpose != "profile" || math.Abs(last.Rate-tc.want) > 1e-6 || !strings.Contains(log.String(), tc.log) {
+				t.Errorf("profiled trial %s at %.0f, want %.0f; log:\n%s", last.Purpose, last.Rate, tc.want, log.String())
+			}
+		})
 	}
 }

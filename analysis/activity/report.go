@@ -9,6 +9,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/analysis"
 	"github.com/cloudprofiler-go/cp/analysis/rundir"
+	"github.com/cloudprofiler-go/cp/internal/numfmt"
 )
 
 // DefaultWindowNs is the analysis's default window: short enough that a
@@ -111,10 +112,17 @@ func (r *Report) AgreementWith(s *rundir.Summary) *analysis.Agreement {
 	if top, ok := r.TopSystem(); ok {
 		graph, graphDetail = top.Worker, fmt.Sprintf("%s %.0f%% of the system's critical paths", top.Kind, 100*top.Value)
 	}
+	graphTrial, above := "at the profiled trial", false
+	for _, t := range s.Result.Trials {
+		if t.Purpose == "profile" && s.Result.LastPass > 0 {
+			above = t.Rate > s.Result.LastPass
+			graphTrial = fmt.Sprintf("at the profiled trial, %s = %.0f%% of the answer", numfmt.Rate(t.Rate), 100*t.Rate/s.Result.LastPass)
+		}
+	}
 	a := analysis.Agree([]analysis.Explanation{
-		{Analysis: "diagnosis", Stage: diag, Detail: s.LimitingEvidence},
-		{Analysis: "service rates", Stage: rates, Detail: rateDetail},
-		{Analysis: "activity graph", Stage: graph, Detail: graphDetail},
+		{Analysis: "diagnosis", Stage: diag, Detail: s.LimitingEvidence, Trial: "at the first failing rate above the answer", AboveAnswer: true},
+		{Analysis: "service rates", Stage: rates, Detail: rateDetail, Trial: "at the answer"},
+		{Analysis: "activity graph", Stage: graph, Detail: graphDetail, Trial: graphTrial, AboveAnswer: above},
 	})
 	return &a
 }

@@ -39,7 +39,7 @@ type options struct {
 	tok                      cli.TokenFlags
 	name                     string
 	resultsDir, profileFile  string
-	profileAt                float64
+	profileAt                cli.ProfileAt
 	profileRate              cli.Rate
 	profileSearch            bool
 	lanes, localSenders      int
@@ -123,7 +123,8 @@ Ctrl-C stops the running trial and keeps every finished one.`,
 func (o *options) register(f *pflag.FlagSet) {
 	p, s := &o.plan, &o.search
 	f.StringVar(&o.profileFile, "profile", "", "after the search, run one profiled trial with these handlers (YAML) on every agent and collect the logs into the run directory")
-	f.Float64Var(&o.profileAt, "profile-at", 0.9, "the profiled trial's rate, as a fraction of the highest passing rate")
+	o.profileAt = cli.ProfileAt{Frac: 0.9}
+	f.Var(&o.profileAt, "profile-at", "the profiled trial's rate, as a fraction of the highest passing rate (latencies at a sustainable rate),\nor limit: the first failing rate, at least 110% of the answer (the activity graph names what limits the run)")
 	f.Var(&o.profileRate, "profile-rate", "the profiled trial's rate instead of --profile-at (e.g. above the answer, to see what limits an overloaded run: cpsweep analyze --pag)")
 	f.BoolVar(&o.profileSearch, "profile-search", false, "profile every trial of the search with --profile too: the answer is the maximum sustainable rate while profiled (compare with a sweep without to measure the profiler's overhead)")
 	f.StringArrayVar(&o.senders, "sender", nil, "sender agent control address host:port (repeat); none: local agents")
@@ -240,7 +241,11 @@ func (o *options) check() (string, *profiler.Handlers, error) {
 			problems = append(problems, err.Error())
 		}
 	}
-	err := sweep.CheckPlan(o.plan, o.search, nSenders, handlers, o.profileAt)
+	at := o.profileAt.Frac
+	if o.profileAt.Limit {
+		at = 1 // a fraction the check accepts: the limit's rate comes from the search
+	}
+	err := sweep.CheckPlan(o.plan, o.search, nSenders, handlers, at)
 	var pe *sweep.PlanError
 	switch {
 	case len(problems) == 0:
@@ -301,7 +306,7 @@ func (o *options) execute(ctx context.Context, code *int) error {
 	}
 	defer closeAgents()
 	s := &sweep.Sweep{Ctrl: ctrl, Name: o.name, Results: o.resultsDir, Log: os.Stderr, Live: cli.IsTerminal(os.Stderr), Args: os.Args, Clock: o.clock,
-		Profile: profile, ProfileYAML: profileYAML, ProfileAt: o.profileAt, ProfileRate: float64(o.profileRate), ProfileSearch: o.profileSearch, RetryAgent: o.retryAgent, Search: o.search, Host: o.host}
+		Profile: profile, ProfileYAML: profileYAML, ProfileAt: o.profileAt.Frac, ProfileAtLimit: o.profileAt.Limit, ProfileRate: float64(o.profileRate), ProfileSearch: o.profileSearch, RetryAgent: o.retryAgent, Search: o.search, Host: o.host}
 	report, err := s.Execute(ctx)
 	if report != nil {
 		if o.jsonOut {

@@ -81,3 +81,29 @@ func TestChoiceFlags(t *testing.T) {
 		t.Error("a thread count of -1 resolved")
 	}
 }
+
+func TestProfileAt(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		frac  float64
+		limit bool
+		ok    bool
+	}{
+		{"limit", 0, true, true},
+		{"0.9", 0.9, false, true},
+		{"1", 1, false, true},
+		{"0", 0, false, false},
+		{"1.5", 0, false, false},
+		{"NaN", 0, false, false},
+		{"fail", 0, false, false},
+	} {
+		var p ProfileAt
+		err := p.Set(tc.in)
+		if (err == nil) != tc.ok || (tc.ok && (p.Frac != tc.frac || p.Limit != tc.limit)) {
+			t.Errorf("%q: %+v, %v", tc.in, p, err)
+		}
+		if tc.ok && p.String() != tc.in {
+			t.Errorf("%q prints as %q", tc.in, p.String())
+		}
+	}
+}

@@ -189,3 +189,34 @@ func (s *Size) String() string {
 
 // Type implements pflag.Value.
 func (s *Size) Type() string { return "size" }
+
+// ProfileAt is cpsweep's --profile-at: a fraction of the answer, or
+// "limit" (the first failing rate: sweep.Sweep.ProfileAtLimit).
+type ProfileAt struct {
+	Frac  float64
+	Limit bool
+}
+
+// Set parses a fraction or "limit".
+func (p *ProfileAt) Set(s string) error {
+	if s == "limit" {
+		p.Frac, p.Limit = 0, true
+		return nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(v > 0 && v <= 1) {
+		return fmt.Errorf("want a fraction of the answer in (0, 1] or \"limit\", got %q", s)
+	}
+	p.Frac, p.Limit = v, false
+	return nil
+}
+
+func (p *ProfileAt) String() string {
+	if p.Limit {
+		return "limit"
+	}
+	return strconv.FormatFloat(p.Frac, 'g', -1, 64)
+}
+
+// Type names the value in --help.
+func (p *ProfileAt) Type() string { return "fraction|limit" }
