@@ -61,8 +61,9 @@ type NextLimit struct {
 const inconsistentMargin = 0.05
 
 // nextLimit is the smallest pipeline limit of a trial's estimates, checked
-// against the trial (passed or not, at rate), the highest rate that has
-// passed in the sweep so far and the lowest that has failed (0: none).
+// against the trial (passed or not, at rate), the highest rate the sweep
+// has sustained so far, this trial included (highestPass), and the lowest
+// that has failed (0: none).
 func nextLimit(rates []servicerate.Rate, rate float64, passed bool, highestPass, lowestFail float64) *NextLimit {
 	limits := servicerate.Limits(rates)
 	if len(limits) == 0 || rate <= 0 {
@@ -76,9 +77,6 @@ func nextLimit(rates []servicerate.Rate, rate float64, passed bool, highestPass,
 		}
 	}
 	sustained := highestPass
-	if passed {
-		sustained = max(sustained, rate)
-	}
 	switch {
 	case sustained > 0 && n.TuplesPerS < sustained*(1-inconsistentMargin):
 		n.Inconsistent = fmt.Sprintf("%s says %s would limit at %s, but %s passed", n.Method, n.Stage, numfmt.Rate(n.TuplesPerS), numfmt.Rate(sustained))
@@ -127,11 +125,20 @@ func lowestFail(trials []Trial) float64 {
 	return l
 }
 
-// highestPass is the highest rate of a judged passing trial (0: none).
+// highestPass is the highest rate that the pipeline sustained: judged
+// trials at it passed, and none failed (0: none). A rate that passed once
+// and failed when the boundary repeated it was not sustained, and a limit
+// below it is no contradiction.
 func highestPass(trials []Trial) float64 {
+	failed := map[float64]bool{}
+	for _, t := range trials {
+		if !t.Verdict.Pass && t.Judged() {
+			failed[t.Rate] = true
+		}
+	}
 	h := 0.0
 	for _, t := range trials {
-		if t.Verdict.Pass && t.Judged() {
+		if t.Verdict.Pass && t.Judged() && !failed[t.Rate] {
 			h = max(h, t.Rate)
 		}
 	}

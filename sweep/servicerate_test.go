@@ -65,9 +65,9 @@ func TestNextLimitContradictedByTheTrials(t *testing.T) {
 		highestPass float64
 		want        string
 	}{
-		{"below the passing trial itself", 6.875e6, true, 0, "passed"},
+		{"below the passing trial itself", 6.875e6, true, 6.875e6, "passed"},
 		{"below an earlier pass", 7e6, false, 6.875e6, "passed"},
-		{"at the pass, within the margin", 540e3, true, 0, ""},
+		{"at the pass, within the margin", 540e3, true, 540e3, ""},
 	} {
 		n := nextLimit(rates, c.rate, c.passed, c.highestPass, 0)
 		if (n.Inconsistent == "") != (c.want == "") || !strings.Contains(n.Inconsistent, c.want) {
@@ -285,5 +285,26 @@ func TestHostCPULimit(t *testing.T) {
 		if (why != "") != c.want {
 			t.Errorf("%s: %q", c.name, why)
 		}
+	}
+}
+
+// A rate that passed once and failed when the boundary repeated it was not
+// sustained: the highest sustained rate is below it (a consumer-bound
+// sweep printed its estimate 47.1 k/s as contradicted by 49.79 k/s, which
+// had passed once and failed twice).
+func TestHighestPassIsSustained(t *testing.T) {
+	pass, fail := Verdict{Pass: true}, Verdict{}
+	trials := []Trial{
+		{Rate: 45076, Purpose: "candidate", Verdict: pass},
+		{Rate: 49791, Purpose: "close", Verdict: pass},
+		{Rate: 50687, Purpose: "close", Verdict: fail},
+		{Rate: 49791, Purpose: "repeat", Verdict: fail},
+		{Rate: 45076, Purpose: "repeat", Verdict: pass},
+	}
+	if got := highestPass(trials); got != 45076 {
+		t.Fatalf("highest sustained %.0f, want 45076", got)
+	}
+	if got := lowestFail(trials); got != 49791 {
+		t.Fatalf("lowest failure %.0f, want 49791", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -283,7 +284,8 @@ func (rec *recorder) run(ctx context.Context, rate float64, purpose string) (Tri
 	}
 	s.diagnoseTrial(&t)
 	t.ServiceRates = trialRates(t.Outcome)
-	t.NextLimit = nextLimit(t.ServiceRates, rate, t.Verdict.Pass && t.Judged(), highestPass(rec.partial.Trials), lowestFail(rec.partial.Trials))
+	sofar := append(slices.Clip(rec.partial.Trials), t)
+	t.NextLimit = nextLimit(t.ServiceRates, rate, t.Verdict.Pass && t.Judged(), highestPass(sofar), lowestFail(rec.partial.Trials))
 	rec.partial.Trials = append(rec.partial.Trials, t)
 	s.logf("%s\n", s.trialLine(t))
 	if l := nextLimitLine(t); l != "" {

@@ -60,6 +60,10 @@ invariants given, into RUNDIR/pag.json and RUNDIR/pag.csv.`,
 			if err := refuseDamaged(d.Problems, partial); err != nil {
 				return err
 			}
+			if !cmd.Flags().Changed("lag") {
+				lag = analysis.LagFor(d) // an overloaded profiled trial queues for longer
+				o.Lag = lag
+			}
 			// The activity graph's pass first: it joins the message pairs,
 			// and the analysis takes those joins instead of reading and
 			// joining the logs a second time.
@@ -88,7 +92,7 @@ invariants given, into RUNDIR/pag.json and RUNDIR/pag.csv.`,
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&pairs, "pair", nil, "join these points FROM,TO (repeat; default: consecutive standard points and end to end)")
-	f.DurationVar(&lag, "lag", analysis.DefaultLag, "the largest latency expected between two points: a tuple later than this counts as missing (memory grows with it)")
+	f.DurationVar(&lag, "lag", analysis.DefaultLag, "the largest latency expected between two points: a tuple later than this counts as missing (memory grows with it);\nwhen the profiled trial was overloaded, its length instead of this default")
 	f.BoolVar(&jsonOut, "json", false, "print the analysis as JSON")
 	f.BoolVar(&partial, "partial", false, "analyse what is intact in a run directory with missing or damaged files (listed in the output) instead of refusing it")
 	f.BoolVar(&pag, "pag", false, "also build the program activity graph: pag.json and pag.csv (docs/activity.md)")

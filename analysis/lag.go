@@ -1,0 +1,43 @@
+package analysis
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/analysis/rundir"
+)
+
+// LagFor is the join's lag for a run directory when the user set none:
+// DefaultLag, unless the profiled trial was overloaded (it ran above the
+// answer, or failed), where tuples queue for as long as the trial ran and
+// a lag of 200 ms leaves every later one unmatched (counted "only at" both
+// points, as if lost). Then the lag is the trial's length (warm-up and
+// window), within what MaxPending holds at the trial's rate (half of it,
+// as the join holds up to two lags).
+func LagFor(d *rundir.Dir) time.Duration {
+	s := d.Summary
+	if s == nil {
+		return DefaultLag
+	}
+	var plan struct {
+		Duration time.Duration `json:"duration_ns"`
+		Warmup   time.Duration `json:"warmup_ns"`
+	}
+	if json.Unmarshal(s.Plan, &plan) != nil || plan.Duration <= 0 {
+		return DefaultLag
+	}
+	for _, t := range s.Result.Trials {
+		if t.Purpose != "profile" || t.Rate <= 0 {
+			continue
+		}
+		if t.Verdict.Pass && (s.Result.LastPass <= 0 || t.Rate <= s.Result.LastPass) {
+			return DefaultLag
+		}
+		lag := plan.Duration + plan.Warmup
+		if held := time.Duration(float64(MaxPending) / 4 / t.Rate * float64(time.Second)); held < lag {
+			lag = held
+		}
+		return max(lag, DefaultLag)
+	}
+	return DefaultLag
+}
