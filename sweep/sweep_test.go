@@ -2,10 +2,10 @@ package sweep
 
 import (
 	"bytes"
-	"math"
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"

@@ -60,10 +60,8 @@ invariants given, into RUNDIR/pag.json and RUNDIR/pag.csv.`,
 			if err := refuseDamaged(d.Problems, partial); err != nil {
 				return err
 			}
-			if !cmd.Flags().Changed("lag") {
-				lag = analysis.LagFor(d) // an overloaded profiled trial queues for longer
-				o.Lag = lag
-			}
+			lag = lagFor(cmd, d, lag)
+			o.Lag = lag
 			// The activity graph's pass first: it joins the message pairs,
 			// and the analysis takes those joins instead of reading and
 			// joining the logs a second time.
@@ -203,4 +201,13 @@ func writeAnalysis(d *rundir.Dir, rep *analysis.Report, pr *activity.Report, jso
 		fmt.Fprintf(os.Stderr, "wrote %s and %s\n", filepath.Join(d.Path, activity.JSONFile), filepath.Join(d.Path, activity.CSVFile))
 	}
 	return nil
+}
+
+// lagFor is --lag when given; else what the run's profiled trial needs
+// (an overloaded one queues for longer: analysis.LagFor).
+func lagFor(cmd *cobra.Command, d *rundir.Dir, lag time.Duration) time.Duration {
+	if cmd.Flags().Changed("lag") {
+		return lag
+	}
+	return analysis.LagFor(d)
 }
