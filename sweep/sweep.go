@@ -323,9 +323,18 @@ func (s *Sweep) relate(ctx context.Context, before *probing.Session, rec *record
 		rec.writeErr = err
 		return nil
 	}
+	machine := map[string]string{}
+	for _, n := range rf.Nodes {
+		machine[n.Name] = n.Info.Machine
+	}
 	for _, r := range rf.Relations {
-		s.logf("TSC %s -> receiver0: %s; paper e %.0f ticks, tighter half-width %.0f ticks, slope width %.3f ppm\n",
-			r.Node, r.Status, r.PaperErr, r.MidHalfWidth, r.AlphaPPM)
+		same := ""
+		if m := machine[r.Node]; m != "" && m == machine["receiver0"] {
+			// The analysis reads one clock there (analysis: "same machine").
+			same = " (one machine with receiver0: one clock, so the analysis uses no relation and no clock error between them)"
+		}
+		s.logf("TSC %s -> receiver0: %s; paper e %.0f ticks, tighter half-width %.0f ticks, slope width %.3f ppm%s\n",
+			r.Node, r.Status, r.PaperErr, r.MidHalfWidth, r.AlphaPPM, same)
 	}
 	return nil
 }

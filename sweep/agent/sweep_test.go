@@ -126,6 +126,11 @@ func TestSweepWithInProcessAgents(t *testing.T) {
 				t.Errorf("trial %d (%s): profiler threads accounted: %v", tr.N, tr.Purpose, ok)
 			}
 		}
+		// Both agents run on this machine: the relation's line says that
+		// the analysis reads one clock between them.
+		if !strings.Contains(log.String(), "(one machine with receiver0: one clock") {
+			t.Errorf("the TSC line does not say the agents share a clock:\n%s", log.String())
+		}
 		if !strings.Contains(log.String(), "| the profiler's threads ") {
 			t.Errorf("the profiled trial's line does not say what the profiler cost:\n%s", log.String())
 		}
