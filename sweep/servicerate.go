@@ -144,3 +144,25 @@ func highestPass(trials []Trial) float64 {
 	}
 	return h
 }
+
+// recheckLimits judges every trial's next limit again against all the
+// trials so far: a limit printed during the ramp, consistent with what
+// had run by then, that a later pass or an earlier failure now
+// contradicts is marked inconsistent in the results (its progress line
+// was printed before the evidence came), so that trials.json and the
+// report never keep a limit the sweep itself disproved.
+func recheckLimits(trials []Trial) {
+	sustained, failed := highestPass(trials), lowestFail(trials)
+	for i := range trials {
+		n := trials[i].NextLimit
+		if n == nil || n.Inconsistent != "" {
+			continue
+		}
+		switch {
+		case sustained > 0 && n.TuplesPerS < sustained*(1-inconsistentMargin):
+			n.Inconsistent = fmt.Sprintf("%s says %s would limit at %s, but %s passed (a later trial)", n.Method, n.Stage, numfmt.Rate(n.TuplesPerS), numfmt.Rate(sustained))
+		case failed > 0 && n.TuplesPerS > failed*(1+inconsistentMargin):
+			n.Inconsistent = fmt.Sprintf("%s says %s would limit at %s, but the pipeline failed at %s (a later trial)", n.Method, n.Stage, numfmt.Rate(n.TuplesPerS), numfmt.Rate(failed))
+		}
+	}
+}

@@ -308,3 +308,27 @@ func TestHighestPassIsSustained(t *testing.T) {
 		t.Fatalf("lowest failure %.0f, want 49791", got)
 	}
 }
+
+// A limit printed during the ramp that later trials disprove is marked in
+// the results: below a rate that passed later (a lane "at 428.0 k/s" in a
+// sweep that answered 479.7 k/s), or above one that failed later.
+func TestRecheckLimitsMarksWhatLaterTrialsDisproved(t *testing.T) {
+	pass, fail := Verdict{Pass: true}, Verdict{}
+	limit := func(v float64) *NextLimit {
+		return &NextLimit{Limit: servicerate.Limit{Stage: "receiver0/lane0", Method: servicerate.MethodBusyTime, TuplesPerS: v}}
+	}
+	trials := []Trial{
+		{Rate: 400e3, Purpose: "ramp", Verdict: pass, NextLimit: limit(428e3)},
+		{Rate: 450e3, Purpose: "ramp", Verdict: pass, NextLimit: limit(2e6)},
+		{Rate: 470e3, Purpose: "bisect", Verdict: pass, NextLimit: limit(475e3)},
+		{Rate: 479.7e3, Purpose: "close", Verdict: pass, NextLimit: limit(490e3)},
+		{Rate: 500e3, Purpose: "close", Verdict: fail},
+	}
+	recheckLimits(trials)
+	for i, want := range []string{"but 479.7 k/s passed (a later trial)", "but the pipeline failed at 500.0 k/s (a later trial)", "", ""} {
+		got := trials[i].NextLimit.Inconsistent
+		if (want == "") != (got == "") || !strings.Contains(got, want) {
+			t.Errorf("trial %d: %q, want %q", i, got, want)
+		}
+	}
+}

@@ -409,6 +409,7 @@ func (s *Sweep) logf(format string, args ...any) {
 
 func (s *Sweep) save(r *Result, interrupted bool) error {
 	s.report.Result, s.report.Interrupted = r, interrupted
+	recheckLimits(r.Trials)
 	s.report.Contradicted = contradiction(r)
 	s.report.Latency = answerLatency(r, s.report.Agents)
 	s.report.Colocated = ""
