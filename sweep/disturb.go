@@ -135,7 +135,7 @@ func colocation(hosts []AgentHost) string {
 			who += " and the system under test"
 			each = append(each, fmt.Sprintf("the system under test %.2f cores", v.sut))
 		}
-		line := fmt.Sprintf("%s share host %s's %d CPUs (%s)", who, v.name, v.cpus, strings.Join(each, ", "))
+		line := fmt.Sprintf("%s share host %s's %d CPUs (%s): the answer is a property of that host, not of the system alone", who, v.name, v.cpus, strings.Join(each, ", "))
 		if waiter, wait := longestWait(v.agents); wait >= HotThreadWait {
 			line += fmt.Sprintf("; their own threads filled it (%s waited runnable %.0f%% of the time), so the answer moves between sweeps with where the scheduler puts them: compare several sweeps, or put the sender and the receiver on separate hosts", waiter, 100*wait)
 		}

@@ -135,7 +135,7 @@ func (r *Report) WriteText(w io.Writer) {
 		fmt.Fprintln(w, r.Latency.Statement())
 	}
 	if r.Colocated != "" {
-		fmt.Fprintf(w, "co-located: %s: the answer is a property of that host, not of the system alone\n", r.Colocated)
+		fmt.Fprintf(w, "co-located: %s\n", r.Colocated)
 	}
 	if n := disturbedRuns(res.Trials); n > 0 {
 		fmt.Fprintf(w, "disturbed: %d run(s) repeated because other work on the host disturbed them (trials.json: disturbed)\n", n)
