@@ -272,6 +272,12 @@ func (f *fastSearch) needed(runs map[float64]RateRuns, lo, firstFail, boundStep 
 func (f *fastSearch) fill(b *Boundary, lo float64) {
 	res := f.res
 	runs := tally(res.Trials)
+	if lo > 0 && !runs[lo].allPassed() {
+		// The trials ran out before the candidate ran (or after it failed a
+		// repeat): the answer is what did pass every run, never a rate
+		// no trial ran at (a sweep once answered 7.078 M/s, never tried).
+		lo = highestPassBelow(runs, lo)
+	}
 	b.Answer, b.Fail, b.Mixed = runs[lo], RateRuns{}, nil // runs[0] is empty: rates are positive
 	top := highestPassAbove(runs, lo)
 	if hi := lowestFailAbove(runs, top); hi > 0 {

@@ -160,3 +160,26 @@ func TestBoundaryBoundsVaryingOutcomes(t *testing.T) {
 		t.Fatalf("mixed outcomes but no bound probe (%d) or statement %q", bounds, b.Statement)
 	}
 }
+
+// TestAnswerIsARateThatRan: when the trials run out while the boundary is
+// moving down (the host's capacity fell from 8 M to 3 M after the ramp),
+// the answer is the highest rate that passed every one of its runs, never
+// the next candidate that no trial reached (a demo once printed "no rate
+// passed every one of its runs" and exited 0 with last_pass 7.078 M/s,
+// a rate it never tried, and profiled at 90% of it).
+func TestAnswerIsARateThatRan(t *testing.T) {
+	for maxTrials := 9; maxTrials <= 16; maxTrials++ {
+		s := &scripted{pass: func(n int, r float64) bool { return r <= 3e6 || (n <= 8 && r <= 8e6) }}
+		res, err := Fast(context.Background(), FastPlan{Start: 500e3, Precision: 0.02, MaxTrials: maxTrials}, s.run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs := tally(res.Trials)
+		if res.LastPass > 0 && !runs[res.LastPass].allPassed() {
+			t.Fatalf("%d trials: the answer %.0f ran %+v: %+v", maxTrials, res.LastPass, runs[res.LastPass], res.Trials)
+		}
+		if b := res.Boundary; b != nil && b.Answer.Rate != res.LastPass {
+			t.Fatalf("%d trials: the boundary's answer %.0f is not the result's %.0f", maxTrials, b.Answer.Rate, res.LastPass)
+		}
+	}
+}
