@@ -23,6 +23,16 @@ type Run struct {
 	// and joins the logs once for both analyses). Joins run concurrently.
 	mu     sync.Mutex
 	joined map[[2]string]joinedPair
+	runs   int // joins run (JoinsRun)
+}
+
+// JoinsRun is how many joins this run has performed: the activity graph's
+// pass joins each message pair once (it had once run each twice, a check
+// of whether it could being a whole join).
+func (r *Run) JoinsRun() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.runs
 }
 
 // joinedPair is a finished join of Run.Join: its result as Analyze
@@ -104,21 +114,32 @@ func (r *Run) At(node int, tsc uint64) (int64, bool) {
 // come can have been at from. skip says why the pair cannot be joined
 // (then nothing ran); problems are what the join could not read.
 func (r *Run) Join(from, to string, visit func(Match), mark func(floorNs float64)) (skip string, problems []string) {
+	if skip := r.Skip(from, to); skip != "" {
+		return skip, nil
+	}
 	f, t := r.points[from], r.points[to]
-	if len(f) == 0 || len(t) == 0 {
-		return fmt.Sprintf("no logs of %s", missingOf([2]string{from, to}, f)), nil
-	}
-	if r.tr.rf == nil && spansNodes(f, t) {
-		return "on different nodes and no relation.json (run cpsweep with --clock)", nil
-	}
 	res, n, problems := join(from, to, f, t, r.tr, r.lag, visit, mark)
 	r.mu.Lock()
 	if r.joined == nil {
 		r.joined = map[[2]string]joinedPair{}
 	}
 	r.joined[[2]string{from, to}] = joinedPair{res: res, n: n, problems: problems}
+	r.runs++
 	r.mu.Unlock()
 	return "", problems
+}
+
+// Skip says why the pair from -> to cannot be joined ("": it can), without
+// joining it.
+func (r *Run) Skip(from, to string) string {
+	f, t := r.points[from], r.points[to]
+	if len(f) == 0 || len(t) == 0 {
+		return fmt.Sprintf("no logs of %s", missingOf([2]string{from, to}, f))
+	}
+	if r.tr.rf == nil && spansNodes(f, t) {
+		return "on different nodes and no relation.json (run cpsweep with --clock)"
+	}
+	return ""
 }
 
 // ClampNs rounds v (ns) to an int64, saturating.

@@ -92,6 +92,9 @@ func TestPAGOfAHandBuiltRun(t *testing.T) {
 	if len(problems) > 0 {
 		t.Fatalf("problems: %v", problems)
 	}
+	if n := in.Joins().JoinsRun(); n != len(messagePairs) {
+		t.Fatalf("the pass ran %d joins for %d message pairs: each must be read and joined once", n, len(messagePairs))
+	}
 	// Every state change became an activity, and each bucket (two
 	// tuples) one message from the end of its send to the start of its
 	// processing: thread0 150→300 and 1040→1200, lane0 350→400 and
