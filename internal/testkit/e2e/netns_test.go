@@ -210,7 +210,10 @@ func TestMultiHostSweep(t *testing.T) {
 		if p.From != "emit" {
 			continue
 		}
-		if len(p.Groups) != 1 || p.Groups[0].Name != "cross node" || p.Groups[0].Latency.Count < 10_000 || p.Groups[0].Error.P50 <= 0 || p.OnlyFrom != 0 || p.OnlyTo != 0 {
+		// The namespaces share one kernel, so one boot id and one TSC: the
+		// analysis reads one clock there and the durations are exact
+		// (bounds across machines: package analysis's synthetic runs).
+		if len(p.Groups) != 1 || p.Groups[0].Name != "same machine" || p.Groups[0].Latency.Count < 10_000 || p.Groups[0].Error.Max != 0 || p.OnlyFrom != 0 || p.OnlyTo != 0 {
 			t.Fatalf("%s -> %s across hosts: %+v\nproblems: %v", p.From, p.To, p, an.Problems)
 		}
 		t.Logf("%s -> %s across namespaces: p50 %v ± %v", p.From, p.To, time.Duration(p.Groups[0].Latency.P50), time.Duration(p.Groups[0].Error.P50))

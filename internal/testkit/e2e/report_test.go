@@ -46,13 +46,13 @@ func TestProfiledSweepReport(t *testing.T) {
 	for _, want := range []struct {
 		pair, group string
 		bounded     bool
-	}{{"emit>receive", "cross node", true}, {"receive>deserialized", "same node", false}, {"deserialized>consumed", "same node", false}, {"emit>consumed", "cross node", true}} {
+	}{{"emit>receive", "same machine", false}, {"receive>deserialized", "same node", false}, {"deserialized>consumed", "same node", false}, {"emit>consumed", "same machine", false}} {
 		pr, ok := pairs[want.pair]
 		if !ok || len(pr.Groups) != 1 || pr.Groups[0].Name != want.group || pr.Groups[0].Latency.Count < 50_000 || pr.OnlyFrom != 0 || pr.OnlyTo != 0 {
 			t.Fatalf("%s: %+v\nproblems: %v", want.pair, pr, an.Problems)
 		}
 		if e := pr.Groups[0].Error; want.bounded != (e.P50 > 0) {
-			t.Fatalf("%s: error bound %+v (the receiver is the reference: same-node pairs there are exact)", want.pair, e)
+			t.Fatalf("%s: error bound %+v (one machine: one clock, so every pair is exact)", want.pair, e)
 		}
 	}
 	if out, err := exec.Command(filepath.Join(binDir, "cpsweep"), "report", rep.Dir).CombinedOutput(); err != nil {
