@@ -114,11 +114,15 @@ func nextLimitLine(t Trial) string {
 		n.Stage, numfmt.Rate(n.TuplesPerS), n.Method, other, 100*n.Headroom)
 }
 
+// searched says whether a trial is the search's evidence: judged, and
+// not the profiled trial (which ran with the profiler on).
+func searched(t Trial) bool { return t.Judged() && t.Purpose != "profile" }
+
 // lowestFail is the lowest rate of a judged failing trial (0: none).
 func lowestFail(trials []Trial) float64 {
 	l := 0.0
 	for _, t := range trials {
-		if !t.Verdict.Pass && t.Judged() && (l == 0 || t.Rate < l) {
+		if !t.Verdict.Pass && searched(t) && (l == 0 || t.Rate < l) {
 			l = t.Rate
 		}
 	}
@@ -132,13 +136,13 @@ func lowestFail(trials []Trial) float64 {
 func highestPass(trials []Trial) float64 {
 	failed := map[float64]bool{}
 	for _, t := range trials {
-		if !t.Verdict.Pass && t.Judged() {
+		if !t.Verdict.Pass && searched(t) {
 			failed[t.Rate] = true
 		}
 	}
 	h := 0.0
 	for _, t := range trials {
-		if t.Verdict.Pass && t.Judged() && !failed[t.Rate] {
+		if t.Verdict.Pass && searched(t) && !failed[t.Rate] {
 			h = max(h, t.Rate)
 		}
 	}

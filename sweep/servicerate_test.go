@@ -307,6 +307,12 @@ func TestHighestPassIsSustained(t *testing.T) {
 	if got := lowestFail(trials); got != 49791 {
 		t.Fatalf("lowest failure %.0f, want 49791", got)
 	}
+	// The profiled trial ran with the profiler on: its failure below the
+	// answer is not the search's evidence.
+	trials = append(trials, Trial{Rate: 40568, Purpose: "profile", Verdict: fail})
+	if got := lowestFail(trials); got != 49791 {
+		t.Fatalf("lowest failure %.0f with a failed profiled trial, want 49791", got)
+	}
 }
 
 // A limit printed during the ramp that later trials disprove is marked in
