@@ -96,32 +96,28 @@ func newTranslator(d *rundir.Dir, nodes []string) (*translator, error) {
 	return t, nil
 }
 
-// clocks numbers each node's clock: nodes whose agents reported the same
-// machine (boot id) and the same kind of counter (the TSC, or the
-// monotonic fallback) share one; any other node has its own.
+// clocks numbers each node's clock (probing.Info.Clock): nodes on one
+// machine reading the same kind of counter share one; any other node, and
+// one whose clock is unknown, has its own.
 func clocks(rf *probing.RelationFile, nodes []string) []int {
-	type key struct {
-		machine string
-		native  bool
-	}
-	byName := map[string]key{}
+	byName := map[string]string{}
 	for _, n := range rf.Nodes {
-		if n.Info.Machine != "" {
-			byName[n.Name] = key{n.Info.Machine, n.Info.Features.Native}
+		if c := n.Info.Clock(); c != "" {
+			byName[n.Name] = c
 		}
 	}
-	ids := map[key]int{}
+	ids := map[string]int{}
 	out := make([]int, len(nodes))
 	for i, n := range nodes {
-		k, ok := byName[n]
+		c, ok := byName[n]
 		if !ok {
 			out[i] = -1 - i // a clock of its own
 			continue
 		}
-		if _, seen := ids[k]; !seen {
-			ids[k] = i
+		if _, seen := ids[c]; !seen {
+			ids[c] = i
 		}
-		out[i] = ids[k]
+		out[i] = ids[c]
 	}
 	return out
 }

@@ -29,6 +29,8 @@ const backgroundNice = 10
 // than hand its priority to other goroutines.
 func background() error {
 	runtime.LockOSThread()
+	// Naming cannot fail for a valid name on Linux; if it did, the thread
+	// would only be counted as "other", no record would depend on it.
 	_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&threadName[0])), 0, 0, 0)
 	if err := unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), backgroundNice); err != nil {
 		return fmt.Errorf("lower the thread's priority to nice %d: %w", backgroundNice, err)

@@ -76,18 +76,28 @@ func nextLimit(rates []servicerate.Rate, rate float64, passed bool, highestPass,
 			break
 		}
 	}
-	sustained := highestPass
-	switch {
-	case sustained > 0 && n.TuplesPerS < sustained*(1-inconsistentMargin):
-		n.Inconsistent = fmt.Sprintf("%s says %s would limit at %s, but %s passed", n.Method, n.Stage, numfmt.Rate(n.TuplesPerS), numfmt.Rate(sustained))
-	case !passed && n.Headroom > inconsistentMargin:
+	n.Inconsistent = n.contradiction(highestPass, 0)
+	if n.Inconsistent == "" && !passed && n.Headroom > inconsistentMargin {
 		n.Inconsistent = fmt.Sprintf("%s gives %s headroom of %+.0f%% (%s), but this trial failed at %s", n.Method, n.Stage, 100*n.Headroom, numfmt.Rate(n.TuplesPerS), numfmt.Rate(rate))
-	case lowestFail > 0 && n.TuplesPerS > lowestFail*(1+inconsistentMargin):
-		// The stage may well be that fast, but the pipeline's next limit is
-		// not above a rate it already failed at.
-		n.Inconsistent = fmt.Sprintf("%s says %s would limit at %s, but the pipeline failed at %s", n.Method, n.Stage, numfmt.Rate(n.TuplesPerS), numfmt.Rate(lowestFail))
+	}
+	if n.Inconsistent == "" {
+		n.Inconsistent = n.contradiction(0, lowestFail)
 	}
 	return n
+}
+
+// contradiction says how the sweep's trials contradict the limit ("":
+// they do not): it lies below a rate the pipeline sustained, or above one
+// at which it failed (the stage may well be that fast, but the pipeline's
+// next limit is not above a rate it already failed at).
+func (n *NextLimit) contradiction(sustained, failed float64) string {
+	switch {
+	case sustained > 0 && n.TuplesPerS < sustained*(1-inconsistentMargin):
+		return fmt.Sprintf("%s says %s would limit at %s, but %s passed", n.Method, n.Stage, numfmt.Rate(n.TuplesPerS), numfmt.Rate(sustained))
+	case failed > 0 && n.TuplesPerS > failed*(1+inconsistentMargin):
+		return fmt.Sprintf("%s says %s would limit at %s, but the pipeline failed at %s", n.Method, n.Stage, numfmt.Rate(n.TuplesPerS), numfmt.Rate(failed))
+	}
+	return ""
 }
 
 // nextLimitLine says it for the trial's progress line.
@@ -158,15 +168,10 @@ func highestPass(trials []Trial) float64 {
 func recheckLimits(trials []Trial) {
 	sustained, failed := highestPass(trials), lowestFail(trials)
 	for i := range trials {
-		n := trials[i].NextLimit
-		if n == nil || n.Inconsistent != "" {
-			continue
-		}
-		switch {
-		case sustained > 0 && n.TuplesPerS < sustained*(1-inconsistentMargin):
-			n.Inconsistent = fmt.Sprintf("%s says %s would limit at %s, but %s passed (a later trial)", n.Method, n.Stage, numfmt.Rate(n.TuplesPerS), numfmt.Rate(sustained))
-		case failed > 0 && n.TuplesPerS > failed*(1+inconsistentMargin):
-			n.Inconsistent = fmt.Sprintf("%s says %s would limit at %s, but the pipeline failed at %s (a later trial)", n.Method, n.Stage, numfmt.Rate(n.TuplesPerS), numfmt.Rate(failed))
+		if n := trials[i].NextLimit; n != nil && n.Inconsistent == "" {
+			if c := n.contradiction(sustained, failed); c != "" {
+				n.Inconsistent = c + " (a later trial)"
+			}
 		}
 	}
 }

@@ -323,13 +323,13 @@ func (s *Sweep) relate(ctx context.Context, before *probing.Session, rec *record
 		rec.writeErr = err
 		return nil
 	}
-	machine := map[string]string{}
+	clock := map[string]string{}
 	for _, n := range rf.Nodes {
-		machine[n.Name] = n.Info.Machine
+		clock[n.Name] = n.Info.Clock()
 	}
 	for _, r := range rf.Relations {
 		same := ""
-		if m := machine[r.Node]; m != "" && m == machine["receiver0"] {
+		if c := clock[r.Node]; c != "" && c == clock["receiver0"] {
 			// The analysis reads one clock there (analysis: "same machine").
 			same = " (one machine with receiver0: one clock, so the analysis uses no relation and no clock error between them)"
 		}

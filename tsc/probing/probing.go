@@ -266,6 +266,20 @@ func reachable(udp, control string) string {
 	return udp
 }
 
+// Clock names the clock a client's ticks come from: its machine (boot id)
+// and the kind of counter (the TSC, or the monotonic fallback). Clients
+// with the same Clock read one clock; "" is unknown (no boot id), a clock
+// shared with no one.
+func (i Info) Clock() string {
+	if i.Machine == "" {
+		return ""
+	}
+	if i.Features.Native {
+		return i.Machine + "/tsc"
+	}
+	return i.Machine + "/monotonic"
+}
+
 // BootID is the running kernel's boot id, the same in every container
 // (pod) on one machine and new at every boot ("" when unreadable): what
 // says that two processes read one TSC.
