@@ -98,7 +98,7 @@ func TestBoundaryRepeatsAContradictionFirst(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &scripted{pass: tc.pass}
-			res, err := Fast(context.Background(), FastPlan{Start: 500e3, Precision: 0.05, MaxTrials: 30}, s.run)
+			res, err := Fast(context.Background(), FastPlan{Start: 500e3, Factor: 2, Precision: 0.05, MaxTrials: 30}, s.run)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,7 +142,7 @@ func TestBoundaryBoundsVaryingOutcomes(t *testing.T) {
 	// Up to 6.70 M always passes, up to 6.75 M every other trial, above
 	// never: a loopback demo's edge.
 	s := &scripted{pass: func(n int, r float64) bool { return r <= 6.70e6 || r <= 6.75e6 && n%2 == 0 }}
-	res, err := Fast(context.Background(), FastPlan{Start: 500e3, Precision: 0.02, MaxTrials: 24}, s.run)
+	res, err := Fast(context.Background(), FastPlan{Start: 500e3, Factor: 2, Precision: 0.02, MaxTrials: 24}, s.run)
 	if err != nil {
 		t.Fatal(err)
 	}

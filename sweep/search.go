@@ -75,10 +75,21 @@ func Linear(ctx context.Context, p LinearPlan, run Runner) (*Result, error) {
 	}
 }
 
+// DefaultFactor is the ramp's multiplier. Each ramp step costs a trial
+// and each doubling of the bracket it leaves costs one narrowing trial, so
+// a wider step pays when the capacity is far above the start: on a
+// simulated host with the capacity 6-18× the start, failing on lateness
+// while keeping up as on loopback, a factor of 4 took 13.8 trials with
+// the boundary repeats against 14.5 for a factor of 2 (BENCHMARKS.md,
+// sixteenth session). A trial that overshoots costs no more than one
+// nearer the capacity: it fails on lateness, or the sender falls behind
+// its schedule, within the same duration.
+const DefaultFactor = 4
+
 // FastPlan configures the fast search.
 type FastPlan struct {
 	Start     float64 `json:"start"`         // first rate tried
-	Factor    float64 `json:"factor"`        // ramp multiplier (default 2)
+	Factor    float64 `json:"factor"`        // ramp multiplier (default DefaultFactor)
 	Max       float64 `json:"max"`           // never try above this (0: no limit)
 	Min       float64 `json:"min"`           // the floor: give up below this when even low rates fail (default Start/1024)
 	Precision float64 `json:"precision"`     // stop when (first fail - last pass)/last pass <= this (default 0.01)
@@ -117,7 +128,7 @@ const PurposeEstimate = "estimate"
 
 func (p FastPlan) withDefaults() (FastPlan, error) {
 	if p.Factor == 0 {
-		p.Factor = 2
+		p.Factor = DefaultFactor
 	}
 	if p.Precision == 0 {
 		p.Precision = 0.01

@@ -155,7 +155,7 @@ func TestFastHint(t *testing.T) {
 					}
 					return tr, err
 				}
-				res, err := Fast(context.Background(), FastPlan{Start: 10e3, Precision: 0.01, Hint: hint}, run)
+				res, err := Fast(context.Background(), FastPlan{Start: 10e3, Factor: 2, Precision: 0.01, Hint: hint}, run)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -220,7 +220,7 @@ func TestFastRechecksAnAnswerItsEstimatesDoubt(t *testing.T) {
 				}
 				return tr, nil
 			}
-			res, err := Fast(context.Background(), FastPlan{Start: 10e3, Precision: 0.01}, run)
+			res, err := Fast(context.Background(), FastPlan{Start: 10e3, Factor: 2, Precision: 0.01}, run)
 			if err != nil {
 				t.Fatal(err)
 			}
