@@ -39,7 +39,9 @@ type Agreement struct {
 
 // role is what a stage name means across the analyses' spellings:
 // "receiver0/consumer" and "consumer" are the consumer, "thread0" and
-// "sender0/thread0" the sender's emission thread, "stream0" the transport.
+// "sender0/thread0" the sender's emission thread, "stream0" the transport,
+// and a stream under another name than an agent's ("sut/stream0",
+// "receiver0/nats/stream0") the system under test.
 func role(stage string) string {
 	s := strings.ToLower(strings.TrimSpace(stage))
 	switch s {
@@ -47,6 +49,9 @@ func role(stage string) string {
 		return ""
 	case "host cpu":
 		return "host CPU"
+	}
+	if parts := strings.Split(s, "/"); len(parts) >= 2 && strings.HasPrefix(parts[len(parts)-1], "stream") && !agentNode(parts[len(parts)-2]) {
+		return "system under test"
 	}
 	if i := strings.LastIndex(s, "/"); i >= 0 {
 		s = s[i+1:]
@@ -59,6 +64,16 @@ func role(stage string) string {
 		return "transport"
 	}
 	return s
+}
+
+// agentNode says whether a name is an agent's node ("sender0",
+// "receiver12"), as the sweep names them.
+func agentNode(name string) bool {
+	rest, ok := strings.CutPrefix(name, "sender")
+	if !ok {
+		rest, ok = strings.CutPrefix(name, "receiver")
+	}
+	return ok && rest != "" && strings.TrimRightFunc(rest, unicode.IsDigit) == ""
 }
 
 // Agree compares the explanations.
@@ -100,7 +115,10 @@ func disagreement(roles map[string]bool, ex []Explanation) string {
 		why = append(why, "a host CPU limit has no activity of its own: the graph and the service rates name whichever thread the missing CPU delayed most, so the host's cores are the limit, not that thread")
 	}
 	if roles["transport"] {
-		why = append(why, "the transport's I/O threads log no activities and have no service rate: only the diagnosis sees them")
+		why = append(why, "the transport's I/O threads log no activities and have no service rate: the diagnosis sees them by their queue, the graph only as messages in flight")
+	}
+	if roles["system under test"] {
+		why = append(why, "the system under test is a black box: it has no service rate, and the graph sees it only as messages in flight to a receiver that waited for them; the harness's stages around it are its victims, not its limit")
 	}
 	var trials []string
 	graphBelow := false

@@ -22,6 +22,10 @@ func TestAgree(t *testing.T) {
 			[]string{"DISAGREE", "diagnosis: host CPU", "a host CPU limit has no activity"}},
 		{"the transport", ex("stream0", "receiver0/consumer", "sender0/thread0"), false, []string{"DISAGREE", "I/O threads log no activities"}},
 		{"one named", ex("none", "", "receiver0/consumer"), false, []string{"nothing to compare"}},
+		{"a relay, by the diagnosis and by messages in flight", ex("sut/stream0", "", "sut/stream0"), true, []string{"agree: system under test"}},
+		{"a broker on another node's timeline", ex("receiver0/nats/stream0", "", "nats/stream0"), true, []string{"agree: system under test"}},
+		{"a relay against its victim", ex("sut/stream0", "", "sender0/thread0"), false, []string{"DISAGREE", "the system under test is a black box"}},
+		{"an agent's stream is the transport", ex("receiver0/stream0", "", "stream0"), true, []string{"agree: transport"}},
 		{"the graph below the answer is told to look at the limit", []Explanation{
 			{Analysis: "diagnosis", Stage: "consumer", Trial: "at the first failing rate above the answer", AboveAnswer: true},
 			{Analysis: "activity graph", Stage: "sender0/thread0", Trial: "at the profiled trial, 42.00 k/s = 90% of the answer"}}, false,

@@ -18,13 +18,23 @@ type Options struct {
 	// Overloaded says the window is known not to have kept up (a failed
 	// trial): the question is only which stage, so a stage before a
 	// candidate blocked OverloadedBlocked of the window already counts as
-	// work waiting for it.
+	// work waiting for it, and a black box's queue that grew by
+	// OverloadedBoxGrowth of what it passed is growth.
 	Overloaded bool
 }
 
 // OverloadedBlocked is the blocked share that counts as pressure in a
 // window known to be overloaded.
 const OverloadedBlocked = 0.05
+
+// OverloadedBoxGrowth is a black box's queue growth, as a share of what
+// it passed, that counts in a window known to be overloaded: a relay 1%
+// slower than the offered rate grows its queue by 1% over the window,
+// never by the 5% a window that may have kept up needs (BENCHMARKS.md,
+// sixteenth session: a relay forwarding 300 k/s, failing at 303 k/s).
+// Over a whole trial the in-flight count's noise is far smaller: the
+// processes' snapshots are a few hundred µs apart.
+const OverloadedBoxGrowth = 0.01
 
 // Diagnosis is a timeline's analysis (diagnosis.json holds one per trial).
 type Diagnosis struct {
@@ -121,6 +131,7 @@ func Analyze(t *Timeline, o Options) *Diagnosis {
 		if o.Overloaded {
 			th := o.Thresholds
 			th.Blocked = min(th.Blocked, OverloadedBlocked)
+			th.BoxGrowth = min(th.BoxGrowth, OverloadedBoxGrowth)
 			bn = NewBottlenecks(g, t.Timed, th)
 		}
 		bn.Rank(act, &rk)

@@ -28,10 +28,15 @@ type Thresholds struct {
 	Busy      float64 // a limiting stage is busy at least this share of the window (0.8) while work waits for it
 	Blocked   float64 // an upstream stage blocked this share is held up (0.2)
 	Idle      float64 // a black box limits when the stages after it idle this share (0.5)
+	// BoxGrowth: a black box's queue (emitted - received, counted on two
+	// hosts) grows when it grew by this share of what it passed (0.05):
+	// what is in flight in the transport moves by more than 1% from one
+	// period to the next while everything keeps up.
+	BoxGrowth float64
 }
 
 // DefaultThresholds are the rule's defaults.
-var DefaultThresholds = Thresholds{Saturated: 0.95, Busy: 0.8, Blocked: 0.2, Idle: 0.5}
+var DefaultThresholds = Thresholds{Saturated: 0.95, Busy: 0.8, Blocked: 0.2, Idle: 0.5, BoxGrowth: 0.05}
 
 // Ranking is the bottleneck analysis of one window.
 type Ranking struct {
@@ -92,16 +97,14 @@ func nearest(next [][]int32, timed []bool, m int) (found, passed []int32) {
 
 // grows says whether a queue grew in earnest over the window: by at
 // least 1% of what the stage processed meanwhile (and at least 2): a rate
-// 1% above a stage's capacity is growth. A black box's queue (emitted -
-// received, counted on two hosts) must grow by 5%: what is in flight in
-// the transport moves by more than 1% from one period to the next while
-// everything keeps up.
-func grows(a *Activity) bool {
-	share := uint64(100)
+// 1% above a stage's capacity is growth. A black box's queue must grow by
+// the BoxGrowth share.
+func (b *Bottlenecks) grows(a *Activity) bool {
+	share := 0.01
 	if !a.Timed {
-		share = 20
+		share = b.th.BoxGrowth
 	}
-	return a.QueueTo-a.QueueFrom >= max(2, int64(a.Items/share)) && a.QueueTo > 0
+	return a.QueueTo-a.QueueFrom >= max(2, int64(share*float64(a.Items))) && a.QueueTo > 0
 }
 
 func full(a *Activity) bool { return a.QueueCap > 0 && a.QueueMax >= a.QueueCap }
@@ -127,7 +130,7 @@ func (b *Bottlenecks) Rank(act []Activity, r *Ranking) {
 			}
 			continue
 		}
-		if b.downIdle(m, act) && (grows(a) || b.upBlocked(m, act)) {
+		if b.downIdle(m, act) && (b.grows(a) || b.upBlocked(m, act)) {
 			cands = append(cands, cand{m, b.th.Busy})
 		}
 	}
@@ -146,11 +149,11 @@ func (b *Bottlenecks) Rank(act []Activity, r *Ranking) {
 // is blocked, its queue grows or is full, or a black box before it grows.
 func (b *Bottlenecks) pressed(m int, act []Activity) bool {
 	a := &act[m]
-	if len(b.g.parents[m]) == 0 || grows(a) || full(a) || b.upBlocked(m, act) {
+	if len(b.g.parents[m]) == 0 || b.grows(a) || full(a) || b.upBlocked(m, act) {
 		return true
 	}
 	for _, x := range b.box[m] {
-		if grows(&act[x]) {
+		if b.grows(&act[x]) {
 			return true
 		}
 	}
@@ -190,7 +193,7 @@ func (b *Bottlenecks) evidence(m int, act []Activity) string {
 	if a.Timed {
 		parts = append(parts, "busy "+pct(a.Busy))
 	} else {
-		if grows(a) {
+		if b.grows(a) {
 			parts = append(parts, fmt.Sprintf("queue %d -> %d", a.QueueFrom, a.QueueTo))
 		}
 		for _, d := range b.down[m] {
@@ -207,13 +210,13 @@ func (b *Bottlenecks) evidence(m int, act []Activity) string {
 		parts = append(parts, g.Modules[best].Name+" blocked "+pct(act[best].Blocked))
 	}
 	switch {
-	case a.QueueCap > 0 && g.Modules[m].Kind == stage.Consumer && grows(a):
+	case a.QueueCap > 0 && g.Modules[m].Kind == stage.Consumer && b.grows(a):
 		parts = append(parts, fmt.Sprintf("ring %s -> %s", pct(float64(a.QueueFrom)/float64(a.QueueCap)), pct(float64(a.QueueTo)/float64(a.QueueCap))))
 	case a.QueueCap > 0 && g.Modules[m].Kind == stage.Consumer:
 		parts = append(parts, "ring "+pct(float64(a.QueueMax)/float64(a.QueueCap)))
 	case a.QueueCap > 0:
 		parts = append(parts, fmt.Sprintf("queue %s of %d", pct(float64(a.QueueMax)/float64(a.QueueCap)), a.QueueCap))
-	case a.Timed && grows(a):
+	case a.Timed && b.grows(a):
 		parts = append(parts, fmt.Sprintf("queue %d -> %d", a.QueueFrom, a.QueueTo))
 	}
 	return g.Modules[m].Name + ": " + strings.Join(parts, ", ")

@@ -68,6 +68,33 @@ func TestBottleneckRule(t *testing.T) {
 	}
 }
 
+// TestOverloadedBoxGrowth: a relay 1% slower than the offered rate (its
+// queue grew 66 buckets while it passed 6000, the lane idle) is growth in
+// a window known to be overloaded, and not in one that may have kept up,
+// where that much is the transport's in-flight noise.
+func TestOverloadedBoxGrowth(t *testing.T) {
+	g, tm := chain(t)
+	act := []Activity{timed(0.2, 0), {QueueFrom: 40, QueueTo: 106, Items: 6000}, timed(0.1, 0), timed(0.05, 0)}
+	for _, tc := range []struct {
+		name string
+		th   Thresholds
+		want string
+	}{
+		{"may have kept up", DefaultThresholds, ""},
+		{"overloaded", func() Thresholds { th := DefaultThresholds; th.BoxGrowth = OverloadedBoxGrowth; return th }(), "stream0"},
+	} {
+		var r Ranking
+		NewBottlenecks(g, tm, tc.th).Rank(act, &r)
+		got := ""
+		if r.Limiting >= 0 {
+			got = g.Modules[r.Limiting].Name
+		}
+		if got != tc.want {
+			t.Fatalf("%s: limiting %q (%s), want %q", tc.name, got, r.Evidence, tc.want)
+		}
+	}
+}
+
 // wide is a pipeline of n threads, streams and lanes into one consumer.
 func wide(t testing.TB, n int) (*Graph, []bool) {
 	var mods []Module

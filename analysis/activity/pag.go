@@ -20,8 +20,11 @@ type Options struct {
 	// SnailTrail's PAG construction does with its message delay: a bucket
 	// that sat in a queue while its receiver was busy did not hold the
 	// receiver up; its edge then joins the receiver's timeline inside
-	// what the receiver was doing, and paths follow that. The invariants
-	// always see the measured times.
+	// what the receiver was doing, and paths follow that. A message whose
+	// receiver was waiting for input at that point is not clipped: the
+	// receiver was ready and the bucket was still on its way (in a relay,
+	// a broker or the transport), so its whole time in flight held the
+	// receiver up. The invariants always see the measured times.
 	MessageDelayNs int64
 }
 
@@ -123,11 +126,10 @@ func NewBuilder(tr *Trace, opt Options) (*Builder, error) {
 	if err != nil {
 		return nil, err
 	}
-	xs := make([]Transfer, len(tr.Transfers))
-	for i, x := range tr.Transfers {
-		xs[i] = b.clip(x)
-		b.minX = min(b.minX, xs[i].SentNs, xs[i].RecvNs)
-		b.end = max(b.end, xs[i].SentNs, xs[i].RecvNs)
+	xs := slices.Clone(tr.Transfers) // clipped when a window takes them in (openAt)
+	for _, x := range xs {
+		b.minX = min(b.minX, x.SentNs, x.RecvNs)
+		b.end = max(b.end, x.SentNs, x.RecvNs)
 	}
 	slices.SortStableFunc(xs, func(a, b Transfer) int { return cmp.Compare(a.SentNs, b.SentNs) })
 	b.queue.xs = xs
@@ -186,10 +188,10 @@ func (b *Builder) add(wk int, a Activity) error {
 	return nil
 }
 
-// addTransfer queues a transfer, clipped to the message delay. One sent
-// before the end of a window already built is counted late and left out.
+// addTransfer queues a transfer (clipped to the message delay when a
+// window takes it in). One sent before the end of a window already built
+// is counted late and left out.
 func (b *Builder) addTransfer(x Transfer) {
-	x = b.clip(x)
 	if x.SentNs < b.builtTo {
 		b.late++
 		return
@@ -200,12 +202,35 @@ func (b *Builder) addTransfer(x Transfer) {
 }
 
 // clip is x ending the message delay after it was sent if it is longer
-// (and longer than its error bound, so that it does not become ambiguous).
+// (and longer than its error bound, so that it does not become
+// ambiguous), unless its receiver was waiting for input then (see
+// Options.MessageDelayNs). A receiver whose activities there are not in
+// yet is taken as busy: the clip SnailTrail always makes.
 func (b *Builder) clip(x Transfer) Transfer {
-	if d := b.opt.MessageDelayNs; d > 0 && !x.Ambiguous() {
-		x.RecvNs = min(x.RecvNs, x.SentNs+max(d, x.ErrNs))
+	d := b.opt.MessageDelayNs
+	if d <= 0 || x.Ambiguous() {
+		return x
 	}
+	at := x.SentNs + max(d, x.ErrNs)
+	if x.RecvNs <= at {
+		return x
+	}
+	if k, ok := b.kindAt(x.To, at); ok && inputWaitKind(k) {
+		return x
+	}
+	x.RecvNs = at
 	return x
+}
+
+// kindAt is the kind of worker wk's activity whose span holds t, among the
+// activities the builder still has (ok false: none, e.g. an unlogged gap).
+func (b *Builder) kindAt(wk int, t int64) (Kind, bool) {
+	acts := b.acts[wk]
+	i := sort.Search(len(acts), func(i int) bool { return acts[i].EndNs > t })
+	if i < len(acts) && acts[i].StartNs <= t {
+		return acts[i].Kind, true
+	}
+	return 0, false
 }
 
 // holding is the busy activity of worker wk whose span holds t, among the
@@ -270,8 +295,10 @@ func (b *Builder) bounds() (w0, w1 int64, ok bool) {
 	if b.end < w1 || b.floor < w1 {
 		return 0, 0, false
 	}
+	// The clip of a message sent in the window reads its receiver's
+	// activity up to the message delay after the window's end.
 	for wk := range b.acts {
-		if !b.done[wk] && b.lastEnd(wk) < w1 {
+		if !b.done[wk] && b.lastEnd(wk) < w1+b.opt.MessageDelayNs {
 			return 0, 0, false
 		}
 	}
@@ -327,7 +354,7 @@ func (b *Builder) openAt(w0, w1 int64) {
 		}
 	}
 	for b.queue.Len() > 0 && b.queue.top().SentNs < w1 {
-		cur = append(cur, b.queue.pop())
+		cur = append(cur, b.clip(b.queue.pop()))
 	}
 	b.open = cur
 }

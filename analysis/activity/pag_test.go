@@ -56,6 +56,33 @@ func cpOf(w Window, src int, kind Kind, start int64) float64 {
 	return math.NaN()
 }
 
+// TestClipOnlyWhereTheReceiverWasBusy: a message longer than the message
+// delay is clipped when its receiver was busy at the clip point (it sat
+// in a queue behind the receiver's work), and not when the receiver was
+// waiting for input there (it was still on its way: a relay's or a
+// broker's time, which held the receiver up).
+func TestClipOnlyWhereTheReceiverWasBusy(t *testing.T) {
+	b, err := NewBuilder(threeStages(0), Options{WindowNs: 100, WaitNs: DefaultWaitNs, MessageDelayNs: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		x    Transfer
+		want int64
+	}{
+		{"the lane waited for it (recv-wait 0-20)", Transfer{From: 0, To: 1, SentNs: 10, RecvNs: 20}, 20},
+		{"the lane was decoding (20-30)", Transfer{From: 0, To: 1, SentNs: 15, RecvNs: 28}, 20},
+		{"the consumer was idle (5-35)", Transfer{From: 1, To: 2, SentNs: 0, RecvNs: 40}, 40},
+		{"the consumer was consuming (35-55)", Transfer{From: 1, To: 2, SentNs: 32, RecvNs: 50}, 37},
+		{"shorter than the delay", Transfer{From: 0, To: 1, SentNs: 60, RecvNs: 64}, 64},
+	} {
+		if got := b.clip(tc.x).RecvNs; got != tc.want {
+			t.Errorf("%s: received at %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
 // The critical participation of every edge, computed by hand. Paths from
 // the window's start to its end avoid waiting edges: (1) along the sender
 // (send, pacing, send, pacing) and (2) the sender to 60, its bucket to the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cloudprofiler-go/cp/analysis"
@@ -111,6 +112,12 @@ func (r *Report) AgreementWith(s *rundir.Summary) *analysis.Agreement {
 	graph, graphDetail := "", ""
 	if top, ok := r.TopSystem(); ok {
 		graph, graphDetail = top.Worker, fmt.Sprintf("%s %.0f%% of the system's critical paths", top.Kind, 100*top.Value)
+		if top.Kind == Message.String() {
+			// Time in flight after the worker is the black box's between
+			// it and its receiver, not the worker's own.
+			graph = inFlight(top.Worker, s.BlackBox())
+			graphDetail = fmt.Sprintf("messages from %s in flight %.0f%% of the system's critical paths", top.Worker, 100*top.Value)
+		}
 	}
 	graphTrial, above := "at the profiled trial", false
 	for _, t := range s.Result.Trials {
@@ -125,6 +132,18 @@ func (r *Report) AgreementWith(s *rundir.Summary) *analysis.Agreement {
 		{Analysis: "activity graph", Stage: graph, Detail: graphDetail, Trial: graphTrial, AboveAnswer: above},
 	})
 	return &a
+}
+
+// inFlight names the black box after a sender thread as the diagnosis
+// does: its stream (thread N sends stream N), under the system under
+// test's name when there is one ("sut/stream0", "nats/stream0").
+func inFlight(worker, box string) string {
+	name := worker[strings.LastIndex(worker, "/")+1:]
+	stream := "stream" + strings.TrimLeftFunc(name, func(r rune) bool { return r < '0' || r > '9' })
+	if box != "" {
+		return box + "/" + stream
+	}
+	return stream
 }
 
 // StageCP adds up the critical participation of each worker's busy

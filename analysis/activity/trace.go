@@ -56,6 +56,10 @@ func waitingKind(k Kind) bool {
 	return false
 }
 
+// inputWaitKind says whether an activity of kind k waits for its input
+// to arrive (not for room downstream, and not for its own schedule).
+func inputWaitKind(k Kind) bool { return k == RecvWait || k == Idle }
+
 // processingKind says whether kind k is a stage processing data (what
 // --operator-max bounds and progress counts).
 func processingKind(k Kind) bool { return k == Send || k == Decode || k == Consume }

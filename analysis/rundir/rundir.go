@@ -142,6 +142,28 @@ func (s *Summary) Explanations() (diagnosis, rates string, rateDetail string) {
 	return diagnosis, rates, rateDetail
 }
 
+// BlackBox is the system under test the data crossed between the
+// senders and the receivers, as the diagnosis names its stages ("sut" in
+// a relayed sweep, a broker's scheme, e.g. "nats"), or "" when the data
+// went straight from sender to receiver over the transport.
+func (s *Summary) BlackBox() string {
+	var plan struct {
+		Relay bool `json:"relay"`
+	}
+	if json.Unmarshal(s.Plan, &plan) == nil && plan.Relay {
+		return "sut"
+	}
+	_, data, ok := strings.Cut(s.Topology, "(data ")
+	if scheme, _, found := strings.Cut(data, "://"); ok && found {
+		switch scheme {
+		case "tcp", "ipc", "inproc", "udp":
+		default:
+			return scheme
+		}
+	}
+	return ""
+}
+
 // TrialOutcome is the part of trials/NNN.json the report reads: per
 // sender its lateness, per receiver its latency and consume rate.
 type TrialOutcome struct {
