@@ -8,19 +8,8 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/driver/embedded"
+	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
 )
-
-// natsServer starts an in-process NATS server with JetStream (package
-// embedded, as cpsweep demo nats runs it) and returns its host:port.
-func natsServer(t *testing.T) string {
-	t.Helper()
-	s, err := embedded.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	return s.Addr()
-}
 
 // open parses ep and connects its consumer (first: it makes the stream,
 // key or topic) and its producer, both closed when the test ends.
@@ -116,7 +105,7 @@ func TestParse(t *testing.T) {
 // bytes, through core NATS and through JetStream (both storages, both
 // acknowledgement modes); the consumer's lag is zero at the end.
 func TestRoundTrip(t *testing.T) {
-	addr := natsServer(t)
+	addr := realserver.EmbeddedNATS(t)
 	roundTrip(t, []string{"nats://" + addr + "/cp.core", "jetstream://" + addr + "/cp.js", "jetstream://" + addr + "/cp.mem?storage=memory&ack=explicit"})
 }
 
@@ -153,7 +142,7 @@ func roundTrip(t *testing.T, endpoints []string) {
 // TestFullWindowIsBackpressure: with nobody acknowledging fast enough a
 // small window fills and Publish says ErrFull at once instead of blocking.
 func TestFullWindowIsBackpressure(t *testing.T) {
-	_, p := open(t, "jetstream://"+natsServer(t)+"/cp.full?window=4")
+	_, p := open(t, "jetstream://"+realserver.EmbeddedNATS(t)+"/cp.full?window=4")
 	full := 0
 	start := time.Now()
 	for i := 0; i < 10000 && full == 0; i++ {
@@ -199,7 +188,7 @@ func TestServerGoneIsAnError(t *testing.T) {
 // consumer that fell behind is loss (counted by sequence downstream),
 // not an error of the broker.
 func TestSlowConsumerIsLossNotFailure(t *testing.T) {
-	c, p := open(t, "nats://"+natsServer(t)+"/cp.slow")
+	c, p := open(t, "nats://"+realserver.EmbeddedNATS(t)+"/cp.slow")
 	const n = coreChanLen + 5000 // more than the consumer's queue holds, while it does not read
 	msg := make([]byte, 100)
 	publishAll(t, p, n, func(int) []byte { return msg })

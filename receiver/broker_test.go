@@ -7,30 +7,18 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/cloudprofiler-go/cp/driver/embedded"
+	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
 )
-
-// natsServer starts an in-process NATS server with JetStream (package
-// embedded) and returns its host:port.
-func natsServer(t *testing.T) string {
-	t.Helper()
-	s, err := embedded.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	return s.Addr()
-}
 
 // TestThroughABroker: a sender publishes into NATS (core and JetStream)
 // and a receiver consumes from it; every tuple is accounted for by
 // sequence, as over ZeroMQ, the end markers having travelled through the
 // broker, and each tuple's latency is measured from its intended time.
 func TestThroughABroker(t *testing.T) {
-	addr := natsServer(t)
+	addr := realserver.EmbeddedNATS(t)
 	fake, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
 		t.Fatal(err)

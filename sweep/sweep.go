@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -62,6 +63,10 @@ type Report struct {
 	// Latency is the end-to-end latency at the answer, with its clock
 	// error (nil without an answer).
 	Latency *AnswerLatency `json:"latency,omitempty"`
+	// History compares the answer with the earlier sweeps of the same
+	// plan on the same machines in the same results directory (nil: fewer
+	// than two, or no answer).
+	History *History `json:"history,omitempty"`
 }
 
 // ContradictionFactor: a pass this far above the answer's first failing
@@ -130,6 +135,10 @@ type Sweep struct {
 	// default).
 	Host   HostRules
 	report Report
+	// prior are the earlier sweeps' answers to compare with (History),
+	// read once, when the first answer is saved.
+	prior     []float64
+	priorRead bool
 }
 
 // Execute prepares the agents, runs the search and writes the run
@@ -417,6 +426,13 @@ func (s *Sweep) save(r *Result, interrupted bool) error {
 		if t.Judged() && len(t.Hosts) > 0 {
 			s.report.Colocated = colocation(t.Hosts)
 		}
+	}
+	s.report.History = nil
+	if b := r.Boundary; b != nil && b.Answer.Rate > 0 {
+		if !s.priorRead {
+			s.prior, s.priorRead = priorAnswers(filepath.Dir(s.Run.Dir), s.Run.Dir, s.Ctrl.Plan, s.report.Agents), true
+		}
+		s.report.History = history(b.Answer.Rate, s.prior)
 	}
 	s.report.LimitingStage, s.report.LimitingEvidence = "", ""
 	for _, t := range r.Trials { // the latest trial at the first failing rate

@@ -137,6 +137,9 @@ func (r *Report) WriteText(w io.Writer) {
 	if r.Colocated != "" {
 		fmt.Fprintf(w, "co-located: %s\n", r.Colocated)
 	}
+	if l := historyLine(r.History); l != "" && r.Contradicted == "" && r.Disturbed == "" {
+		fmt.Fprintln(w, l)
+	}
 	if n := disturbedRuns(res.Trials); n > 0 {
 		fmt.Fprintf(w, "disturbed: %d run(s) repeated because other work on the host disturbed them (trials.json: disturbed)\n", n)
 	}

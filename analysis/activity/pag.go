@@ -201,38 +201,6 @@ func (b *Builder) addTransfer(x Transfer) {
 	b.end = max(b.end, x.SentNs, x.RecvNs)
 }
 
-// clip is x ending the message delay after it was sent if it is longer
-// (and longer than its error bound, so that it does not become
-// ambiguous), unless its receiver was waiting for input then (see
-// Options.MessageDelayNs). A receiver whose activities there are not in
-// yet is taken as busy: the clip SnailTrail always makes.
-func (b *Builder) clip(x Transfer) Transfer {
-	d := b.opt.MessageDelayNs
-	if d <= 0 || x.Ambiguous() {
-		return x
-	}
-	at := x.SentNs + max(d, x.ErrNs)
-	if x.RecvNs <= at {
-		return x
-	}
-	if k, ok := b.kindAt(x.To, at); ok && inputWaitKind(k) {
-		return x
-	}
-	x.RecvNs = at
-	return x
-}
-
-// kindAt is the kind of worker wk's activity whose span holds t, among the
-// activities the builder still has (ok false: none, e.g. an unlogged gap).
-func (b *Builder) kindAt(wk int, t int64) (Kind, bool) {
-	acts := b.acts[wk]
-	i := sort.Search(len(acts), func(i int) bool { return acts[i].EndNs > t })
-	if i < len(acts) && acts[i].StartNs <= t {
-		return acts[i].Kind, true
-	}
-	return 0, false
-}
-
 // holding is the busy activity of worker wk whose span holds t, among the
 // activities the builder still has.
 func (b *Builder) holding(wk int, t int64) (Activity, bool) {

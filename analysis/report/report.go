@@ -34,6 +34,9 @@ type page struct {
 	Config                                string
 	Generated                             string
 	Analysis                              *analysis.Report
+	// History compares the answer with the earlier sweeps of its plan
+	// (summary.json history), as the sweep printed it.
+	History string
 	// NoLatency says why there is no latency section, and how to get one.
 	NoLatency string
 	// Diagnosis is the label timelines of the trials worth showing.
@@ -81,6 +84,9 @@ func Build(d *rundir.Dir) (html []byte, damaged []string, err error) {
 	if s := d.Summary; s != nil {
 		pg.Name, pg.Started, pg.Topology = s.Name, s.Started.Format(time.RFC3339), s.Topology
 		pg.Verdict = verdict(s)
+		if s.History != nil && s.Contradicted == "" {
+			pg.History = s.History.Statement
+		}
 		pg.Trials = trialRows(d)
 		if f, err := sweepFigure(s); err == nil {
 			pg.Figures = append(pg.Figures, f)

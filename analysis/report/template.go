@@ -46,6 +46,7 @@ var pageTemplate = template.Must(template.Must(template.New("report").Parse(figu
 <h1>cpsweep report{{with .Name}}: {{.}}{{end}}</h1>
 <p class="meta">{{with .Started}}started {{.}} · {{end}}{{with .Topology}}{{.}} · {{end}}<span class="small">{{.Dir}}</span></p>
 {{with .Verdict}}<div class="verdict">Maximum sustainable throughput: <b>{{.}}</b></div>{{end}}
+{{with .History}}<p class="meta">History: {{.}}</p>{{end}}
 
 {{with .Problems}}<h2>Problems</h2>
 <ul class="problems">{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}

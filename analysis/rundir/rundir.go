@@ -63,10 +63,16 @@ type Summary struct {
 	Contradicted string `json:"contradicted,omitempty"`
 	// LimitingStage is what the stage diagnosis said limited the first
 	// failing trial above the answer, with its evidence.
-	LimitingStage    string          `json:"limiting_stage,omitempty"`
-	LimitingEvidence string          `json:"limiting_evidence,omitempty"`
-	Plan             json.RawMessage `json:"plan"`
-	Result           struct {
+	LimitingStage    string `json:"limiting_stage,omitempty"`
+	LimitingEvidence string `json:"limiting_evidence,omitempty"`
+	// History compares the answer with the earlier sweeps of the same
+	// plan on the same machines (nil: fewer than two).
+	History *struct {
+		Varies    bool   `json:"varies"`
+		Statement string `json:"statement"`
+	} `json:"history,omitempty"`
+	Plan   json.RawMessage `json:"plan"`
+	Result struct {
 		Method    string        `json:"method"`
 		LastPass  float64       `json:"last_pass"`
 		FirstFail float64       `json:"first_fail"`

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cloudprofiler-go/cp/driver/embedded"
 )
 
 // NATS starts nats-server with JetStream, its store in a temporary folder,
@@ -18,6 +20,19 @@ func NATS(t testing.TB) (addr string, stop func()) {
 	return start(t, "nats-server", func(port int, dir string) []string {
 		return []string{"-a", "127.0.0.1", "-p", fmt.Sprint(port), "-js", "-sd", dir}
 	})
+}
+
+// EmbeddedNATS starts an in-process NATS server with JetStream (package
+// embedded, as cpsweep demo nats runs it: nothing to install) and returns
+// its host:port; the test's end stops it.
+func EmbeddedNATS(t testing.TB) string {
+	t.Helper()
+	s, err := embedded.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s.Addr()
 }
 
 // Redis starts redis-server without persistence.

@@ -1,0 +1,175 @@
+package sweep
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/internal/numfmt"
+	"github.com/cloudprofiler-go/cp/internal/readfile"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
+)
+
+// One sweep's repeats measure how its boundary moved while it ran; they
+// cannot see how far the whole answer moves from one sweep to the next.
+// On a shared VM that is the larger noise (ten demos back to back answered
+// 6.4-8.8 M/s, each reproducible to a few % within itself, BENCHMARKS.md),
+// and a user who runs one sweep cannot tell. So each sweep compares its
+// answer with the earlier sweeps of the same plan on the same machines in
+// the same results directory, and says how far they spread.
+
+// History is what the earlier sweeps of the same plan on the same
+// machines answered (see sameSweep).
+type History struct {
+	// Sweeps is how many earlier answers are compared (at most
+	// HistorySweeps, the most recent).
+	Sweeps int     `json:"sweeps"`
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+	// Deviation is this sweep's answer over their median, minus 1.
+	Deviation float64 `json:"deviation"`
+	// Varies: the earlier answers spread by more than HistorySpread, or
+	// this one lies more than HistorySpread from their median: one sweep
+	// here is not the plan's capacity.
+	Varies    bool   `json:"varies"`
+	Statement string `json:"statement"`
+}
+
+// HistorySweeps is how many earlier sweeps are compared; HistorySpread
+// the spread past which sweeps of one plan are said to vary (the issue's
+// 5% around the median, both ways).
+const (
+	HistorySweeps   = 10
+	HistorySpread   = 0.05
+	historyMaxDirs  = 100     // run directories looked at, the newest first
+	historyMaxBytes = 8 << 20 // a summary.json larger than this is not read
+)
+
+// priorSweep is what a run directory's summary.json says of its answer.
+type priorSweep struct {
+	Started      time.Time            `json:"started"`
+	Plan         json.RawMessage      `json:"plan"`
+	Agents       []protocol.AgentInfo `json:"agents"`
+	Interrupted  bool                 `json:"interrupted"`
+	Contradicted string               `json:"contradicted"`
+	Disturbed    string               `json:"disturbed"`
+	Invalid      json.RawMessage      `json:"invalid"`
+	Result       *struct {
+		LastPass float64         `json:"last_pass"`
+		Boundary json.RawMessage `json:"boundary"`
+	} `json:"result"`
+}
+
+// answered: the sweep ended with an answer it stands by.
+func (p *priorSweep) answered() bool {
+	return p.Result != nil && p.Result.LastPass > 0 && len(p.Result.Boundary) > 0 && string(p.Result.Boundary) != "null" &&
+		!p.Interrupted && p.Contradicted == "" && p.Disturbed == "" && (len(p.Invalid) == 0 || string(p.Invalid) == "null")
+}
+
+// machinesOf is the agents' roles and machines, sorted: two sweeps whose
+// agents ran on the same machines in the same roles measured the same
+// hosts.
+func machinesOf(agents []protocol.AgentInfo) []string {
+	out := make([]string, 0, len(agents))
+	for _, a := range agents {
+		out = append(out, a.Role+"@"+a.Machine)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// priorAnswers reads the answers of the earlier sweeps in resultsDir (not
+// self) whose plan and machines are this sweep's, the most recent
+// HistorySweeps. A directory it cannot read is skipped: the history is
+// context, never a reason to fail a sweep.
+func priorAnswers(resultsDir, self string, plan TrialPlan, agents []protocol.AgentInfo) []float64 {
+	want, err := json.Marshal(plan)
+	if err != nil || resultsDir == "" {
+		return nil
+	}
+	machines := machinesOf(agents)
+	entries, err := os.ReadDir(resultsDir)
+	if err != nil {
+		return nil
+	}
+	slices.Reverse(entries) // named by their start time: the newest first
+	type answer struct {
+		at   time.Time
+		rate float64
+	}
+	var found []answer
+	for i, e := range entries {
+		if i >= historyMaxDirs || len(found) >= HistorySweeps {
+			break
+		}
+		dir := filepath.Join(resultsDir, e.Name())
+		if !e.IsDir() || dir == filepath.Clean(self) {
+			continue
+		}
+		b, err := readfile.Limited(filepath.Join(dir, "summary.json"), historyMaxBytes)
+		if err != nil {
+			continue
+		}
+		var p priorSweep
+		if json.Unmarshal(b, &p) != nil || !p.answered() || !slices.Equal(machinesOf(p.Agents), machines) || !samePlan(p.Plan, want) {
+			continue
+		}
+		found = append(found, answer{p.Started, p.Result.LastPass})
+	}
+	sort.Slice(found, func(i, j int) bool { return found[i].at.After(found[j].at) })
+	out := make([]float64, len(found))
+	for i, f := range found {
+		out[i] = f.rate
+	}
+	return out
+}
+
+// samePlan compares a stored plan with this sweep's, both as this build
+// writes them (a plan from another version that does not read back the
+// same is another plan).
+func samePlan(stored json.RawMessage, want []byte) bool {
+	var p TrialPlan
+	if json.Unmarshal(stored, &p) != nil {
+		return false
+	}
+	got, err := json.Marshal(p)
+	return err == nil && bytes.Equal(got, want)
+}
+
+// history compares answer with the earlier answers (nil: fewer than two
+// to compare with).
+func history(answer float64, prior []float64) *History {
+	if answer <= 0 || len(prior) < 2 {
+		return nil
+	}
+	sorted := slices.Sorted(slices.Values(prior))
+	n := len(sorted)
+	median := sorted[n/2]
+	if n%2 == 0 {
+		median = (sorted[n/2-1] + sorted[n/2]) / 2
+	}
+	h := &History{Sweeps: n, Median: median, Min: sorted[0], Max: sorted[n-1], Deviation: answer/median - 1}
+	h.Varies = h.Min < median*(1-HistorySpread) || h.Max > median*(1+HistorySpread) ||
+		h.Deviation < -HistorySpread || h.Deviation > HistorySpread
+	h.Statement = fmt.Sprintf("the %d earlier sweeps of this plan on these machines answered between %s and %s (median %s); this answer is %+.0f%% of their median",
+		n, numfmt.Rate(h.Min), numfmt.Rate(h.Max), numfmt.Rate(median), 100*h.Deviation)
+	if h.Varies {
+		h.Statement += fmt.Sprintf(": sweeps of it here move by more than %.0f%%, more than one sweep's repeats can show; quote the median and range of several, not one answer", 100*HistorySpread)
+	}
+	return h
+}
+
+// historyLine is how the CLI prints it.
+func historyLine(h *History) string {
+	if h == nil {
+		return ""
+	}
+	return "history: " + strings.TrimSpace(h.Statement)
+}

@@ -1,0 +1,88 @@
+package sweep
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
+)
+
+func TestHistoryStatement(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer float64
+		prior  []float64
+		varies bool
+		want   string
+	}{
+		{"too few to compare", 7e6, []float64{7e6}, false, ""},
+		{"steady", 7.1e6, []float64{7e6, 7.05e6, 6.95e6}, false, "+1% of their median"},
+		// Ten demos back to back on the development VM (BENCHMARKS.md,
+		// sixteenth session): each reproducible within itself, 6.4-8.8 M/s
+		// between them.
+		{"sweeps move more than their repeats", 6.393e6, []float64{7.373e6, 6.558e6, 7.603e6, 8.757e6, 7.661e6, 8.0e6, 7.68e6, 7.939e6, 7.36e6}, true,
+			"between 6.558 M/s and 8.757 M/s (median 7.661 M/s); this answer is -17% of their median: sweeps of it here move by more than 5%"},
+		{"this one is the outlier", 5e6, []float64{7e6, 7.05e6, 6.95e6}, true, "-29%"},
+	} {
+		h := history(tc.answer, tc.prior)
+		if tc.want == "" {
+			if h != nil {
+				t.Errorf("%s: %+v, want none", tc.name, h)
+			}
+			continue
+		}
+		if h == nil || h.Varies != tc.varies || !strings.Contains(h.Statement, tc.want) || h.Sweeps != len(tc.prior) {
+			t.Errorf("%s: %+v, want varies %v and %q", tc.name, h, tc.varies, tc.want)
+		}
+	}
+}
+
+// TestPriorAnswers: only the earlier sweeps of the same plan on the same
+// machines, with an answer they stand by, are compared; a damaged or
+// foreign directory is skipped, never an error.
+func TestPriorAnswers(t *testing.T) {
+	dir := t.TempDir()
+	plan := TrialPlan{Duration: 2 * time.Second, BucketSize: 100, Scenario: "synthetic-100"}
+	agents := []protocol.AgentInfo{{Role: "receiver", Machine: "m1"}, {Role: "sender", Machine: "m1"}}
+	other := plan
+	other.BucketSize = 1
+	write := func(name string, p TrialPlan, ag []protocol.AgentInfo, lastPass float64, extra map[string]any) {
+		t.Helper()
+		v := map[string]any{"started": time.Date(2026, 11, 26, 3, 0, len(name), 0, time.UTC), "plan": p, "agents": ag,
+			"result": map[string]any{"last_pass": lastPass, "boundary": map[string]any{"runs": 3}}}
+		for k, x := range extra {
+			v[k] = x
+		}
+		b, _ := json.Marshal(v)
+		if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name, "summary.json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a-same", plan, agents, 7e6, nil)
+	write("b-same", plan, agents, 7.2e6, nil)
+	write("c-other-plan", other, agents, 1e6, nil)
+	write("d-other-machine", plan, []protocol.AgentInfo{{Role: "receiver", Machine: "m2"}, {Role: "sender", Machine: "m1"}}, 2e6, nil)
+	write("e-contradicted", plan, agents, 3e6, map[string]any{"contradicted": "a pass above a failure"})
+	write("f-no-answer", plan, agents, 0, nil)
+	if err := os.MkdirAll(filepath.Join(dir, "g-damaged"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "g-damaged", "summary.json"), []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	write("h-self", plan, agents, 9e6, nil)
+	got := priorAnswers(dir, filepath.Join(dir, "h-self"), plan, agents)
+	if len(got) != 2 || got[0]+got[1] != 14.2e6 {
+		t.Fatalf("prior answers %v, want the two sweeps of the same plan on the same machines (7 and 7.2 M)", got)
+	}
+	if got := priorAnswers(filepath.Join(dir, "missing"), "", plan, agents); got != nil {
+		t.Fatalf("a missing results directory gave %v", got)
+	}
+}
