@@ -158,7 +158,7 @@ func history(answer float64, prior []float64) *History {
 	h := &History{Sweeps: n, Median: median, Min: sorted[0], Max: sorted[n-1], Deviation: answer/median - 1}
 	h.Varies = h.Min < median*(1-HistorySpread) || h.Max > median*(1+HistorySpread) ||
 		h.Deviation < -HistorySpread || h.Deviation > HistorySpread
-	h.Statement = fmt.Sprintf("the %d earlier sweeps of this plan on these machines answered between %s and %s (median %s); this answer is %+.0f%% of their median",
+	h.Statement = fmt.Sprintf("the %d earlier sweeps of this plan on these machines answered between %s and %s (median %s); this answer lies %+.0f%% from their median",
 		n, numfmt.Rate(h.Min), numfmt.Rate(h.Max), numfmt.Rate(median), 100*h.Deviation)
 	if h.Varies {
 		h.Statement += fmt.Sprintf(": sweeps of it here move by more than %.0f%%, more than one sweep's repeats can show; quote the median and range of several, not one answer", 100*HistorySpread)

@@ -20,12 +20,12 @@ func TestHistoryStatement(t *testing.T) {
 		want   string
 	}{
 		{"too few to compare", 7e6, []float64{7e6}, false, ""},
-		{"steady", 7.1e6, []float64{7e6, 7.05e6, 6.95e6}, false, "+1% of their median"},
+		{"steady", 7.1e6, []float64{7e6, 7.05e6, 6.95e6}, false, "+1% from their median"},
 		// Ten demos back to back on the development VM (BENCHMARKS.md,
 		// sixteenth session): each reproducible within itself, 6.4-8.8 M/s
 		// between them.
 		{"sweeps move more than their repeats", 6.393e6, []float64{7.373e6, 6.558e6, 7.603e6, 8.757e6, 7.661e6, 8.0e6, 7.68e6, 7.939e6, 7.36e6}, true,
-			"between 6.558 M/s and 8.757 M/s (median 7.661 M/s); this answer is -17% of their median: sweeps of it here move by more than 5%"},
+			"between 6.558 M/s and 8.757 M/s (median 7.661 M/s); this answer lies -17% from their median: sweeps of it here move by more than 5%"},
 		{"this one is the outlier", 5e6, []float64{7e6, 7.05e6, 6.95e6}, true, "-29%"},
 	} {
 		h := history(tc.answer, tc.prior)
