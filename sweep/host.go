@@ -82,15 +82,25 @@ func hostViews(hosts []AgentHost) []hostView {
 	return out
 }
 
-// hostLine says what the hosts did during a trial: per host, its busy,
-// stolen and other processes' shares, and per agent the cores it used and
-// its busiest thread with the share of the time it waited runnable.
+// hostLine says what the hosts did during a trial, for its progress line.
 func hostLine(t Trial) string {
-	if len(t.Hosts) == 0 {
+	if l := HostsLine(t.Hosts); l != "" {
+		return "host: " + l
+	}
+	return ""
+}
+
+// HostsLine says what the hosts did during a trial: per host, its busy,
+// stolen and other processes' shares (net of every agent on it), and per
+// agent the cores it used and its busiest thread with the share of the
+// time it waited runnable; then the profiler's threads. The sweep's
+// progress and the report print it alike.
+func HostsLine(hosts []AgentHost) string {
+	if len(hosts) == 0 {
 		return ""
 	}
 	var parts []string
-	for _, v := range hostViews(t.Hosts) {
+	for _, v := range hostViews(hosts) {
 		p := fmt.Sprintf("%s busy %.0f%% of %d CPUs, steal %.1f%%, other processes %.0f%%", v.name, 100*v.busy, v.cpus, 100*v.steal, 100*v.others)
 		if v.sut > 0 {
 			p += fmt.Sprintf(", the system under test %.2f cores", v.sut)
@@ -104,10 +114,10 @@ func hostLine(t Trial) string {
 		}
 		parts = append(parts, p)
 	}
-	if cores, share, ok := t.ProfilerCost(); ok {
+	if cores, share, ok := (Trial{Hosts: hosts}).ProfilerCost(); ok {
 		parts = append(parts, fmt.Sprintf("the profiler's threads %.3f cores (%.1f%% of the agents' CPU)", cores, 100*share))
 	}
-	return "host: " + strings.Join(parts, " | ")
+	return strings.Join(parts, " | ")
 }
 
 // HostCPU is the limiting "stage" of a trial that the host's CPUs limited:

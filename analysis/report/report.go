@@ -14,6 +14,7 @@ import (
 	"github.com/cloudprofiler-go/cp/analysis/rundir"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/internal/readfile"
+	"github.com/cloudprofiler-go/cp/sweep"
 )
 
 // File is the report's name inside the run directory.
@@ -230,14 +231,11 @@ func trialRows(d *rundir.Dir) []trialRow {
 			}
 		}
 		r.Failed = strings.Join(failed, "; ")
-		var hosts []string
-		for _, h := range t.Hosts {
-			hosts = append(hosts, fmt.Sprintf("%s %.2f cores; host busy %.0f%%, steal %.1f%%, others %.0f%%", h.Node, h.Process, 100*h.HostBusy, 100*h.HostSteal, 100*h.OtherProcesses))
+		hosts := make([]sweep.AgentHost, len(t.Hosts))
+		for i, h := range t.Hosts {
+			hosts[i] = sweep.AgentHost{Node: h.Node, Host: h.Host, Summary: h.Summary}
 		}
-		if cores, share, ok := t.ProfilerCost(); ok {
-			hosts = append(hosts, fmt.Sprintf("the profiler's threads %.3f cores (%.1f%% of the agents' CPU)", cores, 100*share))
-		}
-		r.Host = strings.Join(hosts, " · ")
+		r.Host = sweep.HostsLine(hosts) // as the sweep's progress said it
 		if o, err := d.Outcome(t.N); err == nil {
 			if len(o.Outcome.Senders) > 0 {
 				r.LatenessP99 = dur(o.Outcome.Senders[0].Lateness.P99)

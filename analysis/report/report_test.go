@@ -213,3 +213,24 @@ func TestContradictedSweep(t *testing.T) {
 		t.Errorf("report lacks %q", want)
 	}
 }
+
+// TestHostsAsTheSweepSaidThem: two agents on one host of 2 CPUs, 75% busy,
+// using 0.5 and 0.9 cores: other processes took 5% of it, net of both
+// agents, as the sweep's progress line says; the report once printed each
+// agent's view, in which the other agent is an "other" (45%), and
+// contradicted the line.
+func TestHostsAsTheSweepSaidThem(t *testing.T) {
+	host := func(node string, cores, others float64) string {
+		return fmt.Sprintf(`{"node": %q, "host": "vm", "cpus": 2, "host_busy": 0.75, "host_steal": 0, "process_cores": %g, "other_processes": %g}`, node, cores, others)
+	}
+	files := map[string]string{
+		rundir.FormatFile: `{"format": "cloudprofiler-go run directory", "version": 2}`,
+		"summary.json": `{"format_version": 2, "name": "h", "result": {"method": "fast", "last_pass": 1000000, "trials": [
+			{"n": 1, "rate": 1000000, "achieved": 999000, "purpose": "ramp", "verdict": {"pass": true}, "hosts": [` +
+			host("receiver0", 0.5, 0.5) + `, ` + host("sender0", 0.9, 0.3) + `]}]}}`,
+	}
+	page := buildFrom(t, t.TempDir(), files)
+	if !strings.Contains(page, "vm busy 75% of 2 CPUs, steal 0.0%, other processes 5%; receiver0 0.50 cores; sender0 0.90 cores") || strings.Contains(page, "others 50%") {
+		t.Errorf("the report's hosts are not the sweep's line")
+	}
+}

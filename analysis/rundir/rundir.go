@@ -115,6 +115,7 @@ type TrialRecord struct {
 	// Hosts are the agents' host accounting over the trial.
 	Hosts []struct {
 		Node string `json:"node"`
+		Host string `json:"host"`
 		cpustat.Summary
 	} `json:"hosts"`
 }
