@@ -275,6 +275,15 @@ func TestHostCPULimit(t *testing.T) {
 			Hosts: []AgentHost{host("receiver0", 0.7, cpustat.ThreadShare{Name: "consumer", Cores: 0.2, Runqueue: 0.4})}}, true},
 		{"a saturated consumer on a quiet host", Trial{Verdict: fail, LimitingStage: "consumer", LimitingEvidence: "busy 95%",
 			Hosts: []AgentHost{host("receiver0", 0.6, cpustat.ThreadShare{Name: "consumer", Cores: 0.95, Runqueue: 0.02})}}, false},
+		// The demo's limit: the transport named (the lane idle, the sender
+		// blocked), the host 72% busy, libzmq's I/O threads waiting to run
+		// a third of the time: the transport did not get the CPU.
+		{"a transport whose I/O threads waited to run", Trial{Verdict: fail, LimitingStage: "stream0", LimitingEvidence: "stream0: lane0 idle 68%, thread0 blocked 8%",
+			Hosts: []AgentHost{host("receiver0", 0.72, cpustat.ThreadShare{Name: "zmq-io", Cores: 0.23, Runqueue: 0.34}, cpustat.ThreadShare{Name: "lane0", Cores: 0.2, Runqueue: 0.2})}}, true},
+		{"a transport with CPU to spare (a full network)", Trial{Verdict: fail, LimitingStage: "stream0", LimitingEvidence: "stream0: lane0 idle 90%, thread0 blocked 80%",
+			Hosts: []AgentHost{host("receiver0", 0.3, cpustat.ThreadShare{Name: "zmq-io", Cores: 0.2, Runqueue: 0.03})}}, false},
+		{"a relay, whatever the I/O threads did", Trial{Verdict: fail, LimitingStage: "sut/stream0", LimitingEvidence: "sut/stream0: queue 24 -> 88, lane0 idle 98%",
+			Hosts: []AgentHost{host("receiver0", 0.5, cpustat.ThreadShare{Name: "zmq-io", Cores: 0.2, Runqueue: 0.3})}}, false},
 		{"a pass", Trial{Verdict: Verdict{Pass: true}, Hosts: []AgentHost{host("sender0", 0.99)}}, false},
 		{"no accounting", Trial{Verdict: fail, LimitingStage: "none"}, false},
 	} {
