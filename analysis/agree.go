@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+
+	"github.com/cloudprofiler-go/cp/diagnose"
+	"github.com/cloudprofiler-go/cp/stage"
 )
 
 // Three analyses explain a limit, each from its own evidence: the stage
@@ -42,16 +45,19 @@ type Agreement struct {
 // "sender0/thread0" the sender's emission thread, "stream0" the transport,
 // and a stream under another name than an agent's ("sut/stream0",
 // "receiver0/nats/stream0") the system under test.
-func role(stage string) string {
-	s := strings.ToLower(strings.TrimSpace(stage))
+func role(name string) string {
+	s := strings.ToLower(strings.TrimSpace(name))
 	switch s {
 	case "", "none":
 		return ""
 	case "host cpu":
 		return "host CPU"
 	}
-	if parts := strings.Split(s, "/"); len(parts) >= 2 && strings.HasPrefix(parts[len(parts)-1], "stream") && !agentNode(parts[len(parts)-2]) {
-		return "system under test"
+	if kind, ok := diagnose.BlackBox(s); ok {
+		if kind == stage.SUT {
+			return "system under test"
+		}
+		return "transport"
 	}
 	if i := strings.LastIndex(s, "/"); i >= 0 {
 		s = s[i+1:]
@@ -64,16 +70,6 @@ func role(stage string) string {
 		return "transport"
 	}
 	return s
-}
-
-// agentNode says whether a name is an agent's node ("sender0",
-// "receiver12"), as the sweep names them.
-func agentNode(name string) bool {
-	rest, ok := strings.CutPrefix(name, "sender")
-	if !ok {
-		rest, ok = strings.CutPrefix(name, "receiver")
-	}
-	return ok && rest != "" && strings.TrimRightFunc(rest, unicode.IsDigit) == ""
 }
 
 // Agree compares the explanations.

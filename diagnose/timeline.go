@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/cloudprofiler-go/cp/stage"
 )
@@ -120,6 +121,38 @@ func (b *builder) add(m Module, src source, timed bool, cap int64) int {
 }
 
 // prefix names a process's stages when its role has several processes.
+// BlackBox says what a stage name, as the timeline makes it, names when
+// it names a black box: the transport between the harness's own agents
+// (stage.Network: stream<N>, or receiver<K>/stream<N> with several
+// receivers), or a system under test's stream (stage.SUT: sut/stream<N>,
+// nats/stream<N>, with the receiver's prefix too). The analyses that name
+// stages their own way (the agreement line, the host-CPU rule) read the
+// diagnosis's names through it.
+func BlackBox(name string) (stage.Kind, bool) {
+	parts := strings.Split(name, "/")
+	id, ok := strings.CutPrefix(parts[len(parts)-1], "stream")
+	if !ok || id == "" || strings.Trim(id, "0123456789") != "" {
+		return "", false
+	}
+	switch {
+	case len(parts) == 1, len(parts) == 2 && agentNode(parts[0]):
+		return stage.Network, true
+	case len(parts) == 2, len(parts) == 3 && agentNode(parts[0]):
+		return stage.SUT, true
+	}
+	return "", false
+}
+
+// agentNode says whether a name is an agent's node as the sweep names
+// them ("sender0", "receiver12").
+func agentNode(name string) bool {
+	rest, ok := strings.CutPrefix(name, "sender")
+	if !ok {
+		rest, ok = strings.CutPrefix(name, "receiver")
+	}
+	return ok && rest != "" && strings.Trim(rest, "0123456789") == ""
+}
+
 func (b *builder) prefix(p Process) string {
 	n := 0
 	for _, q := range b.in.Processes {

@@ -90,3 +90,25 @@ func TestTimelineNamesStagesOfSeveralProcesses(t *testing.T) {
 		t.Fatal("a process without a series was accepted")
 	}
 }
+
+func TestBlackBox(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		kind stage.Kind
+		ok   bool
+	}{
+		{"stream0", stage.Network, true},
+		{"receiver1/stream12", stage.Network, true},
+		{"sut/stream0", stage.SUT, true},
+		{"nats/stream3", stage.SUT, true},
+		{"receiver0/sut/stream0", stage.SUT, true},
+		{"lane0", "", false},
+		{"receiver0/lane0", "", false},
+		{"streamx", "", false},
+		{"a/b/c/stream0", "", false},
+	} {
+		if kind, ok := BlackBox(tc.name); kind != tc.kind || ok != tc.ok {
+			t.Errorf("%s: %q %v, want %q %v", tc.name, kind, ok, tc.kind, tc.ok)
+		}
+	}
+}

@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
-	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/internal/readfile"
@@ -54,7 +52,6 @@ const (
 
 // priorSweep is what a run directory's summary.json says of its answer.
 type priorSweep struct {
-	Started      time.Time            `json:"started"`
 	Plan         json.RawMessage      `json:"plan"`
 	Agents       []protocol.AgentInfo `json:"agents"`
 	Interrupted  bool                 `json:"interrupted"`
@@ -100,11 +97,7 @@ func priorAnswers(resultsDir, self string, plan TrialPlan, agents []protocol.Age
 		return nil
 	}
 	slices.Reverse(entries) // named by their start time: the newest first
-	type answer struct {
-		at   time.Time
-		rate float64
-	}
-	var found []answer
+	var found []float64
 	for i, e := range entries {
 		if i >= historyMaxDirs || len(found) >= HistorySweeps {
 			break
@@ -121,14 +114,9 @@ func priorAnswers(resultsDir, self string, plan TrialPlan, agents []protocol.Age
 		if json.Unmarshal(b, &p) != nil || !p.answered() || !slices.Equal(machinesOf(p.Agents), machines) || !samePlan(p.Plan, want) {
 			continue
 		}
-		found = append(found, answer{p.Started, p.Result.LastPass})
+		found = append(found, p.Result.LastPass)
 	}
-	sort.Slice(found, func(i, j int) bool { return found[i].at.After(found[j].at) })
-	out := make([]float64, len(found))
-	for i, f := range found {
-		out[i] = f.rate
-	}
-	return out
+	return found
 }
 
 // samePlan compares a stored plan with this sweep's, both as this build
@@ -171,5 +159,5 @@ func historyLine(h *History) string {
 	if h == nil {
 		return ""
 	}
-	return "history: " + strings.TrimSpace(h.Statement)
+	return "history: " + h.Statement
 }

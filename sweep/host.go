@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/cloudprofiler-go/cp/cpustat"
+	"github.com/cloudprofiler-go/cp/diagnose"
+	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
@@ -114,7 +116,7 @@ func HostsLine(hosts []AgentHost) string {
 		}
 		parts = append(parts, p)
 	}
-	if cores, share, ok := (Trial{Hosts: hosts}).ProfilerCost(); ok {
+	if cores, share, ok := profilerCost(hosts); ok {
 		parts = append(parts, fmt.Sprintf("the profiler's threads %.3f cores (%.1f%% of the agents' CPU)", cores, 100*share))
 	}
 	return strings.Join(parts, " | ")
@@ -196,17 +198,10 @@ func hot(role string) bool {
 }
 
 // transportStage says whether a limiting stage is the transport between
-// the harness's own agents (stream<N>, or node/stream<N>), not a system
-// under test (sut/stream<N>, a broker's stream).
+// the harness's own agents, not a system under test.
 func transportStage(name string) bool {
-	if i := strings.LastIndex(name, "/"); i >= 0 {
-		if node := name[:i]; !strings.HasPrefix(node, "receiver") && !strings.HasPrefix(node, "sender") || strings.Contains(node, "/") {
-			return false
-		}
-		name = name[i+1:]
-	}
-	id, ok := strings.CutPrefix(name, "stream")
-	return ok && id != "" && strings.Trim(id, "0123456789") == ""
+	kind, ok := diagnose.BlackBox(name)
+	return ok && kind == stage.Network
 }
 
 // machineNames groups agents by machine rather than host name: pods (or
@@ -228,9 +223,11 @@ func (m machineNames) host(info protocol.AgentInfo) string {
 
 // ProfilerCost is what the profiler's own threads used over the trial,
 // summed over its agents (cpustat.ProfilerCost).
-func (t Trial) ProfilerCost() (cores, share float64, ok bool) {
-	sums := make([]cpustat.Summary, len(t.Hosts))
-	for i, h := range t.Hosts {
+func (t Trial) ProfilerCost() (cores, share float64, ok bool) { return profilerCost(t.Hosts) }
+
+func profilerCost(hosts []AgentHost) (cores, share float64, ok bool) {
+	sums := make([]cpustat.Summary, len(hosts))
+	for i, h := range hosts {
 		sums[i] = h.Summary
 	}
 	return cpustat.ProfilerCost(sums)

@@ -427,8 +427,8 @@ func (s *Sweep) save(r *Result, interrupted bool) error {
 			s.report.Colocated = colocation(t.Hosts)
 		}
 	}
-	s.report.History = nil
-	if b := r.Boundary; b != nil && b.Answer.Rate > 0 {
+	s.report.History = nil // only beside an answer the sweep stands by
+	if b := r.Boundary; b != nil && b.Answer.Rate > 0 && s.report.Contradicted == "" && s.report.Disturbed == "" {
 		if !s.priorRead {
 			s.prior, s.priorRead = priorAnswers(filepath.Dir(s.Run.Dir), s.Run.Dir, s.Ctrl.Plan, s.report.Agents), true
 		}

@@ -137,7 +137,7 @@ func (r *Report) WriteText(w io.Writer) {
 	if r.Colocated != "" {
 		fmt.Fprintf(w, "co-located: %s\n", r.Colocated)
 	}
-	if l := historyLine(r.History); l != "" && r.Contradicted == "" && r.Disturbed == "" {
+	if l := historyLine(r.History); l != "" {
 		fmt.Fprintln(w, l)
 	}
 	if n := disturbedRuns(res.Trials); n > 0 {

@@ -85,7 +85,7 @@ func Build(d *rundir.Dir) (html []byte, damaged []string, err error) {
 	if s := d.Summary; s != nil {
 		pg.Name, pg.Started, pg.Topology = s.Name, s.Started.Format(time.RFC3339), s.Topology
 		pg.Verdict = verdict(s)
-		if s.History != nil && s.Contradicted == "" {
+		if s.History != nil {
 			pg.History = s.History.Statement
 		}
 		pg.Trials = trialRows(d)
