@@ -11,8 +11,8 @@ import (
 
 // Three analyses explain a limit, each from its own evidence: the stage
 // diagnosis (the first failing trial above the answer: which stage was
-// busy with work waiting), the service rates (the trials at the answer:
-// which stage would saturate first) and the activity graph (the profiled
+// busy with work waiting), the service rates (the trials at the answer
+// and at the first failing rate: which stage would saturate first) and the activity graph (the profiled
 // trial: what the system's own progress waited on). Agreement puts them
 // side by side once, for the text, pag.json and the report alike.
 
@@ -111,10 +111,10 @@ func disagreement(roles map[string]bool, ex []Explanation) string {
 		why = append(why, "a host CPU limit has no activity of its own: the graph and the service rates name whichever thread the missing CPU delayed most, so the host's cores are the limit, not that thread")
 	}
 	if roles["transport"] {
-		why = append(why, "the transport's I/O threads log no activities and have no service rate: the diagnosis sees them by their queue, the graph only as messages in flight")
+		why = append(why, "the transport's I/O threads log no activities: the diagnosis sees them by their queue, the service rates only by what they delivered while backlogged (at or above their capacity), the graph only as messages in flight")
 	}
 	if roles["system under test"] {
-		why = append(why, "the system under test is a black box: it has no service rate, and the graph sees it only as messages in flight to a receiver that waited for them; the harness's stages around it are its victims, not its limit")
+		why = append(why, "the system under test is a black box: the service rates see it only by what it delivered while backlogged (at or above its capacity), and the graph only as messages in flight to a receiver that waited for them; the harness's stages around it are its victims, not its limit")
 	}
 	var trials []string
 	graphBelow := false

@@ -56,6 +56,9 @@ type Diagnosis struct {
 	// WindowBusy is each timed stage's busy share over the window (its own
 	// work over all its accounted time).
 	WindowBusy map[string]float64 `json:"window_busy,omitempty"`
+	// BoxRates are the black boxes' service rates over the window, from
+	// the periods in which they were backlogged (boxrate.go).
+	BoxRates []BoxRate `json:"box_rates,omitempty"`
 }
 
 // Snapshot is one period's labels and bottleneck ranks, by module.
@@ -138,6 +141,7 @@ func Analyze(t *Timeline, o Options) *Diagnosis {
 		if rk.Limiting >= 0 {
 			d.Limiting, d.Evidence = g.Modules[rk.Limiting].Name, rk.Evidence
 		}
+		d.BoxRates = t.boxRates(bn, lo, hi, act)
 	}
 	return d
 }

@@ -13,6 +13,10 @@ import (
 const (
 	MethodRaftLib  = "raftlib"
 	MethodBusyTime = "busy_time"
+	// MethodBacklog is a black box's rate (the transport, a relay, a
+	// broker): what it delivered in the periods in which it was
+	// backlogged (package diagnose, BoxRate). It has no busy time.
+	MethodBacklog = "backlog"
 )
 
 // The statuses of an estimate.
@@ -261,7 +265,7 @@ type Limit struct {
 func Limits(rates []Rate) []Limit {
 	total := map[stage.Kind]uint64{}
 	for _, r := range rates {
-		if r.Method == MethodBusyTime { // one per stage
+		if r.Method == MethodBusyTime || r.Method == MethodBacklog { // one per stage
 			total[r.Kind] += r.Tuples
 		}
 	}

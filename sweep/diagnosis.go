@@ -113,18 +113,20 @@ func limitingLine(t Trial) string {
 }
 
 // diagnoseTrial names a judged trial's limiting stage (wall-clock
-// alignment: the TSC relation is made after the last trial).
-func (s *Sweep) diagnoseTrial(t *Trial) {
+// alignment: the TSC relation is made after the last trial); the
+// diagnosis is nil when there is none.
+func (s *Sweep) diagnoseTrial(t *Trial) *diagnose.Diagnosis {
 	if t.Outcome == nil || s.Ctrl.Plan.StagePeriod == 0 {
-		return
+		return nil
 	}
 	d, err := DiagnoseOutcome(t.Outcome, s.Ctrl.Plan.Relay, nil, diagnose.Options{Overloaded: !t.Verdict.Pass})
 	if err != nil {
 		t.LimitingEvidence = "not diagnosed: " + err.Error()
-		return
+		return nil
 	}
 	t.Busy = d.WindowBusy
 	verdictOfLimit(t, d)
+	return d
 }
 
 // verdictOfLimit is the one verdict on what limited a trial, from its

@@ -140,6 +140,21 @@ const (
 // while the stage diagnosis found no stage, or found a stage whose own
 // thread could not run. The evidence says who used the cores.
 func hostCPULimit(t *Trial) string {
+	named := t.LimitingStage
+	if named == "none" || strings.HasPrefix(t.LimitingEvidence, "late on its own") {
+		named = ""
+	}
+	return hostCPUBehind(t, named)
+}
+
+// hostCPUBehind is the one rule by which any analysis's answer for a trial
+// (the diagnosis's limiting stage, the service rates' next limit) gives way
+// to the host's CPUs ("": it does not): the CPUs were saturated and a hot
+// thread waited runnable, or that waiting thread is the named stage's own
+// (the transport's are libzmq's I/O threads), or nothing was named. named
+// is a stage as the analysis spells it ("thread0", "receiver0/lane0",
+// "stream0"; "": none).
+func hostCPUBehind(t *Trial, named string) string {
 	if len(t.Hosts) == 0 {
 		return ""
 	}
@@ -150,9 +165,9 @@ func hostCPULimit(t *Trial) string {
 	waiter, wait := longestWait(t.Hosts)
 	saturated := busy >= HostSaturated
 	held := wait >= HotThreadWait
-	victim := t.LimitingStage == "" || t.LimitingStage == "none" || strings.HasPrefix(t.LimitingEvidence, "late on its own") ||
-		(held && strings.HasSuffix(waiter, "/"+t.LimitingStage)) ||
-		(held && strings.HasSuffix(waiter, "/"+cpustat.ZMQIO) && transportStage(t.LimitingStage))
+	victim := named == "" ||
+		(held && (waiter == named || strings.HasSuffix(waiter, "/"+named))) ||
+		(held && strings.HasSuffix(waiter, "/"+cpustat.ZMQIO) && transportStage(named))
 	if !(saturated || held) || !(victim || saturated && held) {
 		return ""
 	}

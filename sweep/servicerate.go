@@ -2,7 +2,10 @@ package sweep
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
+	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/servicerate"
 )
@@ -31,6 +34,55 @@ func trialRates(o *Outcome) []servicerate.Rate {
 	return out
 }
 
+// boxServiceRates turns the diagnosis's black-box rates (buckets per
+// second of their backlogged periods) into service rates in tuples, by
+// the tuples per bucket each stream carried in the trial. The boxes are
+// named as the diagnosis names them (stream0, sut/stream0): they belong
+// to no agent.
+func boxServiceRates(d *diagnose.Diagnosis, o *Outcome) []servicerate.Rate {
+	if d == nil || o == nil {
+		return nil
+	}
+	var out []servicerate.Rate
+	for _, b := range d.BoxRates {
+		kind, ok := diagnose.BlackBox(b.Stage)
+		if !ok {
+			continue
+		}
+		tuples, buckets := streamTraffic(o, b.Stage)
+		r := servicerate.Rate{Stage: b.Stage, Kind: kind, Method: servicerate.MethodBacklog, Status: servicerate.NotConverged,
+			Periods: b.Periods, T: float64(d.PeriodNs) / 1e9, Utilisation: float64(b.Periods) / float64(max(b.Total, 1)), Tuples: tuples, Why: b.Why}
+		if b.PerS > 0 && buckets > 0 {
+			v := b.PerS * float64(tuples) / float64(buckets)
+			r.TuplesPerS, r.Status, r.Converged = &v, servicerate.Converged, true
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// streamTraffic is what the receivers counted of the stream a black box
+// carries ("sut/stream3": stream 3), in tuples and buckets.
+func streamTraffic(o *Outcome, box string) (tuples, buckets uint64) {
+	name := box[strings.LastIndex(box, "/")+1:]
+	id, err := strconv.ParseUint(strings.TrimPrefix(name, "stream"), 10, 32)
+	if err != nil {
+		return 0, 0
+	}
+	for _, r := range o.Receivers {
+		if r == nil {
+			continue
+		}
+		for _, st := range r.Streams {
+			if uint64(st.Stream) == id {
+				tuples += st.ReceivedTuples
+				buckets += st.Buckets
+			}
+		}
+	}
+	return tuples, buckets
+}
+
 func appendNamed(out []servicerate.Rate, prefix string, rates []servicerate.Rate) []servicerate.Rate {
 	for _, r := range rates {
 		r.Stage = prefix + r.Stage
@@ -54,6 +106,26 @@ type NextLimit struct {
 	// printed or used as one: the line says "inconsistent" with both
 	// numbers, and the hint ignores it.
 	Inconsistent string `json:"inconsistent,omitempty"`
+	// Through is the stage whose rate it is when the limit is the host's
+	// CPUs (Stage "host CPU"): in a failing trial, the stage the estimate
+	// named could not run for want of CPU (hostCPUBehind, the rule the
+	// diagnosis follows too), and HostEvidence says who used the cores.
+	Through      string `json:"through,omitempty"`
+	HostEvidence string `json:"host_evidence,omitempty"`
+}
+
+// hostCPUNextLimit gives a failing trial's next limit to the host's CPUs
+// when the stage it names was held back by them, by the same rule as the
+// trial's limiting stage: a transport whose I/O threads waited runnable
+// delivers what the CPU let it, not what it could.
+func hostCPUNextLimit(t *Trial) {
+	n := t.NextLimit
+	if n == nil || n.Inconsistent != "" || t.Verdict.Pass || !t.Judged() {
+		return
+	}
+	if why := hostCPUBehind(t, n.Stage); why != "" {
+		n.Through, n.Stage, n.HostEvidence = n.Stage, HostCPU, why
+	}
 }
 
 // inconsistentMargin: a limit within this share of what the trials showed
@@ -120,8 +192,12 @@ func nextLimitLine(t Trial) string {
 	if n.Inconsistent != "" {
 		return fmt.Sprintf("next limit: inconsistent: %s (%s %s%s): not a limit", n.Inconsistent, n.Method, numfmt.Rate(n.TuplesPerS), other)
 	}
-	return fmt.Sprintf("next limit: %s at %s (%s%s), headroom %+.0f%% over this trial's rate",
-		n.Stage, numfmt.Rate(n.TuplesPerS), n.Method, other, 100*n.Headroom)
+	through := ""
+	if n.Through != "" {
+		through = fmt.Sprintf(" of %s, held back: %s", n.Through, n.HostEvidence)
+	}
+	return fmt.Sprintf("next limit: %s at %s (%s%s%s), headroom %+.0f%% over this trial's rate",
+		n.Stage, numfmt.Rate(n.TuplesPerS), n.Method, through, other, 100*n.Headroom)
 }
 
 // searched says whether a trial is the search's evidence: judged, and

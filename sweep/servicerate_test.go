@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"github.com/cloudprofiler-go/cp/cpustat"
+	"github.com/cloudprofiler-go/cp/diagnose"
+	"github.com/cloudprofiler-go/cp/receiver"
+	rtally "github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/servicerate"
 	"github.com/cloudprofiler-go/cp/stage"
 )
@@ -345,5 +348,61 @@ func TestRecheckLimitsMarksWhatLaterTrialsDisproved(t *testing.T) {
 		if (want == "") != (got == "") || !strings.Contains(got, want) {
 			t.Errorf("trial %d: %q, want %q", i, got, want)
 		}
+	}
+}
+
+// A failing trial's next limit gives way to the host's CPUs by the rule
+// its limiting stage follows: at the demo's limit the transport's backlog
+// rate is what libzmq's I/O threads delivered while they waited to run a
+// third of the time, not what the transport could do.
+func TestHostCPUNextLimit(t *testing.T) {
+	starved := []AgentHost{{Node: "sender0", Summary: cpustat.Summary{CPUs: 2, HostBusy: 0.72, Process: 0.85,
+		Threads: []cpustat.ThreadShare{{Name: "thread0", Cores: 0.47, Runqueue: 0.17}, {Name: "zmq-io", Cores: 0.33, Runqueue: 0.35}}}}}
+	quiet := []AgentHost{{Node: "receiver0", Summary: cpustat.Summary{CPUs: 2, HostBusy: 0.5, Process: 0.9,
+		Threads: []cpustat.ThreadShare{{Name: "lane0", Cores: 0.9, Runqueue: 0.03}}}}}
+	for _, c := range []struct {
+		name    string
+		stage   string
+		pass    bool
+		hosts   []AgentHost
+		want    string
+		through string
+	}{
+		{"the transport, its I/O threads waiting to run", "stream0", false, starved, HostCPU, "stream0"},
+		{"the same at a passing trial", "stream0", true, starved, "stream0", ""},
+		{"a relay stays the system under test", "sut/stream0", false, starved, "sut/stream0", ""},
+		{"a saturated lane on a quiet host", "receiver0/lane0", false, quiet, "receiver0/lane0", ""},
+		{"a lane that waited to run", "sender0/thread0", false, []AgentHost{{Node: "sender0", Summary: cpustat.Summary{CPUs: 2, HostBusy: 0.7,
+			Threads: []cpustat.ThreadShare{{Name: "thread0", Cores: 0.5, Runqueue: 0.4}}}}}, HostCPU, "sender0/thread0"},
+	} {
+		tr := Trial{Verdict: Verdict{Pass: c.pass}, Hosts: c.hosts, NextLimit: &NextLimit{Limit: servicerate.Limit{Stage: c.stage, Method: servicerate.MethodBacklog, TuplesPerS: 7.6e6}}}
+		hostCPUNextLimit(&tr)
+		if n := tr.NextLimit; n.Stage != c.want || n.Through != c.through || (c.through != "") != (n.HostEvidence != "") {
+			t.Errorf("%s: next limit %q through %q (%s), want %q through %q", c.name, n.Stage, n.Through, n.HostEvidence, c.want, c.through)
+		}
+	}
+}
+
+// A black box's backlog rate is said in tuples, by the tuples per bucket
+// its stream carried, under the diagnosis's name; one that was never
+// backlogged says why and gives no number.
+func TestBoxServiceRates(t *testing.T) {
+	o := &Outcome{Receivers: []*receiver.Result{{Streams: []rtally.StreamResult{{Stream: 0, ReceivedTuples: 600000, Buckets: 6000}}}}}
+	d := &diagnose.Diagnosis{PeriodNs: 1e8, BoxRates: []diagnose.BoxRate{
+		{Stage: "sut/stream0", PerS: 3000, Periods: 20, Total: 20, Share: 1},
+		{Stage: "stream1", Why: "never backlogged", Total: 20},
+	}}
+	rates := boxServiceRates(d, o)
+	if len(rates) != 2 {
+		t.Fatalf("rates %+v", rates)
+	}
+	if v, ok := rates[0].Value(); !ok || v != 300000 || rates[0].Kind != stage.SUT || rates[0].Method != servicerate.MethodBacklog {
+		t.Fatalf("relay: %+v", rates[0])
+	}
+	if _, ok := rates[1].Value(); ok || rates[1].Status != servicerate.NotConverged || rates[1].Why == "" {
+		t.Fatalf("a box never backlogged: %+v", rates[1])
+	}
+	if l := servicerate.Limits(rates); len(l) != 1 || l[0].Stage != "sut/stream0" || l[0].TuplesPerS != 300000 {
+		t.Fatalf("limits %+v", l)
 	}
 }

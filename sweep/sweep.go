@@ -289,10 +289,11 @@ func (rec *recorder) run(ctx context.Context, rate float64, purpose string) (Tri
 	if err != nil {
 		return t, err
 	}
-	s.diagnoseTrial(&t)
-	t.ServiceRates = trialRates(t.Outcome)
+	d := s.diagnoseTrial(&t)
+	t.ServiceRates = append(trialRates(t.Outcome), boxServiceRates(d, t.Outcome)...)
 	sofar := append(slices.Clip(rec.partial.Trials), t)
 	t.NextLimit = nextLimit(t.ServiceRates, rate, t.Verdict.Pass && t.Judged(), highestPass(sofar), lowestFail(rec.partial.Trials))
+	hostCPUNextLimit(&t)
 	rec.partial.Trials = append(rec.partial.Trials, t)
 	s.logf("%s\n", s.trialLine(t))
 	if l := nextLimitLine(t); l != "" {

@@ -108,7 +108,7 @@ func (r *Report) TopSystem() (Share, bool) {
 // AgreementWith puts the sweep's stage diagnosis and service rates (from
 // its summary) beside this graph's top system activity.
 func (r *Report) AgreementWith(s *rundir.Summary) *analysis.Agreement {
-	diag, rates, rateDetail := s.Explanations()
+	diag, rates, rateDetail, rateTrial := s.Explanations()
 	graph, graphDetail := "", ""
 	if top, ok := r.TopSystem(); ok {
 		graph, graphDetail = top.Worker, fmt.Sprintf("%s %.0f%% of the system's critical paths", top.Kind, 100*top.Value)
@@ -128,7 +128,7 @@ func (r *Report) AgreementWith(s *rundir.Summary) *analysis.Agreement {
 	}
 	a := analysis.Agree([]analysis.Explanation{
 		{Analysis: "diagnosis", Stage: diag, Detail: s.LimitingEvidence, Trial: "at the first failing rate above the answer", AboveAnswer: true},
-		{Analysis: "service rates", Stage: rates, Detail: rateDetail, Trial: "at the answer"},
+		{Analysis: "service rates", Stage: rates, Detail: rateDetail, Trial: rateTrial, AboveAnswer: strings.HasPrefix(rateTrial, "at the first failing")},
 		{Analysis: "activity graph", Stage: graph, Detail: graphDetail, Trial: graphTrial, AboveAnswer: above},
 	})
 	return &a

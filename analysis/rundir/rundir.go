@@ -111,6 +111,7 @@ type TrialRecord struct {
 	NextLimit    *struct {
 		servicerate.Limit
 		Inconsistent string `json:"inconsistent"`
+		Through      string `json:"through"` // the stage whose rate it is, when the limit is the host's CPUs
 	} `json:"next_limit"`
 	// Hosts are the agents' host accounting over the trial.
 	Hosts []struct {
@@ -133,20 +134,34 @@ func (t TrialRecord) ProfilerCost() (cores, share float64, ok bool) {
 // Explanations are the diagnosis's and the service rates' answers to what
 // limits the run (analysis.Agree adds the activity graph's): the stage the
 // diagnosis named for the first failing trial above the answer, and the
-// smallest consistent next limit the trials at the answer estimated.
-func (s *Summary) Explanations() (diagnosis, rates string, rateDetail string) {
+// smallest consistent next limit of the trials that bracket the answer
+// (those at the answer that passed and those at the first failing rate
+// above it that failed; the profiled trial is not the search's). A black
+// box has a rate only where it was backlogged, which below its capacity it
+// is not, so its limit is most often seen at the failing rate; rateTrial
+// says which trial the named limit came from.
+func (s *Summary) Explanations() (diagnosis, rates, rateDetail, rateTrial string) {
 	diagnosis = s.LimitingStage
 	best := 0.0
 	for _, t := range s.Result.Trials {
-		if t.Rate != s.Result.LastPass || !t.Verdict.Pass || t.NextLimit == nil || t.NextLimit.Inconsistent != "" || t.NextLimit.TuplesPerS <= 0 {
+		atAnswer := t.Rate == s.Result.LastPass && t.Verdict.Pass
+		atFail := t.Rate == s.Result.FirstFail && !t.Verdict.Pass
+		if !(atAnswer || atFail) || t.Purpose == "profile" || t.NextLimit == nil || t.NextLimit.Inconsistent != "" || t.NextLimit.TuplesPerS <= 0 {
 			continue
 		}
 		if best == 0 || t.NextLimit.TuplesPerS < best {
 			best, rates = t.NextLimit.TuplesPerS, t.NextLimit.Stage
-			rateDetail = fmt.Sprintf("%s limit %.0f tuples/s at the answer", t.NextLimit.Method, best)
+			rateDetail = fmt.Sprintf("%s limit %.0f tuples/s", t.NextLimit.Method, best)
+			if t.NextLimit.Through != "" {
+				rateDetail += fmt.Sprintf(" of %s, held back by the host's CPUs", t.NextLimit.Through)
+			}
+			rateTrial = "at the answer"
+			if atFail {
+				rateTrial = "at the first failing rate above the answer"
+			}
 		}
 	}
-	return diagnosis, rates, rateDetail
+	return diagnosis, rates, rateDetail, rateTrial
 }
 
 // BlackBox is the system under test the data crossed between the

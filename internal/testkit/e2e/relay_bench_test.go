@@ -85,9 +85,11 @@ func (r *slowRelay) stop() {
 // TestBenchRelayRow is issue 31's relay row: ten sweeps (CP_BENCH_RELAY_SWEEPS) through a relay
 // that forwards 3000 buckets of 100 a second (300 k tuples/s), each
 // profiled at the limit and analysed with the activity graph. It prints
-// what each analysis named: the diagnosis should name the system under
-// test (sut/stream0); the service rates and the graph see only the
-// harness's own stages.
+// what each analysis named, each of which should name the system under
+// test (sut/stream0): the diagnosis by its queue, the service rates by
+// what it delivered while backlogged, the graph by the time buckets spent
+// in flight to a lane that waited for them; and every trial's next limit,
+// counting those the trials contradicted.
 func TestBenchRelayRow(t *testing.T) {
 	benchOnly(t)
 	const perSec, bucket = 3000, 100
@@ -97,6 +99,7 @@ func TestBenchRelayRow(t *testing.T) {
 		n = 10
 	}
 	right := map[string]int{}
+	limits, contradicted := 0, 0
 	for i := 1; i <= n; i++ {
 		r := startSlowRelay(t, perSec)
 		recv, snd := startAgents(t, "--connect", fmt.Sprintf("tcp://127.0.0.1:%d", r.out))
@@ -107,7 +110,16 @@ func TestBenchRelayRow(t *testing.T) {
 		_ = recv.Cmd.Process.Kill()
 		_ = snd.Cmd.Process.Kill()
 		for _, tr := range rep.Result.Trials {
-			t.Logf("RELAY sweep %d: %s %.1f k/s achieved %.1f k/s pass %v %s", i, tr.Purpose, tr.Rate/1e3, tr.Achieved/1e3, tr.Verdict.Pass, failedRules(tr.Verdict.Checks))
+			next := "no next limit"
+			if n := tr.NextLimit; n != nil {
+				limits++
+				next = fmt.Sprintf("next limit %s %.1f k/s (%s)", n.Stage, n.TuplesPerS/1e3, n.Method)
+				if n.Inconsistent != "" {
+					contradicted++
+					next = "next limit inconsistent: " + n.Inconsistent
+				}
+			}
+			t.Logf("RELAY sweep %d: %s %.1f k/s achieved %.1f k/s pass %v %s; %s", i, tr.Purpose, tr.Rate/1e3, tr.Achieved/1e3, tr.Verdict.Pass, failedRules(tr.Verdict.Checks), next)
 		}
 		named := map[string]string{"diagnosis": rep.Limiting}
 		agreement := ""
@@ -127,6 +139,7 @@ func TestBenchRelayRow(t *testing.T) {
 		t.Logf("RELAY sweep %d: answer %.1f k/s (relay %d k/s); diagnosis %q (%s); service rates %q; graph %q; %s", i, rep.Result.LastPass/1e3,
 			perSec*bucket/1000, named["diagnosis"], rep.Evidence, named["service rates"], named["activity graph"], agreement)
 	}
+	t.Logf("RELAY next limits: %d trials had one, %d of them inconsistent with the sweep's trials (not printed as limits)", limits, contradicted)
 	for _, a := range []string{"diagnosis", "service rates", "activity graph"} {
 		t.Logf("RELAY %s named the relay in %d of %d sweeps (target >= 9 of 10: %s)", a, right[a], n, verdict(10*right[a] >= 9*n))
 	}

@@ -45,6 +45,10 @@ type sweepReport struct {
 				Stage      string  `json:"stage"`
 				Method     string  `json:"method"`
 				TuplesPerS float64 `json:"tuples_per_s"`
+				// Inconsistent: the trials contradict it; Through: the
+				// stage whose rate it is when the limit is the host's CPUs.
+				Inconsistent string `json:"inconsistent"`
+				Through      string `json:"through"`
 			} `json:"next_limit"`
 			Verdict struct {
 				Pass   bool         `json:"pass"`

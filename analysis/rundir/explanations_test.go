@@ -1,0 +1,33 @@
+package rundir
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// The service rates' explanation is the smallest consistent next limit
+// of the trials that bracket the answer: a black box has a rate only
+// where it was backlogged, so a relay's is seen at the first failing
+// rate; a limit marked inconsistent and the profiled trial never count.
+func TestExplanationsBracketTheAnswer(t *testing.T) {
+	const doc = `{"limiting_stage": "sut/stream0", "result": {"last_pass": 298000, "first_fail": 303000, "trials": [
+	  {"n": 1, "rate": 200000, "purpose": "ramp", "verdict": {"pass": true}, "next_limit": {"stage": "receiver0/lane0", "method": "busy_time", "tuples_per_s": 100000}},
+	  {"n": 2, "rate": 298000, "purpose": "close", "verdict": {"pass": true}, "next_limit": {"stage": "receiver0/lane0", "method": "busy_time", "tuples_per_s": 250000, "inconsistent": "below 298 k/s, which passed"}},
+	  {"n": 3, "rate": 298000, "purpose": "repeat", "verdict": {"pass": true}, "next_limit": {"stage": "receiver0/consumer", "method": "busy_time", "tuples_per_s": 4000000}},
+	  {"n": 4, "rate": 303000, "purpose": "close", "verdict": {"pass": false}, "next_limit": {"stage": "sut/stream0", "method": "backlog", "tuples_per_s": 300100}},
+	  {"n": 5, "rate": 303000, "purpose": "profile", "verdict": {"pass": false}, "next_limit": {"stage": "sender0/thread0", "method": "busy_time", "tuples_per_s": 290000}}
+	]}}`
+	var s Summary
+	if err := json.Unmarshal([]byte(doc), &s); err != nil {
+		t.Fatal(err)
+	}
+	diag, rates, detail, trial := s.Explanations()
+	if diag != "sut/stream0" || rates != "sut/stream0" || trial != "at the first failing rate above the answer" || detail != "backlog limit 300100 tuples/s" {
+		t.Fatalf("diagnosis %q, service rates %q (%s) %s", diag, rates, detail, trial)
+	}
+	// Without the failing trial's estimate, the answer's own.
+	s.Result.Trials = s.Result.Trials[:3]
+	if _, rates, _, trial = s.Explanations(); rates != "receiver0/consumer" || trial != "at the answer" {
+		t.Fatalf("service rates %q %s, want the consumer at the answer", rates, trial)
+	}
+}
