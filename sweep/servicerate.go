@@ -114,13 +114,14 @@ type NextLimit struct {
 	HostEvidence string `json:"host_evidence,omitempty"`
 }
 
-// hostCPUNextLimit gives a failing trial's next limit to the host's CPUs
-// when the stage it names was held back by them, by the same rule as the
+// hostCPUNextLimit gives a trial's next limit to the host's CPUs when the
+// stage it names was held back by them, by the rule that names a failing
 // trial's limiting stage: a transport whose I/O threads waited runnable
-// delivers what the CPU let it, not what it could.
+// delivers what the CPU let it, not what it could, in a trial that passed
+// as in one that failed.
 func hostCPUNextLimit(t *Trial) {
 	n := t.NextLimit
-	if n == nil || n.Inconsistent != "" || t.Verdict.Pass || !t.Judged() {
+	if n == nil || n.Inconsistent != "" || !t.Judged() {
 		return
 	}
 	if why := hostCPUBehind(t, n.Stage); why != "" {

@@ -369,7 +369,7 @@ func TestHostCPUNextLimit(t *testing.T) {
 		through string
 	}{
 		{"the transport, its I/O threads waiting to run", "stream0", false, starved, HostCPU, "stream0"},
-		{"the same at a passing trial", "stream0", true, starved, "stream0", ""},
+		{"the same at a passing trial", "stream0", true, starved, HostCPU, "stream0"},
 		{"a relay stays the system under test", "sut/stream0", false, starved, "sut/stream0", ""},
 		{"a saturated lane on a quiet host", "receiver0/lane0", false, quiet, "receiver0/lane0", ""},
 		{"a lane that waited to run", "sender0/thread0", false, []AgentHost{{Node: "sender0", Summary: cpustat.Summary{CPUs: 2, HostBusy: 0.7,

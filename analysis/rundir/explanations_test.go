@@ -22,10 +22,20 @@ func TestExplanationsBracketTheAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	diag, rates, detail, trial := s.Explanations()
-	if diag != "sut/stream0" || rates != "sut/stream0" || trial != "at the first failing rate above the answer" || detail != "backlog limit 300100 tuples/s" {
+	if diag != "sut/stream0" || rates != "sut/stream0" || trial != "at a failing rate above the answer" || detail != "backlog limit 300100 tuples/s" {
 		t.Fatalf("diagnosis %q, service rates %q (%s) %s", diag, rates, detail, trial)
 	}
-	// Without the failing trial's estimate, the answer's own.
+	// A rate between the answer and the first that always failed passed
+	// some runs and failed others: its failures bracket the answer too.
+	var mixed TrialRecord
+	if err := json.Unmarshal([]byte(`{"n": 6, "rate": 300500, "purpose": "repeat", "verdict": {"pass": false}, "next_limit": {"stage": "sut/stream0", "method": "backlog", "tuples_per_s": 299000}}`), &mixed); err != nil {
+		t.Fatal(err)
+	}
+	s.Result.Trials = append(s.Result.Trials, mixed)
+	if _, _, detail, _ = s.Explanations(); detail != "backlog limit 299000 tuples/s" {
+		t.Fatalf("with a mixed rate's failure: %s", detail)
+	}
+	// Without the failing trials' estimates, the answer's own.
 	s.Result.Trials = s.Result.Trials[:3]
 	if _, rates, _, trial = s.Explanations(); rates != "receiver0/consumer" || trial != "at the answer" {
 		t.Fatalf("service rates %q %s, want the consumer at the answer", rates, trial)

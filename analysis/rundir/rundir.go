@@ -135,8 +135,9 @@ func (t TrialRecord) ProfilerCost() (cores, share float64, ok bool) {
 // limits the run (analysis.Agree adds the activity graph's): the stage the
 // diagnosis named for the first failing trial above the answer, and the
 // smallest consistent next limit of the trials that bracket the answer
-// (those at the answer that passed and those at the first failing rate
-// above it that failed; the profiled trial is not the search's). A black
+// (those at the answer that passed, and those that failed above it up to
+// the first rate that always failed, the rates between having passed
+// some runs and failed others; the profiled trial is not the search's). A black
 // box has a rate only where it was backlogged, which below its capacity it
 // is not, so its limit is most often seen at the failing rate; rateTrial
 // says which trial the named limit came from.
@@ -145,7 +146,7 @@ func (s *Summary) Explanations() (diagnosis, rates, rateDetail, rateTrial string
 	best := 0.0
 	for _, t := range s.Result.Trials {
 		atAnswer := t.Rate == s.Result.LastPass && t.Verdict.Pass
-		atFail := t.Rate == s.Result.FirstFail && !t.Verdict.Pass
+		atFail := !t.Verdict.Pass && t.Rate > s.Result.LastPass && t.Rate <= s.Result.FirstFail
 		if !(atAnswer || atFail) || t.Purpose == "profile" || t.NextLimit == nil || t.NextLimit.Inconsistent != "" || t.NextLimit.TuplesPerS <= 0 {
 			continue
 		}
@@ -157,7 +158,7 @@ func (s *Summary) Explanations() (diagnosis, rates, rateDetail, rateTrial string
 			}
 			rateTrial = "at the answer"
 			if atFail {
-				rateTrial = "at the first failing rate above the answer"
+				rateTrial = "at a failing rate above the answer"
 			}
 		}
 	}
