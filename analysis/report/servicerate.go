@@ -19,8 +19,10 @@ type rateRow struct {
 	Stage, Method, Estimate, Limit, Ratio, Status, Utilisation string
 }
 
-// rateSectionOf uses the latest passing trial at the answer (its stages ran
-// at the highest sustained rate), else the latest trial with estimates.
+// rateSectionOf uses the trial whose next limit explains the answer (the
+// agreement line's), else the latest passing trial at the answer (its
+// stages ran at the highest sustained rate), else the latest trial with
+// estimates.
 func rateSectionOf(d *rundir.Dir) *rateSection {
 	s := d.Summary
 	if s == nil || len(s.Result.Trials) == 0 {
@@ -39,6 +41,9 @@ func rateSectionOf(d *rundir.Dir) *rateSection {
 	}
 	if atAnswer != nil {
 		pick = atAnswer
+	}
+	if explains := s.RateTrial(); explains != nil {
+		pick = explains
 	}
 	if pick == nil {
 		return nil

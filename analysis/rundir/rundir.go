@@ -143,26 +143,39 @@ func (t TrialRecord) ProfilerCost() (cores, share float64, ok bool) {
 // says which trial the named limit came from.
 func (s *Summary) Explanations() (diagnosis, rates, rateDetail, rateTrial string) {
 	diagnosis = s.LimitingStage
-	best := 0.0
-	for _, t := range s.Result.Trials {
+	t := s.RateTrial()
+	if t == nil {
+		return diagnosis, "", "", ""
+	}
+	n := t.NextLimit
+	rateDetail = fmt.Sprintf("%s limit %.0f tuples/s", n.Method, n.TuplesPerS)
+	if n.Through != "" {
+		rateDetail += fmt.Sprintf(" of %s, held back by the host's CPUs", n.Through)
+	}
+	rateTrial = "at the answer"
+	if !t.Verdict.Pass {
+		rateTrial = "at a failing rate above the answer"
+	}
+	return diagnosis, n.Stage, rateDetail, rateTrial
+}
+
+// RateTrial is the trial whose next limit is the service rates'
+// explanation of the answer (Explanations; nil: none had a consistent
+// one): the smallest among the trials that bracket the answer.
+func (s *Summary) RateTrial() *TrialRecord {
+	var best *TrialRecord
+	for i := range s.Result.Trials {
+		t := &s.Result.Trials[i]
 		atAnswer := t.Rate == s.Result.LastPass && t.Verdict.Pass
 		atFail := !t.Verdict.Pass && t.Rate > s.Result.LastPass && t.Rate <= s.Result.FirstFail
 		if !(atAnswer || atFail) || t.Purpose == "profile" || t.NextLimit == nil || t.NextLimit.Inconsistent != "" || t.NextLimit.TuplesPerS <= 0 {
 			continue
 		}
-		if best == 0 || t.NextLimit.TuplesPerS < best {
-			best, rates = t.NextLimit.TuplesPerS, t.NextLimit.Stage
-			rateDetail = fmt.Sprintf("%s limit %.0f tuples/s", t.NextLimit.Method, best)
-			if t.NextLimit.Through != "" {
-				rateDetail += fmt.Sprintf(" of %s, held back by the host's CPUs", t.NextLimit.Through)
-			}
-			rateTrial = "at the answer"
-			if atFail {
-				rateTrial = "at a failing rate above the answer"
-			}
+		if best == nil || t.NextLimit.TuplesPerS < best.NextLimit.TuplesPerS {
+			best = t
 		}
 	}
-	return diagnosis, rates, rateDetail, rateTrial
+	return best
 }
 
 // BlackBox is the system under test the data crossed between the
