@@ -165,10 +165,15 @@ func hostCPUBehind(t *Trial, named string) string {
 	waiter, wait := longestWait(t.Hosts)
 	saturated := busy >= HostSaturated
 	held := wait >= HotThreadWait
-	victim := named == "" ||
-		(held && (waiter == named || strings.HasSuffix(waiter, "/"+named))) ||
-		(held && strings.HasSuffix(waiter, "/"+cpustat.ZMQIO) && transportStage(named))
-	if !(saturated || held) || !(victim || saturated && held) {
+	// The named stage's own threads may have waited as long as the
+	// longest waiter, give or take a point: which one of them led is
+	// noise, so a stage is a victim when its own threads waited.
+	if own, ownWait := ownWait(t.Hosts, named); ownWait >= HotThreadWait {
+		waiter, wait = own, ownWait
+	} else if named != "" && !(saturated && held) {
+		return ""
+	}
+	if !(saturated || held) {
 		return ""
 	}
 	var who []string
@@ -188,6 +193,27 @@ func hostCPUBehind(t *Trial, named string) string {
 		why += fmt.Sprintf("; %s waited runnable %.0f%% of the time", waiter, 100*wait)
 	}
 	return why
+}
+
+// ownWait is the longest share of the time a thread of the named stage
+// waited runnable ("node/role"; "", 0: none): the stage's own thread
+// ("thread0", "receiver0/lane0"), or libzmq's I/O threads for the
+// transport, whose work the transport stage is.
+func ownWait(agents []AgentHost, named string) (waiter string, wait float64) {
+	if named == "" {
+		return "", 0
+	}
+	for _, a := range agents {
+		for _, th := range a.Threads {
+			id := a.Node + "/" + th.Name
+			mine := id == named || (!strings.Contains(named, "/") && th.Name == named) ||
+				(th.Name == cpustat.ZMQIO && transportStage(named))
+			if mine && hot(th.Name) && th.Runqueue > wait {
+				waiter, wait = id, th.Runqueue
+			}
+		}
+	}
+	return waiter, wait
 }
 
 // longestWait is the hot thread that waited runnable the largest share

@@ -283,6 +283,11 @@ func TestHostCPULimit(t *testing.T) {
 		// a third of the time: the transport did not get the CPU.
 		{"a transport whose I/O threads waited to run", Trial{Verdict: fail, LimitingStage: "stream0", LimitingEvidence: "stream0: lane0 idle 68%, thread0 blocked 8%",
 			Hosts: []AgentHost{host("receiver0", 0.72, cpustat.ThreadShare{Name: "zmq-io", Cores: 0.23, Runqueue: 0.34}, cpustat.ThreadShare{Name: "lane0", Cores: 0.2, Runqueue: 0.2})}}, true},
+		// Which hot thread waited longest is noise when several waited a
+		// third of the time: the sender's thread led by a point, its
+		// I/O threads waited as long (a demo beside a spinning process).
+		{"a transport whose I/O threads waited, another thread a point longer", Trial{Verdict: fail, LimitingStage: "stream0", LimitingEvidence: "stream0: lane0 idle 57%, thread0 blocked 9%",
+			Hosts: []AgentHost{host("sender0", 0.86, cpustat.ThreadShare{Name: "thread0", Cores: 0.32, Runqueue: 0.355}, cpustat.ThreadShare{Name: "zmq-io", Cores: 0.18, Runqueue: 0.35})}}, true},
 		{"a transport with CPU to spare (a full network)", Trial{Verdict: fail, LimitingStage: "stream0", LimitingEvidence: "stream0: lane0 idle 90%, thread0 blocked 80%",
 			Hosts: []AgentHost{host("receiver0", 0.3, cpustat.ThreadShare{Name: "zmq-io", Cores: 0.2, Runqueue: 0.03})}}, false},
 		{"a relay, whatever the I/O threads did", Trial{Verdict: fail, LimitingStage: "sut/stream0", LimitingEvidence: "sut/stream0: queue 24 -> 88, lane0 idle 98%",
@@ -404,5 +409,21 @@ func TestBoxServiceRates(t *testing.T) {
 	}
 	if l := servicerate.Limits(rates); len(l) != 1 || l[0].Stage != "sut/stream0" || l[0].TuplesPerS != 300000 {
 		t.Fatalf("limits %+v", l)
+	}
+}
+
+// The answer's limit is the search's trial at the first failing rate, not
+// the profiled trial that ran there afterwards with the profiler on (a
+// sweep said "limited by: stream0" from its profiled trial while its own
+// trials at that rate said host CPU).
+func TestAnswerLimitIsTheSearchs(t *testing.T) {
+	fail := Verdict{}
+	trials := []Trial{
+		{Rate: 8.144e6, Purpose: "close", Verdict: fail, LimitingStage: HostCPU, LimitingEvidence: "host busy 86%"},
+		{Rate: 6.24e6, Purpose: "repeat", Verdict: Verdict{Pass: true}},
+		{Rate: 8.144e6, Purpose: "profile", Verdict: fail, LimitingStage: "stream0", LimitingEvidence: "stream0: lane0 idle 57%"},
+	}
+	if stage, why := answerLimit(trials, 8.144e6); stage != HostCPU || why != "host busy 86%" {
+		t.Fatalf("answer limited by %q (%s), want the search's host CPU", stage, why)
 	}
 }

@@ -435,12 +435,7 @@ func (s *Sweep) save(r *Result, interrupted bool) error {
 		}
 		s.report.History = history(b.Answer.Rate, s.prior)
 	}
-	s.report.LimitingStage, s.report.LimitingEvidence = "", ""
-	for _, t := range r.Trials { // the latest trial at the first failing rate
-		if !t.Verdict.Pass && t.Rate == r.FirstFail && t.LimitingStage != "" {
-			s.report.LimitingStage, s.report.LimitingEvidence = t.LimitingStage, t.LimitingEvidence
-		}
-	}
+	s.report.LimitingStage, s.report.LimitingEvidence = answerLimit(r.Trials, r.FirstFail)
 	rows := make([][]string, 0, len(r.Trials))
 	pts := make([]rundir.SweepPoint, 0, len(r.Trials))
 	for _, t := range r.Trials {
@@ -457,4 +452,17 @@ func (s *Sweep) save(r *Result, interrupted bool) error {
 		}
 	}
 	return err
+}
+
+// answerLimit is what limited the sweep's answer: the limiting stage of
+// the latest of the search's trials at the first failing rate. The
+// profiled trial may run at that rate too, but with the profiler on: it
+// is not the search's evidence, and its diagnosis is not the answer's.
+func answerLimit(trials []Trial, firstFail float64) (stage, evidence string) {
+	for _, t := range trials {
+		if !t.Verdict.Pass && t.Rate == firstFail && t.LimitingStage != "" && searched(t) {
+			stage, evidence = t.LimitingStage, t.LimitingEvidence
+		}
+	}
+	return stage, evidence
 }
