@@ -108,7 +108,7 @@ func Agree(ex []Explanation) Agreement {
 func disagreement(roles map[string]bool, ex []Explanation) string {
 	var why []string
 	if roles["host CPU"] {
-		why = append(why, "a host CPU limit has no activity of its own: the graph and the service rates name whichever thread the missing CPU delayed most, so the host's cores are the limit, not that thread")
+		why = append(why, "a host CPU limit has no activity of its own: the graph names the activity on the critical paths whose thread the missing CPU stretched (its detail says how long that thread waited runnable), and a service rate that did not give way to the host names the stage it measured, so the host's cores are the limit, not that thread")
 	}
 	if roles["transport"] {
 		why = append(why, "the transport's I/O threads log no activities: the diagnosis sees them by their queue, the service rates only by what they delivered while backlogged (at or above their capacity), the graph only as messages in flight")

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/cloudprofiler-go/cp/diagnose"
 )
 
 // HostRules say when a trial's host was too busy with other work for the
@@ -103,7 +105,7 @@ func (h HostRules) disturbed(hosts []AgentHost) string {
 		if v.cpus <= 0 {
 			continue
 		}
-		waiter, wait := longestWait(v.agents)
+		waiter, wait := diagnose.LongestWait(cpuAgents(v.agents))
 		where := fmt.Sprintf("host %s (%s)", v.name, nodeList(v.agents, ", "))
 		if h.MaxOthers > 0 && v.others > h.MaxOthers {
 			why = append(why, fmt.Sprintf("other processes used %.0f%% of %s's CPU", 100*v.others, where))
@@ -136,7 +138,7 @@ func colocation(hosts []AgentHost) string {
 			each = append(each, fmt.Sprintf("the system under test %.2f cores", v.sut))
 		}
 		line := fmt.Sprintf("%s share host %s's %d CPUs (%s): the answer is a property of that host, not of the system alone", who, v.name, v.cpus, strings.Join(each, ", "))
-		if waiter, wait := longestWait(v.agents); wait >= HotThreadWait {
+		if waiter, wait := diagnose.LongestWait(cpuAgents(v.agents)); wait >= HotThreadWait {
 			line += fmt.Sprintf("; their own threads filled it (%s waited runnable %.0f%% of the time), so the answer moves between sweeps with where the scheduler puts them: compare several sweeps, or put the sender and the receiver on separate hosts", waiter, 100*wait)
 		}
 		out = append(out, line)

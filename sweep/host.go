@@ -7,7 +7,6 @@ import (
 
 	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/diagnose"
-	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
@@ -122,17 +121,25 @@ func HostsLine(hosts []AgentHost) string {
 	return strings.Join(parts, " | ")
 }
 
-// HostCPU is the limiting "stage" of a trial that the host's CPUs limited:
-// no stage of the pipeline, but the cores every thread shares.
-const HostCPU = "host CPU"
+// HostCPU is the limiting "stage" of a trial that the host's CPUs limited
+// (diagnose.HostCPU).
+const HostCPU = diagnose.HostCPU
 
-// Thresholds of the host CPU limit: the host's CPUs count as saturated at
-// HostSaturated busy; a hot thread that waited runnable HotThreadWait of
-// the time was held back by the host, not by its own work.
+// The host CPU limit's thresholds (package diagnose, where the one rule
+// lives).
 const (
-	HostSaturated = 0.9
-	HotThreadWait = 0.25
+	HostSaturated = diagnose.HostSaturated
+	HotThreadWait = diagnose.HotThreadWait
 )
+
+// cpuAgents is the agents' accounting as the host CPU rule reads it.
+func cpuAgents(hosts []AgentHost) []diagnose.AgentCPU {
+	out := make([]diagnose.AgentCPU, len(hosts))
+	for i, h := range hosts {
+		out[i] = diagnose.AgentCPU{Node: h.Node, Summary: h.Summary}
+	}
+	return out
+}
 
 // hostCPULimit says why a failing trial was limited by the host's CPUs
 // ("": it was not): they were saturated, or a hot thread (an emission
@@ -162,18 +169,8 @@ func hostCPUBehind(t *Trial, named string) string {
 	for _, h := range t.Hosts {
 		busy = max(busy, h.HostBusy)
 	}
-	waiter, wait := longestWait(t.Hosts)
-	saturated := busy >= HostSaturated
-	held := wait >= HotThreadWait
-	// The named stage's own threads may have waited as long as the
-	// longest waiter, give or take a point: which one of them led is
-	// noise, so a stage is a victim when its own threads waited.
-	if own, ownWait := ownWait(t.Hosts, named); ownWait >= HotThreadWait {
-		waiter, wait = own, ownWait
-	} else if named != "" && !(saturated && held) {
-		return ""
-	}
-	if !(saturated || held) {
+	held, ok := diagnose.HostCPUHeld(cpuAgents(t.Hosts), named)
+	if !ok {
 		return ""
 	}
 	var who []string
@@ -189,60 +186,10 @@ func hostCPUBehind(t *Trial, named string) string {
 		others = max(others, v.others)
 	}
 	why := fmt.Sprintf("host busy %.0f%% of %d CPUs: %s, other processes %.0f%%", 100*busy, t.Hosts[0].CPUs, strings.Join(who, ", "), 100*others)
-	if held {
-		why += fmt.Sprintf("; %s waited runnable %.0f%% of the time", waiter, 100*wait)
+	if held.Wait >= HotThreadWait {
+		why += fmt.Sprintf("; %s waited runnable %.0f%% of the time", held.Waiter, 100*held.Wait)
 	}
 	return why
-}
-
-// ownWait is the longest share of the time a thread of the named stage
-// waited runnable ("node/role"; "", 0: none): the stage's own thread
-// ("thread0", "receiver0/lane0"), or libzmq's I/O threads for the
-// transport, whose work the transport stage is.
-func ownWait(agents []AgentHost, named string) (waiter string, wait float64) {
-	if named == "" {
-		return "", 0
-	}
-	for _, a := range agents {
-		for _, th := range a.Threads {
-			id := a.Node + "/" + th.Name
-			mine := id == named || (!strings.Contains(named, "/") && th.Name == named) ||
-				(th.Name == cpustat.ZMQIO && transportStage(named))
-			if mine && hot(th.Name) && th.Runqueue > wait {
-				waiter, wait = id, th.Runqueue
-			}
-		}
-	}
-	return waiter, wait
-}
-
-// longestWait is the hot thread that waited runnable the largest share
-// of the time over the agents ("node/role"; "", 0: none waited).
-func longestWait(agents []AgentHost) (waiter string, wait float64) {
-	for _, a := range agents {
-		for _, th := range a.Threads {
-			if hot(th.Name) && th.Runqueue > wait {
-				waiter, wait = a.Node+"/"+th.Name, th.Runqueue
-			}
-		}
-	}
-	return waiter, wait
-}
-
-// hot says whether a thread role is one of the pipeline's own stages, or
-// the transport's I/O threads that carry its streams (libzmq's: the
-// transport stage stream<N> is their work). At the demo's limit those
-// waited runnable 29-37% of the time while the diagnosis named the
-// transport: CPU they did not get, not a network that was full.
-func hot(role string) bool {
-	return strings.HasPrefix(role, "thread") || strings.HasPrefix(role, "lane") || role == "consumer" || role == cpustat.ZMQIO
-}
-
-// transportStage says whether a limiting stage is the transport between
-// the harness's own agents, not a system under test.
-func transportStage(name string) bool {
-	kind, ok := diagnose.BlackBox(name)
-	return ok && kind == stage.Network
 }
 
 // machineNames groups agents by machine rather than host name: pods (or

@@ -195,10 +195,23 @@ func nextLimitLine(t Trial) string {
 	}
 	through := ""
 	if n.Through != "" {
-		through = fmt.Sprintf(" of %s, held back: %s", n.Through, n.HostEvidence)
+		through = fmt.Sprintf(" of %s, held back by the host's CPUs: %s", n.Through, heldBy(n.HostEvidence))
 	}
 	return fmt.Sprintf("next limit: %s at %s (%s%s%s), headroom %+.0f%% over this trial's rate",
 		n.Stage, numfmt.Rate(n.TuplesPerS), n.Method, through, other, 100*n.Headroom)
+}
+
+// heldBy is the host-CPU evidence's point for a next limit's line: the
+// thread that waited to run, else how busy the host was (the trial's
+// "limited by" line says the rest: who used the cores).
+func heldBy(why string) string {
+	if i := strings.LastIndex(why, "; "); i >= 0 {
+		return why[i+2:]
+	}
+	if i := strings.Index(why, ":"); i >= 0 {
+		return why[:i]
+	}
+	return why
 }
 
 // searched says whether a trial is the search's evidence: judged, and

@@ -385,6 +385,14 @@ func TestHostCPUNextLimit(t *testing.T) {
 		if n := tr.NextLimit; n.Stage != c.want || n.Through != c.through || (c.through != "") != (n.HostEvidence != "") {
 			t.Errorf("%s: next limit %q through %q (%s), want %q through %q", c.name, n.Stage, n.Through, n.HostEvidence, c.want, c.through)
 		}
+		if c.through == "stream0" && !c.pass {
+			tr.Rate = 7.8e6
+			tr.NextLimit.Headroom = -0.03
+			const want = "next limit: host CPU at 7.600 M/s (backlog of stream0, held back by the host's CPUs: sender0/zmq-io waited runnable 35% of the time), headroom -3% over this trial's rate"
+			if got := nextLimitLine(tr); got != want {
+				t.Errorf("line:\n got %s\nwant %s", got, want)
+			}
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/analysis"
 	"github.com/cloudprofiler-go/cp/analysis/rundir"
+	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 )
 
@@ -121,9 +122,31 @@ func (r *Report) AgreementWith(s *rundir.Summary) *analysis.Agreement {
 	}
 	graphTrial, above := "at the profiled trial", false
 	for _, t := range s.Result.Trials {
-		if t.Purpose == "profile" && s.Result.LastPass > 0 {
+		if t.Purpose != "profile" {
+			continue
+		}
+		if s.Result.LastPass > 0 {
 			above = t.Rate > s.Result.LastPass
 			graphTrial = fmt.Sprintf("at the profiled trial, %s = %.0f%% of the answer", numfmt.Rate(t.Rate), 100*t.Rate/s.Result.LastPass)
+		}
+		if graph == "" {
+			continue
+		}
+		// The graph has no activity for a CPU a thread did not get: the
+		// one host-CPU rule, on the profiled trial's accounting, says
+		// whether the stage it named gave way to the host's CPUs.
+		agents := make([]diagnose.AgentCPU, len(t.Hosts))
+		for i, h := range t.Hosts {
+			agents[i] = diagnose.AgentCPU{Node: h.Node, Summary: h.Summary}
+		}
+		if held, ok := diagnose.HostCPUHeld(agents, graph); ok && len(agents) > 0 {
+			graphDetail += fmt.Sprintf(", held back by the host's CPUs: %s waited runnable %.0f%% of the profiled trial", held.Waiter, 100*held.Wait)
+			if held.Saturated {
+				graphDetail += " (its CPUs saturated)"
+			}
+			graph = diagnose.HostCPU
+		} else if wait, ok := runnableWait(t, graph); ok {
+			graphDetail += fmt.Sprintf("; its thread waited runnable %.0f%% of the profiled trial", 100*wait)
 		}
 	}
 	a := analysis.Agree([]analysis.Explanation{
@@ -132,6 +155,27 @@ func (r *Report) AgreementWith(s *rundir.Summary) *analysis.Agreement {
 		{Analysis: "activity graph", Stage: graph, Detail: graphDetail, Trial: graphTrial, AboveAnswer: above},
 	})
 	return &a
+}
+
+// runnableWait is the share of a trial's time the worker's thread
+// ("sender0/thread0": node, role) waited runnable (ok false: no host
+// accounting for it).
+func runnableWait(t rundir.TrialRecord, worker string) (float64, bool) {
+	node, role, ok := strings.Cut(worker, "/")
+	if !ok {
+		return 0, false
+	}
+	for _, h := range t.Hosts {
+		if h.Node != node {
+			continue
+		}
+		for _, th := range h.Threads {
+			if th.Name == role {
+				return th.Runqueue, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // inFlight names the black box after a sender thread as the diagnosis
