@@ -26,6 +26,10 @@ type Explanation struct {
 	Trial string `json:"trial,omitempty"`
 	// AboveAnswer: that trial ran above the answer (an overloaded run).
 	AboveAnswer bool `json:"above_answer,omitempty"`
+	// Note is the one fact of Detail the comparison line repeats beside
+	// the stage ("its thread waited runnable 17% of the profiled trial":
+	// how much of a graph's top activity a CPU it did not get may be).
+	Note string `json:"note,omitempty"`
 }
 
 // Agreement is whether the analyses name the same stage.
@@ -89,6 +93,9 @@ func Agree(ex []Explanation) Agreement {
 		if role(s) == "" {
 			s = "no stage"
 		}
+		if e.Note != "" {
+			s += " (" + e.Note + ")"
+		}
 		each = append(each, fmt.Sprintf("%s: %s", e.Analysis, s))
 	}
 	switch {
@@ -108,7 +115,7 @@ func Agree(ex []Explanation) Agreement {
 func disagreement(roles map[string]bool, ex []Explanation) string {
 	var why []string
 	if roles["host CPU"] {
-		why = append(why, "a host CPU limit has no activity of its own: the graph names the activity on the critical paths whose thread the missing CPU stretched (its detail says how long that thread waited runnable), and a service rate that did not give way to the host names the stage it measured, so the host's cores are the limit, not that thread")
+		why = append(why, "a host CPU limit has no activity of its own: the graph names the activity on the critical paths whose thread the missing CPU stretched, and a service rate that did not give way to the host names the stage it measured, so the host's cores are the limit, not that thread")
 	}
 	if roles["transport"] {
 		why = append(why, "the transport's I/O threads log no activities: the diagnosis sees them by their queue, the service rates only by what they delivered while backlogged (at or above their capacity), the graph only as messages in flight")

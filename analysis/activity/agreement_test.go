@@ -34,7 +34,8 @@ func TestAgreementSaysTheTopThreadsWaitForACPU(t *testing.T) {
 	if sr := a.Explanations[1]; sr.Stage != "host CPU" || !strings.Contains(sr.Detail, "of stream0, held back by the host's CPUs") || !sr.AboveAnswer {
 		t.Fatalf("service rates: %+v", sr)
 	}
-	if a.Agree || !strings.Contains(a.Statement, "a host CPU limit has no activity of its own") {
+	if a.Agree || !strings.Contains(a.Statement, "a host CPU limit has no activity of its own") ||
+		!strings.Contains(a.Statement, "service rates: host CPU (through stream0); activity graph: sender0/thread0 (its thread waited runnable 17% of the profiled trial)") {
 		t.Fatalf("statement: %s", a.Statement)
 	}
 	// Beside a spinning process the sender's thread itself waited a third
@@ -45,7 +46,7 @@ func TestAgreementSaysTheTopThreadsWaitForACPU(t *testing.T) {
 	if g := a.Explanations[2]; g.Stage != "host CPU" || !strings.HasSuffix(g.Detail, "held back by the host's CPUs: sender0/thread0 waited runnable 33% of the profiled trial") {
 		t.Fatalf("graph beside a spinner: %+v", g)
 	}
-	if !a.Agree {
+	if !a.Agree || !strings.Contains(a.Statement, "activity graph: host CPU (sender0/thread0's send, sender0/thread0 waited runnable 33% of the profiled trial)") {
 		t.Fatalf("statement: %s", a.Statement)
 	}
 }

@@ -110,8 +110,13 @@ func (r *Report) TopSystem() (Share, bool) {
 // its summary) beside this graph's top system activity.
 func (r *Report) AgreementWith(s *rundir.Summary) *analysis.Agreement {
 	diag, rates, rateDetail, rateTrial := s.Explanations()
-	graph, graphDetail := "", ""
+	rateNote := ""
+	if t := s.RateTrial(); t != nil && t.NextLimit.Through != "" {
+		rateNote = "through " + t.NextLimit.Through
+	}
+	graph, graphDetail, graphNote, topKind := "", "", "", ""
 	if top, ok := r.TopSystem(); ok {
+		topKind = top.Kind
 		graph, graphDetail = top.Worker, fmt.Sprintf("%s %.0f%% of the system's critical paths", top.Kind, 100*top.Value)
 		if top.Kind == Message.String() {
 			// Time in flight after the worker is the black box's between
@@ -140,19 +145,21 @@ func (r *Report) AgreementWith(s *rundir.Summary) *analysis.Agreement {
 			agents[i] = diagnose.AgentCPU{Node: h.Node, Summary: h.Summary}
 		}
 		if held, ok := diagnose.HostCPUHeld(agents, graph); ok && len(agents) > 0 {
+			graphNote = fmt.Sprintf("%s's %s, %s waited runnable %.0f%% of the profiled trial", graph, topKind, held.Waiter, 100*held.Wait)
 			graphDetail += fmt.Sprintf(", held back by the host's CPUs: %s waited runnable %.0f%% of the profiled trial", held.Waiter, 100*held.Wait)
 			if held.Saturated {
 				graphDetail += " (its CPUs saturated)"
 			}
 			graph = diagnose.HostCPU
 		} else if wait, ok := runnableWait(t, graph); ok {
-			graphDetail += fmt.Sprintf("; its thread waited runnable %.0f%% of the profiled trial", 100*wait)
+			graphNote = fmt.Sprintf("its thread waited runnable %.0f%% of the profiled trial", 100*wait)
+			graphDetail += "; " + graphNote
 		}
 	}
 	a := analysis.Agree([]analysis.Explanation{
 		{Analysis: "diagnosis", Stage: diag, Detail: s.LimitingEvidence, Trial: "at the first failing rate above the answer", AboveAnswer: true},
-		{Analysis: "service rates", Stage: rates, Detail: rateDetail, Trial: rateTrial, AboveAnswer: strings.HasPrefix(rateTrial, "at a failing")},
-		{Analysis: "activity graph", Stage: graph, Detail: graphDetail, Trial: graphTrial, AboveAnswer: above},
+		{Analysis: "service rates", Stage: rates, Detail: rateDetail, Trial: rateTrial, AboveAnswer: strings.HasPrefix(rateTrial, "at a failing"), Note: rateNote},
+		{Analysis: "activity graph", Stage: graph, Detail: graphDetail, Trial: graphTrial, AboveAnswer: above, Note: graphNote},
 	})
 	return &a
 }
