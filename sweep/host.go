@@ -151,7 +151,8 @@ func hostCPULimit(t *Trial) string {
 	if named == "none" || strings.HasPrefix(t.LimitingEvidence, "late on its own") {
 		named = ""
 	}
-	return hostCPUBehind(t, named)
+	why, _ := hostCPUBehind(t, named)
+	return why
 }
 
 // hostCPUBehind is the one rule by which any analysis's answer for a trial
@@ -160,10 +161,11 @@ func hostCPULimit(t *Trial) string {
 // thread waited runnable, or that waiting thread is the named stage's own
 // (the transport's are libzmq's I/O threads), or nothing was named. named
 // is a stage as the analysis spells it ("thread0", "receiver0/lane0",
-// "stream0"; "": none).
-func hostCPUBehind(t *Trial, named string) string {
+// "stream0"; "": none). why says who used the cores; short is its point:
+// the thread that waited to run, else how busy the host was.
+func hostCPUBehind(t *Trial, named string) (why, short string) {
 	if len(t.Hosts) == 0 {
-		return ""
+		return "", ""
 	}
 	busy := 0.0
 	for _, h := range t.Hosts {
@@ -171,7 +173,7 @@ func hostCPUBehind(t *Trial, named string) string {
 	}
 	held, ok := diagnose.HostCPUHeld(cpuAgents(t.Hosts), named)
 	if !ok {
-		return ""
+		return "", ""
 	}
 	var who []string
 	for _, h := range t.Hosts {
@@ -185,11 +187,13 @@ func hostCPUBehind(t *Trial, named string) string {
 	for _, v := range hostViews(t.Hosts) {
 		others = max(others, v.others)
 	}
-	why := fmt.Sprintf("host busy %.0f%% of %d CPUs: %s, other processes %.0f%%", 100*busy, t.Hosts[0].CPUs, strings.Join(who, ", "), 100*others)
+	short = fmt.Sprintf("host busy %.0f%% of %d CPUs", 100*busy, t.Hosts[0].CPUs)
+	why = fmt.Sprintf("%s: %s, other processes %.0f%%", short, strings.Join(who, ", "), 100*others)
 	if held.Wait >= HotThreadWait {
-		why += fmt.Sprintf("; %s waited runnable %.0f%% of the time", held.Waiter, 100*held.Wait)
+		short = fmt.Sprintf("%s waited runnable %.0f%% of the time", held.Waiter, 100*held.Wait)
+		why += "; " + short
 	}
-	return why
+	return why, short
 }
 
 // machineNames groups agents by machine rather than host name: pods (or

@@ -107,11 +107,13 @@ type NextLimit struct {
 	// numbers, and the hint ignores it.
 	Inconsistent string `json:"inconsistent,omitempty"`
 	// Through is the stage whose rate it is when the limit is the host's
-	// CPUs (Stage "host CPU"): in a failing trial, the stage the estimate
-	// named could not run for want of CPU (hostCPUBehind, the rule the
-	// diagnosis follows too), and HostEvidence says who used the cores.
+	// CPUs (Stage "host CPU"): the stage the estimate named could not run
+	// for want of CPU (diagnose.HostCPUHeld, the rule the diagnosis
+	// follows too). HostEvidence says who used the cores, and HeldBy its
+	// point: the thread that waited to run, or how busy the host was.
 	Through      string `json:"through,omitempty"`
 	HostEvidence string `json:"host_evidence,omitempty"`
+	HeldBy       string `json:"held_by,omitempty"`
 }
 
 // hostCPUNextLimit gives a trial's next limit to the host's CPUs when the
@@ -124,8 +126,8 @@ func hostCPUNextLimit(t *Trial) {
 	if n == nil || n.Inconsistent != "" || !t.Judged() {
 		return
 	}
-	if why := hostCPUBehind(t, n.Stage); why != "" {
-		n.Through, n.Stage, n.HostEvidence = n.Stage, HostCPU, why
+	if why, short := hostCPUBehind(t, n.Stage); why != "" {
+		n.Through, n.Stage, n.HostEvidence, n.HeldBy = n.Stage, HostCPU, why, short
 	}
 }
 
@@ -195,23 +197,10 @@ func nextLimitLine(t Trial) string {
 	}
 	through := ""
 	if n.Through != "" {
-		through = fmt.Sprintf(" of %s, held back by the host's CPUs: %s", n.Through, heldBy(n.HostEvidence))
+		through = fmt.Sprintf(" of %s, held back by the host's CPUs: %s", n.Through, n.HeldBy)
 	}
 	return fmt.Sprintf("next limit: %s at %s (%s%s%s), headroom %+.0f%% over this trial's rate",
 		n.Stage, numfmt.Rate(n.TuplesPerS), n.Method, through, other, 100*n.Headroom)
-}
-
-// heldBy is the host-CPU evidence's point for a next limit's line: the
-// thread that waited to run, else how busy the host was (the trial's
-// "limited by" line says the rest: who used the cores).
-func heldBy(why string) string {
-	if i := strings.LastIndex(why, "; "); i >= 0 {
-		return why[i+2:]
-	}
-	if i := strings.Index(why, ":"); i >= 0 {
-		return why[:i]
-	}
-	return why
 }
 
 // searched says whether a trial is the search's evidence: judged, and
