@@ -1,0 +1,50 @@
+package e2e
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/servicerate"
+)
+
+// A system under test in the middle has a service rate of its own: what
+// it delivered while backlogged. A sweep through a relay that forwards
+// 2000 buckets of 100 a second, started above that, must say so in the
+// failing trials' next limits (sut/stream0, backlog, 200 k/s), and no
+// next limit it prints may be contradicted by its trials.
+func TestSweepMeasuresARelaysServiceRate(t *testing.T) {
+	const perSec, bucket = 2000, 100
+	r := startSlowRelay(t, perSec)
+	recv, snd := startAgents(t, "--connect", fmt.Sprintf("tcp://127.0.0.1:%d", r.out))
+	rep, _ := runSweepAllowing(t, 4*time.Minute, []int{6}, "--sender", agentAddr(t, snd), "--receiver", agentAddr(t, recv),
+		"--relay-input", fmt.Sprintf("tcp://127.0.0.1:%d", r.in), "--start", "400k", "--bucket", fmt.Sprint(bucket),
+		"--duration", "1s", "--warmup", "300ms", "--precision", "0.05", "--boundary-runs", "1", "--max-trials", "8")
+	want := float64(perSec * bucket)
+	seen := 0
+	for _, tr := range rep.Result.Trials {
+		n := tr.NextLimit
+		if n == nil || n.Inconsistent != "" {
+			continue
+		}
+		if n.Stage != "sut/stream0" || n.Method != servicerate.MethodBacklog {
+			t.Errorf("trial at %.0f: next limit %s (%s) %.0f, want the relay's backlog rate", tr.Rate, n.Stage, n.Method, n.TuplesPerS)
+			continue
+		}
+		if math.Abs(n.TuplesPerS/want-1) > 0.05 {
+			t.Errorf("trial at %.0f: the relay's backlog rate %.0f, want %.0f ± 5%%", tr.Rate, n.TuplesPerS, want)
+		}
+		if tr.Verdict.Pass && n.TuplesPerS < 0.95*tr.Rate {
+			t.Errorf("trial at %.0f passed, yet its next limit says %.0f", tr.Rate, n.TuplesPerS)
+		}
+		seen++
+	}
+	if seen == 0 {
+		t.Fatalf("no trial named the relay's rate; limited by %q (%s); trials %+v", rep.Limiting, rep.Evidence, rep.Result.Trials)
+	}
+	if rep.Limiting != "sut/stream0" {
+		t.Errorf("limited by %q (%s), want the relay", rep.Limiting, rep.Evidence)
+	}
+	t.Logf("answer %.0f (relay %.0f), %d next limits named the relay", rep.Result.LastPass, want, seen)
+}
