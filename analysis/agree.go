@@ -124,17 +124,19 @@ func disagreement(roles map[string]bool, ex []Explanation) string {
 		why = append(why, "the system under test is a black box: the service rates see it only by what it delivered while backlogged (at or above its capacity), and the graph only as messages in flight to a receiver that waited for them; the harness's stages around it are its victims, not its limit")
 	}
 	var trials []string
+	distinct := map[string]bool{}
 	graphBelow := false
 	for _, e := range ex {
 		if e.Trial != "" {
 			trials = append(trials, e.Analysis+" "+e.Trial)
+			distinct[e.Trial] = true
 		}
 		if e.Analysis == "activity graph" && e.Trial != "" && !e.AboveAnswer {
 			graphBelow = true
 		}
 	}
-	if len(trials) > 0 {
-		why = append(why, "each looks at a different trial ("+strings.Join(trials, ", ")+"), so a limit that moves with the rate, or a host that was busier in one of them, splits them; trust the diagnosis at the failing rate")
+	if len(distinct) > 1 {
+		why = append(why, "they look at different trials ("+strings.Join(trials, ", ")+"), so a limit that moves with the rate, or a host that was busier in one of them, splits them; trust the diagnosis at the failing rate")
 	}
 	if graphBelow {
 		why = append(why, "below the answer the graph's paths run through whatever every tuple crosses; profile at the limit (--profile-at limit) to see the graph of the overloaded run")

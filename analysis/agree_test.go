@@ -34,8 +34,15 @@ func TestAgree(t *testing.T) {
 			{Analysis: "diagnosis", Stage: "consumer", Trial: "at the first failing rate above the answer", AboveAnswer: true},
 			{Analysis: "activity graph", Stage: "sender0/thread0", Trial: "at the profiled trial, 51.00 k/s = 110% of the answer", AboveAnswer: true}}, false,
 			[]string{"DISAGREE", "110% of the answer"}},
+		{"one trial for two analyses is not called different trials", []Explanation{
+			{Analysis: "diagnosis", Stage: "host CPU", Trial: "at the first failing rate above the answer", AboveAnswer: true},
+			{Analysis: "service rates", Stage: "stream0", Trial: "at the first failing rate above the answer", AboveAnswer: true}}, false,
+			[]string{"DISAGREE", "I/O threads log no activities"}},
 	} {
 		a := Agree(tc.ex)
+		if tc.name == "one trial for two analyses is not called different trials" && strings.Contains(a.Statement, "different trials") {
+			t.Errorf("%s: %q", tc.name, a.Statement)
+		}
 		if a.Agree != tc.agree {
 			t.Errorf("%s: agree %v, want %v: %s", tc.name, a.Agree, tc.agree, a.Statement)
 		}

@@ -158,7 +158,7 @@ func (r *Report) AgreementWith(s *rundir.Summary) *analysis.Agreement {
 	}
 	a := analysis.Agree([]analysis.Explanation{
 		{Analysis: "diagnosis", Stage: diag, Detail: s.LimitingEvidence, Trial: "at the first failing rate above the answer", AboveAnswer: true},
-		{Analysis: "service rates", Stage: rates, Detail: rateDetail, Trial: rateTrial, AboveAnswer: strings.HasPrefix(rateTrial, "at a failing"), Note: rateNote},
+		{Analysis: "service rates", Stage: rates, Detail: rateDetail, Trial: rateTrial, AboveAnswer: strings.Contains(rateTrial, "failing rate"), Note: rateNote},
 		{Analysis: "activity graph", Stage: graph, Detail: graphDetail, Trial: graphTrial, AboveAnswer: above, Note: graphNote},
 	})
 	return &a

@@ -22,7 +22,7 @@ func TestExplanationsBracketTheAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	diag, rates, detail, trial := s.Explanations()
-	if diag != "sut/stream0" || rates != "sut/stream0" || trial != "at a failing rate above the answer" || detail != "backlog limit 300100 tuples/s" {
+	if diag != "sut/stream0" || rates != "sut/stream0" || trial != "at the first failing rate above the answer" || detail != "backlog limit 300100 tuples/s" {
 		t.Fatalf("diagnosis %q, service rates %q (%s) %s", diag, rates, detail, trial)
 	}
 	// A rate between the answer and the first that always failed passed
@@ -32,8 +32,8 @@ func TestExplanationsBracketTheAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Result.Trials = append(s.Result.Trials, mixed)
-	if _, _, detail, _ = s.Explanations(); detail != "backlog limit 299000 tuples/s" {
-		t.Fatalf("with a mixed rate's failure: %s", detail)
+	if _, _, detail, trial = s.Explanations(); detail != "backlog limit 299000 tuples/s" || trial != "at a failing rate above the answer, 300.5 k/s" {
+		t.Fatalf("with a mixed rate's failure: %s %s", detail, trial)
 	}
 	// Without the failing trials' estimates, the answer's own.
 	s.Result.Trials = s.Result.Trials[:3]

@@ -13,6 +13,7 @@ import (
 	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/histo"
+	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/internal/readfile"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/servicerate"
@@ -152,9 +153,13 @@ func (s *Summary) Explanations() (diagnosis, rates, rateDetail, rateTrial string
 	if n.Through != "" {
 		rateDetail += fmt.Sprintf(" of %s, held back by the host's CPUs", n.Through)
 	}
-	rateTrial = "at the answer"
-	if !t.Verdict.Pass {
-		rateTrial = "at a failing rate above the answer"
+	switch {
+	case t.Verdict.Pass:
+		rateTrial = "at the answer"
+	case t.Rate == s.Result.FirstFail: // the diagnosis's trial's rate
+		rateTrial = "at the first failing rate above the answer"
+	default: // a rate between, that passed some runs and failed others
+		rateTrial = "at a failing rate above the answer, " + numfmt.Rate(t.Rate)
 	}
 	return diagnosis, n.Stage, rateDetail, rateTrial
 }
