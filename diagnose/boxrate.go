@@ -39,40 +39,53 @@ type BoxRate struct {
 
 // boxRates measures every black box's backlogged output over the
 // snapshots lo..hi, with the thresholds that named the window's limit
-// (bn); win is the window's activity (its queue growth).
+// (bn); win is the window's activity (its queue growth). Each period's
+// activity is computed once, for every box.
 func (t *Timeline) boxRates(bn *Bottlenecks, lo, hi int, win []Activity) []BoxRate {
 	g := t.Graph
-	M := g.Len()
-	act := make([]Activity, M)
-	var out []BoxRate
+	type tally struct {
+		m          int
+		grew       bool
+		items, all uint64
+		ns         int64
+		periods    int
+	}
+	var boxes []tally
 	for m := range g.Modules {
-		if t.Timed[m] {
-			continue
+		if !t.Timed[m] {
+			boxes = append(boxes, tally{m: m, grew: bn.grows(&win[m])})
 		}
-		r := BoxRate{Stage: g.Modules[m].Name, Total: hi - lo}
-		grew := bn.grows(&win[m])
-		var items, all uint64
-		var ns int64
-		for s := lo + 1; s <= hi; s++ {
-			t.activity(s-1, s, act)
-			all += act[m].Items
-			if !bn.downIdle(m, act) || !(grew || bn.upBlocked(m, act)) {
+	}
+	if len(boxes) == 0 {
+		return nil
+	}
+	act := make([]Activity, g.Len())
+	for s := lo + 1; s <= hi; s++ {
+		t.activity(s-1, s, act)
+		for i := range boxes {
+			b := &boxes[i]
+			b.all += act[b.m].Items
+			if !bn.downIdle(b.m, act) || !(b.grew || bn.upBlocked(b.m, act)) {
 				continue
 			}
-			r.Periods++
-			items += act[m].Items
-			ns += t.UnixNs[s] - t.UnixNs[s-1]
+			b.periods++
+			b.items += act[b.m].Items
+			b.ns += t.UnixNs[s] - t.UnixNs[s-1]
 		}
-		if all > 0 {
-			r.Share = float64(items) / float64(all)
+	}
+	out := make([]BoxRate, 0, len(boxes))
+	for _, b := range boxes {
+		r := BoxRate{Stage: g.Modules[b.m].Name, Total: hi - lo, Periods: b.periods}
+		if b.all > 0 {
+			r.Share = float64(b.items) / float64(b.all)
 		}
 		switch {
 		case r.Periods == 0:
 			r.Why = "never backlogged: the stages after it never waited for it while work waited in front of it"
-		case r.Periods < BoxRateMinPeriods || float64(ns) < BoxRateMinNs || r.Share < BoxRateMinShare:
-			r.Why = fmt.Sprintf("backlogged in %d of %d periods (%.0f ms, %.0f%% of what it passed): too few to say a rate", r.Periods, r.Total, float64(ns)/1e6, 100*r.Share)
+		case r.Periods < BoxRateMinPeriods || float64(b.ns) < BoxRateMinNs || r.Share < BoxRateMinShare:
+			r.Why = fmt.Sprintf("backlogged in %d of %d periods (%.0f ms, %.0f%% of what it passed): too few to say a rate", r.Periods, r.Total, float64(b.ns)/1e6, 100*r.Share)
 		default:
-			r.PerS = float64(items) / (float64(ns) / 1e9)
+			r.PerS = float64(b.items) / (float64(b.ns) / 1e9)
 		}
 		out = append(out, r)
 	}

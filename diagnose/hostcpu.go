@@ -31,6 +31,7 @@ type AgentCPU struct {
 // next limit, the activity graph's top activity) gives way to the host's
 // CPUs.
 type HeldBack struct {
+	Busy      float64 // the busiest host's busy share
 	Saturated bool    // the host's CPUs were busy HostSaturated
 	Waiter    string  // the thread that the verdict points at ("node/role")
 	Wait      float64 // the share of the time it waited runnable
@@ -44,11 +45,10 @@ type HeldBack struct {
 // nothing was named and either held.
 func HostCPUHeld(agents []AgentCPU, named string) (HeldBack, bool) {
 	var h HeldBack
-	busy := 0.0
 	for _, a := range agents {
-		busy = max(busy, a.HostBusy)
+		h.Busy = max(h.Busy, a.HostBusy)
 	}
-	h.Saturated = busy >= HostSaturated
+	h.Saturated = h.Busy >= HostSaturated
 	h.Waiter, h.Wait = LongestWait(agents)
 	held := h.Wait >= HotThreadWait
 	// The named stage's own threads may have waited as long as the

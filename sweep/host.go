@@ -167,10 +167,6 @@ func hostCPUBehind(t *Trial, named string) (why, short string) {
 	if len(t.Hosts) == 0 {
 		return "", ""
 	}
-	busy := 0.0
-	for _, h := range t.Hosts {
-		busy = max(busy, h.HostBusy)
-	}
 	held, ok := diagnose.HostCPUHeld(cpuAgents(t.Hosts), named)
 	if !ok {
 		return "", ""
@@ -187,7 +183,7 @@ func hostCPUBehind(t *Trial, named string) (why, short string) {
 	for _, v := range hostViews(t.Hosts) {
 		others = max(others, v.others)
 	}
-	short = fmt.Sprintf("host busy %.0f%% of %d CPUs", 100*busy, t.Hosts[0].CPUs)
+	short = fmt.Sprintf("host busy %.0f%% of %d CPUs", 100*held.Busy, t.Hosts[0].CPUs)
 	why = fmt.Sprintf("%s: %s, other processes %.0f%%", short, strings.Join(who, ", "), 100*others)
 	if held.Wait >= HotThreadWait {
 		short = fmt.Sprintf("%s waited runnable %.0f%% of the time", held.Waiter, 100*held.Wait)

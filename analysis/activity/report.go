@@ -134,17 +134,13 @@ func (r *Report) AgreementWith(s *rundir.Summary) *analysis.Agreement {
 			above = t.Rate > s.Result.LastPass
 			graphTrial = fmt.Sprintf("at the profiled trial, %s = %.0f%% of the answer", numfmt.Rate(t.Rate), 100*t.Rate/s.Result.LastPass)
 		}
-		if graph == "" {
+		if graph == "" || len(t.Hosts) == 0 {
 			continue
 		}
 		// The graph has no activity for a CPU a thread did not get: the
 		// one host-CPU rule, on the profiled trial's accounting, says
 		// whether the stage it named gave way to the host's CPUs.
-		agents := make([]diagnose.AgentCPU, len(t.Hosts))
-		for i, h := range t.Hosts {
-			agents[i] = diagnose.AgentCPU{Node: h.Node, Summary: h.Summary}
-		}
-		if held, ok := diagnose.HostCPUHeld(agents, graph); ok && len(agents) > 0 {
+		if held, ok := diagnose.HostCPUHeld(t.CPUAgents(), graph); ok {
 			graphNote = fmt.Sprintf("%s's %s, %s waited runnable %.0f%% of the profiled trial", graph, topKind, held.Waiter, 100*held.Wait)
 			graphDetail += fmt.Sprintf(", held back by the host's CPUs: %s waited runnable %.0f%% of the profiled trial", held.Waiter, 100*held.Wait)
 			if held.Saturated {

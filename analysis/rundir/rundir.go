@@ -122,6 +122,16 @@ type TrialRecord struct {
 	} `json:"hosts"`
 }
 
+// CPUAgents is the trial's host accounting as the host-CPU rule reads it
+// (diagnose.HostCPUHeld).
+func (t TrialRecord) CPUAgents() []diagnose.AgentCPU {
+	out := make([]diagnose.AgentCPU, len(t.Hosts))
+	for i, h := range t.Hosts {
+		out[i] = diagnose.AgentCPU{Node: h.Node, Summary: h.Summary}
+	}
+	return out
+}
+
 // ProfilerCost is what the profiler's own threads used over the trial,
 // summed over its agents (cpustat.ProfilerCost).
 func (t TrialRecord) ProfilerCost() (cores, share float64, ok bool) {
