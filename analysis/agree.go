@@ -115,7 +115,7 @@ func Agree(ex []Explanation) Agreement {
 func disagreement(roles map[string]bool, ex []Explanation) string {
 	var why []string
 	if roles["host CPU"] {
-		why = append(why, "a host CPU limit has no activity of its own: the graph names the activity on the critical paths whose thread the missing CPU stretched, and a service rate that did not give way to the host names the stage it measured, so the host's cores are the limit, not that thread")
+		why = append(why, "a host CPU limit shows in the graph only as its threads' wait for a CPU on the critical paths (cpu-wait, from their host accounting): where an activity outweighs that wait, the graph names the activity whose thread the missing CPU stretched, and a service rate that did not give way to the host names the stage it measured, so the host's cores are the limit, not that thread")
 	}
 	if roles["transport"] {
 		why = append(why, "the transport's I/O threads log no activities: the diagnosis sees them by their queue, the service rates only by what they delivered while backlogged (at or above their capacity), the graph only as messages in flight")

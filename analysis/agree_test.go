@@ -19,7 +19,7 @@ func TestAgree(t *testing.T) {
 		{"a lane", ex("lane0", "receiver0/lane0", "receiver0/lane1"), true, []string{"agree: lane"}},
 		{"the sender's thread", ex("thread0", "", "sender0/thread0"), true, []string{"agree: sender thread", "service rates: no stage"}},
 		{"host CPU against the victim", ex("host CPU", "sender0/thread0", "sender0/thread0"), false,
-			[]string{"DISAGREE", "diagnosis: host CPU", "a host CPU limit has no activity"}},
+			[]string{"DISAGREE", "diagnosis: host CPU", "a host CPU limit shows in the graph only as its threads' wait for a CPU"}},
 		{"the transport", ex("stream0", "receiver0/consumer", "sender0/thread0"), false, []string{"DISAGREE", "I/O threads log no activities"}},
 		{"one named", ex("none", "", "receiver0/consumer"), false, []string{"nothing to compare"}},
 		{"a relay, by the diagnosis and by messages in flight", ex("sut/stream0", "", "sut/stream0"), true, []string{"agree: system under test"}},

@@ -109,6 +109,16 @@ func (r *Run) At(node int, tsc uint64) (int64, bool) {
 	return clampNs(r.tr.ns(at.Value)), true
 }
 
+// NodeAt is At for a node named as the run directory names it
+// ("sender0"); false for a node the run does not know.
+func (r *Run) NodeAt(node string, tsc uint64) (int64, bool) {
+	i, ok := r.tr.index[node]
+	if !ok {
+		return 0, false
+	}
+	return r.At(i, tsc)
+}
+
 // Join streams the matches of the pair from -> to to visit; mark, if set,
 // is told now and then the earliest reference time (ns) a match still to
 // come can have been at from. skip says why the pair cannot be joined

@@ -34,7 +34,7 @@ func TestAgreementSaysTheTopThreadsWaitForACPU(t *testing.T) {
 	if sr := a.Explanations[1]; sr.Stage != "host CPU" || !strings.Contains(sr.Detail, "of stream0, held back by the host's CPUs") || !sr.AboveAnswer {
 		t.Fatalf("service rates: %+v", sr)
 	}
-	if a.Agree || !strings.Contains(a.Statement, "a host CPU limit has no activity of its own") ||
+	if a.Agree || !strings.Contains(a.Statement, "a host CPU limit shows in the graph only as its threads' wait for a CPU") ||
 		!strings.Contains(a.Statement, "service rates: host CPU (through stream0); activity graph: sender0/thread0 (its thread waited runnable 17% of the profiled trial)") {
 		t.Fatalf("statement: %s", a.Statement)
 	}
@@ -47,6 +47,16 @@ func TestAgreementSaysTheTopThreadsWaitForACPU(t *testing.T) {
 		t.Fatalf("graph beside a spinner: %+v", g)
 	}
 	if !a.Agree || !strings.Contains(a.Statement, "activity graph: host CPU (sender0/thread0's send, sender0/thread0 waited runnable 33% of the profiled trial)") {
+		t.Fatalf("statement: %s", a.Statement)
+	}
+	// With its runnable wait apportioned, the wait for a CPU is the
+	// graph's own top activity, and the graph names the host itself.
+	r = &Report{SystemCP: []Share{{Worker: "sender0/thread0", Kind: CPUWait.String(), Value: 0.78}, {Worker: "sender0/thread0", Kind: Send.String(), Value: 0.15}}}
+	a = r.AgreementWith(&s)
+	if g := a.Explanations[2]; g.Stage != "host CPU" || g.Detail != "sender0/thread0 waited runnable for a CPU 78% of the system's critical paths" {
+		t.Fatalf("graph with cpu-wait: %+v", g)
+	}
+	if !a.Agree {
 		t.Fatalf("statement: %s", a.Statement)
 	}
 }

@@ -50,7 +50,7 @@ func (c *checker) transfer(x Transfer) {
 func (c *checker) activity(wk int, a Activity) {
 	if l := c.l.OperatorMaxNs; l > 0 && processingKind(a.Kind) && a.EndNs-a.StartNs > l {
 		c.out = append(c.out, Violation{Invariant: "operator-max", Worker: c.workers[wk], FromNs: a.StartNs, ToNs: a.EndNs,
-			ValueNs: a.EndNs - a.StartNs, LimitNs: l, Detail: fmt.Sprintf("one %s activity lasted %d ns", a.Kind, a.EndNs-a.StartNs)})
+			ValueNs: a.EndNs - a.StartNs, LimitNs: l, Detail: fmt.Sprintf("one %s activity lasted %s", a.Kind, time.Duration(a.EndNs-a.StartNs))})
 	}
 	if wk == c.l.ProgressWorker && c.progressOn() && processingKind(a.Kind) && a.Items > 0 {
 		c.ends.add(a.EndNs)

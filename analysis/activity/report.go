@@ -46,8 +46,11 @@ type Report struct {
 	// sender waiting for its next slot (pacing) is the schedule, the
 	// input the system is measured against, not a part of it
 	// (docs/activity.md); InputShare is that wait's share of the paths.
-	SystemCP   []Share      `json:"system_critical_participation"`
-	InputShare float64      `json:"input_share"`
+	SystemCP   []Share `json:"system_critical_participation"`
+	InputShare float64 `json:"input_share"`
+	// CPUWait says how the threads' runnable wait was apportioned into
+	// the shares (kind cpu-wait; nil: it was not, ApportionCPUWait).
+	CPUWait    *CPUWaitNote `json:"cpu_wait,omitempty"`
 	KHops      []WindowHops `json:"k_hops,omitempty"`
 	Violations []Violation  `json:"violations"`
 	Limits     Limits       `json:"limits"`
@@ -118,7 +121,14 @@ func (r *Report) AgreementWith(s *rundir.Summary) *analysis.Agreement {
 	if top, ok := r.TopSystem(); ok {
 		topKind = top.Kind
 		graph, graphDetail = top.Worker, fmt.Sprintf("%s %.0f%% of the system's critical paths", top.Kind, 100*top.Value)
-		if top.Kind == Message.String() {
+		switch top.Kind {
+		case CPUWait.String():
+			// The graph's own evidence of the host: the thread was on the
+			// critical paths and could not run.
+			graph = diagnose.HostCPU
+			graphDetail = fmt.Sprintf("%s waited runnable for a CPU %.0f%% of the system's critical paths", top.Worker, 100*top.Value)
+			graphNote = fmt.Sprintf("%s runnable, not running, on the critical paths", top.Worker)
+		case Message.String():
 			// Time in flight after the worker is the black box's between
 			// it and its receiver, not the worker's own.
 			graph = inFlight(top.Worker, s.BlackBox())
@@ -134,7 +144,7 @@ func (r *Report) AgreementWith(s *rundir.Summary) *analysis.Agreement {
 			above = t.Rate > s.Result.LastPass
 			graphTrial = fmt.Sprintf("at the profiled trial, %s = %.0f%% of the answer", numfmt.Rate(t.Rate), 100*t.Rate/s.Result.LastPass)
 		}
-		if graph == "" || len(t.Hosts) == 0 {
+		if graph == "" || graph == diagnose.HostCPU || len(t.Hosts) == 0 {
 			continue
 		}
 		// The graph has no activity for a CPU a thread did not get: the
@@ -219,6 +229,12 @@ func (r *Report) WriteCSV(w io.Writer) error {
 				m.Worker, m.Kind, strconv.FormatBool(m.Waiting), strconv.Itoa(m.Count), strconv.FormatInt(m.TotalNs, 10),
 				strconv.FormatUint(m.Items, 10), strconv.FormatFloat(cp[[2]string{m.Worker, m.Kind}], 'g', 6, 64)})
 		}
+		for _, s := range win.CP { // apportioned, not logged: no metrics of its own
+			if s.Kind == CPUWait.String() {
+				_ = cw.Write([]string{strconv.Itoa(win.Window), strconv.FormatInt(win.From, 10), strconv.FormatInt(win.To, 10),
+					s.Worker, s.Kind, "false", "0", strconv.FormatInt(int64(s.Value*float64(win.To-win.From)), 10), "0", strconv.FormatFloat(s.Value, 'g', 6, 64)})
+			}
+		}
 	}
 	cw.Flush()
 	return cw.Error()
@@ -232,13 +248,23 @@ func (r *Report) WriteText(w io.Writer) {
 	if len(r.CP) == 0 {
 		fmt.Fprintln(w, "critical participation: no window has a path from its start to its end")
 	} else {
-		fmt.Fprintln(w, "critical participation of the system's own activities (share of the critical paths, weighted by time,")
-		fmt.Fprintln(w, "the input's schedule left out):")
+		paths := 0
+		for _, win := range r.Windows {
+			if win.HasPath {
+				paths++
+			}
+		}
+		fmt.Fprintf(w, "critical participation of the system's own activities (share of the critical paths of the %d of %d windows\n", paths, len(r.Windows))
+		fmt.Fprintln(w, "that have one, weighted by time, the input's schedule left out):")
 		for i, s := range r.SystemCP {
 			if i == 8 || s.Value < 0.005 {
 				break
 			}
 			fmt.Fprintf(w, "  %-28s %-10s %5.1f%%\n", s.Worker, s.Kind, 100*s.Value)
+		}
+		if c := r.CPUWait; c != nil {
+			fmt.Fprintf(w, "cpu-wait: a thread runnable but not running (its host accounting, sampled every %s), taken as spread\n", time.Duration(c.PeriodNs))
+			fmt.Fprintf(w, "  evenly over its time on the critical paths: %.1f%% of them, in %d of the %d windows with a path\n", 100*c.Share, c.Windows, c.PathWindows)
 		}
 		if r.InputShare > 0 {
 			fmt.Fprintf(w, "the input's schedule (senders waiting for their next slot, pacing): %.1f%% of the critical paths;\n", 100*r.InputShare)

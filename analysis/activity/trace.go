@@ -25,10 +25,15 @@ const (
 	Consume              // consumer: consuming (busy)
 	Gap                  // unlogged time between activities: waiting above the threshold
 	Message              // a bucket from one worker to another (a remote edge)
+	// CPUWait is a worker's time on the critical paths during which its
+	// thread was runnable but not running: never an edge, it is
+	// apportioned afterwards from the thread's host accounting
+	// (Report.ApportionCPUWait).
+	CPUWait
 	numKinds
 )
 
-var kindNames = [numKinds]string{"pacing", "send", "blocked", "recv-wait", "decode", "free-wait", "idle", "consume", "gap", "message"}
+var kindNames = [numKinds]string{"pacing", "send", "blocked", "recv-wait", "decode", "free-wait", "idle", "consume", "gap", "message", "cpu-wait"}
 
 func (k Kind) String() string {
 	if k < numKinds {

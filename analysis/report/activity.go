@@ -68,6 +68,10 @@ func pagSectionOf(d *rundir.Dir, pg *page) *pagSection {
 			sec.Totals = append(sec.Totals, pagShare{Activity: s.Worker + " " + s.Kind, Share: fmt.Sprintf("%.1f%%", 100*s.Value)})
 		}
 	}
+	if c := r.CPUWait; c != nil && c.Share > 0 {
+		sec.Totals = append(sec.Totals, pagShare{Activity: fmt.Sprintf("(cpu-wait: threads runnable but not running, from their host accounting sampled every %s and spread evenly over their time on the paths, in %d of %d windows; of all the paths)",
+			time.Duration(c.PeriodNs), c.Windows, c.PathWindows), Share: fmt.Sprintf("%.1f%%", 100*c.Share)})
+	}
 	if r.InputShare > 0 {
 		sec.Totals = append(sec.Totals, pagShare{Activity: "(the input's schedule: senders waiting for their next slot, of all the paths; not part of the system)",
 			Share: fmt.Sprintf("%.1f%%", 100*r.InputShare)})

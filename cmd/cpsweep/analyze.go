@@ -176,6 +176,10 @@ func buildPAG(d *rundir.Dir, pf *pagFlags, lag time.Duration, partial bool) (*ac
 	if err := refuseDamagedQuietly(damaged, partial); err != nil {
 		return nil, nil, err
 	}
+	for _, p := range pr.AddRunnableWait(d, run) {
+		fmt.Fprintf(os.Stderr, "cpsweep: pag: %s\n", p)
+		problems = append(problems, p)
+	}
 	if d.Summary != nil {
 		pr.Agreement = pr.AgreementWith(d.Summary)
 	}
