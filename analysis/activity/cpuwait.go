@@ -54,6 +54,9 @@ func (r *Report) AddRunnableWait(d *rundir.Dir, run *analysis.Run) (problems []s
 	if err != nil {
 		return []string{fmt.Sprintf("the profiled trial's host samples: %v; the threads' wait for a CPU is left out", err)}
 	}
+	if len(series) == 0 {
+		return []string{"the profiled trial has no host accounting: the threads' wait for a CPU is left out"}
+	}
 	waits, periodNs, problems := RunnableWaits(series, run.NodeAt, r.Workers)
 	r.ApportionCPUWait(waits, periodNs)
 	return problems

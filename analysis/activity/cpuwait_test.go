@@ -128,3 +128,46 @@ func TestRunnableWaitsPlacesSamples(t *testing.T) {
 		t.Fatalf("problems %q", problems)
 	}
 }
+
+// Samples from a run directory are untrusted: whatever times and waits
+// they carry, placing and apportioning them never panics, keeps every
+// share within [0, 1] and each window's shares adding up to what they
+// did.
+func FuzzApportionCPUWait(f *testing.F) {
+	f.Add([]byte{0, 10, 1, 20, 2, 30, 3, 40}, uint8(3), int64(100))
+	f.Add([]byte{255, 0, 0, 255, 7, 7}, uint8(1), int64(-5))
+	f.Add([]byte{}, uint8(0), int64(0))
+	f.Fuzz(func(t *testing.T, raw []byte, pairs uint8, skew int64) {
+		const unix0 = int64(1_795_671_076_000_000_000)
+		a := rundir.AgentSeries{Node: "sender0", PeriodNs: 1e8}
+		for i := range int(pairs % 16) {
+			a.TSC = append(a.TSC, uint64(i)*250_000_000+uint64(skew&0xffff))
+			a.UnixNs = append(a.UnixNs, unix0+int64(i)*100_000_000+skew)
+		}
+		for i := 0; i+1 < len(raw); i += 2 {
+			a.Samples = append(a.Samples, cpustat.Sample{UnixNs: unix0 + int64(raw[i])*5_000_000,
+				Threads: map[string]cpustat.Times{"thread0": {Runqueue: float64(raw[i+1]) / 100}}})
+		}
+		at := func(node string, tsc uint64) (int64, bool) { return int64(tsc / 2), tsc < 1<<40 }
+		waits, _, _ := RunnableWaits([]rundir.AgentSeries{a}, at, []string{"sender0/thread0"})
+		r := &Report{}
+		for i := range 5 {
+			from := int64(i) * 100_000_000
+			r.Windows = append(r.Windows, Result{Window: i, From: from, To: from + 100_000_000, HasPath: true,
+				CP: []Share{{"sender0/thread0", "pacing", 0.5}, {"sender0/thread0", "send", 0.3}, {"sender0/thread0", "message", 0.2}}})
+		}
+		r.ApportionCPUWait(waits, 1e8)
+		for _, w := range r.Windows {
+			sum := 0.0
+			for _, s := range w.CP {
+				if s.Value < 0 || s.Value > 1 || math.IsNaN(s.Value) {
+					t.Fatalf("window %d share %+v", w.Window, s)
+				}
+				sum += s.Value
+			}
+			if math.Abs(sum-1) > 1e-9 {
+				t.Fatalf("window %d adds up to %v: %+v", w.Window, sum, w.CP)
+			}
+		}
+	})
+}

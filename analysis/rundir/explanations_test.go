@@ -35,6 +35,27 @@ func TestExplanationsBracketTheAnswer(t *testing.T) {
 	if _, _, detail, trial = s.Explanations(); detail != "backlog limit 299000 tuples/s" || trial != "at a failing rate above the answer, 300.5 k/s" {
 		t.Fatalf("with a mixed rate's failure: %s %s", detail, trial)
 	}
+	// When no trial bracketing the answer had a limit (a transport
+	// backlogged in a period or two at the first failing rate), the
+	// nearest failing rate above that did, named as such; never the
+	// profiled trial, nor one further up.
+	withAbove := append([]TrialRecord(nil), s.Result.Trials[0], s.Result.Trials[1], s.Result.Trials[4])
+	for _, doc := range []string{
+		`{"n": 7, "rate": 400000, "purpose": "ramp", "verdict": {"pass": false}, "next_limit": {"stage": "sut/stream0", "method": "backlog", "tuples_per_s": 280000}}`,
+		`{"n": 8, "rate": 320000, "purpose": "gallop", "verdict": {"pass": false}, "next_limit": {"stage": "sut/stream0", "method": "backlog", "tuples_per_s": 301000}}`,
+		`{"n": 9, "rate": 303000, "purpose": "repeat", "verdict": {"pass": false}, "next_limit": null}`,
+	} {
+		var tr TrialRecord
+		if err := json.Unmarshal([]byte(doc), &tr); err != nil {
+			t.Fatal(err)
+		}
+		withAbove = append(withAbove, tr)
+	}
+	above := s
+	above.Result.Trials = withAbove
+	if _, rates, detail, trial := above.Explanations(); rates != "sut/stream0" || detail != "backlog limit 301000 tuples/s" || trial != "at a failing rate above the first, 320.0 k/s" {
+		t.Fatalf("from above the first failing rate: %q %s %s", rates, detail, trial)
+	}
 	// Without the failing trials' estimates, the answer's own.
 	s.Result.Trials = s.Result.Trials[:3]
 	if _, rates, _, trial = s.Explanations(); rates != "receiver0/consumer" || trial != "at the answer" {

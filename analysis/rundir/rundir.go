@@ -168,6 +168,8 @@ func (s *Summary) Explanations() (diagnosis, rates, rateDetail, rateTrial string
 		rateTrial = "at the answer"
 	case t.Rate == s.Result.FirstFail: // the diagnosis's trial's rate
 		rateTrial = "at the first failing rate above the answer"
+	case t.Rate > s.Result.FirstFail: // none nearer the answer had one
+		rateTrial = "at a failing rate above the first, " + numfmt.Rate(t.Rate)
 	default: // a rate between, that passed some runs and failed others
 		rateTrial = "at a failing rate above the answer, " + numfmt.Rate(t.Rate)
 	}
@@ -176,19 +178,28 @@ func (s *Summary) Explanations() (diagnosis, rates, rateDetail, rateTrial string
 
 // RateTrial is the trial whose next limit is the service rates'
 // explanation of the answer (Explanations; nil: none had a consistent
-// one): the smallest among the trials that bracket the answer.
+// one): the smallest among the trials that bracket the answer. When none
+// of those had one, the failing trial nearest above them that did: a
+// black box backlogged in only a period or two at the first failing rate
+// shows its rate further up, and the label names that rate.
 func (s *Summary) RateTrial() *TrialRecord {
-	var best *TrialRecord
+	var best, above *TrialRecord
 	for i := range s.Result.Trials {
 		t := &s.Result.Trials[i]
-		atAnswer := t.Rate == s.Result.LastPass && t.Verdict.Pass
-		atFail := !t.Verdict.Pass && t.Rate > s.Result.LastPass && t.Rate <= s.Result.FirstFail
-		if !(atAnswer || atFail) || t.Purpose == "profile" || t.NextLimit == nil || t.NextLimit.Inconsistent != "" || t.NextLimit.TuplesPerS <= 0 {
+		if t.Purpose == "profile" || t.NextLimit == nil || t.NextLimit.Inconsistent != "" || t.NextLimit.TuplesPerS <= 0 {
 			continue
 		}
-		if best == nil || t.NextLimit.TuplesPerS < best.NextLimit.TuplesPerS {
+		atAnswer := t.Rate == s.Result.LastPass && t.Verdict.Pass
+		atFail := !t.Verdict.Pass && t.Rate > s.Result.LastPass && t.Rate <= s.Result.FirstFail
+		if (atAnswer || atFail) && (best == nil || t.NextLimit.TuplesPerS < best.NextLimit.TuplesPerS) {
 			best = t
 		}
+		if !t.Verdict.Pass && t.Rate > s.Result.FirstFail && s.Result.FirstFail > 0 && (above == nil || t.Rate < above.Rate) {
+			above = t
+		}
+	}
+	if best == nil {
+		return above
 	}
 	return best
 }
