@@ -58,6 +58,7 @@ type priorSweep struct {
 	Contradicted string               `json:"contradicted"`
 	Disturbed    string               `json:"disturbed"`
 	Invalid      json.RawMessage      `json:"invalid"`
+	HostRules    *HostRules           `json:"host_rules"`
 	Result       *struct {
 		LastPass float64         `json:"last_pass"`
 		Boundary json.RawMessage `json:"boundary"`
@@ -82,11 +83,19 @@ func machinesOf(agents []protocol.AgentInfo) []string {
 	return out
 }
 
+// sameJudging: two sweeps judged their hosts alike (the thresholds; how
+// often and how long they repeated a disturbed trial does not change what
+// an answer measured). A sweep that recorded no rules (before they were
+// recorded) is not known to have.
+func sameJudging(a *HostRules, b HostRules) bool {
+	return a != nil && a.MaxOthers == b.MaxOthers && a.MaxSteal == b.MaxSteal && a.MaxWait == b.MaxWait
+}
+
 // priorAnswers reads the answers of the earlier sweeps in resultsDir (not
-// self) whose plan and machines are this sweep's, the most recent
-// HistorySweeps. A directory it cannot read is skipped: the history is
-// context, never a reason to fail a sweep.
-func priorAnswers(resultsDir, self string, plan TrialPlan, agents []protocol.AgentInfo) []float64 {
+// self) whose plan, machines and host rules are this sweep's, the most
+// recent HistorySweeps. A directory it cannot read is skipped: the history
+// is context, never a reason to fail a sweep.
+func priorAnswers(resultsDir, self string, plan TrialPlan, agents []protocol.AgentInfo, rules HostRules) []float64 {
 	want, err := json.Marshal(plan)
 	if err != nil || resultsDir == "" {
 		return nil
@@ -111,7 +120,7 @@ func priorAnswers(resultsDir, self string, plan TrialPlan, agents []protocol.Age
 			continue
 		}
 		var p priorSweep
-		if json.Unmarshal(b, &p) != nil || !p.answered() || !slices.Equal(machinesOf(p.Agents), machines) || !samePlan(p.Plan, want) {
+		if json.Unmarshal(b, &p) != nil || !p.answered() || !slices.Equal(machinesOf(p.Agents), machines) || !samePlan(p.Plan, want) || !sameJudging(p.HostRules, rules) {
 			continue
 		}
 		found = append(found, p.Result.LastPass)

@@ -42,8 +42,9 @@ func TestHistoryStatement(t *testing.T) {
 }
 
 // TestPriorAnswers: only the earlier sweeps of the same plan on the same
-// machines, with an answer they stand by, are compared; a damaged or
-// foreign directory is skipped, never an error.
+// machines, judged by the same host rules, with an answer they stand by,
+// are compared; a damaged or foreign directory is skipped, never an
+// error.
 func TestPriorAnswers(t *testing.T) {
 	dir := t.TempDir()
 	plan := TrialPlan{Duration: 2 * time.Second, BucketSize: 100, Scenario: "synthetic-100"}
@@ -53,7 +54,7 @@ func TestPriorAnswers(t *testing.T) {
 	write := func(name string, p TrialPlan, ag []protocol.AgentInfo, lastPass float64, extra map[string]any) {
 		t.Helper()
 		v := map[string]any{"started": time.Date(2026, 11, 26, 3, 0, len(name), 0, time.UTC), "plan": p, "agents": ag,
-			"result": map[string]any{"last_pass": lastPass, "boundary": map[string]any{"runs": 3}}}
+			"result": map[string]any{"last_pass": lastPass, "boundary": map[string]any{"runs": 3}}, "host_rules": DefaultHostRules}
 		for k, x := range extra {
 			v[k] = x
 		}
@@ -77,12 +78,18 @@ func TestPriorAnswers(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "g-damaged", "summary.json"), []byte("{not json"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	accepting := DefaultHostRules
+	accepting.MaxOthers = 0 // a spinning neighbour accepted: another host
+	write("i-busy-neighbour", plan, agents, 4e6, map[string]any{"host_rules": accepting})
+	write("j-rules-unknown", plan, agents, 5e6, map[string]any{"host_rules": nil})
+	slower := DefaultHostRules
+	slower.Backoff *= 4 // waits longer for a quiet host: judges it alike
 	write("h-self", plan, agents, 9e6, nil)
-	got := priorAnswers(dir, filepath.Join(dir, "h-self"), plan, agents)
+	got := priorAnswers(dir, filepath.Join(dir, "h-self"), plan, agents, slower)
 	if len(got) != 2 || got[0]+got[1] != 14.2e6 {
 		t.Fatalf("prior answers %v, want the two sweeps of the same plan on the same machines (7 and 7.2 M)", got)
 	}
-	if got := priorAnswers(filepath.Join(dir, "missing"), "", plan, agents); got != nil {
+	if got := priorAnswers(filepath.Join(dir, "missing"), "", plan, agents, DefaultHostRules); got != nil {
 		t.Fatalf("a missing results directory gave %v", got)
 	}
 }

@@ -67,6 +67,11 @@ type Report struct {
 	// plan on the same machines in the same results directory (nil: fewer
 	// than two, or no answer).
 	History *History `json:"history,omitempty"`
+	// HostRules are the rules this sweep judged its hosts by: a sweep that
+	// accepted a busy neighbour (--max-others 0) measured another host
+	// than one that waited for a quiet one, and the history keeps them
+	// apart.
+	HostRules *HostRules `json:"host_rules,omitempty"`
 }
 
 // ContradictionFactor: a pass this far above the answer's first failing
@@ -249,7 +254,7 @@ func (s *Sweep) begin(agents []protocol.AgentInfo) error {
 		}
 	}
 	s.report = Report{FormatVersion: rundir.FormatVersion, Name: s.Name, Started: time.Now().UTC(), Plan: s.Ctrl.Plan,
-		Search: s.Search, Agents: agents, Topology: s.Ctrl.AgentsSummary(), Dir: s.Run.Dir}
+		Search: s.Search, Agents: agents, Topology: s.Ctrl.AgentsSummary(), Dir: s.Run.Dir, HostRules: &s.Host}
 	if err := s.Run.WriteJSON("config.json", map[string]any{"plan": s.Ctrl.Plan, "search": s.Search, "agents": agents,
 		"topology": s.report.Topology, "args": s.Args, "profile": s.ProfileYAML, "profile_at": s.ProfileAt, "profile_at_limit": s.ProfileAtLimit, "profile_rate": s.ProfileRate, "profile_search": s.ProfileSearch,
 		"clock": s.Clock}); err != nil {
@@ -431,7 +436,7 @@ func (s *Sweep) save(r *Result, interrupted bool) error {
 	s.report.History = nil // only beside an answer the sweep stands by
 	if b := r.Boundary; b != nil && b.Answer.Rate > 0 && s.report.Contradicted == "" && s.report.Disturbed == "" {
 		if !s.priorRead {
-			s.prior, s.priorRead = priorAnswers(filepath.Dir(s.Run.Dir), s.Run.Dir, s.Ctrl.Plan, s.report.Agents), true
+			s.prior, s.priorRead = priorAnswers(filepath.Dir(s.Run.Dir), s.Run.Dir, s.Ctrl.Plan, s.report.Agents, s.Host), true
 		}
 		s.report.History = history(b.Answer.Rate, s.prior)
 	}
