@@ -59,4 +59,9 @@ func TestAgreementSaysTheTopThreadsWaitForACPU(t *testing.T) {
 	if !a.Agree {
 		t.Fatalf("statement: %s", a.Statement)
 	}
+	// An answer that rests on a minority of the windows says so.
+	r.Windows = []Result{{HasPath: true}, {}, {}}
+	if g := r.AgreementWith(&s).Explanations[2]; !strings.HasSuffix(g.Detail, "; only 1 of 3 windows had a path (in the rest every worker waited on something that logs no activity, such as the transport's I/O threads)") {
+		t.Fatalf("graph on 1 of 3 windows: %+v", g)
+	}
 }

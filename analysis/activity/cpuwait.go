@@ -72,7 +72,11 @@ func RunnableWaits(series []rundir.AgentSeries, at func(node string, tsc uint64)
 	for _, a := range series {
 		base, slope, ok := unixToGraph(a, at)
 		if !ok {
-			problems = append(problems, fmt.Sprintf("%s: its host samples cannot be placed on the graph's time (%d clock pairs); its threads' wait for a CPU is left out", a.Node, len(a.TSC)))
+			why := fmt.Sprintf("%d clock pairs, or pairs that disagree with Unix time", len(a.TSC))
+			if len(a.TSC) == 0 {
+				why = "no clock pairs: its stage accounting was off (--stage-period 0)"
+			}
+			problems = append(problems, fmt.Sprintf("%s: its host samples cannot be placed on the graph's time (%s); its threads' wait for a CPU is left out", a.Node, why))
 			continue
 		}
 		periodNs = max(periodNs, a.PeriodNs)

@@ -81,6 +81,18 @@ func (r *Report) Top() (Share, bool) {
 	return r.CP[0], true
 }
 
+// pathWindows is how many windows have a path from their start to their
+// end: the critical participation is theirs alone.
+func (r *Report) pathWindows() int {
+	n := 0
+	for _, win := range r.Windows {
+		if win.HasPath {
+			n++
+		}
+	}
+	return n
+}
+
 // splitInput fills SystemCP and InputShare from CP.
 func (r *Report) splitInput() {
 	r.SystemCP, r.InputShare = nil, 0
@@ -161,6 +173,10 @@ func (r *Report) AgreementWith(s *rundir.Summary) *analysis.Agreement {
 			graphNote = fmt.Sprintf("its thread waited runnable %.0f%% of the profiled trial", 100*wait)
 			graphDetail += "; " + graphNote
 		}
+	}
+	if paths := r.pathWindows(); graph != "" && 2*paths < len(r.Windows) {
+		// The answer rests on a minority of the trace: say so.
+		graphDetail += fmt.Sprintf("; only %d of %d windows had a path (in the rest every worker waited on something that logs no activity, such as the transport's I/O threads)", paths, len(r.Windows))
 	}
 	a := analysis.Agree([]analysis.Explanation{
 		{Analysis: "diagnosis", Stage: diag, Detail: s.LimitingEvidence, Trial: "at the first failing rate above the answer", AboveAnswer: true},
@@ -248,13 +264,7 @@ func (r *Report) WriteText(w io.Writer) {
 	if len(r.CP) == 0 {
 		fmt.Fprintln(w, "critical participation: no window has a path from its start to its end")
 	} else {
-		paths := 0
-		for _, win := range r.Windows {
-			if win.HasPath {
-				paths++
-			}
-		}
-		fmt.Fprintf(w, "critical participation of the system's own activities (share of the critical paths of the %d of %d windows\n", paths, len(r.Windows))
+		fmt.Fprintf(w, "critical participation of the system's own activities (share of the critical paths of the %d of %d windows\n", r.pathWindows(), len(r.Windows))
 		fmt.Fprintln(w, "that have one, weighted by time, the input's schedule left out):")
 		for i, s := range r.SystemCP {
 			if i == 8 || s.Value < 0.005 {

@@ -37,8 +37,9 @@ type agentSeriesJSON struct {
 
 // HostSeries reads every agent's host samples of trial n, in the order
 // the sweep names its nodes (receivers, then senders). An agent without
-// host accounting or without a stage series (clock pairs) is left out:
-// its samples cannot be placed in time.
+// host accounting is left out; one without a stage series (stage
+// accounting off), or whose clock pairs do not pair up, has no pairs, and
+// its samples cannot be placed in time (the reader says so).
 func (d *Dir) HostSeries(n int) ([]AgentSeries, error) {
 	var t trialSeries
 	if err := readJSONFile(filepath.Join(d.Path, "trials", fmt.Sprintf("%03d.json", n)), &t); err != nil {
@@ -47,11 +48,14 @@ func (d *Dir) HostSeries(n int) ([]AgentSeries, error) {
 	var out []AgentSeries
 	add := func(role string, agents []*agentSeriesJSON) {
 		for i, a := range agents {
-			if a == nil || a.Host == nil || a.Host.Error != "" || a.StageSeries == nil || len(a.StageSeries.TSC) != len(a.StageSeries.UnixNs) {
+			if a == nil || a.Host == nil || a.Host.Error != "" {
 				continue
 			}
-			out = append(out, AgentSeries{Node: fmt.Sprintf("%s%d", role, i), PeriodNs: a.Host.PeriodNs,
-				Samples: a.Host.Samples, TSC: a.StageSeries.TSC, UnixNs: a.StageSeries.UnixNs})
+			s := AgentSeries{Node: fmt.Sprintf("%s%d", role, i), PeriodNs: a.Host.PeriodNs, Samples: a.Host.Samples}
+			if ss := a.StageSeries; ss != nil && len(ss.TSC) == len(ss.UnixNs) {
+				s.TSC, s.UnixNs = ss.TSC, ss.UnixNs
+			}
+			out = append(out, s)
 		}
 	}
 	add("receiver", t.Outcome.Receivers)

@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// Every agent whose samples can be placed in time is read, under the
-// node name the sweep gives it; one with no accounting, an error, or
-// clock pairs that do not pair up is left out, and a trial file that is
-// not a regular file is refused.
+// Every agent with host accounting is read, under the node name the
+// sweep gives it; one with no accounting or an error is left out, one
+// without clock pairs (or with pairs that do not pair up) has none, and a
+// trial file that is not a regular file is refused.
 func TestHostSeries(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "trials"), 0o755); err != nil {
@@ -32,8 +32,11 @@ func TestHostSeries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || got[0].Node != "receiver1" || got[1].Node != "sender1" {
+	if len(got) != 4 || got[0].Node != "receiver1" || got[1].Node != "receiver2" || got[2].Node != "receiver3" || got[3].Node != "sender1" {
 		t.Fatalf("agents %+v", got)
+	}
+	if len(got[1].TSC) != 0 || len(got[2].TSC) != 0 || len(got[3].TSC) != 1 {
+		t.Fatalf("clock pairs: %d, %d, %d", len(got[1].TSC), len(got[2].TSC), len(got[3].TSC))
 	}
 	if r := got[0]; r.PeriodNs != 1e8 || len(r.Samples) != 1 || r.Samples[0].Threads["lane0"].Runqueue != 0.5 || len(r.TSC) != 2 {
 		t.Fatalf("receiver1 %+v", r)
