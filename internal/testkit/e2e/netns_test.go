@@ -248,9 +248,14 @@ func checkPAGAcrossHosts(t *testing.T, dir string) {
 		t.Fatalf("%d buckets late, %d windows\nproblems: %v", pag.Late, len(pag.Windows), pag.Problems)
 	}
 	for _, p := range pag.Problems {
-		if strings.Contains(p, "relation") || strings.Contains(p, "late") || strings.Contains(p, "no message edges") {
+		if strings.Contains(p, "relation") || strings.Contains(p, "late") || strings.Contains(p, "no message edges") || strings.Contains(p, "cannot be placed") {
 			t.Fatalf("problem: %s", p)
 		}
+	}
+	// Every host's threads' wait for a CPU lands on the graph's time,
+	// through each host's own clock pairs.
+	if c := pag.CPUWait; c == nil || strings.Join(c.Threads, " ") != strings.Join(want, " ") || c.PathWindows == 0 {
+		t.Fatalf("cpu-wait placed for %+v, want every worker %v", c, want)
 	}
 	// Each sender host's buckets reached a lane on the receiver host.
 	sent := map[string]uint64{}
