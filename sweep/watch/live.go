@@ -24,6 +24,8 @@ const (
 	DefaultCPWindow  = time.Second
 	DefaultCPWindows = 3
 	maxShares        = 5 // per window, the largest
+	maxThreadRoles   = 64
+	maxWaitSamples   = 256 // per agent: far more than the windows shown need
 )
 
 // CPWindow is the critical participation of one recent window, built
@@ -52,6 +54,16 @@ type liveAgent struct {
 	running bool  // its trial ran then
 	answers bool  // it answered the latest step
 	stages  map[string]*liveStage
+	// waits are its threads' runqueue counters at each answer, on its
+	// clock (the activities'), oldest first.
+	waits []waitSample
+}
+
+// waitSample is one scrape's runqueue counters (s, by thread role) at the
+// agent's time of its activity reply in the same step.
+type waitSample struct {
+	atNs     int64
+	runqueue map[string]float64
 }
 
 // liveStage is one stage's recent activities.
@@ -151,6 +163,54 @@ func (st *liveStage) trim(from int64) {
 	st.holes = h
 }
 
+// absorbWaits keeps each answering agent's runqueue counters at its
+// reply's time, as far back as its activities (w.mu held).
+func (w *Watcher) absorbWaits(cur map[string]scrape, replies map[string]protocol.ActivityReply) {
+	keep := int64(w.opt.CPWindows+2) * w.opt.CPWindow.Nanoseconds()
+	for addr, reply := range replies {
+		la, s := w.live[addr], cur[addr]
+		if la == nil || !la.answers || s.runqueue == nil {
+			continue
+		}
+		if n := len(la.waits); n > 0 && la.waits[n-1].atNs >= reply.NowNs {
+			continue // not later than the last: not placed
+		}
+		la.waits = append(la.waits, waitSample{atNs: reply.NowNs, runqueue: s.runqueue})
+		drop := 0
+		for drop < len(la.waits)-2 && (la.waits[drop+1].atNs < reply.NowNs-keep || len(la.waits)-drop > maxWaitSamples) {
+			drop++
+		}
+		la.waits = la.waits[drop:]
+	}
+}
+
+// threadWaits are the live agents' threads' runqueue series, by worker
+// (node/role) as the graph names its workers.
+func (w *Watcher) threadWaits() []activity.ThreadWait {
+	var out []activity.ThreadWait
+	for _, addr := range sortedKeys(w.live) {
+		la := w.live[addr]
+		roles := map[string]bool{}
+		for _, smp := range la.waits {
+			for role := range smp.runqueue {
+				roles[role] = true
+			}
+		}
+		for _, role := range sortedKeys(roles) {
+			tw := activity.ThreadWait{Worker: w.nodeOf(addr) + "/" + role}
+			for _, smp := range la.waits {
+				if v, ok := smp.runqueue[role]; ok {
+					tw.AtNs, tw.WaitS = append(tw.AtNs, smp.atNs), append(tw.WaitS, v)
+				}
+			}
+			if len(tw.AtNs) >= 2 {
+				out = append(out, tw)
+			}
+		}
+	}
+	return out
+}
+
 // criticalParticipation builds the activity graph of the last complete
 // windows from what the watch has read, and what the view says of it.
 func (w *Watcher) criticalParticipation() ([]CPWindow, string) {
@@ -203,14 +263,20 @@ func (w *Watcher) criticalParticipation() ([]CPWindow, string) {
 	if err != nil {
 		return nil, fmt.Sprintf("not built: %v", err)
 	}
-	var out []CPWindow
+	rep := &activity.Report{}
 	var g activity.Window
 	for b.Next(&g) {
 		if g.StartNs%win != 0 || g.EndNs-g.StartNs != win {
 			continue // not a whole window yet (a trial that just began)
 		}
-		r := activity.Summarize(tr, &g)
-		cw := CPWindow{Start: time.Unix(0, g.StartNs).UTC().Format(time.RFC3339Nano), End: time.Unix(0, g.EndNs).UTC().Format(time.RFC3339Nano),
+		rep.Windows = append(rep.Windows, activity.Summarize(tr, &g))
+	}
+	// As offline (docs/activity.md): a thread's time runnable but not
+	// running is the host's, measured between two scrapes.
+	rep.ApportionCPUWait(w.threadWaits(), win)
+	var out []CPWindow
+	for _, r := range rep.Windows {
+		cw := CPWindow{Start: time.Unix(0, r.From).UTC().Format(time.RFC3339Nano), End: time.Unix(0, r.To).UTC().Format(time.RFC3339Nano),
 			HasPath: r.HasPath, Top: r.CP[:min(len(r.CP), maxShares)], ByKind: r.CPByKind}
 		if cw.Top == nil {
 			cw.Top = []activity.Share{}
@@ -219,13 +285,16 @@ func (w *Watcher) criticalParticipation() ([]CPWindow, string) {
 			cw.ByKind = []activity.Share{}
 		}
 		for _, h := range holes {
-			if h[0] < g.EndNs && h[1] > g.StartNs {
+			if h[0] < r.To && h[1] > r.From {
 				cw.Incomplete = true
 			}
 		}
 		out = append(out, cw)
 	}
 	note := fmt.Sprintf("live, over windows of %v from the agents' stage state changes; local edges only (the per-tuple points that make message edges are not streamed: cpsweep analyze --pag on a profiled run has them)", w.opt.CPWindow)
+	if c := rep.CPUWait; c != nil && c.Windows > 0 {
+		note += "; cpu-wait: a thread runnable but not running, from its runqueue counter between two scrapes"
+	}
 	if len(out) == 0 {
 		note = fmt.Sprintf("no whole window of %v yet; ", w.opt.CPWindow) + note
 	}

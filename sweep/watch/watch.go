@@ -125,6 +125,9 @@ func New(agents []Agent, opt Options) *Watcher {
 type scrape struct {
 	at     time.Time
 	stages map[string]*stageMetrics
+	// runqueue is each thread role's time runnable but not running, s
+	// (cumulative): the live graph's cpu-wait.
+	runqueue map[string]float64
 }
 
 type stageMetrics struct {
@@ -144,6 +147,7 @@ func (w *Watcher) Step(ctx context.Context) View {
 	defer w.mu.Unlock()
 	w.activityErrors = len(v.Errors) - errsBefore - (len(w.agents) - len(cur))
 	w.absorbReplies(now, replies)
+	w.absorbWaits(cur, replies)
 	v.CPWindows, v.CriticalParticipation = w.criticalParticipation()
 	if v.CPWindows == nil {
 		v.CPWindows = []CPWindow{}
@@ -379,6 +383,16 @@ func parse(r io.Reader) (scrape, error) {
 			get(l["stage"]).rates[l["method"]] = v
 		}
 	})
+	if mf := fams["cp_thread_runqueue_seconds_total"]; mf != nil {
+		s.runqueue = map[string]float64{}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if v := value(m); l.GetName() == "thread" && l.GetValue() != "" && v >= 0 && !math.IsInf(v, 0) && len(s.runqueue) < maxThreadRoles {
+					s.runqueue[l.GetValue()] = v
+				}
+			}
+		}
+	}
 	return s, nil
 }
 

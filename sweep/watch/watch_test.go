@@ -331,3 +331,48 @@ func FuzzActivityReply(f *testing.F) {
 		}
 	})
 }
+
+// The live view books a thread's time runnable but not running as the
+// host's (cpu-wait), as analyze --pag does: a consumer that worked
+// throughout while waiting for a CPU half the time carries the paths half
+// as consume and half as cpu-wait. Its counters are read from the
+// agent's metrics at the agent's time of each activity reply.
+func TestWatcherLiveCPUWait(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	recv := &agent{}
+	rs := httptest.NewServer(recv)
+	defer rs.Close()
+	w := New([]Agent{{Node: "receiver0", Addr: strings.TrimPrefix(rs.URL, "http://")}}, Options{CPWindow: 100 * time.Millisecond, CPWindows: 3})
+	base := int64(1_700_000_000) * int64(time.Second)
+	metrics := func(consumerWait, zmqWait float64) string {
+		return receiverMetrics(1, 1, 1, "HEALTHY") + fmt.Sprintf("# TYPE cp_thread_runqueue_seconds_total counter\n"+
+			"cp_thread_runqueue_seconds_total{thread=\"consumer\"} %g\ncp_thread_runqueue_seconds_total{thread=\"zmq-io\"} %g\n", consumerWait, zmqWait)
+	}
+	recv.set(metrics(2, 7))
+	recv.setActivity(protocol.ActivityReply{Trial: 1, Running: true, NowNs: base + 450*ms, Stages: []protocol.StageActivity{
+		changes("consumer", "consumer", 1, base, []int64{0}, []int{stage.Working})}})
+	v := w.Step(context.Background())
+	for _, cw := range v.CPWindows { // one sample: nothing to measure between
+		if cw.Top[0].Kind != "consume" || cw.Top[0].Value < 0.999 {
+			t.Fatalf("before a second scrape: %+v", cw.Top)
+		}
+	}
+	// 350 ms later the consumer had waited 175 ms more: half of each
+	// window since.
+	recv.set(metrics(2.175, 8))
+	recv.setActivity(protocol.ActivityReply{Trial: 1, Running: true, NowNs: base + 800*ms, Stages: []protocol.StageActivity{
+		changes("consumer", "consumer", 1, base, nil, nil)}})
+	v = w.Step(context.Background())
+	if len(v.CPWindows) != 3 || !strings.Contains(v.CriticalParticipation, "cpu-wait") {
+		t.Fatalf("%d windows, note %q", len(v.CPWindows), v.CriticalParticipation)
+	}
+	for _, cw := range v.CPWindows {
+		got := map[string]float64{}
+		for _, s := range cw.Top {
+			got[s.Worker+" "+s.Kind] = s.Value
+		}
+		if len(got) != 2 || got["receiver0/consumer cpu-wait"] < 0.4999 || got["receiver0/consumer cpu-wait"] > 0.5001 || got["receiver0/consumer consume"] < 0.4999 {
+			t.Fatalf("window %s: %v, want consume and cpu-wait at half each", cw.Start, got)
+		}
+	}
+}
