@@ -240,25 +240,7 @@ func (w *Watcher) criticalParticipation() ([]CPWindow, string) {
 	if first >= last {
 		return nil, fmt.Sprintf("no whole window of %v yet since the trial began", w.opt.CPWindow)
 	}
-	tr := &activity.Trace{}
-	var holes [][2]int64
-	for _, addr := range sortedKeys(w.live) {
-		la := w.live[addr]
-		if !la.answers || !la.running {
-			continue
-		}
-		for _, name := range sortedKeys(la.stages) {
-			st := la.stages[name]
-			acts := make([]activity.Activity, 0, len(st.acts)+1)
-			acts = append(acts, st.acts...)
-			if a, ok := st.tl.Open(la.nowNs); ok { // still in it when the agent answered
-				acts = append(acts, a)
-			}
-			tr.Workers = append(tr.Workers, w.nodeOf(addr)+"/"+name)
-			tr.Activities = append(tr.Activities, clip(acts, first, last))
-			holes = append(holes, st.holes...)
-		}
-	}
+	tr, holes := w.liveTrace(first, last)
 	b, err := activity.NewBuilder(tr, activity.Options{WindowNs: win, WaitNs: w.opt.WaitNs})
 	if err != nil {
 		return nil, fmt.Sprintf("not built: %v", err)
@@ -299,6 +281,31 @@ func (w *Watcher) criticalParticipation() ([]CPWindow, string) {
 		note = fmt.Sprintf("no whole window of %v yet; ", w.opt.CPWindow) + note
 	}
 	return out, note
+}
+
+// liveTrace is the answering agents' running stages' activities within
+// [first, last), and the spans whose changes were lost.
+func (w *Watcher) liveTrace(first, last int64) (*activity.Trace, [][2]int64) {
+	tr := &activity.Trace{}
+	var holes [][2]int64
+	for _, addr := range sortedKeys(w.live) {
+		la := w.live[addr]
+		if !la.answers || !la.running {
+			continue
+		}
+		for _, name := range sortedKeys(la.stages) {
+			st := la.stages[name]
+			acts := make([]activity.Activity, 0, len(st.acts)+1)
+			acts = append(acts, st.acts...)
+			if a, ok := st.tl.Open(la.nowNs); ok { // still in it when the agent answered
+				acts = append(acts, a)
+			}
+			tr.Workers = append(tr.Workers, w.nodeOf(addr)+"/"+name)
+			tr.Activities = append(tr.Activities, clip(acts, first, last))
+			holes = append(holes, st.holes...)
+		}
+	}
+	return tr, holes
 }
 
 // clip keeps the parts of acts inside [from, to).
