@@ -193,39 +193,21 @@ func (r *Report) ApportionCPUWait(waits []ThreadWait, periodNs int64) {
 		note.Threads = append(note.Threads, waits[i].Worker)
 	}
 	sort.Strings(note.Threads)
-	var total float64
-	cp, byKind := map[[2]string]float64{}, map[string]float64{}
 	for i := range r.Windows {
-		win := &r.Windows[i]
-		if !win.HasPath {
-			continue
-		}
-		note.PathWindows++
-		if apportionWindow(win, by) {
-			note.Windows++
-		}
-		weight := float64(win.To - win.From)
-		total += weight
-		for _, s := range win.CP {
-			cp[[2]string{s.Worker, s.Kind}] += weight * s.Value
-			byKind[s.Kind] += weight * s.Value
+		if win := &r.Windows[i]; win.HasPath {
+			note.PathWindows++
+			if apportionWindow(win, by) {
+				note.Windows++
+			}
 		}
 	}
 	r.CPUWait = note
-	if total <= 0 {
-		return
+	r.sumWindows()
+	for _, s := range r.CPByKind {
+		if s.Kind == CPUWait.String() {
+			note.Share = s.Value
+		}
 	}
-	r.CP, r.CPByKind = nil, nil
-	for k, v := range cp {
-		r.CP = append(r.CP, Share{Worker: k[0], Kind: k[1], Value: v / total})
-	}
-	for k, v := range byKind {
-		r.CPByKind = append(r.CPByKind, Share{Kind: k, Value: v / total})
-	}
-	sortShares(r.CP)
-	sortShares(r.CPByKind)
-	note.Share = byKind[CPUWait.String()] / total
-	r.splitInput()
 }
 
 // apportionWindow moves one window's shares (ApportionCPUWait); it says

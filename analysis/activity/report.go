@@ -93,6 +93,40 @@ func (r *Report) pathWindows() int {
 	return n
 }
 
+// sumWindows sets CP and CPByKind to the windows' shares weighted by
+// their length, over the windows with a path, and the system's shares
+// from them (nothing when no window has a path).
+func (r *Report) sumWindows() {
+	var total float64
+	cp, byKind := map[[2]string]float64{}, map[string]float64{}
+	for _, win := range r.Windows {
+		if !win.HasPath {
+			continue
+		}
+		weight := float64(win.To - win.From)
+		total += weight
+		for _, sh := range win.CP {
+			cp[[2]string{sh.Worker, sh.Kind}] += weight * sh.Value
+		}
+		for _, sh := range win.CPByKind {
+			byKind[sh.Kind] += weight * sh.Value
+		}
+	}
+	if total <= 0 {
+		return
+	}
+	r.CP, r.CPByKind = nil, nil
+	for k, v := range cp {
+		r.CP = append(r.CP, Share{Worker: k[0], Kind: k[1], Value: v / total})
+	}
+	for k, v := range byKind {
+		r.CPByKind = append(r.CPByKind, Share{Kind: k, Value: v / total})
+	}
+	sortShares(r.CP)
+	sortShares(r.CPByKind)
+	r.splitInput()
+}
+
 // splitInput fills SystemCP and InputShare from CP.
 func (r *Report) splitInput() {
 	r.SystemCP, r.InputShare = nil, 0

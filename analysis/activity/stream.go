@@ -26,9 +26,6 @@ type Stream struct {
 	k       int
 	check   *checker
 	rep     *Report
-	cp      map[[2]string]float64
-	byKind  map[string]float64
-	total   float64
 	w       Window
 	started time.Time
 	// graphTime is the time spent building and analysing windows (not
@@ -53,8 +50,7 @@ func NewStream(workers []string, opt Options, k int, l Limits) (*Stream, error) 
 func newStream(workers []string, b *Builder, opt Options, k int, l Limits) *Stream {
 	l.WindowNs = opt.WindowNs
 	return &Stream{tr: Trace{Workers: workers}, b: b, k: k, check: newChecker(workers, l), started: time.Now(), newest: math.MinInt64,
-		rep: &Report{WindowNs: opt.WindowNs, WaitNs: opt.WaitNs, MessageDelayNs: opt.MessageDelayNs, Workers: workers, Limits: l, Violations: []Violation{}},
-		cp:  map[[2]string]float64{}, byKind: map[string]float64{}}
+		rep: &Report{WindowNs: opt.WindowNs, WaitNs: opt.WaitNs, MessageDelayNs: opt.MessageDelayNs, Workers: workers, Limits: l, Violations: []Violation{}}}
 }
 
 // Analyze analyses a whole trace: every window's graph, its critical
@@ -186,16 +182,6 @@ func (s *Stream) startRules() {
 func (s *Stream) analyse(w *Window) {
 	r := Summarize(&s.tr, w)
 	s.rep.Ambiguous += r.Ambiguous
-	if r.HasPath {
-		weight := float64(w.EndNs - w.StartNs)
-		s.total += weight
-		for _, sh := range r.CP {
-			s.cp[[2]string{sh.Worker, sh.Kind}] += weight * sh.Value
-		}
-		for _, sh := range r.CPByKind {
-			s.byKind[sh.Kind] += weight * sh.Value
-		}
-	}
 	if s.k > 0 {
 		if h := KHops(&s.tr, w, s.k); len(h) > 0 {
 			s.rep.KHops = append(s.rep.KHops, WindowHops{Window: w.Index, Hops: h})
@@ -213,17 +199,7 @@ func (s *Stream) Close() *Report {
 		s.check.points.add(s.popProgress())
 	}
 	rep := s.rep
-	if s.total > 0 {
-		for key, v := range s.cp {
-			rep.CP = append(rep.CP, Share{Worker: key[0], Kind: key[1], Value: v / s.total})
-		}
-		for kind, v := range s.byKind {
-			rep.CPByKind = append(rep.CPByKind, Share{Kind: kind, Value: v / s.total})
-		}
-		sortShares(rep.CP)
-		sortShares(rep.CPByKind)
-		rep.splitInput()
-	}
+	rep.sumWindows()
 	v := s.check.close()
 	// In time order; ties in a fixed order, whatever order things came in.
 	slices.SortFunc(v, func(a, b Violation) int {
