@@ -26,18 +26,13 @@ func LagFor(d *rundir.Dir) time.Duration {
 	if json.Unmarshal(s.Plan, &plan) != nil || plan.Duration <= 0 {
 		return DefaultLag
 	}
-	for _, t := range s.Result.Trials {
-		if t.Purpose != "profile" || t.Rate <= 0 {
-			continue
-		}
-		if t.Verdict.Pass && (s.Result.LastPass <= 0 || t.Rate <= s.Result.LastPass) {
-			return DefaultLag
-		}
-		lag := plan.Duration + plan.Warmup
-		if held := time.Duration(float64(MaxPending) / 4 / t.Rate * float64(time.Second)); held < lag {
-			lag = held
-		}
-		return max(lag, DefaultLag)
+	t, ok := s.ProfiledTrial()
+	if !ok || t.Rate <= 0 || t.Verdict.Pass && (s.Result.LastPass <= 0 || t.Rate <= s.Result.LastPass) {
+		return DefaultLag
 	}
-	return DefaultLag
+	lag := plan.Duration + plan.Warmup
+	if held := time.Duration(float64(MaxPending) / 4 / t.Rate * float64(time.Second)); held < lag {
+		lag = held
+	}
+	return max(lag, DefaultLag)
 }

@@ -182,30 +182,17 @@ func (r *Report) AgreementWith(s *rundir.Summary) *analysis.Agreement {
 		}
 	}
 	graphTrial, above := "at the profiled trial", false
-	for _, t := range s.Result.Trials {
-		if t.Purpose != "profile" {
-			continue
-		}
+	if t, ok := s.ProfiledTrial(); ok {
 		if s.Result.LastPass > 0 {
 			above = t.Rate > s.Result.LastPass
 			graphTrial = fmt.Sprintf("at the profiled trial, %s = %.0f%% of the answer", numfmt.Rate(t.Rate), 100*t.Rate/s.Result.LastPass)
 		}
-		if graph == "" || graph == diagnose.HostCPU || len(t.Hosts) == 0 {
-			continue
-		}
-		// The graph has no activity for a CPU a thread did not get: the
-		// one host-CPU rule, on the profiled trial's accounting, says
-		// whether the stage it named gave way to the host's CPUs.
-		if held, ok := diagnose.HostCPUHeld(t.CPUAgents(), graph); ok {
-			graphNote = fmt.Sprintf("%s's %s, %s waited runnable %.0f%% of the profiled trial", graph, topKind, held.Waiter, 100*held.Wait)
-			graphDetail += fmt.Sprintf(", held back by the host's CPUs: %s waited runnable %.0f%% of the profiled trial", held.Waiter, 100*held.Wait)
-			if held.Saturated {
-				graphDetail += " (its CPUs saturated)"
-			}
-			graph = diagnose.HostCPU
-		} else if wait, ok := runnableWait(t, graph); ok {
-			graphNote = fmt.Sprintf("its thread waited runnable %.0f%% of the profiled trial", 100*wait)
-			graphDetail += "; " + graphNote
+		// A top activity that outweighed its threads' cpu-wait may still
+		// have been stretched by the host: the one host-CPU rule, on the
+		// profiled trial's accounting, says whether the stage it named
+		// gave way to the host's CPUs.
+		if graph != "" && graph != diagnose.HostCPU && len(t.Hosts) > 0 {
+			graph, graphDetail, graphNote = heldByHost(t, graph, topKind, graphDetail, graphNote)
 		}
 	}
 	if paths := r.pathWindows(); graph != "" && 2*paths < len(r.Windows) {
@@ -218,6 +205,26 @@ func (r *Report) AgreementWith(s *rundir.Summary) *analysis.Agreement {
 		{Analysis: "activity graph", Stage: graph, Detail: graphDetail, Trial: graphTrial, AboveAnswer: above, Note: graphNote},
 	})
 	return &a
+}
+
+// heldByHost applies the host-CPU rule to the graph's answer (graph, the
+// stage it named, and its top activity's kind) on the profiled trial's
+// accounting: the host's CPUs when the stage gave way to them, else the
+// stage with how long its thread waited runnable.
+func heldByHost(t rundir.TrialRecord, graph, kind, detail, note string) (string, string, string) {
+	if held, ok := diagnose.HostCPUHeld(t.CPUAgents(), graph); ok {
+		note = fmt.Sprintf("%s's %s, %s waited runnable %.0f%% of the profiled trial", graph, kind, held.Waiter, 100*held.Wait)
+		detail += fmt.Sprintf(", held back by the host's CPUs: %s waited runnable %.0f%% of the profiled trial", held.Waiter, 100*held.Wait)
+		if held.Saturated {
+			detail += " (its CPUs saturated)"
+		}
+		return diagnose.HostCPU, detail, note
+	}
+	if wait, ok := runnableWait(t, graph); ok {
+		note = fmt.Sprintf("its thread waited runnable %.0f%% of the profiled trial", 100*wait)
+		detail += "; " + note
+	}
+	return graph, detail, note
 }
 
 // runnableWait is the share of a trial's time the worker's thread
