@@ -24,7 +24,7 @@ type CPUWaitNote struct {
 	// Threads are the workers whose runnable wait was placed on the graph.
 	Threads []string `json:"threads"`
 	// PeriodNs is how often their host accounting was sampled: the
-	// resolution of the apportioning.
+	// resolution of the apportioning (0: not at a fixed period).
 	PeriodNs int64 `json:"period_ns"`
 	// Windows is how many windows with a path had a thread's wait
 	// apportioned; PathWindows how many have a path.

@@ -255,7 +255,7 @@ func (w *Watcher) criticalParticipation() ([]CPWindow, string) {
 	}
 	// As offline (docs/activity.md): a thread's time runnable but not
 	// running is the host's, measured between two scrapes.
-	rep.ApportionCPUWait(w.threadWaits(), win)
+	rep.ApportionCPUWait(w.threadWaits(), 0) // sampled at the scrapes, not a fixed period
 	var out []CPWindow
 	for _, r := range rep.Windows {
 		cw := CPWindow{Start: time.Unix(0, r.From).UTC().Format(time.RFC3339Nano), End: time.Unix(0, r.To).UTC().Format(time.RFC3339Nano),
