@@ -21,7 +21,7 @@ build: deps
 # test with its reason; CP_REQUIRE_ALL=1 (CI as root) turns the skips of a
 # missing tool or privilege into failures.
 test: deps
-	@scripts/ensure-test-servers.sh
+	@scripts/ensure-test-deps.sh
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./cpustat/ ./driver/ ./sweep/discover/ ./objfactory/ ./receiver/ ./sender/ ./stage/ ./servicerate/ ./diagnose/ ./internal/histo/ ./internal/zmqraw/ ./profiler/ ./tsc/... ./sweep/watch/ ./sweep/agent/
@@ -37,7 +37,7 @@ unit: deps
 # The integration tests on the real binaries: loopback, and as root network
 # namespaces and small tmpfs file systems (~3 min).
 e2e: deps
-	@scripts/ensure-test-servers.sh
+	@scripts/ensure-test-deps.sh
 	$(GO) test -count=1 -json ./internal/testkit/e2e/ | $(GO) run ./scripts/testsummary
 
 # Statement coverage per package: a statement counts when any package's

@@ -18,6 +18,10 @@ type File struct {
 	Name string
 	Mode uint32 // the Secret's file is 0600
 	Data []byte
+	// Secret marks the file that holds the token: it is written apart from
+	// the others, outside the working tree by default (cpsweep deploy's
+	// --secret-out), so that no "git add ." commits a token.
+	Secret bool
 }
 
 // Where the pods find what the manifests mount.
@@ -61,7 +65,7 @@ func Render(t Topology, token string, handlers []byte) ([]File, error) {
 			}
 			b.Write(y)
 		}
-		files = append(files, File{Name: name, Mode: mode, Data: []byte(b.String())})
+		files = append(files, File{Name: name, Mode: mode, Data: []byte(b.String()), Secret: mode == 0o600})
 		return nil
 	}
 	errs := []error{

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"slices"
 	"strings"
@@ -108,6 +109,16 @@ func ParseTopology(b []byte) (Topology, error) {
 	dec.KnownFields(true)
 	if err := dec.Decode(&t); err != nil {
 		return Topology{}, fmt.Errorf("topology: %w", err)
+	}
+	// A second document would be ignored silently, unknown fields and all:
+	// one topology is one document.
+	var more yaml.Node
+	switch err := dec.Decode(&more); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		return Topology{}, fmt.Errorf("topology: after the first document: %w", err)
+	default:
+		return Topology{}, fmt.Errorf("topology: a second YAML document (line %d): a topology file holds one; give each topology its own file", more.Line)
 	}
 	return t, nil
 }

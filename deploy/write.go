@@ -71,15 +71,44 @@ func writeFile(path string, data []byte, mode fs.FileMode) error {
 	return nil
 }
 
-// NextSteps is what to type after the files are written.
-func NextSteps(t Topology, dir string) string {
+// SplitSecret separates the Secret's file from the others.
+func SplitSecret(files []File) (secret, rest []File) {
+	for _, f := range files {
+		if f.Secret {
+			secret = append(secret, f)
+		} else {
+			rest = append(rest, f)
+		}
+	}
+	return secret, rest
+}
+
+// DefaultSecretDir is where the Secret's file goes unless told otherwise:
+// a private folder under the user's configuration directory, never the
+// working tree.
+func DefaultSecretDir(t Topology) (string, error) {
+	base, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("no folder for the Secret (%v): give --secret-out", err)
+	}
+	return filepath.Join(base, "cp", "deploy", t.Namespace+"-"+t.Name), nil
+}
+
+// NextSteps is what to type after the files are written; secretFile is
+// where the Secret's manifest went ("" when none was written).
+func NextSteps(t Topology, dir, secretFile string) string {
 	ns, job := t.Namespace, t.Name+"-sweep"
+	apply := dir
+	if secretFile != "" {
+		// the namespace first, then the Secret the pods mount, then the rest
+		apply = filepath.Join(dir, "00-namespace.yaml") + " -f " + secretFile + " -f " + dir
+	}
 	return fmt.Sprintf(`next:
-  kubectl apply -f %[1]s
+  kubectl apply -f %[6]s
   kubectl -n %[2]s get pods -w                      # the agents become ready, then the sweep starts
   kubectl -n %[2]s logs -f job/%[3]s                 # the sweep's progress and answer
   kubectl -n %[2]s cp $(kubectl -n %[2]s get pod -l job-name=%[3]s -o jsonpath='{.items[0].metadata.name}'):%[4]s ./runs
                                                    # within %[5]v of the sweep's end (the pod waits that long)
   kubectl delete -f %[1]s                           # everything, the volume with the runs too
-`, dir, ns, job, RunsDir, t.Hold)
+`, dir, ns, job, RunsDir, t.Hold, apply)
 }

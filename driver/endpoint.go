@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cloudprofiler-go/cp/internal/redact"
 )
 
 // Drivers by endpoint scheme.
@@ -43,6 +45,8 @@ type Endpoint struct {
 	Acks       string        // all, leader or none
 	Idempotent bool          // with acks=all: idempotent produce (the default)
 	Linger     time.Duration // the producer's linger
+	// Auth is from the environment (CredentialsFromEnv), never the URL.
+	Auth Credentials `json:"-"`
 }
 
 // IsBroker says whether an endpoint names a broker driver.
@@ -60,16 +64,21 @@ const (
 )
 
 // Parse reads DRIVER://HOST:PORT/SUBJECT?option=value. Credentials in the
-// URL are refused: endpoints are recorded in results and logs.
+// URL are refused: endpoints are recorded in results and logs; they come
+// from the environment (CredentialsFromEnv) instead.
 func Parse(endpoint string) (Endpoint, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil {
 		return Endpoint{}, fmt.Errorf("broker endpoint: %w", err)
 	}
-	if u.User != nil {
-		return Endpoint{}, fmt.Errorf("broker endpoint %s://%s%s: credentials in the URL are refused (endpoints are written to the results); run the broker without them on a private network for now", u.Scheme, u.Host, u.Path)
+	if err := redact.CheckURL("broker endpoint", endpoint); err != nil {
+		return Endpoint{}, err
 	}
-	e := Endpoint{Driver: u.Scheme, Subject: strings.TrimPrefix(u.Path, "/"), Storage: "file", Ack: "none"}
+	auth, err := CredentialsFromEnv()
+	if err != nil {
+		return Endpoint{}, err
+	}
+	e := Endpoint{Driver: u.Scheme, Subject: strings.TrimPrefix(u.Path, "/"), Storage: "file", Ack: "none", Auth: auth}
 	switch u.Scheme {
 	case NATS:
 		e.Window = DefaultCoreWindow

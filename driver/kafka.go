@@ -43,7 +43,7 @@ func kafkaAcks(e Endpoint) []kgo.Opt {
 
 func newKafkaProducer(e Endpoint) (*kafkaProducer, error) {
 	opts := append([]kgo.Opt{kgo.SeedBrokers(e.Server), kgo.DefaultProduceTopic(e.Subject), kgo.MaxBufferedRecords(e.Window),
-		kgo.ProducerLinger(e.Linger), kgo.RecordRetries(0), kgo.DialTimeout(connectTimeout)}, kafkaAcks(e)...)
+		kgo.ProducerLinger(e.Linger), kgo.RecordRetries(0), kgo.DialTimeout(connectTimeout)}, append(kafkaAcks(e), kafkaAuth(e.Auth)...)...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka %s: %w", e.Server, err)
@@ -119,7 +119,7 @@ type kafkaConsumer struct {
 }
 
 func newKafkaConsumer(e Endpoint) (*kafkaConsumer, error) {
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(e.Server), kgo.DialTimeout(connectTimeout))
+	admCl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(e.Server), kgo.DialTimeout(connectTimeout)}, kafkaAuth(e.Auth)...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka %s: %w", e.Server, err)
 	}
@@ -137,9 +137,9 @@ func newKafkaConsumer(e Endpoint) (*kafkaConsumer, error) {
 		admCl.Close()
 		return nil, fmt.Errorf("kafka %s: create topic %s: %w", e.Server, e.Subject, err)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(e.Server), kgo.ConsumeTopics(e.Subject),
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(e.Server), kgo.ConsumeTopics(e.Subject),
 		kgo.ConsumerGroup(fmt.Sprintf("cp-%d", time.Now().UnixNano())), // a group of its own: no offsets of an earlier trial
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond), kgo.DialTimeout(connectTimeout))
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100 * time.Millisecond), kgo.DialTimeout(connectTimeout)}, kafkaAuth(e.Auth)...)...)
 	if err != nil {
 		admCl.Close()
 		return nil, fmt.Errorf("kafka %s: %w", e.Server, err)

@@ -12,9 +12,13 @@ import (
 )
 
 func connect(e Endpoint, name string) (*nats.Conn, error) {
-	nc, err := nats.Connect(e.Server, nats.Name(name), nats.Timeout(connectTimeout),
+	opts := []nats.Option{nats.Name(name), nats.Timeout(connectTimeout),
 		// a broker gone mid-trial fails the trial; reconnecting would hide it
-		nats.NoReconnect())
+		nats.NoReconnect()}
+	if e.Auth.User != "" || e.Auth.Password != "" {
+		opts = append(opts, nats.UserInfo(e.Auth.User, e.Auth.Password))
+	}
+	nc, err := nats.Connect(e.Server, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s (%s): %w", e.Server, e.Driver, err)
 	}

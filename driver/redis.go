@@ -19,7 +19,7 @@ import (
 const redisGroup = "cp"
 
 func redisClient(e Endpoint) *redis.Client {
-	return redis.NewClient(&redis.Options{Addr: e.Server, DialTimeout: connectTimeout, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second,
+	return redis.NewClient(&redis.Options{Addr: e.Server, Username: e.Auth.User, Password: e.Auth.Password, DialTimeout: connectTimeout, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second,
 		// a broker gone mid-trial fails the trial; retrying would hide it
 		MaxRetries: -1, PoolSize: 4})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/histo"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/internal/readfile"
+	"github.com/cloudprofiler-go/cp/internal/redact"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/servicerate"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
@@ -379,13 +380,28 @@ func (d *Dir) Outcome(n int) (*TrialOutcome, error) {
 	return &o, nil
 }
 
-// Config returns config.json as raw JSON (nil when missing).
+// Config returns config.json as raw JSON (nil when missing), with its
+// command line's secrets and every URL's credentials masked: a run
+// directory written before the sweep redacted its arguments, or by another
+// tool, still shows no token in a report.
 func (d *Dir) Config() json.RawMessage {
 	b, err := readfile.Limited(filepath.Join(d.Path, "config.json"), MaxJSONFile)
 	if err != nil || !json.Valid(b) {
 		return nil
 	}
-	return b
+	var cfg map[string]json.RawMessage
+	if json.Unmarshal(b, &cfg) != nil {
+		return json.RawMessage(redact.Text(string(b)))
+	}
+	var args []string
+	if raw, ok := cfg["args"]; ok && json.Unmarshal(raw, &args) == nil {
+		cfg["args"], _ = json.Marshal(redact.Args(args))
+	}
+	out, err := json.Marshal(cfg)
+	if err != nil {
+		return nil
+	}
+	return json.RawMessage(redact.Text(string(out)))
 }
 
 // MaxJSONFile bounds every JSON file of a run directory that is read

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -30,7 +31,7 @@ var reservedSweepFlags = []string{"sender", "receiver", "senders-from", "receive
 
 func kubernetesCommand(code *int) *cobra.Command {
 	t := deploy.Default()
-	var out, topologyFile, tokenFile, profileFile string
+	var out, secretOut, topologyFile, tokenFile, profileFile string
 	var force bool
 	cmd := &cobra.Command{
 		Use:   "kubernetes [flags] [-- sweep flags]",
@@ -38,8 +39,9 @@ func kubernetesCommand(code *int) *cobra.Command {
 		Long: `Writes the manifests of a sweep's topology into --out (one file per step;
 kubectl apply -f DIR). Sender and receiver agents run as StatefulSets behind
 headless Services, which the sweep's Job finds by DNS (--senders-from). The
-token is generated into a Secret (mode 0600 on disk; never in an argument or
-a ConfigMap) unless --token-file gives one. Every pod has Guaranteed QoS
+token is generated into a Secret (mode 0600 on disk, written apart from the
+manifests into --secret-out, outside the working tree; never in an argument
+or a ConfigMap) unless --token-file gives one. Every pod has Guaranteed QoS
 (requests = limits, whole CPUs) so that the kubelet's static CPU manager can
 pin the emission threads. Senders, receivers and the system under test
 (--sut-selector) are kept on different nodes (--anti-affinity). The Job runs
@@ -76,31 +78,62 @@ waits --hold for kubectl cp. docs/kubernetes.md has the whole walk.`,
 			if err != nil {
 				return err
 			}
-			*code = sweep.ExitError
-			if err := deploy.Write(out, files, force); err != nil {
+			secretFile, err := writeDeploy(t, out, secretOut, files, force)
+			if err != nil {
+				*code = sweep.ExitError
 				return err
 			}
 			*code = sweep.ExitAnswer
-			for _, f := range files {
-				fmt.Printf("wrote %s/%s\n", out, f.Name)
-			}
-			fmt.Print(deploy.NextSteps(t, out))
+			fmt.Print(deploy.NextSteps(t, out, secretFile))
 			return nil
 		},
 	}
-	registerDeploy(cmd.Flags(), &t, &deployFiles{&out, &topologyFile, &tokenFile, &profileFile, &force})
+	registerDeploy(cmd.Flags(), &t, &deployFiles{&out, &secretOut, &topologyFile, &tokenFile, &profileFile, &force})
 	return cmd
+}
+
+// writeDeploy writes the manifests into out and the Secret's apart, into
+// secretOut (default: deploy.DefaultSecretDir, a private folder outside
+// the working tree); it says what it wrote and returns the Secret's path.
+func writeDeploy(t deploy.Topology, out, secretOut string, files []deploy.File, force bool) (string, error) {
+	secret, rest := deploy.SplitSecret(files)
+	if secretOut == "" {
+		dir, err := deploy.DefaultSecretDir(t)
+		if err != nil {
+			return "", err
+		}
+		secretOut = dir
+	}
+	if err := os.MkdirAll(secretOut, 0o700); err != nil {
+		return "", fmt.Errorf("--secret-out: %w", err)
+	}
+	if err := deploy.Write(secretOut, secret, force); err != nil {
+		return "", err
+	}
+	if err := deploy.Write(out, rest, force); err != nil {
+		return "", err
+	}
+	secretFile := ""
+	for _, f := range secret {
+		secretFile = filepath.Join(secretOut, f.Name)
+		fmt.Printf("wrote %s (the token; mode 0600, outside the manifests' folder)\n", secretFile)
+	}
+	for _, f := range rest {
+		fmt.Printf("wrote %s/%s\n", out, f.Name)
+	}
+	return secretFile, nil
 }
 
 // deployFiles are the flags that name files, not the topology.
 type deployFiles struct {
-	out, topology, token, profile *string
+	out, secretOut, topology, token, profile *string
 	force                         *bool
 }
 
 func registerDeploy(f *pflag.FlagSet, t *deploy.Topology, d *deployFiles) {
 	f.StringVarP(d.out, "out", "o", "k8s", "write the manifests into this folder")
-	f.BoolVar(d.force, "force", false, "replace manifests already in --out (the token too)")
+	f.StringVar(d.secretOut, "secret-out", "", "write the token's Secret here, apart from the manifests (default: ~/.config/cp/deploy/NAMESPACE-NAME, mode 0700:\nnever the working tree, so that no git add commits the token)")
+	f.BoolVar(d.force, "force", false, "replace manifests already in --out and the Secret in --secret-out (a new token)")
 	f.StringVar(d.topology, "topology", "", "read the topology from this YAML file instead of the flags below (docs/kubernetes.md)")
 	f.StringVar(d.token, "token-file", "", "the agents' token (default: a new random one, written only into the Secret)")
 	f.StringVar(d.profile, "profile", "", "the profiler's handlers (YAML): a ConfigMap, and the sweep profiles one trial with them")
@@ -153,6 +186,9 @@ func readTopology(f *pflag.FlagSet, t *deploy.Topology, file string) error {
 // is refused here rather than in a pod; the flags the manifests set are
 // refused too (the token above all: never in an argument).
 func checkSweepArgs(args []string) (sweep.TrialPlan, error) {
+	if err := cli.RefuseCredentials(pflag.NewFlagSet("", pflag.ContinueOnError), args); err != nil {
+		return sweep.TrialPlan{}, fmt.Errorf("the topology's sweep arguments: %w", err)
+	}
 	o, set, err := parseSweepFlags(args, reservedSweepFlags)
 	if err != nil {
 		return o.plan, err

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
+	"github.com/cloudprofiler-go/cp/internal/redact"
 	"github.com/cloudprofiler-go/cp/internal/readfile"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/stage"
@@ -106,6 +107,14 @@ Ctrl-C stops the running trial and keeps every finished one.`,
   # a stage's capacity measured alone (ground truth for the estimates)
   cpsweep capacity consumer --work 10us --bucket 10`,
 		Args: cobra.NoArgs,
+		PersistentPreRunE: func(c *cobra.Command, args []string) error {
+			if err := cli.RefuseCredentials(c.Flags(), args); err != nil {
+				*code = sweep.ExitInvalidPlan
+				c.SilenceUsage = true
+				return err
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
 			return o.execute(cmd.Context(), code)
@@ -305,7 +314,7 @@ func (o *options) execute(ctx context.Context, code *int) error {
 		return err
 	}
 	defer closeAgents()
-	s := &sweep.Sweep{Ctrl: ctrl, Name: o.name, Results: o.resultsDir, Log: os.Stderr, Live: cli.IsTerminal(os.Stderr), Args: os.Args, Clock: o.clock,
+	s := &sweep.Sweep{Ctrl: ctrl, Name: o.name, Results: o.resultsDir, Log: os.Stderr, Live: cli.IsTerminal(os.Stderr), Args: redact.Args(os.Args), Clock: o.clock,
 		Profile: profile, ProfileYAML: profileYAML, ProfileAt: o.profileAt.Frac, ProfileAtLimit: o.profileAt.Limit, ProfileRate: float64(o.profileRate), ProfileSearch: o.profileSearch, RetryAgent: o.retryAgent, Search: o.search, Host: o.host}
 	report, err := s.Execute(ctx)
 	if report != nil {

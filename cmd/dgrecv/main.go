@@ -82,6 +82,10 @@ marker has been consumed (or --expect-streams have ended, or no data arrived for
   # profiled: handlers from a configuration server, switched live when it changes
   dgrecv --bind tcp://*:5555 --profile http://cfg:9400/v1/profiler/handlers --profile-follow 1s`,
 		Args: cobra.NoArgs,
+		PersistentPreRunE: func(c *cobra.Command, args []string) error {
+			c.SilenceUsage = true
+			return cli.RefuseCredentials(c.Flags(), args)
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
 			return o.execute(cmd.Context(), cmd.Flags().Changed("scenario"), code)

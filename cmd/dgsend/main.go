@@ -75,6 +75,10 @@ send time) with the fraction of late slots.`,
   # every tuple's send instant logged (channels emit.<thread>), switchable live
   dgsend --connect tcp://127.0.0.1:5555 --rate 1M --profile handlers.yaml --profile-follow 2s`,
 		Args: cobra.NoArgs,
+		PersistentPreRunE: func(c *cobra.Command, args []string) error {
+			c.SilenceUsage = true
+			return cli.RefuseCredentials(c.Flags(), args)
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
 			return o.execute(cmd.Context())

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
+	"github.com/cloudprofiler-go/cp/internal/redact"
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/tsc"
@@ -122,7 +123,7 @@ func (a *Agent) Info() protocol.AgentInfo {
 	state := a.status.State
 	a.mu.Unlock()
 	return protocol.AgentInfo{Role: a.opts.Role.Name(), Host: host, Machine: probing.BootID(), Cores: runtime.NumCPU(), TSCHz: a.opts.Clock.Hz, TSCNative: tsc.Native,
-		Version: Version, PID: os.Getpid(), DataEndpoints: a.opts.Endpoints, State: state}
+		Version: Version, PID: os.Getpid(), DataEndpoints: redact.All(a.opts.Endpoints), State: state}
 }
 
 // Status returns the current or last trial's status.

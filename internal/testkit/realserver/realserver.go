@@ -14,11 +14,11 @@ import (
 
 // NATS starts nats-server with JetStream, its store in a temporary folder,
 // and returns its host:port and a stop that kills it (the test's end
-// does too).
-func NATS(t testing.TB) (addr string, stop func()) {
+// does too). extra are more of the server's flags (e.g. --user U --pass P).
+func NATS(t testing.TB, extra ...string) (addr string, stop func()) {
 	t.Helper()
 	return start(t, "nats-server", func(port int, dir string) []string {
-		return []string{"-a", "127.0.0.1", "-p", fmt.Sprint(port), "-js", "-sd", dir}
+		return append([]string{"-a", "127.0.0.1", "-p", fmt.Sprint(port), "-js", "-sd", dir}, extra...)
 	})
 }
 
@@ -35,11 +35,12 @@ func EmbeddedNATS(t testing.TB) string {
 	return s.Addr()
 }
 
-// Redis starts redis-server without persistence.
-func Redis(t testing.TB) (addr string, stop func()) {
+// Redis starts redis-server without persistence; extra are more of its
+// flags (e.g. --user U on >P ~* &* +@all).
+func Redis(t testing.TB, extra ...string) (addr string, stop func()) {
 	t.Helper()
 	return start(t, "redis-server", func(port int, dir string) []string {
-		return []string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir}
+		return append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir}, extra...)
 	})
 }
 

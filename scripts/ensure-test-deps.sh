@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs everything the tests start or drive, so that `make test` on a
+# fresh machine runs what CI runs and skips nothing but benchmarks:
+#   nats-server, redis-server      the real brokers of the broker tests
+#   python3-zmq, python3-msgpack   the cross-language wire-format peer
+#   chromium                       report.html and cpsweep watch's page rendered
+#   tmux                           cpsweep watch's terminal test
+#   podman, netavark, aardvark-dns the agents as containers on a private network;
+#   iptables                       netavark sets up that network with iptables
+#                                  (Debian's podman only suggests it: without it
+#                                  "netavark: No such file or directory")
+# Uses apt-get as root or with sudo. Elsewhere it says what is missing, and
+# the tests that need it skip (CP_REQUIRE_ALL=1 turns those skips into
+# failures).
+set -euo pipefail
+missing=()
+need() { command -v "$1" >/dev/null 2>&1 || missing+=("${@:2}"); }
+need nats-server nats-server
+need redis-server redis-server
+need chromium chromium
+need tmux tmux
+need podman podman runc
+need iptables iptables
+[ -x /usr/lib/podman/netavark ] || [ -x /usr/libexec/podman/netavark ] || missing+=(netavark)
+[ -x /usr/lib/podman/aardvark-dns ] || [ -x /usr/libexec/podman/aardvark-dns ] || missing+=(aardvark-dns)
+/usr/bin/python3 -c 'import zmq, msgpack' 2>/dev/null || missing+=(python3-zmq python3-msgpack)
+[ ${#missing[@]} -eq 0 ] && exit 0
+if ! command -v apt-get >/dev/null 2>&1; then
+	echo "missing: ${missing[*]} (the tests that need them will skip)" >&2
+	exit 0
+fi
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+	if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+		sudo="sudo -n"
+	else
+		echo "missing: ${missing[*]}; the tests that need them will skip (sudo apt-get install -y ${missing[*]})" >&2
+		exit 0
+	fi
+fi
+echo "installing ${missing[*]} with apt-get (once; a minute or two)" >&2
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1 ||
+	{ $sudo apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null; } ||
+	echo "could not install ${missing[*]}: the tests that need them will skip" >&2
