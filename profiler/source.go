@@ -39,7 +39,7 @@ func FetchHandlers(ctx context.Context, source, token string) (*Handlers, []byte
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
-		resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+		resp, err := httpapi.NewClient(10 * time.Second).Do(req)
 		if err != nil {
 			return nil, nil, fmt.Errorf("handler configuration: %w", err)
 		}

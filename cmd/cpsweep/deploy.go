@@ -127,7 +127,7 @@ func writeDeploy(t deploy.Topology, out, secretOut string, files []deploy.File, 
 // deployFiles are the flags that name files, not the topology.
 type deployFiles struct {
 	out, secretOut, topology, token, profile *string
-	force                         *bool
+	force                                    *bool
 }
 
 func registerDeploy(f *pflag.FlagSet, t *deploy.Topology, d *deployFiles) {

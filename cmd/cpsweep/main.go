@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
-	"github.com/cloudprofiler-go/cp/internal/redact"
 	"github.com/cloudprofiler-go/cp/internal/readfile"
+	"github.com/cloudprofiler-go/cp/internal/redact"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/sweep"

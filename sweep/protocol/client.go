@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
 )
 
 // Client talks to one agent's control API.
@@ -30,7 +32,7 @@ const (
 
 // NewClient returns a client for the agent at addr (host:port).
 func NewClient(addr, token string) *Client {
-	return &Client{Addr: addr, Token: token, http: &http.Client{}}
+	return &Client{Addr: addr, Token: token, http: httpapi.NewClient(0)}
 }
 
 // StatusError is an agent's refusal of a request.
@@ -131,7 +133,7 @@ func (c *Client) FetchProfile(ctx context.Context, dir string) ([]string, error)
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
-	resp, err := (&http.Client{Timeout: 10 * time.Minute}).Do(req)
+	resp, err := httpapi.NewClient(10 * time.Minute).Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("agent %s is unreachable: %w", c.Addr, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/cloudprofiler-go/cp/analysis/activity"
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
@@ -106,7 +107,7 @@ type Watcher struct {
 // New returns a watcher of agents.
 func New(agents []Agent, opt Options) *Watcher {
 	if opt.Client == nil {
-		opt.Client = &http.Client{Timeout: 2 * time.Second}
+		opt.Client = httpapi.NewClient(2 * time.Second)
 	}
 	if opt.CPWindow <= 0 {
 		opt.CPWindow = DefaultCPWindow

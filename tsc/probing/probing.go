@@ -194,7 +194,7 @@ func Probe(ctx context.Context, nodes []Node, s Settings) (*Session, error) {
 	if len(nodes) < 2 {
 		return nil, errors.New("probing needs at least two TSC clients")
 	}
-	cl := &http.Client{Timeout: 60 * time.Second}
+	cl := httpapi.NewClient(60 * time.Second)
 	ses := &Session{Started: time.Now().UTC()}
 	for _, n := range nodes {
 		if err := call(ctx, cl, http.MethodGet, n.Control, PathInfo, s.Token, nil, &n.Info); err != nil {

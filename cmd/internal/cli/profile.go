@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/profiler"
 )
 
@@ -24,7 +25,7 @@ type Profile struct {
 
 // ProfileFlags are the profiling flags of dgsend and dgrecv.
 type ProfileFlags struct {
-	Source, Token, Dir string
+	Source, Token, TokenFile, Dir string
 	Follow             time.Duration
 	// Period is the counters' sampling period (0: a second); RunCommand
 	// sets it to the stage accounting's, so both sample in lock step.
@@ -36,13 +37,18 @@ type ProfileFlags struct {
 func (pf *ProfileFlags) Register(f *pflag.FlagSet, channels string) {
 	f.StringVar(&pf.Source, "profile", "", "profile with the handlers of this YAML file or configuration server URL (docs/profiler.md; channels "+channels+")")
 	f.DurationVar(&pf.Follow, "profile-follow", 0, "re-read --profile this often and switch changed channels live (0: never)")
-	f.StringVar(&pf.Token, "profile-token", "", "bearer token for a --profile server")
+	f.StringVar(&pf.Token, "profile-token", "", "bearer token for a --profile server (visible to every user in the process list: prefer --profile-token-file)")
+	f.StringVar(&pf.TokenFile, "profile-token-file", "", "read the bearer token for a --profile server from this file")
 	f.StringVar(&pf.Dir, "profile-dir", "", "write every log here: the handlers' paths are relative to it and may not leave it\n(default: a new directory cp-profile-<command>-<time>-<pid> under the working directory)")
 }
 
 // Open is OpenProfile with the flags' values.
 func (pf *ProfileFlags) Open(name string) (*Profile, error) {
-	return OpenProfile(name, pf.Source, pf.Token, pf.Dir, pf.Follow, pf.Period)
+	token, err := httpapi.ReadToken(pf.Token, pf.TokenFile)
+	if err != nil {
+		return nil, fmt.Errorf("--profile-token: %w", err)
+	}
+	return OpenProfile(name, pf.Source, token, pf.Dir, pf.Follow, pf.Period)
 }
 
 // OpenProfile loads the source ("" disables profiling) and confines every

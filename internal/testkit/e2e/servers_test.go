@@ -215,7 +215,9 @@ func TestRealServersAuthenticateEveryRoute(t *testing.T) {
 
 // TestNoHTTPServerOutsideHTTPAPI: no source file but httpapi's builds an
 // http.Server or calls a package-level serve function, so no server can be
-// made without the token check and the limits.
+// made without the token check and the limits; nor an http.Client or a
+// package-level request (http.Get, http.DefaultClient), so that no token
+// follows a redirect to another origin (httpapi.NewClient).
 func TestNoHTTPServerOutsideHTTPAPI(t *testing.T) {
 	root, err := moduleRoot()
 	if err != nil {
@@ -241,11 +243,12 @@ func TestNoHTTPServerOutsideHTTPAPI(t *testing.T) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.CompositeLit:
-				if sel, ok := n.Type.(*ast.SelectorExpr); ok && isPkg(sel.X, "http") && sel.Sel.Name == "Server" {
-					found = append(found, fmt.Sprintf("%s: http.Server{}", fs.Position(n.Pos())))
+				if sel, ok := n.Type.(*ast.SelectorExpr); ok && isPkg(sel.X, "http") && (sel.Sel.Name == "Server" || sel.Sel.Name == "Client") {
+					found = append(found, fmt.Sprintf("%s: http.%s{}", fs.Position(n.Pos()), sel.Sel.Name))
 				}
 			case *ast.SelectorExpr:
-				if isPkg(n.X, "http") && (n.Sel.Name == "ListenAndServe" || n.Sel.Name == "Serve" || n.Sel.Name == "ListenAndServeTLS" || n.Sel.Name == "ServeTLS") {
+				if isPkg(n.X, "http") && (n.Sel.Name == "ListenAndServe" || n.Sel.Name == "Serve" || n.Sel.Name == "ListenAndServeTLS" || n.Sel.Name == "ServeTLS" ||
+					n.Sel.Name == "Get" || n.Sel.Name == "Post" || n.Sel.Name == "Head" || n.Sel.Name == "PostForm" || n.Sel.Name == "DefaultClient") {
 					found = append(found, fmt.Sprintf("%s: http.%s", fs.Position(n.Pos()), n.Sel.Name))
 				}
 			}
@@ -257,7 +260,7 @@ func TestNoHTTPServerOutsideHTTPAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(found) > 0 {
-		t.Fatalf("HTTP served outside httpapi.Serve:\n%s", strings.Join(found, "\n"))
+		t.Fatalf("HTTP served or requested outside httpapi (Serve, NewClient):\n%s", strings.Join(found, "\n"))
 	}
 }
 
