@@ -131,7 +131,7 @@ func cpFigure(windows []activity.Result, totals []activity.Share) Figure {
 	other := len(cpPalette) - 1 // everything past the palette
 	w, h := left+plotW+right, top+plotH+bottom
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif">`, w, h, w, h)
+	svgf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif">`, w, h, w, h)
 	chk := figCheck{Area: [4]float64{left, top, left + plotW, top + plotH}, Marks: [][2]float64{}}
 	n := max(len(windows), 1)
 	colW := plotW / float64(n)
@@ -149,8 +149,8 @@ func cpFigure(windows []activity.Result, totals []activity.Share) Figure {
 			c := rank(order, s, other)
 			usedOther = usedOther || c == other
 			y -= hgt
-			fmt.Fprintf(&b, `<rect x="%.2f" y="%.2f" width="%.2f" height="%.2f" fill="%s"><title>window %d: %s %s %.1f%%</title></rect>`,
-				x+colW*0.1, y, colW*0.8, hgt, cpPalette[c], win.Window, template.HTMLEscapeString(s.Worker), s.Kind, 100*s.Value)
+			svgf(&b, `<rect x="%.2f" y="%.2f" width="%.2f" height="%.2f" fill="%s"><title>window %d: %s %s %.1f%%</title></rect>`,
+				x+colW*0.1, y, colW*0.8, hgt, cpPalette[c], win.Window, s.Worker, s.Kind, 100*s.Value)
 		}
 		if win.HasPath && y < top+plotH { // the middle of the bar: inside the axes even when full
 			chk.Marks = append(chk.Marks, [2]float64{x + colW/2, (y + top + plotH) / 2})
@@ -160,16 +160,16 @@ func cpFigure(windows []activity.Result, totals []activity.Share) Figure {
 		legend = append(legend, LegendEntry{Label: "other activities", Color: cpPalette[other], Kind: "cell"})
 	}
 	axisY := top + plotH
-	fmt.Fprintf(&b, `<line x1="%.0f" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#444"/>`, left, axisY, left+plotW, axisY)
+	svgf(&b, `<line x1="%.0f" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#444"/>`, left, axisY, left+plotW, axisY)
 	for _, v := range []float64{0, 0.5, 1} {
 		yy := top + plotH*(1-v)
-		fmt.Fprintf(&b, `<text x="%.0f" y="%.1f" font-size="11" text-anchor="end">%.0f%%</text>`, left-6, yy+4, 100*v)
+		svgf(&b, `<text x="%.0f" y="%.1f" font-size="11" text-anchor="end">%.0f%%</text>`, left-6, yy+4, 100*v)
 	}
 	step := max(1, n/10)
 	for i := 0; i < len(windows); i += step {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="middle">%d</text>`, left+(float64(i)+0.5)*colW, axisY+16, windows[i].Window)
+		svgf(&b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="middle">%d</text>`, left+(float64(i)+0.5)*colW, axisY+16, windows[i].Window)
 	}
-	fmt.Fprintf(&b, `<text x="%.0f" y="%.1f" font-size="11" text-anchor="middle">window</text>`, left+plotW/2, axisY+32)
+	svgf(&b, `<text x="%.0f" y="%.1f" font-size="11" text-anchor="middle">window</text>`, left+plotW/2, axisY+32)
 	b.WriteString(`</svg>`)
 	js, _ := json.Marshal(chk)
 	return Figure{ID: "pag", Title: "Critical participation per window", SVG: template.HTML(b.String()), Legend: legend, Check: string(js),

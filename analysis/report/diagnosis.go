@@ -95,20 +95,20 @@ func timelineFigure(t diagnose.Trial) Figure {
 	w, h := left+plotW+right, top+float64(rows)*rowH+bottom
 	cellW := plotW / float64(n)
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif">`, w, h, w, h)
+	svgf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif">`, w, h, w, h)
 	chk := figCheck{Area: [4]float64{left, top, left + plotW, top + float64(rows)*rowH}, Marks: [][2]float64{}}
 	for m, mod := range t.Modules {
 		y := top + float64(m)*rowH
-		fmt.Fprintf(&b, `<text x="%.0f" y="%.1f" font-size="12" text-anchor="end">%s</text>`, left-8, y+rowH/2+4, template.HTMLEscapeString(mod.Name))
+		svgf(&b, `<text x="%.0f" y="%.1f" font-size="12" text-anchor="end">%s</text>`, left-8, y+rowH/2+4, mod.Name)
 		for s := 0; s < n; s++ {
 			snap := &t.Snapshots[s]
 			if m >= len(snap.Labels) {
 				continue
 			}
 			x := left + float64(s)*cellW
-			fmt.Fprintf(&b, `<rect x="%.2f" y="%.1f" width="%.2f" height="%.1f" fill="%s"/>`, x, y+1, cellW+0.05, rowH-2, labelColor[snap.Labels[m]])
+			svgf(&b, `<rect x="%.2f" y="%.1f" width="%.2f" height="%.1f" fill="%s"/>`, x, y+1, cellW+0.05, rowH-2, labelColor[snap.Labels[m]])
 			if snap.Limiting == mod.Name {
-				fmt.Fprintf(&b, `<circle cx="%.2f" cy="%.1f" r="%.1f" fill="rgb(30,30,30)"/>`, x+cellW/2, y+rowH/2, min(2.5, cellW/2.5))
+				svgf(&b, `<circle cx="%.2f" cy="%.1f" r="%.1f" fill="rgb(30,30,30)"/>`, x+cellW/2, y+rowH/2, min(2.5, cellW/2.5))
 			}
 		}
 		chk.Marks = append(chk.Marks, [2]float64{left + cellW/2, y + rowH/2}, [2]float64{left + plotW - cellW/2, y + rowH/2})
@@ -118,13 +118,13 @@ func timelineFigure(t diagnose.Trial) Figure {
 	span := float64(t.Snapshots[n-1].UnixNs-t0) / 1e9
 	step := niceStep(span / 8)
 	axisY := top + float64(rows)*rowH
-	fmt.Fprintf(&b, `<line x1="%.0f" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#444"/>`, left, axisY, left+plotW, axisY)
+	svgf(&b, `<line x1="%.0f" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#444"/>`, left, axisY, left+plotW, axisY)
 	for v := 0.0; v <= span+1e-9; v += step {
 		x := left + v/span*plotW
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#444"/>`, x, axisY, x, axisY+4)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="middle">%s</text>`, x, axisY+16, trimFloat(v))
+		svgf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#444"/>`, x, axisY, x, axisY+4)
+		svgf(&b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="middle">%s</text>`, x, axisY+16, trimFloat(v))
 	}
-	fmt.Fprintf(&b, `<text x="%.0f" y="%.1f" font-size="11" text-anchor="middle">seconds (snapshots every %v)</text>`, left+plotW/2, axisY+32, time.Duration(t.PeriodNs))
+	svgf(&b, `<text x="%.0f" y="%.1f" font-size="11" text-anchor="middle">seconds (snapshots every %v)</text>`, left+plotW/2, axisY+32, time.Duration(t.PeriodNs))
 	b.WriteString(`</svg>`)
 	js, _ := json.Marshal(chk)
 	legend := []LegendEntry{{Label: "HEALTHY: processed items", Color: labelColor[diagnose.Healthy], Kind: "cell"},
