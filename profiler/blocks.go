@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"os"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -240,10 +241,20 @@ type BlockReader struct {
 // records (the buffered handler's default) or 16 million (its largest)
 // is handed out in pieces, so a reader's memory does not grow with the
 // writer's block size.
-const ReadChunk = 1 << 16
+const ReadChunk = 1 << 13
 
 // NewBlockReader reads blocks from r.
-func NewBlockReader(r io.Reader) *BlockReader { return newBlockReaderSize(r, 1<<20) }
+func NewBlockReader(r io.Reader) *BlockReader {
+	size := 1 << 20
+	// A small file needs no 1 MiB buffer: the analyses hold every log of a
+	// run open at once, and a run directory from elsewhere may hold many.
+	if st, ok := r.(interface{ Stat() (os.FileInfo, error) }); ok {
+		if fi, err := st.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() < int64(size) {
+			size = int(fi.Size()) + 1
+		}
+	}
+	return newBlockReaderSize(r, size)
+}
 
 // newBlockReaderSize reads through a buffer of size bytes (at least a
 // block header): the tests move the buffer's edge across blocks with it.

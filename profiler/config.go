@@ -9,6 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/cloudprofiler-go/cp/internal/readfile"
+	"github.com/cloudprofiler-go/cp/internal/termsafe"
 )
 
 // Handlers maps channel names to their configuration (the paper's online
@@ -103,6 +104,12 @@ func (c Config) Validate() error {
 	if len(c.Path) > MaxPathLen || len(c.AckPath) > MaxPathLen {
 		return fmt.Errorf("paths are at most %d bytes", MaxPathLen)
 	}
+	if err := plainPath(c.Path); err != nil {
+		return err
+	}
+	if err := plainPath(c.AckPath); err != nil {
+		return err
+	}
 	if c.BlockSize < 0 || c.BlockSize > MaxBlockSize {
 		return fmt.Errorf("block_size must be 0 (default) to %d records, got %d", MaxBlockSize, c.BlockSize)
 	}
@@ -132,12 +139,28 @@ func (h *Handlers) Validate() error {
 		if name == "" || len(name) > MaxNameLen {
 			return fmt.Errorf("channel names are 1 to %d bytes", MaxNameLen)
 		}
+		if !termsafe.Safe(name) {
+			return fmt.Errorf("channel %s: a name with control characters", termsafe.Escape(name))
+		}
 		if err := c.Validate(); err != nil {
 			return fmt.Errorf("channel %.64q: %w", name, err)
 		}
 	}
 	if len(h.Counters) > MaxPathLen {
 		return fmt.Errorf("counters: paths are at most %d bytes", MaxPathLen)
+	}
+	if err := plainPath(h.Counters); err != nil {
+		return fmt.Errorf("counters: %w", err)
+	}
+	return nil
+}
+
+// plainPath refuses a path with a control character (a NUL, which no file
+// name may hold, a newline or an escape): the configuration server would
+// store it, and every follower would then fail to open its log.
+func plainPath(p string) error {
+	if !termsafe.Safe(p) {
+		return fmt.Errorf("path %s holds a control character or invalid UTF-8", termsafe.Escape(p))
 	}
 	return nil
 }

@@ -146,6 +146,11 @@ func TestConfigServerRefuses(t *testing.T) {
 		{"climbing path", "default: {handler: buffered, path: ../../x.log}", http.StatusBadRequest},
 		{"absolute counters", "counters: /tmp/c.json", http.StatusBadRequest},
 		{"bad codec", "default: {handler: buffered, path: a.log, codec: lz4}", http.StatusBadRequest},
+		{"NUL in a path", "default: {handler: buffered, path: \"a\\0b.log\"}", http.StatusBadRequest},
+		{"newline in a path", "default: {handler: buffered, path: \"a\\nb.log\"}", http.StatusBadRequest},
+		{"escape in an ack path", "default: {handler: ret-start, path: a.log, ack_path: \"\\e]0;x.log\", x: 1, y: 1, listen: '127.0.0.1:1', peer: '127.0.0.1:2'}", http.StatusBadRequest},
+		{"newline in counters", "counters: \"c\\n.json\"", http.StatusBadRequest},
+		{"newline in a channel name", "channels: {\"a\\nb\": {handler: null}}", http.StatusBadRequest},
 		{"too large", "# " + strings.Repeat("x", MaxHandlersBytes) + "\n" + good, http.StatusRequestEntityTooLarge},
 		{"valid", "default: {handler: buffered, path: '{name}.log'}", http.StatusNoContent},
 	} {

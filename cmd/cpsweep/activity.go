@@ -13,6 +13,7 @@ import (
 	"github.com/cloudprofiler-go/cp/analysis/activity"
 	"github.com/cloudprofiler-go/cp/analysis/rundir"
 	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
+	"github.com/cloudprofiler-go/cp/internal/termsafe"
 )
 
 // ExitViolations is cpsweep invariants' status when an invariant did not
@@ -115,7 +116,7 @@ invariant held, 2 when at least one did not, 1 when the analysis failed.`,
 			}
 			rep, _, problems, damaged, err := p.build(d)
 			for _, pr := range problems {
-				fmt.Fprintf(os.Stderr, "cpsweep: %s\n", pr)
+				fmt.Fprintf(os.Stderr, "cpsweep: %s\n", termsafe.Escape(pr))
 			}
 			if err != nil {
 				return err
@@ -128,7 +129,7 @@ invariant held, 2 when at least one did not, 1 when the analysis failed.`,
 					return err
 				}
 			} else {
-				rep.WriteText(os.Stdout)
+				rep.WriteText(termsafe.NewWriter(os.Stdout))
 			}
 			if len(rep.Violations) > 0 {
 				*code = ExitViolations

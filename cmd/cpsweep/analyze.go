@@ -15,6 +15,7 @@ import (
 	"github.com/cloudprofiler-go/cp/analysis/report"
 	"github.com/cloudprofiler-go/cp/analysis/rundir"
 	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
+	"github.com/cloudprofiler-go/cp/internal/termsafe"
 )
 
 func analyzeCommand() *cobra.Command {
@@ -113,7 +114,7 @@ func refuseDamaged(damaged []string, partial bool) error {
 		return nil
 	}
 	for _, p := range damaged {
-		fmt.Fprintf(os.Stderr, "cpsweep: %s\n", p)
+		fmt.Fprintf(os.Stderr, "cpsweep: %s\n", termsafe.Escape(p))
 	}
 	if partial {
 		fmt.Fprintf(os.Stderr, "cpsweep: --partial: %d problem(s) above; using what is intact\n", len(damaged))
@@ -145,7 +146,7 @@ loads (<body data-check="ok">).`,
 			var dmg *report.DamagedError
 			if errors.As(err, &dmg) || (err == nil && len(damaged) > 0) {
 				for _, p := range damaged {
-					fmt.Fprintf(os.Stderr, "cpsweep: %s\n", p)
+					fmt.Fprintf(os.Stderr, "cpsweep: %s\n", termsafe.Escape(p))
 				}
 			}
 			if err != nil {
@@ -171,13 +172,13 @@ func buildPAG(d *rundir.Dir, pf *pagFlags, lag time.Duration, partial bool) (*ac
 		return nil, nil, fmt.Errorf("program activity graph: %w", err)
 	}
 	for _, p := range problems {
-		fmt.Fprintf(os.Stderr, "cpsweep: pag: %s\n", p)
+		fmt.Fprintf(os.Stderr, "cpsweep: pag: %s\n", termsafe.Escape(p))
 	}
 	if err := refuseDamagedQuietly(damaged, partial); err != nil {
 		return nil, nil, err
 	}
 	for _, p := range pr.AddRunnableWait(d, run) {
-		fmt.Fprintf(os.Stderr, "cpsweep: pag: %s\n", p)
+		fmt.Fprintf(os.Stderr, "cpsweep: pag: %s\n", termsafe.Escape(p))
 		problems = append(problems, p)
 	}
 	if d.Summary != nil {
@@ -197,11 +198,11 @@ func writeAnalysis(d *rundir.Dir, rep *analysis.Report, pr *activity.Report, jso
 		}
 		return cli.WriteJSON(os.Stdout, rep)
 	}
-	rep.WriteText(os.Stdout)
+	rep.WriteText(termsafe.NewWriter(os.Stdout))
 	fmt.Fprintf(os.Stderr, "wrote %s and %s\n", filepath.Join(d.Path, analysis.JSONFile), filepath.Join(d.Path, analysis.CSVFile))
 	if pr != nil {
 		fmt.Println()
-		pr.WriteText(os.Stdout)
+		pr.WriteText(termsafe.NewWriter(os.Stdout))
 		fmt.Fprintf(os.Stderr, "wrote %s and %s\n", filepath.Join(d.Path, activity.JSONFile), filepath.Join(d.Path, activity.CSVFile))
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/internal/readfile"
+	"github.com/cloudprofiler-go/cp/internal/termsafe"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/sender"
 	"github.com/cloudprofiler-go/cp/sweep"
@@ -100,7 +101,7 @@ func diagnoseDir(dir string, o sweep.DiagnoseOptions, jsonOut, partial bool) err
 			return jerr
 		}
 	} else {
-		writeRunDiagnosis(os.Stdout, rf)
+		writeRunDiagnosis(termsafe.NewWriter(os.Stdout), rf)
 	}
 	fmt.Fprintf(os.Stderr, "wrote %s\n", filepath.Join(dir, sweep.DiagnosisFile))
 	return err
@@ -169,7 +170,7 @@ func diagnoseFiles(paths []string, o sweep.DiagnoseOptions, relay bool, relation
 	if jsonOut {
 		return cli.WriteJSON(os.Stdout, d)
 	}
-	writeDiagnosis(os.Stdout, d)
+	writeDiagnosis(termsafe.NewWriter(os.Stdout), d)
 	return nil
 }
 

@@ -71,11 +71,14 @@ func (d *discovery) check(o *options) error {
 }
 
 // resolve waits for the agents and returns their control addresses. Too
-// few (or too many) after the wait is an agent failure (exit 5).
+// few (or too many) after the wait is an agent failure (exit 5). Both
+// sources share one --discover-timeout: the receivers get what the senders
+// left of it.
 func (d *discovery) resolve(ctx context.Context) (senders, receivers []string, err error) {
+	deadline := time.Now().Add(d.timeout)
 	find := func(src discover.Source, want int, role string) ([]string, error) {
 		last := -1
-		addrs, err := discover.Agents(ctx, src, discover.Options{Want: want, Timeout: d.timeout, Resolver: d.resolver, Progress: func(n int) {
+		addrs, err := discover.Agents(ctx, src, discover.Options{Want: want, Timeout: max(time.Until(deadline), 0), Resolver: d.resolver, Server: d.dnsServer, Progress: func(n int) {
 			if n != last {
 				fmt.Fprintf(os.Stderr, "cpsweep: waiting for %d %s agents at %s: %d answer\n", want, role, src, n)
 				last = n

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cloudprofiler-go/cp/internal/readfile"
+	"github.com/cloudprofiler-go/cp/internal/termsafe"
 	"github.com/cloudprofiler-go/cp/profiler"
 )
 
@@ -76,7 +77,7 @@ func logsCommand() *cobra.Command {
 					minID = 0
 				}
 				fmt.Printf("%s: %d records in %d blocks; TSC %d..%d (%d ticks); ids %d..%d; %d damaged region(s)\n",
-					path, n, blocks, firstTSC, lastTSC, lastTSC-firstTSC, minID, maxID, damaged)
+					termsafe.Escape(path), n, blocks, firstTSC, lastTSC, lastTSC-firstTSC, minID, maxID, damaged)
 				total += damaged
 			}
 			return refuseDamagedLogs(total, partial)
@@ -108,7 +109,7 @@ func eachLog(paths []string, fn func([]profiler.Record) error, onDamage func(pro
 			return blocks, fmt.Errorf("%s: %w", path, err)
 		}
 		for _, c := range bad {
-			fmt.Fprintf(os.Stderr, "%s: damaged at %v (skipped; the blocks after it were read)\n", path, c)
+			fmt.Fprintf(os.Stderr, "%s: damaged at %v (skipped; the blocks after it were read)\n", termsafe.Escape(path), c)
 			if onDamage != nil {
 				onDamage(c)
 			}

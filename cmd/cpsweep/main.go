@@ -15,6 +15,7 @@ import (
 	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
 	"github.com/cloudprofiler-go/cp/internal/readfile"
 	"github.com/cloudprofiler-go/cp/internal/redact"
+	"github.com/cloudprofiler-go/cp/internal/termsafe"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/sweep"
@@ -120,6 +121,9 @@ Ctrl-C stops the running trial and keeps every finished one.`,
 			return o.execute(cmd.Context(), code)
 		},
 	}
+	// cobra prints a command's error here: an error may quote a name read
+	// from a run directory, which must not drive the terminal.
+	cmd.SetErr(termsafe.NewWriter(os.Stderr))
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		*code = sweep.ExitInvalidPlan
 		return err

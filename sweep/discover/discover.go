@@ -75,8 +75,11 @@ type Options struct {
 	Want     int           // how many agents must answer
 	Timeout  time.Duration // how long to wait for them
 	Interval time.Duration // between lookups (default 1s)
-	// Resolver looks the names up (nil: the system's).
+	// Resolver looks the names up (nil: the system's); Server names it in
+	// errors (a resolver that dials a server of its own would otherwise be
+	// reported as the system's, whose address Go hands its dialer).
 	Resolver *net.Resolver
+	Server   string
 	// Progress, when set, hears each lookup's count while it differs from Want.
 	Progress func(found int)
 }
@@ -128,6 +131,7 @@ func Agents(ctx context.Context, src Source, opts Options) ([]string, error) {
 		lookupCtx, cancel := context.WithTimeout(ctx, min(5*time.Second, max(time.Until(deadline), 100*time.Millisecond)))
 		addrs, err := lookup(lookupCtx, r, src)
 		cancel()
+		nameServer(err, opts.Server)
 		if err == nil && len(addrs) == opts.Want {
 			return addrs, nil
 		}
@@ -180,6 +184,14 @@ func lookup(ctx context.Context, r *net.Resolver, src Source) ([]string, error) 
 	}
 	slices.Sort(addrs)
 	return slices.Compact(addrs), nil
+}
+
+// nameServer puts the server actually asked into a lookup's error.
+func nameServer(err error, server string) {
+	var dnsErr *net.DNSError
+	if server != "" && errors.As(err, &dnsErr) {
+		dnsErr.Server = server
+	}
 }
 
 func notFoundIsEmpty(err error) error {

@@ -26,7 +26,7 @@ type Profile struct {
 // ProfileFlags are the profiling flags of dgsend and dgrecv.
 type ProfileFlags struct {
 	Source, Token, TokenFile, Dir string
-	Follow             time.Duration
+	Follow                        time.Duration
 	// Period is the counters' sampling period (0: a second); RunCommand
 	// sets it to the stage accounting's, so both sample in lock step.
 	Period time.Duration

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,5 +91,56 @@ func TestSweepRefusesFewerAgentsThanAskedFor(t *testing.T) {
 	}
 	if runs, _ := filepath.Glob(filepath.Join(results, "*")); len(runs) != 0 {
 		t.Errorf("a refused sweep left run directories: %v", runs)
+	}
+}
+
+// TestDiscoveryOneWaitAndTheServerAsked: the senders appear 1.5 s into a
+// 2 s --discover-timeout and the receivers never do: the receivers get
+// what is left of the 2 s, not 2 s more. A --dns-server that never
+// answers is the server the error names, not the system's resolver.
+func TestDiscoveryOneWaitAndTheServerAsked(t *testing.T) {
+	z, err := dnszone.Serve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { z.Close() })
+	time.AfterFunc(1500*time.Millisecond, func() { z.Set("cp-sender.cp.svc.cluster.local", "127.0.0.2") })
+	start := time.Now()
+	sw, err := Start(filepath.Join(binDir, "cpsweep"), "--results", t.TempDir(), "--dns-server", z.Addr(), "--discover-timeout", "2s",
+		"--senders-from", "dns:cp-sender.cp.svc.cluster.local:9101", "--receivers-from", "dns:cp-receiver.cp.svc.cluster.local:9102")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = sw.Wait(time.Minute)
+	if code := ExitCode(err); code != sweep.ExitAgentFailure || !strings.Contains(sw.Stderr.String(), "0 agents answer, 1 asked for") {
+		t.Fatalf("exit %d, want %d with the receivers' count:\n%s", code, sweep.ExitAgentFailure, sw.Stderr.String())
+	}
+	if el := time.Since(start); el > 3500*time.Millisecond {
+		t.Errorf("the two sources waited %v in all, want about the one 2 s --discover-timeout", el)
+	}
+
+	// a DNS server that reads every question and answers none
+	silent, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	go func() {
+		buf := make([]byte, 1500)
+		for {
+			if _, _, err := silent.ReadFrom(buf); err != nil {
+				return
+			}
+		}
+	}()
+	sw, err = Start(filepath.Join(binDir, "cpsweep"), "--results", t.TempDir(), "--dns-server", silent.LocalAddr().String(), "--discover-timeout", "2s",
+		"--senders-from", "dns:cp-sender.cp.svc.cluster.local:9101", "--receivers-from", "dns:cp-receiver.cp.svc.cluster.local:9102")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = sw.Wait(time.Minute)
+	out := sw.Stderr.String()
+	if code := ExitCode(err); code != sweep.ExitAgentFailure || !strings.Contains(out, "on "+silent.LocalAddr().String()) {
+		t.Errorf("a silent --dns-server: exit %d; the error does not name it (%s):\n%s", code, silent.LocalAddr(), out)
 	}
 }

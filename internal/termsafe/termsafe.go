@@ -1,0 +1,109 @@
+package termsafe
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+// control says whether r is a C0 or C1 control character or DEL.
+func control(r rune) bool {
+	return r < 0x20 || r == 0x7f || r >= 0x80 && r <= 0x9f
+}
+
+// Escape returns s with every control character (newlines and tabs
+// included) and every invalid UTF-8 byte shown as an escape.
+func Escape(s string) string {
+	clean := true
+	for _, r := range s {
+		if control(r) || r == utf8.RuneError {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case control(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// Safe says whether s holds no control character and is valid UTF-8.
+func Safe(s string) bool { return Escape(s) == s }
+
+// writer escapes what passes through it, but its newlines and tabs.
+type writer struct {
+	w       io.Writer
+	pending []byte // the start of a UTF-8 sequence split across writes
+}
+
+// NewWriter returns a writer that passes text to w with every control
+// character but newline and tab escaped (Escape): a command's whole output
+// to a terminal goes through one, so that no string it read can drive the
+// terminal.
+func NewWriter(w io.Writer) io.Writer { return &writer{w: w} }
+
+func (t *writer) Write(p []byte) (int, error) {
+	buf := append(t.pending, p...)
+	t.pending = nil
+	// keep an incomplete sequence at the end for the next write
+	if cut := incompleteTail(buf); cut > 0 {
+		t.pending = append([]byte(nil), buf[len(buf)-cut:]...)
+		buf = buf[:len(buf)-cut]
+	}
+	var b strings.Builder
+	start := 0
+	for i := 0; i < len(buf); {
+		r, n := utf8.DecodeRune(buf[i:])
+		if r == '\n' || r == '\t' || !(control(r) || r == utf8.RuneError && n <= 1) {
+			i += n
+			continue
+		}
+		b.Write(buf[start:i])
+		b.WriteString(Escape(string(buf[i : i+n])))
+		i += n
+		start = i
+	}
+	b.Write(buf[start:])
+	if _, err := io.WriteString(t.w, b.String()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// incompleteTail is the length of a UTF-8 sequence begun at the end of b
+// and not finished (0: none).
+func incompleteTail(b []byte) int {
+	for k := 1; k <= 3 && k <= len(b); k++ {
+		c := b[len(b)-k]
+		if c&0xc0 == 0x80 {
+			continue // a continuation byte: look further back
+		}
+		if c >= 0xc0 && !utf8.FullRune(b[len(b)-k:]) {
+			return k
+		}
+		return 0
+	}
+	return 0
+}
