@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -106,7 +107,9 @@ func eachLog(paths []string, fn func([]profiler.Record) error, onDamage func(pro
 		n, bad, err := readLog(path, fn)
 		blocks += n
 		if err != nil {
-			return blocks, fmt.Errorf("%s: %w", path, err)
+			// the path is the user's, but may come from a run directory's
+			// listing: one line, its control characters escaped
+			return blocks, errors.New(termsafe.Escape(fmt.Sprintf("%s: %v", path, err)))
 		}
 		for _, c := range bad {
 			fmt.Fprintf(os.Stderr, "%s: damaged at %v (skipped; the blocks after it were read)\n", termsafe.Escape(path), c)
