@@ -76,7 +76,7 @@ func TestParse(t *testing.T) {
 	}{
 		{in: "nats://127.0.0.1:4222/cp.0", want: Endpoint{Driver: NATS, Server: "nats://127.0.0.1:4222", Subject: "cp.0", Window: DefaultCoreWindow, Storage: "file", Ack: "none"}},
 		{in: "jetstream://h:4222/cp.lane-1?storage=memory&ack=explicit&window=100", want: Endpoint{Driver: JetStream, Server: "nats://h:4222", Subject: "cp.lane-1", Window: 100, Storage: "memory", Ack: "explicit"}},
-		{in: "nats://user:secret@h:4222/cp", err: "credentials in the URL are refused"},
+		{in: "nats://user:secret@h:4222/cp", err: "credentials in a URL are refused"},
 		{in: "nats://h:4222/cp.*", err: "no wildcards"},
 		{in: "nats://h:4222/", err: "subject"},
 		{in: "nats://h/cp", err: "want nats://HOST:PORT/SUBJECT"},

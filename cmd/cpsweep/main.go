@@ -108,14 +108,7 @@ Ctrl-C stops the running trial and keeps every finished one.`,
   # a stage's capacity measured alone (ground truth for the estimates)
   cpsweep capacity consumer --work 10us --bucket 10`,
 		Args: cobra.NoArgs,
-		PersistentPreRunE: func(c *cobra.Command, args []string) error {
-			if err := cli.RefuseCredentials(c.Flags(), args); err != nil {
-				*code = sweep.ExitInvalidPlan
-				c.SilenceUsage = true
-				return err
-			}
-			return nil
-		},
+		PersistentPreRunE: refuseCredentials(code),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
 			return o.execute(cmd.Context(), code)
@@ -131,6 +124,19 @@ Ctrl-C stops the running trial and keeps every finished one.`,
 	cmd.AddCommand(clockCommand(code), logsCommand(), profilerCommand(), analyzeCommand(), reportCommand(), diagnoseCommand(), capacityCommand(), invariantsCommand(code), watchCommand(), deployCommand(code), demoCommand(code))
 	o.register(cmd.Flags())
 	return cmd
+}
+
+// refuseCredentials runs before every subcommand: a URL with credentials
+// in any flag or argument is an invalid plan.
+func refuseCredentials(code *int) func(*cobra.Command, []string) error {
+	return func(c *cobra.Command, args []string) error {
+		if err := cli.RefuseCredentials(c.Flags(), args); err != nil {
+			*code = sweep.ExitInvalidPlan
+			c.SilenceUsage = true
+			return err
+		}
+		return nil
+	}
 }
 
 func (o *options) register(f *pflag.FlagSet) {
