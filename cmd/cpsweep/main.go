@@ -107,7 +107,7 @@ Ctrl-C stops the running trial and keeps every finished one.`,
 
   # a stage's capacity measured alone (ground truth for the estimates)
   cpsweep capacity consumer --work 10us --bucket 10`,
-		Args: cobra.NoArgs,
+		Args:              cobra.NoArgs,
 		PersistentPreRunE: refuseCredentials(code),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
