@@ -25,7 +25,8 @@ const (
 )
 
 // ProfilerThread is the kernel name (comm) of the profiler's worker
-// threads; at most 15 bytes.
+// threads (profiler.ThreadName; a test keeps the two equal without this
+// package linking the profiler).
 const ProfilerThread = "cp-profiler"
 
 // Sampler reads the process's threads and the host. Register is called by

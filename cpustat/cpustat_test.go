@@ -9,6 +9,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/cloudprofiler-go/cp/profiler"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -162,6 +164,14 @@ func TestRegisteredThreadCountsFromItsRegistration(t *testing.T) {
 	cpu := b.Threads["thread0"].CPU - a.Threads["thread0"].CPU
 	if cpu < 0.05 || cpu > 0.2 {
 		t.Errorf("thread0 used %.3f s of CPU in its role, want about 0.1 (not the 0.4 of the thread's life)", cpu)
+	}
+}
+
+// TestProfilerThreadNameIsTheProfilers: the name counted here is the one
+// the profiler gives its threads.
+func TestProfilerThreadNameIsTheProfilers(t *testing.T) {
+	if ProfilerThread != profiler.ThreadName {
+		t.Fatalf("cpustat counts %q, the profiler names its threads %q", ProfilerThread, profiler.ThreadName)
 	}
 }
 

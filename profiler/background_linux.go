@@ -7,7 +7,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/cloudprofiler-go/cp/cpustat"
 )
 
 // backgroundNice is the nice value of the compression workers' threads:
@@ -19,7 +18,7 @@ import (
 const backgroundNice = 10
 
 // background locks the calling goroutine to its OS thread, names the
-// thread cpustat.ProfilerThread (a run's host accounting then shows the
+// thread ThreadName (a run's host accounting then shows the
 // profiler's own CPU next to its stages', and top -H shows who it is) and
 // lowers its priority to backgroundNice. At the stages' priority a worker
 // that woke on a spinning sender's CPU shared it in scheduler slices of
@@ -38,5 +37,5 @@ func background() error {
 	return nil
 }
 
-// threadName is cpustat.ProfilerThread as the C string prctl reads.
-var threadName = append([]byte(cpustat.ProfilerThread), 0)
+// threadName is ThreadName as the C string prctl reads.
+var threadName = append([]byte(ThreadName), 0)

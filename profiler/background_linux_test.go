@@ -10,7 +10,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/cloudprofiler-go/cp/cpustat"
 )
 
 // threadComm is a thread's kernel name.
@@ -48,8 +47,8 @@ func TestBackgroundLowersOnlyItsThread(t *testing.T) {
 	if r.nice != backgroundNice {
 		t.Fatalf("background thread nice %d, want %d", r.nice, backgroundNice)
 	}
-	if r.name != cpustat.ProfilerThread {
-		t.Fatalf("background thread is named %q, want %q (the host accounting finds the profiler's CPU by it)", r.name, cpustat.ProfilerThread)
+	if r.name != ThreadName {
+		t.Fatalf("background thread is named %q, want %q (the host accounting finds the profiler's CPU by it)", r.name, ThreadName)
 	}
 	if got := mustNice(t, unix.Gettid()); got != before {
 		t.Fatalf("the caller's thread went from nice %d to %d", before, got)

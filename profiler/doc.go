@@ -9,3 +9,8 @@
 // A channel belongs to one writer goroutine (like the paper's per-thread
 // channels), except with the multi-writer counter (MPC).
 package profiler
+
+// ThreadName is the kernel name (comm) of the profiler's background
+// threads (compression and writing): the host accounting (package cpustat)
+// counts them as the profiler's own CPU by this name. At most 15 bytes.
+const ThreadName = "cp-profiler"

@@ -12,6 +12,8 @@ import (
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/profiler"
+	"github.com/cloudprofiler-go/cp/profiler/configsrv"
+	"github.com/cloudprofiler-go/cp/profiler/profmetrics"
 )
 
 // Profile is a command's profiling set-up: the profiler and its handler
@@ -66,7 +68,7 @@ func OpenProfile(name, source, token, dir string, follow, period time.Duration) 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("--profile-dir: %w", err)
 	}
-	p, h, err := profiler.FromSource(ctx, source, token, dir, period)
+	p, h, err := configsrv.FromSource(ctx, source, token, dir, period)
 	if err != nil {
 		_ = os.Remove(dir) // only if still empty: a refused configuration leaves nothing behind
 		return nil, err
@@ -76,7 +78,7 @@ func OpenProfile(name, source, token, dir string, follow, period time.Duration) 
 	if p != nil && follow > 0 {
 		fctx, stop := context.WithCancel(context.Background())
 		pr.stop = stop
-		go p.Follow(fctx, source, token, follow, func(changed []string, err error) {
+		go configsrv.Follow(fctx, p, source, token, follow, func(changed []string, err error) {
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "%s: profile: %v (handlers unchanged)\n", name, err)
 			}
@@ -104,7 +106,7 @@ func (p *Profile) Collector(c prometheus.Collector) prometheus.Collector {
 	if p.Profiler == nil {
 		return c
 	}
-	return Collectors{c, p.Profiler}
+	return Collectors{c, profmetrics.Collector{P: p.Profiler}}
 }
 
 // Collectors is several collectors as one.

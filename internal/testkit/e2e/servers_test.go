@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
-	"github.com/cloudprofiler-go/cp/profiler"
+	"github.com/cloudprofiler-go/cp/profiler/configsrv"
 	"github.com/cloudprofiler-go/cp/sweep/agent"
 	"github.com/cloudprofiler-go/cp/sweep/agent/recvagent"
 	"github.com/cloudprofiler-go/cp/sweep/agent/sendagent"
@@ -130,7 +130,7 @@ func inProcessServers(t *testing.T) []servedServer {
 	if err := os.WriteFile(file, []byte("default: {handler: null}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err = profiler.ServeConfig("127.0.0.1:0", serverToken, file)
+	s, err = configsrv.Serve("127.0.0.1:0", serverToken, file)
 	add("configuration server", s, err)
 	s, err = watch.New(nil, watch.Options{Token: serverToken}).Serve("127.0.0.1:0", serverToken)
 	add("watch --http", s, err)
@@ -199,7 +199,7 @@ func TestRealServersAuthenticateEveryRoute(t *testing.T) {
 		"--sender", strings.TrimPrefix(bases["sender agent"], "http://"), "--token-file", tokFile, "--http", fmt.Sprintf("127.0.0.1:%d", mustPort(t)), "--json", "--for", "1m")
 
 	// The configuration server's PUT without the token: 401, file unchanged.
-	put, _ := http.NewRequest(http.MethodPut, bases["configuration server"]+profiler.PathHandlers, bytes.NewBufferString("default: {handler: counters}\n"))
+	put, _ := http.NewRequest(http.MethodPut, bases["configuration server"]+configsrv.PathHandlers, bytes.NewBufferString("default: {handler: counters}\n"))
 	resp, err := http.DefaultClient.Do(put)
 	if err != nil {
 		t.Fatal(err)

@@ -211,3 +211,35 @@ func typeName(e ast.Expr) string {
 	}
 	return "?"
 }
+
+// TestProfilerCoreIsLight: the profiler's core, which a job's authors
+// embed, links at most 30 packages outside the standard library, and no
+// metrics library, HTTP server or client, sweep, broker client or
+// plotting (its configuration server and metrics are packages of their
+// own: profiler/configsrv, profiler/profmetrics).
+func TestProfilerCoreIsLight(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", module+"/profiler")
+	cmd.Dir = root(t)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var deps []string
+	for _, d := range strings.Fields(string(out)) {
+		if d != module+"/profiler" {
+			deps = append(deps, d)
+		}
+	}
+	if len(deps) > 30 || len(deps) == 0 {
+		t.Errorf("the profiler's core links %d packages outside the standard library (at most 30):\n%s", len(deps), strings.Join(deps, "\n"))
+	}
+	all := listAll(t)
+	for _, d := range all["profiler"].Deps {
+		for _, f := range []string{"github.com/prometheus/", "net/http", "gonum.org/", "github.com/nats-io/", "github.com/redis/", "github.com/twmb/", module + "/internal/httpapi", module + "/sweep", module + "/driver"} {
+			if d == f || strings.HasPrefix(d, f+"/") || strings.HasSuffix(f, "/") && strings.HasPrefix(d, f) {
+				t.Errorf("the profiler's core links %s", d)
+			}
+		}
+	}
+	t.Logf("the profiler's core links %d packages outside the standard library", len(deps))
+}
