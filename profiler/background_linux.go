@@ -6,7 +6,6 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-
 )
 
 // backgroundNice is the nice value of the compression workers' threads:

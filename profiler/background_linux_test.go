@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
 )
 
 // threadComm is a thread's kernel name.
