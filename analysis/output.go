@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"text/tabwriter"
 
+	"github.com/cloudprofiler-go/cp/internal/atomicfile"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 )
 
@@ -25,25 +25,13 @@ func (r *Report) WriteFiles(dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(filepath.Join(dir, JSONFile), append(b, '\n')); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, JSONFile), append(b, '\n'), 0o644); err != nil {
 		return err
 	}
-	f, err := os.Create(filepath.Join(dir, CSVFile+".tmp"))
-	if err != nil {
-		return fmt.Errorf("write %s: %w", CSVFile, err)
-	}
-	r.WriteCSV(f)
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(filepath.Join(dir, CSVFile+".tmp"), filepath.Join(dir, CSVFile))
-}
-
-func writeAtomic(path string, data []byte) error {
-	if err := os.WriteFile(path+".tmp", data, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
-	}
-	return os.Rename(path+".tmp", path)
+	return atomicfile.WriteWith(filepath.Join(dir, CSVFile), 0o644, func(w io.Writer) error {
+		r.WriteCSV(w)
+		return nil
+	})
 }
 
 // CSVHeader is the header of analysis.csv: one row per pair and group,

@@ -154,7 +154,3 @@ func (r *Run) Skip(from, to string) string {
 
 // ClampNs rounds v (ns) to an int64, saturating.
 func ClampNs(v float64) int64 { return clampNs(v) }
-
-// WriteFileAtomic replaces path with data in one step (a temporary file,
-// then a rename).
-func WriteFileAtomic(path string, data []byte) error { return writeAtomic(path, data) }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/cloudprofiler-go/cp/internal/atomicfile"
 )
 
 // NewToken makes the agents' shared secret: 32 random bytes, base64.
@@ -41,32 +43,9 @@ func Write(dir string, files []File, force bool) error {
 		}
 	}
 	for _, f := range files {
-		if err := writeFile(filepath.Join(dir, f.Name), f.Data, fs.FileMode(f.Mode)); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, f.Name), f.Data, fs.FileMode(f.Mode)); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-func writeFile(path string, data []byte, mode fs.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".cp-deploy-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }

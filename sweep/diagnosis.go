@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/diagnose"
+	"github.com/cloudprofiler-go/cp/internal/atomicfile"
 	"github.com/cloudprofiler-go/cp/internal/readfile"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/sender"
@@ -276,10 +277,7 @@ func WriteDiagnosis(dir string, rf *diagnose.RunFile) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, DiagnosisFile), append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", DiagnosisFile, err)
-	}
-	return nil
+	return atomicfile.Write(filepath.Join(dir, DiagnosisFile), append(b, '\n'), 0o644)
 }
 
 // DiagnosisFile is the diagnosis's file in a run directory.

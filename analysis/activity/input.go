@@ -13,6 +13,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/analysis"
 	"github.com/cloudprofiler-go/cp/analysis/rundir"
+	"github.com/cloudprofiler-go/cp/internal/atomicfile"
 )
 
 // LogPoint is the prefix of the channels the stages log their state
@@ -403,12 +404,12 @@ func WriteFiles(dir string, rep *Report, problems []string) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", JSONFile, err)
 	}
-	if err := analysis.WriteFileAtomic(filepath.Join(dir, JSONFile), append(b, '\n')); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, JSONFile), append(b, '\n'), 0o644); err != nil {
 		return err
 	}
 	var csv bytes.Buffer
 	if err := rep.WriteCSV(&csv); err != nil {
 		return fmt.Errorf("encode %s: %w", CSVFile, err)
 	}
-	return analysis.WriteFileAtomic(filepath.Join(dir, CSVFile), csv.Bytes())
+	return atomicfile.Write(filepath.Join(dir, CSVFile), csv.Bytes(), 0o644)
 }

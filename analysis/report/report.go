@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/analysis"
 	"github.com/cloudprofiler-go/cp/analysis/rundir"
+	"github.com/cloudprofiler-go/cp/internal/atomicfile"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/internal/readfile"
 	"github.com/cloudprofiler-go/cp/sweep"
@@ -158,10 +158,7 @@ func Write(d *rundir.Dir, partial bool) (string, []string, error) {
 		return "", damaged, &DamagedError{Count: len(damaged)}
 	}
 	path := filepath.Join(d.Path, File)
-	if err := os.WriteFile(path+".tmp", b, 0o644); err != nil {
-		return "", damaged, fmt.Errorf("write report: %w", err)
-	}
-	return path, damaged, os.Rename(path+".tmp", path)
+	return path, damaged, atomicfile.Write(path, b, 0o644)
 }
 
 // DamagedError is a report refused because parts of its run directory are

@@ -4,10 +4,13 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"time"
+
+	"github.com/cloudprofiler-go/cp/internal/atomicfile"
 )
 
 // FormatVersion is written into every run directory (format.json and the
@@ -49,31 +52,15 @@ func (r *Run) WriteJSON(name string, v any) error {
 
 // WriteCSV writes a header and rows to name inside the run directory.
 func (r *Run) WriteCSV(name string, header []string, rows [][]string) error {
-	path := filepath.Join(r.Dir, name)
-	f, err := os.Create(path + ".tmp")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	w := csv.NewWriter(f)
-	_ = w.Write(header)
-	_ = w.WriteAll(rows)
-	if err := w.Error(); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	return os.Rename(path+".tmp", path)
+	return atomicfile.WriteWith(filepath.Join(r.Dir, name), 0o644, func(f io.Writer) error {
+		w := csv.NewWriter(f)
+		_ = w.Write(header)
+		_ = w.WriteAll(rows)
+		w.Flush()
+		return w.Error()
+	})
 }
 
 func (r *Run) write(name string, data []byte) error {
-	path := filepath.Join(r.Dir, name)
-	if err := os.WriteFile(path+".tmp", data, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if err := os.Rename(path+".tmp", path); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	return nil
+	return atomicfile.Write(filepath.Join(r.Dir, name), data, 0o644)
 }

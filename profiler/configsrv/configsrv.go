@@ -7,12 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/internal/atomicfile"
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/internal/readfile"
 	"github.com/cloudprofiler-go/cp/profiler"
@@ -153,34 +152,11 @@ func (s *ConfigServer) put(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.File != "" {
-		if err := writeAtomic(s.File, data); err != nil {
+		if err := atomicfile.Write(s.File, data, 0o644); err != nil {
 			httpapi.ReplyError(w, http.StatusInternalServerError, fmt.Errorf("store the configuration: %w", err))
 			return
 		}
 	}
 	s.data = data
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// writeAtomic replaces path with data in one step (a temporary file, then
-// a rename), so that a GET never serves a half-written configuration.
-func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".handlers-*.yaml")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(0o644)
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
 }

@@ -243,3 +243,42 @@ func TestProfilerCoreIsLight(t *testing.T) {
 	}
 	t.Logf("the profiler's core links %d packages outside the standard library", len(deps))
 }
+
+// TestOneAtomicWriter: a file is replaced whole in one place
+// (internal/atomicfile): no other source calls os.Rename or os.CreateTemp,
+// the parts of a temp-then-rename written five times before.
+func TestOneAtomicWriter(t *testing.T) {
+	dir := root(t)
+	var found []string
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata" || rel == filepath.Join("internal", "testkit") || rel == filepath.Join("internal", "atomicfile")) {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok {
+				if id, ok := sel.X.(*ast.Ident); ok && id.Name == "os" && (sel.Sel.Name == "Rename" || sel.Sel.Name == "CreateTemp") {
+					found = append(found, fmt.Sprintf("%s: os.%s", rel, sel.Sel.Name))
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) > 0 {
+		t.Errorf("files replaced outside internal/atomicfile:\n%s", strings.Join(found, "\n"))
+	}
+}
