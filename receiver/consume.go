@@ -189,7 +189,7 @@ func (c *consumer) bucket(st *stream, b *objfactory.Bucket) (uint64, uint64) {
 			checksum += t.ID
 		}
 		if work > 0 {
-			inject.Spin(work)
+			inject.Spin(tsc.ReadFast, work)
 		}
 	}
 	c.checksum = checksum

@@ -317,7 +317,7 @@ func (l *lane) accept(b *objfactory.Bucket) bool {
 	now := tsc.ReadFast()
 	l.lastMsg.Store(now)
 	if l.decodeWork > 0 {
-		inject.Spin(l.decodeWork)
+		inject.Spin(tsc.ReadFast, l.decodeWork)
 	}
 	if l.holds.Any() {
 		l.holds.Hold(now, l.quit)

@@ -160,7 +160,7 @@ func (t *thread) injected(acct *stage.Account, at uint64, stop *atomic.Bool) uin
 	}
 	if t.sendWork > 0 {
 		acct.Enter(stage.Sending, at)
-		inject.Spin(t.sendWork)
+		inject.Spin(tsc.ReadFast, t.sendWork)
 		at = tsc.ReadFast()
 	}
 	return at

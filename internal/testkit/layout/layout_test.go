@@ -132,6 +132,10 @@ func TestImportRules(t *testing.T) {
 		{"receiver", "the receiver is not the sender's or the controller's", []string{"sweep/...", "analysis/..."}},
 		{"profiler", "the profiler is a library of its own", []string{"sweep/...", "analysis/...", "sender", "receiver"}},
 		{"internal/httpapi", "the request policy imports nothing that measures", []string{"sender", "receiver", "sweep/...", "profiler/...", "tsc/..."}},
+		{"internal/inject", "internal/ holds leaf helpers: they import no measuring package (docs/layout.md)", []string{"tsc/...", "sender", "receiver", "profiler/...", "sweep/...", "analysis/...", "stage", "objfactory", "driver/..."}},
+		{"internal/atomicfile", "internal/ holds leaf helpers", []string{"tsc/...", "sender", "receiver", "profiler/...", "sweep/...", "analysis/...", "stage"}},
+		{"internal/redact", "internal/ holds leaf helpers", []string{"tsc/...", "sender", "receiver", "profiler/...", "sweep/...", "analysis/...", "stage", "driver/..."}},
+		{"internal/termsafe", "internal/ holds leaf helpers", []string{"tsc/...", "sender", "receiver", "profiler/...", "sweep/...", "analysis/...", "stage"}},
 		{"analysis", "the join knows nothing of the activity graph, which consumes it (all the graph's code is in analysis/activity)", []string{"analysis/activity", "analysis/report"}},
 		{"analysis/activity", "the activity graph is analysis; the live view is sweep/watch's", []string{"sweep/...", "analysis/report"}},
 	}
