@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
 )
 
 // The environment route for a broker's credentials. A URL never carries
@@ -60,12 +57,4 @@ func CredentialsFromEnv() (Credentials, error) {
 	}
 	c.Password = string(bytes.TrimRight(data, "\r\n"))
 	return c, nil
-}
-
-// kafkaAuth is the SASL/PLAIN option of a Kafka client with credentials.
-func kafkaAuth(c Credentials) []kgo.Opt {
-	if c.User == "" && c.Password == "" {
-		return nil
-	}
-	return []kgo.Opt{kgo.SASL(plain.Auth{User: c.User, Pass: c.Password}.AsMechanism())}
 }

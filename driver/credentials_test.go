@@ -1,10 +1,12 @@
-package driver
+package driver_test
 
 import (
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cloudprofiler-go/cp/driver"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
@@ -18,8 +20,8 @@ func withCredentials(t *testing.T, user, password string) {
 	if err := os.WriteFile(file, []byte(password+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(EnvUser, user)
-	t.Setenv(EnvPasswordFile, file)
+	t.Setenv(driver.EnvUser, user)
+	t.Setenv(driver.EnvPasswordFile, file)
 }
 
 // TestBrokersWithCredentials: a broker that requires a password is reached
@@ -36,14 +38,14 @@ func TestBrokersWithCredentials(t *testing.T) {
 	t.Cleanup(kc.Close)
 	endpoints := []string{"nats://" + natsAddr + "/cp.auth", "jetstream://" + natsAddr + "/cp.auth", "redis://" + redisAddr + "/cp.auth", "kafka://" + kc.ListenAddrs()[0] + "/cp.auth"}
 	t.Run("without", func(t *testing.T) {
-		t.Setenv(EnvUser, "")
-		t.Setenv(EnvPasswordFile, "")
+		t.Setenv(driver.EnvUser, "")
+		t.Setenv(driver.EnvPasswordFile, "")
 		for _, ep := range endpoints {
-			e, err := Parse(ep)
+			e, err := driver.Parse(ep)
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := NewProducer(e)
+			p, err := brokers.NewProducer(e)
 			if err == nil {
 				// Kafka's client connects lazily: the first flush fails.
 				err = p.Publish([]byte("x"))
@@ -60,15 +62,15 @@ func TestBrokersWithCredentials(t *testing.T) {
 	t.Run("with", func(t *testing.T) {
 		withCredentials(t, user, password)
 		roundTrip(t, endpoints)
-		e, _ := Parse(endpoints[0])
-		if s := e.Auth.String() + e.where(); strings.Contains(s, password) {
+		e, _ := driver.Parse(endpoints[0])
+		if s := e.Auth.String() + e.Where(); strings.Contains(s, password) {
 			t.Errorf("the endpoint's description shows the password: %s", s)
 		}
 	})
 	t.Run("wrong password", func(t *testing.T) {
 		withCredentials(t, user, "wrong")
-		e, _ := Parse(endpoints[2])
-		_, err := NewConsumer(e)
+		e, _ := driver.Parse(endpoints[2])
+		_, err := brokers.NewConsumer(e)
 		if err == nil || strings.Contains(err.Error(), "wrong") {
 			t.Errorf("a wrong password: %v", err)
 		}
@@ -76,22 +78,22 @@ func TestBrokersWithCredentials(t *testing.T) {
 }
 
 func TestCredentialsFromEnv(t *testing.T) {
-	t.Setenv(EnvUser, "u")
-	t.Setenv(EnvPasswordFile, "/dev/zero")
-	if _, err := CredentialsFromEnv(); err == nil {
+	t.Setenv(driver.EnvUser, "u")
+	t.Setenv(driver.EnvPasswordFile, "/dev/zero")
+	if _, err := driver.CredentialsFromEnv(); err == nil {
 		t.Error("a device as the password file was read")
 	}
 	big := filepath.Join(t.TempDir(), "big")
-	os.WriteFile(big, make([]byte, maxPasswordBytes+1), 0o600)
-	t.Setenv(EnvPasswordFile, big)
-	if _, err := CredentialsFromEnv(); err == nil {
+	os.WriteFile(big, make([]byte, 4096+1), 0o600)
+	t.Setenv(driver.EnvPasswordFile, big)
+	if _, err := driver.CredentialsFromEnv(); err == nil {
 		t.Error("a password file above the bound was read")
 	}
-	t.Setenv(EnvPasswordFile, filepath.Join(t.TempDir(), "missing"))
-	if _, err := CredentialsFromEnv(); err == nil || !strings.Contains(err.Error(), EnvPasswordFile) {
+	t.Setenv(driver.EnvPasswordFile, filepath.Join(t.TempDir(), "missing"))
+	if _, err := driver.CredentialsFromEnv(); err == nil || !strings.Contains(err.Error(), driver.EnvPasswordFile) {
 		t.Errorf("a missing file: %v", err)
 	}
-	if _, err := Parse("nats://u:pw@127.0.0.1:4222/s"); err == nil || strings.Contains(err.Error(), "pw") {
+	if _, err := driver.Parse("nats://u:pw@127.0.0.1:4222/s"); err == nil || strings.Contains(err.Error(), "pw") {
 		t.Errorf("credentials in the URL: %v", err)
 	}
 }

@@ -1,9 +1,16 @@
 // Package driver carries the harness's buckets through a message broker
 // that is the system under test: a sender thread publishes into it, a
 // receiver lane consumes from it. A broker endpoint is a URL whose scheme
-// names the driver (nats://HOST:PORT/SUBJECT for core NATS,
-// jetstream://HOST:PORT/SUBJECT for JetStream); ZeroMQ endpoints (tcp://,
+// names the driver: nats://HOST:PORT/SUBJECT (core NATS),
+// jetstream://HOST:PORT/SUBJECT (JetStream), redis://HOST:PORT/KEY (Redis
+// Streams) and kafka://HOST:PORT/TOPIC (Kafka); ZeroMQ endpoints (tcp://,
 // ipc://, inproc://) stay on the harness's own ZeroMQ path.
+//
+// This package is the endpoints' parsing, the producer and consumer
+// interfaces, and a Registry of drivers; each broker's client is a package
+// of its own (driver/nats, driver/redis, driver/kafka) that a program
+// registers only if it talks to that broker (cmd/internal/brokers), so
+// that the sweep, the analyses and cpsweep link no broker client.
 //
 // The harness owns time and identity: a message is a whole bucket in the
 // wire format (stream, sequence, tuple ids, intended send times inside),

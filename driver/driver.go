@@ -2,6 +2,7 @@ package driver
 
 import (
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -31,43 +32,69 @@ type Consumer interface {
 	Close()
 }
 
-// NewProducer connects a producer for e. Its errors, but ErrFull, are
-// *Failure.
-func NewProducer(e Endpoint) (Producer, error) {
-	var p Producer
-	var err error
-	switch e.Driver {
-	case Redis:
-		p, err = newRedisProducer(e)
-	case Kafka:
-		p, err = newKafkaProducer(e)
-	default:
-		p, err = newNATSProducer(e)
-	}
-	if err != nil {
-		return nil, &Failure{e.where(), err}
-	}
-	return failing{p, e.where()}, nil
+// Driver is one broker's client: it connects producers and consumers for
+// the endpoints of its schemes. Each lives in a package of its own
+// (driver/nats, driver/redis, driver/kafka), so that a program links only
+// the clients it registers.
+type Driver interface {
+	// Schemes are the endpoint schemes it serves (nats and jetstream).
+	Schemes() []string
+	NewProducer(e Endpoint) (Producer, error)
+	// NewConsumer makes the broker's stream, key or topic anew for it
+	// (every driver's is the harness's own).
+	NewConsumer(e Endpoint) (Consumer, error)
 }
 
-// NewConsumer connects a consumer for e; the receiver makes the broker's
-// stream, key or topic anew for it (every driver's is the harness's own).
-// Its errors, but ErrTimeout, are *Failure.
-func NewConsumer(e Endpoint) (Consumer, error) {
-	var c Consumer
-	var err error
-	switch e.Driver {
-	case Redis:
-		c, err = newRedisConsumer(e)
-	case Kafka:
-		c, err = newKafkaConsumer(e)
-	default:
-		c, err = newNATSConsumer(e)
+// Registry is the drivers a program was built with, by scheme. The
+// programs make theirs (cmd/internal/cli.Brokers) and hand it down to the
+// sender and the receiver; the zero Registry has none.
+type Registry struct{ by map[string]Driver }
+
+// NewRegistry registers ds by their schemes.
+func NewRegistry(ds ...Driver) Registry {
+	r := Registry{by: map[string]Driver{}}
+	for _, d := range ds {
+		for _, s := range d.Schemes() {
+			r.by[s] = d
+		}
 	}
+	return r
+}
+
+func (r Registry) driver(e Endpoint) (Driver, error) {
+	d, ok := r.by[e.Driver]
+	if !ok {
+		return nil, fmt.Errorf("broker endpoint %s: this program was built without the %s driver", e.Where(), e.Driver)
+	}
+	return d, nil
+}
+
+// NewProducer connects a producer for e. Its errors, but ErrFull, are
+// *Failure.
+func (r Registry) NewProducer(e Endpoint) (Producer, error) {
+	d, err := r.driver(e)
 	if err != nil {
-		return nil, &Failure{e.where(), err}
+		return nil, err
 	}
-	return failingConsumer{c, e.where()}, nil
+	p, err := d.NewProducer(e)
+	if err != nil {
+		return nil, &Failure{e.Where(), err}
+	}
+	return failing{p, e.Where()}, nil
+}
+
+// NewConsumer connects a consumer for e. Its errors, but ErrTimeout, are
+// *Failure.
+func (r Registry) NewConsumer(e Endpoint) (Consumer, error) {
+	d, err := r.driver(e)
+	if err != nil {
+		return nil, err
+	}
+	c, err := d.NewConsumer(e)
+	if err != nil {
+		return nil, &Failure{e.Where(), err}
+	}
+	return failingConsumer{c, e.Where()}, nil
 }
 
 // failing marks a producer's errors (but a full window) as the broker's.

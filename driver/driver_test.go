@@ -1,4 +1,4 @@
-package driver
+package driver_test
 
 import (
 	"encoding/binary"
@@ -7,24 +7,32 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/driver"
+	"github.com/cloudprofiler-go/cp/driver/kafka"
+	"github.com/cloudprofiler-go/cp/driver/nats"
+	"github.com/cloudprofiler-go/cp/driver/redis"
+
 	"github.com/cloudprofiler-go/cp/driver/embedded"
 	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
 )
 
 // open parses ep and connects its consumer (first: it makes the stream,
 // key or topic) and its producer, both closed when the test ends.
-func open(t *testing.T, ep string) (Consumer, Producer) {
+// brokers are every driver, as the programs register them.
+var brokers = driver.NewRegistry(nats.Driver{}, redis.Driver{}, kafka.Driver{})
+
+func open(t *testing.T, ep string) (driver.Consumer, driver.Producer) {
 	t.Helper()
-	e, err := Parse(ep)
+	e, err := driver.Parse(ep)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewConsumer(e)
+	c, err := brokers.NewConsumer(e)
 	if err != nil {
 		t.Fatalf("%s: %v", ep, err)
 	}
 	t.Cleanup(c.Close)
-	p, err := NewProducer(e)
+	p, err := brokers.NewProducer(e)
 	if err != nil {
 		t.Fatalf("%s: %v", ep, err)
 	}
@@ -34,7 +42,7 @@ func open(t *testing.T, ep string) (Consumer, Producer) {
 
 // publishAll publishes n messages (msg(i) makes the i-th), waiting out a
 // full window, and flushes.
-func publishAll(t *testing.T, p Producer, n int, msg func(i int) []byte) {
+func publishAll(t *testing.T, p driver.Producer, n int, msg func(i int) []byte) {
 	t.Helper()
 	for i := 0; i < n; i++ {
 		for {
@@ -42,7 +50,7 @@ func publishAll(t *testing.T, p Producer, n int, msg func(i int) []byte) {
 			if err == nil {
 				break
 			}
-			if !errors.Is(err, ErrFull) {
+			if !errors.Is(err, driver.ErrFull) {
 				t.Fatalf("publish %d: %v", i, err)
 			}
 			time.Sleep(100 * time.Microsecond)
@@ -54,12 +62,12 @@ func publishAll(t *testing.T, p Producer, n int, msg func(i int) []byte) {
 }
 
 // drain reads until 200 ms bring nothing and returns how many came.
-func drain(t *testing.T, c Consumer) int {
+func drain(t *testing.T, c driver.Consumer) int {
 	t.Helper()
 	got := 0
 	for {
 		_, err := c.Next(200 * time.Millisecond)
-		if errors.Is(err, ErrTimeout) {
+		if errors.Is(err, driver.ErrTimeout) {
 			return got
 		}
 		if err != nil {
@@ -72,10 +80,10 @@ func drain(t *testing.T, c Consumer) int {
 func TestParse(t *testing.T) {
 	for _, tc := range []struct {
 		in, err string
-		want    Endpoint
+		want    driver.Endpoint
 	}{
-		{in: "nats://127.0.0.1:4222/cp.0", want: Endpoint{Driver: NATS, Server: "nats://127.0.0.1:4222", Subject: "cp.0", Window: DefaultCoreWindow, Storage: "file", Ack: "none"}},
-		{in: "jetstream://h:4222/cp.lane-1?storage=memory&ack=explicit&window=100", want: Endpoint{Driver: JetStream, Server: "nats://h:4222", Subject: "cp.lane-1", Window: 100, Storage: "memory", Ack: "explicit"}},
+		{in: "nats://127.0.0.1:4222/cp.0", want: driver.Endpoint{Driver: driver.NATS, Server: "nats://127.0.0.1:4222", Subject: "cp.0", Window: driver.DefaultCoreWindow, Storage: "file", Ack: "none"}},
+		{in: "jetstream://h:4222/cp.lane-1?storage=memory&ack=explicit&window=100", want: driver.Endpoint{Driver: driver.JetStream, Server: "nats://h:4222", Subject: "cp.lane-1", Window: 100, Storage: "memory", Ack: "explicit"}},
 		{in: "nats://user:secret@h:4222/cp", err: "credentials in a URL are refused"},
 		{in: "nats://h:4222/cp.*", err: "no wildcards"},
 		{in: "nats://h:4222/", err: "subject"},
@@ -85,7 +93,7 @@ func TestParse(t *testing.T) {
 		{in: "jetstream://h:4222/cp?window=0", err: "window"},
 		{in: "amqp://h:5672/cp", err: "not a driver"},
 	} {
-		got, err := Parse(tc.in)
+		got, err := driver.Parse(tc.in)
 		switch {
 		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
 			t.Errorf("Parse(%q) = %+v, %v; want an error with %q", tc.in, got, err, tc.err)
@@ -96,7 +104,7 @@ func TestParse(t *testing.T) {
 			t.Errorf("the error echoes the password: %v", err)
 		}
 	}
-	if !IsBroker("jetstream://h:1/x") || IsBroker("tcp://h:1") || IsBroker("nats") {
+	if !driver.IsBroker("jetstream://h:1/x") || driver.IsBroker("tcp://h:1") || driver.IsBroker("nats") {
 		t.Error("IsBroker")
 	}
 }
@@ -130,7 +138,7 @@ func roundTrip(t *testing.T, endpoints []string) {
 				t.Fatalf("%s: message %d is %d (%d bytes)", ep, i, got, len(b))
 			}
 		}
-		if _, err := c.Next(50 * time.Millisecond); !errors.Is(err, ErrTimeout) {
+		if _, err := c.Next(50 * time.Millisecond); !errors.Is(err, driver.ErrTimeout) {
 			t.Errorf("%s: after the last message: %v, want ErrTimeout", ep, err)
 		}
 		if lag, err := c.Lag(); err != nil || lag != 0 {
@@ -146,7 +154,7 @@ func TestFullWindowIsBackpressure(t *testing.T) {
 	full := 0
 	start := time.Now()
 	for i := 0; i < 10000 && full == 0; i++ {
-		if err := p.Publish(make([]byte, 64<<10)); errors.Is(err, ErrFull) {
+		if err := p.Publish(make([]byte, 64<<10)); errors.Is(err, driver.ErrFull) {
 			full++
 		} else if err != nil {
 			t.Fatal(err)
@@ -167,8 +175,8 @@ func TestServerGoneIsAnError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, _ := Parse("nats://" + s.Addr() + "/cp.gone")
-	p, err := NewProducer(e)
+	e, _ := driver.Parse("nats://" + s.Addr() + "/cp.gone")
+	p, err := brokers.NewProducer(e)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +184,7 @@ func TestServerGoneIsAnError(t *testing.T) {
 	s.Close()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		if err := p.Publish([]byte("x")); err != nil && !errors.Is(err, ErrFull) {
+		if err := p.Publish([]byte("x")); err != nil && !errors.Is(err, driver.ErrFull) {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -189,7 +197,7 @@ func TestServerGoneIsAnError(t *testing.T) {
 // not an error of the broker.
 func TestSlowConsumerIsLossNotFailure(t *testing.T) {
 	c, p := open(t, "nats://"+realserver.EmbeddedNATS(t)+"/cp.slow")
-	const n = coreChanLen + 5000 // more than the consumer's queue holds, while it does not read
+	const n = nats.CoreQueue + 5000 // more than the consumer's queue holds, while it does not read
 	msg := make([]byte, 100)
 	publishAll(t, p, n, func(int) []byte { return msg })
 	// everything the server sent has reached the consumer's client

@@ -57,7 +57,7 @@ func IsBroker(endpoint string) bool {
 
 // Defaults of the options.
 const (
-	DefaultCoreWindow  = 64 << 20 // bytes in the producer's client not yet written (the consumer's queue is coreChanLen messages)
+	DefaultCoreWindow  = 64 << 20 // bytes in the producer's client not yet written (the consumer's queue is nats.CoreQueue messages)
 	DefaultJSWindow    = 4096     // unacknowledged publishes
 	DefaultRedisWindow = 4096     // XADDs queued or being written
 	DefaultKafkaWindow = 10000    // records buffered in the client (franz-go's default)
@@ -155,23 +155,17 @@ func validSubject(s string) bool {
 	return true
 }
 
-// streamName is the JetStream stream that holds a subject: one per
-// subject, named after it, so that a lane's stream is its own.
-func (e Endpoint) streamName() string {
-	return "CP_" + strings.NewReplacer(".", "_", "-", "_").Replace(e.Subject)
-}
-
-// where names the endpoint in errors: driver, server and subject.
-func (e Endpoint) where() string {
+// Where names the endpoint in errors: driver, server and subject.
+func (e Endpoint) Where() string {
 	return e.Driver + "://" + strings.TrimPrefix(e.Server, "nats://") + "/" + e.Subject
 }
 
-// lagTimeout bounds a lag query: the receiver samples the lag every 100 ms
+// LagTimeout bounds a lag query: the receiver samples the lag every 100 ms
 // beside its end-of-run checks, which a slow broker must not hold up.
-const lagTimeout = 500 * time.Millisecond
+const LagTimeout = 500 * time.Millisecond
 
-// connectTimeout bounds a connection attempt.
-const connectTimeout = 5 * time.Second
+// ConnectTimeout bounds a connection attempt.
+const ConnectTimeout = 5 * time.Second
 
 // Problems checks the broker endpoints among endpoints (the others are
 // ZeroMQ's): each must parse, and a broker is connected to, never bound.

@@ -1,7 +1,9 @@
-package driver
+package driver_test
 
 import (
 	"testing"
+
+	"github.com/cloudprofiler-go/cp/driver"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -24,12 +26,12 @@ func TestKafkaRoundTrip(t *testing.T) {
 }
 
 func TestKafkaOptions(t *testing.T) {
-	e, err := Parse("kafka://h:9092/cp?acks=all&idempotent=false&linger=5ms")
+	e, err := driver.Parse("kafka://h:9092/cp?acks=all&idempotent=false&linger=5ms")
 	if err != nil || e.Acks != "all" || e.Idempotent || e.Linger.Milliseconds() != 5 || e.Server != "h:9092" {
 		t.Errorf("%+v %v", e, err)
 	}
 	for _, bad := range []string{"kafka://h:9092/cp?acks=2", "kafka://h:9092/cp?linger=5s", "kafka://h:9092/cp?storage=memory", "kafka://h:9092/cp?maxlen=5"} {
-		if _, err := Parse(bad); err == nil {
+		if _, err := driver.Parse(bad); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
 	}

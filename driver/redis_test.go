@@ -1,9 +1,11 @@
-package driver
+package driver_test
 
 import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/cloudprofiler-go/cp/driver"
 
 	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
 )
@@ -17,7 +19,7 @@ func TestRedisRoundTrip(t *testing.T) {
 // does not read loses the oldest entries: fewer arrive, none is an error.
 func TestRedisMaxLenIsLoss(t *testing.T) {
 	addr, _ := realserver.Redis(t)
-	e, err := Parse("redis://" + addr + "/cp.capped?maxlen=100")
+	e, err := driver.Parse("redis://" + addr + "/cp.capped?maxlen=100")
 	if err != nil || e.MaxLen != 100 {
 		t.Fatalf("%+v %v", e, err)
 	}
@@ -35,8 +37,8 @@ func TestRedisMaxLenIsLoss(t *testing.T) {
 
 func TestRedisServerGoneIsAFailure(t *testing.T) {
 	addr, stop := realserver.Redis(t)
-	e, _ := Parse("redis://" + addr + "/cp.gone")
-	p, err := NewProducer(e)
+	e, _ := driver.Parse("redis://" + addr + "/cp.gone")
+	p, err := brokers.NewProducer(e)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,8 +47,8 @@ func TestRedisServerGoneIsAFailure(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		err := p.Publish([]byte("x"))
-		if err != nil && !errors.Is(err, ErrFull) {
-			if !IsFailure(err) {
+		if err != nil && !errors.Is(err, driver.ErrFull) {
+			if !driver.IsFailure(err) {
 				t.Errorf("%v is not marked as the broker's failure", err)
 			}
 			return

@@ -44,12 +44,12 @@ func (s brokerSource) Recv(b *objfactory.Bucket) error {
 }
 
 // openBroker connects lane l's consumer to the broker endpoint ep.
-func (l *lane) openBroker(ep string) error {
+func (l *lane) openBroker(brokers driver.Registry, ep string) error {
 	e, err := driver.Parse(ep)
 	if err != nil {
 		return err
 	}
-	if l.cons, err = driver.NewConsumer(e); err != nil {
+	if l.cons, err = brokers.NewConsumer(e); err != nil {
 		return fmt.Errorf("lane %s: %w", ep, err)
 	}
 	return nil
@@ -59,7 +59,7 @@ func (l *lane) openBroker(ep string) error {
 // broker's consumer.
 func (r *Receiver) openSource(l *lane, ep string) error {
 	if driver.IsBroker(ep) {
-		return l.openBroker(ep)
+		return l.openBroker(r.cfg.Brokers, ep)
 	}
 	var err error
 	if l.sock, err = r.openSocket(ep); err != nil {

@@ -5,6 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cloudprofiler-go/cp/driver"
+	"github.com/cloudprofiler-go/cp/driver/kafka"
+	"github.com/cloudprofiler-go/cp/driver/nats"
+	"github.com/cloudprofiler-go/cp/driver/redis"
+
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
@@ -12,6 +17,9 @@ import (
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
 )
+
+// brokers are every driver, as dgsend and dgrecv register them.
+var brokers = driver.NewRegistry(nats.Driver{}, redis.Driver{}, kafka.Driver{})
 
 // TestThroughABroker: a sender publishes into NATS (core and JetStream)
 // and a receiver consumes from it; every tuple is accounted for by
@@ -50,8 +58,8 @@ func TestThroughABroker(t *testing.T) {
 				}
 				eps[i] = fmt.Sprintf("%s://%s/cp.case%d.lane%d", tc.driver, server, n, i)
 			}
-			rres, sres := run(t, receiver.Config{Endpoints: eps, ExpectStreams: tc.threads},
-				sender.Config{Threads: tc.threads, Rate: tc.rate, Count: tc.count, BucketSize: tc.bucket, Scenario: syn,
+			rres, sres := run(t, receiver.Config{Endpoints: eps, ExpectStreams: tc.threads, Brokers: brokers},
+				sender.Config{Brokers: brokers, Threads: tc.threads, Rate: tc.rate, Count: tc.count, BucketSize: tc.bucket, Scenario: syn,
 					Overflow: sender.Block, Idle: sender.Sleep, SkipRateCheck: true})
 			if sres.Emitted != tc.count || sres.Shortfall != 0 || len(sres.Errors) > 0 {
 				t.Fatalf("sender emitted %d of %d (shortfall %d, errors %v)", sres.Emitted, tc.count, sres.Shortfall, sres.Errors)

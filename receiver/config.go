@@ -20,8 +20,11 @@ import (
 // Config describes one dgrecv run.
 type Config struct {
 	Endpoints []string // one PULL socket (lane) per endpoint
-	Connect   bool     // connect instead of bind (behind a system under test that pushes)
-	Schema    string   // tuple schema: ad-event, synthetic or raw
+	// Brokers are the broker drivers the program was built with, for
+	// endpoints that name a broker (the zero Registry: none).
+	Brokers driver.Registry `json:"-"`
+	Connect bool            // connect instead of bind (behind a system under test that pushes)
+	Schema  string          // tuple schema: ad-event, synthetic or raw
 	// Drain checks bucket headers and accounts per stream but neither
 	// decodes tuples nor consumes them one by one: a receiver that measures
 	// the sender and the network rather than the object factory.

@@ -49,13 +49,16 @@ const (
 // Config describes one dgsend run.
 type Config struct {
 	Endpoints []string // ZeroMQ endpoints; thread i uses Endpoints[i % len]
-	Bind      bool     // bind instead of connect (a system under test pulls from us)
-	SenderID  uint8    // distinguishes senders in stream and tuple ids
-	Threads   int
-	Rate      float64 // total tuples per second over all threads; 0 = unpaced
-	Duration  time.Duration
-	Shape     Shape         // how the rate varies around its mean (zero: constant)
-	Warmup    time.Duration // lateness is recorded only for slots due after the warm-up
+	// Brokers are the broker drivers the program was built with, for
+	// endpoints that name a broker (the zero Registry: none).
+	Brokers  driver.Registry `json:"-"`
+	Bind     bool            // bind instead of connect (a system under test pulls from us)
+	SenderID uint8           // distinguishes senders in stream and tuple ids
+	Threads  int
+	Rate     float64 // total tuples per second over all threads; 0 = unpaced
+	Duration time.Duration
+	Shape    Shape         // how the rate varies around its mean (zero: constant)
+	Warmup   time.Duration // lateness is recorded only for slots due after the warm-up
 	// StartAt (wall clock) aligns the start of several senders, possibly on
 	// several hosts; zero or past: start 20 ms after Run is called.
 	StartAt    time.Time

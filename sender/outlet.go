@@ -73,12 +73,12 @@ func (o brokerOutlet) Send(msg []byte, nonblock bool) error {
 // openBroker connects thread t's producer. The link it reports has one
 // peer for the whole run (the broker); whether everything was delivered
 // is the producer's final flush (flushBrokers).
-func (t *thread) openBroker() error {
+func (t *thread) openBroker(brokers driver.Registry) error {
 	e, err := driver.Parse(t.endpoint)
 	if err != nil {
 		return err
 	}
-	if t.prod, err = driver.NewProducer(e); err != nil {
+	if t.prod, err = brokers.NewProducer(e); err != nil {
 		return fmt.Errorf("thread %d: %w", t.id, err)
 	}
 	t.out = brokerOutlet{t.prod}

@@ -235,7 +235,7 @@ func (s *Sender) addThread(i int, encoded []scenarios.Encoded) error {
 	}
 	s.threads = append(s.threads, t)
 	if driver.IsBroker(t.endpoint) {
-		return t.openBroker()
+		return t.openBroker(cfg.Brokers)
 	}
 	if t.sock, t.link, err = s.openSocket(t.id, t.endpoint); err != nil {
 		return err

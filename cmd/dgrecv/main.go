@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/cloudprofiler-go/cp/cmd/internal/brokers"
 	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
 	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
@@ -140,6 +141,7 @@ func (o *options) endpoints() ([]string, error) {
 
 func (o *options) execute(ctx context.Context, scenarioSet bool, code *int) error {
 	cfg := o.cfg
+	cfg.Brokers = brokers.All()
 	var err error
 	if err := o.run.ConfineOthers(); err != nil { // before any thread is pinned or ZeroMQ starts its threads
 		return err
@@ -159,7 +161,7 @@ func (o *options) execute(ctx context.Context, scenarioSet bool, code *int) erro
 		return err
 	}
 	if o.agent {
-		return agent.Run(ctx, agent.Options{Role: recvagent.Role{}, Endpoints: cfg.Endpoints, Connect: cfg.Connect, CPUs: cfg.CPUs, IOThreads: cfg.IOThreads, ProbeAddr: o.probeAdr, MemoryBudget: cfg.MemoryBudget},
+		return agent.Run(ctx, agent.Options{Role: recvagent.Role{Brokers: brokers.All()}, Endpoints: cfg.Endpoints, Connect: cfg.Connect, CPUs: cfg.CPUs, IOThreads: cfg.IOThreads, ProbeAddr: o.probeAdr, MemoryBudget: cfg.MemoryBudget},
 			o.run.MetricsAddr, o.tok.Token, o.tok.File, o.run.Calibrate)
 	}
 	res, err := cli.RunCommand(ctx, o.run, func(clock *tsc.Clock, prof *cli.Profile) (cli.Runner[*receiver.Result], error) {

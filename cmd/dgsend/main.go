@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/cloudprofiler-go/cp/cmd/internal/brokers"
 	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/scenarios"
@@ -125,6 +126,7 @@ func (o *options) register(f *pflag.FlagSet) {
 // that depends on it (the CPU choice needs a valid thread count).
 func (o *options) config() (sender.Config, error) {
 	cfg := o.cfg
+	cfg.Brokers = brokers.All()
 	if len(o.connect) > 0 && len(o.bind) > 0 {
 		return cfg, errors.New("give --connect or --bind, not both")
 	}
@@ -153,7 +155,7 @@ func (o *options) execute(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		return agent.Run(ctx, agent.Options{Role: sendagent.Role{}, CPUs: cpus, IOThreads: o.cfg.IOThreads, ProbeAddr: o.probeAdr, MemoryBudget: o.cfg.MemoryBudget},
+		return agent.Run(ctx, agent.Options{Role: sendagent.Role{Brokers: brokers.All()}, CPUs: cpus, IOThreads: o.cfg.IOThreads, ProbeAddr: o.probeAdr, MemoryBudget: o.cfg.MemoryBudget},
 			o.run.MetricsAddr, o.tok.Token, o.tok.File, o.run.Calibrate)
 	}
 	cfg, err := o.config()

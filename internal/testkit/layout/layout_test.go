@@ -286,3 +286,34 @@ func TestOneAtomicWriter(t *testing.T) {
 		t.Errorf("files replaced outside internal/atomicfile:\n%s", strings.Join(found, "\n"))
 	}
 }
+
+// TestBrokerClientsOnlyWhereAsked: a broker's client is linked only by the
+// programs that register its driver (cmd/internal/brokers): dgsend and
+// dgrecv, which may be asked to publish into or consume from any of the
+// four (so they link all of them). The driver's core (URL parsing and the
+// registry), the sweep, the agents' protocol, the analyses and cpsweep
+// link none (cpsweep's demo links the NATS server, not a client).
+func TestBrokerClientsOnlyWhereAsked(t *testing.T) {
+	clients := []string{"github.com/nats-io/nats.go", "github.com/redis/go-redis/v9", "github.com/twmb/franz-go/pkg/kgo"}
+	all := listAll(t)
+	for _, name := range []string{"driver", "sweep", "sweep/protocol", "sweep/agent", "analysis", "analysis/report", "cmd/cpsweep", "sender", "receiver"} {
+		for _, d := range all[name].Deps {
+			for _, c := range clients {
+				if d == c {
+					t.Errorf("%s links the broker client %s", name, c)
+				}
+			}
+		}
+	}
+	for _, bin := range []string{"cmd/dgsend", "cmd/dgrecv"} {
+		for _, c := range clients {
+			found := false
+			for _, d := range all[bin].Deps {
+				found = found || d == c
+			}
+			if !found {
+				t.Errorf("%s does not link %s: it could not reach that broker", bin, c)
+			}
+		}
+	}
+}

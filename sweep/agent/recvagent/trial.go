@@ -3,6 +3,8 @@ package recvagent
 import (
 	"time"
 
+	"github.com/cloudprofiler-go/cp/driver"
+
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/receiver"
@@ -29,13 +31,16 @@ func Validate(t protocol.ReceiverTrial, endpoints []string) error {
 }
 
 // Role is the receiver agent's role.
-type Role struct{}
+type Role struct {
+	// Brokers are the broker drivers the program was built with.
+	Brokers driver.Registry
+}
 
 // Name implements agent.Role.
 func (Role) Name() string { return protocol.RoleReceiver }
 
 // Parse implements agent.Role: the trial runs on the agent's endpoints.
-func (Role) Parse(body []byte, opts agent.Options) (agent.Trial, error) {
+func (r Role) Parse(body []byte, opts agent.Options) (agent.Trial, error) {
 	var t protocol.ReceiverTrial
 	if err := httpapi.DecodeStrict(body, &t); err != nil {
 		return nil, err
@@ -43,10 +48,13 @@ func (Role) Parse(body []byte, opts agent.Options) (agent.Trial, error) {
 	if err := Validate(t, opts.Endpoints); err != nil {
 		return nil, err
 	}
-	return trial{t}, nil
+	return trial{t, r.Brokers}, nil
 }
 
-type trial struct{ t protocol.ReceiverTrial }
+type trial struct {
+	t       protocol.ReceiverTrial
+	brokers driver.Registry
+}
 
 func (tr trial) Profile() *profiler.Handlers { return tr.t.Profile }
 func (tr trial) StagePeriod() time.Duration  { return tr.t.StagePeriod }
@@ -56,7 +64,7 @@ func (tr trial) StagePeriod() time.Duration  { return tr.t.StagePeriod }
 func (tr trial) Start(env agent.Env) (*agent.Started, error) {
 	cfg := Config(tr.t, env.Endpoints, env.Connect)
 	cfg.CPUs, cfg.IOThreads, cfg.Clock, cfg.Logf = env.CPUs, env.IOThreads, env.Clock, env.Logf
-	cfg.MemoryBudget = env.MemoryBudget
+	cfg.MemoryBudget, cfg.Brokers = env.MemoryBudget, tr.brokers
 	cfg.Profile, cfg.Handlers = env.Profile, env.Handlers
 	cfg.LiveActivity = protocol.MaxActivityChanges
 	r, err := receiver.New(cfg)

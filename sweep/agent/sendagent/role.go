@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/driver"
+
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/sender"
@@ -13,13 +15,16 @@ import (
 )
 
 // Role is the sender agent's role.
-type Role struct{}
+type Role struct {
+	// Brokers are the broker drivers the program was built with.
+	Brokers driver.Registry
+}
 
 // Name implements agent.Role.
 func (Role) Name() string { return protocol.RoleSender }
 
 // Parse implements agent.Role.
-func (Role) Parse(body []byte, _ agent.Options) (agent.Trial, error) {
+func (r Role) Parse(body []byte, _ agent.Options) (agent.Trial, error) {
 	var t protocol.SenderTrial
 	if err := httpapi.DecodeStrict(body, &t); err != nil {
 		return nil, err
@@ -27,10 +32,13 @@ func (Role) Parse(body []byte, _ agent.Options) (agent.Trial, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
-	return trial{t}, nil
+	return trial{t, r.Brokers}, nil
 }
 
-type trial struct{ t protocol.SenderTrial }
+type trial struct {
+	t       protocol.SenderTrial
+	brokers driver.Registry
+}
 
 func (tr trial) Profile() *profiler.Handlers { return tr.t.Profile }
 func (tr trial) StagePeriod() time.Duration  { return tr.t.StagePeriod }
@@ -40,7 +48,7 @@ func (tr trial) StagePeriod() time.Duration  { return tr.t.StagePeriod }
 func (tr trial) Start(env agent.Env) (*agent.Started, error) {
 	cfg := tr.t.SenderConfig()
 	cfg.CPUs, cfg.IOThreads, cfg.Clock = env.CPUs, env.IOThreads, env.Clock
-	cfg.MemoryBudget, cfg.Cancel = env.MemoryBudget, env.Abort
+	cfg.MemoryBudget, cfg.Cancel, cfg.Brokers = env.MemoryBudget, env.Abort, tr.brokers
 	cfg.Profile, cfg.Handlers = env.Profile, env.Handlers
 	cfg.LiveActivity = protocol.MaxActivityChanges
 	s, err := sender.New(cfg)

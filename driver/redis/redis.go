@@ -1,4 +1,4 @@
-package driver
+package redis
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/cloudprofiler-go/cp/driver"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -18,8 +20,8 @@ import (
 
 const redisGroup = "cp"
 
-func redisClient(e Endpoint) *redis.Client {
-	return redis.NewClient(&redis.Options{Addr: e.Server, Username: e.Auth.User, Password: e.Auth.Password, DialTimeout: connectTimeout, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second,
+func redisClient(e driver.Endpoint) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: e.Server, Username: e.Auth.User, Password: e.Auth.Password, DialTimeout: driver.ConnectTimeout, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second,
 		// a broker gone mid-trial fails the trial; retrying would hide it
 		MaxRetries: -1, PoolSize: 4})
 }
@@ -40,9 +42,9 @@ type redisProducer struct {
 	wrote    chan struct{} // the writer has returned
 }
 
-func newRedisProducer(e Endpoint) (*redisProducer, error) {
+func newRedisProducer(e driver.Endpoint) (*redisProducer, error) {
 	c := redisClient(e)
-	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), driver.ConnectTimeout)
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
 		c.Close()
@@ -63,7 +65,7 @@ func (p *redisProducer) Publish(msg []byte) error {
 	}
 	if p.inflight >= p.window {
 		p.mu.Unlock()
-		return ErrFull
+		return driver.ErrFull
 	}
 	var b []byte
 	if n := len(p.free); n > 0 {
@@ -149,7 +151,7 @@ type redisConsumer struct {
 	next  int
 }
 
-func newRedisConsumer(e Endpoint) (*redisConsumer, error) {
+func newRedisConsumer(e driver.Endpoint) (*redisConsumer, error) {
 	c := redisClient(e)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -176,7 +178,7 @@ func (c *redisConsumer) Next(wait time.Duration) ([]byte, error) {
 	res, err := c.c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: redisGroup, Consumer: "lane", Streams: []string{c.key, ">"},
 		Count: 512, Block: max(wait, time.Millisecond), NoAck: !c.ack}).Result()
 	if errors.Is(err, redis.Nil) || (err == nil && (len(res) == 0 || len(res[0].Messages) == 0)) {
-		return nil, ErrTimeout
+		return nil, driver.ErrTimeout
 	}
 	if err != nil {
 		return nil, fmt.Errorf("XREADGROUP on %s: %w", c.key, err)
@@ -204,7 +206,7 @@ func messageBytes(m redis.XMessage) ([]byte, error) {
 }
 
 func (c *redisConsumer) Lag() (int64, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), lagTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), driver.LagTimeout)
 	defer cancel()
 	groups, err := c.c.XInfoGroups(ctx, c.key).Result()
 	if err != nil {
@@ -221,3 +223,15 @@ func (c *redisConsumer) Lag() (int64, error) {
 
 func (c *redisConsumer) Dropped() uint64 { return 0 }
 func (c *redisConsumer) Close()          { c.c.Close() }
+
+// Driver is the Redis Streams driver: redis://.
+type Driver struct{}
+
+// Schemes implements driver.Driver.
+func (Driver) Schemes() []string { return []string{driver.Redis} }
+
+// NewProducer implements driver.Driver.
+func (Driver) NewProducer(e driver.Endpoint) (driver.Producer, error) { return newRedisProducer(e) }
+
+// NewConsumer implements driver.Driver.
+func (Driver) NewConsumer(e driver.Endpoint) (driver.Consumer, error) { return newRedisConsumer(e) }

@@ -1,18 +1,21 @@
-package driver
+package nats
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/cloudprofiler-go/cp/driver"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-func connect(e Endpoint, name string) (*nats.Conn, error) {
-	opts := []nats.Option{nats.Name(name), nats.Timeout(connectTimeout),
+func connect(e driver.Endpoint, name string) (*nats.Conn, error) {
+	opts := []nats.Option{nats.Name(name), nats.Timeout(driver.ConnectTimeout),
 		// a broker gone mid-trial fails the trial; reconnecting would hide it
 		nats.NoReconnect()}
 	if e.Auth.User != "" || e.Auth.Password != "" {
@@ -26,12 +29,12 @@ func connect(e Endpoint, name string) (*nats.Conn, error) {
 }
 
 // newNATSProducer connects a core NATS or a JetStream producer.
-func newNATSProducer(e Endpoint) (Producer, error) {
+func newNATSProducer(e driver.Endpoint) (driver.Producer, error) {
 	nc, err := connect(e, "cp-sender")
 	if err != nil {
 		return nil, err
 	}
-	if e.Driver == NATS {
+	if e.Driver == driver.NATS {
 		return &coreProducer{nc: nc, subject: e.Subject, window: e.Window}, nil
 	}
 	p := &jsProducer{nc: nc, subject: e.Subject, window: e.Window}
@@ -55,7 +58,7 @@ func (p *coreProducer) Publish(msg []byte) error {
 		return fmt.Errorf("publish to %s: %w", p.subject, nats.ErrConnectionClosed)
 	}
 	if n, _ := p.nc.Buffered(); n+len(msg) > p.window {
-		return ErrFull
+		return driver.ErrFull
 	}
 	return p.nc.Publish(p.subject, msg)
 }
@@ -73,11 +76,11 @@ type jsProducer struct {
 
 func (p *jsProducer) Publish(msg []byte) error {
 	if p.js.PublishAsyncPending() >= p.window {
-		return ErrFull
+		return driver.ErrFull
 	}
 	if _, err := p.js.PublishAsync(p.subject, msg); err != nil {
 		if errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
-			return ErrFull
+			return driver.ErrFull
 		}
 		return fmt.Errorf("publish to %s: %w", p.subject, err)
 	}
@@ -101,15 +104,15 @@ func (p *jsProducer) Close() { p.nc.Close() }
 // newNATSConsumer subscribes (core NATS) or makes the subject's stream
 // anew and a pull consumer on it (JetStream: a trial starts with an empty
 // stream; streams named CP_* are the harness's own).
-func newNATSConsumer(e Endpoint) (Consumer, error) {
+func newNATSConsumer(e driver.Endpoint) (driver.Consumer, error) {
 	nc, err := connect(e, "cp-receiver")
 	if err != nil {
 		return nil, err
 	}
-	if e.Driver == NATS {
+	if e.Driver == driver.NATS {
 		// The channel is the lane's queue in the client: when it is full,
 		// core NATS drops for a slow consumer.
-		ch := make(chan *nats.Msg, coreChanLen)
+		ch := make(chan *nats.Msg, CoreQueue)
 		sub, err := nc.ChanSubscribe(e.Subject, ch)
 		if err == nil {
 			err = nc.Flush() // the subscription is in place before any sender starts
@@ -134,10 +137,10 @@ type coreConsumer struct {
 	ch  chan *nats.Msg
 }
 
-// coreChanLen bounds the messages the client hands over ahead of the lane;
+// CoreQueue bounds the messages the client hands over ahead of the lane;
 // beyond it, core NATS drops them for a slow consumer, which the sequence
 // checks count as loss.
-const coreChanLen = 1 << 16
+const CoreQueue = 1 << 16
 
 // coreSpin is how long the lane polls for the next message before it
 // parks: a receiving lane is locked to its OS thread, and parking it costs
@@ -168,7 +171,7 @@ func (c *coreConsumer) Next(wait time.Duration) ([]byte, error) {
 		if !c.sub.IsValid() || c.nc.IsClosed() {
 			return nil, fmt.Errorf("receive on %s: %w", c.sub.Subject, nats.ErrConnectionClosed)
 		}
-		return nil, ErrTimeout
+		return nil, driver.ErrTimeout
 	}
 }
 
@@ -188,14 +191,14 @@ type jsConsumer struct {
 	ack  bool
 }
 
-func newJSConsumer(nc *nats.Conn, e Endpoint) (*jsConsumer, error) {
+func newJSConsumer(nc *nats.Conn, e driver.Endpoint) (*jsConsumer, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream on %s: %w", e.Server, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	name := e.streamName()
+	name := streamName(e)
 	if err := js.DeleteStream(ctx, name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, fmt.Errorf("jetstream: remove the last trial's stream %s: %w", name, err)
 	}
@@ -233,13 +236,13 @@ func (c *jsConsumer) Next(wait time.Duration) ([]byte, error) {
 		}
 		return m.Data(), nil
 	case errors.Is(err, nats.ErrTimeout):
-		return nil, ErrTimeout
+		return nil, driver.ErrTimeout
 	}
 	return nil, fmt.Errorf("jetstream: receive: %w", err)
 }
 
 func (c *jsConsumer) Lag() (int64, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), lagTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), driver.LagTimeout)
 	defer cancel()
 	info, err := c.cons.Info(ctx)
 	if err != nil {
@@ -254,3 +257,21 @@ func (c *jsConsumer) Close() {
 	c.it.Stop()
 	c.nc.Close()
 }
+
+// streamName is the JetStream stream that holds a subject: one per
+// subject, named after it, so that a lane's stream is its own.
+func streamName(e driver.Endpoint) string {
+	return "CP_" + strings.NewReplacer(".", "_", "-", "_").Replace(e.Subject)
+}
+
+// Driver is the NATS driver: nats:// and jetstream://.
+type Driver struct{}
+
+// Schemes implements driver.Driver.
+func (Driver) Schemes() []string { return []string{driver.NATS, driver.JetStream} }
+
+// NewProducer implements driver.Driver.
+func (Driver) NewProducer(e driver.Endpoint) (driver.Producer, error) { return newNATSProducer(e) }
+
+// NewConsumer implements driver.Driver.
+func (Driver) NewConsumer(e driver.Endpoint) (driver.Consumer, error) { return newNATSConsumer(e) }

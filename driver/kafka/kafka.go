@@ -1,4 +1,4 @@
-package driver
+package kafka
 
 import (
 	"context"
@@ -8,12 +8,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+
+	"github.com/cloudprofiler-go/cp/driver"
+
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Kafka (franz-go): a producer hands each message to the client's buffer
-// with TryProduce (a full buffer is ErrFull, never a wait), with the acks
+// with TryProduce (a full buffer is driver.ErrFull, never a wait), with the acks
 // and idempotence asked for; a consumer reads its topic (one partition, so
 // one stream's order holds) in a consumer group of its own from the start.
 // The topic is the harness's: it is deleted and created at every trial.
@@ -28,7 +32,7 @@ type kafkaProducer struct {
 	rec    sync.Pool
 }
 
-func kafkaAcks(e Endpoint) []kgo.Opt {
+func kafkaAcks(e driver.Endpoint) []kgo.Opt {
 	switch e.Acks {
 	case "leader":
 		return []kgo.Opt{kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite()}
@@ -41,14 +45,14 @@ func kafkaAcks(e Endpoint) []kgo.Opt {
 	return []kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks())}
 }
 
-func newKafkaProducer(e Endpoint) (*kafkaProducer, error) {
+func newKafkaProducer(e driver.Endpoint) (*kafkaProducer, error) {
 	opts := append([]kgo.Opt{kgo.SeedBrokers(e.Server), kgo.DefaultProduceTopic(e.Subject), kgo.MaxBufferedRecords(e.Window),
-		kgo.ProducerLinger(e.Linger), kgo.RecordRetries(0), kgo.DialTimeout(connectTimeout)}, append(kafkaAcks(e), kafkaAuth(e.Auth)...)...)
+		kgo.ProducerLinger(e.Linger), kgo.RecordRetries(0), kgo.DialTimeout(driver.ConnectTimeout)}, append(kafkaAcks(e), kafkaAuth(e.Auth)...)...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka %s: %w", e.Server, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), driver.ConnectTimeout)
 	defer cancel()
 	if err := cl.Ping(ctx); err != nil {
 		cl.Close()
@@ -65,7 +69,7 @@ func (p *kafkaProducer) Publish(msg []byte) error {
 	// block (TryProduce would report a full buffer only later, in its
 	// promise, after the message was counted as sent).
 	if p.cl.BufferedProduceRecords() >= int64(p.window) {
-		return ErrFull
+		return driver.ErrFull
 	}
 	p.mu.Lock()
 	var b []byte
@@ -118,8 +122,8 @@ type kafkaConsumer struct {
 	position atomic.Int64 // the offset after the last record handed out
 }
 
-func newKafkaConsumer(e Endpoint) (*kafkaConsumer, error) {
-	admCl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(e.Server), kgo.DialTimeout(connectTimeout)}, kafkaAuth(e.Auth)...)...)
+func newKafkaConsumer(e driver.Endpoint) (*kafkaConsumer, error) {
+	admCl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(e.Server), kgo.DialTimeout(driver.ConnectTimeout)}, kafkaAuth(e.Auth)...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka %s: %w", e.Server, err)
 	}
@@ -139,7 +143,7 @@ func newKafkaConsumer(e Endpoint) (*kafkaConsumer, error) {
 	}
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(e.Server), kgo.ConsumeTopics(e.Subject),
 		kgo.ConsumerGroup(fmt.Sprintf("cp-%d", time.Now().UnixNano())), // a group of its own: no offsets of an earlier trial
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100 * time.Millisecond), kgo.DialTimeout(connectTimeout)}, kafkaAuth(e.Auth)...)...)
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100 * time.Millisecond), kgo.DialTimeout(driver.ConnectTimeout)}, kafkaAuth(e.Auth)...)...)
 	if err != nil {
 		admCl.Close()
 		return nil, fmt.Errorf("kafka %s: %w", e.Server, err)
@@ -177,7 +181,7 @@ func (c *kafkaConsumer) Next(wait time.Duration) ([]byte, error) {
 	defer cancel()
 	fs := c.cl.PollRecords(ctx, 1024)
 	if fs.IsClientClosed() {
-		return nil, errors.New("the Kafka client is closed")
+		return nil, errors.New("the driver.Kafka client is closed")
 	}
 	var ferr error
 	fs.EachError(func(topic string, _ int32, err error) {
@@ -190,7 +194,7 @@ func (c *kafkaConsumer) Next(wait time.Duration) ([]byte, error) {
 	}
 	c.recs, c.next = fs.Records(), 0
 	if len(c.recs) == 0 {
-		return nil, ErrTimeout
+		return nil, driver.ErrTimeout
 	}
 	return c.Next(wait)
 }
@@ -199,7 +203,7 @@ func (c *kafkaConsumer) Next(wait time.Duration) ([]byte, error) {
 // broker holds that this consumer has not read (the group's committed
 // offsets trail by the commit interval, so they are not used).
 func (c *kafkaConsumer) Lag() (int64, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), lagTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), driver.LagTimeout)
 	defer cancel()
 	ends, err := c.adm.ListEndOffsets(ctx, c.topic)
 	if err != nil {
@@ -218,3 +222,24 @@ func (c *kafkaConsumer) Close() {
 	c.cl.Close()
 	c.adm.Close()
 }
+
+// kafkaAuth is the SASL/PLAIN option of a client with credentials (from
+// the environment, driver.CredentialsFromEnv).
+func kafkaAuth(c driver.Credentials) []kgo.Opt {
+	if c.User == "" && c.Password == "" {
+		return nil
+	}
+	return []kgo.Opt{kgo.SASL(plain.Auth{User: c.User, Pass: c.Password}.AsMechanism())}
+}
+
+// Driver is the Kafka driver: kafka://.
+type Driver struct{}
+
+// Schemes implements driver.Driver.
+func (Driver) Schemes() []string { return []string{driver.Kafka} }
+
+// NewProducer implements driver.Driver.
+func (Driver) NewProducer(e driver.Endpoint) (driver.Producer, error) { return newKafkaProducer(e) }
+
+// NewConsumer implements driver.Driver.
+func (Driver) NewConsumer(e driver.Endpoint) (driver.Consumer, error) { return newKafkaConsumer(e) }
