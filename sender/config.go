@@ -57,8 +57,8 @@ type Config struct {
 	Threads  int
 	Rate     float64 // total tuples per second over all threads; 0 = unpaced
 	Duration time.Duration
-	Shape    Shape         // how the rate varies around its mean (zero: constant)
-	Warmup   time.Duration // lateness is recorded only for slots due after the warm-up
+	Shape    scenarios.Shape // how the rate varies around its mean (zero: constant)
+	Warmup   time.Duration   // lateness is recorded only for slots due after the warm-up
 	// StartAt (wall clock) aligns the start of several senders, possibly on
 	// several hosts; zero or past: start 20 ms after Run is called.
 	StartAt    time.Time

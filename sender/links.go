@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/sender/tally"
 	zmq "github.com/pebbe/zmq4"
 )
 
@@ -17,69 +18,37 @@ import (
 // was gone at the end, and queued messages (the end markers among them)
 // that could not be flushed before the sockets closed.
 
-// LinkEvent is a connection event of a data socket.
-type LinkEvent struct {
-	At    time.Time `json:"at"`
-	Event string    `json:"event"` // connected, accepted, disconnected
-	Peer  string    `json:"peer"`
-}
-
-// maxLinkEvents bounds the events kept per socket (the counts go on).
-const maxLinkEvents = 64
-
-// Link is what became of one data socket's connections during a run.
-type Link struct {
-	Thread         int         `json:"thread"`
-	Endpoint       string      `json:"endpoint"`
-	Connects       uint64      `json:"connects"`
-	Disconnects    uint64      `json:"disconnects"`
-	PeersAtEnd     int         `json:"peers_at_end"`
-	Flushed        bool        `json:"flushed"` // everything queued (end marker included) left before the socket closed
-	Events         []LinkEvent `json:"events"`
-	EventsDropped  uint64      `json:"events_dropped"`
-	linger         time.Duration
+// link is a data socket's Link while the run goes on: the monitor's
+// counts, published to the Link at the end (settle).
+type link struct {
+	*Link
 	peers          atomic.Int32
 	connects, disc atomic.Uint64
 	mu             sync.Mutex
 }
 
-func (l *Link) record(ev LinkEvent) {
+func (l *link) record(ev LinkEvent) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.Events) < maxLinkEvents {
+	if len(l.Events) < tally.MaxLinkEvents {
 		l.Events = append(l.Events, ev)
 	} else {
 		l.EventsDropped++
 	}
 }
 
-// Problem says why delivery cannot be vouched for ("" when it can).
-func (l *Link) Problem() string {
-	switch {
-	case l.Connects == 0:
-		return fmt.Sprintf("thread %d: no peer ever connected on %s: nothing was delivered", l.Thread, l.Endpoint)
-	case l.PeersAtEnd == 0:
-		return fmt.Sprintf("thread %d: the peer on %s was gone at the end (%d disconnect(s)): the end marker and queued tuples were not delivered", l.Thread, l.Endpoint, l.Disconnects)
-	case l.Disconnects > 0:
-		return fmt.Sprintf("thread %d: %d disconnect(s) on %s during the run: tuples in flight may be lost (the receiver's accounting says which)", l.Thread, l.Disconnects, l.Endpoint)
-	case !l.Flushed:
-		return fmt.Sprintf("thread %d: queued messages on %s (the end marker among them) could not be flushed within %v", l.Thread, l.Endpoint, l.linger)
-	}
-	return ""
-}
-
 // monitor reads the monitor events of every data socket until the
 // sockets close.
 type monitor struct {
 	pairs []*zmq.Socket
-	links []*Link
+	links []*link
 	done  chan struct{}
 	quit  atomic.Bool // ends the goroutine if a socket never reports its close
 }
 
 // watch starts monitoring sock (before it connects or binds, so that no
 // event is missed); the monitor's goroutine starts with run.
-func (m *monitor) watch(ctx *zmq.Context, sock *zmq.Socket, thread int, endpoint string) (*Link, error) {
+func (m *monitor) watch(ctx *zmq.Context, sock *zmq.Socket, thread int, endpoint string) (*link, error) {
 	addr := fmt.Sprintf("inproc://cp-sender-monitor-%p-%d", m, thread)
 	if err := sock.Monitor(addr, zmq.EVENT_CONNECTED|zmq.EVENT_ACCEPTED|zmq.EVENT_DISCONNECTED|zmq.EVENT_MONITOR_STOPPED); err != nil {
 		return nil, fmt.Errorf("monitor %s: %w", endpoint, err)
@@ -93,7 +62,7 @@ func (m *monitor) watch(ctx *zmq.Context, sock *zmq.Socket, thread int, endpoint
 		pair.Close()
 		return nil, fmt.Errorf("monitor %s: %w", endpoint, err)
 	}
-	l := &Link{Thread: thread, Endpoint: endpoint, Events: []LinkEvent{}}
+	l := &link{Link: &Link{Thread: thread, Endpoint: endpoint, Events: []LinkEvent{}}}
 	m.pairs, m.links = append(m.pairs, pair), append(m.links, l)
 	return l, nil
 }
@@ -147,7 +116,7 @@ func indexOf(pairs []*zmq.Socket, s *zmq.Socket) int {
 }
 
 // apply counts one event; it reports whether monitoring has stopped.
-func (l *Link) apply(ev zmq.Event, peer string) bool {
+func (l *link) apply(ev zmq.Event, peer string) bool {
 	now := time.Now().UTC()
 	switch ev {
 	case zmq.EVENT_CONNECTED, zmq.EVENT_ACCEPTED:
@@ -175,7 +144,7 @@ func (l *Link) apply(ev zmq.Event, peer string) bool {
 const connectGrace = time.Second
 
 // awaitFirst waits up to grace for a first connection, if none was seen.
-func (l *Link) awaitFirst(grace time.Duration) {
+func (l *link) awaitFirst(grace time.Duration) {
 	for deadline := time.Now().Add(grace); l.connects.Load() == 0 && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
@@ -183,7 +152,7 @@ func (l *Link) awaitFirst(grace time.Duration) {
 
 // settle takes the link's state at the end of the run (when the end
 // marker is queued); events after it are kept but judge nothing.
-func (l *Link) settle() {
+func (l *link) settle() {
 	l.mu.Lock()
 	l.Connects, l.Disconnects, l.PeersAtEnd = l.connects.Load(), l.disc.Load(), int(l.peers.Load())
 	l.mu.Unlock()

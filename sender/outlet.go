@@ -82,7 +82,7 @@ func (t *thread) openBroker(brokers driver.Registry) error {
 		return fmt.Errorf("thread %d: %w", t.id, err)
 	}
 	t.out = brokerOutlet{t.prod}
-	t.link = &Link{Thread: t.id, Endpoint: t.endpoint, Events: []LinkEvent{}}
+	t.link = &link{Link: &Link{Thread: t.id, Endpoint: t.endpoint, Events: []LinkEvent{}}}
 	t.link.peers.Store(1)
 	t.link.connects.Store(1)
 	return nil

@@ -2,15 +2,16 @@ package sender
 
 import (
 	"fmt"
-	"github.com/cloudprofiler-go/cp/driver"
 	"math"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/driver"
+	"github.com/cloudprofiler-go/cp/sender/tally"
+
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/internal/histo"
 	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
@@ -18,86 +19,14 @@ import (
 	"github.com/cloudprofiler-go/cp/stage"
 )
 
-// Result is what a run did, as dgsend reports it (--json prints it as is).
-type Result struct {
-	Scenario   string  `json:"scenario"`
-	TargetRate float64 `json:"target_rate_tuples_per_s"` // 0 = unpaced
-	Shape      Shape   `json:"shape"`
-	Threads    int     `json:"threads"`
-	BucketSize int     `json:"bucket_size"`
-	TupleBytes int     `json:"bucket_bytes"`
-	Overflow   string  `json:"overflow"`
-	Idle       string  `json:"idle"`
-	SendCostNs int64   `json:"send_cost_ns"` // measured cost of one send of one bucket
-	// SendBatch is the most buckets a thread handed to libzmq per call
-	// from Go (--send-batch; each still sent at its own slot).
-	SendBatch int `json:"send_batch"`
-	// EmissionCPUNs is the CPU time the emission threads used from their
-	// start to their end marker (pacing spins included), and
-	// CPUPerBucketNs that time per bucket sent: the harness's own cost,
-	// which the same figure of the C reference sender is compared with.
-	EmissionCPUNs  int64   `json:"emission_cpu_ns"`
-	CPUPerBucketNs float64 `json:"emission_cpu_ns_per_bucket"`
-	DurationS      float64 `json:"duration_s"`       // trial window (or first to last send)
-	StartUnixNs    int64   `json:"start_unix_ns"`    // when the schedule started
-	WarmupNs       int64   `json:"warmup_ns"`        // lateness counts only slots due after this
-	ScheduledTups  uint64  `json:"scheduled_tuples"` // what the schedule called for
-	Emitted        uint64  `json:"emitted_tuples"`
-	EmittedBkts    uint64  `json:"emitted_buckets"`
-	DroppedBkts    uint64  `json:"dropped_buckets"`
-	DroppedTups    uint64  `json:"dropped_tuples"`
-	Shortfall      uint64  `json:"shortfall_tuples"` // scheduled but neither sent nor dropped (fell behind)
-	AchievedRate   float64 `json:"achieved_rate_tuples_per_s"`
-	// Windows are the tuples emitted in each full 1-second window of the
-	// run, by actual send time (the final partial second is left out).
-	Windows      []uint64      `json:"windows_tuples"`
-	WindowMaxDev float64       `json:"window_max_deviation"` // max |window - target| / target
-	LateSlots    uint64        `json:"late_slots"`
-	LateThreshNs int64         `json:"late_threshold_ns"`
-	LateFraction float64       `json:"late_slot_fraction"` // of the slots due after the warm-up
-	Lateness     histo.Summary `json:"lateness"`
-	Streams      []StreamEnd   `json:"streams"`
-	Interrupted  bool          `json:"interrupted"`
-	// ScheduleKept: a paced run sent every slot of its schedule (no
-	// shortfall) with at most max_late_fraction of them late; Schedule
-	// says what was missed ("" when kept, or when unpaced).
-	ScheduleKept    bool    `json:"schedule_kept"`
-	Schedule        string  `json:"schedule"`
-	MaxLateFraction float64 `json:"max_late_fraction"`
-	Links           []*Link `json:"links"` // each data socket's connections
-	// Stages is each thread's time accounting over the run (pacing,
-	// sending, blocked) and StageSeries its per-period samples; absent
-	// without stage accounting.
-	Stages      []stage.Total `json:"stages"`
-	StageSeries *stage.Series `json:"stage_series"`
-	// ServiceRates are every thread's service-rate estimates at the end
-	// of the run (docs/service-rate.md); absent without stage accounting.
-	ServiceRates []servicerate.Rate `json:"service_rates"`
-	// Injected is what the run had injected (test fixtures).
-	Injected inject.Record `json:"injected"`
-	Errors   []string      `json:"errors"`
-	// SystemFailures are the errors of a broker that is the system under
-	// test (package driver): the run says nothing about a rate.
-	SystemFailures []string `json:"system_failures,omitempty"`
-	// Host is the run's host accounting: every thread's CPU and run-queue
-	// wait, and the host's busy, stolen and other processes' CPU
-	// (package cpustat; absent off Linux).
-	Host           *cpustat.Record `json:"host,omitempty"`
-	latenessMerged *histo.Precise
-}
-
-// StreamEnd is one thread's stream as announced in its end marker.
-type StreamEnd struct {
-	Thread      int    `json:"thread"`
-	Stream      uint32 `json:"stream"`
-	Endpoint    string `json:"endpoint"`
-	CPU         int    `json:"cpu"`
-	Tuples      uint64 `json:"tuples"`
-	Dropped     uint64 `json:"dropped_buckets"`
-	MarkerSent  bool   `json:"end_marker_sent"`
-	LateSlots   uint64 `json:"late_slots"`
-	P99Lateness int64  `json:"p99_lateness_ns"`
-}
+// The run's accounting is package tally's, so that the agents' protocol
+// carries it without linking the sender; these are its names here.
+type (
+	Result    = tally.Result
+	StreamEnd = tally.StreamEnd
+	Link      = tally.Link
+	LinkEvent = tally.LinkEvent
+)
 
 // result sums every thread's counts into the run's result, from the
 // common start to end (MaxUint64: the run was stopped or count-bounded).
@@ -105,10 +34,11 @@ func (s *Sender) result(start, end uint64) *Result {
 	cfg := &s.cfg
 	r := &Result{Scenario: cfg.Scenario.Name, TargetRate: cfg.Rate, Shape: cfg.Shape, Threads: cfg.Threads, BucketSize: cfg.BucketSize,
 		TupleBytes: len(s.threads[0].tpls[0].Msg), Overflow: string(cfg.Overflow), Idle: string(cfg.Idle),
-		SendCostNs: s.sendCost.Nanoseconds(), SendBatch: len(s.threads[0].items), LateThreshNs: cfg.LateThreshold.Nanoseconds(), latenessMerged: histo.NewPrecise(),
+		SendCostNs: s.sendCost.Nanoseconds(), SendBatch: len(s.threads[0].items), LateThreshNs: cfg.LateThreshold.Nanoseconds(),
 		Windows: []uint64{}, Errors: []string{}, Injected: inject.NewRecord(cfg.Stalls, 0, nil)}
 	r.Injected.SendWork = cfg.SendWork
-	last, measured, windows := r.addThreads(s.threads, uint64(cfg.BucketSize))
+	merged := histo.NewPrecise()
+	last, measured, windows := addThreads(r, merged, s.threads, uint64(cfg.BucketSize))
 	r.Stages, r.ServiceRates = []stage.Total{}, []servicerate.Rate{} // always present (docs/json.md)
 	if s.stages != nil {
 		r.StageSeries = s.stages.Series()
@@ -147,16 +77,16 @@ func (s *Sender) result(start, end uint64) *Result {
 	if measured > 0 {
 		r.LateFraction = float64(r.LateSlots) / float64(measured)
 	}
-	r.Lateness = r.latenessMerged.Summary()
+	r.Lateness = merged.Summary()
 	r.MaxLateFraction = cfg.MaxLateFraction
-	r.judgeSchedule(cfg)
+	judgeSchedule(r, cfg)
 	return r
 }
 
 // addThreads adds every thread's counts, streams, links and errors, and
 // returns the last send (ticks), the slots measured for lateness, and the
 // cumulative tuples sent per 1-second window.
-func (r *Result) addThreads(threads []*thread, bucket uint64) (last, measured uint64, windows []uint64) {
+func addThreads(r *Result, merged *histo.Precise, threads []*thread, bucket uint64) (last, measured uint64, windows []uint64) {
 	for _, t := range threads {
 		r.Emitted += t.emittedTuples.Load()
 		r.EmittedBkts += t.emittedBuckets.Load()
@@ -167,7 +97,7 @@ func (r *Result) addThreads(threads []*thread, bucket uint64) (last, measured ui
 		measured += t.measuredSlots
 		r.EmissionCPUNs += t.cpuNs
 		r.Interrupted = r.Interrupted || t.interrupted
-		r.latenessMerged.Merge(t.precise)
+		merged.Merge(t.precise)
 		last = max(last, t.lastSend)
 		r.Streams = append(r.Streams, StreamEnd{Thread: t.id, Stream: t.stream, Endpoint: t.endpoint, CPU: t.cpu, Tuples: t.emittedTuples.Load(),
 			Dropped: t.droppedBuckets.Load(), MarkerSent: t.endMarker == nil, LateSlots: t.lateSlots.Load(), P99Lateness: t.precise.Summary().P99})
@@ -191,7 +121,7 @@ func (r *Result) addThreads(threads []*thread, bucket uint64) (last, measured ui
 		}
 	}
 	for _, t := range threads {
-		r.Links = append(r.Links, t.link)
+		r.Links = append(r.Links, t.link.Link)
 		if p := t.link.Problem(); p != "" {
 			r.Errors = append(r.Errors, p)
 		}
@@ -201,7 +131,7 @@ func (r *Result) addThreads(threads []*thread, bucket uint64) (last, measured ui
 
 // judgeSchedule says whether a paced run kept its schedule: no shortfall
 // and no more late slots than MaxLateFraction.
-func (r *Result) judgeSchedule(cfg *Config) {
+func judgeSchedule(r *Result, cfg *Config) {
 	r.ScheduleKept, r.Schedule = true, ""
 	if cfg.Rate <= 0 {
 		return

@@ -80,7 +80,7 @@ type thread struct {
 	out      outlet          // raw's, or a broker producer's
 	prod     driver.Producer // nil: a ZeroMQ socket
 	flushErr error           // the producer's final flush
-	link     *Link
+	link     *link
 	tpls     []scenarios.Template // at least one per message of a batch
 	items    []zmqraw.BatchItem   // the batch handed to C (see batch.go)
 	msgs     [][]byte             // the batch's messages, for outlets that do not read items
@@ -247,8 +247,8 @@ func (s *Sender) addThread(i int, encoded []scenarios.Encoded) error {
 	return nil
 }
 
-func (s *Sender) openSocket(thread int, endpoint string) (*zmq.Socket, *Link, error) {
-	var link *Link
+func (s *Sender) openSocket(thread int, endpoint string) (*zmq.Socket, *link, error) {
+	var link *link
 	// A bounded send timeout lets a blocked thread notice the end of the
 	// trial or a stop request; in block mode it simply retries. The
 	// monitor is attached before connecting: no event is missed.
@@ -321,7 +321,7 @@ func (s *Sender) flush() {
 	s.flushBrokers(linger)
 	took := s.closeSockets(linger)
 	for _, t := range s.threads {
-		t.link.linger = linger
+		t.link.Linger = linger
 		t.link.Flushed = t.link.PeersAtEnd > 0 && took < linger-linger/10
 		if driver.IsBroker(t.endpoint) { // the producer's own flush, not the sockets'
 			t.link.Flushed = t.flushErr == nil

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/cloudprofiler-go/cp/scenarios"
 )
 
 func TestParseShape(t *testing.T) {
@@ -19,7 +21,7 @@ func TestParseShape(t *testing.T) {
 		{"step:1x", "", true}, {"step:0x@1s", "", true}, {"step:1x@-1s", "", true}, {"ramp:1x", "", true}, {"ramp:ax..1x", "", true},
 		{"sine:2,1s", "", true}, {"sine:0.1", "", true}, {"square", "", true}, {"poisson:x", "", true}, {"replay:/no/such/file", "", true},
 	} {
-		sh, err := ParseShape(tc.spec)
+		sh, err := scenarios.ParseShape(tc.spec)
 		if (err != nil) != tc.err || (!tc.err && sh.Kind != tc.kind) {
 			t.Errorf("ParseShape(%q) = %+v, %v", tc.spec, sh, err)
 		}
@@ -60,7 +62,7 @@ func TestShapedSchedules(t *testing.T) {
 		// trace 100, 300, 100 (+ last held 1 s): mean 166.7, scaled to 2000
 		{"replay:" + trace, 3 * time.Second, [][3]float64{{0, 1, 1200}, {1, 2, 3600}, {2, 3, 1200}}},
 	} {
-		sh, err := ParseShape(tc.spec)
+		sh, err := scenarios.ParseShape(tc.spec)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +96,7 @@ func TestShapedSchedules(t *testing.T) {
 }
 
 func TestPoissonArrivals(t *testing.T) {
-	sh, _ := ParseShape("poisson:3")
+	sh, _ := scenarios.ParseShape("poisson:3")
 	s, err := NewSchedule(sh, 0, 1e9, 1, 10000, time.Second, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +132,7 @@ func TestPoissonArrivals(t *testing.T) {
 
 func TestScheduleDueDoesNotAllocate(t *testing.T) {
 	for _, spec := range []string{"constant", "poisson", "sine:0.3,1s", "step:1x@1s,2x@1s"} {
-		sh, _ := ParseShape(spec)
+		sh, _ := scenarios.ParseShape(spec)
 		s, _ := NewSchedule(sh, 0, 1e9, 1, 1e6, time.Second, 0)
 		k := uint64(0)
 		if a := testing.AllocsPerRun(10000, func() { s.Due(k); k++ }); a != 0 {

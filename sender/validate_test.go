@@ -47,7 +47,7 @@ func TestConfigValidateRanges(t *testing.T) {
 		{"endpoint", func(c *Config) { c.Endpoints = []string{"nonsense"} }, "endpoint"},
 		{"long endpoint", func(c *Config) { c.Endpoints = []string{"tcp://" + strings.Repeat("a", 300)} }, "endpoint"},
 		{"scenario too large", func(c *Config) { c.Scenario.Size, c.Scenario.Distinct = 1<<20, 1<<20 }, "distinct"},
-		{"shape", func(c *Config) { c.Shape = Shape{Kind: "sine", Amp: 2, Period: 1} }, "amplitude"},
+		{"shape", func(c *Config) { c.Shape = scenarios.Shape{Kind: "sine", Amp: 2, Period: 1} }, "amplitude"},
 		{"rate 1e-300", func(c *Config) { c.Rate = 1e-300 }, "smallest paced rate"},
 		{"endpoint with a NUL", func(c *Config) { c.Endpoints = []string{"tcp://127.0.0.1:1\x00x"} }, "control character"},
 		{"each field in range, 128 GiB in all", func(c *Config) {
@@ -76,25 +76,25 @@ func TestConfigValidateRanges(t *testing.T) {
 func TestShapeValidate(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		s    Shape
+		s    scenarios.Shape
 		ok   bool
 	}{
-		{"constant", Shape{Kind: "constant"}, true},
-		{"empty", Shape{}, true},
-		{"poisson", Shape{Kind: "poisson", Seed: 7}, true},
-		{"step", Shape{Kind: "step", Mults: []float64{1, 2}, Spans: []float64{1, 1}}, true},
-		{"step all zero", Shape{Kind: "step", Mults: []float64{0}, Spans: []float64{1}}, false},
-		{"step without spans", Shape{Kind: "step", Mults: []float64{1}}, false},
-		{"step NaN", Shape{Kind: "step", Mults: []float64{math.NaN()}, Spans: []float64{1}}, false},
-		{"step Inf span", Shape{Kind: "step", Mults: []float64{1}, Spans: []float64{math.Inf(1)}}, false},
-		{"step too many pieces", Shape{Kind: "step", Mults: make([]float64, MaxShapePieces+1), Spans: make([]float64, MaxShapePieces+1)}, false},
-		{"ramp", Shape{Kind: "ramp", Mults: []float64{0.5, 1.5}}, true},
-		{"ramp one", Shape{Kind: "ramp", Mults: []float64{1}}, false},
-		{"sine", Shape{Kind: "sine", Amp: 0.2, Period: 10}, true},
-		{"sine zero period", Shape{Kind: "sine", Amp: 0.2}, false},
-		{"replay", Shape{Kind: "replay", Mults: []float64{1}, Spans: []float64{1}, Source: "t.txt"}, true},
-		{"unknown", Shape{Kind: "replay:/etc/shadow"}, false},
-		{"constant with pieces", Shape{Kind: "constant", Mults: []float64{1}}, false},
+		{"constant", scenarios.Shape{Kind: "constant"}, true},
+		{"empty", scenarios.Shape{}, true},
+		{"poisson", scenarios.Shape{Kind: "poisson", Seed: 7}, true},
+		{"step", scenarios.Shape{Kind: "step", Mults: []float64{1, 2}, Spans: []float64{1, 1}}, true},
+		{"step all zero", scenarios.Shape{Kind: "step", Mults: []float64{0}, Spans: []float64{1}}, false},
+		{"step without spans", scenarios.Shape{Kind: "step", Mults: []float64{1}}, false},
+		{"step NaN", scenarios.Shape{Kind: "step", Mults: []float64{math.NaN()}, Spans: []float64{1}}, false},
+		{"step Inf span", scenarios.Shape{Kind: "step", Mults: []float64{1}, Spans: []float64{math.Inf(1)}}, false},
+		{"step too many pieces", scenarios.Shape{Kind: "step", Mults: make([]float64, scenarios.MaxShapePieces+1), Spans: make([]float64, scenarios.MaxShapePieces+1)}, false},
+		{"ramp", scenarios.Shape{Kind: "ramp", Mults: []float64{0.5, 1.5}}, true},
+		{"ramp one", scenarios.Shape{Kind: "ramp", Mults: []float64{1}}, false},
+		{"sine", scenarios.Shape{Kind: "sine", Amp: 0.2, Period: 10}, true},
+		{"sine zero period", scenarios.Shape{Kind: "sine", Amp: 0.2}, false},
+		{"replay", scenarios.Shape{Kind: "replay", Mults: []float64{1}, Spans: []float64{1}, Source: "t.txt"}, true},
+		{"unknown", scenarios.Shape{Kind: "replay:/etc/shadow"}, false},
+		{"constant with pieces", scenarios.Shape{Kind: "constant", Mults: []float64{1}}, false},
 	} {
 		if err := tc.s.Validate(); (err == nil) != tc.ok {
 			t.Errorf("%s: %v", tc.name, err)

@@ -44,7 +44,7 @@ type TrialPlan struct {
 	// The workload as it is sent to the agents, resolved on the
 	// controller's host from Scenario and Shape (Resolve).
 	ScenarioSpec *scenarios.Scenario `json:"scenario_spec,omitempty"`
-	ShapeSpec    sender.Shape        `json:"shape_spec"`
+	ShapeSpec    scenarios.Shape     `json:"shape_spec"`
 	// Injected faults and phases of every trial (test fixtures, see
 	// internal/inject): stalls of receiver stages go to every receiver,
 	// of sender threads to every sender.

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/sweep/agent/sendagent"
+
 	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/profiler"
@@ -222,7 +224,7 @@ func TestTrialsCarryTheirWorkloadInline(t *testing.T) {
 	if len(rt.Stalls) != 1 || rt.Stalls[0].Stage != "consumer" || rt.DecodeWork != time.Millisecond {
 		t.Errorf("the receiver got %+v and %v of decode work, want the consumer's stall and 1ms", rt.Stalls, rt.DecodeWork)
 	}
-	if err := got.Validate(); err != nil {
+	if err := sendagent.Validate(got); err != nil {
 		t.Fatalf("the controller sent a trial the agent would refuse: %v", err)
 	}
 }
@@ -354,7 +356,7 @@ func TestRateWalksFromThePlanToEveryThread(t *testing.T) {
 		if err := json.Unmarshal(s.lastBody, &st); err != nil {
 			t.Fatal(err)
 		}
-		cfg := st.SenderConfig()
+		cfg := sendagent.Config(st)
 		perThread := sender.ThreadRate(cfg.Rate, cfg.Threads)
 		if cfg.Threads != 3 || math.Abs(perThread-200e3) > 1e-6 {
 			t.Errorf("sender %d: %d threads at %.3f tuples/s each, want 3 at 200000", i, cfg.Threads, perThread)

@@ -13,6 +13,7 @@ import (
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
 	"github.com/cloudprofiler-go/cp/sweep/agent/recvagent"
+	"github.com/cloudprofiler-go/cp/sweep/agent/sendagent"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
@@ -32,7 +33,7 @@ func (p *TrialPlan) Resolve() error {
 	if err != nil {
 		return &PlanError{Problems: []string{err.Error()}}
 	}
-	sh, err := sender.ParseShape(p.Shape)
+	sh, err := scenarios.ParseShape(p.Shape)
 	if err != nil {
 		return &PlanError{Problems: []string{err.Error()}}
 	}
@@ -113,7 +114,7 @@ func CheckPlan(p TrialPlan, search Search, senders int, profile *profiler.Handle
 			for i := range t.Endpoints {
 				t.Endpoints[i] = eps[0]
 			}
-			if err := t.Validate(); err != nil {
+			if err := sendagent.Validate(t); err != nil {
 				add(fmt.Errorf("sender trial: %w", err))
 				break
 			}

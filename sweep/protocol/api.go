@@ -1,7 +1,6 @@
 package protocol
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -10,7 +9,7 @@ import (
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/scenarios"
-	"github.com/cloudprofiler-go/cp/sender"
+	sendtally "github.com/cloudprofiler-go/cp/sender/tally"
 )
 
 // The agents' control API (HTTP/JSON, on the same port as /metrics):
@@ -119,7 +118,7 @@ type SenderTrial struct {
 	SenderID      uint8              `json:"sender_id"`
 	Threads       int                `json:"threads"`
 	Rate          float64            `json:"rate"`  // this sender's share, tuples/s
-	Shape         sender.Shape       `json:"shape"` // rate shape around Rate (see dgsend --shape)
+	Shape         scenarios.Shape    `json:"shape"` // rate shape around Rate (see dgsend --shape)
 	Duration      time.Duration      `json:"duration_ns"`
 	Warmup        time.Duration      `json:"warmup_ns"`
 	StartAt       time.Time          `json:"start_at,omitempty"` // common start of all senders (wall clock)
@@ -144,28 +143,6 @@ type SenderTrial struct {
 	// a directory of the agent's own (GET PathProfile), and one that leads
 	// outside it is refused.
 	Profile *profiler.Handlers `json:"profile,omitempty"`
-}
-
-// SenderConfig is the trial as a sender configuration; the agent adds what
-// is its own (CPUs, I/O threads, clock, profiler).
-func (t SenderTrial) SenderConfig() sender.Config {
-	sc := t.Scenario
-	return sender.Config{Endpoints: t.Endpoints, SenderID: t.SenderID, Threads: t.Threads, Rate: t.Rate,
-		Duration: t.Duration, Warmup: t.Warmup, StartAt: t.StartAt, Shape: t.Shape, BucketSize: t.BucketSize, Scenario: &sc,
-		Overflow: sender.Overflow(t.Overflow), Idle: sender.Idle(t.Idle), LateThreshold: t.LateThreshold, HWM: t.HWM,
-		EndTimeout: 5 * time.Second, Stalls: t.Stalls, SendWork: t.SendWork, StagePeriod: t.StagePeriod, SUTProcesses: t.SUTProcesses}
-}
-
-// Validate checks the trial as the agent will run it.
-func (t SenderTrial) Validate() error {
-	if t.Duration <= 0 {
-		return errors.New("a sender trial needs a duration")
-	}
-	cfg := t.SenderConfig()
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	return ValidProfile(t.Profile)
 }
 
 // ReceiverTrial configures a receiver agent for one trial (its endpoints are
@@ -203,13 +180,13 @@ func ValidProfile(h *profiler.Handlers) error {
 
 // TrialStatus is an agent's view of its current or last trial.
 type TrialStatus struct {
-	ID       int            `json:"id"`
-	Role     string         `json:"role"`
-	State    string         `json:"state"`
-	Error    string         `json:"error,omitempty"`
-	Started  time.Time      `json:"started"`
-	Sender   *sender.Result `json:"sender,omitempty"`
-	Receiver *tally.Result  `json:"receiver,omitempty"`
+	ID       int               `json:"id"`
+	Role     string            `json:"role"`
+	State    string            `json:"state"`
+	Error    string            `json:"error,omitempty"`
+	Started  time.Time         `json:"started"`
+	Sender   *sendtally.Result `json:"sender,omitempty"`
+	Receiver *tally.Result     `json:"receiver,omitempty"`
 }
 
 // Finished reports whether the trial has a final state.

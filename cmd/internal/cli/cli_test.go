@@ -4,7 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cloudprofiler-go/cp/sender"
+	"github.com/cloudprofiler-go/cp/scenarios"
+
 	"github.com/spf13/pflag"
 )
 
@@ -54,7 +55,7 @@ func TestRateFlag(t *testing.T) {
 func TestChoiceFlags(t *testing.T) {
 	f := pflag.NewFlagSet("x", pflag.ContinueOnError)
 	var cpus CPUChoice
-	var shape sender.Shape
+	var shape scenarios.Shape
 	CPUChoiceVar(f, &cpus, "cpus", "none", "")
 	ShapeVar(f, &shape, "shape", "constant", "")
 	for _, tc := range []struct {

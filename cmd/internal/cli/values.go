@@ -6,13 +6,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cloudprofiler-go/cp/scenarios"
+
 	"github.com/spf13/pflag"
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/internal/osthread"
-	"github.com/cloudprofiler-go/cp/sender"
 )
 
 // CPUChoice is a --cpus flag: "auto", "none" or a list like "0,2-3",
@@ -46,14 +47,14 @@ func (c *CPUChoice) Type() string { return "cpus" }
 func (c *CPUChoice) Resolve(n int) ([]int, error) { return CPUs(c.spec, n) }
 
 // ShapeValue is a rate shape flag (see sender.ParseShape), parsed when the
-// flag is read into the sender.Shape it configures.
+// flag is read into the scenarios.Shape it configures.
 type ShapeValue struct {
-	shape *sender.Shape
+	shape *scenarios.Shape
 	spec  string
 }
 
 // ShapeVar defines a shape flag bound to p, with a default spec.
-func ShapeVar(f *pflag.FlagSet, p *sender.Shape, name, def, usage string) {
+func ShapeVar(f *pflag.FlagSet, p *scenarios.Shape, name, def, usage string) {
 	v := &ShapeValue{shape: p}
 	if err := v.Set(def); err != nil {
 		panic("default shape " + def + ": " + err.Error()) // a programming error, not user input
@@ -63,7 +64,7 @@ func ShapeVar(f *pflag.FlagSet, p *sender.Shape, name, def, usage string) {
 
 // Set implements pflag.Value.
 func (v *ShapeValue) Set(s string) error {
-	sh, err := sender.ParseShape(s)
+	sh, err := scenarios.ParseShape(s)
 	if err != nil {
 		return err
 	}

@@ -80,8 +80,8 @@ func matches(p, pattern string) bool {
 }
 
 // TestBinariesLinkOnlyTheirOwnSide: dgsend links no receiver, no sweep
-// controller, no analysis and no plotting; dgrecv no sweep controller and
-// no analysis. (go list -deps; docs/layout.md)
+// controller, no analysis and no plotting; dgrecv no sender, no sweep
+// controller and no analysis. (go list -deps; docs/layout.md)
 func TestBinariesLinkOnlyTheirOwnSide(t *testing.T) {
 	all := listAll(t)
 	for _, tc := range []struct {
@@ -89,7 +89,7 @@ func TestBinariesLinkOnlyTheirOwnSide(t *testing.T) {
 		forbidden []string
 	}{
 		{"cmd/dgsend", []string{"receiver", "objfactory", "sweep", "sweep/agent/recvagent", "analysis/...", "sweep/watch"}},
-		{"cmd/dgrecv", []string{"sweep", "sweep/agent/sendagent", "analysis/...", "sweep/watch"}},
+		{"cmd/dgrecv", []string{"sweep", "sweep/agent/sendagent", "sender", "analysis/...", "sweep/watch"}},
 	} {
 		deps := inModule(all[tc.binary].Deps)
 		if len(deps) == 0 {
@@ -126,7 +126,7 @@ func TestImportRules(t *testing.T) {
 		forbidden    []string
 	}{
 		{"tsc/...", "the clocks know nothing of profiling or sweeps", []string{"profiler/...", "sweep/..."}},
-		{"sweep/protocol", "the agent protocol links no receiver and no sweep", []string{"receiver", "sweep", "analysis/..."}},
+		{"sweep/protocol", "the contract between the binaries is data only: no role (sender, receiver), no sweep", []string{"sender", "receiver", "sweep", "sweep/agent/...", "analysis/...", "objfactory", "driver/..."}},
 		{"sweep/agent", "the agent is role-agnostic: each binary links only its role", []string{"receiver", "sweep", "sweep/agent/recvagent", "sweep/agent/sendagent"}},
 		{"sender", "the sender is not the receiver's or the controller's", []string{"receiver", "sweep/...", "analysis/..."}},
 		{"receiver", "the receiver is not the sender's or the controller's", []string{"sweep/...", "analysis/..."}},

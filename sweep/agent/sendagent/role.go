@@ -29,7 +29,7 @@ func (r Role) Parse(body []byte, _ agent.Options) (agent.Trial, error) {
 	if err := httpapi.DecodeStrict(body, &t); err != nil {
 		return nil, err
 	}
-	if err := t.Validate(); err != nil {
+	if err := Validate(t); err != nil {
 		return nil, err
 	}
 	return trial{t, r.Brokers}, nil
@@ -46,7 +46,7 @@ func (tr trial) StagePeriod() time.Duration  { return tr.t.StagePeriod }
 // Start implements agent.Trial: a sender with the agent's CPUs, I/O
 // threads, clock and memory budget.
 func (tr trial) Start(env agent.Env) (*agent.Started, error) {
-	cfg := tr.t.SenderConfig()
+	cfg := Config(tr.t)
 	cfg.CPUs, cfg.IOThreads, cfg.Clock = env.CPUs, env.IOThreads, env.Clock
 	cfg.MemoryBudget, cfg.Cancel, cfg.Brokers = env.MemoryBudget, env.Abort, tr.brokers
 	cfg.Profile, cfg.Handlers = env.Profile, env.Handlers

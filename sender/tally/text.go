@@ -1,4 +1,4 @@
-package sender
+package tally
 
 import (
 	"fmt"

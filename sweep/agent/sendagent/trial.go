@@ -1,0 +1,32 @@
+package sendagent
+
+import (
+	"errors"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/sender"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
+)
+
+// Config is the trial as a sender configuration; the agent adds what is
+// its own (CPUs, I/O threads, clock, profiler, broker drivers).
+func Config(t protocol.SenderTrial) sender.Config {
+	sc := t.Scenario
+	return sender.Config{Endpoints: t.Endpoints, SenderID: t.SenderID, Threads: t.Threads, Rate: t.Rate,
+		Duration: t.Duration, Warmup: t.Warmup, StartAt: t.StartAt, Shape: t.Shape, BucketSize: t.BucketSize, Scenario: &sc,
+		Overflow: sender.Overflow(t.Overflow), Idle: sender.Idle(t.Idle), LateThreshold: t.LateThreshold, HWM: t.HWM,
+		EndTimeout: 5 * time.Second, Stalls: t.Stalls, SendWork: t.SendWork, StagePeriod: t.StagePeriod, SUTProcesses: t.SUTProcesses}
+}
+
+// Validate checks the trial as the agent will run it (the controller's
+// plan check too).
+func Validate(t protocol.SenderTrial) error {
+	if t.Duration <= 0 {
+		return errors.New("a sender trial needs a duration")
+	}
+	cfg := Config(t)
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	return protocol.ValidProfile(t.Profile)
+}
