@@ -17,6 +17,8 @@ import (
 func deployRun(t *testing.T, args ...string) (string, int) {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, "cpsweep"), append([]string{"deploy", "kubernetes"}, args...)...)
+	// the Secret's default folder is under the user's home: a test's own
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME=")
 	out, err := cmd.CombinedOutput()
 	return string(out), ExitCode(err)
 }
