@@ -19,15 +19,5 @@ Install libzmq (>= 4.3) with its development files and pkg-config, e.g.
 MSG
 	exit 1
 fi
-sudo=""
-if [ "$(id -u)" -ne 0 ]; then
-	if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-		sudo="sudo -n"
-	else
-		echo "missing: ${missing[*]}; run as root or: sudo apt-get install -y ${missing[*]}" >&2
-		exit 1
-	fi
-fi
-echo "installing ${missing[*]} with apt-get" >&2
-$sudo apt-get update -qq >/dev/null
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+. "$(dirname "$0")/apt-install.sh"
+apt_install "the build needs them" required "${missing[@]}"

@@ -29,16 +29,5 @@ if ! command -v apt-get >/dev/null 2>&1; then
 	echo "missing: ${missing[*]} (the tests that need them will skip)" >&2
 	exit 0
 fi
-sudo=""
-if [ "$(id -u)" -ne 0 ]; then
-	if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-		sudo="sudo -n"
-	else
-		echo "missing: ${missing[*]}; the tests that need them will skip (sudo apt-get install -y ${missing[*]})" >&2
-		exit 0
-	fi
-fi
-echo "installing ${missing[*]} with apt-get (once; a minute or two)" >&2
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1 ||
-	{ $sudo apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null; } ||
-	echo "could not install ${missing[*]}: the tests that need them will skip" >&2
+. "$(dirname "$0")/apt-install.sh"
+apt_install "the tests that need them will skip" optional "${missing[@]}"
