@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"math"
 	"testing"
 	"time"
 
@@ -32,8 +31,13 @@ func TestSweepMeasuresARelaysServiceRate(t *testing.T) {
 			t.Errorf("trial at %.0f: next limit %s (%s) %.0f, want the relay's backlog rate", tr.Rate, n.Stage, n.Method, n.TuplesPerS)
 			continue
 		}
-		if math.Abs(n.TuplesPerS/want-1) > 0.05 {
-			t.Errorf("trial at %.0f: the relay's backlog rate %.0f, want %.0f ± 5%%", tr.Rate, n.TuplesPerS, want)
+		// The relay never forwards faster than its schedule (+5% for the
+		// measurement), but runs in this test's process: on a host busy
+		// with the rest of the suite it is starved now and then and really
+		// forwards less (179.8 k/s measured in one CI run). The exact
+		// figure is the relay row's benchmark (TestBenchRelayRow).
+		if r := n.TuplesPerS / want; r > 1.05 || r < 0.85 {
+			t.Errorf("trial at %.0f: the relay's backlog rate %.0f, want %.0f (-15%%, +5%%)", tr.Rate, n.TuplesPerS, want)
 		}
 		if tr.Verdict.Pass && n.TuplesPerS < 0.95*tr.Rate {
 			t.Errorf("trial at %.0f passed, yet its next limit says %.0f", tr.Rate, n.TuplesPerS)
