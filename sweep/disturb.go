@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/cpustat"
+
 	"github.com/cloudprofiler-go/cp/diagnose"
 )
 
@@ -78,10 +80,10 @@ func (h HostRules) backoff(n int) time.Duration {
 // Attempt is a run of a trial's rate that the host disturbed: what it
 // showed, kept, but never judged.
 type Attempt struct {
-	Reason   string      `json:"reason"`
-	Pass     bool        `json:"pass"`
-	Achieved float64     `json:"achieved"`
-	Hosts    []AgentHost `json:"hosts"`
+	Reason   string              `json:"reason"`
+	Pass     bool                `json:"pass"`
+	Achieved float64             `json:"achieved"`
+	Hosts    []cpustat.AgentHost `json:"hosts"`
 }
 
 // DisturbedError ends a sweep whose host stayed disturbed through every
@@ -99,19 +101,19 @@ func (e *DisturbedError) Error() string {
 // disturbed says why the host disturbed a trial ("": it did not). The
 // agents on one host (by host name) are one: other processes are that
 // host's busy share minus all of their CPU.
-func (h HostRules) disturbed(hosts []AgentHost) string {
+func (h HostRules) disturbed(hosts []cpustat.AgentHost) string {
 	var why []string
-	for _, v := range hostViews(hosts) {
-		if v.cpus <= 0 {
+	for _, v := range cpustat.HostViews(hosts) {
+		if v.CPUs <= 0 {
 			continue
 		}
-		waiter, wait := diagnose.LongestWait(cpuAgents(v.agents))
-		where := fmt.Sprintf("host %s (%s)", v.name, nodeList(v.agents, ", "))
-		if h.MaxOthers > 0 && v.others > h.MaxOthers {
-			why = append(why, fmt.Sprintf("other processes used %.0f%% of %s's CPU", 100*v.others, where))
+		waiter, wait := diagnose.LongestWait(cpuAgents(v.Agents))
+		where := fmt.Sprintf("host %s (%s)", v.Name, nodeList(v.Agents, ", "))
+		if h.MaxOthers > 0 && v.Others > h.MaxOthers {
+			why = append(why, fmt.Sprintf("other processes used %.0f%% of %s's CPU", 100*v.Others, where))
 		}
-		if h.MaxSteal > 0 && v.steal > h.MaxSteal {
-			why = append(why, fmt.Sprintf("the hypervisor stole %.0f%% of %s's CPU", 100*v.steal, where))
+		if h.MaxSteal > 0 && v.Steal > h.MaxSteal {
+			why = append(why, fmt.Sprintf("the hypervisor stole %.0f%% of %s's CPU", 100*v.Steal, where))
 		}
 		if h.MaxWait > 0 && wait > h.MaxWait {
 			why = append(why, fmt.Sprintf("%s waited runnable %.0f%% of the time", waiter, 100*wait))
@@ -122,23 +124,23 @@ func (h HostRules) disturbed(hosts []AgentHost) string {
 
 // colocation says which agents share a host ("": none do), with the cores
 // each used in the trial: the answer is then a property of that host.
-func colocation(hosts []AgentHost) string {
+func colocation(hosts []cpustat.AgentHost) string {
 	var out []string
-	for _, v := range hostViews(hosts) {
-		if len(v.agents) < 2 && v.sut == 0 { // an agent without a host name is alone under its node's
+	for _, v := range cpustat.HostViews(hosts) {
+		if len(v.Agents) < 2 && v.SUT == 0 { // an agent without a host name is alone under its node's
 			continue
 		}
 		var each []string
-		for _, a := range v.agents {
+		for _, a := range v.Agents {
 			each = append(each, fmt.Sprintf("%s %.2f cores", a.Node, a.Process))
 		}
-		who := nodeList(v.agents, " and ")
-		if v.sut > 0 {
+		who := nodeList(v.Agents, " and ")
+		if v.SUT > 0 {
 			who += " and the system under test"
-			each = append(each, fmt.Sprintf("the system under test %.2f cores", v.sut))
+			each = append(each, fmt.Sprintf("the system under test %.2f cores", v.SUT))
 		}
-		line := fmt.Sprintf("%s share host %s's %d CPUs (%s): the answer is a property of that host, not of the system alone", who, v.name, v.cpus, strings.Join(each, ", "))
-		if waiter, wait := diagnose.LongestWait(cpuAgents(v.agents)); wait >= HotThreadWait {
+		line := fmt.Sprintf("%s share host %s's %d CPUs (%s): the answer is a property of that host, not of the system alone", who, v.Name, v.CPUs, strings.Join(each, ", "))
+		if waiter, wait := diagnose.LongestWait(cpuAgents(v.Agents)); wait >= HotThreadWait {
 			line += fmt.Sprintf("; their own threads filled it (%s waited runnable %.0f%% of the time), so the answer moves between sweeps with where the scheduler puts them: compare several sweeps, or put the sender and the receiver on separate hosts", waiter, 100*wait)
 		}
 		out = append(out, line)
@@ -147,7 +149,7 @@ func colocation(hosts []AgentHost) string {
 }
 
 // nodeList names the agents, joined by sep.
-func nodeList(as []AgentHost, sep string) string {
+func nodeList(as []cpustat.AgentHost, sep string) string {
 	var n []string
 	for _, a := range as {
 		n = append(n, a.Node)

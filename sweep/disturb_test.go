@@ -12,8 +12,8 @@ import (
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
-func agentHost(node, host string, busy, steal, process float64, threads ...cpustat.ThreadShare) AgentHost {
-	return AgentHost{Node: node, Host: host, Summary: cpustat.Summary{CPUs: 2, HostBusy: busy, HostSteal: steal, Process: process, Threads: threads}}
+func agentHost(node, host string, busy, steal, process float64, threads ...cpustat.ThreadShare) cpustat.AgentHost {
+	return cpustat.AgentHost{Node: node, Host: host, Summary: cpustat.Summary{CPUs: 2, HostBusy: busy, HostSteal: steal, Process: process, Threads: threads}}
 }
 
 // A trial is disturbed by other processes on a host (its busy share minus
@@ -25,20 +25,20 @@ func TestDisturbedByTheHost(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		rules HostRules
-		hosts []AgentHost
+		hosts []cpustat.AgentHost
 		want  string // "" = not disturbed
 	}{
 		{"a quiet loopback host: the two agents fill it", rules,
-			[]AgentHost{agentHost("receiver0", "vm", 0.65, 0, 0.73), agentHost("sender0", "vm", 0.66, 0, 0.55)}, ""},
+			[]cpustat.AgentHost{agentHost("receiver0", "vm", 0.65, 0, 0.73), agentHost("sender0", "vm", 0.66, 0, 0.55)}, ""},
 		{"a build beside the agents", rules,
-			[]AgentHost{agentHost("receiver0", "vm", 0.95, 0, 0.6), agentHost("sender0", "vm", 0.95, 0, 0.5)}, "other processes used 40% of host vm (receiver0, sender0)"},
+			[]cpustat.AgentHost{agentHost("receiver0", "vm", 0.95, 0, 0.6), agentHost("sender0", "vm", 0.95, 0, 0.5)}, "other processes used 40% of host vm (receiver0, sender0)"},
 		{"two hosts, one disturbed", rules,
-			[]AgentHost{agentHost("receiver0", "r", 0.4, 0, 0.8), agentHost("sender0", "s", 0.9, 0, 0.5)}, "host s (sender0)"},
-		{"steal", rules, []AgentHost{agentHost("sender0", "s", 0.3, 0.08, 0.5)}, "hypervisor stole 8%"},
+			[]cpustat.AgentHost{agentHost("receiver0", "r", 0.4, 0, 0.8), agentHost("sender0", "s", 0.9, 0, 0.5)}, "host s (sender0)"},
+		{"steal", rules, []cpustat.AgentHost{agentHost("sender0", "s", 0.3, 0.08, 0.5)}, "hypervisor stole 8%"},
 		{"a waiting hot thread, off by default", rules,
-			[]AgentHost{agentHost("receiver0", "r", 0.5, 0, 1, cpustat.ThreadShare{Name: "consumer", Runqueue: 0.4})}, ""},
+			[]cpustat.AgentHost{agentHost("receiver0", "r", 0.5, 0, 1, cpustat.ThreadShare{Name: "consumer", Runqueue: 0.4})}, ""},
 		{"a waiting hot thread, asked for", HostRules{MaxWait: 0.3},
-			[]AgentHost{agentHost("receiver0", "r", 0.5, 0, 1, cpustat.ThreadShare{Name: "consumer", Runqueue: 0.4}, cpustat.ThreadShare{Name: "other", Runqueue: 0.9})}, "receiver0/consumer waited runnable 40%"},
+			[]cpustat.AgentHost{agentHost("receiver0", "r", 0.5, 0, 1, cpustat.ThreadShare{Name: "consumer", Runqueue: 0.4}, cpustat.ThreadShare{Name: "other", Runqueue: 0.9})}, "receiver0/consumer waited runnable 40%"},
 		{"no accounting", rules, nil, ""},
 	} {
 		got := c.rules.disturbed(c.hosts)
@@ -52,19 +52,19 @@ func TestDisturbedByTheHost(t *testing.T) {
 }
 
 func TestColocation(t *testing.T) {
-	got := colocation([]AgentHost{agentHost("receiver0", "vm", 0.6, 0, 0.73), agentHost("sender0", "vm", 0.6, 0, 0.55)})
+	got := colocation([]cpustat.AgentHost{agentHost("receiver0", "vm", 0.6, 0, 0.73), agentHost("sender0", "vm", 0.6, 0, 0.55)})
 	if !strings.Contains(got, "receiver0 and sender0 share host vm's 2 CPUs (receiver0 0.73 cores, sender0 0.55 cores)") {
 		t.Fatalf("%q", got)
 	}
 	if strings.Contains(got, "waited runnable") {
 		t.Fatalf("no thread waited, but %q", got)
 	}
-	if got := colocation([]AgentHost{agentHost("receiver0", "r", 0.6, 0, 0.73), agentHost("sender0", "s", 0.6, 0, 0.55)}); got != "" {
+	if got := colocation([]cpustat.AgentHost{agentHost("receiver0", "r", 0.6, 0, 0.73), agentHost("sender0", "s", 0.6, 0, 0.55)}); got != "" {
 		t.Fatalf("agents on two hosts: %q", got)
 	}
 	// The harness's own threads filled the host: the answer moves between
 	// sweeps with their placement (the demo's quiet sweeps: 2.0-6.7 M/s).
-	got = colocation([]AgentHost{agentHost("receiver0", "vm", 0.8, 0, 0.7, cpustat.ThreadShare{Name: "consumer", Runqueue: 0.6}), agentHost("sender0", "vm", 0.8, 0, 0.9)})
+	got = colocation([]cpustat.AgentHost{agentHost("receiver0", "vm", 0.8, 0, 0.7, cpustat.ThreadShare{Name: "consumer", Runqueue: 0.6}), agentHost("sender0", "vm", 0.8, 0, 0.9)})
 	if !strings.Contains(got, "receiver0/consumer waited runnable 60%") || !strings.Contains(got, "compare several sweeps") {
 		t.Fatalf("%q", got)
 	}
@@ -112,7 +112,7 @@ func TestDisturbedTrialsAreRepeated(t *testing.T) {
 // decides it (the demo's line said "thread0 late on its own" while the
 // report's section said "no stage identified").
 func TestOneVerdictOfTheLimit(t *testing.T) {
-	tr := Trial{Verdict: Verdict{Pass: false}, Hosts: []AgentHost{agentHost("sender0", "vm", 0.97, 0, 0.9, cpustat.ThreadShare{Name: "thread0", Cores: 0.4, Runqueue: 0.3})}}
+	tr := Trial{Verdict: Verdict{Pass: false}, Hosts: []cpustat.AgentHost{agentHost("sender0", "vm", 0.97, 0, 0.9, cpustat.ThreadShare{Name: "thread0", Cores: 0.4, Runqueue: 0.3})}}
 	d := &diagnose.Diagnosis{Limiting: "none"}
 	verdictOfLimit(&tr, d)
 	if tr.LimitingStage != HostCPU || d.Limiting != tr.LimitingStage || d.Evidence != tr.LimitingEvidence {

@@ -2,7 +2,6 @@ package sweep
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/cloudprofiler-go/cp/cpustat"
@@ -10,115 +9,34 @@ import (
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
-// AgentHost is one agent's host accounting over a trial (package cpustat):
-// its threads' CPU and run-queue wait, and what the host did meanwhile.
-type AgentHost struct {
-	Node string `json:"node"` // sender0, receiver0, ...
-	Host string `json:"host"` // the agent's host name: agents on one host share its CPUs
-	cpustat.Summary
-}
-
 // trialHosts takes every agent's host summary out of the trial's outcome;
 // hostOf names each node's host.
-func trialHosts(o *Outcome, hostOf map[string]string) []AgentHost {
+func trialHosts(o *Outcome, hostOf map[string]string) []cpustat.AgentHost {
 	if o == nil {
 		return nil
 	}
-	var out []AgentHost
+	var out []cpustat.AgentHost
 	for i, r := range o.Receivers {
 		if r != nil && r.Host != nil && r.Host.Error == "" {
 			node := fmt.Sprintf("receiver%d", i)
-			out = append(out, AgentHost{Node: node, Host: hostOf[node], Summary: r.Host.Summary})
+			out = append(out, cpustat.AgentHost{Node: node, Host: hostOf[node], Summary: r.Host.Summary})
 		}
 	}
 	for i, s := range o.Senders {
 		if s != nil && s.Host != nil && s.Host.Error == "" {
 			node := fmt.Sprintf("sender%d", i)
-			out = append(out, AgentHost{Node: node, Host: hostOf[node], Summary: s.Host.Summary})
+			out = append(out, cpustat.AgentHost{Node: node, Host: hostOf[node], Summary: s.Host.Summary})
 		}
-	}
-	return out
-}
-
-// hostView is one host over a trial: the agents on it (by host name) and
-// what the host did, other processes net of every one of them.
-type hostView struct {
-	name              string
-	cpus              int
-	busy, steal, ours float64 // shares of the host's CPUs; ours in cores
-	sut               float64 // cores of the system under test's processes here
-	others            float64 // share of the host's CPUs
-	agents            []AgentHost
-}
-
-// hostViews groups a trial's agents by host, in name order.
-func hostViews(hosts []AgentHost) []hostView {
-	byHost := map[string]*hostView{}
-	var names []string
-	for _, a := range hosts {
-		key := a.Host
-		if key == "" {
-			key = a.Node
-		}
-		v := byHost[key]
-		if v == nil {
-			v = &hostView{name: key, cpus: a.CPUs}
-			byHost[key] = v
-			names = append(names, key)
-		}
-		v.busy, v.steal = max(v.busy, a.HostBusy), max(v.steal, a.HostSteal)
-		v.ours += a.Process
-		v.sut = max(v.sut, a.SUT) // every agent here reads the same processes
-		v.agents = append(v.agents, a)
-	}
-	sort.Strings(names)
-	out := make([]hostView, 0, len(names))
-	for _, n := range names {
-		v := byHost[n]
-		if v.cpus > 0 {
-			v.others = max(v.busy-(v.ours+v.sut)/float64(v.cpus), 0)
-		}
-		out = append(out, *v)
 	}
 	return out
 }
 
 // hostLine says what the hosts did during a trial, for its progress line.
 func hostLine(t Trial) string {
-	if l := HostsLine(t.Hosts); l != "" {
+	if l := cpustat.HostsLine(t.Hosts); l != "" {
 		return "host: " + l
 	}
 	return ""
-}
-
-// HostsLine says what the hosts did during a trial: per host, its busy,
-// stolen and other processes' shares (net of every agent on it), and per
-// agent the cores it used and its busiest thread with the share of the
-// time it waited runnable; then the profiler's threads. The sweep's
-// progress and the report print it alike.
-func HostsLine(hosts []AgentHost) string {
-	if len(hosts) == 0 {
-		return ""
-	}
-	var parts []string
-	for _, v := range hostViews(hosts) {
-		p := fmt.Sprintf("%s busy %.0f%% of %d CPUs, steal %.1f%%, other processes %.0f%%", v.name, 100*v.busy, v.cpus, 100*v.steal, 100*v.others)
-		if v.sut > 0 {
-			p += fmt.Sprintf(", the system under test %.2f cores", v.sut)
-		}
-		for _, a := range v.agents {
-			p += fmt.Sprintf("; %s %.2f cores", a.Node, a.Process)
-			if len(a.Threads) > 0 {
-				top := a.Threads[0]
-				p += fmt.Sprintf(" (%s %.2f, waited %.0f%%)", top.Name, top.Cores, 100*top.Runqueue)
-			}
-		}
-		parts = append(parts, p)
-	}
-	if cores, share, ok := profilerCost(hosts); ok {
-		parts = append(parts, fmt.Sprintf("the profiler's threads %.3f cores (%.1f%% of the agents' CPU)", cores, 100*share))
-	}
-	return strings.Join(parts, " | ")
 }
 
 // HostCPU is the limiting "stage" of a trial that the host's CPUs limited
@@ -133,7 +51,7 @@ const (
 )
 
 // cpuAgents is the agents' accounting as the host CPU rule reads it.
-func cpuAgents(hosts []AgentHost) []diagnose.AgentCPU {
+func cpuAgents(hosts []cpustat.AgentHost) []diagnose.AgentCPU {
 	out := make([]diagnose.AgentCPU, len(hosts))
 	for i, h := range hosts {
 		out[i] = diagnose.AgentCPU{Node: h.Node, Summary: h.Summary}
@@ -180,8 +98,8 @@ func hostCPUBehind(t *Trial, named string) (why, short string) {
 		who = append(who, p)
 	}
 	others := 0.0
-	for _, v := range hostViews(t.Hosts) {
-		others = max(others, v.others)
+	for _, v := range cpustat.HostViews(t.Hosts) {
+		others = max(others, v.Others)
 	}
 	short = fmt.Sprintf("host busy %.0f%% of %d CPUs", 100*held.Busy, t.Hosts[0].CPUs)
 	why = fmt.Sprintf("%s: %s, other processes %.0f%%", short, strings.Join(who, ", "), 100*others)
@@ -211,12 +129,6 @@ func (m machineNames) host(info protocol.AgentInfo) string {
 
 // ProfilerCost is what the profiler's own threads used over the trial,
 // summed over its agents (cpustat.ProfilerCost).
-func (t Trial) ProfilerCost() (cores, share float64, ok bool) { return profilerCost(t.Hosts) }
-
-func profilerCost(hosts []AgentHost) (cores, share float64, ok bool) {
-	sums := make([]cpustat.Summary, len(hosts))
-	for i, h := range hosts {
-		sums[i] = h.Summary
-	}
-	return cpustat.ProfilerCost(sums)
+func (t Trial) ProfilerCost() (cores, share float64, ok bool) {
+	return cpustat.AgentsProfilerCost(t.Hosts)
 }

@@ -88,18 +88,18 @@ func TestBrokerLagGrowthAddsEveryConsumer(t *testing.T) {
 // left out of "other processes" on their host (counted once however many
 // agents read them), and the co-location line names the system.
 func TestSystemUnderTestIsNotOtherWork(t *testing.T) {
-	agent := func(node string, process, sut float64) AgentHost {
-		return AgentHost{Node: node, Host: "vm", Summary: cpustat.Summary{CPUs: 2, HostBusy: 0.9, Process: process, SUT: sut}}
+	agent := func(node string, process, sut float64) cpustat.AgentHost {
+		return cpustat.AgentHost{Node: node, Host: "vm", Summary: cpustat.Summary{CPUs: 2, HostBusy: 0.9, Process: process, SUT: sut}}
 	}
-	v := hostViews([]AgentHost{agent("sender0", 0.4, 0.8), agent("receiver0", 0.4, 0.8)})
+	v := cpustat.HostViews([]cpustat.AgentHost{agent("sender0", 0.4, 0.8), agent("receiver0", 0.4, 0.8)})
 	// busy 90% of 2 CPUs; ours 0.8 cores and the system's 0.8: others 10%
-	if len(v) != 1 || v[0].sut != 0.8 || v[0].others < 0.09 || v[0].others > 0.11 {
+	if len(v) != 1 || v[0].SUT != 0.8 || v[0].Others < 0.09 || v[0].Others > 0.11 {
 		t.Fatalf("views %+v: want the system's 0.8 cores once and 10%% others", v)
 	}
-	if line := colocation([]AgentHost{agent("sender0", 0.4, 0.8)}); !strings.Contains(line, "sender0 and the system under test share host vm") {
+	if line := colocation([]cpustat.AgentHost{agent("sender0", 0.4, 0.8)}); !strings.Contains(line, "sender0 and the system under test share host vm") {
 		t.Errorf("co-location %q: one agent beside the system is co-located too", line)
 	}
-	if !strings.Contains(hostLine(Trial{Hosts: []AgentHost{agent("sender0", 0.4, 0.8)}}), "the system under test 0.80 cores") {
+	if !strings.Contains(hostLine(Trial{Hosts: []cpustat.AgentHost{agent("sender0", 0.4, 0.8)}}), "the system under test 0.80 cores") {
 		t.Error("the host line does not show the system's cores")
 	}
 }

@@ -263,8 +263,8 @@ func TestFastRechecksAnAnswerItsEstimatesDoubt(t *testing.T) {
 // threads and libzmq's filled both cores); a saturated consumer with its
 // own CPU stays the limit.
 func TestHostCPULimit(t *testing.T) {
-	host := func(node string, busy float64, threads ...cpustat.ThreadShare) AgentHost {
-		return AgentHost{Node: node, Summary: cpustat.Summary{CPUs: 2, HostBusy: busy, Process: 0.8, Threads: threads}}
+	host := func(node string, busy float64, threads ...cpustat.ThreadShare) cpustat.AgentHost {
+		return cpustat.AgentHost{Node: node, Summary: cpustat.Summary{CPUs: 2, HostBusy: busy, Process: 0.8, Threads: threads}}
 	}
 	fail := Verdict{Pass: false}
 	for _, c := range []struct {
@@ -273,26 +273,26 @@ func TestHostCPULimit(t *testing.T) {
 		want bool
 	}{
 		{"a victim thread on saturated CPUs", Trial{Verdict: fail, LimitingStage: "thread0", LimitingEvidence: "late on its own: p99 lateness 5.5ms",
-			Hosts: []AgentHost{host("sender0", 0.97, cpustat.ThreadShare{Name: "zmq-io", Cores: 0.4}, cpustat.ThreadShare{Name: "thread0", Cores: 0.34, Runqueue: 0.1})}}, true},
+			Hosts: []cpustat.AgentHost{host("sender0", 0.97, cpustat.ThreadShare{Name: "zmq-io", Cores: 0.4}, cpustat.ThreadShare{Name: "thread0", Cores: 0.34, Runqueue: 0.1})}}, true},
 		{"no stage, a hot thread held back", Trial{Verdict: fail, LimitingStage: "none",
-			Hosts: []AgentHost{host("receiver0", 0.7, cpustat.ThreadShare{Name: "consumer", Cores: 0.2, Runqueue: 0.4})}}, true},
+			Hosts: []cpustat.AgentHost{host("receiver0", 0.7, cpustat.ThreadShare{Name: "consumer", Cores: 0.2, Runqueue: 0.4})}}, true},
 		{"a saturated consumer on a quiet host", Trial{Verdict: fail, LimitingStage: "consumer", LimitingEvidence: "busy 95%",
-			Hosts: []AgentHost{host("receiver0", 0.6, cpustat.ThreadShare{Name: "consumer", Cores: 0.95, Runqueue: 0.02})}}, false},
+			Hosts: []cpustat.AgentHost{host("receiver0", 0.6, cpustat.ThreadShare{Name: "consumer", Cores: 0.95, Runqueue: 0.02})}}, false},
 		// The demo's limit: the transport named (the lane idle, the sender
 		// blocked), the host 72% busy, libzmq's I/O threads waiting to run
 		// a third of the time: the transport did not get the CPU.
 		{"a transport whose I/O threads waited to run", Trial{Verdict: fail, LimitingStage: "stream0", LimitingEvidence: "stream0: lane0 idle 68%, thread0 blocked 8%",
-			Hosts: []AgentHost{host("receiver0", 0.72, cpustat.ThreadShare{Name: "zmq-io", Cores: 0.23, Runqueue: 0.34}, cpustat.ThreadShare{Name: "lane0", Cores: 0.2, Runqueue: 0.2})}}, true},
+			Hosts: []cpustat.AgentHost{host("receiver0", 0.72, cpustat.ThreadShare{Name: "zmq-io", Cores: 0.23, Runqueue: 0.34}, cpustat.ThreadShare{Name: "lane0", Cores: 0.2, Runqueue: 0.2})}}, true},
 		// Which hot thread waited longest is noise when several waited a
 		// third of the time: the sender's thread led by a point, its
 		// I/O threads waited as long (a demo beside a spinning process).
 		{"a transport whose I/O threads waited, another thread a point longer", Trial{Verdict: fail, LimitingStage: "stream0", LimitingEvidence: "stream0: lane0 idle 57%, thread0 blocked 9%",
-			Hosts: []AgentHost{host("sender0", 0.86, cpustat.ThreadShare{Name: "thread0", Cores: 0.32, Runqueue: 0.355}, cpustat.ThreadShare{Name: "zmq-io", Cores: 0.18, Runqueue: 0.35})}}, true},
+			Hosts: []cpustat.AgentHost{host("sender0", 0.86, cpustat.ThreadShare{Name: "thread0", Cores: 0.32, Runqueue: 0.355}, cpustat.ThreadShare{Name: "zmq-io", Cores: 0.18, Runqueue: 0.35})}}, true},
 		{"a transport with CPU to spare (a full network)", Trial{Verdict: fail, LimitingStage: "stream0", LimitingEvidence: "stream0: lane0 idle 90%, thread0 blocked 80%",
-			Hosts: []AgentHost{host("receiver0", 0.3, cpustat.ThreadShare{Name: "zmq-io", Cores: 0.2, Runqueue: 0.03})}}, false},
+			Hosts: []cpustat.AgentHost{host("receiver0", 0.3, cpustat.ThreadShare{Name: "zmq-io", Cores: 0.2, Runqueue: 0.03})}}, false},
 		{"a relay, whatever the I/O threads did", Trial{Verdict: fail, LimitingStage: "sut/stream0", LimitingEvidence: "sut/stream0: queue 24 -> 88, lane0 idle 98%",
-			Hosts: []AgentHost{host("receiver0", 0.5, cpustat.ThreadShare{Name: "zmq-io", Cores: 0.2, Runqueue: 0.3})}}, false},
-		{"a pass", Trial{Verdict: Verdict{Pass: true}, Hosts: []AgentHost{host("sender0", 0.99)}}, false},
+			Hosts: []cpustat.AgentHost{host("receiver0", 0.5, cpustat.ThreadShare{Name: "zmq-io", Cores: 0.2, Runqueue: 0.3})}}, false},
+		{"a pass", Trial{Verdict: Verdict{Pass: true}, Hosts: []cpustat.AgentHost{host("sender0", 0.99)}}, false},
 		{"no accounting", Trial{Verdict: fail, LimitingStage: "none"}, false},
 	} {
 		why := ""
@@ -361,15 +361,15 @@ func TestRecheckLimitsMarksWhatLaterTrialsDisproved(t *testing.T) {
 // rate is what libzmq's I/O threads delivered while they waited to run a
 // third of the time, not what the transport could do.
 func TestHostCPUNextLimit(t *testing.T) {
-	starved := []AgentHost{{Node: "sender0", Summary: cpustat.Summary{CPUs: 2, HostBusy: 0.72, Process: 0.85,
+	starved := []cpustat.AgentHost{{Node: "sender0", Summary: cpustat.Summary{CPUs: 2, HostBusy: 0.72, Process: 0.85,
 		Threads: []cpustat.ThreadShare{{Name: "thread0", Cores: 0.47, Runqueue: 0.17}, {Name: "zmq-io", Cores: 0.33, Runqueue: 0.35}}}}}
-	quiet := []AgentHost{{Node: "receiver0", Summary: cpustat.Summary{CPUs: 2, HostBusy: 0.5, Process: 0.9,
+	quiet := []cpustat.AgentHost{{Node: "receiver0", Summary: cpustat.Summary{CPUs: 2, HostBusy: 0.5, Process: 0.9,
 		Threads: []cpustat.ThreadShare{{Name: "lane0", Cores: 0.9, Runqueue: 0.03}}}}}
 	for _, c := range []struct {
 		name    string
 		stage   string
 		pass    bool
-		hosts   []AgentHost
+		hosts   []cpustat.AgentHost
 		want    string
 		through string
 	}{
@@ -377,7 +377,7 @@ func TestHostCPUNextLimit(t *testing.T) {
 		{"the same at a passing trial", "stream0", true, starved, HostCPU, "stream0"},
 		{"a relay stays the system under test", "sut/stream0", false, starved, "sut/stream0", ""},
 		{"a saturated lane on a quiet host", "receiver0/lane0", false, quiet, "receiver0/lane0", ""},
-		{"a lane that waited to run", "sender0/thread0", false, []AgentHost{{Node: "sender0", Summary: cpustat.Summary{CPUs: 2, HostBusy: 0.7,
+		{"a lane that waited to run", "sender0/thread0", false, []cpustat.AgentHost{{Node: "sender0", Summary: cpustat.Summary{CPUs: 2, HostBusy: 0.7,
 			Threads: []cpustat.ThreadShare{{Name: "thread0", Cores: 0.5, Runqueue: 0.4}}}}}, HostCPU, "sender0/thread0"},
 	} {
 		tr := Trial{Verdict: Verdict{Pass: c.pass}, Hosts: c.hosts, NextLimit: &NextLimit{Limit: servicerate.Limit{Stage: c.stage, Method: servicerate.MethodBacklog, TuplesPerS: 7.6e6}}}

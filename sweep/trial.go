@@ -3,6 +3,8 @@ package sweep
 import (
 	"time"
 
+	"github.com/cloudprofiler-go/cp/cpustat"
+
 	"github.com/cloudprofiler-go/cp/servicerate"
 )
 
@@ -35,7 +37,7 @@ type Trial struct {
 	// Hosts is every agent's host accounting over the trial: its threads'
 	// CPU and run-queue wait, the host's busy, stolen and other processes'
 	// shares (package cpustat; none off Linux).
-	Hosts []AgentHost `json:"hosts,omitempty"`
+	Hosts []cpustat.AgentHost `json:"hosts,omitempty"`
 	// Disturbed are the runs of this trial's rate that its host disturbed
 	// (other processes, steal: HostRules) before this one: repeated, never
 	// judged.

@@ -124,16 +124,16 @@ func TestProfiledLineSaysWhatTheVerdictMeans(t *testing.T) {
 		{"no profiled trial", []Trial{{Purpose: "confirm", Rate: 1e6, Verdict: pass}}, nil, false},
 		{"passed", []Trial{{Purpose: "profile", Rate: 9e5, Verdict: pass}},
 			[]string{"profiled trial at 900.0 k/s (90% of the answer) passed", "profiles/"}, false},
-		{"passed, with the profiler's threads accounted", []Trial{{Purpose: "profile", Rate: 9e5, Verdict: pass, Hosts: []AgentHost{
+		{"passed, with the profiler's threads accounted", []Trial{{Purpose: "profile", Rate: 9e5, Verdict: pass, Hosts: []cpustat.AgentHost{
 			{Node: "sender0", Summary: cpustat.Summary{Process: 0.6, Threads: []cpustat.ThreadShare{{Name: "thread0", Cores: 0.5}, {Name: cpustat.Profiler, Cores: 0.012}}}},
 			{Node: "receiver0", Summary: cpustat.Summary{Process: 0.4, Threads: []cpustat.ThreadShare{{Name: cpustat.Profiler, Cores: 0.008}}}},
 		}}},
 			[]string{"(90% of the answer; the profiler's threads used 0.020 cores, 2.0% of the agents' CPU) passed"}, false},
-		{"failed below the answer, the profile's measured cost well inside the headroom", []Trial{{Purpose: "profile", Rate: 9e5, Verdict: fail, Hosts: []AgentHost{
+		{"failed below the answer, the profile's measured cost well inside the headroom", []Trial{{Purpose: "profile", Rate: 9e5, Verdict: fail, Hosts: []cpustat.AgentHost{
 			{Node: "sender0", Summary: cpustat.Summary{Process: 1, Threads: []cpustat.ThreadShare{{Name: cpustat.Profiler, Cores: 0.01}}}},
 		}}},
 			[]string{"FAILED (lateness", "the answer stands", "1.0% in its threads", "10% headroom", "not the likely", "busier", "optimistic"}, false},
-		{"failed below the answer, the profile's cost near the headroom", []Trial{{Purpose: "profile", Rate: 9e5, Verdict: fail, Hosts: []AgentHost{
+		{"failed below the answer, the profile's cost near the headroom", []Trial{{Purpose: "profile", Rate: 9e5, Verdict: fail, Hosts: []cpustat.AgentHost{
 			{Node: "sender0", Summary: cpustat.Summary{Process: 1, Threads: []cpustat.ThreadShare{{Name: cpustat.Profiler, Cores: 0.06}}}},
 		}}},
 			[]string{"FAILED (lateness", "Either the profile costs", "headroom", "optimistic"}, false},

@@ -9,12 +9,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/cpustat"
+
 	"github.com/cloudprofiler-go/cp/analysis"
 	"github.com/cloudprofiler-go/cp/analysis/rundir"
 	"github.com/cloudprofiler-go/cp/internal/atomicfile"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/internal/readfile"
-	"github.com/cloudprofiler-go/cp/sweep"
 )
 
 // File is the report's name inside the run directory.
@@ -228,11 +229,11 @@ func trialRows(d *rundir.Dir) []trialRow {
 			}
 		}
 		r.Failed = strings.Join(failed, "; ")
-		hosts := make([]sweep.AgentHost, len(t.Hosts))
+		hosts := make([]cpustat.AgentHost, len(t.Hosts))
 		for i, h := range t.Hosts {
-			hosts[i] = sweep.AgentHost{Node: h.Node, Host: h.Host, Summary: h.Summary}
+			hosts[i] = cpustat.AgentHost{Node: h.Node, Host: h.Host, Summary: h.Summary}
 		}
-		r.Host = sweep.HostsLine(hosts) // as the sweep's progress said it
+		r.Host = cpustat.HostsLine(hosts) // as the sweep's progress said it
 		if o, err := d.Outcome(t.N); err == nil {
 			if len(o.Outcome.Senders) > 0 {
 				r.LatenessP99 = dur(o.Outcome.Senders[0].Lateness.P99)

@@ -138,6 +138,7 @@ func TestImportRules(t *testing.T) {
 		{"internal/termsafe", "internal/ holds leaf helpers", []string{"tsc/...", "sender", "receiver", "profiler/...", "sweep/...", "analysis/...", "stage"}},
 		{"analysis", "the join knows nothing of the activity graph, which consumes it (all the graph's code is in analysis/activity)", []string{"analysis/activity", "analysis/report"}},
 		{"analysis/activity", "the activity graph is analysis; the live view is sweep/watch's", []string{"sweep/...", "analysis/report"}},
+		{"analysis/...", "the analyses read run directories; they import nothing of the sweep that writes them (an arrow back up)", []string{"sweep/..."}},
 	}
 	for name, p := range all {
 		for _, imp := range inModule(p.Imports) {
