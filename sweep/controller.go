@@ -461,6 +461,22 @@ func (c *Controller) AgentsSummary() string {
 	return fmt.Sprintf("senders %s -> receivers %s (data %s)", strings.Join(s, ","), strings.Join(r, ","), strings.Join(c.endpoints, ","))
 }
 
+// BlackBox is the system between the senders and the receivers, as the
+// diagnosis names it (Report.BlackBox), from the plan and the receivers'
+// data endpoints.
+func (c *Controller) BlackBox() string {
+	if c.Plan.Relay {
+		return "sut"
+	}
+	for _, ep := range c.endpoints {
+		if driver.IsBroker(ep) {
+			scheme, _, _ := strings.Cut(ep, "://")
+			return scheme
+		}
+	}
+	return ""
+}
+
 // NodeNames names the agents as the run directory does: receiver0, ...,
 // sender0, ... (the TSC relation and the collected profiles use them).
 func (c *Controller) NodeNames() map[string]*protocol.Client {

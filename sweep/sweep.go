@@ -33,6 +33,12 @@ type Report struct {
 	Search        Search               `json:"search"`
 	Agents        []protocol.AgentInfo `json:"agents"`
 	Topology      string               `json:"topology"`
+	// BlackBox is the system the data went through between the senders
+	// and the receivers, as the diagnosis names its stages: "sut" in a
+	// relayed sweep, a broker's scheme ("nats", "kafka", ...), or "" when
+	// it went straight over the transport. Written so that no reader parses
+	// Topology, which is for people.
+	BlackBox string `json:"black_box,omitempty"`
 	Result        *Result              `json:"result"`
 	Interrupted   bool                 `json:"interrupted"`
 	// Invalid is the trial that ended the sweep because an agent failed
@@ -254,7 +260,7 @@ func (s *Sweep) begin(agents []protocol.AgentInfo) error {
 		}
 	}
 	s.report = Report{FormatVersion: rundir.FormatVersion, Name: s.Name, Started: time.Now().UTC(), Plan: s.Ctrl.Plan,
-		Search: s.Search, Agents: agents, Topology: s.Ctrl.AgentsSummary(), Dir: s.Run.Dir, HostRules: &s.Host}
+		Search: s.Search, Agents: agents, Topology: s.Ctrl.AgentsSummary(), BlackBox: s.Ctrl.BlackBox(), Dir: s.Run.Dir, HostRules: &s.Host}
 	if err := s.Run.WriteJSON("config.json", map[string]any{"plan": s.Ctrl.Plan, "search": s.Search, "agents": agents,
 		"topology": s.report.Topology, "args": s.Args, "profile": s.ProfileYAML, "profile_at": s.ProfileAt, "profile_at_limit": s.ProfileAtLimit, "profile_rate": s.ProfileRate, "profile_search": s.ProfileSearch,
 		"clock": s.Clock}); err != nil {

@@ -56,6 +56,7 @@ type Summary struct {
 	Name          string    `json:"name"`
 	Started       time.Time `json:"started"`
 	Topology      string    `json:"topology"`
+	BlackBoxName  string    `json:"black_box"` // see BlackBox
 	Interrupted   bool      `json:"interrupted"`
 	// ProfileSkipped says why a requested profiled trial did not run.
 	ProfileSkipped string `json:"profile_skipped"`
@@ -209,6 +210,11 @@ func (s *Summary) RateTrial() *TrialRecord {
 // a relayed sweep, a broker's scheme, e.g. "nats"), or "" when the data
 // went straight from sender to receiver over the transport.
 func (s *Summary) BlackBox() string {
+	if s.BlackBoxName != "" {
+		return s.BlackBoxName
+	}
+	// A run directory written before summary.json said it: from the plan
+	// and the topology line, as those sweeps wrote them.
 	var plan struct {
 		Relay bool `json:"relay"`
 	}

@@ -36,6 +36,11 @@ func TestSweepThroughNATS(t *testing.T) {
 		if d, err := os.ReadFile(filepath.Join(rep.Dir, "diagnosis.json")); err != nil || !strings.Contains(string(d), `"`+drv+`/stream`) {
 			t.Errorf("%s: diagnosis.json has no %s/stream<N> stage (%v)", sut, drv, err)
 		}
+		// and summary.json says which system was in the path, so no reader
+		// parses the topology line
+		if b, err := os.ReadFile(filepath.Join(rep.Dir, "summary.json")); err != nil || !strings.Contains(string(b), `"black_box": "`+drv+`"`) {
+			t.Errorf("%s: summary.json does not name the black box %q (%v)", sut, drv, err)
+		}
 		base, _, _ := strings.Cut(sut, "?")
 		if out := p.Stderr.String(); !strings.Contains(out, base+".0") || !strings.Contains(out, base+".1") {
 			t.Errorf("%s: the lanes' subjects %s.0 and .1 are not in the sweep's topology line:\n%s", sut, base, out)
