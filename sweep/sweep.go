@@ -38,9 +38,9 @@ type Report struct {
 	// relayed sweep, a broker's scheme ("nats", "kafka", ...), or "" when
 	// it went straight over the transport. Written so that no reader parses
 	// Topology, which is for people.
-	BlackBox string `json:"black_box,omitempty"`
-	Result        *Result              `json:"result"`
-	Interrupted   bool                 `json:"interrupted"`
+	BlackBox    string  `json:"black_box,omitempty"`
+	Result      *Result `json:"result"`
+	Interrupted bool    `json:"interrupted"`
 	// Invalid is the trial that ended the sweep because an agent failed
 	// (nil when none did): its rate was never judged.
 	Invalid *InvalidTrial `json:"invalid,omitempty"`
