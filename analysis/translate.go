@@ -19,11 +19,10 @@ type translator struct {
 	rf        *probing.RelationFile
 	names     []string
 	index     map[string]int
-	// isRef marks the reference and every node on its clock: agents on one
-	// machine read one TSC (the same boot id, both reading the TSC or both
-	// the monotonic fallback), so their ticks are the reference's, exactly.
-	isRef []bool
-	// clock numbers the nodes' clocks: equal for nodes on one machine.
+	// isRef, clock, lin and paper are the one rule of a point's
+	// translation (probing.Points), whose slices they are.
+	pts      *probing.Points
+	isRef    []bool
 	clock    []int
 	lin      []*tsc.LinearRelation // node -> reference
 	paper    []*tsc.PaperRelation
@@ -59,28 +58,9 @@ func newTranslator(d *rundir.Dir, nodes []string) (*translator, error) {
 	if t.hz <= 0 {
 		return nil, fmt.Errorf("relation.json: the reference %s has no TSC frequency", rf.Reference)
 	}
-	t.clock = clocks(rf, nodes)
-	ref := -1
-	for i, n := range nodes {
-		if n == rf.Reference {
-			ref = i
-		}
-	}
-	for i, n := range nodes {
-		if n == rf.Reference || (ref >= 0 && t.clock[i] == t.clock[ref]) {
-			t.isRef[i] = true
-			continue
-		}
-		lin, err := rf.Linear(n, rf.Reference)
-		if err != nil {
-			t.problems = append(t.problems, fmt.Sprintf("%s -> %s: no tighter relation: %v", n, rf.Reference, err))
-		} else {
-			t.lin[i] = lin
-		}
-		if p, err := rf.Paper(n); err == nil {
-			t.paper[i] = p
-		}
-	}
+	t.pts = rf.PointsFor(nodes)
+	t.isRef, t.clock, t.lin, t.paper = t.pts.IsRef, t.pts.Clock, t.pts.Lin, t.pts.Paper
+	t.problems = append(t.problems, t.pts.Problems...)
 	// Direct relations between non-reference nodes, for Scenario 3.
 	t.between = make([][]*tsc.LinearRelation, len(nodes))
 	for i, x := range nodes {
@@ -94,32 +74,6 @@ func newTranslator(d *rundir.Dir, nodes []string) (*translator, error) {
 		}
 	}
 	return t, nil
-}
-
-// clocks numbers each node's clock (probing.Info.Clock): nodes on one
-// machine reading the same kind of counter share one; any other node, and
-// one whose clock is unknown, has its own.
-func clocks(rf *probing.RelationFile, nodes []string) []int {
-	byName := map[string]string{}
-	for _, n := range rf.Nodes {
-		if c := n.Info.Clock(); c != "" {
-			byName[n.Name] = c
-		}
-	}
-	ids := map[string]int{}
-	out := make([]int, len(nodes))
-	for i, n := range nodes {
-		c, ok := byName[n]
-		if !ok {
-			out[i] = -1 - i // a clock of its own
-			continue
-		}
-		if _, seen := ids[c]; !seen {
-			ids[c] = i
-		}
-		out[i] = ids[c]
-	}
-	return out
 }
 
 // sameClock says whether two nodes read one clock (one machine).
@@ -144,25 +98,17 @@ func hzFromConfig(d *rundir.Dir) float64 {
 	return 0
 }
 
-// point translates one node's TSC value into the reference's ticks: the
-// narrower of the tighter and the paper's bound. ok is false when there is
-// none.
+// point translates one node's TSC value into the reference's ticks
+// (probing.Points.At; a node's own ticks without a relation). ok is false
+// when there is no bound.
 func (t *translator) point(node int, v uint64) (tsc.Bound, bool) {
-	if t.isRef[node] {
-		return tsc.Bound{Value: float64(v)}, true
-	}
-	best, ok := tsc.Bound{}, false
-	if lin := t.lin[node]; lin != nil {
-		if b, err := lin.Translate(v); err == nil {
-			best, ok = b, true
+	if t.pts == nil {
+		if t.isRef[node] {
+			return tsc.Bound{Value: float64(v)}, true
 		}
+		return tsc.Bound{}, false
 	}
-	if p := t.paper[node]; p != nil {
-		if a, e, err := p.Translate(v); err == nil && (!ok || e < best.Err) {
-			best, ok = tsc.Bound{Value: a, Err: e}, true
-		}
-	}
-	return best, ok
+	return t.pts.At(node, v)
 }
 
 // approxFunc returns a quick mapping of a node's ticks to reference ticks,

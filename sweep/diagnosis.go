@@ -24,17 +24,25 @@ import (
 // cannot, the wall clocks are used for that sample).
 type Align func(node string, tsc uint64) (float64, bool)
 
-// AlignWith is the alignment of a run's TSC relation (nil: none).
+// AlignWith is the alignment of a run's TSC relation (nil: none), by the
+// one rule of a point's translation (probing.Points), as the analyses'
+// join translates.
 func AlignWith(rf *probing.RelationFile) Align {
 	if rf == nil {
 		return nil
 	}
+	names := make([]string, len(rf.Nodes))
+	for i, n := range rf.Nodes {
+		names[i] = n.Name
+	}
+	pts := rf.PointsFor(names)
 	return func(node string, v uint64) (float64, bool) {
-		t, err := rf.Translate(node, v)
-		if err != nil {
+		i, ok := pts.Index(node)
+		if !ok {
 			return 0, false
 		}
-		return t.Tighter.Value, true
+		b, ok := pts.At(i, v)
+		return b.Value, ok
 	}
 }
 
