@@ -107,6 +107,10 @@ type Sweep struct {
 	// that directory once Execute has made it.
 	Results string
 	Run     *rundir.Run
+	// Plot draws the sweep plot into the run directory (the binary wires
+	// report.WriteSweepPlot; nil: none), so that the sweep links no
+	// plotting library.
+	Plot func(dir, title string, pts []rundir.SweepPoint, lastPass, firstFail float64) error
 	// RetryAgent, if above 0, is how long to wait for a failed agent to
 	// answer again before repeating its trial (at most MaxAgentRetries
 	// times); 0: an agent failure ends the sweep.
@@ -457,8 +461,8 @@ func (s *Sweep) save(r *Result, interrupted bool) error {
 	err := errors.Join(s.Run.WriteJSON("trials.json", r.Trials),
 		s.Run.WriteCSV("trials.csv", []string{"trial", "purpose", "target_rate", "achieved_rate", "pass", "failed_rules", "elapsed_s"}, rows),
 		s.Run.WriteJSON("summary.json", s.report))
-	if len(pts) > 0 {
-		if perr := s.Run.PlotSweep("sweep.svg", fmt.Sprintf("%s: target vs achieved", s.Name), pts, r.LastPass, r.FirstFail); perr != nil {
+	if len(pts) > 0 && s.Plot != nil { // no plotter wired (a library's sweep): no sweep.svg
+		if perr := s.Plot(s.Run.Dir, fmt.Sprintf("%s: target vs achieved", s.Name), pts, r.LastPass, r.FirstFail); perr != nil {
 			err = errors.Join(err, perr)
 		}
 	}

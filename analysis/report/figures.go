@@ -37,12 +37,12 @@ func sweepFigure(s *rundir.Summary) (Figure, error) {
 		return Figure{}, errors.New("no trials")
 	}
 	last, first := s.Result.LastPass, s.Result.FirstFail
-	p, err := rundir.SweepPlotBare("target vs achieved rate", pts, last, first)
+	p, err := SweepPlotBare("target vs achieved rate", pts, last, first)
 	if err != nil {
 		return Figure{}, err
 	}
 	style(p)
-	lo, hi, log := rundir.SweepRange(pts, last, first)
+	lo, hi, log := SweepRange(pts, last, first)
 	if log {
 		lo = math.Max(lo, 1e-3)
 	}
@@ -61,10 +61,10 @@ func sweepFigure(s *rundir.Summary) (Figure, error) {
 			right = hi
 		}
 		band = []float64{last, right}
-		legend = append(legend, LegendEntry{Label: label, Color: css(rundir.BandColor), Kind: "band"})
+		legend = append(legend, LegendEntry{Label: label, Color: css(BandColor), Kind: "band"})
 	}
-	legend = append(legend, LegendEntry{Label: "pass", Color: css(rundir.PassColor), Kind: "circle"},
-		LegendEntry{Label: "fail", Color: css(rundir.FailColor), Kind: "cross"})
+	legend = append(legend, LegendEntry{Label: "pass", Color: css(PassColor), Kind: "circle"},
+		LegendEntry{Label: "fail", Color: css(FailColor), Kind: "cross"})
 	svg, chk, err := render(p, 18*vg.Centimeter, 12*vg.Centimeter, marks, band)
 	scale := "linear"
 	if log {
@@ -110,10 +110,10 @@ func rateAxis(a *plot.Axis, rates []float64) {
 	}
 	a.Label.Text = "target rate (tuples/s)"
 	if hi/lo >= 10 {
-		fitLog(a, lo, hi, rundir.RateTicks(true))
+		fitLog(a, lo, hi, RateTicks(true))
 		return
 	}
-	fitLinear(a, lo, hi, false, rundir.RateTicks(false))
+	fitLinear(a, lo, hi, false, RateTicks(false))
 }
 
 func percentileFigure(d *rundir.Dir, s *rundir.Summary) (Figure, bool) {
@@ -173,7 +173,7 @@ func percentileFigure(d *rundir.Dir, s *rundir.Summary) (Figure, bool) {
 		return Figure{}, false
 	}
 	rateAxis(&p.X, rates)
-	fitLog(&p.Y, lo, hi, rundir.NsTicks(true))
+	fitLog(&p.Y, lo, hi, NsTicks(true))
 	svg, chk, err := render(p, 18*vg.Centimeter, 11*vg.Centimeter, marks, nil)
 	if err != nil {
 		return Figure{}, false
@@ -240,9 +240,9 @@ func boxes(title, ylabel string, names []string, qs [][5]int64, log bool) (*plot
 	p.NominalX(names...)
 	p.X.Min, p.X.Max = -0.6, float64(len(names))-0.4
 	if log {
-		fitLog(&p.Y, lo/1.5, hi, rundir.NsTicks(true))
+		fitLog(&p.Y, lo/1.5, hi, NsTicks(true))
 	} else {
-		fitLinear(&p.Y, 0, math.Max(hi, 1), true, rundir.NsTicks(false))
+		fitLinear(&p.Y, 0, math.Max(hi, 1), true, NsTicks(false))
 	}
 	return p, marks, nil
 }
@@ -341,7 +341,7 @@ func throughputFigure(an *analysis.Report) (Figure, bool) {
 		xlo, xhi, yhi = math.Min(xlo, m.X), math.Max(xhi, m.X), math.Max(yhi, m.Y)
 	}
 	fitLinear(&p.X, xlo, xhi, false, plot.DefaultTicks{})
-	fitLinear(&p.Y, 0, math.Max(yhi, 1), true, rundir.RateTicks(false))
+	fitLinear(&p.Y, 0, math.Max(yhi, 1), true, RateTicks(false))
 	svg, chk, err := render(p, 18*vg.Centimeter, 10*vg.Centimeter, marks, nil)
 	if err != nil {
 		return Figure{}, false
@@ -398,7 +398,7 @@ func clockFigure(d *rundir.Dir, an *analysis.Report) (Figure, bool) {
 	}
 	p.NominalX(names...)
 	p.X.Min, p.X.Max = -0.6, float64(len(names))-0.4
-	fitLog(&p.Y, lo, hi, rundir.NsTicks(true))
+	fitLog(&p.Y, lo, hi, NsTicks(true))
 	svg, chk, err := render(p, 18*vg.Centimeter, 10*vg.Centimeter, marks, nil)
 	if err != nil {
 		return Figure{}, false

@@ -347,6 +347,12 @@ func (d *Dir) Config() json.RawMessage {
 	return json.RawMessage(redact.Text(string(out)))
 }
 
+// SweepPoint is one trial on the sweep plot (report.WriteSweepPlot).
+type SweepPoint struct {
+	Target, Achieved float64 // tuples/s
+	Pass             bool
+}
+
 // MaxJSONFile bounds every JSON file of a run directory that is read
 // whole: far above what a sweep writes.
 const MaxJSONFile = 256 << 20

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/analysis/report"
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/sweep"
@@ -86,7 +87,7 @@ func TestSweepWithInProcessAgents(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
-	s := &sweep.Sweep{Ctrl: &sweep.Controller{Plan: plan, Senders: []*protocol.Client{sc}, Receivers: []*protocol.Client{rc}},
+	s := &sweep.Sweep{Plot: report.WriteSweepPlot, Ctrl: &sweep.Controller{Plan: plan, Senders: []*protocol.Client{sc}, Receivers: []*protocol.Client{rc}},
 		Search: search, Name: "inproc", Results: t.TempDir(), Log: &log, Clock: true, ClockCount: 20,
 		Profile: profile, ProfileYAML: profileYAML, ProfileAt: 0.5}
 	report, err := s.Execute(context.Background())

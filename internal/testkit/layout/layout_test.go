@@ -318,3 +318,18 @@ func TestBrokerClientsOnlyWhereAsked(t *testing.T) {
 		}
 	}
 }
+
+// TestPlottingOnlyInTheReport: the plotting library is the report's
+// (analysis/report draws sweep.svg through the sweep's Plot hook): the
+// sweep and the run-directory package link none of it.
+func TestPlottingOnlyInTheReport(t *testing.T) {
+	all := listAll(t)
+	for _, name := range []string{"sweep", "analysis/rundir", "sweep/protocol", "sweep/agent"} {
+		for _, d := range all[name].Deps {
+			if strings.HasPrefix(d, "gonum.org/") {
+				t.Errorf("%s links the plotting library (%s)", name, d)
+				break
+			}
+		}
+	}
+}

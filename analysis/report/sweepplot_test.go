@@ -1,4 +1,4 @@
-package rundir
+package report
 
 import "testing"
 

@@ -1,6 +1,7 @@
-package rundir
+package report
 
 import (
+	"bytes"
 	"fmt"
 	"image/color"
 	"math"
@@ -11,28 +12,35 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
 
+	"github.com/cloudprofiler-go/cp/analysis/rundir"
+	"github.com/cloudprofiler-go/cp/internal/atomicfile"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 )
 
 // SweepPoint is one trial on the sweep plot.
-type SweepPoint struct {
-	Target, Achieved float64 // tuples/s
-	Pass             bool
-}
+type SweepPoint = rundir.SweepPoint
 
-// PlotSweep draws achieved against target rate, passes and fails marked,
-// the ideal diagonal, and the max-sustainable interval, to name (SVG or
-// PNG by extension) inside the run directory.
-func (r *Run) PlotSweep(name, title string, pts []SweepPoint, lastPass, firstFail float64) error {
+// SweepFile is the sweep plot's file in a run directory.
+const SweepFile = "sweep.svg"
+
+// WriteSweepPlot draws achieved against target rate, passes and fails
+// marked, the ideal diagonal, and the max-sustainable interval, into
+// dir/sweep.svg. The sweep calls it through its Plot hook (the binary
+// wires it), so that the sweep links no plotting library.
+func WriteSweepPlot(dir, title string, pts []SweepPoint, lastPass, firstFail float64) error {
 	p, err := SweepPlot(title, pts, lastPass, firstFail)
 	if err != nil {
 		return err
 	}
-	if err := p.Save(16*vg.Centimeter, 11*vg.Centimeter, filepath.Join(r.Dir, name)); err != nil {
-		return fmt.Errorf("plot %s: %w", name, err)
+	var buf bytes.Buffer
+	c := vgsvg.New(16*vg.Centimeter, 11*vg.Centimeter)
+	p.Draw(draw.New(c))
+	if _, err := c.WriteTo(&buf); err != nil {
+		return fmt.Errorf("plot %s: %w", SweepFile, err)
 	}
-	return nil
+	return atomicfile.Write(filepath.Join(dir, SweepFile), buf.Bytes(), 0o644)
 }
 
 // Colours of the sweep plot, shared with the report's HTML legend.
