@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/analysis/rundir"
+	"github.com/cloudprofiler-go/cp/rundir"
 )
 
 // An overloaded profiled trial's tuples queue for as long as it runs: the

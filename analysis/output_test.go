@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/cloudprofiler-go/cp/analysis/rundir"
 	"github.com/cloudprofiler-go/cp/profiler"
+	"github.com/cloudprofiler-go/cp/rundir"
 )
 
 // TestReturnTripsAndFiles: a ret-start channel's starts and acks (one

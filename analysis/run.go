@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/analysis/rundir"
+	"github.com/cloudprofiler-go/cp/rundir"
 )
 
 // Run is a run directory's logs opened for a consumer of the joins (the

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/cloudprofiler-go/cp/analysis/rundir"
+	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
 )

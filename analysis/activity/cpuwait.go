@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/cloudprofiler-go/cp/analysis"
-	"github.com/cloudprofiler-go/cp/analysis/rundir"
+	"github.com/cloudprofiler-go/cp/rundir"
 )
 
 // ThreadWait is one worker's thread over the profiled trial: the seconds

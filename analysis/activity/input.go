@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/analysis"
-	"github.com/cloudprofiler-go/cp/analysis/rundir"
 	"github.com/cloudprofiler-go/cp/internal/atomicfile"
+	"github.com/cloudprofiler-go/cp/rundir"
 )
 
 // LogPoint is the prefix of the channels the stages log their state

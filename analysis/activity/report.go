@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/analysis"
-	"github.com/cloudprofiler-go/cp/analysis/rundir"
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
+	"github.com/cloudprofiler-go/cp/rundir"
 )
 
 // DefaultWindowNs is the analysis's default window: short enough that a

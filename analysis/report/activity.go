@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/analysis/activity"
-	"github.com/cloudprofiler-go/cp/analysis/rundir"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/internal/readfile"
+	"github.com/cloudprofiler-go/cp/rundir"
 )
 
 // maxPAGBytes bounds the pag.json the report reads.

@@ -14,8 +14,8 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/cloudprofiler-go/cp/analysis"
-	"github.com/cloudprofiler-go/cp/analysis/rundir"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
+	"github.com/cloudprofiler-go/cp/rundir"
 )
 
 // svgOf renders a plot as inline SVG at a laptop-friendly size.

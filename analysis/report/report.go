@@ -12,10 +12,10 @@ import (
 	"github.com/cloudprofiler-go/cp/cpustat"
 
 	"github.com/cloudprofiler-go/cp/analysis"
-	"github.com/cloudprofiler-go/cp/analysis/rundir"
 	"github.com/cloudprofiler-go/cp/internal/atomicfile"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/internal/readfile"
+	"github.com/cloudprofiler-go/cp/rundir"
 )
 
 // File is the report's name inside the run directory.

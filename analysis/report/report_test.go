@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cloudprofiler-go/cp/analysis/rundir"
+	"github.com/cloudprofiler-go/cp/rundir"
 )
 
 // TestPartialRunDirectory: a run directory with a summary but no trial

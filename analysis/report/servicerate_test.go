@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cloudprofiler-go/cp/analysis/rundir"
+	"github.com/cloudprofiler-go/cp/rundir"
 )
 
 // The report's service-rate table is the trial whose next limit the

@@ -11,9 +11,9 @@ import (
 
 	"github.com/cloudprofiler-go/cp/analysis"
 	"github.com/cloudprofiler-go/cp/analysis/activity"
-	"github.com/cloudprofiler-go/cp/analysis/rundir"
 	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
 	"github.com/cloudprofiler-go/cp/internal/termsafe"
+	"github.com/cloudprofiler-go/cp/rundir"
 )
 
 // ExitViolations is cpsweep invariants' status when an invariant did not

@@ -13,9 +13,9 @@ import (
 	"github.com/cloudprofiler-go/cp/analysis"
 	"github.com/cloudprofiler-go/cp/analysis/activity"
 	"github.com/cloudprofiler-go/cp/analysis/report"
-	"github.com/cloudprofiler-go/cp/analysis/rundir"
 	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
 	"github.com/cloudprofiler-go/cp/internal/termsafe"
+	"github.com/cloudprofiler-go/cp/rundir"
 )
 
 func analyzeCommand() *cobra.Command {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/analysis/report"
-	"github.com/cloudprofiler-go/cp/analysis/rundir"
+	"github.com/cloudprofiler-go/cp/rundir"
 )
 
 // TestHostileReportEscapesEveryString: a real profiled run, analysed, then

@@ -15,7 +15,7 @@ import (
 
 	zmq "github.com/pebbe/zmq4"
 
-	"github.com/cloudprofiler-go/cp/analysis/rundir"
+	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sweep"
 )
 

@@ -139,6 +139,7 @@ func TestImportRules(t *testing.T) {
 		{"analysis", "the join knows nothing of the activity graph, which consumes it (all the graph's code is in analysis/activity)", []string{"analysis/activity", "analysis/report"}},
 		{"analysis/activity", "the activity graph is analysis; the live view is sweep/watch's", []string{"sweep/...", "analysis/report"}},
 		{"analysis/...", "the analyses read run directories; they import nothing of the sweep that writes them (an arrow back up)", []string{"sweep/..."}},
+		{"rundir", "the run directory's owner is below the sweep that writes it and the analyses that read it", []string{"sweep/...", "analysis/...", "cmd/..."}},
 	}
 	for name, p := range all {
 		for _, imp := range inModule(p.Imports) {
@@ -324,7 +325,7 @@ func TestBrokerClientsOnlyWhereAsked(t *testing.T) {
 // sweep and the run-directory package link none of it.
 func TestPlottingOnlyInTheReport(t *testing.T) {
 	all := listAll(t)
-	for _, name := range []string{"sweep", "analysis/rundir", "sweep/protocol", "sweep/agent"} {
+	for _, name := range []string{"sweep", "rundir", "sweep/protocol", "sweep/agent"} {
 		for _, d := range all[name].Deps {
 			if strings.HasPrefix(d, "gonum.org/") {
 				t.Errorf("%s links the plotting library (%s)", name, d)
