@@ -43,10 +43,10 @@ type Sampler struct {
 	// it started (the profiler's workers name the Go thread they locked,
 	// which may have run other goroutines before) counts in its new role
 	// from the first Read that sees the name, not with its earlier life.
-	seen  map[int]string
-	proc  string // /proc
-	pid   int
-	watch []string // the system under test's process names (Watch)
+	seen   map[int]string
+	proc   string // /proc
+	pid    int
+	system []string // the system under test's process names (TrackSystem)
 }
 
 // New returns a sampler of this process.
@@ -105,8 +105,8 @@ type Sample struct {
 	// Process is this process's CPU since it started (every thread, those
 	// that exited included).
 	Process float64 `json:"process_s"`
-	// SUT is the CPU of the watched processes (the system under test's
-	// on this host, Watch) since they started.
+	// SUT is the CPU of the tracked processes (the system under test's
+	// on this host, TrackSystem) since they started.
 	SUT     float64          `json:"sut_s,omitempty"`
 	Threads map[string]Times `json:"threads"`
 }
@@ -130,10 +130,10 @@ func (s *Sampler) Read() (Sample, error) {
 		return out, err
 	}
 	s.mu.Lock()
-	watch := s.watch
+	system := s.system
 	s.mu.Unlock()
-	if len(watch) > 0 {
-		out.SUT = s.watchedCPU(watch)
+	if len(system) > 0 {
+		out.SUT = s.systemCPU(system)
 	}
 	tasks, err := os.ReadDir(fmt.Sprintf("%s/%d/task", s.proc, s.pid))
 	if err != nil {
@@ -233,7 +233,7 @@ type Summary struct {
 	OtherProcesses float64 `json:"other_processes"`
 	// Process is the cores this process used (CPU seconds / s).
 	Process float64 `json:"process_cores"`
-	// SUT is the cores the watched processes used (the system under
+	// SUT is the cores the tracked processes used (the system under
 	// test's on this host); OtherProcesses leaves them out.
 	SUT float64 `json:"sut_cores,omitempty"`
 	// Threads, by role, busiest first: cores used, the share of the time

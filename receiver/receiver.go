@@ -94,7 +94,7 @@ func New(cfg Config) (*Receiver, error) {
 		return nil, err
 	}
 	r := &Receiver{cfg: cfg, ctx: ctx, precise: histo.NewPrecise(), cpu: cpustat.New(), wake: make(chan struct{}, 1)}
-	r.cpu.Watch(cfg.SUTProcesses)
+	r.cpu.TrackSystem(cfg.SUTProcesses)
 	if cfg.StagePeriod > 0 {
 		r.stages = stage.NewSet(cfg.Clock, cfg.StagePeriod)
 		r.stages.EnableLive(cfg.LiveActivity)

@@ -133,7 +133,7 @@ func New(cfg Config) (*Sender, error) {
 		return nil, err
 	}
 	s := &Sender{cfg: cfg, ctx: ctx, cpu: cpustat.New()}
-	s.cpu.Watch(cfg.SUTProcesses)
+	s.cpu.TrackSystem(cfg.SUTProcesses)
 	if cfg.StagePeriod > 0 {
 		s.stages = stage.NewSet(cfg.Clock, cfg.StagePeriod)
 		s.stages.EnableLive(cfg.LiveActivity)

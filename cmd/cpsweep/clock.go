@@ -199,7 +199,7 @@ low rate during one. Each new relation is also written to --output.`,
 			}
 			defer stop()
 			ctx := cmd.Context()
-			return probing.Watch(ctx, ns, settings, reference, every, rounds, func(rf *probing.RelationFile) {
+			return probing.ProbeEvery(ctx, ns, settings, reference, every, rounds, func(rf *probing.RelationFile) {
 				g.Set(rf)
 				for _, r := range rf.Relations {
 					c := r.Compare

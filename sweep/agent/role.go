@@ -76,7 +76,7 @@ type Runner interface {
 // status (result: the status of a run's result).
 func Start[R any](r Runner, run func() (R, error), status func(R) *protocol.TrialStatus, logf func(string, ...any)) *Started {
 	if r.Stages() != nil {
-		diagnose.Watch(r.Stages(), diagnose.DefaultConfirm, logf)
+		diagnose.LogStalls(r.Stages(), diagnose.DefaultConfirm, logf)
 	}
 	wait := func() (*protocol.TrialStatus, error) {
 		defer r.Close()

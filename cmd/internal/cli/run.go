@@ -73,7 +73,7 @@ func RunCommand[R TextWriter](ctx context.Context, f RunFlags, build func(*tsc.C
 		return res, err
 	}
 	if st, ok := r.(Staged); ok && st.Stages() != nil {
-		diagnose.Watch(st.Stages(), diagnose.DefaultConfirm, Logf(f.Name))
+		diagnose.LogStalls(st.Stages(), diagnose.DefaultConfirm, Logf(f.Name))
 	}
 	defer r.Close()
 	stopMetrics, err := ServeMetricsFor(f.Name, f.MetricsAddr, prof.Collector(r))

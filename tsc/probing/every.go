@@ -9,12 +9,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Watch probes every ordered pair of nodes once per period for rounds
+// ProbeEvery probes every ordered pair of nodes once per period for rounds
 // rounds (0: until ctx ends) and, after each round from the second on,
 // relates the first session to the latest one and hands the result to
 // each. Between experiments (or at a low rate during one, §Fig. 2's
 // CP_BUSY) this keeps the relations and their Prometheus gauges current.
-func Watch(ctx context.Context, nodes []Node, s Settings, reference string, every time.Duration, rounds int, each func(*RelationFile)) error {
+func ProbeEvery(ctx context.Context, nodes []Node, s Settings, reference string, every time.Duration, rounds int, each func(*RelationFile)) error {
 	var first *Session
 	for round := 1; rounds == 0 || round <= rounds; round++ {
 		ses, err := Probe(ctx, nodes, s)

@@ -47,8 +47,8 @@ func TestWatchedProcessesAreTheSystemsNotOthers(t *testing.T) {
 	proc(12, "bash", 1000)
 	proc(99, "nats-server", 1000) // this process: never the system's
 	s := &Sampler{names: map[int]string{}, proc: dir, pid: 99}
-	s.Watch([]string{"nats-server"})
-	if got := s.watchedCPU(s.watch); got < 2.99 || got > 3.01 {
+	s.TrackSystem([]string{"nats-server"})
+	if got := s.systemCPU(s.system); got < 2.99 || got > 3.01 {
 		t.Errorf("watched CPU %.2f s, want 3 (pids 10 and 11)", got)
 	}
 	a := Sample{UnixNs: 0, HostBusy: 0, HostTotal: 20, Process: 0, SUT: 3}

@@ -22,7 +22,7 @@ func TestWatchLogsAConfirmedStall(t *testing.T) {
 	lane := set.Add("lane0", stage.Lane, func() int64 { return 1 })
 	cons := set.Add("consumer", stage.Consumer, func() int64 { return ring })
 	var logs []string
-	Watch(set, 2, func(format string, args ...any) { logs = append(logs, fmt.Sprintf(format, args...)) })
+	LogStalls(set, 2, func(format string, args ...any) { logs = append(logs, fmt.Sprintf(format, args...)) })
 	now := uint64(1000)
 	lane.Start(stage.Decoding, now)
 	cons.Start(stage.Working, now)

@@ -10,24 +10,24 @@ import (
 )
 
 // The processes of a system under test on the agents' host (a broker
-// beside the harness) are neither ours nor other work: Watch names them,
+// beside the harness) are neither ours nor other work: TrackSystem names them,
 // and every sample reads their CPU apart (Sample.SUT), so that "other
 // processes" leaves them out.
 
-// MaxWatched bounds the names watched; maxScanned the /proc entries read
+// MaxTracked bounds the names tracked; maxScanned the /proc entries read
 // per sample.
 const (
-	MaxWatched = 8
+	MaxTracked = 8
 	maxScanned = 32768
 )
 
 var processName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,15}$`)
 
 // CheckNames refuses what no process name (comm, 15 characters at most)
-// can be, and more than MaxWatched names.
+// can be, and more than MaxTracked names.
 func CheckNames(names []string) error {
-	if len(names) > MaxWatched {
-		return fmt.Errorf("at most %d system-under-test process names, got %d", MaxWatched, len(names))
+	if len(names) > MaxTracked {
+		return fmt.Errorf("at most %d system-under-test process names, got %d", MaxTracked, len(names))
 	}
 	for _, n := range names {
 		if !processName.MatchString(n) {
@@ -37,16 +37,16 @@ func CheckNames(names []string) error {
 	return nil
 }
 
-// Watch makes every sample read the CPU of the processes with these names
+// TrackSystem makes every sample read the CPU of the processes with these names
 // (this process excluded). Call it before Start.
-func (s *Sampler) Watch(names []string) {
+func (s *Sampler) TrackSystem(names []string) {
 	s.mu.Lock()
-	s.watch = slices.Clone(names)
+	s.system = slices.Clone(names)
 	s.mu.Unlock()
 }
 
-// watchedCPU is the CPU seconds of every watched process now running.
-func (s *Sampler) watchedCPU(names []string) float64 {
+// systemCPU is the CPU seconds of every tracked process now running.
+func (s *Sampler) systemCPU(names []string) float64 {
 	entries, err := os.ReadDir(s.proc)
 	if err != nil {
 		return 0

@@ -7,13 +7,13 @@ import (
 	"github.com/cloudprofiler-go/cp/stage"
 )
 
-// Watch diagnoses one process's stages live, at every sample of set: it
+// LogStalls diagnoses one process's stages live, at every sample of set: it
 // publishes each stage's label (cp_stage_label) and logs a stall when it
 // is confirmed (confirm consecutive snapshots) and when it ends. The
 // process's own graph is its lanes into its consumer, or its sender
 // threads alone: the network between processes is diagnosed afterwards
 // (cpsweep diagnose), from both sides' series.
-func Watch(set *stage.Set, confirm int, logf func(format string, args ...any)) {
+func LogStalls(set *stage.Set, confirm int, logf func(format string, args ...any)) {
 	w := &watcher{set: set, confirm: confirm, logf: logf}
 	set.OnSample(w.sample)
 }
