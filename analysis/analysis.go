@@ -39,7 +39,7 @@ type Options struct {
 	// Reuse, if set, is a Run whose joins (Run.Join, with the same lag)
 	// already ran: their results are taken instead of joining those
 	// pairs again. Not with Visit (the joins' tuples are gone).
-	Reuse *Run
+	Reuse *Joins
 }
 
 // Match is one tuple seen at both points of a pair: its latency in

@@ -419,7 +419,7 @@ func TestReuseJoins(t *testing.T) {
 	s.write(t)
 	d, err := rundir.Open(s.dir)
 	must(t, err)
-	run, _, err := OpenRun(d, 0)
+	run, _, err := OpenJoins(d, 0)
 	must(t, err)
 	for _, pr := range [][2]string{{"emit", "receive"}, {"receive", "consumed"}} {
 		if skip, probs := run.Join(pr[0], pr[1], func(Match) {}, nil); skip != "" || len(probs) > 0 {

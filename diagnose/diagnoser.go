@@ -68,22 +68,22 @@ func (d *Diagnoser) noteNegative(queue []int64) {
 	}
 }
 
-// Run is a stretch of consecutive snapshots [From, To] (inclusive) in
+// Stretch is a stretch of consecutive snapshots [From, To] (inclusive) in
 // which a module had one label.
-type Run struct {
+type Stretch struct {
 	Module   int `json:"-"`
 	From, To int
 }
 
 // Len is the run's number of snapshots.
-func (r Run) Len() int { return r.To - r.From + 1 }
+func (r Stretch) Len() int { return r.To - r.From + 1 }
 
 // StallRuns returns every module's runs of STALLED of at least confirm
 // snapshots (a positive is confirmed over consecutive snapshots, §2.2.1),
 // from labels[snapshot][module].
-func StallRuns(labels [][]Label, modules, confirm int) []Run {
+func StallRuns(labels [][]Label, modules, confirm int) []Stretch {
 	confirm = max(confirm, 1)
-	var out []Run
+	var out []Stretch
 	for m := 0; m < modules; m++ {
 		start := -1
 		for s := 0; s <= len(labels); s++ {
@@ -93,7 +93,7 @@ func StallRuns(labels [][]Label, modules, confirm int) []Run {
 				start = s
 			case !stalled && start >= 0:
 				if s-start >= confirm {
-					out = append(out, Run{Module: m, From: start, To: s - 1})
+					out = append(out, Stretch{Module: m, From: start, To: s - 1})
 				}
 				start = -1
 			}

@@ -17,15 +17,15 @@ import (
 // summary). Version 2 added format.json and profiles/.
 const FormatVersion = 2
 
-// Run is one run directory.
-type Run struct {
+// Writer writes one run directory (Create); Dir reads one (Open).
+type Writer struct {
 	Dir string
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
 // Create makes root/<UTC timestamp>-<name>/ (name sanitised).
-func Create(root, name string, now time.Time) (*Run, error) {
+func Create(root, name string, now time.Time) (*Writer, error) {
 	if name == "" {
 		name = "sweep"
 	}
@@ -33,7 +33,7 @@ func Create(root, name string, now time.Time) (*Run, error) {
 	if err := os.MkdirAll(filepath.Join(dir, "trials"), 0o755); err != nil {
 		return nil, fmt.Errorf("create results directory: %w", err)
 	}
-	r := &Run{Dir: dir}
+	r := &Writer{Dir: dir}
 	if err := r.writeFormat(); err != nil {
 		return nil, err
 	}
@@ -42,7 +42,7 @@ func Create(root, name string, now time.Time) (*Run, error) {
 
 // WriteJSON writes v as indented JSON to name inside the run directory,
 // atomically (a crash never leaves a half-written file).
-func (r *Run) WriteJSON(name string, v any) error {
+func (r *Writer) WriteJSON(name string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", name, err)
@@ -51,7 +51,7 @@ func (r *Run) WriteJSON(name string, v any) error {
 }
 
 // WriteCSV writes a header and rows to name inside the run directory.
-func (r *Run) WriteCSV(name string, header []string, rows [][]string) error {
+func (r *Writer) WriteCSV(name string, header []string, rows [][]string) error {
 	return atomicfile.WriteWith(filepath.Join(r.Dir, name), 0o644, func(f io.Writer) error {
 		w := csv.NewWriter(f)
 		_ = w.Write(header)
@@ -61,6 +61,6 @@ func (r *Run) WriteCSV(name string, header []string, rows [][]string) error {
 	})
 }
 
-func (r *Run) write(name string, data []byte) error {
+func (r *Writer) write(name string, data []byte) error {
 	return atomicfile.Write(filepath.Join(r.Dir, name), data, 0o644)
 }

@@ -31,7 +31,7 @@ type formatMarker struct {
 
 const formatName = "cloudprofiler-go run directory"
 
-func (r *Run) writeFormat() error {
+func (r *Writer) writeFormat() error {
 	return r.WriteJSON(FormatFile, formatMarker{Format: formatName, Version: FormatVersion})
 }
 

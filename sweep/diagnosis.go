@@ -200,15 +200,15 @@ func lateOnItsOwn(t *Trial) (string, string) {
 // through the TSC relation when there is one. A trial that cannot be
 // diagnosed is listed in the file; only a failed write is an error.
 func (s *Sweep) diagnoseRun() error {
-	if s.Ctrl.Plan.StagePeriod == 0 || s.Run == nil {
+	if s.Ctrl.Plan.StagePeriod == 0 || s.Out == nil {
 		return nil
 	}
-	rf, err := DiagnoseRun(s.Run.Dir, DiagnoseOptions{})
+	rf, err := DiagnoseRun(s.Out.Dir, DiagnoseOptions{})
 	if rf == nil {
 		s.logf("diagnosis: %v\n", err)
 		return nil
 	}
-	return WriteDiagnosis(s.Run.Dir, rf)
+	return WriteDiagnosis(s.Out.Dir, rf)
 }
 
 // DiagnoseOptions are cpsweep diagnose's settings.

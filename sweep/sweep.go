@@ -106,7 +106,7 @@ type Sweep struct {
 	// have answered: a failed pre-flight leaves nothing behind); Run is
 	// that directory once Execute has made it.
 	Results string
-	Run     *rundir.Run
+	Out     *rundir.Writer // the run directory being written
 	// Plot draws the sweep plot into the run directory (the binary wires
 	// report.WriteSweepPlot; nil: none), so that the sweep links no
 	// plotting library.
@@ -257,20 +257,20 @@ func (rec *recorder) undisturbed(ctx context.Context, n int, rate float64, purpo
 // begin creates the run directory (after the agents answered: a failed
 // pre-flight leaves nothing behind) and records the configuration.
 func (s *Sweep) begin(agents []protocol.AgentInfo) error {
-	if s.Run == nil {
+	if s.Out == nil {
 		var err error
-		if s.Run, err = rundir.Create(s.Results, s.Name, time.Now()); err != nil {
+		if s.Out, err = rundir.Create(s.Results, s.Name, time.Now()); err != nil {
 			return err
 		}
 	}
 	s.report = Report{FormatVersion: rundir.FormatVersion, Name: s.Name, Started: time.Now().UTC(), Plan: s.Ctrl.Plan,
-		Search: s.Search, Agents: agents, Topology: s.Ctrl.AgentsSummary(), BlackBox: s.Ctrl.BlackBox(), Dir: s.Run.Dir, HostRules: &s.Host}
-	if err := s.Run.WriteJSON("config.json", map[string]any{"plan": s.Ctrl.Plan, "search": s.Search, "agents": agents,
+		Search: s.Search, Agents: agents, Topology: s.Ctrl.AgentsSummary(), BlackBox: s.Ctrl.BlackBox(), Dir: s.Out.Dir, HostRules: &s.Host}
+	if err := s.Out.WriteJSON("config.json", map[string]any{"plan": s.Ctrl.Plan, "search": s.Search, "agents": agents,
 		"topology": s.report.Topology, "args": s.Args, "profile": s.ProfileYAML, "profile_at": s.ProfileAt, "profile_at_limit": s.ProfileAtLimit, "profile_rate": s.ProfileRate, "profile_search": s.ProfileSearch,
 		"clock": s.Clock}); err != nil {
 		return err
 	}
-	s.logf("sweep %q: %s\nresults in %s\n", s.Name, s.report.Topology, s.Run.Dir)
+	s.logf("sweep %q: %s\nresults in %s\n", s.Name, s.report.Topology, s.Out.Dir)
 	return nil
 }
 
@@ -317,7 +317,7 @@ func (rec *recorder) run(ctx context.Context, rate float64, purpose string) (Tri
 	if l := hostLine(t); l != "" {
 		s.logf("          %s\n", l)
 	}
-	if err := s.Run.WriteJSON(fmt.Sprintf("trials/%03d.json", n), map[string]any{"trial": t, "outcome": t.Outcome}); err != nil {
+	if err := s.Out.WriteJSON(fmt.Sprintf("trials/%03d.json", n), map[string]any{"trial": t, "outcome": t.Outcome}); err != nil {
 		rec.writeErr = err
 		return t, err
 	}
@@ -344,7 +344,7 @@ func (s *Sweep) relate(ctx context.Context, before *probing.Session, rec *record
 		s.logf("TSC relation: %v\n", err)
 		return err
 	}
-	if err := s.Run.WriteJSON("relation.json", rf); err != nil {
+	if err := s.Out.WriteJSON("relation.json", rf); err != nil {
 		rec.writeErr = err
 		return nil
 	}
@@ -401,7 +401,7 @@ func (s *Sweep) runTrial(ctx context.Context, n int, rate float64, purpose strin
 		}
 		inv := &InvalidTrial{N: n, Rate: rate, Purpose: purpose, Agent: ae.Agent, System: ae.System, Error: ae.Err.Error(), Retries: retries}
 		s.report.Invalid = inv
-		if werr := s.Run.WriteJSON(fmt.Sprintf("trials/%03d.json", n), map[string]any{"invalid": inv, "outcome": t.Outcome}); werr != nil {
+		if werr := s.Out.WriteJSON(fmt.Sprintf("trials/%03d.json", n), map[string]any{"invalid": inv, "outcome": t.Outcome}); werr != nil {
 			return t, errors.Join(err, werr)
 		}
 		return t, err
@@ -446,7 +446,7 @@ func (s *Sweep) save(r *Result, interrupted bool) error {
 	s.report.History = nil // only beside an answer the sweep stands by
 	if b := r.Boundary; b != nil && b.Answer.Rate > 0 && s.report.Contradicted == "" && s.report.Disturbed == "" {
 		if !s.priorRead {
-			s.prior, s.priorRead = priorAnswers(filepath.Dir(s.Run.Dir), s.Run.Dir, s.Ctrl.Plan, s.report.Agents, s.Host), true
+			s.prior, s.priorRead = priorAnswers(filepath.Dir(s.Out.Dir), s.Out.Dir, s.Ctrl.Plan, s.report.Agents, s.Host), true
 		}
 		s.report.History = history(b.Answer.Rate, s.prior)
 	}
@@ -458,11 +458,11 @@ func (s *Sweep) save(r *Result, interrupted bool) error {
 			fmt.Sprint(t.Verdict.Pass), strings.Join(t.Verdict.Failed(), "; "), fmt.Sprintf("%.3f", t.Elapsed.Seconds())})
 		pts = append(pts, rundir.SweepPoint{Target: t.Rate, Achieved: t.Achieved, Pass: t.Verdict.Pass})
 	}
-	err := errors.Join(s.Run.WriteJSON("trials.json", r.Trials),
-		s.Run.WriteCSV("trials.csv", []string{"trial", "purpose", "target_rate", "achieved_rate", "pass", "failed_rules", "elapsed_s"}, rows),
-		s.Run.WriteJSON("summary.json", s.report))
+	err := errors.Join(s.Out.WriteJSON("trials.json", r.Trials),
+		s.Out.WriteCSV("trials.csv", []string{"trial", "purpose", "target_rate", "achieved_rate", "pass", "failed_rules", "elapsed_s"}, rows),
+		s.Out.WriteJSON("summary.json", s.report))
 	if len(pts) > 0 && s.Plot != nil { // no plotter wired (a library's sweep): no sweep.svg
-		if perr := s.Plot(s.Run.Dir, fmt.Sprintf("%s: target vs achieved", s.Name), pts, r.LastPass, r.FirstFail); perr != nil {
+		if perr := s.Plot(s.Out.Dir, fmt.Sprintf("%s: target vs achieved", s.Name), pts, r.LastPass, r.FirstFail); perr != nil {
 			err = errors.Join(err, perr)
 		}
 	}

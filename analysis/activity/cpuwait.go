@@ -42,7 +42,7 @@ const minCoverage = 0.5
 // directory's profiled trial (RunnableWaits, ApportionCPUWait); the
 // problems say what it left out. A run without a profiled trial or host
 // accounting keeps its shares as they are.
-func (r *Report) AddRunnableWait(d *rundir.Dir, run *analysis.Run) (problems []string) {
+func (r *Report) AddRunnableWait(d *rundir.Dir, run *analysis.Joins) (problems []string) {
 	if d.Summary == nil || run == nil {
 		return nil
 	}
@@ -63,7 +63,7 @@ func (r *Report) AddRunnableWait(d *rundir.Dir, run *analysis.Run) (problems []s
 }
 
 // RunnableWaits places the host samples of the profiled trial's agents
-// on the graph's time: at maps a node's TSC to it (analysis.Run.NodeAt),
+// on the graph's time: at maps a node's TSC to it (analysis.Joins.NodeAt),
 // and each agent's stage series pairs its TSC with the Unix time its
 // samples carry. Every worker ("receiver0/lane0") whose thread the
 // samples name gets a ThreadWait; problems say which agents could not be

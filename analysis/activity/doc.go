@@ -18,7 +18,7 @@
 // counts are kept as logarithms, since they overflow 64 bits quickly.
 //
 // All the graph's code that is not the live view (sweep/watch) is here:
-// OpenRun reads a profiled run's state-change logs (activity.<stage>) and
+// Open reads a profiled run's state-change logs (activity.<stage>) and
 // feeds its per-tuple joins (package analysis) as message edges through a
 // Stream in bounded memory, and WriteFiles writes pag.json and pag.csv.
 package activity

@@ -37,7 +37,7 @@ type Input struct {
 	Workers  []string
 	index    map[string]int // node/stage -> worker
 	readers  []*activityReader
-	run      *analysis.Run
+	run      *analysis.Joins
 	problems []string
 	// Damaged lists, after Analyze, the problems that are damage (a
 	// log that could not be read whole, damaged blocks, state changes out
@@ -52,14 +52,14 @@ type Input struct {
 // approximate clock mapping the joins order by is off by microseconds.
 const floorSlackNs = 5_000_000
 
-// OpenRun opens a run directory's activity channels for Analyze. An
+// Open opens a run directory's activity channels for Analyze. An
 // error means there is nothing to build a graph from; the problems then
 // say what could not be read (otherwise Analyze reports them).
-func OpenRun(d *rundir.Dir, lag time.Duration) (*Input, []string, error) {
+func Open(d *rundir.Dir, lag time.Duration) (*Input, []string, error) {
 	if len(d.Nodes) == 0 {
 		return nil, nil, errors.New("no profiles in the run directory (profiles/<node>/): run cpsweep with --profile handlers.yaml")
 	}
-	run, problems, err := analysis.OpenRun(d, lag)
+	run, problems, err := analysis.OpenJoins(d, lag)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -102,7 +102,7 @@ func OpenRun(d *rundir.Dir, lag time.Duration) (*Input, []string, error) {
 
 // Joins is the run whose message pairs Analyze joined: analysis.Analyze
 // with Options.Reuse takes their results instead of joining them again.
-func (in *Input) Joins() *analysis.Run { return in.run }
+func (in *Input) Joins() *analysis.Joins { return in.run }
 
 // pairFeed is one message pair's join, running in its own goroutine and
 // handing its matches over in batches, each with the floor after it.
@@ -127,7 +127,7 @@ type matchBatch struct {
 // Analyze streams the run through the activity graph and returns its
 // analysis (Stream: memory is one window plus the buckets in
 // flight, however long the run) and what could not be read. It reads the
-// logs once: call it once per OpenRun.
+// logs once: call it once per Open.
 func (in *Input) Analyze(opt Options, k int, l Limits) (*Report, []string, error) {
 	s, err := NewStream(in.Workers, opt, k, l)
 	if err != nil {

@@ -74,7 +74,7 @@ func TestPAGOfAHandBuiltRun(t *testing.T) {
 	})
 	d, err := rundir.Open(dir)
 	must(t, err)
-	in, _, err := OpenRun(d, 0)
+	in, _, err := Open(d, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,14 +156,14 @@ func TestPAGRefuses(t *testing.T) {
 	dir := writeRun(t, map[string][][2]uint64{"emit.0": tuples(10, 0), "receive.0": tuples(20, 0)})
 	d, err := rundir.Open(dir)
 	must(t, err)
-	if _, _, err := OpenRun(d, 0); err == nil {
+	if _, _, err := Open(d, 0); err == nil {
 		t.Fatal("a trace from a run without activity channels")
 	}
 	dir = writeRun(t, map[string][][2]uint64{"activity.stream3": {change(0, 0, 0), change(5, 1, 0)},
 		"activity.consumer": {change(0, stage.Idling, 0), change(5, stage.Working, 0), change(9, stage.Idling, 1)}})
 	d, err = rundir.Open(dir)
 	must(t, err)
-	in, problems, err := OpenRun(d, 0)
+	in, problems, err := Open(d, 0)
 	if err != nil || in == nil || len(in.Workers) != 1 {
 		t.Fatalf("input %+v, err %v: want the consumer", in, err)
 	}
@@ -193,7 +193,7 @@ func TestSnapsNeverCrossTheMessage(t *testing.T) {
 	})
 	d, err := rundir.Open(dir)
 	must(t, err)
-	in, _, err := OpenRun(d, 0)
+	in, _, err := Open(d, 0)
 	must(t, err)
 	rep, problems, err := in.Analyze(Options{WindowNs: 10_000, WaitNs: DefaultWaitNs}, 0, Limits{ProgressWorker: -1})
 	must(t, err)

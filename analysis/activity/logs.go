@@ -68,7 +68,7 @@ func (r *activityReader) problems() []string {
 type segment struct {
 	src   analysis.Log
 	kinds []Kind
-	run   *analysis.Run
+	run   *analysis.Joins
 	f     *os.File
 	br    *profiler.BlockReader
 	tl    *Timeline

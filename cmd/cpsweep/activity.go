@@ -46,14 +46,14 @@ func (p *pagFlags) register(f *pflag.FlagSet, withHops bool) {
 }
 
 // build reads the run directory into a trace and analyses it.
-func (p *pagFlags) build(d *rundir.Dir) (rep *activity.Report, run *analysis.Run, problems, damaged []string, err error) {
+func (p *pagFlags) build(d *rundir.Dir) (rep *activity.Report, run *analysis.Joins, problems, damaged []string, err error) {
 	if p.window <= 0 || p.wait < 0 || p.messageDelay < 0 {
 		return nil, nil, nil, nil, fmt.Errorf("--window must be positive, --wait-threshold and --message-delay not negative (got %v, %v, %v)", p.window, p.wait, p.messageDelay)
 	}
 	if p.messageMax < 0 || p.operatorMax < 0 || p.progressMax < 0 || p.hops < 0 {
 		return nil, nil, nil, nil, fmt.Errorf("--message-max, --operator-max, --progress-max and --hops may not be negative")
 	}
-	in, problems, err := activity.OpenRun(d, p.lag)
+	in, problems, err := activity.Open(d, p.lag)
 	if err != nil {
 		return nil, nil, problems, nil, err
 	}

@@ -165,7 +165,7 @@ loads (<body data-check="ok">).`,
 
 // buildPAG builds the activity graph and writes pag.json and pag.csv; the
 // Run it returns holds its joins for the analysis to reuse.
-func buildPAG(d *rundir.Dir, pf *pagFlags, lag time.Duration, partial bool) (*activity.Report, *analysis.Run, error) {
+func buildPAG(d *rundir.Dir, pf *pagFlags, lag time.Duration, partial bool) (*activity.Report, *analysis.Joins, error) {
 	pf.lag = lag
 	pr, run, problems, damaged, err := pf.build(d)
 	if err != nil {

@@ -9,11 +9,11 @@ import (
 	"github.com/cloudprofiler-go/cp/rundir"
 )
 
-// Run is a run directory's logs opened for a consumer of the joins (the
+// Joins is a run directory's logs opened for a consumer of the joins (the
 // activity graph): its logs by point, its nodes' clocks related to the
 // reference node's, and the pairwise join. Times are ns of the reference
 // node's clock.
-type Run struct {
+type Joins struct {
 	points map[string][]source
 	tr     *translator
 	lag    float64
@@ -29,7 +29,7 @@ type Run struct {
 // JoinsRun is how many joins this run has performed: the activity graph's
 // pass joins each message pair once (it had once run each twice, a check
 // of whether it could being a whole join).
-func (r *Run) JoinsRun() int {
+func (r *Joins) JoinsRun() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.runs
@@ -44,7 +44,7 @@ type joinedPair struct {
 }
 
 // joinedResult is the pair's finished join, if Join ran it.
-func (r *Run) joinedResult(pr [2]string) (joinedPair, bool) {
+func (r *Joins) joinedResult(pr [2]string) (joinedPair, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	j, ok := r.joined[pr]
@@ -58,10 +58,10 @@ type Log struct {
 	NodeIndex int
 }
 
-// OpenRun opens d's logs and clock relation. problems lists what the
+// OpenJoins opens d's logs and clock relation. problems lists what the
 // relation could not say (read, not fatal); lag is the join's (0:
 // DefaultLag).
-func OpenRun(d *rundir.Dir, lag time.Duration) (*Run, []string, error) {
+func OpenJoins(d *rundir.Dir, lag time.Duration) (*Joins, []string, error) {
 	points, nodes := sourcesOf(d)
 	tr, err := newTranslator(d, nodes)
 	if err != nil {
@@ -70,11 +70,11 @@ func OpenRun(d *rundir.Dir, lag time.Duration) (*Run, []string, error) {
 	if lag <= 0 {
 		lag = DefaultLag
 	}
-	return &Run{points: points, tr: tr, lag: float64(lag.Nanoseconds())}, append([]string(nil), tr.problems...), nil
+	return &Joins{points: points, tr: tr, lag: float64(lag.Nanoseconds())}, append([]string(nil), tr.problems...), nil
 }
 
 // Points lists the points that have logs, sorted.
-func (r *Run) Points() []string {
+func (r *Joins) Points() []string {
 	var out []string
 	for p := range r.points {
 		out = append(out, p)
@@ -85,7 +85,7 @@ func (r *Run) Points() []string {
 
 // Logs are a point's log files ordered by node, channel and segment, so
 // that a channel's segments come in order.
-func (r *Run) Logs(point string) []Log {
+func (r *Joins) Logs(point string) []Log {
 	var out []Log
 	for _, s := range r.points[point] {
 		out = append(out, Log{Node: s.node, Channel: s.channel, Path: s.path, NodeIndex: r.tr.index[s.node]})
@@ -101,7 +101,7 @@ func (r *Run) Logs(point string) []Log {
 
 // At is the reference time (ns) of a TSC value of node (Log.NodeIndex);
 // false outside the clock relation's probed window.
-func (r *Run) At(node int, tsc uint64) (int64, bool) {
+func (r *Joins) At(node int, tsc uint64) (int64, bool) {
 	at, ok := r.tr.point(node, tsc)
 	if !ok {
 		return 0, false
@@ -111,7 +111,7 @@ func (r *Run) At(node int, tsc uint64) (int64, bool) {
 
 // NodeAt is At for a node named as the run directory names it
 // ("sender0"); false for a node the run does not know.
-func (r *Run) NodeAt(node string, tsc uint64) (int64, bool) {
+func (r *Joins) NodeAt(node string, tsc uint64) (int64, bool) {
 	i, ok := r.tr.index[node]
 	if !ok {
 		return 0, false
@@ -123,7 +123,7 @@ func (r *Run) NodeAt(node string, tsc uint64) (int64, bool) {
 // is told now and then the earliest reference time (ns) a match still to
 // come can have been at from. skip says why the pair cannot be joined
 // (then nothing ran); problems are what the join could not read.
-func (r *Run) Join(from, to string, visit func(Match), mark func(floorNs float64)) (skip string, problems []string) {
+func (r *Joins) Join(from, to string, visit func(Match), mark func(floorNs float64)) (skip string, problems []string) {
 	if skip := r.Skip(from, to); skip != "" {
 		return skip, nil
 	}
@@ -141,7 +141,7 @@ func (r *Run) Join(from, to string, visit func(Match), mark func(floorNs float64
 
 // Skip says why the pair from -> to cannot be joined ("": it can), without
 // joining it.
-func (r *Run) Skip(from, to string) string {
+func (r *Joins) Skip(from, to string) string {
 	f, t := r.points[from], r.points[to]
 	if len(f) == 0 || len(t) == 0 {
 		return fmt.Sprintf("no logs of %s", missingOf([2]string{from, to}, f))
