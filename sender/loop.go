@@ -39,10 +39,10 @@ func (t *thread) run(s *Sender, start, end uint64) {
 	}
 }
 
-// newPacer sets the idle strategy's margins in this host's ticks.
-func (t *thread) newPacer(s *Sender) pacer {
+// newWaiter sets the idle strategy's margins in this host's ticks.
+func (t *thread) newWaiter(s *Sender) waiter {
 	cfg, clock := &s.cfg, s.cfg.Clock
-	pace := pacer{idle: cfg.Idle, stop: &s.stop,
+	pace := waiter{idle: cfg.Idle, stop: &s.stop,
 		yieldTicks:  clock.Ticks(5 * time.Microsecond),
 		sleepMargin: clock.Ticks(t.napMargin),
 		minNap:      clock.Ticks(10 * time.Microsecond),
@@ -75,7 +75,7 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 	drop := cfg.Overflow == Drop
 	lateTicks := clock.Ticks(cfg.LateThreshold)
 	nsPerTick := 1e9 / clock.Hz
-	pace := t.newPacer(s)
+	pace := t.newWaiter(s)
 	measureFrom := start + clock.Ticks(cfg.Warmup)
 	endGrace := end
 	if end != math.MaxUint64 {
@@ -319,9 +319,9 @@ const publishEvery = 10 * time.Millisecond
 // noticed within it, however far the next slot is.
 const maxNap = 10 * time.Millisecond
 
-// pacer holds an emission thread until its next slot (the idle
+// waiter holds an emission thread until its next slot (the idle
 // strategy's wait) and returns early when the run is stopped.
-type pacer struct {
+type waiter struct {
 	idle       Idle
 	stop       *atomic.Bool
 	yieldTicks uint64 // Yield: spin only this close to the slot
@@ -336,7 +336,7 @@ type pacer struct {
 // wait returns when the TSC reaches due, or when the run is stopped. A
 // thread that has to wait is accounted as pacing from then on (until its
 // send); one that is behind its schedule stays busy.
-func (p *pacer) wait(due uint64, acct *stage.Account) {
+func (p *waiter) wait(due uint64, acct *stage.Account) {
 	for first := true; ; first = false {
 		now := tsc.ReadFast()
 		if now >= due || p.stop.Load() {

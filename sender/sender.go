@@ -48,7 +48,7 @@ type Sender struct {
 	cpu *cpustat.Sampler
 	// table is a tabulated shape's schedule, made once in New from time 0
 	// (a large one takes a while; Run only moves it to the start).
-	table *profile
+	table *shapedSchedule
 }
 
 // ErrCancelled is New's error when Config.Cancel was closed during the
@@ -191,7 +191,7 @@ func (s *Sender) tabulate() error {
 	if err != nil {
 		return err
 	}
-	s.table, _ = sched.(*profile)
+	s.table, _ = sched.(*shapedSchedule)
 	return nil
 }
 

@@ -30,7 +30,7 @@ const (
 // NewSchedule builds a thread's schedule: mean rate (tuples/s for this
 // thread) shaped over a run of the given length, starting at TSC start.
 func NewSchedule(shape scenarios.Shape, start uint64, hz float64, bucket int, rate float64, length time.Duration, thread int) (Schedule, error) {
-	p, err := NewPacer(start, hz, bucket, rate)
+	p, err := NewConstantSchedule(start, hz, bucket, rate)
 	if err != nil {
 		return nil, err
 	}
@@ -38,7 +38,7 @@ func NewSchedule(shape scenarios.Shape, start uint64, hz float64, bucket int, ra
 	case "", "constant":
 		return p, nil
 	case "poisson":
-		return &poisson{start: start, mean: p.SlotTicks(), rng: rand.New(rand.NewPCG(shape.Seed, uint64(thread)+1)), next: float64(start)}, nil
+		return &poissonSchedule{start: start, mean: p.SlotTicks(), rng: rand.New(rand.NewPCG(shape.Seed, uint64(thread)+1)), next: float64(start)}, nil
 	}
 	if length <= 0 {
 		return nil, fmt.Errorf("shape %s needs a run duration (it is laid out over the run)", shape.Kind)
@@ -64,12 +64,12 @@ func NewSchedule(shape scenarios.Shape, start uint64, hz float64, bucket int, ra
 	for i := range cum {
 		cum[i] *= scale * slotsPerStep
 	}
-	return &profile{start: start, stepTicks: hz * step.Seconds(), cum: cum, mean: p.SlotTicks()}, nil
+	return &shapedSchedule{start: start, stepTicks: hz * step.Seconds(), cum: cum, mean: p.SlotTicks()}, nil
 }
 
 // profile is a tabulated schedule: cum[i] slots are due by the end of grid
 // step i; within a step the rate is constant. Due walks a cursor forward.
-type profile struct {
+type shapedSchedule struct {
 	start     uint64
 	stepTicks float64
 	cum       []float64
@@ -77,7 +77,7 @@ type profile struct {
 	cursor    int
 }
 
-func (p *profile) Due(k uint64) uint64 {
+func (p *shapedSchedule) Due(k uint64) uint64 {
 	x := float64(k)
 	for p.cursor+1 < len(p.cum) && p.cum[p.cursor+1] <= x {
 		p.cursor++
@@ -95,7 +95,7 @@ func (p *profile) Due(k uint64) uint64 {
 	return p.start + uint64((float64(p.cursor)+frac)*p.stepTicks)
 }
 
-func (p *profile) SlotsBefore(end uint64) uint64 {
+func (p *shapedSchedule) SlotsBefore(end uint64) uint64 {
 	if end <= p.start {
 		return 0
 	}
@@ -107,10 +107,10 @@ func (p *profile) SlotsBefore(end uint64) uint64 {
 	return uint64(math.Ceil(p.cum[i] + (t-float64(i))*(p.cum[i+1]-p.cum[i])))
 }
 
-func (p *profile) SlotTicks() float64 { return p.mean }
+func (p *shapedSchedule) SlotTicks() float64 { return p.mean }
 
 // poisson spaces slots by exponential gaps with the mean slot length.
-type poisson struct {
+type poissonSchedule struct {
 	start uint64
 	mean  float64
 	rng   *rand.Rand
@@ -118,7 +118,7 @@ type poisson struct {
 	k     uint64
 }
 
-func (p *poisson) Due(k uint64) uint64 {
+func (p *poissonSchedule) Due(k uint64) uint64 {
 	for p.k < k {
 		p.next += p.rng.ExpFloat64() * p.mean
 		p.k++
@@ -128,11 +128,11 @@ func (p *poisson) Due(k uint64) uint64 {
 
 // SlotsBefore continues the same arrival sequence up to end (called after
 // the loop, when no more slots will be asked for).
-func (p *poisson) SlotsBefore(end uint64) uint64 {
+func (p *poissonSchedule) SlotsBefore(end uint64) uint64 {
 	for uint64(p.next) < end {
 		p.Due(p.k + 1)
 	}
 	return p.k
 }
 
-func (p *poisson) SlotTicks() float64 { return p.mean }
+func (p *poissonSchedule) SlotTicks() float64 { return p.mean }

@@ -6,10 +6,10 @@ import (
 	"math/bits"
 )
 
-// Pacer is the schedule of one emission thread: slot k (one bucket) is due
-// at Start + floor(k * num / den) TSC ticks. The 128-bit product keeps the
+// ConstantSchedule is a constant rate's Schedule: slot k (one bucket) is
+// due at Start + floor(k * num / den) TSC ticks. The 128-bit product keeps the
 // schedule exact over any run length, so there is no drift to correct.
-type Pacer struct {
+type ConstantSchedule struct {
 	Start uint64
 	num   uint64 // ticks per slot, times den
 	den   uint64
@@ -18,25 +18,25 @@ type Pacer struct {
 // rateScale keeps a thousandth of a tuple per second of rate precision.
 const rateScale = 1000
 
-// NewPacer builds the schedule for sending one bucket of bucketSize tuples
-// per slot at rate tuples per second with a TSC of hz ticks per second.
-func NewPacer(start uint64, hz float64, bucketSize int, rate float64) (Pacer, error) {
+// NewConstantSchedule builds the schedule for sending one bucket of
+// bucketSize tuples per slot at rate tuples per second with a TSC of hz ticks per second.
+func NewConstantSchedule(start uint64, hz float64, bucketSize int, rate float64) (ConstantSchedule, error) {
 	if !(rate > 0) || math.IsInf(rate, 0) {
-		return Pacer{}, fmt.Errorf("rate must be positive, got %v", rate)
+		return ConstantSchedule{}, fmt.Errorf("rate must be positive, got %v", rate)
 	}
 	if bucketSize < 1 {
-		return Pacer{}, fmt.Errorf("bucket size must be at least 1 tuple, got %d", bucketSize)
+		return ConstantSchedule{}, fmt.Errorf("bucket size must be at least 1 tuple, got %d", bucketSize)
 	}
 	num := math.Round(float64(bucketSize) * hz * rateScale)
 	den := math.Round(rate * rateScale)
 	if den < 1 || num >= math.MaxUint64 || num < den {
-		return Pacer{}, fmt.Errorf("rate %.3f tuples/s with buckets of %d tuples gives a slot shorter than one TSC tick", rate, bucketSize)
+		return ConstantSchedule{}, fmt.Errorf("rate %.3f tuples/s with buckets of %d tuples gives a slot shorter than one TSC tick", rate, bucketSize)
 	}
-	return Pacer{Start: start, num: uint64(num), den: uint64(den)}, nil
+	return ConstantSchedule{Start: start, num: uint64(num), den: uint64(den)}, nil
 }
 
 // Due returns the TSC time at which slot k should be sent.
-func (p Pacer) Due(k uint64) uint64 {
+func (p ConstantSchedule) Due(k uint64) uint64 {
 	hi, lo := bits.Mul64(k, p.num)
 	if hi >= p.den { // beyond 2^64 ticks (centuries): saturate rather than fault
 		return math.MaxUint64
@@ -46,11 +46,11 @@ func (p Pacer) Due(k uint64) uint64 {
 }
 
 // SlotTicks is the slot length in (fractional) ticks: the budget of one send.
-func (p Pacer) SlotTicks() float64 { return float64(p.num) / float64(p.den) }
+func (p ConstantSchedule) SlotTicks() float64 { return float64(p.num) / float64(p.den) }
 
 // SlotsBefore returns how many slots are due strictly before TSC time end:
 // what the schedule calls for in [Start, end).
-func (p Pacer) SlotsBefore(end uint64) uint64 {
+func (p ConstantSchedule) SlotsBefore(end uint64) uint64 {
 	if end <= p.Start {
 		return 0
 	}

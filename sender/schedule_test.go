@@ -21,7 +21,7 @@ func TestPacerDue(t *testing.T) {
 		{"fractional rate", 1e9, 0.5, 1, 2, 4_000_000_000},
 		{"huge k saturates", 3e9, 1, 1, math.MaxUint64, math.MaxUint64},
 	} {
-		p, err := NewPacer(0, tc.hz, tc.bucketSize, tc.rate)
+		p, err := NewConstantSchedule(0, tc.hz, tc.bucketSize, tc.rate)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -32,7 +32,7 @@ func TestPacerDue(t *testing.T) {
 }
 
 func TestPacerStartOffsetAndSlotsBefore(t *testing.T) {
-	p, _ := NewPacer(1000, 1e9, 10, 1e6) // 10 us slots starting at tick 1000
+	p, _ := NewConstantSchedule(1000, 1e9, 10, 1e6) // 10 us slots starting at tick 1000
 	if p.Due(0) != 1000 || p.Due(1) != 11000 {
 		t.Fatalf("Due(0)=%d Due(1)=%d", p.Due(0), p.Due(1))
 	}
@@ -55,14 +55,14 @@ func TestPacerRejects(t *testing.T) {
 		rate       float64
 		bucketSize int
 	}{{0, 1}, {-5, 1}, {math.NaN(), 1}, {math.Inf(1), 1}, {1e6, 0}, {2e9, 1}} {
-		if _, err := NewPacer(0, 1e9, tc.bucketSize, tc.rate); err == nil {
+		if _, err := NewConstantSchedule(0, 1e9, tc.bucketSize, tc.rate); err == nil {
 			t.Errorf("rate %v with buckets of %d accepted", tc.rate, tc.bucketSize)
 		}
 	}
 }
 
 func BenchmarkPacerDue(b *testing.B) {
-	p, _ := NewPacer(0, 2.5e9, 1, 3e6)
+	p, _ := NewConstantSchedule(0, 2.5e9, 1, 3e6)
 	var s uint64
 	for i := 0; i < b.N; i++ {
 		s += p.Due(uint64(i))
