@@ -32,12 +32,14 @@ func TestSweepMeasuresARelaysServiceRate(t *testing.T) {
 			continue
 		}
 		// The relay never forwards faster than its schedule (+5% for the
-		// measurement), but runs in this test's process: on a host busy
-		// with the rest of the suite it is starved now and then and really
-		// forwards less (179.8 k/s measured in one CI run). The exact
-		// figure is the relay row's benchmark (TestBenchRelayRow).
-		if r := n.TuplesPerS / want; r > 1.05 || r < 0.85 {
-			t.Errorf("trial at %.0f: the relay's backlog rate %.0f, want %.0f (-15%%, +5%%)", tr.Rate, n.TuplesPerS, want)
+		// measurement), but runs in this test's own process: on a host busy
+		// with the rest of the suite it is starved and really forwards
+		// less (147 k/s of 200 k/s in one CI run, where the sweep's answer
+		// was 143 k/s). So the rate named must lie between what the sweep
+		// saw pass and the schedule; the exact figure is the relay row's
+		// benchmark (TestBenchRelayRow).
+		if n.TuplesPerS > 1.05*want || n.TuplesPerS < 0.95*rep.Result.LastPass {
+			t.Errorf("trial at %.0f: the relay's backlog rate %.0f, want between the answer %.0f (-5%%) and the relay's schedule %.0f (+5%%)", tr.Rate, n.TuplesPerS, rep.Result.LastPass, want)
 		}
 		if tr.Verdict.Pass && n.TuplesPerS < 0.95*tr.Rate {
 			t.Errorf("trial at %.0f passed, yet its next limit says %.0f", tr.Rate, n.TuplesPerS)
