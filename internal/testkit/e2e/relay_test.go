@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,9 +18,22 @@ func TestSweepMeasuresARelaysServiceRate(t *testing.T) {
 	const perSec, bucket = 2000, 100
 	r := startSlowRelay(t, perSec)
 	recv, snd := startAgents(t, "--connect", fmt.Sprintf("tcp://127.0.0.1:%d", r.out))
-	rep, _ := runSweepAllowing(t, 4*time.Minute, []int{6}, "--sender", agentAddr(t, snd), "--receiver", agentAddr(t, recv),
-		"--relay-input", fmt.Sprintf("tcp://127.0.0.1:%d", r.in), "--start", "400k", "--bucket", fmt.Sprint(bucket),
-		"--duration", "1s", "--warmup", "300ms", "--precision", "0.05", "--boundary-runs", "1", "--max-trials", "8")
+	sweepRelay := func() sweepReport {
+		rep, _ := runSweepAllowing(t, 4*time.Minute, []int{6}, "--sender", agentAddr(t, snd), "--receiver", agentAddr(t, recv),
+			"--relay-input", fmt.Sprintf("tcp://127.0.0.1:%d", r.in), "--start", "400k", "--bucket", fmt.Sprint(bucket),
+			"--duration", "1s", "--warmup", "300ms", "--precision", "0.05", "--boundary-runs", "1", "--max-trials", "8")
+		return rep
+	}
+	rep := sweepRelay()
+	// The suite beside this test can make dgsend's own thread late (22 ms
+	// at 67 k/s in one CI run); the sweep then rightly names that thread,
+	// not the relay. That is the instrument reporting a disturbed host,
+	// not a wrong measurement of the relay: sweep once more, and fail if
+	// the second sweep does not name the relay either.
+	if strings.HasPrefix(rep.Limiting, "thread") {
+		t.Logf("first sweep limited by the harness's own %q (%s); sweeping again", rep.Limiting, rep.Evidence)
+		rep = sweepRelay()
+	}
 	want := float64(perSec * bucket)
 	seen := 0
 	for _, tr := range rep.Result.Trials {
