@@ -1,7 +1,6 @@
 package analysis
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/cloudprofiler-go/cp/rundir"
@@ -19,11 +18,8 @@ func LagFor(d *rundir.Dir) time.Duration {
 	if s == nil {
 		return DefaultLag
 	}
-	var plan struct {
-		Duration time.Duration `json:"duration_ns"`
-		Warmup   time.Duration `json:"warmup_ns"`
-	}
-	if json.Unmarshal(s.Plan, &plan) != nil || plan.Duration <= 0 {
+	plan := s.PlanFacts()
+	if plan.Duration <= 0 {
 		return DefaultLag
 	}
 	t, ok := s.ProfiledTrial()

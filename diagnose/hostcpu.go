@@ -19,13 +19,6 @@ const (
 // no stage of the pipeline, but the cores every thread shares.
 const HostCPU = "host CPU"
 
-// AgentCPU is one agent's host accounting over a trial, as the rule below
-// reads it.
-type AgentCPU struct {
-	Node string // sender0, receiver0, ...
-	cpustat.Summary
-}
-
 // HeldBack is the host's part in a trial, for the one rule by which any
 // analysis's answer (the diagnosis's limiting stage, the service rates'
 // next limit, the activity graph's top activity) gives way to the host's
@@ -43,7 +36,7 @@ type HeldBack struct {
 // saturated and a hot thread waited runnable, or the named stage's own
 // threads waited runnable (the transport's are libzmq's I/O threads), or
 // nothing was named and either held.
-func HostCPUHeld(agents []AgentCPU, named string) (HeldBack, bool) {
+func HostCPUHeld(agents []cpustat.AgentHost, named string) (HeldBack, bool) {
 	var h HeldBack
 	for _, a := range agents {
 		h.Busy = max(h.Busy, a.HostBusy)
@@ -66,7 +59,7 @@ func HostCPUHeld(agents []AgentCPU, named string) (HeldBack, bool) {
 
 // LongestWait is the hot thread that waited runnable the largest share
 // of the time over the agents ("node/role"; "", 0: none waited).
-func LongestWait(agents []AgentCPU) (waiter string, wait float64) {
+func LongestWait(agents []cpustat.AgentHost) (waiter string, wait float64) {
 	for _, a := range agents {
 		for _, th := range a.Threads {
 			if HotThread(th.Name) && th.Runqueue > wait {
@@ -81,7 +74,7 @@ func LongestWait(agents []AgentCPU) (waiter string, wait float64) {
 // waited runnable ("node/role"; "", 0: none): the stage's own thread
 // ("thread0", "receiver0/lane0"), or libzmq's I/O threads for the
 // transport, whose work the transport stage is.
-func ownWait(agents []AgentCPU, named string) (waiter string, wait float64) {
+func ownWait(agents []cpustat.AgentHost, named string) (waiter string, wait float64) {
 	if named == "" {
 		return "", 0
 	}

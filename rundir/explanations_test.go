@@ -3,6 +3,8 @@ package rundir
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // The service rates' explanation is the smallest consistent next limit
@@ -27,7 +29,7 @@ func TestExplanationsBracketTheAnswer(t *testing.T) {
 	}
 	// A rate between the answer and the first that always failed passed
 	// some runs and failed others: its failures bracket the answer too.
-	var mixed TrialRecord
+	var mixed Trial
 	if err := json.Unmarshal([]byte(`{"n": 6, "rate": 300500, "purpose": "repeat", "verdict": {"pass": false}, "next_limit": {"stage": "sut/stream0", "method": "backlog", "tuples_per_s": 299000}}`), &mixed); err != nil {
 		t.Fatal(err)
 	}
@@ -39,19 +41,20 @@ func TestExplanationsBracketTheAnswer(t *testing.T) {
 	// backlogged in a period or two at the first failing rate), the
 	// nearest failing rate above that did, named as such; never the
 	// profiled trial, nor one further up.
-	withAbove := append([]TrialRecord(nil), s.Result.Trials[0], s.Result.Trials[1], s.Result.Trials[4])
+	withAbove := append([]Trial(nil), s.Result.Trials[0], s.Result.Trials[1], s.Result.Trials[4])
 	for _, doc := range []string{
 		`{"n": 7, "rate": 400000, "purpose": "ramp", "verdict": {"pass": false}, "next_limit": {"stage": "sut/stream0", "method": "backlog", "tuples_per_s": 280000}}`,
 		`{"n": 8, "rate": 320000, "purpose": "gallop", "verdict": {"pass": false}, "next_limit": {"stage": "sut/stream0", "method": "backlog", "tuples_per_s": 301000}}`,
 		`{"n": 9, "rate": 303000, "purpose": "repeat", "verdict": {"pass": false}, "next_limit": null}`,
 	} {
-		var tr TrialRecord
+		var tr Trial
 		if err := json.Unmarshal([]byte(doc), &tr); err != nil {
 			t.Fatal(err)
 		}
 		withAbove = append(withAbove, tr)
 	}
-	above := s
+	above, res := s, *s.Result
+	above.Result = &res
 	above.Result.Trials = withAbove
 	if _, rates, detail, trial := above.Explanations(); rates != "sut/stream0" || detail != "backlog limit 301000 tuples/s" || trial != "at a failing rate above the first, 320.0 k/s" {
 		t.Fatalf("from above the first failing rate: %q %s %s", rates, detail, trial)
@@ -65,7 +68,8 @@ func TestExplanationsBracketTheAnswer(t *testing.T) {
 
 // TestSummaryBlackBox: the system in the path is the one summary.json
 // names; a run directory written before it did is read as those sweeps
-// wrote the plan and the topology line.
+// wrote the plan and the receivers' data endpoints (never from the
+// topology line, which is for people).
 func TestSummaryBlackBox(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -75,7 +79,9 @@ func TestSummaryBlackBox(t *testing.T) {
 		{"named", Summary{BlackBoxName: "kafka", Topology: "senders a -> receivers b (data tcp://h:1)"}, "kafka"},
 		{"named relay", Summary{BlackBoxName: "sut"}, "sut"},
 		{"none named, direct (old directory)", Summary{Topology: "senders a -> receivers b (data tcp://127.0.0.1:5555)"}, ""},
-		{"none named, broker (old directory)", Summary{Topology: "senders a -> receivers b (data jetstream://127.0.0.1:4222/cp.0)"}, "jetstream"},
+		{"none named, broker (old directory)", Summary{Topology: "senders a -> receivers b (data tcp://h:1)", Agents: []protocol.AgentInfo{
+			{Role: protocol.RoleSender, DataEndpoints: []string{"tcp://127.0.0.1:9"}},
+			{Role: protocol.RoleReceiver, DataEndpoints: []string{"jetstream://127.0.0.1:4222/cp.0"}}}}, "jetstream"},
 		{"none named, relay (old directory)", Summary{Plan: []byte(`{"relay": true}`), Topology: "senders a -> receivers b (data tcp://h:1)"}, "sut"},
 	} {
 		if got := tc.s.BlackBox(); got != tc.want {

@@ -9,14 +9,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/diagnose"
-	"github.com/cloudprofiler-go/cp/internal/histo"
+	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/internal/readfile"
 	"github.com/cloudprofiler-go/cp/internal/redact"
 	"github.com/cloudprofiler-go/cp/profiler"
-	"github.com/cloudprofiler-go/cp/servicerate"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
 )
 
@@ -48,99 +47,6 @@ type Dir struct {
 	Diagnosis *diagnose.RunFile
 	Nodes     map[string]*NodeFiles // profiles/<node>/
 	Problems  []string
-}
-
-// Summary is the part of summary.json the analysis and the report read.
-type Summary struct {
-	FormatVersion int       `json:"format_version"`
-	Name          string    `json:"name"`
-	Started       time.Time `json:"started"`
-	Topology      string    `json:"topology"`
-	BlackBoxName  string    `json:"black_box"` // see BlackBox
-	Interrupted   bool      `json:"interrupted"`
-	// ProfileSkipped says why a requested profiled trial did not run.
-	ProfileSkipped string `json:"profile_skipped"`
-	// Contradicted says how the sweep's own trials contradict its answer
-	// ("": they do not; cpsweep exits 6 when they do).
-	Contradicted string `json:"contradicted,omitempty"`
-	// LimitingStage is what the stage diagnosis said limited the first
-	// failing trial above the answer, with its evidence.
-	LimitingStage    string `json:"limiting_stage,omitempty"`
-	LimitingEvidence string `json:"limiting_evidence,omitempty"`
-	// History compares the answer with the earlier sweeps of the same
-	// plan on the same machines (nil: fewer than two).
-	History *struct {
-		Varies    bool   `json:"varies"`
-		Statement string `json:"statement"`
-	} `json:"history,omitempty"`
-	Plan   json.RawMessage `json:"plan"`
-	Result struct {
-		Method    string        `json:"method"`
-		LastPass  float64       `json:"last_pass"`
-		FirstFail float64       `json:"first_fail"`
-		Trials    []TrialRecord `json:"trials"`
-		Elapsed   time.Duration `json:"elapsed_ns"`
-		// Boundary is what the boundary's repeats measured (nil: none ran,
-		// e.g. the linear search, or a run from before them).
-		Boundary *struct {
-			Runs         int     `json:"runs"`
-			Resolution   float64 `json:"resolution"`
-			Spread       float64 `json:"spread"`
-			Reproducible bool    `json:"reproducible"`
-			Statement    string  `json:"statement"`
-		} `json:"boundary"`
-	} `json:"result"`
-}
-
-// TrialRecord is one trial of the sweep.
-type TrialRecord struct {
-	N        int     `json:"n"`
-	Rate     float64 `json:"rate"`
-	Achieved float64 `json:"achieved"`
-	Purpose  string  `json:"purpose"`
-	Verdict  struct {
-		Pass   bool `json:"pass"`
-		Checks []struct {
-			Rule   string `json:"rule"`
-			Pass   bool   `json:"pass"`
-			Detail string `json:"detail"`
-		} `json:"checks"`
-	} `json:"verdict"`
-	Elapsed time.Duration `json:"elapsed_ns"`
-	// ServiceRates are the stages' estimates in the trial (node-named),
-	// and NextLimit the stage they said would limit first.
-	ServiceRates []servicerate.Rate `json:"service_rates"`
-	NextLimit    *struct {
-		servicerate.Limit
-		Inconsistent string `json:"inconsistent"`
-		Through      string `json:"through"` // the stage whose rate it is, when the limit is the host's CPUs
-	} `json:"next_limit"`
-	// Hosts are the agents' host accounting over the trial.
-	Hosts []struct {
-		Node string `json:"node"`
-		Host string `json:"host"`
-		cpustat.Summary
-	} `json:"hosts"`
-}
-
-// CPUAgents is the trial's host accounting as the host-CPU rule reads it
-// (diagnose.HostCPUHeld).
-func (t TrialRecord) CPUAgents() []diagnose.AgentCPU {
-	out := make([]diagnose.AgentCPU, len(t.Hosts))
-	for i, h := range t.Hosts {
-		out[i] = diagnose.AgentCPU{Node: h.Node, Summary: h.Summary}
-	}
-	return out
-}
-
-// ProfilerCost is what the profiler's own threads used over the trial,
-// summed over its agents (cpustat.ProfilerCost).
-func (t TrialRecord) ProfilerCost() (cores, share float64, ok bool) {
-	sums := make([]cpustat.Summary, len(t.Hosts))
-	for i, h := range t.Hosts {
-		sums[i] = h.Summary
-	}
-	return cpustat.ProfilerCost(sums)
 }
 
 // Explanations are the diagnosis's and the service rates' answers to what
@@ -183,11 +89,11 @@ func (s *Summary) Explanations() (diagnosis, rates, rateDetail, rateTrial string
 // of those had one, the failing trial nearest above them that did: a
 // black box backlogged in only a period or two at the first failing rate
 // shows its rate further up, and the label names that rate.
-func (s *Summary) RateTrial() *TrialRecord {
-	var best, above *TrialRecord
+func (s *Summary) RateTrial() *Trial {
+	var best, above *Trial
 	for i := range s.Result.Trials {
 		t := &s.Result.Trials[i]
-		if t.Purpose == "profile" || t.NextLimit == nil || t.NextLimit.Inconsistent != "" || t.NextLimit.TuplesPerS <= 0 {
+		if t.Purpose == PurposeProfile || t.NextLimit == nil || t.NextLimit.Inconsistent != "" || t.NextLimit.TuplesPerS <= 0 {
 			continue
 		}
 		atAnswer := t.Rate == s.Result.LastPass && t.Verdict.Pass
@@ -214,36 +120,36 @@ func (s *Summary) BlackBox() string {
 		return s.BlackBoxName
 	}
 	// A run directory written before summary.json said it: from the plan
-	// and the topology line, as those sweeps wrote them.
-	var plan struct {
-		Relay bool `json:"relay"`
-	}
-	if json.Unmarshal(s.Plan, &plan) == nil && plan.Relay {
+	// and the receivers' data endpoints, as the sweep decides it.
+	if s.PlanFacts().Relay {
 		return "sut"
 	}
-	_, data, ok := strings.Cut(s.Topology, "(data ")
-	if scheme, _, found := strings.Cut(data, "://"); ok && found {
-		switch scheme {
-		case "tcp", "ipc", "inproc", "udp":
-		default:
-			return scheme
+	for _, a := range s.Agents {
+		for _, ep := range a.DataEndpoints {
+			if a.Role == protocol.RoleReceiver && driver.IsBroker(ep) {
+				scheme, _, _ := strings.Cut(ep, "://")
+				return scheme
+			}
 		}
 	}
 	return ""
 }
 
-// TrialOutcome is the part of trials/NNN.json the report reads: per
-// sender its lateness, per receiver its latency and consume rate.
-type TrialOutcome struct {
-	Outcome struct {
-		Senders []struct {
-			Lateness histo.Summary `json:"lateness"`
-		} `json:"senders"`
-		Receivers []struct {
-			Latency     histo.Summary `json:"latency"`
-			ConsumeRate float64       `json:"consume_rate_tuples_per_s"`
-		} `json:"receivers"`
-	} `json:"outcome"`
+// PlanFacts are the fields of the sweep's plan (sweep.TrialPlan, whose
+// JSON a sweep test holds to these) that readers other than the sweep use.
+type PlanFacts struct {
+	Duration time.Duration `json:"duration_ns"` // every trial's measured window
+	Warmup   time.Duration `json:"warmup_ns"`
+	// Relay: a system under test sat between the senders and the
+	// receivers, and the sweep fed it (--relay-input).
+	Relay bool `json:"relay"`
+}
+
+// PlanFacts reads them from the plan (zero: a damaged or missing plan).
+func (s *Summary) PlanFacts() PlanFacts {
+	var p PlanFacts
+	_ = json.Unmarshal(s.Plan, &p)
+	return p
 }
 
 // NodeFiles are the profiler files collected from one node.
@@ -280,6 +186,9 @@ func Open(path string) (*Dir, error) {
 	var sum Summary
 	switch err := readJSONFile(filepath.Join(path, "summary.json"), &sum); {
 	case err == nil:
+		if sum.Result == nil { // a sweep that ended before its search: no trials
+			sum.Result = &Result{}
+		}
 		d.Summary = &sum
 		if marker.Version == 0 {
 			d.Version = sum.FormatVersion
@@ -314,14 +223,17 @@ func (d *Dir) problem(format string, args ...any) {
 	d.Problems = append(d.Problems, fmt.Sprintf(format, args...))
 }
 
-// Outcome reads trials/NNN.json of trial n.
-func (d *Dir) Outcome(n int) (*TrialOutcome, error) {
-	var o TrialOutcome
-	if err := readJSONFile(filepath.Join(d.Path, "trials", fmt.Sprintf("%03d.json", n)), &o); err != nil {
+// Trial reads trials/NNN.json of trial n.
+func (d *Dir) Trial(n int) (*TrialFile, error) {
+	var f TrialFile
+	if err := readJSONFile(filepath.Join(d.Path, TrialFileName(n)), &f); err != nil {
 		return nil, err
 	}
-	return &o, nil
+	return &f, nil
 }
+
+// TrialFileName is trial n's file, relative to the run directory.
+func TrialFileName(n int) string { return fmt.Sprintf("trials/%03d.json", n) }
 
 // Config returns config.json as raw JSON (nil when missing), with its
 // command line's secrets and every URL's credentials masked: a run

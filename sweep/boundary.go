@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
+	"github.com/cloudprofiler-go/cp/rundir"
 )
 
 // The boundary repeats: a search that converged has run its last pass and
@@ -22,58 +23,11 @@ import (
 // (the search's trial and the repeats).
 const DefaultBoundaryRuns = 3
 
-// PurposeRepeat is a boundary repeat (or a repeat of a pass that
-// contradicts the boundary); PurposeCandidate the first run of a lower
-// answer candidate, after the last pass failed a repeat; PurposeBound a
-// first run just above the rates whose outcomes varied.
-const (
-	PurposeRepeat    = "repeat"
-	PurposeCandidate = "candidate"
-	PurposeBound     = "bound"
-)
-
-// RateRuns is what every judged run at one rate showed.
-type RateRuns struct {
-	Rate   float64 `json:"rate"`
-	Runs   int     `json:"runs"`
-	Passes int     `json:"passes"`
-}
-
-func (r RateRuns) allPassed() bool { return r.Runs > 0 && r.Passes == r.Runs }
-func (r RateRuns) allFailed() bool { return r.Runs > 0 && r.Passes == 0 }
-
-// Boundary is what the repeats at the search's boundary measured.
-type Boundary struct {
-	// Runs is how many runs each boundary rate was to have (--boundary-runs).
-	Runs int `json:"runs"`
-	// Resolution is the search's own: (first fail - last pass) / last pass
-	// when the narrowing ended.
-	Resolution float64 `json:"resolution"`
-	// Answer is the highest rate that passed every one of its runs (rate 0:
-	// none did).
-	Answer RateRuns `json:"answer"`
-	// Fail is the lowest rate above the answer, and above every rate that
-	// passed a run, that failed every one of its runs (rate 0: none did).
-	Fail RateRuns `json:"fail"`
-	// Mixed are the rates above the answer that passed a run without
-	// passing every run it needed, in ascending order.
-	Mixed []RateRuns `json:"mixed,omitempty"`
-	// Spread is the relative width above the answer in which outcomes
-	// varied: (the highest of the mixed rates - answer) / answer. With no
-	// mixed rate it is the gap to Fail, the search's resolution.
-	Spread float64 `json:"spread"`
-	// Reproducible: the answer passed Runs of Runs, Fail failed at least
-	// Runs of Runs, and no rate between them or above passed at all.
-	Reproducible bool `json:"reproducible"`
-	// Statement is the answer as every output prints it.
-	Statement string `json:"statement"`
-}
-
 // tally counts the judged runs at every rate (not the profiled trial).
 func tally(trials []Trial) map[float64]RateRuns {
 	out := map[float64]RateRuns{}
 	for _, t := range trials {
-		if !t.Judged() || t.Purpose == "profile" {
+		if !t.Judged() || t.Purpose == rundir.PurposeProfile {
 			continue
 		}
 		r := out[t.Rate]
@@ -91,7 +45,7 @@ func tally(trials []Trial) map[float64]RateRuns {
 func lowestFailAbove(runs map[float64]RateRuns, lo float64) float64 {
 	hi := 0.0
 	for rate, r := range runs {
-		if rate > lo && r.allFailed() && (hi == 0 || rate < hi) {
+		if rate > lo && r.AllFailed() && (hi == 0 || rate < hi) {
 			hi = rate
 		}
 	}
@@ -103,7 +57,7 @@ func lowestFailAbove(runs map[float64]RateRuns, lo float64) float64 {
 func highestPassBelow(runs map[float64]RateRuns, hi float64) float64 {
 	lo := 0.0
 	for rate, r := range runs {
-		if rate < hi && r.allPassed() && rate > lo {
+		if rate < hi && r.AllPassed() && rate > lo {
 			lo = rate
 		}
 	}
@@ -142,7 +96,7 @@ func firstFailure(runs map[float64]RateRuns, lo float64) float64 {
 func contradicting(runs map[float64]RateRuns, fail float64) []float64 {
 	var out []float64
 	for rate, r := range runs {
-		if fail > 0 && rate >= ContradictionFactor*fail && r.allPassed() {
+		if fail > 0 && rate >= ContradictionFactor*fail && r.AllPassed() {
 			out = append(out, rate)
 		}
 	}
@@ -172,7 +126,7 @@ func (f *fastSearch) settle() (err error) {
 	for {
 		runs := tally(res.Trials)
 		at := runs[lo]
-		if at.Runs > 0 && !at.allPassed() { // lo failed a repeat: move down
+		if at.Runs > 0 && !at.AllPassed() { // lo failed a repeat: move down
 			next := lo * (1 - step)
 			if below := highestPassBelow(runs, lo); below >= lo*(1-2*step) {
 				next = below // a rate that passed already, as near: fewer runs to add
@@ -203,13 +157,13 @@ func (f *fastSearch) settle() (err error) {
 				next = r
 			}
 		}
-		purpose := PurposeRepeat
+		purpose := rundir.PurposeRepeat
 		switch {
 		case runs[next].Runs > 0:
 		case next > lo:
-			purpose = PurposeBound
+			purpose = rundir.PurposeBound
 		default:
-			purpose = PurposeCandidate
+			purpose = rundir.PurposeCandidate
 		}
 		t, err := f.try(next, purpose)
 		if err != nil {
@@ -217,12 +171,12 @@ func (f *fastSearch) settle() (err error) {
 		}
 		if t.Verdict.Pass {
 			f.pr.passed(next)
-			if purpose == PurposeBound {
+			if purpose == rundir.PurposeBound {
 				boundStep *= 2
 			}
 		} else {
-			f.pr.failed(next, t.Achieved, PurposeRepeat)
-			if purpose == PurposeBound {
+			f.pr.failed(next, t.Achieved, rundir.PurposeRepeat)
+			if purpose == rundir.PurposeBound {
 				boundStep /= 2
 			}
 		}
@@ -272,7 +226,7 @@ func (f *fastSearch) needed(runs map[float64]RateRuns, lo, firstFail, boundStep 
 func (f *fastSearch) fill(b *Boundary, lo float64) {
 	res := f.res
 	runs := tally(res.Trials)
-	if lo > 0 && !runs[lo].allPassed() {
+	if lo > 0 && !runs[lo].AllPassed() {
 		// The trials ran out before the candidate ran (or after it failed a
 		// repeat): the answer is what did pass every run, never a rate
 		// no trial ran at (a sweep once answered 7.078 M/s, never tried).
@@ -298,13 +252,13 @@ func (f *fastSearch) fill(b *Boundary, lo float64) {
 	}
 	b.Reproducible = lo > 0 && b.Answer.Runs >= b.Runs && b.Fail.Runs >= b.Runs && len(b.Mixed) == 0
 	res.LastPass, res.FirstFail = lo, b.Fail.Rate
-	b.Statement = b.statement()
+	b.Statement = boundaryStatement(b)
 	res.Boundary = b
 }
 
 // statement says the answer with its measured uncertainty and the
 // search's resolution, for the CLI, summary.json and the report alike.
-func (b *Boundary) statement() string {
+func boundaryStatement(b *Boundary) string {
 	if b.Answer.Rate <= 0 {
 		return "no rate passed every one of its runs"
 	}
@@ -359,7 +313,7 @@ func contradiction(r *Result) string {
 	top := runs[rates[len(rates)-1]]
 	var ns []string
 	for _, t := range r.Trials {
-		if t.Rate == top.Rate && t.Judged() && t.Purpose != "profile" {
+		if t.Rate == top.Rate && t.Judged() && t.Purpose != rundir.PurposeProfile {
 			ns = append(ns, fmt.Sprint(t.N))
 		}
 	}

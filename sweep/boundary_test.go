@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/cloudprofiler-go/cp/rundir"
 )
 
 // drifting is a host whose capacity wanders between trials: each trial
@@ -40,7 +42,7 @@ func TestBoundaryMeasuresADriftingHost(t *testing.T) {
 			t.Fatalf("seed %d: stopped %q, boundary %+v", seed, res.Stopped, b)
 		}
 		runs := tally(res.Trials)
-		if a := runs[res.LastPass]; !a.allPassed() || a.Runs < 3 || b.Answer != a {
+		if a := runs[res.LastPass]; !a.AllPassed() || a.Runs < 3 || b.Answer != a {
 			t.Fatalf("seed %d: answer %.0f ran %+v, boundary says %+v", seed, res.LastPass, a, b.Answer)
 		}
 		for rate, r := range runs {
@@ -125,7 +127,7 @@ func TestBoundaryRunsOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tr := range res.Trials {
-		if tr.Purpose == PurposeRepeat {
+		if tr.Purpose == rundir.PurposeRepeat {
 			t.Fatalf("a repeat with one run asked: %+v", res.Trials)
 		}
 	}
@@ -149,7 +151,7 @@ func TestBoundaryBoundsVaryingOutcomes(t *testing.T) {
 	b := res.Boundary
 	bounds := 0
 	for _, tr := range res.Trials {
-		if tr.Purpose == PurposeBound {
+		if tr.Purpose == rundir.PurposeBound {
 			bounds++
 		}
 	}
@@ -175,7 +177,7 @@ func TestAnswerIsARateThatRan(t *testing.T) {
 			t.Fatal(err)
 		}
 		runs := tally(res.Trials)
-		if res.LastPass > 0 && !runs[res.LastPass].allPassed() {
+		if res.LastPass > 0 && !runs[res.LastPass].AllPassed() {
 			t.Fatalf("%d trials: the answer %.0f ran %+v: %+v", maxTrials, res.LastPass, runs[res.LastPass], res.Trials)
 		}
 		if b := res.Boundary; b != nil && b.Answer.Rate != res.LastPass {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sweep/agent/sendagent"
 
 	"github.com/cloudprofiler-go/cp/cpustat"
@@ -300,7 +301,7 @@ func TestContradiction(t *testing.T) {
 		{"the edge: passed, then failed its confirmation", Result{LastPass: 90e3, FirstFail: 92e3, Trials: []Trial{
 			trial(1, 92e3, true, "close"), trial(2, 92e3, false, "confirm"), trial(3, 90e3, true, "confirm")}}, false},
 		{"a profiled trial above", Result{LastPass: 90e3, FirstFail: 92e3, Trials: []Trial{trial(1, 90e3, true, "ramp"), trial(2, 92e3, false, "ramp"), trial(3, 300e3, true, "profile")}}, false},
-		{"a short estimate trial above", Result{LastPass: 9e3, FirstFail: 10e3, Trials: []Trial{{N: 1, Rate: 20e3, Purpose: PurposeEstimate, Short: true, Verdict: Verdict{Pass: true}}, trial(2, 10e3, false, "ramp")}}, false},
+		{"a short estimate trial above", Result{LastPass: 9e3, FirstFail: 10e3, Trials: []Trial{{N: 1, Rate: 20e3, Purpose: rundir.PurposeEstimate, Short: true, Verdict: Verdict{Pass: true}}, trial(2, 10e3, false, "ramp")}}, false},
 		{"nothing failed", Result{LastPass: 90e3, Trials: []Trial{trial(1, 90e3, true, "ramp")}}, false},
 	} {
 		if got := contradiction(&tc.r); (got != "") != tc.wantIt {

@@ -14,6 +14,7 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/atomicfile"
 	"github.com/cloudprofiler-go/cp/internal/readfile"
 	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sender"
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
@@ -217,12 +218,6 @@ type DiagnoseOptions struct {
 	Period  time.Duration // 0: the recorded period; else a multiple of it
 }
 
-// trialFile is trials/NNN.json as the sweep writes it.
-type trialFile struct {
-	Trial   Trial    `json:"trial"`
-	Outcome *Outcome `json:"outcome"`
-}
-
 // DiagnoseRun analyses every trial of a run directory, aligned through
 // its TSC relation when it has one (WriteDiagnosis saves it).
 func DiagnoseRun(dir string, o DiagnoseOptions) (*diagnose.RunFile, error) {
@@ -238,20 +233,24 @@ func DiagnoseRun(dir string, o DiagnoseOptions) (*diagnose.RunFile, error) {
 		}
 	}
 	relay := false
-	var cfg struct {
-		Plan TrialPlan `json:"plan"`
-	}
-	if b, err := readfile.Limited(filepath.Join(dir, "summary.json"), maxTrialFile); err == nil && json.Unmarshal(b, &cfg) == nil {
-		relay = cfg.Plan.Relay
+	var sum rundir.Summary
+	if readBounded(filepath.Join(dir, "summary.json"), &sum) == nil {
+		relay = sum.PlanFacts().Relay
 	}
 	out := &diagnose.RunFile{FormatVersion: diagnose.FormatVersion, Confirm: max(o.Confirm, 1), Trials: []diagnose.Trial{}}
 	if o.Confirm <= 0 {
 		out.Confirm = diagnose.DefaultConfirm
 	}
 	for _, f := range files {
-		var tf trialFile
+		var tf rundir.TrialFile
 		if err := readBounded(f, &tf); err != nil {
 			return nil, err
+		}
+		if tf.Trial == nil { // an invalid trial: never judged
+			if tf.Invalid != nil {
+				out.Skipped = append(out.Skipped, fmt.Sprintf("trial %d: invalid (%s)", tf.Invalid.N, tf.Invalid.Error))
+			}
+			continue
 		}
 		if tf.Outcome == nil {
 			out.Skipped = append(out.Skipped, fmt.Sprintf("trial %d: no outcome", tf.Trial.N))
@@ -268,7 +267,7 @@ func DiagnoseRun(dir string, o DiagnoseOptions) (*diagnose.RunFile, error) {
 			continue
 		}
 		out.PeriodNs = d.PeriodNs
-		t := tf.Trial
+		t := *tf.Trial
 		t.Outcome = tf.Outcome
 		verdictOfLimit(&t, d) // the same verdict as the sweep's line
 		out.Trials = append(out.Trials, diagnose.Trial{N: tf.Trial.N, Rate: tf.Trial.Rate, Purpose: tf.Trial.Purpose, Pass: tf.Trial.Verdict.Pass, Diagnosis: d})

@@ -77,15 +77,6 @@ func (h HostRules) backoff(n int) time.Duration {
 	return min(pause, MaxBackoff)
 }
 
-// Attempt is a run of a trial's rate that the host disturbed: what it
-// showed, kept, but never judged.
-type Attempt struct {
-	Reason   string              `json:"reason"`
-	Pass     bool                `json:"pass"`
-	Achieved float64             `json:"achieved"`
-	Hosts    []cpustat.AgentHost `json:"hosts"`
-}
-
 // DisturbedError ends a sweep whose host stayed disturbed through every
 // repeat of a trial: no answer can be given on this host now.
 type DisturbedError struct {
@@ -107,7 +98,7 @@ func (h HostRules) disturbed(hosts []cpustat.AgentHost) string {
 		if v.CPUs <= 0 {
 			continue
 		}
-		waiter, wait := diagnose.LongestWait(cpuAgents(v.Agents))
+		waiter, wait := diagnose.LongestWait(v.Agents)
 		where := fmt.Sprintf("host %s (%s)", v.Name, nodeList(v.Agents, ", "))
 		if h.MaxOthers > 0 && v.Others > h.MaxOthers {
 			why = append(why, fmt.Sprintf("other processes used %.0f%% of %s's CPU", 100*v.Others, where))
@@ -140,7 +131,7 @@ func colocation(hosts []cpustat.AgentHost) string {
 			each = append(each, fmt.Sprintf("the system under test %.2f cores", v.SUT))
 		}
 		line := fmt.Sprintf("%s share host %s's %d CPUs (%s): the answer is a property of that host, not of the system alone", who, v.Name, v.CPUs, strings.Join(each, ", "))
-		if waiter, wait := diagnose.LongestWait(cpuAgents(v.Agents)); wait >= HotThreadWait {
+		if waiter, wait := diagnose.LongestWait(v.Agents); wait >= HotThreadWait {
 			line += fmt.Sprintf("; their own threads filled it (%s waited runnable %.0f%% of the time), so the answer moves between sweeps with where the scheduler puts them: compare several sweeps, or put the sender and the receiver on separate hosts", waiter, 100*wait)
 		}
 		out = append(out, line)

@@ -88,7 +88,7 @@ func TestDisturbedTrialsAreRepeated(t *testing.T) {
 			t.Fatalf("%s: exit %d (%v), want %d\n%s", c.behave, got, err, c.wantExit, log.String())
 		}
 		var text bytes.Buffer
-		report.WriteText(&text)
+		WriteText(&text, report)
 		switch c.behave {
 		case "busyonce":
 			tr := report.Result.Trials

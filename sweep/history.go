@@ -11,6 +11,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/internal/readfile"
+	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
@@ -22,24 +23,6 @@ import (
 // answer with the earlier sweeps of the same plan on the same machines in
 // the same results directory, and says how far they spread.
 
-// History is what the earlier sweeps of the same plan on the same
-// machines answered (see sameSweep).
-type History struct {
-	// Sweeps is how many earlier answers are compared (at most
-	// HistorySweeps, the most recent).
-	Sweeps int     `json:"sweeps"`
-	Median float64 `json:"median"`
-	Min    float64 `json:"min"`
-	Max    float64 `json:"max"`
-	// Deviation is this sweep's answer over their median, minus 1.
-	Deviation float64 `json:"deviation"`
-	// Varies: the earlier answers spread by more than HistorySpread, or
-	// this one lies more than HistorySpread from their median: one sweep
-	// here is not the plan's capacity.
-	Varies    bool   `json:"varies"`
-	Statement string `json:"statement"`
-}
-
 // HistorySweeps is how many earlier sweeps are compared; HistorySpread
 // the spread past which sweeps of one plan are said to vary (the issue's
 // 5% around the median, both ways).
@@ -50,25 +33,10 @@ const (
 	historyMaxBytes = 8 << 20 // a summary.json larger than this is not read
 )
 
-// priorSweep is what a run directory's summary.json says of its answer.
-type priorSweep struct {
-	Plan         json.RawMessage      `json:"plan"`
-	Agents       []protocol.AgentInfo `json:"agents"`
-	Interrupted  bool                 `json:"interrupted"`
-	Contradicted string               `json:"contradicted"`
-	Disturbed    string               `json:"disturbed"`
-	Invalid      json.RawMessage      `json:"invalid"`
-	HostRules    *HostRules           `json:"host_rules"`
-	Result       *struct {
-		LastPass float64         `json:"last_pass"`
-		Boundary json.RawMessage `json:"boundary"`
-	} `json:"result"`
-}
-
 // answered: the sweep ended with an answer it stands by.
-func (p *priorSweep) answered() bool {
-	return p.Result != nil && p.Result.LastPass > 0 && len(p.Result.Boundary) > 0 && string(p.Result.Boundary) != "null" &&
-		!p.Interrupted && p.Contradicted == "" && p.Disturbed == "" && (len(p.Invalid) == 0 || string(p.Invalid) == "null")
+func answered(p *rundir.Summary) bool {
+	return p.Result != nil && p.Result.LastPass > 0 && p.Result.Boundary != nil &&
+		!p.Interrupted && p.Contradicted == "" && p.Disturbed == "" && p.Invalid == nil
 }
 
 // machinesOf is the agents' roles and machines, sorted: two sweeps whose
@@ -87,8 +55,9 @@ func machinesOf(agents []protocol.AgentInfo) []string {
 // often and how long they repeated a disturbed trial does not change what
 // an answer measured). A sweep that recorded no rules (before they were
 // recorded) is not known to have.
-func sameJudging(a *HostRules, b HostRules) bool {
-	return a != nil && a.MaxOthers == b.MaxOthers && a.MaxSteal == b.MaxSteal && a.MaxWait == b.MaxWait
+func sameJudging(stored json.RawMessage, b HostRules) bool {
+	var a HostRules
+	return len(stored) > 0 && string(stored) != "null" && json.Unmarshal(stored, &a) == nil && a.MaxOthers == b.MaxOthers && a.MaxSteal == b.MaxSteal && a.MaxWait == b.MaxWait
 }
 
 // priorAnswers reads the answers of the earlier sweeps in resultsDir (not
@@ -119,8 +88,8 @@ func priorAnswers(resultsDir, self string, plan TrialPlan, agents []protocol.Age
 		if err != nil {
 			continue
 		}
-		var p priorSweep
-		if json.Unmarshal(b, &p) != nil || !p.answered() || !slices.Equal(machinesOf(p.Agents), machines) || !samePlan(p.Plan, want) || !sameJudging(p.HostRules, rules) {
+		var p rundir.Summary
+		if json.Unmarshal(b, &p) != nil || !answered(&p) || !slices.Equal(machinesOf(p.Agents), machines) || !samePlan(p.Plan, want) || !sameJudging(p.HostRules, rules) {
 			continue
 		}
 		found = append(found, p.Result.LastPass)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
@@ -91,5 +92,19 @@ func TestPriorAnswers(t *testing.T) {
 	}
 	if got := priorAnswers(filepath.Join(dir, "missing"), "", plan, agents, DefaultHostRules); got != nil {
 		t.Fatalf("a missing results directory gave %v", got)
+	}
+}
+
+// The run directory's readers take the plan's facts from
+// rundir.PlanFacts: its JSON names must stay TrialPlan's.
+func TestPlanFactsReadTheSweepsPlan(t *testing.T) {
+	plan := TrialPlan{Duration: 3 * time.Second, Warmup: 400 * time.Millisecond, Relay: true}
+	b, err := json.Marshal(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := (&rundir.Summary{Plan: b}).PlanFacts()
+	if want := (rundir.PlanFacts{Duration: plan.Duration, Warmup: plan.Warmup, Relay: true}); got != want {
+		t.Fatalf("facts %+v of plan %s, want %+v", got, b, want)
 	}
 }

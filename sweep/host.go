@@ -50,15 +50,6 @@ const (
 	HotThreadWait = diagnose.HotThreadWait
 )
 
-// cpuAgents is the agents' accounting as the host CPU rule reads it.
-func cpuAgents(hosts []cpustat.AgentHost) []diagnose.AgentCPU {
-	out := make([]diagnose.AgentCPU, len(hosts))
-	for i, h := range hosts {
-		out[i] = diagnose.AgentCPU{Node: h.Node, Summary: h.Summary}
-	}
-	return out
-}
-
 // hostCPULimit says why a failing trial was limited by the host's CPUs
 // ("": it was not): they were saturated, or a hot thread (an emission
 // thread, a lane, the consumer) waited runnable a large share of the time
@@ -85,7 +76,7 @@ func hostCPUBehind(t *Trial, named string) (why, short string) {
 	if len(t.Hosts) == 0 {
 		return "", ""
 	}
-	held, ok := diagnose.HostCPUHeld(cpuAgents(t.Hosts), named)
+	held, ok := diagnose.HostCPUHeld(t.Hosts, named)
 	if !ok {
 		return "", ""
 	}
@@ -125,10 +116,4 @@ func (m machineNames) host(info protocol.AgentInfo) string {
 	}
 	m[info.Machine] = info.Host
 	return info.Host
-}
-
-// ProfilerCost is what the profiler's own threads used over the trial,
-// summed over its agents (cpustat.ProfilerCost).
-func (t Trial) ProfilerCost() (cores, share float64, ok bool) {
-	return cpustat.AgentsProfilerCost(t.Hosts)
 }

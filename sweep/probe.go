@@ -1,6 +1,10 @@
 package sweep
 
-import "math"
+import (
+	"math"
+
+	"github.com/cloudprofiler-go/cp/rundir"
+)
 
 // prober chooses the rates that narrow [lo, hi). It learns from failing
 // trials: one that could not keep up achieved about the system's capacity
@@ -31,7 +35,7 @@ func (pr *prober) failed(rate, achieved float64, purpose string) {
 	// A probe placed on evidence that the capacity is near (a hint, a
 	// closing step, a gallop, or a rate that passed before) that fails
 	// while keeping up puts the capacity right below it.
-	pr.near = pr.near || purpose != "ramp" && purpose != "bisect"
+	pr.near = pr.near || purpose != rundir.PurposeRamp && purpose != rundir.PurposeBisect
 }
 
 // passed learns from a passing trial at rate: a pass clearly above the
@@ -53,10 +57,10 @@ func (pr *prober) next(lo, hi float64) (float64, string) {
 	closing := lo * (1 + 0.9*p)
 	if h := pr.hint; h > 0 {
 		if below := pr.hintProbe(); below > lo*(1+p/4) && below < hi {
-			return below, PurposeHint
+			return below, rundir.PurposeHint
 		}
 		if h <= lo*(1+p) && closing < hi { // the capacity is just above lo
-			return closing, "close"
+			return closing, rundir.PurposeClose
 		}
 	}
 	// Only a failure placed on evidence says the capacity is just below
@@ -70,7 +74,7 @@ func (pr *prober) next(lo, hi float64) (float64, string) {
 		}
 	}
 	if closing < hi && hi <= lo*(1+4*p) {
-		return closing, "close"
+		return closing, rundir.PurposeClose
 	}
-	return math.Sqrt(lo * hi), "bisect"
+	return math.Sqrt(lo * hi), rundir.PurposeBisect
 }

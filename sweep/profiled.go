@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
+	"github.com/cloudprofiler-go/cp/rundir"
 )
 
 // profile runs the profiled trial when it was asked for and can run, and
@@ -59,7 +60,7 @@ func (s *Sweep) profiledTrial(ctx context.Context, res *Result, run func(context
 		s.logf("profiled trial at %s (%.0f%% of the highest passing rate)\n", numfmt.Rate(rate), 100*at)
 	}
 	s.Ctrl.TrialProfile = s.Profile
-	t, err := run(ctx, rate, "profile")
+	t, err := run(ctx, rate, rundir.PurposeProfile)
 	s.Ctrl.TrialProfile = nil
 	if err != nil {
 		return fmt.Errorf("the profiled trial could not run: %w", err)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sender"
 )
 
@@ -14,30 +15,6 @@ import (
 // judged at all (e.g. every agent is gone) and stops the search; an agent
 // failing inside a trial is a failed verdict instead.
 type Runner func(ctx context.Context, rate float64, purpose string) (Trial, error)
-
-// Result is a search's answer: the maximum sustainable throughput lies in
-// [LastPass, FirstFail).
-type Result struct {
-	Method    string        `json:"method"`
-	LastPass  float64       `json:"last_pass"`  // 0: no rate passed
-	FirstFail float64       `json:"first_fail"` // 0: no rate failed (the top of the range passed)
-	Trials    []Trial       `json:"trials"`
-	Elapsed   time.Duration `json:"elapsed_ns"`
-	Stopped   string        `json:"stopped,omitempty"` // why the search ended early
-	Hint      string        `json:"hint,omitempty"`    // what the service-rate hint did
-	// Boundary is what the repeats at the boundary measured (fast search;
-	// nil when the search ended before them): LastPass and FirstFail are
-	// then its answer and its lowest rate that failed every run.
-	Boundary *Boundary `json:"boundary,omitempty"`
-}
-
-// Precision is the relative width of the answer's interval.
-func (r *Result) Precision() float64 {
-	if r.LastPass <= 0 || r.FirstFail <= 0 {
-		return math.Inf(1)
-	}
-	return (r.FirstFail - r.LastPass) / r.LastPass
-}
 
 // LinearPlan is the paper's search (Fig. 9a): from, from+step, ... up to
 // to, stopping at the first failing trial.
@@ -63,7 +40,7 @@ func Linear(ctx context.Context, p LinearPlan, run Runner) (*Result, error) {
 		if rate > p.To*(1+1e-12) {
 			return res, nil
 		}
-		t, err := runOne(ctx, res, rate, "linear", run)
+		t, err := runOne(ctx, res, rate, rundir.PurposeLinear, run)
 		if err != nil {
 			return res, err
 		}
@@ -118,14 +95,6 @@ const (
 	HintFactor = 1.25
 )
 
-// PurposeHint is the trial the service-rate hint placed (and the prober's
-// probe just below what a trial that fell behind achieved).
-const PurposeHint = "hint"
-
-// PurposeEstimate is the hint's trial: its verdict counts only as a full
-// pass (Trial.Judged).
-const PurposeEstimate = "estimate"
-
 func (p FastPlan) withDefaults() (FastPlan, error) {
 	if p.Factor == 0 {
 		p.Factor = DefaultFactor
@@ -175,7 +144,7 @@ func Fast(ctx context.Context, plan FastPlan, run Runner) (*Result, error) {
 	f := &fastSearch{ctx: ctx, p: p, run: run, res: &Result{Method: "fast"}, pr: prober{precision: p.Precision}}
 	start := time.Now()
 	defer func() { f.res.Elapsed = time.Since(start) }()
-	from, purpose := p.Start, "ramp"
+	from, purpose := p.Start, rundir.PurposeRamp
 	if p.Hint == HintServiceRate {
 		if from, purpose, err = f.estimate(); err != nil {
 			return f.finish(err)
@@ -217,7 +186,7 @@ func (f *fastSearch) try(rate float64, purpose string) (Trial, error) {
 // it counts as the ramp's first pass, not run twice).
 func (f *fastSearch) estimate() (rate float64, purpose string, err error) {
 	start := f.p.Start
-	t, err := f.try(start, PurposeEstimate)
+	t, err := f.try(start, rundir.PurposeEstimate)
 	if err != nil {
 		return 0, "", err
 	}
@@ -227,15 +196,15 @@ func (f *fastSearch) estimate() (rate float64, purpose string, err error) {
 		f.pr.passed(start)
 	}
 	if next, ok := f.hintAfter(t, start); ok && next > start {
-		return next, PurposeHint, nil
+		return next, rundir.PurposeHint, nil
 	}
 	if f.hinting {
 		f.res.Hint = fmt.Sprintf("no stage's service rate converged in the estimate trial at %.0f: the ramp reads them after every pass", start)
 	}
 	if t.Judged() {
-		return f.above(start), "ramp", nil
+		return f.above(start), rundir.PurposeRamp, nil
 	}
-	return start, "ramp", nil
+	return start, rundir.PurposeRamp, nil
 }
 
 // hintAfter reads a passing trial's estimates while the hint has not
@@ -319,7 +288,7 @@ func (f *fastSearch) finish(err error) (*Result, error) {
 // the first one fails, until one passes); stopped says the search ended
 // with its reason in Stopped (the maximum passed, or nothing did). The
 // first trial's purpose is purpose (the hint's jump is "hint"), the
-// others' "ramp".
+// others' rundir.PurposeRamp.
 func (f *fastSearch) ramp(rate float64, purpose string) (stopped bool, err error) {
 	p, res := &f.p, f.res
 	for {
@@ -342,10 +311,10 @@ func (f *fastSearch) ramp(rate float64, purpose string) (stopped bool, err error
 			return true, nil
 		}
 		if next, ok := f.hintAfter(t, rate); ok {
-			rate, purpose = next, PurposeHint
+			rate, purpose = next, rundir.PurposeHint
 			continue
 		}
-		rate, purpose = f.above(rate), "ramp"
+		rate, purpose = f.above(rate), rundir.PurposeRamp
 	}
 }
 
@@ -368,10 +337,6 @@ func (f *fastSearch) narrow() error {
 	}
 	return nil
 }
-
-// PurposeRecheck is the trial that tests an answer its own stages' service
-// rates doubt (see recheck).
-const PurposeRecheck = "recheck"
 
 // recheck tests an answer the stages' estimates doubt. When the smallest
 // pipeline limit estimated in the trials at the answer is at or above
@@ -399,7 +364,7 @@ func (f *fastSearch) recheck() error {
 	if limit == nil || limit.TuplesPerS < rate || (f.p.Max > 0 && rate > f.p.Max) || len(res.Trials) >= f.p.MaxTrials {
 		return nil
 	}
-	_, err := f.try(rate, PurposeRecheck)
+	_, err := f.try(rate, rundir.PurposeRecheck)
 	return err
 }
 
@@ -409,10 +374,10 @@ func (f *fastSearch) recheck() error {
 // measured the capacity: the next probe goes just below what it achieved
 // (purpose "hint") before the ramp goes on down from there.
 func rampDown(res *Result, pr *prober, p FastPlan, try func(float64, string) (Trial, error)) (bool, error) {
-	rate, purpose := res.FirstFail/p.Factor, "ramp"
+	rate, purpose := res.FirstFail/p.Factor, rundir.PurposeRamp
 	for {
 		if h := pr.hintProbe(); h > 0 && h < res.FirstFail {
-			rate, purpose = h, PurposeHint
+			rate, purpose = h, rundir.PurposeHint
 		}
 		if rate < p.Min {
 			res.Stopped = fmt.Sprintf("every rate down to %g failed (the floor is %g: --min-rate)", res.FirstFail, p.Min)
@@ -429,7 +394,7 @@ func rampDown(res *Result, pr *prober, p FastPlan, try func(float64, string) (Tr
 		}
 		res.FirstFail = rate
 		pr.failed(rate, t.Achieved, purpose)
-		rate, purpose = rate/p.Factor, "ramp"
+		rate, purpose = rate/p.Factor, rundir.PurposeRamp
 	}
 }
 

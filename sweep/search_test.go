@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/cloudprofiler-go/cp/rundir"
 )
 
 // system simulates a receiver of known capacity: a trial passes when the
@@ -199,7 +201,7 @@ func TestFastMovesDownWhenARepeatFails(t *testing.T) {
 			}
 			failed := -1
 			for i, tr := range res.Trials {
-				if tr.Purpose == PurposeRepeat && tr.Rate == 500e3 && !tr.Verdict.Pass {
+				if tr.Purpose == rundir.PurposeRepeat && tr.Rate == 500e3 && !tr.Verdict.Pass {
 					failed = i
 					break
 				}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
+	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/servicerate"
 )
 
@@ -91,31 +92,6 @@ func appendNamed(out []servicerate.Rate, prefix string, rates []servicerate.Rate
 	return out
 }
 
-// NextLimit is the stage a trial's estimates say would limit first, and
-// its headroom over the trial's rate.
-type NextLimit struct {
-	servicerate.Limit
-	// Headroom is the limit over the trial's target rate, minus 1 (0.2:
-	// 20% more would reach it; below 0: the trial was above it).
-	Headroom float64 `json:"headroom"`
-	// Other is the other method's limit for the same stage (0: none).
-	Other float64 `json:"other_method_tuples_per_s,omitempty"`
-	// Inconsistent says why the trials contradict the limit: a limit
-	// below a rate that passed (the pipeline sustained more), or headroom
-	// that the failing trial itself disproves. Such a limit is never
-	// printed or used as one: the line says "inconsistent" with both
-	// numbers, and the hint ignores it.
-	Inconsistent string `json:"inconsistent,omitempty"`
-	// Through is the stage whose rate it is when the limit is the host's
-	// CPUs (Stage "host CPU"): the stage the estimate named could not run
-	// for want of CPU (diagnose.HostCPUHeld, the rule the diagnosis
-	// follows too). HostEvidence says who used the cores, and HeldBy its
-	// point: the thread that waited to run, or how busy the host was.
-	Through      string `json:"through,omitempty"`
-	HostEvidence string `json:"host_evidence,omitempty"`
-	HeldBy       string `json:"held_by,omitempty"`
-}
-
 // hostCPUNextLimit gives a trial's next limit to the host's CPUs when the
 // stage it names was held back by them, by the rule that names a failing
 // trial's limiting stage: a transport whose I/O threads waited runnable
@@ -151,12 +127,12 @@ func nextLimit(rates []servicerate.Rate, rate float64, passed bool, highestPass,
 			break
 		}
 	}
-	n.Inconsistent = n.contradiction(highestPass, 0)
+	n.Inconsistent = limitContradiction(n, highestPass, 0)
 	if n.Inconsistent == "" && !passed && n.Headroom > inconsistentMargin {
 		n.Inconsistent = fmt.Sprintf("%s gives %s headroom of %+.0f%% (%s), but this trial failed at %s", n.Method, n.Stage, 100*n.Headroom, numfmt.Rate(n.TuplesPerS), numfmt.Rate(rate))
 	}
 	if n.Inconsistent == "" {
-		n.Inconsistent = n.contradiction(0, lowestFail)
+		n.Inconsistent = limitContradiction(n, 0, lowestFail)
 	}
 	return n
 }
@@ -165,7 +141,7 @@ func nextLimit(rates []servicerate.Rate, rate float64, passed bool, highestPass,
 // they do not): it lies below a rate the pipeline sustained, or above one
 // at which it failed (the stage may well be that fast, but the pipeline's
 // next limit is not above a rate it already failed at).
-func (n *NextLimit) contradiction(sustained, failed float64) string {
+func limitContradiction(n *NextLimit, sustained, failed float64) string {
 	switch {
 	case sustained > 0 && n.TuplesPerS < sustained*(1-inconsistentMargin):
 		return fmt.Sprintf("%s says %s would limit at %s, but %s passed", n.Method, n.Stage, numfmt.Rate(n.TuplesPerS), numfmt.Rate(sustained))
@@ -205,7 +181,7 @@ func nextLimitLine(t Trial) string {
 
 // searched says whether a trial is the search's evidence: judged, and
 // not the profiled trial (which ran with the profiler on).
-func searched(t Trial) bool { return t.Judged() && t.Purpose != "profile" }
+func searched(t Trial) bool { return t.Judged() && t.Purpose != rundir.PurposeProfile }
 
 // lowestFail is the lowest rate of a judged failing trial (0: none).
 func lowestFail(trials []Trial) float64 {
@@ -248,7 +224,7 @@ func recheckLimits(trials []Trial) {
 	sustained, failed := highestPass(trials), lowestFail(trials)
 	for i := range trials {
 		if n := trials[i].NextLimit; n != nil && n.Inconsistent == "" {
-			if c := n.contradiction(sustained, failed); c != "" {
+			if c := limitContradiction(n, sustained, failed); c != "" {
 				n.Inconsistent = c + " (a later trial)"
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/receiver"
 	rtally "github.com/cloudprofiler-go/cp/receiver/tally"
+	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/servicerate"
 	"github.com/cloudprofiler-go/cp/stage"
 )
@@ -149,7 +150,7 @@ func TestFastHint(t *testing.T) {
 				run := func(ctx context.Context, r float64, purpose string) (Trial, error) {
 					rates = append(rates, r)
 					tr, err := sys.run(ctx, r, purpose)
-					tr.Short = purpose == PurposeEstimate && tc.short
+					tr.Short = purpose == rundir.PurposeEstimate && tc.short
 					if tc.busyAt > 0 {
 						tr.Busy = map[string]float64{"receiver0/consumer": r / tc.busyAt, "receiver0/lane0": 0.01}
 					}
@@ -209,7 +210,7 @@ func TestFastRechecksAnAnswerItsEstimatesDoubt(t *testing.T) {
 			n, quiet := 0, false
 			run := func(_ context.Context, r float64, purpose string) (Trial, error) {
 				n++
-				quiet = quiet || purpose == PurposeRecheck
+				quiet = quiet || purpose == rundir.PurposeRecheck
 				c := tc.capacity
 				if tc.busyFrom > 0 && n >= tc.busyFrom && !quiet {
 					c = 40e3
@@ -218,7 +219,7 @@ func TestFastRechecksAnAnswerItsEstimatesDoubt(t *testing.T) {
 				tr := Trial{Achieved: math.Min(r, c), Verdict: Verdict{Pass: pass}}
 				// The repeats' estimates did not converge: the answer's
 				// other pass has them.
-				if tr.Verdict.Pass && purpose != PurposeRepeat {
+				if tr.Verdict.Pass && purpose != rundir.PurposeRepeat {
 					tr.NextLimit = &NextLimit{Limit: servicerate.Limit{Stage: "receiver0/consumer", Method: servicerate.MethodBusyTime, TuplesPerS: 100e3}}
 				}
 				return tr, nil
@@ -232,7 +233,7 @@ func TestFastRechecksAnAnswerItsEstimatesDoubt(t *testing.T) {
 			var recheck *Trial
 			firstFail := 0.0
 			for i, tr := range res.Trials {
-				if tr.Purpose == PurposeRecheck {
+				if tr.Purpose == rundir.PurposeRecheck {
 					recheck = &res.Trials[i]
 					break
 				}

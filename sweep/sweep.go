@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,78 +25,10 @@ type Search struct {
 	Linear LinearPlan `json:"linear"`
 }
 
-// Report is a sweep's summary (summary.json).
-type Report struct {
-	FormatVersion int                  `json:"format_version"`
-	Name          string               `json:"name"`
-	Started       time.Time            `json:"started"`
-	Plan          TrialPlan            `json:"plan"`
-	Search        Search               `json:"search"`
-	Agents        []protocol.AgentInfo `json:"agents"`
-	Topology      string               `json:"topology"`
-	// BlackBox is the system the data went through between the senders
-	// and the receivers, as the diagnosis names its stages: "sut" in a
-	// relayed sweep, a broker's scheme ("nats", "kafka", ...), or "" when
-	// it went straight over the transport. Written so that no reader parses
-	// Topology, which is for people.
-	BlackBox    string  `json:"black_box,omitempty"`
-	Result      *Result `json:"result"`
-	Interrupted bool    `json:"interrupted"`
-	// Invalid is the trial that ended the sweep because an agent failed
-	// (nil when none did): its rate was never judged.
-	Invalid *InvalidTrial `json:"invalid,omitempty"`
-	// ProfileSkipped says why the profiled trial did not run ("" if it
-	// ran or was not asked for).
-	ProfileSkipped string `json:"profile_skipped,omitempty"`
-	// ProfiledSearch: every trial of the search ran with the profile's
-	// handlers on (--profile-search).
-	ProfiledSearch bool   `json:"profiled_search,omitempty"`
-	Dir            string `json:"dir"`
-	// LimitingStage is what limited the first failing trial above the
-	// answer (see Trial.LimitingStage).
-	LimitingStage    string `json:"limiting_stage,omitempty"`
-	LimitingEvidence string `json:"limiting_evidence,omitempty"`
-	// Contradicted says how the sweep's own trials contradict its answer
-	// (a rate well above the first failing one passed): the capacity moved
-	// during the sweep, and the answer is not to be trusted ("": none).
-	Contradicted string `json:"contradicted,omitempty"`
-	// Disturbed says which trial's host stayed disturbed through every
-	// repeat, and by what: the sweep ended without an answer
-	// (ExitDisturbed).
-	Disturbed string `json:"disturbed,omitempty"`
-	// Colocated says which agents shared a host, with the cores each used
-	// in the last judged trial: the answer is then a property of that host.
-	Colocated string `json:"colocated,omitempty"`
-	// Latency is the end-to-end latency at the answer, with its clock
-	// error (nil without an answer).
-	Latency *AnswerLatency `json:"latency,omitempty"`
-	// History compares the answer with the earlier sweeps of the same
-	// plan on the same machines in the same results directory (nil: fewer
-	// than two, or no answer).
-	History *History `json:"history,omitempty"`
-	// HostRules are the rules this sweep judged its hosts by: a sweep that
-	// accepted a busy neighbour (--max-others 0) measured another host
-	// than one that waited for a quiet one, and the history keeps them
-	// apart.
-	HostRules *HostRules `json:"host_rules,omitempty"`
-}
-
 // ContradictionFactor: a pass this far above the answer's first failing
 // rate contradicts it. Near the capacity a rate passes once and fails its
 // repeat (a few %); 25% above is not noise at the edge.
 const ContradictionFactor = 1.25
-
-// InvalidTrial is a trial an agent failure made impossible to judge.
-type InvalidTrial struct {
-	N       int     `json:"n"`
-	Rate    float64 `json:"rate"`
-	Purpose string  `json:"purpose"`
-	Agent   string  `json:"agent"`
-	// System: the system under test failed (Agent names it), not an agent.
-	System  bool   `json:"system,omitempty"`
-	Error   string `json:"error"`
-	Retries int    `json:"retries"`
-}
 
 // Sweep runs one sweep and records it.
 type Sweep struct {
@@ -263,8 +196,16 @@ func (s *Sweep) begin(agents []protocol.AgentInfo) error {
 			return err
 		}
 	}
-	s.report = Report{FormatVersion: rundir.FormatVersion, Name: s.Name, Started: time.Now().UTC(), Plan: s.Ctrl.Plan,
-		Search: s.Search, Agents: agents, Topology: s.Ctrl.AgentsSummary(), BlackBox: s.Ctrl.BlackBox(), Dir: s.Out.Dir, HostRules: &s.Host}
+	settings := make([]json.RawMessage, 3)
+	for i, v := range []any{s.Ctrl.Plan, s.Search, s.Host} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("record the sweep's settings: %w", err)
+		}
+		settings[i] = b
+	}
+	s.report = Report{FormatVersion: rundir.FormatVersion, Name: s.Name, Started: time.Now().UTC(), Plan: settings[0],
+		Search: settings[1], Agents: agents, Topology: s.Ctrl.AgentsSummary(), BlackBoxName: s.Ctrl.BlackBox(), Dir: s.Out.Dir, HostRules: settings[2]}
 	if err := s.Out.WriteJSON("config.json", map[string]any{"plan": s.Ctrl.Plan, "search": s.Search, "agents": agents,
 		"topology": s.report.Topology, "args": s.Args, "profile": s.ProfileYAML, "profile_at": s.ProfileAt, "profile_at_limit": s.ProfileAtLimit, "profile_rate": s.ProfileRate, "profile_search": s.ProfileSearch,
 		"clock": s.Clock}); err != nil {
@@ -293,7 +234,7 @@ func (rec *recorder) run(ctx context.Context, rate float64, purpose string) (Tri
 	s := rec.s
 	n := len(rec.partial.Trials) + 1
 	short := false
-	if purpose == PurposeEstimate { // short: the estimates converge in a second or two
+	if purpose == rundir.PurposeEstimate { // short: the estimates converge in a second or two
 		plan := s.Ctrl.Plan
 		s.Ctrl.Plan.Duration, s.Ctrl.Plan.Warmup = min(plan.Duration, EstimateDuration), min(plan.Warmup, EstimateWarmup)
 		short = s.Ctrl.Plan.Duration < plan.Duration || s.Ctrl.Plan.Warmup < plan.Warmup
@@ -317,7 +258,7 @@ func (rec *recorder) run(ctx context.Context, rate float64, purpose string) (Tri
 	if l := hostLine(t); l != "" {
 		s.logf("          %s\n", l)
 	}
-	if err := s.Out.WriteJSON(fmt.Sprintf("trials/%03d.json", n), map[string]any{"trial": t, "outcome": t.Outcome}); err != nil {
+	if err := s.Out.WriteJSON(rundir.TrialFileName(n), rundir.TrialFile{Trial: &t, Outcome: t.Outcome}); err != nil {
 		rec.writeErr = err
 		return t, err
 	}
@@ -401,7 +342,7 @@ func (s *Sweep) runTrial(ctx context.Context, n int, rate float64, purpose strin
 		}
 		inv := &InvalidTrial{N: n, Rate: rate, Purpose: purpose, Agent: ae.Agent, System: ae.System, Error: ae.Err.Error(), Retries: retries}
 		s.report.Invalid = inv
-		if werr := s.Out.WriteJSON(fmt.Sprintf("trials/%03d.json", n), map[string]any{"invalid": inv, "outcome": t.Outcome}); werr != nil {
+		if werr := s.Out.WriteJSON(rundir.TrialFileName(n), rundir.TrialFile{Invalid: inv, Outcome: t.Outcome}); werr != nil {
 			return t, errors.Join(err, werr)
 		}
 		return t, err

@@ -69,7 +69,7 @@ func TestSweepRecordsAgentFailures(t *testing.T) {
 				t.Errorf("profile skipped %q, want %q", report.ProfileSkipped, tc.skipped)
 			}
 			var text bytes.Buffer
-			report.WriteText(&text)
+			WriteText(&text, report)
 			if !tc.wantErr {
 				if report.Invalid != nil || report.Result.LastPass != tc.lastPass {
 					t.Fatalf("report %+v result %+v", report.Invalid, report.Result)
@@ -152,7 +152,7 @@ func TestProfileSearch(t *testing.T) {
 			}
 		}
 		var text bytes.Buffer
-		report.WriteText(&text)
+		WriteText(&text, report)
 		if report.ProfiledSearch != search || strings.Contains(text.String(), "every trial profiled") != search {
 			t.Errorf("search profiled %v: report says %v:\n%s", search, report.ProfiledSearch, text.String())
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
+	"github.com/cloudprofiler-go/cp/rundir"
 )
 
 // What a sweep prints for people: a line per trial, the estimate of the
@@ -44,7 +45,7 @@ func (s *Sweep) estimateLeft(r *Result) string {
 	switch r.Trials[len(r.Trials)-1].Purpose {
 	case "profile":
 		return ""
-	case PurposeRepeat, PurposeRecheck, PurposeBound, PurposeCandidate:
+	case rundir.PurposeRepeat, rundir.PurposeRecheck, rundir.PurposeBound, rundir.PurposeCandidate:
 		return repeatsLeft(r, runsEach)
 	}
 	// The interval as the search holds it: the lowest failing rate, and
@@ -101,7 +102,7 @@ func repeatsLeft(r *Result, runsEach int) string {
 }
 
 // WriteText prints the final table and the answer.
-func (r *Report) WriteText(w io.Writer) {
+func WriteText(w io.Writer, r *Report) {
 	res := r.Result
 	if res == nil {
 		fmt.Fprintln(w, "no trial ran")
@@ -118,13 +119,13 @@ func (r *Report) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "no answer: the sweep failed after %d judged trial(s)\n", len(res.Trials))
 	case res.Boundary != nil && res.LastPass > 0:
 		fmt.Fprintf(w, "max sustainable throughput: %s; %d trials in %v%s\n",
-			res.Boundary.Statement, len(res.Trials), res.Elapsed.Round(time.Second), r.profiledNote())
+			res.Boundary.Statement, len(res.Trials), res.Elapsed.Round(time.Second), profiledNote(r))
 	case res.LastPass > 0 && res.FirstFail > 0:
 		lo, hi := numfmt.RateInterval(res.LastPass, res.FirstFail)
 		fmt.Fprintf(w, "max sustainable throughput: [%s, %s) (%.2f%% wide), %d trials in %v%s\n",
-			lo, hi, 100*res.Precision(), len(res.Trials), res.Elapsed.Round(time.Second), r.profiledNote())
+			lo, hi, 100*res.Precision(), len(res.Trials), res.Elapsed.Round(time.Second), profiledNote(r))
 	case res.LastPass > 0:
-		fmt.Fprintf(w, "max sustainable throughput: at least %s (nothing failed), %d trials%s\n", numfmt.Rate(res.LastPass), len(res.Trials), r.profiledNote())
+		fmt.Fprintf(w, "max sustainable throughput: at least %s (nothing failed), %d trials%s\n", numfmt.Rate(res.LastPass), len(res.Trials), profiledNote(r))
 	default:
 		fmt.Fprintf(w, "no rate passed (lowest failing %s), %d trials\n", numfmt.Rate(res.FirstFail), len(res.Trials))
 	}
@@ -178,7 +179,7 @@ func (r *Report) WriteText(w io.Writer) {
 func profiledLine(res *Result, profiledSearch bool) string {
 	var t *Trial
 	for i := range res.Trials {
-		if res.Trials[i].Purpose == "profile" {
+		if res.Trials[i].Purpose == rundir.PurposeProfile {
 			t = &res.Trials[i]
 		}
 	}
@@ -227,7 +228,7 @@ func profiledLine(res *Result, profiledSearch bool) string {
 }
 
 // profiledNote marks an answer found with the profiler on.
-func (r *Report) profiledNote() string {
+func profiledNote(r *Report) string {
 	if r.ProfiledSearch {
 		return ", every trial profiled"
 	}

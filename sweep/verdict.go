@@ -8,7 +8,6 @@ import (
 
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/receiver"
-	"github.com/cloudprofiler-go/cp/sender"
 )
 
 // Rules are the pass criteria of a trial.
@@ -82,40 +81,6 @@ const (
 	RuleAgents        = "agents"    // every agent answered and finished
 	RuleSendCost      = "send-cost" // every sender accepted its rate (not above its measured send cost)
 )
-
-// Check is one rule's outcome with the numbers behind it.
-type Check struct {
-	Rule   string `json:"rule"`
-	Pass   bool   `json:"pass"`
-	Detail string `json:"detail"`
-}
-
-// Verdict is a trial's outcome: it passes only if every check passes.
-type Verdict struct {
-	Pass   bool    `json:"pass"`
-	Checks []Check `json:"checks"`
-}
-
-// Failed lists the failing checks' details, for a one-line reason.
-func (v Verdict) Failed() []string {
-	var out []string
-	for _, c := range v.Checks {
-		if !c.Pass {
-			out = append(out, c.Rule+": "+c.Detail)
-		}
-	}
-	return out
-}
-
-// Outcome is what the agents reported for one trial.
-type Outcome struct {
-	Rate      float64            `json:"rate"` // total target rate
-	Senders   []*sender.Result   `json:"senders"`
-	Receivers []*receiver.Result `json:"receivers"`
-	Errors    []string           `json:"errors,omitempty"`  // agents that failed or did not answer
-	Refused   []string           `json:"refused,omitempty"` // senders that refused the rate (above their send cost)
-	Window    [2]int64           `json:"window_unix_ns"`    // measured window (after warm-up)
-}
 
 // Judge applies the rules to a trial's outcome.
 func Judge(o *Outcome, rules Rules) Verdict {

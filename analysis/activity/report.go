@@ -211,8 +211,8 @@ func (r *Report) AgreementWith(s *rundir.Summary) *analysis.Agreement {
 // stage it named, and its top activity's kind) on the profiled trial's
 // accounting: the host's CPUs when the stage gave way to them, else the
 // stage with how long its thread waited runnable.
-func heldByHost(t rundir.TrialRecord, graph, kind, detail, note string) (string, string, string) {
-	if held, ok := diagnose.HostCPUHeld(t.CPUAgents(), graph); ok {
+func heldByHost(t rundir.Trial, graph, kind, detail, note string) (string, string, string) {
+	if held, ok := diagnose.HostCPUHeld(t.Hosts, graph); ok {
 		note = fmt.Sprintf("%s's %s, %s waited runnable %.0f%% of the profiled trial", graph, kind, held.Waiter, 100*held.Wait)
 		detail += fmt.Sprintf(", held back by the host's CPUs: %s waited runnable %.0f%% of the profiled trial", held.Waiter, 100*held.Wait)
 		if held.Saturated {
@@ -230,7 +230,7 @@ func heldByHost(t rundir.TrialRecord, graph, kind, detail, note string) (string,
 // runnableWait is the share of a trial's time the worker's thread
 // ("sender0/thread0": node, role) waited runnable (ok false: no host
 // accounting for it).
-func runnableWait(t rundir.TrialRecord, worker string) (float64, bool) {
+func runnableWait(t rundir.Trial, worker string) (float64, bool) {
 	node, role, ok := strings.Cut(worker, "/")
 	if !ok {
 		return 0, false

@@ -121,8 +121,8 @@ func percentileFigure(d *rundir.Dir, s *rundir.Summary) (Figure, bool) {
 	order := []string{"lateness p50", "lateness p99", "latency p50", "latency p99"}
 	var rates []float64
 	for _, t := range s.Result.Trials {
-		o, err := d.Outcome(t.N)
-		if err != nil {
+		o, err := d.Trial(t.N)
+		if err != nil || o.Outcome == nil {
 			continue
 		}
 		add := func(name string, ns int64) {
@@ -131,11 +131,11 @@ func percentileFigure(d *rundir.Dir, s *rundir.Summary) (Figure, bool) {
 			}
 		}
 		rates = append(rates, t.Rate)
-		if len(o.Outcome.Senders) > 0 {
+		if len(o.Outcome.Senders) > 0 && o.Outcome.Senders[0] != nil {
 			add("lateness p50", o.Outcome.Senders[0].Lateness.P50)
 			add("lateness p99", o.Outcome.Senders[0].Lateness.P99)
 		}
-		if len(o.Outcome.Receivers) > 0 {
+		if len(o.Outcome.Receivers) > 0 && o.Outcome.Receivers[0] != nil {
 			add("latency p50", o.Outcome.Receivers[0].Latency.P50)
 			add("latency p99", o.Outcome.Receivers[0].Latency.P99)
 		}

@@ -229,16 +229,12 @@ func trialRows(d *rundir.Dir) []trialRow {
 			}
 		}
 		r.Failed = strings.Join(failed, "; ")
-		hosts := make([]cpustat.AgentHost, len(t.Hosts))
-		for i, h := range t.Hosts {
-			hosts[i] = cpustat.AgentHost{Node: h.Node, Host: h.Host, Summary: h.Summary}
-		}
-		r.Host = cpustat.HostsLine(hosts) // as the sweep's progress said it
-		if o, err := d.Outcome(t.N); err == nil {
-			if len(o.Outcome.Senders) > 0 {
+		r.Host = cpustat.HostsLine(t.Hosts) // as the sweep's progress said it
+		if o, err := d.Trial(t.N); err == nil {
+			if len(o.Outcome.Senders) > 0 && o.Outcome.Senders[0] != nil {
 				r.LatenessP99 = dur(o.Outcome.Senders[0].Lateness.P99)
 			}
-			if len(o.Outcome.Receivers) > 0 {
+			if len(o.Outcome.Receivers) > 0 && o.Outcome.Receivers[0] != nil {
 				r.LatencyP50, r.LatencyP99 = dur(o.Outcome.Receivers[0].Latency.P50), dur(o.Outcome.Receivers[0].Latency.P99)
 			}
 		}

@@ -28,7 +28,7 @@ func rateSectionOf(d *rundir.Dir) *rateSection {
 	if s == nil || len(s.Result.Trials) == 0 {
 		return nil
 	}
-	var pick, atAnswer *rundir.TrialRecord
+	var pick, atAnswer *rundir.Trial
 	for i := range s.Result.Trials {
 		t := &s.Result.Trials[i]
 		if len(t.ServiceRates) == 0 {

@@ -334,7 +334,7 @@ func (o *options) execute(ctx context.Context, code *int) error {
 				err = werr
 			}
 		} else {
-			report.WriteText(os.Stdout)
+			sweep.WriteText(os.Stdout, report)
 		}
 	}
 	*code = sweep.ExitCode(report, err)

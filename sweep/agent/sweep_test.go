@@ -180,7 +180,7 @@ func TestSweepWithInProcessAgents(t *testing.T) {
 		t.Errorf("relation.json: %+v", rel.Relations)
 	}
 	var text bytes.Buffer
-	report.WriteText(&text)
+	sweep.WriteText(&text, report)
 	for _, want := range []string{"max sustainable throughput: at least 4.000 k/s", "profile", "results: " + dir} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("report text lacks %q:\n%s", want, text.String())

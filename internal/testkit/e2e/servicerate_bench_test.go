@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/servicerate"
 	"github.com/cloudprofiler-go/cp/sweep"
 )
@@ -283,7 +284,7 @@ func TestBenchServiceRateSweep(t *testing.T) {
 			trials[hint] = append(trials[hint], float64(len(rep.Result.Trials)))
 			ratio := math.NaN()
 			for _, tr := range rep.Result.Trials {
-				if tr.Verdict.Pass && (tr.Purpose != sweep.PurposeEstimate || !tr.Short) && tr.Rate == rep.Result.LastPass && tr.NextLimit != nil {
+				if tr.Verdict.Pass && (tr.Purpose != rundir.PurposeEstimate || !tr.Short) && tr.Rate == rep.Result.LastPass && tr.NextLimit != nil {
 					ratio = rep.Result.LastPass / tr.NextLimit.TuplesPerS
 				}
 			}

@@ -126,7 +126,7 @@ func TestImportRules(t *testing.T) {
 		forbidden    []string
 	}{
 		{"tsc/...", "the clocks know nothing of profiling or sweeps", []string{"profiler/...", "sweep/..."}},
-		{"sweep/protocol", "the contract between the binaries is data only: no role (sender, receiver), no sweep", []string{"sender", "receiver", "sweep", "sweep/agent/...", "analysis/...", "objfactory", "driver/..."}},
+		{"sweep/protocol", "the contract between the binaries is data only: no role (sender, receiver), no sweep", []string{"sender", "receiver", "sweep", "sweep/agent/...", "analysis/...", "objfactory", "driver/...", "rundir"}},
 		{"sweep/agent", "the agent is role-agnostic: each binary links only its role", []string{"receiver", "sweep", "sweep/agent/recvagent", "sweep/agent/sendagent"}},
 		{"sender", "the sender is not the receiver's or the controller's", []string{"receiver", "sweep/...", "analysis/..."}},
 		{"receiver", "the receiver is not the sender's or the controller's", []string{"sweep/...", "analysis/..."}},
@@ -139,7 +139,7 @@ func TestImportRules(t *testing.T) {
 		{"analysis", "the join knows nothing of the activity graph, which consumes it (all the graph's code is in analysis/activity)", []string{"analysis/activity", "analysis/report"}},
 		{"analysis/activity", "the activity graph is analysis; the live view is sweep/watch's", []string{"sweep/...", "analysis/report"}},
 		{"analysis/...", "the analyses read run directories; they import nothing of the sweep that writes them (an arrow back up)", []string{"sweep/..."}},
-		{"rundir", "the run directory's owner is below the sweep that writes it and the analyses that read it", []string{"sweep/...", "analysis/...", "cmd/..."}},
+		{"rundir", "the run directory's owner is below the sweep that writes it and the analyses that read it; it records the agents' data-only contract (sweep/protocol)", []string{"sweep", "sweep/agent/...", "sweep/discover", "sweep/watch", "analysis/...", "cmd/..."}},
 	}
 	for name, p := range all {
 		for _, imp := range inModule(p.Imports) {
