@@ -13,8 +13,12 @@ all: build
 deps:
 	@scripts/ensure-deps.sh
 
+# --version names the commit even where GOFLAGS turns stamping off; off
+# where git cannot read the tree (a tarball, a checkout of another owner),
+# which would otherwise fail the build.
+BUILDVCS := $(shell git status --porcelain >/dev/null 2>&1 && echo auto || echo false)
 build: deps
-	$(GO) build $(GOFLAGS) -o $(BIN)/ ./cmd/...
+	$(GO) build -buildvcs=$(BUILDVCS) $(GOFLAGS) -o $(BIN)/ ./cmd/...
 
 # Unit, race, fuzz-seed and integration tests (the integration tests build
 # and start the real binaries on loopback). The summary lists every skipped

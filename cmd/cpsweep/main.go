@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,10 +27,9 @@ import (
 func main() {
 	code := sweep.ExitAnswer
 	cmd := command(&code)
-	if err := cmd.ExecuteContext(cli.SignalContext("cpsweep")); err != nil && code == sweep.ExitAnswer {
-		code = sweep.ExitError
-	}
-	os.Exit(code)
+	// An error may quote a name read from a run directory, which must not
+	// drive the terminal.
+	os.Exit(cli.Execute(cli.SignalContext("cpsweep"), cmd, termsafe.NewWriter(os.Stderr), &code, sweep.ExitError))
 }
 
 // options are cpsweep's flags; the trial plan, its rules and the search
@@ -115,15 +115,19 @@ Ctrl-C stops the running trial and keeps every finished one.`,
 			return o.execute(cmd.Context(), code)
 		},
 	}
-	// cobra prints a command's error here: an error may quote a name read
-	// from a run directory, which must not drive the terminal.
 	cmd.SetErr(termsafe.NewWriter(os.Stderr))
-	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		*code = sweep.ExitInvalidPlan
-		return err
-	})
 	cmd.AddCommand(clockCommand(code), logsCommand(), profilerCommand(), analyzeCommand(), reportCommand(), diagnoseCommand(), capacityCommand(), invariantsCommand(code), watchCommand(), deployCommand(code), demoCommand(code))
 	o.register(cmd.Flags())
+	cli.Conventions(cmd, func(c *cobra.Command, err error) string {
+		// A sweep flag given to a command that passes the sweep's flags
+		// after "--" (demo nats, deploy kubernetes).
+		if c != cmd && strings.Contains(c.Use, "[-- sweep flags]") {
+			if f := cli.FlagNamed(cmd.Flags(), err); f != nil {
+				return fmt.Sprintf("--%s is a sweep flag: put it after --, e.g. %s -- --%s ...", f.Name, c.CommandPath(), f.Name)
+			}
+		}
+		return ""
+	})
 	return cmd
 }
 

@@ -33,10 +33,7 @@ const profileChannels = "receive.<lane>, deserialized.<lane>, consumed"
 func main() {
 	code := 0
 	cmd := command(&code)
-	if err := cmd.ExecuteContext(cli.SignalContext("dgrecv")); err != nil {
-		os.Exit(1)
-	}
-	os.Exit(code)
+	os.Exit(cli.Execute(cli.SignalContext("dgrecv"), cmd, os.Stderr, &code, 1))
 }
 
 // options are dgrecv's flags; the receiver's settings are bound straight
@@ -67,7 +64,8 @@ tuple to emulate a slower system).
 It accounts per stream (received, consumed, out of sequence, duplicates,
 missing), skips and counts malformed messages, and ends when every stream's end
 marker has been consumed (or --expect-streams have ended, or no data arrived for
---end-timeout). Exit status: 0 complete, 3 incomplete (data missing), 1 error.`,
+--end-timeout). Exit status: 0 complete, 3 incomplete (data missing), 4 usage
+error (nothing ran), 1 any other error.`,
 		Example: `  # receive on port 5555 until the sender's streams end
   dgrecv --bind tcp://*:5555
 
@@ -84,15 +82,14 @@ marker has been consumed (or --expect-streams have ended, or no data arrived for
   dgrecv --bind tcp://*:5555 --profile http://cfg:9400/v1/profiler/handlers --profile-follow 1s`,
 		Args: cobra.NoArgs,
 		PersistentPreRunE: func(c *cobra.Command, args []string) error {
-			c.SilenceUsage = true
-			return cli.RefuseCredentials(c.Flags(), args)
+			return cli.Usage(cli.RefuseCredentials(c.Flags(), args))
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cmd.SilenceUsage = true
 			return o.execute(cmd.Context(), cmd.Flags().Changed("scenario"), code)
 		},
 	}
 	o.register(cmd.Flags())
+	cli.Conventions(cmd, nil)
 	return cmd
 }
 
@@ -147,18 +144,27 @@ func (o *options) execute(ctx context.Context, scenarioSet bool, code *int) erro
 		return err
 	}
 	if cfg.Endpoints, err = o.endpoints(); err != nil {
-		return err
+		return cli.Usage(err)
 	}
 	cfg.Connect = len(o.connect) > 0
 	if scenarioSet {
 		sc, err := scenarios.Load(o.scenario)
 		if err != nil {
-			return err
+			return cli.Usage(err)
 		}
 		cfg.Schema = sc.Schema
 	}
 	if cfg.CPUs, err = o.cpus.Resolve(len(cfg.Endpoints) + 1); err != nil {
-		return err
+		return cli.Usage(err)
+	}
+	if !o.agent {
+		// Bad settings are the caller's (a usage error), found before
+		// anything binds; the run validates its own copy again.
+		check := cfg
+		check.StagePeriod = o.run.StagePeriod
+		if err := check.Validate(); err != nil {
+			return cli.Usage(err)
+		}
 	}
 	if o.agent {
 		return agent.Run(ctx, agent.Options{Role: recvagent.Role{Brokers: brokers.All()}, Endpoints: cfg.Endpoints, Connect: cfg.Connect, CPUs: cfg.CPUs, IOThreads: cfg.IOThreads, ProbeAddr: o.probeAdr, MemoryBudget: cfg.MemoryBudget},

@@ -25,9 +25,8 @@ import (
 const profileChannels = "emit.<thread>"
 
 func main() {
-	if err := command().ExecuteContext(cli.SignalContext("dgsend")); err != nil {
-		os.Exit(1)
-	}
+	code := 0
+	os.Exit(cli.Execute(cli.SignalContext("dgsend"), command(), os.Stderr, &code, 1))
 }
 
 // options are dgsend's flags; the sender's settings are bound straight to
@@ -77,15 +76,14 @@ send time) with the fraction of late slots.`,
   dgsend --connect tcp://127.0.0.1:5555 --rate 1M --profile handlers.yaml --profile-follow 2s`,
 		Args: cobra.NoArgs,
 		PersistentPreRunE: func(c *cobra.Command, args []string) error {
-			c.SilenceUsage = true
-			return cli.RefuseCredentials(c.Flags(), args)
+			return cli.Usage(cli.RefuseCredentials(c.Flags(), args))
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cmd.SilenceUsage = true
 			return o.execute(cmd.Context())
 		},
 	}
 	o.register(cmd.Flags())
+	cli.Conventions(cmd, nil)
 	return cmd
 }
 
@@ -160,7 +158,7 @@ func (o *options) execute(ctx context.Context) error {
 	}
 	cfg, err := o.config()
 	if err != nil {
-		return err
+		return cli.Usage(err)
 	}
 	if features, err := tsc.DetectFeatures(); err == nil && features.Problem() != "" {
 		fmt.Fprintf(os.Stderr, "dgsend: warning: %s\n", features.Problem())

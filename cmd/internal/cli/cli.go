@@ -21,17 +21,23 @@ import (
 )
 
 // ParseRate reads a rate in tuples per second: "500000", "500k", "2.5M",
-// "1e6". Zero is allowed (unpaced).
+// "1G", "1e6". Zero is allowed (unpaced). A lower-case m or g is refused:
+// "2m" reads as milli as well as mega, and a rate off by 10^9 is a
+// confident wrong run.
 func ParseRate(s string) (float64, error) {
 	in := strings.TrimSpace(s)
 	mult := 1.0
 	switch {
 	case strings.HasSuffix(in, "k"), strings.HasSuffix(in, "K"):
 		mult, in = 1e3, in[:len(in)-1]
-	case strings.HasSuffix(in, "M"), strings.HasSuffix(in, "m"):
+	case strings.HasSuffix(in, "M"):
 		mult, in = 1e6, in[:len(in)-1]
-	case strings.HasSuffix(in, "G"), strings.HasSuffix(in, "g"):
+	case strings.HasSuffix(in, "G"):
 		mult, in = 1e9, in[:len(in)-1]
+	case strings.HasSuffix(in, "m"), strings.HasSuffix(in, "g"):
+		num := in[:len(in)-1]
+		return 0, fmt.Errorf("rate %q: a lower-case %q is ambiguous (milli or mega?); write %s%s for %s, or the number in full",
+			s, in[len(in)-1:], num, strings.ToUpper(in[len(in)-1:]), map[string]string{"m": "millions per second", "g": "billions per second"}[in[len(in)-1:]])
 	}
 	v, err := strconv.ParseFloat(in, 64)
 	if err != nil || v < 0 || v != v || v > 1e12 {

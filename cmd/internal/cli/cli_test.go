@@ -16,7 +16,10 @@ func TestParseRate(t *testing.T) {
 		err  bool
 	}{
 		{"500000", 5e5, false}, {"500k", 5e5, false}, {"2.5M", 2.5e6, false}, {"1e6", 1e6, false}, {"0", 0, false},
+		{"1G", 1e9, false}, {"2K", 2e3, false},
 		{"", 0, true}, {"fast", 0, true}, {"-5", 0, true}, {"NaN", 0, true}, {"5T", 0, true},
+		// milli or mega: refused, never guessed
+		{"2m", 0, true}, {"1g", 0, true},
 	} {
 		got, err := ParseRate(tc.in)
 		if (err != nil) != tc.err || got != tc.want {

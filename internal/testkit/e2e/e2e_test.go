@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/sweep"
 	zmq "github.com/pebbe/zmq4"
 )
 
@@ -364,30 +366,42 @@ func TestMetricsMoveWithTheRun(t *testing.T) {
 }
 
 // TestCLIErrors checks that bad input gets a clear message and a non-zero
-// exit, and that --help shows examples.
+// exit (cli.ExitUsage for every usage error, in all three binaries, with
+// one line pointing to --help and no usage dump), and that --help shows
+// examples.
 func TestCLIErrors(t *testing.T) {
+	const usage = sweep.ExitInvalidPlan // cli.ExitUsage: one status for usage errors in all three binaries
 	for _, tc := range []struct {
 		bin  string
 		args []string
 		want string
+		code int
 	}{
-		{"dgsend", []string{"--rate", "fast"}, "not a number of tuples per second"},
-		{"dgsend", []string{"--connect", "tcp://127.0.0.1:1", "--scenario", "nope"}, "not a built-in"},
-		{"dgsend", []string{"--connect", "tcp://127.0.0.1:1", "--bucket", "0"}, "bucket size must be"},
-		{"dgsend", []string{"--connect", "tcp://127.0.0.1:1", "--overflow", "maybe"}, "overflow policy must be"},
-		{"dgsend", []string{"--connect", "nonsense"}, "not a ZeroMQ endpoint"},
-		{"dgsend", []string{"--connect", "tcp://127.0.0.1:1", "--threads", "-1"}, "threads must be 1..256, got -1"},
-		{"dgsend", []string{"--connect", "tcp://127.0.0.1:1", "--scenario", "/dev/zero"}, "not a regular file"},
-		{"dgsend", []string{"--connect", "tcp://127.0.0.1:1", "--shape", "replay:/dev/zero"}, "not a regular file"},
-		{"dgrecv", []string{"--ring", "4611686018427387904"}, "ring capacity must be a power of two from 2 to 16384"},
-		{"dgrecv", []string{"--work", "1h"}, "work per tuple must be 0 to 100ms"},
-		{"dgsend", []string{"--agent", "--token", "short"}, "at least 16"},
-		{"dgsend", []string{"--connect", "tcp://127.0.0.1:1", "--rate", "1G", "--metrics-addr", ""}, "the most 1 thread(s) can do"},
-		{"dgrecv", []string{"--schema", "xml"}, "unknown schema"},
-		{"dgrecv", []string{"--ring", "3"}, "power of two"},
-		{"dgrecv", []string{"--lanes", "2", "--bind", "tcp://*:x"}, "numeric port"},
-		{"dgsend", []string{"--help"}, "Examples:"},
-		{"dgrecv", []string{"--help"}, "Examples:"},
+		{"dgsend", []string{"--rate", "fast"}, "not a number of tuples per second", usage},
+		{"dgsend", []string{"--rate", "2m"}, `write 2M for millions per second`, usage},
+		{"dgsend", []string{"--connect", "tcp://127.0.0.1:1", "--scenario", "nope"}, "not a built-in", usage},
+		{"dgsend", []string{"--connect", "tcp://127.0.0.1:1", "--bucket", "0"}, "bucket size must be", usage},
+		{"dgsend", []string{"--connect", "tcp://127.0.0.1:1", "--overflow", "maybe"}, "overflow policy must be", usage},
+		{"dgsend", []string{"--connect", "nonsense"}, "not a ZeroMQ endpoint", usage},
+		{"dgsend", []string{"--connect", "tcp://127.0.0.1:1", "--threads", "-1"}, "threads must be 1..256, got -1", usage},
+		{"dgsend", []string{"--connect", "tcp://127.0.0.1:1", "--scenario", "/dev/zero"}, "not a regular file", usage},
+		{"dgsend", []string{"--connect", "tcp://127.0.0.1:1", "--shape", "replay:/dev/zero"}, "not a regular file", usage},
+		{"dgsend", []string{"--bogus"}, "Run 'dgsend --help' for usage.", usage},
+		{"dgrecv", []string{"--ring", "4611686018427387904"}, "ring capacity must be a power of two from 2 to 16384", usage},
+		{"dgrecv", []string{"--work", "1h"}, "work per tuple must be 0 to 100ms", usage},
+		{"dgsend", []string{"--agent", "--token", "short"}, "at least 16", 1},
+		// A rate the threads cannot send is found by running: not a usage error.
+		{"dgsend", []string{"--connect", "tcp://127.0.0.1:1", "--rate", "1G", "--metrics-addr", ""}, "the most 1 thread(s) can do", 1},
+		{"dgrecv", []string{"--schema", "xml"}, "unknown schema", usage},
+		{"dgrecv", []string{"--ring", "3"}, "power of two", usage},
+		{"dgrecv", []string{"--lanes", "2", "--bind", "tcp://*:x"}, "numeric port", usage},
+		{"dgrecv", []string{"extra"}, "Run 'dgrecv --help' for usage.", usage},
+		{"cpsweep", []string{"analyse", "runs/x"}, `did you mean analyze?`, usage},
+		{"cpsweep", []string{"deploy", "kubernets"}, `did you mean kubernetes?`, usage},
+		{"cpsweep", []string{"demo", "nats", "--duration", "2s"}, "--duration is a sweep flag: put it after --", usage},
+		{"cpsweep", []string{"--start", "2m"}, "ambiguous", usage},
+		{"dgsend", []string{"--help"}, "Examples:", 0},
+		{"dgrecv", []string{"--help"}, "Examples:", 0},
 	} {
 		p, err := Start(filepath.Join(binDir, tc.bin), tc.args...)
 		if err != nil {
@@ -398,11 +412,29 @@ func TestCLIErrors(t *testing.T) {
 		if !strings.Contains(out, tc.want) {
 			t.Errorf("%s %v: output lacks %q:\n%s", tc.bin, tc.args, tc.want, out)
 		}
-		if wantOK := tc.args[0] == "--help"; (err == nil) != wantOK {
-			t.Errorf("%s %v: exit error %v", tc.bin, tc.args, err)
+		if code := ExitCode(err); code != tc.code {
+			t.Errorf("%s %v: exit %d, want %d (%v)", tc.bin, tc.args, code, tc.code, err)
+		}
+		if tc.code == usage && (strings.Contains(out, "Flags:") || !strings.Contains(out, "--help' for usage.")) {
+			t.Errorf("%s %v: a usage error prints the error and a pointer to --help, not the usage:\n%s", tc.bin, tc.args, out)
 		}
 		if strings.Contains(out, "panic") || strings.Contains(out, "goroutine ") {
 			t.Errorf("%s %v crashed:\n%s", tc.bin, tc.args, out)
+		}
+	}
+}
+
+// TestVersionNamesTheCommit: --version of every binary names the commit
+// of the checkout it was built from.
+func TestVersionNamesTheCommit(t *testing.T) {
+	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Skipf("not a git checkout git can read (%v): the binaries carry no commit", err)
+	}
+	for _, bin := range []string{"dgsend", "dgrecv", "cpsweep"} {
+		out, err := exec.Command(filepath.Join(binDir, bin), "--version").CombinedOutput()
+		if err != nil || !strings.HasPrefix(string(out), bin+" ") || !strings.Contains(string(out), "commit "+string(head[:12])) {
+			t.Errorf("%s --version: %v\n%s, want commit %s", bin, err, out, head[:12])
 		}
 	}
 }

@@ -108,9 +108,9 @@ func TestHostileCredentialsInURLsAreRefused(t *testing.T) {
 		{"cpsweep", []string{"--results", results, "--relay-input", "nats://u:" + password + "@127.0.0.1:4222/s"}, sweep.ExitInvalidPlan},
 		{"cpsweep", []string{"--results", results, "--profile", "http://u:" + password + "@127.0.0.1:1/cfg"}, sweep.ExitInvalidPlan},
 		{"cpsweep", []string{"demo", "nats", "--", "--results", results, "--relay-input=kafka://:" + password + "@127.0.0.1:9092/t"}, sweep.ExitInvalidPlan},
-		{"dgrecv", []string{"--agent", "--connect", "redis://u:" + password + "@127.0.0.1:6379/k"}, 1},
-		{"dgsend", []string{"--connect", "jetstream://u:" + password + "@127.0.0.1:4222/s", "--count", "1"}, 1},
-		{"dgsend", []string{"--connect", "tcp://127.0.0.1:1", "--profile", "http://127.0.0.1:1/cfg?token=" + password, "--count", "1"}, 1},
+		{"dgrecv", []string{"--agent", "--connect", "redis://u:" + password + "@127.0.0.1:6379/k"}, sweep.ExitInvalidPlan},
+		{"dgsend", []string{"--connect", "jetstream://u:" + password + "@127.0.0.1:4222/s", "--count", "1"}, sweep.ExitInvalidPlan},
+		{"dgsend", []string{"--connect", "tcp://127.0.0.1:1", "--profile", "http://127.0.0.1:1/cfg?token=" + password, "--count", "1"}, sweep.ExitInvalidPlan},
 	} {
 		cmd := exec.Command(filepath.Join(binDir, tc.bin), tc.args...)
 		cmd.Dir = t.TempDir()
