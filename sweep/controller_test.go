@@ -15,6 +15,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sweep/agent/sendagent"
+	"github.com/cloudprofiler-go/cp/sweep/search"
 
 	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/internal/inject"
@@ -232,7 +233,7 @@ func TestTrialsCarryTheirWorkloadInline(t *testing.T) {
 
 func TestCheckPlan(t *testing.T) {
 	good := testPlan(t)
-	fast := Search{Method: "fast", Fast: FastPlan{Start: 1000}}
+	fast := Search{Method: "fast", Fast: search.FastPlan{Start: 1000}}
 	for _, tc := range []struct {
 		name    string
 		edit    func(*TrialPlan, *Search, **profiler.Handlers)
@@ -251,7 +252,7 @@ func TestCheckPlan(t *testing.T) {
 		{"search method", func(_ *TrialPlan, s *Search, _ **profiler.Handlers) { s.Method = "binary" }, "--search"},
 		{"start rate", func(_ *TrialPlan, s *Search, _ **profiler.Handlers) { s.Fast.Start = 0 }, "start rate"},
 		{"linear", func(_ *TrialPlan, s *Search, _ **profiler.Handlers) {
-			*s = Search{Method: "linear", Linear: LinearPlan{From: 5, To: 1, Step: 1}}
+			*s = Search{Method: "linear", Linear: search.LinearPlan{From: 5, To: 1, Step: 1}}
 		}, "linear"},
 		{"unknown handler", func(_ *TrialPlan, _ *Search, h **profiler.Handlers) {
 			*h = &profiler.Handlers{Default: profiler.Config{Handler: "nosuch"}}
@@ -304,7 +305,7 @@ func TestContradiction(t *testing.T) {
 		{"a short estimate trial above", Result{LastPass: 9e3, FirstFail: 10e3, Trials: []Trial{{N: 1, Rate: 20e3, Purpose: rundir.PurposeEstimate, Short: true, Verdict: Verdict{Pass: true}}, trial(2, 10e3, false, "ramp")}}, false},
 		{"nothing failed", Result{LastPass: 90e3, Trials: []Trial{trial(1, 90e3, true, "ramp")}}, false},
 	} {
-		if got := contradiction(&tc.r); (got != "") != tc.wantIt {
+		if got := search.Contradiction(&tc.r); (got != "") != tc.wantIt {
 			t.Errorf("%s: %q", tc.name, got)
 		}
 	}
@@ -338,8 +339,8 @@ func TestExitCode(t *testing.T) {
 // parsed once by the flag: cmd/internal/cli's tests) reaches every thread
 // of every sender as the same share, split by sender.ThreadRate.
 func TestRateWalksFromThePlanToEveryThread(t *testing.T) {
-	var search Search
-	search.Fast.Start = 1.2e6
+	var plan Search
+	plan.Fast.Start = 1.2e6
 	recv := newFake(t, protocol.RoleReceiver, "ok")
 	senders := []*fakeAgent{newFake(t, protocol.RoleSender, "ok"), newFake(t, protocol.RoleSender, "ok")}
 	p := testPlan(t)
@@ -348,7 +349,7 @@ func TestRateWalksFromThePlanToEveryThread(t *testing.T) {
 	if _, err := c.Prepare(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.RunTrial(context.Background(), search.Fast.Start, "ramp"); err != nil {
+	if _, err := c.RunTrial(context.Background(), plan.Fast.Start, "ramp"); err != nil {
 		t.Fatal(err)
 	}
 	var total float64

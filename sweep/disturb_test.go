@@ -10,6 +10,7 @@ import (
 	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
+	"github.com/cloudprofiler-go/cp/sweep/search"
 )
 
 func agentHost(node, host string, busy, steal, process float64, threads ...cpustat.ThreadShare) cpustat.AgentHost {
@@ -81,7 +82,7 @@ func TestDisturbedTrialsAreRepeated(t *testing.T) {
 		recv, send := newFake(t, protocol.RoleReceiver, "ok"), newFake(t, protocol.RoleSender, c.behave)
 		var log bytes.Buffer
 		s := &Sweep{Ctrl: &Controller{Senders: []*protocol.Client{send.client()}, Receivers: []*protocol.Client{recv.client()}, Plan: testPlan(t), AgentTimeout: time.Second},
-			Search: Search{Method: "linear", Linear: LinearPlan{From: 1000, To: 2000, Step: 1000}}, Name: "disturbed", Results: t.TempDir(),
+			Search: Search{Method: "linear", Linear: search.LinearPlan{From: 1000, To: 2000, Step: 1000}}, Name: "disturbed", Results: t.TempDir(),
 			Log: &log, Host: HostRules{MaxOthers: 0.15, MaxRepeats: 2}}
 		report, err := s.Execute(context.Background())
 		if got := ExitCode(report, err); got != c.wantExit {

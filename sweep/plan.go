@@ -15,6 +15,7 @@ import (
 	"github.com/cloudprofiler-go/cp/sweep/agent/recvagent"
 	"github.com/cloudprofiler-go/cp/sweep/agent/sendagent"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
+	"github.com/cloudprofiler-go/cp/sweep/search"
 )
 
 // PlanError is an invalid sweep plan, found before any agent is started or
@@ -69,7 +70,7 @@ func (p TrialPlan) receiverTrial(limit time.Duration) protocol.ReceiverTrial {
 // would be sent (with the same checks the agents make), the search, the
 // rules and the profiled trial's handlers. The plan must be resolved. One
 // error lists every problem.
-func CheckPlan(p TrialPlan, search Search, senders int, profile *profiler.Handlers, profileAt float64) error {
+func CheckPlan(p TrialPlan, method Search, senders int, profile *profiler.Handlers, profileAt float64) error {
 	var problems []string
 	add := func(err error) {
 		if err != nil {
@@ -96,14 +97,14 @@ func CheckPlan(p TrialPlan, search Search, senders int, profile *profiler.Handle
 	}
 	// What every sender and receiver would be sent, at the rates the search
 	// starts from (the same checks the agents make on arrival).
-	lowest, highest, err := search.rates()
+	lowest, highest, err := method.rates()
 	add(err)
 	switch {
-	case search.Fast.Hint != "" && search.Fast.Hint != HintServiceRate:
-		add(fmt.Errorf("--hint %q: the only hint is %q", search.Fast.Hint, HintServiceRate))
-	case search.Fast.Hint != "" && search.Method == "linear":
+	case method.Fast.Hint != "" && method.Fast.Hint != search.HintServiceRate:
+		add(fmt.Errorf("--hint %q: the only hint is %q", method.Fast.Hint, search.HintServiceRate))
+	case method.Fast.Hint != "" && method.Method == "linear":
 		add(errors.New("--hint applies to the fast search only"))
-	case search.Fast.Hint != "" && p.StagePeriod == 0:
+	case method.Fast.Hint != "" && p.StagePeriod == 0:
 		add(errors.New("--hint service-rate reads the stages' estimates: it needs the stage accounting (--stage-period above 0)"))
 	}
 	if p.ScenarioSpec != nil && p.Threads >= 1 && p.Threads <= sender.MaxThreads && err == nil {
@@ -163,7 +164,9 @@ func (s Search) rates() (lowest, highest float64, err error) {
 		}
 		return l.From, l.To, nil
 	case "fast", "":
-		p, err := s.Fast.withDefaults()
+		fast := s.Fast
+		fast.Floor = sender.MinRate
+		p, err := fast.WithDefaults()
 		if err != nil {
 			return 0, 0, err
 		}

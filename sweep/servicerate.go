@@ -11,10 +11,6 @@ import (
 	"github.com/cloudprofiler-go/cp/servicerate"
 )
 
-// HintServiceRate is the --hint that starts the search from the stages'
-// service-rate estimates.
-const HintServiceRate = "service-rate"
-
 // trialRates gathers every agent's service-rate estimates, the stages
 // named by their node (receiver0/consumer, sender1/thread0).
 func trialRates(o *Outcome) []servicerate.Rate {

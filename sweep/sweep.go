@@ -14,21 +14,18 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/rundir"
+	"github.com/cloudprofiler-go/cp/sender"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
+	"github.com/cloudprofiler-go/cp/sweep/search"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
 )
 
 // Search selects and configures the search method.
 type Search struct {
-	Method string     `json:"method"` // fast or linear
-	Fast   FastPlan   `json:"fast"`
-	Linear LinearPlan `json:"linear"`
+	Method string            `json:"method"` // fast or linear
+	Fast   search.FastPlan   `json:"fast"`
+	Linear search.LinearPlan `json:"linear"`
 }
-
-// ContradictionFactor: a pass this far above the answer's first failing
-// rate contradicts it. Near the capacity a rate passes once and fails its
-// repeat (a few %); 25% above is not noise at the edge.
-const ContradictionFactor = 1.25
 
 // Sweep runs one sweep and records it.
 type Sweep struct {
@@ -115,9 +112,11 @@ func (s *Sweep) Execute(ctx context.Context) (*Report, error) {
 	}
 	switch s.Search.Method {
 	case "linear":
-		res, err = Linear(ctx, s.Search.Linear, rec.run)
+		res, err = search.Linear(ctx, s.Search.Linear, rec.run)
 	default:
-		res, err = Fast(ctx, s.Search.Fast, rec.run)
+		fast := s.Search.Fast
+		fast.Floor = sender.MinRate
+		res, err = search.Fast(ctx, fast, rec.run)
 	}
 	s.Ctrl.TrialProfile = nil
 	if res == nil {
@@ -376,7 +375,7 @@ func (s *Sweep) logf(format string, args ...any) {
 func (s *Sweep) save(r *Result, interrupted bool) error {
 	s.report.Result, s.report.Interrupted = r, interrupted
 	recheckLimits(r.Trials)
-	s.report.Contradicted = contradiction(r)
+	s.report.Contradicted = search.Contradiction(r)
 	s.report.Latency = answerLatency(r, s.report.Agents)
 	s.report.Colocated = ""
 	for _, t := range r.Trials { // the agents' hosts in the latest judged trial

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
+	"github.com/cloudprofiler-go/cp/sweep/search"
 )
 
 // TestSweepRecordsAgentFailures: a receiver that fails its trials ends
@@ -46,7 +47,7 @@ func TestSweepRecordsAgentFailures(t *testing.T) {
 			recv, send := newFake(t, protocol.RoleReceiver, tc.recv), newFake(t, protocol.RoleSender, "ok")
 			var log bytes.Buffer
 			s := &Sweep{Ctrl: &Controller{Senders: []*protocol.Client{send.client()}, Receivers: []*protocol.Client{recv.client()}, Plan: testPlan(t), AgentTimeout: time.Second},
-				Search: Search{Method: "linear", Linear: LinearPlan{From: 1000, To: 1000, Step: 1000}}, Name: "faults", Results: t.TempDir(),
+				Search: Search{Method: "linear", Linear: search.LinearPlan{From: 1000, To: 1000, Step: 1000}}, Name: "faults", Results: t.TempDir(),
 				Log: &log, RetryAgent: tc.retry, Profile: &profiler.Handlers{Default: profiler.Config{Handler: "buffered", Path: "x.log"}}}
 			report, err := s.Execute(context.Background())
 			var ae *AgentError
@@ -101,7 +102,7 @@ func TestProgressEstimateIsTrue(t *testing.T) {
 	tr := func(rate float64, pass bool, purpose string) Trial {
 		return Trial{Rate: rate, Verdict: Verdict{Pass: pass}, Purpose: purpose, Elapsed: time.Second}
 	}
-	s := &Sweep{Search: Search{Method: "fast", Fast: FastPlan{Precision: 0.01}}}
+	s := &Sweep{Search: Search{Method: "fast", Fast: search.FastPlan{Precision: 0.01}}}
 	for _, tc := range []struct {
 		name   string
 		trials []Trial
@@ -131,30 +132,30 @@ func TestProgressEstimateIsTrue(t *testing.T) {
 // with the handlers, and the report says that its answer was found
 // profiled; without, only the profiled trial after the search does.
 func TestProfileSearch(t *testing.T) {
-	for _, search := range []bool{false, true} {
+	for _, profiled := range []bool{false, true} {
 		recv, send := newFake(t, protocol.RoleReceiver, "ok"), newFake(t, protocol.RoleSender, "ok")
 		var log bytes.Buffer
 		s := &Sweep{Ctrl: &Controller{Senders: []*protocol.Client{send.client()}, Receivers: []*protocol.Client{recv.client()}, Plan: testPlan(t), AgentTimeout: time.Second},
-			Search: Search{Method: "linear", Linear: LinearPlan{From: 1000, To: 2000, Step: 1000}}, Name: "profiled", Results: t.TempDir(),
-			Log: &log, Profile: &profiler.Handlers{Default: profiler.Config{Handler: "buffered", Path: "x.log"}}, ProfileSearch: search}
+			Search: Search{Method: "linear", Linear: search.LinearPlan{From: 1000, To: 2000, Step: 1000}}, Name: "profiled", Results: t.TempDir(),
+			Log: &log, Profile: &profiler.Handlers{Default: profiler.Config{Handler: "buffered", Path: "x.log"}}, ProfileSearch: profiled}
 		report, err := s.Execute(context.Background())
 		if err != nil {
-			t.Fatalf("search profiled %v: %v\n%s", search, err, log.String())
+			t.Fatalf("profiled search %v: %v\n%s", profiled, err, log.String())
 		}
 		trials := len(report.Result.Trials) // the search's and the profiled trial
 		want := 1
-		if search {
+		if profiled {
 			want = trials
 		}
 		for _, f := range []*fakeAgent{send, recv} {
 			if f.profiled != want || f.started != trials {
-				t.Errorf("search profiled %v: %s agent profiled %d of %d trials, want %d", search, f.role, f.profiled, f.started, want)
+				t.Errorf("profiled search %v: %s agent profiled %d of %d trials, want %d", profiled, f.role, f.profiled, f.started, want)
 			}
 		}
 		var text bytes.Buffer
 		WriteText(&text, report)
-		if report.ProfiledSearch != search || strings.Contains(text.String(), "every trial profiled") != search {
-			t.Errorf("search profiled %v: report says %v:\n%s", search, report.ProfiledSearch, text.String())
+		if report.ProfiledSearch != profiled || strings.Contains(text.String(), "every trial profiled") != profiled {
+			t.Errorf("profiled search %v: report says %v:\n%s", profiled, report.ProfiledSearch, text.String())
 		}
 	}
 }
@@ -179,7 +180,7 @@ func TestProfiledTrialRate(t *testing.T) {
 			recv, send := newFake(t, protocol.RoleReceiver, "ok"), newFake(t, protocol.RoleSender, "ok")
 			var log bytes.Buffer
 			s := &Sweep{Ctrl: &Controller{Senders: []*protocol.Client{send.client()}, Receivers: []*protocol.Client{recv.client()}, Plan: testPlan(t), AgentTimeout: time.Second},
-				Search: Search{Method: "linear", Linear: LinearPlan{From: 1000, To: 2000, Step: 1000}}, Name: "at", Results: t.TempDir(), Log: &log,
+				Search: Search{Method: "linear", Linear: search.LinearPlan{From: 1000, To: 2000, Step: 1000}}, Name: "at", Results: t.TempDir(), Log: &log,
 				Profile: &profiler.Handlers{Default: profiler.Config{Handler: "buffered", Path: "x.log"}}, ProfileAt: tc.at, ProfileAtLimit: tc.limit, ProfileRate: tc.rate}
 			report, err := s.Execute(context.Background())
 			if err != nil {

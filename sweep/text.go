@@ -10,6 +10,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/rundir"
+	"github.com/cloudprofiler-go/cp/sweep/search"
 )
 
 // What a sweep prints for people: a line per trial, the estimate of the
@@ -37,7 +38,7 @@ func (s *Sweep) estimateLeft(r *Result) string {
 	}
 	runsEach := s.Search.Fast.Runs
 	if runsEach <= 0 {
-		runsEach = DefaultBoundaryRuns
+		runsEach = search.DefaultBoundaryRuns
 	}
 	// While the boundary is repeated, the repeats left are the estimate
 	// (a repeat that fails moves the answer down, which adds runs: a
@@ -91,7 +92,7 @@ func (s *Sweep) estimateLeft(r *Result) string {
 // rate the latest repeat ran.
 func repeatsLeft(r *Result, runsEach int) string {
 	last := r.Trials[len(r.Trials)-1]
-	at := tally(r.Trials)[last.Rate]
+	at := search.Tally(r.Trials)[last.Rate]
 	switch {
 	case !last.Verdict.Pass && at.Passes > 0:
 		return fmt.Sprintf("repeating the boundary: %s passed only %d of %d runs: the answer moves below it", numfmt.Rate(last.Rate), at.Passes, at.Runs)

@@ -22,6 +22,7 @@ import (
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/sweep"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
+	"github.com/cloudprofiler-go/cp/sweep/search"
 )
 
 func main() {
@@ -162,9 +163,9 @@ func (o *options) register(f *pflag.FlagSet) {
 	cli.RateVar(f, &s.Fast.Start, "start", "fast: first rate (tuples/s, k/M suffixes)")
 	cli.RateVar(f, &s.Fast.Max, "max-rate", "fast: never try above this (0: no limit)")
 	cli.RateVar(f, &s.Fast.Min, "min-rate", "fast: the floor: when trials keep failing, the search ramps down geometrically to this before it says no rate passed (0: --start/1024)")
-	f.Float64Var(&s.Fast.Factor, "factor", sweep.DefaultFactor, "fast: ramp multiplier")
+	f.Float64Var(&s.Fast.Factor, "factor", search.DefaultFactor, "fast: ramp multiplier")
 	f.Float64Var(&s.Fast.Precision, "precision", 0.02, "fast: the search's resolution: narrow until (first fail - last pass) / last pass is at most this (the boundary's repeats then measure how reproducible the answer is)")
-	f.IntVar(&s.Fast.Runs, "boundary-runs", sweep.DefaultBoundaryRuns, "fast: run the last pass and the first fail this many times each in all (interleaved); the answer is the highest rate that passed every run (1: no repeats)")
+	f.IntVar(&s.Fast.Runs, "boundary-runs", search.DefaultBoundaryRuns, "fast: run the last pass and the first fail this many times each in all (interleaved); the answer is the highest rate that passed every run (1: no repeats)")
 	f.IntVar(&s.Fast.MaxTrials, "max-trials", 24, "fast: give up after this many trials (the boundary's repeats included; a sweep that runs out says so and states what it had)")
 	f.StringVar(&s.Fast.Hint, "hint", "", "fast: \"service-rate\" runs one short trial at --start first, reads every stage's service-rate estimates and starts from the smallest: a trial at 120% of it measures the capacity, the narrowing starts just below (after a later pass when none converged there; docs/service-rate.md)")
 	cli.RateVar(f, &s.Linear.From, "from", "linear: first rate")

@@ -22,6 +22,7 @@ import (
 	"github.com/cloudprofiler-go/cp/sweep/agent/recvagent"
 	"github.com/cloudprofiler-go/cp/sweep/agent/sendagent"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
+	"github.com/cloudprofiler-go/cp/sweep/search"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
 )
@@ -77,7 +78,7 @@ func TestSweepWithInProcessAgents(t *testing.T) {
 	if err := plan.Resolve(); err != nil {
 		t.Fatal(err)
 	}
-	search := sweep.Search{Method: "linear", Linear: sweep.LinearPlan{From: 2000, To: 4000, Step: 2000}}
+	search := sweep.Search{Method: "linear", Linear: search.LinearPlan{From: 2000, To: 4000, Step: 2000}}
 	profileYAML := `default: {handler: buffered, path: "{name}.log"}`
 	profile, err := profiler.ParseHandlers([]byte(profileYAML), "test")
 	if err != nil {

@@ -26,11 +26,12 @@ func TestSweepMeasuresARelaysServiceRate(t *testing.T) {
 	}
 	rep := sweepRelay()
 	// The suite beside this test can make dgsend's own thread late (22 ms
-	// at 67 k/s in one CI run); the sweep then rightly names that thread,
-	// not the relay. That is the instrument reporting a disturbed host,
-	// not a wrong measurement of the relay: sweep once more, and fail if
-	// the second sweep does not name the relay either.
-	if strings.HasPrefix(rep.Limiting, "thread") {
+	// at 67 k/s in one CI run) or fill the host's CPUs (other processes
+	// 69%); the sweep then rightly names that thread or the host CPU, not
+	// the relay. That is the instrument reporting a disturbed host, not a
+	// wrong measurement of the relay: sweep once more, and fail if the
+	// second sweep does not name the relay either.
+	if strings.HasPrefix(rep.Limiting, "thread") || rep.Limiting == "host CPU" {
 		t.Logf("first sweep limited by the harness's own %q (%s); sweeping again", rep.Limiting, rep.Evidence)
 		rep = sweepRelay()
 	}

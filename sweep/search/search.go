@@ -1,4 +1,4 @@
-package sweep
+package search
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/rundir"
-	"github.com/cloudprofiler-go/cp/sender"
 )
 
 // Runner runs one trial at rate. An error means the trial could not be
@@ -52,6 +51,15 @@ func Linear(ctx context.Context, p LinearPlan, run Runner) (*Result, error) {
 	}
 }
 
+// ContradictionFactor: a pass this far above the answer's first failing
+// rate contradicts it. Near the capacity a rate passes once and fails its
+// repeat (a few %); 25% above is not noise at the edge.
+const ContradictionFactor = 1.25
+
+// HintServiceRate is the --hint that starts the search from the stages'
+// service-rate estimates.
+const HintServiceRate = "service-rate"
+
 // DefaultFactor is the ramp's multiplier. Each ramp step costs a trial
 // and each doubling of the bracket it leaves costs one narrowing trial, so
 // a wider step pays when the capacity is far above the start: on a
@@ -79,6 +87,9 @@ type FastPlan struct {
 	// converged there (the stages were mostly idle), the ramp reads them
 	// after every pass and jumps as soon as they do. "" : no hint.
 	Hint string `json:"hint"`
+	// Floor is the smallest rate the senders can pace (the sweep sets
+	// sender.MinRate): Start may not be below it, nor the default Min.
+	Floor float64 `json:"-"`
 }
 
 // The service-rate hint's jump and ramp. The estimates are within ~15%
@@ -95,7 +106,8 @@ const (
 	HintFactor = 1.25
 )
 
-func (p FastPlan) withDefaults() (FastPlan, error) {
+// WithDefaults fills the plan's unset fields and checks them.
+func (p FastPlan) WithDefaults() (FastPlan, error) {
 	if p.Factor == 0 {
 		p.Factor = DefaultFactor
 	}
@@ -109,13 +121,13 @@ func (p FastPlan) withDefaults() (FastPlan, error) {
 		p.Runs = DefaultBoundaryRuns
 	}
 	if p.Min == 0 {
-		p.Min = max(p.Start/1024, sender.MinRate)
+		p.Min = max(p.Start/1024, p.Floor)
 	}
 	switch {
 	case p.Start <= 0:
 		return p, fmt.Errorf("fast search needs a positive start rate, got %g", p.Start)
-	case p.Start < sender.MinRate:
-		return p, fmt.Errorf("start rate %g tuples/s is below the smallest paced rate, %g tuples/s", p.Start, sender.MinRate)
+	case p.Start < p.Floor:
+		return p, fmt.Errorf("start rate %g tuples/s is below the smallest paced rate, %g tuples/s", p.Start, p.Floor)
 	case p.Factor <= 1:
 		return p, fmt.Errorf("ramp factor must be above 1, got %g", p.Factor)
 	case p.Precision <= 0 || p.Precision >= 1:
@@ -137,7 +149,7 @@ var errTrialLimit = errors.New("trial limit reached")
 // it whose runs disagreed are its measured uncertainty. Only when every
 // rate down to the floor (Min) failed is there no answer.
 func Fast(ctx context.Context, plan FastPlan, run Runner) (*Result, error) {
-	p, err := plan.withDefaults()
+	p, err := plan.WithDefaults()
 	if err != nil {
 		return nil, err
 	}
@@ -354,7 +366,7 @@ func (f *fastSearch) recheck() error {
 	if res.FirstFail <= 0 || res.LastPass <= 0 {
 		return nil
 	}
-	var limit *NextLimit // the smallest of the passes at the answer (one may not have converged)
+	var limit *rundir.NextLimit // the smallest of the passes at the answer (one may not have converged)
 	for _, t := range res.Trials {
 		if t.Verdict.Pass && t.Judged() && t.Rate == res.LastPass && t.NextLimit != nil && t.NextLimit.Inconsistent == "" && (limit == nil || t.NextLimit.TuplesPerS < limit.TuplesPerS) {
 			limit = t.NextLimit

@@ -1,4 +1,4 @@
-package sweep
+package search
 
 import (
 	"context"
@@ -41,7 +41,7 @@ func TestBoundaryMeasuresADriftingHost(t *testing.T) {
 		if b == nil || res.Stopped != "" {
 			t.Fatalf("seed %d: stopped %q, boundary %+v", seed, res.Stopped, b)
 		}
-		runs := tally(res.Trials)
+		runs := Tally(res.Trials)
 		if a := runs[res.LastPass]; !a.AllPassed() || a.Runs < 3 || b.Answer != a {
 			t.Fatalf("seed %d: answer %.0f ran %+v, boundary says %+v", seed, res.LastPass, a, b.Answer)
 		}
@@ -63,8 +63,8 @@ func TestBoundaryMeasuresADriftingHost(t *testing.T) {
 				t.Fatalf("seed %d: mixed outcomes but %+v", seed, b)
 			}
 		}
-		if contradiction(res) != "" {
-			t.Fatalf("seed %d: a host that drifts ±10%% was called contradicted: %s", seed, contradiction(res))
+		if Contradiction(res) != "" {
+			t.Fatalf("seed %d: a host that drifts ±10%% was called contradicted: %s", seed, Contradiction(res))
 		}
 	}
 	if mixed < 20 {
@@ -104,9 +104,9 @@ func TestBoundaryRepeatsAContradictionFirst(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			runs := tally(res.Trials)
-			if got := contradiction(res) != ""; got != tc.contradicted {
-				t.Fatalf("contradicted %v (%q), want %v: %+v", got, contradiction(res), tc.contradicted, runs)
+			runs := Tally(res.Trials)
+			if got := Contradiction(res) != ""; got != tc.contradicted {
+				t.Fatalf("contradicted %v (%q), want %v: %+v", got, Contradiction(res), tc.contradicted, runs)
 			}
 			if r := runs[1e6]; r.Runs < 2 || r.Passes == r.Runs {
 				t.Fatalf("1 M ran %+v: the contradicting pass was not repeated until a repeat failed", r)
@@ -176,7 +176,7 @@ func TestAnswerIsARateThatRan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		runs := tally(res.Trials)
+		runs := Tally(res.Trials)
 		if res.LastPass > 0 && !runs[res.LastPass].AllPassed() {
 			t.Fatalf("%d trials: the answer %.0f ran %+v: %+v", maxTrials, res.LastPass, runs[res.LastPass], res.Trials)
 		}

@@ -1,4 +1,4 @@
-package sweep
+package search
 
 import (
 	"fmt"
@@ -23,8 +23,8 @@ import (
 // (the search's trial and the repeats).
 const DefaultBoundaryRuns = 3
 
-// tally counts the judged runs at every rate (not the profiled trial).
-func tally(trials []Trial) map[float64]RateRuns {
+// Tally counts the judged runs at every rate (not the profiled trial).
+func Tally(trials []Trial) map[float64]RateRuns {
 	out := map[float64]RateRuns{}
 	for _, t := range trials {
 		if !t.Judged() || t.Purpose == rundir.PurposeProfile {
@@ -124,7 +124,7 @@ func (f *fastSearch) settle() (err error) {
 	defer func() { f.fill(b, lo) }()
 	step, boundStep := max(2*p.Precision, b.Resolution), p.Precision
 	for {
-		runs := tally(res.Trials)
+		runs := Tally(res.Trials)
 		at := runs[lo]
 		if at.Runs > 0 && !at.AllPassed() { // lo failed a repeat: move down
 			next := lo * (1 - step)
@@ -225,7 +225,7 @@ func (f *fastSearch) needed(runs map[float64]RateRuns, lo, firstFail, boundStep 
 // the answer the repeats settled on (0: none).
 func (f *fastSearch) fill(b *Boundary, lo float64) {
 	res := f.res
-	runs := tally(res.Trials)
+	runs := Tally(res.Trials)
 	if lo > 0 && !runs[lo].AllPassed() {
 		// The trials ran out before the candidate ran (or after it failed a
 		// repeat): the answer is what did pass every run, never a rate
@@ -298,13 +298,13 @@ func pct(x float64) string {
 	return fmt.Sprintf("%.2g%%", 100*x)
 }
 
-// contradiction finds a rate at or above ContradictionFactor × a rate
+// Contradiction finds a rate at or above ContradictionFactor × a rate
 // above the answer that failed every one of its judged runs, that passed
 // every one of its own (the fast search repeats such a rate first: one
 // whose repeats failed, or a failure below it that passed a repeat, is
 // variability, measured in the answer's spread, not a contradiction).
-func contradiction(r *Result) string {
-	runs := tally(r.Trials)
+func Contradiction(r *Result) string {
+	runs := Tally(r.Trials)
 	first := lowestFailAbove(runs, r.LastPass)
 	rates := contradicting(runs, first)
 	if len(rates) == 0 {
