@@ -65,6 +65,6 @@ func (r *Receiver) openSource(l *lane, ep string) error {
 	if l.sock, err = r.openSocket(ep); err != nil {
 		return err
 	}
-	l.raw, err = zmqraw.Wrap(l.sock, r.cfg.RingCapacity, r.cfg.MaxMessage)
+	l.raw, err = zmqraw.Wrap(l.sock, r.cfg.Ring, r.cfg.MaxMessage)
 	return err
 }

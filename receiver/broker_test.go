@@ -9,6 +9,7 @@ import (
 	"github.com/cloudprofiler-go/cp/driver/kafka"
 	"github.com/cloudprofiler-go/cp/driver/nats"
 	"github.com/cloudprofiler-go/cp/driver/redis"
+	"github.com/cloudprofiler-go/cp/trialcfg"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
@@ -59,8 +60,14 @@ func TestThroughABroker(t *testing.T) {
 				eps[i] = fmt.Sprintf("%s://%s/cp.case%d.lane%d", tc.driver, server, n, i)
 			}
 			rres, sres := run(t, receiver.Config{Endpoints: eps, ExpectStreams: tc.threads, Brokers: brokers},
-				sender.Config{Brokers: brokers, Threads: tc.threads, Rate: tc.rate, Count: tc.count, BucketSize: tc.bucket, Scenario: syn,
-					Overflow: sender.Block, Idle: sender.Sleep, SkipRateCheck: true})
+				sender.Config{
+					Sender:        trialcfg.Sender{Threads: tc.threads, BucketSize: tc.bucket, Overflow: sender.Block, Idle: sender.Sleep},
+					Brokers:       brokers,
+					Rate:          tc.rate,
+					Count:         tc.count,
+					Scenario:      syn,
+					SkipRateCheck: true,
+				})
 			if sres.Emitted != tc.count || sres.Shortfall != 0 || len(sres.Errors) > 0 {
 				t.Fatalf("sender emitted %d of %d (shortfall %d, errors %v)", sres.Emitted, tc.count, sres.Shortfall, sres.Errors)
 			}
@@ -82,11 +89,11 @@ func TestThroughABroker(t *testing.T) {
 // TestBrokerEndpointsAreChecked: a bad broker endpoint is refused before
 // anything connects, with the reason.
 func TestBrokerEndpointsAreChecked(t *testing.T) {
-	_, err := receiver.New(receiver.Config{Endpoints: []string{"jetstream://127.0.0.1:1/cp?acks=all"}, Schema: "synthetic"})
+	_, err := receiver.New(receiver.Config{Receiver: trialcfg.Receiver{Schema: "synthetic"}, Endpoints: []string{"jetstream://127.0.0.1:1/cp?acks=all"}})
 	if err == nil || !strings.Contains(err.Error(), "acks=all") {
 		t.Errorf("receiver: %v", err)
 	}
-	_, err = sender.New(sender.Config{Endpoints: []string{"nats://u:p@127.0.0.1:1/cp"}, Threads: 1, BucketSize: 1, Count: 1})
+	_, err = sender.New(sender.Config{Sender: trialcfg.Sender{Threads: 1, BucketSize: 1}, Endpoints: []string{"nats://u:p@127.0.0.1:1/cp"}, Count: 1})
 	if err == nil || !strings.Contains(err.Error(), "credentials") || strings.Contains(err.Error(), "u:p") {
 		t.Errorf("sender: %v", err)
 	}

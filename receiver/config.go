@@ -14,22 +14,22 @@ import (
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/stage"
+	"github.com/cloudprofiler-go/cp/trialcfg"
 	"github.com/cloudprofiler-go/cp/tsc"
 )
 
 // Config describes one dgrecv run.
 type Config struct {
+	// The trial's settings, shared with the sweep's plan and the agents'
+	// protocol (package trialcfg).
+	trialcfg.Receiver
+	trialcfg.Agent
+
 	Endpoints []string // one PULL socket (lane) per endpoint
 	// Brokers are the broker drivers the program was built with, for
 	// endpoints that name a broker (the zero Registry: none).
 	Brokers driver.Registry `json:"-"`
 	Connect bool            // connect instead of bind (behind a system under test that pushes)
-	Schema  string          // tuple schema: ad-event, synthetic or raw
-	// Drain checks bucket headers and accounts per stream but neither
-	// decodes tuples nor consumes them one by one: a receiver that measures
-	// the sender and the network rather than the object factory.
-	Drain        bool
-	RingCapacity int // buckets per lane (power of two)
 	// MaxMessage is the largest message a lane takes: the socket refuses a
 	// larger one before it is built (ZMQ_MAXMSGSIZE), and Validate lowers
 	// it so that every lane's queue and ring of such messages fit the
@@ -42,25 +42,13 @@ type Config struct {
 	MemoryBudget int64
 	HWM          int // receive high-water mark in messages
 	IOThreads    int
-	WorkPerTuple time.Duration // emulated processing cost per consumed tuple
-	// Injected faults and phases (test fixtures, see internal/inject):
-	// stalls of the consumer or a lane ("consumer", "lane<N>") from the
-	// start of Run; busy work per decoded bucket on every lane; and the
-	// consumer's work per tuple over time (it replaces WorkPerTuple).
-	Stalls     []inject.Stall
-	DecodeWork time.Duration
-	// SUTProcesses name the system under test's processes on this host:
-	// the host accounting reads their CPU apart from other processes'.
-	SUTProcesses  []string
-	WorkSchedule  []inject.Step
+	// Stalls are injected stalls of the consumer or a lane ("consumer",
+	// "lane<N>") from the start of Run (test fixtures, see internal/inject).
+	Stalls        []inject.Stall
 	ExpectStreams int           // finish when this many streams ended (0: when all seen streams ended)
 	Settle        time.Duration // with ExpectStreams 0: quiet time after the last end marker
-	EndTimeout    time.Duration // give up on missing end markers after this long without data
 	Duration      time.Duration // hard limit on the run (0: none)
 	CPUs          []int         // CPUs for the lane deserializers, then the consumer; nil: not pinned
-	// StagePeriod, if not 0, accounts the lanes' and the consumer's time
-	// and each stream's arrivals, sampled this often (see package stage).
-	StagePeriod time.Duration
 	// NoServiceRates leaves out the service-rate estimates (and the
 	// periods they are made of) while accounting.
 	NoServiceRates bool
@@ -121,14 +109,14 @@ func (c *Config) fitMessages() error {
 	if budget == 0 {
 		budget = membudget.Default()
 	}
-	held := int64(len(c.Endpoints)) * int64(c.RingCapacity+c.HWM+2)
+	held := int64(len(c.Endpoints)) * int64(c.Ring+c.HWM+2)
 	most := budget / held
 	if int64(c.MaxMessage) <= most {
 		return nil
 	}
 	if most < MinMessageBudget {
 		return fmt.Errorf("%d lane(s) × (ring %d + hwm %d) messages leave %d bytes a message within the memory budget of %d bytes (dgrecv --memory-budget): use a smaller ring or hwm",
-			len(c.Endpoints), c.RingCapacity, c.HWM, most, budget)
+			len(c.Endpoints), c.Ring, c.HWM, most, budget)
 	}
 	c.MaxMessage, c.MaxMessageLowered = int(most), true
 	return nil
@@ -146,11 +134,11 @@ func (c *Config) Validate() error {
 	if _, ok := scenarios.DecoderFor(c.Schema); !ok && !c.Drain {
 		bad("unknown schema %.32q (use ad-event, synthetic or raw)", c.Schema)
 	}
-	if c.RingCapacity == 0 {
-		c.RingCapacity = DefaultRing
+	if c.Ring == 0 {
+		c.Ring = DefaultRing
 	}
-	if c.RingCapacity < 2 || c.RingCapacity > MaxRing || c.RingCapacity&(c.RingCapacity-1) != 0 {
-		bad("ring capacity must be a power of two from 2 to %d, got %d", MaxRing, c.RingCapacity)
+	if c.Ring < 2 || c.Ring > MaxRing || c.Ring&(c.Ring-1) != 0 {
+		bad("ring capacity must be a power of two from 2 to %d, got %d", MaxRing, c.Ring)
 	}
 	if c.MaxMessage == 0 {
 		c.MaxMessage = 64 << 20

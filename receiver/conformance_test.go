@@ -11,6 +11,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/internal/testkit/wirecorpus"
 	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/trialcfg"
 )
 
 // TestWireConformance runs the conformance corpus (testdata/wire): every
@@ -38,8 +39,13 @@ func runCase(t *testing.T, tc wirecorpus.Case) wirecorpus.Got {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := receiver.New(receiver.Config{Endpoints: []string{"tcp://127.0.0.1:*"}, Schema: tc.Schema, Clock: clock,
-		Settle: 50 * time.Millisecond, EndTimeout: 5 * time.Second, Duration: 10 * time.Second})
+	r, err := receiver.New(receiver.Config{
+		Receiver:  trialcfg.Receiver{Schema: tc.Schema, EndTimeout: 5 * time.Second},
+		Endpoints: []string{"tcp://127.0.0.1:*"},
+		Clock:     clock,
+		Settle:    50 * time.Millisecond,
+		Duration:  10 * time.Second,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,8 +105,12 @@ func runCase(t *testing.T, tc wirecorpus.Case) wirecorpus.Got {
 // TestGivesUpWithoutEndMarker: a stream whose end marker never comes ends
 // the run after --end-timeout without data, incomplete, saying so.
 func TestGivesUpWithoutEndMarker(t *testing.T) {
-	r, err := receiver.New(receiver.Config{Endpoints: []string{"tcp://127.0.0.1:*"}, Schema: "synthetic", Clock: clock,
-		EndTimeout: 300 * time.Millisecond, Duration: 20 * time.Second})
+	r, err := receiver.New(receiver.Config{
+		Receiver:  trialcfg.Receiver{Schema: "synthetic", EndTimeout: 300 * time.Millisecond},
+		Endpoints: []string{"tcp://127.0.0.1:*"},
+		Clock:     clock,
+		Duration:  20 * time.Second,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
+	"github.com/cloudprofiler-go/cp/trialcfg"
 )
 
 // TestInjectedFaults: each fixture does what it says. A stall of the
@@ -17,8 +18,13 @@ import (
 func TestInjectedFaults(t *testing.T) {
 	syn, _ := scenarios.Load("synthetic-100")
 	paced := func() sender.Config {
-		return sender.Config{Scenario: syn, Threads: 1, BucketSize: 10, Rate: 20_000, Duration: time.Second,
-			Overflow: sender.Block, Idle: sender.Sleep, MaxLateFraction: 1}
+		return sender.Config{
+			Sender:          trialcfg.Sender{Threads: 1, BucketSize: 10, Overflow: sender.Block, Idle: sender.Sleep},
+			Scenario:        syn,
+			Rate:            20_000,
+			Duration:        time.Second,
+			MaxLateFraction: 1,
+		}
 	}
 	stall := []inject.Stall{{At: 300 * time.Millisecond, For: 600 * time.Millisecond}}
 	withStall := func(stage string) []inject.Stall {
@@ -48,13 +54,13 @@ func TestInjectedFaults(t *testing.T) {
 					t.Errorf("max lateness %v through a 600 ms thread stall", time.Duration(s.Lateness.Max))
 				}
 			}},
-		{"decode work", receiver.Config{DecodeWork: time.Millisecond}, paced(), func(t *testing.T, r *receiver.Result, _ *sender.Result) {
+		{"decode work", receiver.Config{Receiver: trialcfg.Receiver{DecodeWork: time.Millisecond}}, paced(), func(t *testing.T, r *receiver.Result, _ *sender.Result) {
 			// 1 ms a bucket of 10: at most 10 k tuples/s against 20 k sent
 			if r.Rate > 12_000 {
 				t.Errorf("consumed %.0f tuples/s with 1 ms of decode work per bucket of 10", r.Rate)
 			}
 		}},
-		{"work schedule", receiver.Config{WorkSchedule: []inject.Step{{At: 0, Work: 0}, {At: 500 * time.Millisecond, Work: 200 * time.Microsecond}}}, paced(),
+		{"work schedule", receiver.Config{Receiver: trialcfg.Receiver{WorkSchedule: []inject.Step{{At: 0, Work: 0}, {At: 500 * time.Millisecond, Work: 200 * time.Microsecond}}}}, paced(),
 			func(t *testing.T, r *receiver.Result, _ *sender.Result) {
 				// 10 k tuples after 0.5 s at most 5 k tuples/s: 2.5 s, not 1
 				if r.DurationS < 1.8 {

@@ -15,6 +15,7 @@ import (
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
 	"github.com/cloudprofiler-go/cp/stage"
+	"github.com/cloudprofiler-go/cp/trialcfg"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/wire"
 )
@@ -87,8 +88,13 @@ func TestLoopbackCountsMatch(t *testing.T) {
 				eps[i] = "tcp://127.0.0.1:*"
 			}
 			rres, sres := run(t, receiver.Config{Endpoints: eps, ExpectStreams: tc.threads},
-				sender.Config{Threads: tc.threads, Rate: tc.rate, Count: tc.count, BucketSize: tc.bucket, Scenario: tc.scenario,
-					Overflow: sender.Block, Idle: sender.Yield, HWM: 1000})
+				sender.Config{
+					Sender:   trialcfg.Sender{Threads: tc.threads, BucketSize: tc.bucket, Overflow: sender.Block, Idle: sender.Yield},
+					Rate:     tc.rate,
+					Count:    tc.count,
+					Scenario: tc.scenario,
+					HWM:      1000,
+				})
 			if sres.Emitted != tc.count || sres.Shortfall != 0 || len(sres.Errors) > 0 {
 				t.Fatalf("sender emitted %d of %d (shortfall %d, errors %v)", sres.Emitted, tc.count, sres.Shortfall, sres.Errors)
 			}
@@ -129,8 +135,14 @@ func TestSteadyStateDoesNotAllocate(t *testing.T) {
 				runtime.GC()
 				runtime.ReadMemStats(&before)
 				rres, sres := run(t, receiver.Config{ExpectStreams: 1},
-					sender.Config{Threads: 1, Rate: tc.rate, Count: count, BucketSize: tc.bucket, Scenario: syn, Overflow: sender.Block,
-						Idle: sender.Sleep, HWM: 1000, SkipRateCheck: true})
+					sender.Config{
+						Sender:        trialcfg.Sender{Threads: 1, BucketSize: tc.bucket, Overflow: sender.Block, Idle: sender.Sleep},
+						Rate:          tc.rate,
+						Count:         count,
+						Scenario:      syn,
+						HWM:           1000,
+						SkipRateCheck: true,
+					})
 				runtime.ReadMemStats(&after)
 				if !rres.Complete || rres.Consumed != count || sres.Emitted != count {
 					t.Fatalf("run of %d: consumed %d emitted %d", count, rres.Consumed, sres.Emitted)
@@ -161,7 +173,7 @@ func TestProfiledRun(t *testing.T) {
 	syn, _ := scenarios.Load("synthetic-100")
 	const count = 50_000
 	rres, sres := run(t, receiver.Config{ExpectStreams: 2, Profile: prof, Handlers: h},
-		sender.Config{Threads: 2, Rate: 0, Count: count, BucketSize: 10, Scenario: syn, Overflow: sender.Block, Idle: sender.Sleep, HWM: 1000, Profile: prof, Handlers: h})
+		sender.Config{Sender: trialcfg.Sender{Threads: 2, BucketSize: 10, Overflow: sender.Block, Idle: sender.Sleep}, Rate: 0, Count: count, Scenario: syn, HWM: 1000, Profile: prof, Handlers: h})
 	if err := prof.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -220,8 +232,13 @@ func TestPacedRunKeepsItsWindows(t *testing.T) {
 	syn, _ := scenarios.Load("synthetic-100")
 	const rate = 20000.0
 	_, sres := run(t, receiver.Config{ExpectStreams: 1},
-		sender.Config{Threads: 1, Rate: rate, Duration: 2500 * time.Millisecond, BucketSize: 10, Scenario: syn,
-			Overflow: sender.Block, Idle: sender.Sleep, LateThreshold: time.Millisecond})
+		sender.Config{
+			Sender:        trialcfg.Sender{Threads: 1, BucketSize: 10, Overflow: sender.Block, Idle: sender.Sleep},
+			Rate:          rate,
+			Duration:      2500 * time.Millisecond,
+			Scenario:      syn,
+			LateThreshold: time.Millisecond,
+		})
 	if len(sres.Windows) != 2 {
 		t.Fatalf("%d full windows in a 2.5 s run: %v", len(sres.Windows), sres.Windows)
 	}
@@ -255,9 +272,17 @@ func TestActivityChannels(t *testing.T) {
 	}
 	prof := profiler.New(time.Hour)
 	syn, _ := scenarios.Load("synthetic-100")
-	rres, sres := run(t, receiver.Config{ExpectStreams: 1, Profile: prof, Handlers: h, StagePeriod: stage.DefaultPeriod},
-		sender.Config{Threads: 1, Rate: 200_000, Count: 20_000, BucketSize: 10, Scenario: syn, Overflow: sender.Block, Idle: sender.Sleep,
-			HWM: 1000, Profile: prof, Handlers: h, StagePeriod: stage.DefaultPeriod})
+	rres, sres := run(t, receiver.Config{Agent: trialcfg.Agent{StagePeriod: stage.DefaultPeriod}, ExpectStreams: 1, Profile: prof, Handlers: h},
+		sender.Config{
+			Agent:    trialcfg.Agent{StagePeriod: stage.DefaultPeriod},
+			Sender:   trialcfg.Sender{Threads: 1, BucketSize: 10, Overflow: sender.Block, Idle: sender.Sleep},
+			Rate:     200_000,
+			Count:    20_000,
+			Scenario: syn,
+			HWM:      1000,
+			Profile:  prof,
+			Handlers: h,
+		})
 	if err := prof.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -107,7 +107,7 @@ func New(cfg Config) (*Receiver, error) {
 		if len(cfg.CPUs) > 0 {
 			l.cpu = cfg.CPUs[i%len(cfg.CPUs)]
 		}
-		if l.Lane, err = objfactory.NewLane(i, cfg.RingCapacity, decode); err != nil {
+		if l.Lane, err = objfactory.NewLane(i, cfg.Ring, decode); err != nil {
 			r.Close()
 			return nil, err
 		}
@@ -141,7 +141,7 @@ func New(cfg Config) (*Receiver, error) {
 		}
 		return int64(n)
 	})
-	r.stages.SetCapacity(r.consumerAcc, int64(cfg.RingCapacity*len(cfg.Endpoints)))
+	r.stages.SetCapacity(r.consumerAcc, int64(cfg.Ring*len(cfg.Endpoints)))
 	if cfg.Profile != nil {
 		if r.consumedCh, err = cfg.Profile.OpenNamed("consumed", cfg.Handlers); err != nil {
 			r.Close()

@@ -4,11 +4,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cloudprofiler-go/cp/trialcfg"
 )
 
 func TestConfigValidateRanges(t *testing.T) {
 	valid := func() Config {
-		return Config{Endpoints: []string{"tcp://127.0.0.1:1"}, Schema: "synthetic"}
+		return Config{Receiver: trialcfg.Receiver{Schema: "synthetic"}, Endpoints: []string{"tcp://127.0.0.1:1"}}
 	}
 	for _, tc := range []struct {
 		name string
@@ -16,9 +18,9 @@ func TestConfigValidateRanges(t *testing.T) {
 		want string
 	}{
 		{"valid", func(*Config) {}, ""},
-		{"ring 2^40", func(c *Config) { c.RingCapacity = 1 << 40 }, "ring"},
-		{"ring 2^62", func(c *Config) { c.RingCapacity = 4611686018427387904 }, "ring"},
-		{"ring 1000", func(c *Config) { c.RingCapacity = 1000 }, "ring"},
+		{"ring 2^40", func(c *Config) { c.Ring = 1 << 40 }, "ring"},
+		{"ring 2^62", func(c *Config) { c.Ring = 4611686018427387904 }, "ring"},
+		{"ring 1000", func(c *Config) { c.Ring = 1000 }, "ring"},
 		{"lanes", func(c *Config) { c.Endpoints = make([]string, 65) }, "at most 64 endpoints"},
 		{"work", func(c *Config) { c.WorkPerTuple = time.Second }, "work"},
 		{"negative work", func(c *Config) { c.WorkPerTuple = -1 }, "work"},
@@ -57,7 +59,7 @@ func TestBacklogIsBounded(t *testing.T) {
 // (and says so), and settings that leave too little a message are refused.
 func TestMessagesFitTheMemoryBudget(t *testing.T) {
 	base := func() Config {
-		return Config{Endpoints: []string{"tcp://127.0.0.1:1", "tcp://127.0.0.1:2"}, Schema: "synthetic", RingCapacity: 256, HWM: 1000}
+		return Config{Receiver: trialcfg.Receiver{Schema: "synthetic", Ring: 256}, Endpoints: []string{"tcp://127.0.0.1:1", "tcp://127.0.0.1:2"}, HWM: 1000}
 	}
 	c := base()
 	c.MemoryBudget = 1 << 40
@@ -70,7 +72,7 @@ func TestMessagesFitTheMemoryBudget(t *testing.T) {
 		t.Fatalf("1 GiB: %v, max message %d, lowered %v", err, c.MaxMessage, c.MaxMessageLowered)
 	}
 	c = base()
-	c.MemoryBudget, c.RingCapacity, c.HWM = 64<<20, 16384, 1_000_000
+	c.MemoryBudget, c.Ring, c.HWM = 64<<20, 16384, 1_000_000
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "smaller ring or hwm") {
 		t.Fatalf("a ring and hwm that leave too little: %v", err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
+	"github.com/cloudprofiler-go/cp/trialcfg"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/wire"
 )
@@ -104,9 +105,18 @@ func config(t *testing.T, rate float64, count uint64, batch int) sender.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sender.Config{Threads: 1, Rate: rate, Count: count, BucketSize: 1, Scenario: sc, Overflow: sender.Block,
-		Idle: sender.Sleep, HWM: 1000, IOThreads: 1, LateThreshold: 10 * time.Microsecond, SkipRateCheck: true,
-		EndTimeout: 5 * time.Second, SendBatch: batch}
+	return sender.Config{
+		Sender:        trialcfg.Sender{Threads: 1, BucketSize: 1, Overflow: sender.Block, Idle: sender.Sleep},
+		Rate:          rate,
+		Count:         count,
+		Scenario:      sc,
+		HWM:           1000,
+		IOThreads:     1,
+		LateThreshold: 10 * time.Microsecond,
+		SkipRateCheck: true,
+		EndTimeout:    5 * time.Second,
+		SendBatch:     batch,
+	}
 }
 
 // Batches change how buckets reach libzmq, not what is sent: the same

@@ -15,60 +15,50 @@ import (
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/stage"
+	"github.com/cloudprofiler-go/cp/trialcfg"
 	"github.com/cloudprofiler-go/cp/tsc"
 )
 
-// Overflow says what a thread does when its socket is at the high-water mark.
-type Overflow string
-
-const (
-	// Block waits (ZeroMQ's default): nothing is lost, lateness grows.
-	Block Overflow = "block"
-	// Drop sends with ZMQ_DONTWAIT and counts EAGAIN as a dropped bucket.
-	Drop Overflow = "drop"
+// How a thread waits and what it does at the high-water mark are the
+// trial's settings (package trialcfg); these are their names here.
+type (
+	Overflow = trialcfg.Overflow
+	Idle     = trialcfg.Idle
 )
 
-// Idle says how a thread waits for its next slot.
-type Idle string
-
 const (
-	// Spin busy-waits on the TSC (the paper's loop): most precise, costs a core.
-	Spin Idle = "spin"
-	// Yield spins near the slot and calls sched_yield when far from it, so
-	// other threads on the same core can run (machines with few cores).
-	Yield Idle = "yield"
-	// Auto is Spin on machines with at least 4 CPUs and Sleep on smaller
-	// ones, where a spinning sender starves a receiver on the same host.
-	Auto Idle = "auto"
-	// Sleep nanosleeps (with 1 ns timer slack) until shortly before the
-	// slot, leaving a margin measured at start (this thread's wakeup
-	// overshoot), then spins: for machines with few cores and low rates.
-	Sleep Idle = "sleep"
+	Block = trialcfg.Block
+	Drop  = trialcfg.Drop
+	Spin  = trialcfg.Spin
+	Yield = trialcfg.Yield
+	Auto  = trialcfg.Auto
+	Sleep = trialcfg.Sleep
 )
 
 // Config describes one dgsend run.
 type Config struct {
+	// The trial's settings, shared with the sweep's plan and the agents'
+	// protocol (package trialcfg).
+	trialcfg.Sender
+	trialcfg.Agent
+
 	Endpoints []string // ZeroMQ endpoints; thread i uses Endpoints[i % len]
 	// Brokers are the broker drivers the program was built with, for
 	// endpoints that name a broker (the zero Registry: none).
 	Brokers  driver.Registry `json:"-"`
 	Bind     bool            // bind instead of connect (a system under test pulls from us)
 	SenderID uint8           // distinguishes senders in stream and tuple ids
-	Threads  int
-	Rate     float64 // total tuples per second over all threads; 0 = unpaced
+	Rate     float64         // total tuples per second over all threads; 0 = unpaced
 	Duration time.Duration
 	Shape    scenarios.Shape // how the rate varies around its mean (zero: constant)
 	Warmup   time.Duration   // lateness is recorded only for slots due after the warm-up
 	// StartAt (wall clock) aligns the start of several senders, possibly on
 	// several hosts; zero or past: start 20 ms after Run is called.
-	StartAt    time.Time
-	Count      uint64 // total tuples; 0 = until Duration or Stop
-	BucketSize int
-	Scenario   *scenarios.Scenario
-	Overflow   Overflow
-	Idle       Idle
-	CPUs       []int // CPU per thread (cycled); nil = not pinned
-	HWM        int   // send high-water mark in messages
+	StartAt  time.Time
+	Count    uint64 // total tuples; 0 = until Duration or Stop
+	Scenario *scenarios.Scenario
+	CPUs     []int // CPU per thread (cycled); nil = not pinned
+	HWM      int   // send high-water mark in messages
 	// SendBatch is the most messages an emission thread hands to C in one
 	// call (the cgo transition is paid once per call); 0 picks it from the
 	// message size (SendBatchAuto), 1 sends one message per call. A batch
@@ -83,18 +73,8 @@ type Config struct {
 	// Stalls are injected stalls of emission threads ("thread<N>"), from
 	// the run's start (a test fixture, see internal/inject): the thread
 	// stops sending, and its schedule runs on without it.
-	Stalls []inject.Stall
-	// SendWork is busy work per bucket, in the sending state, before each
-	// send (a test fixture: a sender slower than its network, so that a
-	// run can be sender-bound). It sends one bucket per call into C.
-	SendWork time.Duration
-	// SUTProcesses name the system under test's processes on this host:
-	// the host accounting reads their CPU apart from other processes'.
-	SUTProcesses []string
-	EndTimeout   time.Duration // how long to try delivering end markers
-	// StagePeriod, if not 0, accounts each thread's time (pacing, sending,
-	// blocked) and samples it this often (see package stage).
-	StagePeriod time.Duration
+	Stalls     []inject.Stall
+	EndTimeout time.Duration // how long to try delivering end markers
 	// NoServiceRates leaves out the service-rate estimates (and the
 	// periods they are made of) while accounting.
 	NoServiceRates bool

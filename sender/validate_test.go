@@ -9,6 +9,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/internal/zmqraw"
 	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/trialcfg"
 	"github.com/cloudprofiler-go/cp/tsc"
 )
 
@@ -16,8 +17,13 @@ import (
 // checked against its range before anything is allocated.
 func TestConfigValidateRanges(t *testing.T) {
 	valid := func() Config {
-		return Config{Endpoints: []string{"tcp://127.0.0.1:1"}, Threads: 1, Rate: 1000, Duration: time.Second, BucketSize: 1,
-			Scenario: &scenarios.Scenario{Schema: scenarios.SchemaSynthetic, Size: 100}, Overflow: Block, Idle: Sleep}
+		return Config{
+			Sender:    trialcfg.Sender{Threads: 1, BucketSize: 1, Overflow: Block, Idle: Sleep},
+			Endpoints: []string{"tcp://127.0.0.1:1"},
+			Rate:      1000,
+			Duration:  time.Second,
+			Scenario:  &scenarios.Scenario{Schema: scenarios.SchemaSynthetic, Size: 100},
+		}
 	}
 	for _, tc := range []struct {
 		name string
@@ -109,8 +115,15 @@ func TestNewEndsItsPreparationWhenCancelled(t *testing.T) {
 	clock := tsc.NewClockHz(2e9)
 	cancel := make(chan struct{})
 	close(cancel)
-	cfg := Config{Endpoints: []string{"tcp://127.0.0.1:1"}, Threads: 4, Rate: 1000, Duration: time.Second, BucketSize: 1,
-		Scenario: &scenarios.Scenario{Schema: scenarios.SchemaSynthetic, Size: 100}, Overflow: Block, Idle: Sleep, Clock: clock, Cancel: cancel}
+	cfg := Config{
+		Sender:    trialcfg.Sender{Threads: 4, BucketSize: 1, Overflow: Block, Idle: Sleep},
+		Endpoints: []string{"tcp://127.0.0.1:1"},
+		Rate:      1000,
+		Duration:  time.Second,
+		Scenario:  &scenarios.Scenario{Schema: scenarios.SchemaSynthetic, Size: 100},
+		Clock:     clock,
+		Cancel:    cancel,
+	}
 	start := time.Now()
 	s, err := New(cfg)
 	if !errors.Is(err, ErrCancelled) || s != nil {
@@ -124,7 +137,7 @@ func TestNewEndsItsPreparationWhenCancelled(t *testing.T) {
 // TestMemoryEstimateCountsEveryThreadsBuckets: the estimate grows with the
 // threads (each has its own buckets) and with the high-water mark.
 func TestMemoryEstimateCountsEveryThreadsBuckets(t *testing.T) {
-	c := Config{Threads: 1, BucketSize: 100, HWM: 1000, Scenario: &scenarios.Scenario{Schema: scenarios.SchemaSynthetic, Size: 100, Distinct: 1 << 16}}
+	c := Config{Sender: trialcfg.Sender{Threads: 1, BucketSize: 100}, HWM: 1000, Scenario: &scenarios.Scenario{Schema: scenarios.SchemaSynthetic, Size: 100, Distinct: 1 << 16}}
 	one, _ := c.MemoryEstimate()
 	c.Threads = 8
 	eight, why := c.MemoryEstimate()

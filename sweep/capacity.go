@@ -10,6 +10,7 @@ import (
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
 	"github.com/cloudprofiler-go/cp/stage"
+	"github.com/cloudprofiler-go/cp/trialcfg"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/wire"
 )
@@ -147,8 +148,15 @@ func capacityRun(p CapacityPlan, schema string, tpls []scenarios.Template, n int
 		return CapacityRun{}, err
 	}
 	msgs = append(msgs, end)
-	cfg := receiver.Config{Endpoints: []string{"inproc://cp-capacity"}, Schema: schema, HWM: min(n+2, 1_000_000),
-		WorkPerTuple: p.Work, CPUs: p.CPUs, ExpectStreams: 1, EndTimeout: 10 * time.Second, StagePeriod: stage.DefaultPeriod, Clock: p.Clock}
+	cfg := receiver.Config{
+		Agent:         trialcfg.Agent{StagePeriod: stage.DefaultPeriod},
+		Receiver:      trialcfg.Receiver{Schema: schema, WorkPerTuple: p.Work, EndTimeout: 10 * time.Second},
+		Endpoints:     []string{"inproc://cp-capacity"},
+		HWM:           min(n+2, 1_000_000),
+		CPUs:          p.CPUs,
+		ExpectStreams: 1,
+		Clock:         p.Clock,
+	}
 	if p.Stage == CapacityLane {
 		cfg.WorkPerTuple = 0
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
+	"github.com/cloudprofiler-go/cp/trialcfg"
 )
 
 // senderLead is how far ahead the common start of the senders is set:
@@ -25,19 +26,18 @@ const senderLead = time.Second
 
 // TrialPlan is what every trial of a sweep has in common.
 type TrialPlan struct {
+	// The settings every sender and receiver of every trial gets, defined
+	// once (package trialcfg) and embedded here, in the agents' protocol
+	// and in the sender's and receiver's configurations; the plan's JSON
+	// stays flat.
+	trialcfg.Sender
+	trialcfg.Receiver
+	trialcfg.Agent
+
 	Duration      time.Duration `json:"duration_ns"` // measured window
 	Warmup        time.Duration `json:"warmup_ns"`
-	Threads       int           `json:"threads"` // per sender agent
-	BucketSize    int           `json:"bucket_size"`
 	Scenario      string        `json:"scenario"`
 	Shape         string        `json:"shape,omitempty"` // rate shape of every trial around its target rate
-	Overflow      string        `json:"overflow"`
-	Idle          string        `json:"idle"`
-	Schema        string        `json:"schema"`
-	Drain         bool          `json:"drain,omitempty"`
-	WorkPerTuple  time.Duration `json:"work_per_tuple_ns,omitempty"`
-	Ring          int           `json:"ring,omitempty"`
-	EndTimeout    time.Duration `json:"end_timeout_ns"` // receivers give up on end markers after this without data
 	Rules         Rules         `json:"rules"`
 	Relay         bool          `json:"relay,omitempty"`          // a system under test between senders and receivers
 	SenderTargets []string      `json:"sender_targets,omitempty"` // relay: where senders send (the system's inputs)
@@ -48,16 +48,7 @@ type TrialPlan struct {
 	// Injected faults and phases of every trial (test fixtures, see
 	// internal/inject): stalls of receiver stages go to every receiver,
 	// of sender threads to every sender.
-	Stalls       []inject.Stall `json:"stalls,omitempty"`
-	DecodeWork   time.Duration  `json:"decode_work_ns,omitempty"`
-	WorkSchedule []inject.Step  `json:"work_schedule,omitempty"`
-	SendWork     time.Duration  `json:"send_work_ns,omitempty"` // every sender's, per bucket
-	// SUTProcesses name the system under test's processes on the agents'
-	// hosts: their CPU is the system's, not a disturbance.
-	SUTProcesses []string `json:"sut_processes,omitempty"`
-	// StagePeriod is every agent's stage accounting period (0: off), also
-	// its profiler's counter period.
-	StagePeriod time.Duration `json:"stage_period_ns,omitempty"`
+	Stalls []inject.Stall `json:"stalls,omitempty"`
 }
 
 // Controller runs trials on a set of agents.

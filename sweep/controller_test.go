@@ -16,6 +16,7 @@ import (
 	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sweep/agent/sendagent"
 	"github.com/cloudprofiler-go/cp/sweep/search"
+	"github.com/cloudprofiler-go/cp/trialcfg"
 
 	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/internal/inject"
@@ -126,8 +127,12 @@ func (f *fakeAgent) client() *protocol.Client {
 }
 
 func testPlan(t *testing.T) TrialPlan {
-	p := TrialPlan{Duration: 300 * time.Millisecond, Threads: 1, BucketSize: 1, Scenario: "synthetic-100", Overflow: "block", Idle: "sleep",
-		Schema: "synthetic", EndTimeout: time.Second}
+	p := TrialPlan{
+		Receiver: trialcfg.Receiver{Schema: "synthetic", EndTimeout: time.Second},
+		Sender:   trialcfg.Sender{Threads: 1, BucketSize: 1, Overflow: "block", Idle: "sleep"},
+		Duration: 300 * time.Millisecond,
+		Scenario: "synthetic-100",
+	}
 	if err := p.Resolve(); err != nil {
 		t.Fatal(err)
 	}

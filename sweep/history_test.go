@@ -10,6 +10,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
+	"github.com/cloudprofiler-go/cp/trialcfg"
 )
 
 func TestHistoryStatement(t *testing.T) {
@@ -48,7 +49,7 @@ func TestHistoryStatement(t *testing.T) {
 // error.
 func TestPriorAnswers(t *testing.T) {
 	dir := t.TempDir()
-	plan := TrialPlan{Duration: 2 * time.Second, BucketSize: 100, Scenario: "synthetic-100"}
+	plan := TrialPlan{Sender: trialcfg.Sender{BucketSize: 100}, Duration: 2 * time.Second, Scenario: "synthetic-100"}
 	agents := []protocol.AgentInfo{{Role: "receiver", Machine: "m1"}, {Role: "sender", Machine: "m1"}}
 	other := plan
 	other.BucketSize = 1

@@ -54,16 +54,15 @@ func (p TrialPlan) senderTrial(endpoints []string, i, senders int, total float64
 	if p.ScenarioSpec != nil {
 		sc = *p.ScenarioSpec
 	}
-	return protocol.SenderTrial{Endpoints: endpoints, SenderID: uint8(i), Threads: p.Threads, Rate: rate,
-		Duration: p.Warmup + p.Duration, Warmup: p.Warmup, BucketSize: p.BucketSize, Scenario: sc, Shape: p.ShapeSpec,
-		Overflow: p.Overflow, Idle: p.Idle, Stalls: inject.OfKind(p.Stalls, "thread"), SendWork: p.SendWork, StagePeriod: p.StagePeriod, SUTProcesses: p.SUTProcesses}
+	return protocol.SenderTrial{Sender: p.Sender, Agent: p.Agent, Endpoints: endpoints, SenderID: uint8(i), Rate: rate,
+		Duration: p.Warmup + p.Duration, Warmup: p.Warmup, Scenario: sc, Shape: p.ShapeSpec, Stalls: inject.OfKind(p.Stalls, "thread")}
+
 }
 
 // receiverTrial is a receiver's part of a trial that may last limit.
 func (p TrialPlan) receiverTrial(limit time.Duration) protocol.ReceiverTrial {
-	return protocol.ReceiverTrial{Schema: p.Schema, Drain: p.Drain, WorkPerTuple: p.WorkPerTuple, Ring: p.Ring, EndTimeout: p.EndTimeout,
-		Duration: limit, Stalls: inject.OfKind(p.Stalls, "consumer", "lane"), DecodeWork: p.DecodeWork, WorkSchedule: p.WorkSchedule,
-		StagePeriod: p.StagePeriod, SUTProcesses: p.SUTProcesses}
+	return protocol.ReceiverTrial{Receiver: p.Receiver, Agent: p.Agent, Duration: limit, Stalls: inject.OfKind(p.Stalls, "consumer", "lane")}
+
 }
 
 // CheckPlan validates a whole sweep before it starts: the trials every agent

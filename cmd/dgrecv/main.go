@@ -106,7 +106,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.DurationVar(&c.Settle, "settle", 500*time.Millisecond, "with --expect-streams 0: wait this long after the last end marker for new streams")
 	f.DurationVar(&c.Duration, "duration", 0, "stop after this long regardless (0: no limit)")
 	f.DurationVar(&c.WorkPerTuple, "work", 0, "busy work per consumed tuple, to emulate a slower system (e.g. 200ns)")
-	f.IntVar(&c.RingCapacity, "ring", 256, "buckets per lane ring (power of two)")
+	f.IntVar(&c.Ring, "ring", 256, "buckets per lane ring (power of two)")
 	cli.StallsVar(f, &c.Stalls, "stall", "test fixture: stop a stage for a while, e.g. consumer@5s+1s or lane0@2s+500ms (from the start; repeat)")
 	f.DurationVar(&c.DecodeWork, "decode-work", 0, "test fixture: busy work per decoded bucket on every lane (e.g. 50us)")
 	cli.ScheduleVar(f, &c.WorkSchedule, "work-schedule", "test fixture: the consumer's work per tuple over time, e.g. 10us@0s,40us@20s (instead of --work)")

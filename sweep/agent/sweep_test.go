@@ -23,6 +23,7 @@ import (
 	"github.com/cloudprofiler-go/cp/sweep/agent/sendagent"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/sweep/search"
+	"github.com/cloudprofiler-go/cp/trialcfg"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
 )
@@ -69,8 +70,14 @@ func TestSweepWithInProcessAgents(t *testing.T) {
 	}
 	_, rc := inProcessAgent(t, recvagent.Role{}, clock)
 	_, sc := inProcessAgent(t, sendagent.Role{}, clock)
-	plan := sweep.TrialPlan{Duration: 400 * time.Millisecond, Warmup: 100 * time.Millisecond, Threads: 1, BucketSize: 10,
-		Scenario: "synthetic-100", Overflow: "block", Idle: "auto", Schema: "synthetic", EndTimeout: 3 * time.Second, Rules: sweep.DefaultRules}
+	plan := sweep.TrialPlan{
+		Receiver: trialcfg.Receiver{Schema: "synthetic", EndTimeout: 3 * time.Second},
+		Sender:   trialcfg.Sender{Threads: 1, BucketSize: 10, Overflow: "block", Idle: "auto"},
+		Duration: 400 * time.Millisecond,
+		Warmup:   100 * time.Millisecond,
+		Scenario: "synthetic-100",
+		Rules:    sweep.DefaultRules,
+	}
 	// This test is of the session's mechanics, not of this machine's
 	// timing: a busy host must not fail these low rates on lateness or
 	// queueing delay (both bounded by the floor).
@@ -249,8 +256,13 @@ func TestBadProfileAndFailedStart(t *testing.T) {
 	if err := plan.Resolve(); err != nil {
 		t.Fatal(err)
 	}
-	trial := protocol.SenderTrial{Rate: 1000, Threads: 1, BucketSize: 10, Duration: 100 * time.Millisecond, Overflow: "block", Idle: "auto",
-		Scenario: *plan.ScenarioSpec, Endpoints: []string{"nosuch://x"}}
+	trial := protocol.SenderTrial{
+		Sender:    trialcfg.Sender{Threads: 1, BucketSize: 10, Overflow: "block", Idle: "auto"},
+		Rate:      1000,
+		Duration:  100 * time.Millisecond,
+		Scenario:  *plan.ScenarioSpec,
+		Endpoints: []string{"nosuch://x"},
+	}
 	b, _ := json.Marshal(trial)
 	code, body = call(t, ssrv, http.MethodPost, protocol.PathTrial, "", string(b))
 	if code == http.StatusAccepted {

@@ -10,6 +10,7 @@ import (
 	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	sendtally "github.com/cloudprofiler-go/cp/sender/tally"
+	"github.com/cloudprofiler-go/cp/trialcfg"
 )
 
 // The agents' control API (HTTP/JSON, on the same port as /metrics):
@@ -114,30 +115,23 @@ type AgentInfo struct {
 // content). Validate checks every field's range before anything is
 // allocated.
 type SenderTrial struct {
+	// The settings every trial of the sweep shares (package trialcfg),
+	// embedded: the JSON stays flat.
+	trialcfg.Sender
+	trialcfg.Agent
+
 	Endpoints     []string           `json:"endpoints"` // thread i uses Endpoints[i % len]
 	SenderID      uint8              `json:"sender_id"`
-	Threads       int                `json:"threads"`
 	Rate          float64            `json:"rate"`  // this sender's share, tuples/s
 	Shape         scenarios.Shape    `json:"shape"` // rate shape around Rate (see dgsend --shape)
 	Duration      time.Duration      `json:"duration_ns"`
 	Warmup        time.Duration      `json:"warmup_ns"`
 	StartAt       time.Time          `json:"start_at,omitempty"` // common start of all senders (wall clock)
-	BucketSize    int                `json:"bucket_size"`
 	Scenario      scenarios.Scenario `json:"scenario"`
-	Overflow      string             `json:"overflow"`
-	Idle          string             `json:"idle"`
 	LateThreshold time.Duration      `json:"late_threshold_ns,omitempty"`
 	HWM           int                `json:"hwm,omitempty"`
 	// Stalls are injected stalls of this sender's threads (sender.Config).
 	Stalls []inject.Stall `json:"stalls,omitempty"`
-	// SendWork is injected busy work per bucket (sender.Config).
-	SendWork time.Duration `json:"send_work_ns,omitempty"`
-	// SUTProcesses name the system under test's processes on the agent's
-	// host (a broker beside it): their CPU is the system's, not other
-	// processes' (sender.Config).
-	SUTProcesses []string `json:"sut_processes,omitempty"`
-	// StagePeriod is the stage accounting's sampling period (0: off).
-	StagePeriod time.Duration `json:"stage_period_ns,omitempty"`
 	// Profile, if set, is the trial's handler configuration (--profile,
 	// parsed once by the controller, sent typed); its paths are relative to
 	// a directory of the agent's own (GET PathProfile), and one that leads
@@ -148,21 +142,17 @@ type SenderTrial struct {
 // ReceiverTrial configures a receiver agent for one trial (its endpoints are
 // fixed when the agent starts).
 type ReceiverTrial struct {
-	Schema        string             `json:"schema"`
-	Drain         bool               `json:"drain,omitempty"`
+	// The settings every trial of the sweep shares (package trialcfg),
+	// embedded: the JSON stays flat.
+	trialcfg.Receiver
+	trialcfg.Agent
+
 	ExpectStreams int                `json:"expect_streams"`
-	EndTimeout    time.Duration      `json:"end_timeout_ns,omitempty"`
-	WorkPerTuple  time.Duration      `json:"work_per_tuple_ns,omitempty"`
-	Ring          int                `json:"ring,omitempty"`
 	HWM           int                `json:"hwm,omitempty"`
 	Duration      time.Duration      `json:"duration_ns,omitempty"` // hard limit
 	Profile       *profiler.Handlers `json:"profile,omitempty"`     // see SenderTrial
-	// Injected faults and phases (receiver.Config).
-	Stalls       []inject.Stall `json:"stalls,omitempty"`
-	DecodeWork   time.Duration  `json:"decode_work_ns,omitempty"`
-	WorkSchedule []inject.Step  `json:"work_schedule,omitempty"`
-	StagePeriod  time.Duration  `json:"stage_period_ns,omitempty"` // see SenderTrial
-	SUTProcesses []string       `json:"sut_processes,omitempty"`   // see SenderTrial
+	// Stalls are injected stalls of the consumer and the lanes (receiver.Config).
+	Stalls []inject.Stall `json:"stalls,omitempty"`
 }
 
 // ValidProfile checks a trial's handler configuration (nil: none): valid,

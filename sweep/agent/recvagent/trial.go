@@ -15,10 +15,9 @@ import (
 // Config is the trial as a receiver configuration on the agent's
 // endpoints; the agent adds what is its own.
 func Config(t protocol.ReceiverTrial, endpoints []string, connect bool) receiver.Config {
-	return receiver.Config{Endpoints: endpoints, Connect: connect, Schema: t.Schema, Drain: t.Drain,
-		ExpectStreams: t.ExpectStreams, EndTimeout: t.EndTimeout, WorkPerTuple: t.WorkPerTuple, RingCapacity: t.Ring,
-		HWM: t.HWM, Duration: t.Duration, Stalls: t.Stalls, DecodeWork: t.DecodeWork, WorkSchedule: t.WorkSchedule,
-		StagePeriod: t.StagePeriod, SUTProcesses: t.SUTProcesses}
+	return receiver.Config{Receiver: t.Receiver, Agent: t.Agent, Endpoints: endpoints, Connect: connect,
+		ExpectStreams: t.ExpectStreams, HWM: t.HWM, Duration: t.Duration, Stalls: t.Stalls}
+
 }
 
 // Validate checks the trial as an agent with these endpoints will run it.

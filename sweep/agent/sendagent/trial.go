@@ -12,10 +12,10 @@ import (
 // its own (CPUs, I/O threads, clock, profiler, broker drivers).
 func Config(t protocol.SenderTrial) sender.Config {
 	sc := t.Scenario
-	return sender.Config{Endpoints: t.Endpoints, SenderID: t.SenderID, Threads: t.Threads, Rate: t.Rate,
-		Duration: t.Duration, Warmup: t.Warmup, StartAt: t.StartAt, Shape: t.Shape, BucketSize: t.BucketSize, Scenario: &sc,
-		Overflow: sender.Overflow(t.Overflow), Idle: sender.Idle(t.Idle), LateThreshold: t.LateThreshold, HWM: t.HWM,
-		EndTimeout: 5 * time.Second, Stalls: t.Stalls, SendWork: t.SendWork, StagePeriod: t.StagePeriod, SUTProcesses: t.SUTProcesses}
+	return sender.Config{Sender: t.Sender, Agent: t.Agent, Endpoints: t.Endpoints, SenderID: t.SenderID, Rate: t.Rate,
+		Duration: t.Duration, Warmup: t.Warmup, StartAt: t.StartAt, Shape: t.Shape, Scenario: &sc,
+		LateThreshold: t.LateThreshold, HWM: t.HWM, EndTimeout: 5 * time.Second, Stalls: t.Stalls}
+
 }
 
 // Validate checks the trial as the agent will run it (the controller's
