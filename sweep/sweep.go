@@ -8,7 +8,6 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
@@ -394,12 +393,11 @@ func (s *Sweep) save(r *Result, interrupted bool) error {
 	rows := make([][]string, 0, len(r.Trials))
 	pts := make([]rundir.SweepPoint, 0, len(r.Trials))
 	for _, t := range r.Trials {
-		rows = append(rows, []string{fmt.Sprint(t.N), t.Purpose, fmt.Sprintf("%.0f", t.Rate), fmt.Sprintf("%.0f", t.Achieved),
-			fmt.Sprint(t.Verdict.Pass), strings.Join(t.Verdict.Failed(), "; "), fmt.Sprintf("%.3f", t.Elapsed.Seconds())})
+		rows = append(rows, trialRow(t))
 		pts = append(pts, rundir.SweepPoint{Target: t.Rate, Achieved: t.Achieved, Pass: t.Verdict.Pass})
 	}
 	err := errors.Join(s.Out.WriteJSON("trials.json", r.Trials),
-		s.Out.WriteCSV("trials.csv", []string{"trial", "purpose", "target_rate", "achieved_rate", "pass", "failed_rules", "elapsed_s"}, rows),
+		s.Out.WriteCSV("trials.csv", trialsHeader, rows),
 		s.Out.WriteJSON("summary.json", s.report))
 	if len(pts) > 0 && s.Plot != nil { // no plotter wired (a library's sweep): no sweep.svg
 		if perr := s.Plot(s.Out.Dir, fmt.Sprintf("%s: target vs achieved", s.Name), pts, r.LastPass, r.FirstFail); perr != nil {
