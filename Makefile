@@ -13,12 +13,12 @@ all: build
 deps:
 	@scripts/ensure-deps.sh
 
-# --version names the commit even where GOFLAGS turns stamping off; off
-# where git cannot read the tree (a tarball, a checkout of another owner),
-# which would otherwise fail the build.
-BUILDVCS := $(shell git status --porcelain >/dev/null 2>&1 && echo auto || echo false)
+# --version names the commit: the go command stamps it where it can, and
+# -X stamps it where it does not (GOFLAGS=-buildvcs=false, a git worktree);
+# outside a git checkout there is none to name.
+COMMIT := $(shell git rev-parse HEAD 2>/dev/null)$(shell git status --porcelain 2>/dev/null | grep -q . && echo +modified)
 build: deps
-	$(GO) build -buildvcs=$(BUILDVCS) $(GOFLAGS) -o $(BIN)/ ./cmd/...
+	$(GO) build -ldflags "-X github.com/cloudprofiler-go/cp/cmd/internal/cli.commit=$(COMMIT)" $(GOFLAGS) -o $(BIN)/ ./cmd/...
 
 # Unit, race, fuzz-seed and integration tests (the integration tests build
 # and start the real binaries on loopback). The summary lists every skipped

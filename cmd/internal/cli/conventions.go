@@ -134,15 +134,28 @@ func Execute(ctx context.Context, root *cobra.Command, errOut io.Writer, code *i
 	return failed
 }
 
+// commit is the commit make build stamps in (-ldflags -X, with
+// "+modified" when the tree had changes) for the builds the go command
+// leaves unstamped: a git worktree, or GOFLAGS=-buildvcs=false. It is set
+// by the linker and never written at run time.
+var commit string
+
 // Version is this build's version: the module version when it has one,
 // and the commit it was built from (with "+modified" when the tree had
-// changes), from the build information the go command records.
+// changes), from the build information the go command records, else from
+// what make build stamped.
 func Version() string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "(unknown build)"
 	}
 	var rev, modified, at string
+	if commit != "" {
+		var dirty bool
+		if rev, dirty = strings.CutSuffix(commit, "+modified"); dirty {
+			modified = "+modified"
+		}
+	}
 	for _, s := range info.Settings {
 		switch s.Key {
 		case "vcs.revision":

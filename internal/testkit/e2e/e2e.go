@@ -25,15 +25,21 @@ func Binaries(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	// --version names the commit (a test checks it) where git can read
-	// the tree; elsewhere stamping would fail the build.
-	vcs := "-buildvcs=false"
-	status := exec.Command("git", "status", "--porcelain")
-	status.Dir = root
-	if status.Run() == nil {
-		vcs = "-buildvcs=auto"
+	// --version names the commit (a test checks it), stamped as make
+	// build stamps it: the go command leaves a worktree's build unstamped.
+	commit := ""
+	rev := exec.Command("git", "rev-parse", "HEAD")
+	rev.Dir = root
+	if out, err := rev.Output(); err == nil {
+		commit = strings.TrimSpace(string(out))
+		status := exec.Command("git", "status", "--porcelain")
+		status.Dir = root
+		if out, err := status.Output(); err == nil && len(out) > 0 {
+			commit += "+modified"
+		}
 	}
-	cmd := exec.Command("go", "build", vcs, "-o", dir+"/", "./cmd/dgsend", "./cmd/dgrecv", "./cmd/cpsweep")
+	cmd := exec.Command("go", "build", "-ldflags", "-X github.com/cloudprofiler-go/cp/cmd/internal/cli.commit="+commit,
+		"-o", dir+"/", "./cmd/dgsend", "./cmd/dgrecv", "./cmd/cpsweep")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build binaries: %v\n%s", err, out)
