@@ -172,7 +172,7 @@ func Open(path string) (*Dir, error) {
 	}
 	d := &Dir{Path: path, Nodes: map[string]*NodeFiles{}}
 	var marker formatMarker
-	switch err := readJSONFile(filepath.Join(path, FormatFile), &marker); {
+	switch err := ReadJSON(filepath.Join(path, FormatFile), &marker); {
 	case err == nil:
 		if marker.Format != formatName {
 			return nil, fmt.Errorf("run directory %s: %s says format %q, not a %s", path, FormatFile, marker.Format, formatName)
@@ -184,7 +184,7 @@ func Open(path string) (*Dir, error) {
 		return nil, fmt.Errorf("run directory %s: %w", path, err)
 	}
 	var sum Summary
-	switch err := readJSONFile(filepath.Join(path, "summary.json"), &sum); {
+	switch err := ReadJSON(filepath.Join(path, "summary.json"), &sum); {
 	case err == nil:
 		if sum.Result == nil { // a sweep that ended before its search: no trials
 			sum.Result = &Result{}
@@ -209,7 +209,7 @@ func Open(path string) (*Dir, error) {
 		}
 	}
 	var diag diagnose.RunFile
-	switch err := readJSONFile(filepath.Join(path, "diagnosis.json"), &diag); {
+	switch err := ReadJSON(filepath.Join(path, "diagnosis.json"), &diag); {
 	case err == nil:
 		d.Diagnosis = &diag
 	case !errors.Is(err, os.ErrNotExist):
@@ -226,7 +226,7 @@ func (d *Dir) problem(format string, args ...any) {
 // Trial reads trials/NNN.json of trial n.
 func (d *Dir) Trial(n int) (*TrialFile, error) {
 	var f TrialFile
-	if err := readJSONFile(filepath.Join(d.Path, TrialFileName(n)), &f); err != nil {
+	if err := ReadJSON(filepath.Join(d.Path, TrialFileName(n)), &f); err != nil {
 		return nil, err
 	}
 	return &f, nil
@@ -269,7 +269,9 @@ type SweepPoint struct {
 // whole: far above what a sweep writes.
 const MaxJSONFile = 256 << 20
 
-func readJSONFile(path string, v any) error {
+// ReadJSON reads the JSON file at path into v, refusing one larger than
+// MaxJSONFile or not a regular file (readfile.Limited).
+func ReadJSON(path string, v any) error {
 	b, err := readfile.Limited(path, MaxJSONFile)
 	if err != nil {
 		return err

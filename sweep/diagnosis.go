@@ -12,7 +12,6 @@ import (
 
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/atomicfile"
-	"github.com/cloudprofiler-go/cp/internal/readfile"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sender"
@@ -234,7 +233,7 @@ func DiagnoseRun(dir string, o DiagnoseOptions) (*diagnose.RunFile, error) {
 	}
 	relay := false
 	var sum rundir.Summary
-	if readBounded(filepath.Join(dir, "summary.json"), &sum) == nil {
+	if rundir.ReadJSON(filepath.Join(dir, "summary.json"), &sum) == nil {
 		relay = sum.PlanFacts().Relay
 	}
 	out := &diagnose.RunFile{FormatVersion: diagnose.FormatVersion, Confirm: max(o.Confirm, 1), Trials: []diagnose.Trial{}}
@@ -243,7 +242,7 @@ func DiagnoseRun(dir string, o DiagnoseOptions) (*diagnose.RunFile, error) {
 	}
 	for _, f := range files {
 		var tf rundir.TrialFile
-		if err := readBounded(f, &tf); err != nil {
+		if err := rundir.ReadJSON(f, &tf); err != nil {
 			return nil, err
 		}
 		if tf.Trial == nil { // an invalid trial: never judged
@@ -289,20 +288,6 @@ func WriteDiagnosis(dir string, rf *diagnose.RunFile) error {
 
 // DiagnosisFile is the diagnosis's file in a run directory.
 const DiagnosisFile = "diagnosis.json"
-
-// maxTrialFile bounds a trials/NNN.json read back.
-const maxTrialFile = 256 << 20
-
-func readBounded(path string, v any) error {
-	b, err := readfile.Limited(path, maxTrialFile)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
-}
 
 // Resample keeps every k-th sample of each series so that snapshots are
 // period apart (counters are cumulative: exact).
