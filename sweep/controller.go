@@ -16,6 +16,7 @@ import (
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
+	"github.com/cloudprofiler-go/cp/sweep/verdict"
 	"github.com/cloudprofiler-go/cp/trialcfg"
 )
 
@@ -38,7 +39,7 @@ type TrialPlan struct {
 	Warmup        time.Duration `json:"warmup_ns"`
 	Scenario      string        `json:"scenario"`
 	Shape         string        `json:"shape,omitempty"` // rate shape of every trial around its target rate
-	Rules         Rules         `json:"rules"`
+	Rules         verdict.Rules `json:"rules"`
 	Relay         bool          `json:"relay,omitempty"`          // a system under test between senders and receivers
 	SenderTargets []string      `json:"sender_targets,omitempty"` // relay: where senders send (the system's inputs)
 	// The workload as it is sent to the agents, resolved on the
@@ -245,7 +246,7 @@ func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string)
 	r := &trialRun{c: c, ctx: ctx, tctx: tctx, deadline: deadline, o: o}
 	invalid := func(err error) (Trial, error) {
 		r.stopAll()
-		t.Verdict = Judge(o, p.Rules)
+		t.Verdict = verdict.Judge(o, p.Rules)
 		if ctx.Err() != nil {
 			return t, ctx.Err()
 		}
@@ -259,7 +260,7 @@ func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string)
 	}
 	if len(o.Refused) > 0 {
 		r.stopAll()
-		t.Verdict = Judge(o, p.Rules)
+		t.Verdict = verdict.Judge(o, p.Rules)
 		return t, ctx.Err()
 	}
 	if c.Progress != nil {
@@ -272,8 +273,8 @@ func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string)
 		return invalid(err)
 	}
 	o.Window = window(o.Senders)
-	t.Achieved = WindowRate(o)
-	t.Verdict = Judge(o, p.Rules)
+	t.Achieved = verdict.WindowRate(o)
+	t.Verdict = verdict.Judge(o, p.Rules)
 	return t, ctx.Err()
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sweep/agent/sendagent"
 	"github.com/cloudprofiler-go/cp/sweep/search"
+	"github.com/cloudprofiler-go/cp/sweep/verdict"
 	"github.com/cloudprofiler-go/cp/trialcfg"
 
 	"github.com/cloudprofiler-go/cp/cpustat"
@@ -152,7 +153,7 @@ func TestRunTrialTellsAgentFaultsFromFailedRates(t *testing.T) {
 		{name: "healthy", recv: "ok", send: "ok", pass: true},
 		{name: "sender refuses the configuration", recv: "ok", send: "refuse", agentErr: true, says: "threads must be"},
 		{name: "receiver refuses", recv: "refuse", send: "ok", agentErr: true, says: "start receiver"},
-		{name: "sender above its send cost", recv: "ok", send: "capacity", rule: RuleSendCost},
+		{name: "sender above its send cost", recv: "ok", send: "capacity", rule: verdict.RuleSendCost},
 		{name: "receiver fails mid-trial", recv: "fail", send: "ok", agentErr: true, says: "address in use"},
 		{name: "sender stops answering", recv: "ok", send: "hang", agentErr: true, says: "stopped answering"},
 		{name: "sender dies", recv: "ok", send: "die", agentErr: true, says: "stopped answering"},

@@ -17,6 +17,7 @@ import (
 	"github.com/cloudprofiler-go/cp/sender"
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
+	"github.com/cloudprofiler-go/cp/sweep/verdict"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
 )
 
@@ -165,7 +166,7 @@ func verdictOfLimit(t *Trial, d *diagnose.Diagnosis) {
 func lateOnItsOwn(t *Trial) (string, string) {
 	failed := false
 	for _, c := range t.Verdict.Checks {
-		failed = failed || (!c.Pass && c.Rule == RuleLateness)
+		failed = failed || (!c.Pass && c.Rule == verdict.RuleLateness)
 	}
 	if !failed || t.Outcome == nil {
 		return "", ""

@@ -17,11 +17,11 @@ import (
 // trials left, the final table and the answer.
 
 func (s *Sweep) trialLine(t Trial) string {
-	verdict := "PASS"
+	outcome := "PASS"
 	if !t.Verdict.Pass {
-		verdict = "FAIL"
+		outcome = "FAIL"
 	}
-	line := fmt.Sprintf("trial %2d  %-7s  %12s  %s  achieved %s  (%.1fs)", t.N, t.Purpose, numfmt.Rate(t.Rate), verdict, numfmt.Rate(t.Achieved), t.Elapsed.Seconds())
+	line := fmt.Sprintf("trial %2d  %-7s  %12s  %s  achieved %s  (%.1fs)", t.N, t.Purpose, numfmt.Rate(t.Rate), outcome, numfmt.Rate(t.Achieved), t.Elapsed.Seconds())
 	if f := t.Verdict.Failed(); len(f) > 0 {
 		line += "\n          " + strings.Join(f, "\n          ")
 		if l := limitingLine(t); l != "" {

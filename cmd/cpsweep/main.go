@@ -23,6 +23,7 @@ import (
 	"github.com/cloudprofiler-go/cp/sweep"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/sweep/search"
+	"github.com/cloudprofiler-go/cp/sweep/verdict"
 )
 
 func main() {
@@ -189,9 +190,9 @@ func (o *options) register(f *pflag.FlagSet) {
 	cli.ScheduleVar(f, &p.WorkSchedule, "work-schedule", "test fixture: the receivers' work per tuple over each trial, e.g. 10us@0s,40us@2s (instead of --work)")
 	f.IntVar(&p.Ring, "ring", 0, "receiver ring size in buckets (0: default)")
 	f.DurationVar(&p.EndTimeout, "end-timeout", 5*time.Second, "receivers give up on end markers after this long without data")
-	f.Float64Var(&p.Rules.LatenessBudgets, "lateness-budgets", sweep.DefaultRules.LatenessBudgets, "rule: p99 lateness at most this many slot budgets")
-	f.DurationVar(&p.Rules.LatenessFloor, "lateness-floor", sweep.DefaultRules.LatenessFloor, "rule: ... but never a bound below this")
-	f.Float64Var(&p.Rules.BacklogGrowth, "backlog-growth", sweep.DefaultRules.BacklogGrowth, "rule: receiver backlog may grow at most this fraction of the rings over the window")
+	f.Float64Var(&p.Rules.LatenessBudgets, "lateness-budgets", verdict.DefaultRules.LatenessBudgets, "rule: p99 lateness at most this many slot budgets")
+	f.DurationVar(&p.Rules.LatenessFloor, "lateness-floor", verdict.DefaultRules.LatenessFloor, "rule: ... but never a bound below this")
+	f.Float64Var(&p.Rules.BacklogGrowth, "backlog-growth", verdict.DefaultRules.BacklogGrowth, "rule: receiver backlog may grow at most this fraction of the rings over the window")
 	f.DurationVar(&p.Rules.LatencyP99, "latency-p99", 0, "rule: p99 end-to-end latency objective (0: off)")
 	f.IntVar(&o.lanes, "lanes", 1, "local mode: receiver lanes")
 	f.StringArrayVar(&p.SUTProcesses, "sut-process", nil, "the system under test's processes on the agents' hosts, by name (as ps shows it, e.g. nats-server; repeat): their CPU is the system's, not other processes' (--max-others)")

@@ -23,6 +23,7 @@ import (
 	"github.com/cloudprofiler-go/cp/sweep/agent/sendagent"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/sweep/search"
+	"github.com/cloudprofiler-go/cp/sweep/verdict"
 	"github.com/cloudprofiler-go/cp/trialcfg"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
@@ -76,7 +77,7 @@ func TestSweepWithInProcessAgents(t *testing.T) {
 		Duration: 400 * time.Millisecond,
 		Warmup:   100 * time.Millisecond,
 		Scenario: "synthetic-100",
-		Rules:    sweep.DefaultRules,
+		Rules:    verdict.DefaultRules,
 	}
 	// This test is of the session's mechanics, not of this machine's
 	// timing: a busy host must not fail these low rates on lateness or

@@ -140,6 +140,7 @@ func TestImportRules(t *testing.T) {
 		{"analysis/activity", "the activity graph is analysis; the live view is sweep/watch's", []string{"sweep/...", "analysis/report"}},
 		{"analysis/...", "the analyses read run directories; they import nothing of the sweep that writes them (an arrow back up)", []string{"sweep/..."}},
 		{"trialcfg", "a trial's settings are data, embedded by the plan, the protocol and both roles: they import nothing that measures", []string{"sender/...", "receiver/...", "sweep/...", "profiler/...", "tsc/...", "stage", "driver/...", "analysis/...", "rundir"}},
+		{"sweep/verdict", "the rules judge what the agents reported: they know nothing of agents' transport, the search or the sweep", []string{"sweep", "sweep/search", "sweep/agent/...", "sweep/protocol", "sender", "receiver", "driver/...", "analysis/...", "profiler/..."}},
 		{"sweep/search", "the search is driven by its Runner: it reads trials and results (rundir), and knows nothing of agents, roles or the sweep that drives it", []string{"sweep", "sweep/agent/...", "sweep/protocol", "sender", "receiver", "driver/...", "analysis/...", "profiler/..."}},
 		{"rundir", "the run directory's owner is below the sweep that writes it and the analyses that read it; it records the agents' data-only contract (sweep/protocol)", []string{"sweep", "sweep/agent/...", "sweep/discover", "sweep/watch", "analysis/...", "cmd/..."}},
 	}

@@ -1,4 +1,4 @@
-package sweep
+package verdict
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
-	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/receiver/tally"
 )
 
 // Rules are the pass criteria of a trial.
@@ -240,7 +240,7 @@ func (t trend) slope() float64 {
 func WindowRate(o *Outcome) float64 {
 	var rate float64
 	for _, r := range o.Receivers {
-		var first, last *receiver.BacklogSample
+		var first, last *tally.BacklogSample
 		for i := range r.Backlog {
 			p := &r.Backlog[i]
 			if p.UnixNs < o.Window[0] || p.UnixNs > o.Window[1] {

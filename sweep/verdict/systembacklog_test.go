@@ -1,0 +1,61 @@
+package verdict
+
+import (
+	"testing"
+
+	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/sender"
+)
+
+// TestBrokerLagGrowthAddsEveryConsumer: the system-backlog rule adds the
+// lag trend of every receiver (one growing and one flat is growth), fails
+// when a receiver could not read its lag, and is absent over ZeroMQ.
+func TestBrokerLagGrowthAddsEveryConsumer(t *testing.T) {
+	lagged := func(per100ms int64) []receiver.BacklogSample {
+		var s []receiver.BacklogSample
+		for i := int64(0); i <= 20; i++ {
+			v := i * per100ms
+			s = append(s, receiver.BacklogSample{UnixNs: i * 1e8, BrokerLag: &v})
+		}
+		return s
+	}
+	unreadable := func() []receiver.BacklogSample {
+		v := int64(-1)
+		return []receiver.BacklogSample{{UnixNs: 1e8, BrokerLag: &v}}
+	}
+	out := func(backlogs ...[]receiver.BacklogSample) *Outcome {
+		o := &Outcome{Rate: 1e6, Window: [2]int64{0, 2e9}, Senders: []*sender.Result{{BucketSize: 100}}}
+		for _, b := range backlogs {
+			o.Receivers = append(o.Receivers, &receiver.Result{Backlog: b})
+		}
+		return o
+	}
+	for _, tc := range []struct {
+		name             string
+		o                *Outcome
+		present, pass    bool
+		minGrew, maxGrew float64
+	}{
+		{"flat", out(lagged(0), lagged(0)), true, true, -1, 1},
+		{"one of two grows", out(lagged(0), lagged(100)), true, false, 1900, 2100},
+		{"small growth within 10% of a second's 10k messages", out(lagged(40)), true, true, 700, 900},
+		{"unreadable", out(lagged(0), unreadable()), true, false, -1, 1},
+		{"zeromq", out(nil, nil), false, true, 0, 0},
+	} {
+		v := Judge(tc.o, DefaultRules)
+		var c *Check
+		for i := range v.Checks {
+			if v.Checks[i].Rule == RuleSystemBacklog {
+				c = &v.Checks[i]
+			}
+		}
+		if (c != nil) != tc.present {
+			t.Errorf("%s: rule present %v, want %v", tc.name, c != nil, tc.present)
+			continue
+		}
+		grew, _, _, _, _ := brokerLagGrowth(tc.o, DefaultRules)
+		if c != nil && (c.Pass != tc.pass || grew < tc.minGrew || grew > tc.maxGrew) {
+			t.Errorf("%s: pass %v grew %.0f (%s), want pass %v and %.0f..%.0f", tc.name, c.Pass, grew, c.Detail, tc.pass, tc.minGrew, tc.maxGrew)
+		}
+	}
+}
