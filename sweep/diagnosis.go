@@ -12,6 +12,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/atomicfile"
+	"github.com/cloudprofiler-go/cp/limits"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sender"
@@ -152,7 +153,7 @@ func verdictOfLimit(t *Trial, d *diagnose.Diagnosis) {
 		}
 	}
 	if !t.Verdict.Pass {
-		if why := hostCPULimit(t); why != "" {
+		if why := limits.TrialHostCPU(t); why != "" {
 			t.LimitingStage, t.LimitingEvidence = HostCPU, why
 		}
 	}

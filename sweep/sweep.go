@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
+	"github.com/cloudprofiler-go/cp/limits"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sender"
@@ -246,8 +247,8 @@ func (rec *recorder) run(ctx context.Context, rate float64, purpose string) (Tri
 	d := s.diagnoseTrial(&t)
 	t.ServiceRates = append(trialRates(t.Outcome), boxServiceRates(d, t.Outcome)...)
 	sofar := append(slices.Clip(rec.partial.Trials), t)
-	t.NextLimit = nextLimit(t.ServiceRates, rate, t.Verdict.Pass && t.Judged(), highestPass(sofar), lowestFail(rec.partial.Trials))
-	hostCPUNextLimit(&t)
+	t.NextLimit = limits.Next(t.ServiceRates, rate, t.Verdict.Pass && t.Judged(), limits.HighestPass(sofar), limits.LowestFail(rec.partial.Trials))
+	limits.NextHostCPU(&t)
 	rec.partial.Trials = append(rec.partial.Trials, t)
 	s.logf("%s\n", s.trialLine(t))
 	if l := nextLimitLine(t); l != "" {
@@ -373,7 +374,7 @@ func (s *Sweep) logf(format string, args ...any) {
 
 func (s *Sweep) save(r *Result, interrupted bool) error {
 	s.report.Result, s.report.Interrupted = r, interrupted
-	recheckLimits(r.Trials)
+	limits.Recheck(r.Trials)
 	s.report.Contradicted = search.Contradiction(r)
 	s.report.Latency = answerLatency(r, s.report.Agents)
 	s.report.Colocated = ""
@@ -389,7 +390,7 @@ func (s *Sweep) save(r *Result, interrupted bool) error {
 		}
 		s.report.History = history(b.Answer.Rate, s.prior)
 	}
-	s.report.LimitingStage, s.report.LimitingEvidence = answerLimit(r.Trials, r.FirstFail)
+	s.report.LimitingStage, s.report.LimitingEvidence = limits.Answer(r.Trials, r.FirstFail)
 	rows := make([][]string, 0, len(r.Trials))
 	pts := make([]rundir.SweepPoint, 0, len(r.Trials))
 	for _, t := range r.Trials {
@@ -405,17 +406,4 @@ func (s *Sweep) save(r *Result, interrupted bool) error {
 		}
 	}
 	return err
-}
-
-// answerLimit is what limited the sweep's answer: the limiting stage of
-// the latest of the search's trials at the first failing rate. The
-// profiled trial may run at that rate too, but with the profiler on: it
-// is not the search's evidence, and its diagnosis is not the answer's.
-func answerLimit(trials []Trial, firstFail float64) (stage, evidence string) {
-	for _, t := range trials {
-		if !t.Verdict.Pass && t.Rate == firstFail && t.LimitingStage != "" && searched(t) {
-			stage, evidence = t.LimitingStage, t.LimitingEvidence
-		}
-	}
-	return stage, evidence
 }

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/analysis"
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
+	"github.com/cloudprofiler-go/cp/limits"
 	"github.com/cloudprofiler-go/cp/rundir"
 )
 
@@ -69,7 +69,7 @@ type Report struct {
 	Late int `json:"late_messages,omitempty"`
 	// Agreement puts this graph's answer beside the sweep's diagnosis and
 	// service rates (set by cpsweep analyze --pag; nil: not compared).
-	Agreement *analysis.Agreement `json:"agreement,omitempty"`
+	Agreement *limits.Agreement `json:"agreement,omitempty"`
 }
 
 // Top is the worker and kind with the largest critical participation
@@ -157,10 +157,10 @@ func (r *Report) TopSystem() (Share, bool) {
 
 // AgreementWith puts the sweep's stage diagnosis and service rates (from
 // its summary) beside this graph's top system activity.
-func (r *Report) AgreementWith(s *rundir.Summary) *analysis.Agreement {
-	diag, rates, rateDetail, rateTrial := s.Explanations()
+func (r *Report) AgreementWith(s *rundir.Summary) *limits.Agreement {
+	diag, rates, rateDetail, rateTrial := limits.Explanations(s)
 	rateNote := ""
-	if t := s.RateTrial(); t != nil && t.NextLimit.Through != "" {
+	if t := limits.RateTrial(s); t != nil && t.NextLimit.Through != "" {
 		rateNote = "through " + t.NextLimit.Through
 	}
 	graph, graphDetail, graphNote, topKind := "", "", "", ""
@@ -199,7 +199,7 @@ func (r *Report) AgreementWith(s *rundir.Summary) *analysis.Agreement {
 		// The answer rests on a minority of the trace: say so.
 		graphDetail += fmt.Sprintf("; only %d of %d windows had a path (in the rest every worker waited on something that logs no activity, such as the transport's I/O threads)", paths, len(r.Windows))
 	}
-	a := analysis.Agree([]analysis.Explanation{
+	a := limits.Agree([]limits.Explanation{
 		{Analysis: "diagnosis", Stage: diag, Detail: s.LimitingEvidence, Trial: "at the first failing rate above the answer", AboveAnswer: true},
 		{Analysis: "service rates", Stage: rates, Detail: rateDetail, Trial: rateTrial, AboveAnswer: strings.Contains(rateTrial, "failing rate"), Note: rateNote},
 		{Analysis: "activity graph", Stage: graph, Detail: graphDetail, Trial: graphTrial, AboveAnswer: above, Note: graphNote},

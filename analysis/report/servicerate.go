@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
+	"github.com/cloudprofiler-go/cp/limits"
 	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/servicerate"
 )
@@ -42,7 +43,7 @@ func rateSectionOf(d *rundir.Dir) *rateSection {
 	if atAnswer != nil {
 		pick = atAnswer
 	}
-	if explains := s.RateTrial(); explains != nil {
+	if explains := limits.RateTrial(s); explains != nil {
 		pick = explains
 	}
 	if pick == nil {

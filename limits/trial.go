@@ -1,0 +1,174 @@
+package limits
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cloudprofiler-go/cp/cpustat"
+	"github.com/cloudprofiler-go/cp/diagnose"
+	"github.com/cloudprofiler-go/cp/internal/numfmt"
+	"github.com/cloudprofiler-go/cp/rundir"
+	"github.com/cloudprofiler-go/cp/servicerate"
+)
+
+// NextHostCPU gives a trial's next limit to the host's CPUs when the
+// stage it names was held back by them, by the rule that names a failing
+// trial's limiting stage: a transport whose I/O threads waited runnable
+// delivers what the CPU let it, not what it could, in a trial that passed
+// as in one that failed.
+func NextHostCPU(t *rundir.Trial) {
+	n := t.NextLimit
+	if n == nil || n.Inconsistent != "" || !t.Judged() {
+		return
+	}
+	if why, short := HostCPUBehind(t, n.Stage); why != "" {
+		n.Through, n.Stage, n.HostEvidence, n.HeldBy = n.Stage, diagnose.HostCPU, why, short
+	}
+}
+
+// inconsistentMargin: a limit within this share of what the trials showed
+// is noise, not a contradiction.
+const inconsistentMargin = 0.05
+
+// Next is the smallest pipeline limit of a trial's estimates, checked
+// against the trial (passed or not, at rate), the highest rate the sweep
+// has sustained so far, this trial included (highestPass), and the lowest
+// that has failed (0: none).
+func Next(rates []servicerate.Rate, rate float64, passed bool, highestPass, lowestFail float64) *rundir.NextLimit {
+	limits := servicerate.Limits(rates)
+	if len(limits) == 0 || rate <= 0 {
+		return nil
+	}
+	n := &rundir.NextLimit{Limit: limits[0], Headroom: limits[0].TuplesPerS/rate - 1}
+	for _, l := range limits[1:] {
+		if l.Stage == n.Stage && l.Method != n.Method {
+			n.Other = l.TuplesPerS
+			break
+		}
+	}
+	n.Inconsistent = Contradiction(n, highestPass, 0)
+	if n.Inconsistent == "" && !passed && n.Headroom > inconsistentMargin {
+		n.Inconsistent = fmt.Sprintf("%s gives %s headroom of %+.0f%% (%s), but this trial failed at %s", n.Method, n.Stage, 100*n.Headroom, numfmt.Rate(n.TuplesPerS), numfmt.Rate(rate))
+	}
+	if n.Inconsistent == "" {
+		n.Inconsistent = Contradiction(n, 0, lowestFail)
+	}
+	return n
+}
+
+// Contradiction says how the sweep's trials contradict the limit ("":
+// they do not): it lies below a rate the pipeline sustained, or above one
+// at which it failed (the stage may well be that fast, but the pipeline's
+// next limit is not above a rate it already failed at).
+func Contradiction(n *rundir.NextLimit, sustained, failed float64) string {
+	switch {
+	case sustained > 0 && n.TuplesPerS < sustained*(1-inconsistentMargin):
+		return fmt.Sprintf("%s says %s would limit at %s, but %s passed", n.Method, n.Stage, numfmt.Rate(n.TuplesPerS), numfmt.Rate(sustained))
+	case failed > 0 && n.TuplesPerS > failed*(1+inconsistentMargin):
+		return fmt.Sprintf("%s says %s would limit at %s, but the pipeline failed at %s", n.Method, n.Stage, numfmt.Rate(n.TuplesPerS), numfmt.Rate(failed))
+	}
+	return ""
+}
+
+// Searched says whether a trial is the search's evidence: judged, and
+// not the profiled trial (which ran with the profiler on).
+func Searched(t rundir.Trial) bool { return t.Judged() && t.Purpose != rundir.PurposeProfile }
+
+// LowestFail is the lowest rate of a judged failing trial (0: none).
+func LowestFail(trials []rundir.Trial) float64 {
+	l := 0.0
+	for _, t := range trials {
+		if !t.Verdict.Pass && Searched(t) && (l == 0 || t.Rate < l) {
+			l = t.Rate
+		}
+	}
+	return l
+}
+
+// HighestPass is the highest rate that the pipeline sustained: judged
+// trials at it passed, and none failed (0: none). A rate that passed once
+// and failed when the boundary repeated it was not sustained, and a limit
+// below it is no contradiction.
+func HighestPass(trials []rundir.Trial) float64 {
+	failed := map[float64]bool{}
+	for _, t := range trials {
+		if !t.Verdict.Pass && Searched(t) {
+			failed[t.Rate] = true
+		}
+	}
+	h := 0.0
+	for _, t := range trials {
+		if t.Verdict.Pass && Searched(t) && !failed[t.Rate] {
+			h = max(h, t.Rate)
+		}
+	}
+	return h
+}
+
+// Recheck judges every trial's next limit again against all the
+// trials so far: a limit printed during the ramp, consistent with what
+// had run by then, that a later pass or an earlier failure now
+// contradicts is marked inconsistent in the results (its progress line
+// was printed before the evidence came), so that trials.json and the
+// report never keep a limit the sweep itself disproved.
+func Recheck(trials []rundir.Trial) {
+	sustained, failed := HighestPass(trials), LowestFail(trials)
+	for i := range trials {
+		if n := trials[i].NextLimit; n != nil && n.Inconsistent == "" {
+			if c := Contradiction(n, sustained, failed); c != "" {
+				n.Inconsistent = c + " (a later trial)"
+			}
+		}
+	}
+}
+
+// TrialHostCPU says why a failing trial was limited by the host's CPUs
+// ("": it was not): they were saturated, or a hot thread (an emission
+// thread, a lane, the consumer) waited runnable a large share of the time
+// while the stage diagnosis found no stage, or found a stage whose own
+// thread could not run. The evidence says who used the cores.
+func TrialHostCPU(t *rundir.Trial) string {
+	named := t.LimitingStage
+	if named == "none" || strings.HasPrefix(t.LimitingEvidence, "late on its own") {
+		named = ""
+	}
+	why, _ := HostCPUBehind(t, named)
+	return why
+}
+
+// HostCPUBehind is the one rule by which any analysis's answer for a trial
+// (the diagnosis's limiting stage, the service rates' next limit) gives way
+// to the host's CPUs ("": it does not): the CPUs were saturated and a hot
+// thread waited runnable, or that waiting thread is the named stage's own
+// (the transport's are libzmq's I/O threads), or nothing was named. named
+// is a stage as the analysis spells it ("thread0", "receiver0/lane0",
+// "stream0"; "": none). why says who used the cores; short is its point:
+// the thread that waited to run, else how busy the host was.
+func HostCPUBehind(t *rundir.Trial, named string) (why, short string) {
+	if len(t.Hosts) == 0 {
+		return "", ""
+	}
+	held, ok := diagnose.HostCPUHeld(t.Hosts, named)
+	if !ok {
+		return "", ""
+	}
+	var who []string
+	for _, h := range t.Hosts {
+		p := fmt.Sprintf("%s %.2f cores", h.Node, h.Process)
+		if len(h.Threads) > 0 {
+			p += fmt.Sprintf(" (%s %.2f)", h.Threads[0].Name, h.Threads[0].Cores)
+		}
+		who = append(who, p)
+	}
+	others := 0.0
+	for _, v := range cpustat.HostViews(t.Hosts) {
+		others = max(others, v.Others)
+	}
+	short = fmt.Sprintf("host busy %.0f%% of %d CPUs", 100*held.Busy, t.Hosts[0].CPUs)
+	why = fmt.Sprintf("%s: %s, other processes %.0f%%", short, strings.Join(who, ", "), 100*others)
+	if held.Wait >= diagnose.HotThreadWait {
+		short = fmt.Sprintf("%s waited runnable %.0f%% of the time", held.Waiter, 100*held.Wait)
+		why += "; " + short
+	}
+	return why, short
+}
