@@ -112,17 +112,6 @@ func DiagnoseOutcome(o *Outcome, relay bool, align Align, opts diagnose.Options)
 	return diagnose.Analyze(tl, opts), nil
 }
 
-// limitingLine is how a trial's limiting stage is printed.
-func limitingLine(t Trial) string {
-	switch {
-	case t.LimitingStage == "":
-		return t.LimitingEvidence // "not diagnosed: why", or nothing
-	case t.LimitingStage == "none":
-		return "limited by: no stage identified (none was busy at least 80% with work waiting)"
-	}
-	return fmt.Sprintf("limited by: %s (%s)", t.LimitingStage, t.LimitingEvidence)
-}
-
 // diagnoseTrial names a judged trial's limiting stage (wall-clock
 // alignment: the TSC relation is made after the last trial); the
 // diagnosis is nil when there is none.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
+	"github.com/cloudprofiler-go/cp/limits"
 	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sweep/search"
 )
@@ -24,7 +25,7 @@ func (s *Sweep) trialLine(t Trial) string {
 	line := fmt.Sprintf("trial %2d  %-7s  %12s  %s  achieved %s  (%.1fs)", t.N, t.Purpose, numfmt.Rate(t.Rate), outcome, numfmt.Rate(t.Achieved), t.Elapsed.Seconds())
 	if f := t.Verdict.Failed(); len(f) > 0 {
 		line += "\n          " + strings.Join(f, "\n          ")
-		if l := limitingLine(t); l != "" {
+		if l := limits.Line(t.LimitingStage, t.LimitingEvidence); l != "" {
 			line += "\n          " + l
 		}
 	}
@@ -146,7 +147,7 @@ func WriteText(w io.Writer, r *Report) {
 		fmt.Fprintf(w, "disturbed: %d run(s) repeated because other work on the host disturbed them (trials.json: disturbed)\n", n)
 	}
 	if res.FirstFail > 0 && r.LimitingStage != "" {
-		fmt.Fprintln(w, limitingLine(Trial{LimitingStage: r.LimitingStage, LimitingEvidence: r.LimitingEvidence}))
+		fmt.Fprintln(w, limits.Line(r.LimitingStage, r.LimitingEvidence))
 	}
 	if res.Stopped != "" {
 		fmt.Fprintf(w, "stopped early: %s\n", res.Stopped)

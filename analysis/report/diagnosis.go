@@ -9,6 +9,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
+	"github.com/cloudprofiler-go/cp/limits"
 	"github.com/cloudprofiler-go/cp/rundir"
 )
 
@@ -24,8 +25,11 @@ var labelColor = map[diagnose.Label]string{
 // diagnosisSection is one trial's label timeline and summary.
 type diagnosisSection struct {
 	Title, Limiting, Stalls string
-	Figure                  Figure
-	Summary                 []diagnose.ModuleSummary
+	// Note says why the stage table shows no limiting stage beside the
+	// host's CPUs ("": the limit is a stage's).
+	Note    string
+	Figure  Figure
+	Summary []diagnose.ModuleSummary
 }
 
 // diagnosisSections picks the trials worth showing: the one that set the
@@ -64,9 +68,9 @@ func diagnosisSections(d *rundir.Dir) []diagnosisSection {
 			continue
 		}
 		s := diagnosisSection{Title: fmt.Sprintf("Trial %d (%s, %s, %s)", t.N, t.Purpose, numfmt.Rate(t.Rate), map[bool]string{true: "pass", false: "FAIL"}[t.Pass]),
-			Limiting: "no stage identified (none was busy at least 80% with work waiting)", Stalls: "none", Summary: t.Summary}
-		if t.Limiting != "none" && t.Limiting != "" {
-			s.Limiting = t.Limiting + " (" + t.Evidence + ")"
+			Limiting: limits.Named(t.Limiting, t.Evidence), Note: limits.HostCPUNote(t.Limiting), Stalls: "none", Summary: t.Summary}
+		if t.Limiting == "" {
+			s.Limiting = limits.Named("none", "")
 		}
 		var st []string
 		for _, x := range t.Stalls {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/cpustat"
+	"github.com/cloudprofiler-go/cp/limits"
 
 	"github.com/cloudprofiler-go/cp/analysis"
 	"github.com/cloudprofiler-go/cp/internal/atomicfile"
@@ -39,6 +40,9 @@ type page struct {
 	// History compares the answer with the earlier sweeps of its plan
 	// (summary.json history), as the sweep printed it.
 	History string
+	// Latency is the latency at the answer and Limit what limited it, as
+	// the sweep printed them ("": none).
+	Latency, Limit string
 	// NoLatency says why there is no latency section, and how to get one.
 	NoLatency string
 	// Diagnosis is the label timelines of the trials worth showing.
@@ -86,6 +90,12 @@ func Build(d *rundir.Dir) (html []byte, damaged []string, err error) {
 	if s := d.Summary; s != nil {
 		pg.Name, pg.Started, pg.Topology = s.Name, s.Started.Format(time.RFC3339), s.Topology
 		pg.Verdict = verdict(s)
+		if s.Latency != nil {
+			pg.Latency = s.Latency.Statement()
+		}
+		if s.Result.FirstFail > 0 && s.LimitingStage != "" {
+			pg.Limit = limits.Line(s.LimitingStage, s.LimitingEvidence)
+		}
 		if s.History != nil {
 			pg.History = s.History.Statement
 		}

@@ -154,10 +154,14 @@ func TestServiceRateSection(t *testing.T) {
 	}
 	page := buildFrom(t, dir, files)
 	section := page[strings.Index(page, "Service rates against the answer"):]
-	for _, want := range []string{"trial 2 (ramp, 90.00 k/s)", "not_converged", "100.0 k/s", "0.90", "600.0 k/s", "0.15"} {
+	for _, want := range []string{"trial 2 (ramp, 90.00 k/s)", "not enough busy time to estimate", "100.0 k/s", "0.90", "600.0 k/s", "0.15"} {
 		if !strings.Contains(section, want) {
 			t.Errorf("service-rate section lacks %q", want)
 		}
+	}
+	// A stage without an estimate says so in words, never a raw status.
+	if strings.Contains(section, "not_converged") {
+		t.Errorf("service-rate section shows the raw status not_converged")
 	}
 	if strings.Contains(section, "70.00 k/s") {
 		t.Error("the section shows the estimate trial instead of the trial at the answer")
@@ -232,5 +236,36 @@ func TestHostsAsTheSweepSaidThem(t *testing.T) {
 	page := buildFrom(t, t.TempDir(), files)
 	if !strings.Contains(page, "vm busy 75% of 2 CPUs, steal 0.0%, other processes 5%; receiver0 0.50 cores; sender0 0.90 cores") || strings.Contains(page, "others 50%") {
 		t.Errorf("the report's hosts are not the sweep's line")
+	}
+}
+
+// TestHeadlineSaysLatencyAndLimit: the headline carries the latency at
+// the answer and what limited it, as the sweep printed them; a trial
+// limited by the host's CPUs says why its stage table reads healthy.
+func TestHeadlineSaysLatencyAndLimit(t *testing.T) {
+	snaps := `{"t_unix_ns": 1100000000, "labels": ["HEALTHY", "HEALTHY"], "ranks": [0, 1]},
+		{"t_unix_ns": 1200000000, "labels": ["HEALTHY", "HEALTHY"], "ranks": [0, 1]}`
+	files := map[string]string{
+		rundir.FormatFile: `{"format": "cloudprofiler-go run directory", "version": 2}`,
+		"summary.json": `{"format_version": 2, "name": "h", "limiting_stage": "host CPU", "limiting_evidence": "host busy 97% of 2 CPUs",
+			"latency": {"rate": 1000, "runs": 3, "p50_ns": 1805000, "p99_ns": 21500000, "clock_bound_ns": 0, "clock": "one machine"},
+			"result": {"method": "fast", "last_pass": 1000, "first_fail": 1100, "trials": [
+			{"n": 1, "rate": 1000, "achieved": 1000, "purpose": "ramp", "verdict": {"pass": true}},
+			{"n": 2, "rate": 1100, "achieved": 900, "purpose": "close", "verdict": {"pass": false}}]}}`,
+		"diagnosis.json": `{"format_version": 1, "confirm": 2, "period_ns": 100000000, "trials": [
+			{"n": 2, "rate": 1100, "purpose": "close", "pass": false, "period_ns": 100000000, "confirm": 2, "aligned": "one process",
+			 "modules": [{"name": "lane0"}, {"name": "consumer"}], "snapshots": [` + snaps + `], "summary": [], "stalls": [],
+			 "limiting_stage": "host CPU", "evidence": "host busy 97% of 2 CPUs"}]}`,
+	}
+	page := buildFrom(t, t.TempDir(), files)
+	head := page[strings.Index(page, `class="verdict"`):]
+	head = head[:strings.Index(head, "</div></div>")]
+	for _, want := range []string{"p50 1.805 ms, p99 21.50 ms", "limited by: host CPU (host busy 97% of 2 CPUs)"} {
+		if !strings.Contains(head, want) {
+			t.Errorf("headline lacks %q: %s", want, head)
+		}
+	}
+	if !strings.Contains(page, "neither busy nor blocked in its own accounting") {
+		t.Error("the host-CPU trial's section does not say why its stages read healthy")
 	}
 }

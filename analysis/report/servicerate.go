@@ -59,9 +59,12 @@ func rateSectionOf(d *rundir.Dir) *rateSection {
 		limits[[2]string{l.Stage, l.Method}] = l.TuplesPerS
 	}
 	for _, r := range pick.ServiceRates {
-		row := rateRow{Stage: r.Stage, Method: r.Method, Status: r.Status, Estimate: "not_converged", Limit: "-", Ratio: "-",
+		// A stage that was mostly idle has too few busy periods to read:
+		// its row says so in words, with why, not a raw status and dashes.
+		row := rateRow{Stage: r.Stage, Method: r.Method, Status: notConverged(r), Estimate: "no estimate", Limit: "", Ratio: "",
 			Utilisation: fmt.Sprintf("%.2f", r.Utilisation)}
 		if v, ok := r.Value(); ok {
+			row.Status = "converged"
 			row.Estimate = numfmt.Rate(v)
 			if l, ok := limits[[2]string{r.Stage, r.Method}]; ok {
 				row.Limit = numfmt.Rate(l)
@@ -73,4 +76,12 @@ func rateSectionOf(d *rundir.Dir) *rateSection {
 		sec.Rows = append(sec.Rows, row)
 	}
 	return sec
+}
+
+// notConverged says why a stage has no estimate, for a reader.
+func notConverged(r servicerate.Rate) string {
+	if r.Why != "" {
+		return "not enough busy time to estimate: " + r.Why
+	}
+	return "not enough busy time to estimate (the stage was mostly idle or starved)"
 }

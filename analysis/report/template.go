@@ -23,6 +23,7 @@ var pageTemplate = template.Must(template.Must(template.New("report").Parse(figu
   h3 { font-size: 16px; margin: 22px 0 6px; }
   .meta { color: #666; margin: 0 0 18px; }
   .verdict { font-size: 18px; background: #eef7ee; border-left: 4px solid #3a3; padding: 10px 14px; margin: 14px 0; }
+  .verdict .headline { font-size: 14px; color: #333; margin-top: 4px; }
   figure { margin: 18px 0; overflow-x: auto; }
   figure svg { display: block; max-width: 100%; height: auto; }
   figcaption { color: #555; font-size: 13.5px; margin-top: 6px; max-width: 900px; }
@@ -45,7 +46,7 @@ var pageTemplate = template.Must(template.Must(template.New("report").Parse(figu
 <main>
 <h1>cpsweep report{{with .Name}}: {{.}}{{end}}</h1>
 <p class="meta">{{with .Started}}started {{.}} · {{end}}{{with .Topology}}{{.}} · {{end}}<span class="small">{{.Dir}}</span></p>
-{{with .Verdict}}<div class="verdict">Maximum sustainable throughput: <b>{{.}}</b></div>{{end}}
+{{with .Verdict}}<div class="verdict">Maximum sustainable throughput: <b>{{.}}</b>{{with $.Latency}}<div class="headline">{{.}}</div>{{end}}{{with $.Limit}}<div class="headline">{{.}}</div>{{end}}</div>{{end}}
 {{with .History}}<p class="meta">History: {{.}}</p>{{end}}
 
 {{with .Problems}}<h2>Problems</h2>
@@ -66,6 +67,7 @@ var pageTemplate = template.Must(template.Must(template.New("report").Parse(figu
 <p>Every stage's time is accounted (busy, blocked, idle) and every snapshot labelled after FlowDiagnoser: <b>HEALTHY</b> (it processed items), <b>DONTCARE</b> (nothing to do), <b>BLOCKED</b> (held up by the stage after it), <b>STALLED</b> (it had work, made no progress and was not held up: the stage at fault). The limiting stage is busy and not blocked while the stage before it is blocked or its queue grows (docs/diagnosis.md).</p>
 {{range .}}<h3>{{.Title}}</h3>
 <p>Limited by: <b>{{.Limiting}}</b>. Confirmed stalls: {{.Stalls}}.</p>
+{{with .Note}}<p class="small">{{.}}</p>{{end}}
 {{template "fig" .Figure}}
 <table>
 <tr><th class="l">stage</th><th>HEALTHY</th><th>DONTCARE</th><th>BLOCKED</th><th>STALLED</th><th>confirmed stalls</th><th>mean stall (s)</th><th>longest (s)</th><th>limiting snapshots</th></tr>

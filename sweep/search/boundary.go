@@ -278,6 +278,13 @@ func boundaryStatement(b *Boundary) string {
 	}
 	var m []string
 	for _, r := range b.Mixed {
+		if r.AllPassed() {
+			// It passed every run it had, but had fewer than an answer
+			// needs: a reader must not take it for an answer above the
+			// answer.
+			m = append(m, fmt.Sprintf("%s passed %d of %d, too few runs to be an answer (%d of %d needed)", numfmt.Rate(r.Rate), r.Passes, r.Runs, b.Runs, b.Runs))
+			continue
+		}
 		m = append(m, fmt.Sprintf("%s passed %d of %d", numfmt.Rate(r.Rate), r.Passes, r.Runs))
 	}
 	s += fmt.Sprintf("; outcomes varied up to +%s above it (%s)", pct(b.Spread), strings.Join(m, ", "))

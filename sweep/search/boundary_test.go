@@ -185,3 +185,17 @@ func TestAnswerIsARateThatRan(t *testing.T) {
 		}
 	}
 }
+
+// A rate above the answer that passed every run it had, but fewer runs
+// than an answer needs, is said to be that, never listed as if it had
+// outdone the answer (issue 47: "5.525 M/s passed 1 of 1" above 5.376).
+func TestBoundaryStatementSaysTooFewRuns(t *testing.T) {
+	b := &Boundary{Runs: 3, Answer: RateRuns{Rate: 5.376e6, Runs: 3, Passes: 3}, Fail: RateRuns{Rate: 5.8e6, Runs: 1},
+		Mixed: []RateRuns{{Rate: 5.45e6, Runs: 2, Passes: 1}, {Rate: 5.525e6, Runs: 1, Passes: 1}}, Spread: 0.028, Resolution: 0.01}
+	s := boundaryStatement(b)
+	for _, want := range []string{"5.450 M/s passed 1 of 2", "5.525 M/s passed 1 of 1, too few runs to be an answer (3 of 3 needed)"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("%q lacks %q", s, want)
+		}
+	}
+}
