@@ -72,6 +72,7 @@ func (r *Receiver) result(reason string) *Result {
 		res.Rate = float64(res.Consumed) / res.DurationS
 	}
 	res.Latency = r.precise.Summary()
+	res.LatencyDistribution = r.precise.Distribution()
 	if r.backlog != nil {
 		res.Backlog = r.backlog
 	}

@@ -43,6 +43,9 @@ type page struct {
 	// Latency is the latency at the answer and Limit what limited it, as
 	// the sweep printed them ("": none).
 	Latency, Limit string
+	// Hgrm are the .hgrm files of the latency at the answer that Write
+	// puts beside the page.
+	Hgrm []string
 	// NoLatency says why there is no latency section, and how to get one.
 	NoLatency string
 	// Diagnosis is the label timelines of the trials worth showing.
@@ -108,6 +111,13 @@ func Build(d *rundir.Dir) (html []byte, damaged []string, err error) {
 		if f, ok := percentileFigure(d, s); ok {
 			pg.Figures = append(pg.Figures, f)
 		}
+		dists := answerDists(d, &pg.Problems)
+		if f, ok := distributionFigure(dists); ok {
+			pg.Figures = append(pg.Figures, f)
+			for _, a := range dists {
+				pg.Hgrm = append(pg.Hgrm, a.File())
+			}
+		}
 	}
 	pg.Diagnosis = diagnosisSections(d)
 	pg.Rates = rateSectionOf(d)
@@ -167,6 +177,10 @@ func Write(d *rundir.Dir, partial bool) (string, []string, error) {
 	}
 	if len(damaged) > 0 && !partial {
 		return "", damaged, &DamagedError{Count: len(damaged)}
+	}
+	var problems []string // Build listed them on the page
+	if err := writeHgrms(d.Path, answerDists(d, &problems)); err != nil {
+		return "", damaged, err
 	}
 	path := filepath.Join(d.Path, File)
 	return path, damaged, atomicfile.Write(path, b, 0o644)

@@ -269,3 +269,48 @@ func TestHeadlineSaysLatencyAndLimit(t *testing.T) {
 		t.Error("the host-CPU trial's section does not say why its stages read healthy")
 	}
 }
+
+// TestDistributionAtTheAnswer: every receiver's latency distribution in
+// the runs at the answer is drawn on the percentile axis and written as
+// .hgrm beside the page; a run below the answer, or a distribution that
+// fails its check, is not.
+func TestDistributionAtTheAnswer(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "trials"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dist := `{"brackets": [{"percentile": 0, "value_ns": 1000, "count": 1}, {"percentile": 50, "value_ns": 2000, "count": 50},
+		{"percentile": 90, "value_ns": 5000, "count": 90}, {"percentile": 99, "value_ns": 9000, "count": 99}, {"percentile": 100, "value_ns": 12000, "count": 100}],
+		"count": 100, "mean_ns": 2500, "stddev_ns": 1000, "max_ns": 12000}`
+	bad := `{"brackets": [{"percentile": 50, "value_ns": 2000, "count": 50}, {"percentile": 40, "value_ns": 1000, "count": 60}], "count": 60}`
+	files := map[string]string{
+		rundir.FormatFile: `{"format": "cloudprofiler-go run directory", "version": 2}`,
+		"summary.json": `{"format_version": 2, "name": "d", "result": {"method": "fast", "last_pass": 1000, "first_fail": 1100, "trials": [
+			{"n": 1, "rate": 500, "achieved": 500, "purpose": "ramp", "verdict": {"pass": true}},
+			{"n": 2, "rate": 1000, "achieved": 1000, "purpose": "ramp", "verdict": {"pass": true}},
+			{"n": 3, "rate": 1000, "achieved": 1000, "purpose": "repeat", "verdict": {"pass": true}}]}}`,
+		"trials/001.json": `{"trial": {"n": 1}, "outcome": {"receivers": [{"latency_distribution": ` + dist + `}]}}`,
+		"trials/002.json": `{"trial": {"n": 2}, "outcome": {"receivers": [{"latency_distribution": ` + dist + `}, {"latency_distribution": ` + bad + `}]}}`,
+		"trials/003.json": `{"trial": {"n": 3}, "outcome": {"receivers": [{"latency_distribution": ` + dist + `}]}}`,
+	}
+	page := buildFrom(t, dir, files)
+	for _, want := range []string{`id="fig-distribution"`, "latency-at-answer-trial002-receiver0.hgrm", "latency-at-answer-trial003-receiver0.hgrm", "trial 2 receiver1: latency distribution bracket 1"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "trial001") {
+		t.Error("a run below the answer is drawn")
+	}
+	d, err := rundir.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Write(d, true); err != nil {
+		t.Fatal(err)
+	}
+	hgrm, err := os.ReadFile(filepath.Join(dir, "latency-at-answer-trial002-receiver0.hgrm"))
+	if err != nil || !strings.Contains(string(hgrm), "       0.009 0.990000000000") || !strings.Contains(string(hgrm), "Total count") {
+		t.Fatalf("hgrm %v:\n%s", err, hgrm)
+	}
+}

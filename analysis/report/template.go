@@ -62,6 +62,8 @@ var pageTemplate = template.Must(template.Must(template.New("report").Parse(figu
 {{end}}</table>{{end}}
 
 {{range .Figures}}{{if eq .ID "percentiles"}}{{template "fig" .}}{{end}}{{end}}
+{{range .Figures}}{{if eq .ID "distribution"}}<h2>{{.Title}}</h2>
+{{template "fig" .}}<p class="small">HdrHistogram files: {{range $i, $f := $.Hgrm}}{{if $i}}, {{end}}<code>{{$f}}</code>{{end}}</p>{{end}}{{end}}
 
 {{with .Diagnosis}}<h2>Why the limit is where it is</h2>
 <p>Every stage's time is accounted (busy, blocked, idle) and every snapshot labelled after FlowDiagnoser: <b>HEALTHY</b> (it processed items), <b>DONTCARE</b> (nothing to do), <b>BLOCKED</b> (held up by the stage after it), <b>STALLED</b> (it had work, made no progress and was not held up: the stage at fault). The limiting stage is busy and not blocked while the stage before it is blocked or its queue grows (docs/diagnosis.md).</p>

@@ -129,7 +129,9 @@ func reportCommand() *cobra.Command {
 		Use:   "report RUNDIR",
 		Short: "Render a run directory as one self-contained HTML page (report.html)",
 		Long: `Writes RUNDIR/report.html: the sweep curve, every trial's verdict,
-lateness and latency, the per-pair tuple latency with its error bound (from
+lateness and latency, the latency distribution at the answer (also written
+as .hgrm files beside the page, for HdrHistogram's plotter), the per-pair
+tuple latency with its error bound (from
 analysis.json, or analysing the profiles when there is none), the clock
 methods side by side, throughput over time and the configuration. The page
 is self-contained (inline SVG, no network) and checks its own plots when it

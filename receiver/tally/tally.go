@@ -10,22 +10,26 @@ import (
 
 // Result is the end-of-run accounting (--json prints it as is).
 type Result struct {
-	Complete     bool              `json:"complete"` // every stream is complete (see StreamResult)
-	Reason       string            `json:"reason"`   // why the run ended
-	Drain        bool              `json:"drain"`    // tuples counted from headers, not decoded
-	Received     uint64            `json:"received_tuples"`
-	Consumed     uint64            `json:"consumed_tuples"`
-	Sent         uint64            `json:"sent_tuples"` // per the end markers that arrived
-	Missing      uint64            `json:"missing_tuples"`
-	Duplicates   uint64            `json:"duplicate_buckets"`
-	Stale        uint64            `json:"stale_buckets"` // too far behind to check for duplication: discarded
-	OutOfSeq     uint64            `json:"out_of_sequence_buckets"`
-	Malformed    uint64            `json:"malformed_messages"`
-	MalformedBy  map[string]uint64 `json:"malformed_by_reason"` // every reason, 0 included
-	DurationS    float64           `json:"duration_s"`          // first to last consumed tuple
-	Rate         float64           `json:"consume_rate_tuples_per_s"`
-	Latency      histo.Summary     `json:"latency"`               // intended send -> consumed (same clock domain only)
-	RingCapacity int               `json:"ring_capacity_buckets"` // over all lanes
+	Complete    bool              `json:"complete"` // every stream is complete (see StreamResult)
+	Reason      string            `json:"reason"`   // why the run ended
+	Drain       bool              `json:"drain"`    // tuples counted from headers, not decoded
+	Received    uint64            `json:"received_tuples"`
+	Consumed    uint64            `json:"consumed_tuples"`
+	Sent        uint64            `json:"sent_tuples"` // per the end markers that arrived
+	Missing     uint64            `json:"missing_tuples"`
+	Duplicates  uint64            `json:"duplicate_buckets"`
+	Stale       uint64            `json:"stale_buckets"` // too far behind to check for duplication: discarded
+	OutOfSeq    uint64            `json:"out_of_sequence_buckets"`
+	Malformed   uint64            `json:"malformed_messages"`
+	MalformedBy map[string]uint64 `json:"malformed_by_reason"` // every reason, 0 included
+	DurationS   float64           `json:"duration_s"`          // first to last consumed tuple
+	Rate        float64           `json:"consume_rate_tuples_per_s"`
+	Latency     histo.Summary     `json:"latency"` // intended send -> consumed (same clock domain only)
+	// LatencyDistribution is the same latency's percentile distribution,
+	// as HdrHistogram prints it (cpsweep report writes the answer's as
+	// .hgrm); nil when nothing was consumed.
+	LatencyDistribution *histo.Distribution `json:"latency_distribution,omitempty"`
+	RingCapacity        int                 `json:"ring_capacity_buckets"` // over all lanes
 	// MaxMessage is the largest message the lanes took (bytes): --max-message,
 	// or lower to fit the memory budget.
 	MaxMessage int `json:"max_message_bytes"`
