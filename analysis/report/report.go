@@ -62,6 +62,7 @@ type trialRow struct {
 	Pass                                bool
 	Failed                              string
 	LatenessP99, LatencyP50, LatencyP99 string
+	LatencyP999, LatencyMax             string
 	// Host: per agent, the cores it used and the host's busy, stolen and
 	// other processes' shares during the trial.
 	Host string
@@ -254,12 +255,24 @@ func trialRows(d *rundir.Dir) []trialRow {
 		}
 		r.Failed = strings.Join(failed, "; ")
 		r.Host = cpustat.HostsLine(t.Hosts) // as the sweep's progress said it
-		if o, err := d.Trial(t.N); err == nil {
-			if len(o.Outcome.Senders) > 0 && o.Outcome.Senders[0] != nil {
-				r.LatenessP99 = dur(o.Outcome.Senders[0].Lateness.P99)
+		if o, err := d.Trial(t.N); err == nil && o.Outcome != nil {
+			// The worst agent's of each figure, as trials.csv has them.
+			var late, p50, p99, p999, top int64
+			for _, snd := range o.Outcome.Senders {
+				if snd != nil {
+					late = max(late, snd.Lateness.P99)
+				}
 			}
-			if len(o.Outcome.Receivers) > 0 && o.Outcome.Receivers[0] != nil {
-				r.LatencyP50, r.LatencyP99 = dur(o.Outcome.Receivers[0].Latency.P50), dur(o.Outcome.Receivers[0].Latency.P99)
+			for _, rcv := range o.Outcome.Receivers {
+				if rcv != nil {
+					p50, p99, p999, top = max(p50, rcv.Latency.P50), max(p99, rcv.Latency.P99), max(p999, rcv.Latency.P999), max(top, rcv.Latency.Max)
+				}
+			}
+			if late > 0 {
+				r.LatenessP99 = dur(late)
+			}
+			if top > 0 {
+				r.LatencyP50, r.LatencyP99, r.LatencyP999, r.LatencyMax = dur(p50), dur(p99), dur(p999), dur(top)
 			}
 		}
 		rows = append(rows, r)

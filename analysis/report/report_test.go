@@ -314,3 +314,21 @@ func TestDistributionAtTheAnswer(t *testing.T) {
 		t.Fatalf("hgrm %v:\n%s", err, hgrm)
 	}
 }
+
+// A trial file without an outcome (damaged, or written by another tool)
+// leaves its row's figures empty; it never stops the page.
+func TestTrialFileWithoutOutcome(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "trials"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	page := buildFrom(t, dir, map[string]string{
+		rundir.FormatFile: `{"format": "cloudprofiler-go run directory", "version": 2}`,
+		"summary.json": `{"format_version": 2, "name": "o", "result": {"method": "fast", "last_pass": 1000, "first_fail": 1100, "trials": [
+			{"n": 1, "rate": 1000, "achieved": 1000, "purpose": "ramp", "verdict": {"pass": true}}]}}`,
+		"trials/001.json": `{"trial": {"n": 1}, "outcome": null}`,
+	})
+	if !strings.Contains(page, "<td>1</td>") {
+		t.Error("the trial's row is missing")
+	}
+}

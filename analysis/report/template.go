@@ -57,8 +57,8 @@ var pageTemplate = template.Must(template.Must(template.New("report").Parse(figu
 
 {{with .Trials}}<h2>Trials</h2>
 <table>
-<tr><th>#</th><th class="l">purpose</th><th>target</th><th>achieved</th><th>verdict</th><th>lateness p99</th><th>latency p50</th><th>latency p99</th><th class="l">failed rules</th><th class="l">hosts</th></tr>
-{{range .}}<tr><td>{{.N}}</td><td class="l">{{.Purpose}}</td><td>{{.Target}}</td><td>{{.Achieved}}</td><td class="{{.Verdict}}">{{.Verdict}}</td><td>{{.LatenessP99}}</td><td>{{.LatencyP50}}</td><td>{{.LatencyP99}}</td><td class="why">{{.Failed}}</td><td class="why">{{.Host}}</td></tr>
+<tr><th>#</th><th class="l">purpose</th><th>target</th><th>achieved</th><th>verdict</th><th>lateness p99</th><th>latency p50</th><th>latency p99</th><th>p99.9</th><th>max</th><th class="l">failed rules</th><th class="l">hosts</th></tr>
+{{range .}}<tr><td>{{.N}}</td><td class="l">{{.Purpose}}</td><td>{{.Target}}</td><td>{{.Achieved}}</td><td class="{{.Verdict}}">{{.Verdict}}</td><td>{{.LatenessP99}}</td><td>{{.LatencyP50}}</td><td>{{.LatencyP99}}</td><td>{{.LatencyP999}}</td><td>{{.LatencyMax}}</td><td class="why">{{.Failed}}</td><td class="why">{{.Host}}</td></tr>
 {{end}}</table>{{end}}
 
 {{range .Figures}}{{if eq .ID "percentiles"}}{{template "fig" .}}{{end}}{{end}}
