@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -86,7 +85,7 @@ func (percentileTicks) Ticks(lo, hi float64) []plot.Tick {
 	var out []plot.Tick
 	for k := math.Ceil(lo); k <= hi; k++ {
 		p := 100 * (1 - math.Pow(10, -k))
-		out = append(out, plot.Tick{Value: k, Label: strconv.FormatFloat(p, 'f', -1, 64) + "%"})
+		out = append(out, plot.Tick{Value: k, Label: fmt.Sprintf("%.*f%%", max(int(k)-2, 0), p)})
 	}
 	return out
 }

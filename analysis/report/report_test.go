@@ -332,3 +332,13 @@ func TestTrialFileWithoutOutcome(t *testing.T) {
 		t.Error("the trial's row is missing")
 	}
 }
+
+func TestPercentileTicks(t *testing.T) {
+	var got []string
+	for _, tk := range (percentileTicks{}).Ticks(-0.1, 5.2) {
+		got = append(got, tk.Label)
+	}
+	if strings.Join(got, " ") != "0% 90% 99% 99.9% 99.99% 99.999%" {
+		t.Fatalf("ticks %q", got)
+	}
+}
