@@ -7,7 +7,9 @@ import "html/template"
 // area (not on or beyond the frame); on the sweep plot, the answer's
 // interval inside it and at least a point wide; no text of the plot outside
 // its canvas; and the legend (HTML, below the plot) not over the plot.
-// Script errors are recorded too. The result is in <body data-check="...">
+// Every table must show every cell whole at the page's width (none cut off
+// by the table's scroll, none past the window's edge). Script errors are
+// recorded too. The result is in <body data-check="...">
 // ("ok", or every problem) for headless browsers and tests to read.
 var pageTemplate = template.Must(template.Must(template.New("report").Parse(figureTemplate)).Parse(`<!DOCTYPE html>
 <html lang="en">
@@ -29,7 +31,7 @@ var pageTemplate = template.Must(template.Must(template.New("report").Parse(figu
   figcaption { color: #555; font-size: 13.5px; margin-top: 6px; max-width: 900px; }
   table { border-collapse: collapse; font-size: 13.5px; margin: 10px 0; display: block; max-width: 100%; overflow-x: auto; }
   th, td { border-bottom: 1px solid #e4e4e4; padding: 4px 10px; text-align: right; white-space: nowrap; }
-  th { background: #f3f3f3; font-weight: 600; }
+  th { background: #f3f3f3; font-weight: 600; white-space: normal; vertical-align: bottom; }
   td.l, th.l { text-align: left; }
   td.fail { color: #b00; }
   td.pass { color: #080; }
@@ -81,7 +83,7 @@ var pageTemplate = template.Must(template.Must(template.New("report").Parse(figu
 <p>Every stage estimates its service rate while it runs (docs/service-rate.md): <b>raftlib</b>, the filtered 95th percentile of the tuples per second of the periods in which it was neither starved nor blocked; <b>busy_time</b>, tuples over the time it spent on its own work; <b>backlog</b>, for a black box (the transport, a relay, a broker), what it delivered in the periods in which it was backlogged, which it is only at or above its capacity. The limit is the pipeline rate at which the stage would saturate (its estimate over its share of its kind's traffic); the ratio is the sweep's answer ({{.Answer}}) over that limit: about 1 for the stage that limited the sweep, below 1 for the others. From {{.Trial}}: the trial whose next limit explains the answer, when one does.</p>
 <table>
 <tr><th class="l">stage</th><th class="l">method</th><th>estimate (tuples/s)</th><th>pipeline limit</th><th>answer ÷ limit</th><th>utilisation</th><th class="l">status</th></tr>
-{{range .Rows}}<tr><td class="l">{{.Stage}}</td><td class="l">{{.Method}}</td><td>{{.Estimate}}</td><td>{{.Limit}}</td><td>{{.Ratio}}</td><td>{{.Utilisation}}</td><td class="l">{{.Status}}</td></tr>
+{{range .Rows}}<tr><td class="l">{{.Stage}}</td><td class="l">{{.Method}}</td><td>{{.Estimate}}</td><td>{{.Limit}}</td><td>{{.Ratio}}</td><td>{{.Utilisation}}</td><td class="why">{{.Status}}</td></tr>
 {{end}}</table>
 {{end}}
 
@@ -91,7 +93,7 @@ var pageTemplate = template.Must(template.Must(template.New("report").Parse(figu
 {{template "fig" .Figure}}
 {{with .Totals}}<table>
 <tr><th class="l">activity</th><th>critical participation over the run (share of the system's own)</th></tr>
-{{range .}}<tr><td class="l">{{.Activity}}</td><td>{{.Share}}</td></tr>
+{{range .}}<tr><td class="why">{{.Activity}}</td><td>{{.Share}}</td></tr>
 {{end}}</table>{{end}}
 {{if .Limits}}<h3>Invariants ({{.Limits}})</h3>
 {{if .Violations}}<table>
@@ -161,6 +163,18 @@ Two uncertainties apply, and both are shown. <b>The clocks:</b> every tuple's tr
       });
       var legend = f.querySelector("ul.legend");
       if (legend && overlap(legend.getBoundingClientRect(), box)) bad.push(f.id + ": the legend covers the plot");
+    });
+    // Every table's every cell must be seen whole at the page's width: a
+    // table wider than the page scrolls (a column cut off), and a cell
+    // past the window's right edge is off-screen.
+    var view = document.documentElement.clientWidth;
+    document.querySelectorAll("table").forEach(function (t, i) {
+      var name = "table " + (i + 1) + " (" + ((t.previousElementSibling && t.previousElementSibling.textContent) || "").slice(0, 40) + ")";
+      if (t.scrollWidth > t.clientWidth + 1) bad.push(name + ": " + (t.scrollWidth - t.clientWidth) + " px wider than the page: a column is cut off");
+      t.querySelectorAll("td, th").forEach(function (c) {
+        var r = c.getBoundingClientRect();
+        if (r.width > 0 && r.right > view + 1) bad.push(name + ": a cell \"" + c.textContent.slice(0, 30) + "\" ends " + (r.right - view).toFixed(0) + " px off-screen");
+      });
     });
     document.body.dataset.figures = String(figs.length);
     document.body.dataset.check = bad.length === 0 && errors.length === 0 ? "ok" : "bad: " + bad.concat(errors).join("; ");
