@@ -18,31 +18,7 @@ var pageTemplate = template.Must(template.Must(template.New("report").Parse(figu
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>cpsweep report{{with .Name}}: {{.}}{{end}}</title>
 <style>
-  body { font: 15px/1.45 -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; color: #222; margin: 0; background: #fafafa; }
-  main { max-width: 1080px; margin: 0 auto; padding: 24px 28px 60px; background: #fff; }
-  h1 { font-size: 26px; margin: 0 0 4px; }
-  h2 { font-size: 20px; margin: 36px 0 8px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
-  h3 { font-size: 16px; margin: 22px 0 6px; }
-  .meta { color: #666; margin: 0 0 18px; }
-  .verdict { font-size: 18px; background: #eef7ee; border-left: 4px solid #3a3; padding: 10px 14px; margin: 14px 0; }
-  .verdict .headline { font-size: 14px; color: #333; margin-top: 4px; }
-  figure { margin: 18px 0; overflow-x: auto; }
-  figure svg { display: block; max-width: 100%; height: auto; }
-  figcaption { color: #555; font-size: 13.5px; margin-top: 6px; max-width: 900px; }
-  table { border-collapse: collapse; font-size: 13.5px; margin: 10px 0; display: block; max-width: 100%; overflow-x: auto; }
-  th, td { border-bottom: 1px solid #e4e4e4; padding: 4px 10px; text-align: right; white-space: nowrap; }
-  th { background: #f3f3f3; font-weight: 600; white-space: normal; vertical-align: bottom; }
-  td.l, th.l { text-align: left; }
-  td.fail { color: #b00; }
-  td.pass { color: #080; }
-  td.why { text-align: left; white-space: normal; color: #555; max-width: 420px; }
-  .problems li { color: #8a4b00; }
-  pre { background: #f6f6f6; padding: 10px; overflow-x: auto; font-size: 12.5px; }
-  .small { color: #777; font-size: 12.5px; }
-  ul.legend { list-style: none; padding: 0; margin: 6px 0 0; display: flex; flex-wrap: wrap; gap: 4px 18px; font-size: 13px; }
-  ul.legend li { display: flex; align-items: center; gap: 6px; }
-  ul.legend svg { width: 28px; height: 12px; flex: none; }
-</style>
+` + pageStyle + `</style>
 </head>
 <body>
 <main>
@@ -134,7 +110,46 @@ Two uncertainties apply, and both are shown. <b>The clocks:</b> every tuple's tr
 <pre>{{.}}</pre></details>{{end}}
 <p class="small">Generated {{.Generated}} by cpsweep report.</p>
 </main>
-<script>
+` + selfCheckScript + `
+</body>
+</html>
+`))
+
+// figureTemplate draws one figure: the plot, its HTML legend (swatches
+// drawn like the plot's marks) and its caption.
+const figureTemplate = `{{define "fig"}}<figure class="plot" id="fig-{{.ID}}" data-check="{{.Check}}">{{.SVG}}
+{{with .Legend}}<ul class="legend">{{range .}}<li><svg viewBox="0 0 28 12" aria-hidden="true">{{if eq .Kind "band"}}<rect x="2" y="1" width="24" height="10" fill="{{.Color}}" stroke="rgb(0,140,0)"/>{{else if eq .Kind "line"}}<line x1="1" y1="6" x2="27" y2="6" stroke="{{.Color}}" stroke-width="2"/>{{else if eq .Kind "dash"}}<line x1="1" y1="6" x2="27" y2="6" stroke="{{.Color}}" stroke-width="2" stroke-dasharray="5 3"/>{{else if eq .Kind "cross"}}<path d="M10 2 L18 10 M18 2 L10 10" stroke="{{.Color}}" stroke-width="2"/>{{else if eq .Kind "cell"}}<rect x="4" y="1" width="20" height="10" fill="{{.Color}}"/>{{else if eq .Kind "square"}}<rect x="10" y="2" width="8" height="8" fill="none" stroke="{{.Color}}" stroke-width="1.5"/>{{else if eq .Kind "triangle"}}<path d="M14 1 L19 10 L9 10 Z" fill="none" stroke="{{.Color}}" stroke-width="1.5"/>{{else}}<circle cx="14" cy="6" r="4" fill="{{.Color}}"/>{{end}}</svg>{{.Label}}</li>{{end}}</ul>{{end}}
+<figcaption>{{.Caption}}</figcaption></figure>{{end}}`
+
+// pageStyle is the report's and the comparison's style sheet.
+const pageStyle = `  body { font: 15px/1.45 -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; color: #222; margin: 0; background: #fafafa; }
+  main { max-width: 1080px; margin: 0 auto; padding: 24px 28px 60px; background: #fff; }
+  h1 { font-size: 26px; margin: 0 0 4px; }
+  h2 { font-size: 20px; margin: 36px 0 8px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
+  h3 { font-size: 16px; margin: 22px 0 6px; }
+  .meta { color: #666; margin: 0 0 18px; }
+  .verdict { font-size: 18px; background: #eef7ee; border-left: 4px solid #3a3; padding: 10px 14px; margin: 14px 0; }
+  .verdict .headline { font-size: 14px; color: #333; margin-top: 4px; }
+  figure { margin: 18px 0; overflow-x: auto; }
+  figure svg { display: block; max-width: 100%; height: auto; }
+  figcaption { color: #555; font-size: 13.5px; margin-top: 6px; max-width: 900px; }
+  table { border-collapse: collapse; font-size: 13.5px; margin: 10px 0; display: block; max-width: 100%; overflow-x: auto; }
+  th, td { border-bottom: 1px solid #e4e4e4; padding: 4px 10px; text-align: right; white-space: nowrap; }
+  th { background: #f3f3f3; font-weight: 600; white-space: normal; vertical-align: bottom; }
+  td.l, th.l { text-align: left; }
+  td.fail { color: #b00; }
+  td.pass { color: #080; }
+  td.why { text-align: left; white-space: normal; color: #555; max-width: 420px; }
+  .problems li { color: #8a4b00; }
+  pre { background: #f6f6f6; padding: 10px; overflow-x: auto; font-size: 12.5px; }
+  .small { color: #777; font-size: 12.5px; }
+  ul.legend { list-style: none; padding: 0; margin: 6px 0 0; display: flex; flex-wrap: wrap; gap: 4px 18px; font-size: 13px; }
+  ul.legend li { display: flex; align-items: center; gap: 6px; }
+  ul.legend svg { width: 28px; height: 12px; flex: none; }
+`
+
+// selfCheckScript is the pages' self-check (see pageTemplate).
+const selfCheckScript = `<script>
 (function () {
   var errors = [];
   window.addEventListener("error", function (e) { errors.push(String(e.message)); document.body.dataset.errors = errors.join("; "); });
@@ -180,13 +195,4 @@ Two uncertainties apply, and both are shown. <b>The clocks:</b> every tuple's tr
     document.body.dataset.check = bad.length === 0 && errors.length === 0 ? "ok" : "bad: " + bad.concat(errors).join("; ");
   });
 })();
-</script>
-</body>
-</html>
-`))
-
-// figureTemplate draws one figure: the plot, its HTML legend (swatches
-// drawn like the plot's marks) and its caption.
-const figureTemplate = `{{define "fig"}}<figure class="plot" id="fig-{{.ID}}" data-check="{{.Check}}">{{.SVG}}
-{{with .Legend}}<ul class="legend">{{range .}}<li><svg viewBox="0 0 28 12" aria-hidden="true">{{if eq .Kind "band"}}<rect x="2" y="1" width="24" height="10" fill="{{.Color}}" stroke="rgb(0,140,0)"/>{{else if eq .Kind "line"}}<line x1="1" y1="6" x2="27" y2="6" stroke="{{.Color}}" stroke-width="2"/>{{else if eq .Kind "dash"}}<line x1="1" y1="6" x2="27" y2="6" stroke="{{.Color}}" stroke-width="2" stroke-dasharray="5 3"/>{{else if eq .Kind "cross"}}<path d="M10 2 L18 10 M18 2 L10 10" stroke="{{.Color}}" stroke-width="2"/>{{else if eq .Kind "cell"}}<rect x="4" y="1" width="20" height="10" fill="{{.Color}}"/>{{else if eq .Kind "square"}}<rect x="10" y="2" width="8" height="8" fill="none" stroke="{{.Color}}" stroke-width="1.5"/>{{else if eq .Kind "triangle"}}<path d="M14 1 L19 10 L9 10 Z" fill="none" stroke="{{.Color}}" stroke-width="1.5"/>{{else}}<circle cx="14" cy="6" r="4" fill="{{.Color}}"/>{{end}}</svg>{{.Label}}</li>{{end}}</ul>{{end}}
-<figcaption>{{.Caption}}</figcaption></figure>{{end}}`
+</script>`

@@ -118,7 +118,7 @@ Ctrl-C stops the running trial and keeps every finished one.`,
 		},
 	}
 	cmd.SetErr(termsafe.NewWriter(os.Stderr))
-	cmd.AddCommand(clockCommand(code), logsCommand(), profilerCommand(), analyzeCommand(), reportCommand(), diagnoseCommand(), capacityCommand(), invariantsCommand(code), watchCommand(), deployCommand(code), demoCommand(code))
+	cmd.AddCommand(clockCommand(code), logsCommand(), profilerCommand(), analyzeCommand(), reportCommand(), diagnoseCommand(), capacityCommand(), invariantsCommand(code), watchCommand(), deployCommand(code), demoCommand(code), compareCommand())
 	o.register(cmd.Flags())
 	cli.Conventions(cmd, func(c *cobra.Command, err error) string {
 		// A sweep flag given to a command that passes the sweep's flags

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,6 +74,39 @@ func TestProfiledSweepReport(t *testing.T) {
 	}
 	t.Run("chromium", func(t *testing.T) { checkInChromium(t, page, 6) })
 	t.Run("self-check catches", func(t *testing.T) { selfCheckCatches(t, page) })
+	// cpsweep compare of the run with itself: the same plan on the same
+	// machines, and its page checks itself as the report does.
+	cmpPage := filepath.Join(t.TempDir(), "compare.html")
+	out, err = exec.Command(filepath.Join(binDir, "cpsweep"), "compare", "--html", cmpPage, rep.Dir, rep.Dir).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "2 runs, 2 with an answer to use; same plan on the same machines") {
+		t.Fatalf("compare: %v\n%s", err, out)
+	}
+	t.Run("compare in chromium", func(t *testing.T) { checkInChromium(t, cmpPage, 2) })
+	// CP_DOCS_SCREENSHOTS=1 refreshes the screenshots in docs/ from the
+	// pages this test has just checked, at the width they are read at.
+	if os.Getenv("CP_DOCS_SCREENSHOTS") != "" {
+		root, err := moduleRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		screenshot(t, page, filepath.Join(root, "docs", "report-1400.png"), 5200)
+		screenshot(t, cmpPage, filepath.Join(root, "docs", "compare-1400.png"), 2000)
+	}
+}
+
+// screenshot saves the top height px of a page at 1400 px wide.
+func screenshot(t *testing.T, page, png string, height int) {
+	t.Helper()
+	bin, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatalf("no chromium for the screenshots: %v", err)
+	}
+	out, err := exec.Command("timeout", "90", bin, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+		"--user-data-dir="+t.TempDir(), fmt.Sprintf("--window-size=1400,%d", height), "--virtual-time-budget=5000", "--screenshot="+png, "file://"+page).CombinedOutput()
+	if err != nil {
+		t.Fatalf("screenshot %s: %v\n%s", png, err, out)
+	}
+	t.Logf("wrote %s", png)
 }
 
 // selfCheckCatches breaks a copy of the page in each way its self-check

@@ -1,0 +1,86 @@
+package compare
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cloudprofiler-go/cp/rundir"
+)
+
+// runDir writes a minimal run directory: a summary with the given plan,
+// agents' machine, answer and trust.
+func runDir(t *testing.T, name, plan, machine string, lastPass float64, extra string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		rundir.FormatFile: `{"format": "cloudprofiler-go run directory", "version": 2}`,
+		"summary.json": `{"format_version": 2, "name": "` + name + `", "plan": ` + plan + `, "agents": [{"role": "sender", "machine": "` + machine + `"}, {"role": "receiver", "machine": "` + machine + `"}]` + extra + `,
+			"latency": {"rate": 1000, "runs": 3, "p50_ns": 2000000, "p99_ns": 9000000, "clock_bound_ns": 0, "clock": "one machine"},
+			"result": {"method": "fast", "last_pass": ` + strconv.FormatFloat(lastPass, 'f', -1, 64) + `, "first_fail": 1100000,
+			"boundary": {"runs": 3, "resolution": 0.01, "spread": 0.02, "reproducible": true, "statement": "as stated"}, "trials": [
+			{"n": 1, "rate": 500000, "achieved": 500000, "purpose": "ramp", "verdict": {"pass": true}}]}}`,
+	}
+	for f, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestCompare(t *testing.T) {
+	plan := `{"duration_ns": 1000000000, "bucket_size": 100}`
+	for _, tc := range []struct {
+		name     string
+		runs     []string
+		says     []string
+		differs  int
+		machines bool
+	}{
+		{"same plan, same machines", []string{
+			runDir(t, "a", plan, "m1", 1e6, ""),
+			runDir(t, "b", plan, "m1", 1.05e6, ""),
+		}, []string{"2 runs, 2 with an answer to use; same plan on the same machines: answers from 1.000 M/s to 1.050 M/s (the highest 5.0% above the lowest)"}, 0, false},
+		{"a bucket size apart", []string{
+			runDir(t, "a", plan, "m1", 1e6, ""),
+			runDir(t, "b", `{"duration_ns": 1000000000, "bucket_size": 10}`, "m1", 2e6, ""),
+		}, []string{"differ in plan (1 field(s))", "bucket_size: 100 | 10"}, 1, false},
+		{"other machines, one contradicted", []string{
+			runDir(t, "a", plan, "m1", 1e6, ""),
+			runDir(t, "b", plan, "m2", 2e6, `, "contradicted": "8 k/s passed"`),
+		}, []string{"1 with an answer to use", "differ in machines", "NOT TO BE USED: contradicted: 8 k/s passed"}, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Open(tc.runs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b bytes.Buffer
+			c.WriteText(&b)
+			for _, s := range tc.says {
+				if !strings.Contains(b.String(), s) {
+					t.Errorf("text lacks %q:\n%s", s, b.String())
+				}
+			}
+			if len(c.PlanDiffers) != tc.differs || (c.MachinesDiffer != "") != tc.machines {
+				t.Errorf("plan differs %q, machines %q", c.PlanDiffers, c.MachinesDiffer)
+			}
+			if c.Runs[0].LatencyP99Ns != 9e6 || c.Runs[0].Answer != "as stated" {
+				t.Errorf("run 1: %+v", c.Runs[0])
+			}
+		})
+	}
+	if _, err := Open([]string{runDir(t, "only", plan, "m1", 1e6, "")}); err == nil {
+		t.Error("one run compared")
+	}
+	if _, err := Open([]string{t.TempDir(), t.TempDir()}); err == nil {
+		t.Error("directories without summary.json compared")
+	}
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cloudprofiler-go/cp/analysis/compare"
+	"github.com/cloudprofiler-go/cp/analysis/report"
+	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
+	"github.com/cloudprofiler-go/cp/internal/termsafe"
+)
+
+func compareCommand() *cobra.Command {
+	var jsonOut bool
+	var html string
+	cmd := &cobra.Command{
+		Use:   "compare RUNDIR RUNDIR...",
+		Short: "Put several run directories side by side: answers, uncertainty, latency, limits, hosts",
+		Long: `Compares 2 to 16 run directories: each run's answer as the sweep stated it
+(interval, reproducible or not, the spread of outcomes above it), the latency
+at the answer, what limited it and the host accounting there, and whether the
+runs can be compared at all: it names every field of the plan whose value
+differs between them, and says when their agents ran on other machines or in
+other roles (their answers then measure different things). A run whose
+answer is not to be used (contradicted, disturbed, interrupted) says why.
+--html writes a self-contained page with the runs' sweeps and their latency
+distributions at the answer overlaid.`,
+		Example: `  cpsweep compare runs/*-demo
+  cpsweep compare --json runs/20261127T032700Z-demo runs/20261127T034100Z-demo
+  cpsweep compare --html compare.html runs/*-nightly`,
+		Args: cobra.RangeArgs(2, compare.MaxRuns),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := compare.Open(args)
+			if err != nil {
+				return err
+			}
+			if html != "" {
+				if err := report.WriteComparison(filepath.Clean(html), c); err != nil {
+					return fmt.Errorf("write %s: %w", html, err)
+				}
+				fmt.Fprintf(os.Stderr, "wrote %s\n", html)
+			}
+			if jsonOut {
+				return cli.WriteJSON(os.Stdout, c)
+			}
+			c.WriteText(termsafe.NewWriter(os.Stdout))
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the comparison as JSON")
+	cmd.Flags().StringVar(&html, "html", "", "also write the comparison as a self-contained HTML page here")
+	return cmd
+}
