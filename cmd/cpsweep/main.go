@@ -196,7 +196,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.DurationVar(&p.Rules.LatencyP99, "latency-p99", 0, "rule: p99 end-to-end latency objective (0: off)")
 	f.IntVar(&o.lanes, "lanes", 1, "local mode: receiver lanes")
 	f.StringArrayVar(&p.SUTProcesses, "sut-process", nil, "the system under test's processes on the agents' hosts, by name (as ps shows it, e.g. nats-server; repeat): their CPU is the system's, not other processes' (--max-others)")
-	f.StringVar(&o.sut, "sut", "", "local mode: a broker as the system under test, nats://HOST:PORT/SUBJECT or jetstream://HOST:PORT/SUBJECT[?storage=memory&ack=explicit]: the senders publish into it and the receiver consumes from it (docs/brokers.md)")
+	f.StringVar(&o.sut, "sut", "", "local mode: a broker as the system under test, nats://HOST:PORT/SUBJECT, jetstream://HOST:PORT/SUBJECT[?storage=memory&ack=explicit],\nredis://HOST:PORT/KEY (Redis Streams) or kafka://HOST:PORT/TOPIC: the senders publish into it and the receiver consumes from it (docs/brokers.md)")
 	f.IntVar(&o.localSenders, "local-senders", 1, "local mode: sender agents")
 	f.StringVar(&o.resultsDir, "results", "runs", "the folder that run directories are written in (runs/<time>-<name>/)")
 	f.StringVar(&o.name, "name", "sweep", "name of this sweep (in the run directory's name)")

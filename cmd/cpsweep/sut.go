@@ -14,7 +14,7 @@ func checkSUT(sut string, remote, relay bool) error {
 	case sut == "":
 		return nil
 	case !driver.IsBroker(sut):
-		return fmt.Errorf("--sut %q: want a broker endpoint, nats://HOST:PORT/SUBJECT or jetstream://HOST:PORT/SUBJECT (a ZeroMQ system under test is --relay-input)", sut)
+		return fmt.Errorf("--sut %q: want a broker endpoint, nats://HOST:PORT/SUBJECT, jetstream://HOST:PORT/SUBJECT, redis://HOST:PORT/KEY or kafka://HOST:PORT/TOPIC (a ZeroMQ system under test is --relay-input)", sut)
 	case remote:
 		return errors.New("--sut starts local agents on it: with agents of your own, start each receiver agent with --connect BROKER-ENDPOINT instead")
 	case relay:

@@ -96,7 +96,7 @@ error (nothing ran), 1 any other error.`,
 func (o *options) register(f *pflag.FlagSet) {
 	c := &o.cfg
 	f.StringArrayVar(&o.bind, "bind", nil, "ZeroMQ endpoint to bind, one lane each (default tcp://*:5555)")
-	f.StringArrayVar(&o.connect, "connect", nil, "ZeroMQ endpoint to connect to instead (a system under test pushes to us), or a broker to consume from: nats://HOST:PORT/SUBJECT or jetstream://HOST:PORT/SUBJECT (docs/brokers.md)")
+	f.StringArrayVar(&o.connect, "connect", nil, "ZeroMQ endpoint to connect to instead (a system under test pushes to us), or a broker to consume from: nats://HOST:PORT/SUBJECT, jetstream://HOST:PORT/SUBJECT, redis://HOST:PORT/KEY or kafka://HOST:PORT/TOPIC (docs/brokers.md)")
 	f.IntVar(&o.lanes, "lanes", 1, "with one endpoint: open this many lanes on consecutive ports")
 	f.StringVar(&c.Schema, "schema", scenarios.SchemaAdEvent, "tuple schema to decode: ad-event, synthetic or raw (id and time only)")
 	f.StringVar(&o.scenario, "scenario", "", "take the schema from a scenario (name, synthetic:SIZE or YAML file)")

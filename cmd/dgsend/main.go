@@ -89,7 +89,7 @@ send time) with the fraction of late slots.`,
 
 func (o *options) register(f *pflag.FlagSet) {
 	c := &o.cfg
-	f.StringArrayVar(&o.connect, "connect", nil, "ZeroMQ endpoint to connect to (repeat for several receivers; thread i uses endpoint i mod n), or a broker to publish into: nats://HOST:PORT/SUBJECT or jetstream://HOST:PORT/SUBJECT (docs/brokers.md)")
+	f.StringArrayVar(&o.connect, "connect", nil, "ZeroMQ endpoint to connect to (repeat for several receivers; thread i uses endpoint i mod n), or a broker to publish into: nats://HOST:PORT/SUBJECT, jetstream://HOST:PORT/SUBJECT, redis://HOST:PORT/KEY or kafka://HOST:PORT/TOPIC (docs/brokers.md)")
 	f.StringArrayVar(&o.bind, "bind", nil, "ZeroMQ endpoint to bind instead (a system under test pulls from dgsend)")
 	c.Rate = 1e6
 	cli.RateVar(f, &c.Rate, "rate", "total tuples per second over all threads (k, M suffixes; 0 = unpaced, as fast as possible)")

@@ -3,6 +3,7 @@ package tally
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
@@ -14,6 +15,11 @@ func (r *Result) WriteText(w io.Writer) {
 	target := "unpaced"
 	if r.TargetRate > 0 {
 		target = numfmt.Rate(r.TargetRate)
+	}
+	// The most likely cause first: a run whose data went nowhere fell
+	// behind because of it, and says so before the schedule it missed.
+	if cause := r.likelyCause(); cause != "" {
+		fmt.Fprintf(w, "dgsend: FAILED: %s\n", cause)
 	}
 	if !r.ScheduleKept {
 		fmt.Fprintf(w, "dgsend: SCHEDULE NOT KEPT: %s (the rate below is what was sent, not the target)\n", r.Schedule)
@@ -49,4 +55,18 @@ func (r *Result) WriteText(w io.Writer) {
 	for _, e := range r.Errors {
 		fmt.Fprintf(w, "  error: %s\n", e)
 	}
+}
+
+// likelyCause is the error that most likely explains the run ("": none):
+// nothing delivered to a peer that never connected, else the first error.
+func (r *Result) likelyCause() string {
+	for _, e := range r.Errors {
+		if strings.Contains(e, "no peer ever connected") {
+			return e + " (is the receiver running and listening there?)"
+		}
+	}
+	if len(r.Errors) > 0 {
+		return r.Errors[0]
+	}
+	return ""
 }
