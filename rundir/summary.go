@@ -83,6 +83,7 @@ const (
 	PurposeRamp   = "ramp"   // the fast search's ramp, up or down by its factor
 	PurposeBisect = "bisect" // the fast search's narrowing, far from the edge
 	PurposeClose  = "close"  // the narrowing near the edge, by the prober's steps
+	PurposeGallop = "gallop" // the prober's widening steps down after failures that kept up
 	// PurposeHint is the trial the service-rate hint placed (and the
 	// prober's probe just below what a trial that fell behind achieved).
 	PurposeHint = "hint"

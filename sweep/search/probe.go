@@ -70,7 +70,7 @@ func (pr *prober) next(lo, hi float64) (float64, string) {
 	// more than halving on a simulated host).
 	if pr.gallop > 0 && pr.near {
 		if g := hi * (1 - pr.gallop*p); g > lo*(1+p/4) {
-			return g, "gallop"
+			return g, rundir.PurposeGallop
 		}
 	}
 	if closing < hi && hi <= lo*(1+4*p) {
