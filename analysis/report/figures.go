@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"sort"
-	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -116,72 +114,6 @@ func rateAxis(a *plot.Axis, rates []float64) {
 	fitLinear(a, lo, hi, false, RateTicks(false))
 }
 
-func percentileFigure(d *rundir.Dir, s *rundir.Summary) (Figure, bool) {
-	series := map[string]plotter.XYs{}
-	order := []string{"lateness p50", "lateness p99", "latency p50", "latency p99"}
-	var rates []float64
-	for _, t := range s.Result.Trials {
-		o, err := d.Trial(t.N)
-		if err != nil || o.Outcome == nil {
-			continue
-		}
-		add := func(name string, ns int64) {
-			if ns > 0 {
-				series[name] = append(series[name], plotter.XY{X: t.Rate, Y: float64(ns)})
-			}
-		}
-		rates = append(rates, t.Rate)
-		if len(o.Outcome.Senders) > 0 && o.Outcome.Senders[0] != nil {
-			add("lateness p50", o.Outcome.Senders[0].Lateness.P50)
-			add("lateness p99", o.Outcome.Senders[0].Lateness.P99)
-		}
-		if len(o.Outcome.Receivers) > 0 && o.Outcome.Receivers[0] != nil {
-			add("latency p50", o.Outcome.Receivers[0].Latency.P50)
-			add("latency p99", o.Outcome.Receivers[0].Latency.P99)
-		}
-	}
-	p := plot.New()
-	p.Title.Text = "lateness and end-to-end latency per trial"
-	p.Y.Label.Text = "time (log scale)"
-	style(p)
-	var marks plotter.XYs
-	var legend []LegendEntry
-	lo, hi := math.Inf(1), 0.0
-	for i, name := range order {
-		xys := series[name]
-		if len(xys) == 0 {
-			continue
-		}
-		sort.Slice(xys, func(a, b int) bool { return xys[a].X < xys[b].X })
-		l, sc, err := plotter.NewLinePoints(xys)
-		if err != nil {
-			continue
-		}
-		l.Color, sc.Color = palette[i], palette[i]
-		kind := "line"
-		if strings.HasSuffix(name, "p99") {
-			l.Dashes, kind = []vg.Length{vg.Points(5), vg.Points(3)}, "dash"
-		}
-		p.Add(l, sc)
-		legend = append(legend, LegendEntry{Label: name, Color: css(palette[i]), Kind: kind})
-		for _, xy := range xys {
-			lo, hi = math.Min(lo, xy.Y), math.Max(hi, xy.Y)
-		}
-		marks = append(marks, xys...)
-	}
-	if len(marks) == 0 {
-		return Figure{}, false
-	}
-	rateAxis(&p.X, rates)
-	fitLog(&p.Y, lo, hi, NsTicks(true))
-	svg, chk, err := render(p, 18*vg.Centimeter, 11*vg.Centimeter, marks, nil)
-	if err != nil {
-		return Figure{}, false
-	}
-	return Figure{ID: "percentiles", Title: "Lateness and latency per trial", SVG: svg, Legend: legend, Check: chk,
-		Caption: "Lateness: how late the sender's slots were against the schedule. Latency: the receivers' end-to-end latency (intended send to consumed). Solid p50, dashed p99."}, true
-}
-
 // boxes draws one box per category from precomputed quantiles
 // (p1, p25, p50, p75, p99) in nanoseconds, on a log scale or a linear one
 // from 0; it returns the plot and every drawn quantile as a mark.
@@ -265,11 +197,23 @@ func pairFigures(an *analysis.Report) []Figure {
 	}
 	var out []Figure
 	w := vg.Length(math.Max(18, 3.2*float64(len(names)))) * vg.Centimeter
+	// On one clock (every agent on one machine) every bound is 0: a plot
+	// of flat lines at 0 says less than a sentence.
+	exact := true
+	for _, e := range errs {
+		exact = exact && e == [5]int64{}
+	}
 	if p, marks, err := boxes("tuple latency per pair of points", "latency (log scale)", names, lat, true); err == nil {
 		if svg, chk, err := render(p, w, 11*vg.Centimeter, marks, nil); err == nil {
-			out = append(out, Figure{ID: "latency", Title: "Where a tuple's time goes", SVG: svg, Check: chk,
-				Caption: "Per pair of instrumentation points, same-node and cross-node pairs apart (the paper's Fig. 17): box from p25 to p75, line at the median, whiskers at p1 and p99, in the reference node's time."})
+			caption := "Per pair of instrumentation points, same-node and cross-node pairs apart (the paper's Fig. 17): box from p25 to p75, line at the median, whiskers at p1 and p99, in the reference node's time."
+			if exact {
+				caption += " Every point was stamped on one clock (one machine): every latency here is exact, its error bound 0, so there is no error plot."
+			}
+			out = append(out, Figure{ID: "latency", Title: "Where a tuple's time goes", SVG: svg, Check: chk, Caption: caption})
 		}
+	}
+	if exact {
+		return out
 	}
 	if p, marks, err := boxes("error bound of those latencies (±)", "half-width", names, errs, false); err == nil {
 		if svg, chk, err := render(p, w, 9*vg.Centimeter, marks, nil); err == nil {

@@ -109,7 +109,8 @@ func Build(d *rundir.Dir) (html []byte, damaged []string, err error) {
 		} else {
 			pg.Problems = append(pg.Problems, "sweep plot: "+err.Error())
 		}
-		if f, ok := percentileFigure(d, s); ok {
+		pg.Figures = append(pg.Figures, trialFigures(d, s)...)
+		if f, ok := cpuFigure(s); ok {
 			pg.Figures = append(pg.Figures, f)
 		}
 		dists := answerDists(d, &pg.Problems)

@@ -39,7 +39,9 @@ var pageTemplate = template.Must(template.Must(template.New("report").Parse(figu
 {{range .}}<tr><td>{{.N}}</td><td class="l">{{.Purpose}}</td><td>{{.Target}}</td><td>{{.Achieved}}</td><td class="{{.Verdict}}">{{.Verdict}}</td><td>{{.LatenessP99}}</td><td>{{.LatencyP50}}</td><td>{{.LatencyP99}}</td><td>{{.LatencyP999}}</td><td>{{.LatencyMax}}</td><td class="why">{{.Failed}}</td><td class="why">{{.Host}}</td></tr>
 {{end}}</table>{{end}}
 
+{{range .Figures}}{{if eq .ID "lateness"}}{{template "fig" .}}{{end}}{{end}}
 {{range .Figures}}{{if eq .ID "percentiles"}}{{template "fig" .}}{{end}}{{end}}
+{{range .Figures}}{{if eq .ID "cpu"}}{{template "fig" .}}{{end}}{{end}}
 {{range .Figures}}{{if eq .ID "distribution"}}<h2>{{.Title}}</h2>
 {{template "fig" .}}<p class="small">HdrHistogram files: {{range $i, $f := $.Hgrm}}{{if $i}}, {{end}}<code>{{$f}}</code>{{end}}</p>{{end}}{{end}}
 

@@ -67,10 +67,15 @@ func TestProfiledSweepReport(t *testing.T) {
 	if m := regexp.MustCompile(`(src|href)="(https?:)?//`).Find(html); m != nil {
 		t.Fatalf("the report loads %s from elsewhere: it must be self-contained", m)
 	}
-	for _, id := range []string{"fig-sweep", "fig-percentiles", "fig-latency", "fig-error", "fig-clock", "fig-throughput"} {
+	for _, id := range []string{"fig-sweep", "fig-lateness", "fig-percentiles", "fig-cpu", "fig-distribution", "fig-latency", "fig-clock", "fig-throughput"} {
 		if !strings.Contains(string(html), `id="`+id+`"`) {
 			t.Errorf("report has no %s", id)
 		}
+	}
+	// One machine, one clock: every bound is 0, said in a sentence rather
+	// than drawn as flat lines.
+	if strings.Contains(string(html), `id="fig-error"`) || !strings.Contains(string(html), "every latency here is exact") {
+		t.Error("a one-machine run's error bounds are drawn, or not said to be exact")
 	}
 	t.Run("chromium", func(t *testing.T) { checkInChromium(t, page, 6) })
 	t.Run("self-check catches", func(t *testing.T) { selfCheckCatches(t, page) })

@@ -1,0 +1,205 @@
+package report
+
+import (
+	"math"
+	"sort"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/cloudprofiler-go/cp/rundir"
+)
+
+// trialFigures reads every trial's worst-agent lateness and latency
+// (p50, p99) and draws them apart: lateness is the sender's (how late its
+// slots were against the schedule), latency the receivers' (intended send
+// to consumed). A failing trial is marked with a cross on each line.
+func trialFigures(d *rundir.Dir, s *rundir.Summary) []Figure {
+	type point struct {
+		rate float64
+		pass bool
+		v    [4]int64 // lateness p50, p99, latency p50, p99
+	}
+	var pts []point
+	for _, t := range s.Result.Trials {
+		f, err := d.Trial(t.N)
+		if err != nil || f.Outcome == nil {
+			continue
+		}
+		p := point{rate: t.Rate, pass: t.Verdict.Pass}
+		for _, snd := range f.Outcome.Senders {
+			if snd != nil {
+				p.v[0], p.v[1] = max(p.v[0], snd.Lateness.P50), max(p.v[1], snd.Lateness.P99)
+			}
+		}
+		for _, r := range f.Outcome.Receivers {
+			if r != nil {
+				p.v[2], p.v[3] = max(p.v[2], r.Latency.P50), max(p.v[3], r.Latency.P99)
+			}
+		}
+		pts = append(pts, p)
+	}
+	sort.SliceStable(pts, func(a, b int) bool { return pts[a].rate < pts[b].rate })
+	var out []Figure
+	for _, fig := range []struct {
+		id, what, title, caption string
+		at                       int
+	}{
+		{"lateness", "lateness", "Lateness per trial", "How late the senders' slots were against the schedule (the worst sender's), solid p50, dashed p99; a red cross marks a failing trial.", 0},
+		{"percentiles", "latency", "Latency per trial", "The receivers' end-to-end latency, intended send to consumed (the worst receiver's), solid p50, dashed p99; a red cross marks a failing trial.", 2},
+	} {
+		p := plot.New()
+		p.Title.Text = fig.title
+		p.Y.Label.Text = "time (log scale)"
+		style(p)
+		var marks, fails plotter.XYs
+		var legend []LegendEntry
+		var rates []float64
+		lo, hi := math.Inf(1), 0.0
+		for k, name := range []string{"p50", "p99"} {
+			var xys plotter.XYs
+			for _, pt := range pts {
+				if v := pt.v[fig.at+k]; v > 0 {
+					xys = append(xys, plotter.XY{X: pt.rate, Y: float64(v)})
+					rates = append(rates, pt.rate)
+					lo, hi = math.Min(lo, float64(v)), math.Max(hi, float64(v))
+					if !pt.pass {
+						fails = append(fails, plotter.XY{X: pt.rate, Y: float64(v)})
+					}
+				}
+			}
+			if len(xys) == 0 {
+				continue
+			}
+			l, sc, err := plotter.NewLinePoints(xys)
+			if err != nil {
+				continue
+			}
+			c := palette[k]
+			l.Color, sc.Color = c, c
+			kind := "line"
+			if k == 1 {
+				l.Dashes, kind = []vg.Length{vg.Points(5), vg.Points(3)}, "dash"
+			}
+			p.Add(l, sc)
+			legend = append(legend, LegendEntry{Label: fig.what + " " + name, Color: css(c), Kind: kind})
+			marks = append(marks, xys...)
+		}
+		if len(marks) == 0 {
+			continue
+		}
+		if len(fails) > 0 {
+			if x, err := plotter.NewScatter(fails); err == nil {
+				x.GlyphStyle = draw.GlyphStyle{Shape: draw.CrossGlyph{}, Color: FailColor, Radius: vg.Points(5)}
+				p.Add(x)
+				legend = append(legend, LegendEntry{Label: "failing trial", Color: css(FailColor), Kind: "cross"})
+			}
+		}
+		rateAxis(&p.X, rates)
+		fitLog(&p.Y, lo, hi, NsTicks(true))
+		svg, chk, err := render(p, 18*vg.Centimeter, 10*vg.Centimeter, marks, nil)
+		if err != nil {
+			continue
+		}
+		out = append(out, Figure{ID: fig.id, Title: fig.title, SVG: svg, Legend: legend, Check: chk, Caption: fig.caption})
+	}
+	return out
+}
+
+// cpuFigure draws every trial's CPU: the sender agents' and the receiver
+// agents' processes (cores, summed by role), the system under test's named
+// processes, and every host's busy cores, against the target rate; a
+// failing trial is marked with a cross on the host line.
+func cpuFigure(s *rundir.Summary) (Figure, bool) {
+	type point struct {
+		rate float64
+		pass bool
+		v    [4]float64 // senders, receivers, system, hosts busy
+	}
+	var pts []point
+	for _, t := range s.Result.Trials {
+		if len(t.Hosts) == 0 {
+			continue
+		}
+		p := point{rate: t.Rate, pass: t.Verdict.Pass}
+		busy, sut := map[string]float64{}, map[string]float64{}
+		for _, h := range t.Hosts {
+			switch {
+			case len(h.Node) >= 6 && h.Node[:6] == "sender":
+				p.v[0] += h.Process
+			case len(h.Node) >= 8 && h.Node[:8] == "receiver":
+				p.v[1] += h.Process
+			}
+			sut[h.Host] = max(sut[h.Host], h.SUT)
+			busy[h.Host] = max(busy[h.Host], h.HostBusy*float64(h.CPUs))
+		}
+		for host := range busy {
+			p.v[2] += sut[host]
+			p.v[3] += busy[host]
+		}
+		pts = append(pts, p)
+	}
+	if len(pts) == 0 {
+		return Figure{}, false
+	}
+	sort.SliceStable(pts, func(a, b int) bool { return pts[a].rate < pts[b].rate })
+	p := plot.New()
+	p.Title.Text = "CPU per trial"
+	p.Y.Label.Text = "cores"
+	style(p)
+	var marks, fails plotter.XYs
+	var legend []LegendEntry
+	var rates []float64
+	hi := 0.0
+	for k, name := range []string{"sender agents", "receiver agents", "system under test", "hosts busy (all processes)"} {
+		var xys plotter.XYs
+		for _, pt := range pts {
+			xys = append(xys, plotter.XY{X: pt.rate, Y: pt.v[k]})
+			rates, hi = append(rates, pt.rate), math.Max(hi, pt.v[k])
+			if k == 3 && !pt.pass {
+				fails = append(fails, plotter.XY{X: pt.rate, Y: pt.v[k]})
+			}
+		}
+		if allZero(xys) {
+			continue // no named system under test
+		}
+		l, sc, err := plotter.NewLinePoints(xys)
+		if err != nil {
+			continue
+		}
+		c := palette[[]int{0, 1, 2, 4}[k]] // the hosts line is not the failing crosses' red
+		l.Color, sc.Color = c, c
+		p.Add(l, sc)
+		legend = append(legend, LegendEntry{Label: name, Color: css(c), Kind: "line"})
+		marks = append(marks, xys...)
+	}
+	if len(marks) == 0 {
+		return Figure{}, false
+	}
+	if len(fails) > 0 {
+		if x, err := plotter.NewScatter(fails); err == nil {
+			x.GlyphStyle = draw.GlyphStyle{Shape: draw.CrossGlyph{}, Color: FailColor, Radius: vg.Points(5)}
+			p.Add(x)
+			legend = append(legend, LegendEntry{Label: "failing trial", Color: css(FailColor), Kind: "cross"})
+		}
+	}
+	rateAxis(&p.X, rates)
+	fitLinear(&p.Y, 0, hi, true, plot.DefaultTicks{})
+	svg, chk, err := render(p, 18*vg.Centimeter, 10*vg.Centimeter, marks, nil)
+	if err != nil {
+		return Figure{}, false
+	}
+	return Figure{ID: "cpu", Title: "CPU per trial", SVG: svg, Legend: legend, Check: chk,
+		Caption: "Every trial's CPU over its measured window, from the agents' host accounting: the sender and receiver agents' processes (cores, summed by role), the system under test's named processes (--sut-process), and the cores the hosts were busy, every process included. A harness that is not the bottleneck leaves the hosts room; a red cross marks a failing trial."}, true
+}
+
+func allZero(xys plotter.XYs) bool {
+	for _, xy := range xys {
+		if xy.Y != 0 {
+			return false
+		}
+	}
+	return true
+}
