@@ -263,16 +263,19 @@ func throughputFigure(an *analysis.Report) (Figure, bool) {
 		legend = append(legend, LegendEntry{Label: label, Color: css(col), Kind: kind})
 		marks = append(marks, xys...)
 	}
+	// The last bin of a series covers only part of its width (the run
+	// ended inside it): drawn, it reads as a collapse at the end.
+	partial := func(n int) int { return max(n-1, 0) }
 	for _, r := range an.PointRates {
 		var xys plotter.XYs
-		for k, v := range r.PerSec {
+		for k, v := range r.PerSec[:partial(len(r.PerSec))] {
 			xys = append(xys, plotter.XY{X: r.StartS + (float64(k)+0.5)*r.BinS, Y: v})
 		}
 		add(xys, r.Point+" (log records)", false)
 	}
 	for _, s := range an.Throughput {
 		var xys plotter.XYs
-		for k, v := range s.PerSec {
+		for k, v := range s.PerSec[:partial(len(s.PerSec))] {
 			xys = append(xys, plotter.XY{X: (float64(k) + 0.5) * s.PeriodS, Y: v})
 		}
 		add(xys, s.Channel+" on "+s.Node+" (counter)", true)
@@ -290,7 +293,7 @@ func throughputFigure(an *analysis.Report) (Figure, bool) {
 	if err != nil {
 		return Figure{}, false
 	}
-	caption := "Records per 100 ms at each instrumentation point of the profiled trial, from its logs, in the reference node's time."
+	caption := "Records per 100 ms at each instrumentation point of the profiled trial, from its logs, in the reference node's time (the last bin, which the run's end cut short, is left out)."
 	if counters {
 		caption += " Dashed: the periodic counters of counter channels, each from its own start."
 	}

@@ -203,3 +203,87 @@ func allZero(xys plotter.XYs) bool {
 	}
 	return true
 }
+
+// sweepThroughputFigure draws what the receivers consumed over the whole
+// sweep, trial after trial: from each receiver's backlog samples (every
+// 100 ms, cumulative consumed counts), the rate between consecutive
+// samples, summed over receivers, against the time since the first
+// trial; a trial's segment is green when it passed, red when it failed.
+func sweepThroughputFigure(d *rundir.Dir, s *rundir.Summary) (Figure, bool) {
+	p := plot.New()
+	p.Title.Text = "throughput over the sweep"
+	p.X.Label.Text = "time since the first trial (s)"
+	p.Y.Label.Text = "tuples/s consumed"
+	style(p)
+	var marks plotter.XYs
+	start := int64(0)
+	yhi := 0.0
+	drawn := map[bool]bool{}
+	for _, t := range s.Result.Trials {
+		f, err := d.Trial(t.N)
+		if err != nil || f.Outcome == nil {
+			continue
+		}
+		rates := map[int64]float64{} // sample instant (rounded to 10 ms) -> tuples/s over receivers
+		for _, r := range f.Outcome.Receivers {
+			if r == nil {
+				continue
+			}
+			for i := 1; i < len(r.Backlog); i++ {
+				a, b := r.Backlog[i-1], r.Backlog[i]
+				if dt := b.UnixNs - a.UnixNs; dt > 0 && b.Consumed >= a.Consumed {
+					rates[b.UnixNs/1e7] += float64(b.Consumed-a.Consumed) / (float64(dt) / 1e9)
+				}
+			}
+		}
+		keys := make([]int64, 0, len(rates))
+		for k := range rates {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(a, b int) bool { return keys[a] < keys[b] })
+		var xys plotter.XYs
+		for _, k := range keys {
+			if start == 0 {
+				start = k
+			}
+			xys = append(xys, plotter.XY{X: float64(k-start) / 100, Y: rates[k]})
+			yhi = math.Max(yhi, rates[k])
+		}
+		if len(xys) < 2 {
+			continue
+		}
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			continue
+		}
+		l.Color = FailColor
+		if t.Verdict.Pass {
+			l.Color = PassColor
+		}
+		p.Add(l)
+		drawn[t.Verdict.Pass] = true
+		marks = append(marks, xys...)
+	}
+	if len(marks) < 2 {
+		return Figure{}, false
+	}
+	var legend []LegendEntry
+	if drawn[true] {
+		legend = append(legend, LegendEntry{Label: "a passing trial", Color: css(PassColor), Kind: "line"})
+	}
+	if drawn[false] {
+		legend = append(legend, LegendEntry{Label: "a failing trial", Color: css(FailColor), Kind: "line"})
+	}
+	xlo, xhi := math.Inf(1), math.Inf(-1)
+	for _, m := range marks {
+		xlo, xhi = math.Min(xlo, m.X), math.Max(xhi, m.X)
+	}
+	fitLinear(&p.X, xlo, xhi, false, plot.DefaultTicks{})
+	fitLinear(&p.Y, 0, math.Max(yhi, 1), true, RateTicks(false))
+	svg, chk, err := render(p, 18*vg.Centimeter, 10*vg.Centimeter, marks, nil)
+	if err != nil {
+		return Figure{}, false
+	}
+	return Figure{ID: "sweep-throughput", Title: "Throughput over the sweep", SVG: svg, Legend: legend, Check: chk,
+		Caption: "What the receivers consumed, per 100 ms, trial after trial (warm-up included; the gaps are the pauses between trials), from their backlog samples: a failing trial's line shows how far below its target it fell, or that it kept up and failed another rule."}, true
+}

@@ -113,6 +113,9 @@ func Build(d *rundir.Dir) (html []byte, damaged []string, err error) {
 		if f, ok := cpuFigure(s); ok {
 			pg.Figures = append(pg.Figures, f)
 		}
+		if f, ok := sweepThroughputFigure(d, s); ok {
+			pg.Figures = append(pg.Figures, f)
+		}
 		dists := answerDists(d, &pg.Problems)
 		if f, ok := distributionFigure(dists); ok {
 			pg.Figures = append(pg.Figures, f)

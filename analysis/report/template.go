@@ -42,6 +42,7 @@ var pageTemplate = template.Must(template.Must(template.New("report").Parse(figu
 {{range .Figures}}{{if eq .ID "lateness"}}{{template "fig" .}}{{end}}{{end}}
 {{range .Figures}}{{if eq .ID "percentiles"}}{{template "fig" .}}{{end}}{{end}}
 {{range .Figures}}{{if eq .ID "cpu"}}{{template "fig" .}}{{end}}{{end}}
+{{range .Figures}}{{if eq .ID "sweep-throughput"}}{{template "fig" .}}{{end}}{{end}}
 {{range .Figures}}{{if eq .ID "distribution"}}<h2>{{.Title}}</h2>
 {{template "fig" .}}<p class="small">HdrHistogram files: {{range $i, $f := $.Hgrm}}{{if $i}}, {{end}}<code>{{$f}}</code>{{end}}</p>{{end}}{{end}}
 

@@ -67,7 +67,7 @@ func TestProfiledSweepReport(t *testing.T) {
 	if m := regexp.MustCompile(`(src|href)="(https?:)?//`).Find(html); m != nil {
 		t.Fatalf("the report loads %s from elsewhere: it must be self-contained", m)
 	}
-	for _, id := range []string{"fig-sweep", "fig-lateness", "fig-percentiles", "fig-cpu", "fig-distribution", "fig-latency", "fig-clock", "fig-throughput"} {
+	for _, id := range []string{"fig-sweep", "fig-lateness", "fig-percentiles", "fig-cpu", "fig-sweep-throughput", "fig-distribution", "fig-latency", "fig-clock", "fig-throughput"} {
 		if !strings.Contains(string(html), `id="`+id+`"`) {
 			t.Errorf("report has no %s", id)
 		}
