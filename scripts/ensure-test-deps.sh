@@ -5,6 +5,8 @@
 #   python3-zmq, python3-msgpack   the cross-language wire-format peer
 #   chromium                       report.html and cpsweep watch's page rendered
 #   tmux                           cpsweep watch's terminal test
+#   prometheus                     the Grafana dashboard's queries, tested against
+#                                  a real Prometheus scraping a real sweep
 #   podman, netavark, aardvark-dns the agents as containers on a private network;
 #   iptables                       netavark sets up that network with iptables
 #                                  (Debian's podman only suggests it: without it
@@ -19,6 +21,7 @@ need nats-server nats-server
 need redis-server redis-server
 need chromium chromium
 need tmux tmux
+need prometheus prometheus
 need podman podman runc
 need iptables iptables
 [ -x /usr/lib/podman/netavark ] || [ -x /usr/libexec/podman/netavark ] || missing+=(netavark)
