@@ -117,7 +117,7 @@ func TestGrafanaDashboardQueries(t *testing.T) {
 	}
 	achieved := rep.Result.Trials[0].Achieved
 	at := time.Unix(0, f.Outcome.Window[1]).Add(-time.Second) // 5 s of rate inside the 8 s window
-	time.Sleep(time.Second)                                  // the scrapes up to it are stored
+	time.Sleep(time.Second)                                   // the scrapes up to it are stored
 	query := func(expr string) (float64, int) {
 		q := url.Values{"query": {expr}, "time": {strconv.FormatFloat(float64(at.UnixNano())/1e9, 'f', 3, 64)}}
 		r, err := client.Get(base + "/api/v1/query?" + q.Encode())
