@@ -90,13 +90,7 @@ func trialFigures(d *rundir.Dir, s *rundir.Summary) []Figure {
 		if len(marks) == 0 {
 			continue
 		}
-		if len(fails) > 0 {
-			if x, err := plotter.NewScatter(fails); err == nil {
-				x.GlyphStyle = draw.GlyphStyle{Shape: draw.CrossGlyph{}, Color: FailColor, Radius: vg.Points(5)}
-				p.Add(x)
-				legend = append(legend, LegendEntry{Label: "failing trial", Color: css(FailColor), Kind: "cross"})
-			}
-		}
+		legend = crossFailures(p, fails, legend)
 		rateAxis(&p.X, rates)
 		fitLog(&p.Y, lo, hi, NsTicks(true))
 		svg, chk, err := render(p, 18*vg.Centimeter, 10*vg.Centimeter, marks, nil)
@@ -178,13 +172,7 @@ func cpuFigure(s *rundir.Summary) (Figure, bool) {
 	if len(marks) == 0 {
 		return Figure{}, false
 	}
-	if len(fails) > 0 {
-		if x, err := plotter.NewScatter(fails); err == nil {
-			x.GlyphStyle = draw.GlyphStyle{Shape: draw.CrossGlyph{}, Color: FailColor, Radius: vg.Points(5)}
-			p.Add(x)
-			legend = append(legend, LegendEntry{Label: "failing trial", Color: css(FailColor), Kind: "cross"})
-		}
-	}
+	legend = crossFailures(p, fails, legend)
 	rateAxis(&p.X, rates)
 	fitLinear(&p.Y, 0, hi, true, plot.DefaultTicks{})
 	svg, chk, err := render(p, 18*vg.Centimeter, 10*vg.Centimeter, marks, nil)
@@ -286,4 +274,19 @@ func sweepThroughputFigure(d *rundir.Dir, s *rundir.Summary) (Figure, bool) {
 	}
 	return Figure{ID: "sweep-throughput", Title: "Throughput over the sweep", SVG: svg, Legend: legend, Check: chk,
 		Caption: "What the receivers consumed, per 100 ms, trial after trial (warm-up included; the gaps are the pauses between trials), from their backlog samples: a failing trial's line shows how far below its target it fell, or that it kept up and failed another rule."}, true
+}
+
+// crossFailures marks the failing trials' points with red crosses and
+// says so in the legend (nothing when none failed).
+func crossFailures(p *plot.Plot, fails plotter.XYs, legend []LegendEntry) []LegendEntry {
+	if len(fails) == 0 {
+		return legend
+	}
+	x, err := plotter.NewScatter(fails)
+	if err != nil {
+		return legend
+	}
+	x.GlyphStyle = draw.GlyphStyle{Shape: draw.CrossGlyph{}, Color: FailColor, Radius: vg.Points(5)}
+	p.Add(x)
+	return append(legend, LegendEntry{Label: "failing trial", Color: css(FailColor), Kind: "cross"})
 }
