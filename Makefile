@@ -21,7 +21,9 @@ build: deps
 	$(GO) build -ldflags "-X github.com/cloudprofiler-go/cp/cmd/internal/cli.commit=$(COMMIT)" $(GOFLAGS) -o $(BIN)/ ./cmd/...
 
 # Unit, race, fuzz-seed and integration tests (the integration tests build
-# and start the real binaries on loopback). The summary lists every skipped
+# and start the real binaries on loopback; they run after the other
+# packages, alone on the host, since their trials are timed and a 2-core
+# machine shared with the unit tests starved them). The summary lists every skipped
 # test with its reason; CP_REQUIRE_ALL=1 (CI as root) turns the skips of a
 # missing tool or privilege into failures.
 test: deps
@@ -29,7 +31,8 @@ test: deps
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./cpustat/ ./driver/ ./sweep/discover/ ./objfactory/ ./receiver/ ./sender/ ./stage/ ./servicerate/ ./diagnose/ ./internal/histo/ ./internal/zmqraw/ ./profiler/ ./tsc/... ./sweep/watch/ ./sweep/agent/
-	$(GO) test -count=1 -json ./... | $(GO) run ./scripts/testsummary
+	{ $(GO) test -count=1 -json $$($(GO) list ./... | grep -v /internal/testkit/e2e); \
+	  $(GO) test -count=1 -json ./internal/testkit/e2e/; } | $(GO) run ./scripts/testsummary
 
 # The fast part of make test: vet and the unit tests of every package but
 # internal/testkit/e2e (no root needed, no binaries started; ~1 min).

@@ -12,23 +12,22 @@ import (
 	"github.com/cloudprofiler-go/cp/rundir"
 )
 
-// trialFigures reads every trial's worst-agent lateness and latency
-// (p50, p99) and draws them apart: lateness is the sender's (how late its
-// slots were against the schedule), latency the receivers' (intended send
-// to consumed). A failing trial is marked with a cross on each line.
-func trialFigures(d *rundir.Dir, s *rundir.Summary) []Figure {
-	type point struct {
-		rate float64
-		pass bool
-		v    [4]int64 // lateness p50, p99, latency p50, p99
-	}
-	var pts []point
+// trialPoint is one trial's worst-agent lateness and latency.
+type trialPoint struct {
+	rate float64
+	pass bool
+	v    [4]int64 // lateness p50, p99, latency p50, p99
+}
+
+// trialPoints reads them from every trial's file, by rate.
+func trialPoints(d *rundir.Dir, s *rundir.Summary) []trialPoint {
+	var pts []trialPoint
 	for _, t := range s.Result.Trials {
 		f, err := d.Trial(t.N)
 		if err != nil || f.Outcome == nil {
 			continue
 		}
-		p := point{rate: t.Rate, pass: t.Verdict.Pass}
+		p := trialPoint{rate: t.Rate, pass: t.Verdict.Pass}
 		for _, snd := range f.Outcome.Senders {
 			if snd != nil {
 				p.v[0], p.v[1] = max(p.v[0], snd.Lateness.P50), max(p.v[1], snd.Lateness.P99)
@@ -42,6 +41,15 @@ func trialFigures(d *rundir.Dir, s *rundir.Summary) []Figure {
 		pts = append(pts, p)
 	}
 	sort.SliceStable(pts, func(a, b int) bool { return pts[a].rate < pts[b].rate })
+	return pts
+}
+
+// trialFigures reads every trial's worst-agent lateness and latency
+// (p50, p99) and draws them apart: lateness is the sender's (how late its
+// slots were against the schedule), latency the receivers' (intended send
+// to consumed). A failing trial is marked with a cross on each line.
+func trialFigures(d *rundir.Dir, s *rundir.Summary) []Figure {
+	pts := trialPoints(d, s)
 	var out []Figure
 	for _, fig := range []struct {
 		id, what, title, caption string

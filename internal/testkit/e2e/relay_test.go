@@ -24,18 +24,32 @@ func TestSweepMeasuresARelaysServiceRate(t *testing.T) {
 			"--duration", "1s", "--warmup", "300ms", "--precision", "0.05", "--boundary-runs", "1", "--max-trials", "8")
 		return rep
 	}
-	rep := sweepRelay()
-	// The suite beside this test can make dgsend's own thread late (22 ms
-	// at 67 k/s in one CI run) or fill the host's CPUs (other processes
-	// 69%); the sweep then rightly names that thread or the host CPU, not
-	// the relay. That is the instrument reporting a disturbed host, not a
-	// wrong measurement of the relay: sweep once more, and fail if the
-	// second sweep does not name the relay either.
-	if strings.HasPrefix(rep.Limiting, "thread") || rep.Limiting == "host CPU" {
-		t.Logf("first sweep limited by the harness's own %q (%s); sweeping again", rep.Limiting, rep.Evidence)
-		rep = sweepRelay()
+	// The relay runs in this test's process: a host busy with other work
+	// can make dgsend's own thread late (22 ms at 67 k/s in one CI run),
+	// fill the host's CPUs, or starve the relay itself so that its rate
+	// moves during the sweep (190 k early, 112 k later in another), and the
+	// sweep then rightly names the thread or the host CPU, or marks every
+	// relay limit inconsistent with its trials. That is the instrument
+	// reporting a disturbed host, not a wrong measurement of the relay:
+	// the test sweeps once more, and fails on what the second sweep shows.
+	var problems []string
+	for attempt := 1; attempt <= 2; attempt++ {
+		rep := sweepRelay()
+		if problems = checkRelaySweep(rep, float64(perSec*bucket)); len(problems) == 0 {
+			t.Logf("sweep %d: answer %.0f, limited by the relay (%s)", attempt, rep.Result.LastPass, rep.Evidence)
+			return
+		}
+		t.Logf("sweep %d: %s", attempt, strings.Join(problems, "; "))
 	}
-	want := float64(perSec * bucket)
+	t.Fatalf("the relay's rate was not measured in two sweeps: %s", strings.Join(problems, "; "))
+}
+
+// checkRelaySweep says what is wrong with a relay sweep's next limits
+// (nil: nothing): each consistent one must be the relay's backlog rate,
+// between what the sweep saw pass and the relay's schedule, at least one
+// must name it, and the sweep must be limited by it.
+func checkRelaySweep(rep sweepReport, want float64) []string {
+	var problems []string
 	seen := 0
 	for _, tr := range rep.Result.Trials {
 		n := tr.NextLimit
@@ -43,29 +57,25 @@ func TestSweepMeasuresARelaysServiceRate(t *testing.T) {
 			continue
 		}
 		if n.Stage != "sut/stream0" || n.Method != servicerate.MethodBacklog {
-			t.Errorf("trial at %.0f: next limit %s (%s) %.0f, want the relay's backlog rate", tr.Rate, n.Stage, n.Method, n.TuplesPerS)
+			problems = append(problems, fmt.Sprintf("trial at %.0f: next limit %s (%s) %.0f, want the relay's backlog rate", tr.Rate, n.Stage, n.Method, n.TuplesPerS))
 			continue
 		}
-		// The relay never forwards faster than its schedule (+5% for the
-		// measurement), but runs in this test's own process: on a host busy
-		// with the rest of the suite it is starved and really forwards
-		// less (147 k/s of 200 k/s in one CI run, where the sweep's answer
-		// was 143 k/s). So the rate named must lie between what the sweep
-		// saw pass and the schedule; the exact figure is the relay row's
-		// benchmark (TestBenchRelayRow).
+		// Never faster than the relay's schedule (+5% for the measurement);
+		// a starved relay really forwards less, so the floor is what the
+		// sweep saw pass. The exact figure is TestBenchRelayRow's.
 		if n.TuplesPerS > 1.05*want || n.TuplesPerS < 0.95*rep.Result.LastPass {
-			t.Errorf("trial at %.0f: the relay's backlog rate %.0f, want between the answer %.0f (-5%%) and the relay's schedule %.0f (+5%%)", tr.Rate, n.TuplesPerS, rep.Result.LastPass, want)
+			problems = append(problems, fmt.Sprintf("trial at %.0f: the relay's backlog rate %.0f, want between the answer %.0f (-5%%) and the relay's schedule %.0f (+5%%)", tr.Rate, n.TuplesPerS, rep.Result.LastPass, want))
 		}
 		if tr.Verdict.Pass && n.TuplesPerS < 0.95*tr.Rate {
-			t.Errorf("trial at %.0f passed, yet its next limit says %.0f", tr.Rate, n.TuplesPerS)
+			problems = append(problems, fmt.Sprintf("trial at %.0f passed, yet its next limit says %.0f", tr.Rate, n.TuplesPerS))
 		}
 		seen++
 	}
 	if seen == 0 {
-		t.Fatalf("no trial named the relay's rate; limited by %q (%s); trials %+v", rep.Limiting, rep.Evidence, rep.Result.Trials)
+		problems = append(problems, fmt.Sprintf("no trial named the relay's rate consistently (limited by %q: %s; %d trials)", rep.Limiting, rep.Evidence, len(rep.Result.Trials)))
 	}
 	if rep.Limiting != "sut/stream0" {
-		t.Errorf("limited by %q (%s), want the relay", rep.Limiting, rep.Evidence)
+		problems = append(problems, fmt.Sprintf("limited by %q (%s), want the relay", rep.Limiting, rep.Evidence))
 	}
-	t.Logf("answer %.0f (relay %.0f), %d next limits named the relay", rep.Result.LastPass, want, seen)
+	return problems
 }
