@@ -21,16 +21,20 @@ need nats-server nats-server
 need redis-server redis-server
 need chromium chromium
 need tmux tmux
-need prometheus prometheus
 need podman podman runc
 need iptables iptables
 [ -x /usr/lib/podman/netavark ] || [ -x /usr/libexec/podman/netavark ] || missing+=(netavark)
 [ -x /usr/lib/podman/aardvark-dns ] || [ -x /usr/libexec/podman/aardvark-dns ] || missing+=(aardvark-dns)
 /usr/bin/python3 -c 'import zmq, msgpack' 2>/dev/null || missing+=(python3-zmq python3-msgpack)
-[ ${#missing[@]} -eq 0 ] && exit 0
+prom=()
+command -v prometheus >/dev/null 2>&1 || prom=(prometheus)
+[ ${#missing[@]} -eq 0 ] && [ ${#prom[@]} -eq 0 ] && exit 0
 if ! command -v apt-get >/dev/null 2>&1; then
-	echo "missing: ${missing[*]} (the tests that need them will skip)" >&2
+	echo "missing: ${missing[*]} ${prom[*]} (the tests that need them will skip)" >&2
 	exit 0
 fi
 . "$(dirname "$0")/apt-install.sh"
-apt_install "the tests that need them will skip" optional "${missing[@]}"
+[ ${#missing[@]} -eq 0 ] || apt_install "the tests that need them will skip" optional "${missing[@]}"
+# Prometheus alone, without what it recommends (node-exporter and its
+# collectors, services the test does not want).
+[ ${#prom[@]} -eq 0 ] || APT_FLAGS=--no-install-recommends apt_install "the dashboard test will skip" optional "${prom[@]}"
