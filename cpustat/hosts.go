@@ -98,3 +98,17 @@ func AgentsProfilerCost(hosts []AgentHost) (cores, share float64, ok bool) {
 	}
 	return ProfilerCost(sums)
 }
+
+// RoleCores sums the agents' processes' cores by role: the sender agents'
+// (nodes sender<N>) and the receiver agents' (receiver<N>).
+func RoleCores(hosts []AgentHost) (senders, receivers float64) {
+	for _, h := range hosts {
+		switch {
+		case strings.HasPrefix(h.Node, "sender"):
+			senders += h.Process
+		case strings.HasPrefix(h.Node, "receiver"):
+			receivers += h.Process
+		}
+	}
+	return senders, receivers
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/cpustat"
+	"github.com/cloudprofiler-go/cp/internal/histo"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/receiver/tally"
 	sendtally "github.com/cloudprofiler-go/cp/sender/tally"
@@ -352,4 +353,33 @@ type Attempt struct {
 	Pass     bool                `json:"pass"`
 	Achieved float64             `json:"achieved"`
 	Hosts    []cpustat.AgentHost `json:"hosts"`
+}
+
+// WorstLateness is the senders' lateness as the trial's tables and plots
+// show it: each percentile the highest of any sender's (ok false: no
+// sender reported).
+func (o *Outcome) WorstLateness() (worst histo.Summary, ok bool) {
+	for _, s := range o.Senders {
+		if s != nil {
+			worst, ok = worstOf(worst, s.Lateness), true
+		}
+	}
+	return worst, ok
+}
+
+// WorstLatency is the receivers' end-to-end latency likewise, over the
+// receivers that recorded any (ok false: none did).
+func (o *Outcome) WorstLatency() (worst histo.Summary, ok bool) {
+	for _, r := range o.Receivers {
+		if r != nil && r.Latency.Count > 0 {
+			worst, ok = worstOf(worst, r.Latency), true
+		}
+	}
+	return worst, ok
+}
+
+func worstOf(a, b histo.Summary) histo.Summary {
+	a.P50, a.P90, a.P99, a.P999, a.Max = max(a.P50, b.P50), max(a.P90, b.P90), max(a.P99, b.P99), max(a.P999, b.P999), max(a.Max, b.Max)
+	a.Count += b.Count
+	return a
 }

@@ -3,6 +3,9 @@ package sweep
 import (
 	"fmt"
 	"strings"
+
+	"github.com/cloudprofiler-go/cp/cpustat"
+	"github.com/cloudprofiler-go/cp/internal/histo"
 )
 
 // trialsHeader is trials.csv's header: the first seven columns as they
@@ -21,46 +24,29 @@ var trialsHeader = []string{"trial", "purpose", "target_rate", "achieved_rate", 
 func trialRow(t Trial) []string {
 	row := []string{fmt.Sprint(t.N), t.Purpose, fmt.Sprintf("%.0f", t.Rate), fmt.Sprintf("%.0f", t.Achieved),
 		fmt.Sprint(t.Verdict.Pass), strings.Join(t.Verdict.Failed(), "; "), fmt.Sprintf("%.3f", t.Elapsed.Seconds())}
-	var late, p50, p99, p999, top int64
-	var recorded bool
-	if o := t.Outcome; o != nil {
-		for _, s := range o.Senders {
-			if s != nil {
-				late = max(late, s.Lateness.P99)
-			}
-		}
-		for _, r := range o.Receivers {
-			if r != nil && r.Latency.Count > 0 {
-				recorded = true
-				p50, p99, p999, top = max(p50, r.Latency.P50), max(p99, r.Latency.P99), max(p999, r.Latency.P999), max(top, r.Latency.Max)
-			}
-		}
-	}
 	ns := func(v int64, ok bool) string {
 		if !ok {
 			return ""
 		}
 		return fmt.Sprint(v)
 	}
-	row = append(row, ns(late, t.Outcome != nil && len(t.Outcome.Senders) > 0),
-		ns(p50, recorded), ns(p99, recorded), ns(p999, recorded), ns(top, recorded))
+	var late, lat histo.Summary
+	var sent, recorded bool
+	if t.Outcome != nil {
+		late, sent = t.Outcome.WorstLateness()
+		lat, recorded = t.Outcome.WorstLatency()
+	}
+	row = append(row, ns(late.P99, sent), ns(lat.P50, recorded), ns(lat.P99, recorded), ns(lat.P999, recorded), ns(lat.Max, recorded))
 	if len(t.Hosts) == 0 {
 		return append(row, "", "", "", "", "")
 	}
-	var send, recv, sut, busy, others float64
-	sutOn := map[string]float64{} // agents on one host each see its system's processes
-	for _, h := range t.Hosts {
-		switch {
-		case strings.HasPrefix(h.Node, "sender"):
-			send += h.Process
-		case strings.HasPrefix(h.Node, "receiver"):
-			recv += h.Process
-		}
-		sutOn[h.Host] = max(sutOn[h.Host], h.SUT)
-		busy, others = max(busy, h.HostBusy), max(others, h.OtherProcesses)
+	send, recv := cpustat.RoleCores(t.Hosts)
+	var sut, busy, others float64
+	for _, v := range cpustat.HostViews(t.Hosts) {
+		sut, busy = sut+v.SUT, max(busy, v.Busy) // the system's processes once a host
 	}
-	for _, c := range sutOn {
-		sut += c
+	for _, h := range t.Hosts {
+		others = max(others, h.OtherProcesses)
 	}
 	return append(row, fmt.Sprintf("%.3f", send), fmt.Sprintf("%.3f", recv), fmt.Sprintf("%.3f", sut), fmt.Sprintf("%.3f", busy), fmt.Sprintf("%.3f", others))
 }

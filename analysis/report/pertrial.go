@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/rundir"
 )
 
@@ -27,18 +28,9 @@ func trialPoints(d *rundir.Dir, s *rundir.Summary) []trialPoint {
 		if err != nil || f.Outcome == nil {
 			continue
 		}
-		p := trialPoint{rate: t.Rate, pass: t.Verdict.Pass}
-		for _, snd := range f.Outcome.Senders {
-			if snd != nil {
-				p.v[0], p.v[1] = max(p.v[0], snd.Lateness.P50), max(p.v[1], snd.Lateness.P99)
-			}
-		}
-		for _, r := range f.Outcome.Receivers {
-			if r != nil {
-				p.v[2], p.v[3] = max(p.v[2], r.Latency.P50), max(p.v[3], r.Latency.P99)
-			}
-		}
-		pts = append(pts, p)
+		late, _ := f.Outcome.WorstLateness()
+		lat, _ := f.Outcome.WorstLatency()
+		pts = append(pts, trialPoint{rate: t.Rate, pass: t.Verdict.Pass, v: [4]int64{late.P50, late.P99, lat.P50, lat.P99}})
 	}
 	sort.SliceStable(pts, func(a, b int) bool { return pts[a].rate < pts[b].rate })
 	return pts
@@ -126,20 +118,10 @@ func cpuFigure(s *rundir.Summary) (Figure, bool) {
 			continue
 		}
 		p := point{rate: t.Rate, pass: t.Verdict.Pass}
-		busy, sut := map[string]float64{}, map[string]float64{}
-		for _, h := range t.Hosts {
-			switch {
-			case len(h.Node) >= 6 && h.Node[:6] == "sender":
-				p.v[0] += h.Process
-			case len(h.Node) >= 8 && h.Node[:8] == "receiver":
-				p.v[1] += h.Process
-			}
-			sut[h.Host] = max(sut[h.Host], h.SUT)
-			busy[h.Host] = max(busy[h.Host], h.HostBusy*float64(h.CPUs))
-		}
-		for host := range busy {
-			p.v[2] += sut[host]
-			p.v[3] += busy[host]
+		p.v[0], p.v[1] = cpustat.RoleCores(t.Hosts)
+		for _, v := range cpustat.HostViews(t.Hosts) {
+			p.v[2] += v.SUT
+			p.v[3] += v.Busy * float64(v.CPUs)
 		}
 		pts = append(pts, p)
 	}

@@ -89,6 +89,13 @@ type clockRow struct {
 // policy as cpsweep analyze, which refuses such a directory unless asked
 // for what is intact.
 func Build(d *rundir.Dir) (html []byte, damaged []string, err error) {
+	html, damaged, _, err = build(d)
+	return html, damaged, err
+}
+
+// build is Build, and the latency distributions at the answer it drew
+// (which Write also saves as .hgrm).
+func build(d *rundir.Dir) (html []byte, damaged []string, dists []answerDist, err error) {
 	pg := page{Dir: d.Path, Generated: time.Now().UTC().Format(time.RFC3339), Problems: append([]string(nil), d.Problems...)}
 	pg.damaged = append(pg.damaged, d.Problems...)
 	if s := d.Summary; s != nil {
@@ -116,7 +123,7 @@ func Build(d *rundir.Dir) (html []byte, damaged []string, err error) {
 		if f, ok := sweepThroughputFigure(d, s); ok {
 			pg.Figures = append(pg.Figures, f)
 		}
-		dists := answerDists(d, &pg.Problems)
+		dists = answerDists(d, &pg.Problems)
 		if f, ok := distributionFigure(dists); ok {
 			pg.Figures = append(pg.Figures, f)
 			for _, a := range dists {
@@ -154,10 +161,10 @@ func Build(d *rundir.Dir) (html []byte, damaged []string, err error) {
 	}
 	var buf bytes.Buffer
 	if err := pageTemplate.Execute(&buf, pg); err != nil {
-		return nil, nil, fmt.Errorf("render report: %w", err)
+		return nil, nil, nil, fmt.Errorf("render report: %w", err)
 	}
 	slices.Sort(pg.damaged)
-	return buf.Bytes(), slices.Compact(pg.damaged), nil
+	return buf.Bytes(), slices.Compact(pg.damaged), dists, nil
 }
 
 // noLatency explains a run without per-tuple latencies.
@@ -176,15 +183,14 @@ func noLatency(d *rundir.Dir) string {
 // A directory with missing or damaged parts is refused (an error listing
 // them, nothing written) unless partial is set.
 func Write(d *rundir.Dir, partial bool) (string, []string, error) {
-	b, damaged, err := Build(d)
+	b, damaged, dists, err := build(d)
 	if err != nil {
 		return "", damaged, err
 	}
 	if len(damaged) > 0 && !partial {
 		return "", damaged, &DamagedError{Count: len(damaged)}
 	}
-	var problems []string // Build listed them on the page
-	if err := writeHgrms(d.Path, answerDists(d, &problems)); err != nil {
+	if err := writeHgrms(d.Path, dists); err != nil {
 		return "", damaged, err
 	}
 	path := filepath.Join(d.Path, File)
@@ -261,22 +267,11 @@ func trialRows(d *rundir.Dir) []trialRow {
 		r.Host = cpustat.HostsLine(t.Hosts) // as the sweep's progress said it
 		if o, err := d.Trial(t.N); err == nil && o.Outcome != nil {
 			// The worst agent's of each figure, as trials.csv has them.
-			var late, p50, p99, p999, top int64
-			for _, snd := range o.Outcome.Senders {
-				if snd != nil {
-					late = max(late, snd.Lateness.P99)
-				}
+			if late, ok := o.Outcome.WorstLateness(); ok && late.P99 > 0 {
+				r.LatenessP99 = dur(late.P99)
 			}
-			for _, rcv := range o.Outcome.Receivers {
-				if rcv != nil {
-					p50, p99, p999, top = max(p50, rcv.Latency.P50), max(p99, rcv.Latency.P99), max(p999, rcv.Latency.P999), max(top, rcv.Latency.Max)
-				}
-			}
-			if late > 0 {
-				r.LatenessP99 = dur(late)
-			}
-			if top > 0 {
-				r.LatencyP50, r.LatencyP99, r.LatencyP999, r.LatencyMax = dur(p50), dur(p99), dur(p999), dur(top)
+			if lat, ok := o.Outcome.WorstLatency(); ok && lat.Max > 0 {
+				r.LatencyP50, r.LatencyP99, r.LatencyP999, r.LatencyMax = dur(lat.P50), dur(lat.P99), dur(lat.P999), dur(lat.Max)
 			}
 		}
 		rows = append(rows, r)
