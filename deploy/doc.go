@@ -10,4 +10,7 @@
 // objects, so the binaries do not link the Kubernetes client types; the
 // tests decode every manifest strictly into the k8s.io/api types and
 // check it with apimachinery's validation.
+//
+// helm/cloudprofiler is a Helm chart of the same objects; its test renders
+// it with Helm's library and compares every object with Render's.
 package deploy

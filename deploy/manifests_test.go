@@ -124,6 +124,11 @@ func TestManifestsAreValidAPIObjects(t *testing.T) {
 			checkNames(t, name, c)
 			checkServices(t, name, c)
 			checkSecret(t, name, c, files)
+			for _, f := range files {
+				if f.Secret != (f.Name == "01-token-secret.yaml") || (f.Secret && f.Mode != 0o600) {
+					t.Errorf("%s: %s: secret %v, mode %o; want only the Secret's file marked, mode 0600", name, f.Name, f.Secret, f.Mode)
+				}
+			}
 			for _, p := range c.pods() {
 				checkGuaranteed(t, name+"/"+p.name, p.spec)
 			}

@@ -46,7 +46,8 @@ or a ConfigMap) unless --token-file gives one. Every pod has Guaranteed QoS
 pin the emission threads. Senders, receivers and the system under test
 (--sut-selector) are kept on different nodes (--anti-affinity). The Job runs
 cpsweep with the flags after --, writes the run directory on a volume, and
-waits --hold for kubectl cp. docs/kubernetes.md has the whole walk.`,
+waits --hold for kubectl cp. docs/kubernetes.md has the whole walk.
+The Helm chart deploy/helm/cloudprofiler renders the same objects.`,
 		Example: `  # two sender pods of 3 CPUs, one receiver of 4 with 2 lanes, the broker's pods elsewhere
   cpsweep deploy kubernetes --image registry.example.com/cp:1 --sender-count 2 --sender-cpus 3 --receiver-cpus 4 --lanes 2 \
     --sut-selector app=nats --out k8s -- --duration 3s --bucket 100 --threads 2 --clock
