@@ -45,6 +45,21 @@ type Driver interface {
 	NewConsumer(e Endpoint) (Consumer, error)
 }
 
+// Admin is what a sweep asks of a broker about a job's topics; the
+// drivers with persistence (JetStream, Redis Streams, Kafka) have it.
+type Admin interface {
+	// Ensure creates e's stream, key or topic where it is missing; it
+	// never deletes or empties one.
+	Ensure(e Endpoint) error
+	// GroupLag is e.Group's backlog on e: messages stored and not yet
+	// delivered to the group, or delivered and not acknowledged
+	// (committed, on Kafka).
+	GroupLag(e Endpoint) (int64, error)
+}
+
+// ErrNoAdmin: the broker keeps no backlog to read (core NATS).
+var ErrNoAdmin = errors.New("this broker keeps no stream or group to prepare or read a backlog from (core NATS delivers to whoever is subscribed, or drops)")
+
 // Registry is the drivers a program was built with, by scheme. The
 // programs make theirs (cmd/internal/cli.Brokers) and hand it down to the
 // sender and the receiver; the zero Registry has none.
@@ -95,6 +110,47 @@ func (r Registry) NewConsumer(e Endpoint) (Consumer, error) {
 		return nil, &Failure{e.Where(), err}
 	}
 	return failingConsumer{c, e.Where()}, nil
+}
+
+// Ensure creates e's stream, key or topic where it is missing (ErrNoAdmin
+// for core NATS).
+func (r Registry) Ensure(e Endpoint) error {
+	a, err := r.admin(e)
+	if err != nil {
+		return err
+	}
+	if err := a.Ensure(e); err != nil {
+		return &Failure{e.Where(), err}
+	}
+	return nil
+}
+
+// GroupLag is e.Group's backlog on e (ErrNoAdmin for core NATS).
+func (r Registry) GroupLag(e Endpoint) (int64, error) {
+	if e.Group == "" {
+		return 0, fmt.Errorf("broker endpoint %s: no group to read a backlog of: give ?group=NAME, the job's consumer group", e.Where())
+	}
+	a, err := r.admin(e)
+	if err != nil {
+		return 0, err
+	}
+	n, err := a.GroupLag(e)
+	if err != nil {
+		return 0, &Failure{e.Where(), err}
+	}
+	return n, nil
+}
+
+func (r Registry) admin(e Endpoint) (Admin, error) {
+	d, err := r.driver(e)
+	if err != nil {
+		return nil, err
+	}
+	a, ok := d.(Admin)
+	if !ok {
+		return nil, fmt.Errorf("broker endpoint %s: %w", e.Where(), ErrNoAdmin)
+	}
+	return a, nil
 }
 
 // failing marks a producer's errors (but a full window) as the broker's.

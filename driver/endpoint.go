@@ -45,6 +45,13 @@ type Endpoint struct {
 	Acks       string        // all, leader or none
 	Idempotent bool          // with acks=all: idempotent produce (the default)
 	Linger     time.Duration // the producer's linger
+	// Group is a consumer group (Kafka, Redis) or durable consumer
+	// (JetStream) that is not the harness's own: a job's on its input, or
+	// the receiver's on a job's output. A consumer in a group joins it
+	// where it left off, creates the stream, key or topic only where it is
+	// missing, and never deletes one: a job may be reading or writing it.
+	// Without a group the stream is the harness's, made anew for a trial.
+	Group string
 	// Auth is from the environment (CredentialsFromEnv), never the URL.
 	Auth Credentials `json:"-"`
 }
@@ -125,6 +132,11 @@ func Parse(endpoint string) (Endpoint, error) {
 				return Endpoint{}, fmt.Errorf("broker endpoint %q: linger %q: want a duration 0..1s", endpoint, v)
 			}
 			e.Linger = d
+		case k == "group" && e.Driver != NATS:
+			if !validGroup(v) {
+				return Endpoint{}, fmt.Errorf("broker endpoint %q: group %q: 1 to 64 letters, digits, '-' and '_'", endpoint, v)
+			}
+			e.Group = v
 		case k == "maxlen" && e.Driver == Redis:
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || n < 1 {
@@ -132,7 +144,7 @@ func Parse(endpoint string) (Endpoint, error) {
 			}
 			e.MaxLen = n
 		default:
-			return Endpoint{}, fmt.Errorf("broker endpoint %q: option %s=%s is not one of %s's (window; jetstream: storage=file|memory, ack=none|explicit; redis: maxlen=N, ack=none|explicit; kafka: acks=all|leader|none, idempotent=true|false, linger=D)", endpoint, k, v, e.Driver)
+			return Endpoint{}, fmt.Errorf("broker endpoint %q: option %s=%s is not one of %s's (window; jetstream: storage=file|memory, ack=none|explicit, group=NAME; redis: maxlen=N, ack=none|explicit, group=NAME; kafka: acks=all|leader|none, idempotent=true|false, linger=D, group=NAME; core NATS keeps no group)", endpoint, k, v, e.Driver)
 		}
 	}
 	return e, nil
@@ -150,6 +162,18 @@ func validSubject(s string) bool {
 			if !(r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
 				return false
 			}
+		}
+	}
+	return true
+}
+
+func validGroup(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
 		}
 	}
 	return true

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/cloudprofiler-go/cp/driver"
@@ -130,25 +131,54 @@ func newKafkaConsumer(e driver.Endpoint) (*kafkaConsumer, error) {
 	adm := kadm.NewClient(admCl)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	// A trial starts with an empty topic of one partition.
-	// Per-topic errors (a topic that did not exist) are fine: creating it
-	// again says whether the broker can.
-	if _, err := adm.DeleteTopics(ctx, e.Subject); err != nil {
-		admCl.Close()
-		return nil, fmt.Errorf("connect to %s (kafka): delete the last trial's topic %s: %w", e.Server, e.Subject, err)
+	// a group of its own: no offsets of an earlier trial
+	group := fmt.Sprintf("cp-%d", time.Now().UnixNano())
+	if e.Group != "" {
+		// a job's topic: joined where the group left off, never deleted
+		group = e.Group
+		err = ensureTopic(ctx, adm, e.Subject)
+	} else {
+		err = freshTopic(ctx, adm, e)
 	}
-	if err := createTopic(ctx, adm, e.Subject); err != nil {
+	if err != nil {
 		admCl.Close()
-		return nil, fmt.Errorf("kafka %s: create topic %s: %w", e.Server, e.Subject, err)
+		return nil, err
 	}
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(e.Server), kgo.ConsumeTopics(e.Subject),
-		kgo.ConsumerGroup(fmt.Sprintf("cp-%d", time.Now().UnixNano())), // a group of its own: no offsets of an earlier trial
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(e.Server), kgo.ConsumeTopics(e.Subject), kgo.ConsumerGroup(group),
+		// commits often: a group's lag, read from its commits, is what the sweep waits on between trials
+		kgo.AutoCommitInterval(100 * time.Millisecond),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100 * time.Millisecond), kgo.DialTimeout(driver.ConnectTimeout)}, kafkaAuth(e.Auth)...)...)
 	if err != nil {
 		admCl.Close()
 		return nil, fmt.Errorf("kafka %s: %w", e.Server, err)
 	}
 	return &kafkaConsumer{cl: cl, adm: adm, topic: e.Subject}, nil
+}
+
+// freshTopic makes the harness's own topic anew: a trial starts with an
+// empty topic of one partition. Per-topic errors of the deletion (a topic
+// that did not exist) are fine: creating it again says whether the broker
+// can.
+func freshTopic(ctx context.Context, adm *kadm.Client, e driver.Endpoint) error {
+	if _, err := adm.DeleteTopics(ctx, e.Subject); err != nil {
+		return fmt.Errorf("connect to %s (kafka): delete the last trial's topic %s: %w", e.Server, e.Subject, err)
+	}
+	if err := createTopic(ctx, adm, e.Subject); err != nil {
+		return fmt.Errorf("kafka %s: create topic %s: %w", e.Server, e.Subject, err)
+	}
+	return nil
+}
+
+// ensureTopic makes topic (one partition) only where it is missing.
+func ensureTopic(ctx context.Context, adm *kadm.Client, topic string) error {
+	r, err := adm.CreateTopic(ctx, 1, 1, nil, topic)
+	if err == nil {
+		err = r.Err
+	}
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("kafka: create topic %s: %w", topic, err)
+	}
+	return nil
 }
 
 // createTopic creates topic, retrying while the deletion of its previous
@@ -243,3 +273,74 @@ func (Driver) NewProducer(e driver.Endpoint) (driver.Producer, error) { return n
 
 // NewConsumer implements driver.Driver.
 func (Driver) NewConsumer(e driver.Endpoint) (driver.Consumer, error) { return newKafkaConsumer(e) }
+
+// Ensure implements driver.Admin: the topic, one partition, where missing.
+func (Driver) Ensure(e driver.Endpoint) error {
+	return withAdmin(e, func(ctx context.Context, adm *kadm.Client) error { return ensureTopic(ctx, adm, e.Subject) })
+}
+
+// GroupLag implements driver.Admin: the topic's end offsets less the
+// group's committed ones (from the start, where it committed none).
+func (Driver) GroupLag(e driver.Endpoint) (lag int64, err error) {
+	err = withAdmin(e, func(ctx context.Context, adm *kadm.Client) error {
+		lags, err := adm.Lag(ctx, e.Group)
+		if err != nil {
+			return err
+		}
+		g, ok := lags[e.Group]
+		switch {
+		case !ok || errors.Is(g.DescribeErr, kerr.GroupIDNotFound) || g.State == "Dead":
+			// a group that never ran has read nothing: it starts at the
+			// first offset (docs/sut.md), so everything stored is its lag
+			lag, err = storedRecords(ctx, adm, e.Subject)
+			return err
+		case g.DescribeErr != nil:
+			return fmt.Errorf("describe group %s: %w", e.Group, g.DescribeErr)
+		case g.FetchErr != nil:
+			return fmt.Errorf("offsets of group %s: %w", e.Group, g.FetchErr)
+		}
+		for _, p := range g.Lag[e.Subject] {
+			if p.Err != nil {
+				return fmt.Errorf("lag of group %s on %s/%d: %w", e.Group, e.Subject, p.Partition, p.Err)
+			}
+			lag += p.Lag
+		}
+		return nil
+	})
+	return lag, err
+}
+
+// storedRecords is what topic holds: its end offsets less its start ones.
+func storedRecords(ctx context.Context, adm *kadm.Client, topic string) (int64, error) {
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	var ferr error
+	ends.Each(func(end kadm.ListedOffset) {
+		start, ok := starts.Lookup(topic, end.Partition)
+		switch {
+		case end.Err != nil || !ok || start.Err != nil:
+			ferr = fmt.Errorf("offsets of %s/%d: %v %v", topic, end.Partition, end.Err, start.Err)
+		default:
+			n += end.Offset - start.Offset
+		}
+	})
+	return n, ferr
+}
+
+func withAdmin(e driver.Endpoint, f func(context.Context, *kadm.Client) error) error {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(e.Server), kgo.DialTimeout(driver.ConnectTimeout)}, kafkaAuth(e.Auth)...)...)
+	if err != nil {
+		return fmt.Errorf("kafka %s: %w", e.Server, err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), driver.ConnectTimeout)
+	defer cancel()
+	return f(ctx, kadm.NewClient(cl))
+}

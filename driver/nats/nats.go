@@ -101,9 +101,9 @@ func (p *jsProducer) Flush(timeout time.Duration) error {
 
 func (p *jsProducer) Close() { p.nc.Close() }
 
-// newNATSConsumer subscribes (core NATS) or makes the subject's stream
-// anew and a pull consumer on it (JetStream: a trial starts with an empty
-// stream; streams named CP_* are the harness's own).
+// newNATSConsumer subscribes (core NATS) or pulls from the subject's
+// stream (JetStream): the harness's own, made anew, or with a group the
+// job's, joined.
 func newNATSConsumer(e driver.Endpoint) (driver.Consumer, error) {
 	nc, err := connect(e, "cp-receiver")
 	if err != nil {
@@ -198,31 +198,80 @@ func newJSConsumer(nc *nats.Conn, e driver.Endpoint) (*jsConsumer, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	name := streamName(e)
-	if err := js.DeleteStream(ctx, name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, fmt.Errorf("jetstream: remove the last trial's stream %s: %w", name, err)
+	var s jetstream.Stream
+	durable := "cp"
+	if e.Group != "" {
+		// a job's stream: joined, never deleted
+		durable = e.Group
+		s, err = ensureStream(ctx, js, e)
+	} else {
+		s, err = freshStream(ctx, js, e)
 	}
-	storage := jetstream.FileStorage
-	if e.Storage == "memory" {
-		storage = jetstream.MemoryStorage
-	}
-	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{e.Subject}, Storage: storage})
 	if err != nil {
-		return nil, fmt.Errorf("jetstream: create stream %s for %s: %w", name, e.Subject, err)
+		return nil, err
 	}
+	cons, err := s.CreateOrUpdateConsumer(ctx, consumerConfig(durable, e))
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: consumer %s on %s: %w", durable, s.CachedInfo().Config.Name, err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(1024))
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: pull from %s: %w", s.CachedInfo().Config.Name, err)
+	}
+	return &jsConsumer{nc: nc, cons: cons, it: it, ack: e.Ack == "explicit"}, nil
+}
+
+// consumerConfig is the durable pull consumer of a lane or a job: a job's
+// is made by Ensure and by the job with the same endpoint, hence the same
+// configuration (JetStream cannot change a consumer's ack policy).
+func consumerConfig(durable string, e driver.Endpoint) jetstream.ConsumerConfig {
 	policy := jetstream.AckNonePolicy
 	if e.Ack == "explicit" {
 		policy = jetstream.AckExplicitPolicy
 	}
-	cons, err := s.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "cp", AckPolicy: policy})
-	if err != nil {
-		return nil, fmt.Errorf("jetstream: consumer on %s: %w", name, err)
+	return jetstream.ConsumerConfig{Durable: durable, AckPolicy: policy}
+}
+
+func streamConfig(e driver.Endpoint) jetstream.StreamConfig {
+	storage := jetstream.FileStorage
+	if e.Storage == "memory" {
+		storage = jetstream.MemoryStorage
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(1024))
-	if err != nil {
-		return nil, fmt.Errorf("jetstream: pull from %s: %w", name, err)
+	return jetstream.StreamConfig{Name: streamName(e), Subjects: []string{e.Subject}, Storage: storage}
+}
+
+// freshStream makes the harness's own stream for e's subject anew: a
+// trial starts with an empty stream (streams named CP_* are the harness's).
+func freshStream(ctx context.Context, js jetstream.JetStream, e driver.Endpoint) (jetstream.Stream, error) {
+	name := streamName(e)
+	if err := js.DeleteStream(ctx, name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("jetstream: remove the last trial's stream %s: %w", name, err)
 	}
-	return &jsConsumer{nc: nc, cons: cons, it: it, ack: e.Ack == "explicit"}, nil
+	s, err := js.CreateStream(ctx, streamConfig(e))
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: create stream %s for %s: %w", name, e.Subject, err)
+	}
+	return s, nil
+}
+
+// ensureStream finds the stream that captures e's subject (a job's, of
+// any name), and makes CP_<subject> only when none does.
+func ensureStream(ctx context.Context, js jetstream.JetStream, e driver.Endpoint) (jetstream.Stream, error) {
+	name, err := js.StreamNameBySubject(ctx, e.Subject)
+	if err == nil {
+		return js.Stream(ctx, name)
+	}
+	if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("jetstream: which stream holds %s: %w", e.Subject, err)
+	}
+	s, err := js.CreateStream(ctx, streamConfig(e))
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		return js.Stream(ctx, streamName(e)) // made by another client meanwhile
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: create stream %s for %s: %w", streamName(e), e.Subject, err)
+	}
+	return s, nil
 }
 
 func (c *jsConsumer) Next(wait time.Duration) ([]byte, error) {
@@ -275,3 +324,64 @@ func (Driver) NewProducer(e driver.Endpoint) (driver.Producer, error) { return n
 
 // NewConsumer implements driver.Driver.
 func (Driver) NewConsumer(e driver.Endpoint) (driver.Consumer, error) { return newNATSConsumer(e) }
+
+// Ensure implements driver.Admin: the stream that captures e's subject,
+// and e.Group's durable consumer on it (from the first message: a job
+// started after the senders still reads everything, and its lag is
+// readable before it starts).
+func (Driver) Ensure(e driver.Endpoint) error {
+	return withJetStream(e, func(ctx context.Context, js jetstream.JetStream) error {
+		s, err := ensureStream(ctx, js, e)
+		if err != nil || e.Group == "" {
+			return err
+		}
+		if _, err := s.Consumer(ctx, e.Group); err == nil {
+			return nil
+		}
+		if _, err := s.CreateConsumer(ctx, consumerConfig(e.Group, e)); err != nil && !errors.Is(err, jetstream.ErrConsumerExists) {
+			return fmt.Errorf("jetstream: consumer %s on %s: %w", e.Group, s.CachedInfo().Config.Name, err)
+		}
+		return nil
+	})
+}
+
+// GroupLag implements driver.Admin: the durable consumer e.Group's
+// messages not yet delivered, and delivered but not acknowledged.
+func (Driver) GroupLag(e driver.Endpoint) (lag int64, err error) {
+	err = withJetStream(e, func(ctx context.Context, js jetstream.JetStream) error {
+		name, err := js.StreamNameBySubject(ctx, e.Subject)
+		if err != nil {
+			return fmt.Errorf("jetstream: which stream holds %s: %w", e.Subject, err)
+		}
+		c, err := js.Consumer(ctx, name, e.Group)
+		if err != nil {
+			return fmt.Errorf("jetstream: consumer %s on %s: %w", e.Group, name, err)
+		}
+		info, err := c.Info(ctx)
+		if err != nil {
+			return err
+		}
+		lag = int64(info.NumPending) + int64(info.NumAckPending)
+		return nil
+	})
+	return lag, err
+}
+
+// withJetStream runs f on a connection of its own, bounded in time.
+func withJetStream(e driver.Endpoint, f func(context.Context, jetstream.JetStream) error) error {
+	if e.Driver != driver.JetStream {
+		return driver.ErrNoAdmin
+	}
+	nc, err := connect(e, "cp-admin")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("jetstream on %s: %w", e.Server, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), driver.ConnectTimeout)
+	defer cancel()
+	return f(ctx, js)
+}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -144,27 +147,50 @@ func (p *redisProducer) Close() {
 }
 
 type redisConsumer struct {
-	c     *redis.Client
-	key   string
-	ack   bool
-	batch []redis.XMessage // the lane's own: read by Next only
-	next  int
+	c               *redis.Client
+	key             string
+	group, consumer string
+	ack             bool
+	batch           []redis.XMessage // the lane's own: read by Next only
+	next            int
 }
 
 func newRedisConsumer(e driver.Endpoint) (*redisConsumer, error) {
 	c := redisClient(e)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	// A trial starts with an empty stream and a new group.
-	if err := c.Del(ctx, e.Subject).Err(); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("connect to %s (redis): remove the last trial's stream %s: %w", e.Server, e.Subject, err)
+	group, consumer := redisGroup, "lane"
+	if e.Group != "" {
+		// a job's stream: joined where the group left off, never deleted;
+		// each consumer of the group has a name of its own
+		group, consumer = e.Group, fmt.Sprintf("%s-%d-%08x", e.Group, os.Getpid(), rand.Uint32())
+		if err := ensureGroup(ctx, c, e.Subject, group); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("redis %s: %w", e.Server, err)
+		}
+	} else {
+		// A trial starts with an empty stream and a new group.
+		if err := c.Del(ctx, e.Subject).Err(); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("connect to %s (redis): remove the last trial's stream %s: %w", e.Server, e.Subject, err)
+		}
+		if err := c.XGroupCreateMkStream(ctx, e.Subject, redisGroup, "$").Err(); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("redis %s: create the group %s on %s: %w", e.Server, redisGroup, e.Subject, err)
+		}
 	}
-	if err := c.XGroupCreateMkStream(ctx, e.Subject, redisGroup, "$").Err(); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("redis %s: create the group %s on %s: %w", e.Server, redisGroup, e.Subject, err)
+	return &redisConsumer{c: c, key: e.Subject, group: group, consumer: consumer, ack: e.Ack == "explicit"}, nil
+}
+
+// ensureGroup makes the stream (if missing) and the group on it (if
+// missing), from the stream's first entry: a job started after the
+// senders still reads everything.
+func ensureGroup(ctx context.Context, c *redis.Client, key, group string) error {
+	err := c.XGroupCreateMkStream(ctx, key, group, "0").Err()
+	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+		return fmt.Errorf("create the group %s on %s: %w", group, key, err)
 	}
-	return &redisConsumer{c: c, key: e.Subject, ack: e.Ack == "explicit"}, nil
+	return nil
 }
 
 func (c *redisConsumer) Next(wait time.Duration) ([]byte, error) {
@@ -175,7 +201,7 @@ func (c *redisConsumer) Next(wait time.Duration) ([]byte, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait+5*time.Second)
 	defer cancel()
-	res, err := c.c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: redisGroup, Consumer: "lane", Streams: []string{c.key, ">"},
+	res, err := c.c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: c.group, Consumer: c.consumer, Streams: []string{c.key, ">"},
 		Count: 512, Block: max(wait, time.Millisecond), NoAck: !c.ack}).Result()
 	if errors.Is(err, redis.Nil) || (err == nil && (len(res) == 0 || len(res[0].Messages) == 0)) {
 		return nil, driver.ErrTimeout
@@ -189,7 +215,7 @@ func (c *redisConsumer) Next(wait time.Duration) ([]byte, error) {
 		for i, m := range c.batch {
 			ids[i] = m.ID
 		}
-		if err := c.c.XAck(ctx, c.key, redisGroup, ids...).Err(); err != nil {
+		if err := c.c.XAck(ctx, c.key, c.group, ids...).Err(); err != nil {
 			return nil, fmt.Errorf("XACK on %s: %w", c.key, err)
 		}
 	}
@@ -208,17 +234,27 @@ func messageBytes(m redis.XMessage) ([]byte, error) {
 func (c *redisConsumer) Lag() (int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), driver.LagTimeout)
 	defer cancel()
-	groups, err := c.c.XInfoGroups(ctx, c.key).Result()
+	return groupLag(ctx, c.c, c.key, c.group)
+}
+
+// groupLag is the entries of key not yet delivered to group, and
+// delivered but not acknowledged.
+func groupLag(ctx context.Context, c *redis.Client, key, group string) (int64, error) {
+	groups, err := c.XInfoGroups(ctx, key).Result()
 	if err != nil {
 		return 0, err
 	}
 	for _, g := range groups {
-		if g.Name == redisGroup {
-			// entries not yet delivered, and delivered but not acknowledged
+		if g.Name == group {
+			if g.Lag < 0 {
+				// Redis cannot tell after entries were deleted or trimmed
+				// past the group's position
+				return 0, fmt.Errorf("redis cannot tell the group %s's lag on %s (entries were trimmed or deleted under it)", group, key)
+			}
 			return g.Lag + g.Pending, nil
 		}
 	}
-	return 0, fmt.Errorf("the group %s on %s is gone", redisGroup, c.key)
+	return 0, fmt.Errorf("the group %s on %s is gone", group, key)
 }
 
 func (c *redisConsumer) Dropped() uint64 { return 0 }
@@ -235,3 +271,26 @@ func (Driver) NewProducer(e driver.Endpoint) (driver.Producer, error) { return n
 
 // NewConsumer implements driver.Driver.
 func (Driver) NewConsumer(e driver.Endpoint) (driver.Consumer, error) { return newRedisConsumer(e) }
+
+// Ensure implements driver.Admin. A Redis stream exists once written to
+// or once a group is made on it: with a group, the stream and the group
+// are made where missing; without one, XADD makes the stream.
+func (Driver) Ensure(e driver.Endpoint) error {
+	if e.Group == "" {
+		return nil
+	}
+	c := redisClient(e)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), driver.ConnectTimeout)
+	defer cancel()
+	return ensureGroup(ctx, c, e.Subject, e.Group)
+}
+
+// GroupLag implements driver.Admin.
+func (Driver) GroupLag(e driver.Endpoint) (int64, error) {
+	c := redisClient(e)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), driver.LagTimeout)
+	defer cancel()
+	return groupLag(ctx, c, e.Subject, e.Group)
+}
