@@ -14,6 +14,15 @@ type Tuple struct {
 	IntendedNs int64 // intended emission time, Unix nanoseconds
 	Ad         AdEvent
 	Payload    []byte // synthetic: the payload; raw: the remaining fields as msgpack
+	Window     Window
+}
+
+// Window is a windowed count (SchemaWindow): the tuple's id and intended
+// time are the latest counted tuple's.
+type Window struct {
+	Key   []byte
+	EndMs int64 // the window's end, Unix ms (exclusive)
+	Count int64
 }
 
 // AdEvent is the Yahoo streaming benchmark event.
@@ -37,6 +46,8 @@ func DecoderFor(schema string) (Decoder, bool) {
 		return DecodeSynthetic, true
 	case SchemaRaw:
 		return DecodeRaw, true
+	case SchemaWindow:
+		return DecodeWindow, true
 	}
 	return nil, false
 }
@@ -287,4 +298,27 @@ func DecodeRaw(b []byte, off int, t *Tuple) (int, error) {
 	}
 	t.Payload = b[start:off:off]
 	return off, nil
+}
+
+// DecodeWindow decodes [id, intended_ns, key, window_end_ms, count, ...]:
+// a key of at most 256 bytes and a count that is not negative.
+func DecodeWindow(b []byte, off int, t *Tuple) (int, error) {
+	n, off, err := decodeHead(b, off, t, 5)
+	if err != nil {
+		return off, err
+	}
+	w := &t.Window
+	if w.Key, off, err = wire.ReadBytes(b, off); err != nil {
+		return off, err
+	}
+	if w.EndMs, off, err = wire.ReadInt(b, off); err != nil {
+		return off, err
+	}
+	if w.Count, off, err = wire.ReadInt(b, off); err != nil {
+		return off, err
+	}
+	if len(w.Key) > 256 || w.Count < 0 {
+		return off, wire.ErrTupleValue
+	}
+	return skipExtra(b, off, n-5)
 }

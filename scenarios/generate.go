@@ -32,10 +32,7 @@ func (s *Scenario) Generate() ([]Encoded, error) {
 	out := make([]Encoded, s.Distinct)
 	switch s.Schema {
 	case SchemaAdEvent:
-		ads := make([][16]byte, s.Campaigns*s.AdsPerCampaign)
-		for i := range ads {
-			ads[i] = uuid(rng)
-		}
+		ads := adIDs(rng, s.Campaigns*s.AdsPerCampaign)
 		for i := range out {
 			out[i] = encodeAdEvent(rng, ads)
 		}
@@ -64,6 +61,28 @@ func (s *Scenario) Generate() ([]Encoded, error) {
 		}
 	}
 	return out, nil
+}
+
+// adIDs are the first n UUIDs of rng: the scenario's ads.
+func adIDs(rng *rand.Rand, n int) [][16]byte {
+	ads := make([][16]byte, n)
+	for i := range ads {
+		ads[i] = uuid(rng)
+	}
+	return ads
+}
+
+// Ads are an ad-event scenario's ads, campaign by campaign: ad i belongs
+// to campaign i / AdsPerCampaign. It is YSB's join table, the same for the
+// same scenario, so that a harness knows every event's campaign.
+func (s *Scenario) Ads() ([][16]byte, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if s.Schema != SchemaAdEvent {
+		return nil, fmt.Errorf("scenario %q has no ads: its schema is %s, not %s", s.Name, s.Schema, SchemaAdEvent)
+	}
+	return adIDs(rand.New(rand.NewPCG(uint64(s.Seed), 0x9e3779b97f4a7c15)), s.Campaigns*s.AdsPerCampaign), nil
 }
 
 func uuid(rng *rand.Rand) [16]byte {

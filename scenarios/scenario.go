@@ -38,6 +38,10 @@ const (
 	// SchemaRaw decodes only the tuple id and intended time and keeps the
 	// rest as raw msgpack: for tuples a system under test has transformed.
 	SchemaRaw = "raw"
+	// SchemaWindow is a windowed count's output (docs/sut.md): the
+	// identity of the latest tuple counted, then the window's key, end and
+	// count. Receiver only: a job writes it.
+	SchemaWindow = "window"
 )
 
 // MinSyntheticSize is the smallest encodable synthetic tuple: array header,

@@ -1,0 +1,232 @@
+package benthos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/cloudprofiler-go/cp/driver"
+	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/wire"
+)
+
+// Register adds cp_input and cp_output to env, connecting through the
+// drivers of reg.
+func Register(env *service.Environment, reg driver.Registry) error {
+	return errors.Join(
+		env.RegisterBatchInput("cp_input", inputSpec(), func(conf *service.ParsedConfig, mgr *service.Resources) (service.BatchInput, error) {
+			return newInput(conf, mgr, reg)
+		}),
+		env.RegisterBatchOutput("cp_output", outputSpec(), func(conf *service.ParsedConfig, mgr *service.Resources) (service.BatchOutput, service.BatchPolicy, int, error) {
+			out, err := newOutput(conf, mgr, reg)
+			// one batch in flight: a stream's buckets leave in their order
+			return out, service.BatchPolicy{}, 1, err
+		}),
+	)
+}
+
+func inputSpec() *service.ConfigSpec {
+	return service.NewConfigSpec().
+		Summary("Reads the harness's buckets from a broker (docs/sut.md): one message per tuple, its identity in the metadata.").
+		Field(service.NewStringField("url").Description("a broker endpoint with the job's group: jetstream://HOST:PORT/SUBJECT?group=NAME, redis://HOST:PORT/KEY?group=NAME or kafka://HOST:PORT/TOPIC?group=NAME (docs/brokers.md)")).
+		Field(service.NewStringEnumField("schema", scenarios.SchemaAdEvent, scenarios.SchemaSynthetic, scenarios.SchemaRaw).Default(scenarios.SchemaAdEvent))
+}
+
+func outputSpec() *service.ConfigSpec {
+	return service.NewConfigSpec().
+		Summary("Writes tuples, or windows' counts, to a broker as the harness's buckets (docs/sut.md), one bucket per batch.").
+		Field(service.NewStringField("url").Description("a broker endpoint: the job's output")).
+		Field(service.NewStringEnumField("schema", scenarios.SchemaAdEvent, scenarios.SchemaSynthetic, scenarios.SchemaRaw, scenarios.SchemaWindow).Default(scenarios.SchemaAdEvent)).
+		Field(service.NewIntField("stream").Description("the output's stream id (0..65535); give each output of a job its own").Default(0xff00)).
+		Field(service.NewBatchPolicyField("batching"))
+}
+
+type input struct {
+	reg       driver.Registry
+	e         driver.Endpoint
+	schema    string
+	decode    scenarios.Decoder
+	log       *service.Logger
+	malformed *service.MetricCounter
+	mu        sync.Mutex // Connect and Close against ReadBatch
+	c         driver.Consumer
+}
+
+func newInput(conf *service.ParsedConfig, mgr *service.Resources, reg driver.Registry) (*input, error) {
+	url, err := conf.FieldString("url")
+	if err != nil {
+		return nil, err
+	}
+	e, err := driver.Parse(url)
+	if err != nil {
+		return nil, err
+	}
+	if e.Group == "" && e.Driver != driver.NATS {
+		return nil, fmt.Errorf("cp_input %s: give the job's group (?group=NAME): without one the harness's consumer makes the stream anew, which a job must never do", e.Where())
+	}
+	schema, err := conf.FieldString("schema")
+	if err != nil {
+		return nil, err
+	}
+	decode, _ := scenarios.DecoderFor(schema)
+	return &input{reg: reg, e: e, schema: schema, decode: decode, log: mgr.Logger(),
+		malformed: mgr.Metrics().NewCounter("cp_input_malformed_buckets")}, nil
+}
+
+func (in *input) Connect(context.Context) error {
+	c, err := in.reg.NewConsumer(in.e)
+	if err != nil {
+		return err
+	}
+	in.mu.Lock()
+	in.c = c
+	in.mu.Unlock()
+	return nil
+}
+
+// ReadBatch returns the next bucket's tuples. A malformed bucket is
+// counted, logged and skipped; end markers are skipped.
+func (in *input) ReadBatch(ctx context.Context) (service.MessageBatch, service.AckFunc, error) {
+	in.mu.Lock()
+	c := in.c
+	in.mu.Unlock()
+	if c == nil {
+		return nil, nil, service.ErrNotConnected
+	}
+	for ctx.Err() == nil {
+		msg, err := c.Next(100 * time.Millisecond)
+		if errors.Is(err, driver.ErrTimeout) {
+			continue
+		}
+		if err != nil {
+			in.log.Errorf("cp_input %s: %v", in.e.Where(), err)
+			return nil, nil, service.ErrNotConnected
+		}
+		batch, err := decodeBucket(msg, in.schema, in.decode)
+		if err != nil {
+			in.malformed.Incr(1)
+			in.log.Warnf("cp_input %s: a malformed bucket skipped: %v", in.e.Where(), err)
+			continue
+		}
+		if len(batch) > 0 {
+			// the driver's consumer acknowledged on receipt (docs/sut.md)
+			return batch, func(context.Context, error) error { return nil }, nil
+		}
+	}
+	return nil, nil, ctx.Err()
+}
+
+func (in *input) Close(context.Context) error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.c != nil {
+		in.c.Close()
+		in.c = nil
+	}
+	return nil
+}
+
+type output struct {
+	reg    driver.Registry
+	e      driver.Endpoint
+	schema string
+	stream uint32
+	// the stream's counts: WriteBatch runs one at a time (max in flight 1)
+	seq, tuples uint64
+	buf         []byte
+	p           driver.Producer
+}
+
+func newOutput(conf *service.ParsedConfig, _ *service.Resources, reg driver.Registry) (*output, error) {
+	url, err := conf.FieldString("url")
+	if err != nil {
+		return nil, err
+	}
+	e, err := driver.Parse(url)
+	if err != nil {
+		return nil, err
+	}
+	schema, err := conf.FieldString("schema")
+	if err != nil {
+		return nil, err
+	}
+	stream, err := conf.FieldInt("stream")
+	if err != nil {
+		return nil, err
+	}
+	if stream < 0 || stream > 0xffff {
+		return nil, fmt.Errorf("cp_output stream %d: want 0..65535", stream)
+	}
+	return &output{reg: reg, e: e, schema: schema, stream: uint32(stream)}, nil
+}
+
+func (o *output) Connect(context.Context) error {
+	if o.p != nil {
+		return nil
+	}
+	p, err := o.reg.NewProducer(o.e)
+	if err != nil {
+		return err
+	}
+	o.p = p
+	return nil
+}
+
+// WriteBatch publishes the batch as one bucket, waiting out a full window
+// (the broker's backpressure reaches the job).
+func (o *output) WriteBatch(ctx context.Context, batch service.MessageBatch) error {
+	if o.p == nil {
+		return service.ErrNotConnected
+	}
+	b := append(o.buf[:0], make([]byte, wire.HeaderSize)...)
+	var err error
+	for _, m := range batch {
+		if b, err = appendTuple(b, m, o.schema); err != nil {
+			return fmt.Errorf("cp_output %s: %w", o.e.Where(), err)
+		}
+	}
+	wire.PutHeader(b, wire.Header{Kind: wire.KindData, Stream: o.stream, Seq: o.seq, Count: uint32(len(batch)), BodyLen: uint32(len(b) - wire.HeaderSize)})
+	o.buf = b
+	if err := o.publish(ctx, b); err != nil {
+		return err
+	}
+	o.seq++
+	o.tuples += uint64(len(batch))
+	return nil
+}
+
+func (o *output) publish(ctx context.Context, b []byte) error {
+	for {
+		err := o.p.Publish(b)
+		if !errors.Is(err, driver.ErrFull) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Microsecond):
+		}
+	}
+}
+
+// Close ends the stream: its end marker gives the counts, so a receiver
+// tells loss between the job and itself from what the job did not send.
+func (o *output) Close(ctx context.Context) error {
+	if o.p == nil {
+		return nil
+	}
+	defer o.p.Close()
+	end, err := wire.AppendEnd(nil, o.stream, wire.End{Tuples: o.tuples, Buckets: o.seq, Reason: "completed"})
+	if err == nil {
+		err = o.publish(ctx, end)
+	}
+	if err == nil {
+		err = o.p.Flush(5 * time.Second)
+	}
+	o.p = nil
+	return err
+}

@@ -1,0 +1,144 @@
+package ysb
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redpanda-data/benthos/v4/public/service"
+
+	// the engine's own components: mapping, system_window, logging
+	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
+
+	"github.com/cloudprofiler-go/cp/driver"
+	"github.com/cloudprofiler-go/cp/scenarios"
+	cpbenthos "github.com/cloudprofiler-go/cp/sut/benthos"
+)
+
+// CampaignsHash is the Redis hash of ad id (32 hex digits) -> campaign id.
+const CampaignsHash = "ysb:campaigns"
+
+// CampaignID names campaign c of a scenario.
+func CampaignID(c int) string { return fmt.Sprintf("campaign-%04d", c) }
+
+// Campaigns is the join table of an ad-event scenario: ad id (32 hex
+// digits) -> campaign id.
+func Campaigns(s *scenarios.Scenario) (map[string]string, error) {
+	ads, err := s.Ads()
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(ads))
+	for i, ad := range ads {
+		out[hex.EncodeToString(ad[:])] = CampaignID(i / s.AdsPerCampaign)
+	}
+	return out, nil
+}
+
+// LoadCampaigns writes the scenario's join table into the Redis at addr,
+// replacing the hash's content.
+func LoadCampaigns(ctx context.Context, addr string, s *scenarios.Scenario) error {
+	table, err := Campaigns(s)
+	if err != nil {
+		return err
+	}
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	pipe := c.TxPipeline()
+	pipe.Del(ctx, CampaignsHash)
+	pipe.HSet(ctx, CampaignsHash, table)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("load the campaigns into Redis %s: %w", addr, err)
+	}
+	return nil
+}
+
+// Config is a YSB job's plan.
+type Config struct {
+	Input, Output string        // broker endpoints; the input names the job's group
+	Redis         string        // HOST:PORT of the campaigns' Redis
+	Window        time.Duration // the windows' size (YSB: 10 s; 1 s in trials)
+	Lateness      time.Duration // how long after its end a window waits for late events
+	Copies        int           // input copies, each with its own filter, projection and join
+	Stream        int           // the output's stream id
+	LogLevel      string        // the engine's: warn, info, debug
+}
+
+// Defaults of a job.
+func Defaults() Config {
+	return Config{Window: time.Second, Lateness: time.Second, Copies: 1, Stream: 0xff00, LogLevel: "warn"}
+}
+
+// YAML is the job as the engine's configuration.
+//
+// The engine's windows hold the times in (start, end]; the contract's (and
+// YSB's) hold the milliseconds in [start, end). Half a millisecond added
+// to each event time makes them the same windows: an event at a whole
+// second counts in the window that starts there.
+func (c Config) YAML() string {
+	q := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+	return fmt.Sprintf(`input:
+  broker:
+    copies: %d
+    inputs:
+      - cp_input:
+          url: %s
+          schema: ad-event
+        processors:
+          - label: filter
+            mapping: 'root = if this.event_type != "view" { deleted() }'
+          - label: projection
+            mapping: 'root = {"ad_id": this.ad_id, "event_time_ms": this.event_time_ms}'
+          - label: join
+            ysb_redis_join:
+              address: %s
+buffer:
+  system_window:
+    timestamp_mapping: 'root = this.event_time_ms / 1000 + 0.0005'
+    size: %s
+    allowed_lateness: %s
+pipeline:
+  threads: 1
+  processors:
+    - label: window
+      ysb_window_count: {}
+output:
+  cp_output:
+    url: %s
+    schema: window
+    stream: %d
+logger:
+  level: %s
+http:
+  enabled: false
+`, c.Copies, q(c.Input), q(c.Redis), c.Window, c.Lateness, q(c.Output), c.Stream, c.LogLevel)
+}
+
+// Environment is the engine with the harness's plugins (cp_input,
+// cp_output over reg's drivers) and YSB's operators.
+func Environment(reg driver.Registry) (*service.Environment, error) {
+	env := service.NewEnvironment()
+	if err := cpbenthos.Register(env, reg); err != nil {
+		return nil, err
+	}
+	if err := registerOperators(env); err != nil {
+		return nil, err
+	}
+	return env, nil
+}
+
+// Build makes the job's stream; Run it, Stop it.
+func Build(reg driver.Registry, c Config) (*service.Stream, error) {
+	env, err := Environment(reg)
+	if err != nil {
+		return nil, err
+	}
+	b := env.NewStreamBuilder()
+	if err := b.SetYAML(c.YAML()); err != nil {
+		return nil, fmt.Errorf("the YSB job's configuration: %w", err)
+	}
+	return b.Build()
+}

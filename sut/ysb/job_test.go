@@ -1,0 +1,201 @@
+package ysb_test
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/driver"
+	"github.com/cloudprofiler-go/cp/driver/kafka"
+	"github.com/cloudprofiler-go/cp/driver/nats"
+	"github.com/cloudprofiler-go/cp/driver/redis"
+	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
+	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/sut/ysb"
+	"github.com/cloudprofiler-go/cp/wire"
+)
+
+var brokers = driver.NewRegistry(nats.Driver{}, redis.Driver{}, kafka.Driver{})
+
+// windowKey is one campaign's window.
+type windowKey struct {
+	campaign string
+	endMs    int64
+}
+
+// counted is what a window must say: its count and the identity of the
+// latest event it counted.
+type counted struct {
+	count    int64
+	id       uint64
+	intended int64
+}
+
+// events makes n ad events of stream 1 in buckets of size, their intended
+// times spaced by gap from start (event time = intended time, as dgsend
+// writes it), and what YSB must count of them: views, by campaign and
+// window of 1 s.
+func events(t *testing.T, s *scenarios.Scenario, n, size int, start time.Time, gap time.Duration) ([][]byte, map[windowKey]counted) {
+	t.Helper()
+	pool, err := s.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := ysb.Campaigns(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decode, _ := scenarios.DecoderFor(scenarios.SchemaAdEvent)
+	want := map[windowKey]counted{}
+	var buckets [][]byte
+	const stream = 1
+	for i := 0; i < n; i += size {
+		b := make([]byte, wire.HeaderSize)
+		count := min(size, n-i)
+		for j := i; j < i+count; j++ {
+			e := pool[j%len(pool)]
+			tuple := append([]byte(nil), e.Bytes...)
+			intended := start.Add(time.Duration(j) * gap).UnixNano()
+			id := wire.TupleID(stream, uint64(j))
+			wire.PatchFixed(tuple, e.IDOff, id)
+			wire.PatchFixed(tuple, e.IntendedOff, uint64(intended))
+			wire.PatchFixed(tuple, e.EventTimeOff, uint64(intended/1e6))
+			var tp scenarios.Tuple
+			if _, err := decode(tuple, 0, &tp); err != nil {
+				t.Fatal(err)
+			}
+			if string(tp.Ad.EventType) == "view" {
+				k := windowKey{table[hex.EncodeToString(tp.Ad.AdID)], (tp.Ad.EventTimeMs/1000 + 1) * 1000}
+				c := want[k]
+				want[k] = counted{c.count + 1, max(c.id, id), max(c.intended, intended)}
+			}
+			b = append(b, tuple...)
+		}
+		wire.PutHeader(b, wire.Header{Kind: wire.KindData, Stream: stream, Seq: uint64(len(buckets)), Count: uint32(count), BodyLen: uint32(len(b) - wire.HeaderSize)})
+		buckets = append(buckets, b)
+	}
+	return buckets, want
+}
+
+// readWindows reads the job's output until the counts add up to total or
+// the wait ends.
+func readWindows(t *testing.T, out driver.Endpoint, total int64, wait time.Duration) map[windowKey]counted {
+	t.Helper()
+	c, err := brokers.NewConsumer(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	got := map[windowKey]counted{}
+	var sum int64
+	for deadline := time.Now().Add(wait); sum < total && time.Now().Before(deadline); {
+		msg, err := c.Next(200 * time.Millisecond)
+		if errors.Is(err, driver.ErrTimeout) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := wire.ParseHeader(msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Kind != wire.KindData {
+			continue
+		}
+		off := wire.HeaderSize
+		for range h.Count {
+			var tp scenarios.Tuple
+			if off, err = scenarios.DecodeWindow(msg, off, &tp); err != nil {
+				t.Fatalf("a window tuple: %v", err)
+			}
+			k := windowKey{string(tp.Window.Key), tp.Window.EndMs}
+			if _, dup := got[k]; dup {
+				t.Errorf("window %v written twice", k)
+			}
+			got[k] = counted{tp.Window.Count, tp.ID, tp.IntendedNs}
+			sum += tp.Window.Count
+		}
+	}
+	return got
+}
+
+// TestYSBCountsEveryViewOnce: the YSB job on the engine, between two
+// JetStream subjects, with its campaigns in a real Redis, counts exactly
+// the views the harness counts itself, per campaign and window, and each
+// window carries the identity of the latest event it counted.
+func TestYSBCountsEveryViewOnce(t *testing.T) {
+	natsAddr := realserver.EmbeddedNATS(t)
+	redisAddr, _ := realserver.Redis(t)
+	s, err := scenarios.Load("ad-event")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := ysb.LoadCampaigns(ctx, redisAddr, s); err != nil {
+		t.Fatal(err)
+	}
+	cfg := ysb.Defaults()
+	cfg.Input = fmt.Sprintf("jetstream://%s/ysb.in?group=ysb", natsAddr)
+	cfg.Output = fmt.Sprintf("jetstream://%s/ysb.out", natsAddr)
+	cfg.Redis = redisAddr
+	cfg.Lateness = 500 * time.Millisecond
+	in, _ := driver.Parse(cfg.Input)
+	out, _ := driver.Parse(cfg.Output + "?group=cp")
+	for _, e := range []driver.Endpoint{in, out} {
+		if err := brokers.Ensure(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	job, err := ysb.Build(brokers, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- job.Run(ctx) }()
+
+	// 20,000 events over 2 s, starting at the next whole second: three windows
+	start := time.Now().Truncate(time.Second).Add(time.Second)
+	buckets, want := events(t, s, 20000, 100, start, 100*time.Microsecond)
+	p, err := brokers.NewProducer(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, b := range buckets {
+		for errors.Is(p.Publish(b), driver.ErrFull) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if err := p.Flush(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var views int64
+	for _, c := range want {
+		views += c.count
+	}
+	got := readWindows(t, out, views, 20*time.Second)
+	if !maps.Equal(got, want) {
+		missing, wrong := 0, 0
+		for k, w := range want {
+			if g, ok := got[k]; !ok {
+				missing++
+			} else if g != w {
+				wrong++
+				if wrong <= 3 {
+					t.Errorf("window %v: got %+v, want %+v", k, g, w)
+				}
+			}
+		}
+		t.Errorf("%d windows of %d views: %d missing, %d wrong, %d extra", len(want), views, missing, wrong, len(got)-len(want)+missing)
+	}
+	if err := job.Stop(ctx); err != nil {
+		t.Errorf("stop the job: %v", err)
+	}
+	<-done
+}

@@ -1,0 +1,145 @@
+package ysb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redpanda-data/benthos/v4/public/service"
+
+	cpbenthos "github.com/cloudprofiler-go/cp/sut/benthos"
+)
+
+// FieldCampaign is the campaign's id that the join adds to an event.
+const FieldCampaign = "campaign_id"
+
+// registerOperators adds ysb_redis_join and ysb_window_count to env.
+func registerOperators(env *service.Environment) error {
+	return errors.Join(
+		env.RegisterBatchProcessor("ysb_redis_join", service.NewConfigSpec().
+			Summary("YSB's join: each event's ad_id looked up in a Redis hash of ad -> campaign, one HMGET per batch; an unknown ad is dropped and counted.").
+			Field(service.NewStringField("address").Description("HOST:PORT of the Redis that holds the campaigns")).
+			Field(service.NewStringField("hash").Default(CampaignsHash)),
+			func(conf *service.ParsedConfig, mgr *service.Resources) (service.BatchProcessor, error) {
+				addr, err := conf.FieldString("address")
+				if err != nil {
+					return nil, err
+				}
+				hash, err := conf.FieldString("hash")
+				if err != nil {
+					return nil, err
+				}
+				return &redisJoin{c: redis.NewClient(&redis.Options{Addr: addr}), hash: hash, unknown: mgr.Metrics().NewCounter("ysb_unknown_ads")}, nil
+			}),
+		env.RegisterBatchProcessor("ysb_window_count", service.NewConfigSpec().
+			Summary("YSB's count: a window's events grouped by campaign, one message per campaign with its count, the window's end, and the identity of the latest event counted."),
+			func(*service.ParsedConfig, *service.Resources) (service.BatchProcessor, error) { return windowCount{}, nil }),
+	)
+}
+
+type redisJoin struct {
+	c       *redis.Client
+	hash    string
+	unknown *service.MetricCounter
+}
+
+func (j *redisJoin) ProcessBatch(ctx context.Context, batch service.MessageBatch) ([]service.MessageBatch, error) {
+	ads := make([]string, len(batch))
+	objs := make([]map[string]any, len(batch))
+	for i, m := range batch {
+		v, err := m.AsStructuredMut()
+		obj, ok := v.(map[string]any)
+		if err != nil || !ok {
+			return nil, fmt.Errorf("ysb_redis_join: message %d is not an object (%v)", i, err)
+		}
+		objs[i] = obj
+		ads[i], _ = obj[cpbenthos.FieldAdID].(string)
+	}
+	campaigns, err := j.c.HMGet(ctx, j.hash, ads...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("ysb_redis_join: HMGET %s: %w", j.hash, err)
+	}
+	out := batch[:0]
+	for i, m := range batch {
+		c, ok := campaigns[i].(string)
+		if !ok {
+			j.unknown.Incr(1)
+			continue
+		}
+		objs[i][FieldCampaign] = c
+		m.SetStructuredMut(objs[i])
+		out = append(out, m)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return []service.MessageBatch{out}, nil
+}
+
+func (j *redisJoin) Close(context.Context) error { return j.c.Close() }
+
+type windowCount struct{}
+
+// window is one campaign's count in a window.
+type window struct {
+	count    int64
+	id       uint64 // the highest tuple id counted
+	intended int64  // the latest intended send time counted
+}
+
+func (windowCount) ProcessBatch(_ context.Context, batch service.MessageBatch) ([]service.MessageBatch, error) {
+	if len(batch) == 0 {
+		return nil, nil
+	}
+	endStamp, ok := batch[0].MetaGet("window_end_timestamp")
+	end, err := time.Parse(time.RFC3339Nano, endStamp)
+	if !ok || err != nil {
+		return nil, fmt.Errorf("ysb_window_count: the batch has no window end (%q, %v): put it after a system_window buffer", endStamp, err)
+	}
+	// the buffer's windows are (start, end]: with the job's half
+	// millisecond, end is the contract's exclusive end
+	endMs := end.UnixMilli()
+	byKey := map[string]*window{}
+	for i, m := range batch {
+		v, err := m.AsStructured()
+		obj, ok := v.(map[string]any)
+		if err != nil || !ok {
+			return nil, fmt.Errorf("ysb_window_count: message %d is not an object (%v)", i, err)
+		}
+		key, _ := obj[FieldCampaign].(string)
+		id, _ := m.MetaGetMut(cpbenthos.MetaTupleID)
+		intended, _ := m.MetaGetMut(cpbenthos.MetaIntendedNs)
+		idv, ok1 := id.(uint64)
+		tv, ok2 := intended.(int64)
+		if key == "" || !ok1 || !ok2 {
+			return nil, fmt.Errorf("ysb_window_count: message %d lacks a campaign or its tuple identity", i)
+		}
+		w := byKey[key]
+		if w == nil {
+			w = &window{}
+			byKey[key] = w
+		}
+		w.count++
+		w.id, w.intended = max(w.id, idv), max(w.intended, tv)
+	}
+	keys := make([]string, 0, len(byKey))
+	for k := range byKey {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make(service.MessageBatch, 0, len(keys))
+	for _, k := range keys {
+		w := byKey[k]
+		m := service.NewMessage(nil)
+		m.SetStructuredMut(map[string]any{cpbenthos.FieldKey: k, cpbenthos.FieldWindowEnd: endMs, cpbenthos.FieldCount: w.count})
+		m.MetaSetMut(cpbenthos.MetaTupleID, w.id)
+		m.MetaSetMut(cpbenthos.MetaIntendedNs, w.intended)
+		out = append(out, m)
+	}
+	return []service.MessageBatch{out}, nil
+}
+
+func (windowCount) Close(context.Context) error { return nil }
