@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -117,6 +118,23 @@ func TestBinariesLinkOnlyTheirOwnSide(t *testing.T) {
 	}
 }
 
+// TestTheEngineOnlyInTheJob: the Benthos engine (about 400 packages) is
+// linked by cpjob alone; the harness's binaries never carry it.
+func TestTheEngineOnlyInTheJob(t *testing.T) {
+	all := listAll(t)
+	for _, binary := range []string{"cmd/dgsend", "cmd/dgrecv", "cmd/cpsweep"} {
+		for _, d := range all[binary].Deps {
+			if strings.HasPrefix(d, "github.com/redpanda-data/") {
+				t.Errorf("%s links the stream engine (%s): only cmd/cpjob may", binary, d)
+				break
+			}
+		}
+	}
+	if !slices.ContainsFunc(all["cmd/cpjob"].Deps, func(d string) bool { return strings.HasPrefix(d, "github.com/redpanda-data/benthos/") }) {
+		t.Error("cmd/cpjob does not link the engine: the test looks at the wrong package")
+	}
+}
+
 // TestImportRules: who may import whom, for the rules the compiler does not
 // enforce by internal/ directories.
 func TestImportRules(t *testing.T) {
@@ -143,6 +161,7 @@ func TestImportRules(t *testing.T) {
 		{"limits", "what limits a run is worked out once, from the run's records, for the sweep's lines, summary.json, the report and the agreement alike: it imports neither the sweep nor an analysis", []string{"sweep/...", "analysis/...", "sender", "receiver", "driver/...", "profiler/..."}},
 		{"sweep/verdict", "the rules judge what the agents reported: they know nothing of agents' transport, the search or the sweep", []string{"sweep", "sweep/search", "sweep/agent/...", "sweep/protocol", "sender", "receiver", "driver/...", "analysis/...", "profiler/..."}},
 		{"sweep/search", "the search is driven by its Runner: it reads trials and results (rundir), and knows nothing of agents, roles or the sweep that drives it", []string{"sweep", "sweep/agent/...", "sweep/protocol", "sender", "receiver", "driver/...", "analysis/...", "profiler/..."}},
+		{"sut/...", "the reference job is the harness's subject, not a part of it: it speaks the wire format through the drivers and links nothing that measures it", []string{"sweep/...", "analysis/...", "sender", "receiver", "objfactory", "rundir", "limits", "cmd/..."}},
 		{"rundir", "the run directory's owner is below the sweep that writes it and the analyses that read it; it records the agents' data-only contract (sweep/protocol)", []string{"sweep", "sweep/agent/...", "sweep/discover", "sweep/watch", "analysis/...", "cmd/..."}},
 	}
 	for name, p := range all {

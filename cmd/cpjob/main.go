@@ -1,0 +1,176 @@
+// Command cpjob runs a stream-processing job on the Benthos engine between
+// two broker topics, for the sweep to measure: the Yahoo Streaming
+// Benchmark (cpjob ysb), or any Benthos configuration that reads with
+// cp_input and writes with cp_output (cpjob run).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cloudprofiler-go/cp/cmd/internal/brokers"
+	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
+	"github.com/cloudprofiler-go/cp/driver"
+	"github.com/cloudprofiler-go/cp/internal/readfile"
+	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/sut/ysb"
+)
+
+func main() {
+	code := 0
+	root := &cobra.Command{
+		Use:   "cpjob",
+		Short: "Run a stream-processing job on the Benthos engine, between two broker topics, for cpsweep to measure",
+		Long: `cpjob runs a job on the Benthos stream engine (github.com/redpanda-data/benthos/v4)
+with the harness's broker drivers as its input and output: it reads the
+buckets dgsend publishes to one topic and writes its results, as buckets, to
+another, where dgrecv reads them. docs/sut.md is the contract a job keeps.`,
+	}
+	root.AddCommand(ysbCommand(), runCommand())
+	cli.Conventions(root, nil)
+	os.Exit(cli.Execute(cli.SignalContext("cpjob"), root, os.Stderr, &code, 1))
+}
+
+func ysbCommand() *cobra.Command {
+	c := ysb.Defaults()
+	var scenario string
+	var load, print bool
+	cmd := &cobra.Command{
+		Use:   "ysb --input URL --output URL --redis HOST:PORT",
+		Short: "The Yahoo Streaming Benchmark: views filtered, projected, joined with campaigns in Redis, counted per campaign and window",
+		Long: `Runs YSB: ad events from --input (the job reads in the consumer group the URL
+names), the event filter (views), the projection, the join with the campaigns
+held in the Redis at --redis (loaded from the scenario at start), counts per
+campaign in event-time windows of --window, written to --output as windows
+(schema "window": campaign, window end, count, and the identity of the latest
+event counted). It runs until interrupted.`,
+		Example: `  redis-server --port 6379 &
+  cpjob ysb --input 'jetstream://127.0.0.1:4222/ysb.in?group=ysb' --output jetstream://127.0.0.1:4222/ysb.out --redis 127.0.0.1:6379
+
+  # print the engine's configuration instead of running it
+  cpjob ysb --input 'kafka://k:9092/ads?group=ysb' --output kafka://k:9092/windows --redis r:6379 --print-config`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkYSB(c); err != nil {
+				return cli.Usage(err)
+			}
+			if print {
+				fmt.Print(c.YAML())
+				return nil
+			}
+			s, err := scenarios.Load(scenario)
+			if err != nil {
+				return cli.Usage(fmt.Errorf("--scenario: %w", err))
+			}
+			ctx := cmd.Context()
+			if load {
+				if err := ysb.LoadCampaigns(ctx, c.Redis, s); err != nil {
+					return err
+				}
+			}
+			job, err := ysb.Build(brokers.All(), c)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "cpjob ysb: reading %s, writing windows of %v to %s, campaigns in Redis %s\n", c.Input, c.Window, c.Output, c.Redis)
+			return run(ctx, job.Run, job.Stop)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&c.Input, "input", "", "the job's input, a broker URL naming its group: jetstream://HOST:PORT/SUBJECT?group=ysb (docs/brokers.md)")
+	f.StringVar(&c.Output, "output", "", "the job's output, a broker URL")
+	f.StringVar(&c.Redis, "redis", "", "HOST:PORT of the Redis that holds the campaigns")
+	f.StringVar(&scenario, "scenario", "ad-event", "the ad-event scenario whose campaigns are loaded (the one dgsend sends)")
+	f.BoolVar(&load, "load-campaigns", true, "load the scenario's campaigns into Redis at start (replacing the hash "+ysb.CampaignsHash+")")
+	f.DurationVar(&c.Window, "window", c.Window, "the windows' size (YSB's is 10s)")
+	f.DurationVar(&c.Lateness, "lateness", c.Lateness, "how long after its end a window waits for late events; later ones are not counted")
+	f.IntVar(&c.Copies, "copies", c.Copies, "input copies, each with its own filter, projection and join (consumers in the input's group)")
+	f.IntVar(&c.Stream, "stream", c.Stream, "the output's stream id, 0..65535")
+	f.StringVar(&c.LogLevel, "log-level", c.LogLevel, "the engine's log level: error, warn, info, debug")
+	f.BoolVar(&print, "print-config", false, "print the engine's configuration and exit")
+	return cmd
+}
+
+func checkYSB(c ysb.Config) error {
+	var errs []error
+	if c.Input == "" || c.Output == "" || c.Redis == "" {
+		errs = append(errs, errors.New("give --input, --output and --redis"))
+	}
+	for _, u := range []string{c.Input, c.Output} {
+		if u == "" {
+			continue
+		}
+		if _, err := driver.Parse(u); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.Window < time.Millisecond || c.Lateness < 0 || c.Copies < 1 || c.Copies > 64 || c.Stream < 0 || c.Stream > 0xffff {
+		errs = append(errs, fmt.Errorf("--window %v (at least 1ms), --lateness %v (not negative), --copies %d (1..64), --stream %d (0..65535)", c.Window, c.Lateness, c.Copies, c.Stream))
+	}
+	return errors.Join(errs...)
+}
+
+func runCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "run CONFIG.yaml",
+		Short: "Run a Benthos configuration with the harness's cp_input and cp_output (and YSB's operators)",
+		Long: `Runs any Benthos configuration (https://warpstreamlabs.github.io/bento/ and the
+Benthos docs describe the format) with the engine's own components and these:
+cp_input (the harness's buckets from a broker, one message per tuple, its
+identity in the metadata), cp_output (tuples or windows back to a broker as
+buckets), ysb_redis_join and ysb_window_count. docs/sut.md has the contract.`,
+		Example: `  # a map job: every tuple from one subject to another, as it came
+  cat > map.yaml <<'YAML'
+  input:
+    cp_input: {url: 'jetstream://127.0.0.1:4222/in?group=map', schema: raw}
+  output:
+    cp_output: {url: 'jetstream://127.0.0.1:4222/out', schema: raw}
+  YAML
+  cpjob run map.yaml`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			conf, err := readfile.Limited(args[0], 1<<20)
+			if err != nil {
+				return cli.Usage(fmt.Errorf("the configuration: %w", err))
+			}
+			env, err := ysb.Environment(brokers.All())
+			if err != nil {
+				return err
+			}
+			b := env.NewStreamBuilder()
+			if err := b.SetYAML(string(conf)); err != nil {
+				return cli.Usage(fmt.Errorf("%s: %w", args[0], err))
+			}
+			job, err := b.Build()
+			if err != nil {
+				return fmt.Errorf("%s: %w", args[0], err)
+			}
+			fmt.Fprintf(os.Stderr, "cpjob run: %s\n", args[0])
+			return run(cmd.Context(), job.Run, job.Stop)
+		},
+	}
+}
+
+// run runs a job until ctx ends (a signal), then stops it within 10 s.
+func run(ctx context.Context, runJob, stop func(context.Context) error) error {
+	jobCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- runJob(jobCtx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	stopCtx, cancelStop := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancelStop()
+	if err := stop(stopCtx); err != nil {
+		return fmt.Errorf("stop the job: %w", err)
+	}
+	return nil
+}
