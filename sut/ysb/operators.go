@@ -36,7 +36,9 @@ func registerOperators(env *service.Environment) error {
 			}),
 		env.RegisterBatchProcessor("ysb_window_count", service.NewConfigSpec().
 			Summary("YSB's count: a window's events grouped by campaign, one message per campaign with its count, the window's end, and the identity of the latest event counted."),
-			func(*service.ParsedConfig, *service.Resources) (service.BatchProcessor, error) { return windowCount{}, nil }),
+			func(*service.ParsedConfig, *service.Resources) (service.BatchProcessor, error) {
+				return windowCount{}, nil
+			}),
 	)
 }
 
