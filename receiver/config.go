@@ -132,7 +132,7 @@ func (c *Config) Validate() error {
 		bad("%v", err)
 	}
 	if _, ok := scenarios.DecoderFor(c.Schema); !ok && !c.Drain {
-		bad("unknown schema %.32q (use ad-event, synthetic or raw)", c.Schema)
+		bad("unknown schema %.32q (use ad-event, synthetic, raw or window)", c.Schema)
 	}
 	if c.Ring == 0 {
 		c.Ring = DefaultRing

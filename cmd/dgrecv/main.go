@@ -98,7 +98,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.StringArrayVar(&o.bind, "bind", nil, "ZeroMQ endpoint to bind, one lane each (default tcp://*:5555)")
 	f.StringArrayVar(&o.connect, "connect", nil, "ZeroMQ endpoint to connect to instead (a system under test pushes to us), or a broker to consume from: nats://HOST:PORT/SUBJECT, jetstream://HOST:PORT/SUBJECT, redis://HOST:PORT/KEY or kafka://HOST:PORT/TOPIC (docs/brokers.md)")
 	f.IntVar(&o.lanes, "lanes", 1, "with one endpoint: open this many lanes on consecutive ports")
-	f.StringVar(&c.Schema, "schema", scenarios.SchemaAdEvent, "tuple schema to decode: ad-event, synthetic or raw (id and time only)")
+	f.StringVar(&c.Schema, "schema", scenarios.SchemaAdEvent, "tuple schema to decode: ad-event, synthetic, raw (id and time only) or window (a job's windowed counts, docs/sut.md)")
 	f.StringVar(&o.scenario, "scenario", "", "take the schema from a scenario (name, synthetic:SIZE or YAML file)")
 	f.BoolVar(&c.Drain, "drain", false, "check headers and account per stream, but do not decode or consume tuples (measures the sender and network)")
 	f.IntVar(&c.ExpectStreams, "expect-streams", 0, "finish when this many streams have ended (0: when every stream seen has ended)")

@@ -168,6 +168,11 @@ func (o *output) Connect(context.Context) error {
 	if o.p != nil {
 		return nil
 	}
+	// a persisted output exists before the first publish (JetStream
+	// refuses a subject no stream captures); one already there is kept
+	if err := o.reg.Ensure(o.e); err != nil && !errors.Is(err, driver.ErrNoAdmin) {
+		return err
+	}
 	p, err := o.reg.NewProducer(o.e)
 	if err != nil {
 		return err

@@ -19,7 +19,7 @@ import (
 	"github.com/cloudprofiler-go/cp/sweep"
 )
 
-// Binaries builds dgsend, dgrecv and cpsweep once into dir.
+// Binaries builds dgsend, dgrecv, cpsweep and cpjob once into dir.
 func Binaries(dir string) (string, error) {
 	root, err := moduleRoot()
 	if err != nil {
@@ -39,7 +39,7 @@ func Binaries(dir string) (string, error) {
 		}
 	}
 	cmd := exec.Command("go", "build", "-ldflags", "-X github.com/cloudprofiler-go/cp/cmd/internal/cli.commit="+commit,
-		"-o", dir+"/", "./cmd/dgsend", "./cmd/dgrecv", "./cmd/cpsweep")
+		"-o", dir+"/", "./cmd/dgsend", "./cmd/dgrecv", "./cmd/cpsweep", "./cmd/cpjob")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build binaries: %v\n%s", err, out)

@@ -1,0 +1,225 @@
+package e2e
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/cloudprofiler-go/cp/driver"
+	"github.com/cloudprofiler-go/cp/driver/kafka"
+	"github.com/cloudprofiler-go/cp/driver/nats"
+	"github.com/cloudprofiler-go/cp/driver/redis"
+	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
+	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/sut/ysb"
+	"github.com/cloudprofiler-go/cp/wire"
+)
+
+// ysbWindow is one campaign's window: its end (Unix ms) and campaign.
+type ysbWindow struct {
+	campaign string
+	endMs    int64
+}
+
+// TestYSBBetweenRealBinaries: dgsend publishes ad events into a broker
+// topic, cpjob runs YSB on the Benthos engine (its campaigns in a real
+// Redis) from that topic into another, and dgrecv reads the windows'
+// counts; through JetStream, Redis Streams and Kafka (kfake: a
+// conformance check, never a figure). The counts per campaign and window
+// are exactly the views in the input topic, read back by the test; every
+// window is written once; dgrecv accounts for the job's output stream
+// completely (its end marker comes when cpjob stops) and measures YSB's
+// latency: from a window's latest event to the window's arrival.
+func TestYSBBetweenRealBinaries(t *testing.T) {
+	natsAddr, _ := realserver.NATS(t)
+	redisAddr, _ := realserver.Redis(t)
+	kafkaAddr := fakeKafkaCluster(t)
+	for _, tc := range []struct{ in, out string }{
+		{"jetstream://" + natsAddr + "/ysb.in", "jetstream://" + natsAddr + "/ysb.out"},
+		{"redis://" + redisAddr + "/ysb.in", "redis://" + redisAddr + "/ysb.out"},
+		{"kafka://" + kafkaAddr + "/ysb.in", "kafka://" + kafkaAddr + "/ysb.out"},
+	} {
+		t.Run(tc.in[:5], func(t *testing.T) { ysbPipeline(t, tc.in, tc.out, redisAddr) })
+	}
+}
+
+func ysbPipeline(t *testing.T, in, out, redisAddr string) {
+	job, err := Start(filepath.Join(binDir, "cpjob"), "ysb", "--input", in+"?group=ysb", "--output", out, "--redis", redisAddr, "--window", "1s", "--lateness", "500ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = job.Signal(syscall.SIGKILL) }()
+	if !job.WaitForLine("cpjob ysb: reading", 30*time.Second) {
+		t.Fatalf("cpjob did not start:\n%s", job.Stderr.String())
+	}
+	recv, err := Start(filepath.Join(binDir, "dgrecv"), "--connect", out+"?group=cp", "--schema", "window", "--json", "--end-timeout", "60s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = recv.Signal(syscall.SIGKILL) }()
+	send, err := Start(filepath.Join(binDir, "dgsend"), "--connect", in, "--scenario", "ad-event", "--rate", "20k", "--duration", "2s", "--bucket", "100", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := send.Wait(60 * time.Second); err != nil {
+		t.Fatalf("dgsend: %v\n%s", err, send.Stderr.String())
+	}
+	// the last window closes a window and a lateness after the last event
+	time.Sleep(3 * time.Second)
+	if err := job.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Wait(30 * time.Second); err != nil {
+		t.Fatalf("cpjob did not stop cleanly: %v\n%s", err, job.Stderr.String())
+	}
+	if err := recv.Wait(90 * time.Second); err != nil {
+		t.Fatalf("dgrecv: %v\n%s\n%s", err, recv.Stdout.String(), recv.Stderr.String())
+	}
+	var res struct {
+		Complete bool   `json:"complete"`
+		Received uint64 `json:"received_tuples"`
+		Latency  struct {
+			Count uint64 `json:"count"`
+			P50   int64  `json:"p50_ns"`
+			P99   int64  `json:"p99_ns"`
+		} `json:"latency"`
+	}
+	if err := json.Unmarshal(recv.Stdout.Bytes(), &res); err != nil {
+		t.Fatalf("dgrecv's JSON: %v\n%s", err, recv.Stdout.String())
+	}
+	want := viewsIn(t, in)
+	got := windowsIn(t, out)
+	if !maps.Equal(got, want) || len(want) == 0 {
+		t.Errorf("the job counted %d windows, the input holds views of %d; first difference: %s", len(got), len(want), firstWindowDifference(want, got))
+	}
+	if !res.Complete || res.Received != uint64(len(got)) || res.Latency.Count != res.Received {
+		t.Errorf("dgrecv: complete %v, %d windows received (%d in the topic), %d latencies", res.Complete, res.Received, len(got), res.Latency.Count)
+	}
+	// a window is written once it closes: at least the lateness after its latest event
+	if res.Latency.P50 < int64(400*time.Millisecond) || res.Latency.P99 > int64(10*time.Second) {
+		t.Errorf("window latency p50 %v p99 %v: want at least the lateness (500ms) and under 10 s", time.Duration(res.Latency.P50), time.Duration(res.Latency.P99))
+	}
+	t.Logf("YSB %s: %d windows, %d views; window latency p50 %v p99 %v", in, len(got), sumCounts(got), time.Duration(res.Latency.P50), time.Duration(res.Latency.P99))
+}
+
+var ysbBrokers = driver.NewRegistry(nats.Driver{}, redis.Driver{}, kafka.Driver{})
+
+// drainTopic reads ep from its start in a group of the test's own until
+// 2 s bring nothing, handing each message to f.
+func drainTopic(t *testing.T, ep string, f func(msg []byte)) {
+	t.Helper()
+	e, err := driver.Parse(ep + "?group=verify")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ysbBrokers.NewConsumer(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for {
+		msg, err := c.Next(2 * time.Second)
+		if errors.Is(err, driver.ErrTimeout) {
+			return
+		}
+		if err != nil {
+			t.Fatalf("read %s: %v", ep, err)
+		}
+		f(msg)
+	}
+}
+
+// viewsIn counts the views in the input topic by campaign and window of 1 s.
+func viewsIn(t *testing.T, in string) map[ysbWindow]int64 {
+	s, err := scenarios.Load("ad-event")
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := ysb.Campaigns(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[ysbWindow]int64{}
+	drainTopic(t, in, func(msg []byte) {
+		h, err := wire.ParseHeader(msg)
+		if err != nil || h.Kind != wire.KindData {
+			return
+		}
+		off := wire.HeaderSize
+		for range h.Count {
+			var tp scenarios.Tuple
+			if off, err = scenarios.DecodeAdEvent(msg, off, &tp); err != nil {
+				t.Fatalf("the input: %v", err)
+			}
+			if string(tp.Ad.EventType) == "view" {
+				want[ysbWindow{table[hex.EncodeToString(tp.Ad.AdID)], (tp.Ad.EventTimeMs/1000 + 1) * 1000}]++
+			}
+		}
+	})
+	return want
+}
+
+// windowsIn reads the job's windows; a window written twice is an error.
+func windowsIn(t *testing.T, out string) map[ysbWindow]int64 {
+	got := map[ysbWindow]int64{}
+	drainTopic(t, out, func(msg []byte) {
+		h, err := wire.ParseHeader(msg)
+		if err != nil || h.Kind != wire.KindData {
+			return
+		}
+		off := wire.HeaderSize
+		for range h.Count {
+			var tp scenarios.Tuple
+			if off, err = scenarios.DecodeWindow(msg, off, &tp); err != nil {
+				t.Fatalf("the output: %v", err)
+			}
+			k := ysbWindow{string(tp.Window.Key), tp.Window.EndMs}
+			if _, dup := got[k]; dup {
+				t.Errorf("window %v written twice", k)
+			}
+			got[k] = tp.Window.Count
+		}
+	})
+	return got
+}
+
+func sumCounts(m map[ysbWindow]int64) (n int64) {
+	for _, c := range m {
+		n += c
+	}
+	return n
+}
+
+func firstWindowDifference(want, got map[ysbWindow]int64) string {
+	for k, w := range want {
+		if g, ok := got[k]; !ok || g != w {
+			return fmt.Sprintf("%v: counted %d, want %d", k, g, w)
+		}
+	}
+	for k, g := range got {
+		if _, ok := want[k]; !ok {
+			return fmt.Sprintf("%v: counted %d, not in the input", k, g)
+		}
+	}
+	return "none"
+}
+
+// fakeKafkaCluster starts franz-go's in-process Kafka-protocol cluster
+// (a conformance check: it measures nothing) for the test.
+func fakeKafkaCluster(t *testing.T) string {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c.ListenAddrs()[0]
+}
