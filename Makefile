@@ -6,7 +6,7 @@ BIN     ?= bin
 GOFLAGS ?=
 export BIN
 
-.PHONY: all deps build cref test unit e2e lint bench demo demo-broker demo-pair fuzz cover clean image
+.PHONY: all deps build cref test unit e2e lint bench demo demo-broker demo-ysb demo-pair fuzz cover clean image
 
 all: build
 
@@ -104,6 +104,12 @@ image: build
 demo-broker: build
 	$(BIN)/cpsweep demo nats -- --duration 2s --warmup 500ms --start 50k --bucket 100 --name demo-broker
 	@dir=$$(ls -td runs/*-demo-broker | head -1) && $(BIN)/cpsweep report $$dir && echo "open $$dir/report.html"
+
+# YSB on the Benthos engine between two JetStream subjects, with its
+# campaigns in Redis, at one fixed rate on loopback: whether the job kept
+# up, and YSB's window latency (~20 s; docs/sut.md).
+demo-ysb: build
+	scripts/demo-ysb.sh
 
 # A short dgsend -> dgrecv run on loopback with a summary of both sides.
 demo-pair: build
