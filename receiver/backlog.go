@@ -40,7 +40,7 @@ func (b *backlogSampler) sample(r *Receiver, now time.Time) {
 	for _, l := range r.lanes {
 		occ += l.Occupancy()
 	}
-	r.backlog = append(r.backlog, BacklogSample{UnixNs: now.UnixNano(), Buckets: occ, Consumed: r.consumed.Load(), LatencyNs: r.lastLatency.Load(), BrokerLag: r.brokerLag()})
+	r.backlog = append(r.backlog, BacklogSample{UnixNs: now.UnixNano(), Buckets: occ, Consumed: r.consumed.Load(), LatencyNs: r.lastLatency.Load(), BrokerLag: r.brokerLag(), JobLag: r.jobLag.value()})
 }
 
 // brokerLag sums the broker lanes' consumer lag (nil: no broker lanes;
@@ -62,4 +62,13 @@ func (r *Receiver) brokerLag() *int64 {
 		*sum += n
 	}
 	return sum
+}
+
+// malformedTotal is the malformed messages of every lane.
+func (r *Receiver) malformedTotal() uint64 {
+	var m uint64
+	for _, l := range r.lanes {
+		m += l.Stats.MalformedTotal()
+	}
+	return m
 }

@@ -30,6 +30,11 @@ type Config struct {
 	// endpoints that name a broker (the zero Registry: none).
 	Brokers driver.Registry `json:"-"`
 	Connect bool            // connect instead of bind (behind a system under test that pushes)
+	// JobInput is a job's input when a stream processor is the system
+	// under test (docs/sut.md): a broker URL naming the job's consumer
+	// group, whose lag is read every JobLagEvery into the backlog samples
+	// for the system-backlog rule. "": no job.
+	JobInput string
 	// MaxMessage is the largest message a lane takes: the socket refuses a
 	// larger one before it is built (ZMQ_MAXMSGSIZE), and Validate lowers
 	// it so that every lane's queue and ring of such messages fit the
@@ -128,6 +133,13 @@ func (c *Config) Validate() error {
 	problems := zmqraw.Sockets{Endpoints: c.Endpoints, MaxEndpoints: MaxLanes, HWM: c.HWM, IOThreads: c.IOThreads, CPUs: c.CPUs}.Problems()
 	bad := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
 	problems = append(problems, driver.Problems(c.Endpoints, false)...)
+	if c.JobInput != "" {
+		if e, err := driver.Parse(c.JobInput); err != nil {
+			bad("job input: %v", err)
+		} else if e.Group == "" {
+			bad("job input %s: name the job's consumer group (?group=NAME): its lag is what is read", e.Where())
+		}
+	}
 	if err := cpustat.CheckNames(c.SUTProcesses); err != nil {
 		bad("%v", err)
 	}

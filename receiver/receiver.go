@@ -44,6 +44,7 @@ type Receiver struct {
 	precise     *histo.Precise
 	checksum    uint64
 	backlog     []BacklogSample   // written by the monitor only
+	jobLag      *jobLag           // a job's lag on its input (nil: no job)
 	consumedCh  *profiler.Channel // nil: not profiled
 	lastLatency atomic.Int64      // latency of the latest consumed bucket, ns
 	firstData   atomic.Uint64     // TSC when the first data bucket was consumed
@@ -95,6 +96,7 @@ func New(cfg Config) (*Receiver, error) {
 	}
 	r := &Receiver{cfg: cfg, ctx: ctx, precise: histo.NewPrecise(), cpu: cpustat.New(), wake: make(chan struct{}, 1)}
 	r.cpu.TrackSystem(cfg.SUTProcesses)
+	r.jobLag = jobLagOf(cfg)
 	if cfg.StagePeriod > 0 {
 		r.stages = stage.NewSet(cfg.Clock, cfg.StagePeriod)
 		r.stages.EnableLive(cfg.LiveActivity)
@@ -210,6 +212,7 @@ func (r *Receiver) Stop() { r.quit.Store(true) }
 
 // Close releases sockets and the ZeroMQ context.
 func (r *Receiver) Close() {
+	r.jobLag.close()
 	for _, s := range r.prefill {
 		_ = s.SetLinger(0)
 		s.Close()
@@ -461,14 +464,6 @@ func (e *endWatch) check(r *Receiver, now time.Time) string {
 		return fmt.Sprintf("no data for %v: gave up waiting for end markers", r.cfg.EndTimeout)
 	}
 	return ""
-}
-
-func (r *Receiver) malformedTotal() uint64 {
-	var m uint64
-	for _, l := range r.lanes {
-		m += l.Stats.MalformedTotal()
-	}
-	return m
 }
 
 // Prefill queues msgs for lane before Run, through an in-process PUSH

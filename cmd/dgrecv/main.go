@@ -96,6 +96,7 @@ error (nothing ran), 1 any other error.`,
 func (o *options) register(f *pflag.FlagSet) {
 	c := &o.cfg
 	f.StringArrayVar(&o.bind, "bind", nil, "ZeroMQ endpoint to bind, one lane each (default tcp://*:5555)")
+	f.StringVar(&o.cfg.JobInput, "job-input", "", "with a stream processor between the senders and this receiver: its input, a broker URL naming its consumer group\n(jetstream://HOST:PORT/SUBJECT?group=NAME); its lag is read every 500ms for the system-backlog rule (docs/sut.md)")
 	f.StringArrayVar(&o.connect, "connect", nil, "ZeroMQ endpoint to connect to instead (a system under test pushes to us), or a broker to consume from: nats://HOST:PORT/SUBJECT, jetstream://HOST:PORT/SUBJECT, redis://HOST:PORT/KEY or kafka://HOST:PORT/TOPIC (docs/brokers.md)")
 	f.IntVar(&o.lanes, "lanes", 1, "with one endpoint: open this many lanes on consecutive ports")
 	f.StringVar(&c.Schema, "schema", scenarios.SchemaAdEvent, "tuple schema to decode: ad-event, synthetic, raw (id and time only) or window (a job's windowed counts, docs/sut.md)")
@@ -167,7 +168,7 @@ func (o *options) execute(ctx context.Context, scenarioSet bool, code *int) erro
 		}
 	}
 	if o.agent {
-		return agent.Run(ctx, agent.Options{Role: recvagent.Role{Brokers: brokers.All()}, Endpoints: cfg.Endpoints, Connect: cfg.Connect, CPUs: cfg.CPUs, IOThreads: cfg.IOThreads, ProbeAddr: o.probeAdr, MemoryBudget: cfg.MemoryBudget},
+		return agent.Run(ctx, agent.Options{Role: recvagent.Role{Brokers: brokers.All(), JobInput: cfg.JobInput}, Endpoints: cfg.Endpoints, Connect: cfg.Connect, CPUs: cfg.CPUs, IOThreads: cfg.IOThreads, ProbeAddr: o.probeAdr, MemoryBudget: cfg.MemoryBudget},
 			o.run.MetricsAddr, o.tok.Token, o.tok.File, o.run.Calibrate)
 	}
 	res, err := cli.RunCommand(ctx, o.run, func(clock *tsc.Clock, prof *cli.Profile) (cli.Runner[*receiver.Result], error) {

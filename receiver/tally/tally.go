@@ -80,6 +80,11 @@ type BacklogSample struct {
 	// (package driver; -1: a lane's lag could not be read). Absent (nil)
 	// over ZeroMQ.
 	BrokerLag *int64 `json:"broker_lag,omitempty"`
+	// JobLag is the lag of a job's consumer group on its input (dgrecv
+	// --job-input): messages the job has not read or acknowledged (-1:
+	// it could not be read). Absent without a job, and between the
+	// samples it is read at (every JobLagEvery at most).
+	JobLag *int64 `json:"job_lag,omitempty"`
 }
 
 // StreamResult is one sender stream's accounting.

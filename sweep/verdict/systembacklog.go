@@ -1,5 +1,7 @@
 package verdict
 
+import "github.com/cloudprofiler-go/cp/receiver/tally"
+
 // brokerLagGrowth is how much the broker's backlog grew over the window:
 // the trend of every receiver's summed consumer lag, added up (one
 // consumer's lag alone would hide another's growth). The limit is
@@ -8,6 +10,34 @@ package verdict
 // not be read (the rule cannot pass then). ok is false without broker
 // samples.
 func brokerLagGrowth(o *Outcome, rules Rules) (grew, limit float64, consumers, unread int, ok bool) {
+	grew, consumers, unread = lagGrowth(o, func(s tally.BacklogSample) *int64 { return s.BrokerLag })
+	limit = lagLimit(o, rules)
+	return grew, limit, consumers, unread, consumers+unread > 0
+}
+
+// jobLagGrowth is brokerLagGrowth for the lag of a job's consumer group
+// on its input (a stream processor between two topics, docs/sut.md): a
+// job that falls behind its input grows it, however fast its output is
+// read. ok is false without job samples.
+func jobLagGrowth(o *Outcome, rules Rules) (grew, limit float64, readers, unread int, ok bool) {
+	grew, readers, unread = lagGrowth(o, func(s tally.BacklogSample) *int64 { return s.JobLag })
+	return grew, lagLimit(o, rules), readers, unread, readers+unread > 0
+}
+
+// lagLimit is rules.BacklogGrowth of the messages one second carries at
+// the target rate, and at least 10 messages.
+func lagLimit(o *Outcome, rules Rules) float64 {
+	bucket := 1
+	if len(o.Senders) > 0 && o.Senders[0] != nil && o.Senders[0].BucketSize > 0 {
+		bucket = o.Senders[0].BucketSize
+	}
+	return max(rules.BacklogGrowth*o.Rate/float64(bucket), 10)
+}
+
+// lagGrowth adds up every receiver's trend of the lag series that lag
+// picks over the window; unread counts receivers with a sample that
+// could not be read (-1).
+func lagGrowth(o *Outcome, lagOf func(tally.BacklogSample) *int64) (grew float64, consumers, unread int) {
 	span := float64(o.Window[1]-o.Window[0]) / 1e9
 	for _, r := range o.Receivers {
 		if r == nil {
@@ -19,14 +49,15 @@ func brokerLagGrowth(o *Outcome, rules Rules) (grew, limit float64, consumers, u
 			if o.Window[1] > 0 && (p.UnixNs < o.Window[0] || p.UnixNs > o.Window[1]) {
 				continue
 			}
-			if p.BrokerLag == nil {
+			v := lagOf(p)
+			if v == nil {
 				continue
 			}
-			if *p.BrokerLag < 0 {
+			if *v < 0 {
 				valid = false
 				break
 			}
-			lag = append(lag, point{float64(p.UnixNs-o.Window[0]) / 1e9, float64(*p.BrokerLag)})
+			lag = append(lag, point{float64(p.UnixNs-o.Window[0]) / 1e9, float64(*v)})
 		}
 		if !valid {
 			unread++
@@ -38,10 +69,5 @@ func brokerLagGrowth(o *Outcome, rules Rules) (grew, limit float64, consumers, u
 		consumers++
 		grew += lag.slope() * span
 	}
-	bucket := 1
-	if len(o.Senders) > 0 && o.Senders[0] != nil && o.Senders[0].BucketSize > 0 {
-		bucket = o.Senders[0].BucketSize
-	}
-	limit = max(rules.BacklogGrowth*o.Rate/float64(bucket), 10)
-	return grew, limit, consumers, unread, consumers+unread > 0
+	return grew, consumers, unread
 }

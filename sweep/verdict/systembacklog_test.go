@@ -1,6 +1,7 @@
 package verdict
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/cloudprofiler-go/cp/receiver"
@@ -56,6 +57,54 @@ func TestBrokerLagGrowthAddsEveryConsumer(t *testing.T) {
 		grew, _, _, _, _ := brokerLagGrowth(tc.o, DefaultRules)
 		if c != nil && (c.Pass != tc.pass || grew < tc.minGrew || grew > tc.maxGrew) {
 			t.Errorf("%s: pass %v grew %.0f (%s), want pass %v and %.0f..%.0f", tc.name, c.Pass, grew, c.Detail, tc.pass, tc.minGrew, tc.maxGrew)
+		}
+	}
+}
+
+// TestJobLagIsTheSystemsBacklog: a job's lag on its input (a stream
+// processor between two topics) is judged by the system-backlog rule as
+// the broker's is: growing fails, flat passes, unreadable fails, and with
+// both series the rule fails when either grows.
+func TestJobLagIsTheSystemsBacklog(t *testing.T) {
+	series := func(per100ms int64, job bool) []receiver.BacklogSample {
+		var s []receiver.BacklogSample
+		for i := int64(0); i <= 20; i++ {
+			v, flat := i*per100ms, int64(0)
+			p := receiver.BacklogSample{UnixNs: i * 1e8}
+			if job {
+				p.JobLag, p.BrokerLag = &v, &flat
+			} else {
+				p.BrokerLag = &v
+			}
+			s = append(s, p)
+		}
+		return s
+	}
+	onlyJob := func(v int64) []receiver.BacklogSample {
+		return []receiver.BacklogSample{{UnixNs: 1e8, JobLag: &v}, {UnixNs: 2e8, JobLag: &v}}
+	}
+	for _, tc := range []struct {
+		name       string
+		backlog    []receiver.BacklogSample
+		pass       bool
+		wantDetail string
+	}{
+		{"the job keeps up", series(0, true), true, "the job's lag on its input grew 0"},
+		{"the job falls behind", series(100, true), false, "the job's lag on its input grew 2000"},
+		{"the output's backlog grows, the job keeps up", series(100, false), false, "broker's backlog grew 2000"},
+		{"only the job's lag, unreadable", onlyJob(-1), false, "1 receiver(s) could not read it"},
+		{"only the job's lag, flat", onlyJob(5), true, "the job's lag on its input grew 0"},
+	} {
+		o := &Outcome{Rate: 1e6, Window: [2]int64{0, 2e9}, Senders: []*sender.Result{{BucketSize: 100}}, Receivers: []*receiver.Result{{Backlog: tc.backlog}}}
+		v := Judge(o, DefaultRules)
+		var c *Check
+		for i := range v.Checks {
+			if v.Checks[i].Rule == RuleSystemBacklog {
+				c = &v.Checks[i]
+			}
+		}
+		if c == nil || c.Pass != tc.pass || !strings.Contains(c.Detail, tc.wantDetail) {
+			t.Errorf("%s: %+v, want pass %v and %q", tc.name, c, tc.pass, tc.wantDetail)
 		}
 	}
 }

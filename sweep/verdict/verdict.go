@@ -141,10 +141,7 @@ func Judge(o *Outcome, rules Rules) Verdict {
 		"over the window the queueing delay grew %s (limit %s) and ring occupancy %.1f buckets (limit %.1f of %d)",
 		numfmt.Duration(delay), numfmt.Duration(delayLimit), growth, limit, capacity)
 
-	if grew, limit, consumers, unread, ok := brokerLagGrowth(o, rules); ok {
-		add(RuleSystemBacklog, grew <= limit && unread == 0, "over the window the broker's backlog grew %.0f messages across %d receiver(s)' consumers (limit %.0f: %g of a second's messages); %d receiver(s) could not read it",
-			grew, consumers, limit, rules.BacklogGrowth, unread)
-	}
+	addSystemBacklog(o, rules, add)
 	if rules.LatencyP99 > 0 {
 		add(RuleLatency, time.Duration(latencyP99) <= rules.LatencyP99, "p99 latency %s (objective %s)", numfmt.Ns(float64(latencyP99)), numfmt.Duration(rules.LatencyP99))
 	}
@@ -153,6 +150,26 @@ func Judge(o *Outcome, rules Rules) Verdict {
 		v.Pass = v.Pass && c.Pass
 	}
 	return v
+}
+
+// addSystemBacklog judges the system's own backlog: the broker's for the
+// receivers' consumers, and a job's on its input (docs/sut.md). A lag that
+// could not be read fails the rule: the system's backlog is unknown.
+func addSystemBacklog(o *Outcome, rules Rules, add func(rule string, pass bool, format string, a ...any)) {
+	grew, limit, consumers, unread, ok := brokerLagGrowth(o, rules)
+	jobGrew, _, _, jobUnread, job := jobLagGrowth(o, rules)
+	switch {
+	case ok && job:
+		add(RuleSystemBacklog, grew <= limit && unread == 0 && jobGrew <= limit && jobUnread == 0,
+			"over the window the job's lag on its input grew %.0f messages and the broker's backlog on its output %.0f across %d receiver(s)' consumers (limit %.0f each: %g of a second's messages); %d receiver(s) could not read the job's lag, %d the output's",
+			jobGrew, grew, consumers, limit, rules.BacklogGrowth, jobUnread, unread)
+	case ok:
+		add(RuleSystemBacklog, grew <= limit && unread == 0, "over the window the broker's backlog grew %.0f messages across %d receiver(s)' consumers (limit %.0f: %g of a second's messages); %d receiver(s) could not read it",
+			grew, consumers, limit, rules.BacklogGrowth, unread)
+	case job:
+		add(RuleSystemBacklog, jobGrew <= limit && jobUnread == 0, "over the window the job's lag on its input grew %.0f messages (limit %.0f: %g of a second's messages); %d receiver(s) could not read it",
+			jobGrew, limit, rules.BacklogGrowth, jobUnread)
+	}
 }
 
 // backlogGrowth fits Theil–Sen lines (the median of the slopes between

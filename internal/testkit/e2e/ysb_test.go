@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -65,6 +66,11 @@ func ysbPipeline(t *testing.T, in, out, redisAddr string) {
 	if r.p50 < 400*time.Millisecond || r.p99 > 10*time.Second {
 		t.Errorf("window latency p50 %v p99 %v: want at least the lateness (500ms) and under 10 s", r.p50, r.p99)
 	}
+	// dgrecv read the job's lag on its input (--job-input), and the job
+	// had caught up by the end
+	if n := len(r.jobLags); n < 5 || r.jobLags[n-1] != 0 || slices.Contains(r.jobLags, -1) {
+		t.Errorf("the job's lag as dgrecv sampled it: %v; want 5 samples or more, none unreadable, the last 0", r.jobLags)
+	}
 	t.Logf("YSB %s: %d windows, %d views; window latency p50 %v p99 %v", in, len(r.got), sumCounts(r.got), r.p50, r.p99)
 }
 
@@ -78,6 +84,7 @@ type ysbRun struct {
 	scheduleKept        bool    // dgsend kept its schedule
 	lateFraction        float64 // of dgsend's slots, later than 1 ms
 	jobCPU              float64 // cpjob's user+system seconds
+	jobLags             []int64 // the job's lag on its input, as dgrecv sampled it
 }
 
 // runYSB runs dgsend at rate for duration into in, cpjob ysb from in to
@@ -93,7 +100,7 @@ func runYSB(t *testing.T, in, out, redisAddr, rate, duration string) ysbRun {
 	if !job.WaitForLine("cpjob ysb: reading", 30*time.Second) {
 		t.Fatalf("cpjob did not start:\n%s", job.Stderr.String())
 	}
-	recv, err := Start(filepath.Join(binDir, "dgrecv"), "--connect", out+"?group=cp", "--schema", "window", "--json", "--end-timeout", "60s")
+	recv, err := Start(filepath.Join(binDir, "dgrecv"), "--connect", out+"?group=cp", "--job-input", in+"?group=ysb", "--schema", "window", "--json", "--end-timeout", "60s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +133,9 @@ func runYSB(t *testing.T, in, out, redisAddr, rate, duration string) ysbRun {
 			P50   int64  `json:"p50_ns"`
 			P99   int64  `json:"p99_ns"`
 		} `json:"latency"`
+		Backlog []struct {
+			JobLag *int64 `json:"job_lag"`
+		} `json:"backlog"`
 	}
 	if err := json.Unmarshal(recv.Stdout.Bytes(), &res); err != nil {
 		t.Fatalf("dgrecv's JSON: %v\n%s", err, recv.Stdout.String())
@@ -138,7 +148,13 @@ func runYSB(t *testing.T, in, out, redisAddr, rate, duration string) ysbRun {
 	if err := json.Unmarshal(send.Stdout.Bytes(), &sent); err != nil {
 		t.Fatalf("dgsend's JSON: %v\n%s", err, send.Stdout.String())
 	}
-	return ysbRun{want: viewsIn(t, in), got: windowsIn(t, out), complete: res.Complete, received: res.Received, latencies: res.Latency.Count,
+	var jobLags []int64
+	for _, b := range res.Backlog {
+		if b.JobLag != nil {
+			jobLags = append(jobLags, *b.JobLag)
+		}
+	}
+	return ysbRun{jobLags: jobLags, want: viewsIn(t, in), got: windowsIn(t, out), complete: res.Complete, received: res.Received, latencies: res.Latency.Count,
 		p50: time.Duration(res.Latency.P50), p99: time.Duration(res.Latency.P99), sent: sent.Sent, scheduleKept: sent.Kept, lateFraction: sent.Late, jobCPU: procCPU(job)}
 }
 

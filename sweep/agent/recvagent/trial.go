@@ -33,6 +33,10 @@ func Validate(t protocol.ReceiverTrial, endpoints []string) error {
 type Role struct {
 	// Brokers are the broker drivers the program was built with.
 	Brokers driver.Registry
+	// JobInput is the input of the job between the senders and this
+	// agent (dgrecv --job-input; docs/sut.md): every trial reads the
+	// job's lag on it. "": no job.
+	JobInput string
 }
 
 // Name implements agent.Role.
@@ -47,12 +51,13 @@ func (r Role) Parse(body []byte, opts agent.Options) (agent.Trial, error) {
 	if err := Validate(t, opts.Endpoints); err != nil {
 		return nil, err
 	}
-	return trial{t, r.Brokers}, nil
+	return trial{t, r.Brokers, r.JobInput}, nil
 }
 
 type trial struct {
-	t       protocol.ReceiverTrial
-	brokers driver.Registry
+	t        protocol.ReceiverTrial
+	brokers  driver.Registry
+	jobInput string
 }
 
 func (tr trial) Profile() *profiler.Handlers { return tr.t.Profile }
@@ -63,7 +68,7 @@ func (tr trial) StagePeriod() time.Duration  { return tr.t.StagePeriod }
 func (tr trial) Start(env agent.Env) (*agent.Started, error) {
 	cfg := Config(tr.t, env.Endpoints, env.Connect)
 	cfg.CPUs, cfg.IOThreads, cfg.Clock, cfg.Logf = env.CPUs, env.IOThreads, env.Clock, env.Logf
-	cfg.MemoryBudget, cfg.Brokers = env.MemoryBudget, tr.brokers
+	cfg.MemoryBudget, cfg.Brokers, cfg.JobInput = env.MemoryBudget, tr.brokers, tr.jobInput
 	cfg.Profile, cfg.Handlers = env.Profile, env.Handlers
 	cfg.LiveActivity = protocol.MaxActivityChanges
 	r, err := receiver.New(cfg)

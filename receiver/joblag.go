@@ -1,0 +1,83 @@
+package receiver
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/driver"
+)
+
+// JobLagEvery is how often a job's lag on its input is read: each read is
+// a connection of its own (driver.Admin), so it is read on a goroutine of
+// its own, never the monitor's, and a backlog sample carries the latest
+// value read.
+const JobLagEvery = 500 * time.Millisecond
+
+// noLag marks a job lag not read yet.
+const noLag = math.MinInt64
+
+// jobLag reads a job's consumer-group lag on its input until closed.
+type jobLag struct {
+	latest atomic.Int64 // noLag until the first read; -1: unreadable
+	stop   chan struct{}
+	done   sync.WaitGroup
+}
+
+// jobLagOf starts reading the lag of cfg's job, if it has one.
+func jobLagOf(cfg Config) *jobLag {
+	if cfg.JobInput == "" {
+		return nil
+	}
+	e, _ := driver.Parse(cfg.JobInput) // checked by Validate
+	return startJobLag(cfg.Brokers, e)
+}
+
+func startJobLag(reg driver.Registry, e driver.Endpoint) *jobLag {
+	j := &jobLag{stop: make(chan struct{})}
+	j.latest.Store(noLag)
+	j.done.Add(1)
+	go func() {
+		defer j.done.Done()
+		tick := time.NewTicker(JobLagEvery)
+		defer tick.Stop()
+		for {
+			v, err := reg.GroupLag(e)
+			if err != nil {
+				v = -1
+			}
+			j.latest.Store(v)
+			select {
+			case <-j.stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return j
+}
+
+// value is the latest lag read (nil: none yet, or no job).
+func (j *jobLag) value() *int64 {
+	if j == nil {
+		return nil
+	}
+	v := j.latest.Load()
+	if v == noLag {
+		return nil
+	}
+	return &v
+}
+
+func (j *jobLag) close() {
+	if j == nil {
+		return
+	}
+	select {
+	case <-j.stop:
+	default:
+		close(j.stop)
+	}
+	j.done.Wait()
+}
