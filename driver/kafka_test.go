@@ -4,21 +4,12 @@ import (
 	"testing"
 
 	"github.com/cloudprofiler-go/cp/driver"
-
-	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
 )
 
-// fakeKafka starts franz-go's in-process Kafka-protocol cluster (one
-// goroutine handles it: a conformance check of the driver, never a figure).
-func fakeKafka(t *testing.T) string {
-	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c.ListenAddrs()[0]
-}
+// fakeKafka is franz-go's in-process cluster (a conformance check of the
+// driver, never a figure).
+func fakeKafka(t *testing.T) string { return realserver.FakeKafka(t) }
 
 func TestKafkaRoundTrip(t *testing.T) {
 	addr := fakeKafka(t)

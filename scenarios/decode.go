@@ -322,3 +322,25 @@ func DecodeWindow(b []byte, off int, t *Tuple) (int, error) {
 	}
 	return skipExtra(b, off, n-5)
 }
+
+// EachTuple decodes the tuples of a data bucket with decode and hands each
+// to f (the tuple is reused: copy what is kept); an end marker has none.
+// A malformed bucket is an error, after the tuples before the fault.
+func EachTuple(msg []byte, decode Decoder, f func(*Tuple)) error {
+	h, err := wire.ParseHeader(msg)
+	if err != nil || h.Kind != wire.KindData {
+		return err
+	}
+	off := wire.HeaderSize
+	var t Tuple
+	for range h.Count {
+		if off, err = decode(msg, off, &t); err != nil {
+			return err
+		}
+		f(&t)
+	}
+	if off != len(msg) {
+		return wire.ErrTupleCount
+	}
+	return nil
+}

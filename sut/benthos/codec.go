@@ -38,20 +38,8 @@ const (
 // decodeBucket makes one message per tuple of a data bucket; an end
 // marker gives none. A malformed bucket is an error (and gives none).
 func decodeBucket(msg []byte, schema string, decode scenarios.Decoder) (service.MessageBatch, error) {
-	h, err := wire.ParseHeader(msg)
-	if err != nil {
-		return nil, err
-	}
-	if h.Kind != wire.KindData {
-		return nil, nil
-	}
-	batch := make(service.MessageBatch, 0, h.Count)
-	off := wire.HeaderSize
-	for range h.Count {
-		var t scenarios.Tuple
-		if off, err = decode(msg, off, &t); err != nil {
-			return nil, err
-		}
+	var batch service.MessageBatch
+	err := scenarios.EachTuple(msg, decode, func(t *scenarios.Tuple) {
 		m := service.NewMessage(nil)
 		m.MetaSetMut(MetaTupleID, t.ID)
 		m.MetaSetMut(MetaIntendedNs, t.IntendedNs)
@@ -65,9 +53,9 @@ func decodeBucket(msg []byte, schema string, decode scenarios.Decoder) (service.
 			m.SetBytes(append([]byte(nil), t.Payload...))
 		}
 		batch = append(batch, m)
-	}
-	if off != len(msg) {
-		return nil, wire.ErrTupleCount
+	})
+	if err != nil {
+		return nil, err
 	}
 	return batch, nil
 }

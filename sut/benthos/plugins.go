@@ -57,24 +57,30 @@ type input struct {
 }
 
 func newInput(conf *service.ParsedConfig, mgr *service.Resources, reg driver.Registry) (*input, error) {
-	url, err := conf.FieldString("url")
-	if err != nil {
-		return nil, err
-	}
-	e, err := driver.Parse(url)
+	e, schema, err := endpointAndSchema(conf)
 	if err != nil {
 		return nil, err
 	}
 	if e.Group == "" && e.Driver != driver.NATS {
 		return nil, fmt.Errorf("cp_input %s: give the job's group (?group=NAME): without one the harness's consumer makes the stream anew, which a job must never do", e.Where())
 	}
-	schema, err := conf.FieldString("schema")
-	if err != nil {
-		return nil, err
-	}
 	decode, _ := scenarios.DecoderFor(schema)
 	return &input{reg: reg, e: e, schema: schema, decode: decode, log: mgr.Logger(),
 		malformed: mgr.Metrics().NewCounter("cp_input_malformed_buckets")}, nil
+}
+
+// endpointAndSchema reads the url and schema fields of cp_input and cp_output.
+func endpointAndSchema(conf *service.ParsedConfig) (driver.Endpoint, string, error) {
+	url, err := conf.FieldString("url")
+	if err != nil {
+		return driver.Endpoint{}, "", err
+	}
+	e, err := driver.Parse(url)
+	if err != nil {
+		return driver.Endpoint{}, "", err
+	}
+	schema, err := conf.FieldString("schema")
+	return e, schema, err
 }
 
 func (in *input) Connect(context.Context) error {
@@ -142,15 +148,7 @@ type output struct {
 }
 
 func newOutput(conf *service.ParsedConfig, _ *service.Resources, reg driver.Registry) (*output, error) {
-	url, err := conf.FieldString("url")
-	if err != nil {
-		return nil, err
-	}
-	e, err := driver.Parse(url)
-	if err != nil {
-		return nil, err
-	}
-	schema, err := conf.FieldString("schema")
+	e, schema, err := endpointAndSchema(conf)
 	if err != nil {
 		return nil, err
 	}

@@ -100,25 +100,16 @@ func readWindows(t *testing.T, out driver.Endpoint, total int64, wait time.Durat
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, err := wire.ParseHeader(msg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Kind != wire.KindData {
-			continue
-		}
-		off := wire.HeaderSize
-		for range h.Count {
-			var tp scenarios.Tuple
-			if off, err = scenarios.DecodeWindow(msg, off, &tp); err != nil {
-				t.Fatalf("a window tuple: %v", err)
-			}
+		err = scenarios.EachTuple(msg, scenarios.DecodeWindow, func(tp *scenarios.Tuple) {
 			k := windowKey{string(tp.Window.Key), tp.Window.EndMs}
 			if _, dup := got[k]; dup {
 				t.Errorf("window %v written twice", k)
 			}
 			got[k] = counted{tp.Window.Count, tp.ID, tp.IntendedNs}
 			sum += tp.Window.Count
+		})
+		if err != nil {
+			t.Fatalf("a window bucket: %v", err)
 		}
 	}
 	return got

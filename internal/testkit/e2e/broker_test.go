@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
 	"github.com/cloudprofiler-go/cp/sweep"
@@ -145,12 +144,7 @@ func TestRedisGroupDeletedIsSystemFailure(t *testing.T) {
 // serves it: this checks behaviour, it measures nothing), acks=all with
 // idempotence, two lanes on topics of their own.
 func TestSweepThroughKafkaFake(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	rep, p := runSweep(t, 2*time.Minute, "--sut", "kafka://"+c.ListenAddrs()[0]+"/cp", "--lanes", "2", "--threads", "2",
+	rep, p := runSweep(t, 2*time.Minute, "--sut", "kafka://"+realserver.FakeKafka(t)+"/cp", "--lanes", "2", "--threads", "2",
 		"--search", "linear", "--from", "10k", "--to", "20k", "--step", "10k", "--duration", "1s", "--warmup", "200ms", "--lateness-floor", "200ms")
 	if len(rep.Result.Trials) != 2 || !rep.Result.Trials[0].Verdict.Pass || !rep.Result.Trials[1].Verdict.Pass {
 		t.Fatalf("kafka sweep: %+v\n%s", rep.Result.Trials, p.Stderr.String())

@@ -6,15 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/driver/kafka"
@@ -23,7 +20,6 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sut/ysb"
-	"github.com/cloudprofiler-go/cp/wire"
 )
 
 // ysbWindow is one campaign's window: its end (Unix ms) and campaign.
@@ -44,7 +40,7 @@ type ysbWindow struct {
 func TestYSBBetweenRealBinaries(t *testing.T) {
 	natsAddr, _ := realserver.NATS(t)
 	redisAddr, _ := realserver.Redis(t)
-	kafkaAddr := fakeKafkaCluster(t)
+	kafkaAddr := realserver.FakeKafka(t)
 	for _, tc := range []struct{ in, out string }{
 		{"jetstream://" + natsAddr + "/ysb.in", "jetstream://" + natsAddr + "/ysb.out"},
 		{"redis://" + redisAddr + "/ysb.in", "redis://" + redisAddr + "/ysb.out"},
@@ -197,19 +193,13 @@ func viewsIn(t *testing.T, in string) map[ysbWindow]int64 {
 	}
 	want := map[ysbWindow]int64{}
 	drainTopic(t, in, func(msg []byte) {
-		h, err := wire.ParseHeader(msg)
-		if err != nil || h.Kind != wire.KindData {
-			return
-		}
-		off := wire.HeaderSize
-		for range h.Count {
-			var tp scenarios.Tuple
-			if off, err = scenarios.DecodeAdEvent(msg, off, &tp); err != nil {
-				t.Fatalf("the input: %v", err)
-			}
+		err := scenarios.EachTuple(msg, scenarios.DecodeAdEvent, func(tp *scenarios.Tuple) {
 			if string(tp.Ad.EventType) == "view" {
 				want[ysbWindow{table[hex.EncodeToString(tp.Ad.AdID)], (tp.Ad.EventTimeMs/1000 + 1) * 1000}]++
 			}
+		})
+		if err != nil {
+			t.Fatalf("the input: %v", err)
 		}
 	})
 	return want
@@ -219,21 +209,15 @@ func viewsIn(t *testing.T, in string) map[ysbWindow]int64 {
 func windowsIn(t *testing.T, out string) map[ysbWindow]int64 {
 	got := map[ysbWindow]int64{}
 	drainTopic(t, out, func(msg []byte) {
-		h, err := wire.ParseHeader(msg)
-		if err != nil || h.Kind != wire.KindData {
-			return
-		}
-		off := wire.HeaderSize
-		for range h.Count {
-			var tp scenarios.Tuple
-			if off, err = scenarios.DecodeWindow(msg, off, &tp); err != nil {
-				t.Fatalf("the output: %v", err)
-			}
+		err := scenarios.EachTuple(msg, scenarios.DecodeWindow, func(tp *scenarios.Tuple) {
 			k := ysbWindow{string(tp.Window.Key), tp.Window.EndMs}
 			if _, dup := got[k]; dup {
 				t.Errorf("window %v written twice", k)
 			}
 			got[k] = tp.Window.Count
+		})
+		if err != nil {
+			t.Fatalf("the output: %v", err)
 		}
 	})
 	return got
@@ -258,38 +242,4 @@ func firstWindowDifference(want, got map[ysbWindow]int64) string {
 		}
 	}
 	return "none"
-}
-
-// fakeKafkaCluster starts franz-go's in-process Kafka-protocol cluster
-// (a conformance check: it measures nothing) for the test.
-func fakeKafkaCluster(t *testing.T) string {
-	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c.ListenAddrs()[0]
-}
-
-// TestBenchYSBFixedRates: YSB between the real binaries through JetStream
-// and Redis Streams at rising fixed rates, 5 s each (not a sweep: the
-// sweep's --input/--output are not built yet, docs/sut.md). Per rate:
-// whether the windows were exact, YSB's window latency, and cpjob's CPU per
-// event. CP_BENCH=1.
-func TestBenchYSBFixedRates(t *testing.T) {
-	if os.Getenv("CP_BENCH") == "" {
-		t.Skip("CP_BENCH=1 runs the benchmarks")
-	}
-	natsAddr, _ := realserver.NATS(t)
-	redisAddr, _ := realserver.Redis(t)
-	for _, broker := range []string{"jetstream://" + natsAddr, "redis://" + redisAddr} {
-		for i, rate := range []string{"25k", "50k", "100k", "200k"} {
-			in, out := fmt.Sprintf("%s/ysb%d.in", broker, i), fmt.Sprintf("%s/ysb%d.out", broker, i)
-			r := runYSB(t, in, out, redisAddr, rate, "5s")
-			exact := maps.Equal(r.got, r.want) && len(r.want) > 0
-			t.Logf("YSB %s rate %s: sent %d (schedule kept %v, %.1f%% of slots later than 1 ms), windows exact %v (%d windows, %d views counted of %d), window latency p50 %v p99 %v, cpjob %.2f s CPU = %.2f µs per event",
-				broker[:strings.Index(broker, ":")], rate, r.sent, r.scheduleKept, 100*r.lateFraction, exact, len(r.got), sumCounts(r.got), sumCounts(r.want), r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.jobCPU, r.jobCPU/float64(max(r.sent, 1))*1e6)
-		}
-	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/driver/embedded"
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // NATS starts nats-server with JetStream, its store in a temporary folder,
@@ -86,4 +87,17 @@ func start(t testing.TB, name string, args func(port int, dir string) []string) 
 			t.Fatalf("%s did not listen on %s:\n%s", name, addr, out.String())
 		}
 	}
+}
+
+// FakeKafka starts franz-go's in-process Kafka-protocol cluster, one
+// broker, and returns its address; the test's end stops it. One goroutine
+// serves it: it checks a client's behaviour, and measures nothing.
+func FakeKafka(t testing.TB) string {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c.ListenAddrs()[0]
 }
