@@ -1,6 +1,7 @@
 package sender
 
 import (
+	"fmt"
 	"time"
 	"unsafe"
 
@@ -112,4 +113,21 @@ func (t *thread) prepare(e *emission, clock *tsc.Clock, paced bool, first, at, e
 // templates live as long as the thread.
 func msgAddr(tpl *scenarios.Template) uintptr {
 	return uintptr(unsafe.Pointer(unsafe.SliceData(tpl.Msg)))
+}
+
+// countMatches counts, per template, the tuples the declared predicate
+// keeps (before the run: the loop only adds them up).
+func (t *thread) countMatches(p *scenarios.Predicate) error {
+	if p == nil {
+		return nil
+	}
+	t.matches = make([]uint64, len(t.tpls))
+	for i := range t.tpls {
+		n, err := p.Matches(t.tpls[i].Msg)
+		if err != nil {
+			return fmt.Errorf("count the matches of %q: %w", p.Expr, err)
+		}
+		t.matches[i] = uint64(n)
+	}
+	return nil
 }

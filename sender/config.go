@@ -57,8 +57,12 @@ type Config struct {
 	StartAt  time.Time
 	Count    uint64 // total tuples; 0 = until Duration or Stop
 	Scenario *scenarios.Scenario
-	CPUs     []int // CPU per thread (cycled); nil = not pinned
-	HWM      int   // send high-water mark in messages
+	// Expect, if set, is the predicate of a filter between the senders
+	// and the receiver (docs/sut.md): the tuples sent that it keeps are
+	// counted, from the templates, so the filter's exact output is known.
+	Expect *scenarios.Predicate `json:"-"`
+	CPUs   []int                // CPU per thread (cycled); nil = not pinned
+	HWM    int                  // send high-water mark in messages
 	// SendBatch is the most messages an emission thread hands to C in one
 	// call (the cgo transition is paid once per call); 0 picks it from the
 	// message size (SendBatchAuto), 1 sends one message per call. A batch

@@ -62,6 +62,7 @@ func (t *thread) newWaiter(s *Sender) waiter {
 type emission struct {
 	k, seq, tupleSeq                        uint64
 	emitted, buckets, dropB, late, measured uint64
+	matched                                 uint64 // tuples sent that the declared predicate keeps
 	idx, w                                  int
 	winEnd, nextPublish                     uint64
 }
@@ -170,6 +171,7 @@ func (t *thread) injected(acct *stage.Account, at uint64, stop *atomic.Bool) uin
 func (t *thread) wrapUp(e *emission, paced bool, end, bucket uint64) {
 	t.publish(e.emitted, e.buckets, e.dropB, e.late, bucket)
 	t.measuredSlots = e.measured
+	t.matched = e.matched
 	t.settle(paced, end, e.k)
 	// Windows not reached (run ended early) stay at the final count.
 	for ; e.w < len(t.windows); e.w++ {
@@ -190,6 +192,9 @@ func (t *thread) sent(e *emission, err error, at, bucket uint64, drop bool) {
 		e.tupleSeq += bucket
 		e.emitted += bucket
 		e.buckets++
+		if t.matches != nil {
+			e.matched += t.matches[e.idx]
+		}
 		t.acct.Add(1, bucket)
 	case zmqraw.ErrAgain:
 		if drop {

@@ -37,6 +37,9 @@ func (s *Sender) result(start, end uint64) *Result {
 		SendCostNs: s.sendCost.Nanoseconds(), SendBatch: len(s.threads[0].items), LateThreshNs: cfg.LateThreshold.Nanoseconds(),
 		Windows: []uint64{}, Errors: []string{}, Injected: inject.NewRecord(cfg.Stalls, 0, nil)}
 	r.Injected.SendWork = cfg.SendWork
+	if cfg.Expect != nil {
+		r.Expect = cfg.Expect.Expr
+	}
 	merged := histo.NewPrecise()
 	last, measured, windows := addThreads(r, merged, s.threads, uint64(cfg.BucketSize))
 	r.Stages, r.ServiceRates = []stage.Total{}, []servicerate.Rate{} // always present (docs/json.md)
@@ -89,6 +92,7 @@ func (s *Sender) result(start, end uint64) *Result {
 func addThreads(r *Result, merged *histo.Precise, threads []*thread, bucket uint64) (last, measured uint64, windows []uint64) {
 	for _, t := range threads {
 		r.Emitted += t.emittedTuples.Load()
+		r.Matched += t.matched
 		r.EmittedBkts += t.emittedBuckets.Load()
 		r.DroppedBkts += t.droppedBuckets.Load()
 		r.DroppedTups += t.droppedTuples.Load()

@@ -82,6 +82,8 @@ type thread struct {
 	flushErr error           // the producer's final flush
 	link     *link
 	tpls     []scenarios.Template // at least one per message of a batch
+	matches  []uint64             // per template: its tuples cfg.Expect keeps (nil: none declared)
+	matched  uint64               // tuples sent that cfg.Expect keeps (written by wrapUp)
 	items    []zmqraw.BatchItem   // the batch handed to C (see batch.go)
 	msgs     [][]byte             // the batch's messages, for outlets that do not read items
 	dues     []dueMemo
@@ -214,6 +216,9 @@ func (s *Sender) addThread(i int, encoded []scenarios.Encoded) error {
 		batch = 1 // the work is per bucket, in Go, before its send; a broker's client is Go
 	}
 	t.setupBatch(batch)
+	if err := t.countMatches(cfg.Expect); err != nil {
+		return err
+	}
 	if cfg.Count > 0 {
 		share := cfg.Count / uint64(cfg.Threads)
 		if uint64(i) < cfg.Count%uint64(cfg.Threads) {

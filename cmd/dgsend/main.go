@@ -36,6 +36,7 @@ type options struct {
 	cfg            sender.Config
 	connect, bind  []string
 	scenario       string
+	expect         string
 	cpus           cli.CPUChoice
 	overflow, idle string
 	strict, agent  bool
@@ -98,6 +99,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.Uint64Var(&c.Count, "count", 0, "total tuples to send (rounded up to whole buckets per thread); 0 = no limit")
 	f.IntVar(&c.Threads, "threads", 1, "emission threads, each with its own socket and stream")
 	f.IntVar(&c.BucketSize, "bucket", 1, "tuples per ZeroMQ message (1 reproduces the paper)")
+	f.StringVar(&o.expect, "expect-filter", "", "the predicate of a filter between this sender and the receiver, e.g. 'event_type == view' (clauses FIELD == VALUE\nor FIELD != VALUE joined by &&; ad_type, event_type): the tuples sent that it keeps are counted, the filter's exact output (docs/sut.md)")
 	f.StringVar(&o.scenario, "scenario", "ad-event", "workload: a built-in name ("+fmt.Sprint(scenarios.Builtins())+"), synthetic:SIZE, or a YAML file")
 	f.StringVar(&o.overflow, "overflow", "block", "when the socket is full: block (lateness grows) or drop (count dropped buckets)")
 	f.StringVar(&o.idle, "idle", "auto", "how to wait for the next slot: spin (the paper's busy-wait), sleep (nanosleep until just before the slot, then spin),\nyield (spin with sched_yield), or auto (spin with 4+ CPUs, else sleep)")
@@ -136,6 +138,11 @@ func (o *options) config() (sender.Config, error) {
 	var err error
 	if cfg.Scenario, err = scenarios.Load(o.scenario); err != nil {
 		return cfg, err
+	}
+	if o.expect != "" {
+		if cfg.Expect, err = scenarios.ParsePredicate(cfg.Scenario.Schema, o.expect); err != nil {
+			return cfg, fmt.Errorf("--expect-filter: %w", err)
+		}
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, err

@@ -38,6 +38,11 @@ type Result struct {
 	ScheduledTups  uint64  `json:"scheduled_tuples"` // what the schedule called for
 	Emitted        uint64  `json:"emitted_tuples"`
 	EmittedBkts    uint64  `json:"emitted_buckets"`
+	// Expect is the filter's predicate declared to the harness
+	// (dgsend --expect-filter; docs/sut.md) and Matched the tuples sent
+	// that it keeps: the filter's exact output.
+	Expect  string `json:"expect_filter,omitempty"`
+	Matched uint64 `json:"expected_filter_tuples,omitempty"`
 	DroppedBkts    uint64  `json:"dropped_buckets"`
 	DroppedTups    uint64  `json:"dropped_tuples"`
 	Shortfall      uint64  `json:"shortfall_tuples"` // scheduled but neither sent nor dropped (fell behind)

@@ -28,6 +28,9 @@ func (r *Result) WriteText(w io.Writer) {
 		r.Scenario, r.Threads, r.BucketSize, r.TupleBytes, target, r.Overflow, r.Idle)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  emitted\t%d tuples in %d buckets over %.3f s\n", r.Emitted, r.EmittedBkts, r.DurationS)
+	if r.Expect != "" {
+		fmt.Fprintf(tw, "  expected\t%d of them through the filter %q\n", r.Matched, r.Expect)
+	}
 	fmt.Fprintf(tw, "  achieved rate\t%s (%.0f tuples/s)", numfmt.Rate(r.AchievedRate), r.AchievedRate)
 	if r.TargetRate > 0 {
 		fmt.Fprintf(tw, " (%.3f%% of target)", 100*r.AchievedRate/r.TargetRate)

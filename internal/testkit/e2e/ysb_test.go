@@ -62,6 +62,11 @@ func ysbPipeline(t *testing.T, in, out, redisAddr string) {
 	if r.p50 < 400*time.Millisecond || r.p99 > 10*time.Second {
 		t.Errorf("window latency p50 %v p99 %v: want at least the lateness (500ms) and under 10 s", r.p50, r.p99)
 	}
+	// the harness's own count of views sent, from its templates, is the
+	// input's and the job's
+	if uint64(sumCounts(r.want)) != r.expectedViews || uint64(sumCounts(r.got)) != r.expectedViews {
+		t.Errorf("dgsend counted %d views sent; the input holds %d, the job counted %d", r.expectedViews, sumCounts(r.want), sumCounts(r.got))
+	}
 	// dgrecv read the job's lag on its input (--job-input), and the job
 	// had caught up by the end
 	if n := len(r.jobLags); n < 5 || r.jobLags[n-1] != 0 || slices.Contains(r.jobLags, -1) {
@@ -79,6 +84,7 @@ type ysbRun struct {
 	sent                uint64  // tuples dgsend sent
 	scheduleKept        bool    // dgsend kept its schedule
 	lateFraction        float64 // of dgsend's slots, later than 1 ms
+	expectedViews       uint64  // the views dgsend counted among what it sent (--expect-filter)
 	jobCPU              float64 // cpjob's user+system seconds
 	jobLags             []int64 // the job's lag on its input, as dgrecv sampled it
 }
@@ -101,7 +107,7 @@ func runYSB(t *testing.T, in, out, redisAddr, rate, duration string) ysbRun {
 		t.Fatal(err)
 	}
 	defer func() { _ = recv.Signal(syscall.SIGKILL) }()
-	send, err := Start(filepath.Join(binDir, "dgsend"), "--connect", in, "--scenario", "ad-event", "--rate", rate, "--duration", duration, "--bucket", "100", "--late-threshold", "1ms", "--json")
+	send, err := Start(filepath.Join(binDir, "dgsend"), "--connect", in, "--scenario", "ad-event", "--rate", rate, "--duration", duration, "--bucket", "100", "--late-threshold", "1ms", "--expect-filter", "event_type == view", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,9 +143,10 @@ func runYSB(t *testing.T, in, out, redisAddr, rate, duration string) ysbRun {
 		t.Fatalf("dgrecv's JSON: %v\n%s", err, recv.Stdout.String())
 	}
 	var sent struct {
-		Sent uint64  `json:"emitted_tuples"`
-		Kept bool    `json:"schedule_kept"`
-		Late float64 `json:"late_slot_fraction"`
+		Sent  uint64  `json:"emitted_tuples"`
+		Kept  bool    `json:"schedule_kept"`
+		Late  float64 `json:"late_slot_fraction"`
+		Views uint64  `json:"expected_filter_tuples"`
 	}
 	if err := json.Unmarshal(send.Stdout.Bytes(), &sent); err != nil {
 		t.Fatalf("dgsend's JSON: %v\n%s", err, send.Stdout.String())
@@ -151,7 +158,7 @@ func runYSB(t *testing.T, in, out, redisAddr, rate, duration string) ysbRun {
 		}
 	}
 	return ysbRun{jobLags: jobLags, want: viewsIn(t, in), got: windowsIn(t, out), complete: res.Complete, received: res.Received, latencies: res.Latency.Count,
-		p50: time.Duration(res.Latency.P50), p99: time.Duration(res.Latency.P99), sent: sent.Sent, scheduleKept: sent.Kept, lateFraction: sent.Late, jobCPU: procCPU(job)}
+		p50: time.Duration(res.Latency.P50), p99: time.Duration(res.Latency.P99), sent: sent.Sent, scheduleKept: sent.Kept, lateFraction: sent.Late, expectedViews: sent.Views, jobCPU: procCPU(job)}
 }
 
 var ysbBrokers = driver.NewRegistry(nats.Driver{}, redis.Driver{}, kafka.Driver{})
