@@ -35,6 +35,18 @@ type Config struct {
 	// group, whose lag is read every JobLagEvery into the backlog samples
 	// for the system-backlog rule. "": no job.
 	JobInput string
+	// TrialStart and SendersEnd place a sweep's trial of a job in time
+	// (with JobInput; docs/sut.md): a bucket whose first tuple was meant
+	// to be sent before TrialStart is an earlier trial's (counted as
+	// earlier_tuples, not consumed), and the run ends after SendersEnd once
+	// the job has caught up and its output is quiet (JobQuiet). Zero: a
+	// run of its own, ended by the output's end markers.
+	TrialStart, SendersEnd time.Time
+	// StreamNext is, per output stream of the job, the sequence number
+	// after the last one an earlier trial received (the agent remembers
+	// them: a job's output streams go on across trials). A stream not in
+	// it is joined at the first bucket seen.
+	StreamNext map[uint32]uint64
 	// MaxMessage is the largest message a lane takes: the socket refuses a
 	// larger one before it is built (ZMQ_MAXMSGSIZE), and Validate lowers
 	// it so that every lane's queue and ring of such messages fit the
@@ -181,8 +193,8 @@ func (c *Config) Validate() error {
 	if c.ExpectStreams < 0 || c.ExpectStreams > MaxExpectStreams {
 		bad("expect-streams must be 0 to %d, got %d", MaxExpectStreams, c.ExpectStreams)
 	}
-	if c.Settle < 0 || c.Settle > MaxWait || c.EndTimeout < 0 || c.EndTimeout > MaxWait {
-		bad("settle and end timeout must be 0 to %v, got %v and %v", MaxWait, c.Settle, c.EndTimeout)
+	if c.Settle < 0 || c.Settle > MaxWait || c.EndTimeout < 0 || c.EndTimeout > MaxWait || c.JobQuiet < 0 || c.JobQuiet > MaxWait {
+		bad("settle, end timeout and job quiet time must be 0 to %v, got %v, %v and %v", MaxWait, c.Settle, c.EndTimeout, c.JobQuiet)
 	}
 	if c.Duration < 0 || c.Duration > MaxDuration {
 		bad("duration must be 0 (no limit) to %v, got %v", MaxDuration, c.Duration)

@@ -18,7 +18,7 @@ func (r *Receiver) consume() {
 	clock := r.cfg.Clock
 	c := consumer{r: r, sink: r.cfg.Sink, work: clock.Ticks(r.cfg.WorkPerTuple),
 		holds:    inject.NewHolds(inject.Windows(r.cfg.Stalls, "consumer"), r.startTicks, clock),
-		schedule: r.cfg.WorkSchedule,
+		schedule: r.cfg.WorkSchedule, windows: r.cfg.Schema == scenarios.SchemaWindow && !r.cfg.Drain,
 		// The totals are published every 64 buckets, when the rings run
 		// dry, or after publishEvery (a slow consumer's metrics stay
 		// current), from the clock read each bucket already makes.
@@ -70,7 +70,7 @@ func (r *Receiver) consume() {
 		}
 		c.publish(0)
 		if r.done.Load() && (r.empty() || (c.work > 0 && r.quit.Load())) { // stopped in busy work: what is left stays unconsumed
-			r.checksum = c.checksum
+			r.checksum, r.windowSum = c.checksum, c.windowSum
 			acct.End(tsc.ReadFast())
 			return
 		}
@@ -130,6 +130,8 @@ type consumer struct {
 	sink                                    func(*scenarios.Tuple)
 	work, publishEvery                      uint64
 	checksum, pending, sinceIdle, published uint64
+	windows                                 bool // schema window: windowSum adds up the windows' counts
+	windowSum                               uint64
 	holds                                   inject.Holds  // injected stalls
 	schedule                                []inject.Step // injected work over time
 }
@@ -165,6 +167,10 @@ func (c *consumer) bucket(st *stream, b *objfactory.Bucket) (uint64, uint64) {
 	r := c.r
 	// The per-tuple loop works on locals (registers), not on c.
 	n := uint64(len(b.Tuples))
+	if n > 0 && r.earlierTrial(b.Tuples[0].IntendedNs) {
+		st.earlier.Add(n)
+		return 0, 0
+	}
 	sink, work, checksum := c.sink, c.work, c.checksum
 	consumedCh, perTuple := r.consumedCh, false
 	if consumedCh != nil {
@@ -193,6 +199,11 @@ func (c *consumer) bucket(st *stream, b *objfactory.Bucket) (uint64, uint64) {
 		}
 	}
 	c.checksum = checksum
+	if c.windows {
+		for i := range b.Tuples[:n] {
+			c.windowSum += uint64(b.Tuples[i].Window.Count)
+		}
+	}
 	var ticks uint64
 	if n > 0 {
 		ticks = tsc.ReadFast()

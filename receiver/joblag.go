@@ -21,6 +21,7 @@ const noLag = math.MinInt64
 // jobLag reads a job's consumer-group lag on its input until closed.
 type jobLag struct {
 	latest atomic.Int64 // noLag until the first read; -1: unreadable
+	readAt atomic.Int64 // Unix ns of the latest read
 	stop   chan struct{}
 	done   sync.WaitGroup
 }
@@ -48,6 +49,7 @@ func startJobLag(reg driver.Registry, e driver.Endpoint) *jobLag {
 				v = -1
 			}
 			j.latest.Store(v)
+			j.readAt.Store(time.Now().UnixNano())
 			select {
 			case <-j.stop:
 				return
@@ -68,6 +70,20 @@ func (j *jobLag) value() *int64 {
 		return nil
 	}
 	return &v
+}
+
+// read is the latest lag read and when it was read (-1 and the zero
+// time: none yet, or no job).
+func (j *jobLag) read() (int64, time.Time) {
+	if j == nil {
+		return -1, time.Time{}
+	}
+	at := j.readAt.Load()
+	v := j.latest.Load()
+	if v == noLag || at == 0 {
+		return -1, time.Time{}
+	}
+	return v, time.Unix(0, at)
 }
 
 func (j *jobLag) close() {

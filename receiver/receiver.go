@@ -39,20 +39,25 @@ type Receiver struct {
 	// schedule count from it.
 	startTicks uint64
 
-	consumed    atomic.Uint64
-	latency     histo.Log2 // consumer: intended send -> consumed, ns (weighted by tuples)
-	precise     *histo.Precise
-	checksum    uint64
-	backlog     []BacklogSample   // written by the monitor only
-	jobLag      *jobLag           // a job's lag on its input (nil: no job)
-	consumedCh  *profiler.Channel // nil: not profiled
-	lastLatency atomic.Int64      // latency of the latest consumed bucket, ns
-	firstData   atomic.Uint64     // TSC when the first data bucket was consumed
-	lastConsum  atomic.Uint64     // TSC when the last tuple was consumed
-	stages      *stage.Set        // nil: no stage accounting
-	rates       *servicerate.Tracker
-	prefill     []*zmq.Socket // Prefill's sockets, closed with the receiver
-	consumerAcc *stage.Account
+	consumed  atomic.Uint64
+	latency   histo.Log2 // consumer: intended send -> consumed, ns (weighted by tuples)
+	precise   *histo.Precise
+	checksum  uint64
+	windowSum uint64 // the counts of the windows consumed (schema window)
+	// trialStartNs: buckets meant to be sent before it are an earlier
+	// trial's (a job's output; 0: none are).
+	trialStartNs int64
+	jobFailure   atomic.Value      // string: the job is gone (set by the monitor)
+	backlog      []BacklogSample   // written by the monitor only
+	jobLag       *jobLag           // a job's lag on its input (nil: no job)
+	consumedCh   *profiler.Channel // nil: not profiled
+	lastLatency  atomic.Int64      // latency of the latest consumed bucket, ns
+	firstData    atomic.Uint64     // TSC when the first data bucket was consumed
+	lastConsum   atomic.Uint64     // TSC when the last tuple was consumed
+	stages       *stage.Set        // nil: no stage accounting
+	rates        *servicerate.Tracker
+	prefill      []*zmq.Socket // Prefill's sockets, closed with the receiver
+	consumerAcc  *stage.Account
 	// An idle consumer parks (parked) until a lane queues a bucket and
 	// wakes it: one wake-up per bucket at most, where polling with naps
 	// took 2.66 sleeps per bucket at 20 k buckets/s (BENCHMARKS.md).
@@ -97,6 +102,9 @@ func New(cfg Config) (*Receiver, error) {
 	r := &Receiver{cfg: cfg, ctx: ctx, precise: histo.NewPrecise(), cpu: cpustat.New(), wake: make(chan struct{}, 1)}
 	r.cpu.TrackSystem(cfg.SUTProcesses)
 	r.jobLag = jobLagOf(cfg)
+	if cfg.jobMode() && !cfg.TrialStart.IsZero() {
+		r.trialStartNs = cfg.TrialStart.UnixNano()
+	}
 	if cfg.StagePeriod > 0 {
 		r.stages = stage.NewSet(cfg.Clock, cfg.StagePeriod)
 		r.stages.EnableLive(cfg.LiveActivity)
@@ -105,7 +113,7 @@ func New(cfg Config) (*Receiver, error) {
 		}
 	}
 	for i, ep := range cfg.Endpoints {
-		l := &lane{endpoint: ep, cpu: -1, streams: streamTable{lane: i, stages: r.stages}}
+		l := &lane{endpoint: ep, cpu: -1, streams: streamTable{lane: i, stages: r.stages, next: cfg.StreamNext, join: cfg.jobMode()}}
 		if len(cfg.CPUs) > 0 {
 			l.cpu = cfg.CPUs[i%len(cfg.CPUs)]
 		}
@@ -424,46 +432,6 @@ func (r *Receiver) monitor() string {
 		}
 	}
 	return "stopped"
-}
-
-// endWatch decides when the run is over from the streams and the data.
-type endWatch struct {
-	lastSeen   uint64 // newest message TSC over all lanes
-	lastSeenAt time.Time
-	allEndedAt time.Time
-}
-
-// check returns why the run ends now, or "".
-func (e *endWatch) check(r *Receiver, now time.Time) string {
-	var newest uint64
-	for _, l := range r.lanes {
-		newest = max(newest, l.lastMsg.Load())
-	}
-	if newest != e.lastSeen {
-		e.lastSeen, e.lastSeenAt = newest, now
-	}
-	streams, ended := 0, 0
-	for _, l := range r.lanes {
-		n, d := l.streams.count()
-		streams, ended = streams+n, ended+d
-	}
-	switch {
-	case r.cfg.ExpectStreams > 0 && ended >= r.cfg.ExpectStreams:
-		return "all expected streams ended"
-	case r.cfg.ExpectStreams == 0 && streams > 0 && ended == streams:
-		if e.allEndedAt.IsZero() {
-			e.allEndedAt = now
-		}
-		if now.Sub(e.allEndedAt) >= r.cfg.Settle && now.Sub(e.lastSeenAt) >= r.cfg.Settle {
-			return "all streams ended"
-		}
-	default:
-		e.allEndedAt = time.Time{}
-	}
-	if e.lastSeen != 0 && now.Sub(e.lastSeenAt) >= r.cfg.EndTimeout {
-		return fmt.Sprintf("no data for %v: gave up waiting for end markers", r.cfg.EndTimeout)
-	}
-	return ""
 }
 
 // Prefill queues msgs for lane before Run, through an in-process PUSH

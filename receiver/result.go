@@ -54,9 +54,10 @@ func (r *Receiver) result(reason string) *Result {
 		}
 		res.Lanes = append(res.Lanes, lr)
 		for _, s := range l.streams.all() {
-			sr := s.result()
+			sr := s.result(r.cfg.jobTrial())
 			res.Received += sr.ReceivedTuples
 			res.Consumed += sr.ConsumedTuples
+			res.Earlier += sr.EarlierTuples
 			res.Sent = satAdd(res.Sent, sr.SentTuples) // announced by peers: never let it wrap
 			res.Missing = satAdd(res.Missing, sr.Missing)
 			res.Duplicates += sr.Duplicates
@@ -67,6 +68,13 @@ func (r *Receiver) result(reason string) *Result {
 		}
 	}
 	res.Complete = len(res.Streams) > 0 && allComplete
+	if r.cfg.jobTrial() { // a job may rightly write nothing (a filter that keeps no tuple)
+		res.Complete = allComplete
+	}
+	res.WindowCount = r.windowSum
+	if f, _ := r.jobFailure.Load().(string); f != "" {
+		res.SystemFailures = append(res.SystemFailures, f)
+	}
 	if first, last := r.firstData.Load(), r.lastConsum.Load(); first > 0 && last > first {
 		res.DurationS = clock.TicksToNs(last-first) / 1e9
 		res.Rate = float64(res.Consumed) / res.DurationS
@@ -83,11 +91,16 @@ func (r *Receiver) result(reason string) *Result {
 	return res
 }
 
-func (s *stream) result() StreamResult {
+// result is the stream's accounting; job: it is a job's output in a
+// trial, which no end marker closes.
+func (s *stream) result(job bool) StreamResult {
 	sr := StreamResult{Stream: s.id, Sender: uint8(s.id >> 8), Thread: uint8(s.id), Lane: s.lane,
 		ReceivedTuples: s.recvTuples.Load(), ConsumedTuples: s.consumedTuples.Load(), Buckets: s.recvBuckets.Load(),
-		OutOfSeq: s.outOfSeq.Load(), Duplicates: s.duplicates.Load(), Stale: s.stale.Load(), GapBuckets: s.missing.Load(), Ended: s.ended.Load()}
+		OutOfSeq: s.outOfSeq.Load(), Duplicates: s.duplicates.Load(), Stale: s.stale.Load(), GapBuckets: s.missing.Load(), Ended: s.ended.Load(),
+		FirstSeq: s.from, NextSeq: s.next, EarlierTuples: s.earlier.Load()}
 	switch {
+	case job && !sr.Ended:
+		jobStatus(&sr)
 	case !sr.Ended:
 		sr.Status = fmt.Sprintf("no end marker (consumed %d tuples; the sender may have died or the marker was lost)", sr.ConsumedTuples)
 	default:

@@ -30,6 +30,9 @@ type stream struct {
 	missing     atomic.Uint64 // (d) sequence numbers skipped and not (yet) filled
 	stale       atomic.Uint64 // (d) buckets too far behind to check (discarded)
 	next        uint64        // (d) next expected sequence number
+	from        uint64        // (d) the first sequence number this run expected
+	joining     bool          // (d) a job's stream not seen before: the first bucket sets next
+	earlier     atomic.Uint64 // (c) tuples of an earlier trial (not consumed)
 	seen        [seqWindow / 64]uint64
 	endSeen     bool // (d) the end marker has passed the deserializer
 
@@ -51,6 +54,9 @@ func (s *stream) bit(seq uint64) (int, uint64) {
 // anything else is loss, reordering (e.g. across a reconnect) or
 // duplication by a system in between.
 func (s *stream) track(seq uint64) (discard bool) {
+	if s.joining { // a job's output stream, joined mid-sequence
+		s.joining, s.next, s.from = false, seq, seq
+	}
 	switch {
 	case seq == s.next:
 		w, b := s.bit(seq)
@@ -104,6 +110,11 @@ type streamTable struct {
 	last   *stream // one-entry cache: most lanes carry one stream
 	lane   int
 	stages *stage.Set // nil: no stage accounting
+	// A job's output streams go on across trials: a stream starts at its
+	// next sequence number from an earlier trial, or, with join, at the
+	// first bucket seen (Config.StreamNext).
+	next map[uint32]uint64
+	join bool
 }
 
 func (t *streamTable) get(id uint32) *stream {
@@ -113,6 +124,11 @@ func (t *streamTable) get(id uint32) *stream {
 	s, ok := t.m[id]
 	if !ok {
 		s = &stream{id: id, lane: t.lane, acct: t.stages.Add(fmt.Sprintf("stream%d", id), stage.Network, nil)}
+		if n, ok := t.next[id]; ok {
+			s.next, s.from = n, n
+		} else {
+			s.joining = t.join
+		}
 		t.mu.Lock()
 		if t.m == nil {
 			t.m = make(map[uint32]*stream)

@@ -226,7 +226,18 @@ type Outcome struct {
 	Errors    []string            `json:"errors,omitempty"`  // agents that failed or did not answer
 	Refused   []string            `json:"refused,omitempty"` // senders that refused the rate (above their send cost)
 	Window    [2]int64            `json:"window_unix_ns"`    // measured window (after warm-up)
+	// Job is what a stream processor between the senders and the
+	// receivers owes them (docs/sut.md): "tuples" (a map or filter) or
+	// "windows" (a windowed count: the windows' counts add up to the
+	// tuples counted). "": no job, every emitted tuple is owed.
+	Job string `json:"job,omitempty"`
 }
+
+// What a job's output is (Outcome.Job).
+const (
+	JobTuples  = "tuples"
+	JobWindows = "windows"
+)
 
 // NextLimit is the stage a trial's estimates say would limit first, and
 // its headroom over the trial's rate.
@@ -334,6 +345,10 @@ type AnswerLatency struct {
 	// does not bound.
 	ClockBoundNs int64  `json:"clock_bound_ns"`
 	Clock        string `json:"clock"`
+	// Definition is what the latency measures when it is not each
+	// tuple's intended send to its consumption ("": that), e.g. a
+	// windowed job's (YSB's window latency).
+	Definition string `json:"definition,omitempty"`
 }
 
 // Statement is the latency as one line.
@@ -342,8 +357,12 @@ func (a *AnswerLatency) Statement() string {
 	if a.ClockBoundNs >= 0 {
 		bound = "± " + numfmt.Ns(float64(a.ClockBoundNs))
 	}
-	return fmt.Sprintf("latency at %s (intended send to consumed, worst of %d run(s)): p50 %s, p99 %s, %s (%s)",
-		numfmt.Rate(a.Rate), a.Runs, numfmt.Ns(float64(a.P50Ns)), numfmt.Ns(float64(a.P99Ns)), bound, a.Clock)
+	def := "intended send to consumed"
+	if a.Definition != "" {
+		def = a.Definition
+	}
+	return fmt.Sprintf("latency at %s (%s, worst of %d run(s)): p50 %s, p99 %s, %s (%s)",
+		numfmt.Rate(a.Rate), def, a.Runs, numfmt.Ns(float64(a.P50Ns)), numfmt.Ns(float64(a.P99Ns)), bound, a.Clock)
 }
 
 // Attempt is a run of a trial's rate that the host disturbed: what it

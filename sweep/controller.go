@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +11,7 @@ import (
 	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/profiler"
+	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
@@ -42,6 +41,9 @@ type TrialPlan struct {
 	Rules         verdict.Rules `json:"rules"`
 	Relay         bool          `json:"relay,omitempty"`          // a system under test between senders and receivers
 	SenderTargets []string      `json:"sender_targets,omitempty"` // relay: where senders send (the system's inputs)
+	// Job is a stream processor as the system under test (UseJob; nil:
+	// none).
+	Job *JobPlan `json:"job,omitempty"`
 	// The workload as it is sent to the agents, resolved on the
 	// controller's host from Scenario and Shape (Resolve).
 	ScenarioSpec *scenarios.Scenario `json:"scenario_spec,omitempty"`
@@ -165,33 +167,6 @@ func (c *Controller) WaitIdle(ctx context.Context, timeout time.Duration) error 
 	}
 }
 
-// resolveEndpoint turns a bound endpoint like tcp://*:5555 into one a
-// sender can connect to, using the host the agent was reached at.
-func resolveEndpoint(ep, agentAddr string) (string, error) {
-	if driver.IsBroker(ep) { // the broker's own address, the same for everyone
-		return ep, nil
-	}
-	u, err := url.Parse(ep)
-	if err != nil || u.Scheme == "" {
-		return "", fmt.Errorf("receiver endpoint %q is not a URL like tcp://host:port", ep)
-	}
-	host, port, err := net.SplitHostPort(u.Host)
-	if err != nil {
-		return "", fmt.Errorf("receiver endpoint %q: %w", ep, err)
-	}
-	if port == "*" || port == "0" {
-		return "", fmt.Errorf("receiver endpoint %q has no fixed port: start the agent with --bind tcp://*:PORT", ep)
-	}
-	if host == "*" || host == "0.0.0.0" || host == "" {
-		agentHost, _, err := net.SplitHostPort(agentAddr)
-		if err != nil {
-			return "", err
-		}
-		host = agentHost
-	}
-	return u.Scheme + "://" + net.JoinHostPort(host, port), nil
-}
-
 // AgentError is a trial that could not be judged: an agent refused it,
 // died, stopped answering or failed. It is not a failed trial (it says
 // nothing about the capacity), and it ends the search.
@@ -241,6 +216,10 @@ func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string)
 	p := c.Plan
 	// Bound everything: warm-up, window, end markers, startup and slack.
 	deadline := senderLead + p.Warmup + p.Duration + p.EndTimeout + 20*time.Second
+	if p.Job != nil {
+		deadline += p.Job.catchUp() + jobLead + p.JobQuiet + trialcfg.DefaultJobQuiet + receiver.JobStuckAfter
+		o.Job = p.jobOutput()
+	}
 	tctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
 	r := &trialRun{c: c, ctx: ctx, tctx: tctx, deadline: deadline, o: o}
@@ -251,6 +230,12 @@ func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string)
 			return t, ctx.Err()
 		}
 		return t, err
+	}
+	if p.Job != nil {
+		if err := c.waitForJob(ctx); err != nil {
+			return invalid(err)
+		}
+		r.startAt = time.Now().Add(senderLead + jobLead) // the receivers are told the senders' start
 	}
 	if err := r.startReceivers(); err != nil {
 		return invalid(err)
@@ -286,6 +271,7 @@ type trialRun struct {
 	deadline  time.Duration
 	started   []*protocol.Client
 	o         *Outcome
+	startAt   time.Time // the senders' common start, fixed before the receivers start (zero: when the senders start)
 }
 
 // stopAll asks every started agent to stop (bounded, even when the
@@ -309,6 +295,9 @@ func (r *trialRun) startReceivers() error {
 		if c.expect != nil {
 			cfg.ExpectStreams = c.expect[i]
 		}
+		if p.Job != nil {
+			cfg.TrialStart, cfg.SendersEnd = r.startAt, r.startAt.Add(p.Warmup+p.Duration)
+		}
 		if _, err := a.Start(r.tctx, cfg); err != nil {
 			return agentFault(a, fmt.Errorf("start receiver: %w", err))
 		}
@@ -328,7 +317,10 @@ func (r *trialRun) startSenders(rate float64) error {
 	if p.Relay {
 		targets = p.SenderTargets
 	}
-	startAt := time.Now().Add(senderLead)
+	startAt := r.startAt
+	if startAt.IsZero() {
+		startAt = time.Now().Add(senderLead)
+	}
 	errs := make([]error, len(c.Senders))
 	var wg sync.WaitGroup
 	for i, s := range c.Senders {

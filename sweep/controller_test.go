@@ -364,7 +364,10 @@ func TestRateWalksFromThePlanToEveryThread(t *testing.T) {
 		if err := json.Unmarshal(s.lastBody, &st); err != nil {
 			t.Fatal(err)
 		}
-		cfg := sendagent.Config(st)
+		cfg, err := sendagent.Config(st)
+		if err != nil {
+			t.Fatal(err)
+		}
 		perThread := sender.ThreadRate(cfg.Rate, cfg.Threads)
 		if cfg.Threads != 3 || math.Abs(perThread-200e3) > 1e-6 {
 			t.Errorf("sender %d: %d threads at %.3f tuples/s each, want 3 at 200000", i, cfg.Threads, perThread)

@@ -1,8 +1,13 @@
 package sweep
 
 import (
+	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
+
+// WindowLatency is the latency of a windowed job's output (YSB's
+// definition, docs/sut.md).
+const WindowLatency = "YSB's window latency: a window's latest event's intended send to the window's arrival"
 
 // answerLatency reads the latency of the runs at the answer (nil when
 // there is no answer or no run recorded latencies).
@@ -21,6 +26,9 @@ func answerLatency(r *Result, agents []protocol.AgentInfo) *AnswerLatency {
 				continue
 			}
 			a.P50Ns, a.P99Ns, counted = max(a.P50Ns, rr.Latency.P50), max(a.P99Ns, rr.Latency.P99), true
+		}
+		if t.Outcome.Job == rundir.JobWindows {
+			a.Definition = WindowLatency
 		}
 		if counted {
 			a.Runs++

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
@@ -43,10 +44,43 @@ func FindBinary(name string) (string, error) {
 
 var readyRe = regexp.MustCompile(`agent ready: control http://([^/\s]+)/v1`)
 
-// StartLocal starts one receiver agent with lanes lanes on free loopback
-// ports (or, with sut, a broker endpoint, consuming from it on a subject
-// per lane) and senders sender agents, and waits until all are ready.
-func StartLocal(ctx context.Context, senders, lanes int, sut string) (*LocalAgents, error) {
+// LocalTopology is what local agents are started for.
+type LocalTopology struct {
+	Senders, Lanes int
+	// SUT is a broker as the system under test: the receiver consumes
+	// from it on a subject per lane ("": ZeroMQ on loopback ports).
+	SUT string
+	// Job is a stream processor as the system under test: the receiver
+	// reads its output in the group "cp" (unless the output names one)
+	// and its lag on its input (nil: none).
+	Job *JobPlan
+}
+
+// receiverData is the local receiver's data flags.
+func (t LocalTopology) receiverData() ([]string, error) {
+	switch {
+	case t.Job != nil:
+		out := t.Job.Output
+		if e, err := driver.Parse(out); err != nil {
+			return nil, err
+		} else if e.Group == "" {
+			out = withGroup(out, "cp")
+		}
+		return []string{"--connect", out, "--job-input", t.Job.Input}, nil
+	case t.SUT != "": // the receiver consumes from the broker, on subjects of its own
+		return []string{"--connect", t.SUT}, nil
+	}
+	port, err := FreePorts(t.Lanes)
+	if err != nil {
+		return nil, err
+	}
+	return []string{"--bind", fmt.Sprintf("tcp://127.0.0.1:%d", port)}, nil
+}
+
+// StartLocal starts one receiver agent and t.Senders sender agents on
+// loopback, and waits until all are ready.
+func StartLocal(ctx context.Context, t LocalTopology) (*LocalAgents, error) {
+	senders, lanes := t.Senders, t.Lanes
 	la := &LocalAgents{}
 	recvBin, err := FindBinary("dgrecv")
 	if err != nil {
@@ -56,13 +90,9 @@ func StartLocal(ctx context.Context, senders, lanes int, sut string) (*LocalAgen
 	if err != nil {
 		return nil, err
 	}
-	port, err := FreePorts(lanes)
+	data, err := t.receiverData()
 	if err != nil {
 		return nil, err
-	}
-	data := []string{"--bind", fmt.Sprintf("tcp://127.0.0.1:%d", port)}
-	if sut != "" { // the receiver consumes from the broker, on subjects of its own
-		data = []string{"--connect", sut}
 	}
 	args := append(data, "--lanes", fmt.Sprint(lanes), "--agent", "--metrics-addr", "127.0.0.1:0")
 	c, err := la.start(ctx, recvBin, args...)

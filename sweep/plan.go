@@ -91,6 +91,7 @@ func CheckPlan(p TrialPlan, method Search, senders int, profile *profiler.Handle
 	if senders*max(p.Threads, 1) > 256 {
 		add(fmt.Errorf("%d senders × %d threads exceed 256 streams", senders, p.Threads))
 	}
+	problems = append(problems, p.jobProblems()...)
 	if p.Relay && len(p.SenderTargets) == 0 {
 		add(errors.New("a relay needs the system under test's input endpoints"))
 	}

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sweep/agent/recvagent"
 	"github.com/cloudprofiler-go/cp/sweep/agent/sendagent"
 	"github.com/cloudprofiler-go/cp/trialcfg"
@@ -41,6 +42,14 @@ func TestTrialSettingsAreDefinedOnce(t *testing.T) {
 	fill(t, &p.Sender)
 	fill(t, &p.Receiver)
 	fill(t, &p.Agent)
+	// a filter's predicate is parsed by the agent: a real one, over the
+	// ad events it names
+	p.ExpectFilter = "event_type == view"
+	ads, err := scenarios.Load("ad-event")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.ScenarioSpec = ads
 	st := p.senderTrial([]string{"tcp://127.0.0.1:1"}, 0, 1, 1000)
 	wire, err := json.Marshal(st)
 	if err != nil {
@@ -51,7 +60,10 @@ func TestTrialSettingsAreDefinedOnce(t *testing.T) {
 	if err := json.Unmarshal(wire, &back); err != nil {
 		t.Fatal(err)
 	}
-	cfg := sendagent.Config(back)
+	cfg, err := sendagent.Config(back)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !reflect.DeepEqual(cfg.Sender, p.Sender) || !reflect.DeepEqual(cfg.Agent, p.Agent) {
 		t.Errorf("sender settings: plan %+v %+v, sender.Config %+v %+v", p.Sender, p.Agent, cfg.Sender, cfg.Agent)
 	}

@@ -45,6 +45,11 @@ type Sender struct {
 	// send (a test fixture: a sender slower than its network, so that a
 	// run can be sender-bound). It sends one bucket per call into C.
 	SendWork time.Duration `json:"send_work_ns,omitempty"`
+	// ExpectFilter is the predicate of a filter between the senders and
+	// the receivers (docs/sut.md, dgsend --expect-filter): each sender
+	// counts the tuples it sent that the filter keeps, the job's exact
+	// expected output. "": no filter declared.
+	ExpectFilter string `json:"expect_filter,omitempty"`
 }
 
 // Receiver is how a receiver consumes, the same in every trial of a sweep.
@@ -61,7 +66,17 @@ type Receiver struct {
 	// time (it replaces WorkPerTuple).
 	DecodeWork   time.Duration `json:"decode_work_ns,omitempty"`
 	WorkSchedule []inject.Step `json:"work_schedule,omitempty"`
+	// JobQuiet: with a job between the senders and the receivers
+	// (docs/sut.md), whose output never ends, a trial ends once the
+	// senders are done, the job's lag on its input is 0 and its output
+	// has been quiet this long (0: DefaultJobQuiet). It must be longer
+	// than the job holds a tuple (a window and its lateness).
+	JobQuiet time.Duration `json:"job_quiet_ns,omitempty"`
 }
+
+// DefaultJobQuiet is JobQuiet when none is given: longer than YSB's
+// window of 1 s and lateness of 500 ms.
+const DefaultJobQuiet = 3 * time.Second
 
 // Agent is what every agent of a trial, sender or receiver, is told alike.
 type Agent struct {

@@ -49,10 +49,45 @@ type options struct {
 	profileSearch            bool
 	lanes, localSenders      int
 	sut                      string
+	job                      jobFlags
 	agentTimeout, retryAgent time.Duration
 	host                     sweep.HostRules
 	jsonOut, clock           bool
 }
+
+// sweepExamples are cpsweep's --help examples.
+const sweepExamples = `  # on this machine: local agents on loopback
+  cpsweep --duration 3s --bucket 100
+
+  # two sender hosts, one receiver host, agents started there with --agent --token-file
+  cpsweep --sender 10.0.0.2:9101 --sender 10.0.0.3:9101 --receiver 10.0.0.4:9102 --token-file token --threads 2
+
+  # agents found by DNS (a Kubernetes headless Service; cpsweep deploy kubernetes)
+  cpsweep --senders-from dns:cp-sender.cp.svc.cluster.local --sender-count 2 \
+    --receivers-from dns:cp-receiver.cp.svc.cluster.local --token-file /etc/cp/token/token
+
+  # the paper's linear search, 1 M to 5 M tuples/s in steps of 100 k
+  cpsweep --search linear --from 1M --to 5M --step 100k
+
+  # a stream processor between two topics (docs/sut.md): cpjob ysb, or your own job
+  cpsweep --input 'jetstream://127.0.0.1:4222/ysb.in?group=ysb' --output jetstream://127.0.0.1:4222/ysb.out \
+    --scenario ad-event --schema window --expect-filter 'event_type == view'
+
+  # a system under test between senders and receivers (relay)
+  cpsweep --sender h1:9101 --receiver h3:9102 --relay-input tcp://sut:6000 --schema raw
+
+  # relate the agents' TSCs, profile one trial at 90% of the answer, then read it
+  cpsweep --clock --profile handlers.yaml --name run1
+  cpsweep analyze runs/*-run1 && cpsweep report runs/*-run1
+
+  # why the limit is where it is: every trial's stages, stalls and limiting stage
+  cpsweep diagnose runs/*-run1
+
+  # start where the stages' service-rate estimates say the answer is
+  cpsweep --hint service-rate --work 10us --bucket 10
+
+  # a stage's capacity measured alone (ground truth for the estimates)
+  cpsweep capacity consumer --work 10us --bucket 10`
 
 func command(code *int) *cobra.Command {
 	var o options
@@ -82,34 +117,7 @@ trial, summary.json, sweep.svg, diagnosis.json). Every agent accounts its
 stages' time, and every failing trial and the answer say which stage limited
 them ("limited by: consumer (...)"; cpsweep diagnose, docs/diagnosis.md).
 Ctrl-C stops the running trial and keeps every finished one.`,
-		Example: `  # on this machine: local agents on loopback
-  cpsweep --duration 3s --bucket 100
-
-  # two sender hosts, one receiver host, agents started there with --agent --token-file
-  cpsweep --sender 10.0.0.2:9101 --sender 10.0.0.3:9101 --receiver 10.0.0.4:9102 --token-file token --threads 2
-
-  # agents found by DNS (a Kubernetes headless Service; cpsweep deploy kubernetes)
-  cpsweep --senders-from dns:cp-sender.cp.svc.cluster.local --sender-count 2 \
-    --receivers-from dns:cp-receiver.cp.svc.cluster.local --token-file /etc/cp/token/token
-
-  # the paper's linear search, 1 M to 5 M tuples/s in steps of 100 k
-  cpsweep --search linear --from 1M --to 5M --step 100k
-
-  # a system under test between senders and receivers (relay)
-  cpsweep --sender h1:9101 --receiver h3:9102 --relay-input tcp://sut:6000 --schema raw
-
-  # relate the agents' TSCs, profile one trial at 90% of the answer, then read it
-  cpsweep --clock --profile handlers.yaml --name run1
-  cpsweep analyze runs/*-run1 && cpsweep report runs/*-run1
-
-  # why the limit is where it is: every trial's stages, stalls and limiting stage
-  cpsweep diagnose runs/*-run1
-
-  # start where the stages' service-rate estimates say the answer is
-  cpsweep --hint service-rate --work 10us --bucket 10
-
-  # a stage's capacity measured alone (ground truth for the estimates)
-  cpsweep capacity consumer --work 10us --bucket 10`,
+		Example:           sweepExamples,
 		Args:              cobra.NoArgs,
 		PersistentPreRunE: refuseCredentials(code),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -180,7 +188,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.StringVar(&p.Shape, "shape", "constant", "rate shape of each trial around its target (see dgsend --help), e.g. poisson or sine:0.2,1s")
 	f.StringVar((*string)(&p.Overflow), "overflow", "block", "sender overflow policy: block or drop")
 	f.StringVar((*string)(&p.Idle), "idle", "auto", "sender idle strategy (see dgsend --help)")
-	f.StringVar(&p.Schema, "schema", "synthetic", "receiver schema: ad-event, synthetic or raw")
+	f.StringVar(&p.Schema, "schema", "synthetic", "receiver schema: ad-event, synthetic, raw, or window (a windowed job's counts, docs/wire.md)")
 	f.BoolVar(&p.Drain, "drain", false, "receivers only count headers (measures senders and network)")
 	f.DurationVar(&p.WorkPerTuple, "work", 0, "busy work per consumed tuple at the receivers (emulates a slower system)")
 	cli.StallsVar(f, &p.Stalls, "stall", "test fixture: in every trial, stop a stage for a while: consumer@5s+1s, lane<N>@..., thread<N>@... (repeat; see dgrecv/dgsend --help)")
@@ -197,6 +205,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.IntVar(&o.lanes, "lanes", 1, "local mode: receiver lanes")
 	f.StringArrayVar(&p.SUTProcesses, "sut-process", nil, "the system under test's processes on the agents' hosts, by name (as ps shows it, e.g. nats-server; repeat): their CPU is the system's, not other processes' (--max-others)")
 	f.StringVar(&o.sut, "sut", "", "local mode: a broker as the system under test, nats://HOST:PORT/SUBJECT, jetstream://HOST:PORT/SUBJECT[?storage=memory&ack=explicit],\nredis://HOST:PORT/KEY (Redis Streams) or kafka://HOST:PORT/TOPIC: the senders publish into it and the receiver consumes from it (docs/brokers.md)")
+	o.job.register(f, p)
 	f.IntVar(&o.localSenders, "local-senders", 1, "local mode: sender agents")
 	f.StringVar(&o.resultsDir, "results", "runs", "the folder that run directories are written in (runs/<time>-<name>/)")
 	f.StringVar(&o.name, "name", "sweep", "name of this sweep (in the run directory's name)")
@@ -244,6 +253,9 @@ func (o *options) check() (string, *profiler.Handlers, error) {
 		if profile, err = readfile.Limited(o.profileFile, profiler.MaxHandlersBytes); err != nil {
 			return "", nil, fmt.Errorf("--profile: %w", err)
 		}
+	}
+	if err := o.job.apply(&o.plan, o.sut, len(o.plan.SenderTargets) > 0, o.lanes); err != nil {
+		return "", nil, err
 	}
 	o.plan.Relay = len(o.plan.SenderTargets) > 0
 	if o.profileRate > 0 && o.profileFile == "" {
@@ -293,7 +305,7 @@ func (o *options) agents(ctx context.Context, ctrl *sweep.Controller, tok string
 		}
 	}
 	if len(o.senders) == 0 {
-		local, err := sweep.StartLocal(ctx, o.localSenders, o.lanes, o.sut)
+		local, err := sweep.StartLocal(ctx, sweep.LocalTopology{Senders: o.localSenders, Lanes: o.lanes, SUT: o.sut, Job: o.plan.Job})
 		if err != nil {
 			return nil, err
 		}
@@ -331,6 +343,9 @@ func (o *options) execute(ctx context.Context, code *int) error {
 		return err
 	}
 	defer closeAgents()
+	if o.plan.Job != nil && len(o.plan.SUTProcesses) == 0 {
+		fmt.Fprintln(os.Stderr, "note: the job, its brokers and any store it reads (Redis) count as other processes on a shared host, which disturbs trials:\n      name them, e.g. --sut-process cpjob --sut-process nats-server --sut-process redis-server")
+	}
 	s := &sweep.Sweep{Ctrl: ctrl, Name: o.name, Results: o.resultsDir, Log: os.Stderr, Live: cli.IsTerminal(os.Stderr), Args: redact.Args(os.Args), Plot: report.WriteSweepPlot, Clock: o.clock,
 		Profile: profile, ProfileYAML: profileYAML, ProfileAt: o.profileAt.Frac, ProfileAtLimit: o.profileAt.Limit, ProfileRate: float64(o.profileRate), ProfileSearch: o.profileSearch, RetryAgent: o.retryAgent, Search: o.search, Host: o.host}
 	report, err := s.Execute(ctx)

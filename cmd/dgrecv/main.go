@@ -167,8 +167,15 @@ func (o *options) execute(ctx context.Context, scenarioSet bool, code *int) erro
 			return cli.Usage(err)
 		}
 	}
+	if cfg.JobInput != "" { // the job's input and group, where missing (never deleted)
+		if e, err := driver.Parse(cfg.JobInput); err != nil {
+			return cli.Usage(fmt.Errorf("--job-input: %w", err))
+		} else if err := brokers.All().Ensure(e); err != nil && !errors.Is(err, driver.ErrNoAdmin) {
+			return fmt.Errorf("--job-input %s: make its stream and the job's group where missing: %w", cfg.JobInput, err)
+		}
+	}
 	if o.agent {
-		return agent.Run(ctx, agent.Options{Role: recvagent.Role{Brokers: brokers.All(), JobInput: cfg.JobInput}, Endpoints: cfg.Endpoints, Connect: cfg.Connect, CPUs: cfg.CPUs, IOThreads: cfg.IOThreads, ProbeAddr: o.probeAdr, MemoryBudget: cfg.MemoryBudget},
+		return agent.Run(ctx, agent.Options{Role: recvagent.Role{Brokers: brokers.All(), JobInput: cfg.JobInput, Streams: &recvagent.StreamMemory{}}, Endpoints: cfg.Endpoints, Connect: cfg.Connect, CPUs: cfg.CPUs, IOThreads: cfg.IOThreads, ProbeAddr: o.probeAdr, MemoryBudget: cfg.MemoryBudget},
 			o.run.MetricsAddr, o.tok.Token, o.tok.File, o.run.Calibrate)
 	}
 	res, err := cli.RunCommand(ctx, o.run, func(clock *tsc.Clock, prof *cli.Profile) (cli.Runner[*receiver.Result], error) {

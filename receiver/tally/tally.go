@@ -10,11 +10,18 @@ import (
 
 // Result is the end-of-run accounting (--json prints it as is).
 type Result struct {
-	Complete    bool              `json:"complete"` // every stream is complete (see StreamResult)
-	Reason      string            `json:"reason"`   // why the run ended
-	Drain       bool              `json:"drain"`    // tuples counted from headers, not decoded
-	Received    uint64            `json:"received_tuples"`
-	Consumed    uint64            `json:"consumed_tuples"`
+	Complete bool   `json:"complete"` // every stream is complete (see StreamResult)
+	Reason   string `json:"reason"`   // why the run ended
+	Drain    bool   `json:"drain"`    // tuples counted from headers, not decoded
+	Received uint64 `json:"received_tuples"`
+	Consumed uint64 `json:"consumed_tuples"`
+	// WindowCount is the sum of the counts of the windows consumed
+	// (schema window): the input tuples a windowed job counted.
+	WindowCount uint64 `json:"window_count,omitempty"`
+	// Earlier counts the tuples of an earlier trial a job wrote late
+	// (meant to be sent before this trial began): not consumed, not in
+	// any figure (docs/sut.md).
+	Earlier     uint64            `json:"earlier_tuples,omitempty"`
 	Sent        uint64            `json:"sent_tuples"` // per the end markers that arrived
 	Missing     uint64            `json:"missing_tuples"`
 	Duplicates  uint64            `json:"duplicate_buckets"`
@@ -100,8 +107,14 @@ type StreamResult struct {
 	Duplicates     uint64 `json:"duplicate_buckets"`
 	Stale          uint64 `json:"stale_buckets"`
 	GapBuckets     uint64 `json:"gap_buckets"` // sequence numbers never seen
-	Ended          bool   `json:"ended"`
-	SentBuckets    uint64 `json:"sent_buckets"` // from the end marker
+	// FirstSeq is the first sequence number the run expected (a job's
+	// stream goes on from an earlier trial, or is joined at its first
+	// bucket) and NextSeq the one after the highest received.
+	FirstSeq      uint64 `json:"first_seq,omitempty"`
+	NextSeq       uint64 `json:"next_seq"`
+	EarlierTuples uint64 `json:"earlier_tuples,omitempty"` // an earlier trial's (not consumed)
+	Ended         bool   `json:"ended"`
+	SentBuckets   uint64 `json:"sent_buckets"` // from the end marker
 	// Complete: the end marker arrived, every bucket it announces arrived
 	// (buckets == sent_buckets) and every tuple it announces was consumed.
 	Complete      bool   `json:"complete"`

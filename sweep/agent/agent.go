@@ -122,8 +122,20 @@ func (a *Agent) Info() protocol.AgentInfo {
 	a.mu.Lock()
 	state := a.status.State
 	a.mu.Unlock()
-	return protocol.AgentInfo{Role: a.opts.Role.Name(), Host: host, Machine: probing.BootID(), Cores: runtime.NumCPU(), TSCHz: a.opts.Clock.Hz, TSCNative: tsc.Native,
+	info := protocol.AgentInfo{Role: a.opts.Role.Name(), Host: host, Machine: probing.BootID(), Cores: runtime.NumCPU(), TSCHz: a.opts.Clock.Hz, TSCNative: tsc.Native,
 		Version: Version, PID: os.Getpid(), DataEndpoints: redact.All(a.opts.Endpoints), State: state}
+	if jr, ok := a.opts.Role.(JobReader); ok {
+		in, lag, err := jr.Job()
+		info.JobInput = redact.URL(in)
+		switch {
+		case in == "":
+		case err != nil:
+			info.JobLagError = err.Error()
+		default:
+			info.JobLag = &lag
+		}
+	}
+	return info
 }
 
 // Status returns the current or last trial's status.

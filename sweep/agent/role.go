@@ -22,6 +22,15 @@ type Role interface {
 	Parse(body []byte, opts Options) (Trial, error)
 }
 
+// JobReader is a role that reads a job's lag on its input (a receiver
+// behind a stream processor): the agent's info carries it, so that the
+// controller, which links no broker client, knows when the job has
+// caught up.
+type JobReader interface {
+	// Job is the job's input ("": none) and its group's lag on it.
+	Job() (input string, lag int64, err error)
+}
+
 // Trial is a parsed and validated trial.
 type Trial interface {
 	// Profile is the trial's handler configuration (nil: none) and

@@ -107,6 +107,13 @@ type AgentInfo struct {
 	// means every interface; the controller substitutes the agent's host).
 	DataEndpoints []string `json:"data_endpoints,omitempty"`
 	State         string   `json:"state"`
+	// JobInput is the input of a job between the senders and this
+	// receiver (dgrecv --job-input; docs/sut.md), and JobLag the lag of
+	// the job's group on it, read when the info was asked for, or
+	// JobLagError why it could not be read. Absent without a job.
+	JobInput    string `json:"job_input,omitempty"`
+	JobLag      *int64 `json:"job_lag,omitempty"`
+	JobLagError string `json:"job_lag_error,omitempty"`
 }
 
 // SenderTrial configures a sender agent for one trial. Everything the
@@ -151,6 +158,11 @@ type ReceiverTrial struct {
 	HWM           int                `json:"hwm,omitempty"`
 	Duration      time.Duration      `json:"duration_ns,omitempty"` // hard limit
 	Profile       *profiler.Handlers `json:"profile,omitempty"`     // see SenderTrial
+	// TrialStart and SendersEnd, with a job between the senders and the
+	// receivers (docs/sut.md): the senders' common start and the end of
+	// their schedule (receiver.Config).
+	TrialStart time.Time `json:"trial_start,omitempty"`
+	SendersEnd time.Time `json:"senders_end,omitempty"`
 	// Stalls are injected stalls of the consumer and the lanes (receiver.Config).
 	Stalls []inject.Stall `json:"stalls,omitempty"`
 }

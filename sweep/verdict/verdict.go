@@ -8,6 +8,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/receiver/tally"
+	"github.com/cloudprofiler-go/cp/rundir"
 )
 
 // Rules are the pass criteria of a trial.
@@ -128,19 +129,17 @@ func Judge(o *Outcome, rules Rules) Verdict {
 		}
 		latencyP99 = max(latencyP99, r.Latency.P99)
 	}
-	add(RuleDelivery, consumed == emitted && incomplete == 0 && len(o.Receivers) > 0,
-		"%d emitted, %d consumed (nr_emit %s nr_recv); %d receiver(s) incomplete", emitted, consumed, cmpSign(emitted, consumed), incomplete)
+	if o.Job != "" {
+		pass, detail := jobDelivery(o, emitted, incomplete)
+		add(RuleDelivery, pass, "%s", detail)
+	} else {
+		add(RuleDelivery, consumed == emitted && incomplete == 0 && len(o.Receivers) > 0,
+			"%d emitted, %d consumed (nr_emit %s nr_recv); %d receiver(s) incomplete", emitted, consumed, cmpSign(emitted, consumed), incomplete)
+	}
 	add(RuleLateness, lateOK, "worst p99 lateness %s (bound %s = max(%g slot budgets, %s))",
 		numfmt.Duration(worstLate), numfmt.Duration(worstBound), rules.LatenessBudgets, numfmt.Duration(rules.LatenessFloor))
 
-	growth, delay, capacity := backlogGrowth(o)
-	limit := math.Max(rules.BacklogGrowth*float64(capacity), 2)
-	windowNs := float64(o.Window[1] - o.Window[0])
-	delayLimit := time.Duration(math.Max(rules.DelayGrowth*windowNs, float64(rules.LatenessFloor)))
-	add(RuleBacklog, growth <= limit && delay <= delayLimit,
-		"over the window the queueing delay grew %s (limit %s) and ring occupancy %.1f buckets (limit %.1f of %d)",
-		numfmt.Duration(delay), numfmt.Duration(delayLimit), growth, limit, capacity)
-
+	addBacklog(o, rules, add)
 	addSystemBacklog(o, rules, add)
 	if rules.LatencyP99 > 0 {
 		add(RuleLatency, time.Duration(latencyP99) <= rules.LatencyP99, "p99 latency %s (objective %s)", numfmt.Ns(float64(latencyP99)), numfmt.Duration(rules.LatencyP99))
@@ -150,6 +149,27 @@ func Judge(o *Outcome, rules Rules) Verdict {
 		v.Pass = v.Pass && c.Pass
 	}
 	return v
+}
+
+// addBacklog judges the receivers' own backlog: their rings' occupancy
+// and the queueing delay, over the window.
+func addBacklog(o *Outcome, rules Rules, add func(rule string, pass bool, format string, a ...any)) {
+	growth, delay, capacity := backlogGrowth(o)
+	limit := math.Max(rules.BacklogGrowth*float64(capacity), 2)
+	windowNs := float64(o.Window[1] - o.Window[0])
+	delayLimit := time.Duration(math.Max(rules.DelayGrowth*windowNs, float64(rules.LatenessFloor)))
+	if o.Job == rundir.JobWindows {
+		// A window's latency moves with when its last event fell and when
+		// the engine flushed it, a second apart: not a queue. The job's
+		// backlog is its lag on its input (system-backlog).
+		add(RuleBacklog, growth <= limit, "over the window ring occupancy grew %.1f buckets (limit %.1f of %d); a windowed job's latency is not a queue: its backlog is its lag (system-backlog)",
+			growth, limit, capacity)
+	} else {
+		add(RuleBacklog, growth <= limit && delay <= delayLimit,
+			"over the window the queueing delay grew %s (limit %s) and ring occupancy %.1f buckets (limit %.1f of %d)",
+			numfmt.Duration(delay), numfmt.Duration(delayLimit), growth, limit, capacity)
+	}
+
 }
 
 // addSystemBacklog judges the system's own backlog: the broker's for the
@@ -255,6 +275,9 @@ func (t trend) slope() float64 {
 // (from their cumulative counts): what the system actually sustained, not
 // stretched by draining buffers after the senders stopped.
 func WindowRate(o *Outcome) float64 {
+	if o.Job != "" {
+		return jobRate(o)
+	}
 	var rate float64
 	for _, r := range o.Receivers {
 		var first, last *tally.BacklogSample

@@ -1,6 +1,8 @@
 package recvagent
 
 import (
+	"maps"
+	"sync"
 	"time"
 
 	"github.com/cloudprofiler-go/cp/driver"
@@ -16,7 +18,8 @@ import (
 // endpoints; the agent adds what is its own.
 func Config(t protocol.ReceiverTrial, endpoints []string, connect bool) receiver.Config {
 	return receiver.Config{Receiver: t.Receiver, Agent: t.Agent, Endpoints: endpoints, Connect: connect,
-		ExpectStreams: t.ExpectStreams, HWM: t.HWM, Duration: t.Duration, Stalls: t.Stalls}
+		ExpectStreams: t.ExpectStreams, HWM: t.HWM, Duration: t.Duration, Stalls: t.Stalls,
+		TrialStart: t.TrialStart, SendersEnd: t.SendersEnd}
 
 }
 
@@ -37,6 +40,56 @@ type Role struct {
 	// agent (dgrecv --job-input; docs/sut.md): every trial reads the
 	// job's lag on it. "": no job.
 	JobInput string
+	// Streams remembers, across trials, where each of the job's output
+	// streams is: its next sequence number (nil: not remembered).
+	Streams *StreamMemory
+}
+
+// StreamMemory is each output stream's next sequence number after the
+// agent's last trial: a job's streams go on across trials, and a bucket
+// lost between two trials is loss, not a stream joined late.
+type StreamMemory struct {
+	mu   sync.Mutex
+	next map[uint32]uint64
+}
+
+// snapshot is a copy of what is remembered (nil: nothing yet).
+func (m *StreamMemory) snapshot() map[uint32]uint64 {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.next)
+}
+
+// remember records where each stream of a finished trial is.
+func (m *StreamMemory) remember(res *receiver.Result) {
+	if m == nil || res == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.next == nil {
+		m.next = map[uint32]uint64{}
+	}
+	for _, s := range res.Streams {
+		m.next[s.Stream] = s.NextSeq
+	}
+}
+
+// Job implements agent.JobReader: the job's input and its group's lag on
+// it, read now.
+func (r Role) Job() (string, int64, error) {
+	if r.JobInput == "" {
+		return "", 0, nil
+	}
+	e, err := driver.Parse(r.JobInput)
+	if err != nil {
+		return r.JobInput, 0, err
+	}
+	lag, err := r.Brokers.GroupLag(e)
+	return r.JobInput, lag, err
 }
 
 // Name implements agent.Role.
@@ -51,13 +104,14 @@ func (r Role) Parse(body []byte, opts agent.Options) (agent.Trial, error) {
 	if err := Validate(t, opts.Endpoints); err != nil {
 		return nil, err
 	}
-	return trial{t, r.Brokers, r.JobInput}, nil
+	return trial{t, r.Brokers, r.JobInput, r.Streams}, nil
 }
 
 type trial struct {
 	t        protocol.ReceiverTrial
 	brokers  driver.Registry
 	jobInput string
+	streams  *StreamMemory
 }
 
 func (tr trial) Profile() *profiler.Handlers { return tr.t.Profile }
@@ -71,9 +125,17 @@ func (tr trial) Start(env agent.Env) (*agent.Started, error) {
 	cfg.MemoryBudget, cfg.Brokers, cfg.JobInput = env.MemoryBudget, tr.brokers, tr.jobInput
 	cfg.Profile, cfg.Handlers = env.Profile, env.Handlers
 	cfg.LiveActivity = protocol.MaxActivityChanges
+	if tr.jobInput != "" {
+		cfg.StreamNext = tr.streams.snapshot()
+	}
 	r, err := receiver.New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return agent.Start(r, r.Run, func(res *receiver.Result) *protocol.TrialStatus { return &protocol.TrialStatus{Receiver: res} }, env.Logf), nil
+	return agent.Start(r, r.Run, func(res *receiver.Result) *protocol.TrialStatus {
+		if tr.jobInput != "" {
+			tr.streams.remember(res)
+		}
+		return &protocol.TrialStatus{Receiver: res}
+	}, env.Logf), nil
 }

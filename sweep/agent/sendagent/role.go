@@ -46,7 +46,10 @@ func (tr trial) StagePeriod() time.Duration  { return tr.t.StagePeriod }
 // Start implements agent.Trial: a sender with the agent's CPUs, I/O
 // threads, clock and memory budget.
 func (tr trial) Start(env agent.Env) (*agent.Started, error) {
-	cfg := Config(tr.t)
+	cfg, err := Config(tr.t)
+	if err != nil {
+		return nil, err
+	}
 	cfg.CPUs, cfg.IOThreads, cfg.Clock = env.CPUs, env.IOThreads, env.Clock
 	cfg.MemoryBudget, cfg.Cancel, cfg.Brokers = env.MemoryBudget, env.Abort, tr.brokers
 	cfg.Profile, cfg.Handlers = env.Profile, env.Handlers

@@ -1,0 +1,176 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
+	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/sut/ysb"
+	"github.com/cloudprofiler-go/cp/sweep"
+)
+
+// jobSweepArgs are a sweep of YSB between in and out: short trials, the
+// windows' counts owed exactly as the views the senders sent.
+func jobSweepArgs(in, out string, extra ...string) []string {
+	return append([]string{"--input", in + "?group=ysb", "--output", out, "--scenario", "ad-event", "--schema", "window",
+		"--expect-filter", "event_type == view", "--bucket", "100", "--duration", "2s", "--warmup", "500ms",
+		"--job-quiet", "2500ms", "--lateness-floor", "100ms", "--stage-period", "0"}, extra...)
+}
+
+// startYSB starts YSB on the engine from in to out: cpjob ysb, or, with
+// a fault, the same job's configuration with one processor added (a test
+// build of the system), run by cpjob run.
+func startYSB(t *testing.T, in, out, redisAddr string, fault func(yaml string) string) *Proc {
+	t.Helper()
+	args := []string{"ysb", "--input", in + "?group=ysb", "--output", out, "--redis", redisAddr, "--window", "1s", "--lateness", "500ms"}
+	if fault != nil {
+		c := ysb.Defaults()
+		c.Input, c.Output, c.Redis, c.Lateness = in+"?group=ysb", out, redisAddr, 500*time.Millisecond
+		s, err := scenarios.Load("ad-event")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ysb.LoadCampaigns(context.Background(), redisAddr, s); err != nil {
+			t.Fatal(err)
+		}
+		conf := filepath.Join(t.TempDir(), "job.yaml")
+		if err := os.WriteFile(conf, []byte(fault(c.YAML())), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = []string{"run", conf}
+	}
+	job, err := Start(filepath.Join(binDir, "cpjob"), args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = job.Signal(syscall.SIGKILL); _ = job.Wait(10 * time.Second) })
+	if !job.WaitForLine("cpjob ", 30*time.Second) {
+		t.Fatalf("cpjob did not start:\n%s", job.Stderr.String())
+	}
+	return job
+}
+
+// TestSweepAJobBetweenTopics: cpsweep --input/--output sweeps YSB on the
+// engine through JetStream, two trials at fixed rates: each is exact (the
+// windows' counts are the views the senders counted, and the output read
+// back holds every view of the input in its campaign's window, each
+// window once), the second trial's receiver goes on with the job's output
+// stream where the first left it, and the answer's latency is YSB's.
+func TestSweepAJobBetweenTopics(t *testing.T) {
+	natsAddr, _ := realserver.NATS(t)
+	redisAddr, _ := realserver.Redis(t)
+	in, out := "jetstream://"+natsAddr+"/ysb.in", "jetstream://"+natsAddr+"/ysb.out"
+	startYSB(t, in, out, redisAddr, nil)
+	rep, p := runSweep(t, 3*time.Minute, jobSweepArgs(in, out, "--search", "linear", "--from", "5k", "--to", "10k", "--step", "5k")...)
+	if len(rep.Result.Trials) != 2 {
+		t.Fatalf("%d trials\n%s", len(rep.Result.Trials), p.Stderr.String())
+	}
+	for i, tr := range rep.Result.Trials {
+		if !tr.Verdict.Pass {
+			t.Errorf("trial %d failed: %s", i+1, failedRules(tr.Verdict.Checks))
+		}
+		for _, c := range tr.Verdict.Checks {
+			if c.Rule == "delivery" && !strings.Contains(c.Detail, "counted in the windows consumed: exact") {
+				t.Errorf("trial %d: delivery %q", i+1, c.Detail)
+			}
+		}
+		// the achieved rate is the input the job kept up with, not its
+		// windows per second
+		if tr.Achieved < 0.9*tr.Rate {
+			t.Errorf("trial %d at %.0f/s: achieved %.0f/s", i+1, tr.Rate, tr.Achieved)
+		}
+	}
+	if want, got := viewsIn(t, in), windowsIn(t, out); !maps.Equal(want, got) || len(want) == 0 {
+		t.Errorf("over both trials the job counted %d windows, the input holds views of %d; first difference: %s", len(got), len(want), firstWindowDifference(want, got))
+	}
+	first, second := jobStreams(t, rep.Dir, 1), jobStreams(t, rep.Dir, 2)
+	if len(first) != 1 || len(second) != 1 || second[0].FirstSeq != first[0].NextSeq || second[0].FirstSeq == 0 {
+		t.Errorf("the job's output stream: trial 1 %+v, trial 2 %+v; want trial 2 to go on at trial 1's next sequence", first, second)
+	}
+	if s := p.Stderr.String() + p.Stdout.String(); !strings.Contains(s, sweep.WindowLatency) {
+		t.Errorf("the answer's latency is not said to be YSB's window latency:\n%s", s)
+	}
+}
+
+// jobStream is what a trial's receiver recorded of one output stream.
+type jobStream struct {
+	Stream   uint32 `json:"stream"`
+	FirstSeq uint64 `json:"first_seq"`
+	NextSeq  uint64 `json:"next_seq"`
+	Status   string `json:"status"`
+}
+
+// jobStreams reads trial n's receiver streams from the run directory.
+func jobStreams(t *testing.T, dir string, n int) []jobStream {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "trials", fmt.Sprintf("%03d.json", n)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr struct {
+		Outcome struct {
+			Receivers []struct {
+				Streams []jobStream `json:"streams"`
+			} `json:"receivers"`
+		} `json:"outcome"`
+	}
+	if err := json.Unmarshal(b, &tr); err != nil || len(tr.Outcome.Receivers) != 1 {
+		t.Fatalf("trial %d: %v (%d receivers)", n, err, len(tr.Outcome.Receivers))
+	}
+	return tr.Outcome.Receivers[0].Streams
+}
+
+// TestSweepNamesAFaultyJobsExactError: test builds of YSB, its own
+// configuration with one processor added, that drop one view, duplicate
+// one, or count one window one too high: the trial fails on delivery,
+// naming the difference exactly; the other rules hold.
+func TestSweepNamesAFaultyJobsExactError(t *testing.T) {
+	natsAddr, _ := realserver.NATS(t)
+	redisAddr, _ := realserver.Redis(t)
+	for i, tc := range []struct {
+		name, after, insert, want string
+	}{
+		{"drops one view", "          - label: projection\n", "          - label: drop_one\n            mapping: 'root = if count(\"drop\") == 500 { deleted() }'\n", "1 missing"},
+		{"duplicates one view", "          - label: projection\n", "          - label: duplicate_one\n            mapping: 'root = if count(\"dup\") == 500 { [this, this] } else { [this] }'\n          - unarchive:\n              format: json_array\n", "1 more than owed"},
+		{"counts a window one too high", "      ysb_window_count: {}\n", "    - label: miscount_one\n      mapping: |\n        root = this\n        root.count = if count(\"miscount\") == 20 { this.count + 1 } else { this.count }\n", "1 more than owed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in, out := fmt.Sprintf("jetstream://%s/fault%d.in", natsAddr, i), fmt.Sprintf("jetstream://%s/fault%d.out", natsAddr, i)
+			startYSB(t, in, out, redisAddr, func(y string) string {
+				// the processor goes after the step's own lines (its
+				// label line and the next one)
+				at := strings.Index(y, tc.after)
+				if at < 0 {
+					t.Fatalf("no %q in the job's configuration", tc.after)
+				}
+				at += len(tc.after)
+				if !strings.HasSuffix(tc.after, "{}\n") {
+					at += strings.Index(y[at:], "\n") + 1
+				}
+				return y[:at] + tc.insert + y[at:]
+			})
+			rep, p := runSweepAllowing(t, 2*time.Minute, []int{sweep.ExitNoRatePassed}, jobSweepArgs(in, out, "--search", "linear", "--from", "5k", "--to", "5k", "--step", "5k")...)
+			if len(rep.Result.Trials) != 1 {
+				t.Fatalf("%d trials\n%s", len(rep.Result.Trials), p.Stderr.String())
+			}
+			tr := rep.Result.Trials[0]
+			for _, c := range tr.Verdict.Checks {
+				switch {
+				case c.Rule == "delivery" && (c.Pass || !strings.Contains(c.Detail, ": "+tc.want+";")):
+					t.Errorf("delivery: pass %v, %q; want it failed with %q", c.Pass, c.Detail, tc.want)
+				case c.Rule != "delivery" && !c.Pass:
+					t.Errorf("rule %s failed too: %s", c.Rule, c.Detail)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,142 @@
+package receiver
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/trialcfg"
+)
+
+// A job between the senders and the receiver (a stream processor,
+// docs/sut.md) writes output streams of its own: they go on from trial to
+// trial, are never ended by a marker per trial, and may still carry an
+// earlier trial's last windows. This file holds what the receiver does
+// differently for them.
+
+// jobMode says whether the receiver reads a job's output (JobInput set).
+func (c *Config) jobMode() bool { return c.JobInput != "" }
+
+// jobTrial says whether the run is a sweep's trial of a job: it ends by
+// the job's lag and its quiet output, not by end markers.
+func (c *Config) jobTrial() bool { return c.jobMode() && !c.SendersEnd.IsZero() }
+
+// jobQuiet is how long a job's output must be quiet to end a trial.
+func (c *Config) jobQuiet() time.Duration {
+	if c.JobQuiet > 0 {
+		return c.JobQuiet
+	}
+	return trialcfg.DefaultJobQuiet
+}
+
+// endWatch decides when the run is over from the streams and the data.
+type endWatch struct {
+	lastSeen   uint64 // newest message TSC over all lanes
+	lastSeenAt time.Time
+	allEndedAt time.Time
+	// a job's lag on its input, and when it last changed
+	lag        int64
+	lagMovedAt time.Time
+}
+
+// check returns why the run ends now, or "".
+func (e *endWatch) check(r *Receiver, now time.Time) string {
+	var newest uint64
+	for _, l := range r.lanes {
+		newest = max(newest, l.lastMsg.Load())
+	}
+	if newest != e.lastSeen {
+		e.lastSeen, e.lastSeenAt = newest, now
+	}
+	if r.cfg.jobTrial() {
+		return e.jobEnd(r, now)
+	}
+	streams, ended := 0, 0
+	for _, l := range r.lanes {
+		n, d := l.streams.count()
+		streams, ended = streams+n, ended+d
+	}
+	switch {
+	case r.cfg.ExpectStreams > 0 && ended >= r.cfg.ExpectStreams:
+		return "all expected streams ended"
+	case r.cfg.ExpectStreams == 0 && streams > 0 && ended == streams:
+		if e.allEndedAt.IsZero() {
+			e.allEndedAt = now
+		}
+		if now.Sub(e.allEndedAt) >= r.cfg.Settle && now.Sub(e.lastSeenAt) >= r.cfg.Settle {
+			return "all streams ended"
+		}
+	default:
+		e.allEndedAt = time.Time{}
+	}
+	if e.lastSeen != 0 && now.Sub(e.lastSeenAt) >= r.cfg.EndTimeout {
+		return fmt.Sprintf("no data for %v: gave up waiting for end markers", r.cfg.EndTimeout)
+	}
+	return ""
+}
+
+// JobStuckAfter is the least time a job's lag must stay the same, its
+// output quiet, after the senders' end, for the job to count as gone
+// (with the job's quiet time, the longer of the two).
+const JobStuckAfter = 5 * time.Second
+
+// jobEnd returns why a trial of a job ends now, or "": once the senders'
+// schedule is over, the job's lag on its input (read after that) is 0 and
+// its output has been quiet for the quiet time. A job that does not catch
+// up within the end timeout after that ends the run too; the trial's
+// rules then judge what arrived.
+func (e *endWatch) jobEnd(r *Receiver, now time.Time) string {
+	cfg := &r.cfg
+	if now.Before(cfg.SendersEnd) {
+		return ""
+	}
+	quietSince := e.lastSeenAt
+	if e.lastSeen == 0 || quietSince.Before(cfg.SendersEnd) {
+		quietSince = cfg.SendersEnd
+	}
+	lag, readAt := r.jobLag.read()
+	if lag != e.lag || e.lagMovedAt.IsZero() {
+		e.lag, e.lagMovedAt = lag, now
+	}
+	fresh := !readAt.Before(cfg.SendersEnd)
+	quiet := now.Sub(quietSince)
+	stuck := max(cfg.jobQuiet(), JobStuckAfter)
+	switch {
+	case lag == 0 && fresh && quiet >= cfg.jobQuiet():
+		return fmt.Sprintf("the job caught up (lag 0 on its input) and its output was quiet for %v", cfg.jobQuiet())
+	case lag != 0 && fresh && quiet >= stuck && now.Sub(e.lagMovedAt) >= stuck:
+		// Not a job too slow for the rate (its lag would fall): a job
+		// gone, or an input that cannot be read. The trial says nothing
+		// about a rate.
+		if lag < 0 {
+			r.jobFailure.Store(fmt.Sprintf("the job's lag on its input %s could not be read for %v after the senders' end (the input or its group gone?)", cfg.JobInput, stuck))
+		} else {
+			r.jobFailure.Store(fmt.Sprintf("the job made no progress: its lag on its input stayed at %d for %v after the senders' end and it wrote nothing (is it running?)", lag, stuck))
+		}
+		return "the job made no progress on its input"
+	case now.Sub(cfg.SendersEnd) >= cfg.jobQuiet()+cfg.EndTimeout:
+		return fmt.Sprintf("the job did not catch up within %v of the senders' end (its lag on its input: %d; output quiet for %v)",
+			(cfg.jobQuiet() + cfg.EndTimeout).Round(time.Millisecond), lag, quiet.Round(time.Millisecond))
+	}
+	return ""
+}
+
+// jobStatus judges a job's output stream, which has no end marker in a
+// trial: complete when every bucket from the first expected to the last
+// seen arrived once.
+func jobStatus(sr *StreamResult) {
+	switch {
+	case sr.GapBuckets > 0:
+		sr.Status = fmt.Sprintf("job output: %d bucket(s) never arrived (sequence %d to %d)", sr.GapBuckets, sr.FirstSeq, sr.NextSeq)
+	case sr.Duplicates > 0 || sr.Stale > 0:
+		sr.Status = fmt.Sprintf("job output: %d duplicate and %d stale bucket(s)", sr.Duplicates, sr.Stale)
+	default:
+		sr.Status, sr.Complete = fmt.Sprintf("job output: buckets %d to %d in sequence", sr.FirstSeq, sr.NextSeq), true
+	}
+}
+
+// earlierTrial says whether a bucket is an earlier trial's (its first
+// tuple was meant to be sent before this trial began): counted, not
+// consumed.
+func (r *Receiver) earlierTrial(intendedNs int64) bool {
+	return r.trialStartNs != 0 && intendedNs < r.trialStartNs
+}

@@ -1,0 +1,162 @@
+package sweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/driver"
+	"github.com/cloudprofiler-go/cp/rundir"
+	"github.com/cloudprofiler-go/cp/scenarios"
+)
+
+// JobPlan is a stream processor between the senders and the receivers
+// (docs/sut.md): the senders publish into its input, the receivers read
+// its output, each a broker URL of any driver.
+type JobPlan struct {
+	// Input names the job's consumer group (?group=NAME): its lag is the
+	// job's backlog, read before every trial and during it.
+	Input  string `json:"input"`
+	Output string `json:"output"`
+	// CatchUp is how long a trial waits for the job to catch up with
+	// earlier input (its lag 0) before it starts (0: DefaultCatchUp).
+	CatchUp time.Duration `json:"catch_up_ns,omitempty"`
+}
+
+// DefaultCatchUp is JobPlan.CatchUp when none is given.
+const DefaultCatchUp = time.Minute
+
+// jobLead is added to the senders' lead in a trial of a job: the senders'
+// start is fixed before the receivers start (they are told it, to tell an
+// earlier trial's output from this one's).
+const jobLead = 500 * time.Millisecond
+
+// UseJob makes j the system under test: the senders send to its input
+// (the relay topology, without the group: it is the job's).
+func (p *TrialPlan) UseJob(j JobPlan) {
+	p.Job, p.Relay, p.SenderTargets = &j, true, []string{withoutGroup(j.Input)}
+}
+
+// jobProblems checks a job plan: both ends broker URLs, the input naming
+// the job's group, the output schema one the receivers decode.
+func (p TrialPlan) jobProblems() []string {
+	j := p.Job
+	if j == nil {
+		return nil
+	}
+	var out []string
+	in, err := driver.Parse(j.Input)
+	switch {
+	case err != nil:
+		out = append(out, fmt.Sprintf("--input: %v", err))
+	case in.Group == "":
+		out = append(out, fmt.Sprintf("--input %s: name the job's consumer group (?group=NAME, its durable consumer on JetStream): its lag is the job's backlog", j.Input))
+	case in.Driver == driver.NATS:
+		out = append(out, "--input: core NATS keeps no backlog to read the job's lag from: use jetstream://, redis:// or kafka://")
+	}
+	if _, err := driver.Parse(j.Output); err != nil {
+		out = append(out, fmt.Sprintf("--output: %v", err))
+	}
+	if j.CatchUp < 0 {
+		out = append(out, fmt.Sprintf("--catch-up must not be negative, got %v", j.CatchUp))
+	}
+	return out
+}
+
+// jobOutput is what the job owes the receivers (rundir.Outcome.Job).
+func (p TrialPlan) jobOutput() string {
+	switch {
+	case p.Job == nil:
+		return ""
+	case p.Schema == scenarios.SchemaWindow:
+		return rundir.JobWindows
+	}
+	return rundir.JobTuples
+}
+
+func (j *JobPlan) catchUp() time.Duration {
+	if j.CatchUp > 0 {
+		return j.CatchUp
+	}
+	return DefaultCatchUp
+}
+
+// withoutGroup is a broker URL without its group (the senders publish; the
+// group is the job's).
+func withoutGroup(ep string) string {
+	u, err := url.Parse(ep)
+	if err != nil {
+		return ep
+	}
+	q := u.Query()
+	q.Del("group")
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// withGroup is a broker URL in group g.
+func withGroup(ep, g string) string {
+	u, err := url.Parse(ep)
+	if err != nil {
+		return ep
+	}
+	q := u.Query()
+	q.Set("group", g)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// waitForJob waits until the job has caught up with its input (its
+// group's lag 0, as every receiver agent reads it): a trial starts only
+// then, or says why it cannot.
+func (c *Controller) waitForJob(ctx context.Context) error {
+	j := c.Plan.Job
+	limit := j.catchUp()
+	deadline, said := time.Now().Add(limit), false
+	for {
+		lag, err := c.jobLag(ctx)
+		var ae *AgentError
+		switch {
+		case errors.As(err, &ae):
+			return err
+		case err == nil && lag == 0:
+			return nil
+		case time.Now().After(deadline) && err != nil:
+			return &AgentError{Agent: "the system under test", Err: fmt.Errorf("the job's lag on %s could not be read for %v: %w", j.Input, limit, err), System: true}
+		case time.Now().After(deadline):
+			return &AgentError{Agent: "the system under test", Err: fmt.Errorf("the job is still %d message(s) behind on %s after %v: is it running? (--catch-up)", lag, j.Input, limit), System: true}
+		case !said && c.Progress != nil && err == nil:
+			c.Progress("waiting for the job to catch up with %d message(s) of its input", lag)
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// jobLag is the job's lag on its input, the highest any receiver agent
+// reads. An agent that does not answer, or was started without the job's
+// input, is an *AgentError.
+func (c *Controller) jobLag(ctx context.Context) (int64, error) {
+	var most int64
+	for _, r := range c.Receivers {
+		info, err := r.Info(ctx)
+		switch {
+		case err != nil:
+			return 0, agentFault(r, err)
+		case info.JobInput == "":
+			return 0, agentFault(r, fmt.Errorf("it reads no job's lag: start it with --connect OUTPUT?group=cp --job-input %s", c.Plan.Job.Input))
+		case info.JobLagError != "":
+			return 0, errors.New(info.JobLagError)
+		case info.JobLag == nil:
+			return 0, agentFault(r, errors.New("it reported the job's input but no lag"))
+		}
+		most = max(most, *info.JobLag)
+	}
+	return most, nil
+}

@@ -1,0 +1,89 @@
+package verdict
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/rundir"
+)
+
+// TestJobDeliveryNamesTheExactDifference: through a job, the delivery rule
+// compares what the declared filter kept (or every tuple emitted) with the
+// tuples or the windows' counts that arrived, and names the difference:
+// one tuple dropped, one duplicated, a window miscounted by one.
+func TestJobDeliveryNamesTheExactDifference(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		job     string
+		filter  string
+		matched uint64
+		got     uint64 // consumed tuples, or the windows' counts
+		pass    bool
+		detail  string
+	}{
+		{"a filter's output, exact", rundir.JobTuples, "event_type == view", 333_000, 333_000, true, "that \"event_type == view\" keeps; 333000 tuples consumed: exact"},
+		{"a filter dropped one", rundir.JobTuples, "event_type == view", 333_000, 332_999, false, "1 missing"},
+		{"a filter duplicated one", rundir.JobTuples, "event_type == view", 333_000, 333_001, false, "1 more than owed"},
+		{"windows, exact", rundir.JobWindows, "event_type == view", 333_000, 333_000, true, "counted in the windows consumed: exact"},
+		{"a window miscounted by one", rundir.JobWindows, "event_type == view", 333_000, 333_001, false, "1 more than owed"},
+		{"a map owes every tuple", rundir.JobTuples, "", 0, 1_000_000, true, "every one of the 1000000 emitted"},
+		{"a map lost 10", rundir.JobTuples, "", 0, 999_990, false, "10 missing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := passing()
+			o.Job = tc.job
+			o.Senders[0].Expect, o.Senders[0].Matched = tc.filter, tc.matched
+			if tc.job == rundir.JobWindows {
+				o.Receivers[0].Consumed, o.Receivers[0].WindowCount = 4_000, tc.got
+			} else {
+				o.Receivers[0].Consumed = tc.got
+			}
+			v := Judge(o, Rules{})
+			for _, c := range v.Checks {
+				if c.Rule != RuleDelivery {
+					if !c.Pass {
+						t.Errorf("rule %s failed too: %s", c.Rule, c.Detail)
+					}
+					continue
+				}
+				if c.Pass != tc.pass || !strings.Contains(c.Detail, tc.detail) {
+					t.Errorf("delivery: pass %v %q; want pass %v and %q", c.Pass, c.Detail, tc.pass, tc.detail)
+				}
+			}
+			if v.Pass != tc.pass {
+				t.Errorf("verdict pass %v, want %v", v.Pass, tc.pass)
+			}
+		})
+	}
+}
+
+// TestJobRateIsTheInputTheJobKeptUpWith: through a job the achieved rate
+// is the senders' emitted rate less the growth of the job's lag on its
+// input (in buckets), not the rate of its output (a window per key).
+func TestJobRateIsTheInputTheJobKeptUpWith(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		lags []int64 // the job's lag, one sample per 100 ms of a 1 s window
+		want float64
+	}{
+		{"kept up", []int64{3, 0, 2, 1, 0, 3, 1, 0, 2, 1, 0}, 100_000},
+		{"fell 100 buckets behind in 1 s", []int64{0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100}, 90_000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := passing()
+			o.Job = rundir.JobWindows
+			o.Window = [2]int64{0, 1e9}
+			o.Senders[0].Emitted, o.Senders[0].DurationS = 1_000_000, 10
+			o.Receivers[0].Backlog = nil
+			for i, l := range tc.lags {
+				o.Receivers[0].Backlog = append(o.Receivers[0].Backlog, receiver.BacklogSample{UnixNs: int64(i) * 1e8, JobLag: &l})
+			}
+			got := WindowRate(o)
+			if tc.want == 100_000 && (got < 99_000 || got > 100_000) || tc.want == 90_000 && math.Abs(got-90_000) > 100 {
+				t.Errorf("achieved %.0f tuples/s, want %.0f", got, tc.want)
+			}
+		})
+	}
+}
