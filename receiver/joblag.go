@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -22,6 +23,7 @@ const noLag = math.MinInt64
 type jobLag struct {
 	latest atomic.Int64 // noLag until the first read; -1: unreadable
 	readAt atomic.Int64 // Unix ns of the latest read
+	failed atomic.Value // string: the first read that failed, and why
 	stop   chan struct{}
 	done   sync.WaitGroup
 }
@@ -47,6 +49,9 @@ func startJobLag(reg driver.Registry, e driver.Endpoint) *jobLag {
 			v, err := reg.GroupLag(e)
 			if err != nil {
 				v = -1
+				if j.failed.Load() == nil {
+					j.failed.Store(fmt.Sprintf("at %s: %v", time.Now().Format("15:04:05.000"), err))
+				}
 			}
 			j.latest.Store(v)
 			j.readAt.Store(time.Now().UnixNano())
@@ -84,6 +89,15 @@ func (j *jobLag) read() (int64, time.Time) {
 		return -1, time.Time{}
 	}
 	return v, time.Unix(0, at)
+}
+
+// failure is the first failed read, and why ("": none failed).
+func (j *jobLag) failure() string {
+	if j == nil {
+		return ""
+	}
+	f, _ := j.failed.Load().(string)
+	return f
 }
 
 func (j *jobLag) close() {

@@ -12,6 +12,10 @@ import (
 	"testing"
 	"time"
 
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sut/ysb"
@@ -172,5 +176,102 @@ func TestSweepNamesAFaultyJobsExactError(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSweepFaultsOfAJob: what is wrong with the system under test is an
+// invalid trial that names it (exit 8), never a rate: a job still behind
+// on its input when a trial is due (after --catch-up; the next sweep, the
+// job running, waits for it to catch up and passes, the backlog's windows
+// counted apart), the job killed mid-trial, and the input topic deleted
+// under it mid-trial.
+func TestSweepFaultsOfAJob(t *testing.T) {
+	natsAddr, _ := realserver.NATS(t)
+	redisAddr, _ := realserver.Redis(t)
+	single := []string{"--search", "linear", "--from", "5k", "--to", "5k", "--step", "5k"}
+	t.Run("behind", func(t *testing.T) {
+		in, out := "jetstream://"+natsAddr+"/behind.in", "jetstream://"+natsAddr+"/behind.out"
+		e, err := driver.Parse(in + "?group=ysb")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ysbBrokers.Ensure(e); err != nil {
+			t.Fatal(err)
+		}
+		send, err := Start(filepath.Join(binDir, "dgsend"), "--connect", in, "--scenario", "ad-event", "--rate", "5k", "--duration", "1s", "--bucket", "100")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := send.Wait(30 * time.Second); err != nil {
+			t.Fatalf("dgsend: %v\n%s", err, send.Stderr.String())
+		}
+		lag, err := ysbBrokers.GroupLag(e)
+		if err != nil || lag < 50 {
+			t.Fatalf("the job's lag before the sweep: %d, %v; want at least the 50 buckets sent", lag, err)
+		}
+		_, p := runSweepAllowing(t, time.Minute, []int{sweep.ExitSystemFailed}, jobSweepArgs(in, out, append(single, "--catch-up", "2s")...)...)
+		want := fmt.Sprintf("the job is still %d message(s) behind", lag)
+		if code := ExitCode(p.Wait(time.Second)); code != sweep.ExitSystemFailed || !strings.Contains(p.Stderr.String(), want) {
+			t.Errorf("exit %d, want %d saying %q:\n%s", code, sweep.ExitSystemFailed, want, p.Stderr.String())
+		}
+		startYSB(t, in, out, redisAddr, nil)
+		rep, p := runSweep(t, 2*time.Minute, jobSweepArgs(in, out, single...)...)
+		if len(rep.Result.Trials) != 1 || !rep.Result.Trials[0].Verdict.Pass {
+			t.Fatalf("after the job caught up: %+v\n%s", rep.Result.Trials, p.Stderr.String())
+		}
+	})
+	for _, fault := range []string{"killed", "input deleted"} {
+		t.Run(fault, func(t *testing.T) {
+			name := strings.ReplaceAll(fault, " ", "")
+			in, out := "jetstream://"+natsAddr+"/"+name+".in", "jetstream://"+natsAddr+"/"+name+".out"
+			job := startYSB(t, in, out, redisAddr, nil)
+			sw, err := Start(filepath.Join(binDir, "cpsweep"), append(append([]string{"--results", t.TempDir()}, hostTolerant...),
+				jobSweepArgs(in, out, "--search", "linear", "--from", "5k", "--to", "5k", "--step", "5k", "--duration", "8s")...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !sw.WaitForLine("sweep \"sweep\": senders", 60*time.Second) {
+				t.Fatalf("the sweep did not start:\n%s", sw.Stderr.String())
+			}
+			time.Sleep(5 * time.Second) // inside the trial's 8.5 s, which starts 1.5 s in
+			if fault == "killed" {
+				_ = job.Signal(syscall.SIGKILL)
+			} else {
+				deleteStream(t, natsAddr, name+".in")
+			}
+			err = sw.Wait(2 * time.Minute)
+			t.Log(sw.Stderr.String())
+			out2 := sw.Stdout.String() + sw.Stderr.String()
+			if code := ExitCode(err); code != sweep.ExitSystemFailed || !strings.Contains(out2, "the system under test failed") || strings.Contains(out2, "max sustainable") {
+				t.Errorf("exit %d (%v), want %d naming the system under test, no answer:\n%s", code, err, sweep.ExitSystemFailed, out2)
+			}
+			if fault == "killed" && !strings.Contains(out2, "the job made no progress") {
+				t.Errorf("the job's death is not named:\n%s", out2)
+			}
+		})
+	}
+}
+
+// deleteStream deletes the JetStream stream that captures subject, as
+// someone else might under a running job.
+func deleteStream(t *testing.T, addr, subject string) {
+	t.Helper()
+	nc, err := natsgo.Connect("nats://" + addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	name, err := js.StreamNameBySubject(ctx, subject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := js.DeleteStream(ctx, name); err != nil {
+		t.Fatal(err)
 	}
 }

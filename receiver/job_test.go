@@ -1,0 +1,131 @@
+package receiver_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/driver"
+	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
+	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/trialcfg"
+	"github.com/cloudprofiler-go/cp/wire"
+)
+
+// windowBucket is a job's output bucket of stream 0xff00: windows of
+// count each, the latest event intended at intended.
+func windowBucket(seq uint64, intended time.Time, windows int, count int64) []byte {
+	var body []byte
+	for i := range windows {
+		body = wire.AppendArrayLen(body, 5)
+		body = wire.AppendUint64Fixed(body, seq*100+uint64(i))
+		body = wire.AppendInt64Fixed(body, intended.UnixNano())
+		body = wire.AppendStr(body, fmt.Sprintf("campaign-%04d", i))
+		body = wire.AppendInt64Fixed(body, intended.UnixMilli()/1000*1000+1000)
+		body = wire.AppendInt64Fixed(body, count)
+	}
+	msg := make([]byte, wire.HeaderSize, wire.HeaderSize+len(body))
+	wire.PutHeader(msg, wire.Header{Kind: wire.KindData, Stream: 0xff00, Seq: seq, Count: uint32(windows), BodyLen: uint32(len(body))})
+	return append(msg, body...)
+}
+
+// TestATrialOfAJob: a receiver reading a job's output in a sweep's trial
+// goes on with the output stream where the agent's last trial left it
+// (or joins it at its first bucket), counts a bucket of an earlier trial
+// apart, adds up the windows' counts, and ends once the senders are done,
+// the job's lag on its input is 0 and the output is quiet; a bucket lost
+// between two trials is a gap; a job whose lag stays put with nothing
+// written is gone, and the run says so as the system's failure.
+func TestATrialOfAJob(t *testing.T) {
+	addr := realserver.EmbeddedNATS(t)
+	for i, tc := range []struct {
+		name      string
+		next      map[uint32]uint64
+		backlog   int // messages left unread in the job's input
+		complete  bool
+		reason    string
+		firstSeq  uint64
+		gaps      uint64
+		failure   string
+		windowSum uint64
+	}{
+		{"goes on where the last trial left it", map[uint32]uint64{0xff00: 10}, 0, true, "the job caught up", 10, 0, "", 24},
+		{"joins a stream it never saw at its first bucket", nil, 0, true, "the job caught up", 10, 0, "", 24},
+		{"a bucket lost between trials", map[uint32]uint64{0xff00: 8}, 0, false, "the job caught up", 8, 2, "", 24},
+		{"the job is gone", map[uint32]uint64{0xff00: 10}, 3, true, "no progress", 10, 0, "stayed at 3", 24},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := fmt.Sprintf("jetstream://%s/job%d.in?group=job", addr, i)
+			out := fmt.Sprintf("jetstream://%s/job%d.out", addr, i)
+			for _, ep := range []string{in, out + "?group=cp"} {
+				e, err := driver.Parse(ep)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := brokers.Ensure(e); err != nil {
+					t.Fatal(err)
+				}
+			}
+			start := time.Now()
+			publish(t, in, tc.backlog, func(int) []byte { return windowBucket(0, start, 1, 1) })
+			// bucket 10 is an earlier trial's late window, 11..14 this one's
+			publish(t, out, 5, func(k int) []byte {
+				if k == 0 {
+					return windowBucket(10, start.Add(-time.Second), 2, 5)
+				}
+				return windowBucket(uint64(10+k), start.Add(time.Duration(k)*time.Millisecond), 2, 3)
+			})
+			r, err := receiver.New(receiver.Config{Receiver: trialcfg.Receiver{Schema: "window", EndTimeout: 10 * time.Second, JobQuiet: time.Second},
+				Endpoints: []string{out + "?group=cp"}, Brokers: brokers, JobInput: in, TrialStart: start, SendersEnd: start.Add(300 * time.Millisecond),
+				StreamNext: tc.next, Clock: clock, Duration: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			res, err := r.Run()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Streams) != 1 {
+				t.Fatalf("streams %+v", res.Streams)
+			}
+			s := res.Streams[0]
+			if res.Complete != tc.complete || !strings.Contains(res.Reason, tc.reason) || s.FirstSeq != tc.firstSeq || s.NextSeq != 15 || s.GapBuckets != tc.gaps {
+				t.Errorf("complete %v (%q), reason %q, stream %d..%d with %d gap(s); want %v, %q, %d..15 with %d", res.Complete, s.Status, res.Reason, s.FirstSeq, s.NextSeq, s.GapBuckets, tc.complete, tc.reason, tc.firstSeq, tc.gaps)
+			}
+			if res.Earlier != 2 || s.EarlierTuples != 2 || res.Consumed != 8 || res.WindowCount != tc.windowSum || res.Latency.Count != 8 {
+				t.Errorf("earlier %d (stream %d), consumed %d windows counting %d, %d latencies; want 2, 8 windows counting %d, 8", res.Earlier, s.EarlierTuples, res.Consumed, res.WindowCount, res.Latency.Count, tc.windowSum)
+			}
+			failures := strings.Join(res.SystemFailures, "; ")
+			if (tc.failure == "") != (failures == "") || !strings.Contains(failures, tc.failure) {
+				t.Errorf("system failures %q, want %q", failures, tc.failure)
+			}
+		})
+	}
+}
+
+// publish writes n messages into ep.
+func publish(t *testing.T, ep string, n int, msg func(k int) []byte) {
+	t.Helper()
+	if n == 0 {
+		return
+	}
+	e, err := driver.Parse(ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := brokers.NewProducer(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for k := range n {
+		if err := p.Publish(msg(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Flush(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
