@@ -47,6 +47,12 @@ type Config struct {
 	// them: a job's output streams go on across trials). A stream not in
 	// it is joined at the first bucket seen.
 	StreamNext map[uint32]uint64
+	// Senders and SenderThreads are the trial's senders and their threads
+	// (with TrialStart): a job's output tuple whose id names no stream of
+	// theirs, or whose intended time is after its arrival (FutureSlack),
+	// carries an identity never sent (forged_tuples: counted, not
+	// consumed).
+	Senders, SenderThreads int
 	// MaxMessage is the largest message a lane takes: the socket refuses a
 	// larger one before it is built (ZMQ_MAXMSGSIZE), and Validate lowers
 	// it so that every lane's queue and ring of such messages fit the

@@ -171,6 +171,10 @@ func (c *consumer) bucket(st *stream, b *objfactory.Bucket) (uint64, uint64) {
 		st.earlier.Add(n)
 		return 0, 0
 	}
+	if r.trialStartNs != 0 && r.cfg.Senders > 0 { // a job's output: identities it may not forge
+		r.screen(st, b)
+		n = uint64(len(b.Tuples))
+	}
 	sink, work, checksum := c.sink, c.work, c.checksum
 	consumedCh, perTuple := r.consumedCh, false
 	if consumedCh != nil {

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/objfactory"
+	"github.com/cloudprofiler-go/cp/tsc"
+
 	"github.com/cloudprofiler-go/cp/trialcfg"
 )
 
@@ -139,4 +142,30 @@ func jobStatus(sr *StreamResult) {
 // consumed.
 func (r *Receiver) earlierTrial(intendedNs int64) bool {
 	return r.trialStartNs != 0 && intendedNs < r.trialStartNs
+}
+
+// FutureSlack is how far after its arrival a job's output tuple may say
+// it was meant to be sent (the hosts' clocks apart) before it counts as
+// forged: no sender sends before a tuple's intended time.
+const FutureSlack = time.Second
+
+// screen drops from a job's output bucket the tuples whose identity was
+// never sent (forged: a stream no sender of the trial has, or an intended
+// time after the bucket's arrival) and counts them on the stream. It
+// keeps the bucket's order and its backing array.
+func (r *Receiver) screen(st *stream, b *objfactory.Bucket) {
+	keep := b.Tuples[:0]
+	future := r.cfg.Clock.UnixNano(tsc.ReadFast()) + int64(FutureSlack)
+	for i := range b.Tuples {
+		t := &b.Tuples[i]
+		sender, thread := t.ID>>56, (t.ID>>48)&0xff
+		if sender >= uint64(r.cfg.Senders) || thread >= uint64(r.cfg.SenderThreads) || t.IntendedNs > future {
+			continue
+		}
+		keep = append(keep, *t)
+	}
+	if forged := len(b.Tuples) - len(keep); forged > 0 {
+		st.forged.Add(uint64(forged))
+		b.Tuples = keep
+	}
 }

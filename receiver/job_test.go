@@ -1,6 +1,7 @@
 package receiver_test
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"testing"
@@ -127,5 +128,50 @@ func publish(t *testing.T, ep string, n int, msg func(k int) []byte) {
 	}
 	if err := p.Flush(5 * time.Second); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAJobsForgedIdentitiesAreCountedNotConsumed: a job's output tuples
+// whose identity no sender of the trial made (a sender that does not
+// exist, an intended time after the schedule) are counted as forged and
+// left out of every count; a sequence far ahead is a gap; what the
+// receiver holds stays the one stream's.
+func TestAJobsForgedIdentitiesAreCountedNotConsumed(t *testing.T) {
+	addr := realserver.EmbeddedNATS(t)
+	in, out := "jetstream://"+addr+"/forge.in?group=job", "jetstream://"+addr+"/forge.out"
+	for _, ep := range []string{in, out + "?group=cp"} {
+		e, _ := driver.Parse(ep)
+		if err := brokers.Ensure(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	publish(t, out, 4, func(k int) []byte {
+		switch k {
+		case 1: // sender 9 of a trial of 2
+			b := windowBucket(1, start, 2, 3)
+			binary.BigEndian.PutUint64(b[wire.HeaderSize+2:], 9<<56) // the first id: after the array and uint64 markers (msgpack is big-endian)
+			return b
+		case 2: // intended an hour after it arrives
+			return windowBucket(2, start.Add(time.Hour), 2, 3)
+		case 3: // a sequence far ahead
+			return windowBucket(1_000_000, start, 2, 3)
+		}
+		return windowBucket(0, start, 2, 3)
+	})
+	r, err := receiver.New(receiver.Config{Receiver: trialcfg.Receiver{Schema: "window", EndTimeout: 10 * time.Second, JobQuiet: time.Second},
+		Endpoints: []string{out + "?group=cp"}, Brokers: brokers, JobInput: in, TrialStart: start, SendersEnd: start.Add(300 * time.Millisecond),
+		Senders: 2, SenderThreads: 1, StreamNext: map[uint32]uint64{0xff00: 0}, Clock: clock, Duration: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	res, err := r.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Forged != 3 || res.Consumed != 5 || res.WindowCount != 15 || res.Complete || len(res.Streams) != 1 || res.Streams[0].GapBuckets != 1_000_000-3 {
+		t.Errorf("forged %d, consumed %d windows counting %d, complete %v, streams %+v; want 3 forged (one of bucket 1's two, both of bucket 2's), 5 consumed counting 15, incomplete with a gap of 999997",
+			res.Forged, res.Consumed, res.WindowCount, res.Complete, res.Streams)
 	}
 }

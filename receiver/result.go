@@ -58,6 +58,7 @@ func (r *Receiver) result(reason string) *Result {
 			res.Received += sr.ReceivedTuples
 			res.Consumed += sr.ConsumedTuples
 			res.Earlier += sr.EarlierTuples
+			res.Forged += sr.ForgedTuples
 			res.Sent = satAdd(res.Sent, sr.SentTuples) // announced by peers: never let it wrap
 			res.Missing = satAdd(res.Missing, sr.Missing)
 			res.Duplicates += sr.Duplicates
@@ -102,7 +103,7 @@ func (s *stream) result(job bool) StreamResult {
 	sr := StreamResult{Stream: s.id, Sender: uint8(s.id >> 8), Thread: uint8(s.id), Lane: s.lane,
 		ReceivedTuples: s.recvTuples.Load(), ConsumedTuples: s.consumedTuples.Load(), Buckets: s.recvBuckets.Load(),
 		OutOfSeq: s.outOfSeq.Load(), Duplicates: s.duplicates.Load(), Stale: s.stale.Load(), GapBuckets: s.missing.Load(), Ended: s.ended.Load(),
-		FirstSeq: s.from, NextSeq: s.next, EarlierTuples: s.earlier.Load()}
+		FirstSeq: s.from, NextSeq: s.next, EarlierTuples: s.earlier.Load(), ForgedTuples: s.forged.Load()}
 	switch {
 	case job && !sr.Ended:
 		jobStatus(&sr)

@@ -33,6 +33,7 @@ type stream struct {
 	from        uint64        // (d) the first sequence number this run expected
 	joining     bool          // (d) a job's stream not seen before: the first bucket sets next
 	earlier     atomic.Uint64 // (c) tuples of an earlier trial (not consumed)
+	forged      atomic.Uint64 // (c) tuples with an identity never sent (not consumed)
 	seen        [seqWindow / 64]uint64
 	endSeen     bool // (d) the end marker has passed the deserializer
 

@@ -297,6 +297,7 @@ func (r *trialRun) startReceivers() error {
 		}
 		if p.Job != nil {
 			cfg.TrialStart, cfg.SendersEnd = r.startAt, r.startAt.Add(p.Warmup+p.Duration)
+			cfg.Senders, cfg.SenderThreads = len(c.Senders), p.Threads
 		}
 		if _, err := a.Start(r.tctx, cfg); err != nil {
 			return agentFault(a, fmt.Errorf("start receiver: %w", err))

@@ -21,7 +21,11 @@ type Result struct {
 	// Earlier counts the tuples of an earlier trial a job wrote late
 	// (meant to be sent before this trial began): not consumed, not in
 	// any figure (docs/sut.md).
-	Earlier     uint64            `json:"earlier_tuples,omitempty"`
+	Earlier uint64 `json:"earlier_tuples,omitempty"`
+	// Forged counts a job's output tuples whose identity was never sent
+	// (a stream no sender of the trial has, an intended time after its
+	// arrival): not consumed, and the trial fails.
+	Forged      uint64            `json:"forged_tuples,omitempty"`
 	Sent        uint64            `json:"sent_tuples"` // per the end markers that arrived
 	Missing     uint64            `json:"missing_tuples"`
 	Duplicates  uint64            `json:"duplicate_buckets"`
@@ -113,6 +117,7 @@ type StreamResult struct {
 	FirstSeq      uint64 `json:"first_seq,omitempty"`
 	NextSeq       uint64 `json:"next_seq"`
 	EarlierTuples uint64 `json:"earlier_tuples,omitempty"` // an earlier trial's (not consumed)
+	ForgedTuples  uint64 `json:"forged_tuples,omitempty"`  // identities never sent (not consumed)
 	Ended         bool   `json:"ended"`
 	SentBuckets   uint64 `json:"sent_buckets"` // from the end marker
 	// Complete: the end marker arrived, every bucket it announces arrived

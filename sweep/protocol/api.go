@@ -163,6 +163,10 @@ type ReceiverTrial struct {
 	// their schedule (receiver.Config).
 	TrialStart time.Time `json:"trial_start,omitempty"`
 	SendersEnd time.Time `json:"senders_end,omitempty"`
+	// Senders and SenderThreads: the trial's senders and threads per
+	// sender, whose streams are the only ones a job's output may name.
+	Senders       int `json:"senders,omitempty"`
+	SenderThreads int `json:"sender_threads,omitempty"`
 	// Stalls are injected stalls of the consumer and the lanes (receiver.Config).
 	Stalls []inject.Stall `json:"stalls,omitempty"`
 }

@@ -23,9 +23,10 @@ func jobDelivery(o *Outcome, emitted uint64, incomplete int) (bool, string) {
 	if declared {
 		owed, what = matched, fmt.Sprintf("the %d of %d emitted that %q keeps", matched, emitted, filter)
 	}
-	var got, earlier uint64
+	var got, earlier, forged uint64
 	for _, r := range o.Receivers {
 		earlier += r.Earlier
+		forged += r.Forged
 		if o.Job == rundir.JobWindows {
 			got += r.WindowCount
 		} else {
@@ -47,7 +48,10 @@ func jobDelivery(o *Outcome, emitted uint64, incomplete int) (bool, string) {
 	if earlier > 0 {
 		detail += fmt.Sprintf("; %d tuple(s) of an earlier trial arrived late (not counted)", earlier)
 	}
-	return got == owed && incomplete == 0 && len(o.Receivers) > 0, detail
+	if forged > 0 {
+		detail += fmt.Sprintf("; %d tuple(s) with an identity never sent (forged: a stream no sender has, or intended after it arrived; not counted)", forged)
+	}
+	return got == owed && forged == 0 && incomplete == 0 && len(o.Receivers) > 0, detail
 }
 
 // jobRate is the input rate a job kept up with: what the senders emitted

@@ -87,3 +87,17 @@ func TestJobRateIsTheInputTheJobKeptUpWith(t *testing.T) {
 		})
 	}
 }
+
+// TestForgedIdentitiesFailDelivery: a job's output that forged identities
+// fails delivery even when the counts add up, and the detail says how
+// many.
+func TestForgedIdentitiesFailDelivery(t *testing.T) {
+	o := passing()
+	o.Job = rundir.JobTuples
+	o.Receivers[0].Forged = 3
+	for _, c := range Judge(o, Rules{}).Checks {
+		if c.Rule == RuleDelivery && (c.Pass || !strings.Contains(c.Detail, "3 tuple(s) with an identity never sent")) {
+			t.Errorf("delivery: pass %v %q", c.Pass, c.Detail)
+		}
+	}
+}

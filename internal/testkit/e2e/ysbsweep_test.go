@@ -145,6 +145,8 @@ func TestSweepNamesAFaultyJobsExactError(t *testing.T) {
 	}{
 		{"drops one view", "          - label: projection\n", "          - label: drop_one\n            mapping: 'root = if count(\"drop\") == 500 { deleted() }'\n", "1 missing"},
 		{"duplicates one view", "          - label: projection\n", "          - label: duplicate_one\n            mapping: 'root = if count(\"dup\") == 500 { [this, this] } else { [this] }'\n          - unarchive:\n              format: json_array\n", "1 more than owed"},
+		// hostile output: every window written ten times over
+		{"writes every window ten times", "      ysb_window_count: {}\n", "    - label: ten_times\n      mapping: 'root = [this, this, this, this, this, this, this, this, this, this]'\n    - unarchive:\n        format: json_array\n", "nine times owed"},
 		{"counts a window one too high", "      ysb_window_count: {}\n", "    - label: miscount_one\n      mapping: |\n        root = this\n        root.count = if count(\"miscount\") == 20 { this.count + 1 } else { this.count }\n", "1 more than owed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -169,6 +171,12 @@ func TestSweepNamesAFaultyJobsExactError(t *testing.T) {
 			tr := rep.Result.Trials[0]
 			for _, c := range tr.Verdict.Checks {
 				switch {
+				case c.Rule == "delivery" && tc.want == "nine times owed":
+					var owed, emitted, got, more uint64
+					_, err := fmt.Sscanf(c.Detail, "the job owes the %d of %d emitted that \"event_type == view\" keeps; %d counted in the windows consumed: %d more than owed", &owed, &emitted, &got, &more)
+					if c.Pass || err != nil || owed == 0 || got != 10*owed || more != 9*owed {
+						t.Errorf("delivery: pass %v, %q (%v); want it failed with ten times what is owed", c.Pass, c.Detail, err)
+					}
 				case c.Rule == "delivery" && (c.Pass || !strings.Contains(c.Detail, ": "+tc.want+";")):
 					t.Errorf("delivery: pass %v, %q; want it failed with %q", c.Pass, c.Detail, tc.want)
 				case c.Rule != "delivery" && !c.Pass:
