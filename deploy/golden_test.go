@@ -102,6 +102,12 @@ func TestValidateRefusesBadTopologies(t *testing.T) {
 		{func(t *Topology) { t.AntiAffinity = "sometimes" }, "anti-affinity"},
 		{func(t *Topology) { t.RunsSize = "lots" }, "runs size"},
 		{func(t *Topology) { t.Hold = -time.Second }, "hold"},
+		{func(t *Topology) { t.JobInput = "kafka://k:9092/ads?group=ysb" }, "needs both its input"},
+		{func(t *Topology) { t.JobInput, t.JobOutput = "kafka://k:9092/ads", "kafka://k:9092/out" }, "name the job's consumer group"},
+		{func(t *Topology) { t.JobInput, t.JobOutput = "kafka://k:9092/ads?group=ysb", "tcp://k:9092" }, "job output"},
+		{func(t *Topology) {
+			t.JobInput, t.JobOutput, t.Receivers.Count = "kafka://k:9092/ads?group=ysb", "kafka://k:9092/out", 2
+		}, "one receiver with one lane"},
 	} {
 		topo := Default()
 		tc.change(&topo)

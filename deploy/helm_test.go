@@ -101,6 +101,7 @@ func chartValues(topo Topology, token string, handlers []byte) map[string]any {
 		"sweep": map[string]any{"cpus": topo.Sweep.CPUs, "memory": topo.Sweep.Memory, "nodeSelector": labelValues(topo.Sweep.NodeSelector),
 			"runsSize": topo.RunsSize, "holdSeconds": int(topo.Hold.Seconds()), "args": args},
 		"profile": map[string]any{"handlers": string(handlers)},
+		"job":     map[string]any{"input": topo.JobInput, "output": topo.JobOutput},
 	}
 }
 
@@ -305,6 +306,10 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{"lanes", "cp", map[string]any{"lanes": 65}, "lanes"},
 		{"a flag the chart sets", "cp", map[string]any{"sweep": map[string]any{"args": []any{"--duration", "3s", "--results=/tmp"}}}, "--results is set by the chart"},
 		{"the token in an argument", "cp", map[string]any{"token": testToken, "sweep": map[string]any{"args": []any{"--name", "x" + testToken}}}, "holds the token"},
+		{"a job's input without its group", "cp", map[string]any{"job": map[string]any{"input": "kafka://k:9092/ads", "output": "kafka://k:9092/out"}}, "job/input"},
+		{"a job's input without its output", "cp", map[string]any{"job": map[string]any{"input": "kafka://k:9092/ads?group=ysb"}}, "give both input"},
+		{"a job read by two receivers", "cp", map[string]any{"receivers": map[string]any{"count": 2}, "job": map[string]any{"input": "kafka://k:9092/ads?group=ysb", "output": "kafka://k:9092/out"}}, "one receiver with one lane"},
+		{"the job's topics in sweep.args", "cp", map[string]any{"sweep": map[string]any{"args": []any{"--input", "kafka://k:9092/ads?group=ysb"}}}, "--input is set by the chart"},
 		{"a long release name", strings.Repeat("a", 31), nil, "at most 30 characters"},
 		{"an upper-case release name", "Bench", nil, "lower-case"},
 	}

@@ -103,7 +103,11 @@ func topologies() map[string]Topology {
 	big.Sweep.NodeSelector = Labels{"pool": "control"}
 	big.AntiAffinity, big.HostNetwork, big.Hold = "preferred", true, 2*time.Hour
 	big.SUTSelector = Labels{"app.kubernetes.io/name": "nats"}
-	return map[string]Topology{"default": Default(), "walkthrough": walk, "large": big}
+	job := Default()
+	job.Name = "ysb"
+	job.JobInput, job.JobOutput = "kafka://kafka.streams.svc:9092/ads?group=ysb", "jetstream://nats.streams.svc:4222/ysb.out"
+	job.SweepArgs = []string{"--scenario", "ad-event", "--schema", "window", "--expect-filter", "event_type == view"}
+	return map[string]Topology{"default": Default(), "walkthrough": walk, "large": big, "job": job}
 }
 
 func TestManifestsAreValidAPIObjects(t *testing.T) {

@@ -25,7 +25,7 @@ func (r renderer) agentPod(ro role) podSpec {
 	c := r.container(string(ro), ro)
 	c.Command = []string{binary}
 	c.Args = r.agentArgs(ro)
-	c.Ports = containerPorts(ro)
+	c.Ports = r.containerPorts(ro)
 	c.ReadinessProbe = &probe{TCPSocket: tcpSocketAction{Port: "control"}, PeriodSeconds: 2, InitialDelaySeconds: 1}
 	return r.pod(ro, c)
 }
@@ -128,6 +128,9 @@ func (r renderer) sweepArgs(profiled bool) []string {
 	}
 	if profiled {
 		a = append(a, "--profile", handlersDir+"/handlers.yaml")
+	}
+	if r.t.JobInput != "" {
+		a = append(a, "--input", r.t.JobInput, "--output", r.t.JobOutput)
 	}
 	return append(a, r.t.SweepArgs...)
 }

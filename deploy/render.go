@@ -146,19 +146,21 @@ func port(ro role) int {
 // servicePorts are the ports a role's pods serve: control (and /metrics)
 // on TCP, the TSC probes on UDP (cpsweep --clock probes pod to pod), and
 // the receivers' data port.
-func servicePorts(ro role) []servicePort {
+// servicePorts are a role's ports; a receiver's data port only when the
+// senders send to it (not behind a job: it reads the job's output).
+func (r renderer) servicePorts(ro role) []servicePort {
 	p := []servicePort{
 		{Name: "control", Protocol: "TCP", Port: port(ro), TargetPort: "control"},
 		{Name: "tsc-probe", Protocol: "UDP", Port: port(ro), TargetPort: "tsc-probe"},
 	}
-	if ro == roleReceiver {
+	if ro == roleReceiver && r.t.JobOutput == "" {
 		p = append(p, servicePort{Name: "data", Protocol: "TCP", Port: DataPort, TargetPort: "data"})
 	}
 	return p
 }
 
 func (r renderer) service(ro role) service {
-	return service{typeMeta{"v1", "Service"}, r.meta(r.name(string(ro)), ro), serviceSpec{ClusterIP: "None", Selector: r.selector(ro), Ports: servicePorts(ro)}}
+	return service{typeMeta{"v1", "Service"}, r.meta(r.name(string(ro)), ro), serviceSpec{ClusterIP: "None", Selector: r.selector(ro), Ports: r.servicePorts(ro)}}
 }
 
 // fqdn is a role's headless Service name as the cluster's DNS serves it.
@@ -185,15 +187,18 @@ func guaranteed(ro Role) resources {
 
 func (r renderer) agentArgs(ro role) []string {
 	addr := ":" + strconv.Itoa(port(ro))
+	if ro == roleReceiver && r.t.JobOutput != "" {
+		return []string{"--agent", "--connect", r.t.jobOutputInGroup(), "--job-input", r.t.JobInput, "--metrics-addr", addr, "--token-file", TokenPath}
+	}
 	if ro == roleReceiver {
 		return []string{"--agent", "--bind", fmt.Sprintf("tcp://*:%d", DataPort), "--lanes", strconv.Itoa(r.t.Lanes), "--metrics-addr", addr, "--token-file", TokenPath}
 	}
 	return []string{"--agent", "--metrics-addr", addr, "--token-file", TokenPath}
 }
 
-func containerPorts(ro role) []containerPort {
+func (r renderer) containerPorts(ro role) []containerPort {
 	var out []containerPort
-	for _, p := range servicePorts(ro) {
+	for _, p := range r.servicePorts(ro) {
 		out = append(out, containerPort{Name: p.TargetPort, ContainerPort: p.Port, Protocol: p.Protocol})
 	}
 	return out

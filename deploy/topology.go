@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/driver"
+
 	"gopkg.in/yaml.v3"
 )
 
@@ -31,6 +33,12 @@ type Topology struct {
 	RunsSize      string        `yaml:"runs_size"` // the run directory's volume
 	Hold          time.Duration `yaml:"hold"`      // the Job's pod waits this long after the sweep, for kubectl cp
 	SweepArgs     []string      `yaml:"sweep_args"`
+	// JobInput and JobOutput put a stream processor between two topics in
+	// the path (cpsweep --input/--output, docs/sut.md): the receiver reads
+	// its output and the job's lag on its input, and the sweep is given
+	// both. Empty: no job.
+	JobInput  string `yaml:"job_input"`
+	JobOutput string `yaml:"job_output"`
 }
 
 // Role is one kind of pod: how many, how big, where.
@@ -183,6 +191,7 @@ func (t Topology) Validate() error {
 	if t.Hold < 0 || t.Hold > 7*24*time.Hour {
 		add("hold %v, want 0..168h", t.Hold)
 	}
+	p = append(p, t.jobProblems()...)
 	if len(p) > 0 {
 		return errors.New("invalid topology: " + strings.Join(p, "; "))
 	}
@@ -214,4 +223,44 @@ func SizeWarnings(t Topology, threads int) []string {
 		w = append(w, fmt.Sprintf("receiver pods have %d CPUs for %d lanes and the consumer: give --receiver-cpus %d", t.Receivers.CPUs, t.Lanes, t.Lanes+1))
 	}
 	return w
+}
+
+// jobProblems checks a job in the path: both topics, broker URLs, the
+// input naming the job's group, and one receiver with one lane (the job's
+// output is one stream, read whole by one consumer).
+func (t Topology) jobProblems() []string {
+	if t.JobInput == "" && t.JobOutput == "" {
+		return nil
+	}
+	var p []string
+	if t.JobInput == "" || t.JobOutput == "" {
+		return []string{"a job in the path needs both its input (job input, naming its group) and its output"}
+	}
+	if e, err := driver.Parse(t.JobInput); err != nil {
+		p = append(p, fmt.Sprintf("job input: %v", err))
+	} else if e.Group == "" {
+		p = append(p, fmt.Sprintf("job input %s: name the job's consumer group (?group=NAME): its lag is the job's backlog", t.JobInput))
+	}
+	if _, err := driver.Parse(t.JobOutput); err != nil {
+		p = append(p, fmt.Sprintf("job output: %v", err))
+	}
+	if t.Receivers.Count != 1 || t.Lanes != 1 {
+		p = append(p, fmt.Sprintf("a job in the path: one receiver with one lane reads its output whole (got %d receivers, %d lanes)", t.Receivers.Count, t.Lanes))
+	}
+	return p
+}
+
+// hasGroup matches a broker URL that names a group.
+var hasGroup = regexp.MustCompile(`[?&]group=`)
+
+// jobOutputInGroup is the job's output as the receiver reads it: in the
+// group "cp" unless the URL names one (as the chart writes it).
+func (t Topology) jobOutputInGroup() string {
+	switch {
+	case hasGroup.MatchString(t.JobOutput):
+		return t.JobOutput
+	case strings.Contains(t.JobOutput, "?"):
+		return t.JobOutput + "&group=cp"
+	}
+	return t.JobOutput + "?group=cp"
 }

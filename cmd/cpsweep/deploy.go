@@ -24,10 +24,10 @@ func deployCommand(code *int) *cobra.Command {
 
 // topologyFlags are the flags a --topology file replaces.
 var topologyFlags = []string{"name", "namespace", "image", "pull-policy", "cluster-domain", "sender-count", "receiver-count", "sender-cpus", "receiver-cpus", "sweep-cpus",
-	"sender-memory", "receiver-memory", "sweep-memory", "sender-node-selector", "receiver-node-selector", "sweep-node-selector", "lanes", "anti-affinity", "sut-selector", "host-network", "runs-size", "hold"}
+	"sender-memory", "receiver-memory", "sweep-memory", "sender-node-selector", "receiver-node-selector", "sweep-node-selector", "lanes", "anti-affinity", "sut-selector", "host-network", "runs-size", "hold", "job-input", "job-output"}
 
 // reservedSweepFlags are set by the manifests themselves.
-var reservedSweepFlags = []string{"sender", "receiver", "senders-from", "receivers-from", "sender-count", "receiver-count", "token", "token-file", "results", "profile", "dns-server", "local-senders"}
+var reservedSweepFlags = []string{"sender", "receiver", "senders-from", "receivers-from", "sender-count", "receiver-count", "token", "token-file", "results", "profile", "dns-server", "local-senders", "input", "output"}
 
 func kubernetesCommand(code *int) *cobra.Command {
 	t := deploy.Default()
@@ -158,6 +158,8 @@ func registerDeploy(f *pflag.FlagSet, t *deploy.Topology, d *deployFiles) {
 	f.IntVar(&t.Lanes, "lanes", t.Lanes, "lanes per receiver agent")
 	f.StringVar(&t.AntiAffinity, "anti-affinity", t.AntiAffinity, "required: senders, receivers and the system under test never share a node (pods wait for enough nodes); preferred: apart when the scheduler can")
 	f.BoolVar(&t.HostNetwork, "host-network", false, "agents on the nodes' network (no pod overlay in the path or the clock probes; ports must be free on the nodes; docs/kubernetes.md)")
+	f.StringVar(&t.JobInput, "job-input", "", "a stream processor in the path (docs/sut.md): its input, a broker URL naming its group (kafka://HOST:PORT/TOPIC?group=NAME);\nthe senders publish into it, the receiver reads the job's lag on it, and the sweep gets --input")
+	f.StringVar(&t.JobOutput, "job-output", "", "with --job-input: the job's output, a broker URL: the receiver reads it (in the group cp unless it names one), and the sweep gets --output")
 	f.StringVar(&t.RunsSize, "runs-size", t.RunsSize, "size of the run directory's volume")
 	f.DurationVar(&t.Hold, "hold", t.Hold, "the sweep's pod waits this long after the sweep, so that kubectl cp can copy the runs out")
 }
@@ -195,7 +197,7 @@ func checkSweepArgs(args []string) (sweep.TrialPlan, error) {
 		return o.plan, err
 	}
 	if len(set) > 0 {
-		return o.plan, fmt.Errorf("sweep flags after --: %s are set by the manifests (the token comes from the Secret; use --token-file and --profile of deploy kubernetes)", strings.Join(set, ", "))
+		return o.plan, fmt.Errorf("sweep flags after --: %s are set by the manifests (the token comes from the Secret; use --token-file, --profile, --job-input and --job-output of deploy kubernetes)", strings.Join(set, ", "))
 	}
 	return o.plan, nil
 }
