@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the cp image without a base image, for hosts that cannot pull one
-# (a closed network): the three binaries built here, the shared libraries
+# (a closed network): the four binaries built here (cpjob: YSB, docs/sut.md), the shared libraries
 # they and /bin/sh, tar and sleep load (ldd), and a passwd entry for the
 # user the manifests run as, imported as one layer with podman import.
 # A statically linked build is not possible with Debian's libzmq.a: it is
@@ -11,14 +11,14 @@ set -euo pipefail
 tag=${1:-localhost/cp:dev}
 bin=${BIN:-bin}
 engine=${ENGINE:-podman}
-for b in dgsend dgrecv cpsweep; do
+for b in dgsend dgrecv cpsweep cpjob; do
 	[ -x "$bin/$b" ] || { echo "$bin/$b missing: run make build first" >&2; exit 1; }
 done
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 mkdir -p "$root/usr/local/bin" "$root/bin" "$root/etc" "$root/tmp" "$root/runs"
 chmod 1777 "$root/tmp" "$root/runs"
-cp "$bin/dgsend" "$bin/dgrecv" "$bin/cpsweep" "$root/usr/local/bin/"
+cp "$bin/dgsend" "$bin/dgrecv" "$bin/cpsweep" "$bin/cpjob" "$root/usr/local/bin/"
 tools=()
 for t in sh tar sleep; do
 	path=$(command -v "$t")

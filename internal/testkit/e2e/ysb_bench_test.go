@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -82,7 +84,7 @@ func TestBenchYSBSweeps(t *testing.T) {
 		n = repeats()
 	}
 	host := []string{"--max-others", "0.10", "--max-steal", "0.10", "--sut-process", "cpjob", "--sut-process", "nats-server", "--sut-process", "redis-server"}
-	search := []string{"--start", "20k", "--precision", "0.05", "--max-trials", "16", "--duration", "3s", "--warmup", "1s"}
+	search := []string{"--start", "20k", "--precision", "0.05", "--max-trials", "20", "--duration", "3s", "--warmup", "1s"}
 	for _, broker := range []string{"jetstream://" + natsAddr, "redis://" + redisAddr, "kafka://" + kafkaAddr} {
 		drv := broker[:strings.Index(broker, ":")]
 		in, out := broker+"/bench.in", broker+"/bench.out"
@@ -129,7 +131,43 @@ func sweepLine(t *testing.T, rep sweepReport, p *Proc) string {
 	if code := ExitCode(p.Wait(time.Second)); code != 0 {
 		flags += fmt.Sprintf(" (exit %d)", code)
 	}
-	return fmt.Sprintf("answer [%.0f, %.0f) tuples/s in %d trials, limited by %q; %s%s", rep.Result.LastPass, rep.Result.FirstFail, len(rep.Result.Trials), rep.Limiting, lat, flags)
+	return fmt.Sprintf("answer [%.0f, %.0f) tuples/s in %d trials, limited by %q; %s; %s%s", rep.Result.LastPass, rep.Result.FirstFail, len(rep.Result.Trials), rep.Limiting, lat, cpuAtAnswer(t, rep), flags)
+}
+
+// cpuAtAnswer is the CPU per tuple of the harness's agents and of the
+// system under test (the job, its brokers, Redis) in the last passing run
+// at the answer, from the host accounting in trials.csv.
+func cpuAtAnswer(t *testing.T, rep sweepReport) string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(rep.Dir, "trials.csv"))
+	if err != nil {
+		return "no trials.csv"
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil || len(rows) < 2 {
+		return fmt.Sprintf("trials.csv: %v", err)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	num := func(r []string, name string) float64 {
+		v, _ := strconv.ParseFloat(r[col[name]], 64)
+		return v
+	}
+	var at []string
+	for _, r := range rows[1:] {
+		if r[col["pass"]] == "true" && abs(num(r, "target_rate")-rep.Result.LastPass) < 1 {
+			at = r
+		}
+	}
+	if at == nil || rep.Result.LastPass <= 0 {
+		return "no passing run at the answer"
+	}
+	perTuple := func(cores float64) float64 { return cores / rep.Result.LastPass * 1e6 }
+	return fmt.Sprintf("CPU per tuple at the answer: harness %.2f µs (senders %.2f + receiver %.2f cores), system %.2f µs (%.2f cores)",
+		perTuple(num(at, "sender_cores")+num(at, "receiver_cores")), num(at, "sender_cores"), num(at, "receiver_cores"), perTuple(num(at, "sut_cores")), num(at, "sut_cores"))
 }
 
 func abs(x float64) float64 { return max(x, -x) }
