@@ -32,6 +32,7 @@ type stream struct {
 	next        uint64        // (d) next expected sequence number
 	from        uint64        // (d) the first sequence number this run expected
 	joining     bool          // (d) a job's stream not seen before: the first bucket sets next
+	resumed     bool          // (d) a job's stream resumed from an earlier trial: a first bucket 0 is a restart
 	earlier     atomic.Uint64 // (c) tuples of an earlier trial (not consumed)
 	forged      atomic.Uint64 // (c) tuples with an identity never sent (not consumed)
 	seen        [seqWindow / 64]uint64
@@ -55,8 +56,13 @@ func (s *stream) bit(seq uint64) (int, uint64) {
 // anything else is loss, reordering (e.g. across a reconnect) or
 // duplication by a system in between.
 func (s *stream) track(seq uint64) (discard bool) {
-	if s.joining { // a job's output stream, joined mid-sequence
+	switch {
+	case s.joining: // a job's output stream, joined mid-sequence
 		s.joining, s.next, s.from = false, seq, seq
+	case s.resumed: // where an earlier trial left it, unless the job started again
+		if s.resumed = false; seq == 0 {
+			s.next, s.from = 0, 0
+		}
 	}
 	switch {
 	case seq == s.next:
@@ -126,7 +132,7 @@ func (t *streamTable) get(id uint32) *stream {
 	if !ok {
 		s = &stream{id: id, lane: t.lane, acct: t.stages.Add(fmt.Sprintf("stream%d", id), stage.Network, nil)}
 		if n, ok := t.next[id]; ok {
-			s.next, s.from = n, n
+			s.next, s.from, s.resumed = n, n, true
 		} else {
 			s.joining = t.join
 		}

@@ -53,3 +53,32 @@ func seq(from, to uint64) []uint64 {
 	}
 	return out
 }
+
+// TestAJobsStreamAcrossTrials: a job's output stream goes on where an
+// earlier trial left it (a bucket lost in between is a gap), is joined at
+// its first bucket when never seen, and starts again at 0 when the job
+// did.
+func TestAJobsStreamAcrossTrials(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		next          map[uint32]uint64
+		join          bool
+		seqs          []uint64
+		from, missing uint64
+	}{
+		{"goes on", map[uint32]uint64{7: 500}, true, []uint64{500, 501}, 500, 0},
+		{"a bucket lost between trials", map[uint32]uint64{7: 500}, true, []uint64{502, 503}, 500, 2},
+		{"never seen: joined", nil, true, []uint64{500, 501}, 500, 0},
+		{"the job started again", map[uint32]uint64{7: 500}, true, []uint64{0, 1}, 0, 0},
+		{"not a job: from 0", nil, false, []uint64{500, 501}, 0, 500},
+	} {
+		tab := streamTable{next: tc.next, join: tc.join}
+		s := tab.get(7)
+		for _, q := range tc.seqs {
+			s.track(q)
+		}
+		if s.from != tc.from || s.missing.Load() != tc.missing || s.next != tc.seqs[len(tc.seqs)-1]+1 {
+			t.Errorf("%s: from %d, missing %d, next %d; want %d, %d, %d", tc.name, s.from, s.missing.Load(), s.next, tc.from, tc.missing, tc.seqs[len(tc.seqs)-1]+1)
+		}
+	}
+}
