@@ -77,17 +77,7 @@ func TestATrialOfAJob(t *testing.T) {
 				}
 				return windowBucket(uint64(10+k), start.Add(time.Duration(k)*time.Millisecond), 2, 3)
 			})
-			r, err := receiver.New(receiver.Config{Receiver: trialcfg.Receiver{Schema: "window", EndTimeout: 10 * time.Second, JobQuiet: time.Second},
-				Endpoints: []string{out + "?group=cp"}, Brokers: brokers, JobInput: in, TrialStart: start, SendersEnd: start.Add(300 * time.Millisecond),
-				StreamNext: tc.next, Clock: clock, Duration: time.Minute})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
-			res, err := r.Run()
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := runJobTrial(t, in, out, start, func(c *receiver.Config) { c.StreamNext = tc.next })
 			if len(res.Streams) != 1 {
 				t.Fatalf("streams %+v", res.Streams)
 			}
@@ -159,9 +149,25 @@ func TestAJobsForgedIdentitiesAreCountedNotConsumed(t *testing.T) {
 		}
 		return windowBucket(0, start, 2, 3)
 	})
-	r, err := receiver.New(receiver.Config{Receiver: trialcfg.Receiver{Schema: "window", EndTimeout: 10 * time.Second, JobQuiet: time.Second},
+	res := runJobTrial(t, in, out, start, func(c *receiver.Config) {
+		c.Senders, c.SenderThreads, c.StreamNext = 2, 1, map[uint32]uint64{0xff00: 0}
+	})
+	if res.Forged != 3 || res.Consumed != 5 || res.WindowCount != 15 || res.Complete || len(res.Streams) != 1 || res.Streams[0].GapBuckets != 1_000_000-3 {
+		t.Errorf("forged %d, consumed %d windows counting %d, complete %v, streams %+v; want 3 forged (one of bucket 1's two, both of bucket 2's), 5 consumed counting 15, incomplete with a gap of 999997",
+			res.Forged, res.Consumed, res.WindowCount, res.Complete, res.Streams)
+	}
+}
+
+// runJobTrial runs a receiver on a job's output out (in the group cp) as a
+// sweep's trial that began at start and whose senders were done 300 ms
+// later, the job's input in; set changes the configuration.
+func runJobTrial(t *testing.T, in, out string, start time.Time, set func(*receiver.Config)) *receiver.Result {
+	t.Helper()
+	cfg := receiver.Config{Receiver: trialcfg.Receiver{Schema: "window", EndTimeout: 10 * time.Second, JobQuiet: time.Second},
 		Endpoints: []string{out + "?group=cp"}, Brokers: brokers, JobInput: in, TrialStart: start, SendersEnd: start.Add(300 * time.Millisecond),
-		Senders: 2, SenderThreads: 1, StreamNext: map[uint32]uint64{0xff00: 0}, Clock: clock, Duration: time.Minute})
+		Clock: clock, Duration: time.Minute}
+	set(&cfg)
+	r, err := receiver.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,8 +176,5 @@ func TestAJobsForgedIdentitiesAreCountedNotConsumed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Forged != 3 || res.Consumed != 5 || res.WindowCount != 15 || res.Complete || len(res.Streams) != 1 || res.Streams[0].GapBuckets != 1_000_000-3 {
-		t.Errorf("forged %d, consumed %d windows counting %d, complete %v, streams %+v; want 3 forged (one of bucket 1's two, both of bucket 2's), 5 consumed counting 15, incomplete with a gap of 999997",
-			res.Forged, res.Consumed, res.WindowCount, res.Complete, res.Streams)
-	}
+	return res
 }

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -40,8 +39,7 @@ func TestBenchYSBFixedRates(t *testing.T) {
 // tuple's identity carried from in to out (cpjob run).
 func filterJob(t *testing.T, in, out string) *Proc {
 	t.Helper()
-	conf := filepath.Join(t.TempDir(), "filter.yaml")
-	yaml := fmt.Sprintf(`input:
+	return runJobConfig(t, fmt.Sprintf(`input:
   cp_input: {url: '%s?group=filter', schema: ad-event}
 pipeline:
   processors:
@@ -51,19 +49,7 @@ output:
   cp_output: {url: '%s', schema: ad-event}
 logger: {level: warn}
 http: {enabled: false}
-`, in, out)
-	if err := os.WriteFile(conf, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	job, err := Start(filepath.Join(binDir, "cpjob"), "run", conf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = job.Signal(syscall.SIGKILL); _ = job.Wait(10 * time.Second) })
-	if !job.WaitForLine("cpjob run", 30*time.Second) {
-		t.Fatalf("cpjob did not start:\n%s", job.Stderr.String())
-	}
-	return job
+`, in, out))
 }
 
 // TestBenchYSBSweeps: cpsweep --input/--output on YSB through JetStream,

@@ -46,12 +46,25 @@ func startYSB(t *testing.T, in, out, redisAddr string, fault func(yaml string) s
 		if err := ysb.LoadCampaigns(context.Background(), redisAddr, s); err != nil {
 			t.Fatal(err)
 		}
-		conf := filepath.Join(t.TempDir(), "job.yaml")
-		if err := os.WriteFile(conf, []byte(fault(c.YAML())), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		args = []string{"run", conf}
+		return runJobConfig(t, fault(c.YAML()))
 	}
+	return startJob(t, args...)
+}
+
+// runJobConfig runs a Benthos configuration with cpjob run.
+func runJobConfig(t *testing.T, yaml string) *Proc {
+	t.Helper()
+	conf := filepath.Join(t.TempDir(), "job.yaml")
+	if err := os.WriteFile(conf, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return startJob(t, "run", conf)
+}
+
+// startJob starts cpjob, killed when the test ends, and waits until it
+// runs.
+func startJob(t *testing.T, args ...string) *Proc {
+	t.Helper()
 	job, err := Start(filepath.Join(binDir, "cpjob"), args...)
 	if err != nil {
 		t.Fatal(err)
