@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -55,7 +56,7 @@ http: {enabled: false}
 // TestBenchYSBSweeps: cpsweep --input/--output on YSB through JetStream,
 // Redis Streams and Kafka (kfake: it measures the fake, in this process),
 // CP_BENCH_REPEATS sweeps each (default 5), then one sweep of a filter job
-// per broker. Per sweep: the answer, its trials, the limit named, the
+// per broker (CP_BENCH_BROKERS=kafka,redis: only those). Per sweep: the answer, its trials, the limit named, the
 // latency at the answer (YSB's window latency, or per tuple through the
 // filter) with its clock bound; per broker the repeats' spread around
 // their median. The host rules are the defaults, with the job, the
@@ -65,29 +66,44 @@ func TestBenchYSBSweeps(t *testing.T) {
 	natsAddr, _ := realserver.NATS(t)
 	redisAddr, _ := realserver.Redis(t)
 	kafkaAddr := realserver.FakeKafka(t)
-	n := 5
-	if os.Getenv("CP_BENCH_REPEATS") != "" {
-		n = repeats()
+	n := 5 // CP_BENCH_REPEATS=0: the filter's sweeps only
+	if v, err := strconv.Atoi(os.Getenv("CP_BENCH_REPEATS")); err == nil && v >= 0 {
+		n = v
 	}
 	host := []string{"--max-others", "0.10", "--max-steal", "0.10", "--sut-process", "cpjob", "--sut-process", "nats-server", "--sut-process", "redis-server"}
 	search := []string{"--start", "20k", "--precision", "0.05", "--max-trials", "20", "--duration", "3s", "--warmup", "1s"}
 	for _, broker := range []string{"jetstream://" + natsAddr, "redis://" + redisAddr, "kafka://" + kafkaAddr} {
 		drv := broker[:strings.Index(broker, ":")]
+		if only := os.Getenv("CP_BENCH_BROKERS"); only != "" && !strings.Contains(only, drv) {
+			continue
+		}
+		host := host
+		if drv == "kafka" { // the fake broker runs in this test's process: the system's, not another
+			host = append(slices.Clip(host), "--sut-process", filepath.Base(os.Args[0]))
+		}
 		in, out := broker+"/bench.in", broker+"/bench.out"
-		startYSB(t, in, out, redisAddr, nil)
+		if n > 0 {
+			startYSB(t, in, out, redisAddr, nil)
+		}
 		var answers []float64
+		// one results directory per broker: from the third sweep on, the
+		// sweep compares its answer with the earlier ones (its history) and
+		// flags a spread above 5% itself
+		results := t.TempDir()
 		for i := range n {
-			args := append(append(jobSweepArgs(in, out), search...), host...)
+			args := append(append(append(jobSweepArgs(in, out), search...), host...), "--results", results)
 			rep, p := runSweepAllowing(t, 20*time.Minute, []int{sweep.ExitContradicted, sweep.ExitDisturbed, sweep.ExitNoRatePassed}, args...)
 			answers = append(answers, rep.Result.LastPass)
 			t.Logf("YSB SWEEP %s #%d: %s", drv, i+1, sweepLine(t, rep, p))
 		}
-		med := median(answers)
-		spread := 0.0
-		for _, a := range answers {
-			spread = max(spread, abs(a-med)/med)
+		if n > 0 {
+			med := median(answers)
+			spread := 0.0
+			for _, a := range answers {
+				spread = max(spread, abs(a-med)/med)
+			}
+			t.Logf("YSB SWEEP %s: answers %v, median %.0f, widest %.1f%% from it (target ±10%%)", drv, answers, med, 100*spread)
 		}
-		t.Logf("YSB SWEEP %s: answers %v, median %.0f, widest %.1f%% from it (target ±10%%)", drv, answers, med, 100*spread)
 		fin, fout := broker+"/filter.in", broker+"/filter.out"
 		filterJob(t, fin, fout)
 		args := append(append([]string{"--input", fin + "?group=filter", "--output", fout, "--scenario", "ad-event", "--schema", "ad-event",
@@ -102,6 +118,7 @@ func sweepLine(t *testing.T, rep sweepReport, p *Proc) string {
 	t.Helper()
 	var sum struct {
 		Latency *sweep.AnswerLatency `json:"latency"`
+		History *sweep.History       `json:"history"`
 	}
 	if b, err := os.ReadFile(filepath.Join(rep.Dir, "summary.json")); err == nil {
 		_ = json.Unmarshal(b, &sum)
@@ -111,11 +128,17 @@ func sweepLine(t *testing.T, rep sweepReport, p *Proc) string {
 		lat = fmt.Sprintf("latency p50 %v p99 %v ± %v", time.Duration(l.P50Ns).Round(time.Millisecond), time.Duration(l.P99Ns).Round(time.Millisecond), time.Duration(max(l.ClockBoundNs, 0)))
 	}
 	flags := ""
+	if h := sum.History; h != nil && h.Varies {
+		flags = " HISTORY VARIES: " + h.Statement
+	}
 	if rep.Contradicted != "" {
 		flags = " CONTRADICTED: " + rep.Contradicted
 	}
 	if code := ExitCode(p.Wait(time.Second)); code != 0 {
 		flags += fmt.Sprintf(" (exit %d)", code)
+	}
+	if tr := rep.Result.Trials; rep.Result.LastPass <= 0 && len(tr) > 0 {
+		flags += fmt.Sprintf("; the first trial at %.0f/s failed: %s", tr[0].Rate, failedRules(tr[0].Verdict.Checks))
 	}
 	return fmt.Sprintf("answer [%.0f, %.0f) tuples/s in %d trials, limited by %q; %s; %s%s", rep.Result.LastPass, rep.Result.FirstFail, len(rep.Result.Trials), rep.Limiting, lat, cpuAtAnswer(t, rep), flags)
 }
