@@ -113,6 +113,14 @@ func TestSweepAJobBetweenTopics(t *testing.T) {
 	if len(first) != 1 || len(second) != 1 || second[0].FirstSeq != first[0].NextSeq || second[0].FirstSeq == 0 {
 		t.Errorf("the job's output stream: trial 1 %+v, trial 2 %+v; want trial 2 to go on at trial 1's next sequence", first, second)
 	}
+	// a job's fields in the run directory are documented as every other
+	for _, f := range []string{"summary.json", "trials/002.json"} {
+		b, err := os.ReadFile(filepath.Join(rep.Dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkFieldsDocumented(t, f, b, 20)
+	}
 	if s := p.Stderr.String() + p.Stdout.String(); !strings.Contains(s, sweep.WindowLatency) {
 		t.Errorf("the answer's latency is not said to be YSB's window latency:\n%s", s)
 	}
