@@ -32,7 +32,7 @@ test: deps
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./cpustat/ ./driver/ ./sweep/discover/ ./objfactory/ ./receiver/ ./sender/ ./stage/ ./servicerate/ ./diagnose/ ./internal/histo/ ./internal/zmqraw/ ./profiler/ ./tsc/... ./sweep/watch/ ./sweep/agent/
 	{ $(GO) test -count=1 -json $$($(GO) list ./... | grep -v /internal/testkit/e2e); \
-	  $(GO) test -count=1 -json ./internal/testkit/e2e/; } | $(GO) run ./scripts/testsummary
+	  $(GO) test -count=1 -timeout 40m -json ./internal/testkit/e2e/; } | $(GO) run ./scripts/testsummary
 
 # The fast part of make test: vet and the unit tests of every package but
 # internal/testkit/e2e (no root needed, no binaries started; ~1 min).
@@ -42,10 +42,12 @@ unit: deps
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /internal/testkit/e2e)
 
 # The integration tests on the real binaries: loopback, and as root network
-# namespaces and small tmpfs file systems (~3 min).
+# namespaces and small tmpfs file systems (~11 min: more than go test's
+# default timeout of 10 min, which killed the binary mid-test and left its
+# servers running).
 e2e: deps
 	@scripts/ensure-test-deps.sh
-	$(GO) test -count=1 -json ./internal/testkit/e2e/ | $(GO) run ./scripts/testsummary
+	$(GO) test -count=1 -timeout 40m -json ./internal/testkit/e2e/ | $(GO) run ./scripts/testsummary
 
 # Statement coverage per package: a statement counts when any package's
 # unit or integration tests ran it (-coverpkg; the receiver's loopback
