@@ -250,17 +250,7 @@ func (t Topology) jobProblems() []string {
 	return p
 }
 
-// hasGroup matches a broker URL that names a group.
-var hasGroup = regexp.MustCompile(`[?&]group=`)
-
-// jobOutputInGroup is the job's output as the receiver reads it: in the
-// group "cp" unless the URL names one (as the chart writes it).
+// jobOutputInGroup is the job's output as the receiver reads it.
 func (t Topology) jobOutputInGroup() string {
-	switch {
-	case hasGroup.MatchString(t.JobOutput):
-		return t.JobOutput
-	case strings.Contains(t.JobOutput, "?"):
-		return t.JobOutput + "&group=cp"
-	}
-	return t.JobOutput + "?group=cp"
+	return driver.InGroup(t.JobOutput, driver.JobOutputGroup)
 }

@@ -208,6 +208,23 @@ func Problems(endpoints []string, bind bool) []string {
 	return out
 }
 
+// JobOutputGroup is the group the harness reads a job's output in when
+// the URL names none.
+const JobOutputGroup = "cp"
+
+// InGroup is endpoint read in group g, unless it names a group already:
+// the URL as given with "group=g" appended (the Helm chart writes it the
+// same way, so that the manifests and the chart agree).
+func InGroup(endpoint, g string) string {
+	switch {
+	case strings.Contains(endpoint, "?group=") || strings.Contains(endpoint, "&group="):
+		return endpoint
+	case strings.Contains(endpoint, "?"):
+		return endpoint + "&group=" + g
+	}
+	return endpoint + "?group=" + g
+}
+
 // LaneEndpoints gives each of lanes lanes its own subject under the
 // endpoint's: SUBJECT.0, SUBJECT.1, ... (one lane: the endpoint itself),
 // as a ZeroMQ endpoint gives each lane its own port.

@@ -25,8 +25,12 @@ type JobPlan struct {
 	CatchUp time.Duration `json:"catch_up_ns,omitempty"`
 }
 
-// DefaultCatchUp is JobPlan.CatchUp when none is given.
-const DefaultCatchUp = time.Minute
+// DefaultCatchUp is JobPlan.CatchUp when none is given, and MaxCatchUp
+// the longest a trial may wait (it bounds the trial's deadline).
+const (
+	DefaultCatchUp = time.Minute
+	MaxCatchUp     = time.Hour
+)
 
 // jobLead is added to the senders' lead in a trial of a job: the senders'
 // start is fixed before the receivers start (they are told it, to tell an
@@ -59,8 +63,8 @@ func (p TrialPlan) jobProblems() []string {
 	if _, err := driver.Parse(j.Output); err != nil {
 		out = append(out, fmt.Sprintf("--output: %v", err))
 	}
-	if j.CatchUp < 0 {
-		out = append(out, fmt.Sprintf("--catch-up must not be negative, got %v", j.CatchUp))
+	if j.CatchUp < 0 || j.CatchUp > MaxCatchUp {
+		out = append(out, fmt.Sprintf("--catch-up must be 0 to %v, got %v", MaxCatchUp, j.CatchUp))
 	}
 	return out
 }
@@ -92,18 +96,6 @@ func withoutGroup(ep string) string {
 	}
 	q := u.Query()
 	q.Del("group")
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
-// withGroup is a broker URL in group g.
-func withGroup(ep, g string) string {
-	u, err := url.Parse(ep)
-	if err != nil {
-		return ep
-	}
-	q := u.Query()
-	q.Set("group", g)
 	u.RawQuery = q.Encode()
 	return u.String()
 }

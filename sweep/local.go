@@ -60,13 +60,10 @@ type LocalTopology struct {
 func (t LocalTopology) receiverData() ([]string, error) {
 	switch {
 	case t.Job != nil:
-		out := t.Job.Output
-		if e, err := driver.Parse(out); err != nil {
+		if _, err := driver.Parse(t.Job.Output); err != nil {
 			return nil, err
-		} else if e.Group == "" {
-			out = withGroup(out, "cp")
 		}
-		return []string{"--connect", out, "--job-input", t.Job.Input}, nil
+		return []string{"--connect", driver.InGroup(t.Job.Output, driver.JobOutputGroup), "--job-input", t.Job.Input}, nil
 	case t.SUT != "": // the receiver consumes from the broker, on subjects of its own
 		return []string{"--connect", t.SUT}, nil
 	}
