@@ -51,10 +51,37 @@ type Admin interface {
 	// Ensure creates e's stream, key or topic where it is missing; it
 	// never deletes or empties one.
 	Ensure(e Endpoint) error
-	// GroupLag is e.Group's backlog on e: messages stored and not yet
-	// delivered to the group, or delivered and not acknowledged
-	// (committed, on Kafka).
-	GroupLag(e Endpoint) (int64, error)
+	// Group is e.Group's state on e: its backlog and which incarnation
+	// of e (and of the group) it is.
+	Group(e Endpoint) (GroupState, error)
+}
+
+// GroupState is what a broker says of a job's group on its input.
+type GroupState struct {
+	// Lag is the group's backlog: messages stored and not yet delivered
+	// to it, or delivered and not acknowledged (committed, on Kafka).
+	Lag int64
+	// Added counts the messages ever added to the input since it was
+	// made (JetStream: its last sequence; Redis: entries-added; Kafka:
+	// its end offsets). It never goes down while the input lives.
+	Added int64
+	// Identity names this incarnation of the input and of the group
+	// where the broker has one (JetStream: their creation times; Kafka:
+	// the topic's ID); "" where it has none (Redis).
+	Identity string
+}
+
+// Remade says why now cannot be the same input and group as before:
+// deleted and made again (by the job reconnecting, say) between the two
+// reads, which a trial may not see as a failed read. "": it can be.
+func Remade(before, now GroupState) string {
+	switch {
+	case before.Identity != "" && now.Identity != before.Identity:
+		return fmt.Sprintf("it was %s, it is %s now", before.Identity, now.Identity)
+	case now.Added < before.Added:
+		return fmt.Sprintf("it had had %d messages added, it has had %d now", before.Added, now.Added)
+	}
+	return ""
 }
 
 // ErrNoAdmin: the broker keeps no backlog to read (core NATS).
@@ -125,20 +152,26 @@ func (r Registry) Ensure(e Endpoint) error {
 	return nil
 }
 
-// GroupLag is e.Group's backlog on e (ErrNoAdmin for core NATS).
-func (r Registry) GroupLag(e Endpoint) (int64, error) {
+// Group is e.Group's state on e (ErrNoAdmin for core NATS).
+func (r Registry) Group(e Endpoint) (GroupState, error) {
 	if e.Group == "" {
-		return 0, fmt.Errorf("broker endpoint %s: no group to read a backlog of: give ?group=NAME, the job's consumer group", e.Where())
+		return GroupState{}, fmt.Errorf("broker endpoint %s: no group to read a backlog of: give ?group=NAME, the job's consumer group", e.Where())
 	}
 	a, err := r.admin(e)
 	if err != nil {
-		return 0, err
+		return GroupState{}, err
 	}
-	n, err := a.GroupLag(e)
+	g, err := a.Group(e)
 	if err != nil {
-		return 0, &Failure{e.Where(), err}
+		return GroupState{}, &Failure{e.Where(), err}
 	}
-	return n, nil
+	return g, nil
+}
+
+// GroupLag is e.Group's backlog on e (ErrNoAdmin for core NATS).
+func (r Registry) GroupLag(e Endpoint) (int64, error) {
+	g, err := r.Group(e)
+	return g.Lag, err
 }
 
 func (r Registry) admin(e Endpoint) (Admin, error) {

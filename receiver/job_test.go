@@ -1,6 +1,7 @@
 package receiver_test
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/trialcfg"
 	"github.com/cloudprofiler-go/cp/wire"
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // windowBucket is a job's output bucket of stream 0xff00: windows of
@@ -156,6 +159,62 @@ func TestAJobsForgedIdentitiesAreCountedNotConsumed(t *testing.T) {
 		t.Errorf("forged %d, consumed %d windows counting %d, complete %v, streams %+v; want 3 forged (one of bucket 1's two, both of bucket 2's), 5 consumed counting 15, incomplete with a gap of 999997",
 			res.Forged, res.Consumed, res.WindowCount, res.Complete, res.Streams)
 	}
+}
+
+// TestAJobsInputMadeAgainFailsTheTrial: the job's input deleted under it
+// and made again at once (as a job reconnecting does) reads well before
+// and after, lag 0 both times; the receiver still sees that it is not the
+// same input and says so as the system's failure.
+func TestAJobsInputMadeAgainFailsTheTrial(t *testing.T) {
+	addr := realserver.EmbeddedNATS(t)
+	in, out := "jetstream://"+addr+"/again.in?group=job", "jetstream://"+addr+"/again.out"
+	ein, _ := driver.Parse(in)
+	for _, ep := range []string{in, out + "?group=cp"} {
+		e, _ := driver.Parse(ep)
+		if err := brokers.Ensure(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	publish(t, out, 3, func(k int) []byte { return windowBucket(uint64(k), start, 1, 1) })
+	remade := make(chan error, 1)
+	time.AfterFunc(200*time.Millisecond, func() { // after the first read, before the trial's end
+		remade <- remake(ein)
+	})
+	res := runJobTrial(t, in, out, start, func(c *receiver.Config) { c.StreamNext = map[uint32]uint64{0xff00: 0} })
+	if err := <-remade; err != nil {
+		t.Fatal(err)
+	}
+	failures := strings.Join(res.SystemFailures, "; ")
+	if !strings.Contains(failures, "the job's input "+ein.Where()+" was deleted and made again mid-trial") || !strings.Contains(failures, "consumer job made") {
+		t.Errorf("system failures %q, want the input made again named", failures)
+	}
+	if res.Consumed != 3 || !res.Complete {
+		t.Errorf("consumed %d, complete %v: what arrived is still counted", res.Consumed, res.Complete)
+	}
+}
+
+// remake deletes e's stream and makes it and its group again.
+func remake(e driver.Endpoint) error {
+	nc, err := natsgo.Connect(e.Server)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	name, err := js.StreamNameBySubject(ctx, e.Subject)
+	if err != nil {
+		return err
+	}
+	if err := js.DeleteStream(ctx, name); err != nil {
+		return err
+	}
+	return brokers.Ensure(e)
 }
 
 // runJobTrial runs a receiver on a job's output out (in the group cp) as a

@@ -45,15 +45,27 @@ func startJobLag(reg driver.Registry, e driver.Endpoint) *jobLag {
 		defer j.done.Done()
 		tick := time.NewTicker(JobLagEvery)
 		defer tick.Stop()
+		var prev driver.GroupState // the latest read that worked
+		read := false
 		for {
-			v, err := reg.GroupLag(e)
-			if err != nil {
-				v = -1
-				if j.failed.Load() == nil {
-					j.failed.Store(fmt.Sprintf("at %s: %v", time.Now().Format("15:04:05.000"), err))
+			g, err := reg.Group(e)
+			at := time.Now().Format("15:04:05.000")
+			switch {
+			case err != nil:
+				g.Lag = -1
+				j.fail(fmt.Sprintf("the job's lag on its input %s could not be read at %s: %v", e.Where(), at, err))
+			case read:
+				// a read that works is not enough: the job may have made
+				// its input again (reconnecting) between two reads, which
+				// breaks what the trial owes and has counted
+				if why := driver.Remade(prev, g); why != "" {
+					j.fail(fmt.Sprintf("the job's input %s was deleted and made again mid-trial (seen at %s: %s)", e.Where(), at, why))
 				}
 			}
-			j.latest.Store(v)
+			if err == nil {
+				prev, read = g, true
+			}
+			j.latest.Store(g.Lag)
 			j.readAt.Store(time.Now().UnixNano())
 			select {
 			case <-j.stop:
@@ -63,6 +75,13 @@ func startJobLag(reg driver.Registry, e driver.Endpoint) *jobLag {
 		}
 	}()
 	return j
+}
+
+// fail records why the job cannot be judged, the first time.
+func (j *jobLag) fail(why string) {
+	if j.failed.Load() == nil {
+		j.failed.Store(why)
+	}
 }
 
 // value is the latest lag read (nil: none yet, or no job).

@@ -77,9 +77,10 @@ func (r *Receiver) result(reason string) *Result {
 		res.SystemFailures = append(res.SystemFailures, f)
 	}
 	if f := r.jobLag.failure(); f != "" && r.cfg.jobTrial() {
-		// the job's input or its group gone mid-trial (deleted under the
-		// job?), or the broker not answering: the trial cannot be judged
-		res.SystemFailures = append(res.SystemFailures, fmt.Sprintf("the job's lag on its input %s could not be read %s", r.cfg.JobInput, f))
+		// the job's input or its group gone or made again mid-trial
+		// (deleted under the job?), or the broker not answering: the
+		// trial cannot be judged
+		res.SystemFailures = append(res.SystemFailures, f)
 	}
 	if first, last := r.firstData.Load(), r.lastConsum.Load(); first > 0 && last > first {
 		res.DurationS = clock.TicksToNs(last-first) / 1e9

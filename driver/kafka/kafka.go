@@ -279,35 +279,61 @@ func (Driver) Ensure(e driver.Endpoint) error {
 	return withAdmin(e, func(ctx context.Context, adm *kadm.Client) error { return ensureTopic(ctx, adm, e.Subject) })
 }
 
-// GroupLag implements driver.Admin: the topic's end offsets less the
-// group's committed ones (from the start, where it committed none).
-func (Driver) GroupLag(e driver.Endpoint) (lag int64, err error) {
+// Group implements driver.Admin: the group's lag, the topic's end
+// offsets and its ID (a topic deleted and made again has a new one).
+func (Driver) Group(e driver.Endpoint) (g driver.GroupState, err error) {
 	err = withAdmin(e, func(ctx context.Context, adm *kadm.Client) error {
-		lags, err := adm.Lag(ctx, e.Group)
+		topics, err := adm.ListTopics(ctx, e.Subject)
 		if err != nil {
 			return err
 		}
-		g, ok := lags[e.Group]
+		t, ok := topics[e.Subject]
 		switch {
-		case !ok || errors.Is(g.DescribeErr, kerr.GroupIDNotFound) || g.State == "Dead":
-			// a group that never ran has read nothing: it starts at the
-			// first offset (docs/sut.md), so everything stored is its lag
-			lag, err = storedRecords(ctx, adm, e.Subject)
+		case !ok:
+			return fmt.Errorf("no topic %s", e.Subject)
+		case t.Err != nil:
+			return fmt.Errorf("topic %s: %w", e.Subject, t.Err)
+		}
+		if t.ID != (kadm.TopicID{}) {
+			g.Identity = "topic ID " + t.ID.String()
+		}
+		ends, err := adm.ListEndOffsets(ctx, e.Subject)
+		if err != nil {
 			return err
-		case g.DescribeErr != nil:
-			return fmt.Errorf("describe group %s: %w", e.Group, g.DescribeErr)
-		case g.FetchErr != nil:
-			return fmt.Errorf("offsets of group %s: %w", e.Group, g.FetchErr)
 		}
-		for _, p := range g.Lag[e.Subject] {
-			if p.Err != nil {
-				return fmt.Errorf("lag of group %s on %s/%d: %w", e.Group, e.Subject, p.Partition, p.Err)
-			}
-			lag += p.Lag
-		}
-		return nil
+		ends.Each(func(o kadm.ListedOffset) { g.Added += o.Offset })
+		g.Lag, err = groupLag(ctx, adm, e)
+		return err
 	})
-	return lag, err
+	return g, err
+}
+
+// groupLag is the topic's end offsets less the group's committed ones
+// (from the start, where it committed none).
+func groupLag(ctx context.Context, adm *kadm.Client, e driver.Endpoint) (int64, error) {
+	lags, err := adm.Lag(ctx, e.Group)
+	if err != nil {
+		return 0, err
+	}
+	g, ok := lags[e.Group]
+	switch {
+	case !ok || errors.Is(g.DescribeErr, kerr.GroupIDNotFound) || g.State == "Dead":
+		// a group that never ran has read nothing: it starts at the
+		// first offset (docs/sut.md), so everything stored is its lag
+		return storedRecords(ctx, adm, e.Subject)
+	case g.DescribeErr != nil:
+		return 0, fmt.Errorf("describe group %s: %w", e.Group, g.DescribeErr)
+	case g.FetchErr != nil:
+		return 0, fmt.Errorf("offsets of group %s: %w", e.Group, g.FetchErr)
+	}
+	var lag int64
+	for _, p := range g.Lag[e.Subject] {
+		if p.Err != nil {
+			return 0, fmt.Errorf("lag of group %s on %s/%d: %w", e.Group, e.Subject, p.Partition, p.Err)
+		}
+		lag += p.Lag
+	}
+	return lag, nil
 }
 
 // storedRecords is what topic holds: its end offsets less its start ones.

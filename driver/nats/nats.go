@@ -345,15 +345,23 @@ func (Driver) Ensure(e driver.Endpoint) error {
 	})
 }
 
-// GroupLag implements driver.Admin: the durable consumer e.Group's
-// messages not yet delivered, and delivered but not acknowledged.
-func (Driver) GroupLag(e driver.Endpoint) (lag int64, err error) {
+// madeFormat writes a stream's or a consumer's creation time.
+const madeFormat = "2006-01-02 15:04:05.000000Z"
+
+// Group implements driver.Admin: the durable consumer e.Group's messages
+// not yet delivered, and delivered but not acknowledged; the stream's
+// last sequence; the stream's and the consumer's creation times.
+func (Driver) Group(e driver.Endpoint) (g driver.GroupState, err error) {
 	err = withJetStream(e, func(ctx context.Context, js jetstream.JetStream) error {
 		name, err := js.StreamNameBySubject(ctx, e.Subject)
 		if err != nil {
 			return fmt.Errorf("jetstream: which stream holds %s: %w", e.Subject, err)
 		}
-		c, err := js.Consumer(ctx, name, e.Group)
+		s, err := js.Stream(ctx, name)
+		if err != nil {
+			return fmt.Errorf("jetstream: stream %s: %w", name, err)
+		}
+		c, err := s.Consumer(ctx, e.Group)
 		if err != nil {
 			return fmt.Errorf("jetstream: consumer %s on %s: %w", e.Group, name, err)
 		}
@@ -361,10 +369,16 @@ func (Driver) GroupLag(e driver.Endpoint) (lag int64, err error) {
 		if err != nil {
 			return err
 		}
-		lag = int64(info.NumPending) + int64(info.NumAckPending)
+		si := s.CachedInfo()
+		g = driver.GroupState{
+			Lag:   int64(info.NumPending) + int64(info.NumAckPending),
+			Added: int64(si.State.LastSeq),
+			Identity: fmt.Sprintf("stream %s made %s, consumer %s made %s", name, si.Created.UTC().Format(madeFormat),
+				e.Group, info.Created.UTC().Format(madeFormat)),
+		}
 		return nil
 	})
-	return lag, err
+	return g, err
 }
 
 // withJetStream runs f on a connection of its own, bounded in time.

@@ -286,11 +286,18 @@ func (Driver) Ensure(e driver.Endpoint) error {
 	return ensureGroup(ctx, c, e.Subject, e.Group)
 }
 
-// GroupLag implements driver.Admin.
-func (Driver) GroupLag(e driver.Endpoint) (int64, error) {
+// Group implements driver.Admin: the group's lag, and the stream's
+// entries-added (Redis keeps no creation time or ID of a stream or a
+// group, so a stream made again is seen only by that count going down).
+func (Driver) Group(e driver.Endpoint) (driver.GroupState, error) {
 	c := redisClient(e)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), driver.LagTimeout)
 	defer cancel()
-	return groupLag(ctx, c, e.Subject, e.Group)
+	info, err := c.XInfoStream(ctx, e.Subject).Result()
+	if err != nil {
+		return driver.GroupState{}, fmt.Errorf("stream %s: %w", e.Subject, err)
+	}
+	lag, err := groupLag(ctx, c, e.Subject, e.Group)
+	return driver.GroupState{Lag: lag, Added: info.EntriesAdded}, err
 }
