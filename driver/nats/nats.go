@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/driver"
+	"github.com/cloudprofiler-go/cp/internal/osthread"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -146,7 +147,11 @@ const CoreQueue = 1 << 16
 // parks: a receiving lane is locked to its OS thread, and parking it costs
 // two futex calls per message, which at small messages is most of its
 // time (BENCHMARKS.md, fourteenth session); a busy stream's next message
-// is usually there within a few microseconds.
+// is usually there within a few microseconds. Between polls it yields its
+// CPU (sched_yield): on a host whose CPUs the server and the senders
+// share, a poll that only spins takes the CPU the next message needs;
+// yielding took 124-byte messages from a median of 846 k to 953 k/s
+// (BENCHMARKS.md, twenty-third session).
 const coreSpin = 20 * time.Microsecond
 
 func (c *coreConsumer) Next(wait time.Duration) ([]byte, error) {
@@ -160,6 +165,7 @@ func (c *coreConsumer) Next(wait time.Duration) ([]byte, error) {
 		case m := <-c.ch:
 			return m.Data, nil
 		default:
+			osthread.Yield()
 		}
 	}
 	t := time.NewTimer(wait)
