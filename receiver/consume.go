@@ -23,6 +23,9 @@ func (r *Receiver) consume() {
 		// dry, or after publishEvery (a slow consumer's metrics stay
 		// current), from the clock read each bucket already makes.
 		publishEvery: clock.Ticks(10 * time.Millisecond)}
+	if c.windows {
+		c.perWindow = newWindowTally()
+	}
 	idle := 0
 	park := time.NewTimer(time.Hour)
 	park.Stop()
@@ -70,7 +73,7 @@ func (r *Receiver) consume() {
 		}
 		c.publish(0)
 		if r.done.Load() && (r.empty() || (c.work > 0 && r.quit.Load())) { // stopped in busy work: what is left stays unconsumed
-			r.checksum, r.windowSum = c.checksum, c.windowSum
+			r.checksum, r.windowSum, r.perWindow = c.checksum, c.windowSum, c.perWindow
 			acct.End(tsc.ReadFast())
 			return
 		}
@@ -132,6 +135,7 @@ type consumer struct {
 	checksum, pending, sinceIdle, published uint64
 	windows                                 bool // schema window: windowSum adds up the windows' counts
 	windowSum                               uint64
+	perWindow                               *windowTally  // the same per key and window (schema window)
 	holds                                   inject.Holds  // injected stalls
 	schedule                                []inject.Step // injected work over time
 }
@@ -206,6 +210,7 @@ func (c *consumer) bucket(st *stream, b *objfactory.Bucket) (uint64, uint64) {
 	if c.windows {
 		for i := range b.Tuples[:n] {
 			c.windowSum += uint64(b.Tuples[i].Window.Count)
+			c.perWindow.add(&b.Tuples[i].Window)
 		}
 	}
 	var ticks uint64

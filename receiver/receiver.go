@@ -43,7 +43,8 @@ type Receiver struct {
 	latency   histo.Log2 // consumer: intended send -> consumed, ns (weighted by tuples)
 	precise   *histo.Precise
 	checksum  uint64
-	windowSum uint64 // the counts of the windows consumed (schema window)
+	windowSum uint64       // the counts of the windows consumed (schema window)
+	perWindow *windowTally // the same per key and window (nil: not schema window)
 	// trialStartNs: buckets meant to be sent before it are an earlier
 	// trial's (a job's output; 0: none are).
 	trialStartNs int64

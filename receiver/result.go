@@ -73,6 +73,9 @@ func (r *Receiver) result(reason string) *Result {
 		res.Complete = allComplete
 	}
 	res.WindowCount = r.windowSum
+	if r.perWindow != nil {
+		res.Windows, res.WindowsNotTallied = r.perWindow.counts(), r.perWindow.notTallied
+	}
 	if f, _ := r.jobFailure.Load().(string); f != "" {
 		res.SystemFailures = append(res.SystemFailures, f)
 	}

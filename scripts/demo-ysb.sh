@@ -28,9 +28,9 @@ done
 in="jetstream://127.0.0.1:$nport/ysb.in" outp="jetstream://127.0.0.1:$nport/ysb.out"
 "$bin/cpjob" ysb --input "$in?group=ysb" --output "$outp" --redis "127.0.0.1:$rport" --window 1s --lateness 500ms 2>"$out/job.log" & job=$!; pids+=($job)
 until grep -q "cpjob ysb: reading" "$out/job.log"; do kill -0 $job 2>/dev/null || { cat "$out/job.log"; exit 1; }; sleep 0.1; done
-echo "== cpsweep: YSB between $in and $outp, from $start ad events/s; each trial owes the views it sent, counted in windows"
+echo "== cpsweep: YSB between $in and $outp, from $start ad events/s; each trial owes the views it sent, counted in each campaign's window"
 status=0
-"$bin/cpsweep" --input "$in?group=ysb" --output "$outp" --scenario ad-event --schema window --expect-filter 'event_type == view' \
+"$bin/cpsweep" --input "$in?group=ysb" --output "$outp" --scenario ad-event --schema window --expect-filter 'event_type == view' --expect-window 1s \
 	--start "$start" --duration 3s --warmup 1s --precision 0.05 --max-trials 12 --name demo-ysb \
 	--sut-process cpjob --sut-process nats-server --sut-process redis-server || status=$?
 dir=$(ls -td runs/*-demo-ysb 2>/dev/null | head -1)

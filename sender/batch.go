@@ -92,7 +92,11 @@ func (t *thread) prepare(e *emission, clock *tsc.Clock, paced bool, first, at, e
 			}
 		}
 		tpl := &t.tpls[idx]
-		tpl.Patch(seq, wire.TupleID(t.stream, tuple), clock.UnixNano(due))
+		intended := clock.UnixNano(due)
+		tpl.Patch(seq, wire.TupleID(t.stream, tuple), intended)
+		if t.win != nil {
+			t.win.stamp(n, intended)
+		}
 		it := &t.items[n]
 		it.Buf, it.Len, it.Due = msgAddr(tpl), uint64(len(tpl.Msg)), 0
 		t.msgs[n] = tpl.Msg

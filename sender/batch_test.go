@@ -19,6 +19,7 @@ import (
 type received struct {
 	seqs, ids []uint64
 	intended  []int64
+	msgs      [][]byte
 	end       wire.End
 }
 
@@ -92,6 +93,7 @@ func sendInto(t *testing.T, cfg sender.Config, pause time.Duration) (received, *
 			t.Fatal(err)
 		}
 		got.seqs, got.ids, got.intended = append(got.seqs, h.Seq), append(got.ids, id), append(got.intended, at)
+		got.msgs = append(got.msgs, msg)
 	}
 	o := <-done
 	if o.err != nil {

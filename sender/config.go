@@ -181,6 +181,9 @@ func (c *Config) Validate() error {
 	if err := c.Shape.Validate(); err != nil {
 		bad("%v", err)
 	}
+	if msg := c.windowProblem(); msg != "" {
+		bad("%s", msg)
+	}
 	if len(problems) == 0 {
 		if c.MemoryBudget < 0 {
 			bad("memory budget must not be negative")

@@ -64,6 +64,7 @@ type emission struct {
 	emitted, buckets, dropB, late, measured uint64
 	matched                                 uint64 // tuples sent that the declared predicate keeps
 	idx, w                                  int
+	item                                    int // the batch item being counted
 	winEnd, nextPublish                     uint64
 }
 
@@ -86,8 +87,7 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 	stop := &s.stop
 	ticksPerSec, publishTicks := uint64(clock.Hz), clock.Ticks(publishEvery)
 	e := emission{winEnd: start + uint64(clock.Hz), nextPublish: start}
-	// Until the common start (up to MaxStartLead away), nap in short
-	// slices so that a stop is noticed at once.
+	// Nap in short slices until the common start: a stop is noticed at once.
 	for !stop.Load() && tsc.ReadFast()+pace.maxNap < start {
 		osthread.Nap(maxNap)
 	}
@@ -96,6 +96,7 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 	t.sendWork = clock.Ticks(cfg.SendWork)
 	acct := t.startAccounting(paced)
 	defer t.finished.Store(true)
+	t.startWindows(s, start, end)
 	spanTicks := clock.Ticks(BatchSpan)
 	for e.k < t.slots {
 		// Wait for the first slot of a batch here, with the idle strategy;
@@ -125,17 +126,18 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 		if !stampedInC { // one item: stamped here
 			t.items[0].Ready, t.items[0].At = at, at
 		}
-		// Replay what happened in C, item by item, as the one-at-a-time
-		// loop would have seen it (accounting, logs, lateness, counters).
+		// Replay C's sends item by item, as the one-at-a-time loop saw them.
 		quit := false
 		for i := 0; i < sent && !quit; i++ {
 			it := &t.items[i]
 			t.began(acct, it, i, paced)
+			e.item = i
 			quit = t.finish(&e, it, nil, paced, drop, measureFrom, lateTicks, nsPerTick, ticksPerSec, publishTicks, bucket)
 		}
 		if sent < n && !quit {
 			it := &t.items[sent]
 			t.began(acct, it, sent, paced)
+			e.item = sent
 			if err == zmqraw.ErrAgain {
 				err = t.sendFull(t.tpls[e.idx].Msg, drop, end, stop)
 			}
@@ -194,6 +196,9 @@ func (t *thread) sent(e *emission, err error, at, bucket uint64, drop bool) {
 		e.buckets++
 		if t.matches != nil {
 			e.matched += t.matches[e.idx]
+		}
+		if t.win != nil {
+			t.win.add(e.item, t.keys[e.idx])
 		}
 		t.acct.Add(1, bucket)
 	case zmqraw.ErrAgain:

@@ -40,6 +40,14 @@ func (s *Sender) result(start, end uint64) *Result {
 	if cfg.Expect != nil {
 		r.Expect = cfg.Expect.Expr
 	}
+	if cfg.ExpectWindow > 0 {
+		var outside uint64
+		r.ExpectWindowMs = cfg.ExpectWindow.Milliseconds()
+		r.ExpectedWindows, outside = windowCounts(s.threads)
+		if outside > 0 { // the cells cover the run: a bug, never a guess
+			r.Errors = append(r.Errors, fmt.Sprintf("%d tuple(s) sent in a window outside the run's: the windows owed are not exact", outside))
+		}
+	}
 	merged := histo.NewPrecise()
 	last, measured, windows := addThreads(r, merged, s.threads, uint64(cfg.BucketSize))
 	r.Stages, r.ServiceRates = []stage.Total{}, []servicerate.Rate{} // always present (docs/json.md)

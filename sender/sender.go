@@ -49,6 +49,7 @@ type Sender struct {
 	// table is a tabulated shape's schedule, made once in New from time 0
 	// (a large one takes a while; Run only moves it to the start).
 	table *shapedSchedule
+	join  *scenarios.Campaigns // the scenario's campaigns (nil: no window declared)
 }
 
 // ErrCancelled is New's error when Config.Cancel was closed during the
@@ -81,11 +82,13 @@ type thread struct {
 	prod     driver.Producer // nil: a ZeroMQ socket
 	flushErr error           // the producer's final flush
 	link     *link
-	tpls     []scenarios.Template // at least one per message of a batch
-	matches  []uint64             // per template: its tuples cfg.Expect keeps (nil: none declared)
-	matched  uint64               // tuples sent that cfg.Expect keeps (written by wrapUp)
-	items    []zmqraw.BatchItem   // the batch handed to C (see batch.go)
-	msgs     [][]byte             // the batch's messages, for outlets that do not read items
+	tpls     []scenarios.Template   // at least one per message of a batch
+	matches  []uint64               // per template: its tuples cfg.Expect keeps (nil: none declared)
+	matched  uint64                 // tuples sent that cfg.Expect keeps (written by wrapUp)
+	keys     [][]scenarios.KeyCount // per template: its campaigns' tuples cfg.Expect keeps (nil: no window declared)
+	win      *windowTally           // per campaign and window (nil: no window declared; made by loop)
+	items    []zmqraw.BatchItem     // the batch handed to C (see batch.go)
+	msgs     [][]byte               // the batch's messages, for outlets that do not read items
 	dues     []dueMemo
 	slots    uint64 // slot limit (count mode)
 
@@ -135,6 +138,12 @@ func New(cfg Config) (*Sender, error) {
 		return nil, err
 	}
 	s := &Sender{cfg: cfg, ctx: ctx, cpu: cpustat.New()}
+	if cfg.ExpectWindow > 0 {
+		if s.join, err = cfg.Scenario.Join(); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	s.cpu.TrackSystem(cfg.SUTProcesses)
 	if cfg.StagePeriod > 0 {
 		s.stages = stage.NewSet(cfg.Clock, cfg.StagePeriod)
@@ -217,6 +226,9 @@ func (s *Sender) addThread(i int, encoded []scenarios.Encoded) error {
 	}
 	t.setupBatch(batch)
 	if err := t.countMatches(cfg.Expect); err != nil {
+		return err
+	}
+	if err := t.countKeys(s.join, cfg.Expect); err != nil {
 		return err
 	}
 	if cfg.Count > 0 {

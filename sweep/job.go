@@ -10,6 +10,7 @@ import (
 	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/trialcfg"
 )
 
 // JobPlan is a stream processor between the senders and the receivers
@@ -65,6 +66,19 @@ func (p TrialPlan) jobProblems() []string {
 	}
 	if j.CatchUp < 0 || j.CatchUp > MaxCatchUp {
 		out = append(out, fmt.Sprintf("--catch-up must be 0 to %v, got %v", MaxCatchUp, j.CatchUp))
+	}
+	quiet := p.JobQuiet
+	if quiet == 0 {
+		quiet = trialcfg.DefaultJobQuiet
+	}
+	switch w := p.ExpectWindow; {
+	case w == 0:
+	case p.Schema != scenarios.SchemaWindow:
+		out = append(out, fmt.Sprintf("--expect-window declares the job's windows: read its output with --schema %s", scenarios.SchemaWindow))
+	case w > quiet:
+		// trials are at least --job-quiet apart: a longer window could
+		// hold the events of two trials, and owe neither's count
+		out = append(out, fmt.Sprintf("--expect-window %v is longer than --job-quiet %v: a window could span two trials", w, quiet))
 	}
 	return out
 }

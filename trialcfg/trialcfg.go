@@ -50,7 +50,17 @@ type Sender struct {
 	// counts the tuples it sent that the filter keeps, the job's exact
 	// expected output. "": no filter declared.
 	ExpectFilter string `json:"expect_filter,omitempty"`
+	// ExpectWindow is the size of a windowed count's tumbling windows of
+	// event time between the senders and the receivers (docs/sut.md,
+	// YSB's): each sender counts, per campaign and window, the tuples it
+	// sent that the filter keeps, so that every window's count is known
+	// exactly. 0: none declared.
+	ExpectWindow time.Duration `json:"expect_window_ns,omitempty"`
 }
+
+// MaxExpectWindow bounds a declared window: a trial's windows are
+// counted in cells allocated before it runs.
+const MaxExpectWindow = time.Hour
 
 // Receiver is how a receiver consumes, the same in every trial of a sweep.
 type Receiver struct {

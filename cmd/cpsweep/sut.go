@@ -40,6 +40,7 @@ func (j *jobFlags) register(f *pflag.FlagSet, p *sweep.TrialPlan) {
 	f.StringVar(&j.input, "input", "", "a stream processor as the system under test: its input topic, a broker URL naming the job's consumer group\n(jetstream://HOST:PORT/SUBJECT?group=NAME, redis://..., kafka://...): the senders publish into it, and the job's lag on it is its backlog (docs/sut.md)")
 	f.StringVar(&j.output, "output", "", "with --input: the job's output topic, a broker URL of any driver: the receivers read it (local mode: in the group cp)")
 	f.StringVar(&p.ExpectFilter, "expect-filter", "", "with --input: the job's filter, declared, e.g. 'event_type == view': the senders count what it keeps, and the job owes exactly that (docs/sut.md)")
+	f.DurationVar(&p.ExpectWindow, "expect-window", 0, "with --input and --schema window: the job's window, declared (YSB's tumbling windows of event time, e.g. 1s): the senders\ncount what each campaign's window owes, and every window's count must be exact (docs/sut.md)")
 	f.DurationVar(&p.JobQuiet, "job-quiet", trialcfg.DefaultJobQuiet, "with --input: a trial ends once the job has caught up and its output has been quiet this long (longer than it holds a tuple: a window and its lateness)")
 	f.DurationVar(&j.catchUp, "catch-up", sweep.DefaultCatchUp, "with --input: how long a trial waits for the job to catch up with earlier input before it says it cannot")
 }
@@ -48,8 +49,8 @@ func (j *jobFlags) register(f *pflag.FlagSet, p *sweep.TrialPlan) {
 func (j *jobFlags) apply(p *sweep.TrialPlan, sut string, relay bool, lanes int) error {
 	switch {
 	case j.input == "" && j.output == "":
-		if p.ExpectFilter != "" {
-			return errors.New("--expect-filter declares a job's filter: give the job's --input and --output too")
+		if p.ExpectFilter != "" || p.ExpectWindow != 0 {
+			return errors.New("--expect-filter and --expect-window declare a job's filter and window: give the job's --input and --output too")
 		}
 		return nil
 	case j.input == "" || j.output == "":

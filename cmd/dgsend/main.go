@@ -99,6 +99,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.Uint64Var(&c.Count, "count", 0, "total tuples to send (rounded up to whole buckets per thread); 0 = no limit")
 	f.IntVar(&c.Threads, "threads", 1, "emission threads, each with its own socket and stream")
 	f.IntVar(&c.BucketSize, "bucket", 1, "tuples per ZeroMQ message (1 reproduces the paper)")
+	f.DurationVar(&c.ExpectWindow, "expect-window", 0, "the window of a windowed count between this sender and the receiver (YSB's, of event time; ad-event only):\nthe tuples sent that --expect-filter keeps are counted per campaign and window, what each window owes (docs/sut.md)")
 	f.StringVar(&o.expect, "expect-filter", "", "the predicate of a filter between this sender and the receiver, e.g. 'event_type == view' (clauses FIELD == VALUE\nor FIELD != VALUE joined by &&; ad_type, event_type): the tuples sent that it keeps are counted, the filter's exact output (docs/sut.md)")
 	f.StringVar(&o.scenario, "scenario", "ad-event", "workload: a built-in name ("+fmt.Sprint(scenarios.Builtins())+"), synthetic:SIZE, or a YAML file")
 	f.StringVar(&o.overflow, "overflow", "block", "when the socket is full: block (lateness grows) or drop (count dropped buckets)")

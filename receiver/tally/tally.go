@@ -4,9 +4,15 @@ import (
 	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/internal/histo"
 	"github.com/cloudprofiler-go/cp/internal/inject"
+	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/servicerate"
 	"github.com/cloudprofiler-go/cp/stage"
 )
+
+// MaxWindows bounds the key windows a receiver tallies: a job that writes
+// forged keys must not grow it without end. Beyond it a window is counted
+// as not tallied, and the per-window comparison says it cannot be made.
+const MaxWindows = 1 << 16
 
 // Result is the end-of-run accounting (--json prints it as is).
 type Result struct {
@@ -18,6 +24,11 @@ type Result struct {
 	// WindowCount is the sum of the counts of the windows consumed
 	// (schema window): the input tuples a windowed job counted.
 	WindowCount uint64 `json:"window_count,omitempty"`
+	// Windows are the same counts per key and window (the order of their
+	// ends and keys), compared with what each window owes; WindowsNotTallied
+	// counts what came beyond MaxWindows of them.
+	Windows           []scenarios.WindowCount `json:"windows,omitempty"`
+	WindowsNotTallied uint64                  `json:"windows_not_tallied,omitempty"`
 	// Earlier counts the tuples of an earlier trial a job wrote late
 	// (meant to be sent before this trial began): not consumed, not in
 	// any figure (docs/sut.md).

@@ -41,12 +41,18 @@ type Result struct {
 	// Expect is the filter's predicate declared to the harness
 	// (dgsend --expect-filter; docs/sut.md) and Matched the tuples sent
 	// that it keeps: the filter's exact output.
-	Expect       string  `json:"expect_filter,omitempty"`
-	Matched      uint64  `json:"expected_filter_tuples,omitempty"`
-	DroppedBkts  uint64  `json:"dropped_buckets"`
-	DroppedTups  uint64  `json:"dropped_tuples"`
-	Shortfall    uint64  `json:"shortfall_tuples"` // scheduled but neither sent nor dropped (fell behind)
-	AchievedRate float64 `json:"achieved_rate_tuples_per_s"`
+	Expect  string `json:"expect_filter,omitempty"`
+	Matched uint64 `json:"expected_filter_tuples,omitempty"`
+	// ExpectWindowMs is a windowed count's window declared to the harness
+	// (dgsend --expect-window) and ExpectedWindows what each campaign's
+	// window owes: the tuples sent in it that the filter keeps, by event
+	// time (the intended time), in the order of their ends and keys.
+	ExpectWindowMs  int64                   `json:"expect_window_ms,omitempty"`
+	ExpectedWindows []scenarios.WindowCount `json:"expected_windows,omitempty"`
+	DroppedBkts     uint64                  `json:"dropped_buckets"`
+	DroppedTups     uint64                  `json:"dropped_tuples"`
+	Shortfall       uint64                  `json:"shortfall_tuples"` // scheduled but neither sent nor dropped (fell behind)
+	AchievedRate    float64                 `json:"achieved_rate_tuples_per_s"`
 	// Windows are the tuples emitted in each full 1-second window of the
 	// run, by actual send time (the final partial second is left out).
 	Windows      []uint64      `json:"windows_tuples"`

@@ -31,6 +31,9 @@ func (r *Result) WriteText(w io.Writer) {
 	if r.Expect != "" {
 		fmt.Fprintf(tw, "  expected\t%d of them through the filter %q\n", r.Matched, r.Expect)
 	}
+	if r.ExpectWindowMs > 0 {
+		fmt.Fprintf(tw, "  windows owed\t%d campaign windows of %d ms (--json lists each count)\n", len(r.ExpectedWindows), r.ExpectWindowMs)
+	}
 	fmt.Fprintf(tw, "  achieved rate\t%s (%.0f tuples/s)", numfmt.Rate(r.AchievedRate), r.AchievedRate)
 	if r.TargetRate > 0 {
 		fmt.Fprintf(tw, " (%.3f%% of target)", 100*r.AchievedRate/r.TargetRate)

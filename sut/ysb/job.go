@@ -22,7 +22,7 @@ import (
 const CampaignsHash = "ysb:campaigns"
 
 // CampaignID names campaign c of a scenario.
-func CampaignID(c int) string { return fmt.Sprintf("campaign-%04d", c) }
+func CampaignID(c int) string { return scenarios.CampaignID(c) }
 
 // Campaigns is the join table of an ad-event scenario: ad id (32 hex
 // digits) -> campaign id.

@@ -2,8 +2,13 @@ package verdict
 
 import (
 	"fmt"
+	"slices"
+	"strings"
+	"time"
 
+	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/rundir"
+	"github.com/cloudprofiler-go/cp/scenarios"
 )
 
 // jobDelivery judges delivery through a job (docs/sut.md): what the job
@@ -51,7 +56,80 @@ func jobDelivery(o *Outcome, emitted uint64, incomplete int) (bool, string) {
 	if forged > 0 {
 		detail += fmt.Sprintf("; %d tuple(s) with an identity never sent (forged: a stream no sender has, or intended after it arrived; not counted)", forged)
 	}
-	return got == owed && forged == 0 && incomplete == 0 && len(o.Receivers) > 0, detail
+	windowsExact, windows := windowDelivery(o)
+	detail += windows
+	return got == owed && windowsExact && forged == 0 && incomplete == 0 && len(o.Receivers) > 0, detail
+}
+
+// windowDiffsNamed is how many differing windows the detail names.
+const windowDiffsNamed = 3
+
+// windowDelivery compares, per key and window, what the senders say each
+// window owes (a declared window: --expect-window) with the counts the
+// receivers consumed: the sums can agree while a count is in the wrong
+// window or key. It says whether every window is exact, and a clause for
+// the detail ("" with no window declared).
+func windowDelivery(o *Outcome) (bool, string) {
+	if o.Job != rundir.JobWindows || len(o.Senders) == 0 {
+		return true, ""
+	}
+	owed := map[scenarios.WindowKey]uint64{}
+	for _, s := range o.Senders {
+		if s == nil || s.ExpectWindowMs == 0 {
+			return true, ""
+		}
+		for _, w := range s.ExpectedWindows {
+			owed[w.WindowKey] += w.Count
+		}
+	}
+	got := map[scenarios.WindowKey]uint64{}
+	var notTallied uint64
+	for _, r := range o.Receivers {
+		notTallied += r.WindowsNotTallied
+		for _, w := range r.Windows {
+			got[w.WindowKey] += w.Count
+		}
+	}
+	if notTallied > 0 {
+		return false, fmt.Sprintf("; per key and window: not compared, the receivers could tally no more than %d windows (%d count(s) beyond)", tally.MaxWindows, notTallied)
+	}
+	var diffs []scenarios.WindowCount // the key's window, and its count as consumed
+	for k, n := range owed {
+		if got[k] != n {
+			diffs = append(diffs, scenarios.WindowCount{WindowKey: k, Count: got[k]})
+		}
+	}
+	for k, n := range got {
+		if _, ok := owed[k]; !ok {
+			diffs = append(diffs, scenarios.WindowCount{WindowKey: k, Count: n})
+		}
+	}
+	if len(diffs) == 0 {
+		return true, fmt.Sprintf("; per key and window: all %d exact", len(owed))
+	}
+	slices.SortFunc(diffs, scenarios.CompareWindows)
+	named := make([]string, 0, windowDiffsNamed)
+	for _, d := range diffs[:min(len(diffs), windowDiffsNamed)] {
+		end := time.UnixMilli(d.EndMs).UTC().Format("15:04:05.000")
+		named = append(named, fmt.Sprintf("%s's window ending %s counted %d, owes %d", d.Key, end, d.Count, owed[d.WindowKey]))
+	}
+	more := ""
+	if len(diffs) > windowDiffsNamed {
+		more = fmt.Sprintf("; %d more", len(diffs)-windowDiffsNamed)
+	}
+	return false, fmt.Sprintf("; per key and window: %d of %d differ (%s%s)", len(diffs), len(owed)+len(diffs)-countOwed(diffs, owed), strings.Join(named, "; "), more)
+}
+
+// countOwed is how many of diffs are windows owed (the rest were written
+// and never owed).
+func countOwed(diffs []scenarios.WindowCount, owed map[scenarios.WindowKey]uint64) int {
+	n := 0
+	for _, d := range diffs {
+		if _, ok := owed[d.WindowKey]; ok {
+			n++
+		}
+	}
+	return n
 }
 
 // jobRate is the input rate a job kept up with: what the senders emitted

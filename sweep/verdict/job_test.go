@@ -7,6 +7,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/rundir"
+	"github.com/cloudprofiler-go/cp/scenarios"
 )
 
 // TestJobDeliveryNamesTheExactDifference: through a job, the delivery rule
@@ -99,5 +100,47 @@ func TestForgedIdentitiesFailDelivery(t *testing.T) {
 		if c.Rule == RuleDelivery && (c.Pass || !strings.Contains(c.Detail, "3 tuple(s) with an identity never sent")) {
 			t.Errorf("delivery: pass %v %q", c.Pass, c.Detail)
 		}
+	}
+}
+
+// TestJobWindowsAreComparedPerKeyAndWindow: with a declared window, each
+// campaign's window must hold exactly what it owes; a count moved to the
+// next window, or to another key, fails delivery though the sums agree,
+// and the detail names the windows; a window written and never owed is a
+// difference too; windows the receivers could not tally leave nothing
+// compared, and fail.
+func TestJobWindowsAreComparedPerKeyAndWindow(t *testing.T) {
+	w := func(key string, end int64, n uint64) scenarios.WindowCount {
+		return scenarios.WindowCount{WindowKey: scenarios.WindowKey{Key: key, EndMs: end}, Count: n}
+	}
+	owed := []scenarios.WindowCount{w("campaign-0000", 1000, 5), w("campaign-0001", 1000, 3), w("campaign-0000", 2000, 4)}
+	for _, tc := range []struct {
+		name       string
+		got        []scenarios.WindowCount
+		notTallied uint64
+		pass       bool
+		detail     string
+	}{
+		{"exact", []scenarios.WindowCount{w("campaign-0001", 1000, 3), w("campaign-0000", 2000, 4), w("campaign-0000", 1000, 5)}, 0, true, "per key and window: all 3 exact"},
+		{"one moved to the next window", []scenarios.WindowCount{w("campaign-0000", 1000, 4), w("campaign-0001", 1000, 3), w("campaign-0000", 2000, 5)}, 0, false,
+			"per key and window: 2 of 3 differ (campaign-0000's window ending 00:00:01.000 counted 4, owes 5; campaign-0000's window ending 00:00:02.000 counted 5, owes 4)"},
+		{"one given to another key", []scenarios.WindowCount{w("campaign-0000", 1000, 4), w("campaign-0001", 1000, 3), w("campaign-0000", 2000, 4), w("campaign-0002", 1000, 1)}, 0, false,
+			"2 of 4 differ (campaign-0000's window ending 00:00:01.000 counted 4, owes 5; campaign-0002's window ending 00:00:01.000 counted 1, owes 0)"},
+		{"not tallied", owed, 7, false, "not compared, the receivers could tally no more than 65536 windows (7 count(s) beyond)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := passing()
+			o.Job = rundir.JobWindows
+			o.Senders[0].Expect, o.Senders[0].Matched = "event_type == view", 12
+			o.Senders[0].ExpectWindowMs, o.Senders[0].ExpectedWindows = 1000, owed
+			o.Receivers[0].Consumed, o.Receivers[0].WindowCount = 3, 12
+			o.Receivers[0].Windows, o.Receivers[0].WindowsNotTallied = tc.got, tc.notTallied
+			v := Judge(o, Rules{})
+			for _, c := range v.Checks {
+				if c.Rule == RuleDelivery && (c.Pass != tc.pass || !strings.Contains(c.Detail, tc.detail)) {
+					t.Errorf("delivery: pass %v %q; want pass %v and %q", c.Pass, c.Detail, tc.pass, tc.detail)
+				}
+			}
+		})
 	}
 }

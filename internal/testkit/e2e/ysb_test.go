@@ -55,6 +55,14 @@ func ysbPipeline(t *testing.T, in, out, redisAddr string) {
 	if !maps.Equal(r.got, r.want) || len(r.want) == 0 {
 		t.Errorf("the job counted %d windows, the input holds views of %d; first difference: %s", len(r.got), len(r.want), firstWindowDifference(r.want, r.got))
 	}
+	// the harness's own windows: what dgsend says each window owes is the
+	// input's count, and dgrecv's tally is the output's
+	if !maps.Equal(r.owed, r.want) {
+		t.Errorf("dgsend owes %d windows, the input holds views of %d; first difference: %s", len(r.owed), len(r.want), firstWindowDifference(r.want, r.owed))
+	}
+	if !maps.Equal(r.consumed, r.got) {
+		t.Errorf("dgrecv tallied %d windows, the output holds %d; first difference: %s", len(r.consumed), len(r.got), firstWindowDifference(r.got, r.consumed))
+	}
 	if !r.complete || r.received != uint64(len(r.got)) || r.latencies != r.received {
 		t.Errorf("dgrecv: complete %v, %d windows received (%d in the topic), %d latencies", r.complete, r.received, len(r.got), r.latencies)
 	}
@@ -78,6 +86,7 @@ func ysbPipeline(t *testing.T, in, out, redisAddr string) {
 // ysbRun is one fixed-rate run of YSB between the real binaries.
 type ysbRun struct {
 	want, got           map[ysbWindow]int64
+	owed, consumed      map[ysbWindow]int64 // the windows as dgsend owes them (--expect-window) and dgrecv tallied them
 	complete            bool
 	received, latencies uint64
 	p50, p99            time.Duration
@@ -107,7 +116,7 @@ func runYSB(t *testing.T, in, out, redisAddr, rate, duration string) ysbRun {
 		t.Fatal(err)
 	}
 	defer func() { _ = recv.Signal(syscall.SIGKILL) }()
-	send, err := Start(filepath.Join(binDir, "dgsend"), "--connect", in, "--scenario", "ad-event", "--rate", rate, "--duration", duration, "--bucket", "100", "--late-threshold", "1ms", "--expect-filter", "event_type == view", "--json")
+	send, err := Start(filepath.Join(binDir, "dgsend"), "--connect", in, "--scenario", "ad-event", "--rate", rate, "--duration", duration, "--bucket", "100", "--late-threshold", "1ms", "--expect-filter", "event_type == view", "--expect-window", "1s", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,15 +147,17 @@ func runYSB(t *testing.T, in, out, redisAddr, rate, duration string) ysbRun {
 		Backlog []struct {
 			JobLag *int64 `json:"job_lag"`
 		} `json:"backlog"`
+		Windows []scenarios.WindowCount `json:"windows"`
 	}
 	if err := json.Unmarshal(recv.Stdout.Bytes(), &res); err != nil {
 		t.Fatalf("dgrecv's JSON: %v\n%s", err, recv.Stdout.String())
 	}
 	var sent struct {
-		Sent  uint64  `json:"emitted_tuples"`
-		Kept  bool    `json:"schedule_kept"`
-		Late  float64 `json:"late_slot_fraction"`
-		Views uint64  `json:"expected_filter_tuples"`
+		Sent    uint64                  `json:"emitted_tuples"`
+		Kept    bool                    `json:"schedule_kept"`
+		Late    float64                 `json:"late_slot_fraction"`
+		Views   uint64                  `json:"expected_filter_tuples"`
+		Windows []scenarios.WindowCount `json:"expected_windows"`
 	}
 	if err := json.Unmarshal(send.Stdout.Bytes(), &sent); err != nil {
 		t.Fatalf("dgsend's JSON: %v\n%s", err, send.Stdout.String())
@@ -157,7 +168,7 @@ func runYSB(t *testing.T, in, out, redisAddr, rate, duration string) ysbRun {
 			jobLags = append(jobLags, *b.JobLag)
 		}
 	}
-	return ysbRun{jobLags: jobLags, want: viewsIn(t, in), got: windowsIn(t, out), complete: res.Complete, received: res.Received, latencies: res.Latency.Count,
+	return ysbRun{owed: windowMap(sent.Windows), consumed: windowMap(res.Windows), jobLags: jobLags, want: viewsIn(t, in), got: windowsIn(t, out), complete: res.Complete, received: res.Received, latencies: res.Latency.Count,
 		p50: time.Duration(res.Latency.P50), p99: time.Duration(res.Latency.P99), sent: sent.Sent, scheduleKept: sent.Kept, lateFraction: sent.Late, expectedViews: sent.Views, jobCPU: procCPU(job)}
 }
 
@@ -228,6 +239,14 @@ func windowsIn(t *testing.T, out string) map[ysbWindow]int64 {
 		}
 	})
 	return got
+}
+
+func windowMap(ws []scenarios.WindowCount) map[ysbWindow]int64 {
+	m := map[ysbWindow]int64{}
+	for _, w := range ws {
+		m[ysbWindow{w.Key, w.EndMs}] = int64(w.Count)
+	}
+	return m
 }
 
 func sumCounts(m map[ysbWindow]int64) (n int64) {

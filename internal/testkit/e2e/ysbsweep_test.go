@@ -23,10 +23,11 @@ import (
 )
 
 // jobSweepArgs are a sweep of YSB between in and out: short trials, the
-// windows' counts owed exactly as the views the senders sent.
+// windows' counts owed exactly as the views the senders sent, per
+// campaign and window of 1 s.
 func jobSweepArgs(in, out string, extra ...string) []string {
 	return append([]string{"--input", in + "?group=ysb", "--output", out, "--scenario", "ad-event", "--schema", "window",
-		"--expect-filter", "event_type == view", "--bucket", "100", "--duration", "2s", "--warmup", "500ms",
+		"--expect-filter", "event_type == view", "--expect-window", "1s", "--bucket", "100", "--duration", "2s", "--warmup", "500ms",
 		"--job-quiet", "2500ms", "--lateness-floor", "100ms", "--stage-period", "0"}, extra...)
 }
 
@@ -96,7 +97,7 @@ func TestSweepAJobBetweenTopics(t *testing.T) {
 			t.Errorf("trial %d failed: %s", i+1, failedRules(tr.Verdict.Checks))
 		}
 		for _, c := range tr.Verdict.Checks {
-			if c.Rule == "delivery" && !strings.Contains(c.Detail, "counted in the windows consumed: exact") {
+			if c.Rule == "delivery" && (!strings.Contains(c.Detail, "counted in the windows consumed: exact") || !strings.Contains(c.Detail, "per key and window: all")) {
 				t.Errorf("trial %d: delivery %q", i+1, c.Detail)
 			}
 		}
@@ -156,8 +157,9 @@ func jobStreams(t *testing.T, dir string, n int) []jobStream {
 
 // TestSweepNamesAFaultyJobsExactError: test builds of YSB, its own
 // configuration with one processor added, that drop one view, duplicate
-// one, or count one window one too high: the trial fails on delivery,
-// naming the difference exactly; the other rules hold.
+// one, count one window one too high, or count one view in the next
+// window (the sums agree): the trial fails on delivery, naming the
+// difference exactly; the other rules hold.
 func TestSweepNamesAFaultyJobsExactError(t *testing.T) {
 	natsAddr, _ := realserver.NATS(t)
 	redisAddr, _ := realserver.Redis(t)
@@ -169,6 +171,7 @@ func TestSweepNamesAFaultyJobsExactError(t *testing.T) {
 		// hostile output: every window written ten times over
 		{"writes every window ten times", "      ysb_window_count: {}\n", "    - label: ten_times\n      mapping: 'root = [this, this, this, this, this, this, this, this, this, this]'\n    - unarchive:\n        format: json_array\n", "nine times owed"},
 		{"counts a window one too high", "      ysb_window_count: {}\n", "    - label: miscount_one\n      mapping: |\n        root = this\n        root.count = if count(\"miscount\") == 20 { this.count + 1 } else { this.count }\n", "1 more than owed"},
+		{"counts a view in the next window", "          - label: projection\n", "          - label: one_late\n            mapping: |\n              root = this\n              root.event_time_ms = if count(\"late\") == 500 { this.event_time_ms + 1000 } else { this.event_time_ms }\n", "one window off"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in, out := fmt.Sprintf("jetstream://%s/fault%d.in", natsAddr, i), fmt.Sprintf("jetstream://%s/fault%d.out", natsAddr, i)
@@ -191,12 +194,21 @@ func TestSweepNamesAFaultyJobsExactError(t *testing.T) {
 			}
 			tr := rep.Result.Trials[0]
 			for _, c := range tr.Verdict.Checks {
+				if c.Rule == "delivery" {
+					t.Logf("delivery: %s", c.Detail)
+				}
 				switch {
 				case c.Rule == "delivery" && tc.want == "nine times owed":
 					var owed, emitted, got, more uint64
 					_, err := fmt.Sscanf(c.Detail, "the job owes the %d of %d emitted that \"event_type == view\" keeps; %d counted in the windows consumed: %d more than owed", &owed, &emitted, &got, &more)
 					if c.Pass || err != nil || owed == 0 || got != 10*owed || more != 9*owed {
 						t.Errorf("delivery: pass %v, %q (%v); want it failed with ten times what is owed", c.Pass, c.Detail, err)
+					}
+				case c.Rule == "delivery" && tc.want == "one window off":
+					// the sums agree; the windows do not: the view's own
+					// window is one short, the next one over
+					if c.Pass || !strings.Contains(c.Detail, ": exact;") || !strings.Contains(c.Detail, "per key and window: 2 of") || !strings.Contains(c.Detail, "counted") {
+						t.Errorf("delivery: pass %v, %q; want it failed with two windows named", c.Pass, c.Detail)
 					}
 				case c.Rule == "delivery" && (c.Pass || !strings.Contains(c.Detail, ": "+tc.want+";")):
 					t.Errorf("delivery: pass %v, %q; want it failed with %q", c.Pass, c.Detail, tc.want)

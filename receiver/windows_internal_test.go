@@ -1,0 +1,28 @@
+package receiver
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/cloudprofiler-go/cp/receiver/tally"
+	"github.com/cloudprofiler-go/cp/scenarios"
+)
+
+// TestWindowTallyIsBounded: a window already seen is added without an
+// allocation; a job writing ever new keys fills at most tally.MaxWindows
+// cells, the rest counted as not tallied.
+func TestWindowTallyIsBounded(t *testing.T) {
+	w := newWindowTally()
+	win := scenarios.Window{Key: []byte("campaign-0001"), EndMs: 1000, Count: 3}
+	w.add(&win)
+	if a := testing.AllocsPerRun(1000, func() { w.add(&win) }); a != 0 {
+		t.Errorf("%v allocations per window already seen", a)
+	}
+	for i := range tally.MaxWindows + 10 {
+		w.add(&scenarios.Window{Key: fmt.Appendf(nil, "forged-%d", i), EndMs: 1000, Count: 1})
+	}
+	got := w.counts()
+	if len(got) != tally.MaxWindows || w.notTallied != 11 || got[0].Key != "campaign-0001" || got[0].Count != 3*1002 {
+		t.Errorf("%d windows, %d not tallied, first %+v; want %d, 11, campaign-0001 counting %d", len(got), w.notTallied, got[0], tally.MaxWindows, 3*1002)
+	}
+}
