@@ -7,6 +7,8 @@
 # built with GSSAPI, and Debian ships no static MIT Kerberos libraries
 # (docs/kubernetes.md).
 #   scripts/image-from-host.sh [TAG]     (default localhost/cp:dev)
+# EXTRA_BINS="/usr/bin/nats-server /usr/bin/redis-server" adds host programs
+# (the container test's broker and YSB's Redis; not for a real image).
 set -euo pipefail
 tag=${1:-localhost/cp:dev}
 bin=${BIN:-bin}
@@ -19,6 +21,9 @@ trap 'rm -rf "$root"' EXIT
 mkdir -p "$root/usr/local/bin" "$root/bin" "$root/etc" "$root/tmp" "$root/runs"
 chmod 1777 "$root/tmp" "$root/runs"
 cp "$bin/dgsend" "$bin/dgrecv" "$bin/cpsweep" "$bin/cpjob" "$root/usr/local/bin/"
+for x in ${EXTRA_BINS:-}; do
+	cp -L "$x" "$root/usr/local/bin/"
+done
 tools=()
 for t in sh tar sleep; do
 	path=$(command -v "$t")

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -48,9 +49,19 @@ names), the event filter (views), the projection, the join with the campaigns
 held in the Redis at --redis (loaded from the scenario at start), counts per
 campaign in event-time windows of --window, written to --output as windows
 (schema "window": campaign, window end, count, and the identity of the latest
-event counted). It runs until interrupted.`,
+event counted). It runs until interrupted.
+
+With --part the job runs as two processes, on hosts of their own, with a
+topic between them: --part filter reads the ad events and writes the views
+(schema ad-event, each with its identity) to that topic; --part count reads
+them there, joins and counts. The topic is the filter's --output and the
+count's --input (in a group of its own).`,
 		Example: `  redis-server --port 6379 &
   cpjob ysb --input 'jetstream://127.0.0.1:4222/ysb.in?group=ysb' --output jetstream://127.0.0.1:4222/ysb.out --redis 127.0.0.1:6379
+
+  # the same job as two processes, the views in a topic between them
+  cpjob ysb --part filter --input 'jetstream://10.0.0.1:4222/ysb.in?group=ysb' --output jetstream://10.0.0.1:4222/ysb.views
+  cpjob ysb --part count --input 'jetstream://10.0.0.1:4222/ysb.views?group=ysb-count' --output jetstream://10.0.0.1:4222/ysb.out --redis 10.0.0.3:6379
 
   # print the engine's configuration instead of running it
   cpjob ysb --input 'kafka://k:9092/ads?group=ysb' --output kafka://k:9092/windows --redis r:6379 --print-config`,
@@ -68,7 +79,7 @@ event counted). It runs until interrupted.`,
 				return cli.Usage(fmt.Errorf("--scenario: %w", err))
 			}
 			ctx := cmd.Context()
-			if load {
+			if load && c.Part != ysb.PartFilter {
 				if err := ysb.LoadCampaigns(ctx, c.Redis, s); err != nil {
 					return err
 				}
@@ -77,7 +88,11 @@ event counted). It runs until interrupted.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "cpjob ysb: reading %s, writing windows of %v to %s, campaigns in Redis %s\n", c.Input, c.Window, c.Output, c.Redis)
+			if c.Part == ysb.PartFilter {
+				fmt.Fprintf(os.Stderr, "cpjob ysb: reading %s, writing the views to %s (part filter)\n", c.Input, c.Output)
+			} else {
+				fmt.Fprintf(os.Stderr, "cpjob ysb: reading %s, writing windows of %v to %s, campaigns in Redis %s (part %s)\n", c.Input, c.Window, c.Output, c.Redis, c.Part)
+			}
 			return run(ctx, job.Run, job.Stop)
 		},
 	}
@@ -92,14 +107,18 @@ event counted). It runs until interrupted.`,
 	f.IntVar(&c.Copies, "copies", c.Copies, "input copies, each with its own filter, projection and join (consumers in the input's group)")
 	f.IntVar(&c.Stream, "stream", c.Stream, "the output's stream id, 0..65535")
 	f.StringVar(&c.LogLevel, "log-level", c.LogLevel, "the engine's log level: error, warn, info, debug")
+	f.StringVar(&c.Part, "part", c.Part, "which operators this process runs: all, filter (to a topic between the two) or count (from it)")
 	f.BoolVar(&print, "print-config", false, "print the engine's configuration and exit")
 	return cmd
 }
 
 func checkYSB(c ysb.Config) error {
 	var errs []error
-	if c.Input == "" || c.Output == "" || c.Redis == "" {
-		errs = append(errs, errors.New("give --input, --output and --redis"))
+	switch {
+	case !slices.Contains(ysb.Parts, c.Part):
+		errs = append(errs, fmt.Errorf("--part %.32q: one of %v", c.Part, ysb.Parts))
+	case c.Input == "" || c.Output == "" || (c.Redis == "" && c.Part != ysb.PartFilter):
+		errs = append(errs, errors.New("give --input, --output and --redis (the filter's part needs no Redis)"))
 	}
 	for _, u := range []string{c.Input, c.Output} {
 		if u == "" {

@@ -65,14 +65,31 @@ type Config struct {
 	Copies        int           // input copies, each with its own filter, projection and join
 	Stream        int           // the output's stream id
 	LogLevel      string        // the engine's: warn, info, debug
+	// Part is which group of operators this process runs (Parts): the
+	// whole job, or one of its two halves with a topic between them, each
+	// a process of its own, on hosts of their own.
+	Part string
 }
+
+// The parts of the job: PartFilter reads the ad events and writes the
+// views (each with its identity, schema ad-event) to a topic between the
+// two; PartCount reads them there, joins each with its campaign and
+// writes the windows' counts.
+const (
+	PartAll    = "all"
+	PartFilter = "filter"
+	PartCount  = "count"
+)
+
+// Parts are the values of Config.Part.
+var Parts = []string{PartAll, PartFilter, PartCount}
 
 // Defaults of a job.
 func Defaults() Config {
-	return Config{Window: time.Second, Lateness: time.Second, Copies: 1, Stream: 0xff00, LogLevel: "warn"}
+	return Config{Window: time.Second, Lateness: time.Second, Copies: 1, Stream: 0xff00, LogLevel: "warn", Part: PartAll}
 }
 
-// YAML is the job as the engine's configuration.
+// YAML is the job, or its part, as the engine's configuration.
 //
 // The engine's windows hold the times in (start, end]; the contract's (and
 // YSB's) hold the milliseconds in [start, end). Half a millisecond added
@@ -80,22 +97,16 @@ func Defaults() Config {
 // second counts in the window that starts there.
 func (c Config) YAML() string {
 	q := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
-	return fmt.Sprintf(`input:
-  broker:
-    copies: %d
-    inputs:
-      - cp_input:
-          url: %s
-          schema: ad-event
-        processors:
+	filter := `
           - label: filter
-            mapping: 'root = if this.event_type != "view" { deleted() }'
+            mapping: 'root = if this.event_type != "view" { deleted() }'`
+	count := fmt.Sprintf(`
           - label: projection
             mapping: 'root = {"ad_id": this.ad_id, "event_time_ms": this.event_time_ms}'
           - label: join
             ysb_redis_join:
-              address: %s
-buffer:
+              address: %s`, q(c.Redis))
+	window := fmt.Sprintf(`buffer:
   system_window:
     timestamp_mapping: 'root = this.event_time_ms / 1000 + 0.0005'
     size: %s
@@ -105,16 +116,32 @@ pipeline:
   processors:
     - label: window
       ysb_window_count: {}
-output:
+`, c.Window, c.Lateness)
+	schema := "window"
+	switch c.Part {
+	case PartFilter:
+		count, window, schema = "", "", scenarios.SchemaAdEvent
+	case PartCount:
+		filter = ""
+	}
+	return fmt.Sprintf(`input:
+  broker:
+    copies: %d
+    inputs:
+      - cp_input:
+          url: %s
+          schema: ad-event
+        processors:%s%s
+%soutput:
   cp_output:
     url: %s
-    schema: window
+    schema: %s
     stream: %d
 logger:
   level: %s
 http:
   enabled: false
-`, c.Copies, q(c.Input), q(c.Redis), c.Window, c.Lateness, q(c.Output), c.Stream, c.LogLevel)
+`, c.Copies, q(c.Input), filter, count, window, q(c.Output), schema, c.Stream, c.LogLevel)
 }
 
 // Environment is the engine with the harness's plugins (cp_input,

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -80,63 +81,146 @@ func readManifests(t *testing.T, dir string) manifests {
 // network), the token mounted where the Secret is, and then the Job's
 // container, hold script and all, which finds the agents by DNS and sweeps.
 func TestContainersSweptWithDiscovery(t *testing.T) {
+	w := startWalk(t, "")
+	w.deploy(t, "--sender-count", "2", "--", "--json", "--search", "linear", "--from", "20k", "--to", "40k", "--step", "20k", "--duration", "1s", "--warmup", "200ms",
+		"--lateness-floor", "100ms")
+	stdout, stderr := w.run(t)
+	checkContainerSweep(t, stdout, stderr, w.runs, 3)
+}
+
+// TestContainersSweepYSB is the same walk with YSB as the system under
+// test, each part a container of its own behind a DNS name as a Service
+// would give it: JetStream (nats-server), Redis, and cpjob between two
+// topics; the manifests are cpsweep deploy kubernetes --job-input and
+// --job-output, and every trial owes each campaign's window exactly.
+func TestContainersSweepYSB(t *testing.T) {
+	var extra []string
+	for _, prog := range []string{"nats-server", "redis-server"} {
+		path, err := exec.LookPath(prog)
+		if err != nil {
+			skipOrFail(t, prog+" is not installed: the YSB container test runs it in a container")
+		}
+		extra = append(extra, path)
+	}
+	w := startWalk(t, strings.Join(extra, " "))
+	nats, redis := "nats.cp.svc.cluster.local", "redis.cp.svc.cluster.local"
+	in, out := "jetstream://"+nats+":4222/ysb.in", "jetstream://"+nats+":4222/ysb.out"
+	w.side(t, nats, "nats-server", "-js", "-a", "0.0.0.0", "-p", "4222", "-sd", "/tmp/js")
+	w.side(t, redis, "redis-server", "--port", "6379", "--bind", "0.0.0.0", "--protected-mode", "no", "--save", "", "--appendonly", "no")
+	job := w.side(t, "ysb.cp.svc.cluster.local", "cpjob", "ysb", "--input", in+"?group=ysb", "--output", out, "--redis", redis+":6379", "--window", "1s", "--lateness", "500ms")
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if logs, _ := podman("logs", job); strings.Contains(logs, "cpjob ysb: reading") {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("cpjob did not start:\n%s", logs)
+		}
+	}
+	w.deploy(t, "--sender-count", "1", "--job-input", in+"?group=ysb", "--job-output", out, "--", "--json",
+		"--scenario", "ad-event", "--schema", "window", "--expect-filter", "event_type == view", "--expect-window", "1s", "--bucket", "100",
+		"--search", "linear", "--from", "2k", "--to", "4k", "--step", "2k", "--duration", "2s", "--warmup", "500ms", "--job-quiet", "2500ms",
+		"--lateness-floor", "100ms")
+	stdout, stderr := w.run(t)
+	checkContainerSweep(t, stdout, stderr, w.runs, 2)
+	if !strings.Contains(stdout, "per key and window: all") {
+		t.Errorf("the trials did not compare each campaign's window:\n%s", stdout)
+	}
+}
+
+// walk is one container walk: its image, private network, token and the
+// run directory the sweep's claim maps to.
+type walk struct {
+	id, image, token, runs, k8s string
+	m                           manifests
+}
+
+// startWalk builds the image (with extra host programs: a broker, Redis)
+// and makes the network; everything is removed when the test ends.
+func startWalk(t *testing.T, extraBins string) *walk {
 	if _, err := exec.LookPath("podman"); err != nil {
 		skipOrFail(t, "podman is not installed (apt-get install podman): the container test needs it")
 	}
 	if out, err := podman("info", "--format", "{{.Host.OCIRuntime.Name}}"); err != nil {
 		skipOrFail(t, fmt.Sprintf("podman cannot run here: %v %s", err, out))
 	}
-	id := fmt.Sprintf("cp-e2e-%d", os.Getpid())
-	image := "localhost/" + id + ":test"
-	build := exec.Command(filepath.Join(moduleDir(t), "scripts", "image-from-host.sh"), image)
-	build.Env = append(os.Environ(), "BIN="+binDir)
+	id := fmt.Sprintf("cp-e2e-%d-%d", os.Getpid(), time.Now().UnixNano()%1e6)
+	w := &walk{id: id, image: "localhost/" + id + ":test"}
+	build := exec.Command(filepath.Join(moduleDir(t), "scripts", "image-from-host.sh"), w.image)
+	build.Env = append(os.Environ(), "BIN="+binDir, "EXTRA_BINS="+extraBins)
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the image: %v\n%s", err, out)
 	}
-	t.Cleanup(func() { podman("rmi", "-f", image) })
-
+	t.Cleanup(func() { podman("rmi", "-f", w.image) })
 	dir := t.TempDir()
-	token, runs, k8s := filepath.Join(dir, "token"), filepath.Join(dir, "runs"), filepath.Join(dir, "k8s")
-	if err := os.WriteFile(token, []byte("e2e-container-token-0123456789abcdef\n"), 0o644); err != nil {
+	w.token, w.runs, w.k8s = filepath.Join(dir, "token"), filepath.Join(dir, "runs"), filepath.Join(dir, "k8s")
+	if err := os.WriteFile(w.token, []byte("e2e-container-token-0123456789abcdef\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Mkdir(runs, 0o777); err != nil {
+	if err := os.Mkdir(w.runs, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(runs, 0o777); err != nil { // the containers run as the manifests' user
+	if err := os.Chmod(w.runs, 0o777); err != nil { // the containers run as the manifests' user
 		t.Fatal(err)
 	}
-	if out, code := deployRun(t, "--out", k8s, "--image", image, "--sender-count", "2", "--token-file", token, "--hold", "1s", "--",
-		"--json", "--search", "linear", "--from", "20k", "--to", "40k", "--step", "20k", "--duration", "1s", "--warmup", "200ms",
-		"--lateness-floor", "100ms", "--discover-timeout", "30s", hostTolerant[0], hostTolerant[1], hostTolerant[2], hostTolerant[3]); code != 0 {
-		t.Fatalf("deploy: exit %d\n%s", code, out)
-	}
-	m := readManifests(t, k8s)
 	if out, err := podman("network", "create", id); err != nil {
 		t.Fatalf("podman network create: %v %s", err, out)
 	}
 	t.Cleanup(func() { podman("network", "rm", "-f", id) })
-	for _, s := range []appsv1.StatefulSet{m.senders, m.receivers} {
-		svc := m.services[s.Spec.ServiceName]
+	return w
+}
+
+// side starts a container of the system under test behind alias, running
+// args; it returns the container's name.
+func (w *walk) side(t *testing.T, alias string, args ...string) string {
+	t.Helper()
+	name := w.id + "-" + strings.Split(alias, ".")[0]
+	run := append([]string{"run", "-d", "--name", name, "--network", w.id, "--network-alias", alias, "--user", "65532:65532"}, podmanLimits()...)
+	if out, err := podman(append(append(run, "--entrypoint", args[0], w.image), args[1:]...)...); err != nil {
+		t.Fatalf("start %s: %v %s", name, err, out)
+	}
+	w.cleanup(t, name)
+	return name
+}
+
+func (w *walk) cleanup(t *testing.T, name string) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			logs, _ := podman("logs", name)
+			t.Logf("%s:\n%s", name, logs)
+		}
+		podman("rm", "-f", "-t", "1", name)
+	})
+}
+
+// deploy writes the manifests (args: cpsweep deploy kubernetes's, then --
+// and the sweep's) and starts every agent's replica as a container.
+func (w *walk) deploy(t *testing.T, args ...string) {
+	t.Helper()
+	at := slices.Index(args, "--")
+	all := append(append([]string{"--out", w.k8s, "--image", w.image, "--token-file", w.token, "--hold", "1s"}, args[:at+1]...), args[at+1:]...)
+	all = append(all, "--discover-timeout", "30s")
+	all = append(all, hostTolerant...)
+	if out, code := deployRun(t, all...); code != 0 {
+		t.Fatalf("deploy: exit %d\n%s", code, out)
+	}
+	w.m = readManifests(t, w.k8s)
+	for _, s := range []appsv1.StatefulSet{w.m.senders, w.m.receivers} {
+		svc := w.m.services[s.Spec.ServiceName]
 		alias := fmt.Sprintf("%s.%s.svc.cluster.local", svc.Name, svc.Namespace)
 		for i := 0; i < int(*s.Spec.Replicas); i++ {
-			name := fmt.Sprintf("%s-%s-%d", id, s.Name, i)
-			args := append([]string{"run", "-d", "--name", name, "--network-alias", alias}, podArgs(t, id, token, s.Spec.Template.Spec)...)
+			name := fmt.Sprintf("%s-%s-%d", w.id, s.Name, i)
+			args := append([]string{"run", "-d", "--name", name, "--network-alias", alias}, podArgs(t, w.id, w.token, s.Spec.Template.Spec)...)
 			ctr := s.Spec.Template.Spec.Containers[0]
-			if out, err := podman(append(append(append(args, "--entrypoint", ctr.Command[0], image), ctr.Command[1:]...), ctr.Args...)...); err != nil {
+			if out, err := podman(append(append(append(args, "--entrypoint", ctr.Command[0], w.image), ctr.Command[1:]...), ctr.Args...)...); err != nil {
 				t.Fatalf("start %s: %v %s", name, err, out)
 			}
-			t.Cleanup(func() {
-				if t.Failed() {
-					logs, _ := podman("logs", name)
-					t.Logf("%s:\n%s", name, logs)
-				}
-				podman("rm", "-f", "-t", "1", name)
-			})
+			w.cleanup(t, name)
 		}
 	}
-	stdout, stderr := runJob(t, id, image, token, runs, m.sweep.Spec.Template.Spec)
-	checkContainerSweep(t, stdout, stderr, runs)
+}
+
+// run runs the sweep's Job as a container and returns its output.
+func (w *walk) run(t *testing.T) (string, string) {
+	return runJob(t, w.id, w.image, w.token, w.runs, w.m.sweep.Spec.Template.Spec)
 }
 
 // podArgs are the podman flags that give a container what its pod spec
@@ -188,7 +272,10 @@ func runJob(t *testing.T, network, image, token, runs string, spec corev1.PodSpe
 	return stdout.String(), stderr.String()
 }
 
-func checkContainerSweep(t *testing.T, stdout, stderr, runs string) {
+// checkContainerSweep checks the Job's output: two trials passed, agents
+// (2 senders and a receiver, or 1 and 1) on one machine, the run directory
+// on the claim.
+func checkContainerSweep(t *testing.T, stdout, stderr, runs string, agents int) {
 	t.Helper()
 	// the hold script's own line follows cpsweep's JSON on stdout
 	js, rest, _ := strings.Cut(stdout, "\ncpsweep exited ")
@@ -205,8 +292,8 @@ func checkContainerSweep(t *testing.T, stdout, stderr, runs string) {
 	if len(rep.Result.Trials) != 2 || !rep.Result.Trials[0].Verdict.Pass || !rep.Result.Trials[1].Verdict.Pass {
 		t.Fatalf("trials %+v\n%s", rep.Result.Trials, stderr)
 	}
-	if len(rep.Agents) != 3 {
-		t.Fatalf("agents %+v, want 2 senders and a receiver", rep.Agents)
+	if len(rep.Agents) != agents {
+		t.Fatalf("agents %+v, want %d", rep.Agents, agents)
 	}
 	for _, a := range rep.Agents {
 		if a.Machine == "" || a.Machine != rep.Agents[0].Machine {

@@ -28,7 +28,7 @@ func TestBenchYSBFixedRates(t *testing.T) {
 	for _, broker := range []string{"jetstream://" + natsAddr, "redis://" + redisAddr} {
 		for i, rate := range []string{"25k", "50k", "100k", "200k"} {
 			in, out := fmt.Sprintf("%s/ysb%d.in", broker, i), fmt.Sprintf("%s/ysb%d.out", broker, i)
-			r := runYSB(t, in, out, redisAddr, rate, "5s")
+			r := runYSB(t, in, out, redisAddr, rate, "5s", false)
 			exact := maps.Equal(r.got, r.want) && len(r.want) > 0
 			t.Logf("YSB %s rate %s: sent %d (schedule kept %v, %.1f%% of slots later than 1 ms), windows exact %v (%d windows, %d views counted of %d), window latency p50 %v p99 %v, cpjob %.2f s CPU = %.2f µs per event",
 				broker[:strings.Index(broker, ":")], rate, r.sent, r.scheduleKept, 100*r.lateFraction, exact, len(r.got), sumCounts(r.got), sumCounts(r.want), r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.jobCPU, r.jobCPU/float64(max(r.sent, 1))*1e6)

@@ -46,12 +46,22 @@ func TestYSBBetweenRealBinaries(t *testing.T) {
 		{"redis://" + redisAddr + "/ysb.in", "redis://" + redisAddr + "/ysb.out"},
 		{"kafka://" + kafkaAddr + "/ysb.in", "kafka://" + kafkaAddr + "/ysb.out"},
 	} {
-		t.Run(tc.in[:5], func(t *testing.T) { ysbPipeline(t, tc.in, tc.out, redisAddr) })
+		t.Run(tc.in[:5], func(t *testing.T) { ysbPipeline(t, tc.in, tc.out, redisAddr, false) })
 	}
 }
 
-func ysbPipeline(t *testing.T, in, out, redisAddr string) {
-	r := runYSB(t, in, out, redisAddr, "20k", "2s")
+// TestYSBAsTwoProcesses: the same job as two processes with a topic
+// between them (cpjob ysb --part filter, then --part count), as it runs
+// on two hosts: the windows are exactly the input's views, as one
+// process counts them.
+func TestYSBAsTwoProcesses(t *testing.T) {
+	natsAddr, _ := realserver.NATS(t)
+	redisAddr, _ := realserver.Redis(t)
+	ysbPipeline(t, "jetstream://"+natsAddr+"/split.in", "jetstream://"+natsAddr+"/split.out", redisAddr, true)
+}
+
+func ysbPipeline(t *testing.T, in, out, redisAddr string, split bool) {
+	r := runYSB(t, in, out, redisAddr, "20k", "2s", split)
 	if !maps.Equal(r.got, r.want) || len(r.want) == 0 {
 		t.Errorf("the job counted %d windows, the input holds views of %d; first difference: %s", len(r.got), len(r.want), firstWindowDifference(r.want, r.got))
 	}
@@ -99,17 +109,27 @@ type ysbRun struct {
 }
 
 // runYSB runs dgsend at rate for duration into in, cpjob ysb from in to
-// out (windows of 1 s, lateness 500 ms) and dgrecv on out, then reads both
+// out (windows of 1 s, lateness 500 ms; split: as two processes, the views
+// in the topic in.views between them) and dgrecv on out, then reads both
 // topics back.
-func runYSB(t *testing.T, in, out, redisAddr, rate, duration string) ysbRun {
+func runYSB(t *testing.T, in, out, redisAddr, rate, duration string, split bool) ysbRun {
 	t.Helper()
-	job, err := Start(filepath.Join(binDir, "cpjob"), "ysb", "--input", in+"?group=ysb", "--output", out, "--redis", redisAddr, "--window", "1s", "--lateness", "500ms")
-	if err != nil {
-		t.Fatal(err)
+	parts := [][]string{{"--input", in + "?group=ysb", "--output", out, "--redis", redisAddr}}
+	if split {
+		parts = [][]string{{"--part", "filter", "--input", in + "?group=ysb", "--output", in + ".views"},
+			{"--part", "count", "--input", in + ".views?group=ysb-count", "--output", out, "--redis", redisAddr}}
 	}
-	defer func() { _ = job.Signal(syscall.SIGKILL) }()
-	if !job.WaitForLine("cpjob ysb: reading", 30*time.Second) {
-		t.Fatalf("cpjob did not start:\n%s", job.Stderr.String())
+	var jobs []*Proc
+	for _, part := range parts {
+		job, err := Start(filepath.Join(binDir, "cpjob"), append(append([]string{"ysb"}, part...), "--window", "1s", "--lateness", "500ms")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = job.Signal(syscall.SIGKILL) }()
+		if !job.WaitForLine("cpjob ysb: reading", 30*time.Second) {
+			t.Fatalf("cpjob did not start:\n%s", job.Stderr.String())
+		}
+		jobs = append(jobs, job)
 	}
 	recv, err := Start(filepath.Join(binDir, "dgrecv"), "--connect", out+"?group=cp", "--job-input", in+"?group=ysb", "--schema", "window", "--json", "--end-timeout", "60s")
 	if err != nil {
@@ -127,11 +147,13 @@ func runYSB(t *testing.T, in, out, redisAddr, rate, duration string) ysbRun {
 	}
 	// the last window closes a window and a lateness after the last event
 	time.Sleep(3 * time.Second)
-	if err := job.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := job.Wait(30 * time.Second); err != nil {
-		t.Fatalf("cpjob did not stop cleanly: %v\n%s", err, job.Stderr.String())
+	for _, job := range jobs {
+		if err := job.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := job.Wait(30 * time.Second); err != nil {
+			t.Fatalf("cpjob did not stop cleanly: %v\n%s", err, job.Stderr.String())
+		}
 	}
 	if err := recv.Wait(90 * time.Second); err != nil {
 		t.Fatalf("dgrecv: %v\n%s\n%s", err, recv.Stdout.String(), recv.Stderr.String())
@@ -169,7 +191,7 @@ func runYSB(t *testing.T, in, out, redisAddr, rate, duration string) ysbRun {
 		}
 	}
 	return ysbRun{owed: windowMap(sent.Windows), consumed: windowMap(res.Windows), jobLags: jobLags, want: viewsIn(t, in), got: windowsIn(t, out), complete: res.Complete, received: res.Received, latencies: res.Latency.Count,
-		p50: time.Duration(res.Latency.P50), p99: time.Duration(res.Latency.P99), sent: sent.Sent, scheduleKept: sent.Kept, lateFraction: sent.Late, expectedViews: sent.Views, jobCPU: procCPU(job)}
+		p50: time.Duration(res.Latency.P50), p99: time.Duration(res.Latency.P99), sent: sent.Sent, scheduleKept: sent.Kept, lateFraction: sent.Late, expectedViews: sent.Views, jobCPU: procCPU(jobs[len(jobs)-1])}
 }
 
 var ysbBrokers = driver.NewRegistry(nats.Driver{}, redis.Driver{}, kafka.Driver{})
