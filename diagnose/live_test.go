@@ -9,6 +9,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/cloudprofiler-go/cp/stage"
+	"github.com/cloudprofiler-go/cp/stage/stagemetrics"
 	"github.com/cloudprofiler-go/cp/tsc"
 )
 
@@ -62,7 +63,7 @@ func TestWatchLogsAConfirmedStall(t *testing.T) {
 func labelOf(t *testing.T, set *stage.Set, name string) string {
 	t.Helper()
 	ch := make(chan prometheus.Metric, 256)
-	set.Collect(ch)
+	stagemetrics.Collector{Set: set}.Collect(ch)
 	close(ch)
 	found := ""
 	for m := range ch {

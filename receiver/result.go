@@ -14,6 +14,7 @@ import (
 	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/servicerate"
 	"github.com/cloudprofiler-go/cp/stage"
+	"github.com/cloudprofiler-go/cp/stage/stagemetrics"
 )
 
 // The run's accounting types live in receiver/tally, so that the agent
@@ -185,7 +186,7 @@ func (r *Receiver) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRecvT, descRecvB, descConsT, descOOS, descDup, descStale, descGap, descEnded, descMalformed, descOcc, descCap, descBusy, descStall, descLat, descConsAll} {
 		ch <- d
 	}
-	r.stages.Describe(ch)
+	stagemetrics.Collector{Set: r.stages}.Describe(ch)
 	if r.rates != nil {
 		r.rates.Describe(ch)
 	}
@@ -233,7 +234,7 @@ func (r *Receiver) Collect(ch chan<- prometheus.Metric) {
 	ch <- c.Metric(descLat, 1e-9)
 	counter(descConsAll, r.consumed.Load())
 	r.cpu.Collect(ch)
-	r.stages.Collect(ch)
+	stagemetrics.Collector{Set: r.stages}.Collect(ch)
 	if r.rates != nil {
 		r.rates.Collect(ch)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/sender/tally"
+	"github.com/cloudprofiler-go/cp/stage/stagemetrics"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -197,7 +198,7 @@ func (s *Sender) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descEmitted, descBuckets, descDropB, descDropT, descLate, descLatency, descTarget, descCost, descRunning} {
 		ch <- d
 	}
-	s.stages.Describe(ch)
+	stagemetrics.Collector{Set: s.stages}.Describe(ch)
 	if s.rates != nil {
 		s.rates.Describe(ch)
 	}
@@ -229,7 +230,7 @@ func (s *Sender) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descRunning, prometheus.GaugeValue, running)
 	s.cpu.Collect(ch)
-	s.stages.Collect(ch)
+	stagemetrics.Collector{Set: s.stages}.Collect(ch)
 	if s.rates != nil {
 		s.rates.Collect(ch)
 	}
