@@ -10,13 +10,15 @@ type Kind string
 // The stage kinds of the harness's pipeline: sender threads, the network
 // between them and the lanes (or a relayed system under test), lanes and
 // the consumer. Network and SUT stages are black boxes: only counts,
-// derived across hosts by the diagnosis.
+// derived across hosts by the diagnosis. An Operator is one of a job's
+// own, accounted by the job (package dataflow).
 const (
 	Sender   Kind = "sender"
 	Network  Kind = "network"
 	SUT      Kind = "sut"
 	Lane     Kind = "lane"
 	Consumer Kind = "consumer"
+	Operator Kind = "operator"
 )
 
 // Class says what a state means for the stage: doing its own work (busy),
@@ -49,6 +51,12 @@ const (
 
 	Idling  = 0 // consumer: every ring empty
 	Working = 1 // consumer: consuming a bucket (work and sink included)
+
+	// FlowDiagnoser's two bits: an operator is busy, waiting for its
+	// input, or blocked on its output (waiting on its dependents).
+	OpWaiting = 0 // operator: no input to work on
+	OpBusy    = 1 // operator: working on its input
+	OpBlocked = 2 // operator: its output cannot take more
 )
 
 // MaxStates bounds a kind's states.
@@ -58,6 +66,7 @@ var kindStates = map[Kind][]State{
 	Sender:   {{"pacing", Idle}, {"sending", Busy}, {"blocked", Blocked}},
 	Lane:     {{"waiting", Idle}, {"decoding", Busy}, {"blocked", Blocked}},
 	Consumer: {{"idle", Idle}, {"working", Busy}},
+	Operator: {{"waiting", Idle}, {"busy", Busy}, {"blocked", Blocked}},
 	Network:  nil,
 	SUT:      nil,
 }

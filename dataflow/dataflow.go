@@ -1,0 +1,167 @@
+package dataflow
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/profiler"
+	"github.com/cloudprofiler-go/cp/stage"
+	"github.com/cloudprofiler-go/cp/tsc"
+)
+
+// Config is a job's accounting.
+type Config struct {
+	Clock *tsc.Clock // the host's TSC (tsc.NewClock)
+	// Period is how often every operator's state is sampled into the
+	// series the analyses read (0: 100 ms).
+	Period time.Duration
+	// Profile, when set, gives each operator a profiler channel named
+	// op.NAME with its handler from Handlers (Null when unlisted).
+	Profile  *profiler.Profiler
+	Handlers *profiler.Handlers
+}
+
+// DefaultPeriod is Config.Period when none is given.
+const DefaultPeriod = 100 * time.Millisecond
+
+// MaxOperators bounds a job's operators.
+const MaxOperators = 256
+
+// Job is a dataflow of operators.
+type Job struct {
+	cfg   Config
+	set   *stage.Set
+	mu    sync.Mutex
+	ops   []*Operator
+	names map[string]*Operator
+	edges []Edge
+}
+
+// Edge is a dataflow edge: From's output is To's input.
+type Edge struct{ From, To string }
+
+// New makes a job's accounting.
+func New(cfg Config) (*Job, error) {
+	if cfg.Clock == nil {
+		return nil, errors.New("dataflow: no clock (tsc.NewClock)")
+	}
+	if cfg.Period == 0 {
+		cfg.Period = DefaultPeriod
+	}
+	if cfg.Period < time.Millisecond {
+		return nil, fmt.Errorf("dataflow: a sampling period of %v is below 1ms", cfg.Period)
+	}
+	return &Job{cfg: cfg, set: stage.NewSet(cfg.Clock, cfg.Period), names: map[string]*Operator{}}, nil
+}
+
+// Operator declares an operator; queue, when not nil, reads its input
+// queue's length (a sampler calls it, never the operator's loop). Each
+// operator is one goroutine's: only that goroutine marks its state.
+func (j *Job) Operator(name string, queue func() int64) (*Operator, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	switch {
+	case name == "" || len(name) > 64:
+		return nil, fmt.Errorf("dataflow: operator name %q: 1 to 64 bytes", name)
+	case j.names[name] != nil:
+		return nil, fmt.Errorf("dataflow: operator %q declared twice", name)
+	case len(j.ops) >= MaxOperators:
+		return nil, fmt.Errorf("dataflow: more than %d operators", MaxOperators)
+	}
+	o := &Operator{name: name, acct: j.set.Add(name, stage.Operator, queue)}
+	if j.cfg.Profile != nil {
+		ch, err := j.cfg.Profile.OpenNamed("op."+name, j.cfg.Handlers)
+		if err != nil {
+			return nil, fmt.Errorf("dataflow: operator %q: %w", name, err)
+		}
+		o.ch = ch
+	}
+	j.ops = append(j.ops, o)
+	j.names[name] = o
+	return o, nil
+}
+
+// Connect declares the edge from → to.
+func (j *Job) Connect(from, to *Operator) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if from == nil || to == nil || j.names[from.name] != from || j.names[to.name] != to {
+		return errors.New("dataflow: connect operators of this job")
+	}
+	if from == to {
+		return fmt.Errorf("dataflow: operator %q cannot feed itself", from.name)
+	}
+	for _, e := range j.edges {
+		if e.From == from.name && e.To == to.name {
+			return nil
+		}
+	}
+	j.edges = append(j.edges, Edge{from.name, to.name})
+	return nil
+}
+
+// Edges are the declared edges, in the order declared.
+func (j *Job) Edges() []Edge {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return append([]Edge(nil), j.edges...)
+}
+
+// Stages is the operators' stage accounting, for the analyses and for a
+// server to serve.
+func (j *Job) Stages() *stage.Set { return j.set }
+
+// Start samples every operator each period (on the profiler's ticker
+// when it has the same period); Stop ends it.
+func (j *Job) Start() {
+	var t stage.Ticker
+	if j.cfg.Profile != nil {
+		t = j.cfg.Profile
+	}
+	j.set.Start(t)
+}
+
+// Stop stops the sampling.
+func (j *Job) Stop() { j.set.Stop() }
+
+// Operator is one of a job's operators. Its methods are for the
+// operator's own goroutine, and allocate nothing.
+type Operator struct {
+	name string
+	acct *stage.Account
+	ch   *profiler.Channel // nil: not profiled
+}
+
+// Name is the operator's name.
+func (o *Operator) Name() string { return o.name }
+
+// Busy marks the operator working on its input, from now.
+func (o *Operator) Busy() { o.acct.Enter(stage.OpBusy, tsc.ReadFast()) }
+
+// Waiting marks the operator waiting for input, from now.
+func (o *Operator) Waiting() { o.acct.Enter(stage.OpWaiting, tsc.ReadFast()) }
+
+// Blocked marks the operator blocked on its output (its dependents take
+// no more), from now.
+func (o *Operator) Blocked() { o.acct.Enter(stage.OpBlocked, tsc.ReadFast()) }
+
+// Processed counts items (batches, messages) and the tuples in them that
+// the operator has finished.
+func (o *Operator) Processed(items, tuples uint64) { o.acct.Add(items, tuples) }
+
+// Log logs the profiler's point for tuple id at now (nothing when the
+// operator is not profiled, or its handler is Null).
+func (o *Operator) Log(id uint64) {
+	if o.ch != nil {
+		o.ch.LogTS(id)
+	}
+}
+
+// LogRange logs n consecutive ids from first, one clock read for all.
+func (o *Operator) LogRange(first, n uint64) {
+	if o.ch != nil {
+		o.ch.LogRangeAt(tsc.ReadFast(), first, n)
+	}
+}

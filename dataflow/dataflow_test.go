@@ -1,0 +1,233 @@
+package dataflow_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/dataflow"
+	"github.com/cloudprofiler-go/cp/profiler"
+	"github.com/cloudprofiler-go/cp/stage"
+	"github.com/cloudprofiler-go/cp/tsc"
+)
+
+func newClock(t testing.TB) *tsc.Clock {
+	t.Helper()
+	clock, err := tsc.NewClock(20 * time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return clock
+}
+
+// profiled is a profiler writing every operator's points to dir.
+func profiled(t testing.TB, dir string) (*profiler.Profiler, *profiler.Handlers) {
+	t.Helper()
+	h, err := profiler.ParseHandlers([]byte(`default: {handler: buffered, path: "{name}.log"}`), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := profiler.NewIn(dir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, h
+}
+
+// TestAnOperatorsTimeIsAccountedInItsStates: the time an operator spends
+// busy, waiting for input and blocked on its output lands in its stage's
+// three states, and its items and tuples in its counts.
+func TestAnOperatorsTimeIsAccountedInItsStates(t *testing.T) {
+	clock := newClock(t)
+	job, err := dataflow.New(dataflow.Config{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := job.Operator("join", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op.Waiting()
+	time.Sleep(20 * time.Millisecond)
+	op.Busy()
+	time.Sleep(60 * time.Millisecond)
+	op.Processed(3, 300)
+	op.Blocked()
+	time.Sleep(40 * time.Millisecond)
+	op.Waiting()
+	job.Stages().Sample()
+	accounts, readings := job.Stages().Readings()
+	if len(accounts) != 1 || accounts[0].Kind() != stage.Operator || accounts[0].Name() != "join" {
+		t.Fatalf("stages %v", accounts)
+	}
+	r := readings[0]
+	ms := func(state int) float64 { return clock.TicksToNs(r.Ticks[state]) / 1e6 }
+	if w, b, bl := ms(stage.OpWaiting), ms(stage.OpBusy), ms(stage.OpBlocked); w < 18 || w > 40 || b < 58 || b > 90 || bl < 38 || bl > 70 {
+		t.Errorf("waiting %.1f ms, busy %.1f ms, blocked %.1f ms; want about 20, 60 and 40", w, b, bl)
+	}
+	if r.Items != 3 {
+		t.Errorf("%d items, want 3", r.Items)
+	}
+	if names := stage.States(stage.Operator); names[stage.OpBusy].Class != stage.Busy || names[stage.OpBlocked].Class != stage.Blocked || names[stage.OpWaiting].Class != stage.Idle {
+		t.Errorf("the operator's states %v are not FlowDiagnoser's busy and waiting-on-dependents bits", names)
+	}
+}
+
+// TestOperatorCallsAllocateNothing: every call an operator's loop makes,
+// the profiler's point included, allocates nothing.
+func TestOperatorCallsAllocateNothing(t *testing.T) {
+	p, h := profiled(t, t.TempDir())
+	defer p.Close()
+	job, err := dataflow.New(dataflow.Config{Clock: newClock(t), Profile: p, Handlers: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := job.Operator("filter", func() int64 { return 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := uint64(0)
+	if a := testing.AllocsPerRun(10_000, func() {
+		op.Waiting()
+		op.Busy()
+		op.Log(id)
+		op.LogRange(id, 10)
+		op.Processed(1, 10)
+		op.Blocked()
+		id += 10
+	}); a != 0 {
+		t.Errorf("%v allocations per round of calls", a)
+	}
+}
+
+// TestTheProfilersPointsCarryTheTupleIDs: an operator's points are the
+// profiler's, in a log of its own (op.NAME) that the analyses read.
+func TestTheProfilersPointsCarryTheTupleIDs(t *testing.T) {
+	dir := t.TempDir()
+	p, h := profiled(t, dir)
+	job, err := dataflow.New(dataflow.Config{Clock: newClock(t), Profile: p, Handlers: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := job.Operator("window", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := uint64(100); id < 110; id++ {
+		op.Log(id)
+	}
+	op.LogRange(200, 5)
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(dir, "op.window.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var ids []uint64
+	if _, err := profiler.ReadBlocks(f, func(recs []profiler.Record) error {
+		for _, r := range recs {
+			ids = append(ids, r.ID)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 15 || ids[0] != 100 || ids[9] != 109 || ids[10] != 200 || ids[14] != 204 {
+		t.Errorf("logged ids %v", ids)
+	}
+}
+
+// TestADataflowIsDeclaredOnce: names are unique and bounded, edges join
+// this job's operators (each once, never an operator to itself).
+func TestADataflowIsDeclaredOnce(t *testing.T) {
+	job, err := dataflow.New(dataflow.Config{Clock: newClock(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := dataflow.New(dataflow.Config{Clock: newClock(t)})
+	a, _ := job.Operator("filter", nil)
+	b, _ := job.Operator("join", nil)
+	stranger, _ := other.Operator("join", nil)
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"twice", second(job.Operator("filter", nil)), "declared twice"},
+		{"no name", second(job.Operator("", nil)), "1 to 64 bytes"},
+		{"itself", job.Connect(a, a), "cannot feed itself"},
+		{"another job's", job.Connect(a, stranger), "operators of this job"},
+	} {
+		if tc.err == nil || !strings.Contains(tc.err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, tc.err, tc.want)
+		}
+	}
+	for range 2 {
+		if err := job.Connect(a, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e := job.Edges(); len(e) != 1 || e[0] != (dataflow.Edge{From: "filter", To: "join"}) {
+		t.Errorf("edges %v", e)
+	}
+	if _, err := dataflow.New(dataflow.Config{}); err == nil {
+		t.Error("a job without a clock")
+	}
+}
+
+func second(_ *dataflow.Operator, err error) error { return err }
+
+// TestLightToLink: what a job links for its accounting stays small, and
+// none of it is a Prometheus client, the profiler's configuration server,
+// the sweep, a broker client or plotting (BENCHMARKS.md lists it).
+func TestLightToLink(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "github.com/cloudprofiler-go/cp/dataflow").Output()
+	if err != nil {
+		t.Skipf("go list: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) > 30 {
+		t.Errorf("%d packages outside the standard library, want at most 30: %v", len(deps), deps)
+	}
+	for _, d := range deps {
+		for _, banned := range []string{"prometheus", "configsrv", "/sweep", "/driver", "nats", "redis", "franz-go", "plot", "zmq"} {
+			if strings.Contains(d, banned) {
+				t.Errorf("dataflow links %s", d)
+			}
+		}
+	}
+}
+
+// BenchmarkOperator is the cost of an operator's calls: a state change
+// (busy, then waiting again: two per batch), and a profiler point (a
+// buffered, zstd-compressed log of every tuple).
+func BenchmarkOperator(b *testing.B) {
+	p, h := profiled(b, b.TempDir())
+	defer p.Close()
+	job, err := dataflow.New(dataflow.Config{Clock: newClock(b), Profile: p, Handlers: h})
+	if err != nil {
+		b.Fatal(err)
+	}
+	op, _ := job.Operator("join", nil)
+	b.Run("state", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			if i&1 == 0 {
+				op.Busy()
+			} else {
+				op.Waiting()
+			}
+		}
+	})
+	b.Run("point", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := uint64(0); b.Loop(); i++ {
+			op.Log(i)
+		}
+	})
+}
