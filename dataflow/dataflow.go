@@ -127,7 +127,8 @@ func (j *Job) Start() {
 func (j *Job) Stop() { j.set.Stop() }
 
 // Operator is one of a job's operators. Its methods are for the
-// operator's own goroutine, and allocate nothing.
+// operator's own goroutine, and allocate nothing; a nil *Operator
+// accounts nothing (a job run without its accounting).
 type Operator struct {
 	name string
 	acct *stage.Account
@@ -137,31 +138,73 @@ type Operator struct {
 // Name is the operator's name.
 func (o *Operator) Name() string { return o.name }
 
+// Declare declares an operator named base, or base.1, base.2, ... when an
+// engine makes several of it (copies of an input's processors); nil when
+// j is nil.
+func (j *Job) Declare(base string, queue func() int64) (*Operator, error) {
+	if j == nil {
+		return nil, nil
+	}
+	j.mu.Lock()
+	name := base
+	for i := 1; j.names[name] != nil; i++ {
+		name = fmt.Sprintf("%s.%d", base, i)
+	}
+	j.mu.Unlock()
+	return j.Operator(name, queue)
+}
+
+// Op is the operator declared as name (nil: none, or a nil job).
+func (j *Job) Op(name string) *Operator {
+	if j == nil {
+		return nil
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.names[name]
+}
+
 // Busy marks the operator working on its input, from now.
-func (o *Operator) Busy() { o.acct.Enter(stage.OpBusy, tsc.ReadFast()) }
+func (o *Operator) Busy() {
+	if o != nil {
+		o.acct.Enter(stage.OpBusy, tsc.ReadFast())
+	}
+}
 
 // Waiting marks the operator waiting for input, from now.
-func (o *Operator) Waiting() { o.acct.Enter(stage.OpWaiting, tsc.ReadFast()) }
+func (o *Operator) Waiting() {
+	if o != nil {
+		o.acct.Enter(stage.OpWaiting, tsc.ReadFast())
+	}
+}
 
 // Blocked marks the operator blocked on its output (its dependents take
 // no more), from now.
-func (o *Operator) Blocked() { o.acct.Enter(stage.OpBlocked, tsc.ReadFast()) }
+func (o *Operator) Blocked() {
+	if o != nil {
+		o.acct.Enter(stage.OpBlocked, tsc.ReadFast())
+	}
+}
 
 // Processed counts items (batches, messages) and the tuples in them that
 // the operator has finished.
-func (o *Operator) Processed(items, tuples uint64) { o.acct.Add(items, tuples) }
+func (o *Operator) Processed(items, tuples uint64) {
+	if o != nil {
+		o.acct.Add(items, tuples)
+	}
+}
 
 // Log logs the profiler's point for tuple id at now (nothing when the
 // operator is not profiled, or its handler is Null).
 func (o *Operator) Log(id uint64) {
-	if o.ch != nil {
+	if o != nil && o.ch != nil {
 		o.ch.LogTS(id)
 	}
 }
 
 // LogRange logs n consecutive ids from first, one clock read for all.
 func (o *Operator) LogRange(first, n uint64) {
-	if o.ch != nil {
+	if o != nil && o.ch != nil {
 		o.ch.LogRangeAt(tsc.ReadFast(), first, n)
 	}
 }

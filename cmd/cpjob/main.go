@@ -12,10 +12,12 @@ import (
 	"slices"
 	"time"
 
+	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/spf13/cobra"
 
 	"github.com/cloudprofiler-go/cp/cmd/internal/brokers"
 	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
+	"github.com/cloudprofiler-go/cp/dataflow"
 	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/internal/readfile"
 	"github.com/cloudprofiler-go/cp/scenarios"
@@ -41,6 +43,7 @@ func ysbCommand() *cobra.Command {
 	c := ysb.Defaults()
 	var scenario string
 	var load, print bool
+	var acct accountingFlags
 	cmd := &cobra.Command{
 		Use:   "ysb --input URL --output URL --redis HOST:PORT",
 		Short: "The Yahoo Streaming Benchmark: views filtered, projected, joined with campaigns in Redis, counted per campaign and window",
@@ -63,6 +66,9 @@ count's --input (in a group of its own).`,
   cpjob ysb --part filter --input 'jetstream://10.0.0.1:4222/ysb.in?group=ysb' --output jetstream://10.0.0.1:4222/ysb.views
   cpjob ysb --part count --input 'jetstream://10.0.0.1:4222/ysb.views?group=ysb-count' --output jetstream://10.0.0.1:4222/ysb.out --redis 10.0.0.3:6379
 
+  # its operators' own accounting on /metrics, and every tuple id at each operator's point
+  cpjob ysb ... --metrics-addr 127.0.0.1:9105 --profile profiles/default.yaml --profile-dir logs
+
   # print the engine's configuration instead of running it
   cpjob ysb --input 'kafka://k:9092/ads?group=ysb' --output kafka://k:9092/windows --redis r:6379 --print-config`,
 		Args: cobra.NoArgs,
@@ -84,19 +90,24 @@ count's --input (in a group of its own).`,
 					return err
 				}
 			}
-			job, err := ysb.Build(brokers.All(), c)
+			df, stopAccounting, err := acct.start()
 			if err != nil {
 				return err
+			}
+			job, err := ysb.Build(brokers.All(), c, df)
+			if err != nil {
+				return errors.Join(err, stopAccounting())
 			}
 			if c.Part == ysb.PartFilter {
 				fmt.Fprintf(os.Stderr, "cpjob ysb: reading %s, writing the views to %s (part filter)\n", c.Input, c.Output)
 			} else {
 				fmt.Fprintf(os.Stderr, "cpjob ysb: reading %s, writing windows of %v to %s, campaigns in Redis %s (part %s)\n", c.Input, c.Window, c.Output, c.Redis, c.Part)
 			}
-			return run(ctx, job.Run, job.Stop)
+			return errors.Join(run(ctx, job.Run, job.Stop), stopAccounting())
 		},
 	}
 	f := cmd.Flags()
+	acct.register(f)
 	f.StringVar(&c.Input, "input", "", "the job's input, a broker URL naming its group: jetstream://HOST:PORT/SUBJECT?group=ysb (docs/brokers.md)")
 	f.StringVar(&c.Output, "output", "", "the job's output, a broker URL")
 	f.StringVar(&c.Redis, "redis", "", "HOST:PORT of the Redis that holds the campaigns")
@@ -135,7 +146,8 @@ func checkYSB(c ysb.Config) error {
 }
 
 func runCommand() *cobra.Command {
-	return &cobra.Command{
+	var acct accountingFlags
+	cmd := &cobra.Command{
 		Use:   "run CONFIG.yaml",
 		Short: "Run a Benthos configuration with the harness's cp_input and cp_output (and YSB's operators)",
 		Long: `Runs any Benthos configuration (https://warpstreamlabs.github.io/bento/ and the
@@ -157,22 +169,37 @@ buckets), ysb_redis_join and ysb_window_count. docs/sut.md has the contract.`,
 			if err != nil {
 				return cli.Usage(fmt.Errorf("the configuration: %w", err))
 			}
-			env, err := ysb.Environment(brokers.All())
+			df, stopAccounting, err := acct.start()
 			if err != nil {
 				return err
 			}
-			b := env.NewStreamBuilder()
-			if err := b.SetYAML(string(conf)); err != nil {
-				return cli.Usage(fmt.Errorf("%s: %w", args[0], err))
-			}
-			job, err := b.Build()
+			job, err := buildRun(df, conf, args[0])
 			if err != nil {
-				return fmt.Errorf("%s: %w", args[0], err)
+				return errors.Join(err, stopAccounting())
 			}
 			fmt.Fprintf(os.Stderr, "cpjob run: %s\n", args[0])
-			return run(cmd.Context(), job.Run, job.Stop)
+			return errors.Join(run(cmd.Context(), job.Run, job.Stop), stopAccounting())
 		},
 	}
+	acct.register(cmd.Flags())
+	return cmd
+}
+
+// buildRun makes the stream of a configuration.
+func buildRun(df *dataflow.Job, conf []byte, name string) (*service.Stream, error) {
+	env, err := ysb.Environment(brokers.All(), df)
+	if err != nil {
+		return nil, err
+	}
+	b := env.NewStreamBuilder()
+	if err := b.SetYAML(string(conf)); err != nil {
+		return nil, cli.Usage(fmt.Errorf("%s: %w", name, err))
+	}
+	job, err := b.Build()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return job, nil
 }
 
 // run runs a job until ctx ends (a signal), then stops it within 10 s.

@@ -13,6 +13,7 @@ import (
 	// the engine's own components: mapping, system_window, logging
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
 
+	"github.com/cloudprofiler-go/cp/dataflow"
 	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	cpbenthos "github.com/cloudprofiler-go/cp/sut/benthos"
@@ -145,21 +146,23 @@ http:
 }
 
 // Environment is the engine with the harness's plugins (cp_input,
-// cp_output over reg's drivers) and YSB's operators.
-func Environment(reg driver.Registry) (*service.Environment, error) {
+// cp_output over reg's drivers) and YSB's operators, which account their
+// time and log their points in df (nil: not accounted; docs/dataflow.md).
+func Environment(reg driver.Registry, df *dataflow.Job) (*service.Environment, error) {
 	env := service.NewEnvironment()
 	if err := cpbenthos.Register(env, reg); err != nil {
 		return nil, err
 	}
-	if err := registerOperators(env); err != nil {
+	if err := registerOperators(env, df); err != nil {
 		return nil, err
 	}
 	return env, nil
 }
 
-// Build makes the job's stream; Run it, Stop it.
-func Build(reg driver.Registry, c Config) (*service.Stream, error) {
-	env, err := Environment(reg)
+// Build makes the job's stream, its operators accounted in df (nil: not
+// accounted); Run it, Stop it.
+func Build(reg driver.Registry, c Config, df *dataflow.Job) (*service.Stream, error) {
+	env, err := Environment(reg, df)
 	if err != nil {
 		return nil, err
 	}

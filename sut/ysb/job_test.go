@@ -9,13 +9,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/dataflow"
 	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/driver/kafka"
 	"github.com/cloudprofiler-go/cp/driver/nats"
 	"github.com/cloudprofiler-go/cp/driver/redis"
 	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
 	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/sut/ysb"
+	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/wire"
 )
 
@@ -118,7 +121,9 @@ func readWindows(t *testing.T, out driver.Endpoint, total int64, wait time.Durat
 // TestYSBCountsEveryViewOnce: the YSB job on the engine, between two
 // JetStream subjects, with its campaigns in a real Redis, counts exactly
 // the views the harness counts itself, per campaign and window, and each
-// window carries the identity of the latest event it counted.
+// window carries the identity of the latest event it counted. Its own
+// operators account themselves (docs/dataflow.md): the join feeds the
+// window, each processed every view, and each was busy for some of it.
 func TestYSBCountsEveryViewOnce(t *testing.T) {
 	natsAddr := realserver.EmbeddedNATS(t)
 	redisAddr, _ := realserver.Redis(t)
@@ -143,7 +148,15 @@ func TestYSBCountsEveryViewOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	job, err := ysb.Build(brokers, cfg)
+	clock, err := tsc.NewClock(20 * time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	df, err := dataflow.New(dataflow.Config{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := ysb.Build(brokers, cfg, df)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,4 +202,26 @@ func TestYSBCountsEveryViewOnce(t *testing.T) {
 		t.Errorf("stop the job: %v", err)
 	}
 	<-done
+	checkOperators(t, df, uint64(views))
+}
+
+// checkOperators: YSB's join fed its window, and each processed views
+// tuples, busy for part of the run.
+func checkOperators(t *testing.T, df *dataflow.Job, views uint64) {
+	t.Helper()
+	if e := df.Edges(); len(e) != 1 || e[0] != (dataflow.Edge{From: ysb.OpJoin, To: ysb.OpWindow}) {
+		t.Errorf("the dataflow's edges: %v, want join -> window", e)
+	}
+	df.Stages().Sample()
+	accounts, readings := df.Stages().Readings()
+	if len(accounts) != 2 {
+		t.Fatalf("%d operators accounted, want join and window", len(accounts))
+	}
+	for i, a := range accounts {
+		r := readings[i]
+		if a.Kind() != stage.Operator || r.Tuples != views || r.Items == 0 || r.Ticks[stage.OpBusy] == 0 || r.Ticks[stage.OpWaiting] == 0 {
+			t.Errorf("operator %s (%s): %d tuples in %d batches, busy %d and waiting %d ticks; want the %d views, busy and waiting for some of the run",
+				a.Name(), a.Kind(), r.Tuples, r.Items, r.Ticks[stage.OpBusy], r.Ticks[stage.OpWaiting], views)
+		}
+	}
 }

@@ -10,14 +10,23 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redpanda-data/benthos/v4/public/service"
 
+	"github.com/cloudprofiler-go/cp/dataflow"
 	cpbenthos "github.com/cloudprofiler-go/cp/sut/benthos"
 )
 
 // FieldCampaign is the campaign's id that the join adds to an event.
 const FieldCampaign = "campaign_id"
 
-// registerOperators adds ysb_redis_join and ysb_window_count to env.
-func registerOperators(env *service.Environment) error {
+// Operator names in a job's accounting (docs/dataflow.md): the join of
+// each input copy (join, join.1, ...) feeds the window.
+const (
+	OpJoin   = "join"
+	OpWindow = "window"
+)
+
+// registerOperators adds ysb_redis_join and ysb_window_count to env,
+// each accounted in df (nil: not accounted).
+func registerOperators(env *service.Environment, df *dataflow.Job) error {
 	return errors.Join(
 		env.RegisterBatchProcessor("ysb_redis_join", service.NewConfigSpec().
 			Summary("YSB's join: each event's ad_id looked up in a Redis hash of ad -> campaign, one HMGET per batch; an unknown ad is dropped and counted.").
@@ -32,23 +41,80 @@ func registerOperators(env *service.Environment) error {
 				if err != nil {
 					return nil, err
 				}
-				return &redisJoin{c: redis.NewClient(&redis.Options{Addr: addr}), hash: hash, unknown: mgr.Metrics().NewCounter("ysb_unknown_ads")}, nil
+				op, err := df.Declare(OpJoin, nil)
+				if err != nil {
+					return nil, err
+				}
+				if w := df.Op(OpWindow); w != nil {
+					if err := df.Connect(op, w); err != nil {
+						return nil, err
+					}
+				}
+				return &redisJoin{c: redis.NewClient(&redis.Options{Addr: addr}), hash: hash, unknown: mgr.Metrics().NewCounter("ysb_unknown_ads"), op: op}, nil
 			}),
 		env.RegisterBatchProcessor("ysb_window_count", service.NewConfigSpec().
 			Summary("YSB's count: a window's events grouped by campaign, one message per campaign with its count, the window's end, and the identity of the latest event counted."),
 			func(*service.ParsedConfig, *service.Resources) (service.BatchProcessor, error) {
-				return windowCount{}, nil
+				op, err := df.Declare(OpWindow, nil)
+				if err != nil {
+					return nil, err
+				}
+				for _, e := range joins(df) {
+					if err := df.Connect(e, op); err != nil {
+						return nil, err
+					}
+				}
+				return windowCount{op: op}, nil
 			}),
 	)
+}
+
+// joins are df's join operators declared so far.
+func joins(df *dataflow.Job) []*dataflow.Operator {
+	var out []*dataflow.Operator
+	for i := 0; ; i++ {
+		name := OpJoin
+		if i > 0 {
+			name = fmt.Sprintf("%s.%d", OpJoin, i)
+		}
+		op := df.Op(name)
+		if op == nil {
+			return out
+		}
+		out = append(out, op)
+	}
 }
 
 type redisJoin struct {
 	c       *redis.Client
 	hash    string
 	unknown *service.MetricCounter
+	op      *dataflow.Operator // nil: not accounted
 }
 
+// ProcessBatch is the join of one batch: busy from its start to its end,
+// each tuple's point logged as it arrives (the operator waits between
+// batches: the engine does not say whether it is held by its output).
 func (j *redisJoin) ProcessBatch(ctx context.Context, batch service.MessageBatch) ([]service.MessageBatch, error) {
+	j.op.Busy()
+	defer j.op.Waiting()
+	logPoints(j.op, batch)
+	j.op.Processed(1, uint64(len(batch)))
+	return j.join(ctx, batch)
+}
+
+// logPoints logs each message's tuple id at op's point.
+func logPoints(op *dataflow.Operator, batch service.MessageBatch) {
+	for _, m := range batch {
+		if id, ok := m.MetaGetMut(cpbenthos.MetaTupleID); ok {
+			if v, ok := id.(uint64); ok {
+				op.Log(v)
+			}
+		}
+	}
+}
+
+func (j *redisJoin) join(ctx context.Context, batch service.MessageBatch) ([]service.MessageBatch, error) {
 	ads := make([]string, len(batch))
 	objs := make([]map[string]any, len(batch))
 	for i, m := range batch {
@@ -83,7 +149,9 @@ func (j *redisJoin) ProcessBatch(ctx context.Context, batch service.MessageBatch
 
 func (j *redisJoin) Close(context.Context) error { return j.c.Close() }
 
-type windowCount struct{}
+type windowCount struct {
+	op *dataflow.Operator // nil: not accounted
+}
 
 // window is one campaign's count in a window.
 type window struct {
@@ -92,7 +160,17 @@ type window struct {
 	intended int64  // the latest intended send time counted
 }
 
-func (windowCount) ProcessBatch(_ context.Context, batch service.MessageBatch) ([]service.MessageBatch, error) {
+// ProcessBatch counts one window's batch, busy while it does.
+func (w windowCount) ProcessBatch(_ context.Context, batch service.MessageBatch) ([]service.MessageBatch, error) {
+	w.op.Busy()
+	defer w.op.Waiting()
+	logPoints(w.op, batch)
+	w.op.Processed(1, uint64(len(batch)))
+	return count(batch)
+}
+
+// count groups a window's events by campaign.
+func count(batch service.MessageBatch) ([]service.MessageBatch, error) {
 	if len(batch) == 0 {
 		return nil, nil
 	}

@@ -5,8 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"net/http"
+	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -18,6 +22,7 @@ import (
 	"github.com/cloudprofiler-go/cp/driver/nats"
 	"github.com/cloudprofiler-go/cp/driver/redis"
 	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
+	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sut/ysb"
 )
@@ -290,4 +295,85 @@ func firstWindowDifference(want, got map[ysbWindow]int64) string {
 		}
 	}
 	return "none"
+}
+
+// TestYSBServesItsOperatorsAccounting: cpjob ysb --metrics-addr serves its
+// own operators' accounting (the join and the window, each busy for part
+// of the run, each having processed batches), and --profile logs every
+// view's id at each operator's point: exactly the views dgsend counted.
+func TestYSBServesItsOperatorsAccounting(t *testing.T) {
+	natsAddr, _ := realserver.NATS(t)
+	redisAddr, _ := realserver.Redis(t)
+	in, out := "jetstream://"+natsAddr+"/acct.in", "jetstream://"+natsAddr+"/acct.out"
+	dir := t.TempDir()
+	handlers := filepath.Join(dir, "handlers.yaml")
+	if err := os.WriteFile(handlers, []byte(`default: {handler: buffered, path: "{name}.log"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	job, err := Start(filepath.Join(binDir, "cpjob"), "ysb", "--input", in+"?group=ysb", "--output", out, "--redis", redisAddr, "--window", "1s", "--lateness", "500ms",
+		"--metrics-addr", "127.0.0.1:0", "--profile", handlers, "--profile-dir", filepath.Join(dir, "logs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = job.Signal(syscall.SIGKILL) }()
+	if !job.WaitForLine("cpjob ysb: reading", 30*time.Second) {
+		t.Fatalf("cpjob did not start:\n%s", job.Stderr.String())
+	}
+	addr := regexp.MustCompile(`accounting on http://([^/]+)/metrics`).FindStringSubmatch(job.Stderr.String())
+	if addr == nil {
+		t.Fatalf("cpjob did not say where its accounting is:\n%s", job.Stderr.String())
+	}
+	send, err := Start(filepath.Join(binDir, "dgsend"), "--connect", in, "--scenario", "ad-event", "--rate", "20k", "--duration", "1s", "--bucket", "100", "--expect-filter", "event_type == view", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := send.Wait(60 * time.Second); err != nil {
+		t.Fatalf("dgsend: %v\n%s", err, send.Stderr.String())
+	}
+	var sent struct {
+		Views uint64 `json:"expected_filter_tuples"`
+	}
+	if err := json.Unmarshal(send.Stdout.Bytes(), &sent); err != nil || sent.Views == 0 {
+		t.Fatalf("dgsend's JSON: %v\n%s", err, send.Stdout.String())
+	}
+	time.Sleep(3 * time.Second) // the last window closes a window and a lateness after its last event
+	resp, err := http.Get("http://" + addr[1] + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, op := range []string{ysb.OpJoin, ysb.OpWindow} {
+		busy := regexp.MustCompile(`cp_stage_seconds_total\{stage="` + op + `",state="busy"\} ([0-9.e+-]+)`).FindSubmatch(body)
+		items := regexp.MustCompile(`cp_stage_items_total\{stage="` + op + `"\} ([0-9.e+-]+)`).FindSubmatch(body)
+		if busy == nil || items == nil || string(busy[1]) == "0" || string(items[1]) == "0" {
+			t.Errorf("operator %s: busy %q, items %q in:\n%s", op, busy, items, body)
+		}
+	}
+	if err := job.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Wait(30 * time.Second); err != nil {
+		t.Fatalf("cpjob did not stop cleanly: %v\n%s", err, job.Stderr.String())
+	}
+	for _, op := range []string{ysb.OpJoin, ysb.OpWindow} {
+		if n := logRecords(t, filepath.Join(dir, "logs", "op."+op+".log")); n != sent.Views {
+			t.Errorf("operator %s logged %d tuple ids, dgsend sent %d views", op, n, sent.Views)
+		}
+	}
+}
+
+// logRecords counts a profiler log's records.
+func logRecords(t *testing.T, path string) uint64 {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var n uint64
+	if _, err := profiler.ReadBlocks(f, func(recs []profiler.Record) error { n += uint64(len(recs)); return nil }); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return n
 }

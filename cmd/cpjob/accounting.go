@@ -1,0 +1,75 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/cloudprofiler-go/cp/dataflow"
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
+	"github.com/cloudprofiler-go/cp/profiler"
+	"github.com/cloudprofiler-go/cp/stage/stagemetrics"
+	"github.com/cloudprofiler-go/cp/tsc"
+)
+
+// accountingFlags are the job's own operators' accounting (docs/dataflow.md).
+type accountingFlags struct {
+	metricsAddr, profile, profileDir string
+}
+
+func (a *accountingFlags) register(f *pflag.FlagSet) {
+	f.StringVar(&a.metricsAddr, "metrics-addr", "", "serve the operators' accounting (cp_stage_* of each operator: busy, waiting, blocked; items) on /metrics at HOST:PORT")
+	f.StringVar(&a.profile, "profile", "", "a profiler handlers file (profiles/default.yaml): each operator logs every tuple id at its point op.NAME")
+	f.StringVar(&a.profileDir, "profile-dir", "cpjob-profile", "with --profile: the directory the operators' logs go to (made if missing)")
+}
+
+// start makes the job's accounting, serves it and starts its sampling;
+// stop stops it, and closes the profiler's logs. Without a flag the job
+// is not accounted (nil).
+func (a *accountingFlags) start() (df *dataflow.Job, stop func() error, err error) {
+	if a.metricsAddr == "" && a.profile == "" {
+		return nil, func() error { return nil }, nil
+	}
+	clock, err := tsc.NewClock(20 * time.Millisecond)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the operators' clock: %w", err)
+	}
+	cfg := dataflow.Config{Clock: clock}
+	if a.profile != "" {
+		if cfg.Handlers, err = profiler.LoadHandlers(a.profile); err != nil {
+			return nil, nil, fmt.Errorf("--profile: %w", err)
+		}
+		if err := cfg.Handlers.CheckLocal(); err != nil {
+			return nil, nil, fmt.Errorf("--profile: %w", err)
+		}
+		if err := os.MkdirAll(a.profileDir, 0o755); err != nil {
+			return nil, nil, fmt.Errorf("--profile-dir: %w", err)
+		}
+		if cfg.Profile, err = profiler.NewIn(a.profileDir, time.Second); err != nil {
+			return nil, nil, fmt.Errorf("--profile-dir: %w", err)
+		}
+	}
+	if df, err = dataflow.New(cfg); err != nil {
+		return nil, nil, err
+	}
+	addr, closeMetrics, err := httpapi.ServeMetrics(a.metricsAddr, stagemetrics.Collector{Set: df.Stages()})
+	if err != nil {
+		return nil, nil, fmt.Errorf("--metrics-addr: %w", err)
+	}
+	if addr != "" {
+		fmt.Fprintf(os.Stderr, "cpjob: the operators' accounting on http://%s/metrics\n", addr)
+	}
+	df.Start()
+	return df, func() error {
+		df.Stop()
+		closeMetrics()
+		if cfg.Profile != nil {
+			if err := cfg.Profile.Close(); err != nil {
+				return fmt.Errorf("close the operators' logs: %w", err)
+			}
+		}
+		return nil
+	}, nil
+}
