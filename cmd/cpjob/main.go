@@ -39,6 +39,20 @@ another, where dgrecv reads them. docs/sut.md is the contract a job keeps.`,
 	os.Exit(cli.Execute(cli.SignalContext("cpjob"), root, os.Stderr, &code, 1))
 }
 
+// ysbExamples are cpjob ysb's --help examples.
+const ysbExamples = `  redis-server --port 6379 &
+  cpjob ysb --input 'jetstream://127.0.0.1:4222/ysb.in?group=ysb' --output jetstream://127.0.0.1:4222/ysb.out --redis 127.0.0.1:6379
+
+  # the same job as two processes, the views in a topic between them
+  cpjob ysb --part filter --input 'jetstream://10.0.0.1:4222/ysb.in?group=ysb' --output jetstream://10.0.0.1:4222/ysb.views
+  cpjob ysb --part count --input 'jetstream://10.0.0.1:4222/ysb.views?group=ysb-count' --output jetstream://10.0.0.1:4222/ysb.out --redis 10.0.0.3:6379
+
+  # its operators' own accounting on /metrics, and every tuple id at each operator's point
+  cpjob ysb ... --metrics-addr 127.0.0.1:9105 --profile profiles/default.yaml --profile-dir logs
+
+  # print the engine's configuration instead of running it
+  cpjob ysb --input 'kafka://k:9092/ads?group=ysb' --output kafka://k:9092/windows --redis r:6379 --print-config`
+
 func ysbCommand() *cobra.Command {
 	c := ysb.Defaults()
 	var scenario string
@@ -59,19 +73,8 @@ topic between them: --part filter reads the ad events and writes the views
 (schema ad-event, each with its identity) to that topic; --part count reads
 them there, joins and counts. The topic is the filter's --output and the
 count's --input (in a group of its own).`,
-		Example: `  redis-server --port 6379 &
-  cpjob ysb --input 'jetstream://127.0.0.1:4222/ysb.in?group=ysb' --output jetstream://127.0.0.1:4222/ysb.out --redis 127.0.0.1:6379
-
-  # the same job as two processes, the views in a topic between them
-  cpjob ysb --part filter --input 'jetstream://10.0.0.1:4222/ysb.in?group=ysb' --output jetstream://10.0.0.1:4222/ysb.views
-  cpjob ysb --part count --input 'jetstream://10.0.0.1:4222/ysb.views?group=ysb-count' --output jetstream://10.0.0.1:4222/ysb.out --redis 10.0.0.3:6379
-
-  # its operators' own accounting on /metrics, and every tuple id at each operator's point
-  cpjob ysb ... --metrics-addr 127.0.0.1:9105 --profile profiles/default.yaml --profile-dir logs
-
-  # print the engine's configuration instead of running it
-  cpjob ysb --input 'kafka://k:9092/ads?group=ysb' --output kafka://k:9092/windows --redis r:6379 --print-config`,
-		Args: cobra.NoArgs,
+		Example: ysbExamples,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkYSB(c); err != nil {
 				return cli.Usage(err)
