@@ -97,14 +97,16 @@ count's --input (in a group of its own).`,
 			if err != nil {
 				return err
 			}
-			job, err := ysb.Build(brokers.All(), c, df)
+			ready := whenConnected(c.Copies, func() {
+				if c.Part == ysb.PartFilter {
+					fmt.Fprintf(os.Stderr, "cpjob ysb: reading %s, writing the views to %s (part filter)\n", c.Input, c.Output)
+				} else {
+					fmt.Fprintf(os.Stderr, "cpjob ysb: reading %s, writing windows of %v to %s, campaigns in Redis %s (part %s)\n", c.Input, c.Window, c.Output, c.Redis, c.Part)
+				}
+			})
+			job, err := ysb.Build(brokers.All(), c, ysb.Hooks{Operators: df, Connected: ready})
 			if err != nil {
 				return errors.Join(err, stopAccounting())
-			}
-			if c.Part == ysb.PartFilter {
-				fmt.Fprintf(os.Stderr, "cpjob ysb: reading %s, writing the views to %s (part filter)\n", c.Input, c.Output)
-			} else {
-				fmt.Fprintf(os.Stderr, "cpjob ysb: reading %s, writing windows of %v to %s, campaigns in Redis %s (part %s)\n", c.Input, c.Window, c.Output, c.Redis, c.Part)
 			}
 			return errors.Join(run(ctx, job.Run, job.Stop), stopAccounting())
 		},
@@ -141,6 +143,9 @@ func checkYSB(c ysb.Config) error {
 		if _, err := driver.Parse(u); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if c.Lateness >= c.Window && c.Part != ysb.PartFilter {
+		errs = append(errs, fmt.Errorf("--lateness %v must be shorter than --window %v (the engine's window buffer refuses it)", c.Lateness, c.Window))
 	}
 	if c.Window < time.Millisecond || c.Lateness < 0 || c.Copies < 1 || c.Copies > 64 || c.Stream < 0 || c.Stream > 0xffff {
 		errs = append(errs, fmt.Errorf("--window %v (at least 1ms), --lateness %v (not negative), --copies %d (1..64), --stream %d (0..65535)", c.Window, c.Lateness, c.Copies, c.Stream))
@@ -190,7 +195,9 @@ buckets), ysb_redis_join and ysb_window_count. docs/sut.md has the contract.`,
 
 // buildRun makes the stream of a configuration.
 func buildRun(df *dataflow.Job, conf []byte, name string) (*service.Stream, error) {
-	env, err := ysb.Environment(brokers.All(), df)
+	env, err := ysb.Environment(brokers.All(), ysb.Hooks{Operators: df, Connected: func(plugin, where string) {
+		fmt.Fprintf(os.Stderr, "cpjob run: %s connected to %s\n", plugin, where)
+	}})
 	if err != nil {
 		return nil, err
 	}

@@ -14,15 +14,30 @@ import (
 	"github.com/cloudprofiler-go/cp/wire"
 )
 
+// Connected is told when a cp_input or cp_output has connected (plugin
+// "cp_input" or "cp_output", and the endpoint without credentials): a job
+// says it is reading only once it is, not when the engine was built.
+type Connected func(plugin, where string)
+
 // Register adds cp_input and cp_output to env, connecting through the
-// drivers of reg.
-func Register(env *service.Environment, reg driver.Registry) error {
+// drivers of reg; connected (nil: none) is told of each connection.
+func Register(env *service.Environment, reg driver.Registry, connected Connected) error {
+	if connected == nil {
+		connected = func(string, string) {}
+	}
 	return errors.Join(
 		env.RegisterBatchInput("cp_input", inputSpec(), func(conf *service.ParsedConfig, mgr *service.Resources) (service.BatchInput, error) {
-			return newInput(conf, mgr, reg)
+			in, err := newInput(conf, mgr, reg)
+			if in != nil {
+				in.connected = connected
+			}
+			return in, err
 		}),
 		env.RegisterBatchOutput("cp_output", outputSpec(), func(conf *service.ParsedConfig, mgr *service.Resources) (service.BatchOutput, service.BatchPolicy, int, error) {
 			out, err := newOutput(conf, mgr, reg)
+			if out != nil {
+				out.connected = connected
+			}
 			// one batch in flight: a stream's buckets leave in their order
 			return out, service.BatchPolicy{}, 1, err
 		}),
@@ -54,6 +69,7 @@ type input struct {
 	malformed *service.MetricCounter
 	mu        sync.Mutex // Connect and Close against ReadBatch
 	c         driver.Consumer
+	connected Connected
 }
 
 func newInput(conf *service.ParsedConfig, mgr *service.Resources, reg driver.Registry) (*input, error) {
@@ -91,6 +107,7 @@ func (in *input) Connect(context.Context) error {
 	in.mu.Lock()
 	in.c = c
 	in.mu.Unlock()
+	in.connected("cp_input", in.e.Where())
 	return nil
 }
 
@@ -145,6 +162,7 @@ type output struct {
 	seq, tuples uint64
 	buf         []byte
 	p           driver.Producer
+	connected   Connected
 }
 
 func newOutput(conf *service.ParsedConfig, _ *service.Resources, reg driver.Registry) (*output, error) {
@@ -176,6 +194,7 @@ func (o *output) Connect(context.Context) error {
 		return err
 	}
 	o.p = p
+	o.connected("cp_output", o.e.Where())
 	return nil
 }
 

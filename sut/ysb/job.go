@@ -87,7 +87,7 @@ var Parts = []string{PartAll, PartFilter, PartCount}
 
 // Defaults of a job.
 func Defaults() Config {
-	return Config{Window: time.Second, Lateness: time.Second, Copies: 1, Stream: 0xff00, LogLevel: "warn", Part: PartAll}
+	return Config{Window: time.Second, Lateness: 500 * time.Millisecond, Copies: 1, Stream: 0xff00, LogLevel: "warn", Part: PartAll}
 }
 
 // YAML is the job, or its part, as the engine's configuration.
@@ -145,24 +145,30 @@ http:
 `, c.Copies, q(c.Input), filter, count, window, q(c.Output), schema, c.Stream, c.LogLevel)
 }
 
+// Hooks are what a job's process learns of its running job: its
+// operators' accounting (nil: not accounted; docs/dataflow.md), and each
+// connection of cp_input and cp_output (nil: not told).
+type Hooks struct {
+	Operators *dataflow.Job
+	Connected cpbenthos.Connected
+}
+
 // Environment is the engine with the harness's plugins (cp_input,
-// cp_output over reg's drivers) and YSB's operators, which account their
-// time and log their points in df (nil: not accounted; docs/dataflow.md).
-func Environment(reg driver.Registry, df *dataflow.Job) (*service.Environment, error) {
+// cp_output over reg's drivers) and YSB's operators.
+func Environment(reg driver.Registry, h Hooks) (*service.Environment, error) {
 	env := service.NewEnvironment()
-	if err := cpbenthos.Register(env, reg); err != nil {
+	if err := cpbenthos.Register(env, reg, h.Connected); err != nil {
 		return nil, err
 	}
-	if err := registerOperators(env, df); err != nil {
+	if err := registerOperators(env, h.Operators); err != nil {
 		return nil, err
 	}
 	return env, nil
 }
 
-// Build makes the job's stream, its operators accounted in df (nil: not
-// accounted); Run it, Stop it.
-func Build(reg driver.Registry, c Config, df *dataflow.Job) (*service.Stream, error) {
-	env, err := Environment(reg, df)
+// Build makes the job's stream; Run it, Stop it.
+func Build(reg driver.Registry, c Config, h Hooks) (*service.Stream, error) {
+	env, err := Environment(reg, h)
 	if err != nil {
 		return nil, err
 	}

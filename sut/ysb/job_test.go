@@ -156,7 +156,7 @@ func TestYSBCountsEveryViewOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job, err := ysb.Build(brokers, cfg, df)
+	job, err := ysb.Build(brokers, cfg, ysb.Hooks{Operators: df})
 	if err != nil {
 		t.Fatal(err)
 	}
