@@ -110,6 +110,9 @@ func TestBenchYSBSweeps(t *testing.T) {
 			"--expect-filter", "event_type == view", "--bucket", "100", "--job-quiet", "1s", "--lateness-floor", "100ms", "--stage-period", "0"}, search...), host...)
 		rep, p := runSweepAllowing(t, 20*time.Minute, []int{sweep.ExitContradicted, sweep.ExitDisturbed, sweep.ExitNoRatePassed}, args...)
 		t.Logf("FILTER SWEEP %s: %s", drv, sweepLine(t, rep, p))
+		if rep.Result.LastPass <= 0 { // what the sweep said of each trial, to tell why
+			t.Logf("FILTER SWEEP %s: no rate passed; the sweep's output:\n%s", drv, p.Stderr.String())
+		}
 	}
 }
 
