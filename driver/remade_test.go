@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	natsgo "github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -106,24 +104,7 @@ func TestAnInputMadeAgainIsSeen(t *testing.T) {
 	}
 }
 
-func deleteJetStream(e driver.Endpoint) error {
-	nc, err := natsgo.Connect(e.Server)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	name, err := js.StreamNameBySubject(ctx, e.Subject)
-	if err != nil {
-		return err
-	}
-	return js.DeleteStream(ctx, name)
-}
+func deleteJetStream(e driver.Endpoint) error { return realserver.DeleteJetStream(e.Server, e.Subject) }
 
 func deleteRedis(e driver.Endpoint) error {
 	c := redis.NewClient(&redis.Options{Addr: e.Server})

@@ -1,7 +1,6 @@
 package receiver_test
 
 import (
-	"context"
 	"encoding/binary"
 	"fmt"
 	"strings"
@@ -13,8 +12,6 @@ import (
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/trialcfg"
 	"github.com/cloudprofiler-go/cp/wire"
-	natsgo "github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // windowBucket is a job's output bucket of stream 0xff00: windows of
@@ -196,22 +193,7 @@ func TestAJobsInputMadeAgainFailsTheTrial(t *testing.T) {
 
 // remake deletes e's stream and makes it and its group again.
 func remake(e driver.Endpoint) error {
-	nc, err := natsgo.Connect(e.Server)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	name, err := js.StreamNameBySubject(ctx, e.Subject)
-	if err != nil {
-		return err
-	}
-	if err := js.DeleteStream(ctx, name); err != nil {
+	if err := realserver.DeleteJetStream(e.Server, e.Subject); err != nil {
 		return err
 	}
 	return brokers.Ensure(e)

@@ -12,9 +12,6 @@ import (
 	"testing"
 	"time"
 
-	natsgo "github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
 	"github.com/cloudprofiler-go/cp/scenarios"
@@ -278,7 +275,9 @@ func TestSweepFaultsOfAJob(t *testing.T) {
 			if fault == "killed" {
 				_ = job.Signal(syscall.SIGKILL)
 			} else {
-				deleteStream(t, natsAddr, name+".in")
+				if err := realserver.DeleteJetStream(natsAddr, name+".in"); err != nil {
+					t.Fatal(err)
+				}
 			}
 			err = sw.Wait(2 * time.Minute)
 			t.Log(sw.Stderr.String())
@@ -293,29 +292,5 @@ func TestSweepFaultsOfAJob(t *testing.T) {
 				t.Errorf("the fault is not named (%q):\n%s", named, out2)
 			}
 		})
-	}
-}
-
-// deleteStream deletes the JetStream stream that captures subject, as
-// someone else might under a running job.
-func deleteStream(t *testing.T, addr, subject string) {
-	t.Helper()
-	nc, err := natsgo.Connect("nats://" + addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	name, err := js.StreamNameBySubject(ctx, subject)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := js.DeleteStream(ctx, name); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -1,6 +1,7 @@
 package realserver
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -9,8 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/driver/embedded"
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/cloudprofiler-go/cp/driver/embedded"
 )
 
 // NATS starts nats-server with JetStream, its store in a temporary folder,
@@ -100,4 +104,29 @@ func FakeKafka(t testing.TB) string {
 	}
 	t.Cleanup(c.Close)
 	return c.ListenAddrs()[0]
+}
+
+// DeleteJetStream deletes the JetStream stream that captures subject on
+// the server at addr (HOST:PORT, or a nats:// URL), as someone else might
+// under a running job.
+func DeleteJetStream(addr, subject string) error {
+	if !strings.HasPrefix(addr, "nats://") {
+		addr = "nats://" + addr
+	}
+	nc, err := natsgo.Connect(addr)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	name, err := js.StreamNameBySubject(ctx, subject)
+	if err != nil {
+		return fmt.Errorf("which stream holds %s: %w", subject, err)
+	}
+	return js.DeleteStream(ctx, name)
 }
