@@ -34,7 +34,6 @@ type Job struct {
 	cfg   Config
 	set   *stage.Set
 	mu    sync.Mutex
-	ops   []*Operator
 	names map[string]*Operator
 	edges []Edge
 }
@@ -62,12 +61,17 @@ func New(cfg Config) (*Job, error) {
 func (j *Job) Operator(name string, queue func() int64) (*Operator, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	return j.declare(name, queue)
+}
+
+// declare is Operator with j.mu held.
+func (j *Job) declare(name string, queue func() int64) (*Operator, error) {
 	switch {
 	case name == "" || len(name) > 64:
 		return nil, fmt.Errorf("dataflow: operator name %q: 1 to 64 bytes", name)
 	case j.names[name] != nil:
 		return nil, fmt.Errorf("dataflow: operator %q declared twice", name)
-	case len(j.ops) >= MaxOperators:
+	case len(j.names) >= MaxOperators:
 		return nil, fmt.Errorf("dataflow: more than %d operators", MaxOperators)
 	}
 	o := &Operator{name: name, acct: j.set.Add(name, stage.Operator, queue)}
@@ -78,7 +82,6 @@ func (j *Job) Operator(name string, queue func() int64) (*Operator, error) {
 		}
 		o.ch = ch
 	}
-	j.ops = append(j.ops, o)
 	j.names[name] = o
 	return o, nil
 }
@@ -146,12 +149,12 @@ func (j *Job) Declare(base string, queue func() int64) (*Operator, error) {
 		return nil, nil
 	}
 	j.mu.Lock()
+	defer j.mu.Unlock() // one lock: two copies made at once get two names
 	name := base
 	for i := 1; j.names[name] != nil; i++ {
 		name = fmt.Sprintf("%s.%d", base, i)
 	}
-	j.mu.Unlock()
-	return j.Operator(name, queue)
+	return j.declare(name, queue)
 }
 
 // Op is the operator declared as name (nil: none, or a nil job).

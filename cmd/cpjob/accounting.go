@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -51,12 +52,21 @@ func (a *accountingFlags) start() (df *dataflow.Job, stop func() error, err erro
 			return nil, nil, fmt.Errorf("--profile-dir: %w", err)
 		}
 	}
+	closeLogs := func() error {
+		if cfg.Profile == nil {
+			return nil
+		}
+		if err := cfg.Profile.Close(); err != nil {
+			return fmt.Errorf("close the operators' logs: %w", err)
+		}
+		return nil
+	}
 	if df, err = dataflow.New(cfg); err != nil {
-		return nil, nil, err
+		return nil, nil, errors.Join(err, closeLogs())
 	}
 	addr, closeMetrics, err := httpapi.ServeMetrics(a.metricsAddr, stagemetrics.Collector{Set: df.Stages()})
 	if err != nil {
-		return nil, nil, fmt.Errorf("--metrics-addr: %w", err)
+		return nil, nil, errors.Join(fmt.Errorf("--metrics-addr: %w", err), closeLogs())
 	}
 	if addr != "" {
 		fmt.Fprintf(os.Stderr, "cpjob: the operators' accounting on http://%s/metrics\n", addr)
@@ -65,11 +75,6 @@ func (a *accountingFlags) start() (df *dataflow.Job, stop func() error, err erro
 	return df, func() error {
 		df.Stop()
 		closeMetrics()
-		if cfg.Profile != nil {
-			if err := cfg.Profile.Close(); err != nil {
-				return fmt.Errorf("close the operators' logs: %w", err)
-			}
-		}
-		return nil
+		return closeLogs()
 	}, nil
 }

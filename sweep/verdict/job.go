@@ -99,9 +99,11 @@ func windowDelivery(o *Outcome) (bool, string) {
 			diffs = append(diffs, scenarios.WindowCount{WindowKey: k, Count: got[k]})
 		}
 	}
+	extra := 0 // windows written and never owed
 	for k, n := range got {
 		if _, ok := owed[k]; !ok {
 			diffs = append(diffs, scenarios.WindowCount{WindowKey: k, Count: n})
+			extra++
 		}
 	}
 	if len(diffs) == 0 {
@@ -117,19 +119,7 @@ func windowDelivery(o *Outcome) (bool, string) {
 	if len(diffs) > windowDiffsNamed {
 		more = fmt.Sprintf("; %d more", len(diffs)-windowDiffsNamed)
 	}
-	return false, fmt.Sprintf("; per key and window: %d of %d differ (%s%s)", len(diffs), len(owed)+len(diffs)-countOwed(diffs, owed), strings.Join(named, "; "), more)
-}
-
-// countOwed is how many of diffs are windows owed (the rest were written
-// and never owed).
-func countOwed(diffs []scenarios.WindowCount, owed map[scenarios.WindowKey]uint64) int {
-	n := 0
-	for _, d := range diffs {
-		if _, ok := owed[d.WindowKey]; ok {
-			n++
-		}
-	}
-	return n
+	return false, fmt.Sprintf("; per key and window: %d of %d differ (%s%s)", len(diffs), len(owed)+extra, strings.Join(named, "; "), more)
 }
 
 // jobRate is the input rate a job kept up with: what the senders emitted
