@@ -126,3 +126,34 @@ func deleteKafka(e driver.Endpoint) error {
 	}
 	return rs.Error()
 }
+
+// TestPublishingIntoADeletedStreamSaysWhy: a JetStream input deleted
+// under the senders fails their flush with the reason, not just a count,
+// so the trial's error says what happened to the input.
+func TestPublishingIntoADeletedStreamSaysWhy(t *testing.T) {
+	e, err := driver.Parse("jetstream://" + realserver.EmbeddedNATS(t) + "/gone.in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := brokers.Ensure(e); err != nil {
+		t.Fatal(err)
+	}
+	p, err := brokers.NewProducer(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := deleteJetStream(e); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 10; i++ {
+		if err := p.Publish([]byte("tuple")); err != nil {
+			t.Fatalf("publish %d: %v (the failure is the acknowledgement's)", i, err)
+		}
+	}
+	err = p.Flush(5 * time.Second)
+	if err == nil || !strings.Contains(err.Error(), "10 publishes to gone.in failed") || !strings.Contains(err.Error(), "no stream takes the subject") {
+		t.Errorf("flush: %v; want 10 failed, no stream", err)
+	}
+	t.Log(err)
+}

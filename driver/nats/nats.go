@@ -40,7 +40,10 @@ func newNATSProducer(e driver.Endpoint) (driver.Producer, error) {
 	}
 	p := &jsProducer{nc: nc, subject: e.Subject, window: e.Window}
 	p.js, err = jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(e.Window+1),
-		jetstream.WithPublishAsyncErrHandler(func(jetstream.JetStream, *nats.Msg, error) { p.failed.Add(1) }))
+		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, _ *nats.Msg, err error) {
+			p.first.CompareAndSwap(nil, &err) // before the count: Flush reads them in that order
+			p.failed.Add(1)
+		}))
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("jetstream: %w", err)
@@ -73,6 +76,7 @@ type jsProducer struct {
 	subject string
 	window  int
 	failed  atomic.Uint64
+	first   atomic.Pointer[error] // why the first publish failed, for the error
 }
 
 func (p *jsProducer) Publish(msg []byte) error {
@@ -95,7 +99,14 @@ func (p *jsProducer) Flush(timeout time.Duration) error {
 		return fmt.Errorf("%d publishes to %s not acknowledged within %v", p.js.PublishAsyncPending(), p.subject, timeout)
 	}
 	if f := p.failed.Load(); f > 0 {
-		return fmt.Errorf("%d publishes to %s failed", f, p.subject)
+		why := "unknown"
+		if e := p.first.Load(); e != nil {
+			why = (*e).Error()
+			if errors.Is(*e, nats.ErrNoResponders) || errors.Is(*e, jetstream.ErrNoStreamResponse) {
+				why += ": no stream takes the subject (was it deleted?)"
+			}
+		}
+		return fmt.Errorf("%d publishes to %s failed (the first: %s)", f, p.subject, why)
 	}
 	return nil
 }
