@@ -192,6 +192,11 @@ func (b *Bottlenecks) evidence(m int, act []Activity) string {
 	var parts []string
 	if a.Timed {
 		parts = append(parts, "busy "+pct(a.Busy))
+		for _, x := range b.box[m] { // its input is a system's backlog: a broker's topic
+			if g.Modules[x].Kind == stage.SUT && b.grows(&act[x]) {
+				parts = append(parts, fmt.Sprintf("its input %s growing %d -> %d", g.Modules[x].Name, act[x].QueueFrom, act[x].QueueTo))
+			}
+		}
 	} else {
 		if b.grows(a) {
 			parts = append(parts, fmt.Sprintf("queue %d -> %d", a.QueueFrom, a.QueueTo))

@@ -12,13 +12,16 @@ import (
 // Process is one process's stage series and what joins it to the others:
 // a sender's thread stages carry streams (Streams: thread stage name to
 // stream id), a receiver's streams arrive on lanes (Lanes: stream id to
-// lane index).
+// lane index), a job's operators are joined by its dataflow's Edges
+// ([from, to] operator names) and named Job/operator.
 type Process struct {
-	Node    string // "sender0", "receiver0": the name in the TSC relation
-	Role    string // "sender" or "receiver"
+	Node    string // "sender0", "receiver0", "job0": the name in the TSC relation
+	Role    string // "sender", "receiver" or "job"
 	Series  *stage.Series
 	Streams map[string]uint32
 	Lanes   map[uint32]int
+	Job     string
+	Edges   [][2]string
 }
 
 // Input is a trial's processes. Align maps a TSC value of a node to the
@@ -154,6 +157,9 @@ func agentNode(name string) bool {
 }
 
 func (b *builder) prefix(p Process) string {
+	if p.Role == roleJob {
+		return p.Job + "/"
+	}
 	n := 0
 	for _, q := range b.in.Processes {
 		if q.Role == p.Role {
@@ -182,6 +188,10 @@ func (b *builder) modules() error {
 				b.add(Module{Name: pre + st.Name, Kind: st.Kind, HasWait: true, HasQueue: !st.NoQueue}, source{proc: pi, stage: si, sproc: -1}, true, st.QueueCap)
 			case stage.Consumer:
 				b.add(Module{Name: pre + st.Name, Kind: st.Kind, HasQueue: !st.NoQueue}, source{proc: pi, stage: si, sproc: -1}, true, st.QueueCap)
+			case stage.Operator:
+				if p.Role == roleJob {
+					b.add(Module{Name: pre + st.Name, Kind: st.Kind, HasWait: true, HasQueue: !st.NoQueue}, source{proc: pi, stage: si, sproc: -1}, true, st.QueueCap)
+				}
 			}
 		}
 		for _, st := range p.Series.Stages { // every lane of a process feeds its consumer
@@ -191,6 +201,7 @@ func (b *builder) modules() error {
 			}
 		}
 	}
+	heads, tails := b.operators()
 	// The network (or system under test) between a thread and a lane:
 	// one module per stream that arrived, with the thread that sent it
 	// when that sender's series is here.
@@ -224,14 +235,56 @@ func (b *builder) modules() error {
 			if sent {
 				b.edges = append(b.edges, [2]int{b.byName[b.prefix(b.in.Processes[th[0]])+b.in.Processes[th[0]].Series.Stages[th[1]].Name], n})
 			}
+			for _, h := range heads { // the job's operators take the system's input
+				b.edges = append(b.edges, [2]int{n, h})
+			}
 			if lane, ok := p.Lanes[id]; ok {
 				if l, ok := b.byName[fmt.Sprintf("%slane%d", pre, lane)]; ok {
 					b.edges = append(b.edges, [2]int{n, l})
+					for _, t := range tails { // and write what the lane reads
+						b.edges = append(b.edges, [2]int{t, l})
+					}
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// roleJob is a job agent's role (protocol.RoleJob, which this package
+// does not import).
+const roleJob = "job"
+
+// operators adds the job processes' edges between their operators and
+// returns the operators that read the system's input (no edge into
+// them) and those that write its output (no edge out).
+func (b *builder) operators() (heads, tails []int) {
+	for _, p := range b.in.Processes {
+		if p.Role != roleJob {
+			continue
+		}
+		pre := b.prefix(p)
+		in, out := map[int]bool{}, map[int]bool{}
+		for _, e := range p.Edges {
+			from, ok1 := b.byName[pre+e[0]]
+			to, ok2 := b.byName[pre+e[1]]
+			if ok1 && ok2 {
+				b.edges = append(b.edges, [2]int{from, to})
+				out[from], in[to] = true, true
+			}
+		}
+		for _, st := range p.Series.Stages {
+			if m, ok := b.byName[pre+st.Name]; ok && st.Kind == stage.Operator {
+				if !in[m] {
+					heads = append(heads, m)
+				}
+				if !out[m] {
+					tails = append(tails, m)
+				}
+			}
+		}
+	}
+	return heads, tails
 }
 
 // procClock places a process's samples on the reference time line.

@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/cloudprofiler-go/cp/stage"
@@ -109,6 +110,66 @@ func TestBlackBox(t *testing.T) {
 	} {
 		if kind, ok := BlackBox(tc.name); kind != tc.kind || ok != tc.ok {
 			t.Errorf("%s: %q %v, want %q %v", tc.name, kind, ok, tc.kind, tc.ok)
+		}
+	}
+}
+
+// TestAJobsOperatorsAreStages: a job agent's operators sit between the
+// system's input (its black box) and the lanes, joined by the job's
+// edges; a saturated operator is named the limit, with the job's name.
+func TestAJobsOperatorsAreStages(t *testing.T) {
+	const n = 20
+	ops := func(busy ...int64) []stage.StageSeries { // per operator: busy ns per 100 ms period
+		var out []stage.StageSeries
+		for i, b := range busy {
+			st := stage.StageSeries{Name: []string{"join", "window"}[i], Kind: stage.Operator, States: []string{"waiting", "busy", "blocked"},
+				StateNs: [][]int64{make([]int64, n), make([]int64, n), zeros(n)}, Items: ramp(n, 50), NoQueue: true}
+			for k := 0; k < n; k++ {
+				st.StateNs[0][k], st.StateNs[1][k] = int64(k)*(1e8-b), int64(k)*b
+			}
+			out = append(out, st)
+		}
+		return out
+	}
+	thread := stage.StageSeries{Name: "thread0", Kind: stage.Sender, States: []string{"pacing", "sending", "blocked"},
+		StateNs: [][]int64{zeros(n), zeros(n), zeros(n)}, Items: ramp(n, 100), Queue: zeros(n)}
+	for k := 0; k < n; k++ { // the thread keeps its schedule: mostly pacing
+		thread.StateNs[0][k], thread.StateNs[1][k] = int64(k)*9e7, int64(k)*1e7
+	}
+	lane := stage.StageSeries{Name: "lane0", Kind: stage.Lane, States: []string{"waiting", "decoding", "blocked"},
+		StateNs: [][]int64{make([]int64, n), zeros(n), zeros(n)}, Items: ramp(n, 50), Queue: zeros(n)}
+	for k := 0; k < n; k++ { // the lane waits for what the job writes
+		lane.StateNs[0][k] = int64(k) * 1e8
+	}
+	stream := stage.StageSeries{Name: "stream0", Kind: stage.Network, Items: ramp(n, 50), NoQueue: true, StateNs: [][]int64{}, States: []string{}}
+	for _, tc := range []struct {
+		busy     []int64
+		want, ev string
+	}{
+		{[]int64{3e7, 1e8}, "ysb/window", "ysb/window: busy 100%"},
+		{[]int64{1e8, 3e7}, "ysb/join", "ysb/join: busy 100%, its input jetstream/stream0 growing 0 -> 950"},
+	} {
+		in := Input{Relay: true, SUTName: "jetstream", Processes: []Process{
+			{Node: "receiver0", Role: "receiver", Series: seriesOf(n, 1000, 5e9, lane, stream), Lanes: map[uint32]int{0: 0}},
+			{Node: "sender0", Role: "sender", Series: seriesOf(n, 1000, 5e9, thread), Streams: map[string]uint32{"thread0": 0}},
+			{Node: "job0", Role: "job", Job: "ysb", Series: seriesOf(n, 1000, 5e9, ops(tc.busy...)...), Edges: [][2]string{{"join", "window"}}},
+		}}
+		tl, err := BuildTimeline(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := tl.Graph
+		join, window, box, l := g.Index("ysb/join"), g.Index("ysb/window"), g.Index("jetstream/stream0"), g.Index("lane0")
+		if join < 0 || window < 0 || box < 0 || l < 0 {
+			t.Fatalf("modules %+v", g.Modules)
+		}
+		has := func(from, to int) bool { return slices.Contains(g.Children(from), int32(to)) }
+		if !has(box, join) || !has(join, window) || !has(window, l) || has(box, window) || has(join, l) {
+			t.Fatalf("edges: box -> %v, join -> %v, window -> %v", g.Children(box), g.Children(join), g.Children(window))
+		}
+		d := Analyze(tl, Options{})
+		if d.Limiting != tc.want || d.Evidence != tc.ev {
+			t.Errorf("busy %v: limiting %q (%s), want %s", tc.busy, d.Limiting, d.Evidence, tc.want)
 		}
 	}
 }

@@ -231,6 +231,11 @@ type Outcome struct {
 	// "windows" (a windowed count: the windows' counts add up to the
 	// tuples counted). "": no job, every emitted tuple is owed.
 	Job string `json:"job,omitempty"`
+	// Jobs are the job agents' operators over the trial (cpsweep
+	// --job-agent; docs/dataflow.md): each operator's stage series and
+	// the dataflow's edges, which the diagnosis puts between the senders
+	// and the receivers.
+	Jobs []*protocol.JobResult `json:"jobs,omitempty"`
 }
 
 // What a job's output is (Outcome.Job).

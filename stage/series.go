@@ -271,3 +271,33 @@ func gather[T any](v []T, idx []int) []T {
 	}
 	return out
 }
+
+// Cut returns the samples of a window: those taken within [fromNs, toNs]
+// on the series' clock and the last one before it, so that the window's
+// first period has its deltas (a long-lived process serving one trial's
+// part of its series). Counters stay cumulative from each stage's start.
+func (s *Series) Cut(fromNs, toNs int64) *Series {
+	lo := sort.Search(len(s.UnixNs), func(i int) bool { return s.UnixNs[i] >= fromNs })
+	lo = max(lo-1, 0)
+	hi := sort.Search(len(s.UnixNs), func(i int) bool { return s.UnixNs[i] > toNs }) // past the last kept
+	hi = max(hi, lo)
+	c := &Series{PeriodNs: s.PeriodNs, Hz: s.Hz,
+		TSC: append([]uint64{}, s.TSC[lo:hi]...), UnixNs: append([]int64{}, s.UnixNs[lo:hi]...)}
+	for _, st := range s.Stages {
+		a, b := max(lo, st.From)-st.From, max(hi, st.From)-st.From
+		cs := StageSeries{Name: st.Name, Kind: st.Kind, States: append([]string(nil), st.States...),
+			From: max(st.From, lo) - lo, StateNs: make([][]int64, len(st.StateNs)),
+			Items: append([]uint64{}, st.Items[a:b]...), NoQueue: st.NoQueue, QueueCap: st.QueueCap}
+		if b <= a { // joined after the window: no samples in it
+			cs.From = hi - lo
+		}
+		for j := range st.StateNs {
+			cs.StateNs[j] = append([]int64{}, st.StateNs[j][a:b]...)
+		}
+		if !st.NoQueue {
+			cs.Queue = append([]int64{}, st.Queue[a:b]...)
+		}
+		c.Stages = append(c.Stages, cs)
+	}
+	return c
+}

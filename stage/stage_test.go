@@ -202,3 +202,54 @@ func TestMarkBoundsARecolour(t *testing.T) {
 		t.Fatalf("waiting %d, decoding %d ticks; want 200 and 10", w, d)
 	}
 }
+
+// TestCutKeepsAWindowsDeltas: a trial's part of a long series has the
+// window's samples and the one before, every stage (one that joined
+// inside or after the window too) valid, with the window's totals.
+func TestCutKeepsAWindowsDeltas(t *testing.T) {
+	s := &Series{PeriodNs: 100, Hz: 1e9}
+	for i := 0; i < 10; i++ {
+		s.TSC = append(s.TSC, uint64(1000+100*i))
+		s.UnixNs = append(s.UnixNs, int64(1000+100*i))
+	}
+	mk := func(name string, from int) StageSeries {
+		st := StageSeries{Name: name, Kind: Operator, States: []string{"waiting", "busy", "blocked"}, From: from, StateNs: make([][]int64, 3), NoQueue: from%2 == 1}
+		for k := from; k < 10; k++ {
+			st.StateNs[0] = append(st.StateNs[0], int64(10*k))
+			st.StateNs[1] = append(st.StateNs[1], int64(90*k))
+			st.StateNs[2] = append(st.StateNs[2], 0)
+			st.Items = append(st.Items, uint64(7*k))
+			if !st.NoQueue {
+				st.Queue = append(st.Queue, int64(k))
+			}
+		}
+		return st
+	}
+	s.Stages = []StageSeries{mk("always", 0), mk("inside", 5), mk("after", 9)}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		from, to int64
+		samples  int // kept
+		froms    [3]int
+	}{
+		{"middle", 1350, 1750, 5, [3]int{0, 2, 5}},     // samples 3..7: 1300 (before) to 1700
+		{"from the start", 0, 1250, 3, [3]int{0, 3, 3}}, // 0..2
+		{"to the end", 1800, 9999, 3, [3]int{0, 0, 2}},  // 7..9
+		{"empty", 5000, 6000, 1, [3]int{0, 0, 0}},       // the last sample only
+	} {
+		c := s.Cut(tc.from, tc.to)
+		if err := c.Validate(); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if len(c.TSC) != tc.samples || [3]int{c.Stages[0].From, c.Stages[1].From, c.Stages[2].From} != tc.froms {
+			t.Errorf("%s: %d samples, froms %d %d %d; want %d, %v", tc.name, len(c.TSC), c.Stages[0].From, c.Stages[1].From, c.Stages[2].From, tc.samples, tc.froms)
+		}
+		if want, got := s.Totals(c.UnixNs[0], c.UnixNs[len(c.UnixNs)-1]), c.Totals(c.UnixNs[0], c.UnixNs[len(c.UnixNs)-1]); got[0].Items != want[0].Items || got[0].Seconds["busy"] != want[0].Seconds["busy"] {
+			t.Errorf("%s: totals %+v, want %+v", tc.name, got[0], want[0])
+		}
+	}
+}

@@ -58,7 +58,10 @@ type TrialPlan struct {
 type Controller struct {
 	Senders   []*protocol.Client
 	Receivers []*protocol.Client
-	Plan      TrialPlan
+	// Jobs are job agents (cpjob --agent-addr): jobs under test that
+	// serve their own operators' accounting for each trial.
+	Jobs []*protocol.Client
+	Plan TrialPlan
 	// Progress, if set, is told what a trial is doing.
 	Progress func(format string, args ...any)
 	// TrialProfile, if set, profiles the trials started from now on with
@@ -118,6 +121,11 @@ func (c *Controller) Prepare(ctx context.Context) ([]protocol.AgentInfo, error) 
 		infos = append(infos, info)
 		c.hostOf[fmt.Sprintf("sender%d", i)] = machines.host(info)
 	}
+	jobs, err := c.prepareJobs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	infos = append(infos, jobs...)
 	// Thread t of sender s (global index g) sends to endpoint g mod n, so
 	// threads spread evenly over every receiver lane.
 	c.expect = make([]int, len(c.Receivers))
@@ -142,7 +150,7 @@ func (c *Controller) Prepare(ctx context.Context) ([]protocol.AgentInfo, error) 
 func (c *Controller) WaitIdle(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	all := append(append([]*protocol.Client(nil), c.Receivers...), c.Senders...)
+	all := append(append(append([]*protocol.Client(nil), c.Receivers...), c.Senders...), c.Jobs...)
 	for {
 		var last error
 		for _, a := range all {
@@ -237,6 +245,9 @@ func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string)
 		}
 		r.startAt = time.Now().Add(senderLead + jobLead) // the receivers are told the senders' start
 	}
+	if err := r.startJobs(); err != nil {
+		return invalid(err)
+	}
 	if err := r.startReceivers(); err != nil {
 		return invalid(err)
 	}
@@ -270,6 +281,7 @@ type trialRun struct {
 	ctx, tctx context.Context // the caller's, and bounded by deadline
 	deadline  time.Duration
 	started   []*protocol.Client
+	jobs      []*protocol.Client // the job agents started (not in started: they end when the others have)
 	o         *Outcome
 	startAt   time.Time // the senders' common start, fixed before the receivers start (zero: when the senders start)
 }
@@ -280,7 +292,7 @@ func (r *trialRun) stopAll() {
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(r.ctx), protocol.ControlTimeout)
 	defer scancel()
 	var wg sync.WaitGroup
-	for _, a := range r.started {
+	for _, a := range append(append([]*protocol.Client(nil), r.started...), r.jobs...) {
 		wg.Add(1)
 		go func() { defer wg.Done(); _, _ = a.Stop(sctx) }()
 	}
@@ -387,7 +399,7 @@ func (r *trialRun) await() error {
 		}
 		pending = next
 	}
-	return nil
+	return r.awaitJobs(lastOK, silentFor)
 }
 
 // poll asks one agent for its status: done with its result recorded, not
@@ -411,6 +423,11 @@ func (r *trialRun) poll(a *protocol.Client, lastOK map[*protocol.Client]time.Tim
 		r.o.Senders = append(r.o.Senders, st.Sender)
 	case st.Receiver != nil:
 		r.o.Receivers = append(r.o.Receivers, st.Receiver)
+	case st.Job != nil:
+		if err := st.Job.Validate(); err != nil {
+			return false, agentFault(a, fmt.Errorf("its operators' accounting: %w", err))
+		}
+		r.o.Jobs = append(r.o.Jobs, st.Job)
 	default:
 		return false, agentFault(a, errors.New("finished without a result"))
 	}

@@ -49,8 +49,8 @@ func AlignWith(rf *probing.RelationFile) Align {
 }
 
 // Processes turns results into the diagnosis's processes, named as the
-// TSC relation names the agents (sender<i>, receiver<i>).
-func Processes(senders []*sender.Result, receivers []*receiver.Result) []diagnose.Process {
+// TSC relation names the agents (sender<i>, receiver<i>, job<i>).
+func Processes(senders []*sender.Result, receivers []*receiver.Result, jobs []*protocol.JobResult) []diagnose.Process {
 	var out []diagnose.Process
 	for i, r := range receivers {
 		if r == nil {
@@ -72,13 +72,19 @@ func Processes(senders []*sender.Result, receivers []*receiver.Result) []diagnos
 		}
 		out = append(out, p)
 	}
+	for i, j := range jobs {
+		if j == nil {
+			continue
+		}
+		out = append(out, diagnose.Process{Node: fmt.Sprintf("job%d", i), Role: protocol.RoleJob, Series: j.StageSeries, Job: j.Name, Edges: j.Edges})
+	}
 	return out
 }
 
 // DiagnoseOutcome analyses a trial: the agents' stage series joined into
 // the pipeline's graph, the limiting stage named over the measured window.
 func DiagnoseOutcome(o *Outcome, relay bool, align Align, opts diagnose.Options) (*diagnose.Diagnosis, error) {
-	procs := Processes(o.Senders, o.Receivers)
+	procs := Processes(o.Senders, o.Receivers, o.Jobs)
 	if len(procs) == 0 {
 		return nil, errors.New("no results")
 	}
@@ -292,6 +298,11 @@ func Resample(o *Outcome, period time.Duration) error {
 	for _, r := range o.Receivers {
 		if r != nil && r.StageSeries != nil {
 			all = append(all, r.StageSeries)
+		}
+	}
+	for _, j := range o.Jobs {
+		if j != nil && j.StageSeries != nil {
+			all = append(all, j.StageSeries)
 		}
 	}
 	for _, s := range all {

@@ -358,6 +358,9 @@ func (s *Sweep) probeClocks(ctx context.Context) (*probing.Session, error) {
 	for i, a := range s.Ctrl.Senders {
 		nodes = append(nodes, probing.Node{Name: fmt.Sprintf("sender%d", i), Control: a.Addr})
 	}
+	for i, a := range s.Ctrl.Jobs { // a job agent answers probes as the agents do
+		nodes = append(nodes, probing.Node{Name: fmt.Sprintf("job%d", i), Control: a.Addr})
+	}
 	count := s.ClockCount
 	if count <= 0 {
 		count = 100

@@ -9,28 +9,34 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cloudprofiler-go/cp/dataflow"
+	"github.com/cloudprofiler-go/cp/dataflow/jobagent"
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/stage/stagemetrics"
+	"github.com/cloudprofiler-go/cp/sweep/agent"
 	"github.com/cloudprofiler-go/cp/tsc"
 )
 
 // accountingFlags are the job's own operators' accounting (docs/dataflow.md).
 type accountingFlags struct {
 	metricsAddr, profile, profileDir string
+	agentAddr, token, tokenFile      string
 }
 
 func (a *accountingFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&a.metricsAddr, "metrics-addr", "", "serve the operators' accounting (cp_stage_* of each operator: busy, waiting, blocked; items) on /metrics at HOST:PORT")
 	f.StringVar(&a.profile, "profile", "", "a profiler handlers file (profiles/default.yaml): each operator logs every tuple id at its point op.NAME")
 	f.StringVar(&a.profileDir, "profile-dir", "cpjob-profile", "with --profile: the directory the operators' logs go to (made if missing)")
+	f.StringVar(&a.agentAddr, "agent-addr", "", "serve the operators' accounting to cpsweep as an agent does (cpsweep --job-agent HOST:PORT): its control API at HOST:PORT, TSC probes on the same port (UDP)")
+	f.StringVar(&a.token, "token", "", "the agent's bearer token (required off loopback; or --token-file)")
+	f.StringVar(&a.tokenFile, "token-file", "", "a file holding the agent's token")
 }
 
 // start makes the job's accounting, serves it and starts its sampling;
 // stop stops it, and closes the profiler's logs. Without a flag the job
 // is not accounted (nil).
-func (a *accountingFlags) start() (df *dataflow.Job, stop func() error, err error) {
-	if a.metricsAddr == "" && a.profile == "" {
+func (a *accountingFlags) start(name string) (df *dataflow.Job, stop func() error, err error) {
+	if a.metricsAddr == "" && a.profile == "" && a.agentAddr == "" {
 		return nil, func() error { return nil }, nil
 	}
 	clock, err := tsc.NewClock(20 * time.Millisecond)
@@ -72,7 +78,18 @@ func (a *accountingFlags) start() (df *dataflow.Job, stop func() error, err erro
 		fmt.Fprintf(os.Stderr, "cpjob: the operators' accounting on http://%s/metrics\n", addr)
 	}
 	df.Start()
+	closeAgent := func() {}
+	if a.agentAddr != "" {
+		srv, err := agent.Listen(agent.Options{Role: jobagent.Role{JobName: name, Job: df}}, a.agentAddr, a.token, a.tokenFile, 20*time.Millisecond)
+		if err != nil {
+			df.Stop()
+			closeMetrics()
+			return nil, nil, errors.Join(fmt.Errorf("--agent-addr: %w", err), closeLogs())
+		}
+		closeAgent = srv.Close
+	}
 	return df, func() error {
+		closeAgent()
 		df.Stop()
 		closeMetrics()
 		return closeLogs()

@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
@@ -49,6 +51,9 @@ const ysbExamples = `  redis-server --port 6379 &
 
   # its operators' own accounting on /metrics, and every tuple id at each operator's point
   cpjob ysb ... --metrics-addr 127.0.0.1:9105 --profile profiles/default.yaml --profile-dir logs
+
+  # serve them to the sweep as an agent does: cpsweep ... --job-agent 10.0.0.5:9103 names the limiting operator
+  cpjob ysb ... --agent-addr 10.0.0.5:9103 --token-file tok
 
   # print the engine's configuration instead of running it
   cpjob ysb --input 'kafka://k:9092/ads?group=ysb' --output kafka://k:9092/windows --redis r:6379 --print-config`
@@ -93,7 +98,7 @@ count's --input (in a group of its own).`,
 					return err
 				}
 			}
-			df, stopAccounting, err := acct.start()
+			df, stopAccounting, err := acct.start("ysb")
 			if err != nil {
 				return err
 			}
@@ -125,6 +130,8 @@ count's --input (in a group of its own).`,
 	f.StringVar(&c.LogLevel, "log-level", c.LogLevel, "the engine's log level: error, warn, info, debug")
 	f.StringVar(&c.Part, "part", c.Part, "which operators this process runs: all, filter (to a topic between the two) or count (from it)")
 	f.BoolVar(&print, "print-config", false, "print the engine's configuration and exit")
+	f.DurationVar(&c.JoinWork, "join-work", 0, "an injected limit (experiments only): CPU the join spends on each view, e.g. 100us")
+	f.DurationVar(&c.WindowWork, "window-work", 0, "an injected limit (experiments only): CPU the window operator spends on each window, e.g. 1.5s")
 	return cmd
 }
 
@@ -146,6 +153,9 @@ func checkYSB(c ysb.Config) error {
 	}
 	if c.Lateness >= c.Window && c.Part != ysb.PartFilter {
 		errs = append(errs, fmt.Errorf("--lateness %v must be shorter than --window %v (the engine's window buffer refuses it)", c.Lateness, c.Window))
+	}
+	if c.JoinWork < 0 || c.JoinWork > time.Second || c.WindowWork < 0 || c.WindowWork > time.Minute {
+		errs = append(errs, fmt.Errorf("--join-work %v (0..1s) and --window-work %v (0..1m)", c.JoinWork, c.WindowWork))
 	}
 	if c.Window < time.Millisecond || c.Lateness < 0 || c.Copies < 1 || c.Copies > 64 || c.Stream < 0 || c.Stream > 0xffff {
 		errs = append(errs, fmt.Errorf("--window %v (at least 1ms), --lateness %v (not negative), --copies %d (1..64), --stream %d (0..65535)", c.Window, c.Lateness, c.Copies, c.Stream))
@@ -177,7 +187,7 @@ buckets), ysb_redis_join and ysb_window_count. docs/sut.md has the contract.`,
 			if err != nil {
 				return cli.Usage(fmt.Errorf("the configuration: %w", err))
 			}
-			df, stopAccounting, err := acct.start()
+			df, stopAccounting, err := acct.start(jobName(args[0]))
 			if err != nil {
 				return err
 			}
@@ -210,6 +220,22 @@ func buildRun(df *dataflow.Job, conf []byte, name string) (*service.Stream, erro
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return job, nil
+}
+
+// jobName names a configuration's job in the analyses: its file's base
+// name without the extension, as a job name may be ("map.yaml": map).
+func jobName(path string) string {
+	n := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	n = strings.Map(func(r rune) rune {
+		if r == '/' || r == ' ' || r == '\t' || r == '\n' || r == '\\' {
+			return '-'
+		}
+		return r
+	}, n)
+	if n == "" {
+		return "job"
+	}
+	return n[:min(len(n), 64)]
 }
 
 // run runs a job until ctx ends (a signal), then stops it within 10 s.

@@ -40,6 +40,7 @@ type options struct {
 	plan                     sweep.TrialPlan
 	search                   sweep.Search
 	senders, receivers       []string
+	jobAgents                []string
 	discover                 discovery
 	tok                      cli.TokenFlags
 	name                     string
@@ -163,6 +164,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.BoolVar(&o.profileSearch, "profile-search", false, "profile every trial of the search with --profile too: the answer is the maximum sustainable rate while profiled (compare with a sweep without to measure the profiler's overhead)")
 	f.StringArrayVar(&o.senders, "sender", nil, "sender agent control address host:port (repeat); none: local agents")
 	f.StringArrayVar(&o.receivers, "receiver", nil, "receiver agent control address host:port (repeat)")
+	f.StringArrayVar(&o.jobAgents, "job-agent", nil, "a job's control address host:port (cpjob --agent-addr; repeat): its operators' own accounting joins every trial's diagnosis (docs/dataflow.md)")
 	o.discover.register(f)
 	f.StringArrayVar(&p.SenderTargets, "relay-input", nil, "relay topology: senders send to these endpoints of a system under test (repeat)")
 	o.tok.Register(f, "token the agents expect")
@@ -298,6 +300,15 @@ func (o *options) check() (string, *profiler.Handlers, error) {
 // agents connects to the agents given, or starts local ones (closed by
 // the returned function).
 func (o *options) agents(ctx context.Context, ctrl *sweep.Controller, tok string) (func(), error) {
+	if o.discover.jobs != "" {
+		var err error
+		if o.jobAgents, err = o.discover.resolveJobs(ctx); err != nil {
+			return nil, err
+		}
+	}
+	for _, a := range o.jobAgents {
+		ctrl.Jobs = append(ctrl.Jobs, protocol.NewClient(a, tok))
+	}
 	if o.discover.senders != "" {
 		var err error
 		if o.senders, o.receivers, err = o.discover.resolve(ctx); err != nil {

@@ -70,6 +70,10 @@ type Config struct {
 	// whole job, or one of its two halves with a topic between them, each
 	// a process of its own, on hosts of their own.
 	Part string
+	// JoinWork and WindowWork are injected limits (0: none): CPU spent by
+	// the join on each event, by the window operator on each window, for
+	// an experiment whose limit is known (docs/sut.md).
+	JoinWork, WindowWork time.Duration
 }
 
 // The parts of the job: PartFilter reads the ad events and writes the
@@ -106,7 +110,7 @@ func (c Config) YAML() string {
             mapping: 'root = {"ad_id": this.ad_id, "event_time_ms": this.event_time_ms}'
           - label: join
             ysb_redis_join:
-              address: %s`, q(c.Redis))
+              address: %s%s`, q(c.Redis), workLine("work_per_tuple", c.JoinWork, 14))
 	window := fmt.Sprintf(`buffer:
   system_window:
     timestamp_mapping: 'root = this.event_time_ms / 1000 + 0.0005'
@@ -116,8 +120,8 @@ pipeline:
   threads: 1
   processors:
     - label: window
-      ysb_window_count: {}
-`, c.Window, c.Lateness)
+      ysb_window_count: {%s}
+`, c.Window, c.Lateness, strings.TrimSpace(workLine("work_per_window", c.WindowWork, 0)))
 	schema := "window"
 	switch c.Part {
 	case PartFilter:
@@ -143,6 +147,18 @@ logger:
 http:
   enabled: false
 `, c.Copies, q(c.Input), filter, count, window, q(c.Output), schema, c.Stream, c.LogLevel)
+}
+
+// workLine is an operator's injected work as a YAML field, on a line of
+// its own at indent (0: inline), or nothing when there is none.
+func workLine(field string, d time.Duration, indent int) string {
+	if d <= 0 {
+		return ""
+	}
+	if indent == 0 {
+		return fmt.Sprintf("%s: %s", field, d)
+	}
+	return fmt.Sprintf("\n%s%s: %s", strings.Repeat(" ", indent), field, d)
 }
 
 // Hooks are what a job's process learns of its running job: its

@@ -31,13 +31,18 @@ func registerOperators(env *service.Environment, df *dataflow.Job) error {
 		env.RegisterBatchProcessor("ysb_redis_join", service.NewConfigSpec().
 			Summary("YSB's join: each event's ad_id looked up in a Redis hash of ad -> campaign, one HMGET per batch; an unknown ad is dropped and counted.").
 			Field(service.NewStringField("address").Description("HOST:PORT of the Redis that holds the campaigns")).
-			Field(service.NewStringField("hash").Default(CampaignsHash)),
+			Field(service.NewStringField("hash").Default(CampaignsHash)).
+			Field(workField("work_per_tuple", "each event")),
 			func(conf *service.ParsedConfig, mgr *service.Resources) (service.BatchProcessor, error) {
 				addr, err := conf.FieldString("address")
 				if err != nil {
 					return nil, err
 				}
 				hash, err := conf.FieldString("hash")
+				if err != nil {
+					return nil, err
+				}
+				work, err := conf.FieldDuration("work_per_tuple")
 				if err != nil {
 					return nil, err
 				}
@@ -50,11 +55,16 @@ func registerOperators(env *service.Environment, df *dataflow.Job) error {
 						return nil, err
 					}
 				}
-				return &redisJoin{c: redis.NewClient(&redis.Options{Addr: addr}), hash: hash, unknown: mgr.Metrics().NewCounter("ysb_unknown_ads"), op: op}, nil
+				return &redisJoin{c: redis.NewClient(&redis.Options{Addr: addr}), hash: hash, unknown: mgr.Metrics().NewCounter("ysb_unknown_ads"), op: op, work: work}, nil
 			}),
 		env.RegisterBatchProcessor("ysb_window_count", service.NewConfigSpec().
-			Summary("YSB's count: a window's events grouped by campaign, one message per campaign with its count, the window's end, and the identity of the latest event counted."),
-			func(*service.ParsedConfig, *service.Resources) (service.BatchProcessor, error) {
+			Summary("YSB's count: a window's events grouped by campaign, one message per campaign with its count, the window's end, and the identity of the latest event counted.").
+			Field(workField("work_per_window", "each window")),
+			func(conf *service.ParsedConfig, _ *service.Resources) (service.BatchProcessor, error) {
+				work, err := conf.FieldDuration("work_per_window")
+				if err != nil {
+					return nil, err
+				}
 				op, err := df.Declare(OpWindow, nil)
 				if err != nil {
 					return nil, err
@@ -64,9 +74,25 @@ func registerOperators(env *service.Environment, df *dataflow.Job) error {
 						return nil, err
 					}
 				}
-				return windowCount{op: op}, nil
+				return windowCount{op: op, work: work}, nil
 			}),
 	)
+}
+
+// workField is an operator's injected work: CPU spent on what of, an
+// experiment's known limit (docs/sut.md), never in a benchmark's job.
+func workField(name, what string) *service.ConfigField {
+	return service.NewDurationField(name).Default("0s").Advanced().
+		Description("an injected limit: spin the CPU this long on " + what + " (0: none)")
+}
+
+// spin keeps the CPU busy for d: injected work (workField).
+func spin(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	for start := time.Now(); time.Since(start) < d; {
+	}
 }
 
 // joins are df's join operators declared so far.
@@ -90,6 +116,7 @@ type redisJoin struct {
 	hash    string
 	unknown *service.MetricCounter
 	op      *dataflow.Operator // nil: not accounted
+	work    time.Duration      // injected per event (workField)
 }
 
 // ProcessBatch is the join of one batch: busy from its start to its end,
@@ -100,6 +127,7 @@ func (j *redisJoin) ProcessBatch(ctx context.Context, batch service.MessageBatch
 	defer j.op.Waiting()
 	logPoints(j.op, batch)
 	j.op.Processed(1, uint64(len(batch)))
+	spin(j.work * time.Duration(len(batch)))
 	return j.join(ctx, batch)
 }
 
@@ -150,7 +178,8 @@ func (j *redisJoin) join(ctx context.Context, batch service.MessageBatch) ([]ser
 func (j *redisJoin) Close(context.Context) error { return j.c.Close() }
 
 type windowCount struct {
-	op *dataflow.Operator // nil: not accounted
+	op   *dataflow.Operator // nil: not accounted
+	work time.Duration      // injected per window (workField)
 }
 
 // window is one campaign's count in a window.
@@ -166,6 +195,7 @@ func (w windowCount) ProcessBatch(_ context.Context, batch service.MessageBatch)
 	defer w.op.Waiting()
 	logPoints(w.op, batch)
 	w.op.Processed(1, uint64(len(batch)))
+	spin(w.work)
 	return count(batch)
 }
 

@@ -250,7 +250,7 @@ func (a *Agent) finish(id int, wait func() (*protocol.TrialStatus, error), prof 
 		a.opts.Logf("trial %d failed: %v", id, err)
 		return
 	}
-	a.status.State, a.status.Sender, a.status.Receiver = protocol.StateDone, res.Sender, res.Receiver
+	a.status.State, a.status.Sender, a.status.Receiver, a.status.Job = protocol.StateDone, res.Sender, res.Receiver, res.Job
 	a.opts.Logf("trial %d done", id)
 }
 

@@ -1,8 +1,10 @@
 package protocol
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/inject"
@@ -10,6 +12,7 @@ import (
 	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	sendtally "github.com/cloudprofiler-go/cp/sender/tally"
+	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/trialcfg"
 )
 
@@ -79,6 +82,10 @@ const StatusCapacity = http.StatusUnprocessableEntity
 const (
 	RoleSender   = "sender"
 	RoleReceiver = "receiver"
+	// RoleJob is a job under test that serves its own operators'
+	// accounting (package dataflow, docs/dataflow.md): a trial is the
+	// window its series is cut to, the job running before and after it.
+	RoleJob = "job"
 )
 
 // Trial states.
@@ -193,6 +200,67 @@ type TrialStatus struct {
 	Started  time.Time         `json:"started"`
 	Sender   *sendtally.Result `json:"sender,omitempty"`
 	Receiver *tally.Result     `json:"receiver,omitempty"`
+	Job      *JobResult        `json:"job,omitempty"`
+}
+
+// JobTrial asks a job agent for its operators' accounting over a trial:
+// from the request until a stop, or Duration at the latest.
+type JobTrial struct {
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// MaxJobTrial bounds a job trial's Duration.
+const MaxJobTrial = 24 * time.Hour
+
+// Validate checks a job trial's fields.
+func (t JobTrial) Validate() error {
+	if t.Duration <= 0 || t.Duration > MaxJobTrial {
+		return fmt.Errorf("duration_ns %v is outside (0, %v]", t.Duration, MaxJobTrial)
+	}
+	return nil
+}
+
+// JobResult is a job's operators over one trial: their stage series (of
+// kind operator, docs/diagnosis.md) cut to the trial, and the dataflow's
+// edges between them, [from, to] by operator name.
+type JobResult struct {
+	Name        string        `json:"name"`
+	Edges       [][2]string   `json:"edges"`
+	StageSeries *stage.Series `json:"stage_series"`
+}
+
+// MaxJobEdges bounds the edges of a JobResult (a dataflow's 256
+// operators, each feeding a few).
+const MaxJobEdges = 4096
+
+// Validate checks a job's result as read from the network: a valid
+// series, and edges between its operators.
+func (r *JobResult) Validate() error {
+	if r.StageSeries == nil {
+		return errors.New("a job result without a stage series")
+	}
+	if err := r.StageSeries.Validate(); err != nil {
+		return err
+	}
+	if len(r.Name) == 0 || len(r.Name) > 64 || strings.ContainsAny(r.Name, "/ \t\n") {
+		return fmt.Errorf("job name %q: want 1 to 64 bytes, no '/' or space", r.Name)
+	}
+	if len(r.Edges) > MaxJobEdges {
+		return fmt.Errorf("%d edges, at most %d", len(r.Edges), MaxJobEdges)
+	}
+	ops := map[string]bool{}
+	for _, st := range r.StageSeries.Stages {
+		if st.Kind != stage.Operator {
+			return fmt.Errorf("stage %q is a %s, not an operator", st.Name, st.Kind)
+		}
+		ops[st.Name] = true
+	}
+	for _, e := range r.Edges {
+		if !ops[e[0]] || !ops[e[1]] || e[0] == e[1] {
+			return fmt.Errorf("edge %s -> %s is not between two of the job's operators", e[0], e[1])
+		}
+	}
+	return nil
 }
 
 // Finished reports whether the trial has a final state.

@@ -1,0 +1,81 @@
+package jobagent
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/dataflow"
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
+	"github.com/cloudprofiler-go/cp/profiler"
+	"github.com/cloudprofiler-go/cp/stage/stagemetrics"
+	"github.com/cloudprofiler-go/cp/sweep/agent"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
+)
+
+// Role is the job agent's role: JobName names the job in the analyses
+// ("ysb": its operators are ysb/join, ysb/window), Job is its accounting,
+// started.
+type Role struct {
+	JobName string
+	Job     *dataflow.Job
+}
+
+// Name implements agent.Role: the protocol's role.
+func (r Role) Name() string { return protocol.RoleJob }
+
+// Parse implements agent.Role: a protocol.JobTrial, strictly.
+func (r Role) Parse(body []byte, _ agent.Options) (agent.Trial, error) {
+	var t protocol.JobTrial
+	if err := httpapi.DecodeStrict(body, &t); err != nil {
+		return nil, err
+	}
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	return &trial{role: r, cfg: t}, nil
+}
+
+type trial struct {
+	role Role
+	cfg  protocol.JobTrial
+}
+
+// Profile: the job's points log where the job was told to (its
+// --profile-dir), not per trial.
+func (t *trial) Profile() *profiler.Handlers { return nil }
+
+// StagePeriod: the job samples at its own period (dataflow.Config.Period).
+func (t *trial) StagePeriod() time.Duration { return 0 }
+
+// Start records the window's start; the trial ends at a stop or after
+// its duration, and its result is the job's series cut to the window.
+func (t *trial) Start(env agent.Env) (*agent.Started, error) {
+	set := t.role.Job.Stages()
+	from := env.Clock.NowUnixNano()
+	set.Sample() // the window starts now, not at the last period's tick
+	stop := make(chan struct{})
+	var once sync.Once
+	wait := func() (*protocol.TrialStatus, error) {
+		select {
+		case <-stop:
+		case <-time.After(t.cfg.Duration):
+		}
+		set.Sample() // the window ends now, not at the last period's tick
+		to := env.Clock.NowUnixNano()
+		res := &protocol.JobResult{Name: t.role.JobName, StageSeries: set.Series().Cut(from, to)}
+		for _, e := range t.role.Job.Edges() {
+			res.Edges = append(res.Edges, [2]string{e.From, e.To})
+		}
+		if err := res.Validate(); err != nil {
+			return nil, fmt.Errorf("the job's accounting: %w", err)
+		}
+		return &protocol.TrialStatus{Job: res}, nil
+	}
+	return &agent.Started{
+		Metrics: stagemetrics.Collector{Set: set},
+		Stages:  set,
+		Stop:    func() { once.Do(func() { close(stop) }) },
+		Wait:    wait,
+	}, nil
+}

@@ -1,0 +1,123 @@
+package jobagent_test
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/dataflow"
+	"github.com/cloudprofiler-go/cp/dataflow/jobagent"
+	"github.com/cloudprofiler-go/cp/sweep/agent"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
+	"github.com/cloudprofiler-go/cp/tsc"
+)
+
+const token = "job-token-job-token"
+
+// serve runs a job of two operators, join -> window, served as an agent.
+func serve(t *testing.T) (*protocol.Client, *dataflow.Operator, *dataflow.Operator) {
+	t.Helper()
+	clock, err := tsc.NewClock(20 * time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := dataflow.New(dataflow.Config{Clock: clock, Period: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	join, _ := job.Operator("join", nil)
+	window, _ := job.Operator("window", nil)
+	if err := job.Connect(join, window); err != nil {
+		t.Fatal(err)
+	}
+	job.Start()
+	t.Cleanup(job.Stop)
+	a, err := agent.New(agent.Options{Role: jobagent.Role{JobName: "ysb", Job: job}, Token: token, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := agent.Serve(ln, a, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close(); srv.Close() })
+	return protocol.NewClient(ln.Addr().String(), token), join, window
+}
+
+// TestAJobServesItsOperatorsPerTrial: the job answers as a job, and a
+// trial is a window of its running accounting: the operators' series
+// from the trial's start to its stop (not what came before), with the
+// dataflow's edges.
+func TestAJobServesItsOperatorsPerTrial(t *testing.T) {
+	c, join, window := serve(t)
+	ctx := context.Background()
+	info, err := c.Info(ctx)
+	if err != nil || info.Role != protocol.RoleJob {
+		t.Fatalf("info %+v, %v; want the role job", info, err)
+	}
+	work := func(op *dataflow.Operator, d time.Duration, n uint64) {
+		op.Busy()
+		time.Sleep(d)
+		op.Processed(n, n)
+		op.Waiting()
+	}
+	work(join, 100*time.Millisecond, 1000) // before the trial: not in it
+	if _, err := c.Start(ctx, protocol.JobTrial{Duration: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	work(join, 300*time.Millisecond, 30)
+	work(window, 100*time.Millisecond, 10)
+	if _, err := c.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var st protocol.TrialStatus
+	for deadline := time.Now().Add(5 * time.Second); !st.Finished() && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if st, err = c.Status(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+	if st.State != protocol.StateDone || st.Job == nil {
+		t.Fatalf("status %+v", st)
+	}
+	res := st.Job
+	if err := res.Validate(); err != nil || res.Name != "ysb" || len(res.Edges) != 1 || res.Edges[0] != [2]string{"join", "window"} {
+		t.Fatalf("result %s %v, %v", res.Name, res.Edges, err)
+	}
+	s := res.StageSeries
+	span := time.Duration(s.UnixNs[len(s.UnixNs)-1] - s.UnixNs[0])
+	if span < 400*time.Millisecond || span > elapsed+100*time.Millisecond {
+		t.Errorf("the series spans %v; want the trial's %v (and the period before it)", span, elapsed)
+	}
+	// sample 0 is the last before the trial, 1 the trial's start
+	for _, tot := range s.Totals(s.UnixNs[1], s.UnixNs[len(s.UnixNs)-1]) {
+		want := map[string]uint64{"join": 30, "window": 10}[tot.Name]
+		busy := tot.Seconds["busy"]
+		if tot.Items != want || busy < 0.08 || busy > 0.35 {
+			t.Errorf("%s over the trial: %d items, busy %.3fs; want %d items and its own busy time", tot.Name, tot.Items, busy, want)
+		}
+	}
+}
+
+// TestAJobRefusesBadTrials: a job trial's request is decoded strictly and
+// bounded.
+func TestAJobRefusesBadTrials(t *testing.T) {
+	c, _, _ := serve(t)
+	for _, body := range []any{
+		map[string]any{"duration_ns": 0},
+		map[string]any{"duration_ns": int64(48 * time.Hour)},
+		map[string]any{"duration_ns": int64(time.Second), "rate": 5},
+	} {
+		_, err := c.Start(context.Background(), body)
+		if err == nil || !strings.Contains(err.Error(), "bad trial configuration") {
+			t.Errorf("%v: %v; want refused", body, err)
+		}
+	}
+}

@@ -1,0 +1,73 @@
+package sweep
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
+)
+
+// prepareJobs checks that every job agent answers as a job.
+func (c *Controller) prepareJobs(ctx context.Context) ([]protocol.AgentInfo, error) {
+	var infos []protocol.AgentInfo
+	for _, j := range c.Jobs {
+		info, err := j.Info(ctx)
+		if err != nil {
+			return nil, agentFault(j, err)
+		}
+		if info.Role != protocol.RoleJob {
+			return nil, &PlanError{Problems: []string{fmt.Sprintf("agent %s is a %s, not a job (cpjob --agent-addr)", j.Addr, info.Role)}}
+		}
+		infos = append(infos, info)
+	}
+	return infos, nil
+}
+
+// startJobs starts every job agent's window; each runs until the
+// senders and receivers are done (awaitJobs), within the trial's deadline.
+func (r *trialRun) startJobs() error {
+	for _, a := range r.c.Jobs {
+		if _, err := a.Start(r.tctx, protocol.JobTrial{Duration: r.deadline}); err != nil {
+			return agentFault(a, fmt.Errorf("start the job's window: %w", err))
+		}
+		r.jobs = append(r.jobs, a)
+	}
+	return nil
+}
+
+// awaitJobs ends every job agent's window, now that the senders and the
+// receivers are done, and collects their operators' series.
+func (r *trialRun) awaitJobs(lastOK map[*protocol.Client]time.Time, silentFor time.Duration) error {
+	for _, a := range r.jobs {
+		if _, err := a.Stop(r.tctx); err != nil {
+			return agentFault(a, fmt.Errorf("end the job's window: %w", err))
+		}
+		lastOK[a] = time.Now()
+	}
+	pending := append([]*protocol.Client(nil), r.jobs...)
+	for len(pending) > 0 {
+		next := pending[:0]
+		for _, a := range pending {
+			done, err := r.poll(a, lastOK, silentFor)
+			if err != nil {
+				return err
+			}
+			if !done {
+				next = append(next, a)
+			}
+		}
+		if pending = next; len(pending) == 0 {
+			break
+		}
+		select {
+		case <-r.tctx.Done():
+			if r.ctx.Err() != nil {
+				return r.ctx.Err()
+			}
+			return agentFault(pending[0], fmt.Errorf("the job's window did not end within %v", r.deadline))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}

@@ -1,0 +1,55 @@
+package protocol
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+const goodJob = `{"name":"ysb","edges":[["join","window"]],"stage_series":{"period_ns":100000000,"tsc_hz":1e9,"tsc":[1,2],"unix_ns":[10,20],
+"stages":[{"name":"join","kind":"operator","states":["waiting","busy","blocked"],"from":0,"state_ns":[[0,1],[0,2],[0,0]],"items":[0,5],"no_queue":true},
+{"name":"window","kind":"operator","states":["waiting","busy","blocked"],"from":1,"state_ns":[[0],[0],[0]],"items":[0],"no_queue":true}]}}`
+
+// TestJobResultValidate: a job's result from the network is a valid
+// series of operators, with edges between them only.
+func TestJobResultValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name, from, to, want string
+	}{
+		{"good", "", "", ""},
+		{"edge to nowhere", `["join","window"]`, `["join","sink"]`, "not between two of the job's operators"},
+		{"self edge", `["join","window"]`, `["join","join"]`, "not between two"},
+		{"not an operator", `"kind":"operator","states":["waiting","busy","blocked"],"from":1`, `"kind":"consumer","states":["idle","working"],"from":1`, "states for a consumer"},
+		{"a name with a slash", `"name":"ysb"`, `"name":"y/sb"`, "no '/'"},
+		{"no series", `"stage_series"`, `"other"`, "without a stage series"},
+		{"items go back", `"items":[0,5]`, `"items":[5,0]`, "decrease"},
+	} {
+		var r JobResult
+		if err := json.Unmarshal([]byte(strings.Replace(goodJob, tc.from, tc.to, 1)), &r); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		err := r.Validate()
+		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// FuzzJobResult: whatever a job agent sends, Validate answers without
+// panicking, and a result it passes can be indexed as the diagnosis does.
+func FuzzJobResult(f *testing.F) {
+	f.Add([]byte(goodJob))
+	f.Add([]byte(`{"name":"x","stage_series":{"period_ns":1,"tsc_hz":1,"tsc":[],"unix_ns":[],"stages":[]}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var r JobResult
+		if json.Unmarshal(b, &r) != nil || r.Validate() != nil {
+			return
+		}
+		n := len(r.StageSeries.TSC)
+		for _, st := range r.StageSeries.Stages {
+			if st.From+len(st.Items) != n {
+				t.Fatalf("stage %s: from %d + %d samples != %d", st.Name, st.From, len(st.Items), n)
+			}
+		}
+	})
+}
