@@ -107,6 +107,9 @@ type Tracker struct {
 	order  []*stage.Account
 	buf    []stage.Period
 	t0     uint64
+	// reset: the first sample after Reset only drops the periods closed
+	// before it.
+	reset bool
 }
 
 type tracked struct {
@@ -135,11 +138,32 @@ func Track(set *stage.Set, clock *tsc.Clock) *Tracker {
 	return t
 }
 
+// Reset starts every estimate afresh from the next sample: a long-lived
+// process (a job serving its operators) estimates each trial's rates
+// apart. The periods closed meanwhile are drained then and dropped.
+func (t *Tracker) Reset() {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.st, t.order, t.t0 = map[*stage.Account]*tracked{}, nil, 0
+	t.reset = true
+}
+
 func (t *Tracker) sample(s stage.Snapshot) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.t0 == 0 {
 		t.t0 = s.TSC
+	}
+	if t.reset {
+		t.reset = false
+		for _, a := range s.Accounts {
+			if a.PeriodsOn() {
+				t.buf, _ = a.DrainPeriods(t.buf[:0])
+			}
+		}
 	}
 	for i, a := range s.Accounts {
 		if !a.PeriodsOn() {

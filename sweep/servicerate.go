@@ -11,7 +11,8 @@ import (
 )
 
 // trialRates gathers every agent's service-rate estimates, the stages
-// named by their node (receiver0/consumer, sender1/thread0).
+// named by their node (receiver0/consumer, sender1/thread0), a job's
+// operators by the job (ysb/join).
 func trialRates(o *Outcome) []servicerate.Rate {
 	if o == nil {
 		return nil
@@ -25,6 +26,11 @@ func trialRates(o *Outcome) []servicerate.Rate {
 	for i, s := range o.Senders {
 		if s != nil {
 			out = appendNamed(out, fmt.Sprintf("sender%d/", i), s.ServiceRates)
+		}
+	}
+	for _, j := range o.Jobs { // named as the diagnosis names its operators
+		if j != nil {
+			out = appendNamed(out, j.Name+"/", j.ServiceRates)
 		}
 	}
 	return out

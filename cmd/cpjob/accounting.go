@@ -12,6 +12,7 @@ import (
 	"github.com/cloudprofiler-go/cp/dataflow/jobagent"
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/profiler"
+	"github.com/cloudprofiler-go/cp/servicerate"
 	"github.com/cloudprofiler-go/cp/stage/stagemetrics"
 	"github.com/cloudprofiler-go/cp/sweep/agent"
 	"github.com/cloudprofiler-go/cp/tsc"
@@ -77,10 +78,14 @@ func (a *accountingFlags) start(name string) (df *dataflow.Job, stop func() erro
 	if addr != "" {
 		fmt.Fprintf(os.Stderr, "cpjob: the operators' accounting on http://%s/metrics\n", addr)
 	}
+	var rates *servicerate.Tracker
+	if a.agentAddr != "" { // before the first operator: its periods are closed for the estimates
+		rates = servicerate.Track(df.Stages(), clock)
+	}
 	df.Start()
 	closeAgent := func() {}
 	if a.agentAddr != "" {
-		srv, err := agent.Listen(agent.Options{Role: jobagent.Role{JobName: name, Job: df}}, a.agentAddr, a.token, a.tokenFile, 20*time.Millisecond)
+		srv, err := agent.Listen(agent.Options{Role: jobagent.Role{JobName: name, Job: df, Rates: rates}}, a.agentAddr, a.token, a.tokenFile, 20*time.Millisecond)
 		if err != nil {
 			df.Stop()
 			closeMetrics()

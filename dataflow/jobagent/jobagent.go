@@ -8,6 +8,7 @@ import (
 	"github.com/cloudprofiler-go/cp/dataflow"
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/profiler"
+	"github.com/cloudprofiler-go/cp/servicerate"
 	"github.com/cloudprofiler-go/cp/stage/stagemetrics"
 	"github.com/cloudprofiler-go/cp/sweep/agent"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
@@ -19,6 +20,10 @@ import (
 type Role struct {
 	JobName string
 	Job     *dataflow.Job
+	// Rates, when set, estimates the operators' service rates
+	// (servicerate.Track on the job's stages before its first operator),
+	// afresh in each trial.
+	Rates *servicerate.Tracker
 }
 
 // Name implements agent.Role: the protocol's role.
@@ -53,7 +58,8 @@ func (t *trial) StagePeriod() time.Duration { return 0 }
 func (t *trial) Start(env agent.Env) (*agent.Started, error) {
 	set := t.role.Job.Stages()
 	from := env.Clock.NowUnixNano()
-	set.Sample() // the window starts now, not at the last period's tick
+	t.role.Rates.Reset() // before the sample: the trial's estimates start there
+	set.Sample()         // the window starts now, not at the last period's tick
 	stop := make(chan struct{})
 	var once sync.Once
 	wait := func() (*protocol.TrialStatus, error) {
@@ -64,6 +70,9 @@ func (t *trial) Start(env agent.Env) (*agent.Started, error) {
 		set.Sample() // the window ends now, not at the last period's tick
 		to := env.Clock.NowUnixNano()
 		res := &protocol.JobResult{Name: t.role.JobName, StageSeries: set.Series().Cut(from, to)}
+		if t.role.Rates != nil {
+			res.ServiceRates = t.role.Rates.Rates()
+		}
 		for _, e := range t.role.Job.Edges() {
 			res.Edges = append(res.Edges, [2]string{e.From, e.To})
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/dataflow"
 	"github.com/cloudprofiler-go/cp/dataflow/jobagent"
+	"github.com/cloudprofiler-go/cp/servicerate"
 	"github.com/cloudprofiler-go/cp/sweep/agent"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/tsc"
@@ -27,6 +28,7 @@ func serve(t *testing.T) (*protocol.Client, *dataflow.Operator, *dataflow.Operat
 	if err != nil {
 		t.Fatal(err)
 	}
+	rates := servicerate.Track(job.Stages(), clock)
 	join, _ := job.Operator("join", nil)
 	window, _ := job.Operator("window", nil)
 	if err := job.Connect(join, window); err != nil {
@@ -34,7 +36,7 @@ func serve(t *testing.T) (*protocol.Client, *dataflow.Operator, *dataflow.Operat
 	}
 	job.Start()
 	t.Cleanup(job.Stop)
-	a, err := agent.New(agent.Options{Role: jobagent.Role{JobName: "ysb", Job: job}, Token: token, Clock: clock})
+	a, err := agent.New(agent.Options{Role: jobagent.Role{JobName: "ysb", Job: job, Rates: rates}, Token: token, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,6 +97,13 @@ func TestAJobServesItsOperatorsPerTrial(t *testing.T) {
 	span := time.Duration(s.UnixNs[len(s.UnixNs)-1] - s.UnixNs[0])
 	if span < 400*time.Millisecond || span > elapsed+100*time.Millisecond {
 		t.Errorf("the series spans %v; want the trial's %v (and the period before it)", span, elapsed)
+	}
+	tuples := map[string]uint64{}
+	for _, r := range res.ServiceRates {
+		tuples[r.Stage+" "+string(r.Method)] = r.Tuples
+	}
+	if len(res.ServiceRates) != 4 || tuples["join raftlib"] != 30 || tuples["window busy_time"] != 10 {
+		t.Errorf("service rates' tuples %v; want both methods for both operators, over the trial only", tuples)
 	}
 	// sample 0 is the last before the trial, 1 the trial's start
 	for _, tot := range s.Totals(s.UnixNs[1], s.UnixNs[len(s.UnixNs)-1]) {

@@ -126,7 +126,7 @@ func (j *redisJoin) ProcessBatch(ctx context.Context, batch service.MessageBatch
 	j.op.Busy()
 	defer j.op.Waiting()
 	logPoints(j.op, batch)
-	j.op.Processed(1, uint64(len(batch)))
+	defer j.op.Processed(1, uint64(len(batch))) // finished: counted at the end, while busy
 	spin(j.work * time.Duration(len(batch)))
 	return j.join(ctx, batch)
 }
@@ -194,7 +194,7 @@ func (w windowCount) ProcessBatch(_ context.Context, batch service.MessageBatch)
 	w.op.Busy()
 	defer w.op.Waiting()
 	logPoints(w.op, batch)
-	w.op.Processed(1, uint64(len(batch)))
+	defer w.op.Processed(1, uint64(len(batch)))
 	spin(w.work)
 	return count(batch)
 }

@@ -3,6 +3,7 @@ package protocol
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	sendtally "github.com/cloudprofiler-go/cp/sender/tally"
+	"github.com/cloudprofiler-go/cp/servicerate"
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/trialcfg"
 )
@@ -227,6 +229,9 @@ type JobResult struct {
 	Name        string        `json:"name"`
 	Edges       [][2]string   `json:"edges"`
 	StageSeries *stage.Series `json:"stage_series"`
+	// ServiceRates are the operators' service rates over the trial, by
+	// both methods (docs/service-rate.md; absent: not estimated).
+	ServiceRates []servicerate.Rate `json:"service_rates,omitempty"`
 }
 
 // MaxJobEdges bounds the edges of a JobResult (a dataflow's 256
@@ -258,6 +263,17 @@ func (r *JobResult) Validate() error {
 	for _, e := range r.Edges {
 		if !ops[e[0]] || !ops[e[1]] || e[0] == e[1] {
 			return fmt.Errorf("edge %s -> %s is not between two of the job's operators", e[0], e[1])
+		}
+	}
+	if len(r.ServiceRates) > 2*len(ops) {
+		return fmt.Errorf("%d service rates for %d operators (two methods each)", len(r.ServiceRates), len(ops))
+	}
+	for _, sr := range r.ServiceRates {
+		if !ops[sr.Stage] {
+			return fmt.Errorf("a service rate of %q, not one of the job's operators", sr.Stage)
+		}
+		if v, ok := sr.Value(); ok && (math.IsNaN(v) || math.IsInf(v, 0) || v < 0) {
+			return fmt.Errorf("operator %s's service rate %v", sr.Stage, v)
 		}
 	}
 	return nil
