@@ -235,7 +235,7 @@ func TestCutKeepsAWindowsDeltas(t *testing.T) {
 		samples  int // kept
 		froms    [3]int
 	}{
-		{"middle", 1350, 1750, 5, [3]int{0, 2, 5}},     // samples 3..7: 1300 (before) to 1700
+		{"middle", 1350, 1750, 5, [3]int{0, 2, 5}},      // samples 3..7: 1300 (before) to 1700
 		{"from the start", 0, 1250, 3, [3]int{0, 3, 3}}, // 0..2
 		{"to the end", 1800, 9999, 3, [3]int{0, 0, 2}},  // 7..9
 		{"empty", 5000, 6000, 1, [3]int{0, 0, 0}},       // the last sample only
