@@ -241,20 +241,25 @@ func (t *Tracker) Rates() []Rate {
 		}
 		bt := Rate{Stage: a.Name(), Kind: a.Kind(), Tuples: tuples, Method: MethodBusyTime, Status: NotConverged, Periods: x.busyPeriods,
 			T: t.period, Utilisation: util, ImplausiblePeriods: x.implausible}
-		ns := t.clock.TicksToNs(x.busyTicks)
-		switch {
-		case ns < minBusyNs:
-		case x.busyPeriods < minBusyPeriods:
-			bt.Why = fmt.Sprintf("%d sampling period(s) busy enough to read, at least %d needed", x.busyPeriods, minBusyPeriods)
-		case tuples > 0 && float64(x.tuples) < minBusyItemShare*float64(tuples):
-			bt.Why = fmt.Sprintf("the periods busy enough to read hold %.1f%% of the stage's tuples, at least %.0f%% needed", 100*float64(x.tuples)/float64(tuples), 100*minBusyItemShare)
-		default:
-			v := float64(x.tuples) / (ns / 1e9)
-			bt.TuplesPerS, bt.Status, bt.Converged = &v, Converged, true
-		}
+		bt.judge(t.clock.TicksToNs(x.busyTicks), x.tuples)
 		out = append(out, rl, bt)
 	}
 	return out
+}
+
+// judge sets a busy-time estimate from the busy ns and tuples of its
+// qualifying periods (r.Periods of them, of r.Tuples in all).
+func (r *Rate) judge(ns float64, tuples uint64) {
+	switch {
+	case ns < minBusyNs:
+	case r.Periods < minBusyPeriods:
+		r.Why = fmt.Sprintf("%d sampling period(s) busy enough to read, at least %d needed", r.Periods, minBusyPeriods)
+	case r.Tuples > 0 && float64(tuples) < minBusyItemShare*float64(r.Tuples):
+		r.Why = fmt.Sprintf("the periods busy enough to read hold %.1f%% of the stage's tuples, at least %.0f%% needed", 100*float64(tuples)/float64(r.Tuples), 100*minBusyItemShare)
+	default:
+		v := float64(tuples) / (ns / 1e9)
+		r.TuplesPerS, r.Status, r.Converged = &v, Converged, true
+	}
 }
 
 // phasesDisagree says why a run's RaftLib phases are not one service rate

@@ -14,6 +14,7 @@ import (
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
+	"github.com/cloudprofiler-go/cp/sweep/jobmetrics"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/sweep/verdict"
 	"github.com/cloudprofiler-go/cp/trialcfg"
@@ -61,7 +62,10 @@ type Controller struct {
 	// Jobs are job agents (cpjob --agent-addr): jobs under test that
 	// serve their own operators' accounting for each trial.
 	Jobs []*protocol.Client
-	Plan TrialPlan
+	// JobMetrics are jobs read from their Prometheus metrics instead
+	// (cpsweep --job-metrics), scraped every stage period of each trial.
+	JobMetrics []jobmetrics.Source
+	Plan       TrialPlan
 	// Progress, if set, is told what a trial is doing.
 	Progress func(format string, args ...any)
 	// TrialProfile, if set, profiles the trials started from now on with
@@ -233,6 +237,7 @@ func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string)
 	r := &trialRun{c: c, ctx: ctx, tctx: tctx, deadline: deadline, o: o}
 	invalid := func(err error) (Trial, error) {
 		r.stopAll()
+		r.stopWatches()
 		t.Verdict = verdict.Judge(o, p.Rules)
 		if ctx.Err() != nil {
 			return t, ctx.Err()
@@ -282,6 +287,7 @@ type trialRun struct {
 	deadline  time.Duration
 	started   []*protocol.Client
 	jobs      []*protocol.Client // the job agents started (not in started: they end when the others have)
+	watches   []*jobmetrics.Watch
 	o         *Outcome
 	startAt   time.Time // the senders' common start, fixed before the receivers start (zero: when the senders start)
 }

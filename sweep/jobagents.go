@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/sweep/jobmetrics"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
@@ -27,6 +28,9 @@ func (c *Controller) prepareJobs(ctx context.Context) ([]protocol.AgentInfo, err
 // startJobs starts every job agent's window; each runs until the
 // senders and receivers are done (awaitJobs), within the trial's deadline.
 func (r *trialRun) startJobs() error {
+	for _, src := range r.c.JobMetrics {
+		r.watches = append(r.watches, jobmetrics.Start(src, r.metricsPeriod(), r.c.agentTimeout()))
+	}
 	for _, a := range r.c.Jobs {
 		if _, err := a.Start(r.tctx, protocol.JobTrial{Duration: r.deadline}); err != nil {
 			return agentFault(a, fmt.Errorf("start the job's window: %w", err))
@@ -45,6 +49,14 @@ func (r *trialRun) awaitJobs(lastOK map[*protocol.Client]time.Time, silentFor ti
 		}
 		lastOK[a] = time.Now()
 	}
+	for _, w := range r.watches {
+		res, err := w.Stop()
+		if err != nil {
+			return &AgentError{Agent: "job metrics", Err: err, System: true}
+		}
+		r.o.Jobs = append(r.o.Jobs, res)
+	}
+	r.watches = nil
 	pending := append([]*protocol.Client(nil), r.jobs...)
 	for len(pending) > 0 {
 		next := pending[:0]
@@ -70,4 +82,29 @@ func (r *trialRun) awaitJobs(lastOK map[*protocol.Client]time.Time, silentFor ti
 		}
 	}
 	return nil
+}
+
+// stopWatches ends the metrics watches of a trial that will not be judged.
+func (r *trialRun) stopWatches() {
+	for _, w := range r.watches {
+		_, _ = w.Stop()
+	}
+	r.watches = nil
+}
+
+// metricsPeriod is how often a job's metrics are scraped: the trial's
+// stage period (100 ms when the stage accounting is off).
+func (r *trialRun) metricsPeriod() time.Duration {
+	if p := r.c.Plan.StagePeriod; p > 0 {
+		return p
+	}
+	return 100 * time.Millisecond
+}
+
+// agentTimeout is how long an agent (or a job's metrics) may not answer.
+func (c *Controller) agentTimeout() time.Duration {
+	if c.AgentTimeout > 0 {
+		return c.AgentTimeout
+	}
+	return DefaultAgentTimeout
 }

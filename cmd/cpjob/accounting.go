@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
 	"github.com/cloudprofiler-go/cp/dataflow"
@@ -25,7 +26,7 @@ type accountingFlags struct {
 }
 
 func (a *accountingFlags) register(f *pflag.FlagSet) {
-	f.StringVar(&a.metricsAddr, "metrics-addr", "", "serve the operators' accounting (cp_stage_* of each operator: busy, waiting, blocked; items) on /metrics at HOST:PORT")
+	f.StringVar(&a.metricsAddr, "metrics-addr", "", "serve the operators' accounting on /metrics at HOST:PORT: cp_stage_* (busy, waiting, blocked; items) and Flink's names (busyTimeMsPerSecond, ...: cpsweep --job-metrics)")
 	f.StringVar(&a.profile, "profile", "", "a profiler handlers file (profiles/default.yaml): each operator logs every tuple id at its point op.NAME")
 	f.StringVar(&a.profileDir, "profile-dir", "cpjob-profile", "with --profile: the directory the operators' logs go to (made if missing)")
 	f.StringVar(&a.agentAddr, "agent-addr", "", "serve the operators' accounting to cpsweep as an agent does (cpsweep --job-agent HOST:PORT): its control API at HOST:PORT, TSC probes on the same port (UDP)")
@@ -71,7 +72,10 @@ func (a *accountingFlags) start(name string) (df *dataflow.Job, stop func() erro
 	if df, err = dataflow.New(cfg); err != nil {
 		return nil, nil, errors.Join(err, closeLogs())
 	}
-	addr, closeMetrics, err := httpapi.ServeMetrics(a.metricsAddr, stagemetrics.Collector{Set: df.Stages()})
+	// cp_stage_* as every agent serves them, and Flink's names, the
+	// convention cpsweep --job-metrics reads a job in any language by
+	metrics := collectors{stagemetrics.Collector{Set: df.Stages()}, stagemetrics.NewFlink(df.Stages(), name)}
+	addr, closeMetrics, err := httpapi.ServeMetrics(a.metricsAddr, metrics)
 	if err != nil {
 		return nil, nil, errors.Join(fmt.Errorf("--metrics-addr: %w", err), closeLogs())
 	}
@@ -99,4 +103,19 @@ func (a *accountingFlags) start(name string) (df *dataflow.Job, stop func() erro
 		closeMetrics()
 		return closeLogs()
 	}, nil
+}
+
+// collectors serves several collectors as one.
+type collectors []prometheus.Collector
+
+func (cs collectors) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range cs {
+		c.Describe(ch)
+	}
+}
+
+func (cs collectors) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range cs {
+		c.Collect(ch)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/sweep"
+	"github.com/cloudprofiler-go/cp/sweep/jobmetrics"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/sweep/search"
 	"github.com/cloudprofiler-go/cp/sweep/verdict"
@@ -41,6 +43,9 @@ type options struct {
 	search                   sweep.Search
 	senders, receivers       []string
 	jobAgents                []string
+	jobMetrics               []string
+	jobMetricsMap            string
+	jobMapping               jobmetrics.Mapping
 	discover                 discovery
 	tok                      cli.TokenFlags
 	name                     string
@@ -164,6 +169,8 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.BoolVar(&o.profileSearch, "profile-search", false, "profile every trial of the search with --profile too: the answer is the maximum sustainable rate while profiled (compare with a sweep without to measure the profiler's overhead)")
 	f.StringArrayVar(&o.senders, "sender", nil, "sender agent control address host:port (repeat); none: local agents")
 	f.StringArrayVar(&o.receivers, "receiver", nil, "receiver agent control address host:port (repeat)")
+	f.StringArrayVar(&o.jobMetrics, "job-metrics", nil, "a job's Prometheus metrics http://HOST:PORT/metrics (repeat), read by Flink's names (busyTimeMsPerSecond, backPressuredTimeMsPerSecond, idleTimeMsPerSecond, numRecordsIn) or --job-metrics-map's: its operators join every trial's diagnosis (docs/dataflow.md)")
+	f.StringVar(&o.jobMetricsMap, "job-metrics-map", "", "a mapping file (YAML) for --job-metrics: the job's name, its metrics' names, the labels naming an operator, the dataflow's edges")
 	f.StringArrayVar(&o.jobAgents, "job-agent", nil, "a job's control address host:port (cpjob --agent-addr; repeat): its operators' own accounting joins every trial's diagnosis (docs/dataflow.md)")
 	o.discover.register(f)
 	f.StringArrayVar(&p.SenderTargets, "relay-input", nil, "relay topology: senders send to these endpoints of a system under test (repeat)")
@@ -232,6 +239,9 @@ func (o *options) check() (string, *profiler.Handlers, error) {
 		return "", nil, errors.New("give both --sender and --receiver agents, or neither (local agents on loopback)")
 	}
 	if err := o.discover.check(o); err != nil {
+		return "", nil, err
+	}
+	if err := o.checkJobMetrics(); err != nil {
 		return "", nil, err
 	}
 	if err := checkSUT(o.sut, len(o.senders) > 0 || o.discover.senders != "", len(o.plan.SenderTargets) > 0); err != nil {
@@ -309,6 +319,9 @@ func (o *options) agents(ctx context.Context, ctrl *sweep.Controller, tok string
 	for _, a := range o.jobAgents {
 		ctrl.Jobs = append(ctrl.Jobs, protocol.NewClient(a, tok))
 	}
+	for _, u := range o.jobMetrics {
+		ctrl.JobMetrics = append(ctrl.JobMetrics, jobmetrics.Source{URL: u, Mapping: o.jobMapping})
+	}
 	if o.discover.senders != "" {
 		var err error
 		if o.senders, o.receivers, err = o.discover.resolve(ctx); err != nil {
@@ -377,4 +390,29 @@ func (o *options) execute(ctx context.Context, code *int) error {
 		fmt.Fprintln(os.Stderr, "cpsweep: no rate passed (exit status 3): the system did not sustain even the lowest rate tried")
 	}
 	return err
+}
+
+// checkJobMetrics reads --job-metrics-map (Flink's names without it) and
+// checks the URLs.
+func (o *options) checkJobMetrics() error {
+	o.jobMapping = jobmetrics.Flink()
+	if o.jobMetricsMap != "" {
+		if len(o.jobMetrics) == 0 {
+			return errors.New("--job-metrics-map maps --job-metrics: give the job's metrics URL too")
+		}
+		m, err := jobmetrics.LoadMapping(o.jobMetricsMap)
+		if err != nil {
+			return fmt.Errorf("--job-metrics-map: %w", err)
+		}
+		o.jobMapping = m
+	}
+	if len(o.jobMetrics) > 8 {
+		return fmt.Errorf("--job-metrics: at most 8, got %d", len(o.jobMetrics))
+	}
+	for _, u := range o.jobMetrics {
+		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return fmt.Errorf("--job-metrics %.64q: an http:// URL of the job's metrics, e.g. http://10.0.0.5:9105/metrics", u)
+		}
+	}
+	return nil
 }

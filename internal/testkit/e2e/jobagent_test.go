@@ -91,3 +91,42 @@ func TestSweepNamesTheJobsOperator(t *testing.T) {
 		})
 	}
 }
+
+// TestSweepReadsAJobsPrometheusMetrics: a job known only by the metrics
+// it exports under Flink's names (cpjob --metrics-addr; cpsweep
+// --job-metrics, with a mapping file naming the job and its edges) is
+// diagnosed as the agent's API would have it: its slow join is the
+// trial's limit and its service rate the next limit's stage.
+func TestSweepReadsAJobsPrometheusMetrics(t *testing.T) {
+	natsAddr, _ := realserver.NATS(t)
+	redisAddr, _ := realserver.Redis(t)
+	in, out := "jetstream://"+natsAddr+"/prom.in", "jetstream://"+natsAddr+"/prom.out"
+	job := startJob(t, "ysb", "--input", in+"?group=ysb", "--output", out, "--redis", redisAddr, "--window", "1s", "--lateness", "500ms",
+		"--metrics-addr", "127.0.0.1:0", "--join-work", "400us")
+	m := regexp.MustCompile(`the operators' accounting on (http://[0-9.:]+/metrics)`).FindStringSubmatch(job.Stderr.String())
+	if m == nil {
+		t.Fatalf("no metrics address in:\n%s", job.Stderr.String())
+	}
+	mapping := filepath.Join(t.TempDir(), "ysb.yaml")
+	if err := os.WriteFile(mapping, []byte("job: ysb\nedges: [[join, window]]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep, p := runSweepAllowing(t, 2*time.Minute, []int{sweep.ExitNoRatePassed}, jobSweepArgs(in, out,
+		"--search", "linear", "--from", "15k", "--to", "15k", "--step", "5k", "--duration", "3s", "--stage-period", "100ms",
+		"--job-metrics", m[1], "--job-metrics-map", mapping)...)
+	t.Log(p.Stderr.String())
+	var tf struct {
+		Trial struct {
+			Limiting  string `json:"limiting_stage"`
+			NextLimit *struct {
+				Stage string `json:"stage"`
+			} `json:"next_limit"`
+		} `json:"trial"`
+	}
+	if b, err := os.ReadFile(filepath.Join(rep.Dir, "trials", "001.json")); err != nil || json.Unmarshal(b, &tf) != nil {
+		t.Fatalf("trials/001.json: %v", err)
+	}
+	if tf.Trial.Limiting != "ysb/join" || tf.Trial.NextLimit == nil || tf.Trial.NextLimit.Stage != "ysb/join" {
+		t.Errorf("limiting %q, next limit %+v; want ysb/join for both", tf.Trial.Limiting, tf.Trial.NextLimit)
+	}
+}

@@ -1,0 +1,64 @@
+package servicerate
+
+import (
+	"github.com/cloudprofiler-go/cp/stage"
+)
+
+// BusyTimeOfSeries is the busy-time estimate of every timed stage of a
+// recorded series (a job's operators read from its metrics, which no
+// tracker watched live), by the tracker's rule: the tuples over the busy
+// time of the sampling periods busy at least half their length that
+// finished a tuple. Only the samples within [fromNs, toNs] count (both
+// 0: all).
+func BusyTimeOfSeries(s *stage.Series, fromNs, toNs int64) []Rate {
+	out := []Rate{}
+	for _, st := range s.Stages {
+		classes := stage.States(st.Kind)
+		if len(classes) == 0 {
+			continue // a black box: no busy time
+		}
+		busy := func(k int) int64 {
+			var b int64
+			for j, c := range classes {
+				if c.Class == stage.Busy {
+					b += st.StateNs[j][k]
+				}
+			}
+			return b
+		}
+		all := func(k int) int64 {
+			var b int64
+			for j := range classes {
+				b += st.StateNs[j][k]
+			}
+			return b
+		}
+		r := Rate{Stage: st.Name, Kind: st.Kind, Method: MethodBusyTime, Status: NotConverged, T: float64(s.PeriodNs) / 1e9}
+		var busyNs, tuples float64
+		first := -1
+		for k := 1; k < len(st.Items); k++ {
+			at := s.UnixNs[st.From+k]
+			if fromNs != 0 || toNs != 0 {
+				if s.UnixNs[st.From+k-1] < fromNs || at > toNs {
+					continue
+				}
+			}
+			if first < 0 {
+				first = k - 1
+			}
+			r.Tuples += st.Items[k] - st.Items[k-1]
+			db, dt := busy(k)-busy(k-1), float64(s.UnixNs[st.From+k]-s.UnixNs[st.From+k-1])
+			if float64(db) >= busyShare*dt && st.Items[k] > st.Items[k-1] {
+				r.Periods++
+				busyNs += float64(db)
+				tuples += float64(st.Items[k] - st.Items[k-1])
+			}
+			if el := all(k) - all(first); el > 0 {
+				r.Utilisation = float64(busy(k)-busy(first)) / float64(el)
+			}
+		}
+		r.judge(busyNs, uint64(tuples))
+		out = append(out, r)
+	}
+	return out
+}
