@@ -71,11 +71,13 @@ type Snapshot struct {
 
 // Stall is a confirmed stall of one stage.
 type Stall struct {
-	Stage     string  `json:"stage"`
-	FromNs    int64   `json:"from_unix_ns"` // start of its first period
-	ToNs      int64   `json:"to_unix_ns"`   // end of its last period
-	Snapshots int     `json:"snapshots"`
-	Seconds   float64 `json:"seconds"`
+	Stage string `json:"stage"`
+	// FromNs and ToNs bound it: its STALLED snapshots' periods, widened
+	// by the stalled shares of the periods on either side (stalls.go).
+	FromNs    int64   `json:"from_unix_ns"`
+	ToNs      int64   `json:"to_unix_ns"`
+	Snapshots int     `json:"snapshots"` // STALLED snapshots in it
+	Seconds   float64 `json:"seconds"`   // ToNs - FromNs: its estimated length
 }
 
 // ModuleSummary is one stage's labels over the analysis.
@@ -110,6 +112,7 @@ func Analyze(t *Timeline, o Options) *Diagnosis {
 	act := make([]Activity, M)
 	var rk Ranking
 	labels := make([][]Label, 0, S)
+	works := make([][]work, 0, S)
 	for s := 0; s < S; s++ {
 		out := make([]Label, M)
 		if !dg.Step(t.Total[s*M:(s+1)*M], t.Wait[s*M:(s+1)*M], t.Queue[s*M:(s+1)*M], out) {
@@ -119,9 +122,17 @@ func Analyze(t *Timeline, o Options) *Diagnosis {
 		bn.Rank(act, &rk)
 		d.Snapshots = append(d.Snapshots, Snapshot{UnixNs: t.UnixNs[s], Labels: out, Ranks: append([]int(nil), rk.Rank...)})
 		labels = append(labels, out)
+		w := make([]work, M)
+		for m, x := range act {
+			w[m] = work{busy: -1, items: x.Items}
+			if x.Timed {
+				w[m].busy = float32(x.Busy)
+			}
+		}
+		works = append(works, w)
 	}
 	d.confirmLimiting(o.Confirm)
-	d.summarise(labels, o.Confirm)
+	d.summarise(labels, works, o.Confirm)
 	d.Limiting, d.Evidence = "none", ""
 	if lo, hi := t.window(o.Window); hi > lo {
 		t.activity(lo, hi, act)
@@ -210,8 +221,11 @@ func (d *Diagnosis) confirmLimiting(confirm int) {
 	}
 }
 
-// summarise fills the per-stage summary and the confirmed stalls.
-func (d *Diagnosis) summarise(labels [][]Label, confirm int) {
+// summarise fills the per-stage summary and the confirmed stalls. A run
+// of STALLED snapshots is a stall when its estimated length, the run and
+// the stalled shares of the periods on either side (stalls.go), is at
+// least confirm periods; its length and bounds are that estimate's.
+func (d *Diagnosis) summarise(labels [][]Label, works [][]work, confirm int) {
 	M := len(d.Modules)
 	period := float64(d.PeriodNs) / 1e9
 	d.Summary = make([]ModuleSummary, M)
@@ -231,18 +245,24 @@ func (d *Diagnosis) summarise(labels [][]Label, confirm int) {
 			}
 		}
 	}
+	perItem := make([]float64, M)
+	for m := range perItem {
+		perItem[m] = perItemCost(works, labels, m)
+	}
 	for _, r := range StallRuns(labels, M, 1) {
 		s := &d.Summary[r.Module]
-		if r.Len() < confirm {
+		length, before, after := stallLength(r, works, labels, perItem[r.Module])
+		if length < float64(confirm) {
 			s.Transient++
 			continue
 		}
-		secs := float64(r.Len()) * period
+		secs := length * period
 		s.Stalls++
 		s.MeanStall += secs
 		s.MaxStall = max(s.MaxStall, secs)
-		d.Stalls = append(d.Stalls, Stall{Stage: d.Modules[r.Module].Name, FromNs: d.Snapshots[r.From].UnixNs - d.PeriodNs,
-			ToNs: d.Snapshots[r.To].UnixNs, Snapshots: r.Len(), Seconds: secs})
+		d.Stalls = append(d.Stalls, Stall{Stage: d.Modules[r.Module].Name,
+			FromNs: d.Snapshots[r.From].UnixNs - d.PeriodNs - int64(before*float64(d.PeriodNs)),
+			ToNs:   d.Snapshots[r.To].UnixNs + int64(after*float64(d.PeriodNs)), Snapshots: r.Len(), Seconds: secs})
 	}
 	for m := range d.Summary {
 		if s := &d.Summary[m]; s.Stalls > 0 {

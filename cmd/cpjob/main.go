@@ -130,6 +130,7 @@ count's --input (in a group of its own).`,
 	f.StringVar(&c.LogLevel, "log-level", c.LogLevel, "the engine's log level: error, warn, info, debug")
 	f.StringVar(&c.Part, "part", c.Part, "which operators this process runs: all, filter (to a topic between the two) or count (from it)")
 	f.BoolVar(&print, "print-config", false, "print the engine's configuration and exit")
+	f.DurationVar(&c.FilterWork, "filter-work", 0, "an injected limit (experiments only): CPU the filter spends on each event, e.g. 50us")
 	f.DurationVar(&c.JoinWork, "join-work", 0, "an injected limit (experiments only): CPU the join spends on each view, e.g. 100us")
 	f.DurationVar(&c.WindowWork, "window-work", 0, "an injected limit (experiments only): CPU the window operator spends on each window, e.g. 1.5s")
 	return cmd
@@ -154,8 +155,8 @@ func checkYSB(c ysb.Config) error {
 	if c.Lateness >= c.Window && c.Part != ysb.PartFilter {
 		errs = append(errs, fmt.Errorf("--lateness %v must be shorter than --window %v (the engine's window buffer refuses it)", c.Lateness, c.Window))
 	}
-	if c.JoinWork < 0 || c.JoinWork > time.Second || c.WindowWork < 0 || c.WindowWork > time.Minute {
-		errs = append(errs, fmt.Errorf("--join-work %v (0..1s) and --window-work %v (0..1m)", c.JoinWork, c.WindowWork))
+	if c.FilterWork < 0 || c.FilterWork > time.Second || c.JoinWork < 0 || c.JoinWork > time.Second || c.WindowWork < 0 || c.WindowWork > time.Minute {
+		errs = append(errs, fmt.Errorf("--filter-work %v and --join-work %v (0..1s), --window-work %v (0..1m)", c.FilterWork, c.JoinWork, c.WindowWork))
 	}
 	if c.Window < time.Millisecond || c.Lateness < 0 || c.Copies < 1 || c.Copies > 64 || c.Stream < 0 || c.Stream > 0xffff {
 		errs = append(errs, fmt.Errorf("--window %v (at least 1ms), --lateness %v (not negative), --copies %d (1..64), --stream %d (0..65535)", c.Window, c.Lateness, c.Copies, c.Stream))

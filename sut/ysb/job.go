@@ -70,10 +70,11 @@ type Config struct {
 	// whole job, or one of its two halves with a topic between them, each
 	// a process of its own, on hosts of their own.
 	Part string
-	// JoinWork and WindowWork are injected limits (0: none): CPU spent by
-	// the join on each event, by the window operator on each window, for
-	// an experiment whose limit is known (docs/sut.md).
-	JoinWork, WindowWork time.Duration
+	// FilterWork, JoinWork and WindowWork are injected limits (0: none):
+	// CPU spent by the filter on each event, by the join on each view, by
+	// the window operator on each window, for an experiment whose limit
+	// is known (docs/sut.md).
+	FilterWork, JoinWork, WindowWork time.Duration
 }
 
 // The parts of the job: PartFilter reads the ad events and writes the
@@ -102,9 +103,9 @@ func Defaults() Config {
 // second counts in the window that starts there.
 func (c Config) YAML() string {
 	q := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
-	filter := `
+	filter := fmt.Sprintf(`
           - label: filter
-            mapping: 'root = if this.event_type != "view" { deleted() }'`
+            ysb_filter: {%s}`, workLine("work_per_tuple", c.FilterWork, 0))
 	count := fmt.Sprintf(`
           - label: projection
             mapping: 'root = {"ad_id": this.ad_id, "event_time_ms": this.event_time_ms}'

@@ -202,26 +202,31 @@ func TestYSBCountsEveryViewOnce(t *testing.T) {
 		t.Errorf("stop the job: %v", err)
 	}
 	<-done
-	checkOperators(t, df, uint64(views))
+	checkOperators(t, df, 20000, uint64(views))
 }
 
-// checkOperators: YSB's join fed its window, and each processed views
-// tuples, busy for part of the run.
-func checkOperators(t *testing.T, df *dataflow.Job, views uint64) {
+// checkOperators: YSB's filter fed its join, the join its window; the
+// filter processed every event, the others the views, each busy for part
+// of the run.
+func checkOperators(t *testing.T, df *dataflow.Job, events, views uint64) {
 	t.Helper()
-	if e := df.Edges(); len(e) != 1 || e[0] != (dataflow.Edge{From: ysb.OpJoin, To: ysb.OpWindow}) {
-		t.Errorf("the dataflow's edges: %v, want join -> window", e)
+	if e := df.Edges(); len(e) != 2 || e[0] != (dataflow.Edge{From: ysb.OpFilter, To: ysb.OpJoin}) || e[1] != (dataflow.Edge{From: ysb.OpJoin, To: ysb.OpWindow}) {
+		t.Errorf("the dataflow's edges: %v, want filter -> join -> window", e)
 	}
 	df.Stages().Sample()
 	accounts, readings := df.Stages().Readings()
-	if len(accounts) != 2 {
-		t.Fatalf("%d operators accounted, want join and window", len(accounts))
+	if len(accounts) != 3 {
+		t.Fatalf("%d operators accounted, want filter, join and window", len(accounts))
 	}
 	for i, a := range accounts {
 		r := readings[i]
-		if a.Kind() != stage.Operator || r.Tuples != views || r.Items == 0 || r.Ticks[stage.OpBusy] == 0 || r.Ticks[stage.OpWaiting] == 0 {
-			t.Errorf("operator %s (%s): %d tuples in %d batches, busy %d and waiting %d ticks; want the %d views, busy and waiting for some of the run",
-				a.Name(), a.Kind(), r.Tuples, r.Items, r.Ticks[stage.OpBusy], r.Ticks[stage.OpWaiting], views)
+		want := views
+		if a.Name() == ysb.OpFilter {
+			want = events
+		}
+		if a.Kind() != stage.Operator || r.Tuples != want || r.Items == 0 || r.Ticks[stage.OpBusy] == 0 || r.Ticks[stage.OpWaiting] == 0 {
+			t.Errorf("operator %s (%s): %d tuples in %d batches, busy %d and waiting %d ticks; want %d tuples, busy and waiting for some of the run",
+				a.Name(), a.Kind(), r.Tuples, r.Items, r.Ticks[stage.OpBusy], r.Ticks[stage.OpWaiting], want)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,9 +18,11 @@ import (
 // FieldCampaign is the campaign's id that the join adds to an event.
 const FieldCampaign = "campaign_id"
 
-// Operator names in a job's accounting (docs/dataflow.md): the join of
-// each input copy (join, join.1, ...) feeds the window.
+// Operator names in a job's accounting (docs/dataflow.md): the filter of
+// each input copy (filter, filter.1, ...) feeds its join (join, join.1,
+// ...), and every join the window.
 const (
+	OpFilter = "filter"
 	OpJoin   = "join"
 	OpWindow = "window"
 )
@@ -28,6 +31,20 @@ const (
 // each accounted in df (nil: not accounted).
 func registerOperators(env *service.Environment, df *dataflow.Job) error {
 	return errors.Join(
+		env.RegisterBatchProcessor("ysb_filter", service.NewConfigSpec().
+			Summary("YSB's filter: keeps the views (event_type == \"view\"), accounted as an operator.").
+			Field(workField("work_per_tuple", "each event")),
+			func(conf *service.ParsedConfig, _ *service.Resources) (service.BatchProcessor, error) {
+				work, err := conf.FieldDuration("work_per_tuple")
+				if err != nil {
+					return nil, err
+				}
+				op, err := df.Declare(OpFilter, nil)
+				if err != nil {
+					return nil, err
+				}
+				return &filter{op: op, work: work}, nil
+			}),
 		env.RegisterBatchProcessor("ysb_redis_join", service.NewConfigSpec().
 			Summary("YSB's join: each event's ad_id looked up in a Redis hash of ad -> campaign, one HMGET per batch; an unknown ad is dropped and counted.").
 			Field(service.NewStringField("address").Description("HOST:PORT of the Redis that holds the campaigns")).
@@ -49,6 +66,14 @@ func registerOperators(env *service.Environment, df *dataflow.Job) error {
 				op, err := df.Declare(OpJoin, nil)
 				if err != nil {
 					return nil, err
+				}
+				// its copy's filter, made just before it: join.2's is filter.2
+				if op != nil { // accounted
+					if f := df.Op(OpFilter + strings.TrimPrefix(op.Name(), OpJoin)); f != nil {
+						if err := df.Connect(f, op); err != nil {
+							return nil, err
+						}
+					}
 				}
 				if w := df.Op(OpWindow); w != nil {
 					if err := df.Connect(op, w); err != nil {
@@ -110,6 +135,37 @@ func joins(df *dataflow.Job) []*dataflow.Operator {
 		out = append(out, op)
 	}
 }
+
+type filter struct {
+	op   *dataflow.Operator // nil: not accounted
+	work time.Duration      // injected per event (workField)
+}
+
+// ProcessBatch keeps a batch's views, busy while it does.
+func (f *filter) ProcessBatch(_ context.Context, batch service.MessageBatch) ([]service.MessageBatch, error) {
+	f.op.Busy()
+	defer f.op.Waiting()
+	logPoints(f.op, batch)
+	defer f.op.Processed(1, uint64(len(batch)))
+	spin(f.work * time.Duration(len(batch)))
+	out := batch[:0]
+	for i, m := range batch {
+		v, err := m.AsStructured()
+		obj, ok := v.(map[string]any)
+		if err != nil || !ok {
+			return nil, fmt.Errorf("ysb_filter: message %d is not an object (%v)", i, err)
+		}
+		if obj[cpbenthos.FieldEventType] == "view" {
+			out = append(out, m)
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return []service.MessageBatch{out}, nil
+}
+
+func (*filter) Close(context.Context) error { return nil }
 
 type redisJoin struct {
 	c       *redis.Client

@@ -343,7 +343,7 @@ func TestYSBServesItsOperatorsAccounting(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, op := range []string{ysb.OpJoin, ysb.OpWindow} {
+	for _, op := range []string{ysb.OpFilter, ysb.OpJoin, ysb.OpWindow} {
 		busy := regexp.MustCompile(`cp_stage_seconds_total\{stage="` + op + `",state="busy"\} ([0-9.e+-]+)`).FindSubmatch(body)
 		items := regexp.MustCompile(`cp_stage_items_total\{stage="` + op + `"\} ([0-9.e+-]+)`).FindSubmatch(body)
 		if busy == nil || items == nil || string(busy[1]) == "0" || string(items[1]) == "0" {

@@ -1,0 +1,175 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
+	"github.com/cloudprofiler-go/cp/sweep"
+)
+
+// busyRedis keeps a Redis busy (a Lua script spinning 3 ms, again and
+// again) until the returned function is called: a store that answers the
+// join slowly, without a test build.
+func busyRedis(t *testing.T, addr string) func() {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		const spin = `local s = redis.call('TIME') repeat local n = redis.call('TIME') until (n[1]-s[1])*1000000 + (n[2]-s[2]) >= 3000 return 1`
+		for ctx.Err() == nil {
+			if err := c.Eval(ctx, spin, nil).Err(); err != nil && ctx.Err() == nil {
+				t.Errorf("keep Redis busy: %v", err)
+				return
+			}
+		}
+	}()
+	return func() { cancel(); wg.Wait(); c.Close() }
+}
+
+// operatorRow is one injected limit: how the job (or the sweep) is made
+// slow, and the stage every analysis must name.
+type operatorRow struct {
+	name, want string
+	job        []string // cpjob ysb flags
+	sweep      []string // cpsweep flags
+	busyRedis  bool
+}
+
+// TestBenchOperatorLimits: one injected limit per row (the filter with
+// work per event, the join against a Redis kept busy, the window operator
+// with work per window, the harness's own consumer with work per tuple),
+// CP_BENCH_OPS sweeps per row (default 10), interleaved, each of YSB
+// through JetStream with its operators read two ways: from its agent
+// (cpjob --agent-addr, the Go API) and from its Prometheus metrics alone
+// (--job-metrics, Flink's names). Per sweep, the diagnosis's limit and
+// the next limit's stage at the first failing trial; per row, how often
+// each names the injected stage (target: at least 9 of 10).
+func TestBenchOperatorLimits(t *testing.T) {
+	benchOnly(t)
+	natsAddr, _ := realserver.NATS(t)
+	redisAddr, _ := realserver.Redis(t)
+	n := 10
+	if v, err := strconv.Atoi(os.Getenv("CP_BENCH_OPS")); err == nil && v > 0 {
+		n = v
+	}
+	rows := []operatorRow{
+		{name: "filter", want: "ysb/filter", job: []string{"--filter-work", "70us"}},
+		{name: "join (Redis kept busy)", want: "ysb/join", busyRedis: true},
+		{name: "window", want: "ysb/window", job: []string{"--window-work", "1500ms"}},
+		{name: "harness consumer", want: "consumer", sweep: []string{"--work", "15ms"}},
+	}
+	type tally struct{ runs, diag, rates int }
+	got := map[string]*tally{}
+	var answers []string
+	for i := 0; i < n; i++ {
+		for _, row := range rows {
+			for _, mode := range []string{"api", "prometheus"} {
+				limit, next := operatorSweep(t, natsAddr, redisAddr, row, mode, fmt.Sprintf("%d%s%d", i, mode[:1], len(answers)))
+				k := row.name + " / " + mode
+				if got[k] == nil {
+					got[k] = &tally{}
+				}
+				x := got[k]
+				x.runs++
+				if limit == row.want {
+					x.diag++
+				}
+				if next == row.want {
+					x.rates++
+				}
+				answers = append(answers, fmt.Sprintf("%s %d: limited by %q, next limit %q", k, i, limit, next))
+				t.Logf("OPLIMIT %s sweep %d: limited by %q, next limit %q (want %s)", k, i, limit, next, row.want)
+			}
+		}
+	}
+	for _, row := range rows {
+		for _, mode := range []string{"api", "prometheus"} {
+			x := got[row.name+" / "+mode]
+			t.Logf("OPLIMIT %s via %s: diagnosis %d of %d (%s), service rates %d of %d (%s)", row.name, mode,
+				x.diag, x.runs, verdict(10*x.diag >= 9*x.runs), x.rates, x.runs, verdict(10*x.rates >= 9*x.runs))
+			record(t, "operator_limits", map[string]any{"row": row.name, "mode": mode, "runs": x.runs, "diagnosis": x.diag, "service_rates": x.rates})
+		}
+	}
+}
+
+// operatorSweep runs one sweep of a fresh YSB with row's limit and
+// returns what its first failing trial named: the diagnosis's limit and
+// the next limit's stage.
+func operatorSweep(t *testing.T, natsAddr, redisAddr string, row operatorRow, mode, id string) (string, string) {
+	t.Helper()
+	in, out := "jetstream://"+natsAddr+"/ops"+id+".in", "jetstream://"+natsAddr+"/ops"+id+".out"
+	jobArgs := append([]string{"ysb", "--input", in + "?group=ysb", "--output", out, "--redis", redisAddr, "--window", "1s", "--lateness", "500ms"}, row.job...)
+	if mode == "api" {
+		jobArgs = append(jobArgs, "--agent-addr", "127.0.0.1:0")
+	} else {
+		jobArgs = append(jobArgs, "--metrics-addr", "127.0.0.1:0")
+	}
+	job := startJob(t, jobArgs...)
+	defer func() { _ = job.Signal(syscall.SIGINT); _ = job.Wait(10 * time.Second) }()
+	if row.busyRedis {
+		defer busyRedis(t, redisAddr)()
+	}
+	var extra []string
+	if mode == "api" {
+		if !job.WaitForLine("cpjob: agent ready", 30*time.Second) {
+			t.Fatalf("cpjob's agent:\n%s", job.Stderr.String())
+		}
+		m := regexp.MustCompile(`agent ready: control http://([0-9.:]+)/v1`).FindStringSubmatch(job.Stderr.String())
+		extra = []string{"--job-agent", m[1]}
+	} else {
+		m := regexp.MustCompile(`the operators' accounting on (http://[0-9.:]+/metrics)`).FindStringSubmatch(job.Stderr.String())
+		if m == nil {
+			t.Fatalf("cpjob's metrics:\n%s", job.Stderr.String())
+		}
+		mapping := filepath.Join(t.TempDir(), "ysb.yaml")
+		if err := os.WriteFile(mapping, []byte("job: ysb\nedges: [[filter, join], [join, window]]\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		extra = []string{"--job-metrics", m[1], "--job-metrics-map", mapping}
+	}
+	args := jobSweepArgs(in, out, append(append([]string{"--search", "linear", "--from", "5k", "--to", "25k", "--step", "10k", "--stage-period", "100ms"}, row.sweep...), extra...)...)
+	rep, p := runSweepAllowing(t, 5*time.Minute, []int{sweep.ExitNoRatePassed}, args...)
+	for i := range rep.Result.Trials {
+		var tf struct {
+			Trial struct {
+				Pass      bool   `json:"-"`
+				Limiting  string `json:"limiting_stage"`
+				NextLimit *struct {
+					Stage string `json:"stage"`
+				} `json:"next_limit"`
+				Verdict struct {
+					Pass bool `json:"pass"`
+				} `json:"verdict"`
+			} `json:"trial"`
+		}
+		b, err := os.ReadFile(filepath.Join(rep.Dir, "trials", fmt.Sprintf("%03d.json", i+1)))
+		if err != nil || json.Unmarshal(b, &tf) != nil {
+			t.Fatalf("trial %d: %v", i+1, err)
+		}
+		if !tf.Trial.Verdict.Pass {
+			next := ""
+			if tf.Trial.NextLimit != nil {
+				next = tf.Trial.NextLimit.Stage
+			}
+			return tf.Trial.Limiting, next
+		}
+	}
+	t.Logf("OPLIMIT %s: no trial failed:\n%s", row.name, strings.TrimSpace(p.Stderr.String()))
+	return "(no failing trial)", ""
+}
