@@ -22,6 +22,11 @@ type Process struct {
 	Lanes   map[uint32]int
 	Job     string
 	Edges   [][2]string
+	// InputLag is a receiver's readings of a job's lag on its input,
+	// [Unix ns, messages] in time order: the queue of the system under
+	// test's stages whose senders' counts are not there to give one (a
+	// job's output streams are not the senders' streams).
+	InputLag [][2]int64
 }
 
 // Input is a trial's processes. Align maps a TSC value of a node to the
@@ -67,6 +72,8 @@ type source struct {
 	proc, stage int
 	// network: emitted by (sproc, sstage), arrived at (proc, stage)
 	sproc, sstage int
+	// lag: the queue is the job's input lag that proc read
+	lag bool
 }
 
 // BuildTimeline assembles a trial's pipeline: sender threads -> network
@@ -231,7 +238,8 @@ func (b *builder) modules() error {
 			if sent {
 				src.sproc, src.sstage = th[0], th[1]
 			}
-			n := b.add(Module{Name: name, Kind: kind, HasQueue: sent}, src, false, 0)
+			src.lag = !sent && b.in.Relay && len(p.InputLag) > 0
+			n := b.add(Module{Name: name, Kind: kind, HasQueue: sent || src.lag}, src, false, 0)
 			if sent {
 				b.edges = append(b.edges, [2]int{b.byName[b.prefix(b.in.Processes[th[0]])+b.in.Processes[th[0]].Series.Stages[th[1]].Name], n})
 			}
@@ -390,11 +398,22 @@ func (b *builder) fill(t *Timeline) {
 				sst := &b.in.Processes[src.sproc].Series.Stages[src.sstage]
 				sk, _ := b.locate(src.sproc, sst, at, tol)
 				t.Queue[i] = int64(lerpU(sst.Items, sk, 0)) - int64(t.Total[i])
+			case src.lag:
+				t.Queue[i] = lagAt(p.InputLag, at)
 			case !st.NoQueue && k >= 0:
 				t.Queue[i] = st.Queue[k]
 			}
 		}
 	}
+}
+
+// lagAt is the last lag read at or before at (0 before the first).
+func lagAt(lag [][2]int64, at int64) int64 {
+	k := sort.Search(len(lag), func(i int) bool { return lag[i][0] > at }) - 1
+	if k < 0 {
+		return 0
+	}
+	return lag[k][1]
 }
 
 // locate finds where reference instant at falls in a stage's samples:

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cloudprofiler-go/cp/stage"
@@ -170,6 +171,46 @@ func TestAJobsOperatorsAreStages(t *testing.T) {
 		d := Analyze(tl, Options{})
 		if d.Limiting != tc.want || d.Evidence != tc.ev {
 			t.Errorf("busy %v: limiting %q (%s), want %s", tc.busy, d.Limiting, d.Evidence, tc.want)
+		}
+	}
+}
+
+// TestAJobsInputLagIsItsBacklog: a job's output streams are not the
+// senders' (no emitted - arrived to count), so the system's backlog is
+// the job's lag on its input as the receiver read it; an operator busy
+// 88% (below saturation: its thread also reads and decodes) while that
+// backlog grows is the limit, and without the lag nothing is named.
+func TestAJobsInputLagIsItsBacklog(t *testing.T) {
+	const n = 20
+	filter := stage.StageSeries{Name: "filter", Kind: stage.Operator, States: []string{"waiting", "busy", "blocked"},
+		StateNs: [][]int64{make([]int64, n), make([]int64, n), zeros(n)}, Items: ramp(n, 50), NoQueue: true}
+	for k := 0; k < n; k++ {
+		filter.StateNs[0][k], filter.StateNs[1][k] = int64(k)*12e6, int64(k)*88e6
+	}
+	lane := stage.StageSeries{Name: "lane0", Kind: stage.Lane, States: []string{"waiting", "decoding", "blocked"},
+		StateNs: [][]int64{make([]int64, n), zeros(n), zeros(n)}, Items: ramp(n, 1), Queue: zeros(n)}
+	for k := 0; k < n; k++ {
+		lane.StateNs[0][k] = int64(k) * 1e8
+	}
+	out := stage.StageSeries{Name: "stream65280", Kind: stage.Network, Items: ramp(n, 1), NoQueue: true, StateNs: [][]int64{}, States: []string{}}
+	var lag [][2]int64
+	for k := 0; k < n; k += 5 { // read every 500 ms, growing
+		lag = append(lag, [2]int64{5e9 + int64(k)*1e8, int64(100 * k)})
+	}
+	for _, tc := range []struct {
+		lag  [][2]int64
+		want string
+	}{{lag, "ysb/filter"}, {nil, "none"}} {
+		tl, err := BuildTimeline(Input{Relay: true, SUTName: "jetstream", Processes: []Process{
+			{Node: "receiver0", Role: "receiver", Series: seriesOf(n, 1000, 5e9, lane, out), Lanes: map[uint32]int{65280: 0}, InputLag: tc.lag},
+			{Node: "job0", Role: "job", Job: "ysb", Series: seriesOf(n, 1000, 5e9, filter)},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := Analyze(tl, Options{})
+		if d.Limiting != tc.want || (tc.lag != nil && !strings.Contains(d.Evidence, "its input jetstream/stream65280 growing 0 -> 1500")) {
+			t.Errorf("lag %v: limiting %q (%s), want %s", tc.lag != nil, d.Limiting, d.Evidence, tc.want)
 		}
 	}
 }

@@ -59,6 +59,12 @@ type Rate struct {
 	// ImplausiblePeriods (busy_time) counts sampling periods whose busy
 	// time exceeded their length, left out: a clock or accounting error.
 	ImplausiblePeriods int `json:"implausible_periods,omitempty"`
+	// InputShare, when set, is the stage's share of the pipeline's input
+	// tuples, from the topology (a job's operator after a filter sees a
+	// third of them): Limits uses it instead of the share of its kind's
+	// traffic, which holds for stages side by side (lanes, threads), not
+	// for operators one after another.
+	InputShare float64 `json:"input_share,omitempty"`
 }
 
 // Value is the estimate and whether there is one.
@@ -305,6 +311,9 @@ func Limits(rates []Rate) []Limit {
 			continue
 		}
 		share := float64(r.Tuples) / float64(total[r.Kind])
+		if r.InputShare > 0 {
+			share = r.InputShare
+		}
 		out = append(out, Limit{Stage: r.Stage, Method: r.Method, TuplesPerS: v / share, Share: share})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].TuplesPerS < out[j].TuplesPerS })

@@ -60,6 +60,11 @@ func Processes(senders []*sender.Result, receivers []*receiver.Result, jobs []*p
 		for _, s := range r.Streams {
 			p.Lanes[s.Stream] = s.Lane
 		}
+		for _, b := range r.Backlog { // a job's lag on its input, where read
+			if b.JobLag != nil && *b.JobLag >= 0 {
+				p.InputLag = append(p.InputLag, [2]int64{b.UnixNs, *b.JobLag})
+			}
+		}
 		out = append(out, p)
 	}
 	for i, s := range senders {

@@ -8,6 +8,7 @@ import (
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/servicerate"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // trialRates gathers every agent's service-rate estimates, the stages
@@ -30,7 +31,30 @@ func trialRates(o *Outcome) []servicerate.Rate {
 	}
 	for _, j := range o.Jobs { // named as the diagnosis names its operators
 		if j != nil {
-			out = appendNamed(out, j.Name+"/", j.ServiceRates)
+			out = appendNamed(out, j.Name+"/", withInputShares(j))
+		}
+	}
+	return out
+}
+
+// withInputShares sets each operator's share of the job's input: its
+// tuples over those of the operators that read the input (no edge into
+// them), whose copies side by side add up to it.
+func withInputShares(j *protocol.JobResult) []servicerate.Rate {
+	fed := map[string]bool{}
+	for _, e := range j.Edges {
+		fed[e[1]] = true
+	}
+	var input uint64
+	for _, r := range j.ServiceRates {
+		if r.Method == servicerate.MethodBusyTime && !fed[r.Stage] {
+			input += r.Tuples
+		}
+	}
+	out := append([]servicerate.Rate(nil), j.ServiceRates...)
+	for i := range out {
+		if input > 0 && out[i].Tuples > 0 {
+			out[i].InputShare = float64(out[i].Tuples) / float64(input)
 		}
 	}
 	return out

@@ -12,6 +12,7 @@ import (
 	rtally "github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/servicerate"
 	"github.com/cloudprofiler-go/cp/stage"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 func rate(stageName string, kind stage.Kind, method string, v float64, tuples uint64) servicerate.Rate {
@@ -276,5 +277,29 @@ func TestAnswerLimitIsTheSearchs(t *testing.T) {
 	}
 	if stage, why := limits.Answer(trials, 8.144e6); stage != HostCPU || why != "host busy 86%" {
 		t.Fatalf("answer limited by %q (%s), want the search's host CPU", stage, why)
+	}
+}
+
+// TestOperatorsLimitTheJobsInput: a job's operators are in series, so an
+// operator's limit is its rate over its share of the job's input (a join
+// after a filter that keeps a third limits the input at three times its
+// own rate), not over its share of all operators' tuples; copies side by
+// side share the input.
+func TestOperatorsLimitTheJobsInput(t *testing.T) {
+	rate := func(name string, tuples uint64, perS float64) servicerate.Rate {
+		return servicerate.Rate{Stage: name, Kind: stage.Operator, Method: servicerate.MethodBusyTime, Tuples: tuples, TuplesPerS: &perS, Status: servicerate.Converged, Converged: true}
+	}
+	job := &protocol.JobResult{Name: "ysb", Edges: [][2]string{{"filter", "join"}, {"filter.1", "join.1"}, {"join", "window"}, {"join.1", "window"}},
+		ServiceRates: []servicerate.Rate{rate("filter", 150, 90e3), rate("filter.1", 150, 90e3), rate("join", 50, 4e3), rate("join.1", 50, 5e3), rate("window", 100, 30e3)}}
+	got := map[string]float64{}
+	for _, l := range servicerate.Limits(trialRates(&Outcome{Jobs: []*protocol.JobResult{job}})) {
+		got[l.Stage] = l.TuplesPerS
+	}
+	// input 300: each filter half of it, each join a sixth, the window a third
+	want := map[string]float64{"ysb/filter": 180e3, "ysb/filter.1": 180e3, "ysb/join": 24e3, "ysb/join.1": 30e3, "ysb/window": 90e3}
+	for s, w := range want {
+		if g := got[s]; g < w*0.999 || g > w*1.001 {
+			t.Errorf("%s limits the input at %.0f, want %.0f (all: %v)", s, g, w, got)
+		}
 	}
 }

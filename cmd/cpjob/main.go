@@ -132,7 +132,8 @@ count's --input (in a group of its own).`,
 	f.BoolVar(&print, "print-config", false, "print the engine's configuration and exit")
 	f.DurationVar(&c.FilterWork, "filter-work", 0, "an injected limit (experiments only): CPU the filter spends on each event, e.g. 50us")
 	f.DurationVar(&c.JoinWork, "join-work", 0, "an injected limit (experiments only): CPU the join spends on each view, e.g. 100us")
-	f.DurationVar(&c.WindowWork, "window-work", 0, "an injected limit (experiments only): CPU the window operator spends on each window, e.g. 1.5s")
+	f.DurationVar(&c.WindowWork, "window-work", 0, "an injected limit (experiments only): CPU the window operator spends on each view it counts, e.g. 100us")
+	f.DurationVar(&c.JoinDelay, "join-delay", 0, "an injected limit (experiments only): how much longer the join waits for each lookup, as against a slow Redis, e.g. 10ms")
 	return cmd
 }
 
@@ -155,8 +156,13 @@ func checkYSB(c ysb.Config) error {
 	if c.Lateness >= c.Window && c.Part != ysb.PartFilter {
 		errs = append(errs, fmt.Errorf("--lateness %v must be shorter than --window %v (the engine's window buffer refuses it)", c.Lateness, c.Window))
 	}
-	if c.FilterWork < 0 || c.FilterWork > time.Second || c.JoinWork < 0 || c.JoinWork > time.Second || c.WindowWork < 0 || c.WindowWork > time.Minute {
-		errs = append(errs, fmt.Errorf("--filter-work %v and --join-work %v (0..1s), --window-work %v (0..1m)", c.FilterWork, c.JoinWork, c.WindowWork))
+	for _, w := range []struct {
+		flag string
+		d    time.Duration
+	}{{"filter-work", c.FilterWork}, {"join-work", c.JoinWork}, {"window-work", c.WindowWork}, {"join-delay", c.JoinDelay}} {
+		if w.d < 0 || w.d > time.Second {
+			errs = append(errs, fmt.Errorf("--%s %v: 0 to 1s", w.flag, w.d))
+		}
 	}
 	if c.Window < time.Millisecond || c.Lateness < 0 || c.Copies < 1 || c.Copies > 64 || c.Stream < 0 || c.Stream > 0xffff {
 		errs = append(errs, fmt.Errorf("--window %v (at least 1ms), --lateness %v (not negative), --copies %d (1..64), --stream %d (0..65535)", c.Window, c.Lateness, c.Copies, c.Stream))

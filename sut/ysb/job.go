@@ -71,10 +71,11 @@ type Config struct {
 	// a process of its own, on hosts of their own.
 	Part string
 	// FilterWork, JoinWork and WindowWork are injected limits (0: none):
-	// CPU spent by the filter on each event, by the join on each view, by
-	// the window operator on each window, for an experiment whose limit
+	// CPU spent by the filter on each event, by the join and the window
+	// operator on each view, and JoinDelay a wait of the join's on each
+	// lookup (a Redis that answers slowly), for an experiment whose limit
 	// is known (docs/sut.md).
-	FilterWork, JoinWork, WindowWork time.Duration
+	FilterWork, JoinWork, WindowWork, JoinDelay time.Duration
 }
 
 // The parts of the job: PartFilter reads the ad events and writes the
@@ -111,7 +112,7 @@ func (c Config) YAML() string {
             mapping: 'root = {"ad_id": this.ad_id, "event_time_ms": this.event_time_ms}'
           - label: join
             ysb_redis_join:
-              address: %s%s`, q(c.Redis), workLine("work_per_tuple", c.JoinWork, 14))
+              address: %s%s%s`, q(c.Redis), workLine("work_per_tuple", c.JoinWork, 14), workLine("lookup_delay", c.JoinDelay, 14))
 	window := fmt.Sprintf(`buffer:
   system_window:
     timestamp_mapping: 'root = this.event_time_ms / 1000 + 0.0005'
@@ -122,7 +123,7 @@ pipeline:
   processors:
     - label: window
       ysb_window_count: {%s}
-`, c.Window, c.Lateness, strings.TrimSpace(workLine("work_per_window", c.WindowWork, 0)))
+`, c.Window, c.Lateness, strings.TrimSpace(workLine("work_per_tuple", c.WindowWork, 0)))
 	schema := "window"
 	switch c.Part {
 	case PartFilter:

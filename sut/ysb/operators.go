@@ -49,7 +49,9 @@ func registerOperators(env *service.Environment, df *dataflow.Job) error {
 			Summary("YSB's join: each event's ad_id looked up in a Redis hash of ad -> campaign, one HMGET per batch; an unknown ad is dropped and counted.").
 			Field(service.NewStringField("address").Description("HOST:PORT of the Redis that holds the campaigns")).
 			Field(service.NewStringField("hash").Default(CampaignsHash)).
-			Field(workField("work_per_tuple", "each event")),
+			Field(workField("work_per_tuple", "each event")).
+			Field(service.NewDurationField("lookup_delay").Default("0s").Advanced().
+				Description("an injected limit: wait this long more for each lookup, as against a Redis that answers slowly (0: none)")),
 			func(conf *service.ParsedConfig, mgr *service.Resources) (service.BatchProcessor, error) {
 				addr, err := conf.FieldString("address")
 				if err != nil {
@@ -60,6 +62,10 @@ func registerOperators(env *service.Environment, df *dataflow.Job) error {
 					return nil, err
 				}
 				work, err := conf.FieldDuration("work_per_tuple")
+				if err != nil {
+					return nil, err
+				}
+				delay, err := conf.FieldDuration("lookup_delay")
 				if err != nil {
 					return nil, err
 				}
@@ -80,13 +86,13 @@ func registerOperators(env *service.Environment, df *dataflow.Job) error {
 						return nil, err
 					}
 				}
-				return &redisJoin{c: redis.NewClient(&redis.Options{Addr: addr}), hash: hash, unknown: mgr.Metrics().NewCounter("ysb_unknown_ads"), op: op, work: work}, nil
+				return &redisJoin{c: redis.NewClient(&redis.Options{Addr: addr}), hash: hash, unknown: mgr.Metrics().NewCounter("ysb_unknown_ads"), op: op, work: work, delay: delay}, nil
 			}),
 		env.RegisterBatchProcessor("ysb_window_count", service.NewConfigSpec().
 			Summary("YSB's count: a window's events grouped by campaign, one message per campaign with its count, the window's end, and the identity of the latest event counted.").
-			Field(workField("work_per_window", "each window")),
+			Field(workField("work_per_tuple", "each view counted")),
 			func(conf *service.ParsedConfig, _ *service.Resources) (service.BatchProcessor, error) {
-				work, err := conf.FieldDuration("work_per_window")
+				work, err := conf.FieldDuration("work_per_tuple")
 				if err != nil {
 					return nil, err
 				}
@@ -173,6 +179,7 @@ type redisJoin struct {
 	unknown *service.MetricCounter
 	op      *dataflow.Operator // nil: not accounted
 	work    time.Duration      // injected per event (workField)
+	delay   time.Duration      // injected per lookup (lookup_delay)
 }
 
 // ProcessBatch is the join of one batch: busy from its start to its end,
@@ -210,6 +217,9 @@ func (j *redisJoin) join(ctx context.Context, batch service.MessageBatch) ([]ser
 		objs[i] = obj
 		ads[i], _ = obj[cpbenthos.FieldAdID].(string)
 	}
+	if j.delay > 0 {
+		time.Sleep(j.delay)
+	}
 	campaigns, err := j.c.HMGet(ctx, j.hash, ads...).Result()
 	if err != nil {
 		return nil, fmt.Errorf("ysb_redis_join: HMGET %s: %w", j.hash, err)
@@ -235,7 +245,7 @@ func (j *redisJoin) Close(context.Context) error { return j.c.Close() }
 
 type windowCount struct {
 	op   *dataflow.Operator // nil: not accounted
-	work time.Duration      // injected per window (workField)
+	work time.Duration      // injected per view counted (workField)
 }
 
 // window is one campaign's count in a window.
@@ -251,7 +261,7 @@ func (w windowCount) ProcessBatch(_ context.Context, batch service.MessageBatch)
 	defer w.op.Waiting()
 	logPoints(w.op, batch)
 	defer w.op.Processed(1, uint64(len(batch)))
-	spin(w.work)
+	spin(w.work * time.Duration(len(batch)))
 	return count(batch)
 }
 

@@ -45,7 +45,7 @@ func TestSweepNamesTheJobsOperator(t *testing.T) {
 		work       []string
 	}{
 		{"join", "ysb/join", []string{"--join-work", "400us"}},
-		{"window", "ysb/window", []string{"--window-work", "1500ms"}},
+		{"window", "ysb/window", []string{"--window-work", "300us"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in, out := "jetstream://"+natsAddr+"/op"+tc.name+".in", "jetstream://"+natsAddr+"/op"+tc.name+".out"

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,38 +8,13 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
 	"github.com/cloudprofiler-go/cp/sweep"
 )
-
-// busyRedis keeps a Redis busy (a Lua script spinning 3 ms, again and
-// again) until the returned function is called: a store that answers the
-// join slowly, without a test build.
-func busyRedis(t *testing.T, addr string) func() {
-	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: addr})
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		const spin = `local s = redis.call('TIME') repeat local n = redis.call('TIME') until (n[1]-s[1])*1000000 + (n[2]-s[2]) >= 3000 return 1`
-		for ctx.Err() == nil {
-			if err := c.Eval(ctx, spin, nil).Err(); err != nil && ctx.Err() == nil {
-				t.Errorf("keep Redis busy: %v", err)
-				return
-			}
-		}
-	}()
-	return func() { cancel(); wg.Wait(); c.Close() }
-}
 
 // operatorRow is one injected limit: how the job (or the sweep) is made
 // slow, and the stage every analysis must name.
@@ -48,12 +22,12 @@ type operatorRow struct {
 	name, want string
 	job        []string // cpjob ysb flags
 	sweep      []string // cpsweep flags
-	busyRedis  bool
 }
 
 // TestBenchOperatorLimits: one injected limit per row (the filter with
-// work per event, the join against a Redis kept busy, the window operator
-// with work per window, the harness's own consumer with work per tuple),
+// work per event, the join waiting longer on each lookup as against a
+// slow Redis, the window operator with work per view, the harness's own
+// consumer with work per tuple),
 // CP_BENCH_OPS sweeps per row (default 10), interleaved, each of YSB
 // through JetStream with its operators read two ways: from its agent
 // (cpjob --agent-addr, the Go API) and from its Prometheus metrics alone
@@ -70,8 +44,8 @@ func TestBenchOperatorLimits(t *testing.T) {
 	}
 	rows := []operatorRow{
 		{name: "filter", want: "ysb/filter", job: []string{"--filter-work", "70us"}},
-		{name: "join (Redis kept busy)", want: "ysb/join", busyRedis: true},
-		{name: "window", want: "ysb/window", job: []string{"--window-work", "1500ms"}},
+		{name: "join (a slow Redis)", want: "ysb/join", job: []string{"--join-delay", "10ms"}},
+		{name: "window", want: "ysb/window", job: []string{"--window-work", "150us"}},
 		{name: "harness consumer", want: "consumer", sweep: []string{"--work", "15ms"}},
 	}
 	type tally struct{ runs, diag, rates int }
@@ -122,9 +96,6 @@ func operatorSweep(t *testing.T, natsAddr, redisAddr string, row operatorRow, mo
 	}
 	job := startJob(t, jobArgs...)
 	defer func() { _ = job.Signal(syscall.SIGINT); _ = job.Wait(10 * time.Second) }()
-	if row.busyRedis {
-		defer busyRedis(t, redisAddr)()
-	}
 	var extra []string
 	if mode == "api" {
 		if !job.WaitForLine("cpjob: agent ready", 30*time.Second) {
