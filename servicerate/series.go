@@ -35,6 +35,7 @@ func BusyTimeOfSeries(s *stage.Series, fromNs, toNs int64) []Rate {
 		}
 		r := Rate{Stage: st.Name, Kind: st.Kind, Method: MethodBusyTime, Status: NotConverged, T: float64(s.PeriodNs) / 1e9}
 		var busyNs, tuples float64
+		var carry int64
 		first := -1
 		for k := 1; k < len(st.Items); k++ {
 			at := s.UnixNs[st.From+k]
@@ -46,12 +47,19 @@ func BusyTimeOfSeries(s *stage.Series, fromNs, toNs int64) []Rate {
 			if first < 0 {
 				first = k - 1
 			}
-			r.Tuples += st.Items[k] - st.Items[k-1]
+			done := st.Items[k] - st.Items[k-1]
+			r.Tuples += done
 			db, dt := busy(k)-busy(k-1), float64(s.UnixNs[st.From+k]-s.UnixNs[st.From+k-1])
-			if float64(db) >= busyShare*dt && st.Items[k] > st.Items[k-1] {
+			switch { // as the tracker reads its periods (an operator's long items carried)
+			case done > 0 && (float64(db) >= busyShare*dt || carry > 0):
 				r.Periods++
-				busyNs += float64(db)
-				tuples += float64(st.Items[k] - st.Items[k-1])
+				busyNs += float64(db + carry)
+				tuples += float64(done)
+				carry = 0
+			case done == 0 && float64(db) >= busyShare*dt && st.Kind == stage.Operator:
+				carry += db
+			default:
+				carry = 0
 			}
 			if el := all(k) - all(first); el > 0 {
 				r.Utilisation = float64(busy(k)-busy(first)) / float64(el)

@@ -128,6 +128,10 @@ type tracked struct {
 	// busy time and tuples of the periods busy at least busyShare
 	busyPeriods       int
 	busyTicks, tuples uint64
+	// carry: an operator's busy ticks of the periods in a row that
+	// finished no tuple, counted with the period that finishes one (its
+	// item outlasted a period); other stages' such periods are stalls
+	carry uint64
 	implausible       int // periods busy longer than they lasted
 }
 
@@ -194,13 +198,20 @@ func (t *Tracker) sample(s stage.Snapshot) {
 			// injected one, a preempted thread), not service: it would
 			// pull the rate towards 0, or make it 0 when it is the only
 			// busy period of a mostly idle stage.
+			done := s.Readings[i].Tuples - x.last.Tuples
 			switch {
 			case db > dt+dt/100: // busy longer than the period: not a reading to trust
 				x.implausible++
-			case float64(db) >= busyShare*float64(dt) && s.Readings[i].Tuples > x.last.Tuples:
+				x.carry = 0
+			case done > 0 && (float64(db) >= busyShare*float64(dt) || x.carry > 0):
 				x.busyPeriods++
-				x.busyTicks += db
-				x.tuples += s.Readings[i].Tuples - x.last.Tuples
+				x.busyTicks += db + x.carry
+				x.tuples += done
+				x.carry = 0
+			case done == 0 && float64(db) >= busyShare*float64(dt) && a.Kind() == stage.Operator:
+				x.carry += db // a long item (a window's batch) finishes in a later period
+			default:
+				x.carry = 0
 			}
 		}
 		x.last, x.lastTSC = s.Readings[i], s.TSC

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
+	"github.com/cloudprofiler-go/cp/dataflow"
 	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/wire"
@@ -19,19 +20,30 @@ import (
 // says it is reading only once it is, not when the engine was built.
 type Connected func(plugin, where string)
 
+// OpInput names each cp_input in a job's operators (input, input.1, ...
+// for an input's copies; docs/dataflow.md).
+const OpInput = "input"
+
 // Register adds cp_input and cp_output to env, connecting through the
-// drivers of reg; connected (nil: none) is told of each connection.
-func Register(env *service.Environment, reg driver.Registry, connected Connected) error {
+// drivers of reg; connected (nil: none) is told of each connection. With
+// operators (nil: none), each cp_input is an operator of the job: waiting
+// for a bucket, busy decoding it, blocked while the job's processors
+// work on its tuples (they take no more until then).
+func Register(env *service.Environment, reg driver.Registry, connected Connected, operators *dataflow.Job) error {
 	if connected == nil {
 		connected = func(string, string) {}
 	}
 	return errors.Join(
 		env.RegisterBatchInput("cp_input", inputSpec(), func(conf *service.ParsedConfig, mgr *service.Resources) (service.BatchInput, error) {
 			in, err := newInput(conf, mgr, reg)
-			if in != nil {
-				in.connected = connected
+			if err != nil {
+				return nil, err
 			}
-			return in, err
+			in.connected = connected
+			if in.op, err = operators.Declare(OpInput, nil); err != nil {
+				return nil, err
+			}
+			return in, nil
 		}),
 		env.RegisterBatchOutput("cp_output", outputSpec(), func(conf *service.ParsedConfig, mgr *service.Resources) (service.BatchOutput, service.BatchPolicy, int, error) {
 			out, err := newOutput(conf, mgr, reg)
@@ -70,6 +82,7 @@ type input struct {
 	mu        sync.Mutex // Connect and Close against ReadBatch
 	c         driver.Consumer
 	connected Connected
+	op        *dataflow.Operator // nil: not accounted
 }
 
 func newInput(conf *service.ParsedConfig, mgr *service.Resources, reg driver.Registry) (*input, error) {
@@ -120,11 +133,13 @@ func (in *input) ReadBatch(ctx context.Context) (service.MessageBatch, service.A
 	if c == nil {
 		return nil, nil, service.ErrNotConnected
 	}
+	in.op.Waiting() // the processors are done with the last batch
 	for ctx.Err() == nil {
 		msg, err := c.Next(100 * time.Millisecond)
 		if errors.Is(err, driver.ErrTimeout) {
 			continue
 		}
+		in.op.Busy()
 		if err != nil {
 			in.log.Errorf("cp_input %s: %v", in.e.Where(), err)
 			return nil, nil, service.ErrNotConnected
@@ -133,12 +148,16 @@ func (in *input) ReadBatch(ctx context.Context) (service.MessageBatch, service.A
 		if err != nil {
 			in.malformed.Incr(1)
 			in.log.Warnf("cp_input %s: a malformed bucket skipped: %v", in.e.Where(), err)
+			in.op.Waiting()
 			continue
 		}
 		if len(batch) > 0 {
+			in.op.Processed(1, uint64(len(batch)))
+			in.op.Blocked() // until the processors have taken the batch
 			// the driver's consumer acknowledged on receipt (docs/sut.md)
 			return batch, func(context.Context, error) error { return nil }, nil
 		}
+		in.op.Waiting()
 	}
 	return nil, nil, ctx.Err()
 }

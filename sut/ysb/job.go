@@ -175,7 +175,7 @@ type Hooks struct {
 // cp_output over reg's drivers) and YSB's operators.
 func Environment(reg driver.Registry, h Hooks) (*service.Environment, error) {
 	env := service.NewEnvironment()
-	if err := cpbenthos.Register(env, reg, h.Connected); err != nil {
+	if err := cpbenthos.Register(env, reg, h.Connected, h.Operators); err != nil {
 		return nil, err
 	}
 	if err := registerOperators(env, h.Operators); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/stage"
+	cpbenthos "github.com/cloudprofiler-go/cp/sut/benthos"
 	"github.com/cloudprofiler-go/cp/sut/ysb"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/wire"
@@ -205,23 +207,24 @@ func TestYSBCountsEveryViewOnce(t *testing.T) {
 	checkOperators(t, df, 20000, uint64(views))
 }
 
-// checkOperators: YSB's filter fed its join, the join its window; the
-// filter processed every event, the others the views, each busy for part
-// of the run.
+// checkOperators: YSB's input fed its filter, the filter its join, the
+// join its window; the input and the filter processed every event, the
+// others the views, each busy for part of the run.
 func checkOperators(t *testing.T, df *dataflow.Job, events, views uint64) {
 	t.Helper()
-	if e := df.Edges(); len(e) != 2 || e[0] != (dataflow.Edge{From: ysb.OpFilter, To: ysb.OpJoin}) || e[1] != (dataflow.Edge{From: ysb.OpJoin, To: ysb.OpWindow}) {
-		t.Errorf("the dataflow's edges: %v, want filter -> join -> window", e)
+	want := []dataflow.Edge{{From: cpbenthos.OpInput, To: ysb.OpFilter}, {From: ysb.OpFilter, To: ysb.OpJoin}, {From: ysb.OpJoin, To: ysb.OpWindow}}
+	if e := df.Edges(); !slices.Equal(e, want) {
+		t.Errorf("the dataflow's edges: %v, want input -> filter -> join -> window", e)
 	}
 	df.Stages().Sample()
 	accounts, readings := df.Stages().Readings()
-	if len(accounts) != 3 {
-		t.Fatalf("%d operators accounted, want filter, join and window", len(accounts))
+	if len(accounts) != 4 {
+		t.Fatalf("%d operators accounted, want input, filter, join and window", len(accounts))
 	}
 	for i, a := range accounts {
 		r := readings[i]
 		want := views
-		if a.Name() == ysb.OpFilter {
+		if a.Name() == ysb.OpFilter || a.Name() == cpbenthos.OpInput {
 			want = events
 		}
 		if a.Kind() != stage.Operator || r.Tuples != want || r.Items == 0 || r.Ticks[stage.OpBusy] == 0 || r.Ticks[stage.OpWaiting] == 0 {

@@ -43,6 +43,13 @@ func registerOperators(env *service.Environment, df *dataflow.Job) error {
 				if err != nil {
 					return nil, err
 				}
+				if op != nil { // accounted: its copy's input, made before it (filter.2's is input.2)
+					if in := df.Op(cpbenthos.OpInput + strings.TrimPrefix(op.Name(), OpFilter)); in != nil {
+						if err := df.Connect(in, op); err != nil {
+							return nil, err
+						}
+					}
+				}
 				return &filter{op: op, work: work}, nil
 			}),
 		env.RegisterBatchProcessor("ysb_redis_join", service.NewConfigSpec().

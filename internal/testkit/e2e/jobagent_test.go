@@ -108,7 +108,7 @@ func TestSweepReadsAJobsPrometheusMetrics(t *testing.T) {
 		t.Fatalf("no metrics address in:\n%s", job.Stderr.String())
 	}
 	mapping := filepath.Join(t.TempDir(), "ysb.yaml")
-	if err := os.WriteFile(mapping, []byte("job: ysb\nedges: [[join, window]]\n"), 0o600); err != nil {
+	if err := os.WriteFile(mapping, []byte("job: ysb\nedges: [[input, filter], [filter, join], [join, window]]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	rep, p := runSweepAllowing(t, 2*time.Minute, []int{sweep.ExitNoRatePassed}, jobSweepArgs(in, out,

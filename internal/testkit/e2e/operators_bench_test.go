@@ -45,7 +45,7 @@ func TestBenchOperatorLimits(t *testing.T) {
 	rows := []operatorRow{
 		{name: "filter", want: "ysb/filter", job: []string{"--filter-work", "70us"}},
 		{name: "join (a slow Redis)", want: "ysb/join", job: []string{"--join-delay", "10ms"}},
-		{name: "window", want: "ysb/window", job: []string{"--window-work", "150us"}},
+		{name: "window", want: "ysb/window", job: []string{"--window-work", "300us"}},
 		{name: "harness consumer", want: "consumer", sweep: []string{"--work", "15ms"}},
 	}
 	type tally struct{ runs, diag, rates int }
@@ -109,7 +109,7 @@ func operatorSweep(t *testing.T, natsAddr, redisAddr string, row operatorRow, mo
 			t.Fatalf("cpjob's metrics:\n%s", job.Stderr.String())
 		}
 		mapping := filepath.Join(t.TempDir(), "ysb.yaml")
-		if err := os.WriteFile(mapping, []byte("job: ysb\nedges: [[filter, join], [join, window]]\n"), 0o600); err != nil {
+		if err := os.WriteFile(mapping, []byte("job: ysb\nedges: [[input, filter], [filter, join], [join, window]]\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		extra = []string{"--job-metrics", m[1], "--job-metrics-map", mapping}
