@@ -74,9 +74,10 @@ cref: deps
 bench: build cref
 	$(GO) test -run '^$$' -bench . -benchmem $$(grep -rl --include='*_test.go' '^func Benchmark' . | xargs -n1 dirname | sort -u | grep -v -e /internal/testkit/e2e -e /analysis$$)
 	CP_RAW_CEILING=124,10024 $(GO) test -count=1 -run '^TestRawCeiling$$' -v ./internal/zmqraw/ | grep -E 'CGO PATH|^(ok|FAIL)'
-	CP_BENCH=1 $(GO) test -count=1 -run '^TestBench' -skip '^TestBench(Soak|StallDetection|BottleneckNaming|SweepNamesItsLimit|AccountingOverhead|YSBFixedRates|YSBSweeps)$$' -v -timeout 150m ./internal/testkit/e2e/ | grep -E 'EMISSION|E2E|ACCURACY|SWEEP|CAPACITY|OVERHEAD|DEMO|SERVICE RATE|ACTIVITY|LIVE|COST|BROKER|REDIS|RELAY|^(ok|FAIL|---)'
+	CP_BENCH=1 $(GO) test -count=1 -run '^TestBench' -skip '^TestBench(Soak|StallDetection|BottleneckNaming|SweepNamesItsLimit|AccountingOverhead|YSBFixedRates|YSBSweeps|OperatorLimits|OperatorAccountingCost)$$' -v -timeout 150m ./internal/testkit/e2e/ | grep -E 'EMISSION|E2E|ACCURACY|SWEEP|CAPACITY|OVERHEAD|DEMO|SERVICE RATE|ACTIVITY|LIVE|COST|BROKER|REDIS|RELAY|^(ok|FAIL|---)'
 	CP_BENCH=1 $(GO) test -count=1 -run '^TestBench(StallDetection|BottleneckNaming|SweepNamesItsLimit|AccountingOverhead)$$' -v -timeout 60m ./internal/testkit/e2e/ | grep -E 'STALLS|BOTTLENECK|LIMIT|ACCOUNTING|^(ok|FAIL|---)'
 	CP_BENCH=1 $(GO) test -count=1 -run '^TestBenchYSB(FixedRates|Sweeps)$$' -v -timeout 150m ./internal/testkit/e2e/ | grep -E 'YSB|FILTER|^(ok|FAIL|---)'
+	CP_BENCH=1 $(GO) test -count=1 -run '^TestBenchOperator(Limits|AccountingCost)$$' -v -timeout 150m ./internal/testkit/e2e/ | grep -E 'OPLIMIT|ACCOUNTING|^(ok|FAIL|---)'
 	CP_BENCH=1 $(GO) test -count=1 -run '^TestBenchSoak$$' -v -timeout 40m ./internal/testkit/e2e/ | grep -E 'SOAK|^(ok|FAIL|---)'
 	CP_BENCH=1 $(GO) test -count=1 -run '^TestBenchAnalyzeScale$$' -v -timeout 20m ./analysis/ | grep -E 'generated|ANALYZE|^(ok|FAIL)'
 	CP_BENCH=1 $(GO) test -count=1 -run '^TestBenchInstructionsPerCall$$' -v -timeout 20m ./profiler/ | grep -E 'INSTRUCTIONS|^(ok|FAIL)'

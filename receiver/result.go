@@ -77,13 +77,14 @@ func (r *Receiver) result(reason string) *Result {
 	if r.perWindow != nil {
 		res.Windows, res.WindowsNotTallied = r.perWindow.counts(), r.perWindow.notTallied
 	}
-	if f, _ := r.jobFailure.Load().(string); f != "" {
-		res.SystemFailures = append(res.SystemFailures, f)
-	}
 	if f := r.jobLag.failure(); f != "" && r.cfg.jobTrial() {
 		// the job's input or its group gone or made again mid-trial
 		// (deleted under the job?), or the broker not answering: the
-		// trial cannot be judged
+		// trial cannot be judged. First: the cause, when the job then
+		// made no progress too (the error names the first)
+		res.SystemFailures = append(res.SystemFailures, f)
+	}
+	if f, _ := r.jobFailure.Load().(string); f != "" {
 		res.SystemFailures = append(res.SystemFailures, f)
 	}
 	if first, last := r.firstData.Load(), r.lastConsum.Load(); first > 0 && last > first {

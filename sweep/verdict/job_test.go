@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/rundir"
@@ -142,5 +143,38 @@ func TestJobWindowsAreComparedPerKeyAndWindow(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAWindowedJobFallingBehindFails: a windowed job whose windows come
+// out later and later (it counts slower than its input, the events
+// waiting in its windows, read and acknowledged: its lag stays 0) fails
+// the backlog rule once their latency grew by more than a window; a
+// latency that moves within a window is the windows' own jitter.
+func TestAWindowedJobFallingBehindFails(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		perStep time.Duration // the latency's growth per 100 ms sample
+		pass    bool
+	}{
+		{"jitter within a window", 0, true},
+		{"800 ms over the window", 40 * time.Millisecond, true},
+		{"3 s over the window", 150 * time.Millisecond, false},
+	} {
+		o := passing()
+		o.Job = rundir.JobWindows
+		o.Window = [2]int64{0, 2e9}
+		o.Senders[0].ExpectWindowMs = 1000
+		o.Receivers[0].Backlog = nil
+		zero := int64(0)
+		for i := 0; i <= 20; i++ {
+			lat := 600*time.Millisecond + time.Duration(i)*tc.perStep + time.Duration(i%3)*300*time.Millisecond // a flush's jitter
+			o.Receivers[0].Backlog = append(o.Receivers[0].Backlog, receiver.BacklogSample{UnixNs: int64(i) * 1e8, LatencyNs: lat.Nanoseconds(), JobLag: &zero})
+		}
+		for _, c := range Judge(o, Rules{}).Checks {
+			if c.Rule == RuleBacklog && (c.Pass != tc.pass || !strings.Contains(c.Detail, "the windows' latency grew")) {
+				t.Errorf("%s: backlog pass %v, %q; want pass %v", tc.name, c.Pass, c.Detail, tc.pass)
+			}
+		}
 	}
 }

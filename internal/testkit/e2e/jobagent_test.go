@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/diagnose"
+	"github.com/cloudprofiler-go/cp/internal/testkit/dnszone"
 	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
 	"github.com/cloudprofiler-go/cp/sweep"
 )
@@ -128,5 +130,44 @@ func TestSweepReadsAJobsPrometheusMetrics(t *testing.T) {
 	}
 	if tf.Trial.Limiting != "ysb/join" || tf.Trial.NextLimit == nil || tf.Trial.NextLimit.Stage != "ysb/join" {
 		t.Errorf("limiting %q, next limit %+v; want ysb/join for both", tf.Trial.Limiting, tf.Trial.NextLimit)
+	}
+}
+
+// TestSweepFindsAJobAgentByDNS: a job agent named by DNS (--jobs-from, as
+// a headless Service lists a job's pods) is found and joins the trial,
+// with the sweep's own local agents.
+func TestSweepFindsAJobAgentByDNS(t *testing.T) {
+	natsAddr, _ := realserver.NATS(t)
+	redisAddr, _ := realserver.Redis(t)
+	port, err := FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, out := "jetstream://"+natsAddr+"/dnsjob.in", "jetstream://"+natsAddr+"/dnsjob.out"
+	job := startJob(t, "ysb", "--input", in+"?group=ysb", "--output", out, "--redis", redisAddr, "--window", "1s", "--lateness", "500ms",
+		"--agent-addr", fmt.Sprintf("127.0.0.5:%d", port))
+	if !job.WaitForLine("cpjob: agent ready", 30*time.Second) {
+		t.Fatalf("cpjob's agent:\n%s", job.Stderr.String())
+	}
+	z, err := dnszone.Serve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Close()
+	z.Set("ysb-job.cp.svc.cluster.local", "127.0.0.5")
+	rep, p := runSweep(t, 2*time.Minute, jobSweepArgs(in, out, "--search", "linear", "--from", "5k", "--to", "5k", "--step", "5k", "--stage-period", "100ms",
+		"--dns-server", z.Addr(), "--jobs-from", fmt.Sprintf("dns:ysb-job.cp.svc.cluster.local:%d", port))...)
+	if want := fmt.Sprintf("job agents at dns:ysb-job.cp.svc.cluster.local:%d: [127.0.0.5:%d]", port, port); !strings.Contains(p.Stderr.String(), want) {
+		t.Errorf("the sweep does not say it found the job (%q):\n%s", want, p.Stderr.String())
+	}
+	var tf struct {
+		Outcome struct {
+			Jobs []struct {
+				Name string `json:"name"`
+			} `json:"jobs"`
+		} `json:"outcome"`
+	}
+	if b, err := os.ReadFile(filepath.Join(rep.Dir, "trials", "001.json")); err != nil || json.Unmarshal(b, &tf) != nil || len(tf.Outcome.Jobs) != 1 || tf.Outcome.Jobs[0].Name != "ysb" {
+		t.Errorf("the trial's jobs: %+v (%v)", tf.Outcome.Jobs, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -46,7 +47,7 @@ func TestBenchOperatorLimits(t *testing.T) {
 		{name: "filter", want: "ysb/filter", job: []string{"--filter-work", "70us"}},
 		{name: "join (a slow Redis)", want: "ysb/join", job: []string{"--join-delay", "10ms"}},
 		{name: "window", want: "ysb/window", job: []string{"--window-work", "300us"}},
-		{name: "harness consumer", want: "consumer", sweep: []string{"--work", "15ms"}},
+		{name: "harness consumer", want: "consumer", sweep: []string{"--work", "30ms"}},
 	}
 	type tally struct{ runs, diag, rates int }
 	got := map[string]*tally{}
@@ -143,4 +144,34 @@ func operatorSweep(t *testing.T, natsAddr, redisAddr string, row operatorRow, mo
 	}
 	t.Logf("OPLIMIT %s: no trial failed:\n%s", row.name, strings.TrimSpace(p.Stderr.String()))
 	return "(no failing trial)", ""
+}
+
+// TestBenchOperatorAccountingCost: YSB through JetStream at 30 k events/s
+// for 5 s, its operators' accounting off (cpjob ysb) and on (served to a
+// sweep and as metrics: --agent-addr and --metrics-addr, with the service
+// rates' tracker and Flink's collector), alternated, CP_BENCH_REPEATS
+// pairs (default 5). The figure is cpjob's CPU per event, on over off,
+// the median of the pairs' ratios (target <= 1.03): CPU time, not
+// throughput, as this host's wall-clock figures move 10-15%.
+func TestBenchOperatorAccountingCost(t *testing.T) {
+	benchOnly(t)
+	natsAddr, _ := realserver.NATS(t)
+	redisAddr, _ := realserver.Redis(t)
+	n := repeats()
+	var ratios []float64
+	for i := 0; i < n; i++ {
+		var perEvent [2]float64
+		for k, extra := range [][]string{nil, {"--agent-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0"}} {
+			in, out := fmt.Sprintf("jetstream://%s/cost%d%d.in", natsAddr, i, k), fmt.Sprintf("jetstream://%s/cost%d%d.out", natsAddr, i, k)
+			r := runYSB(t, in, out, redisAddr, "30k", "5s", false, extra...)
+			perEvent[k] = r.jobCPU / float64(max(r.sent, 1)) * 1e6
+			t.Logf("ACCOUNTING pair %d, accounting %v: cpjob %.3f s CPU for %d events = %.3f µs per event (window latency p50 %v)",
+				i, k == 1, r.jobCPU, r.sent, perEvent[k], r.p50.Round(time.Millisecond))
+		}
+		ratios = append(ratios, perEvent[1]/perEvent[0])
+	}
+	slices.Sort(ratios)
+	med := ratios[len(ratios)/2]
+	t.Logf("ACCOUNTING cpjob's CPU per event, accounting on over off: median %.3f of %d pairs %v (target <= 1.03: %s)", med, n, ratios, verdict(med <= 1.03))
+	record(t, "operator_accounting_cost", map[string]any{"pairs": n, "ratios": ratios, "median": med})
 }

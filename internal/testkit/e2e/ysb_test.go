@@ -116,8 +116,8 @@ type ysbRun struct {
 // runYSB runs dgsend at rate for duration into in, cpjob ysb from in to
 // out (windows of 1 s, lateness 500 ms; split: as two processes, the views
 // in the topic in.views between them) and dgrecv on out, then reads both
-// topics back.
-func runYSB(t *testing.T, in, out, redisAddr, rate, duration string, split bool) ysbRun {
+// topics back. jobArgs go to every cpjob.
+func runYSB(t *testing.T, in, out, redisAddr, rate, duration string, split bool, jobArgs ...string) ysbRun {
 	t.Helper()
 	parts := [][]string{{"--input", in + "?group=ysb", "--output", out, "--redis", redisAddr}}
 	if split {
@@ -126,7 +126,7 @@ func runYSB(t *testing.T, in, out, redisAddr, rate, duration string, split bool)
 	}
 	var jobs []*Proc
 	for _, part := range parts {
-		job, err := Start(filepath.Join(binDir, "cpjob"), append(append([]string{"ysb"}, part...), "--window", "1s", "--lateness", "500ms")...)
+		job, err := Start(filepath.Join(binDir, "cpjob"), append(append(append([]string{"ysb"}, part...), "--window", "1s", "--lateness", "500ms"), jobArgs...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
