@@ -131,8 +131,8 @@ type tracked struct {
 	// carry: an operator's busy ticks of the periods in a row that
 	// finished no tuple, counted with the period that finishes one (its
 	// item outlasted a period); other stages' such periods are stalls
-	carry uint64
-	implausible       int // periods busy longer than they lasted
+	carry       uint64
+	implausible int // periods busy longer than they lasted
 }
 
 // Track attaches a tracker to set (nil when set is nil: no accounting)

@@ -27,30 +27,15 @@ const (
 	OpWindow = "window"
 )
 
-// registerOperators adds ysb_redis_join and ysb_window_count to env,
-// each accounted in df (nil: not accounted).
+// registerOperators adds ysb_filter, ysb_redis_join and
+// ysb_window_count to env, each accounted in df (nil: not accounted).
 func registerOperators(env *service.Environment, df *dataflow.Job) error {
 	return errors.Join(
 		env.RegisterBatchProcessor("ysb_filter", service.NewConfigSpec().
 			Summary("YSB's filter: keeps the views (event_type == \"view\"), accounted as an operator.").
 			Field(workField("work_per_tuple", "each event")),
 			func(conf *service.ParsedConfig, _ *service.Resources) (service.BatchProcessor, error) {
-				work, err := conf.FieldDuration("work_per_tuple")
-				if err != nil {
-					return nil, err
-				}
-				op, err := df.Declare(OpFilter, nil)
-				if err != nil {
-					return nil, err
-				}
-				if op != nil { // accounted: its copy's input, made before it (filter.2's is input.2)
-					if in := df.Op(cpbenthos.OpInput + strings.TrimPrefix(op.Name(), OpFilter)); in != nil {
-						if err := df.Connect(in, op); err != nil {
-							return nil, err
-						}
-					}
-				}
-				return &filter{op: op, work: work}, nil
+				return newFilter(conf, df)
 			}),
 		env.RegisterBatchProcessor("ysb_redis_join", service.NewConfigSpec().
 			Summary("YSB's join: each event's ad_id looked up in a Redis hash of ad -> campaign, one HMGET per batch; an unknown ad is dropped and counted.").
@@ -60,61 +45,91 @@ func registerOperators(env *service.Environment, df *dataflow.Job) error {
 			Field(service.NewDurationField("lookup_delay").Default("0s").Advanced().
 				Description("an injected limit: wait this long more for each lookup, as against a Redis that answers slowly (0: none)")),
 			func(conf *service.ParsedConfig, mgr *service.Resources) (service.BatchProcessor, error) {
-				addr, err := conf.FieldString("address")
-				if err != nil {
-					return nil, err
-				}
-				hash, err := conf.FieldString("hash")
-				if err != nil {
-					return nil, err
-				}
-				work, err := conf.FieldDuration("work_per_tuple")
-				if err != nil {
-					return nil, err
-				}
-				delay, err := conf.FieldDuration("lookup_delay")
-				if err != nil {
-					return nil, err
-				}
-				op, err := df.Declare(OpJoin, nil)
-				if err != nil {
-					return nil, err
-				}
-				// its copy's filter, made just before it: join.2's is filter.2
-				if op != nil { // accounted
-					if f := df.Op(OpFilter + strings.TrimPrefix(op.Name(), OpJoin)); f != nil {
-						if err := df.Connect(f, op); err != nil {
-							return nil, err
-						}
-					}
-				}
-				if w := df.Op(OpWindow); w != nil {
-					if err := df.Connect(op, w); err != nil {
-						return nil, err
-					}
-				}
-				return &redisJoin{c: redis.NewClient(&redis.Options{Addr: addr}), hash: hash, unknown: mgr.Metrics().NewCounter("ysb_unknown_ads"), op: op, work: work, delay: delay}, nil
+				return newJoin(conf, mgr, df)
 			}),
 		env.RegisterBatchProcessor("ysb_window_count", service.NewConfigSpec().
 			Summary("YSB's count: a window's events grouped by campaign, one message per campaign with its count, the window's end, and the identity of the latest event counted.").
 			Field(workField("work_per_tuple", "each view counted")),
 			func(conf *service.ParsedConfig, _ *service.Resources) (service.BatchProcessor, error) {
-				work, err := conf.FieldDuration("work_per_tuple")
-				if err != nil {
-					return nil, err
-				}
-				op, err := df.Declare(OpWindow, nil)
-				if err != nil {
-					return nil, err
-				}
-				for _, e := range joins(df) {
-					if err := df.Connect(e, op); err != nil {
-						return nil, err
-					}
-				}
-				return windowCount{op: op, work: work}, nil
+				return newWindowCount(conf, df)
 			}),
 	)
+}
+
+// connectCopy joins op to the operator of the same input copy named
+// base (its suffix: join.2's filter is filter.2), made before it.
+func connectCopy(df *dataflow.Job, base, opBase string, op *dataflow.Operator) error {
+	if op == nil { // not accounted
+		return nil
+	}
+	if from := df.Op(base + strings.TrimPrefix(op.Name(), opBase)); from != nil {
+		return df.Connect(from, op)
+	}
+	return nil
+}
+
+func newFilter(conf *service.ParsedConfig, df *dataflow.Job) (*filter, error) {
+	work, err := conf.FieldDuration("work_per_tuple")
+	if err != nil {
+		return nil, err
+	}
+	op, err := df.Declare(OpFilter, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := connectCopy(df, cpbenthos.OpInput, OpFilter, op); err != nil {
+		return nil, err
+	}
+	return &filter{op: op, work: work}, nil
+}
+
+func newJoin(conf *service.ParsedConfig, mgr *service.Resources, df *dataflow.Job) (*redisJoin, error) {
+	addr, err := conf.FieldString("address")
+	if err != nil {
+		return nil, err
+	}
+	hash, err := conf.FieldString("hash")
+	if err != nil {
+		return nil, err
+	}
+	work, err := conf.FieldDuration("work_per_tuple")
+	if err != nil {
+		return nil, err
+	}
+	delay, err := conf.FieldDuration("lookup_delay")
+	if err != nil {
+		return nil, err
+	}
+	op, err := df.Declare(OpJoin, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := connectCopy(df, OpFilter, OpJoin, op); err != nil {
+		return nil, err
+	}
+	if w := df.Op(OpWindow); w != nil {
+		if err := df.Connect(op, w); err != nil {
+			return nil, err
+		}
+	}
+	return &redisJoin{c: redis.NewClient(&redis.Options{Addr: addr}), hash: hash, unknown: mgr.Metrics().NewCounter("ysb_unknown_ads"), op: op, work: work, delay: delay}, nil
+}
+
+func newWindowCount(conf *service.ParsedConfig, df *dataflow.Job) (windowCount, error) {
+	work, err := conf.FieldDuration("work_per_tuple")
+	if err != nil {
+		return windowCount{}, err
+	}
+	op, err := df.Declare(OpWindow, nil)
+	if err != nil {
+		return windowCount{}, err
+	}
+	for _, e := range joins(df) {
+		if err := df.Connect(e, op); err != nil {
+			return windowCount{}, err
+		}
+	}
+	return windowCount{op: op, work: work}, nil
 }
 
 // workField is an operator's injected work: CPU spent on what of, an

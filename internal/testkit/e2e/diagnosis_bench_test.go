@@ -151,18 +151,10 @@ func (s *score) add(r pairRun) {
 	}
 }
 
-func labelsOf(d *diagnose.Diagnosis) [][]diagnose.Label {
-	out := make([][]diagnose.Label, len(d.Snapshots))
-	for i, s := range d.Snapshots {
-		out[i] = s.Labels
-	}
-	return out
-}
-
 func (s score) tpr() float64 { return float64(s.tp) / float64(max(1, s.tp+s.fn)) }
 func (s score) fpr() float64 { return float64(s.fp) / float64(max(1, s.fp+s.tn)) }
 
-// stallPlan is 20 seeded stalls of 0.5-3 s on one stage, 2 s apart, from
+// stallPlan is 20 seeded stalls of 250 ms to 2 s on one stage, 2 s apart, from
 // 2 s on; it returns the flags and the run's length.
 func stallPlan(stage string, seed uint64) ([]string, time.Duration) {
 	rng := rand.New(rand.NewPCG(seed, 13))
