@@ -49,7 +49,9 @@ type Ranking struct {
 
 // Bottlenecks ranks a graph's stages (Flink's isCausingBackPressure
 // rule): the limiting stage is busy and not blocked while the stage
-// before it is blocked or its queue grows. A root (a sender thread) has
+// before it is blocked or its queue grows. A job's operator that is most
+// of a thread its operators share limits when the operator before it is
+// blocked most of the time (chained). A root (a sender thread) has
 // no stage before it: busy and not blocked is enough, its work being its
 // schedule. A black box (the network, a system under test) limits when
 // the stages after it idle while its queue grows or the stages before it
@@ -125,7 +127,7 @@ func (b *Bottlenecks) Rank(act []Activity, r *Ranking) {
 		r.Rank[m] = 0
 		a := &act[m]
 		if a.Timed {
-			if a.Busy >= b.th.Saturated || (a.Busy >= b.th.Busy && b.pressed(m, act)) {
+			if a.Busy >= b.th.Saturated || (a.Busy >= b.th.Busy && b.pressed(m, act)) || b.chained(m, act) {
 				cands = append(cands, cand{m, a.Busy})
 			}
 			continue
@@ -154,6 +156,27 @@ func (b *Bottlenecks) pressed(m int, act []Activity) bool {
 	}
 	for _, x := range b.box[m] {
 		if b.grows(&act[x]) {
+			return true
+		}
+	}
+	return false
+}
+
+// chainShare is the least busy share of an operator that chained says
+// may limit: the larger part of a thread that its operators share.
+const chainShare = 0.5
+
+// chained says whether operator m is the larger part of a saturated
+// thread: operators a job runs one after another on one thread (an
+// engine's input copy: reading, filter, join) share it, so none of them
+// is busy 80% when the thread is full, but the operator before them is
+// blocked that long. The one of them busy at least half the time limits.
+func (b *Bottlenecks) chained(m int, act []Activity) bool {
+	if b.g.Modules[m].Kind != stage.Operator || act[m].Busy < chainShare {
+		return false
+	}
+	for _, u := range b.up[m] {
+		if b.g.Modules[u].Kind == stage.Operator && act[u].Blocked >= b.th.Busy {
 			return true
 		}
 	}

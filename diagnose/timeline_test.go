@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cloudprofiler-go/cp/stage"
 )
@@ -211,6 +212,45 @@ func TestAJobsInputLagIsItsBacklog(t *testing.T) {
 		d := Analyze(tl, Options{})
 		if d.Limiting != tc.want || (tc.lag != nil && !strings.Contains(d.Evidence, "its input jetstream/stream65280 growing 0 -> 1500")) {
 			t.Errorf("lag %v: limiting %q (%s), want %s", tc.lag != nil, d.Limiting, d.Evidence, tc.want)
+		}
+	}
+}
+
+// TestOperatorsSharingAThread: an engine runs an input copy's operators
+// one after another on one thread (reading, filter, join); when the
+// thread is full, the input is blocked 93% of the time and the filter,
+// busy 77%, is most of it: the limit, though no operator reaches 80%.
+// A filter busy 30% of a full thread is not.
+func TestOperatorsSharingAThread(t *testing.T) {
+	const n = 20
+	op := func(name string, busy, blocked int64) stage.StageSeries {
+		st := stage.StageSeries{Name: name, Kind: stage.Operator, States: []string{"waiting", "busy", "blocked"},
+			StateNs: [][]int64{make([]int64, n), make([]int64, n), make([]int64, n)}, Items: ramp(n, 100), NoQueue: true}
+		for k := 0; k < n; k++ {
+			st.StateNs[0][k], st.StateNs[1][k], st.StateNs[2][k] = int64(k)*(1e8-busy-blocked), int64(k)*busy, int64(k)*blocked
+		}
+		return st
+	}
+	lane := stage.StageSeries{Name: "lane0", Kind: stage.Lane, States: []string{"waiting", "decoding", "blocked"},
+		StateNs: [][]int64{make([]int64, n), zeros(n), zeros(n)}, Items: ramp(n, 1), Queue: zeros(n)}
+	for k := 0; k < n; k++ {
+		lane.StateNs[0][k] = int64(k) * 1e8
+	}
+	out := stage.StageSeries{Name: "stream65280", Kind: stage.Network, Items: ramp(n, 1), NoQueue: true, StateNs: [][]int64{}, States: []string{}}
+	for _, tc := range []struct {
+		filter int64 // busy ns per period
+		want   string
+	}{{77e6, "ysb/filter"}, {30e6, "none"}} {
+		tl, err := BuildTimeline(Input{Relay: true, SUTName: "jetstream", Processes: []Process{
+			{Node: "receiver0", Role: "receiver", Series: seriesOf(n, 1000, 5e9, lane, out), Lanes: map[uint32]int{65280: 0}},
+			{Node: "job0", Role: "job", Job: "ysb", Series: seriesOf(n, 1000, 5e9, op("input", 5e6, 93e6), op("filter", tc.filter, 0), op("join", 11e6, 0)),
+				Edges: [][2]string{{"input", "filter"}, {"filter", "join"}}},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := Analyze(tl, Options{}); d.Limiting != tc.want || (tc.want != "none" && !strings.Contains(d.Evidence, "ysb/input blocked 93%")) {
+			t.Errorf("filter busy %v: limiting %q (%s), want %s", time.Duration(tc.filter), d.Limiting, d.Evidence, tc.want)
 		}
 	}
 }
