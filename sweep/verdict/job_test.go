@@ -178,3 +178,34 @@ func TestAWindowedJobFallingBehindFails(t *testing.T) {
 		}
 	}
 }
+
+// TestAWindowedJobsLateWindowsCount: the measured window's own windows
+// come out after it (a window and a lateness later), in the quiet period;
+// a job that counts too slowly shows there, each later than the last.
+func TestAWindowedJobsLateWindowsCount(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		lats []int64 // ms, each window's latency as it came out, 2.5 s apart, after the window
+		pass bool
+	}{
+		{"falling behind", []int64{1861, 3307, 4747}, false},
+		{"keeping up", []int64{640, 610, 655, 630}, true},
+	} {
+		o := passing()
+		o.Job = rundir.JobWindows
+		o.Window = [2]int64{0, 2e9}
+		o.Senders[0].ExpectWindowMs = 1000
+		zero := int64(0)
+		o.Receivers[0].Backlog = []receiver.BacklogSample{{UnixNs: 0, JobLag: &zero}, {UnixNs: 1e9, JobLag: &zero}}
+		for i, l := range tc.lats {
+			for k := int64(0); k < 5; k++ { // sampled every 100 ms until the next window
+				o.Receivers[0].Backlog = append(o.Receivers[0].Backlog, receiver.BacklogSample{UnixNs: 2e9 + int64(i)*2500e6 + k*1e8, LatencyNs: l * 1e6, JobLag: &zero})
+			}
+		}
+		for _, c := range Judge(o, Rules{}).Checks {
+			if c.Rule == RuleBacklog && c.Pass != tc.pass {
+				t.Errorf("%s: backlog pass %v, %q", tc.name, c.Pass, c.Detail)
+			}
+		}
+	}
+}
