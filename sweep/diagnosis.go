@@ -150,6 +150,8 @@ func verdictOfLimit(t *Trial, d *diagnose.Diagnosis) {
 	if d.Limiting == "none" && !t.Verdict.Pass {
 		if name, why := lateOnItsOwn(t); name != "" {
 			t.LimitingStage, t.LimitingEvidence = name, why
+		} else if name, why := limitingMostPeriods(d); name != "" {
+			t.LimitingStage, t.LimitingEvidence = name, why
 		}
 	}
 	if !t.Verdict.Pass {
@@ -158,6 +160,26 @@ func verdictOfLimit(t *Trial, d *diagnose.Diagnosis) {
 		}
 	}
 	d.Limiting, d.Evidence = t.LimitingStage, t.LimitingEvidence
+}
+
+// limitingMostPeriods names, for a failed trial that no stage limited
+// over its measured window, the stage confirmed limiting in the most
+// periods of the whole trial, when it is at least a quarter of them: a
+// windowed job's window operator works on the measured window's events a
+// window and a lateness after them, so over the measured window it is
+// busy only part of the time, and saturated in the periods after.
+func limitingMostPeriods(d *diagnose.Diagnosis) (string, string) {
+	best := -1
+	for i, m := range d.Summary {
+		if m.Limiting > 0 && (best < 0 || m.Limiting > d.Summary[best].Limiting) {
+			best = i
+		}
+	}
+	if best < 0 || 4*d.Summary[best].Limiting < len(d.Snapshots) {
+		return "", ""
+	}
+	m := d.Summary[best]
+	return m.Stage, fmt.Sprintf("%s: limiting in %d of the trial's %d periods (none over its measured window alone)", m.Stage, m.Limiting, len(d.Snapshots))
 }
 
 // lateOnItsOwn names the sender thread behind a trial that failed on

@@ -3,6 +3,7 @@ package sweep
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -118,6 +119,26 @@ func TestOneVerdictOfTheLimit(t *testing.T) {
 	verdictOfLimit(&tr, d)
 	if tr.LimitingStage != HostCPU || d.Limiting != tr.LimitingStage || d.Evidence != tr.LimitingEvidence {
 		t.Fatalf("trial %q (%q), diagnosis %q (%q)", tr.LimitingStage, tr.LimitingEvidence, d.Limiting, d.Evidence)
+	}
+}
+
+// A failed trial that no stage limited over its measured window names
+// the stage confirmed limiting in the most of its periods (a windowed
+// job's window operator works on the window's events after it), when
+// that is at least a quarter of them; a stage limiting now and then is
+// not named.
+func TestLimitingInMostPeriods(t *testing.T) {
+	for _, tc := range []struct {
+		periods int
+		want    string
+	}{{40, "ysb/window"}, {10, "none"}} {
+		tr := Trial{Verdict: Verdict{Pass: false}}
+		d := &diagnose.Diagnosis{Limiting: "none", Snapshots: make([]diagnose.Snapshot, 90),
+			Summary: []diagnose.ModuleSummary{{Stage: "ysb/join", Limiting: 3}, {Stage: "ysb/window", Limiting: tc.periods}}}
+		verdictOfLimit(&tr, d)
+		if tr.LimitingStage != tc.want || d.Limiting != tc.want || (tc.want != "none" && !strings.Contains(tr.LimitingEvidence, fmt.Sprintf("limiting in %d of the trial's 90 periods", tc.periods))) {
+			t.Errorf("%d periods: %q (%s), want %s", tc.periods, tr.LimitingStage, tr.LimitingEvidence, tc.want)
+		}
 	}
 }
 
