@@ -197,6 +197,11 @@ func (o *Operator) Processed(items, tuples uint64) {
 	}
 }
 
+// Profiled says whether the operator logs points (Log and LogRange do
+// something), so that a caller can skip finding each tuple's id when it
+// does not.
+func (o *Operator) Profiled() bool { return o != nil && o.ch != nil }
+
 // Log logs the profiler's point for tuple id at now (nothing when the
 // operator is not profiled, or its handler is Null).
 func (o *Operator) Log(id uint64) {

@@ -218,6 +218,9 @@ func (j *redisJoin) ProcessBatch(ctx context.Context, batch service.MessageBatch
 
 // logPoints logs each message's tuple id at op's point.
 func logPoints(op *dataflow.Operator, batch service.MessageBatch) {
+	if !op.Profiled() { // a metadata lookup per tuple costs when nothing logs it
+		return
+	}
 	for _, m := range batch {
 		if id, ok := m.MetaGetMut(cpbenthos.MetaTupleID); ok {
 			if v, ok := id.(uint64); ok {
