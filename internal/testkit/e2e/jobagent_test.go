@@ -33,6 +33,22 @@ func startJobAgent(t *testing.T, in, out, redisAddr string, extra ...string) str
 	return m[1]
 }
 
+// ysbMetricsArgs are cpsweep's flags that read a running cpjob ysb's
+// operators from its metrics (--metrics-addr): its address, and a mapping
+// file naming the job and its edges.
+func ysbMetricsArgs(t *testing.T, job *Proc) []string {
+	t.Helper()
+	m := regexp.MustCompile(`the operators' accounting on (http://[0-9.:]+/metrics)`).FindStringSubmatch(job.Stderr.String())
+	if m == nil {
+		t.Fatalf("no metrics address in cpjob's output:\n%s", job.Stderr.String())
+	}
+	mapping := filepath.Join(t.TempDir(), "ysb.yaml")
+	if err := os.WriteFile(mapping, []byte("job: ysb\nedges: [[input, filter], [filter, join], [join, window]]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"--job-metrics", m[1], "--job-metrics-map", mapping}
+}
+
 // TestSweepNamesTheJobsOperator: a job that serves its operators'
 // accounting (cpjob --agent-addr, cpsweep --job-agent) is no longer one
 // black box: its operators are stages of every trial's diagnosis, between
@@ -105,17 +121,8 @@ func TestSweepReadsAJobsPrometheusMetrics(t *testing.T) {
 	in, out := "jetstream://"+natsAddr+"/prom.in", "jetstream://"+natsAddr+"/prom.out"
 	job := startJob(t, "ysb", "--input", in+"?group=ysb", "--output", out, "--redis", redisAddr, "--window", "1s", "--lateness", "500ms",
 		"--metrics-addr", "127.0.0.1:0", "--join-work", "400us")
-	m := regexp.MustCompile(`the operators' accounting on (http://[0-9.:]+/metrics)`).FindStringSubmatch(job.Stderr.String())
-	if m == nil {
-		t.Fatalf("no metrics address in:\n%s", job.Stderr.String())
-	}
-	mapping := filepath.Join(t.TempDir(), "ysb.yaml")
-	if err := os.WriteFile(mapping, []byte("job: ysb\nedges: [[input, filter], [filter, join], [join, window]]\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	rep, p := runSweepAllowing(t, 2*time.Minute, []int{sweep.ExitNoRatePassed}, jobSweepArgs(in, out,
-		"--search", "linear", "--from", "15k", "--to", "15k", "--step", "5k", "--duration", "3s", "--stage-period", "100ms",
-		"--job-metrics", m[1], "--job-metrics-map", mapping)...)
+		append([]string{"--search", "linear", "--from", "15k", "--to", "15k", "--step", "5k", "--duration", "3s", "--stage-period", "100ms"}, ysbMetricsArgs(t, job)...)...)...)
 	t.Log(p.Stderr.String())
 	var tf struct {
 		Trial struct {

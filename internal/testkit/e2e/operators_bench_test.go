@@ -114,15 +114,7 @@ func operatorSweep(t *testing.T, natsAddr, redisAddr string, row operatorRow, mo
 		m := regexp.MustCompile(`agent ready: control http://([0-9.:]+)/v1`).FindStringSubmatch(job.Stderr.String())
 		extra = []string{"--job-agent", m[1]}
 	} else {
-		m := regexp.MustCompile(`the operators' accounting on (http://[0-9.:]+/metrics)`).FindStringSubmatch(job.Stderr.String())
-		if m == nil {
-			t.Fatalf("cpjob's metrics:\n%s", job.Stderr.String())
-		}
-		mapping := filepath.Join(t.TempDir(), "ysb.yaml")
-		if err := os.WriteFile(mapping, []byte("job: ysb\nedges: [[input, filter], [filter, join], [join, window]]\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		extra = []string{"--job-metrics", m[1], "--job-metrics-map", mapping}
+		extra = ysbMetricsArgs(t, job)
 	}
 	args := jobSweepArgs(in, out, append(append([]string{"--search", "linear", "--from", "5k", "--to", "25k", "--step", "10k", "--stage-period", "100ms"}, row.sweep...), extra...)...)
 	rep, p := runSweepAllowing(t, 5*time.Minute, []int{sweep.ExitNoRatePassed}, args...)
