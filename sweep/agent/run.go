@@ -64,7 +64,11 @@ func Listen(opts Options, addr, token, tokenFile string, calibrate time.Duration
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		a.Close()
-		return nil, fmt.Errorf("listen for the control API on %s: %w (pick another address)", addr, err)
+		flag := "--metrics-addr"
+		if opts.Role.Name() == protocol.RoleJob {
+			flag = "--agent-addr"
+		}
+		return nil, fmt.Errorf("listen for the control API on %s: %w (pick another with %s)", addr, err, flag)
 	}
 	bound := ln.Addr().String()
 	// The agent is also a TSC client: a probe responder, by default on
