@@ -2,6 +2,7 @@ package jobmetrics
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cloudprofiler-go/cp/stage"
@@ -43,10 +44,14 @@ func (r *Recorder) Add(ops map[string]*Operator, atNs int64) error {
 	if n > 0 {
 		dt = float64(atNs-s.UnixNs[n-1]) / 1e9
 	}
+	var fresh []string // new operators, in name order: the series is the same for the same scrapes
 	for name, o := range ops {
-		if _, ok := r.idx[name]; ok || o.Times == 0 {
-			continue
+		if _, ok := r.idx[name]; !ok && o.Times > 0 {
+			fresh = append(fresh, name)
 		}
+	}
+	slices.Sort(fresh)
+	for _, name := range fresh {
 		if len(r.idx) == MaxOperators {
 			return fmt.Errorf("more than %d operators", MaxOperators)
 		}
