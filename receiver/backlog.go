@@ -40,7 +40,17 @@ func (b *backlogSampler) sample(r *Receiver, now time.Time) {
 	for _, l := range r.lanes {
 		occ += l.Occupancy()
 	}
-	r.backlog = append(r.backlog, BacklogSample{UnixNs: now.UnixNano(), Buckets: occ, Consumed: r.consumed.Load(), LatencyNs: r.lastLatency.Load(), BrokerLag: r.brokerLag(), JobLag: r.jobLag.value()})
+	r.backlog = append(r.backlog, BacklogSample{UnixNs: now.UnixNano(), Buckets: occ, Consumed: r.consumed.Load(), LatencyNs: r.lastLatency.Load(), WindowDelayNs: r.windowDelay(), BrokerLag: r.brokerLag(), JobLag: r.jobLag.value()})
+}
+
+// windowDelay is the latest consumed window's arrival less its end (nil:
+// no window consumed yet, or no windowed output).
+func (r *Receiver) windowDelay() *int64 {
+	if !r.windowSeen.Load() {
+		return nil
+	}
+	d := r.lastWindow.Load()
+	return &d
 }
 
 // brokerLag sums the broker lanes' consumer lag (nil: no broker lanes;

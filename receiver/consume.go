@@ -222,6 +222,10 @@ func (c *consumer) bucket(st *stream, b *objfactory.Bucket) (uint64, uint64) {
 		}
 		r.latency.RecordN(uint64(lat), n)
 		r.lastLatency.Store(lat)
+		if c.windows {
+			r.lastWindow.Store(r.cfg.Clock.UnixNano(ticks) - b.Tuples[0].Window.EndMs*1e6)
+			r.windowSeen.Store(true)
+		}
 		r.precise.RecordN(lat, int64(n))
 		if consumedCh != nil && !perTuple {
 			logBucket(consumedCh, ticks, b.Tuples[:n])

@@ -88,6 +88,17 @@ func TestATrialOfAJob(t *testing.T) {
 			if res.Earlier != 2 || s.EarlierTuples != 2 || res.Consumed != 8 || res.WindowCount != tc.windowSum || res.Latency.Count != 8 {
 				t.Errorf("earlier %d (stream %d), consumed %d windows counting %d, %d latencies; want 2, 8 windows counting %d, 8", res.Earlier, s.EarlierTuples, res.Consumed, res.WindowCount, res.Latency.Count, tc.windowSum)
 			}
+			// each window's delay after its end: its end is the second
+			// after start, so it arrived up to a second before it
+			var delay *int64
+			for _, b := range res.Backlog {
+				if b.WindowDelayNs != nil {
+					delay = b.WindowDelayNs
+				}
+			}
+			if delay == nil || *delay <= -int64(time.Second) || *delay > int64(time.Since(start)) {
+				t.Errorf("the windows' delay after their end %v, want within (-1 s, %v]", delay, time.Since(start))
+			}
 			failures := strings.Join(res.SystemFailures, "; ")
 			if (tc.failure == "") != (failures == "") || !strings.Contains(failures, tc.failure) {
 				t.Errorf("system failures %q, want %q", failures, tc.failure)

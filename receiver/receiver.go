@@ -53,6 +53,8 @@ type Receiver struct {
 	jobLag       *jobLag           // a job's lag on its input (nil: no job)
 	consumedCh   *profiler.Channel // nil: not profiled
 	lastLatency  atomic.Int64      // latency of the latest consumed bucket, ns
+	lastWindow   atomic.Int64      // arrival of the latest consumed window less its end, ns (windowed outputs)
+	windowSeen   atomic.Bool       // lastWindow holds a window's
 	firstData    atomic.Uint64     // TSC when the first data bucket was consumed
 	lastConsum   atomic.Uint64     // TSC when the last tuple was consumed
 	stages       *stage.Set        // nil: no stage accounting

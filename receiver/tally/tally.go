@@ -97,6 +97,14 @@ type BacklogSample struct {
 	Buckets   int    `json:"buckets"`
 	Consumed  uint64 `json:"consumed"`
 	LatencyNs int64  `json:"latency_ns"`
+	// WindowDelayNs is, for a windowed job's output, how long after its
+	// window's end the latest consumed window arrived. Unlike LatencyNs
+	// (YSB's: from the window's latest event) it does not move with how
+	// full a window was: a trial's last window, cut short by the senders'
+	// end, has a late latest event and a short delay. It grows only when
+	// the job emits its windows later and later (negative: a window out
+	// before its end). Absent otherwise, and before the first window.
+	WindowDelayNs *int64 `json:"window_delay_ns,omitempty"`
 	// BrokerLag is the broker's backlog for this receiver's consumers,
 	// summed over its lanes: messages stored and not yet delivered
 	// (package driver; -1: a lane's lag could not be read). Absent (nil)

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -231,5 +233,34 @@ func checkOperators(t *testing.T, df *dataflow.Job, events, views uint64) {
 			t.Errorf("operator %s (%s): %d tuples in %d batches, busy %d and waiting %d ticks; want %d tuples, busy and waiting for some of the run",
 				a.Name(), a.Kind(), r.Tuples, r.Items, r.Ticks[stage.OpBusy], r.Ticks[stage.OpWaiting], want)
 		}
+	}
+}
+
+// TestAJoinWithoutRedisFailsAtStart: the join connects to Redis when the
+// job starts, so a Redis that cannot be reached stops the job with its
+// address named before it reads an event (at the first lookup, the
+// trial's first views waited out the connection and were dropped as
+// late).
+func TestAJoinWithoutRedisFailsAtStart(t *testing.T) {
+	natsAddr := realserver.EmbeddedNATS(t)
+	cfg := ysb.Defaults()
+	cfg.Input = fmt.Sprintf("jetstream://%s/nojoin.in?group=ysb", natsAddr)
+	cfg.Output = fmt.Sprintf("jetstream://%s/nojoin.out", natsAddr)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Redis = l.Addr().String()
+	_ = l.Close() // nothing listens there now
+	job, err := ysb.Build(brokers, cfg, ysb.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	err = job.Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), "connect to Redis at "+cfg.Redis) || time.Since(start) > 15*time.Second {
+		t.Errorf("the job ran %v and ended with %v; want it stopped at start, naming Redis at %s", time.Since(start), err, cfg.Redis)
 	}
 }

@@ -112,7 +112,31 @@ func newJoin(conf *service.ParsedConfig, mgr *service.Resources, df *dataflow.Jo
 			return nil, err
 		}
 	}
-	return &redisJoin{c: redis.NewClient(&redis.Options{Addr: addr}), hash: hash, unknown: mgr.Metrics().NewCounter("ysb_unknown_ads"), op: op, work: work, delay: delay}, nil
+	c, err := connectRedis(addr)
+	if err != nil {
+		return nil, err
+	}
+	return &redisJoin{c: c, hash: hash, unknown: mgr.Metrics().NewCounter("ysb_unknown_ads"), op: op, work: work, delay: delay}, nil
+}
+
+// redisConnectTimeout bounds the join's first connection to Redis.
+const redisConnectTimeout = 10 * time.Second
+
+// connectRedis connects the join before the job reads its first event: a
+// connection made at the first lookup held the trial's first views for as
+// long as its name took to resolve (seconds in a container network whose
+// DNS forwards what it does not know to an unreachable upstream), past
+// the windows' lateness, so the engine dropped them as late and the trial
+// owed every count (CI, 2026-11-27). The pool keeps the connection.
+func connectRedis(addr string) (*redis.Client, error) {
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	ctx, cancel := context.WithTimeout(context.Background(), redisConnectTimeout)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("ysb_redis_join: connect to Redis at %s: %w", addr, err)
+	}
+	return c, nil
 }
 
 func newWindowCount(conf *service.ParsedConfig, df *dataflow.Job) (windowCount, error) {
