@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/tsc"
@@ -21,6 +23,25 @@ type Config struct {
 	// op.NAME with its handler from Handlers (Null when unlisted).
 	Profile  *profiler.Profiler
 	Handlers *profiler.Handlers
+	// Stalls are injected stalls, for experiments only (how well the
+	// analyses find a stalled operator): none in a job measured for real.
+	Stalls []Stall
+}
+
+// Stall stops the operator named Operator from At after the job's New
+// for For: at its first Busy from then on, it holds (busy, processing
+// nothing) until At+For, as a pause of its own would.
+type Stall struct {
+	Operator string
+	At, For  time.Duration
+}
+
+// InjectedStall is an injected stall placed in time: the operator's and
+// its scheduled span, Unix ns (it begins at the operator's first Busy in
+// the span).
+type InjectedStall struct {
+	Operator             string
+	FromUnixNs, ToUnixNs int64
 }
 
 // DefaultPeriod is Config.Period when none is given.
@@ -36,6 +57,11 @@ type Job struct {
 	mu    sync.Mutex
 	names map[string]*Operator
 	edges []Edge
+	// start is New's time, the injected stalls' origin (TSC ticks and
+	// Unix ns); stop ends a stall being held.
+	start     uint64
+	startUnix int64
+	stop      atomic.Bool
 }
 
 // Edge is a dataflow edge: From's output is To's input.
@@ -52,7 +78,38 @@ func New(cfg Config) (*Job, error) {
 	if cfg.Period < time.Millisecond {
 		return nil, fmt.Errorf("dataflow: a sampling period of %v is below 1ms", cfg.Period)
 	}
-	return &Job{cfg: cfg, set: stage.NewSet(cfg.Clock, cfg.Period), names: map[string]*Operator{}}, nil
+	if err := checkStalls(cfg.Stalls); err != nil {
+		return nil, err
+	}
+	start := cfg.Clock.Now()
+	return &Job{cfg: cfg, set: stage.NewSet(cfg.Clock, cfg.Period), names: map[string]*Operator{},
+		start: start, startUnix: cfg.Clock.UnixNano(start)}, nil
+}
+
+func checkStalls(stalls []Stall) error {
+	if len(stalls) > inject.MaxStalls {
+		return fmt.Errorf("dataflow: %d stalls, at most %d", len(stalls), inject.MaxStalls)
+	}
+	for _, s := range stalls {
+		if s.Operator == "" || s.At < 0 || s.At > inject.MaxStallStart || s.For <= 0 || s.For > inject.MaxStall {
+			return fmt.Errorf("dataflow: stall %q@%v+%v: an operator, a start of 0 to %v and a length above 0 and at most %v",
+				s.Operator, s.At, s.For, inject.MaxStallStart, inject.MaxStall)
+		}
+	}
+	return nil
+}
+
+// Injected are the injected stalls that overlap [fromUnixNs, toUnixNs],
+// in the order given.
+func (j *Job) Injected(fromUnixNs, toUnixNs int64) []InjectedStall {
+	var out []InjectedStall
+	for _, s := range j.cfg.Stalls {
+		from, to := j.startUnix+s.At.Nanoseconds(), j.startUnix+(s.At+s.For).Nanoseconds()
+		if from <= toUnixNs && to >= fromUnixNs {
+			out = append(out, InjectedStall{Operator: s.Operator, FromUnixNs: from, ToUnixNs: to})
+		}
+	}
+	return out
 }
 
 // Operator declares an operator; queue, when not nil, reads its input
@@ -74,7 +131,16 @@ func (j *Job) declare(name string, queue func() int64) (*Operator, error) {
 	case len(j.names) >= MaxOperators:
 		return nil, fmt.Errorf("dataflow: more than %d operators", MaxOperators)
 	}
-	o := &Operator{name: name, acct: j.set.Add(name, stage.Operator, queue)}
+	var windows [][2]time.Duration
+	for _, s := range j.cfg.Stalls {
+		if s.Operator == name {
+			windows = append(windows, [2]time.Duration{s.At, s.At + s.For})
+		}
+	}
+	o := &Operator{name: name, acct: j.set.Add(name, stage.Operator, queue), stop: &j.stop}
+	if len(windows) > 0 {
+		o.holds = inject.NewHolds(windows, j.start, j.cfg.Clock)
+	}
 	if j.cfg.Profile != nil {
 		ch, err := j.cfg.Profile.OpenNamed("op."+name, j.cfg.Handlers)
 		if err != nil {
@@ -126,16 +192,21 @@ func (j *Job) Start() {
 	j.set.Start(t)
 }
 
-// Stop stops the sampling.
-func (j *Job) Stop() { j.set.Stop() }
+// Stop stops the sampling (and a stall being held).
+func (j *Job) Stop() {
+	j.stop.Store(true)
+	j.set.Stop()
+}
 
 // Operator is one of a job's operators. Its methods are for the
 // operator's own goroutine, and allocate nothing; a nil *Operator
 // accounts nothing (a job run without its accounting).
 type Operator struct {
-	name string
-	acct *stage.Account
-	ch   *profiler.Channel // nil: not profiled
+	name  string
+	acct  *stage.Account
+	ch    *profiler.Channel // nil: not profiled
+	holds inject.Holds      // its injected stalls (Config.Stalls)
+	stop  *atomic.Bool
 }
 
 // Name is the operator's name.
@@ -167,10 +238,15 @@ func (j *Job) Op(name string) *Operator {
 	return j.names[name]
 }
 
-// Busy marks the operator working on its input, from now.
+// Busy marks the operator working on its input, from now (and holds
+// there while an injected stall is due).
 func (o *Operator) Busy() {
 	if o != nil {
-		o.acct.Enter(stage.OpBusy, tsc.ReadFast())
+		now := tsc.ReadFast()
+		o.acct.Enter(stage.OpBusy, now)
+		if o.holds.Any() {
+			o.holds.Hold(now, o.stop)
+		}
 	}
 }
 

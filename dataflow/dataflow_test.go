@@ -231,3 +231,50 @@ func BenchmarkOperator(b *testing.B) {
 		}
 	})
 }
+
+// TestAnInjectedStallHoldsTheOperatorBusy: a stall (experiments only)
+// holds its operator at its first Busy in the stall's span, busy and
+// processing nothing, until the span's end; the job says where it put it
+// in time; another operator is not held, and a bad stall is refused.
+func TestAnInjectedStallHoldsTheOperatorBusy(t *testing.T) {
+	clock := newClock(t)
+	job, err := dataflow.New(dataflow.Config{Clock: clock, Stalls: []dataflow.Stall{{Operator: "join", At: 100 * time.Millisecond, For: 300 * time.Millisecond}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	join, _ := job.Operator("join", nil)
+	filter, _ := job.Operator("filter", nil)
+	start := time.Now()
+	var longest, filterLongest time.Duration
+	for time.Since(start) < 600*time.Millisecond {
+		for _, op := range []*dataflow.Operator{join, filter} {
+			t0 := time.Now()
+			op.Busy()
+			d := time.Since(t0)
+			op.Processed(1, 1)
+			op.Waiting()
+			if op == join {
+				longest = max(longest, d)
+			} else {
+				filterLongest = max(filterLongest, d)
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if longest < 250*time.Millisecond || longest > 400*time.Millisecond || filterLongest > 100*time.Millisecond {
+		t.Errorf("the join held %v at its longest Busy, the filter %v; want about 300 ms and none", longest, filterLongest)
+	}
+	in := job.Injected(start.UnixNano(), time.Now().UnixNano())
+	if len(in) != 1 || in[0].Operator != "join" || in[0].ToUnixNs-in[0].FromUnixNs != 300e6 ||
+		in[0].FromUnixNs < start.UnixNano()+50e6 || in[0].FromUnixNs > start.UnixNano()+150e6 {
+		t.Errorf("injected %+v; want the join's 300 ms about 100 ms after %d", in, start.UnixNano())
+	}
+	if got := job.Injected(0, start.UnixNano()); len(got) != 0 {
+		t.Errorf("injected before the stall: %+v", got)
+	}
+	for _, bad := range []dataflow.Stall{{Operator: "", At: 0, For: time.Second}, {Operator: "join", For: 0}, {Operator: "join", For: 2 * time.Hour}} {
+		if _, err := dataflow.New(dataflow.Config{Clock: clock, Stalls: []dataflow.Stall{bad}}); err == nil {
+			t.Errorf("stall %+v accepted", bad)
+		}
+	}
+}

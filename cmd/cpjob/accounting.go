@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -9,9 +10,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
+	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
 	"github.com/cloudprofiler-go/cp/dataflow"
 	"github.com/cloudprofiler-go/cp/dataflow/jobagent"
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
+	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/servicerate"
 	"github.com/cloudprofiler-go/cp/stage/stagemetrics"
@@ -23,6 +26,7 @@ import (
 type accountingFlags struct {
 	metricsAddr, profile, profileDir string
 	agentAddr, token, tokenFile      string
+	stalls                           []string
 }
 
 func (a *accountingFlags) register(f *pflag.FlagSet) {
@@ -32,12 +36,69 @@ func (a *accountingFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&a.agentAddr, "agent-addr", "", "serve the operators' accounting to cpsweep as an agent does (cpsweep --job-agent HOST:PORT): its control API at HOST:PORT, TSC probes on the same port (UDP)")
 	f.StringVar(&a.token, "token", "", "the agent's bearer token (required off loopback; or --token-file)")
 	f.StringVar(&a.tokenFile, "token-file", "", "a file holding the agent's token")
+	f.StringArrayVar(&a.stalls, "stall", nil, "an injected stall (experiments only: how well the analyses find it): OPERATOR@START+LENGTH after the job's start, e.g. join@20s+500ms; the operator holds, busy, at its first batch in that span until its end; repeat; needs --agent-addr or --metrics-addr")
+}
+
+// parseStalls reads --stall.
+func (a *accountingFlags) parseStalls() ([]dataflow.Stall, error) {
+	var out []dataflow.Stall
+	for _, spec := range a.stalls {
+		s, err := inject.ParseStall(spec)
+		if err != nil {
+			return nil, fmt.Errorf("--stall: %w", err)
+		}
+		out = append(out, dataflow.Stall{Operator: s.Stage, At: s.At, For: s.For})
+	}
+	if len(out) > 0 && a.metricsAddr == "" && a.agentAddr == "" {
+		return nil, errors.New("--stall: the stalls are for the analyses to find: serve them with --agent-addr or --metrics-addr")
+	}
+	return out, nil
+}
+
+// stallCheck ends a run whose --stall names an operator its job does not
+// have: the engine declares its operators as it starts, so check (call
+// it once the job has connected) cancels the run's context with the
+// error, and cause returns it after the run (nil when none).
+func (a *accountingFlags) stallCheck(ctx context.Context, df *dataflow.Job) (run context.Context, check func() bool, cause func() error) {
+	run, cancel := context.WithCancelCause(ctx)
+	check = func() bool {
+		if err := a.checkStalls(df); err != nil {
+			cancel(cli.Usage(err))
+			return false
+		}
+		return true
+	}
+	cause = func() error {
+		if err := context.Cause(run); run.Err() != nil && ctx.Err() == nil {
+			return err
+		}
+		return nil
+	}
+	return run, check, cause
+}
+
+// checkStalls refuses a stall of an operator the running job does not have.
+func (a *accountingFlags) checkStalls(df *dataflow.Job) error {
+	stalls, err := a.parseStalls()
+	if err != nil || df == nil {
+		return err
+	}
+	for _, s := range stalls {
+		if df.Op(s.Operator) == nil {
+			return fmt.Errorf("--stall %s: the job has no operator %q (its operators: docs/dataflow.md)", s.Operator, s.Operator)
+		}
+	}
+	return nil
 }
 
 // start makes the job's accounting, serves it and starts its sampling;
 // stop stops it, and closes the profiler's logs. Without a flag the job
 // is not accounted (nil).
 func (a *accountingFlags) start(name string) (df *dataflow.Job, stop func() error, err error) {
+	stalls, err := a.parseStalls()
+	if err != nil {
+		return nil, nil, cli.Usage(err)
+	}
 	if a.metricsAddr == "" && a.profile == "" && a.agentAddr == "" {
 		return nil, func() error { return nil }, nil
 	}
@@ -45,7 +106,7 @@ func (a *accountingFlags) start(name string) (df *dataflow.Job, stop func() erro
 	if err != nil {
 		return nil, nil, fmt.Errorf("the operators' clock: %w", err)
 	}
-	cfg := dataflow.Config{Clock: clock}
+	cfg := dataflow.Config{Clock: clock, Stalls: stalls}
 	if a.profile != "" {
 		if cfg.Handlers, err = profiler.LoadHandlers(a.profile); err != nil {
 			return nil, nil, fmt.Errorf("--profile: %w", err)

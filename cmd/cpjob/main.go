@@ -102,7 +102,11 @@ count's --input (in a group of its own).`,
 			if err != nil {
 				return err
 			}
+			ctx, stallsOK, stallErr := acct.stallCheck(ctx, df)
 			ready := whenConnected(c.Copies, func() {
+				if !stallsOK() {
+					return
+				}
 				if c.Part == ysb.PartFilter {
 					fmt.Fprintf(os.Stderr, "cpjob ysb: reading %s, writing the views to %s (part filter)\n", c.Input, c.Output)
 				} else {
@@ -113,7 +117,7 @@ count's --input (in a group of its own).`,
 			if err != nil {
 				return errors.Join(err, stopAccounting())
 			}
-			return errors.Join(run(ctx, job.Run, job.Stop), stopAccounting())
+			return errors.Join(run(ctx, job.Run, job.Stop), stallErr(), stopAccounting())
 		},
 	}
 	f := cmd.Flags()
@@ -198,12 +202,13 @@ buckets), ysb_redis_join and ysb_window_count. docs/sut.md has the contract.`,
 			if err != nil {
 				return err
 			}
-			job, err := buildRun(df, conf, args[0])
+			ctx, stallsOK, stallErr := acct.stallCheck(cmd.Context(), df)
+			job, err := buildRun(df, conf, args[0], stallsOK)
 			if err != nil {
 				return errors.Join(err, stopAccounting())
 			}
 			fmt.Fprintf(os.Stderr, "cpjob run: %s\n", args[0])
-			return errors.Join(run(cmd.Context(), job.Run, job.Stop), stopAccounting())
+			return errors.Join(run(ctx, job.Run, job.Stop), stallErr(), stopAccounting())
 		},
 	}
 	acct.register(cmd.Flags())
@@ -211,9 +216,12 @@ buckets), ysb_redis_join and ysb_window_count. docs/sut.md has the contract.`,
 }
 
 // buildRun makes the stream of a configuration.
-func buildRun(df *dataflow.Job, conf []byte, name string) (*service.Stream, error) {
+// connected (each plugin's connection) checks the job's stalls.
+func buildRun(df *dataflow.Job, conf []byte, name string, connected func() bool) (*service.Stream, error) {
 	env, err := ysb.Environment(brokers.All(), ysb.Hooks{Operators: df, Connected: func(plugin, where string) {
-		fmt.Fprintf(os.Stderr, "cpjob run: %s connected to %s\n", plugin, where)
+		if connected() {
+			fmt.Fprintf(os.Stderr, "cpjob run: %s connected to %s\n", plugin, where)
+		}
 	}})
 	if err != nil {
 		return nil, err

@@ -76,6 +76,9 @@ func (t *trial) Start(env agent.Env) (*agent.Started, error) {
 		for _, e := range t.role.Job.Edges() {
 			res.Edges = append(res.Edges, [2]string{e.From, e.To})
 		}
+		for _, st := range t.role.Job.Injected(from, to) {
+			res.Injected = append(res.Injected, protocol.InjectedStall{Operator: st.Operator, FromUnixNs: st.FromUnixNs, ToUnixNs: st.ToUnixNs})
+		}
 		if err := res.Validate(); err != nil {
 			return nil, fmt.Errorf("the job's accounting: %w", err)
 		}

@@ -18,13 +18,13 @@ import (
 const token = "job-token-job-token"
 
 // serve runs a job of two operators, join -> window, served as an agent.
-func serve(t *testing.T) (*protocol.Client, *dataflow.Operator, *dataflow.Operator) {
+func serve(t *testing.T, stalls ...dataflow.Stall) (*protocol.Client, *dataflow.Operator, *dataflow.Operator) {
 	t.Helper()
 	clock, err := tsc.NewClock(20 * time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	job, err := dataflow.New(dataflow.Config{Clock: clock, Period: 20 * time.Millisecond})
+	job, err := dataflow.New(dataflow.Config{Clock: clock, Period: 20 * time.Millisecond, Stalls: stalls})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,9 +55,12 @@ func serve(t *testing.T) (*protocol.Client, *dataflow.Operator, *dataflow.Operat
 // TestAJobServesItsOperatorsPerTrial: the job answers as a job, and a
 // trial is a window of its running accounting: the operators' series
 // from the trial's start to its stop (not what came before), with the
-// dataflow's edges.
+// dataflow's edges, and the stalls injected in the trial (not those
+// before or after it).
 func TestAJobServesItsOperatorsPerTrial(t *testing.T) {
-	c, join, window := serve(t)
+	c, join, window := serve(t, dataflow.Stall{Operator: "join", For: 50 * time.Millisecond},
+		dataflow.Stall{Operator: "window", At: 250 * time.Millisecond, For: 10 * time.Millisecond},
+		dataflow.Stall{Operator: "window", At: time.Hour, For: time.Second})
 	ctx := context.Background()
 	info, err := c.Info(ctx)
 	if err != nil || info.Role != protocol.RoleJob {
@@ -92,6 +95,9 @@ func TestAJobServesItsOperatorsPerTrial(t *testing.T) {
 	res := st.Job
 	if err := res.Validate(); err != nil || res.Name != "ysb" || len(res.Edges) != 1 || res.Edges[0] != [2]string{"join", "window"} {
 		t.Fatalf("result %s %v, %v", res.Name, res.Edges, err)
+	}
+	if len(res.Injected) != 1 || res.Injected[0].Operator != "window" || res.Injected[0].ToUnixNs-res.Injected[0].FromUnixNs != 10e6 {
+		t.Errorf("injected %+v; want the window's 10 ms in the trial only", res.Injected)
 	}
 	s := res.StageSeries
 	span := time.Duration(s.UnixNs[len(s.UnixNs)-1] - s.UnixNs[0])

@@ -106,7 +106,7 @@ func (c Config) YAML() string {
 	q := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 	filter := fmt.Sprintf(`
           - label: filter
-            ysb_filter: {%s}`, workLine("work_per_tuple", c.FilterWork, 0))
+            ysb_filter: {%s}`, filterFields(c))
 	count := fmt.Sprintf(`
           - label: projection
             mapping: 'root = {"ad_id": this.ad_id, "event_time_ms": this.event_time_ms}'
@@ -149,6 +149,16 @@ logger:
 http:
   enabled: false
 `, c.Copies, q(c.Input), filter, count, window, q(c.Output), schema, c.Stream, c.LogLevel)
+}
+
+// filterFields are ysb_filter's: chained when the join follows it on its
+// thread (the whole job), and its injected work.
+func filterFields(c Config) string {
+	fields := workLine("work_per_tuple", c.FilterWork, 0)
+	if c.Part != PartFilter {
+		fields = strings.TrimPrefix(fields+", chained: true", ", ")
+	}
+	return fields
 }
 
 // workLine is an operator's injected work as a YAML field, on a line of

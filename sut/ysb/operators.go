@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -30,12 +31,15 @@ const (
 // registerOperators adds ysb_filter, ysb_redis_join and
 // ysb_window_count to env, each accounted in df (nil: not accounted).
 func registerOperators(env *service.Environment, df *dataflow.Job) error {
+	chains := &chainedFilters{byName: map[string]*dataflow.Operator{}}
 	return errors.Join(
 		env.RegisterBatchProcessor("ysb_filter", service.NewConfigSpec().
 			Summary("YSB's filter: keeps the views (event_type == \"view\"), accounted as an operator.").
-			Field(workField("work_per_tuple", "each event")),
+			Field(workField("work_per_tuple", "each event")).
+			Field(service.NewBoolField("chained").Default(false).Advanced().
+				Description("the join runs after it on its thread (processors of one input): the filter is blocked on its output until the join is done with its views, and the join marks it waiting then")),
 			func(conf *service.ParsedConfig, _ *service.Resources) (service.BatchProcessor, error) {
-				return newFilter(conf, df)
+				return newFilter(conf, df, chains)
 			}),
 		env.RegisterBatchProcessor("ysb_redis_join", service.NewConfigSpec().
 			Summary("YSB's join: each event's ad_id looked up in a Redis hash of ad -> campaign, one HMGET per batch; an unknown ad is dropped and counted.").
@@ -45,7 +49,7 @@ func registerOperators(env *service.Environment, df *dataflow.Job) error {
 			Field(service.NewDurationField("lookup_delay").Default("0s").Advanced().
 				Description("an injected limit: wait this long more for each lookup, as against a Redis that answers slowly (0: none)")),
 			func(conf *service.ParsedConfig, mgr *service.Resources) (service.BatchProcessor, error) {
-				return newJoin(conf, mgr, df)
+				return newJoin(conf, mgr, df, chains)
 			}),
 		env.RegisterBatchProcessor("ysb_window_count", service.NewConfigSpec().
 			Summary("YSB's count: a window's events grouped by campaign, one message per campaign with its count, the window's end, and the identity of the latest event counted.").
@@ -62,14 +66,47 @@ func connectCopy(df *dataflow.Job, base, opBase string, op *dataflow.Operator) e
 	if op == nil { // not accounted
 		return nil
 	}
-	if from := df.Op(base + strings.TrimPrefix(op.Name(), opBase)); from != nil {
+	if from := df.Op(sameCopy(base, opBase, op)); from != nil {
 		return df.Connect(from, op)
 	}
 	return nil
 }
 
-func newFilter(conf *service.ParsedConfig, df *dataflow.Job) (*filter, error) {
+// sameCopy is the name of the operator called base of op's input copy.
+func sameCopy(base, opBase string, op *dataflow.Operator) string {
+	return base + strings.TrimPrefix(op.Name(), opBase)
+}
+
+// chainedFilters are one job's filters that a join follows on their
+// thread (ysb_filter's chained), by operator name: the join marks its
+// copy's filter waiting when it is done. Made per environment, shared by
+// its processors' constructors.
+type chainedFilters struct {
+	mu     sync.Mutex
+	byName map[string]*dataflow.Operator
+}
+
+func (c *chainedFilters) add(op *dataflow.Operator) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.byName[op.Name()] = op
+}
+
+func (c *chainedFilters) of(join *dataflow.Operator) *dataflow.Operator {
+	if join == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.byName[sameCopy(OpFilter, OpJoin, join)]
+}
+
+func newFilter(conf *service.ParsedConfig, df *dataflow.Job, chains *chainedFilters) (*filter, error) {
 	work, err := conf.FieldDuration("work_per_tuple")
+	if err != nil {
+		return nil, err
+	}
+	chained, err := conf.FieldBool("chained")
 	if err != nil {
 		return nil, err
 	}
@@ -80,10 +117,13 @@ func newFilter(conf *service.ParsedConfig, df *dataflow.Job) (*filter, error) {
 	if err := connectCopy(df, cpbenthos.OpInput, OpFilter, op); err != nil {
 		return nil, err
 	}
-	return &filter{op: op, work: work}, nil
+	if chained && op != nil {
+		chains.add(op)
+	}
+	return &filter{op: op, work: work, chained: chained}, nil
 }
 
-func newJoin(conf *service.ParsedConfig, mgr *service.Resources, df *dataflow.Job) (*redisJoin, error) {
+func newJoin(conf *service.ParsedConfig, mgr *service.Resources, df *dataflow.Job, chains *chainedFilters) (*redisJoin, error) {
 	addr, err := conf.FieldString("address")
 	if err != nil {
 		return nil, err
@@ -116,7 +156,7 @@ func newJoin(conf *service.ParsedConfig, mgr *service.Resources, df *dataflow.Jo
 	if err != nil {
 		return nil, err
 	}
-	return &redisJoin{c: c, hash: hash, unknown: mgr.Metrics().NewCounter("ysb_unknown_ads"), op: op, work: work, delay: delay}, nil
+	return &redisJoin{c: c, hash: hash, unknown: mgr.Metrics().NewCounter("ysb_unknown_ads"), op: op, filter: chains.of(op), work: work, delay: delay}, nil
 }
 
 // redisConnectTimeout bounds the join's first connection to Redis.
@@ -189,18 +229,30 @@ func joins(df *dataflow.Job) []*dataflow.Operator {
 }
 
 type filter struct {
-	op   *dataflow.Operator // nil: not accounted
-	work time.Duration      // injected per event (workField)
+	op      *dataflow.Operator // nil: not accounted
+	work    time.Duration      // injected per event (workField)
+	chained bool               // a join follows on its thread and marks it waiting
 }
 
 // ProcessBatch keeps a batch's views, busy while it does.
-func (f *filter) ProcessBatch(_ context.Context, batch service.MessageBatch) ([]service.MessageBatch, error) {
+//
+// Then it waits for its next batch, or, chained and with views to pass
+// on, is blocked on its output until the join has done with them: the
+// engine gives it no batch before. As waiting, a join's stall read as the
+// filter's (the filter "waiting" with its input blocked).
+func (f *filter) ProcessBatch(_ context.Context, batch service.MessageBatch) (out []service.MessageBatch, err error) {
 	f.op.Busy()
-	defer f.op.Waiting()
+	defer func() {
+		if f.chained && len(out) > 0 {
+			f.op.Blocked()
+		} else {
+			f.op.Waiting()
+		}
+	}()
 	logPoints(f.op, batch)
 	defer f.op.Processed(1, uint64(len(batch)))
 	spin(f.work * time.Duration(len(batch)))
-	out := batch[:0]
+	views := batch[:0]
 	for i, m := range batch {
 		v, err := m.AsStructured()
 		obj, ok := v.(map[string]any)
@@ -208,13 +260,13 @@ func (f *filter) ProcessBatch(_ context.Context, batch service.MessageBatch) ([]
 			return nil, fmt.Errorf("ysb_filter: message %d is not an object (%v)", i, err)
 		}
 		if obj[cpbenthos.FieldEventType] == "view" {
-			out = append(out, m)
+			views = append(views, m)
 		}
 	}
-	if len(out) == 0 {
+	if len(views) == 0 {
 		return nil, nil
 	}
-	return []service.MessageBatch{out}, nil
+	return []service.MessageBatch{views}, nil
 }
 
 func (*filter) Close(context.Context) error { return nil }
@@ -224,6 +276,7 @@ type redisJoin struct {
 	hash    string
 	unknown *service.MetricCounter
 	op      *dataflow.Operator // nil: not accounted
+	filter  *dataflow.Operator // its copy's filter when chained (ysb_filter's chained), else nil
 	work    time.Duration      // injected per event (workField)
 	delay   time.Duration      // injected per lookup (lookup_delay)
 }
@@ -233,6 +286,7 @@ type redisJoin struct {
 // batches: the engine does not say whether it is held by its output).
 func (j *redisJoin) ProcessBatch(ctx context.Context, batch service.MessageBatch) ([]service.MessageBatch, error) {
 	j.op.Busy()
+	defer j.filter.Waiting() // on this thread: the filter may take its next batch
 	defer j.op.Waiting()
 	logPoints(j.op, batch)
 	defer j.op.Processed(1, uint64(len(batch))) // finished: counted at the end, while busy

@@ -232,6 +232,16 @@ type JobResult struct {
 	// ServiceRates are the operators' service rates over the trial, by
 	// both methods (docs/service-rate.md; absent: not estimated).
 	ServiceRates []servicerate.Rate `json:"service_rates,omitempty"`
+	// Injected are the stalls injected into its operators in the trial
+	// (experiments only: cpjob --stall), as scheduled, Unix ns.
+	Injected []InjectedStall `json:"injected,omitempty"`
+}
+
+// InjectedStall is a stall injected into a job's operator.
+type InjectedStall struct {
+	Operator   string `json:"operator"`
+	FromUnixNs int64  `json:"from_unix_ns"`
+	ToUnixNs   int64  `json:"to_unix_ns"`
 }
 
 // MaxJobEdges bounds the edges of a JobResult (a dataflow's 256
@@ -274,6 +284,14 @@ func (r *JobResult) Validate() error {
 		}
 		if v, ok := sr.Value(); ok && (math.IsNaN(v) || math.IsInf(v, 0) || v < 0) {
 			return fmt.Errorf("operator %s's service rate %v", sr.Stage, v)
+		}
+	}
+	if len(r.Injected) > inject.MaxStalls {
+		return fmt.Errorf("%d injected stalls, at most %d", len(r.Injected), inject.MaxStalls)
+	}
+	for _, st := range r.Injected {
+		if !ops[st.Operator] || st.ToUnixNs <= st.FromUnixNs || st.ToUnixNs-st.FromUnixNs > inject.MaxStall.Nanoseconds() {
+			return fmt.Errorf("an injected stall of %q from %d to %d: not one of the job's operators, or not 0 to %v long", st.Operator, st.FromUnixNs, st.ToUnixNs, inject.MaxStall)
 		}
 	}
 	return nil

@@ -8,7 +8,7 @@ import (
 
 const goodJob = `{"name":"ysb","edges":[["join","window"]],"stage_series":{"period_ns":100000000,"tsc_hz":1e9,"tsc":[1,2],"unix_ns":[10,20],
 "stages":[{"name":"join","kind":"operator","states":["waiting","busy","blocked"],"from":0,"state_ns":[[0,1],[0,2],[0,0]],"items":[0,5],"no_queue":true},
-{"name":"window","kind":"operator","states":["waiting","busy","blocked"],"from":1,"state_ns":[[0],[0],[0]],"items":[0],"no_queue":true}]}}`
+{"name":"window","kind":"operator","states":["waiting","busy","blocked"],"from":1,"state_ns":[[0],[0],[0]],"items":[0],"no_queue":true}]},"injected":[{"operator":"join","from_unix_ns":10,"to_unix_ns":20}]}`
 
 // TestJobResultValidate: a job's result from the network is a valid
 // series of operators, with edges between them only.
@@ -23,6 +23,9 @@ func TestJobResultValidate(t *testing.T) {
 		{"a name with a slash", `"name":"ysb"`, `"name":"y/sb"`, "no '/'"},
 		{"no series", `"stage_series"`, `"other"`, "without a stage series"},
 		{"items go back", `"items":[0,5]`, `"items":[5,0]`, "decrease"},
+		{"a stall of no operator", `"operator":"join"`, `"operator":"sink"`, "an injected stall"},
+		{"a stall that ends first", `"to_unix_ns":20`, `"to_unix_ns":5`, "an injected stall"},
+		{"a stall of an hour", `"to_unix_ns":20`, `"to_unix_ns":3600000000010`, "an injected stall"},
 	} {
 		var r JobResult
 		if err := json.Unmarshal([]byte(strings.Replace(goodJob, tc.from, tc.to, 1)), &r); err != nil {
