@@ -110,7 +110,7 @@ func (lb *Labeler) compHasWork(ci int32, s *super, compLabel []Label) bool {
 	if s.hasQueue[ci] {
 		return s.queue[ci] > 0
 	}
-	if s.root[ci] {
+	if s.root[ci] || (s.hasWait[ci] && s.wait[ci] > 0) { // blocked: it holds work (label.go)
 		return true
 	}
 	g := lb.g

@@ -68,13 +68,19 @@ func (lb *Labeler) labelOne(m int, c *Counters, out []Label) Label {
 	return Stalled // (h)
 }
 
-// hasWork is Algorithm 4 on the acyclic graph.
+// hasWork is Algorithm 4 on the acyclic graph, with one addition: a
+// module without a queue that was blocked on its output in the period
+// holds work it could not pass on, so it has work. Without it, a job's
+// input operator, whose queue is its client's prefetch (the broker's lag
+// does not count it), read as having nothing to do while the operator
+// after it stalled, and so did that operator: a stalled filter was
+// DONTCARE, not STALLED (BENCHMARKS.md, 2026-11-27).
 func (lb *Labeler) hasWork(m int, c *Counters, out []Label) bool {
 	g := lb.g
 	if g.Modules[m].HasQueue {
 		return c.Queue[m] > 0
 	}
-	if g.root[m] {
+	if g.root[m] || (g.Modules[m].HasWait && c.Wait[m] > 0) {
 		return true
 	}
 	for _, p := range g.parents[m] {

@@ -139,6 +139,18 @@ func TestLabelsOnTheDissertationsGraphs(t *testing.T) {
 			active: "C",
 			want:   map[string]Label{"A": Blocked, "B": Stalled, "C": Healthy, "D": DontCare},
 		},
+		{
+			// Our addition to Alg. 4: a job's operators without queues
+			// behind an active sender S. The input I waited on its output
+			// (the filter F took nothing): it holds work, so it has work
+			// though its parent is active, and waited: BLOCKED (d). F has
+			// work through I, did not wait: STALLED (g). The join J's
+			// parent is STALLED: no work, DONTCARE. By Alg. 4 alone I and
+			// F were DONTCARE and the stalled filter went unseen.
+			name: "a blocked module holds work", names: "SIFJ", edges: []string{"S>I", "I>F", "F>J"}, wait: "IFJ",
+			active: "S", waiting: "I",
+			want: map[string]Label{"S": Healthy, "I": Blocked, "F": Stalled, "J": DontCare},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -209,3 +209,24 @@ func TestSlowConsumerIsLossNotFailure(t *testing.T) {
 		t.Errorf("received %d of %d with %d dropped: want some dropped and the rest delivered", got, n, c.Dropped())
 	}
 }
+
+// TestAJetStreamLagCountsTheClientsPrefetch: a JetStream consumer's
+// client fetches up to 1,024 messages ahead of the lane; they are the
+// lane's backlog as much as what the stream has not yet delivered, with
+// acknowledgements or without.
+func TestAJetStreamLagCountsTheClientsPrefetch(t *testing.T) {
+	addr := realserver.EmbeddedNATS(t)
+	for _, ep := range []string{"jetstream://" + addr + "/cp.prefetch", "jetstream://" + addr + "/cp.prefetchacked?ack=explicit"} {
+		c, p := open(t, ep)
+		publishAll(t, p, 500, func(int) []byte { return []byte("m") })
+		for i := 0; i < 100; i++ {
+			if _, err := c.Next(5 * time.Second); err != nil {
+				t.Fatalf("%s: %v", ep, err)
+			}
+		}
+		time.Sleep(200 * time.Millisecond) // the client has fetched the rest by now
+		if lag, err := c.Lag(); err != nil || lag != 400 {
+			t.Errorf("%s: lag %d (%v) with 400 of 500 not handed over; want 400", ep, lag, err)
+		}
+	}
+}

@@ -206,6 +206,11 @@ type jsConsumer struct {
 	cons jetstream.Consumer
 	it   jetstream.MessagesContext
 	ack  bool
+	// base is the consumer's delivered count when this client joined it,
+	// returned what Next has handed over since: the difference is what
+	// the client has fetched and not yet handed over (Lag).
+	base     uint64
+	returned atomic.Uint64
 }
 
 func newJSConsumer(nc *nats.Conn, e driver.Endpoint) (*jsConsumer, error) {
@@ -235,7 +240,7 @@ func newJSConsumer(nc *nats.Conn, e driver.Endpoint) (*jsConsumer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: pull from %s: %w", s.CachedInfo().Config.Name, err)
 	}
-	return &jsConsumer{nc: nc, cons: cons, it: it, ack: e.Ack == "explicit"}, nil
+	return &jsConsumer{nc: nc, cons: cons, it: it, ack: e.Ack == "explicit", base: cons.CachedInfo().Delivered.Consumer}, nil
 }
 
 // consumerConfig is the durable pull consumer of a lane or a job: a job's
@@ -300,6 +305,7 @@ func (c *jsConsumer) Next(wait time.Duration) ([]byte, error) {
 				return nil, fmt.Errorf("jetstream: ack: %w", err)
 			}
 		}
+		c.returned.Add(1)
 		return m.Data(), nil
 	case errors.Is(err, nats.ErrTimeout):
 		return nil, driver.ErrTimeout
@@ -307,6 +313,14 @@ func (c *jsConsumer) Next(wait time.Duration) ([]byte, error) {
 	return nil, fmt.Errorf("jetstream: receive: %w", err)
 }
 
+// Lag is what the stream holds for this consumer and it has not handed
+// over: not yet delivered, and delivered into the client's prefetch (up
+// to 1,024 messages) but not yet returned by Next. Without acks the
+// server forgets a message once it is delivered, so a lane that fell
+// behind by less than its prefetch read a lag of 0: the backlog rules did
+// not see the harness's own consumer as the limit (BENCHMARKS.md,
+// 2026-11-27). With acks (on receipt, in Next) the server's
+// acknowledgement-pending count is that prefetch.
 func (c *jsConsumer) Lag() (int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), driver.LagTimeout)
 	defer cancel()
@@ -314,7 +328,11 @@ func (c *jsConsumer) Lag() (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return int64(info.NumPending) + int64(info.NumAckPending), nil
+	lag := int64(info.NumPending) + int64(info.NumAckPending)
+	if !c.ack {
+		lag += max(int64(info.Delivered.Consumer-c.base)-int64(c.returned.Load()), 0)
+	}
+	return lag, nil
 }
 
 func (c *jsConsumer) Dropped() uint64 { return 0 }

@@ -99,7 +99,12 @@ func (s *score) add(r pairRun) {
 	for _, st := range r.send.Injected.Stalls {
 		windows[st.Stage] = append(windows[st.Stage], [2]int64{r.send.StartUnixNs + st.At.Nanoseconds(), r.send.StartUnixNs + (st.At + st.For).Nanoseconds()})
 	}
-	d := r.d
+	s.addWindows(windows, r.d)
+}
+
+// addWindows scores the diagnosis d against the injected stalls' windows
+// (Unix ns) by stage.
+func (s *score) addWindows(windows map[string][][2]int64, d *diagnose.Diagnosis) {
 	for stage, ws := range windows {
 		for _, w := range ws {
 			s.injected++
