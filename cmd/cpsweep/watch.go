@@ -16,7 +16,7 @@ import (
 )
 
 func watchCommand() *cobra.Command {
-	var senders, receivers []string
+	var senders, receivers, jobs []string
 	var interval, progressMax, duration time.Duration
 	var httpAddr string
 	var jsonOut bool
@@ -46,9 +46,17 @@ are in the profiled logs (cpsweep analyze --pag, docs/activity.md). The
 agents start keeping their stages' changes at the watch's first request, so
 the first windows appear an interval or two later. A window whose changes the
 watch read too late (an agent keeps the last 65536 per stage) is marked
-incomplete.`,
+incomplete.
+
+--job-agent ADDR adds a job that serves its operators (cpjob --agent-addr,
+docs/dataflow.md): each operator is a stage of the view (job0/join, ...),
+with its rate, busy and blocked shares, once a sweep has started a trial
+there (the job serves its operators' metrics per trial).`,
 		Example: `  # the agents a sweep on this machine started (cpsweep prints their addresses)
   cpsweep watch --sender 127.0.0.1:40521 --receiver 127.0.0.1:46007
+
+  # with the job between them, its operators named (cpjob ysb ... --agent-addr h3:9103)
+  cpsweep watch --sender h1:9101 --receiver h2:9102 --job-agent h3:9103 --token-file token
 
   # two hosts, a web page on port 8080, an alert after 200 ms without progress
   cpsweep watch --sender h1:9101 --receiver h2:9102 --token-file token --http :8080 --progress-max 200ms
@@ -58,7 +66,7 @@ incomplete.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cmd.SilenceUsage = true
-			if len(senders)+len(receivers) == 0 {
+			if len(senders)+len(receivers)+len(jobs) == 0 {
 				return errors.New("no agent to watch: give --sender and --receiver addresses (host:port of their control API)")
 			}
 			if err := checkWatchFlags(interval, progressMax, duration, cpWindow, wait, cpWindows); err != nil {
@@ -75,6 +83,9 @@ incomplete.`,
 			for i, a := range senders {
 				agents = append(agents, watch.Agent{Node: fmt.Sprintf("sender%d", i), Addr: a})
 			}
+			for i, a := range jobs {
+				agents = append(agents, watch.Agent{Node: fmt.Sprintf("job%d", i), Addr: a})
+			}
 			w := watch.New(agents, watch.Options{ProgressMax: progressMax, Token: token, CPWindow: cpWindow, CPWindows: cpWindows, WaitNs: wait.Nanoseconds()})
 			return runWatch(cmd.Context(), w, interval, duration, httpAddr, token, jsonOut)
 		},
@@ -82,6 +93,7 @@ incomplete.`,
 	f := cmd.Flags()
 	f.StringArrayVar(&senders, "sender", nil, "a sender agent's control address host:port (repeat)")
 	f.StringArrayVar(&receivers, "receiver", nil, "a receiver agent's control address host:port (repeat)")
+	f.StringArrayVar(&jobs, "job-agent", nil, "a job agent's control address host:port (cpjob --agent-addr; repeat): its operators, as job0/join, ... (their states once the sweep has started a trial there)")
 	f.DurationVar(&interval, "interval", time.Second, "how often to scrape the agents")
 	f.DurationVar(&progressMax, "progress-max", 0, "alert while a consumer finishes no bucket for this long although a sender emits (0: off; resolution: --interval)")
 	f.StringVar(&httpAddr, "http", "", "also serve the view as a web page, JSON and Prometheus alerts on this address (e.g. :8080)")

@@ -162,7 +162,8 @@ func (w *Watcher) Step(ctx context.Context) View {
 		p, hasPrev := w.prev[a.Addr]
 		for _, name := range sortedKeys(s.stages) {
 			m := s.stages[name]
-			sv := StageView{Node: a.Node, Stage: name, Kind: string(kindOf(name)), Label: m.label}
+			kind := kindOfStage(name, m.seconds)
+			sv := StageView{Node: a.Node, Stage: name, Kind: string(kind), Label: m.label}
 			if r, ok := m.rates["raftlib"]; ok {
 				sv.RaftLib = &r
 			}
@@ -173,12 +174,12 @@ func (w *Watcher) Step(ctx context.Context) View {
 				dt := s.at.Sub(p.at).Seconds()
 				if dt > 0 {
 					sv.ItemsPerS = math.Max(0, m.items-pm.items) / dt
-					busy, blocked := classShares(kindOf(name), m.seconds, pm.seconds)
+					busy, blocked := classShares(kind, m.seconds, pm.seconds)
 					sv.Busy, sv.Blocked = busy/dt, blocked/dt
 				}
 				key := a.Node + "/" + name
 				if m.items > pm.items {
-					if kindOf(name) == stage.Sender {
+					if kind == stage.Sender {
 						senderGrew = true
 					}
 					w.progress[key] = now
@@ -422,6 +423,22 @@ func kindOf(name string) stage.Kind {
 		return stage.Network
 	}
 	return stage.SUT
+}
+
+// kindOfStage is kindOf, or for a name dgsend and dgrecv do not give, an
+// operator when its states are an operator's (a job agent's: cpsweep
+// watch --job-agent; docs/dataflow.md), else a black box.
+func kindOfStage(name string, seconds map[string]float64) stage.Kind {
+	k := kindOf(name)
+	if k != stage.SUT {
+		return k
+	}
+	for _, st := range stage.States(stage.Operator) {
+		if _, ok := seconds[st.Name]; !ok {
+			return k
+		}
+	}
+	return stage.Operator
 }
 
 // classShares is the time in busy and blocked states between two scrapes.

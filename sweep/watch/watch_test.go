@@ -376,3 +376,45 @@ func TestWatcherLiveCPUWait(t *testing.T) {
 		}
 	}
 }
+
+func jobMetrics(items, busy, blocked, waiting float64) string {
+	return fmt.Sprintf(`# TYPE cp_stage_items_total counter
+cp_stage_items_total{stage="join"} %g
+# TYPE cp_stage_seconds_total counter
+cp_stage_seconds_total{stage="join",state="busy"} %g
+cp_stage_seconds_total{stage="join",state="blocked"} %g
+cp_stage_seconds_total{stage="join",state="waiting"} %g
+`, items, busy, blocked, waiting)
+}
+
+// TestWatcherNamesAJobsOperators: a job agent's stages (cpjob
+// --agent-addr) are its operators, of kind operator, named by the node
+// and the operator, with their busy and blocked shares; a stage of no
+// agent's naming and without an operator's states stays a black box.
+func TestWatcherNamesAJobsOperators(t *testing.T) {
+	job := &agent{}
+	js := httptest.NewServer(job)
+	defer js.Close()
+	w := New([]Agent{{Node: "job0", Addr: strings.TrimPrefix(js.URL, "http://")}}, Options{})
+	ctx := context.Background()
+	job.set(jobMetrics(100, 1, 1, 1) + "cp_stage_items_total{stage=\"box\"} 5\n")
+	w.Step(ctx)
+	time.Sleep(100 * time.Millisecond)
+	job.set(jobMetrics(200, 1.07, 1.02, 1.01) + "cp_stage_items_total{stage=\"box\"} 6\n")
+	v := w.Step(ctx)
+	if len(v.Stages) != 2 {
+		t.Fatalf("stages %+v", v.Stages)
+	}
+	box, join := v.Stages[0], v.Stages[1]
+	if join.Node != "job0" || join.Stage != "join" || join.Kind != string(stage.Operator) || join.Busy < 0.4 || join.Busy > 0.9 || join.Blocked < 0.1 || join.Blocked > 0.3 || join.ItemsPerS < 500 {
+		t.Errorf("the join %+v; want an operator busy ~70%% and blocked ~20%% of the interval", join)
+	}
+	if box.Kind != string(stage.SUT) {
+		t.Errorf("a stage without an operator's states is %s, want a black box", box.Kind)
+	}
+	var b strings.Builder
+	WriteText(&b, v)
+	if !strings.Contains(b.String(), "job0") || !strings.Contains(b.String(), "join") {
+		t.Errorf("text view:\n%s", b.String())
+	}
+}
