@@ -27,6 +27,20 @@ type backlogSampler struct {
 }
 
 func (b *backlogSampler) sample(r *Receiver, now time.Time) {
+	b.add(r, now, true)
+}
+
+// drained samples while the consumer drains the rings after the lanes
+// stopped: the lags are not read (the lanes' consumers are closed, and
+// the rules judge them over the measured window), but a windowed job's
+// last windows may only be consumed now, and their delay is the trend
+// the backlog rule judges (a consumer 3 times too slow for the windows
+// had them all consumed here, unseen, and passed).
+func (b *backlogSampler) drained(r *Receiver, now time.Time) {
+	b.add(r, now, false)
+}
+
+func (b *backlogSampler) add(r *Receiver, now time.Time, lags bool) {
 	if now.Sub(b.last) < b.every {
 		return
 	}
@@ -40,7 +54,11 @@ func (b *backlogSampler) sample(r *Receiver, now time.Time) {
 	for _, l := range r.lanes {
 		occ += l.Occupancy()
 	}
-	r.backlog = append(r.backlog, BacklogSample{UnixNs: now.UnixNano(), Buckets: occ, Consumed: r.consumed.Load(), LatencyNs: r.lastLatency.Load(), WindowDelayNs: r.windowDelay(), BrokerLag: r.brokerLag(), JobLag: r.jobLag.value()})
+	s := BacklogSample{UnixNs: now.UnixNano(), Buckets: occ, Consumed: r.consumed.Load(), LatencyNs: r.lastLatency.Load(), WindowDelayNs: r.windowDelay()}
+	if lags {
+		s.BrokerLag, s.JobLag = r.brokerLag(), r.jobLag.value()
+	}
+	r.backlog = append(r.backlog, s)
 }
 
 // windowDelay is the latest consumed window's arrival less its end (nil:

@@ -230,3 +230,38 @@ func runJobTrial(t *testing.T, in, out string, start time.Time, set func(*receiv
 	}
 	return res
 }
+
+// TestWindowsConsumedAfterTheEndAreSampled: the consumer may still be
+// consuming a job's windows when the trial ends (a consumer too slow for
+// them); the backlog samples go on until it is done, so that the windows'
+// delay after their end, the backlog rule's trend for a windowed job,
+// covers every window consumed.
+func TestWindowsConsumedAfterTheEndAreSampled(t *testing.T) {
+	addr := realserver.EmbeddedNATS(t)
+	in, out := "jetstream://"+addr+"/drain.in?group=job", "jetstream://"+addr+"/drain.out"
+	for _, ep := range []string{in, out + "?group=cp"} {
+		e, err := driver.Parse(ep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := brokers.Ensure(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	publish(t, out, 4, func(k int) []byte { return windowBucket(uint64(k), start, 8, 1) })
+	res := runJobTrial(t, in, out, start, func(c *receiver.Config) { c.WorkPerTuple = 100 * time.Millisecond })
+	if res.Consumed != 32 {
+		t.Fatalf("consumed %d windows, want 32", res.Consumed)
+	}
+	last := res.Backlog[len(res.Backlog)-1]
+	delays := map[int64]bool{}
+	for _, b := range res.Backlog {
+		if b.WindowDelayNs != nil {
+			delays[*b.WindowDelayNs] = true
+		}
+	}
+	if last.Consumed != 32 || last.WindowDelayNs == nil || len(delays) < 4 {
+		t.Errorf("the last sample consumed %d (delay %v), %d distinct windows' delays; want all 32 and one delay per bucket consumed", last.Consumed, last.WindowDelayNs, len(delays))
+	}
+}

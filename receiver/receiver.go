@@ -296,12 +296,17 @@ func (r *Receiver) Run() (*Result, error) {
 		r.cpu.Register("consumer")
 		r.consume()
 	}()
-	reason := r.monitor()
+	reason, sampler := r.monitor()
+	drainSampled := make(chan struct{})
+	go func() { // from now: the lanes' stop can take as long as the consumer's next bucket
+		defer close(drainSampled)
+		r.sampleDrain(sampler, consumerDone)
+	}()
 	r.stop.Store(true)
 	wg.Wait()
 	r.done.Store(true)
 	r.wakeConsumer()
-	<-consumerDone
+	<-drainSampled
 	r.stages.Stop()
 	res := r.result(reason)
 	res.Host = host.Stop()
@@ -394,8 +399,9 @@ func (r *Receiver) empty() bool {
 	return true
 }
 
-// monitor decides when the run is over and logs malformed input.
-func (r *Receiver) monitor() string {
+// monitor decides when the run is over and logs malformed input; its
+// backlog sampler goes on through the drain (sampleDrain).
+func (r *Receiver) monitor() (reason string, sampler *backlogSampler) {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	var lastMalformed uint64
@@ -416,25 +422,42 @@ func (r *Receiver) monitor() string {
 	defer logMalformed()
 	lastLog := time.Now()
 	end := endWatch{lastSeenAt: time.Now()}
-	sampler := backlogSampler{every: backlogEvery}
+	sampler = &backlogSampler{every: backlogEvery}
 	for range tick.C {
 		now := time.Now()
 		sampler.sample(r, now)
 		if r.quit.Load() {
-			return "stopped"
+			return "stopped", sampler
 		}
 		if r.cfg.Duration > 0 && now.Sub(time.Unix(0, r.started.Load())) >= r.cfg.Duration {
-			return "duration reached"
+			return "duration reached", sampler
 		}
 		if now.Sub(lastLog) >= time.Second { // at most one log line a second
 			lastLog = now
 			logMalformed()
 		}
 		if reason := end.check(r, now); reason != "" {
-			return reason
+			return reason, sampler
 		}
 	}
-	return "stopped"
+	return "stopped", sampler
+}
+
+// sampleDrain samples the backlog until the consumer is done draining
+// the rings, and once more at its end.
+func (r *Receiver) sampleDrain(sampler *backlogSampler, consumerDone <-chan struct{}) {
+	tick := time.NewTicker(backlogEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case now := <-tick.C:
+			sampler.drained(r, now)
+		case <-consumerDone:
+			sampler.last = time.Time{} // the end's sample, however recent the last
+			sampler.drained(r, time.Now())
+			return
+		}
+	}
 }
 
 // Prefill queues msgs for lane before Run, through an in-process PUSH
