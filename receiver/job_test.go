@@ -59,15 +59,7 @@ func TestATrialOfAJob(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := fmt.Sprintf("jetstream://%s/job%d.in?group=job", addr, i)
 			out := fmt.Sprintf("jetstream://%s/job%d.out", addr, i)
-			for _, ep := range []string{in, out + "?group=cp"} {
-				e, err := driver.Parse(ep)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := brokers.Ensure(e); err != nil {
-					t.Fatal(err)
-				}
-			}
+			ensureJob(t, in, out)
 			start := time.Now()
 			publish(t, in, tc.backlog, func(int) []byte { return windowBucket(0, start, 1, 1) })
 			// bucket 10 is an earlier trial's late window, 11..14 this one's
@@ -104,6 +96,21 @@ func TestATrialOfAJob(t *testing.T) {
 				t.Errorf("system failures %q, want %q", failures, tc.failure)
 			}
 		})
+	}
+}
+
+// ensureJob makes a job's input (its group's consumer) and output (the
+// receivers' group) as a sweep does before a trial.
+func ensureJob(t *testing.T, in, out string) {
+	t.Helper()
+	for _, ep := range []string{in, out + "?group=cp"} {
+		e, err := driver.Parse(ep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := brokers.Ensure(e); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -239,15 +246,7 @@ func runJobTrial(t *testing.T, in, out string, start time.Time, set func(*receiv
 func TestWindowsConsumedAfterTheEndAreSampled(t *testing.T) {
 	addr := realserver.EmbeddedNATS(t)
 	in, out := "jetstream://"+addr+"/drain.in?group=job", "jetstream://"+addr+"/drain.out"
-	for _, ep := range []string{in, out + "?group=cp"} {
-		e, err := driver.Parse(ep)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := brokers.Ensure(e); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ensureJob(t, in, out)
 	start := time.Now()
 	publish(t, out, 4, func(k int) []byte { return windowBucket(uint64(k), start, 8, 1) })
 	res := runJobTrial(t, in, out, start, func(c *receiver.Config) { c.WorkPerTuple = 100 * time.Millisecond })
