@@ -58,15 +58,8 @@ const ysbExamples = `  redis-server --port 6379 &
   # print the engine's configuration instead of running it
   cpjob ysb --input 'kafka://k:9092/ads?group=ysb' --output kafka://k:9092/windows --redis r:6379 --print-config`
 
-func ysbCommand() *cobra.Command {
-	c := ysb.Defaults()
-	var scenario string
-	var load, print bool
-	var acct accountingFlags
-	cmd := &cobra.Command{
-		Use:   "ysb --input URL --output URL --redis HOST:PORT",
-		Short: "The Yahoo Streaming Benchmark: views filtered, projected, joined with campaigns in Redis, counted per campaign and window",
-		Long: `Runs YSB: ad events from --input (the job reads in the consumer group the URL
+// ysbLong is cpjob ysb's --help text.
+const ysbLong = `Runs YSB: ad events from --input (the job reads in the consumer group the URL
 names), the event filter (views), the projection, the join with the campaigns
 held in the Redis at --redis (loaded from the scenario at start), counts per
 campaign in event-time windows of --window, written to --output as windows
@@ -77,7 +70,17 @@ With --part the job runs as two processes, on hosts of their own, with a
 topic between them: --part filter reads the ad events and writes the views
 (schema ad-event, each with its identity) to that topic; --part count reads
 them there, joins and counts. The topic is the filter's --output and the
-count's --input (in a group of its own).`,
+count's --input (in a group of its own).`
+
+func ysbCommand() *cobra.Command {
+	c := ysb.Defaults()
+	var scenario string
+	var load, print bool
+	var acct accountingFlags
+	cmd := &cobra.Command{
+		Use:     "ysb --input URL --output URL --redis HOST:PORT",
+		Short:   "The Yahoo Streaming Benchmark: views filtered, projected, joined with campaigns in Redis, counted per campaign and window",
+		Long:    ysbLong,
 		Example: ysbExamples,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -26,32 +26,7 @@ func watchCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "watch --sender ADDR --receiver ADDR",
 		Short: "Live view of running agents: rates, busy shares, labels and service rates per stage, critical participation, invariant alerts",
-		Long: `Scrapes every agent's metrics (its control address serves /metrics) every
---interval and shows, per stage: buckets a second, the share of the interval
-spent busy and blocked, its diagnosis label (HEALTHY, DONTCARE, BLOCKED,
-STALLED) and its service-rate estimates. --progress-max D raises an alert
-while a consumer finishes no bucket for D although a sender emits.
-
-On a terminal the view is redrawn in place; otherwise (or with --json) one
-view is printed per interval. --http ADDR also serves the view as a web page
-(plain HTML and JavaScript) at /, as JSON at /state.json, and the alerts as
-Prometheus series (cp_watch_alert_firing, cp_watch_alerts_total) at /metrics.
-
-The critical participation is live too: every --interval the watch reads each
-agent's latest stage state changes (GET /v1/trial/activity, with --token or
---token-file when the agents have one) and builds the activity graph of the
-last --cp-windows whole windows of --cp-window, showing each window's largest
-shares. It has local edges only: the per-tuple points that make message edges
-are in the profiled logs (cpsweep analyze --pag, docs/activity.md). The
-agents start keeping their stages' changes at the watch's first request, so
-the first windows appear an interval or two later. A window whose changes the
-watch read too late (an agent keeps the last 65536 per stage) is marked
-incomplete.
-
---job-agent ADDR adds a job that serves its operators (cpjob --agent-addr,
-docs/dataflow.md): each operator is a stage of the view (job0/join, ...),
-with its rate, busy and blocked shares, once a sweep has started a trial
-there (the job serves its operators' metrics per trial).`,
+		Long:  watchLong,
 		Example: `  # the agents a sweep on this machine started (cpsweep prints their addresses)
   cpsweep watch --sender 127.0.0.1:40521 --receiver 127.0.0.1:46007
 
@@ -105,6 +80,34 @@ there (the job serves its operators' metrics per trial).`,
 	tok.Register(f, "token the agents expect (their /v1 API serves the state changes)")
 	return cmd
 }
+
+// watchLong is cpsweep watch's --help text.
+const watchLong = `Scrapes every agent's metrics (its control address serves /metrics) every
+--interval and shows, per stage: buckets a second, the share of the interval
+spent busy and blocked, its diagnosis label (HEALTHY, DONTCARE, BLOCKED,
+STALLED) and its service-rate estimates. --progress-max D raises an alert
+while a consumer finishes no bucket for D although a sender emits.
+
+On a terminal the view is redrawn in place; otherwise (or with --json) one
+view is printed per interval. --http ADDR also serves the view as a web page
+(plain HTML and JavaScript) at /, as JSON at /state.json, and the alerts as
+Prometheus series (cp_watch_alert_firing, cp_watch_alerts_total) at /metrics.
+
+The critical participation is live too: every --interval the watch reads each
+agent's latest stage state changes (GET /v1/trial/activity, with --token or
+--token-file when the agents have one) and builds the activity graph of the
+last --cp-windows whole windows of --cp-window, showing each window's largest
+shares. It has local edges only: the per-tuple points that make message edges
+are in the profiled logs (cpsweep analyze --pag, docs/activity.md). The
+agents start keeping their stages' changes at the watch's first request, so
+the first windows appear an interval or two later. A window whose changes the
+watch read too late (an agent keeps the last 65536 per stage) is marked
+incomplete.
+
+--job-agent ADDR adds a job that serves its operators (cpjob --agent-addr,
+docs/dataflow.md): each operator is a stage of the view (job0/join, ...),
+with its rate, busy and blocked shares, once a sweep has started a trial
+there (the job serves its operators' metrics per trial).`
 
 // checkWatchFlags checks cpsweep watch's durations and window settings.
 func checkWatchFlags(interval, progressMax, duration, cpWindow, wait time.Duration, cpWindows int) error {
