@@ -230,3 +230,31 @@ func TestAJetStreamLagCountsTheClientsPrefetch(t *testing.T) {
 		}
 	}
 }
+
+// TestASharedGroupsLagIsNotOverCounted: receivers reading a job's output
+// in one group share its durable consumer; what one has read is not in
+// the other's lag (its delivered count is both of theirs).
+func TestASharedGroupsLagIsNotOverCounted(t *testing.T) {
+	addr := realserver.EmbeddedNATS(t)
+	ep := "jetstream://" + addr + "/cp.shared?group=cp"
+	a, p := open(t, ep)
+	b, _ := open(t, ep)
+	publishAll(t, p, 400, func(int) []byte { return []byte("m") })
+	read := 0
+	for _, c := range []driver.Consumer{a, b} {
+		for {
+			if _, err := c.Next(300 * time.Millisecond); err != nil {
+				break
+			}
+			read++
+		}
+	}
+	if read != 400 {
+		t.Fatalf("the two read %d of 400", read)
+	}
+	for i, c := range []driver.Consumer{a, b} {
+		if lag, err := c.Lag(); err != nil || lag != 0 {
+			t.Errorf("consumer %d: lag %d (%v) with everything read; want 0", i, lag, err)
+		}
+	}
+}

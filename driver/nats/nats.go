@@ -206,9 +206,12 @@ type jsConsumer struct {
 	cons jetstream.Consumer
 	it   jetstream.MessagesContext
 	ack  bool
-	// base is the consumer's delivered count when this client joined it,
-	// returned what Next has handed over since: the difference is what
+	// own: the harness's own stream and consumer, which no other client
+	// reads (a group's may be shared: receivers reading a job's output).
+	// base is then the consumer's delivered count when this client joined
+	// it, returned what Next has handed over since: the difference is what
 	// the client has fetched and not yet handed over (Lag).
+	own      bool
 	base     uint64
 	returned atomic.Uint64
 }
@@ -240,7 +243,7 @@ func newJSConsumer(nc *nats.Conn, e driver.Endpoint) (*jsConsumer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: pull from %s: %w", s.CachedInfo().Config.Name, err)
 	}
-	return &jsConsumer{nc: nc, cons: cons, it: it, ack: e.Ack == "explicit", base: cons.CachedInfo().Delivered.Consumer}, nil
+	return &jsConsumer{nc: nc, cons: cons, it: it, ack: e.Ack == "explicit", own: e.Group == "", base: cons.CachedInfo().Delivered.Consumer}, nil
 }
 
 // consumerConfig is the durable pull consumer of a lane or a job: a job's
@@ -320,7 +323,11 @@ func (c *jsConsumer) Next(wait time.Duration) ([]byte, error) {
 // behind by less than its prefetch read a lag of 0: the backlog rules did
 // not see the harness's own consumer as the limit (BENCHMARKS.md,
 // 2026-11-27). With acks (on receipt, in Next) the server's
-// acknowledgement-pending count is that prefetch.
+// acknowledgement-pending count is that prefetch. Without acks, only on
+// the harness's own consumer: a group's durable consumer may be shared
+// by several receivers, and its delivered count is all of theirs (the
+// lag would grow with the others' reading); there the lag is the
+// server's, blind to the prefetch as a job's own lag is (docs/brokers.md).
 func (c *jsConsumer) Lag() (int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), driver.LagTimeout)
 	defer cancel()
@@ -329,7 +336,7 @@ func (c *jsConsumer) Lag() (int64, error) {
 		return 0, err
 	}
 	lag := int64(info.NumPending) + int64(info.NumAckPending)
-	if !c.ack {
+	if !c.ack && c.own {
 		lag += max(int64(info.Delivered.Consumer-c.base)-int64(c.returned.Load()), 0)
 	}
 	return lag, nil
