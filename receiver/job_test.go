@@ -260,7 +260,9 @@ func TestWindowsConsumedAfterTheEndAreSampled(t *testing.T) {
 			delays[*b.WindowDelayNs] = true
 		}
 	}
-	if last.Consumed != 32 || last.WindowDelayNs == nil || len(delays) < 4 {
-		t.Errorf("the last sample consumed %d (delay %v), %d distinct windows' delays; want all 32 and one delay per bucket consumed", last.Consumed, last.WindowDelayNs, len(delays))
+	// at least two buckets' delays (a loaded host may finish two between
+	// samples), the last sample's the last bucket's
+	if last.Consumed != 32 || last.WindowDelayNs == nil || len(delays) < 2 {
+		t.Errorf("the last sample consumed %d (delay %v), %d distinct windows' delays; want all 32 and a delay per bucket sampled", last.Consumed, last.WindowDelayNs, len(delays))
 	}
 }
