@@ -1,6 +1,9 @@
 package receiver
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // The backlog series: one sample every backlogEvery at first, at most
 // maxBacklog samples (a longer run samples less often).
@@ -61,13 +64,16 @@ func (b *backlogSampler) add(r *Receiver, now time.Time, lags bool) {
 	r.backlog = append(r.backlog, s)
 }
 
+// noWindow is lastWindow before any window was consumed.
+const noWindow = math.MinInt64
+
 // windowDelay is the latest consumed window's arrival less its end (nil:
 // no window consumed yet, or no windowed output).
 func (r *Receiver) windowDelay() *int64 {
-	if !r.windowSeen.Load() {
+	d := r.lastWindow.Load()
+	if d == noWindow {
 		return nil
 	}
-	d := r.lastWindow.Load()
 	return &d
 }
 

@@ -224,7 +224,6 @@ func (c *consumer) bucket(st *stream, b *objfactory.Bucket) (uint64, uint64) {
 		r.lastLatency.Store(lat)
 		if c.windows {
 			r.lastWindow.Store(r.cfg.Clock.UnixNano(ticks) - b.Tuples[0].Window.EndMs*1e6)
-			r.windowSeen.Store(true)
 		}
 		r.precise.RecordN(lat, int64(n))
 		if consumedCh != nil && !perTuple {

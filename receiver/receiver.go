@@ -53,8 +53,7 @@ type Receiver struct {
 	jobLag       *jobLag           // a job's lag on its input (nil: no job)
 	consumedCh   *profiler.Channel // nil: not profiled
 	lastLatency  atomic.Int64      // latency of the latest consumed bucket, ns
-	lastWindow   atomic.Int64      // arrival of the latest consumed window less its end, ns (windowed outputs)
-	windowSeen   atomic.Bool       // lastWindow holds a window's
+	lastWindow   atomic.Int64      // arrival of the latest consumed window less its end, ns (noWindow: none yet)
 	firstData    atomic.Uint64     // TSC when the first data bucket was consumed
 	lastConsum   atomic.Uint64     // TSC when the last tuple was consumed
 	stages       *stage.Set        // nil: no stage accounting
@@ -103,6 +102,7 @@ func New(cfg Config) (*Receiver, error) {
 		return nil, err
 	}
 	r := &Receiver{cfg: cfg, ctx: ctx, precise: histo.NewPrecise(), cpu: cpustat.New(), wake: make(chan struct{}, 1)}
+	r.lastWindow.Store(noWindow)
 	r.cpu.TrackSystem(cfg.SUTProcesses)
 	r.jobLag = jobLagOf(cfg)
 	if cfg.jobMode() && !cfg.TrialStart.IsZero() {
