@@ -102,7 +102,6 @@ func New(cfg Config) (*Receiver, error) {
 		return nil, err
 	}
 	r := &Receiver{cfg: cfg, ctx: ctx, precise: histo.NewPrecise(), cpu: cpustat.New(), wake: make(chan struct{}, 1)}
-	r.lastWindow.Store(noWindow)
 	r.cpu.TrackSystem(cfg.SUTProcesses)
 	r.jobLag = jobLagOf(cfg)
 	if cfg.jobMode() && !cfg.TrialStart.IsZero() {
@@ -252,6 +251,7 @@ func (r *Receiver) Close() {
 func (r *Receiver) Run() (*Result, error) {
 	r.started.Store(time.Now().UnixNano())
 	r.startTicks = tsc.ReadFast()
+	r.lastWindow.Store(noWindow)
 	if r.cfg.Profile != nil {
 		r.stages.Start(r.cfg.Profile)
 	} else {
