@@ -62,6 +62,7 @@ type Job struct {
 	start     uint64
 	startUnix int64
 	stop      atomic.Bool
+	tracing   bool // a Trace is running (mu)
 }
 
 // Edge is a dataflow edge: From's output is To's input.
@@ -137,7 +138,7 @@ func (j *Job) declare(name string, queue func() int64) (*Operator, error) {
 			windows = append(windows, [2]time.Duration{s.At, s.At + s.For})
 		}
 	}
-	o := &Operator{name: name, acct: j.set.Add(name, stage.Operator, queue), stop: &j.stop}
+	o := &Operator{name: name, acct: j.set.Add(name, stage.Operator, queue), stop: &j.stop, state: -1}
 	if len(windows) > 0 {
 		o.holds = inject.NewHolds(windows, j.start, j.cfg.Clock)
 	}
@@ -207,6 +208,14 @@ type Operator struct {
 	ch    *profiler.Channel // nil: not profiled
 	holds inject.Holds      // its injected stalls (Config.Stalls)
 	stop  *atomic.Bool
+	// trace is a running Trace's channels (nil: none); inTrace is set
+	// while the writer logs on them, so that Stop knows when it is out
+	// (trace.go). state and items are the writer's own copies of its
+	// state and count, for the trace's activity records.
+	trace   atomic.Pointer[traceLogs]
+	inTrace atomic.Bool
+	state   int
+	items   uint64
 }
 
 // Name is the operator's name.
@@ -242,8 +251,7 @@ func (j *Job) Op(name string) *Operator {
 // there while an injected stall is due).
 func (o *Operator) Busy() {
 	if o != nil {
-		now := tsc.ReadFast()
-		o.acct.Enter(stage.OpBusy, now)
+		now := o.enter(stage.OpBusy)
 		if o.holds.Any() {
 			o.holds.Hold(now, o.stop)
 		}
@@ -253,7 +261,7 @@ func (o *Operator) Busy() {
 // Waiting marks the operator waiting for input, from now.
 func (o *Operator) Waiting() {
 	if o != nil {
-		o.acct.Enter(stage.OpWaiting, tsc.ReadFast())
+		o.enter(stage.OpWaiting)
 	}
 }
 
@@ -261,7 +269,7 @@ func (o *Operator) Waiting() {
 // no more), from now.
 func (o *Operator) Blocked() {
 	if o != nil {
-		o.acct.Enter(stage.OpBlocked, tsc.ReadFast())
+		o.enter(stage.OpBlocked)
 	}
 }
 
@@ -270,25 +278,72 @@ func (o *Operator) Blocked() {
 func (o *Operator) Processed(items, tuples uint64) {
 	if o != nil {
 		o.acct.Add(items, tuples)
+		o.items += items
 	}
 }
 
 // Profiled says whether the operator logs points (Log and LogRange do
 // something), so that a caller can skip finding each tuple's id when it
 // does not.
-func (o *Operator) Profiled() bool { return o != nil && o.ch != nil }
+func (o *Operator) Profiled() bool { return o != nil && (o.ch != nil || o.trace.Load() != nil) }
 
 // Log logs the profiler's point for tuple id at now (nothing when the
 // operator is not profiled, or its handler is Null).
 func (o *Operator) Log(id uint64) {
-	if o != nil && o.ch != nil {
+	if o == nil {
+		return
+	}
+	if o.ch != nil {
 		o.ch.LogTS(id)
+	}
+	if o.trace.Load() != nil {
+		o.tracePoints(tsc.ReadFast(), id, 1)
 	}
 }
 
 // LogRange logs n consecutive ids from first, one clock read for all.
 func (o *Operator) LogRange(first, n uint64) {
-	if o != nil && o.ch != nil {
-		o.ch.LogRangeAt(tsc.ReadFast(), first, n)
+	if o == nil || o.ch == nil && o.trace.Load() == nil {
+		return
 	}
+	now := tsc.ReadFast()
+	if o.ch != nil {
+		o.ch.LogRangeAt(now, first, n)
+	}
+	if o.trace.Load() != nil {
+		o.tracePoints(now, first, n)
+	}
+}
+
+// enter moves the operator to state now, tracing the change when a
+// trace runs; it returns now.
+func (o *Operator) enter(state int) uint64 {
+	now := tsc.ReadFast()
+	o.acct.Enter(state, now)
+	if state != o.state && o.trace.Load() != nil {
+		o.traceState(now, state)
+	}
+	o.state = state
+	return now
+}
+
+// traceState and tracePoints log on the trace's channels. The writer
+// says it is inside before it looks at them again, and Stop clears them
+// before it looks at that: one of the two sees the other (sequentially
+// consistent atomics), so the writer never logs on a channel that Stop
+// has handed back.
+func (o *Operator) traceState(now uint64, state int) {
+	o.inTrace.Store(true)
+	if t := o.trace.Load(); t != nil {
+		t.activity.LogTSAt(now, stage.ActivityID(state, o.items))
+	}
+	o.inTrace.Store(false)
+}
+
+func (o *Operator) tracePoints(now, first, n uint64) {
+	o.inTrace.Store(true)
+	if t := o.trace.Load(); t != nil {
+		t.points.LogRangeAt(now, first, n)
+	}
+	o.inTrace.Store(false)
 }

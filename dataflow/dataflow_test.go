@@ -230,6 +230,31 @@ func BenchmarkOperator(b *testing.B) {
 			op.Log(i)
 		}
 	})
+	// a sweep's profiled trial: the point and the state changes logged
+	// on the trial's own profiler too (Trace)
+	tp, th := profiled(b, b.TempDir())
+	defer tp.Close()
+	tr, err := job.Trace(tp, th)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tr.Stop()
+	b.Run("state, traced", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			if i&1 == 0 {
+				op.Busy()
+			} else {
+				op.Waiting()
+			}
+		}
+	})
+	b.Run("point, traced", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := uint64(0); b.Loop(); i++ {
+			op.Log(i)
+		}
+	})
 }
 
 // TestAnInjectedStallHoldsTheOperatorBusy: a stall (experiments only)
