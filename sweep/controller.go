@@ -495,5 +495,8 @@ func (c *Controller) NodeNames() map[string]*protocol.Client {
 	for i, s := range c.Senders {
 		out[fmt.Sprintf("sender%d", i)] = s
 	}
+	for i, j := range c.Jobs { // a job's operators' trace (dataflow.Trace)
+		out[fmt.Sprintf("job%d", i)] = j
+	}
 	return out
 }

@@ -32,7 +32,7 @@ func (r *trialRun) startJobs() error {
 		r.watches = append(r.watches, jobmetrics.Start(src, r.metricsPeriod(), r.c.agentTimeout()))
 	}
 	for _, a := range r.c.Jobs {
-		if _, err := a.Start(r.tctx, protocol.JobTrial{Duration: r.deadline}); err != nil {
+		if _, err := a.Start(r.tctx, protocol.JobTrial{Duration: r.deadline, Profile: r.c.TrialProfile}); err != nil {
 			return agentFault(a, fmt.Errorf("start the job's window: %w", err))
 		}
 		r.jobs = append(r.jobs, a)

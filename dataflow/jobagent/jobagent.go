@@ -46,9 +46,9 @@ type trial struct {
 	cfg  protocol.JobTrial
 }
 
-// Profile: the job's points log where the job was told to (its
-// --profile-dir), not per trial.
-func (t *trial) Profile() *profiler.Handlers { return nil }
+// Profile is the trial's handlers: the agent makes the trial's profiler,
+// which the operators' trace logs on (dataflow.Trace).
+func (t *trial) Profile() *profiler.Handlers { return t.cfg.Profile }
 
 // StagePeriod: the job samples at its own period (dataflow.Config.Period).
 func (t *trial) StagePeriod() time.Duration { return 0 }
@@ -60,6 +60,13 @@ func (t *trial) Start(env agent.Env) (*agent.Started, error) {
 	from := env.Clock.NowUnixNano()
 	t.role.Rates.Reset() // before the sample: the trial's estimates start there
 	set.Sample()         // the window starts now, not at the last period's tick
+	var trace *dataflow.Trace
+	if env.Profile != nil {
+		var err error
+		if trace, err = t.role.Job.Trace(env.Profile, env.Handlers); err != nil {
+			return nil, err
+		}
+	}
 	stop := make(chan struct{})
 	var once sync.Once
 	wait := func() (*protocol.TrialStatus, error) {
@@ -69,6 +76,11 @@ func (t *trial) Start(env agent.Env) (*agent.Started, error) {
 		}
 		set.Sample() // the window ends now, not at the last period's tick
 		to := env.Clock.NowUnixNano()
+		if trace != nil {
+			if err := trace.Stop(); err != nil { // before the agent closes the trial's profiler
+				return nil, err
+			}
+		}
 		res := &protocol.JobResult{Name: t.role.JobName, StageSeries: set.Series().Cut(from, to)}
 		if t.role.Rates != nil {
 			res.ServiceRates = t.role.Rates.Rates()

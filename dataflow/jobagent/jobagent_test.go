@@ -3,13 +3,18 @@ package jobagent_test
 import (
 	"context"
 	"net"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cloudprofiler-go/cp/dataflow"
 	"github.com/cloudprofiler-go/cp/dataflow/jobagent"
+	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/servicerate"
+	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/sweep/agent"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/tsc"
@@ -129,10 +134,93 @@ func TestAJobRefusesBadTrials(t *testing.T) {
 		map[string]any{"duration_ns": 0},
 		map[string]any{"duration_ns": int64(48 * time.Hour)},
 		map[string]any{"duration_ns": int64(time.Second), "rate": 5},
+		map[string]any{"duration_ns": int64(time.Second), "profile": map[string]any{"default": map[string]any{"handler": "buffered", "path": "../{name}.log"}}},
 	} {
 		_, err := c.Start(context.Background(), body)
 		if err == nil || !strings.Contains(err.Error(), "bad trial configuration") {
 			t.Errorf("%v: %v; want refused", body, err)
 		}
+	}
+}
+
+// TestAProfiledJobTrialTracesItsOperators: a trial with handlers traces
+// the operators in it (their points and state changes, one log each),
+// served once as the agents' profile archive, as a sender's would be.
+func TestAProfiledJobTrialTracesItsOperators(t *testing.T) {
+	c, join, window := serve(t)
+	ctx := context.Background()
+	h, err := profiler.ParseHandlers([]byte(`default: {handler: buffered, path: "{name}.log"}`), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	join.Busy()
+	join.LogRange(1, 5) // before the trial: not in its logs
+	join.Waiting()
+	if _, err := c.Start(ctx, protocol.JobTrial{Duration: time.Minute, Profile: h}); err != nil {
+		t.Fatal(err)
+	}
+	for id := uint64(100); id < 110; id++ {
+		join.Busy()
+		join.Log(id)
+		join.Processed(1, 1)
+		join.Waiting()
+		window.Busy()
+		window.Log(id)
+		window.Processed(1, 1)
+		window.Blocked()
+	}
+	if _, err := c.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		st, err := c.Status(ctx)
+		if err != nil || st.Finished() || time.Now().After(deadline) {
+			if err != nil || st.State != protocol.StateDone {
+				t.Fatalf("status %+v, %v", st, err)
+			}
+			break
+		}
+	}
+	dir := t.TempDir()
+	files, err := c.FetchProfile(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"activity.op.join.log", "activity.op.window.log", "op.join.log", "op.window.log"}
+	for _, name := range want {
+		if !slices.Contains(files, filepath.Join(dir, name)) {
+			t.Fatalf("profile files %v; want %v", files, want)
+		}
+	}
+	ids := func(name string) (out []uint64) {
+		f, err := os.Open(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := profiler.ReadBlocks(f, func(recs []profiler.Record) error {
+			for _, r := range recs {
+				out = append(out, r.ID)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if got := ids("op.join.log"); len(got) != 10 || got[0] != 100 || got[9] != 109 {
+		t.Errorf("the join's points %v; want the trial's 100..109 only", got)
+	}
+	// the window: never in a state before (no opening record), then ten
+	// busy-blocked pairs and the closing record (blocked, 10 items)
+	acts := ids("activity.op.window.log")
+	if len(acts) != 21 {
+		t.Fatalf("%d window state changes; want 21", len(acts))
+	}
+	if st, items := stage.ActivityOf(acts[20]); st != stage.OpBlocked || items != 10 {
+		t.Errorf("the window's last record is state %d with %d items; want blocked with 10", st, items)
+	}
+	if st, _ := stage.ActivityOf(ids("activity.op.join.log")[0]); st != stage.OpWaiting {
+		t.Errorf("the join's log opens in state %d; want the waiting it was in", st)
 	}
 }

@@ -209,6 +209,10 @@ type TrialStatus struct {
 // from the request until a stop, or Duration at the latest.
 type JobTrial struct {
 	Duration time.Duration `json:"duration_ns"`
+	// Profile, if set, traces the job's operators in the trial: their
+	// points (op.NAME) and state changes (activity.op.NAME) with these
+	// handlers, in a directory of the agent's own (see SenderTrial).
+	Profile *profiler.Handlers `json:"profile,omitempty"`
 }
 
 // MaxJobTrial bounds a job trial's Duration.
@@ -219,7 +223,7 @@ func (t JobTrial) Validate() error {
 	if t.Duration <= 0 || t.Duration > MaxJobTrial {
 		return fmt.Errorf("duration_ns %v is outside (0, %v]", t.Duration, MaxJobTrial)
 	}
-	return nil
+	return ValidProfile(t.Profile)
 }
 
 // JobResult is a job's operators over one trial: their stage series (of
