@@ -189,7 +189,9 @@ func Analyze(d *rundir.Dir, o Options) (*Report, error) {
 	rep.Problems = append(rep.Problems, tr.problems...)
 	pairs := o.Pairs
 	if len(pairs) == 0 {
-		pairs = defaultPairs(points)
+		var probs []string
+		pairs, probs = defaultPairs(d, points)
+		rep.Problems = append(rep.Problems, probs...)
 	}
 	if len(pairs) == 0 {
 		rep.Problems = append(rep.Problems, "fewer than two instrumentation points have logs: nothing to join")
@@ -232,23 +234,42 @@ func sourcesOf(d *rundir.Dir) (map[string][]source, []string) {
 	return points, nodes
 }
 
-// defaultPairs joins consecutive points of the Pipeline that have logs,
-// and the first with the last (end to end) when there are more than two.
-func defaultPairs(points map[string][]source) [][2]string {
+// defaultPairs joins the points a tuple passes from stage to stage
+// (HopPairs: through a job's operators when they log points), and the
+// first of the Pipeline's points that have logs with the last (end to
+// end) when there are more than two.
+func defaultPairs(d *rundir.Dir, points map[string][]source) ([][2]string, []string) {
+	has := func(p string) bool { return len(points[p]) > 0 }
+	edges, problems := jobEdgesOf(d, points)
+	pairs, probs := HopPairs(edges, has)
+	problems = append(problems, probs...)
 	var present []string
 	for _, p := range Pipeline {
-		if len(points[p]) > 0 {
+		if has(p) {
 			present = append(present, p)
 		}
 	}
-	var pairs [][2]string
-	for i := 1; i < len(present); i++ {
-		pairs = append(pairs, [2]string{present[i-1], present[i]})
-	}
-	if len(present) > 2 {
+	if len(pairs) > 1 && len(present) >= 2 {
 		pairs = append(pairs, [2]string{present[0], present[len(present)-1]})
 	}
-	return pairs
+	return pairs, problems
+}
+
+// jobEdgesOf is JobEdges, with a problem when the run has operators'
+// points but no edges to join them by.
+func jobEdgesOf(d *rundir.Dir, points map[string][]source) ([][2]string, []string) {
+	edges, err := JobEdges(d)
+	if err != nil {
+		return nil, []string{fmt.Sprintf("a job's operators: %v; their points are not joined", err)}
+	}
+	if len(edges) == 0 {
+		for p := range points {
+			if strings.HasPrefix(p, "op.") {
+				return nil, []string{"the run has a job's operators' points (op.*) but not the job's edges (outcome.jobs of the profiled trial): they are not joined"}
+			}
+		}
+	}
+	return edges, nil
 }
 
 // joinPair joins one pair of points into the report, or says why not.

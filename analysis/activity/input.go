@@ -20,11 +20,36 @@ import (
 // changes on ("activity.thread0", "activity.lane1", "activity.consumer").
 const LogPoint = "activity"
 
-// The message edges a trace takes from the per-tuple points: a bucket
-// leaves a sender thread (emit.<thread>) and reaches a lane
-// (receive.<lane>), then leaves the lane decoded (deserialized.<lane>) and
-// reaches the consumer (consumed).
-var messagePairs = [][2]string{{"emit", "receive"}, {"deserialized", "consumed"}}
+// messagePairs are the message edges a trace takes from the per-tuple
+// points (analysis.HopPairs): a bucket leaves a sender thread
+// (emit.<thread>) and reaches a lane (receive.<lane>), or passes through a
+// job's operators (emit to op.filter, op.filter to op.join, ..., op.window
+// to receive), then leaves the lane decoded (deserialized.<lane>) and
+// reaches the consumer (consumed). A pair within one worker (receive to
+// deserialized) is no message. The standard pairs stay when their points
+// have no logs, for the join to say so.
+func messagePairs(hops [][2]string) [][2]string {
+	var out [][2]string
+	toReceive, toConsumer := false, false
+	for _, pr := range hops {
+		switch {
+		case pr[1] == "receive":
+			toReceive = true
+		case pr == [2]string{"deserialized", "consumed"}:
+			toConsumer = true
+		case !strings.HasPrefix(pr[1], OperatorPrefix):
+			continue
+		}
+		out = append(out, pr)
+	}
+	if !toReceive {
+		out = append(out, [2]string{"emit", "receive"})
+	}
+	if !toConsumer {
+		out = append(out, [2]string{"deserialized", "consumed"})
+	}
+	return out
+}
 
 // Input is a profiled run's activity channels and per-tuple points,
 // opened to be streamed through the program activity graph: one worker
@@ -36,6 +61,7 @@ type Input struct {
 	// Workers are the graph's workers, in a stable order.
 	Workers  []string
 	index    map[string]int // node/stage -> worker
+	pairs    [][2]string    // the message pairs (messagePairs)
 	readers  []*activityReader
 	run      *analysis.Joins
 	problems []string
@@ -64,6 +90,13 @@ func Open(d *rundir.Dir, lag time.Duration) (*Input, []string, error) {
 		return nil, nil, err
 	}
 	in := &Input{index: map[string]int{}, run: run}
+	edges, err := analysis.JobEdges(d)
+	if err != nil {
+		problems = append(problems, fmt.Sprintf("a job's operators: %v; no message edges through them", err))
+	}
+	hops, probs := analysis.HopPairs(edges, func(p string) bool { return len(run.Logs(p)) > 0 })
+	in.pairs = messagePairs(hops)
+	problems = append(problems, probs...)
 	var logs []analysis.Log
 	for _, point := range run.Points() {
 		if strings.HasPrefix(point, LogPoint+".") {
@@ -209,7 +242,7 @@ func lowest(feeds []*pairFeed) *pairFeed {
 func (in *Input) startJoins() ([]*pairFeed, []string) {
 	var feeds []*pairFeed
 	var problems []string
-	for _, pr := range messagePairs {
+	for _, pr := range in.pairs {
 		if skip := in.run.Skip(pr[0], pr[1]); skip != "" {
 			problems = append(problems, fmt.Sprintf("%s -> %s: %s: no message edges there", pr[0], pr[1], skip))
 			continue
@@ -381,6 +414,8 @@ func workerOfPoint(channel string) string {
 		return "lane" + n
 	case "consumed":
 		return "consumer"
+	case strings.TrimSuffix(OperatorPrefix, "."):
+		return channel // an operator's points and its worker share the name
 	}
 	return ""
 }

@@ -92,8 +92,8 @@ func TestPAGOfAHandBuiltRun(t *testing.T) {
 	if len(problems) > 0 {
 		t.Fatalf("problems: %v", problems)
 	}
-	if n := in.Joins().JoinsRun(); n != len(messagePairs) {
-		t.Fatalf("the pass ran %d joins for %d message pairs: each must be read and joined once", n, len(messagePairs))
+	if n := in.Joins().JoinsRun(); n != len(in.pairs) || n != 2 {
+		t.Fatalf("the pass ran %d joins for %d message pairs %v: each of the two must be read and joined once", n, len(in.pairs), in.pairs)
 	}
 	// Every state change became an activity, and each bucket (two
 	// tuples) one message from the end of its send to the start of its

@@ -10,9 +10,12 @@ import (
 
 // StageKinds maps a stage's state indices (package stage) to activity
 // kinds, by the stage's name as dgsend and dgrecv give it (thread0,
-// lane1, consumer); ok is false for a stage with no activities.
+// lane1, consumer) or as a job's trace does (op.join: an operator, of any
+// name); ok is false for a stage with no activities.
 func StageKinds(name string) (kinds []Kind, ok bool) {
 	switch {
+	case strings.HasPrefix(name, OperatorPrefix) && len(name) > len(OperatorPrefix):
+		return []Kind{stage.OpWaiting: Waiting, stage.OpBusy: Busy, stage.OpBlocked: Blocked}, true
 	case name == "consumer":
 		return []Kind{stage.Idling: Idle, stage.Working: Consume}, true
 	case numbered(name, "thread"):
@@ -22,6 +25,11 @@ func StageKinds(name string) (kinds []Kind, ok bool) {
 	}
 	return nil, false
 }
+
+// OperatorPrefix begins the name of a job's operator as its trace logs
+// it (dataflow.PointChannel): its points' channel, and its worker's name
+// after the node's (job0/op.join).
+const OperatorPrefix = "op."
 
 func numbered(name, prefix string) bool {
 	n, ok := strings.CutPrefix(name, prefix)

@@ -23,6 +23,10 @@ const (
 	FreeWait             // lane: no free bucket (waiting)
 	Idle                 // consumer: every ring empty (waiting)
 	Consume              // consumer: consuming (busy)
+	// A job's operator (dataflow.Trace, any name): waiting for its input,
+	// busy on it, or Blocked on its output as a sender's socket is full.
+	Waiting
+	Busy
 	Gap                  // unlogged time between activities: waiting above the threshold
 	Message              // a bucket from one worker to another (a remote edge)
 	// CPUWait is a worker's time on the critical paths during which its
@@ -33,7 +37,7 @@ const (
 	numKinds
 )
 
-var kindNames = [numKinds]string{"pacing", "send", "blocked", "recv-wait", "decode", "free-wait", "idle", "consume", "gap", "message", "cpu-wait"}
+var kindNames = [numKinds]string{"pacing", "send", "blocked", "recv-wait", "decode", "free-wait", "idle", "consume", "waiting", "busy", "gap", "message", "cpu-wait"}
 
 func (k Kind) String() string {
 	if k < numKinds {
@@ -55,7 +59,7 @@ func KindOf(s string) (Kind, bool) {
 // waitingKind says whether an activity of kind k waits on another worker.
 func waitingKind(k Kind) bool {
 	switch k {
-	case Blocked, RecvWait, FreeWait, Idle:
+	case Blocked, RecvWait, FreeWait, Idle, Waiting:
 		return true
 	}
 	return false
@@ -63,11 +67,11 @@ func waitingKind(k Kind) bool {
 
 // inputWaitKind says whether an activity of kind k waits for its input
 // to arrive (not for room downstream, and not for its own schedule).
-func inputWaitKind(k Kind) bool { return k == RecvWait || k == Idle }
+func inputWaitKind(k Kind) bool { return k == RecvWait || k == Idle || k == Waiting }
 
 // processingKind says whether kind k is a stage processing data (what
 // --operator-max bounds and progress counts).
-func processingKind(k Kind) bool { return k == Send || k == Decode || k == Consume }
+func processingKind(k Kind) bool { return k == Send || k == Decode || k == Consume || k == Busy }
 
 // Activity is one worker's activity from StartNs to EndNs, processing
 // Items (buckets or tuples, as the stage counts them).
