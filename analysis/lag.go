@@ -12,7 +12,9 @@ import (
 // a lag of 200 ms leaves every later one unmatched (counted "only at" both
 // points, as if lost). Then the lag is the trial's length (warm-up and
 // window), within what MaxPending holds at the trial's rate (half of it,
-// as the join holds up to two lags).
+// as the join holds up to two lags). A windowed job holds each event
+// until its window closes, up to a window and its lateness (shorter than
+// the window): the lag is then at least two windows more than DefaultLag.
 func LagFor(d *rundir.Dir) time.Duration {
 	s := d.Summary
 	if s == nil {
@@ -22,13 +24,17 @@ func LagFor(d *rundir.Dir) time.Duration {
 	if plan.Duration <= 0 {
 		return DefaultLag
 	}
+	least := DefaultLag
+	if w := plan.ExpectWindow; w > 0 && w < time.Hour {
+		least += 2 * w
+	}
 	t, ok := s.ProfiledTrial()
 	if !ok || t.Rate <= 0 || t.Verdict.Pass && (s.Result.LastPass <= 0 || t.Rate <= s.Result.LastPass) {
-		return DefaultLag
+		return least
 	}
 	lag := plan.Duration + plan.Warmup
 	if held := time.Duration(float64(MaxPending) / 4 / t.Rate * float64(time.Second)); held < lag {
 		lag = held
 	}
-	return max(lag, DefaultLag)
+	return max(lag, least)
 }

@@ -80,6 +80,8 @@ type PlanFacts struct {
 	// Relay: a system under test sat between the senders and the
 	// receivers, and the sweep fed it (--relay-input).
 	Relay bool `json:"relay"`
+	// ExpectWindow: a windowed job's windows (--expect-window; 0: none).
+	ExpectWindow time.Duration `json:"expect_window_ns"`
 }
 
 // PlanFacts reads them from the plan (zero: a damaged or missing plan).

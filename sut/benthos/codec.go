@@ -7,6 +7,7 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
+	"github.com/cloudprofiler-go/cp/dataflow"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/wire"
 )
@@ -37,9 +38,15 @@ const (
 
 // decodeBucket makes one message per tuple of a data bucket; an end
 // marker gives none. A malformed bucket is an error (and gives none).
-func decodeBucket(msg []byte, schema string, decode scenarios.Decoder) (service.MessageBatch, error) {
+// Each tuple's id is logged at op's point when it logs points (a nil op
+// logs nothing).
+func decodeBucket(msg []byte, schema string, decode scenarios.Decoder, op *dataflow.Operator) (service.MessageBatch, error) {
 	var batch service.MessageBatch
+	logged := op.Profiled()
 	err := scenarios.EachTuple(msg, decode, func(t *scenarios.Tuple) {
+		if logged {
+			op.Log(t.ID)
+		}
 		m := service.NewMessage(nil)
 		m.MetaSetMut(MetaTupleID, t.ID)
 		m.MetaSetMut(MetaIntendedNs, t.IntendedNs)

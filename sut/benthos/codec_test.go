@@ -48,7 +48,7 @@ func TestBucketRoundTrip(t *testing.T) {
 	} {
 		in := bucketOf(t, tc.scenario, 50)
 		decode, _ := scenarios.DecoderFor(tc.schema)
-		batch, err := decodeBucket(in, tc.schema, decode)
+		batch, err := decodeBucket(in, tc.schema, decode, nil)
 		if err != nil || len(batch) != 50 {
 			t.Fatalf("%s/%s: %d messages, %v", tc.scenario, tc.schema, len(batch), err)
 		}
@@ -129,7 +129,7 @@ func FuzzDecodeBucket(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, schema := range []string{scenarios.SchemaAdEvent, scenarios.SchemaSynthetic, scenarios.SchemaRaw} {
 			decode, _ := scenarios.DecoderFor(schema)
-			batch, err := decodeBucket(b, schema, decode)
+			batch, err := decodeBucket(b, schema, decode, nil)
 			if err != nil {
 				continue
 			}

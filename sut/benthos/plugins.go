@@ -144,7 +144,7 @@ func (in *input) ReadBatch(ctx context.Context) (service.MessageBatch, service.A
 			in.log.Errorf("cp_input %s: %v", in.e.Where(), err)
 			return nil, nil, service.ErrNotConnected
 		}
-		batch, err := decodeBucket(msg, in.schema, in.decode)
+		batch, err := decodeBucket(msg, in.schema, in.decode, in.op)
 		if err != nil {
 			in.malformed.Incr(1)
 			in.log.Warnf("cp_input %s: a malformed bucket skipped: %v", in.e.Where(), err)

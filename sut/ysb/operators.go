@@ -1,6 +1,7 @@
 package ysb
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -408,7 +409,10 @@ func count(batch service.MessageBatch) ([]service.MessageBatch, error) {
 	for k := range byKey {
 		keys = append(keys, k)
 	}
-	slices.Sort(keys)
+	// in the order of their latest events' ids: each sender's stream then
+	// reaches the receivers in its order, as the analyses' per-tuple joins
+	// read it (a stream's tuples in order at every point)
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Compare(byKey[a].id, byKey[b].id) })
 	out := make(service.MessageBatch, 0, len(keys))
 	for _, k := range keys {
 		w := byKey[k]

@@ -1,0 +1,77 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/analysis"
+	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
+)
+
+// TestAProfiledSweepTracesTheJobsOperators: a sweep's profiled trial
+// traces the job's operators too (cpjob --agent-addr; dataflow.Trace):
+// their logs come back into profiles/job0/, and the analysis joins them
+// along the job's edges, emit -> op.filter -> op.join -> op.window ->
+// receive, each pair with its tuples and error bound across the nodes
+// (Fig. 17 per operator), and puts the operators in the activity graph
+// as workers whose busy activities carry critical paths.
+func TestAProfiledSweepTracesTheJobsOperators(t *testing.T) {
+	natsAddr, _ := realserver.NATS(t)
+	redisAddr, _ := realserver.Redis(t)
+	in, out := "jetstream://"+natsAddr+"/trace.in", "jetstream://"+natsAddr+"/trace.out"
+	addr := startJobAgent(t, in, out, redisAddr)
+	handlers := filepath.Join(moduleDir(t), "profiles", "default.yaml")
+	rep, p := runSweep(t, 3*time.Minute, jobSweepArgs(in, out,
+		"--search", "linear", "--from", "5k", "--to", "5k", "--step", "5k", "--duration", "3s", "--stage-period", "100ms",
+		"--job-agent", addr, "--clock", "--profile", handlers, "--profile-rate", "5k")...)
+	t.Log(p.Stderr.String())
+	for _, f := range []string{"op.filter.log", "op.join.log", "op.window.log", "activity.op.join.log"} {
+		if _, err := os.Stat(filepath.Join(rep.Dir, "profiles", "job0", f)); err != nil {
+			t.Errorf("profiles/job0/%s: %v", f, err)
+		}
+	}
+	b, err := exec.Command(filepath.Join(binDir, "cpsweep"), "analyze", "--pag", "--json", rep.Dir).Output()
+	if err != nil && ExitCode(err) != 2 {
+		t.Fatalf("analyze: %v\n%s", err, b)
+	}
+	var both struct {
+		Latency analysis.Report `json:"analysis"`
+		PAG     struct {
+			Workers []string `json:"workers"`
+			CP      []struct {
+				Worker string  `json:"worker"`
+				Kind   string  `json:"kind"`
+				Value  float64 `json:"value"`
+			} `json:"critical_participation"`
+		} `json:"pag"`
+	}
+	if err := json.Unmarshal(b, &both); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	joined := map[string]uint64{}
+	for _, pr := range both.Latency.Pairs {
+		for _, g := range pr.Groups {
+			joined[pr.From+" -> "+pr.To] += uint64(g.Latency.Count)
+		}
+	}
+	for _, pr := range []string{"emit -> op.input", "op.input -> op.filter", "op.filter -> op.join", "op.join -> op.window", "op.window -> receive"} {
+		if joined[pr] == 0 {
+			t.Errorf("%s: no tuple joined (%v)", pr, joined)
+		}
+	}
+	ops := 0
+	for _, c := range both.PAG.CP {
+		if strings.HasPrefix(c.Worker, "job0/op.") && c.Value > 0 {
+			ops++
+		}
+	}
+	if ops == 0 {
+		t.Errorf("no operator on a critical path: %+v", both.PAG.CP)
+	}
+	t.Logf("joined %v; critical participation %+v", joined, both.PAG.CP)
+}
