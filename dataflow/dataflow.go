@@ -47,6 +47,10 @@ type InjectedStall struct {
 // DefaultPeriod is Config.Period when none is given.
 const DefaultPeriod = 100 * time.Millisecond
 
+// LiveChanges is how many state changes per operator a live view can
+// read (stage.Set.Live: 16 bytes each, from a view's first read on).
+const LiveChanges = 1 << 16
+
 // MaxOperators bounds a job's operators.
 const MaxOperators = 256
 
@@ -83,7 +87,9 @@ func New(cfg Config) (*Job, error) {
 		return nil, err
 	}
 	start := cfg.Clock.Now()
-	return &Job{cfg: cfg, set: stage.NewSet(cfg.Clock, cfg.Period), names: map[string]*Operator{},
+	set := stage.NewSet(cfg.Clock, cfg.Period)
+	set.EnableLive(LiveChanges) // kept only once a live view asks (cpsweep watch)
+	return &Job{cfg: cfg, set: set, names: map[string]*Operator{},
 		start: start, startUnix: cfg.Clock.UnixNano(start)}, nil
 }
 

@@ -48,7 +48,8 @@ type Agreement struct {
 // "receiver0/consumer" and "consumer" are the consumer, "thread0" and
 // "sender0/thread0" the sender's emission thread, "stream0" the transport,
 // and a stream under another name than an agent's ("sut/stream0",
-// "receiver0/nats/stream0") the system under test.
+// "receiver0/nats/stream0") the system under test; a job's operator is
+// itself under any spelling ("ysb/join", "job0/op.join", "ysb/join.1").
 func role(name string) string {
 	s := strings.ToLower(strings.TrimSpace(name))
 	switch s {
@@ -65,6 +66,12 @@ func role(name string) string {
 	}
 	if i := strings.LastIndex(s, "/"); i >= 0 {
 		s = s[i+1:]
+	}
+	if op, ok := strings.CutPrefix(s, "op."); ok { // a job's operator as the graph names it (job0/op.join)
+		s = op
+	}
+	if i := strings.LastIndexByte(s, '.'); i > 0 && strings.TrimLeftFunc(s[i+1:], unicode.IsDigit) == "" {
+		s = s[:i] // a copy of an operator (join.1) is the operator
 	}
 	s = strings.TrimRightFunc(s, unicode.IsDigit)
 	switch s {

@@ -25,6 +25,8 @@ func TestAgree(t *testing.T) {
 		{"a relay, by the diagnosis and by messages in flight", ex("sut/stream0", "", "sut/stream0"), true, []string{"agree: system under test"}},
 		{"a broker on another node's timeline", ex("receiver0/nats/stream0", "", "nats/stream0"), true, []string{"agree: system under test"}},
 		{"a relay against its victim", ex("sut/stream0", "", "sender0/thread0"), false, []string{"DISAGREE", "the system under test is a black box"}},
+		{"a job's operator, three spellings", ex("ysb/join", "job0/join.1", "job0/op.join"), true, []string{"agree: join"}},
+		{"two operators", ex("ysb/filter", "job0/filter", "job0/op.join"), false, []string{"DISAGREE"}},
 		{"an agent's stream is the transport", ex("receiver0/stream0", "", "stream0"), true, []string{"agree: transport"}},
 		{"the graph below the answer is told to look at the limit", []Explanation{
 			{Analysis: "diagnosis", Stage: "consumer", Trial: "at the first failing rate above the answer", AboveAnswer: true},

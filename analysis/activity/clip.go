@@ -4,8 +4,8 @@ import "sort"
 
 // clip is x ending the message delay after it was sent if it is longer
 // (and longer than its error bound, so that it does not become
-// ambiguous), unless its receiver was waiting for input then (see
-// Options.MessageDelayNs). A receiver whose activities there are not in
+// ambiguous), unless its receiver was waiting for input then and it is
+// not Internal (see Options.MessageDelayNs). A receiver whose activities there are not in
 // yet is taken as busy: the clip SnailTrail always makes.
 func (b *Builder) clip(x Transfer) Transfer {
 	d := b.opt.MessageDelayNs
@@ -16,7 +16,7 @@ func (b *Builder) clip(x Transfer) Transfer {
 	if x.RecvNs <= at {
 		return x
 	}
-	if k, ok := b.kindAt(x.To, at); ok && inputWaitKind(k) {
+	if k, ok := b.kindAt(x.To, at); ok && inputWaitKind(k) && !x.Internal {
 		return x
 	}
 	x.RecvNs = at

@@ -385,7 +385,8 @@ func (ms *messages) add(in *Input, s *Stream, m analysis.Match) {
 			recv, ms.clamped = sent, ms.clamped+1
 		}
 	}
-	x := Transfer{From: from, To: to, SentNs: sent, RecvNs: recv, ErrNs: analysis.ClampNs(math.Ceil(m.ErrorNs)), Tuples: 1}
+	x := Transfer{From: from, To: to, SentNs: sent, RecvNs: recv, ErrNs: analysis.ClampNs(math.Ceil(m.ErrorNs)), Tuples: 1,
+		Internal: IsOperator(in.Workers[from]) && IsOperator(in.Workers[to])}
 	if ms.have && ms.cur.From == x.From && ms.cur.To == x.To && ms.cur.SentNs == x.SentNs && ms.cur.RecvNs == x.RecvNs {
 		ms.cur.Tuples++
 		ms.cur.ErrNs = max(ms.cur.ErrNs, x.ErrNs)

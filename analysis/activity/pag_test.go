@@ -74,6 +74,7 @@ func TestClipOnlyWhereTheReceiverWasBusy(t *testing.T) {
 		{"the lane waited for it (recv-wait 0-20)", Transfer{From: 0, To: 1, SentNs: 10, RecvNs: 20}, 20},
 		{"the lane was decoding (20-30)", Transfer{From: 0, To: 1, SentNs: 15, RecvNs: 28}, 20},
 		{"the consumer was idle (5-35)", Transfer{From: 1, To: 2, SentNs: 0, RecvNs: 40}, 40},
+		{"between two operators of a job, always", Transfer{From: 1, To: 2, SentNs: 0, RecvNs: 40, Internal: true}, 5},
 		{"the consumer was consuming (35-55)", Transfer{From: 1, To: 2, SentNs: 32, RecvNs: 50}, 37},
 		{"shorter than the delay", Transfer{From: 0, To: 1, SentNs: 60, RecvNs: 64}, 64},
 	} {

@@ -147,12 +147,23 @@ func (r *Report) splitInput() {
 }
 
 // TopSystem is the system's own activity with the largest critical
-// participation, the input's schedule left out (ok false: none).
+// participation, the input's schedule left out (ok false: none). Time
+// between two of a job's operators is not an answer: it is a window's
+// buffer (event time passing, as pacing is the schedule) or a queue in
+// front of an operator, whose paths then carry that operator's busy time.
 func (r *Report) TopSystem() (Share, bool) {
-	if len(r.SystemCP) == 0 {
-		return Share{}, false
+	for _, s := range r.SystemCP {
+		if s.Kind == Message.String() && IsOperator(s.Worker) {
+			continue
+		}
+		return s, true
 	}
-	return r.SystemCP[0], true
+	return Share{}, false
+}
+
+// IsOperator says whether a worker is a job's operator (job0/op.join).
+func IsOperator(worker string) bool {
+	return strings.HasPrefix(worker[strings.LastIndex(worker, "/")+1:], OperatorPrefix)
 }
 
 // AgreementWith puts the sweep's stage diagnosis and service rates (from

@@ -89,6 +89,11 @@ type Transfer struct {
 	SentNs, RecvNs int64
 	ErrNs          int64
 	Tuples         uint32
+	// Internal: between two operators of a job, where a tuple waits in a
+	// queue in front of a busy operator or in a window's buffer for event
+	// time to pass (the job's own schedule, as pacing is the senders'),
+	// never in a transport: always clipped (Options.MessageDelayNs).
+	Internal bool
 }
 
 // Trace is the input of the analysis: each worker's activities, sorted and

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/analysis/activity"
+	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
@@ -112,7 +113,11 @@ func absorb(la *liveAgent, reply protocol.ActivityReply, keepFrom int64) *liveAg
 	}
 	la.nowNs, la.answers, la.running = reply.NowNs, true, reply.Running
 	for _, sa := range reply.Stages {
-		kinds, ok := activity.StageKinds(sa.Stage)
+		name := sa.Stage
+		if sa.Kind == string(stage.Operator) { // a job's operator, of any name (cpsweep watch --job-agent)
+			name = activity.OperatorPrefix + name
+		}
+		kinds, ok := activity.StageKinds(name)
 		if !ok || len(sa.Changes) > protocol.MaxActivityChanges {
 			continue // not a stage with activities (or not an agent's reply)
 		}

@@ -418,3 +418,35 @@ func TestWatcherNamesAJobsOperators(t *testing.T) {
 		t.Errorf("text view:\n%s", b.String())
 	}
 }
+
+// TestWatcherLiveCPThroughAJobsOperators: a job agent's operators (kind
+// operator, any name) are workers of the live graph with the operators'
+// kinds: the join, busy throughout, carries every path while the filter
+// before it waits on its output (blocked) and for its input in turns.
+func TestWatcherLiveCPThroughAJobsOperators(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	job := &agent{}
+	js := httptest.NewServer(job)
+	defer js.Close()
+	w := New([]Agent{{Node: "job0", Addr: strings.TrimPrefix(js.URL, "http://")}}, Options{CPWindow: 100 * time.Millisecond, CPWindows: 2})
+	job.set(jobMetrics(100, 1, 1, 1))
+	base := int64(1_700_000_000) * int64(time.Second)
+	var at []int64
+	var st []int
+	for t := int64(0); t < 350*ms; t += 10 * ms {
+		at, st = append(at, t, t+2*ms, t+9*ms), append(st, stage.OpBusy, stage.OpBlocked, stage.OpWaiting)
+	}
+	job.setActivity(protocol.ActivityReply{Trial: 1, Running: true, NowNs: base + 350*ms, Stages: []protocol.StageActivity{
+		changes("filter", string(stage.Operator), uint64(len(at)), base, at, st),
+		changes("join", string(stage.Operator), 1, base, []int64{0}, []int{stage.OpBusy}),
+	}})
+	v := w.Step(context.Background())
+	if len(v.CPWindows) != 2 {
+		t.Fatalf("%d windows (%s), want 2", len(v.CPWindows), v.CriticalParticipation)
+	}
+	for i, cw := range v.CPWindows {
+		if !cw.HasPath || len(cw.Top) == 0 || cw.Top[0].Worker != "job0/join" || cw.Top[0].Kind != "busy" || cw.Top[0].Value < 0.999 {
+			t.Errorf("window %d: %+v; want the join's busy on every path", i, cw)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -33,7 +34,8 @@ type operatorRow struct {
 // rows whose name has one of these words), interleaved, each of YSB
 // through JetStream with its operators read two ways: from its agent
 // (cpjob --agent-addr, the Go API) and from its Prometheus metrics alone
-// (--job-metrics, Flink's names). Per sweep, the diagnosis's limit and
+// (--job-metrics, Flink's names; CP_BENCH_OPS_MODES=api: one of them).
+// Per sweep, the diagnosis's limit and
 // the next limit's stage at the first failing trial; per row, how often
 // each names the injected stage (target: at least 9 of 10).
 func TestBenchOperatorLimits(t *testing.T) {
@@ -55,13 +57,17 @@ func TestBenchOperatorLimits(t *testing.T) {
 			return !slices.ContainsFunc(strings.Split(only, ","), func(s string) bool { return strings.Contains(r.name, s) })
 		})
 	}
-	type tally struct{ runs, diag, rates int }
+	type tally struct{ runs, diag, rates, graph int }
 	got := map[string]*tally{}
 	var answers []string
+	modes := []string{"api", "prometheus"}
+	if m := os.Getenv("CP_BENCH_OPS_MODES"); m != "" { // e.g. api: the job's agent only
+		modes = strings.Split(m, ",")
+	}
 	for i := 0; i < n; i++ {
 		for _, row := range rows {
-			for _, mode := range []string{"api", "prometheus"} {
-				limit, next := operatorSweep(t, natsAddr, redisAddr, row, mode, fmt.Sprintf("%d%s%d", i, mode[:1], len(answers)))
+			for _, mode := range modes {
+				limit, next, graph := operatorSweep(t, natsAddr, redisAddr, row, mode, fmt.Sprintf("%d%s%d", i, mode[:1], len(answers)))
 				k := row.name + " / " + mode
 				if got[k] == nil {
 					got[k] = &tally{}
@@ -74,8 +80,11 @@ func TestBenchOperatorLimits(t *testing.T) {
 				if next == row.want || strings.HasSuffix(next, "/"+row.want) { // the service rates name a harness stage by its node too (receiver0/consumer)
 					x.rates++
 				}
-				answers = append(answers, fmt.Sprintf("%s %d: limited by %q, next limit %q", k, i, limit, next))
-				t.Logf("OPLIMIT %s sweep %d: limited by %q, next limit %q (want %s)", k, i, limit, next, row.want)
+				if sameStage(graph, row.want) {
+					x.graph++
+				}
+				answers = append(answers, fmt.Sprintf("%s %d: limited by %q, next limit %q, graph %q", k, i, limit, next, graph))
+				t.Logf("OPLIMIT %s sweep %d: limited by %q, next limit %q, graph %q (want %s)", k, i, limit, next, graph, row.want)
 			}
 		}
 	}
@@ -85,17 +94,29 @@ func TestBenchOperatorLimits(t *testing.T) {
 			if x == nil {
 				continue
 			}
-			t.Logf("OPLIMIT %s via %s: diagnosis %d of %d (%s), service rates %d of %d (%s)", row.name, mode,
-				x.diag, x.runs, verdict(10*x.diag >= 9*x.runs), x.rates, x.runs, verdict(10*x.rates >= 9*x.runs))
-			record(t, "operator_limits", map[string]any{"row": row.name, "mode": mode, "runs": x.runs, "diagnosis": x.diag, "service_rates": x.rates})
+			graph := "no logs to build it from"
+			if mode == "api" {
+				graph = fmt.Sprintf("%d of %d (%s)", x.graph, x.runs, verdict(10*x.graph >= 9*x.runs))
+			}
+			t.Logf("OPLIMIT %s via %s: diagnosis %d of %d (%s), service rates %d of %d (%s), activity graph %s", row.name, mode,
+				x.diag, x.runs, verdict(10*x.diag >= 9*x.runs), x.rates, x.runs, verdict(10*x.rates >= 9*x.runs), graph)
+			record(t, "operator_limits", map[string]any{"row": row.name, "mode": mode, "runs": x.runs, "diagnosis": x.diag, "service_rates": x.rates, "graph": x.graph})
 		}
 	}
 }
 
+// sameStage: a stage named as want is ("ysb/join", "job0/op.join",
+// "receiver0/consumer" for "consumer").
+func sameStage(name, want string) bool {
+	op := strings.TrimPrefix(want, "ysb/")
+	return name == want || strings.HasSuffix(name, "/"+want) || op != want && strings.HasSuffix(name, "/op."+op)
+}
+
 // operatorSweep runs one sweep of a fresh YSB with row's limit and
 // returns what its first failing trial named: the diagnosis's limit and
-// the next limit's stage.
-func operatorSweep(t *testing.T, natsAddr, redisAddr string, row operatorRow, mode, id string) (string, string) {
+// the next limit's stage; with the job's agent (mode api), also the
+// activity graph's answer, from a profiled trial at the limit.
+func operatorSweep(t *testing.T, natsAddr, redisAddr string, row operatorRow, mode, id string) (string, string, string) {
 	t.Helper()
 	in, out := "jetstream://"+natsAddr+"/ops"+id+".in", "jetstream://"+natsAddr+"/ops"+id+".out"
 	jobArgs := append([]string{"ysb", "--input", in + "?group=ysb", "--output", out, "--redis", redisAddr, "--window", "1s", "--lateness", "500ms"}, row.job...)
@@ -112,7 +133,7 @@ func operatorSweep(t *testing.T, natsAddr, redisAddr string, row operatorRow, mo
 			t.Fatalf("cpjob's agent:\n%s", job.Stderr.String())
 		}
 		m := regexp.MustCompile(`agent ready: control http://([0-9.:]+)/v1`).FindStringSubmatch(job.Stderr.String())
-		extra = []string{"--job-agent", m[1]}
+		extra = []string{"--job-agent", m[1], "--clock", "--profile", filepath.Join(moduleDir(t), "profiles", "default.yaml"), "--profile-at", "limit"}
 	} else {
 		extra = ysbMetricsArgs(t, job)
 	}
@@ -140,11 +161,55 @@ func operatorSweep(t *testing.T, natsAddr, redisAddr string, row operatorRow, mo
 			if tf.Trial.NextLimit != nil {
 				next = tf.Trial.NextLimit.Stage
 			}
-			return tf.Trial.Limiting, next
+			graph := ""
+			if mode == "api" {
+				graph = graphLimit(t, rep.Dir)
+			}
+			return tf.Trial.Limiting, next, graph
 		}
 	}
 	t.Logf("OPLIMIT %s: no trial failed:\n%s", row.name, strings.TrimSpace(p.Stderr.String()))
-	return "(no failing trial)", ""
+	return "(no failing trial)", "", ""
+}
+
+// graphLimit is the activity graph's answer in a run directory (its
+// line of the agreement; "" when it named none).
+func graphLimit(t *testing.T, dir string) string {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(binDir, "cpsweep"), "analyze", "--pag", "--json", dir).Output()
+	if err != nil && ExitCode(err) != 2 {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Logf("analyze --pag: %v\n%s", err, stderr)
+		return "(no graph)"
+	}
+	var both struct {
+		PAG struct {
+			SystemCP []struct {
+				Worker, Kind string
+				Value        float64
+			} `json:"system_critical_participation"`
+			Agreement *struct {
+				Explanations []struct {
+					Analysis, Stage, Detail string
+				} `json:"explanations"`
+			} `json:"agreement"`
+		} `json:"pag"`
+	}
+	if err := json.Unmarshal(out, &both); err != nil || both.PAG.Agreement == nil {
+		t.Logf("analyze --pag: %v, no agreement", err)
+		return "(no graph)"
+	}
+	for _, e := range both.PAG.Agreement.Explanations {
+		if e.Analysis == "activity graph" {
+			top := both.PAG.SystemCP[:min(8, len(both.PAG.SystemCP))]
+			t.Logf("OPLIMIT graph: %s (%s); the system's top shares %+v", e.Stage, e.Detail, top)
+			return e.Stage
+		}
+	}
+	return ""
 }
 
 // TestBenchOperatorAccountingCost: YSB through JetStream at 30 k events/s
