@@ -27,8 +27,8 @@ const (
 	// busy on it, or Blocked on its output as a sender's socket is full.
 	Waiting
 	Busy
-	Gap                  // unlogged time between activities: waiting above the threshold
-	Message              // a bucket from one worker to another (a remote edge)
+	Gap     // unlogged time between activities: waiting above the threshold
+	Message // a bucket from one worker to another (a remote edge)
 	// CPUWait is a worker's time on the critical paths during which its
 	// thread was runnable but not running: never an edge, it is
 	// apportioned afterwards from the thread's host accounting
