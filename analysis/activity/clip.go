@@ -4,8 +4,9 @@ import "sort"
 
 // clip is x ending the message delay after it was sent if it is longer
 // (and longer than its error bound, so that it does not become
-// ambiguous), unless its receiver was waiting for input then and it is
-// not Internal (see Options.MessageDelayNs). A receiver whose activities there are not in
+// ambiguous), unless its receiver was waiting for input then (and, for a
+// job's operator, until it came) and it is not Internal (see
+// Options.MessageDelayNs). A receiver whose activities there are not in
 // yet is taken as busy: the clip SnailTrail always makes.
 func (b *Builder) clip(x Transfer) Transfer {
 	d := b.opt.MessageDelayNs
@@ -16,20 +17,20 @@ func (b *Builder) clip(x Transfer) Transfer {
 	if x.RecvNs <= at {
 		return x
 	}
-	if k, ok := b.kindAt(x.To, at); ok && inputWaitKind(k) && !x.Internal {
+	if a, ok := b.activityAt(x.To, at); ok && inputWaitKind(a.Kind) && !x.Internal && (!x.ToOperator || a.EndNs >= x.RecvNs) {
 		return x
 	}
 	x.RecvNs = at
 	return x
 }
 
-// kindAt is the kind of worker wk's activity whose span holds t, among the
+// activityAt is worker wk's activity whose span holds t, among the
 // activities the builder still has (ok false: none, e.g. an unlogged gap).
-func (b *Builder) kindAt(wk int, t int64) (Kind, bool) {
+func (b *Builder) activityAt(wk int, t int64) (Activity, bool) {
 	acts := b.acts[wk]
 	i := sort.Search(len(acts), func(i int) bool { return acts[i].EndNs > t })
 	if i < len(acts) && acts[i].StartNs <= t {
-		return acts[i].Kind, true
+		return acts[i], true
 	}
-	return 0, false
+	return Activity{}, false
 }

@@ -62,6 +62,7 @@ type Input struct {
 	Workers  []string
 	index    map[string]int // node/stage -> worker
 	pairs    [][2]string    // the message pairs (messagePairs)
+	edges    [][2]string    // the jobs' dataflow edges, by operator
 	readers  []*activityReader
 	run      *analysis.Joins
 	problems []string
@@ -94,6 +95,7 @@ func Open(d *rundir.Dir, lag time.Duration) (*Input, []string, error) {
 	if err != nil {
 		problems = append(problems, fmt.Sprintf("a job's operators: %v; no message edges through them", err))
 	}
+	in.edges = edges
 	hops, probs := analysis.HopPairs(edges, func(p string) bool { return len(run.Logs(p)) > 0 })
 	in.pairs = messagePairs(hops)
 	problems = append(problems, probs...)
@@ -162,6 +164,9 @@ type matchBatch struct {
 // flight, however long the run) and what could not be read. It reads the
 // logs once: call it once per Open.
 func (in *Input) Analyze(opt Options, k int, l Limits) (*Report, []string, error) {
+	if opt.Releases == nil {
+		opt.Releases = in.releases()
+	}
 	s, err := NewStream(in.Workers, opt, k, l)
 	if err != nil {
 		return nil, nil, err
@@ -386,7 +391,8 @@ func (ms *messages) add(in *Input, s *Stream, m analysis.Match) {
 		}
 	}
 	x := Transfer{From: from, To: to, SentNs: sent, RecvNs: recv, ErrNs: analysis.ClampNs(math.Ceil(m.ErrorNs)), Tuples: 1,
-		Internal: IsOperator(in.Workers[from]) && IsOperator(in.Workers[to])}
+		ToOperator: IsOperator(in.Workers[to])}
+	x.Internal = x.ToOperator && IsOperator(in.Workers[from])
 	if ms.have && ms.cur.From == x.From && ms.cur.To == x.To && ms.cur.SentNs == x.SentNs && ms.cur.RecvNs == x.RecvNs {
 		ms.cur.Tuples++
 		ms.cur.ErrNs = max(ms.cur.ErrNs, x.ErrNs)
@@ -448,4 +454,22 @@ func WriteFiles(dir string, rep *Report, problems []string) error {
 		return fmt.Errorf("encode %s: %w", CSVFile, err)
 	}
 	return atomicfile.Write(filepath.Join(dir, CSVFile), csv.Bytes(), 0o644)
+}
+
+// releases are the pairs of operator workers on one node that a job's
+// edge joins, [feeds, fed] (Options.Releases).
+func (in *Input) releases() [][2]int {
+	var out [][2]int
+	for _, e := range in.edges {
+		for w, name := range in.Workers {
+			node, _, _ := strings.Cut(name, "/")
+			if name != node+"/"+OperatorPrefix+e[0] {
+				continue
+			}
+			if d, ok := in.index[node+"/"+OperatorPrefix+e[1]]; ok {
+				out = append(out, [2]int{w, d})
+			}
+		}
+	}
+	return out
 }

@@ -75,6 +75,8 @@ func TestClipOnlyWhereTheReceiverWasBusy(t *testing.T) {
 		{"the lane was decoding (20-30)", Transfer{From: 0, To: 1, SentNs: 15, RecvNs: 28}, 20},
 		{"the consumer was idle (5-35)", Transfer{From: 1, To: 2, SentNs: 0, RecvNs: 40}, 40},
 		{"between two operators of a job, always", Transfer{From: 1, To: 2, SentNs: 0, RecvNs: 40, Internal: true}, 5},
+		{"an operator that waited until it came (idle 5-35)", Transfer{From: 1, To: 2, SentNs: 0, RecvNs: 35, ToOperator: true}, 35},
+		{"an operator that worked before it came (idle 5-35, consume 35-55)", Transfer{From: 1, To: 2, SentNs: 0, RecvNs: 40, ToOperator: true}, 5},
 		{"the consumer was consuming (35-55)", Transfer{From: 1, To: 2, SentNs: 32, RecvNs: 50}, 37},
 		{"shorter than the delay", Transfer{From: 0, To: 1, SentNs: 60, RecvNs: 64}, 64},
 	} {

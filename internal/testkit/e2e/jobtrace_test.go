@@ -74,4 +74,12 @@ func TestAProfiledSweepTracesTheJobsOperators(t *testing.T) {
 		t.Errorf("no operator on a critical path: %+v", both.PAG.CP)
 	}
 	t.Logf("joined %v; critical participation %+v", joined, both.PAG.CP)
+	text, err := exec.Command(filepath.Join(binDir, "cpsweep"), "analyze", rep.Dir).Output()
+	if err != nil && ExitCode(err) != 2 {
+		t.Fatalf("analyze: %v", err)
+	}
+	if !strings.Contains(string(text), "op.filter -> op.join") {
+		t.Errorf("the table has no operator pairs:\n%s", text)
+	}
+	t.Logf("cpsweep analyze:\n%s", text)
 }

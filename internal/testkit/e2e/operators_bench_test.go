@@ -24,6 +24,9 @@ type operatorRow struct {
 	name, want string
 	job        []string // cpjob ysb flags
 	sweep      []string // cpsweep flags
+	// profileRate profiles at this rate instead of at the limit (a row
+	// whose first rate fails has no answer to profile above)
+	profileRate string
 }
 
 // TestBenchOperatorLimits: one injected limit per row (the filter with
@@ -50,7 +53,7 @@ func TestBenchOperatorLimits(t *testing.T) {
 		{name: "filter", want: "ysb/filter", job: []string{"--filter-work", "70us"}},
 		{name: "join (a slow Redis)", want: "ysb/join", job: []string{"--join-delay", "10ms"}},
 		{name: "window", want: "ysb/window", job: []string{"--window-work", "300us"}},
-		{name: "harness consumer", want: "consumer", sweep: []string{"--work", "30ms"}},
+		{name: "harness consumer", want: "consumer", sweep: []string{"--work", "30ms"}, profileRate: "5k"},
 	}
 	if only := os.Getenv("CP_BENCH_OPS_ROWS"); only != "" { // e.g. window,consumer: those rows only
 		rows = slices.DeleteFunc(rows, func(r operatorRow) bool {
@@ -134,6 +137,9 @@ func operatorSweep(t *testing.T, natsAddr, redisAddr string, row operatorRow, mo
 		}
 		m := regexp.MustCompile(`agent ready: control http://([0-9.:]+)/v1`).FindStringSubmatch(job.Stderr.String())
 		extra = []string{"--job-agent", m[1], "--clock", "--profile", filepath.Join(moduleDir(t), "profiles", "default.yaml"), "--profile-at", "limit"}
+		if row.profileRate != "" {
+			extra = append(extra, "--profile-rate", row.profileRate)
+		}
 	} else {
 		extra = ysbMetricsArgs(t, job)
 	}
