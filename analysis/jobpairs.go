@@ -44,82 +44,25 @@ func JobEdges(d *rundir.Dir) ([][2]string, error) {
 // operators log points, emit to the first operators with points, on
 // along the dataflow's edges (skipping operators without points, such as
 // an input that only reads), and from the last ones to receive; then
-// receive to deserialized to consumed. An operator with points that no
-// edge reaches gets no pair (a problem says so).
+// receive to deserialized to consumed (a point without logs skipped). An
+// operator with points that no edge reaches gets no pair (a problem says
+// so).
 func HopPairs(edges [][2]string, has func(point string) bool) (pairs [][2]string, problems []string) {
 	add := func(a, b string) {
 		if a != b && has(a) && has(b) && !slices.Contains(pairs, [2]string{a, b}) {
 			pairs = append(pairs, [2]string{a, b})
 		}
 	}
-	next := map[string][]string{}
-	inbound := map[string]bool{}
-	ops := map[string]bool{}
-	for _, e := range edges {
-		next[e[0]] = append(next[e[0]], e[1])
-		inbound[e[1]] = true
-		ops[e[0]], ops[e[1]] = true, true
-	}
-	traced := func(op string) bool { return has(OperatorPoint(op)) }
-	// reach lists the operators with points first met from op's outputs.
-	reach := func(op string) []string {
-		var out []string
-		seen := map[string]bool{op: true}
-		queue := slices.Clone(next[op])
-		for len(queue) > 0 {
-			o := queue[0]
-			queue = queue[1:]
-			if seen[o] {
-				continue
-			}
-			seen[o] = true
-			if traced(o) {
-				out = append(out, o)
-			} else {
-				queue = append(queue, next[o]...)
-			}
-		}
-		return out
-	}
-	firsts, lasts, linked := map[string]bool{}, map[string]bool{}, map[string]bool{}
-	names := make([]string, 0, len(ops))
-	for op := range ops {
-		names = append(names, op)
-	}
-	slices.Sort(names)
-	for _, op := range names {
-		if inbound[op] {
-			continue
-		}
-		if traced(op) {
-			firsts[op] = true
-		} else {
-			for _, o := range reach(op) {
-				firsts[o] = true
-			}
-		}
-	}
-	for _, op := range names {
-		if !traced(op) {
-			continue
-		}
-		r := reach(op)
-		if len(r) == 0 {
-			lasts[op] = true
-		}
-		for _, o := range r {
-			linked[o] = true
-		}
-	}
-	for _, op := range names {
+	g := newFlow(edges, has)
+	firsts, lasts, linked := g.ends()
+	for _, op := range g.names {
 		if firsts[op] {
-			linked[op] = true
 			add("emit", OperatorPoint(op))
 		}
 	}
-	for _, op := range names {
-		if traced(op) {
-			for _, o := range reach(op) {
+	for _, op := range g.order() { // pairs in the order tuples pass them
+		if g.traced(op) {
+			for _, o := range g.reach(op) {
 				add(OperatorPoint(op), OperatorPoint(o))
 			}
 		}
@@ -133,7 +76,7 @@ func HopPairs(edges [][2]string, has func(point string) bool) (pairs [][2]string
 		}
 	}
 	if len(tail) > 0 {
-		for _, op := range names {
+		for _, op := range g.names {
 			if lasts[op] && linked[op] {
 				add(OperatorPoint(op), tail[0])
 			}
@@ -146,8 +89,8 @@ func HopPairs(edges [][2]string, has func(point string) bool) (pairs [][2]string
 		add(tail[i-1], tail[i])
 	}
 	var orphans []string
-	for _, op := range names {
-		if traced(op) && !linked[op] {
+	for _, op := range g.names {
+		if g.traced(op) && !linked[op] {
 			orphans = append(orphans, op)
 		}
 	}
@@ -155,4 +98,106 @@ func HopPairs(edges [][2]string, has func(point string) bool) (pairs [][2]string
 		problems = append(problems, fmt.Sprintf("operators %s log points but no edge from the job's input reaches them: not joined", strings.Join(orphans, ", ")))
 	}
 	return pairs, problems
+}
+
+// flow is a job's dataflow, by operator, and which operators log points.
+type flow struct {
+	names   []string // sorted
+	next    map[string][]string
+	inbound map[string]bool
+	has     func(point string) bool
+}
+
+func newFlow(edges [][2]string, has func(point string) bool) *flow {
+	g := &flow{next: map[string][]string{}, inbound: map[string]bool{}, has: has}
+	ops := map[string]bool{}
+	for _, e := range edges {
+		g.next[e[0]] = append(g.next[e[0]], e[1])
+		g.inbound[e[1]] = true
+		ops[e[0]], ops[e[1]] = true, true
+	}
+	for op := range ops {
+		g.names = append(g.names, op)
+	}
+	slices.Sort(g.names)
+	return g
+}
+
+func (g *flow) traced(op string) bool { return g.has(OperatorPoint(op)) }
+
+// reach lists the operators with points first met from op's outputs.
+func (g *flow) reach(op string) []string {
+	var out []string
+	seen := map[string]bool{op: true}
+	queue := slices.Clone(g.next[op])
+	for len(queue) > 0 {
+		o := queue[0]
+		queue = queue[1:]
+		if seen[o] {
+			continue
+		}
+		seen[o] = true
+		if g.traced(o) {
+			out = append(out, o)
+		} else {
+			queue = append(queue, g.next[o]...)
+		}
+	}
+	return out
+}
+
+// ends are the operators with points that tuples meet first (from the
+// job's input) and last (none after them), and those an edge from the
+// input reaches (linked).
+func (g *flow) ends() (firsts, lasts, linked map[string]bool) {
+	firsts, lasts, linked = map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for _, op := range g.names {
+		switch {
+		case g.inbound[op]:
+		case g.traced(op):
+			firsts[op] = true
+		default:
+			for _, o := range g.reach(op) {
+				firsts[o] = true
+			}
+		}
+	}
+	for op := range firsts {
+		linked[op] = true
+	}
+	for _, op := range g.names {
+		if !g.traced(op) {
+			continue
+		}
+		r := g.reach(op)
+		lasts[op] = len(r) == 0
+		for _, o := range r {
+			linked[o] = true
+		}
+	}
+	return firsts, lasts, linked
+}
+
+// order lists the operators depth first from those no edge leads to
+// (then any left, in a cycle), each once.
+func (g *flow) order() []string {
+	var out, queue []string
+	seen := map[string]bool{}
+	for _, op := range g.names {
+		if !g.inbound[op] {
+			queue = append(queue, op)
+		}
+	}
+	queue = append(queue, g.names...)
+	for len(queue) > 0 {
+		op := queue[0]
+		queue = queue[1:]
+		if seen[op] {
+			continue
+		}
+		seen[op] = true
+		out = append(out, op)
+		queue = append(slices.Clone(g.next[op]), queue...)
+	}
+	return out
 }

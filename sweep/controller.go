@@ -486,17 +486,13 @@ func (c *Controller) BlackBox() string {
 }
 
 // NodeNames names the agents as the run directory does: receiver0, ...,
-// sender0, ... (the TSC relation and the collected profiles use them).
+// sender0, ..., job0, ... (the TSC relation and the collected profiles).
 func (c *Controller) NodeNames() map[string]*protocol.Client {
 	out := map[string]*protocol.Client{}
-	for i, r := range c.Receivers {
-		out[fmt.Sprintf("receiver%d", i)] = r
-	}
-	for i, s := range c.Senders {
-		out[fmt.Sprintf("sender%d", i)] = s
-	}
-	for i, j := range c.Jobs { // a job's operators' trace (dataflow.Trace)
-		out[fmt.Sprintf("job%d", i)] = j
+	for prefix, agents := range map[string][]*protocol.Client{"receiver": c.Receivers, "sender": c.Senders, "job": c.Jobs} {
+		for i, a := range agents {
+			out[fmt.Sprintf("%s%d", prefix, i)] = a
+		}
 	}
 	return out
 }

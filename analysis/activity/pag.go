@@ -26,9 +26,7 @@ type Options struct {
 	// a broker or the transport), so its whole time in flight held the
 	// receiver up. The invariants always see the measured times.
 	MessageDelayNs int64
-	// Releases are pairs [up, down] of workers, two operators of a job
-	// where up feeds down: a blocked up is released by down (release.go).
-	Releases [][2]int
+	Releases [][2]int // pairs [up, down] of a job's operators, up feeding down (release.go)
 }
 
 // DefaultMessageDelayNs is the default clip: above a loopback or LAN
@@ -153,10 +151,8 @@ func newBuilder(n int, opt Options) (*Builder, error) {
 	if opt.WindowNs <= 0 || opt.WaitNs < 0 || opt.MessageDelayNs < 0 {
 		return nil, errors.New("activity: the window must be positive, the waiting threshold and the message delay not negative")
 	}
-	for _, pr := range opt.Releases {
-		if pr[0] < 0 || pr[0] >= n || pr[1] < 0 || pr[1] >= n || pr[0] == pr[1] {
-			return nil, fmt.Errorf("activity: release pair %v is not two of the %d workers", pr, n)
-		}
+	if err := checkReleases(opt.Releases, n); err != nil {
+		return nil, err
 	}
 	b := &Builder{opt: opt, acts: make([][]Activity, n), done: make([]bool, n), first: make([]int64, n),
 		next: make([]int, n), floor: math.MinInt64, retain: math.MaxInt64, minX: math.MaxInt64,

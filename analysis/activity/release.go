@@ -1,6 +1,9 @@
 package activity
 
-import "sort"
+import (
+	"fmt"
+	"sort"
+)
 
 // Releases: an operator blocked on its output resumes when the operator
 // it feeds has done with what it gave it. When the two share a thread
@@ -55,4 +58,14 @@ func (b *Builder) releasesAt(w0, w1 int64) {
 			b.open = append(b.open, Transfer{From: pr[1], To: pr[0], SentNs: down[k].EndNs, RecvNs: up[resume].StartNs, Tuples: 0})
 		}
 	}
+}
+
+// checkReleases refuses a pair that is not two of the n workers.
+func checkReleases(rel [][2]int, n int) error {
+	for _, pr := range rel {
+		if pr[0] < 0 || pr[0] >= n || pr[1] < 0 || pr[1] >= n || pr[0] == pr[1] {
+			return fmt.Errorf("activity: release pair %v is not two of the %d workers", pr, n)
+		}
+	}
+	return nil
 }
