@@ -26,7 +26,7 @@ type Options struct {
 	// a broker or the transport), so its whole time in flight held the
 	// receiver up. The invariants always see the measured times.
 	MessageDelayNs int64
-	Releases [][2]int // pairs [up, down] of a job's operators, up feeding down (release.go)
+	Releases       [][2]int // pairs [up, down] of a job's operators, up feeding down (release.go)
 }
 
 // DefaultMessageDelayNs is the default clip: above a loopback or LAN
