@@ -280,11 +280,17 @@ func (o *Operator) Blocked() {
 }
 
 // Processed counts items (batches, messages) and the tuples in them that
-// the operator has finished.
+// the operator has finished. Call it while busy: it also closes the
+// service-rate period due (RaftLib's, when a tracker asked for them:
+// servicerate.Track), which counts only while the operator went from
+// item to item without waiting.
 func (o *Operator) Processed(items, tuples uint64) {
 	if o != nil {
 		o.acct.Add(items, tuples)
 		o.items += items
+		if o.acct.PeriodsOn() {
+			o.acct.Close(tsc.ReadFast())
+		}
 	}
 }
 

@@ -224,3 +224,65 @@ func TestAProfiledJobTrialTracesItsOperators(t *testing.T) {
 		t.Errorf("the join's log opens in state %d; want the waiting it was in", st)
 	}
 }
+
+// TestAnOperatorWorkingWithoutWaitingHasARaftLibRate: an operator that
+// goes from item to item without waiting (busy throughout, each item
+// counted as it finishes) closes RaftLib's periods, so both methods give
+// its rate; one that waits between its items has only the busy-time
+// method's (RaftLib's periods need no waiting in them).
+func TestAnOperatorWorkingWithoutWaitingHasARaftLibRate(t *testing.T) {
+	c, join, window := serve(t)
+	ctx := context.Background()
+	if _, err := c.Start(ctx, protocol.JobTrial{Duration: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { // the window: waits between its items
+		defer close(done)
+		for end := time.Now().Add(400 * time.Millisecond); time.Now().Before(end); {
+			window.Busy()
+			spinFor(200 * time.Microsecond)
+			window.Processed(1, 10)
+			window.Waiting()
+			time.Sleep(200 * time.Microsecond)
+		}
+	}()
+	join.Busy() // the join: busy throughout, 10 tuples every 200 µs
+	for end := time.Now().Add(400 * time.Millisecond); time.Now().Before(end); {
+		spinFor(200 * time.Microsecond)
+		join.Processed(1, 10)
+	}
+	join.Waiting()
+	<-done
+	if _, err := c.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var st protocol.TrialStatus
+	for deadline := time.Now().Add(5 * time.Second); !st.Finished() && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		var err error
+		if st, err = c.Status(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st.Job == nil {
+		t.Fatalf("status %+v", st)
+	}
+	for _, r := range st.Job.ServiceRates {
+		switch {
+		case r.Stage == "join" && r.Method == servicerate.MethodRaftLib:
+			if r.TuplesPerS == nil || *r.TuplesPerS < 25_000 || *r.TuplesPerS > 60_000 {
+				t.Errorf("the join's RaftLib rate %+v; want about 50 k tuples/s (10 every 200 µs)", r)
+			}
+		case r.Stage == "window" && r.Method == servicerate.MethodRaftLib:
+			if r.Status != servicerate.NotConverged {
+				t.Errorf("the window's RaftLib rate %+v; want not converged (it waits between items)", r)
+			}
+		}
+	}
+}
+
+// spinFor keeps the CPU busy for d.
+func spinFor(d time.Duration) {
+	for start := time.Now(); time.Since(start) < d; {
+	}
+}

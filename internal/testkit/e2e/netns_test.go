@@ -133,10 +133,18 @@ func TestMultiHostSweep(t *testing.T) {
 	if err := os.WriteFile(handlers, []byte("default: {handler: buffered, path: \"{name}.log\"}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep, sp := runSweep(t, 3*time.Minute, "--sender", n.hosts["s1"]+":9101", "--sender", n.hosts["s2"]+":9101",
-		"--receiver", n.hosts["r1"]+":9102", "--token-file", token, "--search", "linear", "--from", "20k", "--to", "40k", "--step", "20k",
+	args := []string{"--sender", n.hosts["s1"] + ":9101", "--sender", n.hosts["s2"] + ":9101",
+		"--receiver", n.hosts["r1"] + ":9102", "--token-file", token, "--search", "linear", "--from", "20k", "--to", "40k", "--step", "20k",
 		"--duration", "1s", "--warmup", "300ms", "--threads", "2", "--bucket", "10", "--clock", "--profile", handlers, "--profile-at", "0.5",
-		"--lateness-floor", "500ms") // these low rates pass on any host; a busy one must not fail them on lateness
+		"--lateness-floor", "500ms"} // these low rates pass on any host; a busy one must not fail them on lateness
+	rep, sp := runSweepAllowing(t, 3*time.Minute, []int{sweep.ExitNoRatePassed}, args...)
+	if rep.Result.LastPass <= 0 {
+		// A sender thread preempted at the trial's end ends it behind
+		// schedule (CI, 2026-11-27: 100 tuples of 26,020, on a host busy
+		// with the other packages' tests): once more, strictly.
+		t.Logf("the first sweep passed no rate (a busy host?); once more:\n%s", sp.Stderr.String())
+		rep, sp = runSweep(t, 3*time.Minute, args...)
+	}
 	// two search trials and the profiled one
 	if len(rep.Result.Trials) != 3 || !rep.Result.Trials[0].Verdict.Pass || rep.Result.Trials[2].Purpose != "profile" {
 		t.Fatalf("multi-host sweep: %+v\n%s", rep.Result, sp.Stderr.String())
