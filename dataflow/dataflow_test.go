@@ -1,7 +1,6 @@
 package dataflow_test
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -123,19 +122,9 @@ func TestTheProfilersPointsCarryTheTupleIDs(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(filepath.Join(dir, "op.window.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var ids []uint64
-	if _, err := profiler.ReadBlocks(f, func(recs []profiler.Record) error {
-		for _, r := range recs {
-			ids = append(ids, r.ID)
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
+	for _, r := range readLog(t, filepath.Join(dir, "op.window.log")) {
+		ids = append(ids, r.ID)
 	}
 	if len(ids) != 15 || ids[0] != 100 || ids[9] != 109 || ids[10] != 200 || ids[14] != 204 {
 		t.Errorf("logged ids %v", ids)
@@ -214,22 +203,7 @@ func BenchmarkOperator(b *testing.B) {
 		b.Fatal(err)
 	}
 	op, _ := job.Operator("join", nil)
-	b.Run("state", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := 0; b.Loop(); i++ {
-			if i&1 == 0 {
-				op.Busy()
-			} else {
-				op.Waiting()
-			}
-		}
-	})
-	b.Run("point", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := uint64(0); b.Loop(); i++ {
-			op.Log(i)
-		}
-	})
+	benchCalls(b, op, "")
 	// a sweep's profiled trial: the point and the state changes logged
 	// on the trial's own profiler too (Trace)
 	tp, th := profiled(b, b.TempDir())
@@ -239,7 +213,12 @@ func BenchmarkOperator(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer tr.Stop()
-	b.Run("state, traced", func(b *testing.B) {
+	benchCalls(b, op, ", traced")
+}
+
+// benchCalls runs the state-change and point benchmarks on op.
+func benchCalls(b *testing.B, op *dataflow.Operator, suffix string) {
+	b.Run("state"+suffix, func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
 			if i&1 == 0 {
@@ -249,7 +228,7 @@ func BenchmarkOperator(b *testing.B) {
 			}
 		}
 	})
-	b.Run("point, traced", func(b *testing.B) {
+	b.Run("point"+suffix, func(b *testing.B) {
 		b.ReportAllocs()
 		for i := uint64(0); b.Loop(); i++ {
 			op.Log(i)
