@@ -264,7 +264,7 @@ func jobEdgesOf(d *rundir.Dir, points map[string][]source) ([][2]string, []strin
 	}
 	if len(edges) == 0 {
 		for p := range points {
-			if strings.HasPrefix(p, "op.") {
+			if strings.HasPrefix(p, OperatorPrefix) {
 				return nil, []string{"the run has a job's operators' points (op.*) but not the job's edges (outcome.jobs of the profiled trial): they are not joined"}
 			}
 		}

@@ -8,9 +8,14 @@ import (
 	"github.com/cloudprofiler-go/cp/rundir"
 )
 
+// OperatorPrefix begins the point of a job's operator (op.join: its
+// channel, dataflow.PointChannel) and its worker's name in the activity
+// graph after the node's (job0/op.join).
+const OperatorPrefix = "op."
+
 // OperatorPoint is the point of a job's operator (dataflow.PointChannel
 // without a copy's suffix: join.1 logs at op.join too).
-func OperatorPoint(operator string) string { return PointOf("op." + operator) }
+func OperatorPoint(operator string) string { return PointOf(OperatorPrefix + operator) }
 
 // JobEdges are the dataflow edges, [from, to] by operator, of the jobs in
 // the run's profiled trial (outcome.jobs of its trial file; none without

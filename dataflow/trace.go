@@ -34,9 +34,6 @@ type Trace struct {
 	logs []*traceLogs
 }
 
-// stopWait bounds how long Stop waits for an operator to leave a log call.
-const stopWait = 5 * time.Second
-
 // Trace makes every operator declared so far log its tuple ids (op.NAME)
 // and its state changes (activity.op.NAME, stage.ActivityID records) on
 // p, with the handlers h gives those names, until Stop. One trace at a
@@ -73,9 +70,7 @@ func (j *Job) Trace(p *profiler.Profiler, h *profiler.Handlers) (*Trace, error) 
 	for i, o := range t.ops {
 		// Written here before the writer can see the channel (published
 		// by the Store after it): the activity log's first record.
-		if r := o.acct.Read(now); r.Ticks != ([stage.MaxStates]uint64{}) || r.Items > 0 {
-			logs[i].activity.LogTSAt(now, stage.ActivityID(r.State, r.Items))
-		}
+		o.logState(logs[i].activity, now)
 		o.trace.Store(logs[i])
 	}
 	t.logs = logs
@@ -86,33 +81,35 @@ func (j *Job) Trace(p *profiler.Profiler, h *profiler.Handlers) (*Trace, error) 
 // Stop ends the trace: no operator logs on its channels after it returns,
 // and each one's activity log ends with the state it is in then, so that
 // its last activity has an end. The trace's profiler can then be closed.
-// An error is an operator that stayed inside a log call for seconds (the
-// profiler must then be left open).
-func (t *Trace) Stop() error {
+// It waits for an operator inside a log call to leave it (a log call
+// always returns): handing its channels back earlier would let the
+// profiler close them under it.
+func (t *Trace) Stop() {
 	for _, o := range t.ops {
 		o.trace.Store(nil)
 	}
-	deadline := time.Now().Add(stopWait)
-	var stuck []string
 	for _, o := range t.ops {
-		for o.inTrace.Load() && time.Now().Before(deadline) {
-			runtime.Gosched()
+		for spins := 0; o.inTrace.Load(); spins++ {
+			if spins < 1000 {
+				runtime.Gosched()
+			} else {
+				time.Sleep(time.Millisecond) // a log call held up (a handler's full queue)
+			}
 		}
-		if o.inTrace.Load() {
-			stuck = append(stuck, o.name)
-		}
-	}
-	if len(stuck) > 0 {
-		return fmt.Errorf("dataflow: operators %v stayed inside a log call for %v: their trace logs cannot be closed", stuck, stopWait)
 	}
 	now := tsc.ReadFast()
 	for i, o := range t.ops {
-		if r := o.acct.Read(now); r.Ticks != ([stage.MaxStates]uint64{}) || r.Items > 0 {
-			t.logs[i].activity.LogTSAt(now, stage.ActivityID(r.State, r.Items))
-		}
+		o.logState(t.logs[i].activity, now)
 	}
 	t.job.mu.Lock()
 	t.job.tracing = false
 	t.job.mu.Unlock()
-	return nil
+}
+
+// logState logs on ch the state the operator is in at now, and the items
+// it has done (nothing for an operator that never entered a state).
+func (o *Operator) logState(ch *profiler.Channel, now uint64) {
+	if r := o.acct.Read(now); r.Ticks != ([stage.MaxStates]uint64{}) || r.Items > 0 {
+		ch.LogTSAt(now, stage.ActivityID(r.State, r.Items))
+	}
 }

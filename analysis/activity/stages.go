@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cloudprofiler-go/cp/analysis"
+
 	"github.com/cloudprofiler-go/cp/stage"
 )
 
@@ -26,10 +28,9 @@ func StageKinds(name string) (kinds []Kind, ok bool) {
 	return nil, false
 }
 
-// OperatorPrefix begins the name of a job's operator as its trace logs
-// it (dataflow.PointChannel): its points' channel, and its worker's name
-// after the node's (job0/op.join).
-const OperatorPrefix = "op."
+// OperatorPrefix begins a job's operator's stage name in its trace
+// (activity.op.join) and its worker's name after the node's (job0/op.join).
+const OperatorPrefix = analysis.OperatorPrefix
 
 func numbered(name, prefix string) bool {
 	n, ok := strings.CutPrefix(name, prefix)

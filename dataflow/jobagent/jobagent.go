@@ -77,9 +77,7 @@ func (t *trial) Start(env agent.Env) (*agent.Started, error) {
 		set.Sample() // the window ends now, not at the last period's tick
 		to := env.Clock.NowUnixNano()
 		if trace != nil {
-			if err := trace.Stop(); err != nil { // before the agent closes the trial's profiler
-				return nil, err
-			}
+			trace.Stop() // before the agent closes the trial's profiler
 		}
 		res := &protocol.JobResult{Name: t.role.JobName, StageSeries: set.Series().Cut(from, to)}
 		if t.role.Rates != nil {
