@@ -42,7 +42,8 @@ type Sampler struct {
 	// seen is every thread's role at the latest Read: a thread named after
 	// it started (the profiler's workers name the Go thread they locked,
 	// which may have run other goroutines before) counts in its new role
-	// from the first Read that sees the name, not with its earlier life.
+	// from the first Read that sees the name, not with its earlier life;
+	// so does a thread that started and took its name between two Reads.
 	seen   map[int]string
 	proc   string // /proc
 	pid    int
@@ -155,8 +156,17 @@ func (s *Sampler) Read() (Sample, error) {
 		}
 		name := s.roleOf(tid, dir)
 		if _, registered := s.names[tid]; !registered && s.seen != nil {
-			if prev, ok := s.seen[tid]; ok && prev != name {
+			prev, ok := s.seen[tid]
+			switch {
+			case ok && prev != name:
 				s.base[tid] = now // renamed since the last Read
+			case !ok && name == Profiler:
+				// A Go thread started and named since the last Read:
+				// when it took the name is unknown, and it may have run
+				// other goroutines first, so its role counts from here.
+				// (libzmq's threads are named as they start: no earlier
+				// life.)
+				s.base[tid] = now
 			}
 		}
 		seen[tid] = name

@@ -59,3 +59,58 @@ func TestWatchedProcessesAreTheSystemsNotOthers(t *testing.T) {
 		t.Errorf("summary %+v: want the system's 0.5 cores out of other processes (0.15)", sum)
 	}
 }
+
+// TestAThreadNamedBetweenReadsCountsFromTheFirstReadThatSeesIt: a Go
+// thread that started, ran other goroutines and took the profiler's name
+// between two Reads brings none of that into the role; a libzmq thread
+// (named as it starts) counts from its start.
+func TestAThreadNamedBetweenReadsCountsFromTheFirstReadThatSeesIt(t *testing.T) {
+	dir := t.TempDir()
+	write := func(path, text string) {
+		p := filepath.Join(dir, path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	thread := func(tid int, comm string, cpuNs int64) {
+		write(fmt.Sprintf("99/task/%d/comm", tid), comm+"\n")
+		write(fmt.Sprintf("99/task/%d/schedstat", tid), fmt.Sprintf("%d 0 1\n", cpuNs))
+		write(fmt.Sprintf("99/task/%d/status", tid), "nonvoluntary_ctxt_switches:\t0\n")
+	}
+	write("stat", "cpu 1 0 0 1 0 0 0 0 0 0\n")
+	write("99/stat", "99 (t) S 1 1 1 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0")
+	s := &Sampler{names: map[int]string{}, base: map[int]Times{}, proc: dir, pid: 99}
+	read := func() Sample {
+		out, err := s.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	thread(1, "t", 1e9)
+	read()
+	thread(2, ProfilerThread, 2e8) // 0.2 s of CPU before the Read that sees it
+	thread(3, "ZMQbg/IO/0", 2e8)
+	b := read()
+	thread(2, ProfilerThread, 3e8)
+	thread(3, "ZMQbg/IO/0", 3e8)
+	c := read()
+	for _, tc := range []struct {
+		role    string
+		atFirst float64
+		atLast  float64
+	}{
+		{Profiler, 0, 0.1},
+		{ZMQIO, 0.2, 0.3},
+	} {
+		if got := b.Threads[tc.role].CPU; got < tc.atFirst-1e-9 || got > tc.atFirst+1e-9 {
+			t.Errorf("%s at the first Read that sees it: %.3f s, want %.3f", tc.role, got, tc.atFirst)
+		}
+		if got := c.Threads[tc.role].CPU; got < tc.atLast-1e-9 || got > tc.atLast+1e-9 {
+			t.Errorf("%s a Read later: %.3f s, want %.3f", tc.role, got, tc.atLast)
+		}
+	}
+}
