@@ -36,6 +36,12 @@ type Options struct {
 	Lag time.Duration
 	// Visit, if set, sees every matched tuple (custom analyses, tests).
 	Visit func(Match)
+	// RelateSameMachine bounds the latency between two nodes on one
+	// machine through the TSC relation, as if each were a machine of its
+	// own, instead of reading their one clock: a check of the relation's
+	// bounds where the truth is known (network namespaces, containers);
+	// their pairs are then "cross node". Not with Reuse.
+	RelateSameMachine bool
 	// Reuse, if set, is a Run whose joins (Run.Join, with the same lag)
 	// already ran: their results are taken instead of joining those
 	// pairs again. Not with Visit (the joins' tuples are gone).
@@ -181,7 +187,7 @@ func Analyze(d *rundir.Dir, o Options) (*Report, error) {
 		o.Lag = DefaultLag
 	}
 	points, nodes := sourcesOf(d)
-	tr, err := newTranslator(d, nodes)
+	tr, err := newTranslator(d, nodes, o.RelateSameMachine)
 	if err != nil {
 		return rep, err
 	}
@@ -222,11 +228,13 @@ func Analyze(d *rundir.Dir, o Options) (*Report, error) {
 func sourcesOf(d *rundir.Dir) (map[string][]source, []string) {
 	points := map[string][]source{}
 	var nodes []string
+	several := severalJobs(d)
 	for node, nf := range d.Nodes {
 		nodes = append(nodes, node)
 		for ch, paths := range nf.Logs {
+			key := pointKey(node, ch, several)
 			for _, p := range paths {
-				points[PointOf(ch)] = append(points[PointOf(ch)], source{node: node, channel: ch, path: p})
+				points[key] = append(points[key], source{node: node, channel: ch, path: p})
 			}
 		}
 	}
@@ -264,7 +272,7 @@ func jobEdgesOf(d *rundir.Dir, points map[string][]source) ([][2]string, []strin
 	}
 	if len(edges) == 0 {
 		for p := range points {
-			if strings.HasPrefix(p, OperatorPrefix) {
+			if IsOperatorPoint(p) {
 				return nil, []string{"the run has a job's operators' points (op.*) but not the job's edges (outcome.jobs of the profiled trial): they are not joined"}
 			}
 		}
@@ -306,7 +314,7 @@ func (rep *Report) joinPair(pr [2]string, from, to []source, tr *translator, o O
 // reused is the pair's join from o.Reuse, when that ran it with the same
 // lag and nothing needs to visit its tuples.
 func (o Options) reused(pr [2]string) (joinedPair, bool) {
-	if o.Reuse == nil || o.Visit != nil || o.Reuse.lag != float64(o.Lag.Nanoseconds()) {
+	if o.Reuse == nil || o.Visit != nil || o.RelateSameMachine || o.Reuse.lag != float64(o.Lag.Nanoseconds()) {
 		return joinedPair{}, false
 	}
 	return o.Reuse.joinedResult(pr)

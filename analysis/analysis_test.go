@@ -272,7 +272,7 @@ func TestAcrossNonReferenceNodes(t *testing.T) {
 	s.write(t)
 	d, err := rundir.Open(s.dir)
 	must(t, err)
-	tr, err := newTranslator(d, []string{"a", "b", "c"})
+	tr, err := newTranslator(d, []string{"a", "b", "c"}, false)
 	must(t, err)
 	var chosen, sum float64
 	n := 0

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/cloudprofiler-go/cp/rundir"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // OperatorPrefix begins the point of a job's operator (op.join: its
@@ -14,13 +15,38 @@ import (
 const OperatorPrefix = "op."
 
 // OperatorPoint is the point of a job's operator (dataflow.PointChannel
-// without a copy's suffix: join.1 logs at op.join too).
-func OperatorPoint(operator string) string { return PointOf(OperatorPrefix + operator) }
+// without a copy's suffix: join.1 logs at op.join too); of an operator
+// named with its node (job1/join, a run of several jobs: JobEdges), the
+// point of that node only (job1/op.join).
+func OperatorPoint(operator string) string {
+	if node, op, ok := strings.Cut(operator, "/"); ok {
+		return node + "/" + PointOf(OperatorPrefix+op)
+	}
+	return PointOf(OperatorPrefix + operator)
+}
 
-// JobEdges are the dataflow edges, [from, to] by operator, of the jobs in
-// the run's profiled trial (outcome.jobs of its trial file; none without
-// a job or a profiled trial).
-func JobEdges(d *rundir.Dir) ([][2]string, error) {
+// IsOperatorPoint says whether a point is a job's operator's (op.join,
+// job1/op.join).
+func IsOperatorPoint(point string) bool {
+	if i := strings.IndexByte(point, '/'); i >= 0 {
+		point = point[i+1:]
+	}
+	return strings.HasPrefix(point, OperatorPrefix)
+}
+
+// pointKey is the point a channel of a node logs at: PointOf, and for a
+// job's operator in a run of several jobs its node's point (job1/op.join):
+// two jobs may each have an input, and one tuple passes both.
+func pointKey(node, channel string, severalJobs bool) string {
+	if severalJobs && strings.HasPrefix(channel, OperatorPrefix) {
+		return node + "/" + PointOf(channel)
+	}
+	return PointOf(channel)
+}
+
+// profiledJobs are the jobs of the run's profiled trial (outcome.jobs of
+// its trial file; none without a job or a profiled trial).
+func profiledJobs(d *rundir.Dir) ([]*protocol.JobResult, error) {
 	if d.Summary == nil {
 		return nil, nil
 	}
@@ -32,15 +58,90 @@ func JobEdges(d *rundir.Dir) ([][2]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the profiled trial's file: %w", err)
 	}
-	var edges [][2]string
+	var jobs []*protocol.JobResult
 	if f.Outcome != nil {
 		for _, j := range f.Outcome.Jobs {
 			if j != nil {
-				edges = append(edges, j.Edges...)
+				jobs = append(jobs, j)
 			}
 		}
 	}
-	return edges, nil
+	return jobs, nil
+}
+
+// severalJobs says whether the run's profiled trial has more than one
+// job: their operators are then named with their nodes (job0/filter).
+func severalJobs(d *rundir.Dir) bool {
+	jobs, _ := profiledJobs(d)
+	return len(jobs) > 1
+}
+
+// JobEdges are the dataflow edges, [from, to] by operator, of the jobs in
+// the run's profiled trial (none without a job or a profiled trial). With
+// several jobs the operators are named with their nodes (job0/filter),
+// and a job that writes a topic another reads (JobResult.Writes, Reads)
+// feeds it: edges from its last operators (none after them) to the
+// other's first.
+func JobEdges(d *rundir.Dir) ([][2]string, error) {
+	jobs, err := profiledJobs(d)
+	if err != nil || len(jobs) == 0 {
+		return nil, err
+	}
+	return chainJobs(jobs), nil
+}
+
+// chainJobs is JobEdges of the jobs of a trial.
+func chainJobs(jobs []*protocol.JobResult) [][2]string {
+	if len(jobs) == 1 {
+		return jobs[0].Edges
+	}
+	var edges [][2]string
+	nodes := make([]string, len(jobs))
+	for i, j := range jobs {
+		if nodes[i] = j.Node; nodes[i] == "" {
+			nodes[i] = fmt.Sprintf("job%d", i)
+		}
+		for _, e := range j.Edges {
+			edges = append(edges, [2]string{nodes[i] + "/" + e[0], nodes[i] + "/" + e[1]})
+		}
+	}
+	for a, ja := range jobs {
+		for b, jb := range jobs {
+			if a == b || !slices.ContainsFunc(ja.Writes, func(tp string) bool { return slices.Contains(jb.Reads, tp) }) {
+				continue
+			}
+			_, lasts := jobEnds(ja.Edges)
+			firsts, _ := jobEnds(jb.Edges)
+			for _, from := range lasts {
+				for _, to := range firsts {
+					edges = append(edges, [2]string{nodes[a] + "/" + from, nodes[b] + "/" + to})
+				}
+			}
+		}
+	}
+	return edges
+}
+
+// jobEnds are a job's operators that no edge leads to, and those no edge
+// leaves, sorted.
+func jobEnds(edges [][2]string) (firsts, lasts []string) {
+	in, out := map[string]bool{}, map[string]bool{}
+	for _, e := range edges {
+		out[e[0]], in[e[1]] = true, true
+	}
+	for op := range out {
+		if !in[op] {
+			firsts = append(firsts, op)
+		}
+	}
+	for op := range in {
+		if !out[op] {
+			lasts = append(lasts, op)
+		}
+	}
+	slices.Sort(firsts)
+	slices.Sort(lasts)
+	return firsts, lasts
 }
 
 // HopPairs are the points a tuple passes from stage to stage, as pairs

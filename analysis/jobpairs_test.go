@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // TestHopPairsFollowTheJobsEdges: the points a tuple passes, pair by
@@ -39,5 +41,47 @@ func TestHopPairsFollowTheJobsEdges(t *testing.T) {
 				t.Errorf("pairs %v, problems %v; want %v and %d problems", got, problems, tc.want, tc.problems)
 			}
 		})
+	}
+}
+
+// TestJobsChainByTheirTopics: YSB in two processes (the filter's part
+// writes the views that the count's part reads): the operators are named
+// with their nodes, the filter feeds the count's input, and a tuple's
+// pairs run from the senders through both to the receivers, each
+// operator's point its own node's.
+func TestJobsChainByTheirTopics(t *testing.T) {
+	filter := &protocol.JobResult{Name: "ysb-filter", Node: "job0", Edges: [][2]string{{"input", "filter"}},
+		Reads: []string{"jetstream:ysb.in"}, Writes: []string{"jetstream:ysb.views"}}
+	count := &protocol.JobResult{Name: "ysb-count", Node: "job1", Edges: [][2]string{{"input", "join"}, {"join", "window"}},
+		Reads: []string{"jetstream:ysb.views"}, Writes: []string{"jetstream:ysb.out"}}
+	other := &protocol.JobResult{Name: "other", Node: "job2", Edges: [][2]string{{"a", "b"}},
+		Reads: []string{"kafka:ysb.views"}, Writes: []string{"kafka:x"}} // another driver's topic of that name
+	edges := chainJobs([]*protocol.JobResult{count, filter, other})
+	want := [][2]string{{"job1/input", "job1/join"}, {"job1/join", "job1/window"}, {"job0/input", "job0/filter"}, {"job2/a", "job2/b"}, {"job0/filter", "job1/input"}}
+	if !reflect.DeepEqual(edges, want) {
+		t.Fatalf("edges %v, want %v", edges, want)
+	}
+	points := []string{"emit", "job0/op.input", "job0/op.filter", "job1/op.input", "job1/op.join", "job1/op.window", "receive", "deserialized", "consumed"}
+	pairs, problems := HopPairs(edges, func(p string) bool { return slices.Contains(points, p) })
+	wantPairs := [][2]string{{"emit", "job0/op.input"}, {"job0/op.input", "job0/op.filter"}, {"job0/op.filter", "job1/op.input"},
+		{"job1/op.input", "job1/op.join"}, {"job1/op.join", "job1/op.window"}, {"job1/op.window", "receive"}, {"receive", "deserialized"}, {"deserialized", "consumed"}}
+	if !reflect.DeepEqual(pairs, wantPairs) || len(problems) != 0 {
+		t.Errorf("pairs %v, problems %v; want %v", pairs, problems, wantPairs)
+	}
+	for _, tc := range []struct {
+		node, channel string
+		several       bool
+		want          string
+	}{
+		{"job1", "op.join.1", true, "job1/op.join"},
+		{"job1", "op.join.1", false, "op.join"},
+		{"receiver0", "receive.1", true, "receive"},
+	} {
+		if got := pointKey(tc.node, tc.channel, tc.several); got != tc.want {
+			t.Errorf("pointKey(%s, %s, %v) = %s, want %s", tc.node, tc.channel, tc.several, got, tc.want)
+		}
+	}
+	if OperatorPoint("job1/join.2") != "job1/op.join" || !IsOperatorPoint("job1/op.join") || IsOperatorPoint("receive") {
+		t.Error("an operator named with its node: its point")
 	}
 }

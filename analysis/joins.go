@@ -63,7 +63,7 @@ type Log struct {
 // DefaultLag).
 func OpenJoins(d *rundir.Dir, lag time.Duration) (*Joins, []string, error) {
 	points, nodes := sourcesOf(d)
-	tr, err := newTranslator(d, nodes)
+	tr, err := newTranslator(d, nodes, false)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/tsc"
@@ -30,7 +31,10 @@ type translator struct {
 	problems []string
 }
 
-func newTranslator(d *rundir.Dir, nodes []string) (*translator, error) {
+// newTranslator prepares the translation of nodes' TSC values. With
+// separate, nodes on one machine are bounded through the relation as if
+// each were a machine of its own (Options.RelateSameMachine).
+func newTranslator(d *rundir.Dir, nodes []string, separate bool) (*translator, error) {
 	t := &translator{names: nodes, index: map[string]int{}, isRef: make([]bool, len(nodes)),
 		lin: make([]*tsc.LinearRelation, len(nodes)), paper: make([]*tsc.PaperRelation, len(nodes))}
 	for i, n := range nodes {
@@ -49,6 +53,9 @@ func newTranslator(d *rundir.Dir, nodes []string) (*translator, error) {
 		return t, nil
 	}
 	rf := d.Relation
+	if separate {
+		rf = ownClocks(rf)
+	}
 	t.rf, t.reference = rf, rf.Reference
 	for _, n := range rf.Nodes {
 		if n.Name == rf.Reference {
@@ -74,6 +81,18 @@ func newTranslator(d *rundir.Dir, nodes []string) (*translator, error) {
 		}
 	}
 	return t, nil
+}
+
+// ownClocks is a relation file whose nodes all read clocks of their own:
+// without their machines' boot ids, every node but the reference is
+// translated through its relation.
+func ownClocks(rf *probing.RelationFile) *probing.RelationFile {
+	out := &probing.RelationFile{FormatVersion: rf.FormatVersion, Reference: rf.Reference, Nodes: slices.Clone(rf.Nodes),
+		Sessions: rf.Sessions, Relations: rf.Relations}
+	for i := range out.Nodes {
+		out.Nodes[i].Info.Machine = ""
+	}
+	return out
 }
 
 // sameClock says whether two nodes read one clock (one machine).

@@ -3,6 +3,7 @@ package dataflow
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,6 +62,8 @@ type Job struct {
 	mu    sync.Mutex
 	names map[string]*Operator
 	edges []Edge
+	// reads and writes are the topics declared (Reads, Writes), in order.
+	reads, writes []string
 	// start is New's time, the injected stalls' origin (TSC ticks and
 	// Unix ns); stop ends a stall being held.
 	start     uint64
@@ -241,6 +244,42 @@ func (j *Job) Declare(base string, queue func() int64) (*Operator, error) {
 		name = fmt.Sprintf("%s.%d", base, i)
 	}
 	return j.declare(name, queue)
+}
+
+// MaxTopics bounds the topics a job reads, and those it writes.
+const MaxTopics = 16
+
+// Reads declares a topic the job reads, as driver:subject
+// (driver.Endpoint.Topic): when another job writes it, the analyses
+// follow a tuple from that job's last operators into this one's first
+// (docs/dataflow.md). Nothing on a nil job; a topic declared again, or
+// more than MaxTopics, is not kept.
+func (j *Job) Reads(topic string) {
+	if j != nil {
+		j.addTopic(&j.reads, topic)
+	}
+}
+
+// Writes declares a topic the job writes (Reads).
+func (j *Job) Writes(topic string) {
+	if j != nil {
+		j.addTopic(&j.writes, topic)
+	}
+}
+
+func (j *Job) addTopic(list *[]string, topic string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(*list) < MaxTopics && !slices.Contains(*list, topic) {
+		*list = append(*list, topic)
+	}
+}
+
+// Topics are the topics declared read and written.
+func (j *Job) Topics() (reads, writes []string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return slices.Clone(j.reads), slices.Clone(j.writes)
 }
 
 // Op is the operator declared as name (nil: none, or a nil job).

@@ -1,8 +1,10 @@
 package dataflow_test
 
 import (
+	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -280,5 +282,28 @@ func TestAnInjectedStallHoldsTheOperatorBusy(t *testing.T) {
 		if _, err := dataflow.New(dataflow.Config{Clock: clock, Stalls: []dataflow.Stall{bad}}); err == nil {
 			t.Errorf("stall %+v accepted", bad)
 		}
+	}
+}
+
+// TestAJobDeclaresTheTopicsItReadsAndWrites: each topic once, in order,
+// at most MaxTopics of each; a nil job (not accounted) takes them and
+// keeps nothing.
+func TestAJobDeclaresTheTopicsItReadsAndWrites(t *testing.T) {
+	var none *dataflow.Job
+	none.Reads("jetstream:in")
+	none.Writes("jetstream:out")
+	job, err := dataflow.New(dataflow.Config{Clock: newClock(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range []string{"jetstream:in", "kafka:in", "jetstream:in"} {
+		job.Reads(tp)
+	}
+	for i := range dataflow.MaxTopics + 3 {
+		job.Writes(fmt.Sprintf("redis:out%d", i))
+	}
+	reads, writes := job.Topics()
+	if !slices.Equal(reads, []string{"jetstream:in", "kafka:in"}) || len(writes) != dataflow.MaxTopics || writes[0] != "redis:out0" {
+		t.Errorf("reads %v, writes %v: want two reads, the first %d writes", reads, writes, dataflow.MaxTopics)
 	}
 }

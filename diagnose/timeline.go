@@ -3,6 +3,7 @@ package diagnose
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -22,6 +23,10 @@ type Process struct {
 	Lanes   map[uint32]int
 	Job     string
 	Edges   [][2]string
+	// Reads and Writes are a job's topics (driver:subject): a job that
+	// writes a topic another reads feeds that one's operators, not the
+	// lanes.
+	Reads, Writes []string
 	// InputLag is a receiver's readings of a job's lag on its input,
 	// [Unix ns, messages] in time order: the queue of the system under
 	// test's stages whose senders' counts are not there to give one (a
@@ -263,15 +268,25 @@ func (b *builder) modules() error {
 // does not import).
 const roleJob = "job"
 
-// operators adds the job processes' edges between their operators and
-// returns the operators that read the system's input (no edge into
-// them) and those that write its output (no edge out).
+// operators adds the job processes' edges between their operators, and
+// between jobs chained by a topic (one's last operators to the next's
+// first), and returns the operators that read the system's input (no
+// edge into them, in a job no other feeds) and those that write its
+// output (no edge out, in a job that feeds none).
 func (b *builder) operators() (heads, tails []int) {
-	for _, p := range b.in.Processes {
+	type ends struct {
+		p            *Process
+		heads, tails []int
+		fed, feeds   bool
+	}
+	var jobs []*ends
+	for pi := range b.in.Processes {
+		p := &b.in.Processes[pi]
 		if p.Role != roleJob {
 			continue
 		}
-		pre := b.prefix(p)
+		j := &ends{p: p}
+		pre := b.prefix(*p)
 		in, out := map[int]bool{}, map[int]bool{}
 		for _, e := range p.Edges {
 			from, ok1 := b.byName[pre+e[0]]
@@ -284,12 +299,34 @@ func (b *builder) operators() (heads, tails []int) {
 		for _, st := range p.Series.Stages {
 			if m, ok := b.byName[pre+st.Name]; ok && st.Kind == stage.Operator {
 				if !in[m] {
-					heads = append(heads, m)
+					j.heads = append(j.heads, m)
 				}
 				if !out[m] {
-					tails = append(tails, m)
+					j.tails = append(j.tails, m)
 				}
 			}
+		}
+		jobs = append(jobs, j)
+	}
+	for _, a := range jobs {
+		for _, c := range jobs {
+			if a == c || !slices.ContainsFunc(a.p.Writes, func(tp string) bool { return slices.Contains(c.p.Reads, tp) }) {
+				continue
+			}
+			a.feeds, c.fed = true, true
+			for _, t := range a.tails {
+				for _, h := range c.heads {
+					b.edges = append(b.edges, [2]int{t, h})
+				}
+			}
+		}
+	}
+	for _, j := range jobs {
+		if !j.fed {
+			heads = append(heads, j.heads...)
+		}
+		if !j.feeds {
+			tails = append(tails, j.tails...)
 		}
 	}
 	return heads, tails

@@ -173,6 +173,26 @@ func TestAJobsOperatorsAreStages(t *testing.T) {
 		if d.Limiting != tc.want || d.Evidence != tc.ev {
 			t.Errorf("busy %v: limiting %q (%s), want %s", tc.busy, d.Limiting, d.Evidence, tc.want)
 		}
+		// The same operators in two jobs chained by a topic (YSB in two
+		// processes): the first job's operator feeds the second's, and
+		// only the second writes what the lane reads.
+		split := in
+		all := ops(tc.busy...)
+		split.Processes = append(slices.Clone(in.Processes[:2]),
+			Process{Node: "job0", Role: "job", Job: "a", Series: seriesOf(n, 1000, 5e9, all[0]), Writes: []string{"jetstream:mid"}},
+			Process{Node: "job1", Role: "job", Job: "b", Series: seriesOf(n, 1000, 5e9, all[1]), Reads: []string{"jetstream:mid"}})
+		if tl, err = BuildTimeline(split); err != nil {
+			t.Fatal(err)
+		}
+		g = tl.Graph
+		join, window = g.Index("a/join"), g.Index("b/window")
+		if join < 0 || window < 0 || !has(box, join) || !has(join, window) || !has(window, l) || has(box, window) || has(join, l) {
+			t.Fatalf("two jobs: modules %+v; edges: box -> %v, a/join -> %v, b/window -> %v", g.Modules, g.Children(box), g.Children(join), g.Children(window))
+		}
+		want := map[string]string{"ysb/join": "a/join", "ysb/window": "b/window"}[tc.want]
+		if d := Analyze(tl, Options{}); d.Limiting != want {
+			t.Errorf("two jobs, busy %v: limiting %q (%s), want %s", tc.busy, d.Limiting, d.Evidence, want)
+		}
 	}
 }
 

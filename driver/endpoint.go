@@ -179,6 +179,11 @@ func validGroup(s string) bool {
 	return true
 }
 
+// Topic names what the endpoint reads or writes, wherever its server is:
+// driver:subject (jetstream:ysb.views). Jobs that write and read one
+// topic are chained by it (dataflow.Job.Reads).
+func (e Endpoint) Topic() string { return e.Driver + ":" + e.Subject }
+
 // Where names the endpoint in errors: driver, server and subject.
 func (e Endpoint) Where() string {
 	return e.Driver + "://" + strings.TrimPrefix(e.Server, "nats://") + "/" + e.Subject

@@ -234,7 +234,7 @@ func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string)
 	}
 	tctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
-	r := &trialRun{c: c, ctx: ctx, tctx: tctx, deadline: deadline, o: o}
+	r := &trialRun{c: c, ctx: ctx, tctx: tctx, deadline: deadline, o: o, done: map[*protocol.Client]*protocol.TrialStatus{}}
 	invalid := func(err error) (Trial, error) {
 		r.stopAll()
 		r.stopWatches()
@@ -288,8 +288,13 @@ type trialRun struct {
 	started   []*protocol.Client
 	jobs      []*protocol.Client // the job agents started (not in started: they end when the others have)
 	watches   []*jobmetrics.Watch
-	o         *Outcome
-	startAt   time.Time // the senders' common start, fixed before the receivers start (zero: when the senders start)
+	// done is each agent's result, collected into the outcome in the
+	// agents' order (collect), not the order they finished in: the run
+	// directory names them by that order (sender0, job1, ...).
+	done    map[*protocol.Client]*protocol.TrialStatus
+	watched []*protocol.JobResult // the metrics watches' results
+	o       *Outcome
+	startAt time.Time // the senders' common start, fixed before the receivers start (zero: when the senders start)
 }
 
 // stopAll asks every started agent to stop (bounded, even when the
@@ -375,6 +380,7 @@ func (r *trialRun) startSenders(rate float64) error {
 // fails, stops answering for the agent timeout, or never finishes is the
 // error. The results go into the outcome.
 func (r *trialRun) await() error {
+	defer r.collect()
 	silentFor := r.c.AgentTimeout
 	if silentFor <= 0 {
 		silentFor = DefaultAgentTimeout
@@ -425,19 +431,44 @@ func (r *trialRun) poll(a *protocol.Client, lastOK map[*protocol.Client]time.Tim
 		return false, nil
 	case st.State == protocol.StateFailed:
 		return false, agentFault(a, fmt.Errorf("trial failed: %s", st.Error))
-	case st.Sender != nil:
-		r.o.Senders = append(r.o.Senders, st.Sender)
-	case st.Receiver != nil:
-		r.o.Receivers = append(r.o.Receivers, st.Receiver)
+	case st.Sender != nil, st.Receiver != nil:
+		r.done[a] = &st
 	case st.Job != nil:
 		if err := st.Job.Validate(); err != nil {
 			return false, agentFault(a, fmt.Errorf("its operators' accounting: %w", err))
 		}
-		r.o.Jobs = append(r.o.Jobs, st.Job)
+		r.done[a] = &st
 	default:
 		return false, agentFault(a, errors.New("finished without a result"))
 	}
 	return true, nil
+}
+
+// collect puts the agents' results into the outcome in the agents'
+// order, then the metrics watches'; a job's result is named by its node
+// (job0, ... by --job-agent, then the watches).
+func (r *trialRun) collect() {
+	for _, a := range r.c.Receivers {
+		if st := r.done[a]; st != nil && st.Receiver != nil {
+			r.o.Receivers = append(r.o.Receivers, st.Receiver)
+		}
+	}
+	for _, a := range r.c.Senders {
+		if st := r.done[a]; st != nil && st.Sender != nil {
+			r.o.Senders = append(r.o.Senders, st.Sender)
+		}
+	}
+	for i, a := range r.c.Jobs {
+		if st := r.done[a]; st != nil && st.Job != nil {
+			st.Job.Node = fmt.Sprintf("job%d", i)
+			r.o.Jobs = append(r.o.Jobs, st.Job)
+		}
+	}
+	for i, res := range r.watched {
+		res.Node = fmt.Sprintf("job%d", len(r.c.Jobs)+i)
+		r.o.Jobs = append(r.o.Jobs, res)
+	}
+	r.done, r.watched = nil, nil
 }
 
 // window is the measured window, when every sender runs past its warm-up:

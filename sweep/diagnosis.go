@@ -81,7 +81,11 @@ func Processes(senders []*sender.Result, receivers []*receiver.Result, jobs []*p
 		if j == nil {
 			continue
 		}
-		out = append(out, diagnose.Process{Node: fmt.Sprintf("job%d", i), Role: protocol.RoleJob, Series: j.StageSeries, Job: j.Name, Edges: j.Edges})
+		node := j.Node
+		if node == "" { // a run directory from before the sweep named them
+			node = fmt.Sprintf("job%d", i)
+		}
+		out = append(out, diagnose.Process{Node: node, Role: protocol.RoleJob, Series: j.StageSeries, Job: j.Name, Edges: j.Edges, Reads: j.Reads, Writes: j.Writes})
 	}
 	return out
 }

@@ -54,7 +54,7 @@ func (r *trialRun) awaitJobs(lastOK map[*protocol.Client]time.Time, silentFor ti
 		if err != nil {
 			return &AgentError{Agent: "job metrics", Err: err, System: true}
 		}
-		r.o.Jobs = append(r.o.Jobs, res)
+		r.watched = append(r.watched, res)
 	}
 	r.watches = nil
 	pending := append([]*protocol.Client(nil), r.jobs...)

@@ -37,7 +37,7 @@ func messagePairs(hops [][2]string) [][2]string {
 			toReceive = true
 		case pr == [2]string{"deserialized", "consumed"}:
 			toConsumer = true
-		case !strings.HasPrefix(pr[1], OperatorPrefix):
+		case !analysis.IsOperatorPoint(pr[1]):
 			continue
 		}
 		out = append(out, pr)
@@ -456,6 +456,19 @@ func WriteFiles(dir string, rep *Report, problems []string) error {
 	return atomicfile.Write(filepath.Join(dir, CSVFile), csv.Bytes(), 0o644)
 }
 
+// operatorWorker is the worker of an operator of an edge on node
+// (job0/op.join); an operator named with its node (job0/join: a run of
+// several jobs) is only node's.
+func operatorWorker(node, op string) string {
+	if n, name, ok := strings.Cut(op, "/"); ok {
+		if n != node {
+			return ""
+		}
+		op = name
+	}
+	return node + "/" + OperatorPrefix + op
+}
+
 // releases are the pairs of operator workers on one node that a job's
 // edge joins, [feeds, fed] (Options.Releases).
 func (in *Input) releases() [][2]int {
@@ -463,10 +476,10 @@ func (in *Input) releases() [][2]int {
 	for _, e := range in.edges {
 		for w, name := range in.Workers {
 			node, _, _ := strings.Cut(name, "/")
-			if name != node+"/"+OperatorPrefix+e[0] {
+			if name != operatorWorker(node, e[0]) {
 				continue
 			}
-			if d, ok := in.index[node+"/"+OperatorPrefix+e[1]]; ok {
+			if d, ok := in.index[operatorWorker(node, e[1])]; ok {
 				out = append(out, [2]int{w, d})
 			}
 		}

@@ -101,7 +101,7 @@ func ysbCommand() *cobra.Command {
 					return err
 				}
 			}
-			df, stopAccounting, err := acct.start("ysb")
+			df, stopAccounting, err := acct.start(ysbJobName(c.Part))
 			if err != nil {
 				return err
 			}
@@ -175,6 +175,15 @@ func checkYSB(c ysb.Config) error {
 		errs = append(errs, fmt.Errorf("--window %v (at least 1ms), --lateness %v (not negative), --copies %d (1..64), --stream %d (0..65535)", c.Window, c.Lateness, c.Copies, c.Stream))
 	}
 	return errors.Join(errs...)
+}
+
+// ysbJobName names the job in the analyses: ysb, or ysb-filter and
+// ysb-count for its parts (ysb-count/join), which may run side by side.
+func ysbJobName(part string) string {
+	if part == ysb.PartAll {
+		return "ysb"
+	}
+	return "ysb-" + part
 }
 
 func runCommand() *cobra.Command {

@@ -21,7 +21,7 @@ import (
 func analyzeCommand() *cobra.Command {
 	var pairs []string
 	var lag time.Duration
-	var jsonOut, partial, pag bool
+	var jsonOut, partial, pag, relateAll bool
 	var pf pagFlags
 	cmd := &cobra.Command{
 		Use:   "analyze RUNDIR",
@@ -38,15 +38,22 @@ channels). Writes RUNDIR/analysis.json and RUNDIR/analysis.csv.
 With --pag it also builds the program activity graph from the stages'
 activity channels (docs/activity.md): critical participation per window,
 worker and activity, per-window metrics, k-hops from every wait and any
-invariants given, into RUNDIR/pag.json and RUNDIR/pag.csv.`,
+invariants given, into RUNDIR/pag.json and RUNDIR/pag.csv.
+
+Agents on one machine read one clock, so their pairs are "same machine",
+exact. --relate-same-machine bounds them through the TSC relation instead,
+as if each agent were a machine of its own ("cross node"): on network
+namespaces or containers of one host this checks the relation's bounds
+against the one clock's truth.`,
 		Example: `  cpsweep analyze runs/20261122T004900Z-demo
   cpsweep analyze --pair emit,consumed --json runs/20261122T004900Z-demo
-  cpsweep analyze --pag --window 50ms --progress-max 100ms runs/20261122T004900Z-demo`,
+  cpsweep analyze --pag --window 50ms --progress-max 100ms runs/20261122T004900Z-demo
+  cpsweep analyze --relate-same-machine runs/20261122T004900Z-netns`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cmd.SilenceUsage = true
 			var o analysis.Options
-			o.Lag = lag
+			o.Lag, o.RelateSameMachine = lag, relateAll
 			for _, p := range pairs {
 				a, b, ok := strings.Cut(p, ",")
 				if !ok || a == "" || b == "" {
@@ -94,6 +101,7 @@ invariants given, into RUNDIR/pag.json and RUNDIR/pag.csv.`,
 	f.DurationVar(&lag, "lag", analysis.DefaultLag, "the largest latency expected between two points: a tuple later than this counts as missing (memory grows with it);\nwhen the profiled trial was overloaded, its length instead of this default")
 	f.BoolVar(&jsonOut, "json", false, "print the analysis as JSON")
 	f.BoolVar(&partial, "partial", false, "analyse what is intact in a run directory with missing or damaged files (listed in the output) instead of refusing it")
+	f.BoolVar(&relateAll, "relate-same-machine", false, "bound pairs of agents on one machine through the TSC relation, as if each were a machine of its own (a check of the bounds on namespaces or containers of one host)")
 	f.BoolVar(&pag, "pag", false, "also build the program activity graph: pag.json and pag.csv (docs/activity.md)")
 	pf.register(f, true)
 	return cmd

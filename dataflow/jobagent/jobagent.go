@@ -80,6 +80,7 @@ func (t *trial) Start(env agent.Env) (*agent.Started, error) {
 			trace.Stop() // before the agent closes the trial's profiler
 		}
 		res := &protocol.JobResult{Name: t.role.JobName, StageSeries: set.Series().Cut(from, to)}
+		res.Reads, res.Writes = t.role.Job.Topics()
 		if t.role.Rates != nil {
 			res.ServiceRates = t.role.Rates.Rates()
 		}

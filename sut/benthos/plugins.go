@@ -43,12 +43,14 @@ func Register(env *service.Environment, reg driver.Registry, connected Connected
 			if in.op, err = operators.Declare(OpInput, nil); err != nil {
 				return nil, err
 			}
+			operators.Reads(in.e.Topic())
 			return in, nil
 		}),
 		env.RegisterBatchOutput("cp_output", outputSpec(), func(conf *service.ParsedConfig, mgr *service.Resources) (service.BatchOutput, service.BatchPolicy, int, error) {
 			out, err := newOutput(conf, mgr, reg)
 			if out != nil {
 				out.connected = connected
+				operators.Writes(out.e.Topic())
 			}
 			// one batch in flight: a stream's buckets leave in their order
 			return out, service.BatchPolicy{}, 1, err

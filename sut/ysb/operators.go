@@ -145,7 +145,12 @@ func newJoin(conf *service.ParsedConfig, mgr *service.Resources, df *dataflow.Jo
 	if err != nil {
 		return nil, err
 	}
-	if err := connectCopy(df, OpFilter, OpJoin, op); err != nil {
+	// after its copy's filter, or its input in the count part (no filter)
+	from := OpFilter
+	if op != nil && df.Op(sameCopy(OpFilter, OpJoin, op)) == nil {
+		from = cpbenthos.OpInput
+	}
+	if err := connectCopy(df, from, OpJoin, op); err != nil {
 		return nil, err
 	}
 	if w := df.Op(OpWindow); w != nil {

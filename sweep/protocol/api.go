@@ -230,8 +230,17 @@ func (t JobTrial) Validate() error {
 // kind operator, docs/diagnosis.md) cut to the trial, and the dataflow's
 // edges between them, [from, to] by operator name.
 type JobResult struct {
-	Name        string        `json:"name"`
-	Edges       [][2]string   `json:"edges"`
+	Name  string      `json:"name"`
+	Edges [][2]string `json:"edges"`
+	// Reads and Writes are the topics the job reads and writes
+	// (driver:subject, e.g. jetstream:ysb.views; Topic): a job whose
+	// output another job reads feeds that one, and the analyses follow a
+	// tuple from the first job's operators into the next's.
+	Reads  []string `json:"reads,omitempty"`
+	Writes []string `json:"writes,omitempty"`
+	// Node is the run directory's name of the job (job0, ...), set by
+	// the sweep, never by the agent.
+	Node        string        `json:"node,omitempty"`
 	StageSeries *stage.Series `json:"stage_series"`
 	// ServiceRates are the operators' service rates over the trial, by
 	// both methods (docs/service-rate.md; absent: not estimated).
@@ -246,6 +255,23 @@ type InjectedStall struct {
 	Operator   string `json:"operator"`
 	FromUnixNs int64  `json:"from_unix_ns"`
 	ToUnixNs   int64  `json:"to_unix_ns"`
+}
+
+// MaxJobTopics bounds a job's topics read, and written.
+const MaxJobTopics = 16
+
+// validTopic: driver:subject, printable, without spaces, bounded.
+func validTopic(tp string) bool {
+	drv, subject, ok := strings.Cut(tp, ":")
+	if !ok || drv == "" || subject == "" || len(tp) > 256 {
+		return false
+	}
+	for _, c := range tp {
+		if c <= ' ' || c > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 // MaxJobEdges bounds the edges of a JobResult (a dataflow's 256
@@ -263,6 +289,16 @@ func (r *JobResult) Validate() error {
 	}
 	if len(r.Name) == 0 || len(r.Name) > 64 || strings.ContainsAny(r.Name, "/ \t\n") {
 		return fmt.Errorf("job name %q: want 1 to 64 bytes, no '/' or space", r.Name)
+	}
+	for _, topics := range [][]string{r.Reads, r.Writes} {
+		if len(topics) > MaxJobTopics {
+			return fmt.Errorf("%d topics, at most %d", len(topics), MaxJobTopics)
+		}
+		for _, tp := range topics {
+			if !validTopic(tp) {
+				return fmt.Errorf("topic %.80q: want driver:subject, at most 256 printable bytes", tp)
+			}
+		}
 	}
 	if len(r.Edges) > MaxJobEdges {
 		return fmt.Errorf("%d edges, at most %d", len(r.Edges), MaxJobEdges)

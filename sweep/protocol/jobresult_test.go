@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-const goodJob = `{"name":"ysb","edges":[["join","window"]],"stage_series":{"period_ns":100000000,"tsc_hz":1e9,"tsc":[1,2],"unix_ns":[10,20],
+const goodJob = `{"name":"ysb","edges":[["join","window"]],"reads":["jetstream:ysb.in"],"writes":["jetstream:ysb.out"],"stage_series":{"period_ns":100000000,"tsc_hz":1e9,"tsc":[1,2],"unix_ns":[10,20],
 "stages":[{"name":"join","kind":"operator","states":["waiting","busy","blocked"],"from":0,"state_ns":[[0,1],[0,2],[0,0]],"items":[0,5],"no_queue":true},
 {"name":"window","kind":"operator","states":["waiting","busy","blocked"],"from":1,"state_ns":[[0],[0],[0]],"items":[0],"no_queue":true}]},"injected":[{"operator":"join","from_unix_ns":10,"to_unix_ns":20}]}`
 
@@ -25,6 +25,10 @@ func TestJobResultValidate(t *testing.T) {
 		{"items go back", `"items":[0,5]`, `"items":[5,0]`, "decrease"},
 		{"a stall of no operator", `"operator":"join"`, `"operator":"sink"`, "an injected stall"},
 		{"a stall that ends first", `"to_unix_ns":20`, `"to_unix_ns":5`, "an injected stall"},
+		{"a topic without its driver", `"jetstream:ysb.in"`, `"ysb.in"`, "want driver:subject"},
+		{"a topic with a space", `"jetstream:ysb.out"`, `"jetstream:ysb out"`, "want driver:subject"},
+		{"a topic of control bytes", `"jetstream:ysb.out"`, `"jetstream:\u001b[2J"`, "want driver:subject"},
+		{"too many topics", `"reads":["jetstream:ysb.in"]`, `"reads":[` + strings.Repeat(`"a:b",`, MaxJobTopics) + `"a:c"]`, "17 topics"},
 		{"a stall of an hour", `"to_unix_ns":20`, `"to_unix_ns":3600000000010`, "an injected stall"},
 	} {
 		var r JobResult
