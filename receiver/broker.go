@@ -16,8 +16,15 @@ import (
 // may hold it until it is released.
 type brokerSource struct {
 	c         driver.Consumer
-	max       int    // the receive limit (bytes)
-	waitTicks uint64 // waitedAfter in TSC ticks
+	max       int          // the receive limit (bytes)
+	waitTicks uint64       // waitedAfter in TSC ticks
+	ready     driver.Ready // c, when it can hand over what it holds (nil: it cannot)
+}
+
+// newBrokerSource reads lane messages from c.
+func newBrokerSource(c driver.Consumer, max int, waitTicks uint64) brokerSource {
+	ready, _ := c.(driver.Ready)
+	return brokerSource{c: c, max: max, waitTicks: waitTicks, ready: ready}
 }
 
 // brokerPoll is the longest wait for a message, so that a lane notices a
@@ -29,6 +36,15 @@ const brokerPoll = 100 * time.Millisecond
 const waitedAfter = 20 * time.Microsecond
 
 func (s brokerSource) Recv(b *objfactory.Bucket) error {
+	if s.ready != nil { // a message already there: the lane did not wait
+		if msg, ok := s.ready.TryNext(); ok {
+			if len(msg) > s.max {
+				return objfactory.ErrOversized
+			}
+			b.Msg, b.Waited = msg, false
+			return nil
+		}
+	}
 	start := tsc.ReadFast() // per message: the TSC, not two clock calls
 	msg, err := s.c.Next(brokerPoll)
 	switch {

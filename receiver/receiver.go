@@ -279,7 +279,7 @@ func (r *Receiver) Run() (*Result, error) {
 			}
 			var src objfactory.Source = laneSource{l.raw}
 			if l.cons != nil {
-				src = brokerSource{l.cons, r.cfg.MaxMessage, r.cfg.Clock.Ticks(waitedAfter)}
+				src = newBrokerSource(l.cons, r.cfg.MaxMessage, r.cfg.Clock.Ticks(waitedAfter))
 			}
 			l.err = l.Run(src, &r.stop, accept)
 		}()
@@ -375,7 +375,7 @@ func (l *lane) drain(r *Receiver, b *objfactory.Bucket) bool {
 	st.consumedTuples.Add(n)
 	st.consumedBuckets.Add(1)
 	r.consumed.Add(n)
-	now := tsc.ReadFast()
+	now := b.Received // counted as it arrived: no TSC read of its own
 	r.firstData.CompareAndSwap(0, now)
 	r.lastConsum.Store(now)
 	return false

@@ -42,10 +42,12 @@ const brokerSendTimeout = 100 * time.Millisecond
 func (o brokerOutlet) SendBatch(items []zmqraw.BatchItem, msgs [][]byte) (int, error) {
 	for i := range items {
 		it := &items[i]
-		it.Ready = tsc.ReadFast()
-		for it.Due > 0 && tsc.ReadFast() < it.Due {
+		now := tsc.ReadFast()
+		it.Ready = now
+		for it.Due > 0 && now < it.Due { // one TSC read a message when none is due later
+			now = tsc.ReadFast()
 		}
-		it.At = tsc.ReadFast()
+		it.At = now
 		if err := o.p.Publish(msgs[i]); err != nil {
 			if errors.Is(err, driver.ErrFull) {
 				return i, zmqraw.ErrAgain
