@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/cloudprofiler-go/cp/rundir"
-	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // OperatorPrefix begins the point of a job's operator (op.join: its
@@ -44,9 +43,17 @@ func pointKey(node, channel string, severalJobs bool) string {
 	return PointOf(channel)
 }
 
+// jobFlow is what the analyses read of a job in a trial's outcome: its
+// node, dataflow edges and topics.
+type jobFlow struct {
+	node          string
+	edges         [][2]string
+	reads, writes []string
+}
+
 // profiledJobs are the jobs of the run's profiled trial (outcome.jobs of
 // its trial file; none without a job or a profiled trial).
-func profiledJobs(d *rundir.Dir) ([]*protocol.JobResult, error) {
+func profiledJobs(d *rundir.Dir) ([]jobFlow, error) {
 	if d.Summary == nil {
 		return nil, nil
 	}
@@ -58,11 +65,11 @@ func profiledJobs(d *rundir.Dir) ([]*protocol.JobResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the profiled trial's file: %w", err)
 	}
-	var jobs []*protocol.JobResult
+	var jobs []jobFlow
 	if f.Outcome != nil {
 		for _, j := range f.Outcome.Jobs {
 			if j != nil {
-				jobs = append(jobs, j)
+				jobs = append(jobs, jobFlow{node: j.Node, edges: j.Edges, reads: j.Reads, writes: j.Writes})
 			}
 		}
 	}
@@ -91,27 +98,27 @@ func JobEdges(d *rundir.Dir) ([][2]string, error) {
 }
 
 // chainJobs is JobEdges of the jobs of a trial.
-func chainJobs(jobs []*protocol.JobResult) [][2]string {
+func chainJobs(jobs []jobFlow) [][2]string {
 	if len(jobs) == 1 {
-		return jobs[0].Edges
+		return jobs[0].edges
 	}
 	var edges [][2]string
 	nodes := make([]string, len(jobs))
 	for i, j := range jobs {
-		if nodes[i] = j.Node; nodes[i] == "" {
+		if nodes[i] = j.node; nodes[i] == "" {
 			nodes[i] = fmt.Sprintf("job%d", i)
 		}
-		for _, e := range j.Edges {
+		for _, e := range j.edges {
 			edges = append(edges, [2]string{nodes[i] + "/" + e[0], nodes[i] + "/" + e[1]})
 		}
 	}
 	for a, ja := range jobs {
 		for b, jb := range jobs {
-			if a == b || !slices.ContainsFunc(ja.Writes, func(tp string) bool { return slices.Contains(jb.Reads, tp) }) {
+			if a == b || !slices.ContainsFunc(ja.writes, func(tp string) bool { return slices.Contains(jb.reads, tp) }) {
 				continue
 			}
-			_, lasts := jobEnds(ja.Edges)
-			firsts, _ := jobEnds(jb.Edges)
+			_, lasts := jobEnds(ja.edges)
+			firsts, _ := jobEnds(jb.edges)
 			for _, from := range lasts {
 				for _, to := range firsts {
 					edges = append(edges, [2]string{nodes[a] + "/" + from, nodes[b] + "/" + to})

@@ -4,8 +4,6 @@ import (
 	"reflect"
 	"slices"
 	"testing"
-
-	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // TestHopPairsFollowTheJobsEdges: the points a tuple passes, pair by
@@ -50,13 +48,10 @@ func TestHopPairsFollowTheJobsEdges(t *testing.T) {
 // pairs run from the senders through both to the receivers, each
 // operator's point its own node's.
 func TestJobsChainByTheirTopics(t *testing.T) {
-	filter := &protocol.JobResult{Name: "ysb-filter", Node: "job0", Edges: [][2]string{{"input", "filter"}},
-		Reads: []string{"jetstream:ysb.in"}, Writes: []string{"jetstream:ysb.views"}}
-	count := &protocol.JobResult{Name: "ysb-count", Node: "job1", Edges: [][2]string{{"input", "join"}, {"join", "window"}},
-		Reads: []string{"jetstream:ysb.views"}, Writes: []string{"jetstream:ysb.out"}}
-	other := &protocol.JobResult{Name: "other", Node: "job2", Edges: [][2]string{{"a", "b"}},
-		Reads: []string{"kafka:ysb.views"}, Writes: []string{"kafka:x"}} // another driver's topic of that name
-	edges := chainJobs([]*protocol.JobResult{count, filter, other})
+	filter := jobFlow{node: "job0", edges: [][2]string{{"input", "filter"}}, reads: []string{"jetstream:ysb.in"}, writes: []string{"jetstream:ysb.views"}}
+	count := jobFlow{node: "job1", edges: [][2]string{{"input", "join"}, {"join", "window"}}, reads: []string{"jetstream:ysb.views"}, writes: []string{"jetstream:ysb.out"}}
+	other := jobFlow{node: "job2", edges: [][2]string{{"a", "b"}}, reads: []string{"kafka:ysb.views"}, writes: []string{"kafka:x"}} // another driver's topic of that name
+	edges := chainJobs([]jobFlow{count, filter, other})
 	want := [][2]string{{"job1/input", "job1/join"}, {"job1/join", "job1/window"}, {"job0/input", "job0/filter"}, {"job2/a", "job2/b"}, {"job0/filter", "job1/input"}}
 	if !reflect.DeepEqual(edges, want) {
 		t.Fatalf("edges %v, want %v", edges, want)

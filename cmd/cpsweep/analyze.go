@@ -18,15 +18,7 @@ import (
 	"github.com/cloudprofiler-go/cp/rundir"
 )
 
-func analyzeCommand() *cobra.Command {
-	var pairs []string
-	var lag time.Duration
-	var jsonOut, partial, pag, relateAll bool
-	var pf pagFlags
-	cmd := &cobra.Command{
-		Use:   "analyze RUNDIR",
-		Short: "Join the profiler logs of a run across nodes: per-pair latency with error bounds",
-		Long: `Reads RUNDIR/profiles/<node>/ (collected by cpsweep --profile) and
+const analyzeLong = `Reads RUNDIR/profiles/<node>/ (collected by cpsweep --profile) and
 RUNDIR/relation.json (cpsweep --clock), joins every tuple's records by id
 across nodes, translates every TSC value into the reference node's time, and
 reports for each pair of points (emit -> receive -> deserialized -> consumed,
@@ -44,7 +36,17 @@ Agents on one machine read one clock, so their pairs are "same machine",
 exact. --relate-same-machine bounds them through the TSC relation instead,
 as if each agent were a machine of its own ("cross node"): on network
 namespaces or containers of one host this checks the relation's bounds
-against the one clock's truth.`,
+against the one clock's truth.`
+
+func analyzeCommand() *cobra.Command {
+	var pairs []string
+	var lag time.Duration
+	var jsonOut, partial, pag, relateAll bool
+	var pf pagFlags
+	cmd := &cobra.Command{
+		Use:   "analyze RUNDIR",
+		Short: "Join the profiler logs of a run across nodes: per-pair latency with error bounds",
+		Long:  analyzeLong,
 		Example: `  cpsweep analyze runs/20261122T004900Z-demo
   cpsweep analyze --pair emit,consumed --json runs/20261122T004900Z-demo
   cpsweep analyze --pag --window 50ms --progress-max 100ms runs/20261122T004900Z-demo

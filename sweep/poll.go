@@ -1,0 +1,66 @@
+package sweep
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
+)
+
+// poll asks one agent for its status: done with its result recorded, not
+// yet, or an error that makes the trial invalid.
+func (r *trialRun) poll(a *protocol.Client, lastOK map[*protocol.Client]time.Time, silentFor time.Duration) (bool, error) {
+	st, err := a.Status(r.tctx)
+	switch {
+	case err != nil && r.ctx.Err() != nil:
+		return false, r.ctx.Err()
+	case err != nil:
+		if since := time.Since(lastOK[a]); since >= silentFor {
+			return false, agentFault(a, fmt.Errorf("stopped answering mid-trial (nothing for %v): %w", since.Round(100*time.Millisecond), err))
+		}
+		return false, nil
+	case !st.Finished():
+		lastOK[a] = time.Now()
+		return false, nil
+	case st.State == protocol.StateFailed:
+		return false, agentFault(a, fmt.Errorf("trial failed: %s", st.Error))
+	case st.Sender != nil, st.Receiver != nil:
+		r.done[a] = &st
+	case st.Job != nil:
+		if err := st.Job.Validate(); err != nil {
+			return false, agentFault(a, fmt.Errorf("its operators' accounting: %w", err))
+		}
+		r.done[a] = &st
+	default:
+		return false, agentFault(a, errors.New("finished without a result"))
+	}
+	return true, nil
+}
+
+// collect puts the agents' results into the outcome in the agents'
+// order, then the metrics watches'; a job's result is named by its node
+// (job0, ... by --job-agent, then the watches).
+func (r *trialRun) collect() {
+	for _, a := range r.c.Receivers {
+		if st := r.done[a]; st != nil && st.Receiver != nil {
+			r.o.Receivers = append(r.o.Receivers, st.Receiver)
+		}
+	}
+	for _, a := range r.c.Senders {
+		if st := r.done[a]; st != nil && st.Sender != nil {
+			r.o.Senders = append(r.o.Senders, st.Sender)
+		}
+	}
+	for i, a := range r.c.Jobs {
+		if st := r.done[a]; st != nil && st.Job != nil {
+			st.Job.Node = fmt.Sprintf("job%d", i)
+			r.o.Jobs = append(r.o.Jobs, st.Job)
+		}
+	}
+	for i, res := range r.watched {
+		res.Node = fmt.Sprintf("job%d", len(r.c.Jobs)+i)
+		r.o.Jobs = append(r.o.Jobs, res)
+	}
+	r.done, r.watched = nil, nil
+}
