@@ -31,7 +31,7 @@ import (
 // the trial goes.
 type fakeAgent struct {
 	role     string
-	behave   string // ok, refuse, capacity, fail, failonce (the first trial), hang, die, noprofile
+	behave   string // ok, refuse, capacity, fail, failonce (the first trial), hang, die, noprofile, late (done a few polls after the others)
 	srv      *httptest.Server
 	mu       sync.Mutex
 	polls    int
@@ -86,10 +86,14 @@ func newFake(t *testing.T, role, behave string) *fakeAgent {
 			time.Sleep(protocol.ControlTimeout + time.Second) // a poll that never answers in time
 		case (f.behave == "fail" || f.behave == "failonce" && started == 1) && polls > 2:
 			st = protocol.TrialStatus{State: protocol.StateFailed, Error: "bind tcp://*:5555: address in use"}
+		case f.behave == "late" && polls <= 6:
 		case polls > 2:
 			st.State = protocol.StateDone
 			if role == protocol.RoleSender {
 				st.Sender = &sender.Result{TargetRate: 1000, Threads: 1, BucketSize: 1, Emitted: 1000, ScheduledTups: 1000}
+				if f.behave == "late" {
+					st.Sender.Scenario = "late" // told apart from the others
+				}
 				// A host that other work keeps busy (95% busy, 0.2 cores of it
 				// ours): always, or in the first trial only.
 				if f.behave == "busy" || f.behave == "busyonce" && started == 1 {
@@ -376,5 +380,24 @@ func TestRateWalksFromThePlanToEveryThread(t *testing.T) {
 	}
 	if math.Abs(total-1.2e6) > 1e-6 {
 		t.Errorf("the threads add up to %.3f tuples/s, want 1.2M", total)
+	}
+}
+
+// TestOutcomeIsInTheAgentsOrder: the results are in the order the agents
+// were given (the run directory names them sender0, sender1, ... by it),
+// not the order they finished in: the first sender finishes last.
+func TestOutcomeIsInTheAgentsOrder(t *testing.T) {
+	recv := newFake(t, protocol.RoleReceiver, "ok")
+	late, early := newFake(t, protocol.RoleSender, "late"), newFake(t, protocol.RoleSender, "ok")
+	c := &Controller{Receivers: []*protocol.Client{recv.client()}, Senders: []*protocol.Client{late.client(), early.client()}, Plan: testPlan(t), AgentTimeout: 5 * time.Second}
+	if _, err := c.Prepare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := c.RunTrial(context.Background(), 1000, "ramp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := tr.Outcome.Senders; len(s) != 2 || s[0].Scenario != "late" || s[1].Scenario == "late" {
+		t.Fatalf("senders in the outcome: %+v, want the late one first, as given", s)
 	}
 }
