@@ -35,30 +35,7 @@ func TestAProfiledSweepTracesTheJobsOperators(t *testing.T) {
 			t.Errorf("profiles/job0/%s: %v", f, err)
 		}
 	}
-	b, err := exec.Command(filepath.Join(binDir, "cpsweep"), "analyze", "--pag", "--json", rep.Dir).Output()
-	if err != nil && ExitCode(err) != 2 {
-		t.Fatalf("analyze: %v\n%s", err, b)
-	}
-	var both struct {
-		Latency analysis.Report `json:"analysis"`
-		PAG     struct {
-			Workers []string `json:"workers"`
-			CP      []struct {
-				Worker string  `json:"worker"`
-				Kind   string  `json:"kind"`
-				Value  float64 `json:"value"`
-			} `json:"critical_participation"`
-			Windows []struct {
-				Metrics []struct {
-					Worker, Kind string
-					Count        int
-				} `json:"metrics"`
-			} `json:"windows"`
-		} `json:"pag"`
-	}
-	if err := json.Unmarshal(b, &both); err != nil {
-		t.Fatalf("%v\n%s", err, b)
-	}
+	both := analyzeWithPAG(t, rep.Dir)
 	joined := map[string]uint64{}
 	for _, pr := range both.Latency.Pairs {
 		for _, g := range pr.Groups {
@@ -74,14 +51,7 @@ func TestAProfiledSweepTracesTheJobsOperators(t *testing.T) {
 	// (the operators wait for their input): the operators are workers of
 	// the graph with their own kinds (TestBenchOperatorLimits: on the
 	// paths at the limit).
-	kinds := map[string]int{}
-	for _, w := range both.PAG.Windows {
-		for _, m := range w.Metrics {
-			if strings.HasPrefix(m.Worker, "job0/op.") {
-				kinds[m.Worker+" "+m.Kind] += m.Count
-			}
-		}
-	}
+	kinds := both.kinds()
 	for _, k := range []string{"job0/op.input busy", "job0/op.filter busy", "job0/op.join busy", "job0/op.window busy", "job0/op.join waiting", "job0/op.join message"} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s activity in the graph: %v", k, kinds)
@@ -96,4 +66,50 @@ func TestAProfiledSweepTracesTheJobsOperators(t *testing.T) {
 		t.Errorf("the table has no operator pairs:\n%s", text)
 	}
 	t.Logf("cpsweep analyze:\n%s", text)
+}
+
+// pagAnalysis is cpsweep analyze --pag --json's output, as the tests read
+// it: the latency pairs and the activity graph.
+type pagAnalysis struct {
+	Latency analysis.Report `json:"analysis"`
+	PAG     struct {
+		Workers []string `json:"workers"`
+		CP      []struct {
+			Worker string  `json:"worker"`
+			Kind   string  `json:"kind"`
+			Value  float64 `json:"value"`
+		} `json:"critical_participation"`
+		Windows []struct {
+			Metrics []struct {
+				Worker, Kind string
+				Count        int
+			} `json:"metrics"`
+		} `json:"windows"`
+	} `json:"pag"`
+}
+
+// analyzeWithPAG runs cpsweep analyze --pag --json on a run directory
+// (exit 2, problems listed, is an answer too).
+func analyzeWithPAG(t *testing.T, dir string) pagAnalysis {
+	t.Helper()
+	b, err := exec.Command(filepath.Join(binDir, "cpsweep"), "analyze", "--pag", "--json", dir).Output()
+	if err != nil && ExitCode(err) != 2 {
+		t.Fatalf("analyze --pag: %v\n%s", err, b)
+	}
+	var out pagAnalysis
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	return out
+}
+
+// kinds sums the graph's windows' activities by "worker kind".
+func (p pagAnalysis) kinds() map[string]int {
+	out := map[string]int{}
+	for _, w := range p.PAG.Windows {
+		for _, m := range w.Metrics {
+			out[m.Worker+" "+m.Kind] += m.Count
+		}
+	}
+	return out
 }

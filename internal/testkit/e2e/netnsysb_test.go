@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"net"
@@ -166,29 +165,7 @@ func TestYSBAcrossThreeHosts(t *testing.T) {
 	}
 	// The activity graph has both jobs' operators as workers, each its
 	// node's, with messages along the chain.
-	b, err := exec.Command(filepath.Join(binDir, "cpsweep"), "analyze", "--pag", "--json", rep.Dir).Output()
-	if err != nil && ExitCode(err) != 2 {
-		t.Fatalf("analyze --pag: %v\n%s", err, b)
-	}
-	var pag struct {
-		PAG struct {
-			Windows []struct {
-				Metrics []struct {
-					Worker, Kind string
-					Count        int
-				} `json:"metrics"`
-			} `json:"windows"`
-		} `json:"pag"`
-	}
-	if err := json.Unmarshal(b, &pag); err != nil {
-		t.Fatalf("%v\n%s", err, b)
-	}
-	kinds := map[string]int{}
-	for _, w := range pag.PAG.Windows {
-		for _, m := range w.Metrics {
-			kinds[m.Worker+" "+m.Kind] += m.Count
-		}
-	}
+	kinds := analyzeWithPAG(t, rep.Dir).kinds()
 	for _, k := range []string{"job0/op.filter busy", "job1/op.input message", "job1/op.join busy", "job1/op.window busy", "receiver0/lane0 message"} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s activity in the graph: %v", k, kinds)
