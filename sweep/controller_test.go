@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -399,5 +400,44 @@ func TestOutcomeIsInTheAgentsOrder(t *testing.T) {
 	}
 	if s := tr.Outcome.Senders; len(s) != 2 || s[0].Scenario != "late" || s[1].Scenario == "late" {
 		t.Fatalf("senders in the outcome: %+v, want the late one first, as given", s)
+	}
+}
+
+// TestWaitAnsweringWaitsForAgentsFoundTooEarly: an agent whose address
+// takes no connection yet (a pod in DNS before it is reachable) is waited
+// for until it answers; one that never does, only until the timeout.
+func TestWaitAnsweringWaitsForAgentsFoundTooEarly(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	fake := newFake(t, protocol.RoleSender, "ok")
+	go func() {
+		time.Sleep(600 * time.Millisecond)
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return // the test fails below: the agent never answers
+		}
+		srv := &http.Server{Handler: fake.srv.Config.Handler}
+		go func() { _ = srv.Serve(l) }()
+		t.Cleanup(func() { _ = srv.Close() })
+	}()
+	recv := newFake(t, protocol.RoleReceiver, "ok")
+	c := &Controller{Receivers: []*protocol.Client{recv.client()}, Senders: []*protocol.Client{protocol.NewClient(addr, "")}}
+	start := time.Now()
+	c.WaitAnswering(context.Background(), 10*time.Second)
+	if took := time.Since(start); took < 500*time.Millisecond || took > 5*time.Second {
+		t.Errorf("waited %v for an agent that answers after 600 ms", took)
+	}
+	if _, err := c.Senders[0].Info(context.Background()); err != nil {
+		t.Errorf("the agent waited for does not answer: %v", err)
+	}
+	gone := &Controller{Senders: []*protocol.Client{protocol.NewClient("127.0.0.1:1", "")}}
+	start = time.Now()
+	gone.WaitAnswering(context.Background(), time.Second)
+	if took := time.Since(start); took < time.Second || took > 3*time.Second {
+		t.Errorf("waited %v for an agent that never answers, want the timeout (1 s)", took)
 	}
 }

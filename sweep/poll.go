@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -63,4 +64,31 @@ func (r *trialRun) collect() {
 		r.o.Jobs = append(r.o.Jobs, res)
 	}
 	r.done, r.watched = nil, nil
+}
+
+// WaitAnswering waits up to timeout until every agent answers its info
+// request: agents found by DNS (a Kubernetes Service's pods) may be in it
+// before their address takes a connection (CI, 2026-11-28: a receiver's
+// pod unreachable for the sweep's first request, ready a moment later).
+// Prepare names an agent that never answers.
+func (c *Controller) WaitAnswering(ctx context.Context, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	pending := append(append(append([]*protocol.Client(nil), c.Receivers...), c.Senders...), c.Jobs...)
+	for len(pending) > 0 {
+		next := pending[:0]
+		for _, a := range pending {
+			if _, err := a.Info(ctx); err != nil {
+				next = append(next, a)
+			}
+		}
+		if pending = next; len(pending) == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }

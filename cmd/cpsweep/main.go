@@ -342,6 +342,10 @@ func (o *options) agents(ctx context.Context, ctrl *sweep.Controller, tok string
 	for _, a := range o.receivers {
 		ctrl.Receivers = append(ctrl.Receivers, protocol.NewClient(a, tok))
 	}
+	if o.discover.senders != "" || o.discover.jobs != "" {
+		// in DNS before they answer: wait for them (Prepare names one that never does)
+		ctrl.WaitAnswering(ctx, o.discover.timeout)
+	}
 	return func() {}, nil
 }
 
