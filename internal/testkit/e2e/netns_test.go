@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +19,9 @@ import (
 // testNet is a bridge in the root namespace with one veth-connected network
 // namespace per host: a small LAN of test hosts that exist only for the
 // test (addresses 10.231.77.0/24, the bridge is .1).
+// testNets counts the test nets made by this process (their prefixes).
+var testNets atomic.Int32
+
 type testNet struct {
 	t      *testing.T
 	prefix string
@@ -41,7 +45,10 @@ func newTestNet(t *testing.T, names ...string) *testNet {
 	if _, err := exec.LookPath("ip"); err != nil {
 		skipOrFail(t, "no ip command (apt-get install iproute2): multi-host test skipped")
 	}
-	n := &testNet{t: t, prefix: fmt.Sprintf("cpt%d", os.Getpid()%10000), hosts: map[string]string{}}
+	// A prefix of its own: a namespace's devices go away after its
+	// deletion returns, so the next test's net must not reuse their names
+	// (CI, 2026-11-28: "RTNETLINK answers: File exists").
+	n := &testNet{t: t, prefix: fmt.Sprintf("cpt%d%c", os.Getpid()%10000, 'a'+testNets.Add(1)%26), hosts: map[string]string{}}
 	br := n.prefix + "br"
 	if err := run("ip", "link", "add", br, "type", "bridge"); err != nil {
 		skipOrFail(t, fmt.Sprintf("cannot create a bridge here (%v): multi-host test skipped", err))
