@@ -186,7 +186,8 @@ func Analyze(d *rundir.Dir, o Options) (*Report, error) {
 	if o.Lag <= 0 {
 		o.Lag = DefaultLag
 	}
-	points, nodes := sourcesOf(d)
+	jobs := readJobs(d)
+	points, nodes := sourcesOf(d, jobs.several)
 	tr, err := newTranslator(d, nodes, o.RelateSameMachine)
 	if err != nil {
 		return rep, err
@@ -196,7 +197,7 @@ func Analyze(d *rundir.Dir, o Options) (*Report, error) {
 	pairs := o.Pairs
 	if len(pairs) == 0 {
 		var probs []string
-		pairs, probs = defaultPairs(d, points)
+		pairs, probs = defaultPairs(jobs, points)
 		rep.Problems = append(rep.Problems, probs...)
 	}
 	if len(pairs) == 0 {
@@ -225,10 +226,9 @@ func Analyze(d *rundir.Dir, o Options) (*Report, error) {
 }
 
 // sourcesOf lists every log of the run by point, and the nodes, sorted.
-func sourcesOf(d *rundir.Dir) (map[string][]source, []string) {
+func sourcesOf(d *rundir.Dir, several bool) (map[string][]source, []string) {
 	points := map[string][]source{}
 	var nodes []string
-	several := severalJobs(d)
 	for node, nf := range d.Nodes {
 		nodes = append(nodes, node)
 		for ch, paths := range nf.Logs {
@@ -246,9 +246,9 @@ func sourcesOf(d *rundir.Dir) (map[string][]source, []string) {
 // (HopPairs: through a job's operators when they log points), and the
 // first of the Pipeline's points that have logs with the last (end to
 // end) when there are more than two.
-func defaultPairs(d *rundir.Dir, points map[string][]source) ([][2]string, []string) {
+func defaultPairs(jobs runJobs, points map[string][]source) ([][2]string, []string) {
 	has := func(p string) bool { return len(points[p]) > 0 }
-	edges, problems := jobEdgesOf(d, points)
+	edges, problems := jobEdgesOf(jobs, points)
 	pairs, probs := HopPairs(edges, has)
 	problems = append(problems, probs...)
 	var present []string
@@ -263,13 +263,13 @@ func defaultPairs(d *rundir.Dir, points map[string][]source) ([][2]string, []str
 	return pairs, problems
 }
 
-// jobEdgesOf is JobEdges, with a problem when the run has operators'
-// points but no edges to join them by.
-func jobEdgesOf(d *rundir.Dir, points map[string][]source) ([][2]string, []string) {
-	edges, err := JobEdges(d)
-	if err != nil {
-		return nil, []string{fmt.Sprintf("a job's operators: %v; their points are not joined", err)}
+// jobEdgesOf are the jobs' edges, with a problem when they could not be
+// read, or when the run has operators' points but no edges to join them by.
+func jobEdgesOf(jobs runJobs, points map[string][]source) ([][2]string, []string) {
+	if jobs.err != nil {
+		return nil, []string{fmt.Sprintf("a job's operators: %v; their points are not joined", jobs.err)}
 	}
+	edges := jobs.edges
 	if len(edges) == 0 {
 		for p := range points {
 			if IsOperatorPoint(p) {

@@ -15,7 +15,7 @@ const OperatorPrefix = "op."
 
 // OperatorPoint is the point of a job's operator (dataflow.PointChannel
 // without a copy's suffix: join.1 logs at op.join too); of an operator
-// named with its node (job1/join, a run of several jobs: JobEdges), the
+// named with its node (job1/join, a run of several jobs: chainJobs), the
 // point of that node only (job1/op.join).
 func OperatorPoint(operator string) string {
 	if node, op, ok := strings.Cut(operator, "/"); ok {
@@ -76,28 +76,30 @@ func profiledJobs(d *rundir.Dir) ([]jobFlow, error) {
 	return jobs, nil
 }
 
-// severalJobs says whether the run's profiled trial has more than one
-// job: their operators are then named with their nodes (job0/filter).
-func severalJobs(d *rundir.Dir) bool {
-	jobs, _ := profiledJobs(d)
-	return len(jobs) > 1
+// runJobs is what a run's profiled trial says of its jobs, read once per
+// analysis: whether there are several (their operators are then named
+// with their nodes: job0/filter), and their dataflow edges, [from, to] by
+// operator (chainJobs), or why they could not be read.
+type runJobs struct {
+	several bool
+	edges   [][2]string
+	err     error
 }
 
-// JobEdges are the dataflow edges, [from, to] by operator, of the jobs in
-// the run's profiled trial (none without a job or a profiled trial). With
-// several jobs the operators are named with their nodes (job0/filter),
-// and a job that writes a topic another reads (JobResult.Writes, Reads)
-// feeds it: edges from its last operators (none after them) to the
-// other's first.
-func JobEdges(d *rundir.Dir) ([][2]string, error) {
+// readJobs reads the jobs of d's profiled trial (none without a job or a
+// profiled trial).
+func readJobs(d *rundir.Dir) runJobs {
 	jobs, err := profiledJobs(d)
 	if err != nil || len(jobs) == 0 {
-		return nil, err
+		return runJobs{err: err}
 	}
-	return chainJobs(jobs), nil
+	return runJobs{several: len(jobs) > 1, edges: chainJobs(jobs)}
 }
 
-// chainJobs is JobEdges of the jobs of a trial.
+// chainJobs are the dataflow edges of a trial's jobs. With several jobs
+// the operators are named with their nodes (job0/filter), and a job that
+// writes a topic another reads (JobResult.Writes, Reads) feeds it: edges
+// from its last operators (none after them) to the other's first.
 func chainJobs(jobs []jobFlow) [][2]string {
 	if len(jobs) == 1 {
 		return jobs[0].edges

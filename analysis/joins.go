@@ -17,6 +17,7 @@ type Joins struct {
 	points map[string][]source
 	tr     *translator
 	lag    float64
+	jobs   runJobs
 
 	// joined keeps every finished join's result, so that Analyze with
 	// Options.Reuse does not join the same pair again (analyze --pag reads
@@ -62,7 +63,8 @@ type Log struct {
 // relation could not say (read, not fatal); lag is the join's (0:
 // DefaultLag).
 func OpenJoins(d *rundir.Dir, lag time.Duration) (*Joins, []string, error) {
-	points, nodes := sourcesOf(d)
+	jobs := readJobs(d)
+	points, nodes := sourcesOf(d, jobs.several)
 	tr, err := newTranslator(d, nodes, false)
 	if err != nil {
 		return nil, nil, err
@@ -70,8 +72,14 @@ func OpenJoins(d *rundir.Dir, lag time.Duration) (*Joins, []string, error) {
 	if lag <= 0 {
 		lag = DefaultLag
 	}
-	return &Joins{points: points, tr: tr, lag: float64(lag.Nanoseconds())}, append([]string(nil), tr.problems...), nil
+	return &Joins{points: points, tr: tr, lag: float64(lag.Nanoseconds()), jobs: jobs}, append([]string(nil), tr.problems...), nil
 }
+
+// JobEdges are the dataflow edges, [from, to] by operator, of the jobs in
+// the run's profiled trial (none without a job or a profiled trial; with
+// several jobs, their operators named with their nodes and chained by
+// their topics), or why they could not be read.
+func (r *Joins) JobEdges() ([][2]string, error) { return r.jobs.edges, r.jobs.err }
 
 // Points lists the points that have logs, sorted.
 func (r *Joins) Points() []string {

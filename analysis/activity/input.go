@@ -91,7 +91,7 @@ func Open(d *rundir.Dir, lag time.Duration) (*Input, []string, error) {
 		return nil, nil, err
 	}
 	in := &Input{index: map[string]int{}, run: run}
-	edges, err := analysis.JobEdges(d)
+	edges, err := run.JobEdges()
 	if err != nil {
 		problems = append(problems, fmt.Sprintf("a job's operators: %v; no message edges through them", err))
 	}
