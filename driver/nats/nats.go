@@ -130,11 +130,20 @@ func (p *jsProducer) Close() { p.nc.Close() }
 // stream (JetStream): the harness's own, made anew, or with a group the
 // job's, joined.
 func newNATSConsumer(e driver.Endpoint) (driver.Consumer, error) {
+	if e.Driver == driver.NATS {
+		c, err := dialWire(e)
+		switch {
+		case err == nil:
+			return c, nil
+		case !errors.Is(err, errNeedsTLS):
+			return nil, err
+		}
+	}
 	nc, err := connect(e, "cp-receiver")
 	if err != nil {
 		return nil, err
 	}
-	if e.Driver == driver.NATS {
+	if e.Driver == driver.NATS { // a server that requires TLS: nats.go's client
 		// The channel is the lane's queue in the client: when it is full,
 		// core NATS drops for a slow consumer.
 		ch := make(chan *nats.Msg, CoreQueue)
@@ -162,10 +171,14 @@ type coreConsumer struct {
 	ch  chan *nats.Msg
 }
 
-// CoreQueue bounds the messages the client hands over ahead of the lane;
-// beyond it, core NATS drops them for a slow consumer, which the sequence
-// checks count as loss.
-const CoreQueue = 1 << 16
+// CoreQueue and CoreQueueBytes bound what the client holds for the lane
+// ahead of it (nats.go's default pending limits of a subscription);
+// beyond them core NATS drops, for a slow consumer, and the sequence
+// checks count the loss.
+const (
+	CoreQueue      = 512 << 10
+	CoreQueueBytes = 64 << 20
+)
 
 // coreSpin is how long the lane polls for the next message before it
 // parks: a receiving lane is locked to its OS thread, and parking it costs

@@ -1,0 +1,317 @@
+package nats
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/driver"
+	"github.com/cloudprofiler-go/cp/driver/embedded"
+)
+
+// recordConn is a connection whose writes are kept (the consumer's
+// PONGs); nothing else of it is used by parse.
+type recordConn struct {
+	net.Conn
+	out bytes.Buffer
+}
+
+func (r *recordConn) Write(b []byte) (int, error)      { return r.out.Write(b) }
+func (r *recordConn) SetWriteDeadline(time.Time) error { return nil }
+
+// parseChunks feeds the chunks to a consumer's parser as reads would
+// bring them and returns the messages it handed over, the parser's error,
+// and what it wrote back.
+func parseChunks(chunks ...string) ([]string, error, string) {
+	conn := &recordConn{}
+	c := &wireConsumer{conn: conn, buf: make([]byte, wireChunk), maxPayload: 64,
+		batches: make(chan *wireBatch, wireBatches), free: make(chan *wireBatch, 64), pongs: make(chan struct{}, 2)}
+	var got []string
+	for _, chunk := range chunks {
+		c.end += copy(c.buf[c.end:], chunk)
+		b, err := c.parse()
+		c.deliver(b)
+		for {
+			m, ok := c.TryNext()
+			if !ok {
+				break
+			}
+			got = append(got, string(m))
+		}
+		if err != nil {
+			return got, err, conn.out.String()
+		}
+	}
+	return got, nil, conn.out.String()
+}
+
+func TestWireParse(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		chunks []string
+		want   []string
+		err    string // a part of the error; "" none
+		wrote  string
+	}{
+		{"one message", []string{"MSG s 1 5\r\nhello\r\n"}, []string{"hello"}, "", ""},
+		{"a reply subject", []string{"MSG s 1 r.x 2\r\nhi\r\n"}, []string{"hi"}, "", ""},
+		{"an empty payload", []string{"MSG s 1 0\r\n\r\n"}, []string{""}, "", ""},
+		{"headers are not the payload", []string{"HMSG s 1 12 14\r\nNATS/1.0\r\n\r\nhi\r\n"}, []string{"hi"}, "", ""},
+		{"split across reads", []string{"MS", "G s 1 5\r\nhe", "llo\r", "\nMSG s 1 1\r\nx\r\n"}, []string{"hello", "x"}, "", ""},
+		{"a PING is answered", []string{"PING\r\nMSG s 1 1\r\na\r\n"}, []string{"a"}, "", "PONG\r\n"},
+		{"INFO and +OK are skipped", []string{"INFO {}\r\n+OK\r\nMSG s 1 1\r\nb\r\n"}, []string{"b"}, "", ""},
+		{"the server's error ends it", []string{"MSG s 1 1\r\nc\r\n-ERR 'Stale Connection'\r\n"}, []string{"c"}, "Stale Connection", ""},
+		{"over max_payload", []string{"MSG s 1 65\r\n"}, nil, "bad message line", ""},
+		{"a size that is not a number", []string{"MSG s 1 5x\r\n"}, nil, "bad message line", ""},
+		{"headers longer than the whole", []string{"HMSG s 1 9 4\r\n"}, nil, "bad message line", ""},
+		{"an unknown operation", []string{"HELLO\r\n"}, nil, "unknown operation", ""},
+		{"an endless line", []string{strings.Repeat("x", maxWireLine+1)}, nil, "a line of over", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err, wrote := parseChunks(tc.chunks...)
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("messages %q, want %q", got, tc.want)
+			}
+			if (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("error %v, want one with %q", err, tc.err)
+			}
+			if wrote != tc.wrote {
+				t.Errorf("wrote %q, want %q", wrote, tc.wrote)
+			}
+		})
+	}
+}
+
+// FuzzWireParse: whatever a server sends, the parser neither panics nor
+// hands over more than max_payload, and what it hands over is whole.
+func FuzzWireParse(f *testing.F) {
+	f.Add([]byte("MSG s 1 5\r\nhello\r\nPING\r\n"), 7)
+	f.Add([]byte("HMSG s 1 r 12 14\r\nNATS/1.0\r\n\r\nhi\r\n"), 3)
+	f.Add([]byte("MSG s 1 999999999\r\n"), 0)
+	f.Fuzz(func(t *testing.T, data []byte, cut int) {
+		if len(data) > wireChunk {
+			return
+		}
+		cut = min(max(cut, 0), len(data))
+		got, _, _ := parseChunks(string(data[:cut]), string(data[cut:]))
+		for _, m := range got {
+			if len(m) > 64 {
+				t.Fatalf("a message of %d bytes over a max_payload of 64", len(m))
+			}
+		}
+	})
+}
+
+// TestWireParseAllocates: cutting messages out of a read allocates only
+// the batch, once per read, not per message.
+func TestWireParseAllocates(t *testing.T) {
+	var stream []byte
+	for i := 0; i < 1000; i++ {
+		stream = append(stream, "MSG cp.s 1 24\r\n0123456789abcdefghijklmn\r\n"...)
+	}
+	c := &wireConsumer{conn: &recordConn{}, buf: make([]byte, wireChunk), maxPayload: 1 << 20,
+		batches: make(chan *wireBatch, wireBatches), free: make(chan *wireBatch, 64), pongs: make(chan struct{}, 2)}
+	per := testing.AllocsPerRun(20, func() {
+		c.start, c.end = 0, copy(c.buf, stream)
+		b, err := c.parse()
+		if err != nil || len(b.msgs) != 1000 {
+			t.Fatalf("parsed %d messages: %v", len(b.msgs), err)
+		}
+		c.deliver(b)
+		for n := 0; n < 1000; n++ {
+			if _, ok := c.TryNext(); !ok {
+				t.Fatalf("message %d not handed over", n)
+			}
+		}
+	}) / 1000
+	if per > 0.01 {
+		t.Errorf("%.3f allocations a message, want none but the batch's", per)
+	}
+}
+
+// TestWireRoundTripKeepsEveryPayload: through a real server, every
+// message arrives once, in order, whole, and stays whole after later reads
+// (the caller keeps each one: a chunk is never reused), from empty to
+// larger than a read buffer.
+func TestWireRoundTripKeepsEveryPayload(t *testing.T) {
+	srv, err := embedded.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	e := driver.Endpoint{Driver: driver.NATS, Server: "nats://" + srv.Addr(), Subject: "cp.wire", Window: driver.DefaultCoreWindow}
+	c, err := dialWire(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p, err := newNATSProducer(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	sizes := func(i int) int {
+		if i%997 == 996 {
+			return wireChunk + 1000 + i // larger than a chunk
+		}
+		return (i * 37) % 3000
+	}
+	const n = 20000
+	go func() {
+		for i := 0; i < n; i++ {
+			msg := make([]byte, max(sizes(i), 8))[:sizes(i)]
+			if len(msg) >= 4 {
+				binary.LittleEndian.PutUint32(msg, uint32(i))
+			}
+			for err := p.Publish(msg); err != nil; err = p.Publish(msg) {
+				if !errors.Is(err, driver.ErrFull) {
+					t.Error(err)
+					return
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+		if err := p.Flush(5 * time.Second); err != nil {
+			t.Error(err)
+		}
+	}()
+	kept := make([][]byte, 0, n)
+	for len(kept) < n {
+		m, err := c.Next(5 * time.Second)
+		if err != nil {
+			t.Fatalf("after %d messages: %v", len(kept), err)
+		}
+		kept = append(kept, m)
+	}
+	for i, m := range kept {
+		if len(m) != sizes(i) || len(m) >= 4 && binary.LittleEndian.Uint32(m) != uint32(i) {
+			t.Fatalf("message %d: %d bytes, want %d, and its index", i, len(m), sizes(i))
+		}
+	}
+	if lag, _ := c.Lag(); lag != 0 || c.Dropped() != 0 {
+		t.Errorf("lag %d, dropped %d after everything was read; want 0 and 0", lag, c.Dropped())
+	}
+}
+
+// fakeServer accepts one client, greets it with INFO, answers its PINGs,
+// and after the PONG of the handshake's last (the n-th) sends script (an
+// empty script: it reads and drops the rest); it returns the address and the lines the client sent after that.
+func fakeServer(t *testing.T, n int, script string) (string, <-chan string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	lines := make(chan string, 16)
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "INFO {\"max_payload\":1024}\r\n")
+		r := bufio.NewReader(conn)
+		for pings := 0; ; {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			switch line = strings.TrimSpace(line); {
+			case line == "PING" && pings < n:
+				fmt.Fprint(conn, "PONG\r\n")
+				if pings++; pings == n && script == "" {
+					_, _ = io.Copy(io.Discard, r) // a sink: reading a line allocates
+					return
+				}
+				if pings == n {
+					fmt.Fprint(conn, script)
+				}
+			case strings.HasPrefix(line, "CONNECT"), strings.HasPrefix(line, "SUB"):
+			default:
+				select { // a test that reads none: discarded
+				case lines <- line:
+				default:
+				}
+			}
+		}
+	}()
+	return ln.Addr().String(), lines
+}
+
+// TestWireAnswersTheServersPing: a server's PING gets a PONG from a
+// consumer (a server closes a client that does not answer two).
+func TestWireAnswersTheServersPing(t *testing.T) {
+	addr, lines := fakeServer(t, 2, "PING\r\n")
+	c, err := dialWire(driver.Endpoint{Driver: driver.NATS, Server: "nats://" + addr, Subject: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if l := waitLine(t, lines); l != "PONG" {
+		t.Errorf("the consumer answered a PING with %q", l)
+	}
+}
+
+func waitLine(t *testing.T, lines <-chan string) string {
+	t.Helper()
+	select {
+	case l := <-lines:
+		return l
+	case <-time.After(5 * time.Second):
+		t.Fatal("nothing came back within 5 s")
+		return ""
+	}
+}
+
+// TestWireServerErrorIsAnError: a server's -ERR ends the consumer, with
+// the server's words, once what came before it is handed over.
+func TestWireServerErrorIsAnError(t *testing.T) {
+	addr, _ := fakeServer(t, 2, "MSG s 1 2\r\nok\r\n-ERR 'Permissions Violation'\r\n")
+	c, err := dialWire(driver.Endpoint{Driver: driver.NATS, Server: "nats://" + addr, Subject: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if m, err := c.Next(5 * time.Second); err != nil || string(m) != "ok" {
+		t.Fatalf("first %q, %v; want the message before the error", m, err)
+	}
+	if _, err := c.Next(5 * time.Second); err == nil || !strings.Contains(err.Error(), "Permissions Violation") {
+		t.Errorf("after the server's error: %v", err)
+	}
+}
+
+// TestWireLeavesTLSToNATSGo: a server that requires TLS is left to
+// nats.go's client (errNeedsTLS), before anything is sent to it.
+func TestWireLeavesTLSToNATSGo(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan int, 1)
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		fmt.Fprint(conn, "INFO {\"tls_required\":true}\r\n")
+		n, _ := io.Copy(io.Discard, conn)
+		got <- int(n)
+	}()
+	_, err = dialWire(driver.Endpoint{Driver: driver.NATS, Server: "nats://" + ln.Addr().String(), Subject: "s"})
+	if !errors.Is(err, errNeedsTLS) {
+		t.Fatalf("dial: %v, want errNeedsTLS", err)
+	}
+	if n := <-got; n != 0 {
+		t.Errorf("the client sent %d bytes to a server that requires TLS", n)
+	}
+}
