@@ -27,9 +27,9 @@ func (r *recordConn) Write(b []byte) (int, error)      { return r.out.Write(b) }
 func (r *recordConn) SetWriteDeadline(time.Time) error { return nil }
 
 // parseChunks feeds the chunks to a consumer's parser as reads would
-// bring them and returns the messages it handed over, the parser's error,
-// and what it wrote back.
-func parseChunks(chunks ...string) ([]string, error, string) {
+// bring them and returns the messages it handed over, what it wrote back,
+// and the parser's error.
+func parseChunks(chunks ...string) ([]string, string, error) {
 	conn := &recordConn{}
 	c := &wireConsumer{conn: conn, buf: make([]byte, wireChunk), maxPayload: 64,
 		batches: make(chan *wireBatch, wireBatches), free: make(chan *wireBatch, 64), pongs: make(chan struct{}, 2)}
@@ -46,10 +46,10 @@ func parseChunks(chunks ...string) ([]string, error, string) {
 			got = append(got, string(m))
 		}
 		if err != nil {
-			return got, err, conn.out.String()
+			return got, conn.out.String(), err
 		}
 	}
-	return got, nil, conn.out.String()
+	return got, conn.out.String(), nil
 }
 
 func TestWireParse(t *testing.T) {
@@ -75,7 +75,7 @@ func TestWireParse(t *testing.T) {
 		{"an endless line", []string{strings.Repeat("x", maxWireLine+1)}, nil, "a line of over", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err, wrote := parseChunks(tc.chunks...)
+			got, wrote, err := parseChunks(tc.chunks...)
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("messages %q, want %q", got, tc.want)
 			}
