@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -173,11 +174,27 @@ const redisConnectTimeout = 10 * time.Second
 // long as its name took to resolve (seconds in a container network whose
 // DNS forwards what it does not know to an unreachable upstream), past
 // the windows' lateness, so the engine dropped them as late and the trial
-// owed every count (CI, 2026-11-27). The pool keeps the connection.
+// owed every count (CI, 2026-11-27). The name is resolved once, here: the
+// pool opens more connections when more pipeline threads look up at once
+// (a faster trial), and each new one resolved the name again, with the
+// same delay, at the start of a trial (CI, 2026-11-28: the first window of
+// the 4 k/s trial lost).
 func connectRedis(addr string) (*redis.Client, error) {
-	c := redis.NewClient(&redis.Options{Addr: addr})
 	ctx, cancel := context.WithTimeout(context.Background(), redisConnectTimeout)
 	defer cancel()
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("ysb_redis_join: Redis address %q: %w", addr, err)
+	}
+	ips, err := net.DefaultResolver.LookupHost(ctx, host)
+	if err != nil || len(ips) == 0 {
+		return nil, fmt.Errorf("ysb_redis_join: resolve Redis at %s: %w", addr, err)
+	}
+	resolved := net.JoinHostPort(ips[0], port)
+	var d net.Dialer
+	c := redis.NewClient(&redis.Options{Addr: addr, Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return d.DialContext(ctx, network, resolved)
+	}})
 	if err := c.Ping(ctx).Err(); err != nil {
 		_ = c.Close()
 		return nil, fmt.Errorf("ysb_redis_join: connect to Redis at %s: %w", addr, err)
