@@ -200,23 +200,13 @@ func TestWireRoundTripKeepsEveryPayload(t *testing.T) {
 	}
 }
 
-// fakeServer accepts one client, greets it with INFO, answers its PINGs,
-// and after the PONG of the handshake's last (the n-th) sends script (an
-// empty script: it reads and drops the rest); it returns the address and the lines the client sent after that.
-func fakeServer(t *testing.T, n int, script string) (string, <-chan string) {
+// fakeServer accepts one consumer, greets it with INFO, answers the two
+// PINGs of its handshake and then sends script; it returns the address
+// and the lines the client sent after that.
+func fakeServer(t *testing.T, script string) (string, <-chan string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	lines := make(chan string, 16)
-	go func() {
-		conn, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
+	addr := serveOne(t, func(conn net.Conn) {
 		fmt.Fprintf(conn, "INFO {\"max_payload\":1024}\r\n")
 		r := bufio.NewReader(conn)
 		for pings := 0; ; {
@@ -225,13 +215,9 @@ func fakeServer(t *testing.T, n int, script string) (string, <-chan string) {
 				return
 			}
 			switch line = strings.TrimSpace(line); {
-			case line == "PING" && pings < n:
+			case line == "PING" && pings < 2: // CONNECT's, then SUB's
 				fmt.Fprint(conn, "PONG\r\n")
-				if pings++; pings == n && script == "" {
-					_, _ = io.Copy(io.Discard, r) // a sink: reading a line allocates
-					return
-				}
-				if pings == n {
+				if pings++; pings == 2 {
 					fmt.Fprint(conn, script)
 				}
 			case strings.HasPrefix(line, "CONNECT"), strings.HasPrefix(line, "SUB"):
@@ -242,14 +228,34 @@ func fakeServer(t *testing.T, n int, script string) (string, <-chan string) {
 				}
 			}
 		}
+	})
+	return addr, lines
+}
+
+// serveOne serves the first connection to the address it returns with
+// serve, and closes it after.
+func serveOne(t *testing.T, serve func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		serve(conn)
 	}()
-	return ln.Addr().String(), lines
+	return ln.Addr().String()
 }
 
 // TestWireAnswersTheServersPing: a server's PING gets a PONG from a
 // consumer (a server closes a client that does not answer two).
 func TestWireAnswersTheServersPing(t *testing.T) {
-	addr, lines := fakeServer(t, 2, "PING\r\n")
+	addr, lines := fakeServer(t, "PING\r\n")
 	c, err := dialWire(driver.Endpoint{Driver: driver.NATS, Server: "nats://" + addr, Subject: "s"})
 	if err != nil {
 		t.Fatal(err)
@@ -274,7 +280,7 @@ func waitLine(t *testing.T, lines <-chan string) string {
 // TestWireServerErrorIsAnError: a server's -ERR ends the consumer, with
 // the server's words, once what came before it is handed over.
 func TestWireServerErrorIsAnError(t *testing.T) {
-	addr, _ := fakeServer(t, 2, "MSG s 1 2\r\nok\r\n-ERR 'Permissions Violation'\r\n")
+	addr, _ := fakeServer(t, "MSG s 1 2\r\nok\r\n-ERR 'Permissions Violation'\r\n")
 	c, err := dialWire(driver.Endpoint{Driver: driver.NATS, Server: "nats://" + addr, Subject: "s"})
 	if err != nil {
 		t.Fatal(err)
@@ -291,23 +297,13 @@ func TestWireServerErrorIsAnError(t *testing.T) {
 // TestWireLeavesTLSToNATSGo: a server that requires TLS is left to
 // nats.go's client (errNeedsTLS), before anything is sent to it.
 func TestWireLeavesTLSToNATSGo(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
 	got := make(chan int, 1)
-	go func() {
-		conn, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
+	addr := serveOne(t, func(conn net.Conn) {
 		fmt.Fprint(conn, "INFO {\"tls_required\":true}\r\n")
 		n, _ := io.Copy(io.Discard, conn)
 		got <- int(n)
-	}()
-	_, err = dialWire(driver.Endpoint{Driver: driver.NATS, Server: "nats://" + ln.Addr().String(), Subject: "s"})
+	})
+	_, err := dialWire(driver.Endpoint{Driver: driver.NATS, Server: "nats://" + addr, Subject: "s"})
 	if !errors.Is(err, errNeedsTLS) {
 		t.Fatalf("dial: %v, want errNeedsTLS", err)
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,9 +25,9 @@ import (
 // chunks, cuts the messages out of them in place (a payload is a slice of
 // its chunk, never reused, so the caller keeps it), and hands the lane a
 // batch of them per read. It keeps nats.go's semantics: the socket is
-// always drained, and beyond CoreQueue messages or CoreQueueBytes held
-// for the lane the client drops (a slow consumer's loss, counted). A server that requires
-// TLS gets nats.go (errNeedsTLS).
+// always drained, and beyond CoreQueue messages or CoreQueueBytes held for
+// the lane the client drops (a slow consumer's loss, counted). A server
+// that requires TLS gets nats.go (errNeedsTLS).
 
 // Bounds of what the server may send.
 const (
@@ -52,9 +51,8 @@ type wireBatch struct {
 
 // wireConsumer is a core NATS subscription on a connection of its own.
 type wireConsumer struct {
-	conn    net.Conn
+	conn    net.Conn // after the handshake, only the reader writes (its PONGs)
 	subject string
-	wmu     sync.Mutex // the reader's PONGs and Close's UNSUB share the socket
 
 	// reader → lane
 	batches chan *wireBatch
@@ -90,7 +88,7 @@ func dialWire(e driver.Endpoint) (*wireConsumer, error) {
 	if e.Subject == "" || strings.ContainsAny(e.Subject, " \t\r\n") { // driver.Parse refuses them too
 		return nil, fmt.Errorf("subscribe: subject %q is not one NATS token list", e.Subject)
 	}
-	conn, maxPayload, err := hello(e, "cp-receiver", "SUB "+e.Subject+" 1\r\nPING\r\n")
+	conn, maxPayload, err := hello(e)
 	if err != nil {
 		return nil, err
 	}
@@ -119,17 +117,17 @@ func dialWire(e driver.Endpoint) (*wireConsumer, error) {
 	return c, nil
 }
 
-// hello connects to e's server, reads its INFO and sends CONNECT, a PING
-// and then more (a SUB): what the server answers is the caller's to read.
+// hello connects to e's server, reads its INFO and sends CONNECT, a PING,
+// the SUB and a PING: what the server answers is the reader's to read.
 // The server sends nothing after its INFO before it has the CONNECT, so
 // nothing is read past it.
-func hello(e driver.Endpoint, name, more string) (net.Conn, int, error) {
+func hello(e driver.Endpoint) (net.Conn, int, error) {
 	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(e.Server, "nats://"), driver.ConnectTimeout)
 	if err != nil {
 		return nil, 0, fmt.Errorf("connect to %s (%s): %w", e.Server, e.Driver, err)
 	}
 	_ = conn.SetDeadline(time.Now().Add(driver.ConnectTimeout))
-	maxPayload, err := greet(conn, e, name, more)
+	maxPayload, err := greet(conn, e)
 	_ = conn.SetDeadline(time.Time{})
 	if err != nil {
 		conn.Close()
@@ -138,7 +136,7 @@ func hello(e driver.Endpoint, name, more string) (net.Conn, int, error) {
 	return conn, maxPayload, nil
 }
 
-func greet(conn net.Conn, e driver.Endpoint, name, more string) (int, error) {
+func greet(conn net.Conn, e driver.Endpoint) (int, error) {
 	line, err := infoLine(conn)
 	if err != nil {
 		return 0, fmt.Errorf("connect to %s: %w", e.Server, err)
@@ -155,21 +153,22 @@ func greet(conn net.Conn, e driver.Endpoint, name, more string) (int, error) {
 	if info.MaxPayload > 0 && info.MaxPayload < maxWireMsg {
 		maxPayload = info.MaxPayload
 	}
-	opts := map[string]any{"verbose": false, "pedantic": false, "name": name, "lang": "go",
+	opts := map[string]any{"verbose": false, "pedantic": false, "name": "cp-receiver", "lang": "go",
 		"version": "cp", "protocol": 1, "headers": true, "no_responders": false}
 	if e.Auth.User != "" || e.Auth.Password != "" {
 		opts["user"], opts["pass"] = e.Auth.User, e.Auth.Password
 	}
 	connect, _ := json.Marshal(opts)
-	if _, err := conn.Write(fmt.Appendf(nil, "CONNECT %s\r\nPING\r\n%s", connect, more)); err != nil {
+	if _, err := conn.Write(fmt.Appendf(nil, "CONNECT %s\r\nPING\r\nSUB %s 1\r\nPING\r\n", connect, e.Subject)); err != nil {
 		return 0, fmt.Errorf("connect to %s: %w", e.Server, err)
 	}
 	return maxPayload, nil
 }
 
-// infoLine reads the server's first line (its INFO), nothing follows it before the CONNECT.
+// infoLine reads the server's first line, its INFO (nothing follows it
+// before the CONNECT).
 func infoLine(conn net.Conn) ([]byte, error) {
-	buf := make([]byte, 0, 4096)
+	buf := make([]byte, 0, maxWireLine)
 	for {
 		if nl := bytes.IndexByte(buf, '\n'); nl >= 0 {
 			if nl != len(buf)-1 {
@@ -177,13 +176,10 @@ func infoLine(conn net.Conn) ([]byte, error) {
 			}
 			return bytes.TrimRight(buf[:nl], "\r"), nil
 		}
-		if len(buf) >= maxWireLine {
+		if len(buf) == maxWireLine {
 			return nil, errors.New("the server's first line is longer than 64 KiB")
 		}
-		if len(buf) == cap(buf) {
-			buf = append(buf, make([]byte, len(buf))...)[:len(buf)]
-		}
-		n, err := conn.Read(buf[len(buf):min(cap(buf), maxWireLine)])
+		n, err := conn.Read(buf[len(buf):maxWireLine])
 		if err != nil {
 			return nil, err
 		}
@@ -243,7 +239,11 @@ func (c *wireConsumer) pending() int {
 	if nl < 0 {
 		return 0
 	}
-	size, ok := msgSize(bytes.TrimSuffix(rest[:nl], []byte("\r")))
+	line := bytes.TrimSuffix(rest[:nl], []byte("\r"))
+	if !isMsg(line) {
+		return 0
+	}
+	size, ok := msgSize(line)
 	if !ok {
 		return 0
 	}
@@ -267,7 +267,7 @@ func (c *wireConsumer) parse() (*wireBatch, error) {
 		if len(line) > 0 && line[len(line)-1] == '\r' {
 			line = line[:len(line)-1]
 		}
-		if bytes.HasPrefix(line, []byte("MSG ")) || bytes.HasPrefix(line, []byte("HMSG ")) {
+		if isMsg(line) {
 			size, ok := msgSize(line)
 			hdr, hok := headerSize(line)
 			if !ok || !hok || size > c.maxPayload+hdr || hdr > size {
@@ -296,10 +296,8 @@ func (c *wireConsumer) parse() (*wireBatch, error) {
 func (c *wireConsumer) control(line []byte) error {
 	switch {
 	case bytes.Equal(line, []byte("PING")):
-		c.wmu.Lock()
-		_ = c.conn.SetWriteDeadline(time.Now().Add(driver.ConnectTimeout))
+		_ = c.conn.SetWriteDeadline(time.Now().Add(driver.ConnectTimeout)) // a failure fails the write
 		_, err := c.conn.Write([]byte("PONG\r\n"))
-		c.wmu.Unlock()
 		return err
 	case bytes.Equal(line, []byte("PONG")):
 		select {
@@ -315,12 +313,15 @@ func (c *wireConsumer) control(line []byte) error {
 	return nil
 }
 
-// msgSize is a MSG or HMSG line's last field: the bytes that follow it
-// (HMSG: headers and payload together).
+// isMsg says whether a line announces a message (MSG, or HMSG with
+// headers).
+func isMsg(line []byte) bool {
+	return bytes.HasPrefix(line, []byte("MSG ")) || bytes.HasPrefix(line, []byte("HMSG "))
+}
+
+// msgSize is a message line's last field: the bytes that follow it (HMSG:
+// headers and payload together).
 func msgSize(line []byte) (int, bool) {
-	if !bytes.HasPrefix(line, []byte("MSG ")) && !bytes.HasPrefix(line, []byte("HMSG ")) {
-		return 0, false
-	}
 	sp := bytes.LastIndexByte(line, ' ')
 	return parseSize(line[sp+1:])
 }
@@ -477,10 +478,6 @@ func (c *wireConsumer) Close() {
 	if c.closing.Swap(true) {
 		return
 	}
-	c.wmu.Lock()
-	_ = c.conn.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-	_, _ = c.conn.Write([]byte("UNSUB 1\r\n"))
-	c.wmu.Unlock()
-	c.conn.Close()
+	c.conn.Close() // the server ends the subscription with the connection
 	<-c.done
 }

@@ -187,8 +187,11 @@ func connectRedis(addr string) (*redis.Client, error) {
 		return nil, fmt.Errorf("ysb_redis_join: Redis address %q: %w", addr, err)
 	}
 	ips, err := net.DefaultResolver.LookupHost(ctx, host)
-	if err != nil || len(ips) == 0 {
+	if err != nil {
 		return nil, fmt.Errorf("ysb_redis_join: resolve Redis at %s: %w", addr, err)
+	}
+	if len(ips) == 0 {
+		return nil, fmt.Errorf("ysb_redis_join: resolve Redis at %s: no address", addr)
 	}
 	resolved := net.JoinHostPort(ips[0], port)
 	var d net.Dialer
