@@ -53,6 +53,11 @@ type Config struct {
 	// carries an identity never sent (forged_tuples: counted, not
 	// consumed).
 	Senders, SenderThreads int
+	// Owed, with a filter declared between the senders and the job's
+	// output, says which identities the filter keeps (docs/sut.md): a
+	// tuple it drops that arrives was invented. nil: every identity sent
+	// is owed.
+	Owed *scenarios.Owed
 	// MaxMessage is the largest message a lane takes: the socket refuses a
 	// larger one before it is built (ZMQ_MAXMSGSIZE), and Validate lowers
 	// it so that every lane's queue and ring of such messages fit the
@@ -201,6 +206,14 @@ func (c *Config) Validate() error {
 	}
 	if c.Settle < 0 || c.Settle > MaxWait || c.EndTimeout < 0 || c.EndTimeout > MaxWait || c.JobQuiet < 0 || c.JobQuiet > MaxWait {
 		bad("settle, end timeout and job quiet time must be 0 to %v, got %v, %v and %v", MaxWait, c.Settle, c.EndTimeout, c.JobQuiet)
+	}
+	if c.Owed != nil {
+		if err := c.Owed.Validate(); err != nil {
+			bad("%v", err)
+		}
+	}
+	if c.Senders < 0 || c.Senders > 256 || c.SenderThreads < 0 || c.SenderThreads > 256 || c.Senders*c.SenderThreads > 1<<16 {
+		bad("senders and their threads must be 0 to 256 each, got %d and %d", c.Senders, c.SenderThreads)
 	}
 	if c.Duration < 0 || c.Duration > MaxDuration {
 		bad("duration must be 0 (no limit) to %v, got %v", MaxDuration, c.Duration)

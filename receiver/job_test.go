@@ -10,6 +10,7 @@ import (
 	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
 	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/trialcfg"
 	"github.com/cloudprofiler-go/cp/wire"
 )
@@ -264,5 +265,60 @@ func TestWindowsConsumedAfterTheEndAreSampled(t *testing.T) {
 	// samples), the last sample's the last bucket's
 	if last.Consumed != 32 || last.WindowDelayNs == nil || len(delays) < 2 {
 		t.Errorf("the last sample consumed %d (delay %v), %d distinct windows' delays; want all 32 and a delay per bucket sampled", last.Consumed, last.WindowDelayNs, len(delays))
+	}
+}
+
+// tupleBucket is a map's output bucket of stream 0xff00 holding raw
+// tuples [id, intended] with the given sequence numbers of sender stream
+// 0 (sender 0, thread 0).
+func tupleBucket(seq uint64, intended time.Time, ids ...uint64) []byte {
+	var body []byte
+	for _, id := range ids {
+		body = wire.AppendArrayLen(body, 2)
+		body = wire.AppendUint64Fixed(body, wire.TupleID(0, id))
+		body = wire.AppendInt64Fixed(body, intended.UnixNano())
+	}
+	msg := make([]byte, wire.HeaderSize, wire.HeaderSize+len(body))
+	wire.PutHeader(msg, wire.Header{Kind: wire.KindData, Stream: 0xff00, Seq: seq, Count: uint32(len(ids)), BodyLen: uint32(len(body))})
+	return append(msg, body...)
+}
+
+// TestAMapsOutputIsJudgedPerIdentity: the first bucket stamped a little
+// before the trial's start (a sender's TSC clock off the wall clock by
+// 45 ns, or by 50 ms) is the trial's, not an earlier one's; an identity
+// that comes again is counted and not consumed; one moved far ahead is
+// consumed and listed among the stream's highest; a tuple the declared
+// filter drops is counted as unowed and not consumed; a bucket a second
+// before the start is still an earlier trial's.
+func TestAMapsOutputIsJudgedPerIdentity(t *testing.T) {
+	addr := realserver.EmbeddedNATS(t)
+	in, out := "jetstream://"+addr+"/ids.in?group=job", "jetstream://"+addr+"/ids.out"
+	ensureJob(t, in, out)
+	start := time.Now()
+	owed := &scenarios.Owed{Items: 8, Bucket: 4, Keep: []byte{0b0111_1111}} // item 7 dropped: seq 7, 15, ...
+	publish(t, out, 6, func(k int) []byte {
+		switch k {
+		case 0:
+			return tupleBucket(0, start.Add(-45*time.Nanosecond), 0, 1, 2, 3)
+		case 1:
+			return tupleBucket(1, start.Add(-50*time.Millisecond), 4, 5, 6, 3) // 3 again
+		case 2:
+			return tupleBucket(2, start, 8, 9, 100_000_000, 7) // 100,000,000 moved ahead; 7 the filter drops
+		case 3:
+			return tupleBucket(3, start.Add(-time.Second), 10, 11) // an earlier trial's
+		}
+		return tupleBucket(uint64(k), start, uint64(8+4*k), uint64(9+4*k))
+	})
+	res := runJobTrial(t, in, out, start, func(c *receiver.Config) {
+		c.Schema, c.Senders, c.SenderThreads, c.Owed = "raw", 1, 1, owed
+		c.StreamNext = map[uint32]uint64{0xff00: 0}
+	})
+	if len(res.Identities) != 1 {
+		t.Fatalf("identities %+v", res.Identities)
+	}
+	id := res.Identities[0]
+	// 0-6, 8, 9, 100,000,000, 24, 25, 28, 29: 14 distinct owed
+	if res.Earlier != 2 || res.Consumed != 14 || id.Distinct != 14 || id.Duplicates != 1 || id.Unowed != 1 || id.Next != 100_000_001 || id.Highest[0] != 100_000_000 || id.Highest[1] != 29 {
+		t.Errorf("earlier %d, consumed %d, identities %+v; want 2 earlier, 14 consumed and distinct, 1 duplicate, 1 unowed, next 100000001, highest 100000000 then 29", res.Earlier, res.Consumed, id)
 	}
 }

@@ -48,18 +48,21 @@ type Receiver struct {
 	// trialStartNs: buckets meant to be sent before it are an earlier
 	// trial's (a job's output; 0: none are).
 	trialStartNs int64
-	jobFailure   atomic.Value      // string: the job is gone (set by the monitor)
-	backlog      []BacklogSample   // written by the monitor only
-	jobLag       *jobLag           // a job's lag on its input (nil: no job)
-	consumedCh   *profiler.Channel // nil: not profiled
-	lastLatency  atomic.Int64      // latency of the latest consumed bucket, ns
-	lastWindow   atomic.Int64      // arrival of the latest consumed window less its end, ns (noWindow: none yet)
-	firstData    atomic.Uint64     // TSC when the first data bucket was consumed
-	lastConsum   atomic.Uint64     // TSC when the last tuple was consumed
-	stages       *stage.Set        // nil: no stage accounting
-	rates        *servicerate.Tracker
-	prefill      []*zmq.Socket // Prefill's sockets, closed with the receiver
-	consumerAcc  *stage.Account
+	// ids judge a map's or filter's output per identity (nil: windows,
+	// or not a sweep's trial of a job). The consumer's until it returns.
+	ids         *identities
+	jobFailure  atomic.Value      // string: the job is gone (set by the monitor)
+	backlog     []BacklogSample   // written by the monitor only
+	jobLag      *jobLag           // a job's lag on its input (nil: no job)
+	consumedCh  *profiler.Channel // nil: not profiled
+	lastLatency atomic.Int64      // latency of the latest consumed bucket, ns
+	lastWindow  atomic.Int64      // arrival of the latest consumed window less its end, ns (noWindow: none yet)
+	firstData   atomic.Uint64     // TSC when the first data bucket was consumed
+	lastConsum  atomic.Uint64     // TSC when the last tuple was consumed
+	stages      *stage.Set        // nil: no stage accounting
+	rates       *servicerate.Tracker
+	prefill     []*zmq.Socket // Prefill's sockets, closed with the receiver
+	consumerAcc *stage.Account
 	// An idle consumer parks (parked) until a lane queues a bucket and
 	// wakes it: one wake-up per bucket at most, where polling with naps
 	// took 2.66 sleeps per bucket at 20 k buckets/s (BENCHMARKS.md).
@@ -106,6 +109,9 @@ func New(cfg Config) (*Receiver, error) {
 	r.jobLag = jobLagOf(cfg)
 	if cfg.jobMode() && !cfg.TrialStart.IsZero() {
 		r.trialStartNs = cfg.TrialStart.UnixNano()
+		if cfg.Senders > 0 && cfg.Schema != scenarios.SchemaWindow && !cfg.Drain {
+			r.ids = newIdentities(cfg.Senders, cfg.SenderThreads, cfg.Owed)
+		}
 	}
 	if cfg.StagePeriod > 0 {
 		r.stages = stage.NewSet(cfg.Clock, cfg.StagePeriod)

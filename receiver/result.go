@@ -73,6 +73,9 @@ func (r *Receiver) result(reason string) *Result {
 	if r.cfg.jobTrial() { // a job may rightly write nothing (a filter that keeps no tuple)
 		res.Complete = allComplete
 	}
+	if r.ids != nil {
+		res.Identities = r.ids.results()
+	}
 	res.WindowCount = r.windowSum
 	if r.perWindow != nil {
 		res.Windows, res.WindowsNotTallied = r.perWindow.counts(), r.perWindow.notTallied

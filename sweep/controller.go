@@ -78,6 +78,7 @@ type Controller struct {
 	endpoints []string          // receivers' data endpoints, resolved
 	hostOf    map[string]string // node (receiver0, sender0) -> the host name its agent reported
 	expect    []int             // streams each receiver should see
+	owed      *scenarios.Owed   // the declared filter's identities (Prepare; nil: every one is owed)
 }
 
 // Prepare checks every agent and works out where senders send.
@@ -144,6 +145,9 @@ func (c *Controller) Prepare(ctx context.Context) ([]protocol.AgentInfo, error) 
 		for g := 0; g < len(c.Senders)*c.Plan.Threads; g++ {
 			c.expect[recvOf[targets[g%len(targets)]]]++
 		}
+	}
+	if c.owed, err = c.Plan.owedPattern(); err != nil {
+		return nil, err
 	}
 	return infos, nil
 }
@@ -321,6 +325,7 @@ func (r *trialRun) startReceivers() error {
 		if p.Job != nil {
 			cfg.TrialStart, cfg.SendersEnd = r.startAt, r.startAt.Add(p.Warmup+p.Duration)
 			cfg.Senders, cfg.SenderThreads = len(c.Senders), p.Threads
+			cfg.Owed = c.owed
 		}
 		if _, err := a.Start(r.tctx, cfg); err != nil {
 			return agentFault(a, fmt.Errorf("start receiver: %w", err))

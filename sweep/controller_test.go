@@ -441,3 +441,13 @@ func TestWaitAnsweringWaitsForAgentsFoundTooEarly(t *testing.T) {
 		t.Errorf("waited %v for an agent that never answers, want the timeout (1 s)", took)
 	}
 }
+
+// TestEarlierSlackIsBelowTheTrialsGap: the receivers' slack for a
+// sender's clock is far below the least time between one trial's last
+// tuple and the next trial's start (the senders' and the job's leads),
+// so that no tuple of an earlier trial is taken for this one's.
+func TestEarlierSlackIsBelowTheTrialsGap(t *testing.T) {
+	if gap := senderLead + jobLead; receiver.EarlierSlack*10 > gap {
+		t.Errorf("EarlierSlack %v is not far below the %v between trials", receiver.EarlierSlack, gap)
+	}
+}

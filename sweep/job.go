@@ -166,3 +166,24 @@ func (c *Controller) jobLag(ctx context.Context) (int64, error) {
 	}
 	return most, nil
 }
+
+// owedPattern is, for a map or filter job with a declared filter, which
+// identities the filter keeps: the receivers judge its output per
+// identity against it (docs/sut.md). nil without a filter (every
+// identity sent is owed), for windows, and for a sender that drops
+// buckets (a dropped bucket moves the templates on but not the tuple
+// sequence; the filter is then judged by counts).
+func (p TrialPlan) owedPattern() (*scenarios.Owed, error) {
+	if p.Job == nil || p.ExpectFilter == "" || p.Schema == scenarios.SchemaWindow || p.Overflow == trialcfg.Drop || p.ScenarioSpec == nil {
+		return nil, nil
+	}
+	pred, err := scenarios.ParsePredicate(p.ScenarioSpec.Schema, p.ExpectFilter)
+	if err != nil {
+		return nil, &PlanError{Problems: []string{err.Error()}}
+	}
+	owed, err := p.ScenarioSpec.Owed(pred, p.BucketSize)
+	if err != nil {
+		return nil, fmt.Errorf("the identities the filter %q keeps: %w", p.ExpectFilter, err)
+	}
+	return owed, nil
+}

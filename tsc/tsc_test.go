@@ -107,3 +107,27 @@ func BenchmarkReadFast(b *testing.B) {
 		_ = ReadFast()
 	}
 }
+
+// TestClockStaysNearTheWallClock measures how far a calibrated clock's
+// Unix time runs from the wall clock over a few seconds: the error a
+// sender's intended times carry against a trial's start, which the
+// receiver's EarlierSlack (100 ms) must cover with a wide margin.
+func TestClockStaysNearTheWallClock(t *testing.T) {
+	if !Native {
+		t.Skip("no TSC: the fallback clock is the monotonic clock")
+	}
+	c, err := NewClock(100 * time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var worst time.Duration
+	for range 6 {
+		time.Sleep(500 * time.Millisecond)
+		d := time.Duration(c.NowUnixNano() - time.Now().UnixNano())
+		worst = max(worst, d.Abs())
+	}
+	t.Logf("the TSC clock ran at most %v from the wall clock over 3 s", worst)
+	if worst > 10*time.Millisecond {
+		t.Errorf("the TSC clock ran %v from the wall clock over 3 s: the calibration is off", worst)
+	}
+}

@@ -36,7 +36,12 @@ type Result struct {
 	// Forged counts a job's output tuples whose identity was never sent
 	// (a stream no sender of the trial has, an intended time after its
 	// arrival): not consumed, and the trial fails.
-	Forged      uint64            `json:"forged_tuples,omitempty"`
+	Forged uint64 `json:"forged_tuples,omitempty"`
+	// Identities judge a map's or a filter's output per identity, one
+	// entry per sender stream that the job's output named (absent for
+	// windows and without a job): what arrived once, again, or that the
+	// declared filter drops.
+	Identities  []Identities      `json:"identities,omitempty"`
 	Sent        uint64            `json:"sent_tuples"` // per the end markers that arrived
 	Missing     uint64            `json:"missing_tuples"`
 	Duplicates  uint64            `json:"duplicate_buckets"`
@@ -147,6 +152,30 @@ type StreamResult struct {
 	EndReason     string `json:"end_reason"`
 	Missing       uint64 `json:"missing_tuples"`
 	Status        string `json:"status"`
+}
+
+// MaxIdentities bounds the identities one receiver checks in a trial
+// (its bitmaps take 64 MiB at the most, allocated as they fill): beyond
+// it a tuple is counted as unchecked and the trial's delivery cannot be
+// judged.
+const MaxIdentities = 1 << 29
+
+// Identities is one sender stream's tuples in a job's output, by identity
+// (docs/sut.md). Distinct counts the owed identities taken once (they are
+// the ones consumed), Duplicates the tuples whose identity came again,
+// Unowed those the declared filter drops, and Unchecked those beyond the
+// receiver's identity budget (the trial cannot be judged). Next is the
+// highest owed sequence number taken + 1, and Highest up to 64 of the
+// highest, highest first: the verdict counts those beyond what the
+// stream's sender emitted as invented.
+type Identities struct {
+	Stream     uint32   `json:"stream"`
+	Distinct   uint64   `json:"distinct"`
+	Duplicates uint64   `json:"duplicates,omitempty"`
+	Unowed     uint64   `json:"unowed,omitempty"`
+	Unchecked  uint64   `json:"unchecked,omitempty"`
+	Next       uint64   `json:"next"`
+	Highest    []uint64 `json:"highest,omitempty"`
 }
 
 // LaneResult is one receive socket's counters.

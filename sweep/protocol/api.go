@@ -176,6 +176,8 @@ type ReceiverTrial struct {
 	// sender, whose streams are the only ones a job's output may name.
 	Senders       int `json:"senders,omitempty"`
 	SenderThreads int `json:"sender_threads,omitempty"`
+	// Owed says which identities a declared filter keeps (receiver.Config).
+	Owed *scenarios.Owed `json:"owed,omitempty"`
 	// Stalls are injected stalls of the consumer and the lanes (receiver.Config).
 	Stalls []inject.Stall `json:"stalls,omitempty"`
 }

@@ -28,6 +28,7 @@ func jobDelivery(o *Outcome, emitted uint64, incomplete int) (bool, string) {
 	if declared {
 		owed, what = matched, fmt.Sprintf("the %d of %d emitted that %q keeps", matched, emitted, filter)
 	}
+	idsExact, beyond, ids := identityDelivery(o)
 	var got, earlier, forged uint64
 	for _, r := range o.Receivers {
 		earlier += r.Earlier
@@ -38,6 +39,7 @@ func jobDelivery(o *Outcome, emitted uint64, incomplete int) (bool, string) {
 			got += r.Consumed
 		}
 	}
+	got -= min(beyond, got) // consumed, but never owed
 	how := "tuples consumed"
 	if o.Job == rundir.JobWindows {
 		how = "counted in the windows consumed"
@@ -56,9 +58,79 @@ func jobDelivery(o *Outcome, emitted uint64, incomplete int) (bool, string) {
 	if forged > 0 {
 		detail += fmt.Sprintf("; %d tuple(s) with an identity never sent (forged: a stream no sender has, or intended after it arrived; not counted)", forged)
 	}
+	detail += ids
 	windowsExact, windows := windowDelivery(o)
 	detail += windows
-	return got == owed && windowsExact && forged == 0 && incomplete == 0 && len(o.Receivers) > 0, detail
+	return got == owed && idsExact && windowsExact && forged == 0 && incomplete == 0 && len(o.Receivers) > 0, detail
+}
+
+// identityDelivery judges a map's or filter's output per identity: each
+// owed tuple once, none again, none the declared filter drops, none
+// beyond what its stream's sender sent, and every one checked (the
+// receivers' identity budget). It says whether all of that holds, and a
+// clause for the detail ("" when the receivers judged no identity: a
+// windowed job, or none arrived), with how many identities beyond their
+// senders' reach the receivers consumed (not owed: the caller takes them
+// off what arrived).
+func identityDelivery(o *Outcome) (bool, uint64, string) {
+	if o.Job != rundir.JobTuples {
+		return true, 0, ""
+	}
+	sent := map[uint32]uint64{} // per stream: the sequence numbers its sender used
+	for _, s := range o.Senders {
+		if s == nil {
+			continue
+		}
+		for _, st := range s.Streams {
+			sent[st.Stream] = st.Tuples + st.Dropped*uint64(max(s.BucketSize, 1))
+		}
+	}
+	var dup, unowed, unchecked, beyond uint64
+	atLeast, judged := false, false
+	for _, r := range o.Receivers {
+		for _, id := range r.Identities {
+			judged = true
+			dup += id.Duplicates
+			unowed += id.Unowed
+			unchecked += id.Unchecked
+			horizon, ok := sent[id.Stream]
+			if !ok || id.Next <= horizon {
+				continue
+			}
+			n := uint64(0)
+			for _, seq := range id.Highest {
+				if seq >= horizon {
+					n++
+				}
+			}
+			beyond += n
+			atLeast = atLeast || n == uint64(len(id.Highest))
+		}
+	}
+	if !judged {
+		return true, 0, ""
+	}
+	var wrong []string
+	if dup > 0 {
+		wrong = append(wrong, fmt.Sprintf("%d duplicated (not consumed)", dup))
+	}
+	if unowed > 0 {
+		wrong = append(wrong, fmt.Sprintf("%d that the declared filter drops (invented, not consumed)", unowed))
+	}
+	if beyond > 0 {
+		least := ""
+		if atLeast {
+			least = "at least "
+		}
+		wrong = append(wrong, fmt.Sprintf("%s%d with an identity beyond what its sender sent (invented, not counted)", least, beyond))
+	}
+	if unchecked > 0 {
+		wrong = append(wrong, fmt.Sprintf("%d not checked (beyond the receiver's identity budget of %d M a trial: shorten the trial or lower the rate)", unchecked, tally.MaxIdentities>>20))
+	}
+	if len(wrong) == 0 {
+		return true, 0, "; per identity: each owed tuple once, none invented"
+	}
+	return false, beyond, "; per identity: " + strings.Join(wrong, "; ")
 }
 
 // windowDiffsNamed is how many differing windows the detail names.

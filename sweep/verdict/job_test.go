@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/scenarios"
+	sendtally "github.com/cloudprofiler-go/cp/sender/tally"
 )
 
 // TestJobDeliveryNamesTheExactDifference: through a job, the delivery rule
@@ -248,5 +250,64 @@ func TestATrialsLastWindowIsNotABacklog(t *testing.T) {
 				t.Errorf("%s: backlog pass %v, %q; want pass %v and %q", tc.name, c.Pass, c.Detail, tc.pass, tc.growthText)
 			}
 		}
+	}
+}
+
+// TestJobDeliveryJudgesEachIdentity: a map's output whose counts add up
+// but whose identities do not fails, naming each difference: one tuple
+// dropped and another repeated, ids moved far ahead within a real stream,
+// a tuple the declared filter drops, identities beyond the receiver's
+// budget. A correct output passes and says that it was checked per
+// identity.
+func TestJobDeliveryJudgesEachIdentity(t *testing.T) {
+	const sent = 50_000
+	moved := make([]uint64, 0, 64) // 50 moved 10^8 ahead, then the stream's own highest
+	for i := range 50 {
+		moved = append(moved, 100_000_000+uint64(49-i)*1000)
+	}
+	for i := range 14 {
+		moved = append(moved, sent-1-uint64(i))
+	}
+	for _, tc := range []struct {
+		name     string
+		consumed uint64
+		ids      tally.Identities
+		pass     bool
+		want     []string
+	}{
+		{"exact", sent, tally.Identities{Distinct: sent, Next: sent, Highest: []uint64{sent - 1}}, true,
+			[]string{"50000 tuples consumed: exact", "per identity: each owed tuple once, none invented"}},
+		{"one dropped, another repeated", sent - 1, tally.Identities{Distinct: sent - 1, Duplicates: 1, Next: sent, Highest: []uint64{sent - 1}}, false,
+			[]string{"1 missing", "1 duplicated (not consumed)"}},
+		{"1 in 1,000 moved 10^8 ahead", sent, tally.Identities{Distinct: sent, Next: moved[0] + 1, Highest: moved}, false,
+			[]string{"50 missing", "50 with an identity beyond what its sender sent"}},
+		{"more moved than the result lists", sent, tally.Identities{Distinct: sent, Next: moved[0] + 1, Highest: moved[:50]}, false,
+			[]string{"at least 50 with an identity beyond"}},
+		{"a tuple the filter drops", sent, tally.Identities{Distinct: sent, Unowed: 1, Next: sent, Highest: []uint64{sent - 1}}, false,
+			[]string{"1 that the declared filter drops"}},
+		{"beyond the budget", sent, tally.Identities{Distinct: sent - 7, Unchecked: 7, Next: sent, Highest: []uint64{sent - 1}}, false,
+			[]string{"7 not checked", "identity budget of 512 M"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := passing()
+			o.Job = rundir.JobTuples
+			o.Senders[0].Emitted = sent
+			o.Senders[0].Streams = []sendtally.StreamEnd{{Stream: 0, Tuples: sent}}
+			o.Receivers[0].Consumed = tc.consumed
+			o.Receivers[0].Identities = []tally.Identities{tc.ids}
+			for _, c := range Judge(o, Rules{}).Checks {
+				if c.Rule != RuleDelivery {
+					continue
+				}
+				if c.Pass != tc.pass {
+					t.Errorf("delivery pass %v, want %v: %s", c.Pass, tc.pass, c.Detail)
+				}
+				for _, w := range tc.want {
+					if !strings.Contains(c.Detail, w) {
+						t.Errorf("delivery %q lacks %q", c.Detail, w)
+					}
+				}
+			}
+		})
 	}
 }
