@@ -209,7 +209,7 @@ func (c *consumer) bucket(st *stream, b *objfactory.Bucket) (uint64, uint64) {
 	c.checksum = checksum
 	if c.windows {
 		for i := range b.Tuples[:n] {
-			c.windowSum += uint64(b.Tuples[i].Window.Count)
+			c.windowSum = satAdd(c.windowSum, uint64(b.Tuples[i].Window.Count))
 			c.perWindow.add(&b.Tuples[i].Window)
 		}
 	}

@@ -322,3 +322,35 @@ func TestAMapsOutputIsJudgedPerIdentity(t *testing.T) {
 		t.Errorf("earlier %d, consumed %d, identities %+v; want 2 earlier, 14 consumed and distinct, 1 duplicate, 1 unowed, next 100000001, highest 100000000 then 29", res.Earlier, res.Consumed, id)
 	}
 }
+
+// TestForgedWindowCountsNeitherWrapNorPass: windows whose counts would
+// add up to 2^64 (four extra of 2^62), a negative count, or one only a
+// uint64 holds are malformed: not added, counted with their reason,
+// and the counts of the real windows stay exact.
+func TestForgedWindowCountsNeitherWrapNorPass(t *testing.T) {
+	addr := realserver.EmbeddedNATS(t)
+	in, out := "jetstream://"+addr+"/wrap.in?group=job", "jetstream://"+addr+"/wrap.out"
+	ensureJob(t, in, out)
+	start := time.Now()
+	huge := func(seq uint64, count []byte) []byte {
+		b := windowBucket(seq, start, 1, 0)
+		return append(b[:len(b)-9], count...) // the count's 9 bytes (int64, fixed) replaced
+	}
+	publish(t, out, 7, func(k int) []byte {
+		switch k {
+		case 1, 2, 3, 4:
+			return windowBucket(uint64(k), start, 1, 1<<62)
+		case 5:
+			return windowBucket(5, start, 1, -3)
+		case 6:
+			b := huge(6, []byte{0xcf, 0xff, 0, 0, 0, 0, 0, 0, 1}) // uint64 above int64
+			wire.PutHeader(b, wire.Header{Kind: wire.KindData, Stream: 0xff00, Seq: 6, Count: 1, BodyLen: uint32(len(b) - wire.HeaderSize)})
+			return b
+		}
+		return windowBucket(0, start, 2, 5)
+	})
+	res := runJobTrial(t, in, out, start, func(c *receiver.Config) { c.StreamNext = map[uint32]uint64{0xff00: 0} })
+	if res.WindowCount != 10 || res.Malformed != 6 || res.MalformedBy["tuple"] != 6 {
+		t.Errorf("windows counted %d, malformed %d %v; want 10 (the two real windows) and 6 malformed (tuple)", res.WindowCount, res.Malformed, res.MalformedBy)
+	}
+}

@@ -44,7 +44,7 @@ func (w *windowTally) add(win *scenarios.Window) {
 		w.notTallied++
 		return
 	}
-	w.cells[c] += uint64(max(win.Count, 0))
+	w.cells[c] = satAdd(w.cells[c], uint64(max(win.Count, 0))) // a job may write a window any number of times
 }
 
 // counts are the windows in the order of their ends and keys.

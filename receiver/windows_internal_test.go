@@ -2,6 +2,7 @@ package receiver
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/cloudprofiler-go/cp/receiver/tally"
@@ -24,5 +25,18 @@ func TestWindowTallyIsBounded(t *testing.T) {
 	got := w.counts()
 	if len(got) != tally.MaxWindows || w.notTallied != 11 || got[0].Key != "campaign-0001" || got[0].Count != 3*1002 {
 		t.Errorf("%d windows, %d not tallied, first %+v; want %d, 11, campaign-0001 counting %d", len(got), w.notTallied, got[0], tally.MaxWindows, 3*1002)
+	}
+}
+
+// TestWindowTallySaturates: a window written more times than its counts
+// can add up to stays at the largest count, never wraps to a small one.
+func TestWindowTallySaturates(t *testing.T) {
+	w := newWindowTally()
+	win := &scenarios.Window{Key: []byte("campaign-0001"), EndMs: 1000, Count: scenarios.MaxWindowCount}
+	for range 1<<17 + 1 {
+		w.add(win)
+	}
+	if got := w.counts(); len(got) != 1 || got[0].Count != math.MaxUint64 {
+		t.Errorf("%+v, want one window at the largest count", got)
 	}
 }

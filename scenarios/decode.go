@@ -300,8 +300,14 @@ func DecodeRaw(b []byte, off int, t *Tuple) (int, error) {
 	return off, nil
 }
 
+// MaxWindowCount bounds one window's count: more tuples than 256 streams
+// could send in a year at 10 M/s each. Every count the harness adds up is
+// below it, so that no sum of them wraps (a job writing counts that add up
+// to 2^64 once passed as exact).
+const MaxWindowCount = 1 << 47
+
 // DecodeWindow decodes [id, intended_ns, key, window_end_ms, count, ...]:
-// a key of at most 256 bytes and a count that is not negative.
+// a key of at most 256 bytes and a count from 0 to MaxWindowCount.
 func DecodeWindow(b []byte, off int, t *Tuple) (int, error) {
 	n, off, err := decodeHead(b, off, t, 5)
 	if err != nil {
@@ -317,7 +323,7 @@ func DecodeWindow(b []byte, off int, t *Tuple) (int, error) {
 	if w.Count, off, err = wire.ReadInt(b, off); err != nil {
 		return off, err
 	}
-	if len(w.Key) > 256 || w.Count < 0 {
+	if len(w.Key) > 256 || w.Count < 0 || w.Count > MaxWindowCount {
 		return off, wire.ErrTupleValue
 	}
 	return skipExtra(b, off, n-5)

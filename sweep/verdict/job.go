@@ -2,6 +2,7 @@ package verdict
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -59,9 +60,36 @@ func jobDelivery(o *Outcome, emitted uint64, incomplete int) (bool, string) {
 		detail += fmt.Sprintf("; %d tuple(s) with an identity never sent (forged: a stream no sender has, or intended after it arrived; not counted)", forged)
 	}
 	detail += ids
+	malformed, bad := malformedOutput(o)
+	detail += bad
 	windowsExact, windows := windowDelivery(o)
 	detail += windows
-	return got == owed && idsExact && windowsExact && forged == 0 && incomplete == 0 && len(o.Receivers) > 0, detail
+	return got == owed && idsExact && windowsExact && forged == 0 && malformed == 0 && incomplete == 0 && len(o.Receivers) > 0, detail
+}
+
+// malformedOutput counts the job's output messages the receivers could
+// not take (a window with a negative count, or one no int64 holds, a
+// tuple cut short): each is output the job got wrong, so it fails
+// delivery, named with its reasons, whatever the counts say.
+func malformedOutput(o *Outcome) (uint64, string) {
+	var n uint64
+	reasons := map[string]uint64{}
+	for _, r := range o.Receivers {
+		n += r.Malformed
+		for why, k := range r.MalformedBy {
+			if k > 0 {
+				reasons[why] += k
+			}
+		}
+	}
+	if n == 0 {
+		return 0, ""
+	}
+	named := make([]string, 0, len(reasons))
+	for _, why := range slices.Sorted(maps.Keys(reasons)) {
+		named = append(named, fmt.Sprintf("%d %s", reasons[why], why))
+	}
+	return n, fmt.Sprintf("; %d malformed message(s) in the job's output, not counted (%s)", n, strings.Join(named, ", "))
 }
 
 // identityDelivery judges a map's or filter's output per identity: each

@@ -311,3 +311,18 @@ func TestJobDeliveryJudgesEachIdentity(t *testing.T) {
 		})
 	}
 }
+
+// TestMalformedOutputFailsDelivery: a windowed job whose counts add up
+// but that also wrote windows the receivers could not take (a negative
+// count, one no int64 holds) fails delivery, with the reasons named.
+func TestMalformedOutputFailsDelivery(t *testing.T) {
+	o := passing()
+	o.Job = rundir.JobWindows
+	o.Receivers[0].WindowCount = o.Senders[0].Emitted
+	o.Receivers[0].Malformed, o.Receivers[0].MalformedBy = 5, map[string]uint64{"tuple": 4, "length": 1, "magic": 0}
+	for _, c := range Judge(o, Rules{}).Checks {
+		if c.Rule == RuleDelivery && (c.Pass || !strings.Contains(c.Detail, "exact; 0 receiver(s) incomplete; 5 malformed message(s) in the job's output, not counted (1 length, 4 tuple)")) {
+			t.Errorf("delivery: pass %v %q", c.Pass, c.Detail)
+		}
+	}
+}
