@@ -22,6 +22,7 @@ import (
 	"github.com/cloudprofiler-go/cp/dataflow"
 	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/internal/readfile"
+	"github.com/cloudprofiler-go/cp/internal/termsafe"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sut/ysb"
 )
@@ -38,7 +39,7 @@ another, where dgrecv reads them. docs/sut.md is the contract a job keeps.`,
 	}
 	root.AddCommand(ysbCommand(), runCommand())
 	cli.Conventions(root, nil)
-	os.Exit(cli.Execute(cli.SignalContext("cpjob"), root, os.Stderr, &code, 1))
+	os.Exit(cli.Execute(cli.SignalContext("cpjob"), root, termsafe.NewWriter(os.Stderr), &code, 1))
 }
 
 // ysbExamples are cpjob ysb's --help examples.

@@ -374,7 +374,7 @@ func (o *options) execute(ctx context.Context, code *int) error {
 	if o.plan.Job != nil && len(o.plan.SUTProcesses) == 0 {
 		fmt.Fprintln(os.Stderr, "note: the job, its brokers and any store it reads (Redis) count as other processes on a shared host, which disturbs trials:\n      name them, e.g. --sut-process cpjob --sut-process nats-server --sut-process redis-server")
 	}
-	s := &sweep.Sweep{Ctrl: ctrl, Name: o.name, Results: o.resultsDir, Log: os.Stderr, Live: cli.IsTerminal(os.Stderr), Args: redact.Args(os.Args), Plot: report.WriteSweepPlot, Clock: o.clock,
+	s := &sweep.Sweep{Ctrl: ctrl, Name: o.name, Results: o.resultsDir, Log: termsafe.NewWriter(os.Stderr), Live: cli.IsTerminal(os.Stderr), Args: redact.Args(os.Args), Plot: report.WriteSweepPlot, Clock: o.clock,
 		Profile: profile, ProfileYAML: profileYAML, ProfileAt: o.profileAt.Frac, ProfileAtLimit: o.profileAt.Limit, ProfileRate: float64(o.profileRate), ProfileSearch: o.profileSearch, RetryAgent: o.retryAgent, Search: o.search, Host: o.host}
 	report, err := s.Execute(ctx)
 	if report != nil {

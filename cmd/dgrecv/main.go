@@ -18,6 +18,7 @@ import (
 	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
 	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
+	"github.com/cloudprofiler-go/cp/internal/termsafe"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sweep/agent"
@@ -33,7 +34,7 @@ const profileChannels = "receive.<lane>, deserialized.<lane>, consumed"
 func main() {
 	code := 0
 	cmd := command(&code)
-	os.Exit(cli.Execute(cli.SignalContext("dgrecv"), cmd, os.Stderr, &code, 1))
+	os.Exit(cli.Execute(cli.SignalContext("dgrecv"), cmd, termsafe.NewWriter(os.Stderr), &code, 1))
 }
 
 // options are dgrecv's flags; the receiver's settings are bound straight

@@ -15,6 +15,7 @@ import (
 	"github.com/cloudprofiler-go/cp/cmd/internal/brokers"
 	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
+	"github.com/cloudprofiler-go/cp/internal/termsafe"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
 	"github.com/cloudprofiler-go/cp/sweep/agent"
@@ -26,7 +27,7 @@ const profileChannels = "emit.<thread>"
 
 func main() {
 	code := 0
-	os.Exit(cli.Execute(cli.SignalContext("dgsend"), command(), os.Stderr, &code, 1))
+	os.Exit(cli.Execute(cli.SignalContext("dgsend"), command(), termsafe.NewWriter(os.Stderr), &code, 1))
 }
 
 // options are dgsend's flags; the sender's settings are bound straight to

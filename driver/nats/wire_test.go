@@ -68,9 +68,12 @@ func TestWireParse(t *testing.T) {
 		{"a PING is answered", []string{"PING\r\nMSG s 1 1\r\na\r\n"}, []string{"a"}, "", "PONG\r\n"},
 		{"INFO and +OK are skipped", []string{"INFO {}\r\n+OK\r\nMSG s 1 1\r\nb\r\n"}, []string{"b"}, "", ""},
 		{"the server's error ends it", []string{"MSG s 1 1\r\nc\r\n-ERR 'Stale Connection'\r\n"}, []string{"c"}, "Stale Connection", ""},
+		{"the server's error cannot drive a terminal", []string{"-ERR 'a\x1b]0;x\x07\u009b31m'\r\n"}, nil, `'a\x1b]0;x\x07\u009b31m'`, ""},
 		{"over max_payload", []string{"MSG s 1 65\r\n"}, nil, "bad message line", ""},
 		{"a size that is not a number", []string{"MSG s 1 5x\r\n"}, nil, "bad message line", ""},
 		{"headers longer than the whole", []string{"HMSG s 1 9 4\r\n"}, nil, "bad message line", ""},
+		{"headers and payload over max_payload together", []string{"HMSG s 1 40 65\r\n"}, nil, "bad message line", ""},
+		{"headers and payload at max_payload", []string{"HMSG s 1 12 64\r\nNATS/1.0\r\n\r\n" + strings.Repeat("p", 52) + "\r\n"}, []string{strings.Repeat("p", 52)}, "", ""},
 		{"an unknown operation", []string{"HELLO\r\n"}, nil, "unknown operation", ""},
 		{"an endless line", []string{strings.Repeat("x", maxWireLine+1)}, nil, "a line of over", ""},
 	} {
@@ -86,6 +89,33 @@ func TestWireParse(t *testing.T) {
 				t.Errorf("wrote %q, want %q", wrote, tc.wrote)
 			}
 		})
+	}
+}
+
+// TestWireHeadersCountTowardTheBound: a message's headers count toward
+// the bytes held for the lane (its payload keeps them alive in the
+// chunk), so that large headers around small payloads are dropped as a
+// slow consumer's once CoreQueueBytes is held, as large payloads are.
+func TestWireHeadersCountTowardTheBound(t *testing.T) {
+	c := &wireConsumer{conn: &recordConn{}, buf: make([]byte, 0), maxPayload: maxWireMsg,
+		batches: make(chan *wireBatch, wireBatches), free: make(chan *wireBatch, 64), pongs: make(chan struct{}, 2)}
+	hdr := "NATS/1.0\r\nX: " + strings.Repeat("h", 1<<20) + "\r\n\r\n"
+	msg := fmt.Sprintf("HMSG s 1 %d %d\r\n%s%s\r\n", len(hdr), len(hdr)+3, hdr, "abc")
+	held := 0
+	for range 2 * CoreQueueBytes / len(hdr) {
+		c.buf, c.start, c.end = []byte(msg), 0, len(msg)
+		b, err := c.parse()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.deliver(b)
+	}
+	held = int(c.heldB.Load())
+	if held > CoreQueueBytes || c.dropped.Load() == 0 {
+		t.Errorf("held %d bytes (bound %d), dropped %d: the headers were not counted", held, CoreQueueBytes, c.dropped.Load())
+	}
+	if got := c.held.Load(); got < int64(CoreQueueBytes/len(msg))-1 || got > int64(CoreQueueBytes/len(hdr)) {
+		t.Errorf("held %d messages of %d bytes under a bound of %d bytes", got, len(msg), CoreQueueBytes)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/internal/osthread"
+	"github.com/cloudprofiler-go/cp/internal/termsafe"
 )
 
 // The core NATS consumer speaks the client protocol itself
@@ -46,6 +47,7 @@ var errNeedsTLS = errors.New("the server requires TLS")
 // wireBatch is the messages of one read, for the lane in order.
 type wireBatch struct {
 	msgs  [][]byte
+	sizes []int32 // each message's headers and payload: what it holds of its chunk
 	bytes int64
 }
 
@@ -270,7 +272,10 @@ func (c *wireConsumer) parse() (*wireBatch, error) {
 		if isMsg(line) {
 			size, ok := msgSize(line)
 			hdr, hok := headerSize(line)
-			if !ok || !hok || size > c.maxPayload+hdr || hdr > size {
+			// max_payload bounds headers and payload together, as the
+			// server does (a 3 MB message passed under a 1 MiB limit when
+			// only the payload was held to it)
+			if !ok || !hok || size > c.maxPayload || hdr > size {
 				return b, fmt.Errorf("protocol: bad message line %.80q", line)
 			}
 			if nl+1+size+2 > len(rest) {
@@ -280,8 +285,11 @@ func (c *wireConsumer) parse() (*wireBatch, error) {
 				b = c.batch()
 			}
 			payload := rest[nl+1+hdr : nl+1+size : nl+1+size]
-			b.msgs = append(b.msgs, payload)
-			b.bytes += int64(len(payload))
+			b.msgs, b.sizes = append(b.msgs, payload), append(b.sizes, int32(size))
+			// the headers count: the payload keeps them alive in its chunk
+			// (1 MiB headers around one-tuple payloads grew dgrecv to
+			// 1.5 GiB when only payloads counted toward CoreQueueBytes)
+			b.bytes += int64(size)
 			c.start += nl + 1 + size + 2
 			continue
 		}
@@ -305,7 +313,8 @@ func (c *wireConsumer) control(line []byte) error {
 		default:
 		}
 	case bytes.HasPrefix(line, []byte("-ERR")):
-		return fmt.Errorf("the server: %s", bytes.TrimSpace(line[4:]))
+		// the server's words, but no escape of theirs reaches a terminal
+		return fmt.Errorf("the server: %s", termsafe.Escape(string(bytes.TrimSpace(line[4:]))))
 	case bytes.HasPrefix(line, []byte("INFO ")), bytes.Equal(line, []byte("+OK")), len(line) == 0:
 	default:
 		return fmt.Errorf("protocol: unknown operation %.40q", line)
@@ -361,7 +370,7 @@ func (c *wireConsumer) batch() *wireBatch {
 	case b := <-c.free:
 		return b
 	default:
-		return &wireBatch{msgs: make([][]byte, 0, 256)}
+		return &wireBatch{msgs: make([][]byte, 0, 256), sizes: make([]int32, 0, 256)}
 	}
 }
 
@@ -375,11 +384,11 @@ func (c *wireConsumer) deliver(b *wireBatch) {
 	keep, bytes := len(b.msgs), b.bytes
 	if int64(keep) > room || bytes > roomB { // behind: keep what fits
 		keep, bytes = 0, 0
-		for _, m := range b.msgs {
-			if int64(keep) >= room || bytes+int64(len(m)) > roomB {
+		for _, n := range b.sizes {
+			if int64(keep) >= room || bytes+int64(n) > roomB {
 				break
 			}
-			keep, bytes = keep+1, bytes+int64(len(m))
+			keep, bytes = keep+1, bytes+int64(n)
 		}
 	}
 	if keep == 0 || len(c.batches) == cap(c.batches) {
@@ -388,7 +397,7 @@ func (c *wireConsumer) deliver(b *wireBatch) {
 	if keep < len(b.msgs) {
 		c.dropped.Add(uint64(len(b.msgs) - keep))
 		clear(b.msgs[keep:])
-		b.msgs = b.msgs[:keep]
+		b.msgs, b.sizes = b.msgs[:keep], b.sizes[:keep]
 	}
 	if keep == 0 {
 		c.recycle(b)
@@ -402,7 +411,7 @@ func (c *wireConsumer) deliver(b *wireBatch) {
 
 func (c *wireConsumer) recycle(b *wireBatch) {
 	clear(b.msgs) // the chunks are the lane's, not the batch's
-	b.msgs, b.bytes = b.msgs[:0], 0
+	b.msgs, b.sizes, b.bytes = b.msgs[:0], b.sizes[:0], 0
 	select {
 	case c.free <- b:
 	default:

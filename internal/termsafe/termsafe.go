@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -54,6 +55,7 @@ func Safe(s string) bool { return Escape(s) == s }
 
 // writer escapes what passes through it, but its newlines and tabs.
 type writer struct {
+	mu      sync.Mutex // a command's goroutines share its standard error
 	w       io.Writer
 	pending []byte // the start of a UTF-8 sequence split across writes
 }
@@ -65,6 +67,8 @@ type writer struct {
 func NewWriter(w io.Writer) io.Writer { return &writer{w: w} }
 
 func (t *writer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	buf := append(t.pending, p...)
 	t.pending = nil
 	// keep an incomplete sequence at the end for the next write
@@ -84,6 +88,48 @@ func (t *writer) Write(p []byte) (int, error) {
 		b.WriteString(Escape(string(buf[i : i+n])))
 		i += n
 		start = i
+	}
+	b.Write(buf[start:])
+	if _, err := io.WriteString(t.w, b.String()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// jsonWriter escapes, in JSON text, the characters encoding/json passes
+// through raw and a terminal may act on: DEL and the C1 controls (U+0080
+// to U+009F, among them the 8-bit CSI U+009B).
+type jsonWriter struct {
+	mu      sync.Mutex
+	w       io.Writer
+	pending []byte
+}
+
+// NewJSONWriter returns a writer for JSON text (as encoding/json writes
+// it) that shows DEL and every C1 control as a \u escape: the same JSON
+// value, which no terminal acts on. They can stand only inside strings
+// (JSON's own syntax is ASCII), where the escape means the same character.
+func NewJSONWriter(w io.Writer) io.Writer { return &jsonWriter{w: w} }
+
+func (t *jsonWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	buf := append(t.pending, p...)
+	t.pending = nil
+	if cut := incompleteTail(buf); cut > 0 {
+		t.pending = append([]byte(nil), buf[len(buf)-cut:]...)
+		buf = buf[:len(buf)-cut]
+	}
+	var b strings.Builder
+	start := 0
+	for i := 0; i < len(buf); {
+		r, n := utf8.DecodeRune(buf[i:])
+		if r == 0x7f || r >= 0x80 && r <= 0x9f {
+			b.Write(buf[start:i])
+			fmt.Fprintf(&b, `\u%04x`, r)
+			start = i + n
+		}
+		i += n
 	}
 	b.Write(buf[start:])
 	if _, err := io.WriteString(t.w, b.String()); err != nil {

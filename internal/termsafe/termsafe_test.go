@@ -1,6 +1,8 @@
 package termsafe
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -57,4 +59,29 @@ func FuzzEscape(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestJSONWriterEscapesWhatEncodingJSONPassesRaw: DEL and the C1
+// controls (the 8-bit CSI among them), even split across writes, come
+// out as \u escapes, and the text decodes to the same value.
+func TestJSONWriterEscapesWhatEncodingJSONPassesRaw(t *testing.T) {
+	in := map[string]string{"dir": "a\u009b31mred\u007f\u0085é\u001b"}
+	raw, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	w := NewJSONWriter(&out)
+	for i := range raw { // a byte at a time: sequences split across writes
+		if _, err := w.Write(raw[i : i+1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if strings.ContainsAny(out.String(), "\u009b\u007f\u0085\x1b") || !strings.Contains(out.String(), `\u009b31mred\u007f\u0085é\u001b`) {
+		t.Errorf("%q", out.String())
+	}
+	var back map[string]string
+	if err := json.Unmarshal(out.Bytes(), &back); err != nil || back["dir"] != in["dir"] {
+		t.Errorf("decoded %q, %v; want %q", back["dir"], err, in["dir"])
+	}
 }

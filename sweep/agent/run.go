@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
+	"github.com/cloudprofiler-go/cp/internal/termsafe"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
@@ -56,7 +57,9 @@ func Listen(opts Options, addr, token, tokenFile string, calibrate time.Duration
 	}
 	opts.Token = tok
 	name := map[string]string{protocol.RoleSender: "dgsend", protocol.RoleReceiver: "dgrecv", protocol.RoleJob: "cpjob"}[opts.Role.Name()]
-	opts.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, name+": "+format+"\n", args...) }
+	opts.Logf = func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "%s: %s\n", name, termsafe.Escape(fmt.Sprintf(format, args...))) // a trial's errors quote brokers
+	}
 	a, err := New(opts)
 	if err != nil {
 		return nil, err

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/internal/osthread"
+	"github.com/cloudprofiler-go/cp/internal/termsafe"
 )
 
 // ParseRate reads a rate in tuples per second: "500000", "500k", "2.5M",
@@ -77,7 +78,7 @@ func IsTerminal(f *os.File) bool {
 
 // WriteJSON writes v indented to w.
 func WriteJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	enc := json.NewEncoder(termsafe.NewJSONWriter(w)) // strings from the network or a run directory
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
@@ -162,7 +163,7 @@ func WriteResult(res TextWriter, jsonOut bool, output string) error {
 	if jsonOut {
 		return WriteJSON(os.Stdout, res)
 	}
-	res.WriteText(os.Stdout)
+	res.WriteText(termsafe.NewWriter(os.Stdout)) // its errors may quote a broker or a job
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/osthread"
+	"github.com/cloudprofiler-go/cp/internal/termsafe"
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/tsc"
 )
@@ -95,9 +96,11 @@ func RunCommand[R TextWriter](ctx context.Context, f RunFlags, build func(*tsc.C
 }
 
 // Logf returns a logger that prefixes name to every line on standard
-// error.
+// error, escaping what its arguments hold (a broker's or a job's words).
 func Logf(name string) func(format string, args ...any) {
-	return func(format string, args ...any) { fmt.Fprintf(os.Stderr, name+": "+format+"\n", args...) }
+	return func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "%s: %s\n", name, termsafe.Escape(fmt.Sprintf(format, args...)))
+	}
 }
 
 // Register adds the shared flags: --calibrate, --metrics-addr (with the
