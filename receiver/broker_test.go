@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/driver/kafka"
@@ -96,5 +97,42 @@ func TestBrokerEndpointsAreChecked(t *testing.T) {
 	_, err = sender.New(sender.Config{Sender: trialcfg.Sender{Threads: 1, BucketSize: 1}, Endpoints: []string{"nats://u:p@127.0.0.1:1/cp"}, Count: 1})
 	if err == nil || !strings.Contains(err.Error(), "credentials") || strings.Contains(err.Error(), "u:p") {
 		t.Errorf("sender: %v", err)
+	}
+}
+
+// TestAReceiverWithNoDataDoesNotWaitForEver: a run without a duration
+// ends when its broker's connection dies before any message (every lane
+// stopped, the broker's words named), and, with no sender at all, once
+// the end timeout has passed since the start.
+func TestAReceiverWithNoDataDoesNotWaitForEver(t *testing.T) {
+	addr, stop := realserver.NATS(t)
+	for _, tc := range []struct {
+		name     string
+		endpoint string
+		kill     bool
+		reason   string
+	}{
+		{"the broker dies before any data", "nats://" + addr + "/nodata", true, "every lane stopped receiving"},
+		{"no sender ever comes", "tcp://127.0.0.1:0", false, "no data within 1s of the start"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := receiver.New(receiver.Config{Receiver: trialcfg.Receiver{Schema: "raw", EndTimeout: time.Second},
+				Endpoints: []string{tc.endpoint}, Brokers: brokers, Clock: clock})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			if tc.kill {
+				time.AfterFunc(300*time.Millisecond, stop)
+			}
+			start := time.Now()
+			res, err := r.Run()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if took := time.Since(start); !strings.Contains(res.Reason, tc.reason) || took > 15*time.Second {
+				t.Errorf("ended after %v: %q; want %q", took, res.Reason, tc.reason)
+			}
+		})
 	}
 }

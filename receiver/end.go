@@ -2,6 +2,7 @@ package receiver
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -23,6 +24,9 @@ func (e *endWatch) check(r *Receiver, now time.Time) string {
 	}
 	if newest != e.lastSeen {
 		e.lastSeen, e.lastSeenAt = newest, now
+	}
+	if why := lanesGone(r); why != "" {
+		return why
 	}
 	if r.cfg.jobTrial() {
 		return e.jobEnd(r, now)
@@ -48,5 +52,31 @@ func (e *endWatch) check(r *Receiver, now time.Time) string {
 	if e.lastSeen != 0 && now.Sub(e.lastSeenAt) >= r.cfg.EndTimeout {
 		return fmt.Sprintf("no data for %v: gave up waiting for end markers", r.cfg.EndTimeout)
 	}
+	// Before any data the end timeout counts from the start, unless a
+	// duration bounds the run (an agent's trial, whose senders start
+	// after their own preparation): a connection that died before the
+	// first message must not keep dgrecv waiting for ever.
+	if e.lastSeen == 0 && r.cfg.Duration == 0 && now.Sub(time.Unix(0, r.started.Load())) >= r.cfg.EndTimeout {
+		return fmt.Sprintf("no data within %v of the start (--end-timeout): no sender reached this receiver", r.cfg.EndTimeout)
+	}
 	return ""
+}
+
+// lanesGone says why the run ends when no lane can receive any more:
+// every lane's goroutine returned (its connection failed, or its socket
+// could not be set up); "" while one still runs.
+func lanesGone(r *Receiver) string {
+	var why []string
+	for _, l := range r.lanes {
+		if !l.stopped.Load() {
+			return ""
+		}
+		if l.err != nil {
+			why = append(why, fmt.Sprintf("lane %d: %v", l.ID, l.err))
+		}
+	}
+	if len(r.lanes) == 0 || r.done.Load() {
+		return ""
+	}
+	return "every lane stopped receiving (" + strings.Join(why, "; ") + ")"
 }

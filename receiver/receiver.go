@@ -85,6 +85,7 @@ type lane struct {
 	holds        inject.Holds // injected stalls
 	decodeWork   uint64       // injected busy work per bucket, in ticks
 	quit         *atomic.Bool // the receiver's Stop: ends an injected stall
+	stopped      atomic.Bool  // the lane's goroutine returned (err is set)
 }
 
 // New validates cfg, binds (or connects) the lanes' sockets and allocates
@@ -271,6 +272,7 @@ func (r *Receiver) Run() (*Result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer l.stopped.Store(true) // after l.err: the monitor reads it then
 			if l.cpu >= 0 {
 				if err := osthread.PinThread(l.cpu); err != nil {
 					l.err = err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/internal/readfile"
 	"github.com/cloudprofiler-go/cp/internal/redact"
+	"github.com/cloudprofiler-go/cp/internal/termsafe"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
@@ -219,4 +221,19 @@ func ReadJSON(path string, v any) error {
 		return fmt.Errorf("%s: %w", filepath.Base(path), err)
 	}
 	return nil
+}
+
+// SummarySize is the size of a run directory's summary.json, from its
+// metadata, without reading it (a reader with a budget checks it first):
+// 0 when it is missing (Open says so), an error when it is not a regular
+// file.
+func SummarySize(dir string) (int64, error) {
+	_, size, err := readfile.Identify(filepath.Join(dir, "summary.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil // Open says what is missing
+	}
+	if err != nil {
+		return 0, fmt.Errorf("run directory %s: %w", termsafe.Escape(dir), err)
+	}
+	return size, nil
 }

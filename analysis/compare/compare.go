@@ -2,18 +2,29 @@ package compare
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
+	"github.com/cloudprofiler-go/cp/internal/termsafe"
 	"github.com/cloudprofiler-go/cp/limits"
 	"github.com/cloudprofiler-go/cp/rundir"
 )
 
 // MaxRuns bounds how many runs one comparison reads.
 const MaxRuns = 16
+
+// Budgets of the summaries one comparison reads, checked before any is
+// read: a summary takes about three times its size once decoded, and
+// --html more (one 250 MiB summary given 16 times was killed at 3 GiB).
+// A sweep's summary.json is a few MiB (its trials' samples).
+const (
+	MaxRunSummary   = 64 << 20  // one run's summary.json
+	MaxTotalSummary = 256 << 20 // all of them together
+)
 
 // Run is one run directory's figures.
 type Run struct {
@@ -67,21 +78,52 @@ func Open(paths []string) (*Comparison, error) {
 	if len(paths) < 2 || len(paths) > MaxRuns {
 		return nil, fmt.Errorf("compare needs 2 to %d run directories, got %d", MaxRuns, len(paths))
 	}
+	var total int64
+	for _, p := range paths {
+		size, err := rundir.SummarySize(p)
+		if err != nil {
+			return nil, err
+		}
+		if size > MaxRunSummary {
+			return nil, fmt.Errorf("run directory %s: summary.json is %s, over compare's %s a run: is it a sweep's?", termsafe.Escape(p), numfmt.Bytes(size), numfmt.Bytes(MaxRunSummary))
+		}
+		if total += size; total > MaxTotalSummary {
+			return nil, fmt.Errorf("the runs' summaries are over compare's %s in all: compare fewer runs at once", numfmt.Bytes(MaxTotalSummary))
+		}
+	}
 	c := &Comparison{PlanDiffers: []string{}}
 	for _, p := range paths {
 		d, err := rundir.Open(p)
 		if err != nil {
-			return nil, err
+			return nil, errors.New(termsafe.Escape(err.Error()))
 		}
 		if d.Summary == nil {
-			return nil, fmt.Errorf("run directory %s: no summary.json (%s)", p, strings.Join(d.Problems, "; "))
+			return nil, fmt.Errorf("run directory %s: no summary.json (%s)", termsafe.Escape(p), termsafe.Escape(strings.Join(d.Problems, "; ")))
 		}
 		c.Runs = append(c.Runs, runOf(d))
 	}
 	c.PlanDiffers = planDiffers(c.Runs)
 	c.MachinesDiffer = machinesDiffer(c.Runs)
 	c.Statement = statement(c)
+	c.escape()
 	return c, nil
+}
+
+// escape shows every control character of the comparison's text as an
+// escape: the strings come from run directories (a name, a directory, a
+// job's words in a limit), and a newline in one would start a line of
+// its own in the text, a terminal escape would drive the terminal.
+func (c *Comparison) escape() {
+	for i := range c.Runs {
+		r := &c.Runs[i]
+		for _, f := range []*string{&r.Name, &r.Dir, &r.Started, &r.Answer, &r.Trust, &r.Latency, &r.Limit, &r.Hosts} {
+			*f = termsafe.Escape(*f)
+		}
+	}
+	for i := range c.PlanDiffers {
+		c.PlanDiffers[i] = termsafe.Escape(c.PlanDiffers[i])
+	}
+	c.MachinesDiffer, c.Statement = termsafe.Escape(c.MachinesDiffer), termsafe.Escape(c.Statement)
 }
 
 func runOf(d *rundir.Dir) Run {

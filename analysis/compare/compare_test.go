@@ -84,3 +84,58 @@ func TestCompare(t *testing.T) {
 		t.Error("directories without summary.json compared")
 	}
 }
+
+// TestCompareBudgetsBeforeReading: a summary over the budget of a run, or
+// runs over the budget together, are refused from their sizes before
+// anything is read (sparse files: nothing of them is on the disk).
+func TestCompareBudgetsBeforeReading(t *testing.T) {
+	plan := `{"duration_ns": 1000000000}`
+	huge := runDir(t, "huge", plan, "m1", 1e6, "")
+	if err := os.Truncate(filepath.Join(huge, "summary.json"), 250<<20); err != nil {
+		t.Fatal(err)
+	}
+	runs := make([]string, MaxRuns)
+	for i := range runs {
+		runs[i] = huge
+	}
+	if _, err := Open(runs); err == nil || !strings.Contains(err.Error(), "over compare's 64.00 MiB a run") {
+		t.Errorf("16 copies of a 250 MiB summary: %v", err)
+	}
+	var many []string
+	for i := range 5 {
+		d := runDir(t, strconv.Itoa(i), plan, "m1", 1e6, "")
+		if err := os.Truncate(filepath.Join(d, "summary.json"), 60<<20); err != nil {
+			t.Fatal(err)
+		}
+		many = append(many, d)
+	}
+	if _, err := Open(many); err == nil || !strings.Contains(err.Error(), "over compare's 256.0 MiB in all") {
+		t.Errorf("5 summaries of 60 MiB: %v", err)
+	}
+}
+
+// TestCompareEscapesWhatARunSays: a newline or a terminal's escape in a
+// run's name, its directory or its statements shows as an escape in the
+// text: it starts no line of its own.
+func TestCompareEscapesWhatARunSays(t *testing.T) {
+	plan := `{"duration_ns": 1000000000}`
+	a := runDir(t, `a\nFORGED line\u001b[2J\u009b31m`, plan, "m1", 1e6, `, "contradicted": "x\nFORGED too"`)
+	b := filepath.Join(filepath.Dir(runDir(t, "b", plan, "m1", 1e6, "")), "b\nFORGED dir")
+	if err := os.Rename(filepath.Join(filepath.Dir(b), "b"), b); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Open([]string{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	c.WriteText(&out)
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "FORGED") || strings.ContainsAny(line, "\x1b\u009b") {
+			t.Errorf("a forged line or an escape: %q", line)
+		}
+	}
+	if !strings.Contains(out.String(), `a\nFORGED line\x1b[2J\u009b31m`) {
+		t.Errorf("the name is not shown escaped:\n%s", out.String())
+	}
+}

@@ -104,7 +104,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.StringVar(&o.scenario, "scenario", "", "take the schema from a scenario (name, synthetic:SIZE or YAML file)")
 	f.BoolVar(&c.Drain, "drain", false, "check headers and account per stream, but do not decode or consume tuples (measures the sender and network)")
 	f.IntVar(&c.ExpectStreams, "expect-streams", 0, "finish when this many streams have ended (0: when every stream seen has ended)")
-	f.DurationVar(&c.EndTimeout, "end-timeout", 10*time.Second, "give up waiting for end markers after this long without data")
+	f.DurationVar(&c.EndTimeout, "end-timeout", 10*time.Second, "give up waiting for end markers after this long without data, and, without --duration, for the first data after this long from the start")
 	f.DurationVar(&c.Settle, "settle", 500*time.Millisecond, "with --expect-streams 0: wait this long after the last end marker for new streams")
 	f.DurationVar(&c.Duration, "duration", 0, "stop after this long regardless (0: no limit)")
 	f.DurationVar(&c.WorkPerTuple, "work", 0, "busy work per consumed tuple, to emulate a slower system (e.g. 200ns)")

@@ -42,27 +42,86 @@ const (
 // logs nothing).
 func decodeBucket(msg []byte, schema string, decode scenarios.Decoder, op *dataflow.Operator) (service.MessageBatch, error) {
 	var batch service.MessageBatch
-	logged := op.Profiled()
 	err := scenarios.EachTuple(msg, decode, func(t *scenarios.Tuple) {
-		if logged {
-			op.Log(t.ID)
-		}
-		m := service.NewMessage(nil)
-		m.MetaSetMut(MetaTupleID, t.ID)
-		m.MetaSetMut(MetaIntendedNs, t.IntendedNs)
-		switch schema {
-		case scenarios.SchemaAdEvent:
-			m.SetStructuredMut(map[string]any{
-				FieldUserID: hex.EncodeToString(t.Ad.UserID), FieldPageID: hex.EncodeToString(t.Ad.PageID), FieldAdID: hex.EncodeToString(t.Ad.AdID),
-				FieldAdType: string(t.Ad.AdType), FieldEventType: string(t.Ad.EventType), FieldEventTime: t.Ad.EventTimeMs, FieldIP: string(t.Ad.IP),
-			})
-		default: // synthetic: the payload; raw: the fields after the identity, as msgpack
-			m.SetBytes(append([]byte(nil), t.Payload...))
-		}
-		batch = append(batch, m)
+		batch = append(batch, tupleMessage(t, schema, op))
 	})
 	if err != nil {
 		return nil, err
+	}
+	return batch, nil
+}
+
+// tupleMessage is one tuple as an engine message, its identity in the
+// metadata; its id is logged at op's point when op logs points.
+func tupleMessage(t *scenarios.Tuple, schema string, op *dataflow.Operator) *service.Message {
+	if op.Profiled() {
+		op.Log(t.ID)
+	}
+	m := service.NewMessage(nil)
+	m.MetaSetMut(MetaTupleID, t.ID)
+	m.MetaSetMut(MetaIntendedNs, t.IntendedNs)
+	switch schema {
+	case scenarios.SchemaAdEvent:
+		m.SetStructuredMut(map[string]any{
+			FieldUserID: hex.EncodeToString(t.Ad.UserID), FieldPageID: hex.EncodeToString(t.Ad.PageID), FieldAdID: hex.EncodeToString(t.Ad.AdID),
+			FieldAdType: string(t.Ad.AdType), FieldEventType: string(t.Ad.EventType), FieldEventTime: t.Ad.EventTimeMs, FieldIP: string(t.Ad.IP),
+		})
+	default: // synthetic: the payload; raw: the fields after the identity, as msgpack
+		m.SetBytes(append([]byte(nil), t.Payload...))
+	}
+	return m
+}
+
+// Bounds of what cp_input decodes (docs/sut.md): a tuple becomes an
+// engine message of several hundred bytes whatever its size on the wire,
+// so a 1 MiB bucket of 3-byte tuples once grew a job by 267 MB.
+const (
+	// MaxBatchTuples is the most tuples one batch holds: a larger bucket
+	// is handed over in pieces of this many.
+	MaxBatchTuples = 4096
+	// MaxInFlightTuples is the most tuples handed to the engine and not
+	// yet acknowledged by it: cp_input waits for acknowledgements beyond.
+	MaxInFlightTuples = 8 * MaxBatchTuples
+)
+
+// bucketCursor is a large data bucket being handed over in pieces.
+type bucketCursor struct {
+	msg  []byte
+	off  int
+	left uint32
+}
+
+// startBucket checks a whole bucket (a malformed one gives no tuple, as
+// when it is decoded at once) and puts the cursor at its first tuple; an
+// end marker leaves the cursor empty.
+func (c *bucketCursor) start(msg []byte, decode scenarios.Decoder) error {
+	*c = bucketCursor{}
+	h, err := wire.ParseHeader(msg)
+	if err != nil || h.Kind != wire.KindData {
+		return err
+	}
+	if err := scenarios.EachTuple(msg, decode, func(*scenarios.Tuple) {}); err != nil {
+		return err
+	}
+	*c = bucketCursor{msg: msg, off: wire.HeaderSize, left: h.Count}
+	return nil
+}
+
+// next decodes up to n of the bucket's next tuples, a message each.
+func (c *bucketCursor) next(n int, schema string, decode scenarios.Decoder, op *dataflow.Operator) (service.MessageBatch, error) {
+	batch := make(service.MessageBatch, 0, min(uint32(n), c.left))
+	var t scenarios.Tuple
+	for c.left > 0 && len(batch) < n {
+		off, err := decode(c.msg, c.off, &t)
+		if err != nil { // checked whole before: cannot happen
+			*c = bucketCursor{}
+			return nil, err
+		}
+		c.off, c.left = off, c.left-1
+		batch = append(batch, tupleMessage(&t, schema, op))
+	}
+	if c.left == 0 {
+		*c = bucketCursor{}
 	}
 	return batch, nil
 }

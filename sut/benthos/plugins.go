@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/cloudprofiler-go/cp/dataflow"
 	"github.com/cloudprofiler-go/cp/driver"
@@ -85,6 +86,12 @@ type input struct {
 	c         driver.Consumer
 	connected Connected
 	op        *dataflow.Operator // nil: not accounted
+	// ReadBatch's own (the engine reads a batch input from one goroutine)
+	cur      bucketCursor
+	waiting  service.MessageBatch // decoded, waiting for room in flight (a ReadBatch's context ended first)
+	wBuckets uint64
+	inflight *semaphore.Weighted // tuples handed over and not acknowledged
+	nacked   *service.MetricCounter
 }
 
 func newInput(conf *service.ParsedConfig, mgr *service.Resources, reg driver.Registry) (*input, error) {
@@ -97,7 +104,9 @@ func newInput(conf *service.ParsedConfig, mgr *service.Resources, reg driver.Reg
 	}
 	decode, _ := scenarios.DecoderFor(schema)
 	return &input{reg: reg, e: e, schema: schema, decode: decode, log: mgr.Logger(),
-		malformed: mgr.Metrics().NewCounter("cp_input_malformed_buckets")}, nil
+		malformed: mgr.Metrics().NewCounter("cp_input_malformed_buckets"),
+		nacked:    mgr.Metrics().NewCounter("cp_input_nacked_batches"),
+		inflight:  semaphore.NewWeighted(MaxInFlightTuples)}, nil
 }
 
 // endpointAndSchema reads the url and schema fields of cp_input and cp_output.
@@ -126,8 +135,11 @@ func (in *input) Connect(context.Context) error {
 	return nil
 }
 
-// ReadBatch returns the next bucket's tuples. A malformed bucket is
-// counted, logged and skipped; end markers are skipped.
+// ReadBatch returns the next bucket's tuples, or the next
+// MaxBatchTuples of a larger one, once the engine holds fewer than
+// MaxInFlightTuples unacknowledged. A malformed bucket is counted, logged
+// and skipped; end markers are skipped. A consumer that fails is closed:
+// Connect makes the next.
 func (in *input) ReadBatch(ctx context.Context) (service.MessageBatch, service.AckFunc, error) {
 	in.mu.Lock()
 	c := in.c
@@ -136,7 +148,22 @@ func (in *input) ReadBatch(ctx context.Context) (service.MessageBatch, service.A
 		return nil, nil, service.ErrNotConnected
 	}
 	in.op.Waiting() // the processors are done with the last batch
+	if in.waiting != nil {
+		return in.hand(ctx, in.waiting, in.wBuckets)
+	}
 	for ctx.Err() == nil {
+		if in.cur.left > 0 { // the rest of a large bucket
+			batch, err := in.cur.next(MaxBatchTuples, in.schema, in.decode, in.op)
+			if err != nil {
+				in.skip(err)
+				continue
+			}
+			bucket := uint64(0)
+			if in.cur.left == 0 {
+				bucket = 1
+			}
+			return in.hand(ctx, batch, bucket)
+		}
 		msg, err := c.Next(100 * time.Millisecond)
 		if errors.Is(err, driver.ErrTimeout) {
 			continue
@@ -144,24 +171,70 @@ func (in *input) ReadBatch(ctx context.Context) (service.MessageBatch, service.A
 		in.op.Busy()
 		if err != nil {
 			in.log.Errorf("cp_input %s: %v", in.e.Where(), err)
+			in.drop(c)
 			return nil, nil, service.ErrNotConnected
+		}
+		if h, err := wire.ParseHeader(msg); err == nil && h.Kind == wire.KindData && h.Count > MaxBatchTuples {
+			if err := in.cur.start(msg, in.decode); err != nil {
+				in.skip(err)
+			}
+			continue
 		}
 		batch, err := decodeBucket(msg, in.schema, in.decode, in.op)
 		if err != nil {
-			in.malformed.Incr(1)
-			in.log.Warnf("cp_input %s: a malformed bucket skipped: %v", in.e.Where(), err)
-			in.op.Waiting()
+			in.skip(err)
 			continue
 		}
 		if len(batch) > 0 {
-			in.op.Processed(1, uint64(len(batch)))
-			in.op.Blocked() // until the processors have taken the batch
-			// the driver's consumer acknowledged on receipt (docs/sut.md)
-			return batch, func(context.Context, error) error { return nil }, nil
+			return in.hand(ctx, batch, 1)
 		}
 		in.op.Waiting()
 	}
 	return nil, nil, ctx.Err()
+}
+
+// hand gives the engine a batch (buckets: the buckets it finishes) once
+// its tuples fit in flight; its acknowledgement frees them. The driver's
+// consumer acknowledged on receipt (docs/sut.md): a nack is counted and
+// logged, and the tuples are not read again.
+func (in *input) hand(ctx context.Context, batch service.MessageBatch, buckets uint64) (service.MessageBatch, service.AckFunc, error) {
+	n := int64(len(batch))
+	in.op.Blocked() // until the processors have taken the batch
+	if err := in.inflight.Acquire(ctx, n); err != nil {
+		in.waiting, in.wBuckets = batch, buckets // the next call hands it over
+		return nil, nil, err
+	}
+	in.waiting = nil
+	in.op.Processed(buckets, uint64(n))
+	var once sync.Once
+	return batch, func(_ context.Context, err error) error {
+		once.Do(func() {
+			in.inflight.Release(n)
+			if err != nil {
+				in.nacked.Incr(1)
+				in.log.Warnf("cp_input %s: the engine failed a batch of %d tuple(s): %v (not read again: the broker's message was acknowledged)", in.e.Where(), n, err)
+			}
+		})
+		return nil
+	}, nil
+}
+
+// skip counts and logs a malformed bucket.
+func (in *input) skip(err error) {
+	in.malformed.Incr(1)
+	in.log.Warnf("cp_input %s: a malformed bucket skipped: %v", in.e.Where(), err)
+	in.op.Waiting()
+}
+
+// drop closes a consumer that failed, unless Close or Connect replaced
+// it already (each reconnect leaked one while it was left open).
+func (in *input) drop(c driver.Consumer) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.c == c {
+		in.c = nil
+		c.Close()
+	}
 }
 
 func (in *input) Close(context.Context) error {

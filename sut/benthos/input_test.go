@@ -1,0 +1,131 @@
+package benthos
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"golang.org/x/sync/semaphore"
+
+	"github.com/cloudprofiler-go/cp/driver"
+	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/wire"
+)
+
+// fakeConsumer hands out msgs, then fails with err (closed counts Close).
+type fakeConsumer struct {
+	msgs   [][]byte
+	err    error
+	closed int
+}
+
+func (f *fakeConsumer) Next(time.Duration) ([]byte, error) {
+	if len(f.msgs) == 0 {
+		return nil, f.err
+	}
+	m := f.msgs[0]
+	f.msgs = f.msgs[1:]
+	return m, nil
+}
+func (f *fakeConsumer) Lag() (int64, error) { return 0, nil }
+func (f *fakeConsumer) Dropped() uint64     { return 0 }
+func (f *fakeConsumer) Close()              { f.closed++ }
+
+func testInput(c driver.Consumer, schema string) *input {
+	decode, _ := scenarios.DecoderFor(schema)
+	res := service.MockResources()
+	return &input{schema: schema, decode: decode, log: res.Logger(), c: c, connected: func(string, string) {},
+		malformed: res.Metrics().NewCounter("m"), nacked: res.Metrics().NewCounter("n"), inflight: semaphore.NewWeighted(MaxInFlightTuples)}
+}
+
+// rawBucket is one bucket of n raw tuples [id, intended] of 19 bytes.
+func rawBucket(n int) []byte {
+	b := make([]byte, wire.HeaderSize)
+	for i := range n {
+		b = wire.AppendArrayLen(b, 2)
+		b = wire.AppendUint64Fixed(b, wire.TupleID(1, uint64(i)))
+		b = wire.AppendInt64Fixed(b, int64(i))
+	}
+	wire.PutHeader(b, wire.Header{Kind: wire.KindData, Stream: 1, Count: uint32(n), BodyLen: uint32(len(b) - wire.HeaderSize)})
+	return b
+}
+
+// TestInputBoundsWhatItDecodes: a bucket of 56,000 small tuples (1 MiB)
+// is handed over in batches of MaxBatchTuples, every tuple once and in
+// order; beyond MaxInFlightTuples unacknowledged ReadBatch waits (here:
+// until its context ends) and an acknowledgement lets it go on; the heap
+// stays within the documented bound however many such buckets come.
+func TestInputBoundsWhatItDecodes(t *testing.T) {
+	const n = 56_000
+	bucket := rawBucket(n)
+	if len(bucket) < 1<<20 {
+		t.Fatalf("a bucket of %d bytes, want 1 MiB", len(bucket))
+	}
+	fc := &fakeConsumer{err: driver.ErrTimeout}
+	for range 20 {
+		fc.msgs = append(fc.msgs, bucket)
+	}
+	in := testInput(fc, scenarios.SchemaRaw)
+	var acks []service.AckFunc // not yet acknowledged, oldest first
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	peak, next, waited := uint64(0), uint64(0), false
+	for next < 20*n {
+		if len(acks) == MaxInFlightTuples/MaxBatchTuples { // full
+			if !waited { // ReadBatch waits for an acknowledgement
+				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+				_, _, err := in.ReadBatch(ctx)
+				cancel()
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("with %d tuples in flight: %v, want a wait", MaxInFlightTuples, err)
+				}
+				waited = true
+			}
+			_ = acks[0](context.Background(), nil)
+			acks = acks[1:]
+		}
+		batch, ack, err := in.ReadBatch(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(batch) > MaxBatchTuples {
+			t.Fatalf("a batch of %d tuples", len(batch))
+		}
+		for _, m := range batch {
+			id, _, err := identity(m)
+			if err != nil || id != wire.TupleID(1, next%n) {
+				t.Fatalf("tuple %d: id %x, %v", next, id, err)
+			}
+			next++
+		}
+		acks = append(acks, ack)
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		peak = max(peak, ms.HeapAlloc)
+	}
+	if next != 20*n {
+		t.Errorf("%d tuples handed over, want %d", next, 20*n)
+	}
+	grew := float64(peak-min(peak, before.HeapAlloc)) / (1 << 20)
+	t.Logf("20 buckets of 56,000 tuples: the heap grew by %.0f MiB at the most", grew)
+	if grew > 64 {
+		t.Errorf("the heap grew by %.0f MiB with at most %d tuples in flight", grew, MaxInFlightTuples)
+	}
+}
+
+// TestInputClosesAFailedConsumer: a consumer whose Next fails is closed
+// and forgotten (Connect makes the next one), not leaked.
+func TestInputClosesAFailedConsumer(t *testing.T) {
+	fc := &fakeConsumer{err: errors.New("connection reset")}
+	in := testInput(fc, scenarios.SchemaRaw)
+	if _, _, err := in.ReadBatch(context.Background()); !errors.Is(err, service.ErrNotConnected) {
+		t.Fatalf("%v, want ErrNotConnected", err)
+	}
+	if fc.closed != 1 || in.c != nil {
+		t.Errorf("closed %d times, consumer kept %v", fc.closed, in.c != nil)
+	}
+}
