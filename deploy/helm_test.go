@@ -3,7 +3,9 @@ package deploy
 import (
 	"encoding/base64"
 	"encoding/json"
+	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -23,6 +25,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"github.com/cloudprofiler-go/cp/internal/redact"
 )
 
 const chartDir = "helm/cloudprofiler"
@@ -310,6 +314,11 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{"a job's input without its output", "cp", map[string]any{"job": map[string]any{"input": "kafka://k:9092/ads?group=ysb"}}, "give both input"},
 		{"a job read by two receivers", "cp", map[string]any{"receivers": map[string]any{"count": 2}, "job": map[string]any{"input": "kafka://k:9092/ads?group=ysb", "output": "kafka://k:9092/out"}}, "one receiver with one lane"},
 		{"the job's topics in sweep.args", "cp", map[string]any{"sweep": map[string]any{"args": []any{"--input", "kafka://k:9092/ads?group=ysb"}}}, "--input is set by the chart"},
+		{"a password in the job's input", "cp", map[string]any{"job": map[string]any{"input": "jetstream://user:pw@n:4222/ads?group=ysb", "output": "jetstream://n:4222/out"}}, "job/input"},
+		{"a password parameter in the job's output", "cp", map[string]any{"job": map[string]any{"input": "redis://r:6379/ads?group=ysb", "output": "redis://r:6379/out?password=pw"}}, "job/output"},
+		{"credentials in --sut", "cp", map[string]any{"sweep": map[string]any{"args": []any{"--sut", "nats://u:pw@n:4222/x"}}}, "sweep/args/1"},
+		{"credentials in --job-metrics=", "cp", map[string]any{"sweep": map[string]any{"args": []any{"--job-metrics=http://u:pw@job:9090/metrics"}}}, "sweep/args/0"},
+		{"a token parameter in an argument", "cp", map[string]any{"sweep": map[string]any{"args": []any{"--job-metrics", "http://job:9090/metrics?Auth_Token=x"}}}, "sweep/args/1"},
 		{"a long release name", strings.Repeat("a", 31), nil, "at most 30 characters"},
 		{"an upper-case release name", "Bench", nil, "lower-case"},
 	}
@@ -327,6 +336,33 @@ func TestChartLints(t *testing.T) {
 	for _, m := range l.Messages {
 		if m.Severity >= support.WarningSev {
 			t.Errorf("helm lint: %v", m)
+		}
+	}
+}
+
+// TestChartCredentialRuleIsTheCommands: the chart's schema refuses a
+// value for credentials exactly when cpsweep's own check does.
+func TestChartCredentialRuleIsTheCommands(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(chartDir, "values.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sch struct {
+		Definitions map[string]struct {
+			Not struct{ Pattern string } `json:"not"`
+		} `json:"definitions"`
+	}
+	if err := json.Unmarshal(raw, &sch); err != nil {
+		t.Fatal(err)
+	}
+	rule := regexp.MustCompile(sch.Definitions["noCredentials"].Not.Pattern)
+	for _, v := range []string{
+		"nats://u:pw@n:4222/x", "nats://token@n:4222/x", "http://job:9090/metrics", "kafka://k:9092/t?group=g",
+		"redis://r:6379/k?password=x", "redis://r/k?group=g&sasl_password=x", "http://j/m?Auth_Token=x", "http://j/m?PASSWD=x",
+		"--sut=jetstream://a:b@n/x", "plain words", "mail me@home", "http://j/m?passage=1", "--duration", "user@host:/path",
+	} {
+		if got, want := rule.MatchString(v), redact.Credentials(v); got != want {
+			t.Errorf("%q: the chart refuses it %v, the command %v", v, got, want)
 		}
 	}
 }
