@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -29,10 +30,17 @@ type Route struct {
 // idle, sends headers slowly or never reads a reply cannot hold the
 // process's descriptors or goroutines.
 const (
-	// DefaultMaxConns is the most connections a server holds at once. At
-	// the limit a new connection evicts an idle one, or is closed at once
-	// when none is idle.
-	DefaultMaxConns     = 64
+	// DefaultMaxConns is the most connections a server holds at once.
+	DefaultMaxConns = 64
+	// A connection is a stranger's until a request on it has passed
+	// authentication. Strangers hold at most a quarter of the slots
+	// (untrustedShare), each at most UntrustedTimeout from its accept, and
+	// a new connection evicts the oldest of them first: seventy silent or
+	// slow connections reopened as soon as they closed once left an
+	// agent's controller 0-1 answers in 80. An authenticated client
+	// keeps its connections (keep-alive), which strangers cannot evict.
+	UntrustedTimeout    = 2 * time.Second
+	untrustedShare      = 4
 	ReadHeaderTimeout   = 5 * time.Second
 	ReadTimeout         = 30 * time.Second // a whole request, body included (at most a few MiB)
 	DefaultWriteTimeout = 2 * time.Minute  // a handler that streams longer extends its own deadline
@@ -112,9 +120,11 @@ func Serve(cfg ServerConfig) (*Server, error) {
 	if wt <= 0 {
 		wt = DefaultWriteTimeout
 	}
-	s := &Server{name: cfg.Name, addr: ln.Addr().String(), routes: routes, handler: authenticate(cfg.Token, mux), limit: newConnLimiter(maxConns)}
+	s := &Server{name: cfg.Name, addr: ln.Addr().String(), routes: routes, limit: newConnLimiter(maxConns)}
+	s.handler = authenticate(cfg.Token, s.limit.trusting(mux))
 	s.srv = &http.Server{
 		Handler:           s.handler,
+		ConnContext:       withConn,
 		ReadHeaderTimeout: ReadHeaderTimeout,
 		ReadTimeout:       ReadTimeout,
 		WriteTimeout:      wt,
@@ -179,8 +189,11 @@ func (s *Server) Routes() []string { return append([]string(nil), s.routes...) }
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Refused counts connections closed at once because the server was full
-// and none was idle.
+// of busy trusted connections.
 func (s *Server) Refused() int64 { return s.limit.refused.Load() }
+
+// Evicted counts connections closed to make room for a new one.
+func (s *Server) Evicted() int64 { return s.limit.evicted.Load() }
 
 // Close stops the server and closes every connection.
 func (s *Server) Close() { _ = s.srv.Close() }
@@ -213,62 +226,167 @@ func authenticate(token string, next http.Handler) http.Handler {
 	})
 }
 
-// connLimiter holds at most max connections: at the limit a new one
-// evicts the connection idle the longest, or is closed at once.
+// connLimiter holds at most max connections, of which at most a quarter
+// are strangers' (no request on them has passed authentication yet). A new
+// connection evicts the oldest stranger when strangers hold their share
+// (one that has sent nothing first), else, at the limit, the longest-idle
+// trusted connection, else the oldest stranger; with none of those it is
+// closed at once.
 type connLimiter struct {
-	max     int
-	mu      sync.Mutex
-	conns   map[net.Conn]connInfo
-	refused atomic.Int64
+	max, maxUntrusted int
+	mu                sync.Mutex
+	conns             map[*limitedConn]connInfo
+	untrusted         int
+	refused           atomic.Int64
+	evicted           atomic.Int64
 }
 
 type connInfo struct {
-	state http.ConnState
-	since time.Time
+	state    http.ConnState
+	since    time.Time // in this state
+	admitted time.Time
+	trusted  bool
 }
 
-func newConnLimiter(max int) *connLimiter {
-	return &connLimiter{max: max, conns: map[net.Conn]connInfo{}}
+func newConnLimiter(most int) *connLimiter {
+	return &connLimiter{max: most, maxUntrusted: max(most/untrustedShare, 2), conns: map[*limitedConn]connInfo{}}
 }
 
 func (l *connLimiter) wrap(ln net.Listener) net.Listener { return &limitedListener{Listener: ln, l: l} }
 
 // track follows each connection's state (http.Server's ConnState hook).
-func (l *connLimiter) track(c net.Conn, st http.ConnState) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if st == http.StateClosed || st == http.StateHijacked {
-		delete(l.conns, c)
+func (l *connLimiter) track(nc net.Conn, st http.ConnState) {
+	c, ok := nc.(*limitedConn)
+	if !ok {
 		return
 	}
-	if _, ok := l.conns[c]; ok {
-		l.conns[c] = connInfo{state: st, since: time.Now()}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	info, ok := l.conns[c]
+	if !ok {
+		return
+	}
+	if st == http.StateClosed || st == http.StateHijacked {
+		l.forget(c, info)
+		return
+	}
+	info.state, info.since = st, time.Now()
+	l.conns[c] = info
+}
+
+// forget drops c (l.mu held).
+func (l *connLimiter) forget(c *limitedConn, info connInfo) {
+	delete(l.conns, c)
+	if !info.trusted {
+		l.untrusted--
 	}
 }
 
-// admit takes c, evicting the longest-idle connection when full; false
-// means c must be closed.
-func (l *connLimiter) admit(c net.Conn) bool {
+// admit takes c, evicting as the type says; false means c must be
+// closed.
+func (l *connLimiter) admit(c *limitedConn) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.conns) >= l.max {
-		var oldest net.Conn
-		var at time.Time
-		for oc, info := range l.conns {
-			if info.state == http.StateIdle && (oldest == nil || info.since.Before(at)) {
-				oldest, at = oc, info.since
+	if l.untrusted >= l.maxUntrusted || len(l.conns) >= l.max {
+		// a silent stranger first: a client sends its request as soon as
+		// it connects, so the newest connection that has spoken is the
+		// likeliest to be one
+		victim := l.oldest(func(i connInfo) bool { return !i.trusted && i.state == http.StateNew }, admittedAt)
+		if victim == nil {
+			victim = l.oldest(func(i connInfo) bool { return !i.trusted }, admittedAt)
+		}
+		if l.untrusted < l.maxUntrusted {
+			if idle := l.oldest(func(i connInfo) bool { return i.trusted && i.state == http.StateIdle }, inStateAt); idle != nil {
+				victim = idle
 			}
 		}
-		if oldest == nil {
+		if victim == nil {
 			l.refused.Add(1)
 			return false
 		}
-		_ = oldest.Close()
-		delete(l.conns, oldest)
+		l.evicted.Add(1)
+		_ = victim.Conn.Close()
+		l.forget(victim, l.conns[victim])
 	}
-	l.conns[c] = connInfo{state: http.StateNew, since: time.Now()}
+	now := time.Now()
+	c.until = now.Add(UntrustedTimeout)
+	_ = c.Conn.SetDeadline(c.until)
+	l.conns[c] = connInfo{state: http.StateNew, since: now, admitted: now}
+	l.untrusted++
 	return true
 }
+
+// oldest is the connection that match holds with the earliest time by
+// when (l.mu held).
+func (l *connLimiter) oldest(match func(connInfo) bool, when func(connInfo) time.Time) *limitedConn {
+	var found *limitedConn
+	var at time.Time
+	for c, info := range l.conns {
+		if match(info) && (found == nil || when(info).Before(at)) {
+			found, at = c, when(info)
+		}
+	}
+	return found
+}
+
+// A stranger's age is from its accept (a slow one changes state late);
+// an idle connection's from when it fell idle.
+func admittedAt(i connInfo) time.Time { return i.admitted }
+func inStateAt(i connInfo) time.Time  { return i.since }
+
+// trust makes c a trusted connection: its deadlines are the server's own
+// from now on.
+func (l *connLimiter) trust(c *limitedConn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	info, ok := l.conns[c]
+	if !ok || info.trusted {
+		return
+	}
+	info.trusted = true
+	l.conns[c] = info
+	l.untrusted--
+	c.trusted.Store(true)
+	_ = c.Conn.SetReadDeadline(time.Now().Add(ReadTimeout)) // the body of the request that earned it
+}
+
+// trusting marks the connection of every request that reaches next (past
+// authentication) as trusted.
+func (l *connLimiter) trusting(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, ok := r.Context().Value(connKey{}).(*limitedConn); ok && !c.trusted.Load() {
+			l.trust(c)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+type connKey struct{}
+
+// withConn puts a request's connection in its context (http.Server's
+// ConnContext hook), for trusting.
+func withConn(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
+
+// limitedConn is an admitted connection. Until it is trusted no deadline
+// the server sets goes past until: a stranger's connection ends
+// UntrustedTimeout after its accept, however slowly it sends.
+type limitedConn struct {
+	net.Conn
+	until   time.Time // set before the server sees the connection
+	trusted atomic.Bool
+}
+
+func (c *limitedConn) capped(t time.Time) time.Time {
+	if c.trusted.Load() || !t.IsZero() && t.Before(c.until) {
+		return t
+	}
+	return c.until
+}
+
+func (c *limitedConn) SetDeadline(t time.Time) error     { return c.Conn.SetDeadline(c.capped(t)) }
+func (c *limitedConn) SetReadDeadline(t time.Time) error { return c.Conn.SetReadDeadline(c.capped(t)) }
 
 type limitedListener struct {
 	net.Listener
@@ -277,14 +395,15 @@ type limitedListener struct {
 
 func (ll *limitedListener) Accept() (net.Conn, error) {
 	for {
-		c, err := ll.Listener.Accept()
+		nc, err := ll.Listener.Accept()
 		if err != nil {
 			return nil, err
 		}
+		c := &limitedConn{Conn: nc}
 		if ll.l.admit(c) {
 			return c, nil
 		}
-		_ = c.Close()
+		_ = nc.Close()
 	}
 }
 

@@ -5,11 +5,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
@@ -77,6 +79,12 @@ func (c *Client) do(ctx context.Context, timeout time.Duration, method, path str
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.http.Do(req)
+	// A GET whose new connection the agent closed before reading it (a
+	// stranger's flood evicts the newest connections last, but evicts
+	// them) is asked again, twice at the most: it changes nothing.
+	for try := 0; err != nil && method == http.MethodGet && try < 2 && ctx.Err() == nil && closedEarly(err); try++ {
+		resp, err = c.http.Do(req)
+	}
 	if err != nil {
 		return fmt.Errorf("agent %s is unreachable: %w", c.Addr, err)
 	}
@@ -174,4 +182,10 @@ func (c *Client) FetchProfile(ctx context.Context, dir string) ([]string, error)
 		}
 		files = append(files, path)
 	}
+}
+
+// closedEarly says whether a request failed because its connection was
+// closed or reset before a reply.
+func closedEarly(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
