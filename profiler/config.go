@@ -166,13 +166,16 @@ func plainPath(p string) error {
 }
 
 // CheckLocal refuses a configuration that names a file outside the
-// directory it will be written in: every path (logs, acknowledgement logs,
-// counters) must be relative and must not climb with "..". This is the
-// rule of dgsend, dgrecv and the agents, which write only inside their
-// profile directory (symbolic links out of it are refused when a file is
-// opened).
+// directory it will be written in, or one that is not a log of the
+// profiler's: every path (logs, acknowledgement logs, counters) must be
+// relative, must not climb with "..", and must end as the profiler's own
+// files do (logs NAME.log or NAME.ack, counters NAME.json), so that a
+// configuration server cannot name a user's file in the directory. This
+// is the rule of dgsend, dgrecv and the agents, which write only inside
+// their profile directory (symbolic links out of it are refused when a
+// file is opened, and a file that exists is never overwritten).
 func (h *Handlers) CheckLocal() error {
-	check := func(what, path string) error {
+	check := func(what, path string, endings ...string) error {
 		if path == "" {
 			return nil
 		}
@@ -180,16 +183,21 @@ func (h *Handlers) CheckLocal() error {
 		if !filepath.IsLocal(p) {
 			return fmt.Errorf("%s path %.64q must be relative to the profile directory and stay inside it (no leading /, no \"..\")", what, path)
 		}
-		return nil
+		for _, e := range endings {
+			if strings.HasSuffix(p, e) && len(filepath.Base(p)) > len(e) {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s path %.64q: a profile directory holds only the profiler's own files, named NAME%s", what, path, strings.Join(endings, " or NAME"))
 	}
-	if err := check("counters", h.Counters); err != nil {
+	if err := check("counters", h.Counters, ".json"); err != nil {
 		return err
 	}
 	for _, c := range append([]Config{h.Default}, mapValues(h.Channels)...) {
-		if err := check("log", c.Path); err != nil {
+		if err := check("log", c.Path, ".log", ".ack"); err != nil {
 			return err
 		}
-		if err := check("ack", c.AckPath); err != nil {
+		if err := check("ack", c.AckPath, ".log", ".ack"); err != nil {
 			return err
 		}
 	}

@@ -3,6 +3,7 @@ package profiler
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -236,8 +237,11 @@ func NewIn(dir string, period time.Duration) (*Profiler, error) {
 	return p, nil
 }
 
-// openLog creates (or truncates) a log file, inside the profiler's
-// directory when it has one.
+// openLog creates a log file, inside the profiler's directory when it has
+// one. There it never opens a file that exists: every path the profiler
+// uses is new (a switch takes another, p.paths), so one that exists is
+// someone else's (a user's file named like a log, an earlier run's), and
+// is refused rather than truncated.
 func (p *Profiler) openLog(path string) (*os.File, error) {
 	if p.root == nil {
 		return createFile(path)
@@ -245,7 +249,10 @@ func (p *Profiler) openLog(path string) (*os.File, error) {
 	if !filepath.IsLocal(path) {
 		return nil, fmt.Errorf("log path %q must be relative to the profile directory, without \"..\"", path)
 	}
-	f, err := p.root.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	f, err := p.root.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("log path %q: a file of that name is already in the profile directory, and the profiler never overwrites a file it did not make (give another --profile-dir, or move the file)", path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("log path %q in the profile directory: %w", path, err)
 	}

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -108,6 +110,26 @@ func TestProfileAt(t *testing.T) {
 		}
 		if tc.ok && p.String() != tc.in {
 			t.Errorf("%q prints as %q", tc.in, p.String())
+		}
+	}
+}
+
+// TestARefusedProfileKeepsTheUsersDirectory: a refused handler
+// configuration removes a --profile-dir the run made, never one that was
+// there before (empty or not).
+func TestARefusedProfileKeepsTheUsersDirectory(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("default: {handler: buffered, path: thesis.txt}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	existing := t.TempDir()
+	made := filepath.Join(t.TempDir(), "new")
+	for dir, stays := range map[string]bool{existing: true, made: false} {
+		if _, err := OpenProfile("dgrecv", bad, "", dir, 0, 0); err == nil {
+			t.Fatalf("%s: a configuration naming thesis.txt was accepted", dir)
+		}
+		if _, err := os.Stat(dir); (err == nil) != stays {
+			t.Errorf("%s: stat after the refusal: %v; it should stay: %v", dir, err, stays)
 		}
 	}
 }

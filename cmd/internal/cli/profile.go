@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -65,12 +67,16 @@ func OpenProfile(name, source, token, dir string, follow, period time.Duration) 
 	if dir == "" {
 		dir = fmt.Sprintf("cp-profile-%s-%s-%d", name, time.Now().UTC().Format("20060102-150405"), os.Getpid())
 	}
+	_, statErr := os.Stat(dir)
+	made := errors.Is(statErr, fs.ErrNotExist)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("--profile-dir: %w", err)
 	}
 	p, h, err := configsrv.FromSource(ctx, source, token, dir, period)
 	if err != nil {
-		_ = os.Remove(dir) // only if still empty: a refused configuration leaves nothing behind
+		if made {
+			_ = os.Remove(dir) // a refused configuration leaves nothing behind; a directory that was there stays
+		}
 		return nil, err
 	}
 	fmt.Fprintf(os.Stderr, "%s: profile logs in %s\n", name, dir)
