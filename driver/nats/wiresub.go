@@ -285,6 +285,13 @@ func (c *wireConsumer) parse() (*wireBatch, error) {
 				b = c.batch()
 			}
 			payload := rest[nl+1+hdr : nl+1+size : nl+1+size]
+			if hdr > len(payload) && hdr > wireMinRead {
+				// a payload kept as a slice keeps its whole chunk alive,
+				// headers included: one-tuple buckets in 1 MiB headers
+				// held a MiB each in the lane's ring. Such a payload is
+				// copied, and the chunk goes.
+				payload = bytes.Clone(payload)
+			}
 			b.msgs, b.sizes = append(b.msgs, payload), append(b.sizes, int32(size))
 			// the headers count: the payload keeps them alive in its chunk
 			// (1 MiB headers around one-tuple payloads grew dgrecv to
