@@ -30,7 +30,7 @@ test: deps
 	@scripts/ensure-test-deps.sh
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
-	$(GO) test -race -count=1 ./cpustat/ ./driver/ ./driver/nats/ ./sweep/discover/ ./objfactory/ ./receiver/ ./sender/ ./stage/ ./servicerate/ ./diagnose/ ./internal/histo/ ./internal/zmqraw/ ./profiler/ ./tsc/... ./sweep/watch/ ./sweep/agent/
+	$(GO) test -race -count=1 ./cpustat/ ./driver/ ./driver/nats/ ./sweep/discover/ ./objfactory/ ./receiver/ ./sender/ ./stage/ ./servicerate/ ./diagnose/ ./internal/histo/ ./internal/zmqraw/ ./profiler/ ./tsc/... ./sweep/watch/ ./sweep/agent/ ./internal/httpapi/ ./sut/benthos/
 	{ $(GO) test -count=1 -json $$($(GO) list ./... | grep -v /internal/testkit/e2e); \
 	  $(GO) test -count=1 -timeout 40m -json ./internal/testkit/e2e/; } | $(GO) run ./scripts/testsummary
 

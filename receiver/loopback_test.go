@@ -274,9 +274,12 @@ func TestActivityChannels(t *testing.T) {
 	syn, _ := scenarios.Load("synthetic-100")
 	rres, sres := run(t, receiver.Config{Agent: trialcfg.Agent{StagePeriod: stage.DefaultPeriod}, ExpectStreams: 1, Profile: prof, Handlers: h},
 		sender.Config{
-			Agent:    trialcfg.Agent{StagePeriod: stage.DefaultPeriod},
-			Sender:   trialcfg.Sender{Threads: 1, BucketSize: 10, Overflow: sender.Block, Idle: sender.Sleep},
-			Rate:     200_000,
+			Agent:  trialcfg.Agent{StagePeriod: stage.DefaultPeriod},
+			Sender: trialcfg.Sender{Threads: 1, BucketSize: 10, Overflow: sender.Block, Idle: sender.Sleep},
+			// 500 µs between buckets: the thread waits between them even
+			// on a host the race run loads (at 50 µs it was behind from
+			// its start there, and logged 5 changes)
+			Rate:     20_000,
 			Count:    20_000,
 			Scenario: syn,
 			HWM:      1000,

@@ -341,3 +341,40 @@ func TestWireLeavesTLSToNATSGo(t *testing.T) {
 		t.Errorf("the client sent %d bytes to a server that requires TLS", n)
 	}
 }
+
+// TestWireClosesAFailedConnection: a consumer whose connection failed (an
+// operation it does not know) closes it at once, before its own Close: the
+// server sees the end of the connection.
+func TestWireClosesAFailedConnection(t *testing.T) {
+	ended := make(chan error, 1)
+	addr := serveOne(t, func(conn net.Conn) {
+		fmt.Fprint(conn, "INFO {\"max_payload\":1024}\r\n")
+		r := bufio.NewReader(conn)
+		for pings := 0; pings < 2; {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				ended <- err
+				return
+			}
+			if strings.TrimSpace(line) == "PING" {
+				fmt.Fprint(conn, "PONG\r\n")
+				pings++
+			}
+		}
+		fmt.Fprint(conn, "HELLO\r\n")
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, err := io.Copy(io.Discard, r)
+		ended <- err
+	})
+	c, err := dialWire(driver.Endpoint{Driver: driver.NATS, Server: "nats://" + addr, Subject: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := <-ended; err != nil {
+		t.Errorf("the server saw %v, want the connection closed by the consumer (EOF)", err)
+	}
+	if _, err := c.Next(time.Second); err == nil || !strings.Contains(err.Error(), "unknown operation") {
+		t.Errorf("Next after the failure: %v", err)
+	}
+}

@@ -197,6 +197,9 @@ func (c *wireConsumer) read() {
 		if c.closing.Load() {
 			err = net.ErrClosed
 		}
+		// a failed connection is closed now, not at the consumer's Close:
+		// the server then drops the subscription, and its descriptor goes
+		_ = c.conn.Close()
 		c.err = err
 		close(c.done)
 	}()

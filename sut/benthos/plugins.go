@@ -49,12 +49,16 @@ func Register(env *service.Environment, reg driver.Registry, connected Connected
 		}),
 		env.RegisterBatchOutput("cp_output", outputSpec(), func(conf *service.ParsedConfig, mgr *service.Resources) (service.BatchOutput, service.BatchPolicy, int, error) {
 			out, err := newOutput(conf, mgr, reg)
-			if out != nil {
-				out.connected = connected
-				operators.Writes(out.e.Topic())
+			if err != nil {
+				return nil, service.BatchPolicy{}, 1, err
 			}
+			out.connected = connected
+			operators.Writes(out.e.Topic())
+			// the messages of a bucket: the engine's batches, or as the
+			// batching field groups them (it was declared and never read)
+			policy, err := conf.FieldBatchPolicy("batching")
 			// one batch in flight: a stream's buckets leave in their order
-			return out, service.BatchPolicy{}, 1, err
+			return out, policy, 1, err
 		}),
 	)
 }
