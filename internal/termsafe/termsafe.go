@@ -53,18 +53,43 @@ func Escape(s string) string {
 // Safe says whether s holds no control character and is valid UTF-8.
 func Safe(s string) bool { return Escape(s) == s }
 
-// writer escapes what passes through it, but its newlines and tabs.
+// writer passes text on with some characters escaped: escape says, of a
+// character (its bytes b, its rune r, n bytes long; utf8.RuneError with n
+// 1 for an invalid byte), what to write instead, or "" to pass it on.
 type writer struct {
 	mu      sync.Mutex // a command's goroutines share its standard error
 	w       io.Writer
 	pending []byte // the start of a UTF-8 sequence split across writes
+	escape  func(b []byte, r rune, n int) string
 }
 
 // NewWriter returns a writer that passes text to w with every control
 // character but newline and tab escaped (Escape): a command's whole output
 // to a terminal goes through one, so that no string it read can drive the
 // terminal.
-func NewWriter(w io.Writer) io.Writer { return &writer{w: w} }
+func NewWriter(w io.Writer) io.Writer {
+	return &writer{w: w, escape: func(b []byte, r rune, n int) string {
+		if r == '\n' || r == '\t' || !(control(r) || r == utf8.RuneError && n <= 1) {
+			return ""
+		}
+		return Escape(string(b))
+	}}
+}
+
+// NewJSONWriter returns a writer for JSON text (as encoding/json writes
+// it) that shows DEL and every C1 control (U+0080 to U+009F, the 8-bit CSI
+// U+009B among them), which encoding/json passes through raw and a
+// terminal may act on, as a \u escape: the same JSON value. They can stand
+// only inside strings (JSON's own syntax is ASCII), where the escape means
+// the same character.
+func NewJSONWriter(w io.Writer) io.Writer {
+	return &writer{w: w, escape: func(_ []byte, r rune, _ int) string {
+		if r == 0x7f || r >= 0x80 && r <= 0x9f {
+			return fmt.Sprintf(`\u%04x`, r)
+		}
+		return ""
+	}}
+}
 
 func (t *writer) Write(p []byte) (int, error) {
 	t.mu.Lock()
@@ -80,53 +105,9 @@ func (t *writer) Write(p []byte) (int, error) {
 	start := 0
 	for i := 0; i < len(buf); {
 		r, n := utf8.DecodeRune(buf[i:])
-		if r == '\n' || r == '\t' || !(control(r) || r == utf8.RuneError && n <= 1) {
-			i += n
-			continue
-		}
-		b.Write(buf[start:i])
-		b.WriteString(Escape(string(buf[i : i+n])))
-		i += n
-		start = i
-	}
-	b.Write(buf[start:])
-	if _, err := io.WriteString(t.w, b.String()); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
-
-// jsonWriter escapes, in JSON text, the characters encoding/json passes
-// through raw and a terminal may act on: DEL and the C1 controls (U+0080
-// to U+009F, among them the 8-bit CSI U+009B).
-type jsonWriter struct {
-	mu      sync.Mutex
-	w       io.Writer
-	pending []byte
-}
-
-// NewJSONWriter returns a writer for JSON text (as encoding/json writes
-// it) that shows DEL and every C1 control as a \u escape: the same JSON
-// value, which no terminal acts on. They can stand only inside strings
-// (JSON's own syntax is ASCII), where the escape means the same character.
-func NewJSONWriter(w io.Writer) io.Writer { return &jsonWriter{w: w} }
-
-func (t *jsonWriter) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	buf := append(t.pending, p...)
-	t.pending = nil
-	if cut := incompleteTail(buf); cut > 0 {
-		t.pending = append([]byte(nil), buf[len(buf)-cut:]...)
-		buf = buf[:len(buf)-cut]
-	}
-	var b strings.Builder
-	start := 0
-	for i := 0; i < len(buf); {
-		r, n := utf8.DecodeRune(buf[i:])
-		if r == 0x7f || r >= 0x80 && r <= 0x9f {
+		if e := t.escape(buf[i:i+n], r, n); e != "" {
 			b.Write(buf[start:i])
-			fmt.Fprintf(&b, `\u%04x`, r)
+			b.WriteString(e)
 			start = i + n
 		}
 		i += n
