@@ -63,6 +63,21 @@ func peakMB(pid int) (stop func() float64) {
 	}
 }
 
+// startWatched starts one of the binaries, killed at the test's end, and
+// waits until it says ready on its standard error.
+func startWatched(t *testing.T, ready, bin string, args ...string) *Proc {
+	t.Helper()
+	p, err := Start(filepath.Join(binDir, bin), args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Signal(syscall.SIGKILL); _ = p.Wait(5 * time.Second) })
+	if !p.WaitForLine(ready, 20*time.Second) {
+		t.Fatalf("%s did not start:\n%s", bin, p.Stderr.String())
+	}
+	return p
+}
+
 // oneTupleBucket is a raw bucket of one tuple [id, intended].
 func oneTupleBucket(seq uint64) []byte {
 	b := make([]byte, wire.HeaderSize)
@@ -85,15 +100,8 @@ func TestHostileNATSHeadersCannotGrowTheReceiver(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr, _ := realserver.NATS(t, "-c", conf)
-	recv, err := Start(filepath.Join(binDir, "dgrecv"), "--connect", "nats://"+addr+"/hostile.headers", "--schema", "raw",
+	recv := startWatched(t, "listening on", "dgrecv", "--connect", "nats://"+addr+"/hostile.headers", "--schema", "raw",
 		"--work", "1ms", "--duration", "20s", "--calibrate", "30ms")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = recv.Signal(syscall.SIGKILL); _ = recv.Wait(5 * time.Second) })
-	if !recv.WaitForLine("listening on", 10*time.Second) {
-		t.Fatalf("dgrecv did not start:\n%s", recv.Stderr.String())
-	}
 	peak := peakMB(recv.Cmd.Process.Pid)
 	nc, err := nats.Connect("nats://" + addr)
 	if err != nil {
@@ -338,14 +346,7 @@ func TestHostileInputBucketsCannotGrowAJob(t *testing.T) {
 	if err := os.WriteFile(conf, []byte(fmt.Sprintf("input:\n  cp_input: {url: '%s', schema: raw}\noutput:\n  cp_output: {url: '%s', schema: raw}\n", in, out)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	job, err := Start(filepath.Join(binDir, "cpjob"), "run", conf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = job.Signal(syscall.SIGKILL); _ = job.Wait(5 * time.Second) })
-	if !job.WaitForLine("connected", 20*time.Second) {
-		t.Fatalf("cpjob did not connect:\n%s", job.Stderr.String())
-	}
+	job := startWatched(t, "connected", "cpjob", "run", conf)
 	peak := peakMB(job.Cmd.Process.Pid)
 	const tuples = 56_000
 	body := make([]byte, wire.HeaderSize)
