@@ -156,13 +156,7 @@ func (c *Config) Validate() error {
 	problems := zmqraw.Sockets{Endpoints: c.Endpoints, MaxEndpoints: MaxLanes, HWM: c.HWM, IOThreads: c.IOThreads, CPUs: c.CPUs}.Problems()
 	bad := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
 	problems = append(problems, driver.Problems(c.Endpoints, false)...)
-	if c.JobInput != "" {
-		if e, err := driver.Parse(c.JobInput); err != nil {
-			bad("job input: %v", err)
-		} else if e.Group == "" {
-			bad("job input %s: name the job's consumer group (?group=NAME): its lag is what is read", e.Where())
-		}
-	}
+	problems = append(problems, c.jobProblems()...)
 	if err := cpustat.CheckNames(c.SUTProcesses); err != nil {
 		bad("%v", err)
 	}
@@ -206,14 +200,6 @@ func (c *Config) Validate() error {
 	}
 	if c.Settle < 0 || c.Settle > MaxWait || c.EndTimeout < 0 || c.EndTimeout > MaxWait || c.JobQuiet < 0 || c.JobQuiet > MaxWait {
 		bad("settle, end timeout and job quiet time must be 0 to %v, got %v, %v and %v", MaxWait, c.Settle, c.EndTimeout, c.JobQuiet)
-	}
-	if c.Owed != nil {
-		if err := c.Owed.Validate(); err != nil {
-			bad("%v", err)
-		}
-	}
-	if c.Senders < 0 || c.Senders > 256 || c.SenderThreads < 0 || c.SenderThreads > 256 || c.Senders*c.SenderThreads > 1<<16 {
-		bad("senders and their threads must be 0 to 256 each, got %d and %d", c.Senders, c.SenderThreads)
 	}
 	if c.Duration < 0 || c.Duration > MaxDuration {
 		bad("duration must be 0 (no limit) to %v, got %v", MaxDuration, c.Duration)

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/driver"
+	"github.com/cloudprofiler-go/cp/scenarios"
+
 	"github.com/cloudprofiler-go/cp/objfactory"
 	"github.com/cloudprofiler-go/cp/trialcfg"
 	"github.com/cloudprofiler-go/cp/tsc"
@@ -21,6 +24,40 @@ func (c *Config) jobMode() bool { return c.JobInput != "" }
 // jobTrial says whether the run is a sweep's trial of a job: it ends by
 // the job's lag and its quiet output, not by end markers.
 func (c *Config) jobTrial() bool { return c.jobMode() && !c.SendersEnd.IsZero() }
+
+// jobProblems are what is wrong with a job's settings (Validate).
+func (c *Config) jobProblems() []string {
+	var problems []string
+	if c.JobInput != "" {
+		if e, err := driver.Parse(c.JobInput); err != nil {
+			problems = append(problems, fmt.Sprintf("job input: %v", err))
+		} else if e.Group == "" {
+			problems = append(problems, fmt.Sprintf("job input %s: name the job's consumer group (?group=NAME): its lag is what is read", e.Where()))
+		}
+	}
+	if c.Owed != nil {
+		if err := c.Owed.Validate(); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	if c.Senders < 0 || c.Senders > 256 || c.SenderThreads < 0 || c.SenderThreads > 256 {
+		problems = append(problems, fmt.Sprintf("senders and their threads must be 0 to 256 each, got %d and %d", c.Senders, c.SenderThreads))
+	}
+	return problems
+}
+
+// judgesJob sets up what a sweep's trial of a job judges (New): the
+// trial's start, and for a map's or filter's output its identities.
+func (r *Receiver) judgesJob() {
+	cfg := &r.cfg
+	if !cfg.jobMode() || cfg.TrialStart.IsZero() {
+		return
+	}
+	r.trialStartNs = cfg.TrialStart.UnixNano()
+	if cfg.Senders > 0 && cfg.Schema != scenarios.SchemaWindow && !cfg.Drain {
+		r.ids = newIdentities(cfg.Senders, cfg.SenderThreads, cfg.Owed)
+	}
+}
 
 // jobQuiet is how long a job's output must be quiet to end a trial.
 func (c *Config) jobQuiet() time.Duration {

@@ -108,12 +108,7 @@ func New(cfg Config) (*Receiver, error) {
 	r := &Receiver{cfg: cfg, ctx: ctx, precise: histo.NewPrecise(), cpu: cpustat.New(), wake: make(chan struct{}, 1)}
 	r.cpu.TrackSystem(cfg.SUTProcesses)
 	r.jobLag = jobLagOf(cfg)
-	if cfg.jobMode() && !cfg.TrialStart.IsZero() {
-		r.trialStartNs = cfg.TrialStart.UnixNano()
-		if cfg.Senders > 0 && cfg.Schema != scenarios.SchemaWindow && !cfg.Drain {
-			r.ids = newIdentities(cfg.Senders, cfg.SenderThreads, cfg.Owed)
-		}
-	}
+	r.judgesJob()
 	if cfg.StagePeriod > 0 {
 		r.stages = stage.NewSet(cfg.Clock, cfg.StagePeriod)
 		r.stages.EnableLive(cfg.LiveActivity)
