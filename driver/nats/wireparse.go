@@ -150,4 +150,3 @@ func parseSize(b []byte) (int, bool) {
 	}
 	return n, n <= maxWireMsg
 }
-
