@@ -208,13 +208,17 @@ func (r *Receiver) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
+	// What is consumed is read before what is received (it only grows), so
+	// that one scrape never shows more consumed than received.
+	consumed := r.consumed.Load()
 	for _, l := range r.lanes {
 		ln := strconv.Itoa(l.ID)
 		for _, s := range l.streams.all() {
 			lbl := []string{ln, strconv.FormatUint(uint64(s.id), 10)}
+			consT := s.consumedTuples.Load()
 			counter(descRecvT, s.recvTuples.Load(), lbl...)
 			counter(descRecvB, s.recvBuckets.Load(), lbl...)
-			counter(descConsT, s.consumedTuples.Load(), lbl...)
+			counter(descConsT, consT, lbl...)
 			counter(descOOS, s.outOfSeq.Load(), lbl...)
 			counter(descDup, s.duplicates.Load(), lbl...)
 			counter(descStale, s.stale.Load(), lbl...)
@@ -236,7 +240,7 @@ func (r *Receiver) Collect(ch chan<- prometheus.Metric) {
 	var c histo.Counts
 	c.Add(&r.latency)
 	ch <- c.Metric(descLat, 1e-9)
-	counter(descConsAll, r.consumed.Load())
+	counter(descConsAll, consumed)
 	r.cpu.Collect(ch)
 	stagemetrics.Collector{Set: r.stages}.Collect(ch)
 	if r.rates != nil {
