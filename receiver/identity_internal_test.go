@@ -17,8 +17,10 @@ func TestIdentitiesBudget(t *testing.T) {
 		t.Fatalf("the last page: pages %d", ids.pages)
 	}
 	far := wire.TupleID(wire.StreamID(0, 1), 3*idPageBits)
-	if !ids.take(far) || !ids.take(far) {
-		t.Fatal("an identity beyond the budget is taken (unchecked)")
+	for range 2 { // twice: beyond the budget a repeat cannot be told
+		if !ids.take(far) {
+			t.Fatal("an identity beyond the budget is taken (unchecked)")
+		}
 	}
 	res := ids.results()
 	if len(res) != 1 || res[0].Stream != 1 || res[0].Unchecked != 2 || res[0].Distinct != 1 || res[0].Duplicates != 0 {
