@@ -230,8 +230,32 @@ func TestAProfiledJobTrialTracesItsOperators(t *testing.T) {
 // counted as it finishes) closes RaftLib's periods, so both methods give
 // its rate; one that waits between its items has only the busy-time
 // method's (RaftLib's periods need no waiting in them).
+//
+// On a host that other tests load, the join's spinning is preempted and
+// its periods' rates scatter until they do not converge; such a run is
+// tried again, up to three times (the rate is judged on the one that
+// converged).
 func TestAnOperatorWorkingWithoutWaitingHasARaftLibRate(t *testing.T) {
-	c, join, window := serve(t)
+	var join, window servicerate.Rate
+	for try := 1; try <= 3; try++ {
+		if join, window = raftLibRates(t); join.Converged {
+			break
+		}
+		t.Logf("try %d: the join's RaftLib rate did not converge (a loaded host?): %+v", try, join)
+	}
+	if join.TuplesPerS == nil || *join.TuplesPerS < 25_000 || *join.TuplesPerS > 60_000 {
+		t.Errorf("the join's RaftLib rate %+v; want about 50 k tuples/s (10 every 200 µs)", join)
+	}
+	if window.Status != servicerate.NotConverged {
+		t.Errorf("the window's RaftLib rate %+v; want not converged (it waits between items)", window)
+	}
+}
+
+// raftLibRates runs a join busy throughout (10 tuples every 200 µs) and a
+// window that waits between its items for 400 ms on an agent, and returns
+// their RaftLib rates.
+func raftLibRates(t *testing.T) (join, window servicerate.Rate) {
+	c, jop, wop := serve(t)
 	ctx := context.Background()
 	if _, err := c.Start(ctx, protocol.JobTrial{Duration: time.Minute}); err != nil {
 		t.Fatal(err)
@@ -240,19 +264,19 @@ func TestAnOperatorWorkingWithoutWaitingHasARaftLibRate(t *testing.T) {
 	go func() { // the window: waits between its items
 		defer close(done)
 		for end := time.Now().Add(400 * time.Millisecond); time.Now().Before(end); {
-			window.Busy()
+			wop.Busy()
 			spinFor(200 * time.Microsecond)
-			window.Processed(1, 10)
-			window.Waiting()
+			wop.Processed(1, 10)
+			wop.Waiting()
 			time.Sleep(200 * time.Microsecond)
 		}
 	}()
-	join.Busy() // the join: busy throughout, 10 tuples every 200 µs
+	jop.Busy() // the join: busy throughout, 10 tuples every 200 µs
 	for end := time.Now().Add(400 * time.Millisecond); time.Now().Before(end); {
 		spinFor(200 * time.Microsecond)
-		join.Processed(1, 10)
+		jop.Processed(1, 10)
 	}
-	join.Waiting()
+	jop.Waiting()
 	<-done
 	if _, err := c.Stop(ctx); err != nil {
 		t.Fatal(err)
@@ -270,15 +294,12 @@ func TestAnOperatorWorkingWithoutWaitingHasARaftLibRate(t *testing.T) {
 	for _, r := range st.Job.ServiceRates {
 		switch {
 		case r.Stage == "join" && r.Method == servicerate.MethodRaftLib:
-			if r.TuplesPerS == nil || *r.TuplesPerS < 25_000 || *r.TuplesPerS > 60_000 {
-				t.Errorf("the join's RaftLib rate %+v; want about 50 k tuples/s (10 every 200 µs)", r)
-			}
+			join = r
 		case r.Stage == "window" && r.Method == servicerate.MethodRaftLib:
-			if r.Status != servicerate.NotConverged {
-				t.Errorf("the window's RaftLib rate %+v; want not converged (it waits between items)", r)
-			}
+			window = r
 		}
 	}
+	return join, window
 }
 
 // spinFor keeps the CPU busy for d.
