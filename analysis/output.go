@@ -5,18 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strconv"
 	"text/tabwriter"
 
-	"github.com/cloudprofiler-go/cp/internal/atomicfile"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
-)
-
-// Files the analysis writes into the run directory.
-const (
-	JSONFile = "analysis.json"
-	CSVFile  = "analysis.csv"
+	"github.com/cloudprofiler-go/cp/rundir"
 )
 
 // WriteFiles writes analysis.json and analysis.csv into dir.
@@ -25,10 +18,10 @@ func (r *Report) WriteFiles(dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.Write(filepath.Join(dir, JSONFile), append(b, '\n'), 0o644); err != nil {
+	if err := rundir.WriteFile(dir, rundir.AnalysisFile, append(b, '\n')); err != nil {
 		return err
 	}
-	return atomicfile.WriteWith(filepath.Join(dir, CSVFile), 0o644, func(w io.Writer) error {
+	return rundir.WriteWith(dir, rundir.AnalysisCSVFile, func(w io.Writer) error {
 		r.WriteCSV(w)
 		return nil
 	})

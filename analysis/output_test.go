@@ -55,7 +55,7 @@ func TestReturnTripsAndFiles(t *testing.T) {
 	}
 
 	must(t, rep.WriteFiles(s.dir))
-	f, err := os.Open(filepath.Join(s.dir, CSVFile))
+	f, err := os.Open(filepath.Join(s.dir, rundir.AnalysisCSVFile))
 	must(t, err)
 	defer f.Close()
 	rows, err := csv.NewReader(f).ReadAll()
@@ -68,7 +68,7 @@ func TestReturnTripsAndFiles(t *testing.T) {
 		}
 	}
 	if len(rows) != len(want)+1 || len(want) == 0 {
-		t.Fatalf("%s: %d rows, want a header and %d", CSVFile, len(rows), len(want))
+		t.Fatalf("%s: %d rows, want a header and %d", rundir.AnalysisCSVFile, len(rows), len(want))
 	}
 	if got := rows[0]; len(got) != len(CSVHeader) || got[0] != "from" || got[len(got)-1] != "unbounded" {
 		t.Fatalf("header %v", got)
@@ -88,12 +88,12 @@ func TestReturnTripsAndFiles(t *testing.T) {
 			}
 		}
 	}
-	b, err := os.ReadFile(filepath.Join(s.dir, JSONFile))
+	b, err := os.ReadFile(filepath.Join(s.dir, rundir.AnalysisFile))
 	must(t, err)
 	var back Report
 	must(t, json.Unmarshal(b, &back))
 	if len(back.Pairs) != len(rep.Pairs) || len(back.ReT) != 1 || back.ReT[0].RoundTrip != r.RoundTrip {
-		t.Fatalf("%s does not round-trip the report", JSONFile)
+		t.Fatalf("%s does not round-trip the report", rundir.AnalysisFile)
 	}
 	var text bytes.Buffer
 	rep.WriteText(&text)

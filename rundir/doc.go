@@ -5,4 +5,6 @@
 // one through Open, which checks its format version and lists what is
 // missing or damaged. The sweep writes through it and the analyses read
 // through it; it imports neither (a top-level package since issue 44).
+// It owns the directory's file names (names.go): no other package spells
+// one (a layout test holds it).
 package rundir

@@ -33,7 +33,7 @@ const (
 // a regular file is never opened. Past a bound the node directories are
 // dropped, with a problem.
 func (d *Dir) readProfiles() {
-	root := filepath.Join(d.Path, "profiles")
+	root := filepath.Join(d.Path, ProfilesDir)
 	nodes, err := listDir(root)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {

@@ -30,7 +30,7 @@ func Create(root, name string, now time.Time) (*Writer, error) {
 		name = "sweep"
 	}
 	dir := filepath.Join(root, now.UTC().Format("20060102T150405Z")+"-"+unsafeName.ReplaceAllString(name, "_"))
-	if err := os.MkdirAll(filepath.Join(dir, "trials"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, TrialsDir), 0o755); err != nil {
 		return nil, fmt.Errorf("create results directory: %w", err)
 	}
 	r := &Writer{Dir: dir}

@@ -20,9 +20,6 @@ import (
 	"github.com/cloudprofiler-go/cp/tsc/probing"
 )
 
-// FormatFile marks a run directory and names its format version.
-const FormatFile = "format.json"
-
 // formatMarker is FormatFile's content.
 type formatMarker struct {
 	Format  string `json:"format"`
@@ -125,7 +122,7 @@ func Open(path string) (*Dir, error) {
 		return nil, fmt.Errorf("run directory %s: %w", path, err)
 	}
 	var sum Summary
-	switch err := ReadJSON(filepath.Join(path, "summary.json"), &sum); {
+	switch err := ReadJSON(filepath.Join(path, SummaryFile), &sum); {
 	case err == nil:
 		if sum.Result == nil { // a sweep that ended before its search: no trials
 			sum.Result = &Result{}
@@ -142,15 +139,15 @@ func Open(path string) (*Dir, error) {
 	if d.Version < 1 || d.Version > FormatVersion {
 		return nil, fmt.Errorf("run directory %s: format version %d; this cpsweep reads versions 1 to %d (a newer cpsweep wrote it?)", path, d.Version, FormatVersion)
 	}
-	if _, err := os.Stat(filepath.Join(path, "relation.json")); err == nil {
-		if rf, err := probing.ReadRelationFile(filepath.Join(path, "relation.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(path, RelationFile)); err == nil {
+		if rf, err := probing.ReadRelationFile(filepath.Join(path, RelationFile)); err != nil {
 			d.problem("%v", err)
 		} else {
 			d.Relation = rf
 		}
 	}
 	var diag diagnose.RunFile
-	switch err := ReadJSON(filepath.Join(path, "diagnosis.json"), &diag); {
+	switch err := ReadJSON(filepath.Join(path, DiagnosisFile), &diag); {
 	case err == nil:
 		d.Diagnosis = &diag
 	case !errors.Is(err, os.ErrNotExist):
@@ -173,15 +170,12 @@ func (d *Dir) Trial(n int) (*TrialFile, error) {
 	return &f, nil
 }
 
-// TrialFileName is trial n's file, relative to the run directory.
-func TrialFileName(n int) string { return fmt.Sprintf("trials/%03d.json", n) }
-
 // Config returns config.json as raw JSON (nil when missing), with its
 // command line's secrets and every URL's credentials masked: a run
 // directory written before the sweep redacted its arguments, or by another
 // tool, still shows no token in a report.
 func (d *Dir) Config() json.RawMessage {
-	b, err := readfile.Limited(filepath.Join(d.Path, "config.json"), MaxJSONFile)
+	b, err := readfile.Limited(filepath.Join(d.Path, ConfigFile), MaxJSONFile)
 	if err != nil || !json.Valid(b) {
 		return nil
 	}
@@ -228,7 +222,7 @@ func ReadJSON(path string, v any) error {
 // 0 when it is missing (Open says so), an error when it is not a regular
 // file.
 func SummarySize(dir string) (int64, error) {
-	_, size, err := readfile.Identify(filepath.Join(dir, "summary.json"))
+	_, size, err := readfile.Identify(filepath.Join(dir, SummaryFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil // Open says what is missing
 	}

@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/cloudprofiler-go/cp/diagnose"
-	"github.com/cloudprofiler-go/cp/internal/atomicfile"
 	"github.com/cloudprofiler-go/cp/limits"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/rundir"
@@ -248,20 +246,20 @@ type DiagnoseOptions struct {
 // DiagnoseRun analyses every trial of a run directory, aligned through
 // its TSC relation when it has one (WriteDiagnosis saves it).
 func DiagnoseRun(dir string, o DiagnoseOptions) (*diagnose.RunFile, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "trials", "[0-9][0-9][0-9].json"))
+	files, err := rundir.TrialFiles(dir)
 	if err != nil || len(files) == 0 {
 		return nil, fmt.Errorf("%s: no trials/NNN.json (not a run directory, or no trial finished)", dir)
 	}
 	sort.Strings(files)
 	var rf *probing.RelationFile
-	if _, err := os.Stat(filepath.Join(dir, "relation.json")); err == nil {
-		if rf, err = probing.ReadRelationFile(filepath.Join(dir, "relation.json")); err != nil {
+	if _, err := os.Stat(rundir.Path(dir, rundir.RelationFile)); err == nil {
+		if rf, err = probing.ReadRelationFile(rundir.Path(dir, rundir.RelationFile)); err != nil {
 			return nil, err
 		}
 	}
 	relay := false
 	var sum rundir.Summary
-	if rundir.ReadJSON(filepath.Join(dir, "summary.json"), &sum) == nil {
+	if rundir.ReadJSON(rundir.Path(dir, rundir.SummaryFile), &sum) == nil {
 		relay = sum.PlanFacts().Relay
 	}
 	out := &diagnose.RunFile{FormatVersion: diagnose.FormatVersion, Confirm: max(o.Confirm, 1), Trials: []diagnose.Trial{}}
@@ -311,11 +309,8 @@ func WriteDiagnosis(dir string, rf *diagnose.RunFile) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.Write(filepath.Join(dir, DiagnosisFile), append(b, '\n'), 0o644)
+	return rundir.WriteFile(dir, rundir.DiagnosisFile, append(b, '\n'))
 }
-
-// DiagnosisFile is the diagnosis's file in a run directory.
-const DiagnosisFile = "diagnosis.json"
 
 // Resample keeps every k-th sample of each series so that snapshots are
 // period apart (counters are cumulative: exact).

@@ -10,7 +10,6 @@ import (
 	"sort"
 
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
-	"github.com/cloudprofiler-go/cp/internal/readfile"
 	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
@@ -84,7 +83,7 @@ func priorAnswers(resultsDir, self string, plan TrialPlan, agents []protocol.Age
 		if !e.IsDir() || dir == filepath.Clean(self) {
 			continue
 		}
-		b, err := readfile.Limited(filepath.Join(dir, "summary.json"), historyMaxBytes)
+		b, err := rundir.ReadFile(dir, rundir.SummaryFile, historyMaxBytes)
 		if err != nil {
 			continue
 		}

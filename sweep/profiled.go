@@ -74,7 +74,7 @@ func (s *Sweep) profiledTrial(ctx context.Context, res *Result, run func(context
 	sort.Strings(keys)
 	var errs []error
 	for _, name := range keys {
-		files, err := names[name].FetchProfile(ctx, filepath.Join(s.Out.Dir, "profiles", name))
+		files, err := names[name].FetchProfile(ctx, filepath.Join(s.Out.Dir, rundir.ProfilesDir, name))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("collect profile of %s: %w", name, err))
 			continue

@@ -205,7 +205,7 @@ func (s *Sweep) begin(agents []protocol.AgentInfo) error {
 	}
 	s.report = Report{FormatVersion: rundir.FormatVersion, Name: s.Name, Started: time.Now().UTC(), Plan: settings[0],
 		Search: settings[1], Agents: agents, Topology: s.Ctrl.AgentsSummary(), BlackBoxName: s.Ctrl.BlackBox(), Dir: s.Out.Dir, HostRules: settings[2]}
-	if err := s.Out.WriteJSON("config.json", map[string]any{"plan": s.Ctrl.Plan, "search": s.Search, "agents": agents,
+	if err := s.Out.WriteJSON(rundir.ConfigFile, map[string]any{"plan": s.Ctrl.Plan, "search": s.Search, "agents": agents,
 		"topology": s.report.Topology, "args": s.Args, "profile": s.ProfileYAML, "profile_at": s.ProfileAt, "profile_at_limit": s.ProfileAtLimit, "profile_rate": s.ProfileRate, "profile_search": s.ProfileSearch,
 		"clock": s.Clock}); err != nil {
 		return err
@@ -284,7 +284,7 @@ func (s *Sweep) relate(ctx context.Context, before *probing.Session, rec *record
 		s.logf("TSC relation: %v\n", err)
 		return err
 	}
-	if err := s.Out.WriteJSON("relation.json", rf); err != nil {
+	if err := s.Out.WriteJSON(rundir.RelationFile, rf); err != nil {
 		rec.writeErr = err
 		return nil
 	}
@@ -400,9 +400,9 @@ func (s *Sweep) save(r *Result, interrupted bool) error {
 		rows = append(rows, trialRow(t))
 		pts = append(pts, rundir.SweepPoint{Target: t.Rate, Achieved: t.Achieved, Pass: t.Verdict.Pass})
 	}
-	err := errors.Join(s.Out.WriteJSON("trials.json", r.Trials),
-		s.Out.WriteCSV("trials.csv", trialsHeader, rows),
-		s.Out.WriteJSON("summary.json", s.report))
+	err := errors.Join(s.Out.WriteJSON(rundir.TrialsFile, r.Trials),
+		s.Out.WriteCSV(rundir.TrialsCSVFile, trialsHeader, rows),
+		s.Out.WriteJSON(rundir.SummaryFile, s.report))
 	if len(pts) > 0 && s.Plot != nil { // no plotter wired (a library's sweep): no sweep.svg
 		if perr := s.Plot(s.Out.Dir, fmt.Sprintf("%s: target vs achieved", s.Name), pts, r.LastPass, r.FirstFail); perr != nil {
 			err = errors.Join(err, perr)

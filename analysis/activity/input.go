@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/cloudprofiler-go/cp/analysis"
-	"github.com/cloudprofiler-go/cp/internal/atomicfile"
 	"github.com/cloudprofiler-go/cp/rundir"
 )
 
@@ -427,12 +425,6 @@ func workerOfPoint(channel string) string {
 	return ""
 }
 
-// The program activity graph's files in a run directory.
-const (
-	JSONFile = "pag.json"
-	CSVFile  = "pag.csv"
-)
-
 // File is pag.json: the graph's analysis and what could not be read.
 type File struct {
 	Run string `json:"run"`
@@ -444,16 +436,16 @@ type File struct {
 func WriteFiles(dir string, rep *Report, problems []string) error {
 	b, err := json.MarshalIndent(File{Run: dir, Report: rep, Problems: problems}, "", "  ")
 	if err != nil {
-		return fmt.Errorf("encode %s: %w", JSONFile, err)
+		return fmt.Errorf("encode %s: %w", rundir.PAGFile, err)
 	}
-	if err := atomicfile.Write(filepath.Join(dir, JSONFile), append(b, '\n'), 0o644); err != nil {
+	if err := rundir.WriteFile(dir, rundir.PAGFile, append(b, '\n')); err != nil {
 		return err
 	}
 	var csv bytes.Buffer
 	if err := rep.WriteCSV(&csv); err != nil {
-		return fmt.Errorf("encode %s: %w", CSVFile, err)
+		return fmt.Errorf("encode %s: %w", rundir.PAGCSVFile, err)
 	}
-	return atomicfile.Write(filepath.Join(dir, CSVFile), csv.Bytes(), 0o644)
+	return rundir.WriteFile(dir, rundir.PAGCSVFile, csv.Bytes())
 }
 
 // operatorWorker is the worker of an operator of an edge on node

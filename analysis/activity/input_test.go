@@ -144,7 +144,7 @@ func TestPAGOfAHandBuiltRun(t *testing.T) {
 		t.Fatalf("violations %+v, want one progress-max of 870 ns", rep.Violations)
 	}
 	must(t, WriteFiles(dir, rep, nil))
-	for _, f := range []string{JSONFile, CSVFile} {
+	for _, f := range []string{rundir.PAGFile, rundir.PAGCSVFile} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Fatalf("%s: %v", f, err)
 		}

@@ -4,14 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/cloudprofiler-go/cp/analysis/activity"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
-	"github.com/cloudprofiler-go/cp/internal/readfile"
 	"github.com/cloudprofiler-go/cp/rundir"
 )
 
@@ -45,13 +43,13 @@ type pagViolation struct {
 // pagSectionOf reads pag.json when the run has one (nil otherwise; a
 // damaged one is a problem on the page).
 func pagSectionOf(d *rundir.Dir, pg *page) *pagSection {
-	b, err := readfile.Limited(filepath.Join(d.Path, activity.JSONFile), maxPAGBytes)
+	b, err := rundir.ReadFile(d.Path, rundir.PAGFile, maxPAGBytes)
 	if err != nil {
 		return nil // none: the section is not there
 	}
 	var f activity.File
 	if err := json.Unmarshal(b, &f); err != nil || f.Report == nil {
-		pg.Problems = append(pg.Problems, fmt.Sprintf("%s: %v (run cpsweep analyze --pag again)", activity.JSONFile, err))
+		pg.Problems = append(pg.Problems, fmt.Sprintf("%s: %v (run cpsweep analyze --pag again)", rundir.PAGFile, err))
 		return nil
 	}
 	r := f.Report

@@ -3,13 +3,11 @@ package report
 import (
 	"fmt"
 	"math"
-	"path/filepath"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/cloudprofiler-go/cp/internal/atomicfile"
 	"github.com/cloudprofiler-go/cp/internal/histo"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/limits"
@@ -26,7 +24,7 @@ type answerDist struct {
 
 // File is the .hgrm file it is written to in the run directory.
 func (a answerDist) File() string {
-	return fmt.Sprintf("latency-at-answer-trial%03d-receiver%d.hgrm", a.Trial, a.Receiver)
+	return rundir.HgrmFile(a.Trial, a.Receiver)
 }
 
 // maxAnswerDists bounds how many are read: an answer has a few runs.
@@ -67,7 +65,7 @@ func answerDists(d *rundir.Dir, problems *[]string) []answerDist {
 // plotter overlays several).
 func writeHgrms(dir string, dists []answerDist) error {
 	for _, a := range dists {
-		if err := atomicfile.WriteWith(filepath.Join(dir, a.File()), 0o644, a.Dist.WriteHgrm); err != nil {
+		if err := rundir.WriteWith(dir, a.File(), a.Dist.WriteHgrm); err != nil {
 			return err
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -15,12 +14,8 @@ import (
 	"github.com/cloudprofiler-go/cp/analysis"
 	"github.com/cloudprofiler-go/cp/internal/atomicfile"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
-	"github.com/cloudprofiler-go/cp/internal/readfile"
 	"github.com/cloudprofiler-go/cp/rundir"
 )
-
-// File is the report's name inside the run directory.
-const File = "report.html"
 
 // page is what the template renders.
 type page struct {
@@ -193,7 +188,7 @@ func Write(d *rundir.Dir, partial bool) (string, []string, error) {
 	if err := writeHgrms(d.Path, dists); err != nil {
 		return "", damaged, err
 	}
-	path := filepath.Join(d.Path, File)
+	path := rundir.Path(d.Path, rundir.ReportFile)
 	return path, damaged, atomicfile.Write(path, b, 0o644)
 }
 
@@ -206,14 +201,14 @@ func (e *DamagedError) Error() string {
 }
 
 func loadAnalysis(d *rundir.Dir, pg *page) *analysis.Report {
-	if b, err := readfile.Limited(filepath.Join(d.Path, analysis.JSONFile), rundir.MaxJSONFile); err == nil {
+	if b, err := rundir.ReadFile(d.Path, rundir.AnalysisFile, rundir.MaxJSONFile); err == nil {
 		var an analysis.Report
 		if err := json.Unmarshal(b, &an); err == nil {
 			pg.damaged = append(pg.damaged, an.Damaged...) // analysed with --partial
 			return &an
 		}
-		pg.Problems = append(pg.Problems, analysis.JSONFile+" is damaged: analysing the profiles again")
-		pg.damaged = append(pg.damaged, analysis.JSONFile+" is damaged")
+		pg.Problems = append(pg.Problems, rundir.AnalysisFile+" is damaged: analysing the profiles again")
+		pg.damaged = append(pg.damaged, rundir.AnalysisFile+" is damaged")
 	}
 	if len(d.Nodes) == 0 {
 		return nil

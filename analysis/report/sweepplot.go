@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"path/filepath"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -14,16 +13,12 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
 
-	"github.com/cloudprofiler-go/cp/internal/atomicfile"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/rundir"
 )
 
 // SweepPoint is one trial on the sweep plot.
 type SweepPoint = rundir.SweepPoint
-
-// SweepFile is the sweep plot's file in a run directory.
-const SweepFile = "sweep.svg"
 
 // WriteSweepPlot draws achieved against target rate, passes and fails
 // marked, the ideal diagonal, and the max-sustainable interval, into
@@ -38,9 +33,9 @@ func WriteSweepPlot(dir, title string, pts []SweepPoint, lastPass, firstFail flo
 	c := vgsvg.New(16*vg.Centimeter, 11*vg.Centimeter)
 	p.Draw(draw.New(c))
 	if _, err := c.WriteTo(&buf); err != nil {
-		return fmt.Errorf("plot %s: %w", SweepFile, err)
+		return fmt.Errorf("plot %s: %w", rundir.SweepPlotFile, err)
 	}
-	return atomicfile.Write(filepath.Join(dir, SweepFile), buf.Bytes(), 0o644)
+	return rundir.WriteFile(dir, rundir.SweepPlotFile, buf.Bytes())
 }
 
 // Colours of the sweep plot, shared with the report's HTML legend.

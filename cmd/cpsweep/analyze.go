@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -211,11 +210,11 @@ func writeAnalysis(d *rundir.Dir, rep *analysis.Report, pr *activity.Report, jso
 		return cli.WriteJSON(os.Stdout, rep)
 	}
 	rep.WriteText(termsafe.NewWriter(os.Stdout))
-	fmt.Fprintf(os.Stderr, "wrote %s and %s\n", filepath.Join(d.Path, analysis.JSONFile), filepath.Join(d.Path, analysis.CSVFile))
+	fmt.Fprintf(os.Stderr, "wrote %s and %s\n", rundir.Path(d.Path, rundir.AnalysisFile), rundir.Path(d.Path, rundir.AnalysisCSVFile))
 	if pr != nil {
 		fmt.Println()
 		pr.WriteText(termsafe.NewWriter(os.Stdout))
-		fmt.Fprintf(os.Stderr, "wrote %s and %s\n", filepath.Join(d.Path, activity.JSONFile), filepath.Join(d.Path, activity.CSVFile))
+		fmt.Fprintf(os.Stderr, "wrote %s and %s\n", rundir.Path(d.Path, rundir.PAGFile), rundir.Path(d.Path, rundir.PAGCSVFile))
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
+	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
 )
@@ -307,7 +308,7 @@ answered. Exit status: 0 all translated, 3 some were marked, 1 none could be
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&relation, "relation", "relation.json", "relation file")
+	cmd.Flags().StringVar(&relation, "relation", rundir.RelationFile, "relation file")
 	cmd.Flags().StringVar(&node, "node", "", "the node the TSC values come from")
 	_ = cmd.MarkFlagRequired("node")
 	return cmd
@@ -347,6 +348,6 @@ its 2e baseline where it applies, and the tighter bound.`,
 			return cli.WriteJSON(os.Stdout, d)
 		},
 	}
-	cmd.Flags().StringVar(&relation, "relation", "relation.json", "relation file")
+	cmd.Flags().StringVar(&relation, "relation", rundir.RelationFile, "relation file")
 	return cmd
 }

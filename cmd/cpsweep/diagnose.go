@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -82,7 +81,7 @@ func diagnoseDir(dir string, o sweep.DiagnoseOptions, jsonOut, partial bool) err
 	}
 	var damaged []string
 	for _, p := range d.Problems {
-		if !strings.Contains(p, sweep.DiagnosisFile) {
+		if !strings.Contains(p, rundir.DiagnosisFile) {
 			damaged = append(damaged, p)
 		}
 	}
@@ -103,7 +102,7 @@ func diagnoseDir(dir string, o sweep.DiagnoseOptions, jsonOut, partial bool) err
 	} else {
 		writeRunDiagnosis(termsafe.NewWriter(os.Stdout), rf)
 	}
-	fmt.Fprintf(os.Stderr, "wrote %s\n", filepath.Join(dir, sweep.DiagnosisFile))
+	fmt.Fprintf(os.Stderr, "wrote %s\n", rundir.Path(dir, rundir.DiagnosisFile))
 	return err
 }
 

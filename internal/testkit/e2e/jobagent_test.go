@@ -14,6 +14,7 @@ import (
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/testkit/dnszone"
 	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
+	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sweep"
 )
 
@@ -96,7 +97,7 @@ func TestSweepNamesTheJobsOperator(t *testing.T) {
 				t.Errorf("limiting %q (%s), want %s; the sweep:\n%s", tf.Trial.Limiting, tf.Trial.Evidence, tc.want, p.Stderr.String())
 			}
 			var rf diagnose.RunFile
-			if b, err := os.ReadFile(filepath.Join(rep.Dir, sweep.DiagnosisFile)); err != nil || json.Unmarshal(b, &rf) != nil || len(rf.Trials) != 1 {
+			if b, err := os.ReadFile(filepath.Join(rep.Dir, rundir.DiagnosisFile)); err != nil || json.Unmarshal(b, &rf) != nil || len(rf.Trials) != 1 {
 				t.Fatalf("diagnosis.json: %v", err)
 			}
 			d := rf.Trials[0].Diagnosis

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/analysis"
 	"github.com/cloudprofiler-go/cp/analysis/activity"
+	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sweep"
 )
 
@@ -252,8 +253,8 @@ func checkPAGAcrossHosts(t *testing.T, dir string) {
 		t.Fatalf("analyze --pag: %v\n%s", err, out)
 	}
 	pag := activity.File{Report: &activity.Report{}}
-	if b, err := os.ReadFile(filepath.Join(dir, activity.JSONFile)); err != nil || json.Unmarshal(b, &pag) != nil {
-		t.Fatalf("%s: %v", activity.JSONFile, err)
+	if b, err := os.ReadFile(filepath.Join(dir, rundir.PAGFile)); err != nil || json.Unmarshal(b, &pag) != nil {
+		t.Fatalf("%s: %v", rundir.PAGFile, err)
 	}
 	want := []string{"receiver0/consumer", "receiver0/lane0", "receiver0/lane1", "sender0/thread0", "sender0/thread1", "sender1/thread0", "sender1/thread1"}
 	if strings.Join(pag.Workers, " ") != strings.Join(want, " ") {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
+	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sweep"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
@@ -103,7 +104,7 @@ func operatorStallTrial(t *testing.T, natsAddr, redisAddr, id string, stalls []s
 		"--duration", duration.Round(time.Second).String(), "--warmup", "1s", "--job-quiet", "5s", "--expect-window", "4s", "--stage-period", "100ms", "--job-agent", m[1])
 	rep, p := runSweepAllowing(t, end+3*time.Minute, []int{sweep.ExitNoRatePassed}, sweepArgs...)
 	var rf diagnose.RunFile
-	b, err := os.ReadFile(filepath.Join(rep.Dir, sweep.DiagnosisFile))
+	b, err := os.ReadFile(filepath.Join(rep.Dir, rundir.DiagnosisFile))
 	if err != nil || json.Unmarshal(b, &rf) != nil || len(rf.Trials) != 1 || rf.Trials[0].Diagnosis == nil || len(rf.Trials[0].Diagnosis.Snapshots) == 0 {
 		t.Fatalf("the trial's diagnosis: %v\n%s", err, p.Stderr.String())
 	}

@@ -357,3 +357,50 @@ func TestPlottingOnlyInTheReport(t *testing.T) {
 		}
 	}
 }
+
+// runDirNames are the files of a run directory (rundir's names.go).
+var runDirNames = []string{"format.json", "config.json", "summary.json", "relation.json", "trials.json", "trials.csv",
+	"diagnosis.json", "analysis.json", "analysis.csv", "pag.json", "pag.csv", "report.html", "sweep.svg", ".hgrm"}
+
+// TestRunDirectoryNamesOnlyInRundir: rundir owns the run directory's
+// file names; no other package's code spells one as a name (it names
+// them through rundir's constants and reads and writes them through its
+// methods; prose may mention them).
+func TestRunDirectoryNamesOnlyInRundir(t *testing.T) {
+	dir := root(t)
+	var found []string
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata" || rel == "rundir" || rel == filepath.Join("internal", "testkit") || rel == "scripts") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			// a literal that is a file's name, not prose that mentions one
+			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING && !strings.ContainsAny(lit.Value, " \n") {
+				for _, name := range runDirNames {
+					if v := strings.Trim(lit.Value, "`\""); v == name || strings.HasSuffix(v, name) && strings.HasPrefix(name, ".") {
+						found = append(found, fmt.Sprintf("%s: %s", rel, lit.Value))
+					}
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) > 0 {
+		t.Errorf("a run directory's file names spelled outside rundir:\n%s", strings.Join(found, "\n"))
+	}
+}

@@ -1,0 +1,66 @@
+package rundir
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/cloudprofiler-go/cp/internal/atomicfile"
+	"github.com/cloudprofiler-go/cp/internal/readfile"
+)
+
+// The files of a run directory, relative to it. rundir is their one
+// owner: every other package names them through these, and reads and
+// writes them through Open's Dir, Create's Writer, or (an analysis adding
+// to a run directory) WriteFile, WriteWith and ReadFile.
+const (
+	FormatFile      = "format.json" // marks a run directory and names its format version
+	ConfigFile      = "config.json"
+	SummaryFile     = "summary.json"
+	RelationFile    = "relation.json"
+	TrialsFile      = "trials.json"
+	TrialsCSVFile   = "trials.csv"
+	DiagnosisFile   = "diagnosis.json"
+	AnalysisFile    = "analysis.json"
+	AnalysisCSVFile = "analysis.csv"
+	PAGFile         = "pag.json"
+	PAGCSVFile      = "pag.csv"
+	ReportFile      = "report.html"
+	SweepPlotFile   = "sweep.svg"
+	ProfilesDir     = "profiles"
+	TrialsDir       = "trials"
+)
+
+// TrialFileName is trial n's file, relative to the run directory.
+func TrialFileName(n int) string { return fmt.Sprintf("%s/%03d.json", TrialsDir, n) }
+
+// HgrmFile is the latency distribution at the answer of a trial's
+// receiver, as HdrHistogram prints it.
+func HgrmFile(trial, receiver int) string {
+	return fmt.Sprintf("latency-at-answer-trial%03d-receiver%d.hgrm", trial, receiver)
+}
+
+// Path is name's path in the run directory dir.
+func Path(dir, name string) string { return filepath.Join(dir, name) }
+
+// TrialFiles lists the trials' files of the run directory dir, in order.
+func TrialFiles(dir string) ([]string, error) {
+	return filepath.Glob(filepath.Join(dir, TrialsDir, "[0-9][0-9][0-9].json"))
+}
+
+// WriteFile writes data to name in the run directory dir, atomically (a
+// crash never leaves a half-written file).
+func WriteFile(dir, name string, data []byte) error {
+	return atomicfile.Write(filepath.Join(dir, name), data, 0o644)
+}
+
+// WriteWith writes name in the run directory dir with write, atomically.
+func WriteWith(dir, name string, write func(io.Writer) error) error {
+	return atomicfile.WriteWith(filepath.Join(dir, name), 0o644, write)
+}
+
+// ReadFile reads name in the run directory dir, a regular file of at
+// most limit bytes (readfile.Limited).
+func ReadFile(dir, name string, limit int64) ([]byte, error) {
+	return readfile.Limited(filepath.Join(dir, name), limit)
+}
