@@ -3,7 +3,9 @@ package httpapi
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"syscall"
 	"time"
 )
 
@@ -16,7 +18,28 @@ const maxRedirects = 5
 // client keeps the Authorization header on a redirect to another port of
 // the same host, which would hand the token to whatever listens there.
 func NewClient(timeout time.Duration) *http.Client {
-	return &http.Client{Timeout: timeout, CheckRedirect: sameOrigin}
+	return &http.Client{Timeout: timeout, CheckRedirect: sameOrigin, Transport: retrying{http.DefaultTransport}}
+}
+
+// retrying asks a GET or HEAD again, twice at the most, when its
+// connection was closed or reset before any reply: a server under a flood
+// of strangers' connections closes the newest last, but closes them
+// (docs/security.md), and Go's transport asks again only on a connection
+// it reused. Such a request changed nothing on the server.
+type retrying struct{ next http.RoundTripper }
+
+func (r retrying) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := r.next.RoundTrip(req)
+	for try := 0; err != nil && try < 2 && (req.Method == http.MethodGet || req.Method == http.MethodHead) && req.Context().Err() == nil && closedEarly(err); try++ {
+		resp, err = r.next.RoundTrip(req)
+	}
+	return resp, err
+}
+
+// closedEarly says whether a request failed because its connection was
+// closed or reset before a reply.
+func closedEarly(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
 func sameOrigin(req *http.Request, via []*http.Request) error {

@@ -1,8 +1,11 @@
 package httpapi
 
 import (
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -54,5 +57,48 @@ func TestClientKeepsTheTokenInItsOrigin(t *testing.T) {
 	}
 	if _, err := get("/loop"); err == nil {
 		t.Error("a redirect loop was followed without end")
+	}
+}
+
+// TestClientAsksAGETAgainWhenClosedEarly: a server that closes a new
+// connection before reading it (as a server under a flood of strangers'
+// connections does) gets the GET again on a new connection; a POST is not
+// sent twice.
+func TestClientAsksAGETAgainWhenClosedEarly(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var accepted atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if accepted.Add(1)%2 == 1 { // every other connection closed at once
+				c.Close()
+				continue
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 4096)
+				_, _ = c.Read(buf)
+				_, _ = io.WriteString(c, "HTTP/1.1 418 I'm a teapot\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+			}()
+		}
+	}()
+	client := NewClient(5 * time.Second)
+	resp, err := client.Get("http://" + ln.Addr().String() + "/x")
+	if err != nil || resp.StatusCode != http.StatusTeapot {
+		t.Fatalf("GET: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if n := accepted.Load(); n != 2 {
+		t.Errorf("%d connections for one GET, want 2 (one closed early, one answered)", n)
+	}
+	if _, err := client.Post("http://"+ln.Addr().String()+"/x", "text/plain", strings.NewReader("once")); err == nil {
+		t.Error("a POST whose connection was closed early succeeded: it was sent again")
 	}
 }

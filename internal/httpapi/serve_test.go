@@ -270,7 +270,7 @@ func TestStrangersCannotLockOutTheController(t *testing.T) {
 			opened := flood(s.Addr(), 70, tc.every, stop)
 			time.Sleep(time.Second) // the flood in place first
 			client := NewClient(2 * time.Second)
-			client.Transport = &http.Transport{DisableKeepAlives: tc.fresh}
+			client.Transport = retrying{&http.Transport{DisableKeepAlives: tc.fresh}}
 			began, evicted := opened.Load(), s.Evicted()
 			start := time.Now()
 			ok, p99, median := askUnderFlood(t, client, s.URL()+"/v1/info", 200)

@@ -5,13 +5,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
@@ -78,13 +76,7 @@ func (c *Client) do(ctx context.Context, timeout time.Duration, method, path str
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := c.http.Do(req)
-	// A GET whose new connection the agent closed before reading it (a
-	// stranger's flood evicts the newest connections last, but evicts
-	// them) is asked again, twice at the most: it changes nothing.
-	for try := 0; err != nil && method == http.MethodGet && try < 2 && ctx.Err() == nil && closedEarly(err); try++ {
-		resp, err = c.http.Do(req)
-	}
+	resp, err := c.http.Do(req) // a GET closed early is asked again (httpapi.NewClient)
 	if err != nil {
 		return fmt.Errorf("agent %s is unreachable: %w", c.Addr, err)
 	}
@@ -182,10 +174,4 @@ func (c *Client) FetchProfile(ctx context.Context, dir string) ([]string, error)
 		}
 		files = append(files, path)
 	}
-}
-
-// closedEarly says whether a request failed because its connection was
-// closed or reset before a reply.
-func closedEarly(err error) bool {
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
