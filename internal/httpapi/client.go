@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -37,9 +38,12 @@ func (r retrying) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // closedEarly says whether a request failed because its connection was
-// closed or reset before a reply.
+// closed or reset before a reply. Go's transport says so of a new
+// connection closed before its first byte with an error it does not
+// export ("server closed idle connection"): matched by its words.
 func closedEarly(err error) bool {
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		strings.Contains(err.Error(), "server closed idle connection")
 }
 
 func sameOrigin(req *http.Request, via []*http.Request) error {
