@@ -245,7 +245,6 @@ type connInfo struct {
 	state    http.ConnState
 	since    time.Time // in this state
 	admitted time.Time
-	trusted  bool
 }
 
 func newConnLimiter(most int) *connLimiter {
@@ -277,7 +276,7 @@ func (l *connLimiter) track(nc net.Conn, st http.ConnState) {
 // forget drops c (l.mu held).
 func (l *connLimiter) forget(c *limitedConn, info connInfo) {
 	delete(l.conns, c)
-	if !info.trusted {
+	if !c.trusted.Load() {
 		l.untrusted--
 	}
 }
@@ -291,12 +290,12 @@ func (l *connLimiter) admit(c *limitedConn) bool {
 		// a silent stranger first: a client sends its request as soon as
 		// it connects, so the newest connection that has spoken is the
 		// likeliest to be one
-		victim := l.oldest(func(i connInfo) bool { return !i.trusted && i.state == http.StateNew }, admittedAt)
+		victim := l.oldest(false, http.StateNew, admittedAt)
 		if victim == nil {
-			victim = l.oldest(func(i connInfo) bool { return !i.trusted }, admittedAt)
+			victim = l.oldest(false, -1, admittedAt)
 		}
 		if l.untrusted < l.maxUntrusted {
-			if idle := l.oldest(func(i connInfo) bool { return i.trusted && i.state == http.StateIdle }, inStateAt); idle != nil {
+			if idle := l.oldest(true, http.StateIdle, inStateAt); idle != nil {
 				victim = idle
 			}
 		}
@@ -316,13 +315,13 @@ func (l *connLimiter) admit(c *limitedConn) bool {
 	return true
 }
 
-// oldest is the connection that match holds with the earliest time by
-// when (l.mu held).
-func (l *connLimiter) oldest(match func(connInfo) bool, when func(connInfo) time.Time) *limitedConn {
+// oldest is the trusted (or stranger's) connection in state (-1: any)
+// with the earliest time by when (l.mu held).
+func (l *connLimiter) oldest(trusted bool, state http.ConnState, when func(connInfo) time.Time) *limitedConn {
 	var found *limitedConn
 	var at time.Time
 	for c, info := range l.conns {
-		if match(info) && (found == nil || when(info).Before(at)) {
+		if c.trusted.Load() == trusted && (state < 0 || info.state == state) && (found == nil || when(info).Before(at)) {
 			found, at = c, when(info)
 		}
 	}
@@ -339,14 +338,11 @@ func inStateAt(i connInfo) time.Time  { return i.since }
 func (l *connLimiter) trust(c *limitedConn) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	info, ok := l.conns[c]
-	if !ok || info.trusted {
+	if _, ok := l.conns[c]; !ok || c.trusted.Load() {
 		return
 	}
-	info.trusted = true
-	l.conns[c] = info
 	l.untrusted--
-	c.trusted.Store(true)
+	c.trusted.Store(true)                                   // under l.mu: the count and the flag change together
 	_ = c.Conn.SetReadDeadline(time.Now().Add(ReadTimeout)) // the body of the request that earned it
 }
 

@@ -277,23 +277,8 @@ func TestProfilerCoreIsLight(t *testing.T) {
 // (internal/atomicfile): no other source calls os.Rename or os.CreateTemp,
 // the parts of a temp-then-rename written five times before.
 func TestOneAtomicWriter(t *testing.T) {
-	dir := root(t)
 	var found []string
-	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, path)
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata" || rel == filepath.Join("internal", "testkit") || rel == filepath.Join("internal", "atomicfile")) {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
-		if err != nil {
-			return err
-		}
+	eachSource(t, []string{filepath.Join("internal", "atomicfile")}, func(rel string, f *ast.File) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			if sel, ok := n.(*ast.SelectorExpr); ok {
 				if id, ok := sel.X.(*ast.Ident); ok && id.Name == "os" && (sel.Sel.Name == "Rename" || sel.Sel.Name == "CreateTemp") {
@@ -302,11 +287,7 @@ func TestOneAtomicWriter(t *testing.T) {
 			}
 			return true
 		})
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if len(found) > 0 {
 		t.Errorf("files replaced outside internal/atomicfile:\n%s", strings.Join(found, "\n"))
 	}
@@ -367,23 +348,8 @@ var runDirNames = []string{"format.json", "config.json", "summary.json", "relati
 // them through rundir's constants and reads and writes them through its
 // methods; prose may mention them).
 func TestRunDirectoryNamesOnlyInRundir(t *testing.T) {
-	dir := root(t)
 	var found []string
-	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, path)
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata" || rel == "rundir" || rel == filepath.Join("internal", "testkit") || rel == "scripts") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
-		if err != nil {
-			return err
-		}
+	eachSource(t, []string{"rundir", "scripts"}, func(rel string, f *ast.File) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			// a literal that is a file's name, not prose that mentions one
 			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING && !strings.ContainsAny(lit.Value, " \n") {
@@ -395,12 +361,38 @@ func TestRunDirectoryNamesOnlyInRundir(t *testing.T) {
 			}
 			return true
 		})
+	})
+	if len(found) > 0 {
+		t.Errorf("a run directory's file names spelled outside rundir:\n%s", strings.Join(found, "\n"))
+	}
+}
+
+// eachSource parses every non-test Go file of the module but those under
+// testdata, internal/testkit and the folders skip names (relative to the
+// module's root), and hands it to fn with its relative path.
+func eachSource(t *testing.T, skip []string, fn func(rel string, f *ast.File)) {
+	t.Helper()
+	dir := root(t)
+	skip = append(skip, filepath.Join("internal", "testkit"))
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata" || slices.Contains(skip, rel)) {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			return err
+		}
+		fn(rel, f)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if len(found) > 0 {
-		t.Errorf("a run directory's file names spelled outside rundir:\n%s", strings.Join(found, "\n"))
 	}
 }
