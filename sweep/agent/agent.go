@@ -67,6 +67,8 @@ type Agent struct {
 	// one's logs (served as a tar, then removed).
 	workDir    string
 	profileDir string
+	// jobLag reads the job's lag for info requests (a JobReader role).
+	jobLag *jobLagReader
 }
 
 // New returns an idle agent.
@@ -80,7 +82,11 @@ func New(opts Options) (*Agent, error) {
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
 	}
-	return &Agent{opts: opts, status: protocol.TrialStatus{Role: opts.Role.Name(), State: protocol.StateIdle}}, nil
+	a := &Agent{opts: opts, status: protocol.TrialStatus{Role: opts.Role.Name(), State: protocol.StateIdle}}
+	if jr, ok := opts.Role.(JobReader); ok {
+		a.jobLag = &jobLagReader{read: jr.Lag}
+	}
+	return a, nil
 }
 
 // Close stops a running trial and removes the agent's temporary
@@ -124,11 +130,9 @@ func (a *Agent) Info() protocol.AgentInfo {
 	a.mu.Unlock()
 	info := protocol.AgentInfo{Role: a.opts.Role.Name(), Host: host, Machine: probing.BootID(), Cores: runtime.NumCPU(), TSCHz: a.opts.Clock.Hz, TSCNative: tsc.Native,
 		Version: Version, PID: os.Getpid(), DataEndpoints: redact.All(a.opts.Endpoints), State: state}
-	if jr, ok := a.opts.Role.(JobReader); ok {
-		in, lag, err := jr.Job()
-		info.JobInput = redact.URL(in)
-		switch {
-		case in == "":
+	if jr, ok := a.opts.Role.(JobReader); ok && jr.Job() != "" {
+		info.JobInput = redact.URL(jr.Job())
+		switch lag, err := a.jobLag.get(JobLagWait); {
 		case err != nil:
 			info.JobLagError = err.Error()
 		default:

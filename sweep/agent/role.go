@@ -27,8 +27,11 @@ type Role interface {
 // controller, which links no broker client, knows when the job has
 // caught up.
 type JobReader interface {
-	// Job is the job's input ("": none) and its group's lag on it.
-	Job() (input string, lag int64, err error)
+	// Job is the job's input ("": none).
+	Job() string
+	// Lag is the job's group's lag on its input, read now (it may take
+	// as long as the broker does: the agent bounds its wait).
+	Lag() (int64, error)
 }
 
 // Trial is a parsed and validated trial.

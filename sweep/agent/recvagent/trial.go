@@ -78,18 +78,17 @@ func (m *StreamMemory) remember(res *receiver.Result) {
 	}
 }
 
-// Job implements agent.JobReader: the job's input and its group's lag on
-// it, read now.
-func (r Role) Job() (string, int64, error) {
-	if r.JobInput == "" {
-		return "", 0, nil
-	}
+// Job implements agent.JobReader: the job's input.
+func (r Role) Job() string { return r.JobInput }
+
+// Lag implements agent.JobReader: the job's group's lag on its input,
+// read now.
+func (r Role) Lag() (int64, error) {
 	e, err := driver.Parse(r.JobInput)
 	if err != nil {
-		return r.JobInput, 0, err
+		return 0, err
 	}
-	lag, err := r.Brokers.GroupLag(e)
-	return r.JobInput, lag, err
+	return r.Brokers.GroupLag(e)
 }
 
 // Name implements agent.Role.
