@@ -1,0 +1,389 @@
+package jsonev
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// MaxDepth bounds the nesting of the values a decoder passes over: a
+// hostile message cannot make it recurse without end.
+const MaxDepth = 32
+
+// Event is what a job's output event says, by the mapping.
+type Event struct {
+	// HasID: the event carries the identity (a map's or filter's always
+	// does; a window's may).
+	HasID      bool
+	ID         uint64
+	IntendedNs int64
+	// A windowed count's: its key (the raw bytes of a JSON string, a
+	// sub-slice of the message), its window's end in Unix ms, its count,
+	// and the latest counted event's time (Unix ms; 0: not written).
+	Key      []byte
+	EndMs    int64
+	Count    int64
+	LatestMs int64
+}
+
+// Errors of the message as a whole; a field's problem is a *FieldError.
+var (
+	ErrNotObject = errors.New("not a JSON object")
+	ErrSyntax    = errors.New("not valid JSON")
+	ErrDepth     = fmt.Errorf("nested deeper than %d levels", MaxDepth)
+)
+
+// FieldError is a declared field missing from an event, or of the wrong
+// type: named, so that the trial's failure says which.
+type FieldError struct {
+	Field   string
+	Problem string
+}
+
+func (e *FieldError) Error() string { return fmt.Sprintf("field %q: %s", e.Field, e.Problem) }
+
+// field bits: which declared fields an event had.
+const (
+	hasID = 1 << iota
+	hasIntended
+	hasKey
+	hasWindow
+	hasCount
+	hasLatest
+)
+
+// Decode reads one event of a job's output by the mapping f into e. A
+// window given by its start ends windowMs later. It allocates only for a
+// window in RFC 3339 and on an error.
+func Decode(msg []byte, f *Fields, windowMs int64, e *Event) error {
+	*e = Event{}
+	i := skipWS(msg, 0)
+	if i >= len(msg) || msg[i] != '{' {
+		return ErrNotObject
+	}
+	i = skipWS(msg, i+1)
+	var seen uint8
+	if i < len(msg) && msg[i] == '}' {
+		i++
+	} else {
+		for {
+			if i >= len(msg) || msg[i] != '"' {
+				return ErrSyntax
+			}
+			ks, ke, _, next, err := scanString(msg, i)
+			if err != nil {
+				return err
+			}
+			if i = skipWS(msg, next); i >= len(msg) || msg[i] != ':' {
+				return ErrSyntax
+			}
+			i = skipWS(msg, i+1)
+			if i, err = f.value(msg, i, msg[ks:ke], windowMs, e, &seen); err != nil {
+				return err
+			}
+			i = skipWS(msg, i)
+			if i < len(msg) && msg[i] == ',' {
+				i = skipWS(msg, i+1)
+				continue
+			}
+			if i < len(msg) && msg[i] == '}' {
+				i++
+				break
+			}
+			return ErrSyntax
+		}
+	}
+	if skipWS(msg, i) != len(msg) {
+		return ErrSyntax
+	}
+	return f.complete(seen, e)
+}
+
+// value reads the value at i of the field named key: a declared one into
+// e, any other passed over.
+func (f *Fields) value(msg []byte, i int, key []byte, windowMs int64, e *Event, seen *uint8) (int, error) {
+	var bit uint8
+	var err error
+	var name string // the declared field's
+	switch {
+	case string(key) == f.ID: // compared without a copy
+		name, bit = f.ID, hasID
+		e.ID, i, err = uintValue(msg, i)
+	case string(key) == f.Intended:
+		name, bit = f.Intended, hasIntended
+		var v uint64
+		v, i, err = uintValue(msg, i)
+		e.IntendedNs = int64(v)
+		if err == nil && v > 1<<63-1 {
+			err = errRange
+		}
+	case f.Key != "" && string(key) == f.Key:
+		name, bit = f.Key, hasKey
+		var s, t int
+		if i >= len(msg) || msg[i] != '"' {
+			err = errWantString
+			break
+		}
+		s, t, _, i, err = scanString(msg, i)
+		e.Key = msg[s:t]
+	case f.Window != "" && string(key) == f.Window:
+		name, bit = f.Window, hasWindow
+		e.EndMs, i, err = f.windowValue(msg, i)
+		if err == nil && f.WindowStart {
+			e.EndMs += windowMs
+		}
+	case f.Count != "" && string(key) == f.Count:
+		name, bit = f.Count, hasCount
+		var v uint64
+		v, i, err = uintValue(msg, i)
+		e.Count = int64(v)
+		if err == nil && v > 1<<47 {
+			err = errRange
+		}
+	case f.Latest != "" && string(key) == f.Latest:
+		name, bit = f.Latest, hasLatest
+		var v uint64
+		v, i, err = uintValue(msg, i)
+		e.LatestMs = int64(v)
+		if err == nil && v > 1<<62 {
+			err = errRange
+		}
+	default:
+		return skipValue(msg, i, 0)
+	}
+	switch {
+	case err == ErrSyntax:
+		return i, err
+	case err != nil:
+		return i, &FieldError{Field: name, Problem: err.Error()}
+	case *seen&bit != 0:
+		return i, &FieldError{Field: name, Problem: "twice in one event"}
+	}
+	*seen |= bit
+	return i, nil
+}
+
+// complete checks that every field the mapping needs was there: the
+// identity's two for a map's or filter's output; for a window's, its key,
+// window and count, and the identity's two or neither.
+func (f *Fields) complete(seen uint8, e *Event) error {
+	if f.Windowed() {
+		if err := missing(seen, need{hasKey, f.Key}, need{hasWindow, f.Window}, need{hasCount, f.Count}); err != nil {
+			return err
+		}
+		if seen&(hasID|hasIntended) == 0 {
+			return nil
+		}
+	}
+	if err := missing(seen, need{hasID, f.ID}, need{hasIntended, f.Intended}); err != nil {
+		return err
+	}
+	e.HasID = true
+	return nil
+}
+
+// need is a field an event must have: its bit and its name.
+type need struct {
+	bit  uint8
+	name string
+}
+
+// missing names the first of the fields not seen.
+func missing(seen uint8, fields ...need) error {
+	for _, f := range fields {
+		if seen&f.bit == 0 {
+			return &FieldError{Field: f.name, Problem: "missing"}
+		}
+	}
+	return nil
+}
+
+var (
+	errWantString = errors.New("want a string")
+	errWantNumber = errors.New("want a whole number, or a string of its digits")
+	errRange      = errors.New("out of range")
+)
+
+// windowValue reads a window's time in the mapping's unit, as Unix ms.
+func (f *Fields) windowValue(msg []byte, i int) (int64, int, error) {
+	if f.Unit != UnitRFC3339 {
+		v, next, err := uintValue(msg, i)
+		if err == nil && v > 1<<62 {
+			err = errRange
+		}
+		return int64(v), next, err
+	}
+	if i >= len(msg) || msg[i] != '"' {
+		return 0, i, errWantString
+	}
+	s, t, esc, next, err := scanString(msg, i)
+	if err != nil {
+		return 0, next, err
+	}
+	if esc {
+		return 0, next, errors.New("want an RFC 3339 time without escapes")
+	}
+	at, err := time.Parse(time.RFC3339Nano, string(msg[s:t]))
+	if err != nil {
+		return 0, next, fmt.Errorf("want an RFC 3339 time: %q", msg[s:t])
+	}
+	return at.UnixMilli(), next, nil
+}
+
+// uintValue reads a whole number, written as a JSON number without sign,
+// fraction or exponent, or as a string of its decimal digits (YSB writes
+// its event times so; JavaScript keeps such ids exactly).
+func uintValue(msg []byte, i int) (uint64, int, error) {
+	quoted := i < len(msg) && msg[i] == '"'
+	if quoted {
+		i++
+	}
+	start := i
+	var v uint64
+	for ; i < len(msg) && msg[i] >= '0' && msg[i] <= '9'; i++ {
+		d := uint64(msg[i] - '0')
+		if v > (1<<64-1-d)/10 {
+			return 0, i, errRange
+		}
+		v = v*10 + d
+	}
+	if i == start {
+		if i >= len(msg) {
+			return 0, i, ErrSyntax
+		}
+		if quoted || !startsValue(msg, i) {
+			return 0, i, errWantNumber
+		}
+		next, err := skipValue(msg, i, 0)
+		if err != nil {
+			return 0, next, err
+		}
+		return 0, next, errWantNumber
+	}
+	if quoted {
+		if i >= len(msg) || msg[i] != '"' {
+			return 0, i, errWantNumber
+		}
+		return v, i + 1, nil
+	}
+	if i < len(msg) && (msg[i] == '.' || msg[i] == 'e' || msg[i] == 'E') {
+		return 0, i, errWantNumber
+	}
+	return v, i, nil
+}
+
+// startsValue says whether a JSON value may start at i.
+func startsValue(msg []byte, i int) bool {
+	if i >= len(msg) {
+		return false
+	}
+	switch c := msg[i]; c {
+	case '"', '{', '[', 't', 'f', 'n', '-':
+		return true
+	default:
+		return c >= '0' && c <= '9'
+	}
+}
+
+func skipWS(msg []byte, i int) int {
+	for i < len(msg) && (msg[i] == ' ' || msg[i] == '\t' || msg[i] == '\n' || msg[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// scanString reads the string whose opening quote is at i: its content
+// is msg[start:end]; escaped says whether it holds a backslash escape.
+func scanString(msg []byte, i int) (start, end int, escaped bool, next int, err error) {
+	start = i + 1
+	for j := start; j < len(msg); j++ {
+		switch c := msg[j]; {
+		case c == '"':
+			return start, j, escaped, j + 1, nil
+		case c == '\\':
+			escaped = true
+			j++
+		case c < 0x20:
+			return 0, 0, false, j, ErrSyntax
+		}
+	}
+	return 0, 0, false, len(msg), ErrSyntax
+}
+
+// skipValue passes over the value at i.
+func skipValue(msg []byte, i, depth int) (int, error) {
+	if depth > MaxDepth {
+		return i, ErrDepth
+	}
+	if i >= len(msg) {
+		return i, ErrSyntax
+	}
+	switch c := msg[i]; {
+	case c == '"':
+		_, _, _, next, err := scanString(msg, i)
+		return next, err
+	case c == '{' || c == '[':
+		closing := byte('}')
+		if c == '[' {
+			closing = ']'
+		}
+		i = skipWS(msg, i+1)
+		if i < len(msg) && msg[i] == closing {
+			return i + 1, nil
+		}
+		for {
+			var err error
+			if c == '{' {
+				if i >= len(msg) || msg[i] != '"' {
+					return i, ErrSyntax
+				}
+				if _, _, _, i, err = scanString(msg, i); err != nil {
+					return i, err
+				}
+				if i = skipWS(msg, i); i >= len(msg) || msg[i] != ':' {
+					return i, ErrSyntax
+				}
+				i = skipWS(msg, i+1)
+			}
+			if i, err = skipValue(msg, i, depth+1); err != nil {
+				return i, err
+			}
+			i = skipWS(msg, i)
+			if i < len(msg) && msg[i] == ',' {
+				i = skipWS(msg, i+1)
+				continue
+			}
+			if i < len(msg) && msg[i] == closing {
+				return i + 1, nil
+			}
+			return i, ErrSyntax
+		}
+	case c == 't':
+		return literal(msg, i, "true")
+	case c == 'f':
+		return literal(msg, i, "false")
+	case c == 'n':
+		return literal(msg, i, "null")
+	case c == '-' || c >= '0' && c <= '9':
+		j := i
+		if msg[j] == '-' {
+			j++
+		}
+		start := j
+		for j < len(msg) && (msg[j] >= '0' && msg[j] <= '9' || msg[j] == '.' || msg[j] == 'e' || msg[j] == 'E' || msg[j] == '+' || msg[j] == '-') {
+			j++
+		}
+		if j == start {
+			return j, ErrSyntax
+		}
+		return j, nil
+	}
+	return i, ErrSyntax
+}
+
+func literal(msg []byte, i int, word string) (int, error) {
+	if len(msg)-i < len(word) || string(msg[i:i+len(word)]) != word {
+		return i, ErrSyntax
+	}
+	return i + len(word), nil
+}
