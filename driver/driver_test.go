@@ -11,6 +11,7 @@ import (
 	"github.com/cloudprofiler-go/cp/driver/kafka"
 	"github.com/cloudprofiler-go/cp/driver/nats"
 	"github.com/cloudprofiler-go/cp/driver/redis"
+	"github.com/cloudprofiler-go/cp/wire/jsonev"
 
 	"github.com/cloudprofiler-go/cp/driver/embedded"
 	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
@@ -82,8 +83,14 @@ func TestParse(t *testing.T) {
 		in, err string
 		want    driver.Endpoint
 	}{
-		{in: "nats://127.0.0.1:4222/cp.0", want: driver.Endpoint{Driver: driver.NATS, Server: "nats://127.0.0.1:4222", Subject: "cp.0", Window: driver.DefaultCoreWindow, Storage: "file", Ack: "none"}},
-		{in: "jetstream://h:4222/cp.lane-1?storage=memory&ack=explicit&window=100", want: driver.Endpoint{Driver: driver.JetStream, Server: "nats://h:4222", Subject: "cp.lane-1", Window: 100, Storage: "memory", Ack: "explicit"}},
+		{in: "nats://127.0.0.1:4222/cp.0", want: driver.Endpoint{Driver: driver.NATS, Server: "nats://127.0.0.1:4222", Subject: "cp.0", Window: driver.DefaultCoreWindow, Storage: "file", Ack: "none", Format: jsonev.FormatBucket, Fields: jsonev.Defaults()}},
+		{in: "jetstream://h:4222/cp.lane-1?storage=memory&ack=explicit&window=100", want: driver.Endpoint{Driver: driver.JetStream, Server: "nats://h:4222", Subject: "cp.lane-1", Window: 100, Storage: "memory", Ack: "explicit", Format: jsonev.FormatBucket, Fields: jsonev.Defaults()}},
+		{in: "jetstream://h:4222/out?format=json&key=campaign_id&window_end=window_end&count=seen&id=eid", want: driver.Endpoint{Driver: driver.JetStream, Server: "nats://h:4222", Subject: "out", Window: driver.DefaultJSWindow, Storage: "file", Ack: "none",
+			Format: jsonev.FormatJSON, Fields: jsonev.Fields{ID: "eid", Intended: jsonev.DefaultIntended, Key: "campaign_id", Window: "window_end", Count: "seen", Unit: jsonev.UnitMs}}},
+		{in: "jetstream://h:4222/cp?format=xml", err: "format \"xml\": want bucket or json"},
+		{in: "jetstream://h:4222/cp?id=x", err: "need format=json"},
+		{in: "jetstream://h:4222/cp?format=json&key=k", err: "names key, window_end (or window_start) and count together"},
+		{in: "redis://h:6379/cp?format=json&count=n&window_end=w&key=cp_id", err: "is both id and key"},
 		{in: "nats://user:secret@h:4222/cp", err: "credentials in a URL are refused"},
 		{in: "nats://h:4222/cp.*", err: "no wildcards"},
 		{in: "nats://h:4222/", err: "subject"},

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/redact"
+	"github.com/cloudprofiler-go/cp/wire/jsonev"
 )
 
 // Drivers by endpoint scheme.
@@ -54,7 +56,15 @@ type Endpoint struct {
 	Group string
 	// Auth is from the environment (CredentialsFromEnv), never the URL.
 	Auth Credentials `json:"-"`
+	// Format is the messages' format: jsonev.FormatBucket (the wire
+	// format, the default) or jsonev.FormatJSON (one event per message),
+	// and Fields, with JSON, the mapping of a job's output fields.
+	Format string
+	Fields jsonev.Fields
 }
+
+// JSON says whether the endpoint's messages are JSON events.
+func (e Endpoint) JSON() bool { return e.Format == jsonev.FormatJSON }
 
 // IsBroker says whether an endpoint names a broker driver.
 func IsBroker(endpoint string) bool {
@@ -85,7 +95,8 @@ func Parse(endpoint string) (Endpoint, error) {
 	if err != nil {
 		return Endpoint{}, err
 	}
-	e := Endpoint{Driver: u.Scheme, Subject: strings.TrimPrefix(u.Path, "/"), Storage: "file", Ack: "none", Auth: auth}
+	e := Endpoint{Driver: u.Scheme, Subject: strings.TrimPrefix(u.Path, "/"), Storage: "file", Ack: "none", Auth: auth,
+		Format: jsonev.FormatBucket, Fields: jsonev.Defaults()}
 	switch u.Scheme {
 	case NATS:
 		e.Window = DefaultCoreWindow
@@ -109,13 +120,22 @@ func Parse(endpoint string) (Endpoint, error) {
 	if !validSubject(e.Subject) {
 		return Endpoint{}, fmt.Errorf("broker endpoint %q: subject %q: letters, digits, '-', '_' and '.' tokens, no wildcards", endpoint, e.Subject)
 	}
-	for k, vs := range u.Query() {
+	if err := e.options(endpoint, u.Query()); err != nil {
+		return Endpoint{}, err
+	}
+	return e, nil
+}
+
+// options applies the endpoint's query options to e.
+func (e *Endpoint) options(endpoint string, query url.Values) error {
+	mapped := false
+	for k, vs := range query {
 		v := vs[len(vs)-1]
 		switch {
 		case k == "window":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 || n > 1<<30 {
-				return Endpoint{}, fmt.Errorf("broker endpoint %q: window %q: want 1..%d", endpoint, v, 1<<30)
+				return fmt.Errorf("broker endpoint %q: window %q: want 1..%d", endpoint, v, 1<<30)
 			}
 			e.Window = n
 		case k == "storage" && e.Driver == JetStream && (v == "file" || v == "memory"):
@@ -129,25 +149,41 @@ func Parse(endpoint string) (Endpoint, error) {
 		case k == "linger" && e.Driver == Kafka:
 			d, err := time.ParseDuration(v)
 			if err != nil || d < 0 || d > time.Second {
-				return Endpoint{}, fmt.Errorf("broker endpoint %q: linger %q: want a duration 0..1s", endpoint, v)
+				return fmt.Errorf("broker endpoint %q: linger %q: want a duration 0..1s", endpoint, v)
 			}
 			e.Linger = d
 		case k == "group" && e.Driver != NATS:
 			if !validGroup(v) {
-				return Endpoint{}, fmt.Errorf("broker endpoint %q: group %q: 1 to 64 letters, digits, '-' and '_'", endpoint, v)
+				return fmt.Errorf("broker endpoint %q: group %q: 1 to 64 letters, digits, '-' and '_'", endpoint, v)
 			}
 			e.Group = v
 		case k == "maxlen" && e.Driver == Redis:
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || n < 1 {
-				return Endpoint{}, fmt.Errorf("broker endpoint %q: maxlen %q: want a positive number of entries", endpoint, v)
+				return fmt.Errorf("broker endpoint %q: maxlen %q: want a positive number of entries", endpoint, v)
 			}
 			e.MaxLen = n
+		case k == "format":
+			if v != jsonev.FormatBucket && v != jsonev.FormatJSON {
+				return fmt.Errorf("broker endpoint %q: format %q: want %s or %s", endpoint, v, jsonev.FormatBucket, jsonev.FormatJSON)
+			}
+			e.Format = v
+		case slices.Contains(jsonev.Options, k):
+			mapped = true
+			if err := e.Fields.Set(k, v); err != nil {
+				return fmt.Errorf("broker endpoint %q: %w", endpoint, err)
+			}
 		default:
-			return Endpoint{}, fmt.Errorf("broker endpoint %q: option %s=%s is not one of %s's (window; jetstream: storage=file|memory, ack=none|explicit, group=NAME; redis: maxlen=N, ack=none|explicit, group=NAME; kafka: acks=all|leader|none, idempotent=true|false, linger=D, group=NAME; core NATS keeps no group)", endpoint, k, v, e.Driver)
+			return fmt.Errorf("broker endpoint %q: option %s=%s is not one of %s's (window, format=bucket|json and with json its fields (docs/brokers.md); jetstream: storage=file|memory, ack=none|explicit, group=NAME; redis: maxlen=N, ack=none|explicit, group=NAME; kafka: acks=all|leader|none, idempotent=true|false, linger=D, group=NAME; core NATS keeps no group)", endpoint, k, v, e.Driver)
 		}
 	}
-	return e, nil
+	if mapped && !e.JSON() {
+		return fmt.Errorf("broker endpoint %q: field options (%s) need format=json", endpoint, strings.Join(jsonev.Options, ", "))
+	}
+	if err := e.Fields.Check(); err != nil {
+		return fmt.Errorf("broker endpoint %q: %w", endpoint, err)
+	}
+	return nil
 }
 
 func validSubject(s string) bool {

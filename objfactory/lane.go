@@ -2,6 +2,7 @@ package objfactory
 
 import (
 	"errors"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/wire"
+	"github.com/cloudprofiler-go/cp/wire/jsonev"
 )
 
 // Source delivers messages to a lane. Recv receives one message into the
@@ -44,11 +46,13 @@ const (
 	ReasonStream    // stream id above 0xffff
 	ReasonMultipart // a part of a multipart ZeroMQ message
 	ReasonAfterEnd  // data or a second end marker after a stream's end marker
+	ReasonJSON      // a JSON event that is not a JSON object (format=json)
+	ReasonField     // a JSON event whose declared field is missing or of the wrong type
 	numReasons
 )
 
 // ReasonNames are the label values of the malformed-message reasons.
-var ReasonNames = [numReasons]string{"short", "magic", "version", "kind", "length", "tuple", "oversized", "end_marker", "stream", "multipart", "after_end"}
+var ReasonNames = [numReasons]string{"short", "magic", "version", "kind", "length", "tuple", "oversized", "end_marker", "stream", "multipart", "after_end", "json", "field"}
 
 // ErrMultipart is returned by a Source for every part of a multipart
 // message (the format is single-part: the parts are discarded).
@@ -72,6 +76,10 @@ func reasonOf(err error) int {
 		return ReasonStream
 	case errors.Is(err, ErrMultipart):
 		return ReasonMultipart
+	case errors.As(err, new(*jsonev.FieldError)):
+		return ReasonField
+	case errors.Is(err, jsonev.ErrNotObject), errors.Is(err, jsonev.ErrSyntax), errors.Is(err, jsonev.ErrDepth):
+		return ReasonJSON
 	case errors.Is(err, wire.ErrTruncated), errors.Is(err, wire.ErrType),
 		errors.Is(err, wire.ErrTupleCount), errors.Is(err, wire.ErrTupleFields), errors.Is(err, wire.ErrTupleValue):
 		return ReasonTuple
@@ -123,9 +131,12 @@ type Lane struct {
 	// queues for the consumer: a consumer that parks when its rings are
 	// empty is woken by it instead of polling.
 	Queued func()
-	full   *Ring[*Bucket]
-	free   *Ring[*Bucket]
-	decode scenarios.Decoder
+	// DecodeMessage, if set before Run, decodes every message instead of
+	// the wire format's decoder (a broker's JSON events).
+	DecodeMessage func(b *Bucket) error
+	full          *Ring[*Bucket]
+	free          *Ring[*Bucket]
+	decode        scenarios.Decoder
 }
 
 // NewLane pre-allocates capacity buckets (a power of two), numbered by
@@ -182,7 +193,11 @@ func (l *Lane) Run(src Source, stop *atomic.Bool, accept Accept) error {
 		t0 := tsc.ReadFast()
 		b.Received = t0
 		l.Acct.Enter(stage.Decoding, t0)
-		err = b.Decode(l.decode)
+		if l.DecodeMessage != nil {
+			err = l.DecodeMessage(b)
+		} else {
+			err = b.Decode(l.decode)
+		}
 		l.Stats.BusyTicks.Add(tsc.ReadFast() - t0)
 		if err != nil {
 			l.malformed(err)
@@ -219,7 +234,10 @@ func (l *Lane) malformed(err error) { l.Malformed(reasonOf(err), err) }
 // e.g. data after its stream's end).
 func (l *Lane) Malformed(r int, err error) {
 	l.Stats.Malformed[r].Add(1)
-	msg := ReasonNames[r] + ": " + err.Error()
+	msg := err.Error()
+	if !strings.HasPrefix(msg, ReasonNames[r]) { // a field's error names it already
+		msg = ReasonNames[r] + ": " + msg
+	}
 	l.Stats.LastError.Store(&msg)
 }
 

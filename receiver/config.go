@@ -157,6 +157,7 @@ func (c *Config) Validate() error {
 	bad := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
 	problems = append(problems, driver.Problems(c.Endpoints, false)...)
 	problems = append(problems, c.jobProblems()...)
+	problems = append(problems, c.jsonProblems()...)
 	if err := cpustat.CheckNames(c.SUTProcesses); err != nil {
 		bad("%v", err)
 	}

@@ -125,6 +125,7 @@ func New(cfg Config) (*Receiver, error) {
 			r.Close()
 			return nil, err
 		}
+		l.DecodeMessage = jsonMessages(ep)
 		l.Acct = r.stages.Add(fmt.Sprintf("lane%d", i), stage.Lane, l.hasWork)
 		l.Queued = r.wakeConsumer
 		if cfg.Profile != nil {
@@ -352,7 +353,7 @@ func (l *lane) accept(b *objfactory.Bucket) bool {
 		st.endSeen = true
 		return true // queued behind the stream's data, so the consumer sees it last
 	}
-	if st.track(b.Header.Seq) {
+	if st.id != jsonStream && st.track(b.Header.Seq) {
 		return false
 	}
 	if ch := l.receive; ch != nil && !ch.Null() { // stamped when the message arrived
@@ -413,13 +414,7 @@ func (r *Receiver) monitor() (reason string, sampler *backlogSampler) {
 		if m <= lastMalformed || r.cfg.Logf == nil {
 			return
 		}
-		var last string
-		for _, l := range r.lanes {
-			if p := l.Stats.LastError.Load(); p != nil {
-				last = *p
-			}
-		}
-		r.cfg.Logf("skipped %d malformed message(s) (latest: %s)", m-lastMalformed, last)
+		r.cfg.Logf("skipped %d malformed message(s) (latest: %s)", m-lastMalformed, r.latestMalformed())
 		lastMalformed = m
 	}
 	defer logMalformed()

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -40,6 +41,7 @@ func (r *Receiver) result(reason string) *Result {
 		res.ServiceRates = r.rates.Rates()
 	}
 	allComplete := true
+	res.MalformedLatest = r.latestMalformed()
 	for _, l := range r.lanes {
 		lr := LaneResult{Lane: l.ID, Endpoint: l.endpoint, Messages: l.Stats.Messages.Load(), Bytes: l.Stats.Bytes.Load(),
 			Stalls: l.Stats.StallCount.Load(), DecodeBusyS: clock.TicksToNs(l.Stats.BusyTicks.Load()) / 1e9}
@@ -114,6 +116,9 @@ func (s *stream) result(job bool) StreamResult {
 		OutOfSeq: s.outOfSeq.Load(), Duplicates: s.duplicates.Load(), Stale: s.stale.Load(), GapBuckets: s.missing.Load(), Ended: s.ended.Load(),
 		FirstSeq: s.from, NextSeq: s.next, EarlierTuples: s.earlier.Load(), ForgedTuples: s.forged.Load()}
 	switch {
+	case s.id == jsonStream:
+		sr.Sender, sr.Thread = 0, 0
+		sr.Status, sr.Complete = fmt.Sprintf("job output: %d JSON event(s), which carry no sequence: judged per identity, or per key and window", sr.ReceivedTuples), true
 	case job && !sr.Ended:
 		jobStatus(&sr)
 	case !sr.Ended:
@@ -255,4 +260,26 @@ func satAdd(a, b uint64) uint64 {
 		return math.MaxUint64
 	}
 	return a + b
+}
+
+// latestMalformed says why a lane's latest malformed message was.
+func (r *Receiver) latestMalformed() string {
+	var latest string
+	for _, l := range r.lanes {
+		if p := l.Stats.LastError.Load(); p != nil {
+			latest = truncate(*p, 256)
+		}
+	}
+	return latest
+}
+
+// truncate cuts s to at most n bytes, at a rune's start.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

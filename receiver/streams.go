@@ -130,7 +130,11 @@ func (t *streamTable) get(id uint32) *stream {
 	}
 	s, ok := t.m[id]
 	if !ok {
-		s = &stream{id: id, lane: t.lane, acct: t.stages.Add(fmt.Sprintf("stream%d", id), stage.Network, nil)}
+		name := fmt.Sprintf("stream%d", id)
+		if id == jsonStream {
+			name = fmt.Sprintf("events%d", t.lane) // a lane's JSON events
+		}
+		s = &stream{id: id, lane: t.lane, acct: t.stages.Add(name, stage.Network, nil)}
 		if n, ok := t.next[id]; ok {
 			s.next, s.from, s.resumed = n, n, true
 		} else {

@@ -23,6 +23,9 @@ type Window struct {
 	Key   []byte
 	EndMs int64 // the window's end, Unix ms (exclusive)
 	Count int64
+	// NoIdentity: a JSON window without a counted event's identity; the
+	// tuple's intended time is its latest event's, or else its end.
+	NoIdentity bool
 }
 
 // AdEvent is the Yahoo streaming benchmark event.

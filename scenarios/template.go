@@ -16,6 +16,8 @@ type Template struct {
 	count  int
 	offs   []tupleOffs // where each tuple's id and intended time are
 	etOffs []int32     // offsets of the 8 event-time bytes (ad events), or empty
+	// json: a JSON event (JSONTemplates), whose offsets are of digits
+	json bool
 }
 
 // tupleOffs are the offsets of a tuple's 8 id bytes and 8 intended-time
@@ -86,6 +88,10 @@ func (t *Template) Count() int { return t.count }
 // encoded once: with bounds-checked slices a bucket of 100 cost 168 ns,
 // now 74 ns (BenchmarkPatch).
 func (t *Template) Patch(seq, firstID uint64, intendedNs int64) {
+	if t.json { // no sequence: one event a message
+		t.patchJSON(firstID, intendedNs)
+		return
+	}
 	m := t.Msg
 	wire.PutSeq(m, seq)
 	base := unsafe.Pointer(unsafe.SliceData(m))

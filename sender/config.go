@@ -150,6 +150,7 @@ func (c *Config) Validate() error {
 		bad("threads must be 1..%d, got %d", MaxThreads, c.Threads)
 	}
 	problems = append(problems, c.timeProblems()...)
+	problems = append(problems, c.jsonProblems()...)
 	if err := c.checkInstruments(); err != nil {
 		bad("%v", err)
 	}

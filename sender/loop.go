@@ -33,7 +33,9 @@ func (t *thread) run(s *Sender, start, end uint64) {
 	}
 	cpu0, _ := threadCPUTime() // unreadable: the figure stays 0 (documented as unknown)
 	t.loop(s, start, end)
-	t.endMarker = t.sendEnd(s)
+	if !t.json {
+		t.endMarker = t.sendEnd(s)
+	}
 	if cpu1, err := threadCPUTime(); err == nil && cpu0 > 0 {
 		t.cpuNs = int64(cpu1 - cpu0)
 	}

@@ -30,6 +30,9 @@ func (c *Config) MemoryEstimate() (int64, string) {
 	encoded := distinct * tuple
 	buckets := (distinct + bucket - 1) / bucket
 	perThreadBuckets := buckets * (bucket*tuple + wire.HeaderSize + 64)
+	if c.jsonEvents() { // each bucket of one tuple has its JSON event too
+		perThreadBuckets += buckets * (2*tuple + 256)
+	}
 	bucketBytes := bucket*tuple + wire.HeaderSize
 	hwm := int64(c.HWM)
 	if hwm == 0 {
@@ -60,4 +63,14 @@ func (c *Config) checkMemory() error {
 	}
 	return fmt.Errorf("this run needs up to %s of memory (%s): above the memory budget of %s (dgsend --memory-budget, default half of the host's memory); "+
 		"use fewer threads, fewer distinct tuples, smaller buckets or a lower --hwm", numfmt.Bytes(need), why, numfmt.Bytes(budget))
+}
+
+// jsonEvents says whether any endpoint sends JSON events.
+func (c *Config) jsonEvents() bool {
+	for _, ep := range c.Endpoints {
+		if _, json := jsonEndpoint(ep); json {
+			return true
+		}
+	}
+	return false
 }

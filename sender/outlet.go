@@ -7,6 +7,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/internal/zmqraw"
+	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/tsc"
 )
 
@@ -99,4 +100,33 @@ func (s *Sender) flushBrokers(linger time.Duration) {
 			t.flushErr = t.prod.Flush(linger)
 		}
 	}
+}
+
+// jsonEndpoint is a broker endpoint with format=json, parsed (a ZeroMQ
+// endpoint, or one in buckets: false).
+func jsonEndpoint(endpoint string) (driver.Endpoint, bool) {
+	if !driver.IsBroker(endpoint) {
+		return driver.Endpoint{}, false
+	}
+	e, err := driver.Parse(endpoint)
+	return e, err == nil && e.JSON()
+}
+
+// jsonProblems says what a run cannot do with JSON events: a JSON event
+// is one tuple, of a schema with a JSON form.
+func (c *Config) jsonProblems() []string {
+	var problems []string
+	for _, ep := range c.Endpoints {
+		if _, json := jsonEndpoint(ep); !json {
+			continue
+		}
+		if c.BucketSize != 1 {
+			problems = append(problems, fmt.Sprintf("%s sends JSON events, one a message: --bucket 1, not %d", ep, c.BucketSize))
+		}
+		if c.Scenario != nil && c.Scenario.Schema != scenarios.SchemaAdEvent && c.Scenario.Schema != scenarios.SchemaSynthetic {
+			problems = append(problems, fmt.Sprintf("%s sends JSON events: the %s schema has no JSON form (%s or %s)", ep, c.Scenario.Schema, scenarios.SchemaAdEvent, scenarios.SchemaSynthetic))
+		}
+		break
+	}
+	return problems
 }

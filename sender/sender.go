@@ -106,6 +106,7 @@ type thread struct {
 	scheduled     uint64         // slots the schedule called for before the end
 	lastSend      uint64
 	endMarker     error
+	json          bool // JSON events on a broker: no end marker (a job reads only events)
 	err           error
 	sched         Schedule
 	emit          *profiler.Channel // nil: not profiled
@@ -220,6 +221,7 @@ func (s *Sender) addThread(i int, encoded []scenarios.Encoded) error {
 	if t.tpls, err = scenarios.Templates(encoded, t.stream, cfg.BucketSize); err != nil {
 		return err
 	}
+	e, json := jsonEndpoint(t.endpoint)
 	batch := cfg.SendBatch
 	if cfg.SendWork > 0 || driver.IsBroker(t.endpoint) {
 		batch = 1 // the work is per bucket, in Go, before its send; a broker's client is Go
@@ -230,6 +232,12 @@ func (s *Sender) addThread(i int, encoded []scenarios.Encoded) error {
 	}
 	if err := t.countKeys(s.join, cfg.Expect); err != nil {
 		return err
+	}
+	if json { // the same tuples as events, in the same order: the counts above hold
+		if t.tpls, err = scenarios.JSONTemplates(t.tpls, cfg.Scenario.Schema, e.Fields); err != nil {
+			return fmt.Errorf("thread %d: %w", i, err)
+		}
+		t.json = true
 	}
 	if cfg.Count > 0 {
 		share := cfg.Count / uint64(cfg.Threads)

@@ -61,8 +61,17 @@ func (p TrialPlan) jobProblems() []string {
 	case in.Driver == driver.NATS:
 		out = append(out, "--input: core NATS keeps no backlog to read the job's lag from: use jetstream://, redis:// or kafka://")
 	}
-	if _, err := driver.Parse(j.Output); err != nil {
+	if err == nil && in.JSON() && p.BucketSize != 1 {
+		out = append(out, fmt.Sprintf("--input %s: format=json sends one event a message: --bucket 1, not %d", j.Input, p.BucketSize))
+	}
+	outEp, err := driver.Parse(j.Output)
+	switch {
+	case err != nil:
 		out = append(out, fmt.Sprintf("--output: %v", err))
+	case outEp.JSON() && outEp.Fields.Windowed() && p.Schema != scenarios.SchemaWindow:
+		out = append(out, fmt.Sprintf("--output %s: its mapping names a window's key, window and count: read it with --schema %s", j.Output, scenarios.SchemaWindow))
+	case outEp.JSON() && !outEp.Fields.Windowed() && p.Schema == scenarios.SchemaWindow:
+		out = append(out, fmt.Sprintf("--output %s: --schema %s reads windows: name the fields of the job's windows (key=..., window_end=..., count=...; docs/brokers.md)", j.Output, scenarios.SchemaWindow))
 	}
 	if j.CatchUp < 0 || j.CatchUp > MaxCatchUp {
 		out = append(out, fmt.Sprintf("--catch-up must be 0 to %v, got %v", MaxCatchUp, j.CatchUp))

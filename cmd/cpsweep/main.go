@@ -128,6 +128,7 @@ Ctrl-C stops the running trial and keeps every finished one.`,
 		PersistentPreRunE: refuseCredentials(code),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
+			o.job.bucketGiven = cmd.Flags().Changed("bucket")
 			return o.execute(cmd.Context(), code)
 		},
 	}

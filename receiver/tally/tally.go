@@ -49,9 +49,12 @@ type Result struct {
 	OutOfSeq    uint64            `json:"out_of_sequence_buckets"`
 	Malformed   uint64            `json:"malformed_messages"`
 	MalformedBy map[string]uint64 `json:"malformed_by_reason"` // every reason, 0 included
-	DurationS   float64           `json:"duration_s"`          // first to last consumed tuple
-	Rate        float64           `json:"consume_rate_tuples_per_s"`
-	Latency     histo.Summary     `json:"latency"` // intended send -> consumed (same clock domain only)
+	// MalformedLatest says why the latest malformed message was (a JSON
+	// event's names its field), bounded to 256 bytes.
+	MalformedLatest string        `json:"malformed_latest,omitempty"`
+	DurationS       float64       `json:"duration_s"` // first to last consumed tuple
+	Rate            float64       `json:"consume_rate_tuples_per_s"`
+	Latency         histo.Summary `json:"latency"` // intended send -> consumed (same clock domain only)
 	// LatencyDistribution is the same latency's percentile distribution,
 	// as HdrHistogram prints it (cpsweep report writes the answer's as
 	// .hgrm); nil when nothing was consumed.

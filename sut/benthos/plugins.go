@@ -25,11 +25,12 @@ type Connected func(plugin, where string)
 // for an input's copies; docs/dataflow.md).
 const OpInput = "input"
 
-// Register adds cp_input and cp_output to env, connecting through the
-// drivers of reg; connected (nil: none) is told of each connection. With
-// operators (nil: none), each cp_input is an operator of the job: waiting
-// for a bucket, busy decoding it, blocked while the job's processors
-// work on its tuples (they take no more until then).
+// Register adds cp_input and cp_output, and the plain input and output
+// cp_broker (plain.go), to env, connecting through the drivers of reg;
+// connected (nil: none) is told of each connection. With operators (nil:
+// none), each input is an operator of the job: waiting for a bucket,
+// busy decoding it, blocked while the job's processors work on its
+// tuples (they take no more until then).
 func Register(env *service.Environment, reg driver.Registry, connected Connected, operators *dataflow.Job) error {
 	if connected == nil {
 		connected = func(string, string) {}
@@ -60,6 +61,7 @@ func Register(env *service.Environment, reg driver.Registry, connected Connected
 			// one batch in flight: a stream's buckets leave in their order
 			return out, policy, 1, err
 		}),
+		registerPlain(env, reg, connected, operators),
 	)
 }
 
@@ -311,7 +313,7 @@ func (o *output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 	}
 	wire.PutHeader(b, wire.Header{Kind: wire.KindData, Stream: o.stream, Seq: o.seq, Count: uint32(len(batch)), BodyLen: uint32(len(b) - wire.HeaderSize)})
 	o.buf = b
-	if err := o.publish(ctx, b); err != nil {
+	if err := publish(ctx, o.p, b); err != nil {
 		return err
 	}
 	o.seq++
@@ -319,9 +321,11 @@ func (o *output) WriteBatch(ctx context.Context, batch service.MessageBatch) err
 	return nil
 }
 
-func (o *output) publish(ctx context.Context, b []byte) error {
+// publish publishes b, waiting out a full window (the broker's
+// backpressure reaches the job).
+func publish(ctx context.Context, p driver.Producer, b []byte) error {
 	for {
-		err := o.p.Publish(b)
+		err := p.Publish(b)
 		if !errors.Is(err, driver.ErrFull) {
 			return err
 		}
@@ -342,7 +346,7 @@ func (o *output) Close(ctx context.Context) error {
 	defer o.p.Close()
 	end, err := wire.AppendEnd(nil, o.stream, wire.End{Tuples: o.tuples, Buckets: o.seq, Reason: "completed"})
 	if err == nil {
-		err = o.publish(ctx, end)
+		err = publish(ctx, o.p, end)
 	}
 	if err == nil {
 		err = o.p.Flush(5 * time.Second)

@@ -2,6 +2,7 @@ package verdict
 
 import (
 	"fmt"
+	"github.com/cloudprofiler-go/cp/internal/termsafe"
 	"maps"
 	"slices"
 	"strings"
@@ -73,9 +74,13 @@ func jobDelivery(o *Outcome, emitted uint64, incomplete int) (bool, string) {
 // delivery, named with its reasons, whatever the counts say.
 func malformedOutput(o *Outcome) (uint64, string) {
 	var n uint64
+	var latest string
 	reasons := map[string]uint64{}
 	for _, r := range o.Receivers {
 		n += r.Malformed
+		if r.MalformedLatest != "" {
+			latest = r.MalformedLatest
+		}
 		for why, k := range r.MalformedBy {
 			if k > 0 {
 				reasons[why] += k
@@ -89,7 +94,10 @@ func malformedOutput(o *Outcome) (uint64, string) {
 	for _, why := range slices.Sorted(maps.Keys(reasons)) {
 		named = append(named, fmt.Sprintf("%d %s", reasons[why], why))
 	}
-	return n, fmt.Sprintf("; %d malformed message(s) in the job's output, not counted (%s)", n, strings.Join(named, ", "))
+	if latest != "" {
+		latest = "; the latest: " + termsafe.Escape(latest)
+	}
+	return n, fmt.Sprintf("; %d malformed message(s) in the job's output, not counted (%s%s)", n, strings.Join(named, ", "), latest)
 }
 
 // identityDelivery judges a map's or filter's output per identity: each

@@ -52,10 +52,9 @@ const (
 	hasLatest
 )
 
-// Decode reads one event of a job's output by the mapping f into e. A
-// window given by its start ends windowMs later. It allocates only for a
-// window in RFC 3339 and on an error.
-func Decode(msg []byte, f *Fields, windowMs int64, e *Event) error {
+// Decode reads one event of a job's output by the mapping f into e. It
+// allocates only for a window in RFC 3339 and on an error.
+func Decode(msg []byte, f *Fields, e *Event) error {
 	*e = Event{}
 	i := skipWS(msg, 0)
 	if i >= len(msg) || msg[i] != '{' {
@@ -78,7 +77,7 @@ func Decode(msg []byte, f *Fields, windowMs int64, e *Event) error {
 				return ErrSyntax
 			}
 			i = skipWS(msg, i+1)
-			if i, err = f.value(msg, i, msg[ks:ke], windowMs, e, &seen); err != nil {
+			if i, err = f.value(msg, i, msg[ks:ke], e, &seen); err != nil {
 				return err
 			}
 			i = skipWS(msg, i)
@@ -101,7 +100,7 @@ func Decode(msg []byte, f *Fields, windowMs int64, e *Event) error {
 
 // value reads the value at i of the field named key: a declared one into
 // e, any other passed over.
-func (f *Fields) value(msg []byte, i int, key []byte, windowMs int64, e *Event, seen *uint8) (int, error) {
+func (f *Fields) value(msg []byte, i int, key []byte, e *Event, seen *uint8) (int, error) {
 	var bit uint8
 	var err error
 	var name string // the declared field's
@@ -130,7 +129,7 @@ func (f *Fields) value(msg []byte, i int, key []byte, windowMs int64, e *Event, 
 		name, bit = f.Window, hasWindow
 		e.EndMs, i, err = f.windowValue(msg, i)
 		if err == nil && f.WindowStart {
-			e.EndMs += windowMs
+			e.EndMs += f.Size.Milliseconds()
 		}
 	case f.Count != "" && string(key) == f.Count:
 		name, bit = f.Count, hasCount

@@ -1,15 +1,10 @@
-// Package jsonev is the JSON event format of a broker endpoint with
-// format=json (docs/brokers.md): one event per message, a flat JSON
-// object, as a user's job reads and writes them. The senders' events are
-// templates whose digit fields are patched in place (Digits); a job's
-// output is read by a declared mapping of its field names (Fields,
-// Decode), without allocating.
 package jsonev
 
 import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // Default names of the identity's two fields.
@@ -39,11 +34,15 @@ type Fields struct {
 	ID, Intended string
 	// Key, Window and Count make a windowed count: Key is a string field,
 	// Window the window's end (or its start, WindowStart) in Unit, Count
-	// a whole number. Latest, where the job writes it, is the latest
+	// a whole number (options key, window_end or window_start, count).
+	// Latest, where the job writes it, is the latest
 	// counted event's time in Unix ms.
 	Key, Window, Count, Latest string
 	WindowStart                bool
-	Unit                       string
+	// Size is the windows' size, which a window given by its start needs
+	// (option window_size, a duration).
+	Size time.Duration
+	Unit string
 }
 
 // Defaults is the mapping with nothing declared.
@@ -54,16 +53,17 @@ func (f Fields) Windowed() bool { return f.Key != "" }
 
 // Options are the endpoint options that declare a mapping, in the order
 // docs/brokers.md lists them.
-var Options = []string{"id", "intended", "key", "window", "window_at", "window_unit", "count", "latest"}
+var Options = []string{"id", "intended", "key", "window_end", "window_start", "window_size", "window_unit", "count", "latest"}
 
 // Set applies one endpoint option (one of Options) to the mapping.
 func (f *Fields) Set(option, value string) error {
 	switch option {
-	case "window_at":
-		if value != "end" && value != "start" {
-			return fmt.Errorf("window_at %q: want end or start", value)
+	case "window_size":
+		d, err := time.ParseDuration(value)
+		if err != nil || d < time.Millisecond || d > time.Hour || d%time.Millisecond != 0 {
+			return fmt.Errorf("window_size %q: want whole milliseconds from 1ms to 1h", value)
 		}
-		f.WindowStart = value == "start"
+		f.Size = d
 		return nil
 	case "window_unit":
 		if value != UnitMs && value != UnitRFC3339 {
@@ -82,8 +82,11 @@ func (f *Fields) Set(option, value string) error {
 		f.Intended = value
 	case "key":
 		f.Key = value
-	case "window":
-		f.Window = value
+	case "window_end", "window_start":
+		if f.Window != "" {
+			return fmt.Errorf("%s %q: the window is named once, by its end or its start", option, value)
+		}
+		f.Window, f.WindowStart = value, option == "window_start"
 	case "count":
 		f.Count = value
 	case "latest":
@@ -111,10 +114,13 @@ func (f Fields) Check() error {
 	}
 	windowed := f.Key != "" || f.Window != "" || f.Count != ""
 	if windowed && (f.Key == "" || f.Window == "" || f.Count == "") {
-		return fmt.Errorf("a windowed count's output names key, window and count together (key=%q window=%q count=%q)", f.Key, f.Window, f.Count)
+		return fmt.Errorf("a windowed count's output names key, window_end (or window_start) and count together (key=%q window=%q count=%q)", f.Key, f.Window, f.Count)
 	}
-	if !windowed && (f.Latest != "" || f.WindowStart || f.Unit != UnitMs) {
-		return fmt.Errorf("latest, window_at and window_unit belong to a windowed count's output: name key, window and count too")
+	if !windowed && (f.Latest != "" || f.Size != 0 || f.Unit != UnitMs) {
+		return fmt.Errorf("latest, window_size and window_unit belong to a windowed count's output: name key, window_end and count too")
+	}
+	if f.WindowStart && f.Size == 0 {
+		return fmt.Errorf("a window named by its start (window_start) needs its size (window_size=10s) to know its end")
 	}
 	return nil
 }
@@ -124,14 +130,18 @@ func (f Fields) Check() error {
 func (f Fields) Query() url.Values {
 	q := url.Values{}
 	d := Defaults()
-	for _, o := range [][3]string{{"id", f.ID, d.ID}, {"intended", f.Intended, d.Intended}, {"key", f.Key, ""}, {"window", f.Window, ""},
+	window := "window_end"
+	if f.WindowStart {
+		window = "window_start"
+	}
+	for _, o := range [][3]string{{"id", f.ID, d.ID}, {"intended", f.Intended, d.Intended}, {"key", f.Key, ""}, {window, f.Window, ""},
 		{"count", f.Count, ""}, {"latest", f.Latest, ""}, {"window_unit", f.Unit, d.Unit}} {
 		if o[1] != o[2] {
 			q.Set(o[0], o[1])
 		}
 	}
-	if f.WindowStart {
-		q.Set("window_at", "start")
+	if f.Size != 0 {
+		q.Set("window_size", f.Size.String())
 	}
 	return q
 }

@@ -5,18 +5,19 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestDecodeByTheMapping(t *testing.T) {
 	ident := Defaults()
 	win := Defaults()
-	for _, kv := range [][2]string{{"key", "campaign_id"}, {"window", "window_end"}, {"count", "count"}, {"latest", "latest_ms"}} {
+	for _, kv := range [][2]string{{"key", "campaign_id"}, {"window_end", "window_end"}, {"count", "count"}, {"latest", "latest_ms"}} {
 		if err := win.Set(kv[0], kv[1]); err != nil {
 			t.Fatal(err)
 		}
 	}
 	start := win
-	start.WindowStart, start.Unit = true, UnitRFC3339
+	start.WindowStart, start.Unit, start.Size = true, UnitRFC3339, 10*time.Second
 	for _, tc := range []struct {
 		name string
 		f    Fields
@@ -52,7 +53,7 @@ func TestDecodeByTheMapping(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var e Event
-			err := Decode([]byte(tc.msg), &tc.f, 10000, &e)
+			err := Decode([]byte(tc.msg), &tc.f, &e)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want %q", err, tc.err)
@@ -73,7 +74,7 @@ func TestDecodeByTheMapping(t *testing.T) {
 func TestAFieldErrorNamesTheField(t *testing.T) {
 	f := Defaults()
 	var e Event
-	err := Decode([]byte(`{"cp_id":true,"cp_intended_ns":1}`), &f, 0, &e)
+	err := Decode([]byte(`{"cp_id":true,"cp_intended_ns":1}`), &f, &e)
 	var fe *FieldError
 	if !errors.As(err, &fe) || fe.Field != "cp_id" {
 		t.Fatalf("%v: want a FieldError naming cp_id", err)
@@ -86,10 +87,10 @@ func TestMappingChecks(t *testing.T) {
 		err  string
 	}{
 		{nil, ""},
-		{[][2]string{{"key", "k"}, {"window", "w"}, {"count", "c"}}, ""},
-		{[][2]string{{"key", "k"}, {"count", "c"}}, "names key, window and count together"},
+		{[][2]string{{"key", "k"}, {"window_end", "w"}, {"count", "c"}}, ""},
+		{[][2]string{{"key", "k"}, {"count", "c"}}, "names key, window_end (or window_start) and count together"},
 		{[][2]string{{"latest", "l"}}, "belong to a windowed count"},
-		{[][2]string{{"key", "cp_id"}, {"window", "w"}, {"count", "c"}}, `"cp_id" is both id and key`},
+		{[][2]string{{"key", "cp_id"}, {"window_end", "w"}, {"count", "c"}}, `"cp_id" is both id and key`},
 		{[][2]string{{"id", "a b"}}, "a field name is"},
 		{[][2]string{{"window_unit", "s"}}, "want ms or rfc3339"},
 	} {
@@ -128,7 +129,7 @@ func TestWriterAndDigits(t *testing.T) {
 	}
 	f := Defaults()
 	var e Event
-	if err := Decode(msg, &f, 0, &e); err != nil || e.ID != 1<<64-1 || e.IntendedNs != 1700000000123456789 {
+	if err := Decode(msg, &f, &e); err != nil || e.ID != 1<<64-1 || e.IntendedNs != 1700000000123456789 {
 		t.Fatalf("%+v %v", e, err)
 	}
 }
@@ -138,7 +139,7 @@ func TestDecodeDoesNotAllocate(t *testing.T) {
 	msg := []byte(`{"user_id":"8c2d9b8e-0000-4000-8000-000000000000","ad_type":"banner","event_type":"view","event_time":"1700000000000","ip_address":"1.2.3.4","cp_id":"00000000000000000042","cp_intended_ns":"1700000000000000000"}`)
 	var e Event
 	if n := testing.AllocsPerRun(1000, func() {
-		if err := Decode(msg, &f, 0, &e); err != nil {
+		if err := Decode(msg, &f, &e); err != nil {
 			t.Fatal(err)
 		}
 	}); n != 0 {
@@ -153,7 +154,7 @@ func BenchmarkDecode(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(msg)))
 	for b.Loop() {
-		if err := Decode(msg, &f, 0, &e); err != nil {
+		if err := Decode(msg, &f, &e); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -109,8 +109,14 @@ func (o *Output) Bytes() []byte {
 var hostTolerant = []string{"--max-others", "0", "--max-steal", "0"}
 
 // Start runs bin with args.
-func Start(bin string, args ...string) (*Proc, error) {
+func Start(bin string, args ...string) (*Proc, error) { return StartEnv(nil, bin, args...) }
+
+// StartEnv runs bin with args and env (NAME=VALUE) added to the test's.
+func StartEnv(env []string, bin string, args ...string) (*Proc, error) {
 	p := &Proc{Cmd: exec.Command(bin, args...), done: make(chan struct{})}
+	if env != nil {
+		p.Cmd.Env = append(os.Environ(), env...)
+	}
 	p.Cmd.Stdout, p.Cmd.Stderr = &p.Stdout, &p.Stderr
 	if err := p.Cmd.Start(); err != nil {
 		return nil, err
