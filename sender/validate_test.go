@@ -31,6 +31,10 @@ func TestConfigValidateRanges(t *testing.T) {
 		want string // "" = valid
 	}{
 		{"valid", func(*Config) {}, ""},
+		{"JSON events", func(c *Config) { c.Endpoints = []string{"jetstream://127.0.0.1:1/in?format=json"} }, ""},
+		{"JSON events in buckets of 10", func(c *Config) {
+			c.Endpoints, c.BucketSize = []string{"jetstream://127.0.0.1:1/in?format=json"}, 10
+		}, "sends JSON events, one a message: --bucket 1, not 10"},
 		{"threads -1", func(c *Config) { c.Threads = -1 }, "threads"},
 		{"threads 257", func(c *Config) { c.Threads = 257 }, "threads"},
 		{"NaN rate", func(c *Config) { c.Rate = math.NaN() }, "rate"},
