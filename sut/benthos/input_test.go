@@ -37,7 +37,7 @@ func (f *fakeConsumer) Close()              { f.closed++ }
 func testInput(c driver.Consumer, schema string) *input {
 	decode, _ := scenarios.DecoderFor(schema)
 	res := service.MockResources()
-	return &input{schema: schema, decode: decode, log: res.Logger(), c: c, connected: func(string, string) {},
+	return &input{schema: schema, decode: decode, log: res.Logger(), slot: consumerSlot{c: c}, connected: func(string, string) {},
 		malformed: res.Metrics().NewCounter("m"), nacked: res.Metrics().NewCounter("n"), inflight: semaphore.NewWeighted(MaxInFlightTuples)}
 }
 
@@ -125,7 +125,7 @@ func TestInputClosesAFailedConsumer(t *testing.T) {
 	if _, _, err := in.ReadBatch(context.Background()); !errors.Is(err, service.ErrNotConnected) {
 		t.Fatalf("%v, want ErrNotConnected", err)
 	}
-	if fc.closed != 1 || in.c != nil {
-		t.Errorf("closed %d times, consumer kept %v", fc.closed, in.c != nil)
+	if fc.closed != 1 || in.slot.get() != nil {
+		t.Errorf("closed %d times, consumer kept %v", fc.closed, in.slot.get() != nil)
 	}
 }

@@ -47,7 +47,7 @@ func registerPlain(env *service.Environment, reg driver.Registry, connected Conn
 			}
 			operators.Writes(e.Topic())
 			policy, err := conf.FieldBatchPolicy("batching")
-			return &plainOutput{reg: reg, e: e, connected: connected}, policy, 1, err
+			return &plainOutput{producerConn{reg: reg, e: e, plugin: "cp_broker", connected: connected}}, policy, 1, err
 		}),
 	)
 }
@@ -90,9 +90,7 @@ type plainInput struct {
 	op        *dataflow.Operator
 	inflight  *semaphore.Weighted
 	nacked    *service.MetricCounter
-	mu        sync.Mutex
-	c         driver.Consumer
-	ready     driver.Ready
+	slot      consumerSlot
 }
 
 func (in *plainInput) Connect(context.Context) error {
@@ -100,10 +98,7 @@ func (in *plainInput) Connect(context.Context) error {
 	if err != nil {
 		return err
 	}
-	in.mu.Lock()
-	in.c = c
-	in.ready, _ = c.(driver.Ready)
-	in.mu.Unlock()
+	in.slot.set(c)
 	in.connected("cp_broker", in.e.Where())
 	return nil
 }
@@ -116,9 +111,7 @@ const plainBatch = 256
 // ReadBatch returns the next message, and those the client holds behind
 // it, once they fit in flight.
 func (in *plainInput) ReadBatch(ctx context.Context) (service.MessageBatch, service.AckFunc, error) {
-	in.mu.Lock()
-	c, ready := in.c, in.ready
-	in.mu.Unlock()
+	c := in.slot.get()
 	if c == nil {
 		return nil, nil, service.ErrNotConnected
 	}
@@ -131,10 +124,11 @@ func (in *plainInput) ReadBatch(ctx context.Context) (service.MessageBatch, serv
 		in.op.Busy()
 		if err != nil {
 			in.log.Errorf("cp_broker input %s: %v", in.e.Where(), err)
-			in.drop(c)
+			in.slot.drop(c)
 			return nil, nil, service.ErrNotConnected
 		}
 		batch := service.MessageBatch{service.NewMessage(msg)}
+		ready, _ := c.(driver.Ready)
 		for ready != nil && len(batch) < plainBatch {
 			next, ok := ready.TryNext()
 			if !ok {
@@ -168,47 +162,12 @@ func (in *plainInput) hand(ctx context.Context, batch service.MessageBatch) (ser
 	}, nil
 }
 
-func (in *plainInput) drop(c driver.Consumer) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.c == c {
-		in.c, in.ready = nil, nil
-		c.Close()
-	}
-}
-
 func (in *plainInput) Close(context.Context) error {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.c != nil {
-		in.c.Close()
-		in.c, in.ready = nil, nil
-	}
+	in.slot.close()
 	return nil
 }
 
-type plainOutput struct {
-	reg       driver.Registry
-	e         driver.Endpoint
-	connected Connected
-	p         driver.Producer
-}
-
-func (o *plainOutput) Connect(context.Context) error {
-	if o.p != nil {
-		return nil
-	}
-	if err := o.reg.Ensure(o.e); err != nil && !errors.Is(err, driver.ErrNoAdmin) {
-		return err
-	}
-	p, err := o.reg.NewProducer(o.e)
-	if err != nil {
-		return err
-	}
-	o.p = p
-	o.connected("cp_broker", o.e.Where())
-	return nil
-}
+type plainOutput struct{ producerConn }
 
 // WriteBatch publishes each message as it is, in order, waiting out a
 // full window (the broker's backpressure reaches the job).

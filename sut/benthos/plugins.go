@@ -88,8 +88,7 @@ type input struct {
 	decode    scenarios.Decoder
 	log       *service.Logger
 	malformed *service.MetricCounter
-	mu        sync.Mutex // Connect and Close against ReadBatch
-	c         driver.Consumer
+	slot      consumerSlot
 	connected Connected
 	op        *dataflow.Operator // nil: not accounted
 	// ReadBatch's own (the engine reads a batch input from one goroutine)
@@ -134,9 +133,7 @@ func (in *input) Connect(context.Context) error {
 	if err != nil {
 		return err
 	}
-	in.mu.Lock()
-	in.c = c
-	in.mu.Unlock()
+	in.slot.set(c)
 	in.connected("cp_input", in.e.Where())
 	return nil
 }
@@ -147,9 +144,7 @@ func (in *input) Connect(context.Context) error {
 // and skipped; end markers are skipped. A consumer that fails is closed:
 // Connect makes the next.
 func (in *input) ReadBatch(ctx context.Context) (service.MessageBatch, service.AckFunc, error) {
-	in.mu.Lock()
-	c := in.c
-	in.mu.Unlock()
+	c := in.slot.get()
 	if c == nil {
 		return nil, nil, service.ErrNotConnected
 	}
@@ -177,7 +172,7 @@ func (in *input) ReadBatch(ctx context.Context) (service.MessageBatch, service.A
 		in.op.Busy()
 		if err != nil {
 			in.log.Errorf("cp_input %s: %v", in.e.Where(), err)
-			in.drop(c)
+			in.slot.drop(c)
 			return nil, nil, service.ErrNotConnected
 		}
 		if h, err := wire.ParseHeader(msg); err == nil && h.Kind == wire.KindData && h.Count > MaxBatchTuples {
@@ -232,37 +227,18 @@ func (in *input) skip(err error) {
 	in.op.Waiting()
 }
 
-// drop closes a consumer that failed, unless Close or Connect replaced
-// it already (each reconnect leaked one while it was left open).
-func (in *input) drop(c driver.Consumer) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.c == c {
-		in.c = nil
-		c.Close()
-	}
-}
-
 func (in *input) Close(context.Context) error {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.c != nil {
-		in.c.Close()
-		in.c = nil
-	}
+	in.slot.close()
 	return nil
 }
 
 type output struct {
-	reg    driver.Registry
-	e      driver.Endpoint
+	producerConn
 	schema string
 	stream uint32
 	// the stream's counts: WriteBatch runs one at a time (max in flight 1)
 	seq, tuples uint64
 	buf         []byte
-	p           driver.Producer
-	connected   Connected
 }
 
 func newOutput(conf *service.ParsedConfig, _ *service.Resources, reg driver.Registry) (*output, error) {
@@ -277,25 +253,7 @@ func newOutput(conf *service.ParsedConfig, _ *service.Resources, reg driver.Regi
 	if stream < 0 || stream > 0xffff {
 		return nil, fmt.Errorf("cp_output stream %d: want 0..65535", stream)
 	}
-	return &output{reg: reg, e: e, schema: schema, stream: uint32(stream)}, nil
-}
-
-func (o *output) Connect(context.Context) error {
-	if o.p != nil {
-		return nil
-	}
-	// a persisted output exists before the first publish (JetStream
-	// refuses a subject no stream captures); one already there is kept
-	if err := o.reg.Ensure(o.e); err != nil && !errors.Is(err, driver.ErrNoAdmin) {
-		return err
-	}
-	p, err := o.reg.NewProducer(o.e)
-	if err != nil {
-		return err
-	}
-	o.p = p
-	o.connected("cp_output", o.e.Where())
-	return nil
+	return &output{producerConn: producerConn{reg: reg, e: e, plugin: "cp_output"}, schema: schema, stream: uint32(stream)}, nil
 }
 
 // WriteBatch publishes the batch as one bucket, waiting out a full window

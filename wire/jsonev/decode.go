@@ -110,12 +110,7 @@ func (f *Fields) value(msg []byte, i int, key []byte, e *Event, seen *uint8) (in
 		e.ID, i, err = uintValue(msg, i)
 	case string(key) == f.Intended:
 		name, bit = f.Intended, hasIntended
-		var v uint64
-		v, i, err = uintValue(msg, i)
-		e.IntendedNs = int64(v)
-		if err == nil && v > 1<<63-1 {
-			err = errRange
-		}
+		e.IntendedNs, i, err = intValue(msg, i, 1<<63-1)
 	case f.Key != "" && string(key) == f.Key:
 		name, bit = f.Key, hasKey
 		var s, t int
@@ -133,20 +128,10 @@ func (f *Fields) value(msg []byte, i int, key []byte, e *Event, seen *uint8) (in
 		}
 	case f.Count != "" && string(key) == f.Count:
 		name, bit = f.Count, hasCount
-		var v uint64
-		v, i, err = uintValue(msg, i)
-		e.Count = int64(v)
-		if err == nil && v > 1<<47 {
-			err = errRange
-		}
+		e.Count, i, err = intValue(msg, i, 1<<47)
 	case f.Latest != "" && string(key) == f.Latest:
 		name, bit = f.Latest, hasLatest
-		var v uint64
-		v, i, err = uintValue(msg, i)
-		e.LatestMs = int64(v)
-		if err == nil && v > 1<<62 {
-			err = errRange
-		}
+		e.LatestMs, i, err = intValue(msg, i, 1<<62)
 	default:
 		return skipValue(msg, i, 0)
 	}
@@ -206,11 +191,7 @@ var (
 // windowValue reads a window's time in the mapping's unit, as Unix ms.
 func (f *Fields) windowValue(msg []byte, i int) (int64, int, error) {
 	if f.Unit != UnitRFC3339 {
-		v, next, err := uintValue(msg, i)
-		if err == nil && v > 1<<62 {
-			err = errRange
-		}
-		return int64(v), next, err
+		return intValue(msg, i, 1<<62)
 	}
 	if i >= len(msg) || msg[i] != '"' {
 		return 0, i, errWantString
@@ -227,6 +208,15 @@ func (f *Fields) windowValue(msg []byte, i int) (int64, int, error) {
 		return 0, next, fmt.Errorf("want an RFC 3339 time: %q", msg[s:t])
 	}
 	return at.UnixMilli(), next, nil
+}
+
+// intValue reads a whole number of at most most (uintValue).
+func intValue(msg []byte, i int, most uint64) (int64, int, error) {
+	v, next, err := uintValue(msg, i)
+	if err == nil && v > most {
+		err = errRange
+	}
+	return int64(v), next, err
 }
 
 // uintValue reads a whole number, written as a JSON number without sign,

@@ -445,25 +445,7 @@ func TestSweepJudgesAFilterPerIdentity(t *testing.T) {
 			if len(rep.Result.Trials) == 0 {
 				t.Fatalf("no trial\n%s\n%s", p.Stderr.String(), job.Stderr.String())
 			}
-			for _, tr := range rep.Result.Trials {
-				for _, c := range tr.Verdict.Checks {
-					if c.Rule != "delivery" {
-						if !c.Pass {
-							t.Errorf("trial at %.0f: rule %s failed too: %s", tr.Rate, c.Rule, c.Detail)
-						}
-						continue
-					}
-					t.Logf("trial at %.0f: delivery: %s", tr.Rate, c.Detail)
-					if c.Pass != tc.pass {
-						t.Errorf("trial at %.0f: delivery pass %v, want %v", tr.Rate, c.Pass, tc.pass)
-					}
-					for _, w := range tc.want {
-						if !strings.Contains(c.Detail, w) {
-							t.Errorf("trial at %.0f: delivery lacks %q", tr.Rate, w)
-						}
-					}
-				}
-			}
+			checkDelivery(t, rep, tc.pass, tc.want)
 		})
 	}
 }
