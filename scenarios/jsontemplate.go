@@ -47,9 +47,9 @@ func JSONTemplates(buckets []Template, schema string, f jsonev.Fields) ([]Templa
 		tpl := Template{count: 1, json: true, offs: make([]tupleOffs, 1)}
 		if schema == SchemaAdEvent {
 			a := &t.Ad
-			w.String(FieldUserID, uuidString(a.UserID))
-			w.String(FieldPageID, uuidString(a.PageID))
-			w.String(FieldAdID, uuidString(a.AdID))
+			w.String(FieldUserID, UUID(a.UserID))
+			w.String(FieldPageID, UUID(a.PageID))
+			w.String(FieldAdID, UUID(a.AdID))
 			w.String(FieldAdType, string(a.AdType))
 			w.String(FieldEventType, string(a.EventType))
 			tpl.etOffs = []int32{int32(w.Digits(FieldEventTime, jsonev.EventMsDigits))}
@@ -65,9 +65,9 @@ func JSONTemplates(buckets []Template, schema string, f jsonev.Fields) ([]Templa
 	return out, nil
 }
 
-// uuidString writes 16 bytes as a UUID (8-4-4-4-12 hex digits); any
+// UUID writes 16 bytes as a UUID (8-4-4-4-12 hex digits); any
 // other length as plain hex.
-func uuidString(b []byte) string {
+func UUID(b []byte) string {
 	h := hex.EncodeToString(b)
 	if len(b) != 16 {
 		return h

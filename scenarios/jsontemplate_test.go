@@ -42,7 +42,7 @@ func TestJSONTemplatesAreYSBEvents(t *testing.T) {
 		if _, err := DecodeAdEvent(buckets[i].Msg, wire.HeaderSize, &tu); err != nil {
 			t.Fatal(err)
 		}
-		want := map[string]any{"user_id": uuidString(tu.Ad.UserID), "page_id": uuidString(tu.Ad.PageID), "ad_id": uuidString(tu.Ad.AdID),
+		want := map[string]any{"user_id": UUID(tu.Ad.UserID), "page_id": UUID(tu.Ad.PageID), "ad_id": UUID(tu.Ad.AdID),
 			"ad_type": string(tu.Ad.AdType), "event_type": string(tu.Ad.EventType), "event_time": "1700000000123", "ip_address": string(tu.Ad.IP),
 			"eid": pad20(id), "cp_intended_ns": "1700000000123456789"}
 		if len(ev) != len(want) {

@@ -3,6 +3,8 @@
 # fresh machine runs what CI runs and skips nothing but benchmarks:
 #   nats-server, redis-server      the real brokers of the broker tests
 #   python3-zmq, python3-msgpack   the cross-language wire-format peer
+#   python3-redis                  examples/jobs/python-ysb, YSB in Python
+#   nodejs, npm                    examples/jobs/node-filter (its nats client from the npm registry)
 #   chromium                       report.html and cpsweep watch's page rendered
 #   tmux                           cpsweep watch's terminal test
 #   prometheus                     the Grafana dashboard's queries, tested against
@@ -26,6 +28,9 @@ need iptables iptables
 [ -x /usr/lib/podman/netavark ] || [ -x /usr/libexec/podman/netavark ] || missing+=(netavark)
 [ -x /usr/lib/podman/aardvark-dns ] || [ -x /usr/libexec/podman/aardvark-dns ] || missing+=(aardvark-dns)
 /usr/bin/python3 -c 'import zmq, msgpack' 2>/dev/null || missing+=(python3-zmq python3-msgpack)
+/usr/bin/python3 -c 'import redis' 2>/dev/null || missing+=(python3-redis)
+need node nodejs
+need npm npm
 prom=()
 command -v prometheus >/dev/null 2>&1 || prom=(prometheus)
 [ ${#missing[@]} -eq 0 ] && [ ${#prom[@]} -eq 0 ] && exit 0

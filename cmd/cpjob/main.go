@@ -37,7 +37,7 @@ with the harness's broker drivers as its input and output: it reads the
 buckets dgsend publishes to one topic and writes its results, as buckets, to
 another, where dgrecv reads them. docs/sut.md is the contract a job keeps.`,
 	}
-	root.AddCommand(ysbCommand(), runCommand())
+	root.AddCommand(ysbCommand(), runCommand(), campaignsCommand())
 	cli.Conventions(root, nil)
 	os.Exit(cli.Execute(cli.SignalContext("cpjob"), root, termsafe.NewWriter(os.Stderr), &code, 1))
 }

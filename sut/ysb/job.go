@@ -19,22 +19,25 @@ import (
 	cpbenthos "github.com/cloudprofiler-go/cp/sut/benthos"
 )
 
-// CampaignsHash is the Redis hash of ad id (32 hex digits) -> campaign id.
+// CampaignsHash is the Redis hash of ad id -> campaign id, each ad by its
+// 32 hex digits (cpjob ysb's join) and as a UUID (a JSON event's ad_id,
+// which a job that reads JSON looks up as it is, as YSB's own jobs do).
 const CampaignsHash = "ysb:campaigns"
 
 // CampaignID names campaign c of a scenario.
 func CampaignID(c int) string { return scenarios.CampaignID(c) }
 
 // Campaigns is the join table of an ad-event scenario: ad id (32 hex
-// digits) -> campaign id.
+// digits, and as a UUID) -> campaign id.
 func Campaigns(s *scenarios.Scenario) (map[string]string, error) {
 	ads, err := s.Ads()
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]string, len(ads))
+	out := make(map[string]string, 2*len(ads))
 	for i, ad := range ads {
 		out[hex.EncodeToString(ad[:])] = CampaignID(i / s.AdsPerCampaign)
+		out[scenarios.UUID(ad[:])] = CampaignID(i / s.AdsPerCampaign)
 	}
 	return out, nil
 }

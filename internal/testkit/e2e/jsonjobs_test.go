@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -94,5 +95,79 @@ func checkDelivery(t *testing.T, rep sweepReport, pass bool, want []string) {
 				}
 			}
 		}
+	}
+}
+
+// TestSweepYSBInPython sweeps examples/jobs/python-ysb as its README runs
+// it, on a real Redis: Debian's Python and redis-py, Redis Streams in
+// JSON, the campaigns loaded by cpjob campaigns. Every window of every
+// campaign is exact; the same script with one fault (a view dropped, a
+// view counted twice, a window's count off by one) fails its trial's
+// delivery, naming the window.
+func TestSweepYSBInPython(t *testing.T) {
+	python := "/usr/bin/python3"
+	if err := exec.Command(python, "-c", "import redis").Run(); err != nil {
+		skipOrFail(t, "Debian's python3-redis is not installed (apt-get install python3-redis): the Python YSB example needs it")
+	}
+	script, err := os.ReadFile(filepath.Join(moduleDir(t), "examples", "jobs", "python-ysb", "ysb.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := realserver.Redis(t)
+	if out, err := exec.Command(filepath.Join(binDir, "cpjob"), "campaigns", "--redis", addr).CombinedOutput(); err != nil {
+		t.Fatalf("cpjob campaigns: %v\n%s", err, out)
+	}
+	const (
+		counted = `        w["count"] += 1` + "\n"
+		opened  = `        w = self.open.get((campaign, end))` + "\n"
+		read    = `                    views.append(event)` + "\n"
+		written = `"count": w["count"],`
+		// true the first time only, of the Windows object
+		once = `not windows.__dict__.setdefault("off", False) and windows.__dict__.update(off=True) is None`
+	)
+	for i, tc := range []struct {
+		name, at, fault string
+		pass            bool
+		want            []string
+	}{
+		{"correct", counted, counted, true, []string{": exact;", "per key and window: all"}},
+		{"drops a view", opened, "        if len(self.open) == 7 and " + strings.ReplaceAll(once, "windows.", "self.") + ": return\n" + opened,
+			false, []string{"per key and window: 1 of", "counted"}},
+		{"reads a view twice", read, read + "                    windows.seen = getattr(windows, 'seen', 0) + 1\n                    if windows.seen == 300: views.append(event)\n",
+			false, []string{"per key and window: 1 of", "counted"}},
+		{"writes a window's count off by one", written, `"count": w["count"] + (1 if ` + once + ` else 0),`,
+			false, []string{"per key and window: 1 of", "counted"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !strings.Contains(string(script), tc.at) {
+				t.Fatalf("the example no longer has the line this test adds its fault at:\n%s", tc.at)
+			}
+			path := filepath.Join(t.TempDir(), "ysb.py")
+			if err := os.WriteFile(path, []byte(strings.Replace(string(script), tc.at, tc.fault, 1)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			inKey, outKey := fmt.Sprintf("pyysb%d.in", i), fmt.Sprintf("pyysb%d.out", i)
+			job, err := Start(python, path, "--redis", addr, "--input", inKey, "--output", outKey, "--window", "1", "--lateness", "0.5")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = job.Signal(syscall.SIGKILL); _ = job.Wait(5 * time.Second) })
+			if !job.WaitForLine("ysb.py: reading", 20*time.Second) {
+				t.Fatalf("the job did not start:\n%s", job.Stderr.String())
+			}
+			in := fmt.Sprintf("redis://%s/%s?group=ysb&format=json", addr, inKey)
+			out := fmt.Sprintf("redis://%s/%s?format=json&key=campaign_id&window_end=window_end&count=count", addr, outKey)
+			search := []string{"--search", "linear", "--from", "2k", "--to", "2k", "--step", "1k"}
+			if tc.pass {
+				search = []string{"--search", "linear", "--from", "2k", "--to", "4k", "--step", "2k"}
+			}
+			rep, p := runSweepAllowing(t, 3*time.Minute, []int{sweep.ExitNoRatePassed}, append([]string{"--input", in, "--output", out,
+				"--scenario", "ad-event", "--schema", "window", "--expect-filter", "event_type == view", "--expect-window", "1s", "--duration", "2s",
+				"--warmup", "500ms", "--job-quiet", "2500ms", "--lateness-floor", "100ms", "--stage-period", "0"}, search...)...)
+			if len(rep.Result.Trials) == 0 {
+				t.Fatalf("no trial\n%s\n%s", p.Stderr.String(), job.Stderr.String())
+			}
+			checkDelivery(t, rep, tc.pass, tc.want)
+		})
 	}
 }
