@@ -171,3 +171,78 @@ func TestSweepYSBInPython(t *testing.T) {
 		})
 	}
 }
+
+// TestSweepANodeFilter sweeps examples/jobs/node-filter as its README runs
+// it: Node.js with the npm registry's nats client (installed by npm ci
+// from the example's lock file), JetStream in JSON. A correct filter
+// passes per identity; a copy that drops a view and one that publishes a
+// view twice fail delivery, saying so.
+func TestSweepANodeFilter(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		skipOrFail(t, "node is not installed (apt-get install nodejs npm): the Node example needs it")
+	}
+	dir := t.TempDir()
+	src := filepath.Join(moduleDir(t), "examples", "jobs", "node-filter")
+	for _, f := range []string{"package.json", "package-lock.json", "filter.js"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ci := exec.Command("npm", "ci", "--no-audit", "--no-fund")
+	ci.Dir = dir
+	if out, err := ci.CombinedOutput(); err != nil {
+		skipOrFail(t, fmt.Sprintf("npm ci (the nats client from the npm registry): %v\n%s", err, out))
+	}
+	script, err := os.ReadFile(filepath.Join(dir, "filter.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := realserver.NATS(t)
+	const publish = `      pending.push(js.publish(args.output, JSON.stringify(event)));` + "\n"
+	for i, tc := range []struct {
+		name, fault string
+		pass        bool
+		want        []string
+	}{
+		{"correct", publish, true, []string{": exact;", "per identity: each owed tuple once, none invented"}},
+		{"drops a view", "      main.n = (main.n || 0) + 1;\n      if (main.n !== 200) " + strings.TrimLeft(publish, " "), false, []string{": 1 missing;"}},
+		{"publishes a view twice", publish + "      main.n = (main.n || 0) + 1;\n      if (main.n === 300) " + strings.TrimLeft(publish, " "), false, []string{"per identity: 1 duplicated (not consumed)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !strings.Contains(string(script), publish) {
+				t.Fatalf("the example no longer publishes a view as this test adds its faults at:\n%s", publish)
+			}
+			path := filepath.Join(dir, fmt.Sprintf("filter%d.js", i))
+			if err := os.WriteFile(path, []byte(strings.Replace(string(script), publish, tc.fault, 1)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			inSubj, outSubj := fmt.Sprintf("node%d.in", i), fmt.Sprintf("node%d.out", i)
+			job, err := Start(node, path, "--server", addr, "--input", inSubj, "--group", "filter", "--output", outSubj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = job.Signal(syscall.SIGKILL); _ = job.Wait(5 * time.Second) })
+			if !job.WaitForLine("filter.js: reading", 30*time.Second) {
+				t.Fatalf("the job did not start:\n%s", job.Stderr.String())
+			}
+			in := fmt.Sprintf("jetstream://%s/%s?group=filter&format=json", addr, inSubj)
+			out := fmt.Sprintf("jetstream://%s/%s?format=json", addr, outSubj)
+			search := []string{"--search", "linear", "--from", "2k", "--to", "2k", "--step", "1k"}
+			if tc.pass {
+				search = []string{"--search", "linear", "--from", "2k", "--to", "4k", "--step", "2k"}
+			}
+			rep, p := runSweepAllowing(t, 3*time.Minute, []int{sweep.ExitNoRatePassed}, append([]string{"--input", in, "--output", out,
+				"--scenario", "ad-event", "--schema", "ad-event", "--expect-filter", "event_type == view", "--duration", "2s",
+				"--warmup", "500ms", "--job-quiet", "1500ms", "--lateness-floor", "100ms", "--stage-period", "0"}, search...)...)
+			if len(rep.Result.Trials) == 0 {
+				t.Fatalf("no trial\n%s\n%s", p.Stderr.String(), job.Stderr.String())
+			}
+			checkDelivery(t, rep, tc.pass, tc.want)
+		})
+	}
+}
