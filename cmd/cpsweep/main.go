@@ -129,6 +129,9 @@ Ctrl-C stops the running trial and keeps every finished one.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
 			o.job.bucketGiven = cmd.Flags().Changed("bucket")
+			if o.profileFile != "" && !cmd.Flags().Changed("clock") {
+				o.clock = true // a profiled run's records are joined across hosts by the clocks' relation
+			}
 			return o.execute(cmd.Context(), code)
 		},
 	}
@@ -228,7 +231,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.Float64Var(&o.host.MaxWait, "max-wait", o.host.MaxWait, "a trial whose hot threads waited runnable more than this share of the time is disturbed (0: off; see docs/sweep.md)")
 	f.IntVar(&o.host.MaxRepeats, "max-repeats", o.host.MaxRepeats, "how many times a disturbed trial is repeated before the sweep ends without an answer (exit 7)")
 	f.DurationVar(&o.retryAgent, "retry-agent", 0, "after an agent failure, wait this long for the agents to answer again and repeat the trial (0: stop the sweep)")
-	f.BoolVar(&o.clock, "clock", false, "probe the agents' TSCs before the first trial and after the last, and write relation.json (see cpsweep clock --help)")
+	f.BoolVar(&o.clock, "clock", false, "probe the agents' TSCs before the first trial and after the last, and write relation.json (see cpsweep clock --help);\non by default with --profile, whose records the analyses join across hosts by it (--clock=false: not probed)")
 }
 
 // check validates the whole plan before any agent starts and before a run
