@@ -5,4 +5,4 @@ package profiler
 // background leaves the thread's priority alone where there is no
 // per-thread nice value to lower (the workers then run at the stages'
 // priority; see background_linux.go).
-func background() error { return nil }
+func background() (restore func(), err error) { return func() {}, nil }

@@ -88,7 +88,8 @@ func newSink(open opener, cfg Config) (*sink, error) {
 // depends on it.
 func (s *sink) work(enc *blockEncoder) {
 	defer s.wg.Done()
-	_ = background()
+	restore, _ := background()
+	defer restore()
 	for j := range s.jobs {
 		var out []byte
 		if s.format == FormatASCII {

@@ -2,7 +2,9 @@ package scenarios
 
 import (
 	"cmp"
+
 	"fmt"
+	"github.com/cloudprofiler-go/cp/wire/jsonev"
 	"slices"
 	"strings"
 )
@@ -16,6 +18,11 @@ func CampaignID(c int) string { return fmt.Sprintf("campaign-%04d", c) }
 type Campaigns struct {
 	of map[[16]byte]int32
 	n  int
+	// A user's events (SchemaEvents): the key field's values by index,
+	// and the field.
+	keys  []string
+	keyOf map[string]int32
+	field string
 }
 
 // KeyCount is how many tuples of a bucket one campaign has.
@@ -26,6 +33,16 @@ type KeyCount struct {
 
 // Join is s's join table (an error for a schema without ads).
 func (s *Scenario) Join() (*Campaigns, error) {
+	if s.Schema == SchemaEvents {
+		if s.KeyField == "" {
+			return nil, fmt.Errorf("scenario %q: a window over a user's events counts by a key field: name it (--events-key FIELD)", s.Name)
+		}
+		names, idx, err := s.eventKeys()
+		if err != nil {
+			return nil, err
+		}
+		return &Campaigns{n: len(names), keys: names, keyOf: idx, field: s.KeyField}, nil
+	}
 	ads, err := s.Ads()
 	if err != nil {
 		return nil, err
@@ -40,10 +57,21 @@ func (s *Scenario) Join() (*Campaigns, error) {
 // Len is the number of campaigns.
 func (c *Campaigns) Len() int { return c.n }
 
+// Name is campaign i's key, as a windowed job's output names it.
+func (c *Campaigns) Name(i int) string {
+	if c.keys != nil {
+		return c.keys[i]
+	}
+	return CampaignID(i)
+}
+
 // Count counts, per campaign, the tuples of a data bucket that p keeps
 // (p nil: every tuple), in campaign order. It runs once per bucket
 // template before a run: the emission loop only adds the counts up.
 func (c *Campaigns) Count(msg []byte, p *Predicate) ([]KeyCount, error) {
+	if c.keys != nil {
+		return c.countEvent(msg, p)
+	}
 	per := map[int32]uint32{}
 	var unknown []byte
 	err := EachTuple(msg, DecodeAdEvent, func(t *Tuple) {
@@ -97,4 +125,27 @@ func CompareWindows(a, b WindowCount) int {
 		return cmp.Compare(a.EndMs, b.EndMs)
 	}
 	return strings.Compare(a.Key, b.Key)
+}
+
+// countEvent is Count for a user's event as a JSON template: its key's
+// count of 1, when p keeps it.
+func (c *Campaigns) countEvent(msg []byte, p *Predicate) ([]KeyCount, error) {
+	if p != nil {
+		if n, err := p.matchesEvent(msg); err != nil || n == 0 {
+			return nil, err
+		}
+	}
+	members, err := jsonev.Members(msg)
+	if err != nil {
+		return nil, err
+	}
+	v, ok := memberValue(members, c.field)
+	if !ok || len(v) < 2 || v[0] != '"' {
+		return nil, fmt.Errorf("the key field %q is not a string in the event", c.field)
+	}
+	k, ok := c.keyOf[string(v[1:len(v)-1])]
+	if !ok {
+		return nil, fmt.Errorf("the key %s is none of the events'", v)
+	}
+	return []KeyCount{{Campaign: k, N: 1}}, nil
 }

@@ -28,6 +28,9 @@ func (s *Scenario) Generate() ([]Encoded, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
+	if s.Schema == SchemaEvents {
+		return nil, fmt.Errorf("scenario %q: a user's events have no bucket form: send them as JSON (format=json on the endpoint)", s.Name)
+	}
 	rng := rand.New(rand.NewPCG(uint64(s.Seed), 0x9e3779b97f4a7c15))
 	out := make([]Encoded, s.Distinct)
 	switch s.Schema {

@@ -26,6 +26,9 @@ func (s *Scenario) Owed(p *Predicate, bucket int) (*Owed, error) {
 	if bucket < 1 {
 		return nil, fmt.Errorf("bucket size must be at least 1, got %d", bucket)
 	}
+	if s.Schema == SchemaEvents {
+		return s.owedEvents(p, bucket)
+	}
 	encoded, err := s.Generate()
 	if err != nil {
 		return nil, err
@@ -37,6 +40,21 @@ func (s *Scenario) Owed(p *Predicate, bucket int) (*Owed, error) {
 			return nil, fmt.Errorf("decode item %d of scenario %q: %w", i, s.Name, err)
 		}
 		if p.Match(&t) {
+			o.Keep[i/8] |= 1 << (i % 8)
+		}
+	}
+	return o, nil
+}
+
+// owedEvents is Owed for a user's events.
+func (s *Scenario) owedEvents(p *Predicate, bucket int) (*Owed, error) {
+	o := &Owed{Items: len(s.Events), Bucket: bucket, Keep: make([]byte, (len(s.Events)+7)/8)}
+	for i, e := range s.Events {
+		n, err := p.matchesEvent(e)
+		if err != nil {
+			return nil, fmt.Errorf("event %d: %w", i+1, err)
+		}
+		if n == 1 {
 			o.Keep[i/8] |= 1 << (i % 8)
 		}
 	}

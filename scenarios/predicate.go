@@ -2,6 +2,8 @@ package scenarios
 
 import (
 	"fmt"
+
+	"github.com/cloudprofiler-go/cp/wire/jsonev"
 	"slices"
 	"strings"
 )
@@ -14,6 +16,10 @@ import (
 type Predicate struct {
 	Expr    string
 	clauses []clause
+	// events: over any top-level field of a user's events (SchemaEvents),
+	// each compared as written: a string's content, or a number, true,
+	// false or null as its JSON text
+	events bool
 }
 
 type clause struct {
@@ -26,13 +32,13 @@ var predicateFields = map[string][]string{"ad_type": adTypes, "event_type": even
 
 // ParsePredicate reads expr for tuples of schema.
 func ParsePredicate(schema, expr string) (*Predicate, error) {
-	if schema != SchemaAdEvent {
-		return nil, fmt.Errorf("predicate %q: only ad events have fields a predicate can name (schema %s)", expr, schema)
+	if schema != SchemaAdEvent && schema != SchemaEvents {
+		return nil, fmt.Errorf("predicate %q: only ad events and a user's events have fields a predicate can name (schema %s)", expr, schema)
 	}
 	if len(expr) > 512 {
 		return nil, fmt.Errorf("predicate: %d bytes, at most 512", len(expr))
 	}
-	p := &Predicate{Expr: expr}
+	p := &Predicate{Expr: expr, events: schema == SchemaEvents}
 	for _, part := range strings.Split(expr, "&&") {
 		op, equal := "==", true
 		if strings.Contains(part, "!=") {
@@ -44,6 +50,9 @@ func ParsePredicate(schema, expr string) (*Predicate, error) {
 		switch {
 		case !ok:
 			return nil, fmt.Errorf("predicate %q: clause %q is not FIELD == VALUE or FIELD != VALUE", expr, strings.TrimSpace(part))
+		case p.events && !jsonev.ValidName(field):
+			return nil, fmt.Errorf("predicate %q: field %.64q: 1 to 64 letters, digits, '_', '-' and '.'", expr, field)
+		case p.events:
 		case !known:
 			return nil, fmt.Errorf("predicate %q: field %q: want ad_type or event_type", expr, field)
 		case !slices.Contains(values, value):
@@ -70,6 +79,9 @@ func (p *Predicate) Match(t *Tuple) bool {
 
 // Matches counts the tuples of a data bucket that p keeps.
 func (p *Predicate) Matches(msg []byte) (int, error) {
+	if p.events {
+		return p.matchesEvent(msg)
+	}
 	n := 0
 	err := EachTuple(msg, DecodeAdEvent, func(t *Tuple) {
 		if p.Match(t) {
@@ -77,4 +89,24 @@ func (p *Predicate) Matches(msg []byte) (int, error) {
 		}
 	})
 	return n, err
+}
+
+// matchesEvent is Matches for a user's event as a JSON template (before
+// a run: it allocates): 1 when p keeps it. A field the event lacks equals
+// no value.
+func (p *Predicate) matchesEvent(msg []byte) (int, error) {
+	members, err := jsonev.Members(msg)
+	if err != nil {
+		return 0, err
+	}
+	for _, c := range p.clauses {
+		v, ok := memberValue(members, c.field)
+		if ok && len(v) >= 2 && v[0] == '"' {
+			v = v[1 : len(v)-1]
+		}
+		if (ok && string(v) == c.value) != c.equal {
+			return 0, nil
+		}
+	}
+	return 1, nil
 }

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -29,6 +30,11 @@ type Scenario struct {
 	// of 10 ads each).
 	Campaigns      int `yaml:"campaigns,omitempty" json:"campaigns,omitempty"`
 	AdsPerCampaign int `yaml:"ads_per_campaign,omitempty" json:"ads_per_campaign,omitempty"`
+	// A user's own events (SchemaEvents, LoadEvents): the JSON objects,
+	// and the fields named for the event time and a windowed count's key.
+	Events    []json.RawMessage `yaml:"-" json:"events,omitempty"`
+	TimeField string            `yaml:"-" json:"time_field,omitempty"`
+	KeyField  string            `yaml:"-" json:"key_field,omitempty"`
 }
 
 // Schema names.
@@ -42,6 +48,9 @@ const (
 	// identity of the latest tuple counted, then the window's key, end and
 	// count. Receiver only: a job writes it.
 	SchemaWindow = "window"
+	// SchemaEvents is a user's own events (--events FILE): JSON objects,
+	// sent only as JSON events (format=json).
+	SchemaEvents = "events"
 )
 
 // MinSyntheticSize is the smallest encodable synthetic tuple: array header,
@@ -52,7 +61,7 @@ const MinSyntheticSize = 1 + 9 + 9 + 2
 // request is checked against them before anything is generated.
 const (
 	MaxNameLen     = 128
-	MaxDistinct    = 1 << 20
+	MaxDistinct    = 1 << 20 // distinct tuples, or a user's events
 	MaxSize        = 16 << 20
 	MaxAds         = 1 << 20   // campaigns × ads per campaign
 	MaxGenerated   = 256 << 20 // distinct × tuple size, bytes pre-serialized
@@ -61,17 +70,30 @@ const (
 
 // MaxTupleSize is the largest encoded size of one of the scenario's tuples.
 func (s *Scenario) MaxTupleSize() int {
-	if s.Schema == SchemaSynthetic {
+	switch s.Schema {
+	case SchemaSynthetic:
 		return s.Size
+	case SchemaEvents: // the longest event with its time and identity added
+		most := 0
+		for _, e := range s.Events {
+			most = max(most, len(e))
+		}
+		return most + 128
 	}
 	return adEventMaxSize
 }
 
 // Validate checks the description and fills defaults. It allocates
-// nothing, so it is safe on a description from the network.
+// nothing but a user's events' fields while it reads them (bounded by
+// MaxEventsBytes), so it is safe on a description from the network.
 func (s *Scenario) Validate() error {
 	if len(s.Name) > MaxNameLen {
 		return fmt.Errorf("scenario name longer than %d bytes", MaxNameLen)
+	}
+	if s.Schema == SchemaEvents {
+		if err := s.validateEvents(); err != nil {
+			return fmt.Errorf("scenario %q: %w", s.Name, err)
+		}
 	}
 	if s.Distinct == 0 {
 		s.Distinct = 1024
@@ -90,6 +112,7 @@ func (s *Scenario) Validate() error {
 		if s.Campaigns < 1 || s.AdsPerCampaign < 1 || s.Campaigns > MaxAds || s.AdsPerCampaign > MaxAds || s.Campaigns*s.AdsPerCampaign > MaxAds {
 			return fmt.Errorf("scenario %q: campaigns and ads_per_campaign must be positive, with at most %d ads in all", s.Name, MaxAds)
 		}
+	case SchemaEvents:
 	case SchemaSynthetic:
 		if s.Size < MinSyntheticSize || s.Size > MaxSize {
 			return fmt.Errorf("scenario %q: size must be between %d and %d bytes, got %d", s.Name, MinSyntheticSize, MaxSize, s.Size)
@@ -137,6 +160,9 @@ func withoutValues(err error) string {
 // Load returns a built-in scenario by name, a scenario file by path, or a
 // synthetic scenario of a given size written as "synthetic:SIZE".
 func Load(nameOrPath string) (*Scenario, error) {
+	if path, ok := strings.CutPrefix(nameOrPath, EventsPrefix); ok {
+		return LoadEvents(path, EventsOptions{})
+	}
 	if size, ok := strings.CutPrefix(nameOrPath, "synthetic:"); ok {
 		var n int
 		if _, err := fmt.Sscanf(size, "%d", &n); err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/zmqraw"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/tsc"
+	"github.com/cloudprofiler-go/cp/wire/jsonev"
 )
 
 // outlet is where an emission thread's messages go: its ZeroMQ socket,
@@ -112,21 +113,36 @@ func jsonEndpoint(endpoint string) (driver.Endpoint, bool) {
 	return e, err == nil && e.JSON()
 }
 
+// makeTemplates makes the thread's templates: the scenario's encoded
+// tuples in buckets, or a user's events as JSON (in the endpoint's
+// mapping f).
+func (t *thread) makeTemplates(s *scenarios.Scenario, encoded []scenarios.Encoded, f jsonev.Fields, bucket int) error {
+	var err error
+	if s.Schema == scenarios.SchemaEvents {
+		t.tpls, err = scenarios.EventTemplates(s, f)
+	} else {
+		t.tpls, err = scenarios.Templates(encoded, t.stream, bucket)
+	}
+	return err
+}
+
 // jsonProblems says what a run cannot do with JSON events: a JSON event
 // is one tuple, of a schema with a JSON form.
 func (c *Config) jsonProblems() []string {
 	var problems []string
 	for _, ep := range c.Endpoints {
 		if _, json := jsonEndpoint(ep); !json {
+			if c.Scenario != nil && c.Scenario.Schema == scenarios.SchemaEvents {
+				problems = append(problems, fmt.Sprintf("%s: your events go only as JSON: add format=json to a broker endpoint's URL", ep))
+			}
 			continue
 		}
 		if c.BucketSize != 1 {
 			problems = append(problems, fmt.Sprintf("%s sends JSON events, one a message: --bucket 1, not %d", ep, c.BucketSize))
 		}
-		if c.Scenario != nil && c.Scenario.Schema != scenarios.SchemaAdEvent && c.Scenario.Schema != scenarios.SchemaSynthetic {
+		if c.Scenario != nil && c.Scenario.Schema != scenarios.SchemaAdEvent && c.Scenario.Schema != scenarios.SchemaSynthetic && c.Scenario.Schema != scenarios.SchemaEvents {
 			problems = append(problems, fmt.Sprintf("%s sends JSON events: the %s schema has no JSON form (%s or %s)", ep, c.Scenario.Schema, scenarios.SchemaAdEvent, scenarios.SchemaSynthetic))
 		}
-		break
 	}
 	return problems
 }

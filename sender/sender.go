@@ -128,9 +128,12 @@ func New(cfg Config) (*Sender, error) {
 	if cfg.Clock == nil {
 		return nil, errors.New("no TSC clock")
 	}
-	encoded, err := cfg.Scenario.Generate()
-	if err != nil {
-		return nil, err
+	var encoded []scenarios.Encoded
+	var err error
+	if cfg.Scenario.Schema != scenarios.SchemaEvents { // a user's events are their own templates
+		if encoded, err = cfg.Scenario.Generate(); err != nil {
+			return nil, err
+		}
 	}
 	// The context (and its I/O threads) is created before any thread is
 	// pinned: C threads inherit the creator's affinity mask.
@@ -218,10 +221,10 @@ func (s *Sender) addThread(i int, encoded []scenarios.Encoded) error {
 	if len(cfg.CPUs) > 0 {
 		t.cpu = cfg.CPUs[i%len(cfg.CPUs)]
 	}
-	if t.tpls, err = scenarios.Templates(encoded, t.stream, cfg.BucketSize); err != nil {
+	e, json := jsonEndpoint(t.endpoint)
+	if err := t.makeTemplates(cfg.Scenario, encoded, e.Fields, cfg.BucketSize); err != nil {
 		return err
 	}
-	e, json := jsonEndpoint(t.endpoint)
 	batch := cfg.SendBatch
 	if cfg.SendWork > 0 || driver.IsBroker(t.endpoint) {
 		batch = 1 // the work is per bucket, in Go, before its send; a broker's client is Go
@@ -233,12 +236,12 @@ func (s *Sender) addThread(i int, encoded []scenarios.Encoded) error {
 	if err := t.countKeys(s.join, cfg.Expect); err != nil {
 		return err
 	}
-	if json { // the same tuples as events, in the same order: the counts above hold
+	if json && cfg.Scenario.Schema != scenarios.SchemaEvents { // the same tuples as events, in the same order: the counts above hold
 		if t.tpls, err = scenarios.JSONTemplates(t.tpls, cfg.Scenario.Schema, e.Fields); err != nil {
 			return fmt.Errorf("thread %d: %w", i, err)
 		}
-		t.json = true
 	}
+	t.json = json
 	if cfg.Count > 0 {
 		share := cfg.Count / uint64(cfg.Threads)
 		if uint64(i) < cfg.Count%uint64(cfg.Threads) {

@@ -20,7 +20,9 @@ func (c *Config) windowProblem() string {
 		return fmt.Sprintf("--expect-window must be whole milliseconds from 1ms to %v, got %v", trialcfg.MaxExpectWindow, w)
 	case c.Duration <= 0:
 		return "--expect-window needs a --duration: a run's windows are counted in cells made before it starts"
-	case c.Scenario != nil && c.Scenario.Schema != scenarios.SchemaAdEvent:
+	case c.Scenario != nil && c.Scenario.Schema == scenarios.SchemaEvents && c.Scenario.KeyField == "":
+		return "--expect-window over your events counts per key: name the key field (--events-key FIELD)"
+	case c.Scenario != nil && c.Scenario.Schema != scenarios.SchemaAdEvent && c.Scenario.Schema != scenarios.SchemaEvents:
 		return fmt.Sprintf("--expect-window counts per campaign: it needs the %s scenario's ads, not %s", scenarios.SchemaAdEvent, c.Scenario.Schema)
 	}
 	return ""
@@ -32,12 +34,13 @@ func (c *Config) windowProblem() string {
 // its bucket's intended time, so each bucket adds its template's counts,
 // taken once before the run, to one window.
 type windowTally struct {
-	ms      int64    // the window's size
-	first   int64    // the run's first window (Unix ms / ms)
-	keys    int      // campaigns
-	cells   []uint64 // window-major: cells[(w - first) * keys + campaign]
-	row     []int    // per batch item: its window's first cell (-1: outside)
-	outside uint64   // tuples whose window lies outside the run: an instrument error
+	ms      int64            // the window's size
+	first   int64            // the run's first window (Unix ms / ms)
+	keys    int              // campaigns
+	cells   []uint64         // window-major: cells[(w - first) * keys + campaign]
+	row     []int            // per batch item: its window's first cell (-1: outside)
+	name    func(int) string // a key's name (nil: scenarios.CampaignID)
+	outside uint64           // tuples whose window lies outside the run: an instrument error
 }
 
 // startWindows makes the thread's window cells for the run from start to
@@ -46,6 +49,7 @@ func (t *thread) startWindows(s *Sender, start, end uint64) {
 	if t.keys != nil && end != math.MaxUint64 {
 		clock := s.cfg.Clock
 		t.win = newWindowTally(s.cfg.ExpectWindow, s.join.Len(), len(t.items), clock.UnixNano(start), clock.UnixNano(end))
+		t.win.name = s.join.Name
 	}
 }
 
@@ -86,7 +90,11 @@ func (w *windowTally) addTo(into map[scenarios.WindowKey]uint64) {
 	for i, n := range w.cells {
 		if n > 0 {
 			win, c := int64(i/w.keys), i%w.keys
-			into[scenarios.WindowKey{Key: scenarios.CampaignID(c), EndMs: (w.first + win + 1) * w.ms}] += n
+			name := scenarios.CampaignID
+			if w.name != nil {
+				name = w.name
+			}
+			into[scenarios.WindowKey{Key: name(c), EndMs: (w.first + win + 1) * w.ms}] += n
 		}
 	}
 }

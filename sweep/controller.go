@@ -35,13 +35,15 @@ type TrialPlan struct {
 	trialcfg.Receiver
 	trialcfg.Agent
 
-	Duration      time.Duration `json:"duration_ns"` // measured window
-	Warmup        time.Duration `json:"warmup_ns"`
-	Scenario      string        `json:"scenario"`
-	Shape         string        `json:"shape,omitempty"` // rate shape of every trial around its target rate
-	Rules         verdict.Rules `json:"rules"`
-	Relay         bool          `json:"relay,omitempty"`          // a system under test between senders and receivers
-	SenderTargets []string      `json:"sender_targets,omitempty"` // relay: where senders send (the system's inputs)
+	Duration time.Duration `json:"duration_ns"` // measured window
+	Warmup   time.Duration `json:"warmup_ns"`
+	Scenario string        `json:"scenario"`
+	// Events names the fields of a user's events (Scenario events:FILE).
+	Events        scenarios.EventsOptions `json:"events_fields,omitzero"`
+	Shape         string                  `json:"shape,omitempty"` // rate shape of every trial around its target rate
+	Rules         verdict.Rules           `json:"rules"`
+	Relay         bool                    `json:"relay,omitempty"`          // a system under test between senders and receivers
+	SenderTargets []string                `json:"sender_targets,omitempty"` // relay: where senders send (the system's inputs)
 	// Job is a stream processor as the system under test (UseJob; nil:
 	// none).
 	Job *JobPlan `json:"job,omitempty"`

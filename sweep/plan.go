@@ -30,7 +30,7 @@ func (e *PlanError) Error() string {
 // built-in name, synthetic:SIZE or the user's YAML file; a replay trace
 // file) into the specifications sent inline to the agents.
 func (p *TrialPlan) Resolve() error {
-	sc, err := scenarios.Load(p.Scenario)
+	sc, err := scenarios.LoadWith(p.Scenario, p.Events)
 	if err != nil {
 		return &PlanError{Problems: []string{err.Error()}}
 	}

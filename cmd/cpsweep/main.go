@@ -40,6 +40,7 @@ func main() {
 // are bound straight to the sweep types they configure.
 type options struct {
 	plan                     sweep.TrialPlan
+	events                   cli.Events // --events: the plan's scenario is events:FILE
 	search                   sweep.Search
 	senders, receivers       []string
 	jobAgents                []string
@@ -129,6 +130,11 @@ Ctrl-C stops the running trial and keeps every finished one.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
 			o.job.bucketGiven = cmd.Flags().Changed("bucket")
+			var err error
+			if o.plan.Scenario, o.plan.Events, err = o.events.Scenario(o.plan.Scenario, cmd.Flags().Changed("scenario")); err != nil {
+				*code = sweep.ExitInvalidPlan
+				return err
+			}
 			if o.profileFile != "" && !cmd.Flags().Changed("clock") {
 				o.clock = true // a profiled run's records are joined across hosts by the clocks' relation
 			}
@@ -198,6 +204,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.IntVar(&p.Threads, "threads", 1, "emission threads per sender agent")
 	f.IntVar(&p.BucketSize, "bucket", 100, "tuples per message")
 	f.StringVar(&p.Scenario, "scenario", "synthetic-100", "workload (see dgsend --help)")
+	o.events.Register(f)
 	f.StringVar(&p.Shape, "shape", "constant", "rate shape of each trial around its target (see dgsend --help), e.g. poisson or sine:0.2,1s")
 	f.StringVar((*string)(&p.Overflow), "overflow", "block", "sender overflow policy: block or drop")
 	f.StringVar((*string)(&p.Idle), "idle", "auto", "sender idle strategy (see dgsend --help)")

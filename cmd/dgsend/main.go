@@ -37,6 +37,8 @@ type options struct {
 	cfg            sender.Config
 	connect, bind  []string
 	scenario       string
+	scenarioGiven  bool // --scenario was set (--events is the other)
+	events         cli.Events
 	expect         string
 	cpus           cli.CPUChoice
 	overflow, idle string
@@ -81,6 +83,7 @@ send time) with the fraction of late slots.`,
 			return cli.Usage(cli.RefuseCredentials(c.Flags(), args))
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.scenarioGiven = cmd.Flags().Changed("scenario")
 			return o.execute(cmd.Context())
 		},
 	}
@@ -103,6 +106,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.DurationVar(&c.ExpectWindow, "expect-window", 0, "the window of a windowed count between this sender and the receiver (YSB's, of event time; ad-event only):\nthe tuples sent that --expect-filter keeps are counted per campaign and window, what each window owes (docs/sut.md)")
 	f.StringVar(&o.expect, "expect-filter", "", "the predicate of a filter between this sender and the receiver, e.g. 'event_type == view' (clauses FIELD == VALUE\nor FIELD != VALUE joined by &&; ad_type, event_type): the tuples sent that it keeps are counted, the filter's exact output (docs/sut.md)")
 	f.StringVar(&o.scenario, "scenario", "ad-event", "workload: a built-in name ("+fmt.Sprint(scenarios.Builtins())+"), synthetic:SIZE, or a YAML file")
+	o.events.Register(f)
 	f.StringVar(&o.overflow, "overflow", "block", "when the socket is full: block (lateness grows) or drop (count dropped buckets)")
 	f.StringVar(&o.idle, "idle", "auto", "how to wait for the next slot: spin (the paper's busy-wait), sleep (nanosleep until just before the slot, then spin),\nyield (spin with sched_yield), or auto (spin with 4+ CPUs, else sleep)")
 	cli.CPUChoiceVar(f, &o.cpus, "cpus", "auto", "CPUs to pin threads to: auto (the last CPUs), none, or a list like 1 or 2-3")
@@ -138,7 +142,11 @@ func (o *options) config() (sender.Config, error) {
 	}
 	cfg.Overflow, cfg.Idle = sender.Overflow(o.overflow), sender.Idle(o.idle)
 	var err error
-	if cfg.Scenario, err = scenarios.Load(o.scenario); err != nil {
+	name, events, err := o.events.Scenario(o.scenario, o.scenarioGiven)
+	if err != nil {
+		return cfg, err
+	}
+	if cfg.Scenario, err = scenarios.LoadWith(name, events); err != nil {
 		return cfg, err
 	}
 	if o.expect != "" {

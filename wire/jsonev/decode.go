@@ -376,3 +376,58 @@ func literal(msg []byte, i int, word string) (int, error) {
 	}
 	return i + len(word), nil
 }
+
+// Member is one field of a JSON object: its name as written (without
+// the quotes) and its value's raw JSON.
+type Member struct {
+	Key   string
+	Value []byte
+}
+
+// Members are a JSON object's fields in their order (a user's event,
+// before a run: it allocates).
+func Members(msg []byte) ([]Member, error) {
+	i := skipWS(msg, 0)
+	if i >= len(msg) || msg[i] != '{' {
+		return nil, ErrNotObject
+	}
+	var out []Member
+	i = skipWS(msg, i+1)
+	if i < len(msg) && msg[i] == '}' {
+		return out, trailing(msg, i+1)
+	}
+	for {
+		if i >= len(msg) || msg[i] != '"' {
+			return nil, ErrSyntax
+		}
+		ks, ke, _, next, err := scanString(msg, i)
+		if err != nil {
+			return nil, err
+		}
+		if i = skipWS(msg, next); i >= len(msg) || msg[i] != ':' {
+			return nil, ErrSyntax
+		}
+		start := skipWS(msg, i+1)
+		if i, err = skipValue(msg, start, 0); err != nil {
+			return nil, err
+		}
+		out = append(out, Member{Key: string(msg[ks:ke]), Value: msg[start:i]})
+		i = skipWS(msg, i)
+		if i < len(msg) && msg[i] == ',' {
+			i = skipWS(msg, i+1)
+			continue
+		}
+		if i < len(msg) && msg[i] == '}' {
+			return out, trailing(msg, i+1)
+		}
+		return nil, ErrSyntax
+	}
+}
+
+// trailing says whether anything but white space follows i.
+func trailing(msg []byte, i int) error {
+	if skipWS(msg, i) != len(msg) {
+		return ErrSyntax
+	}
+	return nil
+}

@@ -72,7 +72,7 @@ func (f *Fields) Set(option, value string) error {
 		f.Unit = value
 		return nil
 	}
-	if !validName(value) {
+	if !ValidName(value) {
 		return fmt.Errorf("%s %q: a field name is 1 to 64 letters, digits, '_', '-' and '.'", option, value)
 	}
 	switch option {
@@ -146,7 +146,8 @@ func (f Fields) Query() url.Values {
 	return q
 }
 
-func validName(s string) bool {
+// ValidName says whether s can name a field in a mapping or an option.
+func ValidName(s string) bool {
 	if s == "" || len(s) > 64 {
 		return false
 	}
