@@ -108,18 +108,7 @@ func CheckPlan(p TrialPlan, method Search, senders int, profile *profiler.Handle
 		add(errors.New("--hint service-rate reads the stages' estimates: it needs the stage accounting (--stage-period above 0)"))
 	}
 	if p.ScenarioSpec != nil && p.Threads >= 1 && p.Threads <= sender.MaxThreads && err == nil {
-		eps := []string{"tcp://127.0.0.1:1"}
-		for _, rate := range []float64{lowest, highest} {
-			t := p.senderTrial(eps, 0, senders, rate)
-			t.Endpoints = make([]string, p.Threads)
-			for i := range t.Endpoints {
-				t.Endpoints[i] = eps[0]
-			}
-			if err := sendagent.Validate(t); err != nil {
-				add(fmt.Errorf("sender trial: %w", err))
-				break
-			}
-		}
+		add(p.checkSenderTrials(senders, lowest, highest))
 	}
 	// The receivers' lanes are known only once they answer: a lane a stall
 	// names is checked by the agent.
@@ -179,4 +168,25 @@ func (s Search) rates() (lowest, highest float64, err error) {
 		return p.Start, p.Start, nil
 	}
 	return 0, 0, fmt.Errorf("--search must be fast or linear, got %.32q", s.Method)
+}
+
+// checkSenderTrials checks the senders' trials at the lowest and highest
+// rates as an agent will, on the system's first input (or a placeholder
+// ZeroMQ endpoint), in its format.
+func (p TrialPlan) checkSenderTrials(senders int, lowest, highest float64) error {
+	eps := []string{"tcp://127.0.0.1:1"}
+	if len(p.SenderTargets) > 0 {
+		eps = p.SenderTargets[:1]
+	}
+	for _, rate := range []float64{lowest, highest} {
+		t := p.senderTrial(eps, 0, senders, rate)
+		t.Endpoints = make([]string, p.Threads)
+		for i := range t.Endpoints {
+			t.Endpoints[i] = eps[0]
+		}
+		if err := sendagent.Validate(t); err != nil {
+			return fmt.Errorf("sender trial: %w", err)
+		}
+	}
+	return nil
 }
