@@ -110,6 +110,9 @@ type Sample struct {
 	// on this host, TrackSystem) since they started.
 	SUT     float64          `json:"sut_s,omitempty"`
 	Threads map[string]Times `json:"threads"`
+	// SUTThreads are the tracked processes' threads by id (in memory
+	// only: the summary keeps the busiest).
+	SUTThreads map[int]SUTThread `json:"-"`
 }
 
 // Read takes a sample.
@@ -134,7 +137,7 @@ func (s *Sampler) Read() (Sample, error) {
 	system := s.system
 	s.mu.Unlock()
 	if len(system) > 0 {
-		out.SUT = s.systemCPU(system)
+		out.SUT, out.SUTThreads = s.systemCPU(system)
 	}
 	tasks, err := os.ReadDir(fmt.Sprintf("%s/%d/task", s.proc, s.pid))
 	if err != nil {
@@ -249,7 +252,16 @@ type Summary struct {
 	// Threads, by role, busiest first: cores used, the share of the time
 	// they waited runnable, and involuntary switches.
 	Threads []ThreadShare `json:"threads"`
+	// SUTThreads are the system under test's busiest threads on this host
+	// (at most MaxSUTThreadShares), busiest first.
+	SUTThreads []SUTThreadShare `json:"sut_threads,omitempty"`
+	// SUTProcesses are its processes on this host, busiest first.
+	SUTProcesses []SUTProcessShare `json:"sut_processes,omitempty"`
 }
+
+// MaxSUTThreadShares is how many of the system under test's threads a
+// summary keeps.
+const MaxSUTThreadShares = 4
 
 // ThreadShare is one role's part of a Summary.
 type ThreadShare struct {
@@ -280,6 +292,9 @@ func Summarize(a, b Sample, cpus int) Summary {
 	out.Process = max(ours/wall, 0)
 	out.SUT = max((b.SUT-a.SUT)/wall, 0)
 	out.OtherProcesses = clamp01(out.HostBusy - (out.Process+out.SUT)/float64(cpus))
+	if len(b.SUTThreads) > 0 {
+		out.SUTThreads, out.SUTProcesses = sutThreadShares(a.SUTThreads, b.SUTThreads, wall, MaxSUTThreadShares)
+	}
 	for name, tb := range b.Threads {
 		ta := a.Threads[name]
 		ts := ThreadShare{Name: name, Cores: max((tb.CPU-ta.CPU)/wall, 0), Runqueue: max((tb.Runqueue-ta.Runqueue)/wall, 0)}

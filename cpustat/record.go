@@ -116,5 +116,43 @@ func SummarizeSeries(samples []Sample, cpus int) Summary {
 	for name, t := range first.Threads {
 		a.Threads[name] = t
 	}
-	return Summarize(a, b, cpus)
+	sum := Summarize(a, b, cpus)
+	if threads, procs := peakSUT(samples, PeakSpan); threads != nil {
+		sum.SUTThreads, sum.SUTProcesses = threads, procs
+	}
+	return sum
+}
+
+// PeakSpan is the span over which the system under test's threads are
+// summarized: their busiest stretch of at least this long. A trial's
+// series runs from before the senders start to after the job drained,
+// and a thread saturated over the measured window reads half busy over
+// all of it.
+const PeakSpan = time.Second
+
+// peakSUT is the system under test's threads and processes over the
+// stretch of at least span between two samples in which its busiest
+// thread was busiest (nil: no samples of them).
+func peakSUT(samples []Sample, span time.Duration) ([]SUTThreadShare, []SUTProcessShare) {
+	var threads []SUTThreadShare
+	var procs []SUTProcessShare
+	best := -1.0
+	j := 0
+	for i := range samples {
+		if samples[i].SUTThreads == nil {
+			continue
+		}
+		for j < len(samples) && samples[j].UnixNs-samples[i].UnixNs < span.Nanoseconds() {
+			j++
+		}
+		if j == len(samples) {
+			break
+		}
+		wall := float64(samples[j].UnixNs-samples[i].UnixNs) / 1e9
+		t, p := sutThreadShares(samples[i].SUTThreads, samples[j].SUTThreads, wall, MaxSUTThreadShares)
+		if len(t) > 0 && t[0].Cores > best {
+			best, threads, procs = t[0].Cores, t, p
+		}
+	}
+	return threads, procs
 }

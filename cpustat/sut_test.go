@@ -42,14 +42,38 @@ func TestWatchedProcessesAreTheSystemsNotOthers(t *testing.T) {
 		// pid (comm) state ppid ... utime (14th) stime (15th)
 		os.WriteFile(filepath.Join(d, "stat"), []byte(fmt.Sprintf("%d (%s) S 1 1 1 0 -1 0 0 0 0 0 %d %d 0 0 20 0 1 0", pid, comm, ticks, ticks)), 0o644)
 	}
+	task := func(pid, tid int, comm string, runNs, waitNs int64) {
+		d := filepath.Join(dir, fmt.Sprint(pid), "task", fmt.Sprint(tid))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(d, "comm"), []byte(comm+"\n"), 0o644)
+		os.WriteFile(filepath.Join(d, "schedstat"), []byte(fmt.Sprintf("%d %d 1\n", runNs, waitNs)), 0o644)
+	}
 	proc(10, "nats-server", 100) // 2 s of CPU at 100 ticks/s
-	proc(11, "nats-server", 50)  // 1 s
+	task(10, 10, "nats-server", 1.5e9, 0)
+	task(10, 13, "nats-server", 0.5e9, 0.2e9)
+	proc(11, "nats-server", 50) // 1 s
+	task(11, 11, "worker", 1e9, 0)
 	proc(12, "bash", 1000)
+	task(12, 12, "bash", 10e9, 0)
 	proc(99, "nats-server", 1000) // this process: never the system's
 	s := &Sampler{names: map[int]string{}, proc: dir, pid: 99}
 	s.TrackSystem([]string{"nats-server"})
-	if got := s.systemCPU(s.system); got < 2.99 || got > 3.01 {
+	got, threads := s.systemCPU(s.system)
+	if got < 2.99 || got > 3.01 {
 		t.Errorf("watched CPU %.2f s, want 3 (pids 10 and 11)", got)
+	}
+	if len(threads) != 3 || threads[13].PID != 10 || threads[13].Runqueue != 0.2 || threads[11].Thread != "worker" || threads[11].Process != "nats-server" {
+		t.Errorf("the watched threads: %+v", threads)
+	}
+	busiest, procs := sutThreadShares(map[int]SUTThread{10: {Times: Times{CPU: 1}}}, threads, 2, 2)
+	if len(procs) != 2 || procs[0].PID != 10 || procs[0].Cores != 0.5 || procs[0].Busy != 2 || procs[1].PID != 11 || procs[1].Cores != 0.5 {
+		t.Errorf("the processes over 2 s: %+v", procs)
+	}
+	if len(busiest) != 2 || busiest[0].TID != 11 || busiest[0].Cores != 0.5 || busiest[1].TID != 10 || busiest[1].Name() != "nats-server: thread 10" ||
+		busiest[0].Name() != `nats-server: thread "worker" (11)` {
+		t.Errorf("the busiest over 2 s: %+v", busiest)
 	}
 	a := Sample{UnixNs: 0, HostBusy: 0, HostTotal: 20, Process: 0, SUT: 3}
 	b := Sample{UnixNs: 10e9, HostBusy: 10, HostTotal: 40, Process: 2, SUT: 8}

@@ -189,20 +189,15 @@ func (b *builder) modules() error {
 	for pi, p := range b.in.Processes {
 		pre := b.prefix(p)
 		for si, st := range p.Series.Stages {
-			switch st.Kind {
-			case stage.Sender:
-				b.add(Module{Name: pre + st.Name, Kind: st.Kind, HasWait: true, HasQueue: !st.NoQueue}, source{proc: pi, stage: si, sproc: -1}, true, st.QueueCap)
-				if id, ok := p.Streams[st.Name]; ok {
-					threadOf[id] = [2]int{pi, si}
-				}
-			case stage.Lane:
-				b.add(Module{Name: pre + st.Name, Kind: st.Kind, HasWait: true, HasQueue: !st.NoQueue}, source{proc: pi, stage: si, sproc: -1}, true, st.QueueCap)
-			case stage.Consumer:
-				b.add(Module{Name: pre + st.Name, Kind: st.Kind, HasQueue: !st.NoQueue}, source{proc: pi, stage: si, sproc: -1}, true, st.QueueCap)
-			case stage.Operator:
-				if p.Role == roleJob {
-					b.add(Module{Name: pre + st.Name, Kind: st.Kind, HasWait: true, HasQueue: !st.NoQueue}, source{proc: pi, stage: si, sproc: -1}, true, st.QueueCap)
-				}
+			switch {
+			case st.Kind != stage.Sender && st.Kind != stage.Lane && st.Kind != stage.Consumer && st.Kind != stage.Operator,
+				st.Kind == stage.Operator && p.Role != roleJob:
+				continue
+			}
+			// a consumer's idle time is not a wait for anything downstream
+			b.add(Module{Name: pre + st.Name, Kind: st.Kind, HasWait: st.Kind != stage.Consumer, HasQueue: !st.NoQueue}, source{proc: pi, stage: si, sproc: -1}, true, st.QueueCap)
+			if id, ok := p.Streams[st.Name]; ok && st.Kind == stage.Sender {
+				threadOf[id] = [2]int{pi, si}
 			}
 		}
 		for _, st := range p.Series.Stages { // every lane of a process feeds its consumer
@@ -225,9 +220,9 @@ func (b *builder) modules() error {
 			if st.Kind != stage.Network {
 				continue
 			}
-			var id uint32
-			if _, err := fmt.Sscanf(st.Name, "stream%d", &id); err != nil {
-				return fmt.Errorf("%s: network stage %q is not stream<N>", p.Node, st.Name)
+			id, eventsLane, err := networkStage(st.Name)
+			if err != nil {
+				return fmt.Errorf("%s: %w", p.Node, err)
 			}
 			kind, name := stage.Network, pre+st.Name
 			if b.in.Relay {
@@ -238,6 +233,7 @@ func (b *builder) modules() error {
 				kind, name = stage.SUT, pre+sut+"/"+st.Name
 			}
 			th, sent := threadOf[id]
+			sent = sent && eventsLane < 0
 			src := source{proc: pi, stage: si, sproc: -1}
 			if sent {
 				src.sproc, src.sstage = th[0], th[1]
@@ -250,7 +246,11 @@ func (b *builder) modules() error {
 			for _, h := range heads { // the job's operators take the system's input
 				b.edges = append(b.edges, [2]int{n, h})
 			}
-			if lane, ok := p.Lanes[id]; ok {
+			lane, ok := p.Lanes[id]
+			if eventsLane >= 0 {
+				lane, ok = eventsLane, true
+			}
+			if ok {
 				if l, ok := b.byName[fmt.Sprintf("%slane%d", pre, lane)]; ok {
 					b.edges = append(b.edges, [2]int{n, l})
 					for _, t := range tails { // and write what the lane reads
@@ -438,4 +438,18 @@ func lerpI(v []int64, k int, f float64) uint64 {
 		return uint64(v[k])
 	}
 	return uint64(v[k] + int64(f*float64(v[k+1]-v[k])))
+}
+
+// networkStage reads a receiver's network stage name: a sender's stream
+// (stream<N>: its id), or a lane's JSON events (events<lane>: a job's
+// output in JSON carries no stream, docs/brokers.md; eventsLane -1 for a
+// stream).
+func networkStage(name string) (id uint32, eventsLane int, err error) {
+	if _, err := fmt.Sscanf(name, "stream%d", &id); err == nil {
+		return id, -1, nil
+	}
+	if _, err := fmt.Sscanf(name, "events%d", &eventsLane); err != nil || eventsLane < 0 {
+		return 0, -1, fmt.Errorf("network stage %q is not stream<N> or events<lane>", name)
+	}
+	return 0, eventsLane, nil
 }

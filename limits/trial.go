@@ -172,3 +172,79 @@ func HostCPUBehind(t *rundir.Trial, named string) (why, short string) {
 	}
 	return why, short
 }
+
+// SUT names the system under test as a trial's limit when nothing of
+// the harness's own accounting was, and the job fell behind its input,
+// read from outside (--sut-process).
+const SUT = "the system under test"
+
+// SaturatedThread is the share of the time at and above which a thread
+// of the system under test counts as saturated: running, or runnable and
+// waiting for a core on a busy host (it wanted one all along). A thread
+// cannot use more than one core, and the last few percent go to time the
+// host accounting's samples miss.
+const SaturatedThread = 0.9
+
+// minLagGrowth is the growth of the job's input lag, in messages, that
+// says the job fell behind (below it: noise of the lag's reads).
+const minLagGrowth = 10
+
+// jobOutputShort says whether the trial failed its delivery rule: the
+// job's output was not what it owed.
+func jobOutputShort(t *rundir.Trial) bool {
+	for _, c := range t.Verdict.Checks {
+		if c.Rule == "delivery" && !c.Pass {
+			return true
+		}
+	}
+	return false
+}
+
+// TrialSUT says why a failing trial that no stage of the harness's own
+// accounting limited was limited by the system under test ("": nothing
+// says so): a thread of its processes saturated (the busiest on any host,
+// at SaturatedThread of a core or more), or the job's lag on its input
+// grew (lagGrew, when the receivers read it: lagRead), or its output was
+// short (the delivery rule failed: a job that reads ahead holds its
+// backlog where the broker's lag cannot see it), while none of its
+// threads was saturated, which a job whose work moves between threads
+// (a Go program's goroutines) shows, as does one that waits on another
+// system. The evidence names the thread, or the busiest process, and the
+// lag's growth.
+func TrialSUT(t *rundir.Trial, lagGrew float64, lagRead bool) string {
+	var thread cpustat.SUTThreadShare
+	var proc cpustat.SUTProcessShare
+	for _, h := range t.Hosts {
+		for _, th := range h.SUTThreads {
+			if th.Cores+th.Runqueue > thread.Cores+thread.Runqueue {
+				thread = th
+			}
+		}
+		for _, p := range h.SUTProcesses {
+			if p.Cores > proc.Cores {
+				proc = p
+			}
+		}
+	}
+	lag := ""
+	if lagRead && lagGrew >= minLagGrowth {
+		lag = fmt.Sprintf("its input lag grew %s", numfmt.Count(uint64(lagGrew)))
+	} else if short := jobOutputShort(t); short {
+		lag = "its output was short" // a job that reads ahead holds its backlog where the broker's lag cannot see it
+	}
+	switch {
+	case thread.Cores+thread.Runqueue >= SaturatedThread:
+		why := fmt.Sprintf("%s busy %.0f%% of a core", thread.Name(), 100*min(thread.Cores, 1))
+		if thread.Runqueue >= 0.05 {
+			why += fmt.Sprintf(" and waiting to run %.0f%% of the time: it wanted a core %.0f%% of the time", 100*thread.Runqueue, 100*min(thread.Cores+thread.Runqueue, 1))
+		}
+		if lag != "" {
+			why += "; " + lag
+		}
+		return why
+	case lag != "" && proc.Process != "":
+		return fmt.Sprintf("%s while the harness kept up; %s used %.2f cores over %d busy thread(s), none saturated (the busiest %.0f%% of a core): a part of it that runs one at a time, or what it waits on",
+			lag, proc.Process, proc.Cores, proc.Busy, 100*thread.Cores)
+	}
+	return ""
+}

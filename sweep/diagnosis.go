@@ -159,9 +159,32 @@ func verdictOfLimit(t *Trial, d *diagnose.Diagnosis) {
 	if !t.Verdict.Pass {
 		if why := limits.TrialHostCPU(t); why != "" {
 			t.LimitingStage, t.LimitingEvidence = HostCPU, why
+		} else if t.Outcome != nil && (t.LimitingStage == "none" || isJobBox(d, t)) {
+			// a job's limit, seen from outside: its threads, its lag
+			grew, read := verdict.JobLagGrew(t.Outcome)
+			if why := limits.TrialSUT(t, grew, read); why != "" {
+				t.LimitingStage, t.LimitingEvidence = limits.SUT, why
+			} else if t.LimitingStage != "none" {
+				t.LimitingStage, t.LimitingEvidence = limits.SUT, "its input's backlog grew while the harness kept up ("+t.LimitingEvidence+")"
+			}
 		}
 	}
 	d.Limiting, d.Evidence = t.LimitingStage, t.LimitingEvidence
+}
+
+// isJobBox says whether the diagnosis named the black box a job's output
+// streams make (its input's lag as their queue): a stage that means
+// nothing to a user ("jetstream/stream65280"), which is the job.
+func isJobBox(d *diagnose.Diagnosis, t *Trial) bool {
+	if t.Outcome.Job == "" {
+		return false
+	}
+	for _, m := range d.Modules {
+		if m.Name == t.LimitingStage {
+			return m.Kind == stage.SUT
+		}
+	}
+	return false
 }
 
 // limitingMostPeriods names, for a failed trial that no stage limited

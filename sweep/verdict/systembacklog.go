@@ -24,6 +24,14 @@ func jobLagGrowth(o *Outcome, rules Rules) (grew, limit float64, readers, unread
 	return grew, lagLimit(o, rules), readers, unread, readers+unread > 0
 }
 
+// JobLagGrew is how much the job's lag on its input grew over the
+// trial's window (ok: the receivers read it), for the line that names
+// the limit.
+func JobLagGrew(o *Outcome) (grew float64, ok bool) {
+	grew, readers, unread := lagGrowth(o, func(s tally.BacklogSample) *int64 { return s.JobLag })
+	return grew, readers > 0 && unread == 0
+}
+
 // lagLimit is rules.BacklogGrowth of the messages one second carries at
 // the target rate, and at least 10 messages.
 func lagLimit(o *Outcome, rules Rules) float64 {
