@@ -3,10 +3,14 @@
 # engine between two JetStream subjects, on loopback (docs/sut.md):
 #   local senders -> ysb.in -> cpjob ysb (filter, projection, Redis join,
 #   windows of 1 s) -> ysb.out -> local receiver (--schema window)
-# It starts nats-server (JetStream) and redis-server on free ports, the job,
-# then cpsweep --input/--output, which finds the highest rate at which the
-# job's windows stay exact and its lag on its input does not grow, and
-# writes the report. Everything is stopped at the end (~2-3 min).
+# It starts nats-server (JetStream) and redis-server on free ports, the job
+# (serving its operators' accounting to the sweep, as an agent does), then
+# cpsweep --input/--output --job-agent, which finds the highest rate at
+# which the job's windows stay exact and its lag on its input does not
+# grow, names the limiting operator, profiles a trial at the limit with the
+# agents' clocks related, and writes the report; cpsweep analyze then
+# joins the profiled trial's records across the processes. Everything is
+# stopped at the end (~3-4 min).
 set -euo pipefail
 bin=${BIN:-bin}
 start=${DEMO_START:-20k}
@@ -18,7 +22,7 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$out"; }
 trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-nport=$(free_port) rport=$(free_port)
+nport=$(free_port) rport=$(free_port) aport=$(free_port)
 nats-server -a 127.0.0.1 -p "$nport" -js -sd "$out/js" >"$out/nats.log" 2>&1 & pids+=($!)
 redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no >"$out/redis.log" 2>&1 & pids+=($!)
 for _ in $(seq 50); do
@@ -26,15 +30,21 @@ for _ in $(seq 50); do
 	sleep 0.1
 done
 in="jetstream://127.0.0.1:$nport/ysb.in" outp="jetstream://127.0.0.1:$nport/ysb.out"
-"$bin/cpjob" ysb --input "$in?group=ysb" --output "$outp" --redis "127.0.0.1:$rport" --window 1s --lateness 500ms 2>"$out/job.log" & job=$!; pids+=($job)
+"$bin/cpjob" ysb --input "$in?group=ysb" --output "$outp" --redis "127.0.0.1:$rport" --window 1s --lateness 500ms \
+	--agent-addr "127.0.0.1:$aport" >"$out/job.log" 2>&1 & job=$!; pids+=($job)
 until grep -q "cpjob ysb: reading" "$out/job.log"; do kill -0 $job 2>/dev/null || { cat "$out/job.log"; exit 1; }; sleep 0.1; done
 echo "== cpsweep: YSB between $in and $outp, from $start ad events/s; each trial owes the views it sent, counted in each campaign's window"
 status=0
 "$bin/cpsweep" --input "$in?group=ysb" --output "$outp" --scenario ad-event --schema window --expect-filter 'event_type == view' --expect-window 1s \
 	--start "$start" --duration 3s --warmup 1s --precision 0.05 --max-trials 12 --name demo-ysb \
+	--job-agent "127.0.0.1:$aport" --profile profiles/default.yaml \
 	--sut-process cpjob --sut-process nats-server --sut-process redis-server || status=$?
 dir=$(ls -td runs/*-demo-ysb 2>/dev/null | head -1)
 if [ -n "$dir" ]; then
+	if [ -d "$dir/profiles" ]; then
+		echo "== cpsweep analyze --pag: the profiled trial's records joined across the processes by the clocks' relation"
+		"$bin/cpsweep" analyze --pag "$dir" | tail -n 15 || status=$?
+	fi
 	"$bin/cpsweep" report "$dir" && echo "open $dir/report.html"
 fi
 exit $status
