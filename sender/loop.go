@@ -33,7 +33,9 @@ func (t *thread) run(s *Sender, start, end uint64) {
 	}
 	cpu0, _ := threadCPUTime() // unreadable: the figure stays 0 (documented as unknown)
 	t.loop(s, start, end)
-	if !t.json {
+	if t.json {
+		t.link.settle() // no end marker: the connection's state is taken here
+	} else {
 		t.endMarker = t.sendEnd(s)
 	}
 	if cpu1, err := threadCPUTime(); err == nil && cpu0 > 0 {

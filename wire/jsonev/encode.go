@@ -11,13 +11,33 @@ const (
 )
 
 // PutDigits writes v as len(b) decimal digits with leading zeros; the
-// caller has made b wide enough (the widths above).
+// caller has made b wide enough (the widths above). Two digits a
+// division, from a table: one at a time, an event's three fields took
+// 11% of dgsend's time sending JSON into NATS (perf, 2026-11-28).
 func PutDigits(b []byte, v uint64) {
-	for i := len(b) - 1; i >= 0; i-- {
-		b[i] = byte('0' + v%10)
-		v /= 10
+	i := len(b)
+	for i >= 2 {
+		q := v / 100
+		d := (v - q*100) * 2
+		b[i-1], b[i-2] = pairs[d+1], pairs[d]
+		v, i = q, i-2
+	}
+	if i == 1 {
+		b[0] = byte('0' + v%10)
 	}
 }
+
+// pairs are the two-digit numbers 00 to 99, written out.
+const pairs = "00010203040506070809" +
+	"10111213141516171819" +
+	"20212223242526272829" +
+	"30313233343536373839" +
+	"40414243444546474849" +
+	"50515253545556575859" +
+	"60616263646566676869" +
+	"70717273747576777879" +
+	"80818283848586878889" +
+	"90919293949596979899"
 
 // Writer builds a flat JSON object field by field, remembering where its
 // digit fields' digits are.

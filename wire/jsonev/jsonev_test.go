@@ -159,3 +159,17 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	}
 }
+
+func TestPutDigits(t *testing.T) {
+	for _, tc := range []struct {
+		v     uint64
+		width int
+		want  string
+	}{{0, 3, "000"}, {7, 1, "7"}, {42, 5, "00042"}, {1<<64 - 1, 20, "18446744073709551615"}, {1700000000123, 13, "1700000000123"}, {9, 2, "09"}, {123456789, 19, "0000000000123456789"}} {
+		b := make([]byte, tc.width)
+		PutDigits(b, tc.v)
+		if string(b) != tc.want {
+			t.Errorf("PutDigits(%d, %d) = %s, want %s", tc.v, tc.width, b, tc.want)
+		}
+	}
+}
