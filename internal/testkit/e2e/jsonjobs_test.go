@@ -57,17 +57,9 @@ func TestSweepAPlainJSONFilter(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = job.Signal(syscall.SIGKILL); _ = job.Wait(5 * time.Second) })
-			search := []string{"--search", "linear", "--from", "2k", "--to", "2k", "--step", "1k"}
-			if tc.pass {
-				search = []string{"--search", "linear", "--from", "2k", "--to", "4k", "--step", "2k"}
-			}
-			rep, p := runSweepAllowing(t, 3*time.Minute, []int{sweep.ExitNoRatePassed}, append([]string{"--input", in, "--output", out,
+			sweepFilterCase(t, job, in, out, tc.pass, tc.want,
 				"--scenario", "ad-event", "--schema", "ad-event", "--expect-filter", "event_type == view", "--duration", "2s",
-				"--warmup", "500ms", "--job-quiet", "1500ms", "--lateness-floor", "100ms", "--stage-period", "0"}, search...)...)
-			if len(rep.Result.Trials) == 0 {
-				t.Fatalf("no trial\n%s\n%s", p.Stderr.String(), job.Stderr.String())
-			}
-			checkDelivery(t, rep, tc.pass, tc.want)
+				"--warmup", "500ms", "--job-quiet", "1500ms", "--lateness-floor", "100ms", "--stage-period", "0")
 		})
 	}
 }
@@ -157,17 +149,9 @@ func TestSweepYSBInPython(t *testing.T) {
 			}
 			in := fmt.Sprintf("redis://%s/%s?group=ysb&format=json", addr, inKey)
 			out := fmt.Sprintf("redis://%s/%s?format=json&key=campaign_id&window_end=window_end&count=count", addr, outKey)
-			search := []string{"--search", "linear", "--from", "2k", "--to", "2k", "--step", "1k"}
-			if tc.pass {
-				search = []string{"--search", "linear", "--from", "2k", "--to", "4k", "--step", "2k"}
-			}
-			rep, p := runSweepAllowing(t, 3*time.Minute, []int{sweep.ExitNoRatePassed}, append([]string{"--input", in, "--output", out,
+			sweepFilterCase(t, job, in, out, tc.pass, tc.want,
 				"--scenario", "ad-event", "--schema", "window", "--expect-filter", "event_type == view", "--expect-window", "1s", "--duration", "2s",
-				"--warmup", "500ms", "--job-quiet", "2500ms", "--lateness-floor", "100ms", "--stage-period", "0"}, search...)...)
-			if len(rep.Result.Trials) == 0 {
-				t.Fatalf("no trial\n%s\n%s", p.Stderr.String(), job.Stderr.String())
-			}
-			checkDelivery(t, rep, tc.pass, tc.want)
+				"--warmup", "500ms", "--job-quiet", "2500ms", "--lateness-floor", "100ms", "--stage-period", "0")
 		})
 	}
 }
@@ -232,17 +216,9 @@ func TestSweepANodeFilter(t *testing.T) {
 			}
 			in := fmt.Sprintf("jetstream://%s/%s?group=filter&format=json", addr, inSubj)
 			out := fmt.Sprintf("jetstream://%s/%s?format=json", addr, outSubj)
-			search := []string{"--search", "linear", "--from", "2k", "--to", "2k", "--step", "1k"}
-			if tc.pass {
-				search = []string{"--search", "linear", "--from", "2k", "--to", "4k", "--step", "2k"}
-			}
-			rep, p := runSweepAllowing(t, 3*time.Minute, []int{sweep.ExitNoRatePassed}, append([]string{"--input", in, "--output", out,
+			sweepFilterCase(t, job, in, out, tc.pass, tc.want,
 				"--scenario", "ad-event", "--schema", "ad-event", "--expect-filter", "event_type == view", "--duration", "2s",
-				"--warmup", "500ms", "--job-quiet", "1500ms", "--lateness-floor", "100ms", "--stage-period", "0"}, search...)...)
-			if len(rep.Result.Trials) == 0 {
-				t.Fatalf("no trial\n%s\n%s", p.Stderr.String(), job.Stderr.String())
-			}
-			checkDelivery(t, rep, tc.pass, tc.want)
+				"--warmup", "500ms", "--job-quiet", "1500ms", "--lateness-floor", "100ms", "--stage-period", "0")
 		})
 	}
 }
@@ -276,4 +252,20 @@ func TestSweepYourOwnEvents(t *testing.T) {
 		t.Fatalf("%d trials\n%s\n%s", len(rep.Result.Trials), p.Stderr.String(), job.Stderr.String())
 	}
 	checkDelivery(t, rep, true, []string{"keeps; ", ": exact;", "per identity: each owed tuple once, none invented"})
+}
+
+// sweepFilterCase sweeps a job from in to out with args (the workload and
+// the job's declared output): 2 k/s and 4 k/s when it is correct, 2 k/s
+// when it is not; then checks its delivery (checkDelivery).
+func sweepFilterCase(t *testing.T, job *Proc, in, out string, pass bool, want []string, args ...string) {
+	t.Helper()
+	search := []string{"--search", "linear", "--from", "2k", "--to", "2k", "--step", "1k"}
+	if pass {
+		search = []string{"--search", "linear", "--from", "2k", "--to", "4k", "--step", "2k"}
+	}
+	rep, p := runSweepAllowing(t, 3*time.Minute, []int{sweep.ExitNoRatePassed}, append(append([]string{"--input", in, "--output", out}, args...), search...)...)
+	if len(rep.Result.Trials) == 0 {
+		t.Fatalf("no trial\n%s\n%s", p.Stderr.String(), job.Stderr.String())
+	}
+	checkDelivery(t, rep, pass, want)
 }
