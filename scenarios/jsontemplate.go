@@ -75,14 +75,30 @@ func UUID(b []byte) string {
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-// patchJSON writes an event's identity and times as digits.
+// patchJSON writes an event's identity and times as digits. A template
+// comes back every cycle of the scenario's events, its id and times a
+// little higher: their last eight digits are written every time, the
+// rest only when they changed.
 func (t *Template) patchJSON(id uint64, intendedNs int64) {
 	m, o := t.Msg, t.offs[0]
-	jsonev.PutDigits(m[o.id:o.id+jsonev.IDDigits], id)
-	jsonev.PutDigits(m[o.ts:o.ts+jsonev.IntendedDigits], uint64(intendedNs))
-	for _, off := range t.etOffs {
-		jsonev.PutDigits(m[off:off+jsonev.EventMsDigits], uint64(intendedNs/1e6))
+	t.hi[0] = putChanged(m[o.id:o.id+jsonev.IDDigits], id, t.hi[0])
+	t.hi[1] = putChanged(m[o.ts:o.ts+jsonev.IntendedDigits], uint64(intendedNs), t.hi[1])
+	for _, off := range t.etOffs { // one at most
+		t.hi[2] = putChanged(m[off:off+jsonev.EventMsDigits], uint64(intendedNs/1e6), t.hi[2])
 	}
+}
+
+// putChanged writes v's last eight digits into b's, and the digits above
+// them when they differ from hi, what b holds there; it returns them.
+func putChanged(b []byte, v, hi uint64) uint64 {
+	const low = 100_000_000
+	n := len(b) - 8
+	jsonev.PutDigits(b[n:], v%low)
+	if h := v / low; h != hi {
+		jsonev.PutDigits(b[:n], h)
+		return h
+	}
+	return hi
 }
 
 // JSON says whether the template is a JSON event.

@@ -58,6 +58,22 @@ func TestJSONTemplatesAreYSBEvents(t *testing.T) {
 			t.Fatalf("read back %+v %v", back, err)
 		}
 	}
+	// a template patched again and again, its high digits moving or not,
+	// reads back what it was last given
+	for _, v := range []struct {
+		id uint64
+		ns int64
+	}{{5, 1700000000123456789}, {100000007, 1700000000123456790}, {100000008, 1700000001000000000}, {1<<64 - 1, 9e18}, {3, 1}} {
+		events[7].Patch(0, v.id, v.ns)
+		var back jsonev.Event
+		if err := jsonev.Decode(events[7].Msg, &f, &back); err != nil || back.ID != v.id || back.IntendedNs != v.ns {
+			t.Fatalf("patched %+v, read back %+v %v (%s)", v, back, err, events[7].Msg)
+		}
+		var ev map[string]any
+		if err := json.Unmarshal(events[7].Msg, &ev); err != nil || ev["event_time"] != pad20(uint64(v.ns / 1e6))[7:] {
+			t.Fatalf("event time %v for %d (%v)", ev["event_time"], v.ns, err)
+		}
+	}
 	if n := testing.AllocsPerRun(1000, func() { events[7].Patch(0, 99, 1) }); n != 0 {
 		t.Fatalf("a JSON patch allocates %v times", n)
 	}

@@ -16,8 +16,11 @@ type Template struct {
 	count  int
 	offs   []tupleOffs // where each tuple's id and intended time are
 	etOffs []int32     // offsets of the 8 event-time bytes (ad events), or empty
-	// json: a JSON event (JSONTemplates), whose offsets are of digits
+	// json: a JSON event (JSONTemplates), whose offsets are of digits;
+	// hi, each of its digit fields' value above its last eight digits as
+	// last written (Patch rewrites those only when they change)
 	json bool
+	hi   [3]uint64
 }
 
 // tupleOffs are the offsets of a tuple's 8 id bytes and 8 intended-time
