@@ -66,7 +66,11 @@ func withInputShares(j *protocol.JobResult) []servicerate.Rate {
 // named as the diagnosis names them (stream0, sut/stream0): they belong
 // to no agent.
 func boxServiceRates(d *diagnose.Diagnosis, o *Outcome) []servicerate.Rate {
-	if d == nil || o == nil {
+	if d == nil || o == nil || o.Job != "" {
+		// A job's output streams carry what it writes (a filter's share,
+		// a window a key), not what it can take: their rate is no limit
+		// of its input's ("backlog says jetstream/stream65280 would limit
+		// at 33.80 /s", a rate no trial ran).
 		return nil
 	}
 	var out []servicerate.Rate
