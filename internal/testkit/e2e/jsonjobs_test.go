@@ -166,22 +166,7 @@ func TestSweepANodeFilter(t *testing.T) {
 	if err != nil {
 		skipOrFail(t, "node is not installed (apt-get install nodejs npm): the Node example needs it")
 	}
-	dir := t.TempDir()
-	src := filepath.Join(moduleDir(t), "examples", "jobs", "node-filter")
-	for _, f := range []string{"package.json", "package-lock.json", "filter.js"} {
-		b, err := os.ReadFile(filepath.Join(src, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ci := exec.Command("npm", "ci", "--no-audit", "--no-fund")
-	ci.Dir = dir
-	if out, err := ci.CombinedOutput(); err != nil {
-		skipOrFail(t, fmt.Sprintf("npm ci (the nats client from the npm registry): %v\n%s", err, out))
-	}
+	dir := npmExample(t)
 	script, err := os.ReadFile(filepath.Join(dir, "filter.js"))
 	if err != nil {
 		t.Fatal(err)
