@@ -32,9 +32,9 @@ func TestTrialSUT(t *testing.T) {
 		{"a named thread", []cpustat.AgentHost{host([]cpustat.SUTThreadShare{{Process: "java", Thread: "pipeline-0", TID: 11, Cores: 0.99}})}, rundir.Verdict{}, 0, false,
 			`java: thread "pipeline-0" (11) busy 99% of a core`},
 		{"work spread over threads, the lag grew", []cpustat.AgentHost{host([]cpustat.SUTThreadShare{{Process: "cpjob", TID: 3, Thread: "cpjob", Cores: 0.4}}, cpustat.SUTProcessShare{Process: "cpjob", Cores: 1.0, Busy: 3})}, rundir.Verdict{}, 300, true,
-			"its input lag grew 300 while the harness kept up; cpjob used 1.00 cores over 3 busy thread(s), none saturated"},
-		{"work spread, the output short", []cpustat.AgentHost{host(nil, cpustat.SUTProcessShare{Process: "cpjob", Cores: 0.7, Busy: 2})}, short, 0, true,
-			"its output was short while the harness kept up; cpjob used 0.70 cores"},
+			"its input lag grew 300 while the harness kept up; cpjob used 1.00 cores (3 busy thread(s)), no thread saturated"},
+		{"work spread, the output short", []cpustat.AgentHost{host(nil, cpustat.SUTProcessShare{Process: "nats-server", PID: 2, Cores: 0.4, Busy: 4}, cpustat.SUTProcessShare{Process: "cpjob", PID: 1, Cores: 0.7, Busy: 2})}, short, 0, true,
+			"its output was short while the harness kept up; cpjob used 0.70 cores (2 busy thread(s)), nats-server 0.40 (4), no thread"},
 		{"nothing grew and nothing was short", []cpustat.AgentHost{host(nil, cpustat.SUTProcessShare{Process: "cpjob", Cores: 0.7, Busy: 2})}, rundir.Verdict{}, 3, true, ""},
 		{"no process named", nil, short, 300, true, ""},
 	} {

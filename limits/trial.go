@@ -1,7 +1,9 @@
 package limits
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cloudprofiler-go/cp/cpustat"
@@ -213,7 +215,7 @@ func jobOutputShort(t *rundir.Trial) bool {
 // lag's growth.
 func TrialSUT(t *rundir.Trial, lagGrew float64, lagRead bool) string {
 	var thread cpustat.SUTThreadShare
-	var proc cpustat.SUTProcessShare
+	procs := map[int]cpustat.SUTProcessShare{} // by pid: agents on one host see the same
 	for _, h := range t.Hosts {
 		for _, th := range h.SUTThreads {
 			if th.Cores+th.Runqueue > thread.Cores+thread.Runqueue {
@@ -221,8 +223,8 @@ func TrialSUT(t *rundir.Trial, lagGrew float64, lagRead bool) string {
 			}
 		}
 		for _, p := range h.SUTProcesses {
-			if p.Cores > proc.Cores {
-				proc = p
+			if p.Cores > procs[p.PID].Cores {
+				procs[p.PID] = p
 			}
 		}
 	}
@@ -242,9 +244,28 @@ func TrialSUT(t *rundir.Trial, lagGrew float64, lagRead bool) string {
 			why += "; " + lag
 		}
 		return why
-	case lag != "" && proc.Process != "":
-		return fmt.Sprintf("%s while the harness kept up; %s used %.2f cores over %d busy thread(s), none saturated (the busiest %.0f%% of a core): a part of it that runs one at a time, or what it waits on",
-			lag, proc.Process, proc.Cores, proc.Busy, 100*thread.Cores)
+	case lag != "" && len(procs) > 0:
+		return fmt.Sprintf("%s while the harness kept up; %s, no thread saturated (the busiest %.0f%% of a core): a part of it that runs one at a time, or what it waits on",
+			lag, processCores(procs), 100*thread.Cores)
 	}
 	return ""
+}
+
+// processCores says what each of the system under test's processes used,
+// busiest first: "cpjob 1.00 cores (3 busy threads), nats-server 0.20 (4)".
+func processCores(procs map[int]cpustat.SUTProcessShare) string {
+	list := make([]cpustat.SUTProcessShare, 0, len(procs))
+	for _, p := range procs {
+		list = append(list, p)
+	}
+	slices.SortFunc(list, func(a, b cpustat.SUTProcessShare) int { return cmp.Compare(b.Cores, a.Cores) })
+	var parts []string
+	for i, p := range list[:min(len(list), 3)] {
+		if i == 0 {
+			parts = append(parts, fmt.Sprintf("%s used %.2f cores (%d busy thread(s))", p.Process, p.Cores, p.Busy))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s %.2f (%d)", p.Process, p.Cores, p.Busy))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
