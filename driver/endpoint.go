@@ -66,6 +66,17 @@ type Endpoint struct {
 // JSON says whether the endpoint's messages are JSON events.
 func (e Endpoint) JSON() bool { return e.Format == jsonev.FormatJSON }
 
+// JSONEndpoint is a broker endpoint with format=json, parsed (false: a
+// ZeroMQ endpoint, one in buckets, or one that does not parse, which
+// Parse's callers refuse on their own).
+func JSONEndpoint(endpoint string) (Endpoint, bool) {
+	if !IsBroker(endpoint) {
+		return Endpoint{}, false
+	}
+	e, err := Parse(endpoint)
+	return e, err == nil && e.JSON()
+}
+
 // IsBroker says whether an endpoint names a broker driver.
 func IsBroker(endpoint string) bool {
 	scheme, _, ok := strings.Cut(endpoint, "://")

@@ -24,7 +24,7 @@ const jsonStream = 1<<32 - 1
 func (c *Config) jsonProblems() []string {
 	var problems []string
 	for _, ep := range c.Endpoints {
-		e, ok := jsonOutput(ep)
+		e, ok := driver.JSONEndpoint(ep)
 		if !ok {
 			continue
 		}
@@ -38,19 +38,10 @@ func (c *Config) jsonProblems() []string {
 	return problems
 }
 
-// jsonOutput is a broker endpoint with format=json, parsed.
-func jsonOutput(endpoint string) (driver.Endpoint, bool) {
-	if !driver.IsBroker(endpoint) {
-		return driver.Endpoint{}, false
-	}
-	e, err := driver.Parse(endpoint)
-	return e, err == nil && e.JSON()
-}
-
 // jsonMessages is the decoder of an endpoint's JSON events (nil: it
 // carries buckets).
 func jsonMessages(endpoint string) func(*objfactory.Bucket) error {
-	if e, ok := jsonOutput(endpoint); ok {
+	if e, ok := driver.JSONEndpoint(endpoint); ok {
 		return jsonDecoder(e.Fields)
 	}
 	return nil

@@ -61,7 +61,6 @@ func LoadEvents(path string, o EventsOptions) (*Scenario, error) {
 		}
 		s.Events = append(s.Events, json.RawMessage(line))
 	}
-	s.Distinct = len(s.Events)
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("--events %s: %w", path, err)
 	}
@@ -178,10 +177,11 @@ const EventsPrefix = "events:"
 // LoadWith is Load, with o for a user's events (events:PATH); o names
 // fields of those only.
 func LoadWith(nameOrPath string, o EventsOptions) (*Scenario, error) {
-	if path, ok := strings.CutPrefix(nameOrPath, EventsPrefix); ok {
+	path, events := strings.CutPrefix(nameOrPath, EventsPrefix)
+	switch {
+	case events:
 		return LoadEvents(path, o)
-	}
-	if o != (EventsOptions{}) {
+	case o != (EventsOptions{}):
 		return nil, fmt.Errorf("--events-time and --events-key name fields of your events (--events FILE), not of the scenario %q", nameOrPath)
 	}
 	return Load(nameOrPath)

@@ -2,6 +2,7 @@ package sender
 
 import (
 	"fmt"
+	"github.com/cloudprofiler-go/cp/driver"
 
 	"github.com/cloudprofiler-go/cp/internal/membudget"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
@@ -68,7 +69,7 @@ func (c *Config) checkMemory() error {
 // jsonEvents says whether any endpoint sends JSON events.
 func (c *Config) jsonEvents() bool {
 	for _, ep := range c.Endpoints {
-		if _, json := jsonEndpoint(ep); json {
+		if _, json := driver.JSONEndpoint(ep); json {
 			return true
 		}
 	}

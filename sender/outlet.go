@@ -103,16 +103,6 @@ func (s *Sender) flushBrokers(linger time.Duration) {
 	}
 }
 
-// jsonEndpoint is a broker endpoint with format=json, parsed (a ZeroMQ
-// endpoint, or one in buckets: false).
-func jsonEndpoint(endpoint string) (driver.Endpoint, bool) {
-	if !driver.IsBroker(endpoint) {
-		return driver.Endpoint{}, false
-	}
-	e, err := driver.Parse(endpoint)
-	return e, err == nil && e.JSON()
-}
-
 // makeTemplates makes the thread's templates: the scenario's encoded
 // tuples in buckets, or a user's events as JSON (in the endpoint's
 // mapping f).
@@ -131,7 +121,7 @@ func (t *thread) makeTemplates(s *scenarios.Scenario, encoded []scenarios.Encode
 func (c *Config) jsonProblems() []string {
 	var problems []string
 	for _, ep := range c.Endpoints {
-		if _, json := jsonEndpoint(ep); !json {
+		if _, json := driver.JSONEndpoint(ep); !json {
 			if c.Scenario != nil && c.Scenario.Schema == scenarios.SchemaEvents {
 				problems = append(problems, fmt.Sprintf("%s: your events go only as JSON: add format=json to a broker endpoint's URL", ep))
 			}

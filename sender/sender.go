@@ -221,7 +221,7 @@ func (s *Sender) addThread(i int, encoded []scenarios.Encoded) error {
 	if len(cfg.CPUs) > 0 {
 		t.cpu = cfg.CPUs[i%len(cfg.CPUs)]
 	}
-	e, json := jsonEndpoint(t.endpoint)
+	e, json := driver.JSONEndpoint(t.endpoint)
 	if err := t.makeTemplates(cfg.Scenario, encoded, e.Fields, cfg.BucketSize); err != nil {
 		return err
 	}

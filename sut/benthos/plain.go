@@ -91,6 +91,7 @@ type plainInput struct {
 	inflight  *semaphore.Weighted
 	nacked    *service.MetricCounter
 	slot      consumerSlot
+	waiting   service.MessageBatch // read, waiting for room in flight (a ReadBatch's context ended first)
 }
 
 func (in *plainInput) Connect(context.Context) error {
@@ -116,6 +117,9 @@ func (in *plainInput) ReadBatch(ctx context.Context) (service.MessageBatch, serv
 		return nil, nil, service.ErrNotConnected
 	}
 	in.op.Waiting()
+	if in.waiting != nil {
+		return in.hand(ctx, in.waiting)
+	}
 	for ctx.Err() == nil {
 		msg, err := c.Next(100 * time.Millisecond)
 		if errors.Is(err, driver.ErrTimeout) {
@@ -146,8 +150,10 @@ func (in *plainInput) hand(ctx context.Context, batch service.MessageBatch) (ser
 	n := int64(len(batch))
 	in.op.Blocked()
 	if err := in.inflight.Acquire(ctx, n); err != nil {
-		return nil, nil, err // not read again: the broker's messages were acknowledged (docs/sut.md)
+		in.waiting = batch // acknowledged to the broker already: the next call hands it over
+		return nil, nil, err
 	}
+	in.waiting = nil
 	in.op.Processed(uint64(n), uint64(n))
 	var once sync.Once
 	return batch, func(_ context.Context, err error) error {
