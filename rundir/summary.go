@@ -64,6 +64,11 @@ type Summary struct {
 	// Colocated says which agents shared a host, with the cores each used
 	// in the last judged trial: the answer is then a property of that host.
 	Colocated string `json:"colocated,omitempty"`
+	// Unsteady says which thread waited for a core on a shared host in
+	// the last judged trial ("": none): the answer then moves between
+	// sweeps with the other work there, and is to be compared across
+	// several (Colocated says it in words).
+	Unsteady string `json:"unsteady,omitempty"`
 	// Latency is the end-to-end latency at the answer, with its clock
 	// error (nil without an answer).
 	Latency *AnswerLatency `json:"latency,omitempty"`

@@ -114,9 +114,11 @@ func (h HostRules) disturbed(hosts []cpustat.AgentHost) string {
 }
 
 // colocation says which agents share a host ("": none do), with the cores
-// each used in the trial: the answer is then a property of that host.
-func colocation(hosts []cpustat.AgentHost) string {
-	var out []string
+// each used in the trial: the answer is then a property of that host; and
+// unsteady, when a hot thread there waited for a core, says which: the
+// answer then moves between sweeps with the other work on that host.
+func colocation(hosts []cpustat.AgentHost) (line, unsteady string) {
+	var out, moves []string
 	for _, v := range cpustat.HostViews(hosts) {
 		if len(v.Agents) < 2 && v.SUT == 0 { // an agent without a host name is alone under its node's
 			continue
@@ -132,11 +134,20 @@ func colocation(hosts []cpustat.AgentHost) string {
 		}
 		line := fmt.Sprintf("%s share host %s's %d CPUs (%s): the answer is a property of that host, not of the system alone", who, v.Name, v.CPUs, strings.Join(each, ", "))
 		if waiter, wait := diagnose.LongestWait(v.Agents); wait >= HotThreadWait {
-			line += fmt.Sprintf("; their own threads filled it (%s waited runnable %.0f%% of the time), so the answer moves between sweeps with where the scheduler puts them: compare several sweeps, or put the sender and the receiver on separate hosts", waiter, 100*wait)
+			why := fmt.Sprintf("%s waited runnable %.0f%% of the time", waiter, 100*wait)
+			line += fmt.Sprintf("; their own threads filled it (%s), so the answer moves between sweeps with where the scheduler puts them: compare several sweeps, or put the sender and the receiver on separate hosts", why)
+			moves = append(moves, why)
+		} else if th, ok := sutWaiter(v.Agents); ok {
+			// A job's busiest thread that waits for a core shares it with
+			// the harness and the broker: its answer moved by a third
+			// between sweeps of the example jobs (BENCHMARKS.md).
+			why := fmt.Sprintf("%s waited to run %.0f%% of the time", th.Name(), 100*th.Runqueue)
+			line += fmt.Sprintf("; the system under test waited for these CPUs (%s), so the answer moves between sweeps with the other work here: compare several sweeps, or give the system under test a host of its own", why)
+			moves = append(moves, why)
 		}
 		out = append(out, line)
 	}
-	return strings.Join(out, "; ")
+	return strings.Join(out, "; "), strings.Join(moves, "; ")
 }
 
 // nodeList names the agents, joined by sep.
@@ -156,3 +167,23 @@ func disturbedRuns(trials []Trial) int {
 	}
 	return n
 }
+
+// sutWaiter is the system under test's thread that waited runnable
+// longest on these agents' host, when it waited HotThreadWait of the
+// time or more and was busy itself (a thread that only waits for a core
+// now and then holds back nothing).
+func sutWaiter(agents []cpustat.AgentHost) (cpustat.SUTThreadShare, bool) {
+	var w cpustat.SUTThreadShare
+	for _, a := range agents {
+		for _, th := range a.SUTThreads {
+			if th.Cores >= sutBusyThread && th.Runqueue > w.Runqueue {
+				w = th
+			}
+		}
+	}
+	return w, w.Runqueue >= HotThreadWait
+}
+
+// sutBusyThread is the share of a core a thread of the system under test
+// uses to count as one of its working threads.
+const sutBusyThread = 0.25

@@ -54,21 +54,40 @@ func TestDisturbedByTheHost(t *testing.T) {
 }
 
 func TestColocation(t *testing.T) {
-	got := colocation([]cpustat.AgentHost{agentHost("receiver0", "vm", 0.6, 0, 0.73), agentHost("sender0", "vm", 0.6, 0, 0.55)})
+	got, _ := colocation([]cpustat.AgentHost{agentHost("receiver0", "vm", 0.6, 0, 0.73), agentHost("sender0", "vm", 0.6, 0, 0.55)})
 	if !strings.Contains(got, "receiver0 and sender0 share host vm's 2 CPUs (receiver0 0.73 cores, sender0 0.55 cores)") {
 		t.Fatalf("%q", got)
 	}
 	if strings.Contains(got, "waited runnable") {
 		t.Fatalf("no thread waited, but %q", got)
 	}
-	if got := colocation([]cpustat.AgentHost{agentHost("receiver0", "r", 0.6, 0, 0.73), agentHost("sender0", "s", 0.6, 0, 0.55)}); got != "" {
+	if got, _ := colocation([]cpustat.AgentHost{agentHost("receiver0", "r", 0.6, 0, 0.73), agentHost("sender0", "s", 0.6, 0, 0.55)}); got != "" {
 		t.Fatalf("agents on two hosts: %q", got)
 	}
 	// The harness's own threads filled the host: the answer moves between
 	// sweeps with their placement (the demo's quiet sweeps: 2.0-6.7 M/s).
-	got = colocation([]cpustat.AgentHost{agentHost("receiver0", "vm", 0.8, 0, 0.7, cpustat.ThreadShare{Name: "consumer", Runqueue: 0.6}), agentHost("sender0", "vm", 0.8, 0, 0.9)})
-	if !strings.Contains(got, "receiver0/consumer waited runnable 60%") || !strings.Contains(got, "compare several sweeps") {
+	got, unsteady := colocation([]cpustat.AgentHost{agentHost("receiver0", "vm", 0.8, 0, 0.7, cpustat.ThreadShare{Name: "consumer", Runqueue: 0.6}), agentHost("sender0", "vm", 0.8, 0, 0.9)})
+	if !strings.Contains(got, "receiver0/consumer waited runnable 60%") || !strings.Contains(got, "compare several sweeps") || unsteady != "receiver0/consumer waited runnable 60% of the time" {
 		t.Fatalf("%q", got)
+	}
+	// The job's working thread waited for a core: flagged the same way;
+	// an idle thread's waits, or short ones, are not.
+	for _, c := range []struct {
+		name    string
+		threads []cpustat.SUTThreadShare
+		want    string
+	}{
+		{"a working thread that waited", []cpustat.SUTThreadShare{{Process: "node", Thread: "node", TID: 7, Cores: 0.6, Runqueue: 0.4}, {Process: "node", TID: 8, Cores: 0.01, Runqueue: 0.9}},
+			"node: thread 7 waited to run 40% of the time), so the answer moves between sweeps"},
+		{"short waits", []cpustat.SUTThreadShare{{Process: "node", TID: 7, Cores: 0.6, Runqueue: 0.1}}, ""},
+		{"an idle thread's waits", []cpustat.SUTThreadShare{{Process: "node", TID: 8, Cores: 0.02, Runqueue: 0.9}}, ""},
+	} {
+		a := agentHost("receiver0", "vm", 0.8, 0, 0.3)
+		a.SUT, a.SUTThreads = 0.6, c.threads
+		got, unsteady := colocation([]cpustat.AgentHost{a})
+		if moves := strings.Contains(got, "moves between sweeps"); moves != (c.want != "") || !strings.Contains(got, c.want) || moves != (unsteady != "") {
+			t.Errorf("%s: %q (unsteady %q), want %q", c.name, got, unsteady, c.want)
+		}
 	}
 }
 

@@ -380,10 +380,10 @@ func (s *Sweep) save(r *Result, interrupted bool) error {
 	limits.Recheck(r.Trials)
 	s.report.Contradicted = search.Contradiction(r)
 	s.report.Latency = answerLatency(r, s.report.Agents)
-	s.report.Colocated = ""
+	s.report.Colocated, s.report.Unsteady = "", ""
 	for _, t := range r.Trials { // the agents' hosts in the latest judged trial
 		if t.Judged() && len(t.Hosts) > 0 {
-			s.report.Colocated = colocation(t.Hosts)
+			s.report.Colocated, s.report.Unsteady = colocation(t.Hosts)
 		}
 	}
 	s.report.History = nil // only beside an answer the sweep stands by
