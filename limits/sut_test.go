@@ -35,6 +35,8 @@ func TestTrialSUT(t *testing.T) {
 			"its input lag grew 300 while the harness kept up; cpjob used 1.00 cores (3 busy thread(s)), no thread saturated"},
 		{"work spread, the output short", []cpustat.AgentHost{host(nil, cpustat.SUTProcessShare{Process: "nats-server", PID: 2, Cores: 0.4, Busy: 4}, cpustat.SUTProcessShare{Process: "cpjob", PID: 1, Cores: 0.7, Busy: 2})}, short, 0, true,
 			"its output was short while the harness kept up; cpjob used 0.70 cores (2 busy thread(s)), nats-server 0.40 (4), no thread"},
+		{"an idle process is left out", []cpustat.AgentHost{host(nil, cpustat.SUTProcessShare{Process: "nats-server", PID: 3, Cores: 0.001}, cpustat.SUTProcessShare{Process: "cpjob", PID: 1, Cores: 0.7, Busy: 2})}, short, 0, true,
+			"cpjob used 0.70 cores (2 busy thread(s)), no thread"},
 		{"nothing grew and nothing was short", []cpustat.AgentHost{host(nil, cpustat.SUTProcessShare{Process: "cpjob", Cores: 0.7, Busy: 2})}, rundir.Verdict{}, 3, true, ""},
 		{"no process named", nil, short, 300, true, ""},
 	} {

@@ -259,6 +259,9 @@ func processCores(procs map[int]cpustat.SUTProcessShare) string {
 		list = append(list, p)
 	}
 	slices.SortFunc(list, func(a, b cpustat.SUTProcessShare) int { return cmp.Compare(b.Cores, a.Cores) })
+	for len(list) > 1 && list[len(list)-1].Cores < 0.005 { // an idle process (another nats-server) says nothing
+		list = list[:len(list)-1]
+	}
 	var parts []string
 	for i, p := range list[:min(len(list), 3)] {
 		if i == 0 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/cloudprofiler-go/cp/dataflow"
 	"github.com/cloudprofiler-go/cp/scenarios"
@@ -79,10 +80,40 @@ const (
 	// MaxBatchTuples is the most tuples one batch holds: a larger bucket
 	// is handed over in pieces of this many.
 	MaxBatchTuples = 4096
-	// MaxInFlightTuples is the most tuples handed to the engine and not
-	// yet acknowledged by it: cp_input waits for acknowledgements beyond.
-	MaxInFlightTuples = 8 * MaxBatchTuples
+	// DefaultInFlight is the most tuples (cp_broker: messages) handed to
+	// the engine and not yet acknowledged by it, unless max_in_flight
+	// says otherwise: beyond, the input waits for acknowledgements. A
+	// window buffer acknowledges a window's tuples only when it closes,
+	// so the bound caps a windowed job at about max_in_flight / window
+	// tuples a second: 32,768 made YSB on 1 s windows fail at 33.6 k/s
+	// with 2% of its views dropped as late, on a host 40% busy
+	// (BENCHMARKS.md, thirty-first session). 2^17 is four times the
+	// rate this job reached on these machines; a heap of ~32 MiB for
+	// tiny tuples.
+	DefaultInFlight = 1 << 17
+	// MaxInFlight is the largest max_in_flight taken (a job that holds
+	// more unacknowledged holds gigabytes).
+	MaxInFlight = 1 << 24
 )
+
+// inFlightField is max_in_flight, of cp_input and cp_broker's input.
+func inFlightField(unit string) *service.ConfigField {
+	return service.NewIntField("max_in_flight").Default(DefaultInFlight).
+		Description(fmt.Sprintf("the most %s handed to the engine and not yet acknowledged (%d to %d): beyond, the input waits. A window buffer acknowledges a window's %s when it closes, so a windowed job needs about its rate times its window", unit, MaxBatchTuples, MaxInFlight, unit))
+}
+
+// inFlight reads max_in_flight: a bound below a batch would never let
+// one in.
+func inFlight(conf *service.ParsedConfig, plugin string) (*semaphore.Weighted, error) {
+	n, err := conf.FieldInt("max_in_flight")
+	if err != nil {
+		return nil, err
+	}
+	if n < MaxBatchTuples || n > MaxInFlight {
+		return nil, fmt.Errorf("%s: max_in_flight %d is out of range: %d to %d", plugin, n, MaxBatchTuples, MaxInFlight)
+	}
+	return semaphore.NewWeighted(int64(n)), nil
+}
 
 // bucketCursor is a large data bucket being handed over in pieces.
 type bucketCursor struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,7 +39,7 @@ func testInput(c driver.Consumer, schema string) *input {
 	decode, _ := scenarios.DecoderFor(schema)
 	res := service.MockResources()
 	return &input{schema: schema, decode: decode, log: res.Logger(), slot: consumerSlot{c: c}, connected: func(string, string) {},
-		malformed: res.Metrics().NewCounter("m"), nacked: res.Metrics().NewCounter("n"), inflight: semaphore.NewWeighted(MaxInFlightTuples)}
+		malformed: res.Metrics().NewCounter("m"), nacked: res.Metrics().NewCounter("n"), inflight: semaphore.NewWeighted(DefaultInFlight)}
 }
 
 // rawBucket is one bucket of n raw tuples [id, intended] of 19 bytes.
@@ -55,7 +56,7 @@ func rawBucket(n int) []byte {
 
 // TestInputBoundsWhatItDecodes: a bucket of 56,000 small tuples (1 MiB)
 // is handed over in batches of MaxBatchTuples, every tuple once and in
-// order; beyond MaxInFlightTuples unacknowledged ReadBatch waits (here:
+// order; beyond DefaultInFlight unacknowledged ReadBatch waits (here:
 // until its context ends) and an acknowledgement lets it go on; the heap
 // stays within the documented bound however many such buckets come.
 func TestInputBoundsWhatItDecodes(t *testing.T) {
@@ -75,13 +76,13 @@ func TestInputBoundsWhatItDecodes(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	peak, next, waited := uint64(0), uint64(0), false
 	for next < 20*n {
-		if len(acks) == MaxInFlightTuples/MaxBatchTuples { // full
+		if len(acks) == DefaultInFlight/MaxBatchTuples { // full
 			if !waited { // ReadBatch waits for an acknowledgement
 				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 				_, _, err := in.ReadBatch(ctx)
 				cancel()
 				if !errors.Is(err, context.DeadlineExceeded) {
-					t.Fatalf("with %d tuples in flight: %v, want a wait", MaxInFlightTuples, err)
+					t.Fatalf("with %d tuples in flight: %v, want a wait", DefaultInFlight, err)
 				}
 				waited = true
 			}
@@ -113,7 +114,7 @@ func TestInputBoundsWhatItDecodes(t *testing.T) {
 	grew := float64(peak-min(peak, before.HeapAlloc)) / (1 << 20)
 	t.Logf("20 buckets of 56,000 tuples: the heap grew by %.0f MiB at the most", grew)
 	if grew > 64 {
-		t.Errorf("the heap grew by %.0f MiB with at most %d tuples in flight", grew, MaxInFlightTuples)
+		t.Errorf("the heap grew by %.0f MiB with at most %d tuples in flight", grew, DefaultInFlight)
 	}
 }
 
@@ -127,5 +128,46 @@ func TestInputClosesAFailedConsumer(t *testing.T) {
 	}
 	if fc.closed != 1 || in.slot.get() != nil {
 		t.Errorf("closed %d times, consumer kept %v", fc.closed, in.slot.get() != nil)
+	}
+}
+
+// TestInFlightBoundIsTheConfigured: max_in_flight sets how many tuples
+// cp_input and cp_broker leave unacknowledged in the engine (a window
+// buffer holds a window's: 32,768 made YSB on 1 s windows fail at 33.6 k/s);
+// a bound below one batch, or above MaxInFlight, is refused by name.
+func TestInFlightBoundIsTheConfigured(t *testing.T) {
+	env := service.NewEnvironment()
+	for _, c := range []struct {
+		yaml string
+		want int64 // 0: refused
+	}{
+		{"url: jetstream://127.0.0.1:4222/in?group=g", DefaultInFlight},
+		{"url: jetstream://127.0.0.1:4222/in?group=g\nmax_in_flight: 8192", 8192},
+		{"url: jetstream://127.0.0.1:4222/in?group=g\nmax_in_flight: 100", 0},
+		{"url: jetstream://127.0.0.1:4222/in?group=g\nmax_in_flight: 33554432", 0},
+	} {
+		for _, plugin := range []string{"cp_input", "cp_broker input"} {
+			spec := inputSpec()
+			if plugin != "cp_input" {
+				spec = plainInputSpec()
+			}
+			conf, err := spec.ParseYAML(c.yaml, env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sem, err := inFlight(conf, plugin)
+			if c.want == 0 {
+				if err == nil || !strings.Contains(err.Error(), plugin+": max_in_flight") {
+					t.Errorf("%s %q: %v, want refused by name", plugin, c.yaml, err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s %q: %v", plugin, c.yaml, err)
+			}
+			if !sem.TryAcquire(c.want) || sem.TryAcquire(1) {
+				t.Errorf("%s %q: the bound is not %d", plugin, c.yaml, c.want)
+			}
+		}
 	}
 }

@@ -32,7 +32,11 @@ func registerPlain(env *service.Environment, reg driver.Registry, connected Conn
 			if e.Group == "" && e.Driver != driver.NATS {
 				return nil, fmt.Errorf("cp_broker input %s: give the job's group (?group=NAME): without one the consumer makes the stream anew, which a job must never do", e.Where())
 			}
-			in := &plainInput{reg: reg, e: e, log: mgr.Logger(), connected: connected, inflight: semaphore.NewWeighted(MaxInFlightTuples),
+			flight, err := inFlight(conf, "cp_broker input")
+			if err != nil {
+				return nil, err
+			}
+			in := &plainInput{reg: reg, e: e, log: mgr.Logger(), connected: connected, inflight: flight,
 				nacked: mgr.Metrics().NewCounter("cp_broker_nacked_batches")}
 			if in.op, err = operators.Declare(OpInput, nil); err != nil {
 				return nil, err
@@ -55,7 +59,8 @@ func registerPlain(env *service.Environment, reg driver.Registry, connected Conn
 func plainInputSpec() *service.ConfigSpec {
 	return service.NewConfigSpec().
 		Summary("Reads a broker's messages as they are, one message each (a JSON event: format=json, docs/brokers.md).").
-		Field(service.NewStringField("url").Description("a broker endpoint with the job's group: jetstream://HOST:PORT/SUBJECT?group=NAME&format=json, redis://... or kafka://... (docs/brokers.md)"))
+		Field(service.NewStringField("url").Description("a broker endpoint with the job's group: jetstream://HOST:PORT/SUBJECT?group=NAME&format=json, redis://... or kafka://... (docs/brokers.md)")).
+		Field(inFlightField("messages"))
 }
 
 func plainOutputSpec() *service.ConfigSpec {

@@ -69,7 +69,8 @@ func inputSpec() *service.ConfigSpec {
 	return service.NewConfigSpec().
 		Summary("Reads the harness's buckets from a broker (docs/sut.md): one message per tuple, its identity in the metadata.").
 		Field(service.NewStringField("url").Description("a broker endpoint with the job's group: jetstream://HOST:PORT/SUBJECT?group=NAME, redis://HOST:PORT/KEY?group=NAME or kafka://HOST:PORT/TOPIC?group=NAME (docs/brokers.md)")).
-		Field(service.NewStringEnumField("schema", scenarios.SchemaAdEvent, scenarios.SchemaSynthetic, scenarios.SchemaRaw).Default(scenarios.SchemaAdEvent))
+		Field(service.NewStringEnumField("schema", scenarios.SchemaAdEvent, scenarios.SchemaSynthetic, scenarios.SchemaRaw).Default(scenarios.SchemaAdEvent)).
+		Field(inFlightField("tuples"))
 }
 
 func outputSpec() *service.ConfigSpec {
@@ -107,11 +108,15 @@ func newInput(conf *service.ParsedConfig, mgr *service.Resources, reg driver.Reg
 	if e.Group == "" && e.Driver != driver.NATS {
 		return nil, fmt.Errorf("cp_input %s: give the job's group (?group=NAME): without one the harness's consumer makes the stream anew, which a job must never do", e.Where())
 	}
+	flight, err := inFlight(conf, "cp_input")
+	if err != nil {
+		return nil, err
+	}
 	decode, _ := scenarios.DecoderFor(schema)
 	return &input{reg: reg, e: e, schema: schema, decode: decode, log: mgr.Logger(),
 		malformed: mgr.Metrics().NewCounter("cp_input_malformed_buckets"),
 		nacked:    mgr.Metrics().NewCounter("cp_input_nacked_batches"),
-		inflight:  semaphore.NewWeighted(MaxInFlightTuples)}, nil
+		inflight:  flight}, nil
 }
 
 // endpointAndSchema reads the url and schema fields of cp_input and cp_output.
@@ -140,7 +145,7 @@ func (in *input) Connect(context.Context) error {
 
 // ReadBatch returns the next bucket's tuples, or the next
 // MaxBatchTuples of a larger one, once the engine holds fewer than
-// MaxInFlightTuples unacknowledged. A malformed bucket is counted, logged
+// max_in_flight unacknowledged. A malformed bucket is counted, logged
 // and skipped; end markers are skipped. A consumer that fails is closed:
 // Connect makes the next.
 func (in *input) ReadBatch(ctx context.Context) (service.MessageBatch, service.AckFunc, error) {

@@ -141,6 +141,7 @@ pipeline:
       - cp_input:
           url: %s
           schema: ad-event
+          max_in_flight: %d
         processors:%s%s
 %soutput:
   cp_output:
@@ -151,7 +152,16 @@ logger:
   level: %s
 http:
   enabled: false
-`, c.Copies, q(c.Input), filter, count, window, q(c.Output), schema, c.Stream, c.LogLevel)
+`, c.Copies, q(c.Input), c.inFlight(), filter, count, window, q(c.Output), schema, c.Stream, c.LogLevel)
+}
+
+// inFlight is the input's bound on unacknowledged tuples: the window
+// buffer acknowledges a window's tuples only when it closes, so the
+// engine's default (for a second's window) grows with the window, as the
+// buffer's own memory does (docs/sut.md).
+func (c Config) inFlight() int {
+	n := int64(cpbenthos.DefaultInFlight) * int64(max(1, (c.Window+time.Second-1)/time.Second))
+	return int(min(n, cpbenthos.MaxInFlight))
 }
 
 // filterFields are ysb_filter's: chained when the join follows it on its
