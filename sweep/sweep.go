@@ -47,7 +47,11 @@ type Sweep struct {
 	RetryAgent time.Duration
 	Log        io.Writer // progress lines (nil: none)
 	Live       bool      // Log is a terminal: show the running trial too
-	Args       []string  // the command line, recorded in config.json
+	// Verbose prints each trial's prediction of its next limit (the
+	// service rates', at rates no trial ran) beside its outcome; the
+	// trial's record holds it either way.
+	Verbose bool
+	Args    []string // the command line, recorded in config.json
 	// Clock probes the agents' TSCs before the first trial and after the
 	// last (ClockCount round trips per ordered pair) and writes
 	// relation.json, with the first receiver as the reference.
@@ -251,7 +255,7 @@ func (rec *recorder) run(ctx context.Context, rate float64, purpose string) (Tri
 	limits.NextHostCPU(&t)
 	rec.partial.Trials = append(rec.partial.Trials, t)
 	s.logf("%s\n", s.trialLine(t))
-	if l := nextLimitLine(t); l != "" {
+	if l := nextLimitLine(t); l != "" && s.Verbose {
 		s.logf("          %s\n", l)
 	}
 	if l := hostLine(t); l != "" {

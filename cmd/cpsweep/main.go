@@ -39,6 +39,7 @@ func main() {
 // options are cpsweep's flags; the trial plan, its rules and the search
 // are bound straight to the sweep types they configure.
 type options struct {
+	verbose                  bool
 	plan                     sweep.TrialPlan
 	events                   cli.Events // --events: the plan's scenario is events:FILE
 	search                   sweep.Search
@@ -230,6 +231,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.StringVar(&o.resultsDir, "results", "runs", "the folder that run directories are written in (runs/<time>-<name>/)")
 	f.StringVar(&o.name, "name", "sweep", "name of this sweep (in the run directory's name)")
 	f.BoolVar(&o.jsonOut, "json", false, "print the summary as JSON")
+	f.BoolVar(&o.verbose, "verbose", false, "print each trial's details too: the service rates' prediction of the next limit (trials.json and the report keep it either way)")
 	f.DurationVar(&o.agentTimeout, "agent-timeout", sweep.DefaultAgentTimeout, "an agent that answers no status poll for this long during a trial has failed (the sweep stops)")
 	o.host = sweep.DefaultHostRules
 	f.Float64Var(&o.host.MaxOthers, "max-others", o.host.MaxOthers, "a trial during which other processes used more than this share of a host's CPUs is disturbed: repeated, never judged (0: off; docs/sweep.md says how the default was chosen)")
@@ -385,7 +387,7 @@ func (o *options) execute(ctx context.Context, code *int) error {
 	if o.plan.Job != nil && len(o.plan.SUTProcesses) == 0 {
 		fmt.Fprintln(os.Stderr, "note: the job, its brokers and any store it reads (Redis) count as other processes on a shared host, which disturbs trials:\n      name them, e.g. --sut-process cpjob --sut-process nats-server --sut-process redis-server")
 	}
-	s := &sweep.Sweep{Ctrl: ctrl, Name: o.name, Results: o.resultsDir, Log: termsafe.NewWriter(os.Stderr), Live: cli.IsTerminal(os.Stderr), Args: redact.Args(os.Args), Plot: report.WriteSweepPlot, Clock: o.clock,
+	s := &sweep.Sweep{Ctrl: ctrl, Name: o.name, Results: o.resultsDir, Log: termsafe.NewWriter(os.Stderr), Verbose: o.verbose, Live: cli.IsTerminal(os.Stderr), Args: redact.Args(os.Args), Plot: report.WriteSweepPlot, Clock: o.clock,
 		Profile: profile, ProfileYAML: profileYAML, ProfileAt: o.profileAt.Frac, ProfileAtLimit: o.profileAt.Limit, ProfileRate: float64(o.profileRate), ProfileSearch: o.profileSearch, RetryAgent: o.retryAgent, Search: o.search, Host: o.host}
 	report, err := s.Execute(ctx)
 	if report != nil {

@@ -33,9 +33,10 @@ func TestSweepNamesTheJobFromOutside(t *testing.T) {
 	}
 	var tf struct {
 		Trial struct {
-			Limiting string `json:"limiting_stage"`
-			Evidence string `json:"limiting_evidence"`
-			Hosts    []struct {
+			Limiting     string            `json:"limiting_stage"`
+			Evidence     string            `json:"limiting_evidence"`
+			ServiceRates []json.RawMessage `json:"service_rates"`
+			Hosts        []struct {
 				Node       string                   `json:"node"`
 				Seconds    float64                  `json:"seconds"`
 				SUTThreads []cpustat.SUTThreadShare `json:"sut_threads"`
@@ -56,6 +57,11 @@ func TestSweepNamesTheJobFromOutside(t *testing.T) {
 	}
 	if !strings.Contains(p.Stderr.String(), "limited by: the system under test (its output was short") {
 		t.Errorf("the sweep's line does not name it:\n%s", p.Stderr.String())
+	}
+	// the trial has service rates, so a prediction of its next limit; the
+	// default progress shows outcomes only (--verbose: the prediction too)
+	if len(tf.Trial.ServiceRates) == 0 || strings.Contains(p.Stderr.String(), "next limit:") {
+		t.Errorf("%d service rates; the default progress shows a prediction:\n%s", len(tf.Trial.ServiceRates), p.Stderr.String())
 	}
 }
 
