@@ -87,9 +87,9 @@ const (
 	// so the bound caps a windowed job at about max_in_flight / window
 	// tuples a second: 32,768 made YSB on 1 s windows fail at 33.6 k/s
 	// with 2% of its views dropped as late, on a host 40% busy
-	// (BENCHMARKS.md, thirty-first session). 2^17 is four times the
-	// rate this job reached on these machines; a heap of ~32 MiB for
-	// tiny tuples.
+	// (BENCHMARKS.md, thirty-first session). 2^17 a second is about
+	// twice what YSB reached here once it was lifted (55-77 k/s); twenty
+	// 1 MiB buckets of tiny tuples still peak a job at 75 MiB.
 	DefaultInFlight = 1 << 17
 	// MaxInFlight is the largest max_in_flight taken (a job that holds
 	// more unacknowledged holds gigabytes).
