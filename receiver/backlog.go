@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"math"
 	"time"
 )
@@ -13,7 +14,7 @@ const (
 )
 
 // thin keeps every other sample, in place.
-func thin(s []BacklogSample) []BacklogSample {
+func thin(s []tally.BacklogSample) []tally.BacklogSample {
 	n := 0
 	for i := 0; i < len(s); i += 2 {
 		s[n] = s[i]
@@ -57,7 +58,7 @@ func (b *backlogSampler) add(r *Receiver, now time.Time, lags bool) {
 	for _, l := range r.lanes {
 		occ += l.Occupancy()
 	}
-	s := BacklogSample{UnixNs: now.UnixNano(), Buckets: occ, Consumed: r.consumed.Load(), LatencyNs: r.lastLatency.Load(), WindowDelayNs: r.windowDelay()}
+	s := tally.BacklogSample{UnixNs: now.UnixNano(), Buckets: occ, Consumed: r.consumed.Load(), LatencyNs: r.lastLatency.Load(), WindowDelayNs: r.windowDelay()}
 	if lags {
 		s.BrokerLag, s.JobLag = r.brokerLag(), r.jobLag.value()
 	}

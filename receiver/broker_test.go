@@ -62,7 +62,7 @@ func TestThroughABroker(t *testing.T) {
 			}
 			rres, sres := run(t, receiver.Config{Endpoints: eps, ExpectStreams: tc.threads, Brokers: brokers},
 				sender.Config{
-					Sender:        trialcfg.Sender{Threads: tc.threads, BucketSize: tc.bucket, Overflow: sender.Block, Idle: sender.Sleep},
+					Sender:        trialcfg.Sender{Threads: tc.threads, BucketSize: tc.bucket, Overflow: trialcfg.Block, Idle: trialcfg.Sleep},
 					Brokers:       brokers,
 					Rate:          tc.rate,
 					Count:         tc.count,

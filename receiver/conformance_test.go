@@ -11,6 +11,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/internal/testkit/wirecorpus"
 	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/trialcfg"
 )
 
@@ -50,7 +51,7 @@ func runCase(t *testing.T, tc wirecorpus.Case) wirecorpus.Got {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	var res *receiver.Result
+	var res *tally.Result
 	var rerr error
 	var wg sync.WaitGroup
 	wg.Add(1)

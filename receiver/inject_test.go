@@ -6,8 +6,10 @@ import (
 
 	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
+	sendtally "github.com/cloudprofiler-go/cp/sender/tally"
 	"github.com/cloudprofiler-go/cp/trialcfg"
 )
 
@@ -19,7 +21,7 @@ func TestInjectedFaults(t *testing.T) {
 	syn, _ := scenarios.Load("synthetic-100")
 	paced := func() sender.Config {
 		return sender.Config{
-			Sender:          trialcfg.Sender{Threads: 1, BucketSize: 10, Overflow: sender.Block, Idle: sender.Sleep},
+			Sender:          trialcfg.Sender{Threads: 1, BucketSize: 10, Overflow: trialcfg.Block, Idle: trialcfg.Sleep},
 			Scenario:        syn,
 			Rate:            20_000,
 			Duration:        time.Second,
@@ -36,32 +38,32 @@ func TestInjectedFaults(t *testing.T) {
 		name  string
 		rc    receiver.Config
 		sc    sender.Config
-		check func(t *testing.T, r *receiver.Result, s *sender.Result)
+		check func(t *testing.T, r *tally.Result, s *sendtally.Result)
 	}{
-		{"consumer stall", receiver.Config{Stalls: withStall("consumer")}, paced(), func(t *testing.T, r *receiver.Result, _ *sender.Result) {
+		{"consumer stall", receiver.Config{Stalls: withStall("consumer")}, paced(), func(t *testing.T, r *tally.Result, _ *sendtally.Result) {
 			if r.Latency.Max < int64(500*time.Millisecond) {
 				t.Errorf("max latency %v through a 600 ms consumer stall", time.Duration(r.Latency.Max))
 			}
 		}},
-		{"lane stall", receiver.Config{Stalls: withStall("lane0")}, paced(), func(t *testing.T, r *receiver.Result, _ *sender.Result) {
+		{"lane stall", receiver.Config{Stalls: withStall("lane0")}, paced(), func(t *testing.T, r *tally.Result, _ *sendtally.Result) {
 			if r.Latency.Max < int64(500*time.Millisecond) {
 				t.Errorf("max latency %v through a 600 ms lane stall", time.Duration(r.Latency.Max))
 			}
 		}},
 		{"sender thread stall", receiver.Config{}, func() sender.Config { c := paced(); c.Stalls = withStall("thread0"); return c }(),
-			func(t *testing.T, _ *receiver.Result, s *sender.Result) {
+			func(t *testing.T, _ *tally.Result, s *sendtally.Result) {
 				if s.Lateness.Max < int64(500*time.Millisecond) {
 					t.Errorf("max lateness %v through a 600 ms thread stall", time.Duration(s.Lateness.Max))
 				}
 			}},
-		{"decode work", receiver.Config{Receiver: trialcfg.Receiver{DecodeWork: time.Millisecond}}, paced(), func(t *testing.T, r *receiver.Result, _ *sender.Result) {
+		{"decode work", receiver.Config{Receiver: trialcfg.Receiver{DecodeWork: time.Millisecond}}, paced(), func(t *testing.T, r *tally.Result, _ *sendtally.Result) {
 			// 1 ms a bucket of 10: at most 10 k tuples/s against 20 k sent
 			if r.Rate > 12_000 {
 				t.Errorf("consumed %.0f tuples/s with 1 ms of decode work per bucket of 10", r.Rate)
 			}
 		}},
 		{"work schedule", receiver.Config{Receiver: trialcfg.Receiver{WorkSchedule: []inject.Step{{At: 0, Work: 0}, {At: 500 * time.Millisecond, Work: 200 * time.Microsecond}}}}, paced(),
-			func(t *testing.T, r *receiver.Result, _ *sender.Result) {
+			func(t *testing.T, r *tally.Result, _ *sendtally.Result) {
 				// 10 k tuples after 0.5 s at most 5 k tuples/s: 2.5 s, not 1
 				if r.DurationS < 1.8 {
 					t.Errorf("consumed in %.2f s; 200 µs a tuple after 0.5 s needs about 2.5 s", r.DurationS)

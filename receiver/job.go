@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/driver"
+	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/scenarios"
 
 	"github.com/cloudprofiler-go/cp/objfactory"
@@ -116,7 +117,7 @@ func (e *endWatch) jobEnd(r *Receiver, now time.Time) string {
 // jobStatus judges a job's output stream, which has no end marker in a
 // trial: complete when every bucket from the first expected to the last
 // seen arrived once.
-func jobStatus(sr *StreamResult) {
+func jobStatus(sr *tally.StreamResult) {
 	switch {
 	case sr.GapBuckets > 0:
 		sr.Status = fmt.Sprintf("job output: %d bucket(s) never arrived (sequence %d to %d)", sr.GapBuckets, sr.FirstSeq, sr.NextSeq)

@@ -10,6 +10,7 @@ import (
 	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
 	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/trialcfg"
 	"github.com/cloudprofiler-go/cp/wire"
@@ -221,7 +222,7 @@ func remake(e driver.Endpoint) error {
 // runJobTrial runs a receiver on a job's output out (in the group cp) as a
 // sweep's trial that began at start and whose senders were done 300 ms
 // later, the job's input in; set changes the configuration.
-func runJobTrial(t *testing.T, in, out string, start time.Time, set func(*receiver.Config)) *receiver.Result {
+func runJobTrial(t *testing.T, in, out string, start time.Time, set func(*receiver.Config)) *tally.Result {
 	t.Helper()
 	cfg := receiver.Config{Receiver: trialcfg.Receiver{Schema: "window", EndTimeout: 10 * time.Second, JobQuiet: time.Second},
 		Endpoints: []string{out + "?group=cp"}, Brokers: brokers, JobInput: in, TrialStart: start, SendersEnd: start.Add(300 * time.Millisecond),

@@ -12,8 +12,10 @@ import (
 
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
+	sendtally "github.com/cloudprofiler-go/cp/sender/tally"
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/trialcfg"
 	"github.com/cloudprofiler-go/cp/tsc"
@@ -31,7 +33,7 @@ func mustHz() float64 {
 }
 
 // run starts a receiver on loopback, runs a sender into it and returns both results.
-func run(t *testing.T, rc receiver.Config, sc sender.Config) (*receiver.Result, *sender.Result) {
+func run(t *testing.T, rc receiver.Config, sc sender.Config) (*tally.Result, *sendtally.Result) {
 	t.Helper()
 	rc.Clock, sc.Clock = clock, clock
 	if rc.Endpoints == nil {
@@ -50,7 +52,7 @@ func run(t *testing.T, rc receiver.Config, sc sender.Config) (*receiver.Result, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rres *receiver.Result
+	var rres *tally.Result
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -89,7 +91,7 @@ func TestLoopbackCountsMatch(t *testing.T) {
 			}
 			rres, sres := run(t, receiver.Config{Endpoints: eps, ExpectStreams: tc.threads},
 				sender.Config{
-					Sender:   trialcfg.Sender{Threads: tc.threads, BucketSize: tc.bucket, Overflow: sender.Block, Idle: sender.Yield},
+					Sender:   trialcfg.Sender{Threads: tc.threads, BucketSize: tc.bucket, Overflow: trialcfg.Block, Idle: trialcfg.Yield},
 					Rate:     tc.rate,
 					Count:    tc.count,
 					Scenario: tc.scenario,
@@ -136,7 +138,7 @@ func TestSteadyStateDoesNotAllocate(t *testing.T) {
 				runtime.ReadMemStats(&before)
 				rres, sres := run(t, receiver.Config{ExpectStreams: 1},
 					sender.Config{
-						Sender:        trialcfg.Sender{Threads: 1, BucketSize: tc.bucket, Overflow: sender.Block, Idle: sender.Sleep},
+						Sender:        trialcfg.Sender{Threads: 1, BucketSize: tc.bucket, Overflow: trialcfg.Block, Idle: trialcfg.Sleep},
 						Rate:          tc.rate,
 						Count:         count,
 						Scenario:      syn,
@@ -173,7 +175,7 @@ func TestProfiledRun(t *testing.T) {
 	syn, _ := scenarios.Load("synthetic-100")
 	const count = 50_000
 	rres, sres := run(t, receiver.Config{ExpectStreams: 2, Profile: prof, Handlers: h},
-		sender.Config{Sender: trialcfg.Sender{Threads: 2, BucketSize: 10, Overflow: sender.Block, Idle: sender.Sleep}, Rate: 0, Count: count, Scenario: syn, HWM: 1000, Profile: prof, Handlers: h})
+		sender.Config{Sender: trialcfg.Sender{Threads: 2, BucketSize: 10, Overflow: trialcfg.Block, Idle: trialcfg.Sleep}, Rate: 0, Count: count, Scenario: syn, HWM: 1000, Profile: prof, Handlers: h})
 	if err := prof.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +235,7 @@ func TestPacedRunKeepsItsWindows(t *testing.T) {
 	const rate = 20000.0
 	_, sres := run(t, receiver.Config{ExpectStreams: 1},
 		sender.Config{
-			Sender:        trialcfg.Sender{Threads: 1, BucketSize: 10, Overflow: sender.Block, Idle: sender.Sleep},
+			Sender:        trialcfg.Sender{Threads: 1, BucketSize: 10, Overflow: trialcfg.Block, Idle: trialcfg.Sleep},
 			Rate:          rate,
 			Duration:      2500 * time.Millisecond,
 			Scenario:      syn,
@@ -275,7 +277,7 @@ func TestActivityChannels(t *testing.T) {
 	rres, sres := run(t, receiver.Config{Agent: trialcfg.Agent{StagePeriod: stage.DefaultPeriod}, ExpectStreams: 1, Profile: prof, Handlers: h},
 		sender.Config{
 			Agent:  trialcfg.Agent{StagePeriod: stage.DefaultPeriod},
-			Sender: trialcfg.Sender{Threads: 1, BucketSize: 10, Overflow: sender.Block, Idle: sender.Sleep},
+			Sender: trialcfg.Sender{Threads: 1, BucketSize: 10, Overflow: trialcfg.Block, Idle: trialcfg.Sleep},
 			// 500 µs between buckets: the thread waits between them even
 			// on a host the race run loads (at 50 µs it was behind from
 			// its start there, and logged 5 changes)

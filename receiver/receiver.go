@@ -18,6 +18,7 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/zmqraw"
 	"github.com/cloudprofiler-go/cp/objfactory"
 	"github.com/cloudprofiler-go/cp/profiler"
+	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/servicerate"
 	"github.com/cloudprofiler-go/cp/stage"
@@ -51,15 +52,15 @@ type Receiver struct {
 	// ids judge a map's or filter's output per identity (nil: windows,
 	// or not a sweep's trial of a job). The consumer's until it returns.
 	ids         *identities
-	jobFailure  atomic.Value      // string: the job is gone (set by the monitor)
-	backlog     []BacklogSample   // written by the monitor only
-	jobLag      *jobLag           // a job's lag on its input (nil: no job)
-	consumedCh  *profiler.Channel // nil: not profiled
-	lastLatency atomic.Int64      // latency of the latest consumed bucket, ns
-	lastWindow  atomic.Int64      // arrival of the latest consumed window less its end, ns (noWindow: none yet)
-	firstData   atomic.Uint64     // TSC when the first data bucket was consumed
-	lastConsum  atomic.Uint64     // TSC when the last tuple was consumed
-	stages      *stage.Set        // nil: no stage accounting
+	jobFailure  atomic.Value          // string: the job is gone (set by the monitor)
+	backlog     []tally.BacklogSample // written by the monitor only
+	jobLag      *jobLag               // a job's lag on its input (nil: no job)
+	consumedCh  *profiler.Channel     // nil: not profiled
+	lastLatency atomic.Int64          // latency of the latest consumed bucket, ns
+	lastWindow  atomic.Int64          // arrival of the latest consumed window less its end, ns (noWindow: none yet)
+	firstData   atomic.Uint64         // TSC when the first data bucket was consumed
+	lastConsum  atomic.Uint64         // TSC when the last tuple was consumed
+	stages      *stage.Set            // nil: no stage accounting
 	rates       *servicerate.Tracker
 	prefill     []*zmq.Socket // Prefill's sockets, closed with the receiver
 	consumerAcc *stage.Account
@@ -251,7 +252,7 @@ func (r *Receiver) Close() {
 // Run receives and consumes until the run is complete (every expected
 // stream ended), the end timeout passes without data, the duration is up,
 // or Stop; then it returns the accounting.
-func (r *Receiver) Run() (*Result, error) {
+func (r *Receiver) Run() (*tally.Result, error) {
 	r.started.Store(time.Now().UnixNano())
 	r.startTicks = tsc.ReadFast()
 	r.lastWindow.Store(noWindow)

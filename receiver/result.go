@@ -18,17 +18,8 @@ import (
 	"github.com/cloudprofiler-go/cp/stage/stagemetrics"
 )
 
-// The run's accounting types live in receiver/tally, so that the agent
-// protocol carries them without importing the receiver.
-type (
-	Result        = tally.Result
-	BacklogSample = tally.BacklogSample
-	StreamResult  = tally.StreamResult
-	LaneResult    = tally.LaneResult
-)
-
-func (r *Receiver) result(reason string) *Result {
-	res := &Result{Reason: reason, Drain: r.cfg.Drain, MalformedBy: map[string]uint64{}, Errors: []string{}, Backlog: []BacklogSample{}, Streams: []StreamResult{},
+func (r *Receiver) result(reason string) *tally.Result {
+	res := &tally.Result{Reason: reason, Drain: r.cfg.Drain, MalformedBy: map[string]uint64{}, Errors: []string{}, Backlog: []tally.BacklogSample{}, Streams: []tally.StreamResult{},
 		Injected: inject.NewRecord(r.cfg.Stalls, r.cfg.DecodeWork, r.cfg.WorkSchedule)}
 	for _, name := range objfactory.ReasonNames {
 		res.MalformedBy[name] = 0
@@ -43,7 +34,7 @@ func (r *Receiver) result(reason string) *Result {
 	allComplete := true
 	res.MalformedLatest = r.latestMalformed()
 	for _, l := range r.lanes {
-		lr := LaneResult{Lane: l.ID, Endpoint: l.endpoint, Messages: l.Stats.Messages.Load(), Bytes: l.Stats.Bytes.Load(),
+		lr := tally.LaneResult{Lane: l.ID, Endpoint: l.endpoint, Messages: l.Stats.Messages.Load(), Bytes: l.Stats.Bytes.Load(),
 			Stalls: l.Stats.StallCount.Load(), DecodeBusyS: clock.TicksToNs(l.Stats.BusyTicks.Load()) / 1e9}
 		if last := l.lastMsg.Load(); last > r.startTicks {
 			lr.ActiveS = clock.TicksToNs(last-r.startTicks) / 1e9
@@ -110,8 +101,8 @@ func (r *Receiver) result(reason string) *Result {
 
 // result is the stream's accounting; job: it is a job's output in a
 // trial, which no end marker closes.
-func (s *stream) result(job bool) StreamResult {
-	sr := StreamResult{Stream: s.id, Sender: uint8(s.id >> 8), Thread: uint8(s.id), Lane: s.lane,
+func (s *stream) result(job bool) tally.StreamResult {
+	sr := tally.StreamResult{Stream: s.id, Sender: uint8(s.id >> 8), Thread: uint8(s.id), Lane: s.lane,
 		ReceivedTuples: s.recvTuples.Load(), ConsumedTuples: s.consumedTuples.Load(), Buckets: s.recvBuckets.Load(),
 		OutOfSeq: s.outOfSeq.Load(), Duplicates: s.duplicates.Load(), Stale: s.stale.Load(), GapBuckets: s.missing.Load(), Ended: s.ended.Load(),
 		FirstSeq: s.from, NextSeq: s.next, EarlierTuples: s.earlier.Load(), ForgedTuples: s.forged.Load()}

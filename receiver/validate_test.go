@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/trialcfg"
 )
 
@@ -44,9 +45,9 @@ func TestConfigValidateRanges(t *testing.T) {
 // TestBacklogIsBounded: thinning keeps every other sample in order, so
 // the series stays under maxBacklog however long the run.
 func TestBacklogIsBounded(t *testing.T) {
-	var s []BacklogSample
+	var s []tally.BacklogSample
 	for i := 0; i < maxBacklog; i++ {
-		s = append(s, BacklogSample{UnixNs: int64(i)})
+		s = append(s, tally.BacklogSample{UnixNs: int64(i)})
 	}
 	s = thin(s)
 	if len(s) != maxBacklog/2 || s[0].UnixNs != 0 || s[1].UnixNs != 2 || s[len(s)-1].UnixNs != maxBacklog-2 {

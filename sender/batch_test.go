@@ -8,6 +8,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
+	"github.com/cloudprofiler-go/cp/sender/tally"
 	"github.com/cloudprofiler-go/cp/trialcfg"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/wire"
@@ -25,7 +26,7 @@ type received struct {
 
 // sendInto runs a sender with cfg into a raw PULL socket (which waits
 // pause before reading) and returns what arrived and the sender's result.
-func sendInto(t *testing.T, cfg sender.Config, pause time.Duration) (received, *sender.Result) {
+func sendInto(t *testing.T, cfg sender.Config, pause time.Duration) (received, *tally.Result) {
 	t.Helper()
 	ctx, err := zmq.NewContext()
 	if err != nil {
@@ -58,7 +59,7 @@ func sendInto(t *testing.T, cfg sender.Config, pause time.Duration) (received, *
 	}
 	defer s.Close()
 	type outcome struct {
-		res *sender.Result
+		res *tally.Result
 		err error
 	}
 	done := make(chan outcome, 1)
@@ -108,7 +109,7 @@ func config(t *testing.T, rate float64, count uint64, batch int) sender.Config {
 		t.Fatal(err)
 	}
 	return sender.Config{
-		Sender:        trialcfg.Sender{Threads: 1, BucketSize: 1, Overflow: sender.Block, Idle: sender.Sleep},
+		Sender:        trialcfg.Sender{Threads: 1, BucketSize: 1, Overflow: trialcfg.Block, Idle: trialcfg.Sleep},
 		Rate:          rate,
 		Count:         count,
 		Scenario:      sc,
@@ -156,7 +157,7 @@ func TestBatchesKeepTheStreamAndTheSchedule(t *testing.T) {
 // dropped bucket uses none).
 func TestBatchesDropInTheMiddleOfABatch(t *testing.T) {
 	cfg := config(t, 0, 300000, 16)
-	cfg.Overflow, cfg.HWM = sender.Drop, 10
+	cfg.Overflow, cfg.HWM = trialcfg.Drop, 10
 	got, res := sendInto(t, cfg, 300*time.Millisecond)
 	if res.DroppedBkts == 0 {
 		t.Fatal("nothing was dropped: the test did not fill the socket")

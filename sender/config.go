@@ -19,22 +19,6 @@ import (
 	"github.com/cloudprofiler-go/cp/tsc"
 )
 
-// How a thread waits and what it does at the high-water mark are the
-// trial's settings (package trialcfg); these are their names here.
-type (
-	Overflow = trialcfg.Overflow
-	Idle     = trialcfg.Idle
-)
-
-const (
-	Block = trialcfg.Block
-	Drop  = trialcfg.Drop
-	Spin  = trialcfg.Spin
-	Yield = trialcfg.Yield
-	Auto  = trialcfg.Auto
-	Sleep = trialcfg.Sleep
-)
-
 // Config describes one dgsend run.
 type Config struct {
 	// The trial's settings, shared with the sweep's plan and the agents'
@@ -160,16 +144,16 @@ func (c *Config) Validate() error {
 	if c.SendBatch < 0 || c.SendBatch > MaxSendBatch {
 		bad("send batch must be 0 (auto) to %d messages, got %d", MaxSendBatch, c.SendBatch)
 	}
-	if c.Overflow != Block && c.Overflow != Drop {
-		bad("overflow policy must be %q or %q, got %.32q", Block, Drop, c.Overflow)
+	if c.Overflow != trialcfg.Block && c.Overflow != trialcfg.Drop {
+		bad("overflow policy must be %q or %q, got %.32q", trialcfg.Block, trialcfg.Drop, c.Overflow)
 	}
-	if c.Idle == Auto || c.Idle == "" {
-		c.Idle = Sleep
+	if c.Idle == trialcfg.Auto || c.Idle == "" {
+		c.Idle = trialcfg.Sleep
 		if runtime.NumCPU() >= 4 {
-			c.Idle = Spin
+			c.Idle = trialcfg.Spin
 		}
 	}
-	if c.Idle != Spin && c.Idle != Yield && c.Idle != Sleep {
+	if c.Idle != trialcfg.Spin && c.Idle != trialcfg.Yield && c.Idle != trialcfg.Sleep {
 		bad("idle strategy must be auto, spin, yield or sleep, got %.32q", c.Idle)
 	}
 	if c.Scenario == nil {

@@ -21,13 +21,13 @@ import (
 // link is a data socket's Link while the run goes on: the monitor's
 // counts, published to the Link at the end (settle).
 type link struct {
-	*Link
+	*tally.Link
 	peers          atomic.Int32
 	connects, disc atomic.Uint64
 	mu             sync.Mutex
 }
 
-func (l *link) record(ev LinkEvent) {
+func (l *link) record(ev tally.LinkEvent) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.Events) < tally.MaxLinkEvents {
@@ -62,7 +62,7 @@ func (m *monitor) watch(ctx *zmq.Context, sock *zmq.Socket, thread int, endpoint
 		pair.Close()
 		return nil, fmt.Errorf("monitor %s: %w", endpoint, err)
 	}
-	l := &link{Link: &Link{Thread: thread, Endpoint: endpoint, Events: []LinkEvent{}}}
+	l := &link{Link: &tally.Link{Thread: thread, Endpoint: endpoint, Events: []tally.LinkEvent{}}}
 	m.pairs, m.links = append(m.pairs, pair), append(m.links, l)
 	return l, nil
 }
@@ -126,13 +126,13 @@ func (l *link) apply(ev zmq.Event, peer string) bool {
 		if ev == zmq.EVENT_ACCEPTED {
 			name = "accepted"
 		}
-		l.record(LinkEvent{At: now, Event: name, Peer: peer})
+		l.record(tally.LinkEvent{At: now, Event: name, Peer: peer})
 	case zmq.EVENT_DISCONNECTED:
 		if l.peers.Add(-1) < 0 {
 			l.peers.Store(0)
 		}
 		l.disc.Add(1)
-		l.record(LinkEvent{At: now, Event: "disconnected", Peer: peer})
+		l.record(tally.LinkEvent{At: now, Event: "disconnected", Peer: peer})
 	case zmq.EVENT_MONITOR_STOPPED:
 		return true
 	}

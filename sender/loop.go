@@ -12,6 +12,7 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/osthread"
 	"github.com/cloudprofiler-go/cp/internal/zmqraw"
 	"github.com/cloudprofiler-go/cp/stage"
+	"github.com/cloudprofiler-go/cp/trialcfg"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/wire"
 )
@@ -27,7 +28,7 @@ func (t *thread) run(s *Sender, start, end uint64) {
 	}
 	osthread.LockWithTightTimers()
 	s.cpu.Register(fmt.Sprintf("thread%d", t.id))
-	if s.cfg.Idle == Sleep {
+	if s.cfg.Idle == trialcfg.Sleep {
 		// Sleep only as close to a slot as this thread's wakeups allow.
 		t.napMargin = osthread.NapOvershoot(20*time.Microsecond, 50) + 5*time.Microsecond
 	}
@@ -78,7 +79,7 @@ func (t *thread) loop(s *Sender, start, end uint64) {
 	cfg := &s.cfg
 	clock := cfg.Clock
 	paced := cfg.Rate > 0
-	drop := cfg.Overflow == Drop
+	drop := cfg.Overflow == trialcfg.Drop
 	lateTicks := clock.Ticks(cfg.LateThreshold)
 	nsPerTick := 1e9 / clock.Hz
 	pace := t.newWaiter(s)
@@ -336,7 +337,7 @@ const maxNap = 10 * time.Millisecond
 // waiter holds an emission thread until its next slot (the idle
 // strategy's wait) and returns early when the run is stopped.
 type waiter struct {
-	idle       Idle
+	idle       trialcfg.Idle
 	stop       *atomic.Bool
 	yieldTicks uint64 // Yield: spin only this close to the slot
 	// sleepMargin is the thread's adaptive wake-up margin (Sleep), minNap
@@ -361,9 +362,9 @@ func (p *waiter) wait(due uint64, acct *stage.Account) {
 		}
 		rem := due - now
 		switch {
-		case p.idle == Yield && rem > p.yieldTicks:
+		case p.idle == trialcfg.Yield && rem > p.yieldTicks:
 			_, _, _ = unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
-		case p.idle == Sleep && rem > p.sleepMargin+p.minNap:
+		case p.idle == trialcfg.Sleep && rem > p.sleepMargin+p.minNap:
 			// Wake a margin before the slot and spin the rest. The margin
 			// follows this thread's wake-up overshoot (a VM's vCPU wakes
 			// later from longer sleeps): it widens by a quarter of the gap

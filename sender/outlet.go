@@ -8,6 +8,7 @@ import (
 	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/internal/zmqraw"
 	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/sender/tally"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/wire/jsonev"
 )
@@ -86,7 +87,7 @@ func (t *thread) openBroker(brokers driver.Registry) error {
 		return fmt.Errorf("thread %d: %w", t.id, err)
 	}
 	t.out = brokerOutlet{t.prod}
-	t.link = &link{Link: &Link{Thread: t.id, Endpoint: t.endpoint, Events: []LinkEvent{}}}
+	t.link = &link{Link: &tally.Link{Thread: t.id, Endpoint: t.endpoint, Events: []tally.LinkEvent{}}}
 	t.link.peers.Store(1)
 	t.link.connects.Store(1)
 	return nil

@@ -20,20 +20,11 @@ import (
 	"github.com/cloudprofiler-go/cp/stage"
 )
 
-// The run's accounting is package tally's, so that the agents' protocol
-// carries it without linking the sender; these are its names here.
-type (
-	Result    = tally.Result
-	StreamEnd = tally.StreamEnd
-	Link      = tally.Link
-	LinkEvent = tally.LinkEvent
-)
-
 // result sums every thread's counts into the run's result, from the
 // common start to end (MaxUint64: the run was stopped or count-bounded).
-func (s *Sender) result(start, end uint64) *Result {
+func (s *Sender) result(start, end uint64) *tally.Result {
 	cfg := &s.cfg
-	r := &Result{Scenario: cfg.Scenario.Name, TargetRate: cfg.Rate, Shape: cfg.Shape, Threads: cfg.Threads, BucketSize: cfg.BucketSize,
+	r := &tally.Result{Scenario: cfg.Scenario.Name, TargetRate: cfg.Rate, Shape: cfg.Shape, Threads: cfg.Threads, BucketSize: cfg.BucketSize,
 		TupleBytes: len(s.threads[0].tpls[0].Msg), Overflow: string(cfg.Overflow), Idle: string(cfg.Idle),
 		SendCostNs: s.sendCost.Nanoseconds(), SendBatch: len(s.threads[0].items), LateThreshNs: cfg.LateThreshold.Nanoseconds(),
 		Windows: []uint64{}, Errors: []string{}, Injected: inject.NewRecord(cfg.Stalls, 0, nil)}
@@ -98,7 +89,7 @@ func (s *Sender) result(start, end uint64) *Result {
 // addThreads adds every thread's counts, streams, links and errors, and
 // returns the last send (ticks), the slots measured for lateness, and the
 // cumulative tuples sent per 1-second window.
-func addThreads(r *Result, merged *histo.Precise, threads []*thread, bucket uint64) (last, measured uint64, windows []uint64) {
+func addThreads(r *tally.Result, merged *histo.Precise, threads []*thread, bucket uint64) (last, measured uint64, windows []uint64) {
 	for _, t := range threads {
 		r.Emitted += t.emittedTuples.Load()
 		r.Matched += t.matched
@@ -112,7 +103,7 @@ func addThreads(r *Result, merged *histo.Precise, threads []*thread, bucket uint
 		r.Interrupted = r.Interrupted || t.interrupted
 		merged.Merge(t.precise)
 		last = max(last, t.lastSend)
-		r.Streams = append(r.Streams, StreamEnd{Thread: t.id, Stream: t.stream, Endpoint: t.endpoint, CPU: t.cpu, Tuples: t.emittedTuples.Load(),
+		r.Streams = append(r.Streams, tally.StreamEnd{Thread: t.id, Stream: t.stream, Endpoint: t.endpoint, CPU: t.cpu, Tuples: t.emittedTuples.Load(),
 			Dropped: t.droppedBuckets.Load(), MarkerSent: t.endMarker == nil, LateSlots: t.lateSlots.Load(), P99Lateness: t.precise.Summary().P99})
 		for _, err := range []error{t.err, t.endMarker} {
 			if err != nil {
@@ -144,7 +135,7 @@ func addThreads(r *Result, merged *histo.Precise, threads []*thread, bucket uint
 
 // judgeSchedule says whether a paced run kept its schedule: no shortfall
 // and no more late slots than MaxLateFraction.
-func judgeSchedule(r *Result, cfg *Config) {
+func judgeSchedule(r *tally.Result, cfg *Config) {
 	r.ScheduleKept, r.Schedule = true, ""
 	if cfg.Rate <= 0 {
 		return

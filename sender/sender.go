@@ -17,6 +17,7 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/zmqraw"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/sender/tally"
 	"github.com/cloudprofiler-go/cp/servicerate"
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/tsc"
@@ -359,7 +360,7 @@ func (s *Sender) flush() {
 
 // Run emits until the duration, count or Stop, sends every stream's end
 // marker, and returns the result. It can be called once.
-func (s *Sender) Run() (*Result, error) {
+func (s *Sender) Run() (*tally.Result, error) {
 	if !s.ran.CompareAndSwap(false, true) {
 		return nil, errors.New("sender already ran")
 	}

@@ -18,7 +18,7 @@ import (
 func TestConfigValidateRanges(t *testing.T) {
 	valid := func() Config {
 		return Config{
-			Sender:    trialcfg.Sender{Threads: 1, BucketSize: 1, Overflow: Block, Idle: Sleep},
+			Sender:    trialcfg.Sender{Threads: 1, BucketSize: 1, Overflow: trialcfg.Block, Idle: trialcfg.Sleep},
 			Endpoints: []string{"tcp://127.0.0.1:1"},
 			Rate:      1000,
 			Duration:  time.Second,
@@ -120,7 +120,7 @@ func TestNewEndsItsPreparationWhenCancelled(t *testing.T) {
 	cancel := make(chan struct{})
 	close(cancel)
 	cfg := Config{
-		Sender:    trialcfg.Sender{Threads: 4, BucketSize: 1, Overflow: Block, Idle: Sleep},
+		Sender:    trialcfg.Sender{Threads: 4, BucketSize: 1, Overflow: trialcfg.Block, Idle: trialcfg.Sleep},
 		Endpoints: []string{"tcp://127.0.0.1:1"},
 		Rate:      1000,
 		Duration:  time.Second,

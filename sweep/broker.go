@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/cloudprofiler-go/cp/driver"
+	"github.com/cloudprofiler-go/cp/rundir"
 )
 
 // A broker between the senders and the receivers (package driver) is the
@@ -14,7 +15,7 @@ import (
 
 // systemFailure is the system under test's failure reported by any agent
 // (a broker gone mid-trial): the trial is invalid, never a failed rate.
-func systemFailure(o *Outcome) error {
+func systemFailure(o *rundir.Outcome) error {
 	var all []string
 	for _, s := range o.Senders {
 		if s != nil {
@@ -38,7 +39,7 @@ func systemFailure(o *Outcome) error {
 
 // brokerOf is the driver of the broker the trial's data went through ("":
 // none), from the receivers' lane endpoints.
-func brokerOf(o *Outcome) string {
+func brokerOf(o *rundir.Outcome) string {
 	for _, r := range o.Receivers {
 		if r == nil {
 			continue

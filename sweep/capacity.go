@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
 	"github.com/cloudprofiler-go/cp/stage"
@@ -182,7 +183,7 @@ func capacityRun(p CapacityPlan, schema string, tpls []scenarios.Template, n int
 // from its first bucket to its last; the lane: from the start to its last
 // message), and from the stage series the share of that time it was
 // starved or blocked (up to the last sample before it finished).
-func capacityOf(name string, res *receiver.Result, calibration bool) (CapacityRun, error) {
+func capacityOf(name string, res *tally.Result, calibration bool) (CapacityRun, error) {
 	s := res.StageSeries
 	if s == nil {
 		return CapacityRun{}, errors.New("no stage series")

@@ -12,8 +12,9 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/scenarios"
-	"github.com/cloudprofiler-go/cp/sender"
+	"github.com/cloudprofiler-go/cp/sender/tally"
 	"github.com/cloudprofiler-go/cp/sweep/jobmetrics"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/sweep/verdict"
@@ -226,9 +227,9 @@ func agentFault(a *protocol.Client, err error) error {
 // dies, stops answering for AgentTimeout, fails or does not finish in
 // time makes the trial invalid: an *AgentError, with the outcome so far.
 // The error is ctx's when the context is cancelled.
-func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string) (t Trial, err error) {
-	t = Trial{StartedAt: time.Now()}
-	o := &Outcome{Rate: rate}
+func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string) (t rundir.Trial, err error) {
+	t = rundir.Trial{StartedAt: time.Now()}
+	o := &rundir.Outcome{Rate: rate}
 	t.Outcome = o
 	defer func() { t.Elapsed = time.Since(t.StartedAt) }()
 	p := c.Plan
@@ -241,7 +242,7 @@ func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string)
 	tctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
 	r := &trialRun{c: c, ctx: ctx, tctx: tctx, deadline: deadline, o: o, done: map[*protocol.Client]*protocol.TrialStatus{}}
-	invalid := func(err error) (Trial, error) {
+	invalid := func(err error) (rundir.Trial, error) {
 		r.stopAll()
 		r.stopWatches()
 		t.Verdict = verdict.Judge(o, p.Rules)
@@ -299,7 +300,7 @@ type trialRun struct {
 	// directory names them by that order (sender0, job1, ...).
 	done    map[*protocol.Client]*protocol.TrialStatus
 	watched []*protocol.JobResult // the metrics watches' results
-	o       *Outcome
+	o       *rundir.Outcome
 	startAt time.Time // the senders' common start, fixed before the receivers start (zero: when the senders start)
 }
 
@@ -423,7 +424,7 @@ func (r *trialRun) await() error {
 
 // window is the measured window, when every sender runs past its warm-up:
 // from the latest end of a warm-up to the earliest end of a schedule.
-func window(senders []*sender.Result) [2]int64 {
+func window(senders []*tally.Result) [2]int64 {
 	var w [2]int64
 	for i, s := range senders {
 		from := s.StartUnixNs + s.WarmupNs

@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/rundir"
+	sendtally "github.com/cloudprofiler-go/cp/sender/tally"
 	"github.com/cloudprofiler-go/cp/sweep/agent/sendagent"
 	"github.com/cloudprofiler-go/cp/sweep/search"
 	"github.com/cloudprofiler-go/cp/sweep/verdict"
@@ -91,7 +93,7 @@ func newFake(t *testing.T, role, behave string) *fakeAgent {
 		case polls > 2:
 			st.State = protocol.StateDone
 			if role == protocol.RoleSender {
-				st.Sender = &sender.Result{TargetRate: 1000, Threads: 1, BucketSize: 1, Emitted: 1000, ScheduledTups: 1000}
+				st.Sender = &sendtally.Result{TargetRate: 1000, Threads: 1, BucketSize: 1, Emitted: 1000, ScheduledTups: 1000}
 				if f.behave == "late" {
 					st.Sender.Scenario = "late" // told apart from the others
 				}
@@ -101,7 +103,7 @@ func newFake(t *testing.T, role, behave string) *fakeAgent {
 					st.Sender.Host = &cpustat.Record{Summary: cpustat.Summary{Seconds: 1, CPUs: 2, HostBusy: 0.95, Process: 0.2}}
 				}
 			} else {
-				st.Receiver = &receiver.Result{Consumed: 1000, Complete: true}
+				st.Receiver = &tally.Result{Consumed: 1000, Complete: true}
 			}
 		}
 		_ = json.NewEncoder(w).Encode(st)
@@ -300,21 +302,21 @@ func TestCheckPlan(t *testing.T) {
 // pass at the edge (passed once, then failed its confirmation) does not,
 // nor does the profiled trial or the hint's short estimate trial.
 func TestContradiction(t *testing.T) {
-	trial := func(n int, rate float64, pass bool, purpose string) Trial {
-		return Trial{N: n, Rate: rate, Purpose: purpose, Verdict: Verdict{Pass: pass}}
+	trial := func(n int, rate float64, pass bool, purpose string) rundir.Trial {
+		return rundir.Trial{N: n, Rate: rate, Purpose: purpose, Verdict: rundir.Verdict{Pass: pass}}
 	}
 	for _, tc := range []struct {
 		name   string
-		r      Result
+		r      rundir.Result
 		wantIt bool
 	}{
-		{"a host that moved: 40 k passed, 7.1 k failed", Result{LastPass: 7000, FirstFail: 7100, Trials: []Trial{
+		{"a host that moved: 40 k passed, 7.1 k failed", rundir.Result{LastPass: 7000, FirstFail: 7100, Trials: []rundir.Trial{
 			trial(1, 20e3, true, "ramp"), trial(2, 40e3, true, "ramp"), trial(3, 80e3, false, "ramp"), trial(4, 7100, false, "hint"), trial(5, 7000, true, "confirm")}}, true},
-		{"the edge: passed, then failed its confirmation", Result{LastPass: 90e3, FirstFail: 92e3, Trials: []Trial{
+		{"the edge: passed, then failed its confirmation", rundir.Result{LastPass: 90e3, FirstFail: 92e3, Trials: []rundir.Trial{
 			trial(1, 92e3, true, "close"), trial(2, 92e3, false, "confirm"), trial(3, 90e3, true, "confirm")}}, false},
-		{"a profiled trial above", Result{LastPass: 90e3, FirstFail: 92e3, Trials: []Trial{trial(1, 90e3, true, "ramp"), trial(2, 92e3, false, "ramp"), trial(3, 300e3, true, "profile")}}, false},
-		{"a short estimate trial above", Result{LastPass: 9e3, FirstFail: 10e3, Trials: []Trial{{N: 1, Rate: 20e3, Purpose: rundir.PurposeEstimate, Short: true, Verdict: Verdict{Pass: true}}, trial(2, 10e3, false, "ramp")}}, false},
-		{"nothing failed", Result{LastPass: 90e3, Trials: []Trial{trial(1, 90e3, true, "ramp")}}, false},
+		{"a profiled trial above", rundir.Result{LastPass: 90e3, FirstFail: 92e3, Trials: []rundir.Trial{trial(1, 90e3, true, "ramp"), trial(2, 92e3, false, "ramp"), trial(3, 300e3, true, "profile")}}, false},
+		{"a short estimate trial above", rundir.Result{LastPass: 9e3, FirstFail: 10e3, Trials: []rundir.Trial{{N: 1, Rate: 20e3, Purpose: rundir.PurposeEstimate, Short: true, Verdict: rundir.Verdict{Pass: true}}, trial(2, 10e3, false, "ramp")}}, false},
+		{"nothing failed", rundir.Result{LastPass: 90e3, Trials: []rundir.Trial{trial(1, 90e3, true, "ramp")}}, false},
 	} {
 		if got := search.Contradiction(&tc.r); (got != "") != tc.wantIt {
 			t.Errorf("%s: %q", tc.name, got)
@@ -323,22 +325,22 @@ func TestContradiction(t *testing.T) {
 }
 
 func TestExitCode(t *testing.T) {
-	answer := &Report{Result: &Result{LastPass: 100, FirstFail: 200}}
-	none := &Report{Result: &Result{FirstFail: 200}}
+	answer := &rundir.Summary{Result: &rundir.Result{LastPass: 100, FirstFail: 200}}
+	none := &rundir.Summary{Result: &rundir.Result{FirstFail: 200}}
 	for _, tc := range []struct {
 		name string
-		r    *Report
+		r    *rundir.Summary
 		err  error
 		want int
 	}{
 		{"answer", answer, nil, ExitAnswer},
-		{"lower bound only", &Report{Result: &Result{LastPass: 100}}, nil, ExitAnswer},
+		{"lower bound only", &rundir.Summary{Result: &rundir.Result{LastPass: 100}}, nil, ExitAnswer},
 		{"no rate passed", none, nil, ExitNoRatePassed},
 		{"invalid plan", nil, &PlanError{Problems: []string{"x"}}, ExitInvalidPlan},
 		{"agent failure", answer, &AgentError{Agent: "a", Err: errors.New("gone")}, ExitAgentFailure},
-		{"interrupted", &Report{Interrupted: true, Result: &Result{LastPass: 1}}, nil, ExitInterrupted},
+		{"interrupted", &rundir.Summary{Interrupted: true, Result: &rundir.Result{LastPass: 1}}, nil, ExitInterrupted},
 		{"write error", answer, errors.New("disk full"), ExitError},
-		{"contradicted", &Report{Contradicted: "trial 2 passed at 40 k/s", Result: &Result{LastPass: 7000, FirstFail: 7100}}, nil, ExitContradicted},
+		{"contradicted", &rundir.Summary{Contradicted: "trial 2 passed at 40 k/s", Result: &rundir.Result{LastPass: 7000, FirstFail: 7100}}, nil, ExitContradicted},
 	} {
 		if got := ExitCode(tc.r, tc.err); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/internal/histo"
+	"github.com/cloudprofiler-go/cp/rundir"
 )
 
 // trialsHeader is trials.csv's header: the first seven columns as they
@@ -21,7 +22,7 @@ var trialsHeader = []string{"trial", "purpose", "target_rate", "achieved_rate", 
 // system under test's named processes, once a host), host_busy and other_processes
 // the busiest host's shares (0 to 1). A figure the trial did not record
 // is empty, never 0.
-func trialRow(t Trial) []string {
+func trialRow(t rundir.Trial) []string {
 	row := []string{fmt.Sprint(t.N), t.Purpose, fmt.Sprintf("%.0f", t.Rate), fmt.Sprintf("%.0f", t.Achieved),
 		fmt.Sprint(t.Verdict.Pass), strings.Join(t.Verdict.Failed(), "; "), fmt.Sprintf("%.3f", t.Elapsed.Seconds())}
 	ns := func(v int64, ok bool) string {

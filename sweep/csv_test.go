@@ -5,18 +5,19 @@ import (
 
 	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/internal/histo"
-	"github.com/cloudprofiler-go/cp/receiver"
-	"github.com/cloudprofiler-go/cp/sender"
+	"github.com/cloudprofiler-go/cp/receiver/tally"
+	"github.com/cloudprofiler-go/cp/rundir"
+	sendtally "github.com/cloudprofiler-go/cp/sender/tally"
 )
 
 // TestTrialsCSVRow: the latency columns are the worst receiver's, the
 // lateness the worst sender's, the cores summed by role with the system
 // under test counted once a host; what a trial did not record is empty.
 func TestTrialsCSVRow(t *testing.T) {
-	tr := Trial{N: 3, Rate: 1000, Achieved: 990, Purpose: "ramp", Verdict: Verdict{Pass: true},
-		Outcome: &Outcome{
-			Senders: []*sender.Result{{Lateness: histo.Summary{P99: 40}}, {Lateness: histo.Summary{P99: 90}}, nil},
-			Receivers: []*receiver.Result{
+	tr := rundir.Trial{N: 3, Rate: 1000, Achieved: 990, Purpose: "ramp", Verdict: rundir.Verdict{Pass: true},
+		Outcome: &rundir.Outcome{
+			Senders: []*sendtally.Result{{Lateness: histo.Summary{P99: 40}}, {Lateness: histo.Summary{P99: 90}}, nil},
+			Receivers: []*tally.Result{
 				{Latency: histo.Summary{Count: 5, P50: 10, P99: 200, P999: 300, Max: 400}},
 				{Latency: histo.Summary{Count: 5, P50: 20, P99: 100, P999: 900, Max: 950}}}},
 		Hosts: []cpustat.AgentHost{
@@ -38,7 +39,7 @@ func TestTrialsCSVRow(t *testing.T) {
 			t.Errorf("%s = %q, want %q", col, got[col], want)
 		}
 	}
-	bare := trialRow(Trial{N: 1, Outcome: &Outcome{Receivers: []*receiver.Result{{}}}})
+	bare := trialRow(rundir.Trial{N: 1, Outcome: &rundir.Outcome{Receivers: []*tally.Result{{}}}})
 	for i, h := range trialsHeader[7:] {
 		if bare[7+i] != "" {
 			t.Errorf("a trial that recorded no %s shows %q", h, bare[7+i])

@@ -11,9 +11,9 @@ import (
 
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/limits"
-	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/rundir"
-	"github.com/cloudprofiler-go/cp/sender"
+	sendtally "github.com/cloudprofiler-go/cp/sender/tally"
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/sweep/verdict"
@@ -48,7 +48,7 @@ func AlignWith(rf *probing.RelationFile) Align {
 
 // Processes turns results into the diagnosis's processes, named as the
 // TSC relation names the agents (sender<i>, receiver<i>, job<i>).
-func Processes(senders []*sender.Result, receivers []*receiver.Result, jobs []*protocol.JobResult) []diagnose.Process {
+func Processes(senders []*sendtally.Result, receivers []*tally.Result, jobs []*protocol.JobResult) []diagnose.Process {
 	var out []diagnose.Process
 	for i, r := range receivers {
 		if r == nil {
@@ -90,7 +90,7 @@ func Processes(senders []*sender.Result, receivers []*receiver.Result, jobs []*p
 
 // DiagnoseOutcome analyses a trial: the agents' stage series joined into
 // the pipeline's graph, the limiting stage named over the measured window.
-func DiagnoseOutcome(o *Outcome, relay bool, align Align, opts diagnose.Options) (*diagnose.Diagnosis, error) {
+func DiagnoseOutcome(o *rundir.Outcome, relay bool, align Align, opts diagnose.Options) (*diagnose.Diagnosis, error) {
 	procs := Processes(o.Senders, o.Receivers, o.Jobs)
 	if len(procs) == 0 {
 		return nil, errors.New("no results")
@@ -128,7 +128,7 @@ func DiagnoseOutcome(o *Outcome, relay bool, align Align, opts diagnose.Options)
 // diagnoseTrial names a judged trial's limiting stage (wall-clock
 // alignment: the TSC relation is made after the last trial); the
 // diagnosis is nil when there is none.
-func (s *Sweep) diagnoseTrial(t *Trial) *diagnose.Diagnosis {
+func (s *Sweep) diagnoseTrial(t *rundir.Trial) *diagnose.Diagnosis {
 	if t.Outcome == nil || s.Ctrl.Plan.StagePeriod == 0 {
 		return nil
 	}
@@ -147,7 +147,7 @@ func (s *Sweep) diagnoseTrial(t *Trial) *diagnose.Diagnosis {
 // answer, trials.json, diagnosis.json and the report all take it from
 // here, so they never name two different limits for one trial. It sets the
 // trial's limiting stage and evidence, and the diagnosis's to match.
-func verdictOfLimit(t *Trial, d *diagnose.Diagnosis) {
+func verdictOfLimit(t *rundir.Trial, d *diagnose.Diagnosis) {
 	t.LimitingStage, t.LimitingEvidence = d.Limiting, d.Evidence
 	if d.Limiting == "none" && !t.Verdict.Pass {
 		if name, why := lateOnItsOwn(t); name != "" {
@@ -158,7 +158,7 @@ func verdictOfLimit(t *Trial, d *diagnose.Diagnosis) {
 	}
 	if !t.Verdict.Pass {
 		if why := limits.TrialHostCPU(t); why != "" {
-			t.LimitingStage, t.LimitingEvidence = HostCPU, why
+			t.LimitingStage, t.LimitingEvidence = diagnose.HostCPU, why
 		} else if t.Outcome != nil && (t.LimitingStage == "none" || isJobBox(d, t)) {
 			// a job's limit, seen from outside: its threads, its lag
 			grew, read := verdict.JobLagGrew(t.Outcome)
@@ -175,7 +175,7 @@ func verdictOfLimit(t *Trial, d *diagnose.Diagnosis) {
 // isJobBox says whether the diagnosis named the black box a job's output
 // streams make (its input's lag as their queue): a stage that means
 // nothing to a user ("jetstream/stream65280"), which is the job.
-func isJobBox(d *diagnose.Diagnosis, t *Trial) bool {
+func isJobBox(d *diagnose.Diagnosis, t *rundir.Trial) bool {
 	if t.Outcome.Job == "" {
 		return false
 	}
@@ -211,7 +211,7 @@ func limitingMostPeriods(d *diagnose.Diagnosis) (string, string) {
 // lateness while no stage limited: the latest thread, when a full socket
 // held it up less than 5% of the window (its slots were late because it
 // woke up late, not because anything after it was slow).
-func lateOnItsOwn(t *Trial) (string, string) {
+func lateOnItsOwn(t *rundir.Trial) (string, string) {
 	failed := false
 	for _, c := range t.Verdict.Checks {
 		failed = failed || (!c.Pass && c.Rule == verdict.RuleLateness)
@@ -337,7 +337,7 @@ func WriteDiagnosis(dir string, rf *diagnose.RunFile) error {
 
 // Resample keeps every k-th sample of each series so that snapshots are
 // period apart (counters are cumulative: exact).
-func Resample(o *Outcome, period time.Duration) error {
+func Resample(o *rundir.Outcome, period time.Duration) error {
 	var all []*stage.Series
 	for _, s := range o.Senders {
 		if s != nil && s.StageSeries != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/cpustat"
+	"github.com/cloudprofiler-go/cp/rundir"
 
 	"github.com/cloudprofiler-go/cp/diagnose"
 )
@@ -133,7 +134,7 @@ func colocation(hosts []cpustat.AgentHost) (line, unsteady string) {
 			each = append(each, fmt.Sprintf("the system under test %.2f cores", v.SUT))
 		}
 		line := fmt.Sprintf("%s share host %s's %d CPUs (%s): the answer is a property of that host, not of the system alone", who, v.Name, v.CPUs, strings.Join(each, ", "))
-		if waiter, wait := diagnose.LongestWait(v.Agents); wait >= HotThreadWait {
+		if waiter, wait := diagnose.LongestWait(v.Agents); wait >= diagnose.HotThreadWait {
 			why := fmt.Sprintf("%s waited runnable %.0f%% of the time", waiter, 100*wait)
 			line += fmt.Sprintf("; their own threads filled it (%s), so the answer moves between sweeps with where the scheduler puts them: compare several sweeps, or put the sender and the receiver on separate hosts", why)
 			moves = append(moves, why)
@@ -160,7 +161,7 @@ func nodeList(as []cpustat.AgentHost, sep string) string {
 }
 
 // disturbedRuns counts the runs the host disturbed over a sweep's trials.
-func disturbedRuns(trials []Trial) int {
+func disturbedRuns(trials []rundir.Trial) int {
 	n := 0
 	for _, t := range trials {
 		n += len(t.Disturbed)
@@ -181,7 +182,7 @@ func sutWaiter(agents []cpustat.AgentHost) (cpustat.SUTThreadShare, bool) {
 			}
 		}
 	}
-	return w, w.Runqueue >= HotThreadWait
+	return w, w.Runqueue >= diagnose.HotThreadWait
 }
 
 // sutBusyThread is the share of a core a thread of the system under test

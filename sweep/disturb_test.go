@@ -10,6 +10,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/diagnose"
+	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/sweep/search"
 )
@@ -133,10 +134,10 @@ func TestDisturbedTrialsAreRepeated(t *testing.T) {
 // decides it (the demo's line said "thread0 late on its own" while the
 // report's section said "no stage identified").
 func TestOneVerdictOfTheLimit(t *testing.T) {
-	tr := Trial{Verdict: Verdict{Pass: false}, Hosts: []cpustat.AgentHost{agentHost("sender0", "vm", 0.97, 0, 0.9, cpustat.ThreadShare{Name: "thread0", Cores: 0.4, Runqueue: 0.3})}}
+	tr := rundir.Trial{Verdict: rundir.Verdict{Pass: false}, Hosts: []cpustat.AgentHost{agentHost("sender0", "vm", 0.97, 0, 0.9, cpustat.ThreadShare{Name: "thread0", Cores: 0.4, Runqueue: 0.3})}}
 	d := &diagnose.Diagnosis{Limiting: "none"}
 	verdictOfLimit(&tr, d)
-	if tr.LimitingStage != HostCPU || d.Limiting != tr.LimitingStage || d.Evidence != tr.LimitingEvidence {
+	if tr.LimitingStage != diagnose.HostCPU || d.Limiting != tr.LimitingStage || d.Evidence != tr.LimitingEvidence {
 		t.Fatalf("trial %q (%q), diagnosis %q (%q)", tr.LimitingStage, tr.LimitingEvidence, d.Limiting, d.Evidence)
 	}
 }
@@ -151,7 +152,7 @@ func TestLimitingInMostPeriods(t *testing.T) {
 		periods int
 		want    string
 	}{{40, "ysb/window"}, {10, "none"}} {
-		tr := Trial{Verdict: Verdict{Pass: false}}
+		tr := rundir.Trial{Verdict: rundir.Verdict{Pass: false}}
 		d := &diagnose.Diagnosis{Limiting: "none", Snapshots: make([]diagnose.Snapshot, 90),
 			Summary: []diagnose.ModuleSummary{{Stage: "ysb/join", Limiting: 3}, {Stage: "ysb/window", Limiting: tc.periods}}}
 		verdictOfLimit(&tr, d)

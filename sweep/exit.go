@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"errors"
+	"github.com/cloudprofiler-go/cp/rundir"
 )
 
 // Exit statuses of cpsweep, so that a script can tell an answer from a
@@ -20,7 +21,7 @@ const (
 )
 
 // ExitCode is the exit status for a sweep's report and error.
-func ExitCode(r *Report, err error) int {
+func ExitCode(r *rundir.Summary, err error) int {
 	var plan *PlanError
 	var agent *AgentError
 	var disturbed *DisturbedError

@@ -110,7 +110,7 @@ func samePlan(stored json.RawMessage, want []byte) bool {
 
 // history compares answer with the earlier answers (nil: fewer than two
 // to compare with).
-func history(answer float64, prior []float64) *History {
+func history(answer float64, prior []float64) *rundir.History {
 	if answer <= 0 || len(prior) < 2 {
 		return nil
 	}
@@ -120,7 +120,7 @@ func history(answer float64, prior []float64) *History {
 	if n%2 == 0 {
 		median = (sorted[n/2-1] + sorted[n/2]) / 2
 	}
-	h := &History{Sweeps: n, Median: median, Min: sorted[0], Max: sorted[n-1], Deviation: answer/median - 1}
+	h := &rundir.History{Sweeps: n, Median: median, Min: sorted[0], Max: sorted[n-1], Deviation: answer/median - 1}
 	h.Varies = h.Min < median*(1-HistorySpread) || h.Max > median*(1+HistorySpread) ||
 		h.Deviation < -HistorySpread || h.Deviation > HistorySpread
 	h.Statement = fmt.Sprintf("the %d earlier sweeps of this plan on these machines answered between %s and %s (median %s); this answer lies %+.0f%% from their median",
@@ -132,7 +132,7 @@ func history(answer float64, prior []float64) *History {
 }
 
 // historyLine is how the CLI prints it.
-func historyLine(h *History) string {
+func historyLine(h *rundir.History) string {
 	if h == nil {
 		return ""
 	}

@@ -4,13 +4,13 @@ import (
 	"fmt"
 
 	"github.com/cloudprofiler-go/cp/cpustat"
-	"github.com/cloudprofiler-go/cp/diagnose"
+	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // trialHosts takes every agent's host summary out of the trial's outcome;
 // hostOf names each node's host.
-func trialHosts(o *Outcome, hostOf map[string]string) []cpustat.AgentHost {
+func trialHosts(o *rundir.Outcome, hostOf map[string]string) []cpustat.AgentHost {
 	if o == nil {
 		return nil
 	}
@@ -31,23 +31,12 @@ func trialHosts(o *Outcome, hostOf map[string]string) []cpustat.AgentHost {
 }
 
 // hostLine says what the hosts did during a trial, for its progress line.
-func hostLine(t Trial) string {
+func hostLine(t rundir.Trial) string {
 	if l := cpustat.HostsLine(t.Hosts); l != "" {
 		return "host: " + l
 	}
 	return ""
 }
-
-// HostCPU is the limiting "stage" of a trial that the host's CPUs limited
-// (diagnose.HostCPU).
-const HostCPU = diagnose.HostCPU
-
-// The host CPU limit's thresholds (package diagnose, where the one rule
-// lives).
-const (
-	HostSaturated = diagnose.HostSaturated
-	HotThreadWait = diagnose.HotThreadWait
-)
 
 // machineNames groups agents by machine rather than host name: pods (or
 // containers) on one node have their own host names but share its CPUs,

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cloudprofiler-go/cp/cpustat"
+	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
@@ -44,7 +45,7 @@ func TestSystemUnderTestIsNotOtherWork(t *testing.T) {
 	if line, _ := colocation([]cpustat.AgentHost{agent("sender0", 0.4, 0.8)}); !strings.Contains(line, "sender0 and the system under test share host vm") {
 		t.Errorf("co-location %q: one agent beside the system is co-located too", line)
 	}
-	if !strings.Contains(hostLine(Trial{Hosts: []cpustat.AgentHost{agent("sender0", 0.4, 0.8)}}), "the system under test 0.80 cores") {
+	if !strings.Contains(hostLine(rundir.Trial{Hosts: []cpustat.AgentHost{agent("sender0", 0.4, 0.8)}}), "the system under test 0.80 cores") {
 		t.Error("the host line does not show the system's cores")
 	}
 }

@@ -11,11 +11,11 @@ const WindowLatency = "YSB's window latency: a window's latest event's intended 
 
 // answerLatency reads the latency of the runs at the answer (nil when
 // there is no answer or no run recorded latencies).
-func answerLatency(r *Result, agents []protocol.AgentInfo) *AnswerLatency {
+func answerLatency(r *rundir.Result, agents []protocol.AgentInfo) *rundir.AnswerLatency {
 	if r == nil || r.LastPass <= 0 {
 		return nil
 	}
-	a := &AnswerLatency{Rate: r.LastPass}
+	a := &rundir.AnswerLatency{Rate: r.LastPass}
 	for _, t := range r.Trials {
 		if t.Rate != r.LastPass || !t.Verdict.Pass || t.Outcome == nil {
 			continue

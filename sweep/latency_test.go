@@ -5,16 +5,17 @@ import (
 	"testing"
 
 	"github.com/cloudprofiler-go/cp/internal/histo"
-	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/receiver/tally"
+	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 func TestAnswerLatency(t *testing.T) {
-	run := func(rate float64, pass bool, p50, p99 int64) Trial {
-		return Trial{Rate: rate, Verdict: Verdict{Pass: pass}, Outcome: &Outcome{Receivers: []*receiver.Result{
+	run := func(rate float64, pass bool, p50, p99 int64) rundir.Trial {
+		return rundir.Trial{Rate: rate, Verdict: rundir.Verdict{Pass: pass}, Outcome: &rundir.Outcome{Receivers: []*tally.Result{
 			{Latency: histo.Summary{Count: 10, P50: p50, P99: p99}}, {Latency: histo.Summary{Count: 10, P50: p50 / 2, P99: p99 / 2}}}}}
 	}
-	res := &Result{LastPass: 1e6, Trials: []Trial{run(5e5, true, 1, 1), run(1e6, true, 1000, 5000), run(2e6, false, 1e9, 1e9), run(1e6, true, 3000, 4000), run(1e6, false, 1e8, 1e8)}}
+	res := &rundir.Result{LastPass: 1e6, Trials: []rundir.Trial{run(5e5, true, 1, 1), run(1e6, true, 1000, 5000), run(2e6, false, 1e9, 1e9), run(1e6, true, 3000, 4000), run(1e6, false, 1e8, 1e8)}}
 	one := []protocol.AgentInfo{{Machine: "m"}, {Machine: "m"}}
 	two := []protocol.AgentInfo{{Machine: "m"}, {Machine: "n"}}
 	a := answerLatency(res, one)
@@ -27,7 +28,7 @@ func TestAnswerLatency(t *testing.T) {
 	if b := answerLatency(res, two); b == nil || b.ClockBoundNs != -1 || !strings.Contains(b.Statement(), "not bounded") {
 		t.Errorf("two machines: %+v: the clock error must be said to be unbounded", b)
 	}
-	if answerLatency(&Result{FirstFail: 1e6}, one) != nil {
+	if answerLatency(&rundir.Result{FirstFail: 1e6}, one) != nil {
 		t.Error("a latency without an answer")
 	}
 }

@@ -13,7 +13,7 @@ import (
 
 // profile runs the profiled trial when it was asked for and can run, and
 // says why not otherwise; its error is a profile that did not come back.
-func (s *Sweep) profile(ctx context.Context, res *Result, run func(context.Context, float64, string) (Trial, error), interrupted, failed bool) error {
+func (s *Sweep) profile(ctx context.Context, res *rundir.Result, run func(context.Context, float64, string) (rundir.Trial, error), interrupted, failed bool) error {
 	var err error
 	switch {
 	case s.Profile == nil:
@@ -43,7 +43,7 @@ const LimitOverload = 1.1
 // profiledTrial runs the profiled trial and collects every agent's logs;
 // it returns why either failed (the sweep's answer stands, but the user
 // asked for the logs, so Execute returns it as an error).
-func (s *Sweep) profiledTrial(ctx context.Context, res *Result, run func(context.Context, float64, string) (Trial, error)) error {
+func (s *Sweep) profiledTrial(ctx context.Context, res *rundir.Result, run func(context.Context, float64, string) (rundir.Trial, error)) error {
 	at := s.ProfileAt
 	if at <= 0 {
 		at = 0.9

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cloudprofiler-go/cp/cpustat"
+	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sweep/verdict"
 )
 
@@ -13,40 +14,40 @@ import (
 // headroom than the profile costs (never silently a FAIL in the table); a
 // failure above the answer (--profile-rate) is what was asked for.
 func TestProfiledLineSaysWhatTheVerdictMeans(t *testing.T) {
-	fail := Verdict{Checks: []Check{{Rule: verdict.RuleLateness, Detail: "p99 lateness 7.1ms > bound 5ms"}}}
-	pass := Verdict{Pass: true}
+	fail := rundir.Verdict{Checks: []rundir.Check{{Rule: verdict.RuleLateness, Detail: "p99 lateness 7.1ms > bound 5ms"}}}
+	pass := rundir.Verdict{Pass: true}
 	cases := []struct {
 		name     string
-		trials   []Trial
+		trials   []rundir.Trial
 		want     []string
 		profiled bool // --profile-search
 	}{
-		{"no profiled trial", []Trial{{Purpose: "confirm", Rate: 1e6, Verdict: pass}}, nil, false},
-		{"passed", []Trial{{Purpose: "profile", Rate: 9e5, Verdict: pass}},
+		{"no profiled trial", []rundir.Trial{{Purpose: "confirm", Rate: 1e6, Verdict: pass}}, nil, false},
+		{"passed", []rundir.Trial{{Purpose: "profile", Rate: 9e5, Verdict: pass}},
 			[]string{"profiled trial at 900.0 k/s (90% of the answer) passed", "profiles/"}, false},
-		{"passed, with the profiler's threads accounted", []Trial{{Purpose: "profile", Rate: 9e5, Verdict: pass, Hosts: []cpustat.AgentHost{
+		{"passed, with the profiler's threads accounted", []rundir.Trial{{Purpose: "profile", Rate: 9e5, Verdict: pass, Hosts: []cpustat.AgentHost{
 			{Node: "sender0", Summary: cpustat.Summary{Process: 0.6, Threads: []cpustat.ThreadShare{{Name: "thread0", Cores: 0.5}, {Name: cpustat.Profiler, Cores: 0.012}}}},
 			{Node: "receiver0", Summary: cpustat.Summary{Process: 0.4, Threads: []cpustat.ThreadShare{{Name: cpustat.Profiler, Cores: 0.008}}}},
 		}}},
 			[]string{"(90% of the answer; the profiler's threads used 0.020 cores, 2.0% of the agents' CPU) passed"}, false},
-		{"failed below the answer, the profile's measured cost well inside the headroom", []Trial{{Purpose: "profile", Rate: 9e5, Verdict: fail, Hosts: []cpustat.AgentHost{
+		{"failed below the answer, the profile's measured cost well inside the headroom", []rundir.Trial{{Purpose: "profile", Rate: 9e5, Verdict: fail, Hosts: []cpustat.AgentHost{
 			{Node: "sender0", Summary: cpustat.Summary{Process: 1, Threads: []cpustat.ThreadShare{{Name: cpustat.Profiler, Cores: 0.01}}}},
 		}}},
 			[]string{"FAILED (lateness", "the answer stands", "1.0% in its threads", "10% headroom", "not the likely", "busier", "optimistic"}, false},
-		{"failed below the answer, the profile's cost near the headroom", []Trial{{Purpose: "profile", Rate: 9e5, Verdict: fail, Hosts: []cpustat.AgentHost{
+		{"failed below the answer, the profile's cost near the headroom", []rundir.Trial{{Purpose: "profile", Rate: 9e5, Verdict: fail, Hosts: []cpustat.AgentHost{
 			{Node: "sender0", Summary: cpustat.Summary{Process: 1, Threads: []cpustat.ThreadShare{{Name: cpustat.Profiler, Cores: 0.06}}}},
 		}}},
 			[]string{"FAILED (lateness", "Either the profile costs", "headroom", "optimistic"}, false},
-		{"failed below the answer", []Trial{{Purpose: "profile", Rate: 9e5, Verdict: fail}},
+		{"failed below the answer", []rundir.Trial{{Purpose: "profile", Rate: 9e5, Verdict: fail}},
 			[]string{"FAILED (lateness: p99 lateness 7.1ms > bound 5ms)", "the answer stands", "queueing", "headroom", "run the sweep again"}, false},
-		{"failed above the answer", []Trial{{Purpose: "profile", Rate: 2e6, Verdict: fail}},
+		{"failed above the answer", []rundir.Trial{{Purpose: "profile", Rate: 2e6, Verdict: fail}},
 			[]string{"(200% of the answer) failed, as a trial above the answer may", "overloaded"}, false},
-		{"failed below an answer found profiled", []Trial{{Purpose: "profile", Rate: 9e5, Verdict: fail}},
+		{"failed below an answer found profiled", []rundir.Trial{{Purpose: "profile", Rate: 9e5, Verdict: fail}},
 			[]string{"FAILED (lateness", "ran with the same profile", "not the reason", "busier", "queueing"}, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := profiledLine(&Result{LastPass: 1e6, FirstFail: 1.01e6, Trials: c.trials}, c.profiled)
+			got := profiledLine(&rundir.Result{LastPass: 1e6, FirstFail: 1.01e6, Trials: c.trials}, c.profiled)
 			if c.want == nil && got != "" {
 				t.Fatalf("got %q, want nothing", got)
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
+	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/servicerate"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
@@ -14,7 +15,7 @@ import (
 // trialRates gathers every agent's service-rate estimates, the stages
 // named by their node (receiver0/consumer, sender1/thread0), a job's
 // operators by the job (ysb/join).
-func trialRates(o *Outcome) []servicerate.Rate {
+func trialRates(o *rundir.Outcome) []servicerate.Rate {
 	if o == nil {
 		return nil
 	}
@@ -65,7 +66,7 @@ func withInputShares(j *protocol.JobResult) []servicerate.Rate {
 // the tuples per bucket each stream carried in the trial. The boxes are
 // named as the diagnosis names them (stream0, sut/stream0): they belong
 // to no agent.
-func boxServiceRates(d *diagnose.Diagnosis, o *Outcome) []servicerate.Rate {
+func boxServiceRates(d *diagnose.Diagnosis, o *rundir.Outcome) []servicerate.Rate {
 	if d == nil || o == nil || o.Job != "" {
 		// A job's output streams carry what it writes (a filter's share,
 		// a window a key), not what it can take: their rate is no limit
@@ -93,7 +94,7 @@ func boxServiceRates(d *diagnose.Diagnosis, o *Outcome) []servicerate.Rate {
 
 // streamTraffic is what the receivers counted of the stream a black box
 // carries ("sut/stream3": stream 3), in tuples and buckets.
-func streamTraffic(o *Outcome, box string) (tuples, buckets uint64) {
+func streamTraffic(o *rundir.Outcome, box string) (tuples, buckets uint64) {
 	name := box[strings.LastIndex(box, "/")+1:]
 	id, err := strconv.ParseUint(strings.TrimPrefix(name, "stream"), 10, 32)
 	if err != nil {
@@ -122,7 +123,7 @@ func appendNamed(out []servicerate.Rate, prefix string, rates []servicerate.Rate
 }
 
 // nextLimitLine says it for the trial's progress line.
-func nextLimitLine(t Trial) string {
+func nextLimitLine(t rundir.Trial) string {
 	n := t.NextLimit
 	if n == nil {
 		if len(t.ServiceRates) > 0 {

@@ -8,8 +8,8 @@ import (
 	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/limits"
-	"github.com/cloudprofiler-go/cp/receiver"
-	rtally "github.com/cloudprofiler-go/cp/receiver/tally"
+	"github.com/cloudprofiler-go/cp/receiver/tally"
+	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/servicerate"
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
@@ -41,14 +41,14 @@ func TestNextLimitWeighsShares(t *testing.T) {
 	if math.Abs(n.Headroom-0.125) > 1e-9 {
 		t.Fatalf("headroom %v, want 0.125 over 80k", n.Headroom)
 	}
-	if got := nextLimitLine(Trial{NextLimit: n}); got == "" {
+	if got := nextLimitLine(rundir.Trial{NextLimit: n}); got == "" {
 		t.Fatal("no progress line")
 	}
 	none := []servicerate.Rate{rate("receiver0/consumer", stage.Consumer, servicerate.MethodRaftLib, 0, 10)}
 	if n := limits.Next(none, 1e3, true, 0, 0); n != nil {
 		t.Fatalf("a limit %+v from estimates that did not converge", n)
 	}
-	if l := nextLimitLine(Trial{ServiceRates: none}); l == "" {
+	if l := nextLimitLine(rundir.Trial{ServiceRates: none}); l == "" {
 		t.Fatal("no line saying nothing converged")
 	}
 }
@@ -77,7 +77,7 @@ func TestNextLimitContradictedByTheTrials(t *testing.T) {
 		if (n.Inconsistent == "") != (c.want == "") || !strings.Contains(n.Inconsistent, c.want) {
 			t.Errorf("%s: %+v", c.name, n)
 		}
-		line := nextLimitLine(Trial{NextLimit: n})
+		line := nextLimitLine(rundir.Trial{NextLimit: n})
 		if c.want != "" && (!strings.Contains(line, "inconsistent") || !strings.Contains(line, "raftlib 9.800 M/s") || strings.Contains(line, "headroom")) {
 			t.Errorf("%s: %q", c.name, line)
 		}
@@ -110,34 +110,34 @@ func TestHostCPULimit(t *testing.T) {
 	host := func(node string, busy float64, threads ...cpustat.ThreadShare) cpustat.AgentHost {
 		return cpustat.AgentHost{Node: node, Summary: cpustat.Summary{CPUs: 2, HostBusy: busy, Process: 0.8, Threads: threads}}
 	}
-	fail := Verdict{Pass: false}
+	fail := rundir.Verdict{Pass: false}
 	for _, c := range []struct {
 		name string
-		t    Trial
+		t    rundir.Trial
 		want bool
 	}{
-		{"a victim thread on saturated CPUs", Trial{Verdict: fail, LimitingStage: "thread0", LimitingEvidence: "late on its own: p99 lateness 5.5ms",
+		{"a victim thread on saturated CPUs", rundir.Trial{Verdict: fail, LimitingStage: "thread0", LimitingEvidence: "late on its own: p99 lateness 5.5ms",
 			Hosts: []cpustat.AgentHost{host("sender0", 0.97, cpustat.ThreadShare{Name: "zmq-io", Cores: 0.4}, cpustat.ThreadShare{Name: "thread0", Cores: 0.34, Runqueue: 0.1})}}, true},
-		{"no stage, a hot thread held back", Trial{Verdict: fail, LimitingStage: "none",
+		{"no stage, a hot thread held back", rundir.Trial{Verdict: fail, LimitingStage: "none",
 			Hosts: []cpustat.AgentHost{host("receiver0", 0.7, cpustat.ThreadShare{Name: "consumer", Cores: 0.2, Runqueue: 0.4})}}, true},
-		{"a saturated consumer on a quiet host", Trial{Verdict: fail, LimitingStage: "consumer", LimitingEvidence: "busy 95%",
+		{"a saturated consumer on a quiet host", rundir.Trial{Verdict: fail, LimitingStage: "consumer", LimitingEvidence: "busy 95%",
 			Hosts: []cpustat.AgentHost{host("receiver0", 0.6, cpustat.ThreadShare{Name: "consumer", Cores: 0.95, Runqueue: 0.02})}}, false},
 		// The demo's limit: the transport named (the lane idle, the sender
 		// blocked), the host 72% busy, libzmq's I/O threads waiting to run
 		// a third of the time: the transport did not get the CPU.
-		{"a transport whose I/O threads waited to run", Trial{Verdict: fail, LimitingStage: "stream0", LimitingEvidence: "stream0: lane0 idle 68%, thread0 blocked 8%",
+		{"a transport whose I/O threads waited to run", rundir.Trial{Verdict: fail, LimitingStage: "stream0", LimitingEvidence: "stream0: lane0 idle 68%, thread0 blocked 8%",
 			Hosts: []cpustat.AgentHost{host("receiver0", 0.72, cpustat.ThreadShare{Name: "zmq-io", Cores: 0.23, Runqueue: 0.34}, cpustat.ThreadShare{Name: "lane0", Cores: 0.2, Runqueue: 0.2})}}, true},
 		// Which hot thread waited longest is noise when several waited a
 		// third of the time: the sender's thread led by a point, its
 		// I/O threads waited as long (a demo beside a spinning process).
-		{"a transport whose I/O threads waited, another thread a point longer", Trial{Verdict: fail, LimitingStage: "stream0", LimitingEvidence: "stream0: lane0 idle 57%, thread0 blocked 9%",
+		{"a transport whose I/O threads waited, another thread a point longer", rundir.Trial{Verdict: fail, LimitingStage: "stream0", LimitingEvidence: "stream0: lane0 idle 57%, thread0 blocked 9%",
 			Hosts: []cpustat.AgentHost{host("sender0", 0.86, cpustat.ThreadShare{Name: "thread0", Cores: 0.32, Runqueue: 0.355}, cpustat.ThreadShare{Name: "zmq-io", Cores: 0.18, Runqueue: 0.35})}}, true},
-		{"a transport with CPU to spare (a full network)", Trial{Verdict: fail, LimitingStage: "stream0", LimitingEvidence: "stream0: lane0 idle 90%, thread0 blocked 80%",
+		{"a transport with CPU to spare (a full network)", rundir.Trial{Verdict: fail, LimitingStage: "stream0", LimitingEvidence: "stream0: lane0 idle 90%, thread0 blocked 80%",
 			Hosts: []cpustat.AgentHost{host("receiver0", 0.3, cpustat.ThreadShare{Name: "zmq-io", Cores: 0.2, Runqueue: 0.03})}}, false},
-		{"a relay, whatever the I/O threads did", Trial{Verdict: fail, LimitingStage: "sut/stream0", LimitingEvidence: "sut/stream0: queue 24 -> 88, lane0 idle 98%",
+		{"a relay, whatever the I/O threads did", rundir.Trial{Verdict: fail, LimitingStage: "sut/stream0", LimitingEvidence: "sut/stream0: queue 24 -> 88, lane0 idle 98%",
 			Hosts: []cpustat.AgentHost{host("receiver0", 0.5, cpustat.ThreadShare{Name: "zmq-io", Cores: 0.2, Runqueue: 0.3})}}, false},
-		{"a pass", Trial{Verdict: Verdict{Pass: true}, Hosts: []cpustat.AgentHost{host("sender0", 0.99)}}, false},
-		{"no accounting", Trial{Verdict: fail, LimitingStage: "none"}, false},
+		{"a pass", rundir.Trial{Verdict: rundir.Verdict{Pass: true}, Hosts: []cpustat.AgentHost{host("sender0", 0.99)}}, false},
+		{"no accounting", rundir.Trial{Verdict: fail, LimitingStage: "none"}, false},
 	} {
 		why := ""
 		if !c.t.Verdict.Pass {
@@ -154,8 +154,8 @@ func TestHostCPULimit(t *testing.T) {
 // sweep printed its estimate 47.1 k/s as contradicted by 49.79 k/s, which
 // had passed once and failed twice).
 func TestHighestPassIsSustained(t *testing.T) {
-	pass, fail := Verdict{Pass: true}, Verdict{}
-	trials := []Trial{
+	pass, fail := rundir.Verdict{Pass: true}, rundir.Verdict{}
+	trials := []rundir.Trial{
 		{Rate: 45076, Purpose: "candidate", Verdict: pass},
 		{Rate: 49791, Purpose: "close", Verdict: pass},
 		{Rate: 50687, Purpose: "close", Verdict: fail},
@@ -170,7 +170,7 @@ func TestHighestPassIsSustained(t *testing.T) {
 	}
 	// The profiled trial ran with the profiler on: its failure below the
 	// answer is not the search's evidence.
-	trials = append(trials, Trial{Rate: 40568, Purpose: "profile", Verdict: fail})
+	trials = append(trials, rundir.Trial{Rate: 40568, Purpose: "profile", Verdict: fail})
 	if got := limits.LowestFail(trials); got != 49791 {
 		t.Fatalf("lowest failure %.0f with a failed profiled trial, want 49791", got)
 	}
@@ -180,11 +180,11 @@ func TestHighestPassIsSustained(t *testing.T) {
 // the results: below a rate that passed later (a lane "at 428.0 k/s" in a
 // sweep that answered 479.7 k/s), or above one that failed later.
 func TestRecheckLimitsMarksWhatLaterTrialsDisproved(t *testing.T) {
-	pass, fail := Verdict{Pass: true}, Verdict{}
-	limit := func(v float64) *NextLimit {
-		return &NextLimit{Limit: servicerate.Limit{Stage: "receiver0/lane0", Method: servicerate.MethodBusyTime, TuplesPerS: v}}
+	pass, fail := rundir.Verdict{Pass: true}, rundir.Verdict{}
+	limit := func(v float64) *rundir.NextLimit {
+		return &rundir.NextLimit{Limit: servicerate.Limit{Stage: "receiver0/lane0", Method: servicerate.MethodBusyTime, TuplesPerS: v}}
 	}
-	trials := []Trial{
+	trials := []rundir.Trial{
 		{Rate: 400e3, Purpose: "ramp", Verdict: pass, NextLimit: limit(428e3)},
 		{Rate: 450e3, Purpose: "ramp", Verdict: pass, NextLimit: limit(2e6)},
 		{Rate: 470e3, Purpose: "bisect", Verdict: pass, NextLimit: limit(475e3)},
@@ -217,14 +217,14 @@ func TestHostCPUNextLimit(t *testing.T) {
 		want    string
 		through string
 	}{
-		{"the transport, its I/O threads waiting to run", "stream0", false, starved, HostCPU, "stream0"},
-		{"the same at a passing trial", "stream0", true, starved, HostCPU, "stream0"},
+		{"the transport, its I/O threads waiting to run", "stream0", false, starved, diagnose.HostCPU, "stream0"},
+		{"the same at a passing trial", "stream0", true, starved, diagnose.HostCPU, "stream0"},
 		{"a relay stays the system under test", "sut/stream0", false, starved, "sut/stream0", ""},
 		{"a saturated lane on a quiet host", "receiver0/lane0", false, quiet, "receiver0/lane0", ""},
 		{"a lane that waited to run", "sender0/thread0", false, []cpustat.AgentHost{{Node: "sender0", Summary: cpustat.Summary{CPUs: 2, HostBusy: 0.7,
-			Threads: []cpustat.ThreadShare{{Name: "thread0", Cores: 0.5, Runqueue: 0.4}}}}}, HostCPU, "sender0/thread0"},
+			Threads: []cpustat.ThreadShare{{Name: "thread0", Cores: 0.5, Runqueue: 0.4}}}}}, diagnose.HostCPU, "sender0/thread0"},
 	} {
-		tr := Trial{Verdict: Verdict{Pass: c.pass}, Hosts: c.hosts, NextLimit: &NextLimit{Limit: servicerate.Limit{Stage: c.stage, Method: servicerate.MethodBacklog, TuplesPerS: 7.6e6}}}
+		tr := rundir.Trial{Verdict: rundir.Verdict{Pass: c.pass}, Hosts: c.hosts, NextLimit: &rundir.NextLimit{Limit: servicerate.Limit{Stage: c.stage, Method: servicerate.MethodBacklog, TuplesPerS: 7.6e6}}}
 		limits.NextHostCPU(&tr)
 		if n := tr.NextLimit; n.Stage != c.want || n.Through != c.through || (c.through != "") != (n.HostEvidence != "" && n.HeldBy != "") {
 			t.Errorf("%s: next limit %q through %q (%s), want %q through %q", c.name, n.Stage, n.Through, n.HostEvidence, c.want, c.through)
@@ -244,7 +244,7 @@ func TestHostCPUNextLimit(t *testing.T) {
 // its stream carried, under the diagnosis's name; one that was never
 // backlogged says why and gives no number.
 func TestBoxServiceRates(t *testing.T) {
-	o := &Outcome{Receivers: []*receiver.Result{{Streams: []rtally.StreamResult{{Stream: 0, ReceivedTuples: 600000, Buckets: 6000}}}}}
+	o := &rundir.Outcome{Receivers: []*tally.Result{{Streams: []tally.StreamResult{{Stream: 0, ReceivedTuples: 600000, Buckets: 6000}}}}}
 	d := &diagnose.Diagnosis{PeriodNs: 1e8, BoxRates: []diagnose.BoxRate{
 		{Stage: "sut/stream0", PerS: 3000, Periods: 20, Total: 20, Share: 1},
 		{Stage: "stream1", Why: "never backlogged", Total: 20},
@@ -269,13 +269,13 @@ func TestBoxServiceRates(t *testing.T) {
 // sweep said "limited by: stream0" from its profiled trial while its own
 // trials at that rate said host CPU).
 func TestAnswerLimitIsTheSearchs(t *testing.T) {
-	fail := Verdict{}
-	trials := []Trial{
-		{Rate: 8.144e6, Purpose: "close", Verdict: fail, LimitingStage: HostCPU, LimitingEvidence: "host busy 86%"},
-		{Rate: 6.24e6, Purpose: "repeat", Verdict: Verdict{Pass: true}},
+	fail := rundir.Verdict{}
+	trials := []rundir.Trial{
+		{Rate: 8.144e6, Purpose: "close", Verdict: fail, LimitingStage: diagnose.HostCPU, LimitingEvidence: "host busy 86%"},
+		{Rate: 6.24e6, Purpose: "repeat", Verdict: rundir.Verdict{Pass: true}},
 		{Rate: 8.144e6, Purpose: "profile", Verdict: fail, LimitingStage: "stream0", LimitingEvidence: "stream0: lane0 idle 57%"},
 	}
-	if stage, why := limits.Answer(trials, 8.144e6); stage != HostCPU || why != "host busy 86%" {
+	if stage, why := limits.Answer(trials, 8.144e6); stage != diagnose.HostCPU || why != "host busy 86%" {
 		t.Fatalf("answer limited by %q (%s), want the search's host CPU", stage, why)
 	}
 }
@@ -292,7 +292,7 @@ func TestOperatorsLimitTheJobsInput(t *testing.T) {
 	job := &protocol.JobResult{Name: "ysb", Edges: [][2]string{{"filter", "join"}, {"filter.1", "join.1"}, {"join", "window"}, {"join.1", "window"}},
 		ServiceRates: []servicerate.Rate{rate("filter", 150, 90e3), rate("filter.1", 150, 90e3), rate("join", 50, 4e3), rate("join.1", 50, 5e3), rate("window", 100, 30e3)}}
 	got := map[string]float64{}
-	for _, l := range servicerate.Limits(trialRates(&Outcome{Jobs: []*protocol.JobResult{job}})) {
+	for _, l := range servicerate.Limits(trialRates(&rundir.Outcome{Jobs: []*protocol.JobResult{job}})) {
 		got[l.Stage] = l.TuplesPerS
 	}
 	// input 300: each filter half of it, each join a sixth, the window a third

@@ -83,7 +83,7 @@ type Sweep struct {
 	// it (the zero value judges every trial: DefaultHostRules is cpsweep's
 	// default).
 	Host   HostRules
-	report Report
+	report rundir.Summary
 	// prior are the earlier sweeps' answers to compare with (History),
 	// read once, when the first answer is saved.
 	prior     []float64
@@ -95,7 +95,7 @@ type Sweep struct {
 // finished trial and returns the partial report with Interrupted set. A
 // profile or a TSC relation that was asked for and could not be made is
 // an error after the answer (which stands, and is saved).
-func (s *Sweep) Execute(ctx context.Context) (*Report, error) {
+func (s *Sweep) Execute(ctx context.Context) (*rundir.Summary, error) {
 	agents, err := s.Ctrl.Prepare(ctx)
 	if err != nil {
 		return nil, err
@@ -109,8 +109,8 @@ func (s *Sweep) Execute(ctx context.Context) (*Report, error) {
 			return &s.report, &AgentError{Agent: "TSC probing", Err: fmt.Errorf("before the sweep: %w", err)}
 		}
 	}
-	rec := &recorder{s: s, partial: &Result{Method: s.Search.Method}}
-	var res *Result
+	rec := &recorder{s: s, partial: &rundir.Result{Method: s.Search.Method}}
+	var res *rundir.Result
 	if s.ProfileSearch && s.Profile != nil {
 		s.Ctrl.TrialProfile, s.report.ProfiledSearch = s.Profile, true
 	}
@@ -161,9 +161,9 @@ func (s *Sweep) Execute(ctx context.Context) (*Report, error) {
 // nor a fail, and the search never moves on one. The runs it repeated are
 // kept in the trial (Disturbed). When every run was disturbed the sweep
 // ends with a *DisturbedError naming what disturbed it.
-func (rec *recorder) undisturbed(ctx context.Context, n int, rate float64, purpose string) (Trial, error) {
+func (rec *recorder) undisturbed(ctx context.Context, n int, rate float64, purpose string) (rundir.Trial, error) {
 	s := rec.s
-	var attempts []Attempt
+	var attempts []rundir.Attempt
 	for {
 		t, err := s.runTrial(ctx, n, rate, purpose)
 		if err != nil {
@@ -175,7 +175,7 @@ func (rec *recorder) undisturbed(ctx context.Context, n int, rate float64, purpo
 			t.Disturbed = attempts
 			return t, nil
 		}
-		attempts = append(attempts, Attempt{Reason: why, Pass: t.Verdict.Pass, Achieved: t.Achieved, Hosts: t.Hosts})
+		attempts = append(attempts, rundir.Attempt{Reason: why, Pass: t.Verdict.Pass, Achieved: t.Achieved, Hosts: t.Hosts})
 		if len(attempts) > s.Host.MaxRepeats || ctx.Err() != nil {
 			t.Disturbed = attempts
 			s.report.Disturbed = fmt.Sprintf("trial %d at %s: %s (%d run(s), every one disturbed)", n, numfmt.Rate(rate), why, len(attempts))
@@ -207,7 +207,7 @@ func (s *Sweep) begin(agents []protocol.AgentInfo) error {
 		}
 		settings[i] = b
 	}
-	s.report = Report{FormatVersion: rundir.FormatVersion, Name: s.Name, Started: time.Now().UTC(), Plan: settings[0],
+	s.report = rundir.Summary{FormatVersion: rundir.FormatVersion, Name: s.Name, Started: time.Now().UTC(), Plan: settings[0],
 		Search: settings[1], Agents: agents, Topology: s.Ctrl.AgentsSummary(), BlackBoxName: s.Ctrl.BlackBox(), Dir: s.Out.Dir, HostRules: settings[2]}
 	if err := s.Out.WriteJSON(rundir.ConfigFile, map[string]any{"plan": s.Ctrl.Plan, "search": s.Search, "agents": agents,
 		"topology": s.report.Topology, "args": s.Args, "profile": s.ProfileYAML, "profile_at": s.ProfileAt, "profile_at_limit": s.ProfileAtLimit, "profile_rate": s.ProfileRate, "profile_search": s.ProfileSearch,
@@ -229,11 +229,11 @@ const (
 // directory as it finishes; a failed write ends the sweep.
 type recorder struct {
 	s        *Sweep
-	partial  *Result
+	partial  *rundir.Result
 	writeErr error
 }
 
-func (rec *recorder) run(ctx context.Context, rate float64, purpose string) (Trial, error) {
+func (rec *recorder) run(ctx context.Context, rate float64, purpose string) (rundir.Trial, error) {
 	s := rec.s
 	n := len(rec.partial.Trials) + 1
 	short := false
@@ -315,7 +315,7 @@ const MaxAgentRetries = 3
 // runTrial runs one trial; after an agent failure it waits for the agents
 // and repeats the trial (with RetryAgent), or records the trial as invalid
 // and returns the *AgentError.
-func (s *Sweep) runTrial(ctx context.Context, n int, rate float64, purpose string) (Trial, error) {
+func (s *Sweep) runTrial(ctx context.Context, n int, rate float64, purpose string) (rundir.Trial, error) {
 	for retries := 0; ; retries++ {
 		if s.Live {
 			s.logf("trial %2d  %-7s  %12s  running ...", n, purpose, numfmt.Rate(rate))
@@ -343,7 +343,7 @@ func (s *Sweep) runTrial(ctx context.Context, n int, rate float64, purpose strin
 				s.logf("          %v\n", werr)
 			}
 		}
-		inv := &InvalidTrial{N: n, Rate: rate, Purpose: purpose, Agent: ae.Agent, System: ae.System, Error: ae.Err.Error(), Retries: retries}
+		inv := &rundir.InvalidTrial{N: n, Rate: rate, Purpose: purpose, Agent: ae.Agent, System: ae.System, Error: ae.Err.Error(), Retries: retries}
 		s.report.Invalid = inv
 		if werr := s.Out.WriteJSON(rundir.TrialFileName(n), rundir.TrialFile{Invalid: inv, Outcome: t.Outcome}); werr != nil {
 			return t, errors.Join(err, werr)
@@ -379,7 +379,7 @@ func (s *Sweep) logf(format string, args ...any) {
 	}
 }
 
-func (s *Sweep) save(r *Result, interrupted bool) error {
+func (s *Sweep) save(r *rundir.Result, interrupted bool) error {
 	s.report.Result, s.report.Interrupted = r, interrupted
 	limits.Recheck(r.Trials)
 	s.report.Contradicted = search.Contradiction(r)

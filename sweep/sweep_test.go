@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/profiler"
+	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/sweep/search"
 )
@@ -81,7 +82,7 @@ func TestSweepRecordsAgentFailures(t *testing.T) {
 			if inv == nil || inv.N != 1 || inv.Rate != 1000 || inv.Retries != tc.retries || !strings.Contains(inv.Error, "address in use") || inv.Agent != recv.client().Addr {
 				t.Fatalf("invalid trial %+v", inv)
 			}
-			var saved struct{ Invalid *InvalidTrial }
+			var saved struct{ Invalid *rundir.InvalidTrial }
 			b, err := os.ReadFile(filepath.Join(report.Dir, "trials", "001.json"))
 			if err != nil || json.Unmarshal(b, &saved) != nil || saved.Invalid == nil || saved.Invalid.Retries != tc.retries {
 				t.Errorf("trials/001.json: %v %s", err, b)
@@ -99,29 +100,29 @@ func TestSweepRecordsAgentFailures(t *testing.T) {
 // will do next, and nothing after the boundary's repeats or the profiled
 // trial.
 func TestProgressEstimateIsTrue(t *testing.T) {
-	tr := func(rate float64, pass bool, purpose string) Trial {
-		return Trial{Rate: rate, Verdict: Verdict{Pass: pass}, Purpose: purpose, Elapsed: time.Second}
+	tr := func(rate float64, pass bool, purpose string) rundir.Trial {
+		return rundir.Trial{Rate: rate, Verdict: rundir.Verdict{Pass: pass}, Purpose: purpose, Elapsed: time.Second}
 	}
 	s := &Sweep{Search: Search{Method: "fast", Fast: search.FastPlan{Precision: 0.01}}}
 	for _, tc := range []struct {
 		name   string
-		trials []Trial
+		trials []rundir.Trial
 		want   string // "" = no line
 	}{
-		{"ramping", []Trial{tr(1000, true, "ramp")}, ""},
-		{"wide interval", []Trial{tr(1000, true, "ramp"), tr(2000, false, "ramp")}, "interval [1.000 k/s, 2.000 k/s): about 5 more trial(s)"},
-		{"narrow: repeats next", []Trial{tr(1000, true, "ramp"), tr(1005, false, "close")}, "within 1%: both rates are repeated next, to 3 runs each"},
-		{"repeating", []Trial{tr(1000, true, "ramp"), tr(1005, false, "close"), tr(1000, true, "repeat")}, "1.000 k/s passed 2 of 2 runs so far (3 asked)"},
-		{"after the repeats", []Trial{tr(1000, true, "ramp"), tr(1005, false, "close"), tr(1000, true, "repeat"), tr(1005, false, "repeat"),
+		{"ramping", []rundir.Trial{tr(1000, true, "ramp")}, ""},
+		{"wide interval", []rundir.Trial{tr(1000, true, "ramp"), tr(2000, false, "ramp")}, "interval [1.000 k/s, 2.000 k/s): about 5 more trial(s)"},
+		{"narrow: repeats next", []rundir.Trial{tr(1000, true, "ramp"), tr(1005, false, "close")}, "within 1%: both rates are repeated next, to 3 runs each"},
+		{"repeating", []rundir.Trial{tr(1000, true, "ramp"), tr(1005, false, "close"), tr(1000, true, "repeat")}, "1.000 k/s passed 2 of 2 runs so far (3 asked)"},
+		{"after the repeats", []rundir.Trial{tr(1000, true, "ramp"), tr(1005, false, "close"), tr(1000, true, "repeat"), tr(1005, false, "repeat"),
 			tr(1000, true, "repeat"), tr(1005, false, "repeat")}, ""},
-		{"after the profiled trial", []Trial{tr(1000, true, "ramp"), tr(1005, false, "close"), tr(900, true, "profile")}, ""},
-		{"a new candidate's first run", []Trial{tr(500, true, "ramp"), tr(1000, true, "ramp"), tr(1005, false, "close"),
+		{"after the profiled trial", []rundir.Trial{tr(1000, true, "ramp"), tr(1005, false, "close"), tr(900, true, "profile")}, ""},
+		{"a new candidate's first run", []rundir.Trial{tr(500, true, "ramp"), tr(1000, true, "ramp"), tr(1005, false, "close"),
 			tr(1000, false, "repeat"), tr(980, true, "candidate")}, "980.0 /s passed 1 of 1 runs so far (3 asked)"},
-		{"a failed repeat moves the answer down", []Trial{tr(500, true, "ramp"), tr(1000, true, "ramp"), tr(1005, false, "close"),
+		{"a failed repeat moves the answer down", []rundir.Trial{tr(500, true, "ramp"), tr(1000, true, "ramp"), tr(1005, false, "close"),
 			tr(1000, false, "repeat")}, "1.000 k/s passed only 1 of 2 runs: the answer moves below it"},
-		{"bounds that differ only in the fifth digit", []Trial{tr(17_001, true, "ramp"), tr(17_004, false, "close")}, "[17.001 k/s, 17.004 k/s)"},
+		{"bounds that differ only in the fifth digit", []rundir.Trial{tr(17_001, true, "ramp"), tr(17_004, false, "close")}, "[17.001 k/s, 17.004 k/s)"},
 	} {
-		got := s.estimateLeft(&Result{Trials: tc.trials})
+		got := s.estimateLeft(&rundir.Result{Trials: tc.trials})
 		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}

@@ -17,7 +17,7 @@ import (
 // What a sweep prints for people: a line per trial, the estimate of the
 // trials left, the final table and the answer.
 
-func (s *Sweep) trialLine(t Trial) string {
+func (s *Sweep) trialLine(t rundir.Trial) string {
 	outcome := "PASS"
 	if !t.Verdict.Pass {
 		outcome = "FAIL"
@@ -33,7 +33,7 @@ func (s *Sweep) trialLine(t Trial) string {
 }
 
 // estimateLeft guesses the trials (and time) a fast search still needs.
-func (s *Sweep) estimateLeft(r *Result) string {
+func (s *Sweep) estimateLeft(r *rundir.Result) string {
 	if s.Search.Method == "linear" || len(r.Trials) == 0 {
 		return ""
 	}
@@ -91,7 +91,7 @@ func (s *Sweep) estimateLeft(r *Result) string {
 
 // repeatsLeft says how the boundary repeats stand: the runs so far of the
 // rate the latest repeat ran.
-func repeatsLeft(r *Result, runsEach int) string {
+func repeatsLeft(r *rundir.Result, runsEach int) string {
 	last := r.Trials[len(r.Trials)-1]
 	at := search.Tally(r.Trials)[last.Rate]
 	switch {
@@ -104,7 +104,7 @@ func repeatsLeft(r *Result, runsEach int) string {
 }
 
 // WriteText prints the final table and the answer.
-func WriteText(w io.Writer, r *Report) {
+func WriteText(w io.Writer, r *rundir.Summary) {
 	res := r.Result
 	if res == nil {
 		fmt.Fprintln(w, "no trial ran")
@@ -178,8 +178,8 @@ func WriteText(w io.Writer, r *Report) {
 // answer and for its logs. The answer is the search's, found without the
 // profiler; a profiled trial below it that fails says that the answer had
 // less headroom than the profile costs, which a user must not miss.
-func profiledLine(res *Result, profiledSearch bool) string {
-	var t *Trial
+func profiledLine(res *rundir.Result, profiledSearch bool) string {
+	var t *rundir.Trial
 	for i := range res.Trials {
 		if res.Trials[i].Purpose == rundir.PurposeProfile {
 			t = &res.Trials[i]
@@ -230,7 +230,7 @@ func profiledLine(res *Result, profiledSearch bool) string {
 }
 
 // profiledNote marks an answer found with the profiler on.
-func profiledNote(r *Report) string {
+func profiledNote(r *rundir.Summary) string {
 	if r.ProfiledSearch {
 		return ", every trial profiled"
 	}
@@ -238,7 +238,7 @@ func profiledNote(r *Report) string {
 }
 
 // writeTrialTable is the trials, one line each, and a blank line.
-func writeTrialTable(w io.Writer, trials []Trial) {
+func writeTrialTable(w io.Writer, trials []rundir.Trial) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "trial\tpurpose\ttarget\tachieved\tverdict\tfailed rules")
 	for _, t := range trials {

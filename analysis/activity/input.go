@@ -419,7 +419,7 @@ func workerOfPoint(channel string) string {
 		return "lane" + n
 	case "consumed":
 		return "consumer"
-	case strings.TrimSuffix(OperatorPrefix, "."):
+	case strings.TrimSuffix(analysis.OperatorPrefix, "."):
 		return channel // an operator's points and its worker share the name
 	}
 	return ""
@@ -458,7 +458,7 @@ func operatorWorker(node, op string) string {
 		}
 		op = name
 	}
-	return node + "/" + OperatorPrefix + op
+	return node + "/" + analysis.OperatorPrefix + op
 }
 
 // releases are the pairs of operator workers on one node that a job's

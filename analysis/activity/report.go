@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/analysis"
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/limits"
@@ -163,7 +164,7 @@ func (r *Report) TopSystem() (Share, bool) {
 
 // IsOperator says whether a worker is a job's operator (job0/op.join).
 func IsOperator(worker string) bool {
-	return strings.HasPrefix(worker[strings.LastIndex(worker, "/")+1:], OperatorPrefix)
+	return strings.HasPrefix(worker[strings.LastIndex(worker, "/")+1:], analysis.OperatorPrefix)
 }
 
 // AgreementWith puts the sweep's stage diagnosis and service rates (from

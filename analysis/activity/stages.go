@@ -16,7 +16,7 @@ import (
 // name); ok is false for a stage with no activities.
 func StageKinds(name string) (kinds []Kind, ok bool) {
 	switch {
-	case strings.HasPrefix(name, OperatorPrefix) && len(name) > len(OperatorPrefix):
+	case strings.HasPrefix(name, analysis.OperatorPrefix) && len(name) > len(analysis.OperatorPrefix):
 		return []Kind{stage.OpWaiting: Waiting, stage.OpBusy: Busy, stage.OpBlocked: Blocked}, true
 	case name == "consumer":
 		return []Kind{stage.Idling: Idle, stage.Working: Consume}, true
@@ -27,10 +27,6 @@ func StageKinds(name string) (kinds []Kind, ok bool) {
 	}
 	return nil, false
 }
-
-// OperatorPrefix begins a job's operator's stage name in its trace
-// (activity.op.join) and its worker's name after the node's (job0/op.join).
-const OperatorPrefix = analysis.OperatorPrefix
 
 func numbered(name, prefix string) bool {
 	n, ok := strings.CutPrefix(name, prefix)

@@ -17,14 +17,11 @@ import (
 	"github.com/cloudprofiler-go/cp/rundir"
 )
 
-// SweepPoint is one trial on the sweep plot.
-type SweepPoint = rundir.SweepPoint
-
 // WriteSweepPlot draws achieved against target rate, passes and fails
 // marked, the ideal diagonal, and the max-sustainable interval, into
 // dir/sweep.svg. The sweep calls it through its Plot hook (the binary
 // wires it), so that the sweep links no plotting library.
-func WriteSweepPlot(dir, title string, pts []SweepPoint, lastPass, firstFail float64) error {
+func WriteSweepPlot(dir, title string, pts []rundir.SweepPoint, lastPass, firstFail float64) error {
 	p, err := SweepPlot(title, pts, lastPass, firstFail)
 	if err != nil {
 		return err
@@ -50,7 +47,7 @@ var (
 // SweepRange is the range both axes of the sweep plot share: fitted to the
 // trials' targets and achieved rates (and the answer), with a margin, and
 // logarithmic when it spans a decade or more.
-func SweepRange(pts []SweepPoint, lastPass, firstFail float64) (lo, hi float64, log bool) {
+func SweepRange(pts []rundir.SweepPoint, lastPass, firstFail float64) (lo, hi float64, log bool) {
 	lo, hi = math.Inf(1), 0
 	for _, v := range []float64{lastPass, firstFail} {
 		if v > 0 {
@@ -149,7 +146,7 @@ func labelled(log bool, format func(float64) string) plot.Ticker {
 // SweepPlot is the sweep's plot (see PlotSweep), with its legend inside
 // the plot's empty corner (achieved never exceeds target by much, so the
 // top left above the diagonal holds no data).
-func SweepPlot(title string, pts []SweepPoint, lastPass, firstFail float64) (*plot.Plot, error) {
+func SweepPlot(title string, pts []rundir.SweepPoint, lastPass, firstFail float64) (*plot.Plot, error) {
 	p, err := SweepPlotBare(title, pts, lastPass, firstFail)
 	if err != nil {
 		return nil, err
@@ -168,7 +165,7 @@ type LegendItem struct {
 }
 
 // SweepLegend is the sweep plot's legend.
-func SweepLegend(pts []SweepPoint, lastPass, firstFail float64) []LegendItem {
+func SweepLegend(pts []rundir.SweepPoint, lastPass, firstFail float64) []LegendItem {
 	var items []LegendItem
 	ideal, _ := sweepIdeal(1, 2)
 	items = append(items, LegendItem{"achieved = target", ideal})
@@ -198,7 +195,7 @@ type sweepSet struct {
 	style draw.GlyphStyle
 }
 
-func sweepSets(pts []SweepPoint) []sweepSet {
+func sweepSets(pts []rundir.SweepPoint) []sweepSet {
 	sets := []sweepSet{
 		{label: "pass", style: draw.GlyphStyle{Shape: draw.CircleGlyph{}, Color: PassColor, Radius: vg.Points(4)}},
 		{label: "fail", style: draw.GlyphStyle{Shape: draw.CrossGlyph{}, Color: FailColor, Radius: vg.Points(4)}},
@@ -228,7 +225,7 @@ func sweepIdeal(lo, hi float64) (*plotter.Line, error) {
 // interval as a band between two lines (last pass, first fail), and the
 // trials. A point whose achieved rate is 0 sits at the bottom of a log
 // axis.
-func SweepPlotBare(title string, pts []SweepPoint, lastPass, firstFail float64) (*plot.Plot, error) {
+func SweepPlotBare(title string, pts []rundir.SweepPoint, lastPass, firstFail float64) (*plot.Plot, error) {
 	lo, hi, log := SweepRange(pts, lastPass, firstFail)
 	p := plot.New()
 	p.Title.Text = title

@@ -16,9 +16,9 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/internal/readfile"
 	"github.com/cloudprofiler-go/cp/internal/termsafe"
-	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/rundir"
-	"github.com/cloudprofiler-go/cp/sender"
+	sendtally "github.com/cloudprofiler-go/cp/sender/tally"
 	"github.com/cloudprofiler-go/cp/sweep"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
 )
@@ -138,7 +138,7 @@ func stallList(d *diagnose.Diagnosis) string {
 
 // diagnoseFiles diagnoses one run from dgsend's and dgrecv's JSON results.
 func diagnoseFiles(paths []string, o sweep.DiagnoseOptions, relay bool, relation, output string, jsonOut bool) error {
-	out := &sweep.Outcome{}
+	out := &rundir.Outcome{}
 	for _, p := range paths {
 		if err := readResult(p, out); err != nil {
 			return err
@@ -175,7 +175,7 @@ func diagnoseFiles(paths []string, o sweep.DiagnoseOptions, relay bool, relation
 
 // readResult reads a dgsend or dgrecv JSON result (told apart by their
 // fields) into the outcome.
-func readResult(path string, out *sweep.Outcome) error {
+func readResult(path string, out *rundir.Outcome) error {
 	b, err := readfile.Limited(path, 256<<20)
 	if err != nil {
 		return err
@@ -186,13 +186,13 @@ func readResult(path string, out *sweep.Outcome) error {
 	}
 	switch {
 	case probe["target_rate_tuples_per_s"] != nil:
-		var r sender.Result
+		var r sendtally.Result
 		if err := json.Unmarshal(b, &r); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 		out.Senders = append(out.Senders, &r)
 	case probe["received_tuples"] != nil:
-		var r receiver.Result
+		var r tally.Result
 		if err := json.Unmarshal(b, &r); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}

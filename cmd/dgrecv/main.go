@@ -20,6 +20,7 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/internal/termsafe"
 	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sweep/agent"
 	"github.com/cloudprofiler-go/cp/sweep/agent/recvagent"
@@ -179,7 +180,7 @@ func (o *options) execute(ctx context.Context, scenarioSet bool, code *int) erro
 		return agent.Run(ctx, agent.Options{Role: recvagent.Role{Brokers: brokers.All(), JobInput: cfg.JobInput, Streams: &recvagent.StreamMemory{}}, Endpoints: cfg.Endpoints, Connect: cfg.Connect, CPUs: cfg.CPUs, IOThreads: cfg.IOThreads, ProbeAddr: o.probeAdr, MemoryBudget: cfg.MemoryBudget},
 			o.run.MetricsAddr, o.tok.Token, o.tok.File, o.run.Calibrate)
 	}
-	res, err := cli.RunCommand(ctx, o.run, func(clock *tsc.Clock, prof *cli.Profile) (cli.Runner[*receiver.Result], error) {
+	res, err := cli.RunCommand(ctx, o.run, func(clock *tsc.Clock, prof *cli.Profile) (cli.Runner[*tally.Result], error) {
 		cfg.Clock, cfg.Profile, cfg.Handlers, cfg.Logf = clock, prof.Profiler, prof.Handlers, cli.Logf("dgrecv")
 		cfg.StagePeriod = o.run.StagePeriod
 		cfg.NoServiceRates = !o.run.ServiceRates
@@ -188,7 +189,7 @@ func (o *options) execute(ctx context.Context, scenarioSet bool, code *int) erro
 			fmt.Fprintf(os.Stderr, "dgrecv: listening on %s (messages up to %s: --max-message, within --memory-budget)\n", strings.Join(r.BoundEndpoints(), " "), numfmt.Bytes(int64(r.MaxMessage())))
 		}
 		return r, err
-	}, func(r cli.Runner[*receiver.Result], done <-chan struct{}) {
+	}, func(r cli.Runner[*tally.Result], done <-chan struct{}) {
 		reportProgress(r.(*receiver.Receiver), done)
 	})
 	if res != nil && !res.Complete {

@@ -18,8 +18,10 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/termsafe"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
+	"github.com/cloudprofiler-go/cp/sender/tally"
 	"github.com/cloudprofiler-go/cp/sweep/agent"
 	"github.com/cloudprofiler-go/cp/sweep/agent/sendagent"
+	"github.com/cloudprofiler-go/cp/trialcfg"
 	"github.com/cloudprofiler-go/cp/tsc"
 )
 
@@ -140,7 +142,7 @@ func (o *options) config() (sender.Config, error) {
 	if cfg.Bind {
 		cfg.Endpoints = o.bind
 	}
-	cfg.Overflow, cfg.Idle = sender.Overflow(o.overflow), sender.Idle(o.idle)
+	cfg.Overflow, cfg.Idle = trialcfg.Overflow(o.overflow), trialcfg.Idle(o.idle)
 	var err error
 	name, events, err := o.events.Scenario(o.scenario, o.scenarioGiven)
 	if err != nil {
@@ -180,11 +182,11 @@ func (o *options) execute(ctx context.Context) error {
 	if features, err := tsc.DetectFeatures(); err == nil && features.Problem() != "" {
 		fmt.Fprintf(os.Stderr, "dgsend: warning: %s\n", features.Problem())
 	}
-	res, err := cli.RunCommand(ctx, o.run, func(clock *tsc.Clock, prof *cli.Profile) (cli.Runner[*sender.Result], error) {
+	res, err := cli.RunCommand(ctx, o.run, func(clock *tsc.Clock, prof *cli.Profile) (cli.Runner[*tally.Result], error) {
 		cfg.Clock, cfg.Profile, cfg.Handlers, cfg.StagePeriod = clock, prof.Profiler, prof.Handlers, o.run.StagePeriod
 		cfg.NoServiceRates = !o.run.ServiceRates
 		return sender.New(cfg)
-	}, func(s cli.Runner[*sender.Result], done <-chan struct{}) {
+	}, func(s cli.Runner[*tally.Result], done <-chan struct{}) {
 		reportProgress(s.(*sender.Sender), cfg.Rate, done)
 	})
 	if err != nil {

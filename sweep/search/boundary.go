@@ -24,8 +24,8 @@ import (
 const DefaultBoundaryRuns = 3
 
 // Tally counts the judged runs at every rate (not the profiled trial).
-func Tally(trials []Trial) map[float64]RateRuns {
-	out := map[float64]RateRuns{}
+func Tally(trials []rundir.Trial) map[float64]rundir.RateRuns {
+	out := map[float64]rundir.RateRuns{}
 	for _, t := range trials {
 		if !t.Judged() || t.Purpose == rundir.PurposeProfile {
 			continue
@@ -42,7 +42,7 @@ func Tally(trials []Trial) map[float64]RateRuns {
 
 // lowestFailAbove is the lowest rate above lo that failed every run (0:
 // none).
-func lowestFailAbove(runs map[float64]RateRuns, lo float64) float64 {
+func lowestFailAbove(runs map[float64]rundir.RateRuns, lo float64) float64 {
 	hi := 0.0
 	for rate, r := range runs {
 		if rate > lo && r.AllFailed() && (hi == 0 || rate < hi) {
@@ -54,7 +54,7 @@ func lowestFailAbove(runs map[float64]RateRuns, lo float64) float64 {
 
 // highestPassBelow is the highest rate below hi that passed every run (0:
 // none).
-func highestPassBelow(runs map[float64]RateRuns, hi float64) float64 {
+func highestPassBelow(runs map[float64]rundir.RateRuns, hi float64) float64 {
 	lo := 0.0
 	for rate, r := range runs {
 		if rate < hi && r.AllPassed() && rate > lo {
@@ -66,7 +66,7 @@ func highestPassBelow(runs map[float64]RateRuns, hi float64) float64 {
 
 // highestPassAbove is the highest rate above lo that passed any run (lo:
 // none did).
-func highestPassAbove(runs map[float64]RateRuns, lo float64) float64 {
+func highestPassAbove(runs map[float64]rundir.RateRuns, lo float64) float64 {
 	top := lo
 	for rate, r := range runs {
 		if rate > top && r.Passes > 0 {
@@ -77,7 +77,7 @@ func highestPassAbove(runs map[float64]RateRuns, lo float64) float64 {
 }
 
 // firstFailure is the lowest rate above lo that failed any run (0: none).
-func firstFailure(runs map[float64]RateRuns, lo float64) float64 {
+func firstFailure(runs map[float64]rundir.RateRuns, lo float64) float64 {
 	out := 0.0
 	for rate, r := range runs {
 		if rate > lo && r.Passes < r.Runs && (out == 0 || rate < out) {
@@ -93,7 +93,7 @@ func firstFailure(runs map[float64]RateRuns, lo float64) float64 {
 // with fail a rate that failed every run (contradiction) a pass that held
 // says the capacity moved. A rate below them that passed some runs is
 // variability, measured in the answer's spread, not a contradiction.
-func contradicting(runs map[float64]RateRuns, fail float64) []float64 {
+func contradicting(runs map[float64]rundir.RateRuns, fail float64) []float64 {
 	var out []float64
 	for rate, r := range runs {
 		if fail > 0 && rate >= ContradictionFactor*fail && r.AllPassed() {
@@ -120,7 +120,7 @@ func (f *fastSearch) settle() (err error) {
 		return nil
 	}
 	lo, firstFail := res.LastPass, res.FirstFail
-	b := &Boundary{Runs: p.Runs, Resolution: res.Precision()}
+	b := &rundir.Boundary{Runs: p.Runs, Resolution: res.Precision()}
 	defer func() { f.fill(b, lo) }()
 	step, boundStep := max(2*p.Precision, b.Resolution), p.Precision
 	for {
@@ -187,7 +187,7 @@ func (f *fastSearch) settle() (err error) {
 // candidate lo and the first fail to their runs, the passes that would
 // contradict them, or else a bound just above the rates whose outcomes
 // varied (none: the boundary is settled).
-func (f *fastSearch) needed(runs map[float64]RateRuns, lo, firstFail, boundStep float64) []float64 {
+func (f *fastSearch) needed(runs map[float64]rundir.RateRuns, lo, firstFail, boundStep float64) []float64 {
 	p := f.p
 	// The first fail is repeated while it fails; once a repeat passed it
 	// is a rate where outcomes vary, measured, and the next failure above
@@ -223,7 +223,7 @@ func (f *fastSearch) needed(runs map[float64]RateRuns, lo, firstFail, boundStep 
 
 // fill sets the result's interval and Boundary from every run, with lo
 // the answer the repeats settled on (0: none).
-func (f *fastSearch) fill(b *Boundary, lo float64) {
+func (f *fastSearch) fill(b *rundir.Boundary, lo float64) {
 	res := f.res
 	runs := Tally(res.Trials)
 	if lo > 0 && !runs[lo].AllPassed() {
@@ -232,7 +232,7 @@ func (f *fastSearch) fill(b *Boundary, lo float64) {
 		// no trial ran at (a sweep once answered 7.078 M/s, never tried).
 		lo = highestPassBelow(runs, lo)
 	}
-	b.Answer, b.Fail, b.Mixed = runs[lo], RateRuns{}, nil // runs[0] is empty: rates are positive
+	b.Answer, b.Fail, b.Mixed = runs[lo], rundir.RateRuns{}, nil // runs[0] is empty: rates are positive
 	top := highestPassAbove(runs, lo)
 	if hi := lowestFailAbove(runs, top); hi > 0 {
 		b.Fail = runs[hi]
@@ -258,7 +258,7 @@ func (f *fastSearch) fill(b *Boundary, lo float64) {
 
 // statement says the answer with its measured uncertainty and the
 // search's resolution, for the CLI, summary.json and the report alike.
-func boundaryStatement(b *Boundary) string {
+func boundaryStatement(b *rundir.Boundary) string {
 	if b.Answer.Rate <= 0 {
 		return "no rate passed every one of its runs"
 	}
@@ -310,7 +310,7 @@ func pct(x float64) string {
 // every one of its own (the fast search repeats such a rate first: one
 // whose repeats failed, or a failure below it that passed a repeat, is
 // variability, measured in the answer's spread, not a contradiction).
-func Contradiction(r *Result) string {
+func Contradiction(r *rundir.Result) string {
 	runs := Tally(r.Trials)
 	first := lowestFailAbove(runs, r.LastPass)
 	rates := contradicting(runs, first)

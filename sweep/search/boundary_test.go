@@ -18,10 +18,10 @@ type drifting struct {
 	seen        []float64 // the capacity each trial saw
 }
 
-func (d *drifting) run(_ context.Context, rate float64, _ string) (Trial, error) {
+func (d *drifting) run(_ context.Context, rate float64, _ string) (rundir.Trial, error) {
 	c := d.base * (1 + d.drift*(2*d.rng.Float64()-1))
 	d.seen = append(d.seen, c)
-	return Trial{Achieved: math.Min(rate, c), Verdict: Verdict{Pass: rate <= c}}, nil
+	return rundir.Trial{Achieved: math.Min(rate, c), Verdict: rundir.Verdict{Pass: rate <= c}}, nil
 }
 
 // TestBoundaryMeasuresADriftingHost: on a host whose capacity moves ±10%
@@ -78,10 +78,10 @@ type scripted struct {
 	pass func(n int, rate float64) bool
 }
 
-func (s *scripted) run(_ context.Context, rate float64, _ string) (Trial, error) {
+func (s *scripted) run(_ context.Context, rate float64, _ string) (rundir.Trial, error) {
 	s.n++
 	p := s.pass(s.n, rate)
-	return Trial{Achieved: rate, Verdict: Verdict{Pass: p}}, nil
+	return rundir.Trial{Achieved: rate, Verdict: rundir.Verdict{Pass: p}}, nil
 }
 
 // TestBoundaryRepeatsAContradictionFirst: a pass well above the first
@@ -190,8 +190,8 @@ func TestAnswerIsARateThatRan(t *testing.T) {
 // than an answer needs, is said to be that, never listed as if it had
 // outdone the answer (issue 47: "5.525 M/s passed 1 of 1" above 5.376).
 func TestBoundaryStatementSaysTooFewRuns(t *testing.T) {
-	b := &Boundary{Runs: 3, Answer: RateRuns{Rate: 5.376e6, Runs: 3, Passes: 3}, Fail: RateRuns{Rate: 5.8e6, Runs: 1},
-		Mixed: []RateRuns{{Rate: 5.45e6, Runs: 2, Passes: 1}, {Rate: 5.525e6, Runs: 1, Passes: 1}}, Spread: 0.028, Resolution: 0.01}
+	b := &rundir.Boundary{Runs: 3, Answer: rundir.RateRuns{Rate: 5.376e6, Runs: 3, Passes: 3}, Fail: rundir.RateRuns{Rate: 5.8e6, Runs: 1},
+		Mixed: []rundir.RateRuns{{Rate: 5.45e6, Runs: 2, Passes: 1}, {Rate: 5.525e6, Runs: 1, Passes: 1}}, Spread: 0.028, Resolution: 0.01}
 	s := boundaryStatement(b)
 	for _, want := range []string{"5.450 M/s passed 1 of 2", "5.525 M/s passed 1 of 1, too few runs to be an answer (3 of 3 needed)"} {
 		if !strings.Contains(s, want) {

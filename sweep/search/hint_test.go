@@ -51,11 +51,11 @@ func TestFastHint(t *testing.T) {
 			[]float64{10e3, 20e3, 40e3, 80e3}, 1e6, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			searchWith := func(hint string) ([]float64, *Result) {
+			searchWith := func(hint string) ([]float64, *rundir.Result) {
 				sys := newSystem(100e3, 0, 0, 1)
 				sys.keepsUp = tc.keepsUp
 				var rates []float64
-				run := func(ctx context.Context, r float64, purpose string) (Trial, error) {
+				run := func(ctx context.Context, r float64, purpose string) (rundir.Trial, error) {
 					rates = append(rates, r)
 					tr, err := sys.run(ctx, r, purpose)
 					tr.Short = purpose == rundir.PurposeEstimate && tc.short
@@ -116,7 +116,7 @@ func TestFastRechecksAnAnswerItsEstimatesDoubt(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n, quiet := 0, false
-			run := func(_ context.Context, r float64, purpose string) (Trial, error) {
+			run := func(_ context.Context, r float64, purpose string) (rundir.Trial, error) {
 				n++
 				quiet = quiet || purpose == rundir.PurposeRecheck
 				c := tc.capacity
@@ -124,7 +124,7 @@ func TestFastRechecksAnAnswerItsEstimatesDoubt(t *testing.T) {
 					c = 40e3
 				}
 				pass := r <= c && !(tc.resonance && r > 40e3 && r < 50e3)
-				tr := Trial{Achieved: math.Min(r, c), Verdict: Verdict{Pass: pass}}
+				tr := rundir.Trial{Achieved: math.Min(r, c), Verdict: rundir.Verdict{Pass: pass}}
 				// The repeats' estimates did not converge: the answer's
 				// other pass has them.
 				if tr.Verdict.Pass && purpose != rundir.PurposeRepeat {
@@ -138,7 +138,7 @@ func TestFastRechecksAnAnswerItsEstimatesDoubt(t *testing.T) {
 			}
 			// The recheck follows the narrowing, 25% above the lowest
 			// failure so far; the boundary repeats come after it.
-			var recheck *Trial
+			var recheck *rundir.Trial
 			firstFail := 0.0
 			for i, tr := range res.Trials {
 				if tr.Purpose == rundir.PurposeRecheck {

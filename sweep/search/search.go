@@ -13,7 +13,7 @@ import (
 // Runner runs one trial at rate. An error means the trial could not be
 // judged at all (e.g. every agent is gone) and stops the search; an agent
 // failing inside a trial is a failed verdict instead.
-type Runner func(ctx context.Context, rate float64, purpose string) (Trial, error)
+type Runner func(ctx context.Context, rate float64, purpose string) (rundir.Trial, error)
 
 // LinearPlan is the paper's search (Fig. 9a): from, from+step, ... up to
 // to, stopping at the first failing trial.
@@ -24,14 +24,14 @@ type LinearPlan struct {
 }
 
 // Linear runs the paper's search.
-func Linear(ctx context.Context, p LinearPlan, run Runner) (*Result, error) {
+func Linear(ctx context.Context, p LinearPlan, run Runner) (*rundir.Result, error) {
 	if p.From <= 0 || p.Step <= 0 || p.To < p.From {
 		return nil, fmt.Errorf("linear search needs 0 < from <= to and step > 0 (got from %g, to %g, step %g)", p.From, p.To, p.Step)
 	}
 	if n := (p.To - p.From) / p.Step; n > 1e6 {
 		return nil, fmt.Errorf("linear search from %g to %g in steps of %g is %.0f trials; use --search fast", p.From, p.To, p.Step, n)
 	}
-	res := &Result{Method: "linear"}
+	res := &rundir.Result{Method: "linear"}
 	start := time.Now()
 	defer func() { res.Elapsed = time.Since(start) }()
 	for i := 0; ; i++ {
@@ -148,12 +148,12 @@ var errTrialLimit = errors.New("trial limit reached")
 // the highest rate that passed every one of its runs, and the rates above
 // it whose runs disagreed are its measured uncertainty. Only when every
 // rate down to the floor (Min) failed is there no answer.
-func Fast(ctx context.Context, plan FastPlan, run Runner) (*Result, error) {
+func Fast(ctx context.Context, plan FastPlan, run Runner) (*rundir.Result, error) {
 	p, err := plan.WithDefaults()
 	if err != nil {
 		return nil, err
 	}
-	f := &fastSearch{ctx: ctx, p: p, run: run, res: &Result{Method: "fast"}, pr: prober{precision: p.Precision}}
+	f := &fastSearch{ctx: ctx, p: p, run: run, res: &rundir.Result{Method: "fast"}, pr: prober{precision: p.Precision}}
 	start := time.Now()
 	defer func() { f.res.Elapsed = time.Since(start) }()
 	from, purpose := p.Start, rundir.PurposeRamp
@@ -179,15 +179,15 @@ type fastSearch struct {
 	ctx context.Context
 	p   FastPlan
 	run Runner
-	res *Result
+	res *rundir.Result
 	pr  prober
 	// hinting: the service-rate hint has not moved the search yet.
 	hinting bool
 }
 
-func (f *fastSearch) try(rate float64, purpose string) (Trial, error) {
+func (f *fastSearch) try(rate float64, purpose string) (rundir.Trial, error) {
 	if len(f.res.Trials) >= f.p.MaxTrials {
-		return Trial{}, errTrialLimit
+		return rundir.Trial{}, errTrialLimit
 	}
 	return runOne(f.ctx, f.res, rate, purpose, f.run)
 }
@@ -223,7 +223,7 @@ func (f *fastSearch) estimate() (rate float64, purpose string, err error) {
 // acted: when they converged, the next rate is HintOver × the smallest
 // limit (or the ramp's next step, by at most HintFactor, when the trial
 // is already above that) and ok is true.
-func (f *fastSearch) hintAfter(t Trial, rate float64) (next float64, ok bool) {
+func (f *fastSearch) hintAfter(t rundir.Trial, rate float64) (next float64, ok bool) {
 	if !f.hinting {
 		return 0, false
 	}
@@ -262,7 +262,7 @@ const MinImpliedBusy = 0.05
 // hint reads when no estimate converged: at a low load it is biased low
 // (a stage idle most of the time starts every bucket cold, BENCHMARKS.md),
 // which makes it a safe start below the answer, never a reported rate.
-func impliedLimit(t Trial) (float64, string) {
+func impliedLimit(t rundir.Trial) (float64, string) {
 	if !t.Verdict.Pass || t.Achieved <= 0 {
 		return 0, ""
 	}
@@ -288,7 +288,7 @@ func (f *fastSearch) above(rate float64) float64 {
 }
 
 // finish turns the trial limit into a stop with its reason.
-func (f *fastSearch) finish(err error) (*Result, error) {
+func (f *fastSearch) finish(err error) (*rundir.Result, error) {
 	if errors.Is(err, errTrialLimit) {
 		f.res.Stopped = fmt.Sprintf("used all %d trials before reaching %.2g%% precision", f.p.MaxTrials, f.p.Precision*100)
 		return f.res, nil
@@ -385,7 +385,7 @@ func (f *fastSearch) recheck() error {
 // says so in res.Stopped and returns true. A failure that fell behind
 // measured the capacity: the next probe goes just below what it achieved
 // (purpose "hint") before the ramp goes on down from there.
-func rampDown(res *Result, pr *prober, p FastPlan, try func(float64, string) (Trial, error)) (bool, error) {
+func rampDown(res *rundir.Result, pr *prober, p FastPlan, try func(float64, string) (rundir.Trial, error)) (bool, error) {
 	rate, purpose := res.FirstFail/p.Factor, rundir.PurposeRamp
 	for {
 		if h := pr.hintProbe(); h > 0 && h < res.FirstFail {
@@ -410,10 +410,10 @@ func rampDown(res *Result, pr *prober, p FastPlan, try func(float64, string) (Tr
 	}
 }
 
-func runOne(ctx context.Context, res *Result, rate float64, purpose string, run Runner) (Trial, error) {
+func runOne(ctx context.Context, res *rundir.Result, rate float64, purpose string, run Runner) (rundir.Trial, error) {
 	if err := ctx.Err(); err != nil {
 		res.Stopped = "interrupted"
-		return Trial{}, err
+		return rundir.Trial{}, err
 	}
 	t, err := run(ctx, rate, purpose)
 	if err != nil {

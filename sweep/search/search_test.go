@@ -20,7 +20,7 @@ type system struct {
 	rng                    *rand.Rand
 }
 
-func (s *system) run(_ context.Context, rate float64, _ string) (Trial, error) {
+func (s *system) run(_ context.Context, rate float64, _ string) (rundir.Trial, error) {
 	jitter := func() float64 { return 1 + s.noise*(2*s.rng.Float64()-1) }
 	effective := s.capacity * jitter()
 	pass := rate <= effective && s.rng.Float64() >= s.flaky
@@ -28,7 +28,7 @@ func (s *system) run(_ context.Context, rate float64, _ string) (Trial, error) {
 	if s.keepsUp {
 		achieved = rate * jitter()
 	}
-	return Trial{Achieved: achieved, Verdict: Verdict{Pass: pass}}, nil
+	return rundir.Trial{Achieved: achieved, Verdict: rundir.Verdict{Pass: pass}}, nil
 }
 
 func newSystem(capacity, noise, flaky float64, seed uint64) *system {
@@ -132,7 +132,7 @@ func TestFastSurvivesFlakyTrials(t *testing.T) {
 				}
 			}
 		}
-		if passes < 3 || passes != runs || res.Boundary.Answer != (RateRuns{Rate: res.LastPass, Runs: runs, Passes: passes}) {
+		if passes < 3 || passes != runs || res.Boundary.Answer != (rundir.RateRuns{Rate: res.LastPass, Runs: runs, Passes: passes}) {
 			t.Fatalf("seed %d: reported %.0f after %d passes in %d runs (%+v)", seed, res.LastPass, passes, runs, res.Boundary)
 		}
 	}
@@ -164,13 +164,13 @@ type degrading struct {
 	at, n         int
 }
 
-func (d *degrading) run(_ context.Context, rate float64, _ string) (Trial, error) {
+func (d *degrading) run(_ context.Context, rate float64, _ string) (rundir.Trial, error) {
 	d.n++
 	capacity := d.before
 	if d.n > d.at {
 		capacity = d.after
 	}
-	return Trial{Achieved: math.Min(rate, capacity), Verdict: Verdict{Pass: rate <= capacity}}, nil
+	return rundir.Trial{Achieved: math.Min(rate, capacity), Verdict: rundir.Verdict{Pass: rate <= capacity}}, nil
 }
 
 // TestFastMovesDownWhenARepeatFails: the only pass was the first trial,

@@ -17,7 +17,7 @@ import (
 // owes is exact, the tuples the senders' declared filter kept (every
 // tuple emitted without one), and it must arrive as tuples or as the
 // counts of windows, no more, no less. The detail names the difference.
-func jobDelivery(o *Outcome, emitted uint64, incomplete int) (bool, string) {
+func jobDelivery(o *rundir.Outcome, emitted uint64, incomplete int) (bool, string) {
 	owed, filter := emitted, ""
 	declared := len(o.Senders) > 0
 	var matched uint64
@@ -72,7 +72,7 @@ func jobDelivery(o *Outcome, emitted uint64, incomplete int) (bool, string) {
 // not take (a window with a negative count, or one no int64 holds, a
 // tuple cut short): each is output the job got wrong, so it fails
 // delivery, named with its reasons, whatever the counts say.
-func malformedOutput(o *Outcome) (uint64, string) {
+func malformedOutput(o *rundir.Outcome) (uint64, string) {
 	var n uint64
 	var latest string
 	reasons := map[string]uint64{}
@@ -108,7 +108,7 @@ func malformedOutput(o *Outcome) (uint64, string) {
 // windowed job, or none arrived), with how many identities beyond their
 // senders' reach the receivers consumed (not owed: the caller takes them
 // off what arrived).
-func identityDelivery(o *Outcome) (bool, uint64, string) {
+func identityDelivery(o *rundir.Outcome) (bool, uint64, string) {
 	if o.Job != rundir.JobTuples {
 		return true, 0, ""
 	}
@@ -177,7 +177,7 @@ const windowDiffsNamed = 3
 // receivers consumed: the sums can agree while a count is in the wrong
 // window or key. It says whether every window is exact, and a clause for
 // the detail ("" with no window declared).
-func windowDelivery(o *Outcome) (bool, string) {
+func windowDelivery(o *rundir.Outcome) (bool, string) {
 	if o.Job != rundir.JobWindows || len(o.Senders) == 0 {
 		return true, ""
 	}
@@ -234,7 +234,7 @@ func windowDelivery(o *Outcome) (bool, string) {
 // per second, less the growth of the job's lag on its input (messages of a
 // bucket each) over the window. Its output's rate is no measure of it: a
 // filter keeps a share, a windowed count writes a window per key.
-func jobRate(o *Outcome) float64 {
+func jobRate(o *rundir.Outcome) float64 {
 	var emitted float64
 	for _, s := range o.Senders {
 		if s != nil && s.DurationS > 0 {

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/scenarios"
@@ -82,7 +81,7 @@ func TestJobRateIsTheInputTheJobKeptUpWith(t *testing.T) {
 			o.Senders[0].Emitted, o.Senders[0].DurationS = 1_000_000, 10
 			o.Receivers[0].Backlog = nil
 			for i, l := range tc.lags {
-				o.Receivers[0].Backlog = append(o.Receivers[0].Backlog, receiver.BacklogSample{UnixNs: int64(i) * 1e8, JobLag: &l})
+				o.Receivers[0].Backlog = append(o.Receivers[0].Backlog, tally.BacklogSample{UnixNs: int64(i) * 1e8, JobLag: &l})
 			}
 			got := WindowRate(o)
 			if tc.want == 100_000 && (got < 99_000 || got > 100_000) || tc.want == 90_000 && math.Abs(got-90_000) > 100 {
@@ -171,7 +170,7 @@ func TestAWindowedJobFallingBehindFails(t *testing.T) {
 		zero := int64(0)
 		for i := 0; i <= 20; i++ {
 			lat := 600*time.Millisecond + time.Duration(i)*tc.perStep + time.Duration(i%3)*300*time.Millisecond // a flush's jitter
-			o.Receivers[0].Backlog = append(o.Receivers[0].Backlog, receiver.BacklogSample{UnixNs: int64(i) * 1e8, LatencyNs: lat.Nanoseconds(), JobLag: &zero})
+			o.Receivers[0].Backlog = append(o.Receivers[0].Backlog, tally.BacklogSample{UnixNs: int64(i) * 1e8, LatencyNs: lat.Nanoseconds(), JobLag: &zero})
 		}
 		for _, c := range Judge(o, Rules{}).Checks {
 			if c.Rule == RuleBacklog && (c.Pass != tc.pass || !strings.Contains(c.Detail, "the windows' delay after their end grew")) {
@@ -198,10 +197,10 @@ func TestAWindowedJobsLateWindowsCount(t *testing.T) {
 		o.Window = [2]int64{0, 2e9}
 		o.Senders[0].ExpectWindowMs = 1000
 		zero := int64(0)
-		o.Receivers[0].Backlog = []receiver.BacklogSample{{UnixNs: 0, JobLag: &zero}, {UnixNs: 1e9, JobLag: &zero}}
+		o.Receivers[0].Backlog = []tally.BacklogSample{{UnixNs: 0, JobLag: &zero}, {UnixNs: 1e9, JobLag: &zero}}
 		for i, l := range tc.lats {
 			for k := int64(0); k < 5; k++ { // sampled every 100 ms until the next window
-				o.Receivers[0].Backlog = append(o.Receivers[0].Backlog, receiver.BacklogSample{UnixNs: 2e9 + int64(i)*2500e6 + k*1e8, LatencyNs: l * 1e6, JobLag: &zero})
+				o.Receivers[0].Backlog = append(o.Receivers[0].Backlog, tally.BacklogSample{UnixNs: 2e9 + int64(i)*2500e6 + k*1e8, LatencyNs: l * 1e6, JobLag: &zero})
 			}
 		}
 		for _, c := range Judge(o, Rules{}).Checks {
@@ -237,7 +236,7 @@ func TestATrialsLastWindowIsNotABacklog(t *testing.T) {
 		o.Receivers[0].Backlog = nil
 		for i, l := range tc.latencies {
 			for k := int64(0); k < 10; k++ { // sampled every 100 ms until the next window
-				s := receiver.BacklogSample{UnixNs: 1e9 + int64(i)*1e9 + k*1e8, LatencyNs: l * 1e6, JobLag: &zero}
+				s := tally.BacklogSample{UnixNs: 1e9 + int64(i)*1e9 + k*1e8, LatencyNs: l * 1e6, JobLag: &zero}
 				if tc.delays != nil {
 					d := tc.delays[i] * 1e6
 					s.WindowDelayNs = &d

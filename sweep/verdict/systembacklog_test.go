@@ -4,36 +4,37 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cloudprofiler-go/cp/receiver"
-	"github.com/cloudprofiler-go/cp/sender"
+	"github.com/cloudprofiler-go/cp/receiver/tally"
+	"github.com/cloudprofiler-go/cp/rundir"
+	sendtally "github.com/cloudprofiler-go/cp/sender/tally"
 )
 
 // TestBrokerLagGrowthAddsEveryConsumer: the system-backlog rule adds the
 // lag trend of every receiver (one growing and one flat is growth), fails
 // when a receiver could not read its lag, and is absent over ZeroMQ.
 func TestBrokerLagGrowthAddsEveryConsumer(t *testing.T) {
-	lagged := func(per100ms int64) []receiver.BacklogSample {
-		var s []receiver.BacklogSample
+	lagged := func(per100ms int64) []tally.BacklogSample {
+		var s []tally.BacklogSample
 		for i := int64(0); i <= 20; i++ {
 			v := i * per100ms
-			s = append(s, receiver.BacklogSample{UnixNs: i * 1e8, BrokerLag: &v})
+			s = append(s, tally.BacklogSample{UnixNs: i * 1e8, BrokerLag: &v})
 		}
 		return s
 	}
-	unreadable := func() []receiver.BacklogSample {
+	unreadable := func() []tally.BacklogSample {
 		v := int64(-1)
-		return []receiver.BacklogSample{{UnixNs: 1e8, BrokerLag: &v}}
+		return []tally.BacklogSample{{UnixNs: 1e8, BrokerLag: &v}}
 	}
-	out := func(backlogs ...[]receiver.BacklogSample) *Outcome {
-		o := &Outcome{Rate: 1e6, Window: [2]int64{0, 2e9}, Senders: []*sender.Result{{BucketSize: 100}}}
+	out := func(backlogs ...[]tally.BacklogSample) *rundir.Outcome {
+		o := &rundir.Outcome{Rate: 1e6, Window: [2]int64{0, 2e9}, Senders: []*sendtally.Result{{BucketSize: 100}}}
 		for _, b := range backlogs {
-			o.Receivers = append(o.Receivers, &receiver.Result{Backlog: b})
+			o.Receivers = append(o.Receivers, &tally.Result{Backlog: b})
 		}
 		return o
 	}
 	for _, tc := range []struct {
 		name             string
-		o                *Outcome
+		o                *rundir.Outcome
 		present, pass    bool
 		minGrew, maxGrew float64
 	}{
@@ -44,7 +45,7 @@ func TestBrokerLagGrowthAddsEveryConsumer(t *testing.T) {
 		{"zeromq", out(nil, nil), false, true, 0, 0},
 	} {
 		v := Judge(tc.o, DefaultRules)
-		var c *Check
+		var c *rundir.Check
 		for i := range v.Checks {
 			if v.Checks[i].Rule == RuleSystemBacklog {
 				c = &v.Checks[i]
@@ -66,11 +67,11 @@ func TestBrokerLagGrowthAddsEveryConsumer(t *testing.T) {
 // the broker's is: growing fails, flat passes, unreadable fails, and with
 // both series the rule fails when either grows.
 func TestJobLagIsTheSystemsBacklog(t *testing.T) {
-	series := func(per100ms int64, job bool) []receiver.BacklogSample {
-		var s []receiver.BacklogSample
+	series := func(per100ms int64, job bool) []tally.BacklogSample {
+		var s []tally.BacklogSample
 		for i := int64(0); i <= 20; i++ {
 			v, flat := i*per100ms, int64(0)
-			p := receiver.BacklogSample{UnixNs: i * 1e8}
+			p := tally.BacklogSample{UnixNs: i * 1e8}
 			if job {
 				p.JobLag, p.BrokerLag = &v, &flat
 			} else {
@@ -80,12 +81,12 @@ func TestJobLagIsTheSystemsBacklog(t *testing.T) {
 		}
 		return s
 	}
-	onlyJob := func(v int64) []receiver.BacklogSample {
-		return []receiver.BacklogSample{{UnixNs: 1e8, JobLag: &v}, {UnixNs: 2e8, JobLag: &v}}
+	onlyJob := func(v int64) []tally.BacklogSample {
+		return []tally.BacklogSample{{UnixNs: 1e8, JobLag: &v}, {UnixNs: 2e8, JobLag: &v}}
 	}
 	for _, tc := range []struct {
 		name       string
-		backlog    []receiver.BacklogSample
+		backlog    []tally.BacklogSample
 		pass       bool
 		wantDetail string
 	}{
@@ -95,9 +96,9 @@ func TestJobLagIsTheSystemsBacklog(t *testing.T) {
 		{"only the job's lag, unreadable", onlyJob(-1), false, "1 receiver(s) could not read it"},
 		{"only the job's lag, flat", onlyJob(5), true, "the job's lag on its input grew 0"},
 	} {
-		o := &Outcome{Rate: 1e6, Window: [2]int64{0, 2e9}, Senders: []*sender.Result{{BucketSize: 100}}, Receivers: []*receiver.Result{{Backlog: tc.backlog}}}
+		o := &rundir.Outcome{Rate: 1e6, Window: [2]int64{0, 2e9}, Senders: []*sendtally.Result{{BucketSize: 100}}, Receivers: []*tally.Result{{Backlog: tc.backlog}}}
 		v := Judge(o, DefaultRules)
-		var c *Check
+		var c *rundir.Check
 		for i := range v.Checks {
 			if v.Checks[i].Rule == RuleSystemBacklog {
 				c = &v.Checks[i]

@@ -84,11 +84,11 @@ const (
 )
 
 // Judge applies the rules to a trial's outcome.
-func Judge(o *Outcome, rules Rules) Verdict {
+func Judge(o *rundir.Outcome, rules Rules) rundir.Verdict {
 	rules = rules.withDefaults()
-	var v Verdict
+	var v rundir.Verdict
 	add := func(rule string, pass bool, format string, args ...any) {
-		v.Checks = append(v.Checks, Check{Rule: rule, Pass: pass, Detail: fmt.Sprintf(format, args...)})
+		v.Checks = append(v.Checks, rundir.Check{Rule: rule, Pass: pass, Detail: fmt.Sprintf(format, args...)})
 	}
 	if len(o.Refused) > 0 {
 		add(RuleSendCost, false, "%d sender(s) refused the rate: %s", len(o.Refused), o.Refused[0])
@@ -153,7 +153,7 @@ func Judge(o *Outcome, rules Rules) Verdict {
 
 // addBacklog judges the receivers' own backlog: their rings' occupancy
 // and the queueing delay, over the window.
-func addBacklog(o *Outcome, rules Rules, add func(rule string, pass bool, format string, a ...any)) {
+func addBacklog(o *rundir.Outcome, rules Rules, add func(rule string, pass bool, format string, a ...any)) {
 	growth, delay, capacity := backlogGrowth(o)
 	limit := math.Max(rules.BacklogGrowth*float64(capacity), 2)
 	windowNs := float64(o.Window[1] - o.Window[0])
@@ -179,7 +179,7 @@ func addBacklog(o *Outcome, rules Rules, add func(rule string, pass bool, format
 
 // expectedWindow is the windowed job's window as the senders were told
 // it (--expect-window), or a second (YSB's trials') when none was.
-func expectedWindow(o *Outcome) time.Duration {
+func expectedWindow(o *rundir.Outcome) time.Duration {
 	for _, s := range o.Senders {
 		if s != nil && s.ExpectWindowMs > 0 {
 			return time.Duration(s.ExpectWindowMs) * time.Millisecond
@@ -191,7 +191,7 @@ func expectedWindow(o *Outcome) time.Duration {
 // addSystemBacklog judges the system's own backlog: the broker's for the
 // receivers' consumers, and a job's on its input (docs/sut.md). A lag that
 // could not be read fails the rule: the system's backlog is unknown.
-func addSystemBacklog(o *Outcome, rules Rules, add func(rule string, pass bool, format string, a ...any)) {
+func addSystemBacklog(o *rundir.Outcome, rules Rules, add func(rule string, pass bool, format string, a ...any)) {
 	grew, limit, consumers, unread, ok := brokerLagGrowth(o, rules)
 	jobGrew, _, _, jobUnread, job := jobLagGrowth(o, rules)
 	switch {
@@ -223,7 +223,7 @@ func addSystemBacklog(o *Outcome, rules Rules, add func(rule string, pass bool, 
 // where a burst fell. A backlog that grows raises most pairs' slopes and
 // moves the median as it moves a least-squares line; a burst in under a
 // third of the samples does not move it (BENCHMARKS.md, 2026-11-25).
-func backlogGrowth(o *Outcome) (buckets float64, delay time.Duration, capacity int) {
+func backlogGrowth(o *rundir.Outcome) (buckets float64, delay time.Duration, capacity int) {
 	span := float64(o.Window[1]-o.Window[0]) / 1e9
 	var occ, lat trend
 	for _, r := range o.Receivers {
@@ -254,7 +254,7 @@ func backlogGrowth(o *Outcome) (buckets float64, delay time.Duration, capacity i
 // the fallback for results without it) a trial's last window, cut short
 // by the senders' end, read as up to a window of growth, and a job that
 // kept up at 2 k events/s failed by 1.136 s against a 1 s limit.
-func windowLatencyGrowth(o *Outcome) time.Duration {
+func windowLatencyGrowth(o *rundir.Outcome) time.Duration {
 	var worst time.Duration
 	for _, r := range o.Receivers {
 		var lat trend
@@ -325,7 +325,7 @@ func (t trend) slope() float64 {
 // WindowRate is the receivers' consumption rate inside the measured window
 // (from their cumulative counts): what the system actually sustained, not
 // stretched by draining buffers after the senders stopped.
-func WindowRate(o *Outcome) float64 {
+func WindowRate(o *rundir.Outcome) float64 {
 	if o.Job != "" {
 		return jobRate(o)
 	}

@@ -7,60 +7,61 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/histo"
-	"github.com/cloudprofiler-go/cp/receiver"
-	"github.com/cloudprofiler-go/cp/sender"
+	"github.com/cloudprofiler-go/cp/receiver/tally"
+	"github.com/cloudprofiler-go/cp/rundir"
+	sendtally "github.com/cloudprofiler-go/cp/sender/tally"
 )
 
 // passing is a trial outcome in which every rule holds: 1 M tuples/s from
 // one thread in buckets of 100 (a 100 us slot), everything consumed, a flat
 // backlog.
-func passing() *Outcome {
-	s := &sender.Result{TargetRate: 1e6, Threads: 1, BucketSize: 100, ScheduledTups: 1_000_000, Emitted: 1_000_000,
+func passing() *rundir.Outcome {
+	s := &sendtally.Result{TargetRate: 1e6, Threads: 1, BucketSize: 100, ScheduledTups: 1_000_000, Emitted: 1_000_000,
 		Lateness: histo.Summary{P99: int64(200 * time.Microsecond)}}
-	r := &receiver.Result{Complete: true, Consumed: 1_000_000, RingCapacity: 256, Latency: histo.Summary{P99: int64(2 * time.Millisecond)}}
+	r := &tally.Result{Complete: true, Consumed: 1_000_000, RingCapacity: 256, Latency: histo.Summary{P99: int64(2 * time.Millisecond)}}
 	for i := 0; i < 10; i++ {
-		r.Backlog = append(r.Backlog, receiver.BacklogSample{UnixNs: int64(i) * 1e8, Buckets: 3 + i%2,
+		r.Backlog = append(r.Backlog, tally.BacklogSample{UnixNs: int64(i) * 1e8, Buckets: 3 + i%2,
 			Consumed: uint64(i) * 100_000, LatencyNs: int64(time.Millisecond) + int64(i%3)*int64(time.Millisecond)})
 	}
-	return &Outcome{Rate: 1e6, Senders: []*sender.Result{s}, Receivers: []*receiver.Result{r}, Window: [2]int64{0, 1e9}}
+	return &rundir.Outcome{Rate: 1e6, Senders: []*sendtally.Result{s}, Receivers: []*tally.Result{r}, Window: [2]int64{0, 1e9}}
 }
 
 func TestJudgeEachRuleFailsOnItsOwn(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		mutate func(*Outcome)
+		mutate func(*rundir.Outcome)
 		rules  Rules
 		fails  string // the only rule that must fail ("" = pass)
 		detail string
 	}{
-		{"all hold", func(*Outcome) {}, Rules{}, "", ""},
-		{"fell behind schedule", func(o *Outcome) {
+		{"all hold", func(*rundir.Outcome) {}, Rules{}, "", ""},
+		{"fell behind schedule", func(o *rundir.Outcome) {
 			o.Senders[0].Shortfall = 500
 			o.Senders[0].Emitted -= 500
 			o.Receivers[0].Consumed -= 500
 		}, Rules{}, RuleSchedule, "500 behind schedule"},
-		{"dropped in drop mode", func(o *Outcome) {
+		{"dropped in drop mode", func(o *rundir.Outcome) {
 			o.Senders[0].DroppedTups = 100
 			o.Senders[0].Emitted -= 100
 			o.Receivers[0].Consumed -= 100
 		}, Rules{}, RuleSchedule, "100 dropped"},
-		{"lost in transit", func(o *Outcome) { o.Receivers[0].Consumed -= 1; o.Receivers[0].Complete = false }, Rules{}, RuleDelivery, "nr_emit > nr_recv"},
-		{"late beyond budget and floor", func(o *Outcome) { o.Senders[0].Lateness.P99 = int64(20 * time.Millisecond) }, Rules{}, RuleLateness, "bound 5.000 ms"},
-		{"late beyond a tight budget", func(o *Outcome) { o.Senders[0].Lateness.P99 = int64(600 * time.Microsecond) },
+		{"lost in transit", func(o *rundir.Outcome) { o.Receivers[0].Consumed -= 1; o.Receivers[0].Complete = false }, Rules{}, RuleDelivery, "nr_emit > nr_recv"},
+		{"late beyond budget and floor", func(o *rundir.Outcome) { o.Senders[0].Lateness.P99 = int64(20 * time.Millisecond) }, Rules{}, RuleLateness, "bound 5.000 ms"},
+		{"late beyond a tight budget", func(o *rundir.Outcome) { o.Senders[0].Lateness.P99 = int64(600 * time.Microsecond) },
 			Rules{LatenessBudgets: 5, LatenessFloor: time.Microsecond}, RuleLateness, "bound 500.0 µs"},
-		{"ring backlog grows", func(o *Outcome) {
+		{"ring backlog grows", func(o *rundir.Outcome) {
 			for i := range o.Receivers[0].Backlog {
 				o.Receivers[0].Backlog[i].Buckets = 10 + 20*i
 			}
 		}, Rules{}, RuleBacklog, "occupancy 200.0 buckets"},
-		{"queueing delay grows (a full ring hides it)", func(o *Outcome) {
+		{"queueing delay grows (a full ring hides it)", func(o *rundir.Outcome) {
 			for i := range o.Receivers[0].Backlog {
 				o.Receivers[0].Backlog[i].Buckets = 256
 				o.Receivers[0].Backlog[i].LatencyNs = int64(time.Millisecond) + int64(i)*int64(10*time.Millisecond)
 			}
 		}, Rules{}, RuleBacklog, "delay grew 100.0 ms (limit 5.000 ms)"},
-		{"latency objective", func(*Outcome) {}, Rules{LatencyP99: time.Millisecond}, RuleLatency, "objective 1.000 ms"},
-		{"an agent failed", func(o *Outcome) { o.Errors = []string{"sender 10.0.0.2:9101: connection refused"} }, Rules{}, RuleAgents, "connection refused"},
+		{"latency objective", func(*rundir.Outcome) {}, Rules{LatencyP99: time.Millisecond}, RuleLatency, "objective 1.000 ms"},
+		{"an agent failed", func(o *rundir.Outcome) { o.Errors = []string{"sender 10.0.0.2:9101: connection refused"} }, Rules{}, RuleAgents, "connection refused"},
 	} {
 		o := passing()
 		tc.mutate(o)
@@ -144,7 +145,7 @@ func TestBacklogTrendIgnoresBurstsAndSeesGrowth(t *testing.T) {
 			n := len(c.buckets)
 			o.Window = [2]int64{0, int64(n-1) * 1e8}
 			for i, b := range c.buckets {
-				r.Backlog = append(r.Backlog, receiver.BacklogSample{UnixNs: int64(i) * 1e8, Buckets: b,
+				r.Backlog = append(r.Backlog, tally.BacklogSample{UnixNs: int64(i) * 1e8, Buckets: b,
 					Consumed: uint64(i) * 100_000, LatencyNs: int64(time.Millisecond)})
 			}
 			growth, _, _ := backlogGrowth(o)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/analysis"
 	"github.com/cloudprofiler-go/cp/analysis/activity"
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
@@ -115,7 +116,7 @@ func absorb(la *liveAgent, reply protocol.ActivityReply, keepFrom int64) *liveAg
 	for _, sa := range reply.Stages {
 		name := sa.Stage
 		if sa.Kind == string(stage.Operator) { // a job's operator, of any name (cpsweep watch --job-agent)
-			name = activity.OperatorPrefix + name
+			name = analysis.OperatorPrefix + name
 		}
 		kinds, ok := activity.StageKinds(name)
 		if !ok || len(sa.Changes) > protocol.MaxActivityChanges {

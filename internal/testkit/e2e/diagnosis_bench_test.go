@@ -10,8 +10,9 @@ import (
 
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/inject"
-	"github.com/cloudprofiler-go/cp/receiver"
-	"github.com/cloudprofiler-go/cp/sender"
+	"github.com/cloudprofiler-go/cp/receiver/tally"
+	"github.com/cloudprofiler-go/cp/rundir"
+	sendtally "github.com/cloudprofiler-go/cp/sender/tally"
 	"github.com/cloudprofiler-go/cp/sweep"
 )
 
@@ -20,8 +21,8 @@ import (
 
 // pairRun is one dgsend/dgrecv run and its diagnosis.
 type pairRun struct {
-	send sender.Result
-	recv receiver.Result
+	send sendtally.Result
+	recv tally.Result
 	d    *diagnose.Diagnosis
 }
 
@@ -58,7 +59,7 @@ func runPairAt(t *testing.T, n *testNet, recvArgs, sendArgs []string) pairRun {
 		mustJSON(t, sp.Stdout.Bytes(), &out.send)
 		mustJSON(t, rp.Stdout.Bytes(), &out.recv)
 	}
-	d, err := sweep.DiagnoseOutcome(&sweep.Outcome{Senders: []*sender.Result{&out.send}, Receivers: []*receiver.Result{&out.recv}}, false, nil, diagnose.Options{})
+	d, err := sweep.DiagnoseOutcome(&rundir.Outcome{Senders: []*sendtally.Result{&out.send}, Receivers: []*tally.Result{&out.recv}}, false, nil, diagnose.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,9 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/diagnose"
-	"github.com/cloudprofiler-go/cp/receiver"
-	"github.com/cloudprofiler-go/cp/sender"
+	"github.com/cloudprofiler-go/cp/receiver/tally"
+	"github.com/cloudprofiler-go/cp/rundir"
+	sendtally "github.com/cloudprofiler-go/cp/sender/tally"
 	"github.com/cloudprofiler-go/cp/sweep"
 )
 
@@ -36,7 +37,7 @@ func TestDiagnosisFindsInjectedStalls(t *testing.T) {
 	if pr.SendExit != 0 || pr.RecvExit != 0 {
 		t.Fatalf("exit codes send=%d recv=%d\n%s\n%s", pr.SendExit, pr.RecvExit, pr.SendProc.Stderr.String(), pr.RecvProc.Stderr.String())
 	}
-	d, err := sweep.DiagnoseOutcome(&sweep.Outcome{Senders: []*sender.Result{&pr.Send}, Receivers: []*receiver.Result{&pr.Recv}}, false, nil, diagnose.Options{})
+	d, err := sweep.DiagnoseOutcome(&rundir.Outcome{Senders: []*sendtally.Result{&pr.Send}, Receivers: []*tally.Result{&pr.Recv}}, false, nil, diagnose.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +132,7 @@ func TestStageMetricsDuringARun(t *testing.T) {
 	if err := rp.Wait(20 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	var r receiver.Result
+	var r tally.Result
 	mustJSON(t, rp.Stdout.Bytes(), &r)
 	if r.StageSeries == nil || r.StageSeries.PeriodNs != 50e6 || len(r.Stages) != 3 {
 		t.Fatalf("result: series %v, %d stage totals", r.StageSeries != nil, len(r.Stages))

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/receiver"
-	"github.com/cloudprofiler-go/cp/sender"
+	"github.com/cloudprofiler-go/cp/receiver/tally"
+	sendtally "github.com/cloudprofiler-go/cp/sender/tally"
 	"github.com/cloudprofiler-go/cp/sweep"
 )
 
@@ -185,8 +185,8 @@ type Pair struct {
 	Lanes              int
 	RecvArgs, SendArgs []string
 	Timeout            time.Duration
-	Recv               receiver.Result
-	Send               sender.Result
+	Recv               tally.Result
+	Send               sendtally.Result
 	RecvExit, SendExit int
 	RecvProc, SendProc *Proc
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/sender"
+	"github.com/cloudprofiler-go/cp/sender/tally"
 	"github.com/cloudprofiler-go/cp/sweep"
 )
 
@@ -51,7 +51,7 @@ func TestReceiverKilledMidRun(t *testing.T) {
 			if ExitCode(err) == 0 {
 				t.Fatalf("dgsend exited 0 with its receiver killed:\n%s", snd.Stderr.String())
 			}
-			var res sender.Result
+			var res tally.Result
 			if jerr := json.Unmarshal(snd.Stdout.Bytes(), &res); jerr != nil {
 				t.Fatalf("no JSON result (%v):\n%s", jerr, snd.Stdout.String())
 			}
@@ -76,7 +76,7 @@ func TestNoReceiverAtAll(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = snd.Wait(30 * time.Second)
-	var res sender.Result
+	var res tally.Result
 	if jerr := json.Unmarshal(snd.Stdout.Bytes(), &res); jerr != nil {
 		t.Fatalf("no JSON result (%v):\n%s", jerr, snd.Stderr.String())
 	}

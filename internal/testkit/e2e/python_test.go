@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/testkit/wirecorpus"
-	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/receiver/tally"
 )
 
 // python returns an interpreter that has pyzmq and msgpack (Debian's
@@ -223,7 +223,7 @@ func TestPythonSendsTheConformanceCorpus(t *testing.T) {
 	}
 	for i, tc := range c.Cases {
 		_ = procs[i].Wait(20 * time.Second)
-		var res receiver.Result
+		var res tally.Result
 		if err := json.Unmarshal(procs[i].Stdout.Bytes(), &res); err != nil {
 			t.Fatalf("%s: %v\n%s", tc.Name, err, procs[i].Stderr.String())
 		}

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/receiver"
-	"github.com/cloudprofiler-go/cp/sender"
+	"github.com/cloudprofiler-go/cp/receiver/tally"
+	sendtally "github.com/cloudprofiler-go/cp/sender/tally"
 )
 
 // procSample is one look at a running binary.
@@ -144,8 +144,8 @@ func TestBenchSoak(t *testing.T) {
 		}
 	}
 	serr, rerr := snd.Wait(time.Minute), recv.Wait(time.Minute)
-	var sr sender.Result
-	var rr receiver.Result
+	var sr sendtally.Result
+	var rr tally.Result
 	mustJSON(t, snd.Stdout.Bytes(), &sr)
 	mustJSON(t, recv.Stdout.Bytes(), &rr)
 	lost := int64(sr.Emitted) - int64(rr.Consumed)

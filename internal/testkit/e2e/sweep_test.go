@@ -33,7 +33,7 @@ type sweepReport struct {
 		Stopped   string  `json:"stopped"`
 		Hint      string  `json:"hint"`
 		// Boundary is the sweep's own (the CLI's --json prints the report).
-		Boundary *sweep.Boundary `json:"boundary"`
+		Boundary *rundir.Boundary `json:"boundary"`
 		Trials   []struct {
 			Rate     float64 `json:"rate"`
 			Achieved float64 `json:"achieved"`

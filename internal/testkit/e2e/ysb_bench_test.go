@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
+	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sweep"
 )
 
@@ -120,8 +121,8 @@ func TestBenchYSBSweeps(t *testing.T) {
 func sweepLine(t *testing.T, rep sweepReport, p *Proc) string {
 	t.Helper()
 	var sum struct {
-		Latency *sweep.AnswerLatency `json:"latency"`
-		History *sweep.History       `json:"history"`
+		Latency *rundir.AnswerLatency `json:"latency"`
+		History *rundir.History       `json:"history"`
 	}
 	if b, err := os.ReadFile(filepath.Join(rep.Dir, "summary.json")); err == nil {
 		_ = json.Unmarshal(b, &sum)

@@ -396,3 +396,55 @@ func eachSource(t *testing.T, skip []string, fn func(rel string, f *ast.File)) {
 		t.Fatal(err)
 	}
 }
+
+// TestOneNamePerThing: no type or constant of this module has a second
+// permanent name in another package (`type Report = rundir.Summary`,
+// `const Block = trialcfg.Block`): 40 did, and a reader met each thing
+// under two names. A package uses the other's name.
+func TestOneNamePerThing(t *testing.T) {
+	const module = "github.com/cloudprofiler-go/cp/"
+	var found []string
+	eachSource(t, nil, func(rel string, f *ast.File) {
+		ours := map[string]bool{} // the file's imports of this module, by name
+		for _, imp := range f.Imports {
+			path := strings.Trim(imp.Path.Value, `"`)
+			if !strings.HasPrefix(path, module) {
+				continue
+			}
+			name := path[strings.LastIndex(path, "/")+1:]
+			if imp.Name != nil {
+				name = imp.Name.Name
+			}
+			ours[name] = true
+		}
+		second := func(e ast.Expr) bool {
+			sel, ok := e.(*ast.SelectorExpr)
+			if !ok {
+				return false
+			}
+			x, ok := sel.X.(*ast.Ident)
+			return ok && ours[x.Name]
+		}
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok {
+				continue
+			}
+			for _, s := range g.Specs {
+				switch s := s.(type) {
+				case *ast.TypeSpec:
+					if s.Assign.IsValid() && second(s.Type) {
+						found = append(found, fmt.Sprintf("%s: type %s", rel, s.Name.Name))
+					}
+				case *ast.ValueSpec:
+					if g.Tok == token.CONST && len(s.Values) == 1 && second(s.Values[0]) {
+						found = append(found, fmt.Sprintf("%s: const %s", rel, s.Names[0].Name))
+					}
+				}
+			}
+		}
+	})
+	if len(found) > 0 {
+		t.Errorf("second names of this module's types and constants:\n%s", strings.Join(found, "\n"))
+	}
+}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/receiver/tally"
 )
 
 // File is where the corpus lives, relative to the module root.
@@ -92,7 +92,7 @@ type Got struct {
 }
 
 // GotFrom is dgrecv's result in the corpus's terms.
-func GotFrom(res *receiver.Result) Got {
+func GotFrom(res *tally.Result) Got {
 	got := Got{Malformed: map[string]uint64{}, Streams: map[uint32]Stream{}}
 	for reason, n := range res.MalformedBy {
 		if n > 0 {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/driver"
+	"github.com/cloudprofiler-go/cp/receiver/tally"
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/profiler"
@@ -64,7 +65,7 @@ func (m *StreamMemory) snapshot() map[uint32]uint64 {
 }
 
 // remember records where each stream of a finished trial is.
-func (m *StreamMemory) remember(res *receiver.Result) {
+func (m *StreamMemory) remember(res *tally.Result) {
 	if m == nil || res == nil {
 		return
 	}
@@ -131,7 +132,7 @@ func (tr trial) Start(env agent.Env) (*agent.Started, error) {
 	if err != nil {
 		return nil, err
 	}
-	return agent.Start(r, r.Run, func(res *receiver.Result) *protocol.TrialStatus {
+	return agent.Start(r, r.Run, func(res *tally.Result) *protocol.TrialStatus {
 		if tr.jobInput != "" {
 			tr.streams.remember(res)
 		}
