@@ -294,12 +294,12 @@ type trialRun struct {
 	deadline  time.Duration
 	started   []*protocol.Client
 	jobs      []*protocol.Client // the job agents started (not in started: they end when the others have)
-	watches   []*jobmetrics.Watch
+	scrapers  []*jobmetrics.Scraper
 	// done is each agent's result, collected into the outcome in the
 	// agents' order (collect), not the order they finished in: the run
 	// directory names them by that order (sender0, job1, ...).
 	done    map[*protocol.Client]*protocol.TrialStatus
-	watched []*protocol.JobResult // the metrics watches' results
+	watched []*protocol.JobResult // the metrics scrapers' results
 	o       *rundir.Outcome
 	startAt time.Time // the senders' common start, fixed before the receivers start (zero: when the senders start)
 }

@@ -29,7 +29,7 @@ func (c *Controller) prepareJobs(ctx context.Context) ([]protocol.AgentInfo, err
 // senders and receivers are done (awaitJobs), within the trial's deadline.
 func (r *trialRun) startJobs() error {
 	for _, src := range r.c.JobMetrics {
-		r.watches = append(r.watches, jobmetrics.Start(src, r.metricsPeriod(), r.c.agentTimeout()))
+		r.scrapers = append(r.scrapers, jobmetrics.Start(src, r.metricsPeriod(), r.c.agentTimeout()))
 	}
 	for _, a := range r.c.Jobs {
 		if _, err := a.Start(r.tctx, protocol.JobTrial{Duration: r.deadline, Profile: r.c.TrialProfile}); err != nil {
@@ -49,14 +49,14 @@ func (r *trialRun) awaitJobs(lastOK map[*protocol.Client]time.Time, silentFor ti
 		}
 		lastOK[a] = time.Now()
 	}
-	for _, w := range r.watches {
+	for _, w := range r.scrapers {
 		res, err := w.Stop()
 		if err != nil {
 			return &AgentError{Agent: "job metrics", Err: err, System: true}
 		}
 		r.watched = append(r.watched, res)
 	}
-	r.watches = nil
+	r.scrapers = nil
 	pending := append([]*protocol.Client(nil), r.jobs...)
 	for len(pending) > 0 {
 		next := pending[:0]
@@ -86,10 +86,10 @@ func (r *trialRun) awaitJobs(lastOK map[*protocol.Client]time.Time, silentFor ti
 
 // stopWatches ends the metrics watches of a trial that will not be judged.
 func (r *trialRun) stopWatches() {
-	for _, w := range r.watches {
+	for _, w := range r.scrapers {
 		_, _ = w.Stop()
 	}
-	r.watches = nil
+	r.scrapers = nil
 }
 
 // metricsPeriod is how often a job's metrics are scraped: the trial's

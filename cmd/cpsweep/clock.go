@@ -34,7 +34,7 @@ func clockCommand(code *int) *cobra.Command {
   4. "cpsweep clock translate" maps a node's TSC value into the reference
      node's domain with both bounds.`,
 	}
-	cmd.AddCommand(clockClientCommand(), clockProbeCommand(), clockRelateCommand(), clockTranslateCommand(code), clockDurationCommand(), clockWatchCommand())
+	cmd.AddCommand(clockClientCommand(), clockProbeCommand(), clockRelateCommand(), clockTranslateCommand(code), clockDurationCommand(), clockMonitorCommand())
 	return cmd
 }
 
@@ -169,19 +169,19 @@ func (pf *probeFlags) resolve() ([]probing.Node, probing.Settings, error) {
 	return ns, probing.Settings{Count: pf.count, Gap: pf.gap, Timeout: pf.timeout, Token: tok}, nil
 }
 
-func clockWatchCommand() *cobra.Command {
+func clockMonitorCommand() *cobra.Command {
 	var pf probeFlags
 	var rounds int
 	var every time.Duration
 	var output, reference, metrics string
 	cmd := &cobra.Command{
-		Use:   "watch",
+		Use:   "monitor",
 		Short: "Probe periodically, keep the relation current and export it to Prometheus",
 		Long: `Probes every ordered pair once per --every and relates the first round to
 the latest, so the bounds, MinRTT and status of every pair are visible as
 Prometheus gauges (cp_clock_*) while nodes run: between experiments, or at a
 low rate during one. Each new relation is also written to --output.`,
-		Example: `  cpsweep clock watch --node a=10.0.0.2:9201 --node b=10.0.0.3:9201 --reference a \
+		Example: `  cpsweep clock monitor --node a=10.0.0.2:9201 --node b=10.0.0.3:9201 --reference a \
       --every 30s --metrics 0.0.0.0:9300 -o relation.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -194,7 +194,7 @@ low rate during one. Each new relation is also written to --output.`,
 				return fmt.Errorf("--rounds %d: a relation needs two rounds (0 runs until interrupted)", rounds)
 			}
 			g := &probing.Gauges{}
-			stop, err := cli.ServeMetricsFor("clock watch", metrics, g)
+			stop, err := cli.ServeMetricsFor("clock monitor", metrics, g)
 			if err != nil {
 				return err
 			}
@@ -213,7 +213,7 @@ low rate during one. Each new relation is also written to --output.`,
 				}
 				if output != "" {
 					if err := cli.WriteJSONFile(output, rf); err != nil {
-						fmt.Fprintf(os.Stderr, "clock watch: %v\n", err)
+						fmt.Fprintf(os.Stderr, "clock monitor: %v\n", err)
 					}
 				}
 			})

@@ -75,8 +75,8 @@ type CodedError struct {
 func (e *CodedError) Error() string { return e.Err.Error() }
 func (e *CodedError) Unwrap() error { return e.Err }
 
-// Runner is what a role starts: a sender or a receiver.
-type Runner interface {
+// Measurer is what a role starts: a sender or a receiver.
+type Measurer interface {
 	prometheus.Collector
 	Stages() *stage.Set
 	Stop()
@@ -86,7 +86,7 @@ type Runner interface {
 // Start wraps a role's new runner as a started trial: its stages are
 // watched for stalls, and Wait runs it, closes it and puts its result in a
 // status (result: the status of a run's result).
-func Start[R any](r Runner, run func() (R, error), status func(R) *protocol.TrialStatus, logf func(string, ...any)) *Started {
+func Start[R any](r Measurer, run func() (R, error), status func(R) *protocol.TrialStatus, logf func(string, ...any)) *Started {
 	if r.Stages() != nil {
 		diagnose.LogStalls(r.Stages(), diagnose.DefaultConfirm, logf)
 	}

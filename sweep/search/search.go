@@ -10,10 +10,10 @@ import (
 	"github.com/cloudprofiler-go/cp/rundir"
 )
 
-// Runner runs one trial at rate. An error means the trial could not be
+// TrialFunc runs one trial at rate. An error means the trial could not be
 // judged at all (e.g. every agent is gone) and stops the search; an agent
 // failing inside a trial is a failed verdict instead.
-type Runner func(ctx context.Context, rate float64, purpose string) (rundir.Trial, error)
+type TrialFunc func(ctx context.Context, rate float64, purpose string) (rundir.Trial, error)
 
 // LinearPlan is the paper's search (Fig. 9a): from, from+step, ... up to
 // to, stopping at the first failing trial.
@@ -24,7 +24,7 @@ type LinearPlan struct {
 }
 
 // Linear runs the paper's search.
-func Linear(ctx context.Context, p LinearPlan, run Runner) (*rundir.Result, error) {
+func Linear(ctx context.Context, p LinearPlan, run TrialFunc) (*rundir.Result, error) {
 	if p.From <= 0 || p.Step <= 0 || p.To < p.From {
 		return nil, fmt.Errorf("linear search needs 0 < from <= to and step > 0 (got from %g, to %g, step %g)", p.From, p.To, p.Step)
 	}
@@ -148,7 +148,7 @@ var errTrialLimit = errors.New("trial limit reached")
 // the highest rate that passed every one of its runs, and the rates above
 // it whose runs disagreed are its measured uncertainty. Only when every
 // rate down to the floor (Min) failed is there no answer.
-func Fast(ctx context.Context, plan FastPlan, run Runner) (*rundir.Result, error) {
+func Fast(ctx context.Context, plan FastPlan, run TrialFunc) (*rundir.Result, error) {
 	p, err := plan.WithDefaults()
 	if err != nil {
 		return nil, err
@@ -178,7 +178,7 @@ func Fast(ctx context.Context, plan FastPlan, run Runner) (*rundir.Result, error
 type fastSearch struct {
 	ctx context.Context
 	p   FastPlan
-	run Runner
+	run TrialFunc
 	res *rundir.Result
 	pr  prober
 	// hinting: the service-rate hint has not moved the search yet.
@@ -410,7 +410,7 @@ func rampDown(res *rundir.Result, pr *prober, p FastPlan, try func(float64, stri
 	}
 }
 
-func runOne(ctx context.Context, res *rundir.Result, rate float64, purpose string, run Runner) (rundir.Trial, error) {
+func runOne(ctx context.Context, res *rundir.Result, rate float64, purpose string, run TrialFunc) (rundir.Trial, error) {
 	if err := ctx.Err(); err != nil {
 		res.Stopped = "interrupted"
 		return rundir.Trial{}, err

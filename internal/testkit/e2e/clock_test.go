@@ -202,9 +202,9 @@ func TestClockRelationAcrossNamespaces(t *testing.T) {
 	}, "--token-file", token)
 }
 
-// TestClockWatchExportsGauges runs "cpsweep clock watch" for three rounds
+// TestClockMonitorExportsGauges runs "cpsweep clock monitor" for three rounds
 // and reads the per-pair gauges off its /metrics.
-func TestClockWatchExportsGauges(t *testing.T) {
+func TestClockMonitorExportsGauges(t *testing.T) {
 	var nodeArgs []string
 	for _, name := range []string{"x", "y"} {
 		p, err := Start(filepath.Join(binDir, "cpsweep"), "clock", "client", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--calibrate", "30ms")
@@ -218,7 +218,7 @@ func TestClockWatchExportsGauges(t *testing.T) {
 		nodeArgs = append(nodeArgs, "--node", name+"="+clockReady.FindStringSubmatch(p.Stderr.String())[1])
 	}
 	rel := filepath.Join(t.TempDir(), "relation.json")
-	w, err := Start(filepath.Join(binDir, "cpsweep"), append([]string{"clock", "watch", "--reference", "x", "--every", "200ms", "--rounds", "4",
+	w, err := Start(filepath.Join(binDir, "cpsweep"), append([]string{"clock", "monitor", "--reference", "x", "--every", "200ms", "--rounds", "4",
 		"--count", "50", "--gap", "0", "--metrics", "127.0.0.1:0", "-o", rel}, nodeArgs...)...)
 	if err != nil {
 		t.Fatal(err)

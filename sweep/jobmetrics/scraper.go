@@ -57,8 +57,8 @@ func (s Source) Scrape(ctx context.Context, client *http.Client) (map[string]*Op
 	return s.Mapping.Parse(bytes.NewReader(body)) // no copy of up to 8 MiB a scrape
 }
 
-// Watch scrapes a source every period from Start until Stop.
-type Watch struct {
+// Scraper scrapes a source every period from Start until Stop.
+type Scraper struct {
 	src     Source
 	rec     *Recorder
 	silent  time.Duration
@@ -71,15 +71,15 @@ type Watch struct {
 }
 
 // Start begins scraping src every period; a source that answers nothing
-// usable for silentFor is the watch's error.
-func Start(src Source, period, silentFor time.Duration) *Watch {
+// usable for silentFor is the scraper's error.
+func Start(src Source, period, silentFor time.Duration) *Scraper {
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &Watch{src: src, rec: NewRecorder(src.Mapping, period), silent: silentFor, cancel: cancel, done: make(chan struct{})}
+	w := &Scraper{src: src, rec: NewRecorder(src.Mapping, period), silent: silentFor, cancel: cancel, done: make(chan struct{})}
 	go w.run(ctx, period)
 	return w
 }
 
-func (w *Watch) run(ctx context.Context, period time.Duration) {
+func (w *Scraper) run(ctx context.Context, period time.Duration) {
 	defer close(w.done)
 	client := httpapi.NewClient(max(period, time.Second))
 	lastOK := time.Now()
@@ -113,14 +113,14 @@ func (w *Watch) run(ctx context.Context, period time.Duration) {
 	}
 }
 
-func (w *Watch) fail(err error) {
+func (w *Scraper) fail(err error) {
 	w.mu.Lock()
 	w.err = err
 	w.mu.Unlock()
 }
 
 // Err is the watch's failure so far (nil: none).
-func (w *Watch) Err() error {
+func (w *Scraper) Err() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.err
@@ -128,7 +128,7 @@ func (w *Watch) Err() error {
 
 // Stop ends the watch and returns the job's operators over it: an error
 // when the job restarted, stopped answering, or named no operator.
-func (w *Watch) Stop() (*protocol.JobResult, error) {
+func (w *Scraper) Stop() (*protocol.JobResult, error) {
 	w.cancel()
 	<-w.done
 	if err := w.Err(); err != nil {
