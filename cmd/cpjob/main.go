@@ -89,8 +89,11 @@ func ysbCommand() *cobra.Command {
 				return cli.Usage(err)
 			}
 			if print {
-				fmt.Print(c.YAML())
-				return nil
+				conf, err := c.YAML()
+				if err == nil {
+					fmt.Print(conf)
+				}
+				return err
 			}
 			s, err := scenarios.Load(scenario)
 			if err != nil {

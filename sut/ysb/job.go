@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -99,93 +98,6 @@ func Defaults() Config {
 	return Config{Window: time.Second, Lateness: 500 * time.Millisecond, Copies: 1, Stream: 0xff00, LogLevel: "warn", Part: PartAll}
 }
 
-// YAML is the job, or its part, as the engine's configuration.
-//
-// The engine's windows hold the times in (start, end]; the contract's (and
-// YSB's) hold the milliseconds in [start, end). Half a millisecond added
-// to each event time makes them the same windows: an event at a whole
-// second counts in the window that starts there.
-func (c Config) YAML() string {
-	q := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
-	filter := fmt.Sprintf(`
-          - label: filter
-            ysb_filter: {%s}`, filterFields(c))
-	count := fmt.Sprintf(`
-          - label: projection
-            mapping: 'root = {"ad_id": this.ad_id, "event_time_ms": this.event_time_ms}'
-          - label: join
-            ysb_redis_join:
-              address: %s%s%s`, q(c.Redis), workLine("work_per_tuple", c.JoinWork, 14), workLine("lookup_delay", c.JoinDelay, 14))
-	window := fmt.Sprintf(`buffer:
-  system_window:
-    timestamp_mapping: 'root = this.event_time_ms / 1000 + 0.0005'
-    size: %s
-    allowed_lateness: %s
-pipeline:
-  threads: 1
-  processors:
-    - label: window
-      ysb_window_count: {%s}
-`, c.Window, c.Lateness, strings.TrimSpace(workLine("work_per_tuple", c.WindowWork, 0)))
-	schema := "window"
-	switch c.Part {
-	case PartFilter:
-		count, window, schema = "", "", scenarios.SchemaAdEvent
-	case PartCount:
-		filter = ""
-	}
-	return fmt.Sprintf(`input:
-  broker:
-    copies: %d
-    inputs:
-      - cp_input:
-          url: %s
-          schema: ad-event
-          max_in_flight: %d
-        processors:%s%s
-%soutput:
-  cp_output:
-    url: %s
-    schema: %s
-    stream: %d
-logger:
-  level: %s
-http:
-  enabled: false
-`, c.Copies, q(c.Input), c.inFlight(), filter, count, window, q(c.Output), schema, c.Stream, c.LogLevel)
-}
-
-// inFlight is the input's bound on unacknowledged tuples: the window
-// buffer acknowledges a window's tuples only when it closes, so the
-// engine's default (for a second's window) grows with the window, as the
-// buffer's own memory does (docs/sut.md).
-func (c Config) inFlight() int {
-	n := int64(cpbenthos.DefaultInFlight) * int64(max(1, (c.Window+time.Second-1)/time.Second))
-	return int(min(n, cpbenthos.MaxInFlight))
-}
-
-// filterFields are ysb_filter's: chained when the join follows it on its
-// thread (the whole job), and its injected work.
-func filterFields(c Config) string {
-	fields := workLine("work_per_tuple", c.FilterWork, 0)
-	if c.Part != PartFilter {
-		fields = strings.TrimPrefix(fields+", chained: true", ", ")
-	}
-	return fields
-}
-
-// workLine is an operator's injected work as a YAML field, on a line of
-// its own at indent (0: inline), or nothing when there is none.
-func workLine(field string, d time.Duration, indent int) string {
-	if d <= 0 {
-		return ""
-	}
-	if indent == 0 {
-		return fmt.Sprintf("%s: %s", field, d)
-	}
-	return fmt.Sprintf("\n%s%s: %s", strings.Repeat(" ", indent), field, d)
-}
-
 // Hooks are what a job's process learns of its running job: its
 // operators' accounting (nil: not accounted; docs/dataflow.md), and each
 // connection of cp_input and cp_output (nil: not told).
@@ -213,8 +125,12 @@ func Build(reg driver.Registry, c Config, h Hooks) (*service.Stream, error) {
 	if err != nil {
 		return nil, err
 	}
+	conf, err := c.YAML()
+	if err != nil {
+		return nil, err
+	}
 	b := env.NewStreamBuilder()
-	if err := b.SetYAML(c.YAML()); err != nil {
+	if err := b.SetYAML(conf); err != nil {
 		return nil, fmt.Errorf("the YSB job's configuration: %w", err)
 	}
 	return b.Build()

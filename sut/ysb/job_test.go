@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/cloudprofiler-go/cp/dataflow"
 	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/driver/kafka"
@@ -262,5 +264,66 @@ func TestAJoinWithoutRedisFailsAtStart(t *testing.T) {
 	err = job.Run(ctx)
 	if err == nil || !strings.Contains(err.Error(), "connect to Redis at "+cfg.Redis) || time.Since(start) > 15*time.Second {
 		t.Errorf("the job ran %v and ended with %v; want it stopped at start, naming Redis at %s", time.Since(start), err, cfg.Redis)
+	}
+}
+
+// TestEngineConfigurationOfEachPart: the job's configuration, built from
+// typed values, is what the engine takes for each part (its linter reads
+// every field), in the order of YSB's steps, with the injected works where
+// given and a URL that a hand-built text would have broken (a quote, a
+// colon and a hash) kept exactly.
+func TestEngineConfigurationOfEachPart(t *testing.T) {
+	env, err := ysb.Environment(brokers, ysb.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		part  string
+		steps []string
+	}{
+		{ysb.PartAll, []string{"filter", "projection", "join", "window"}},
+		{ysb.PartFilter, []string{"filter"}},
+		{ysb.PartCount, []string{"projection", "join", "window"}},
+	} {
+		c := ysb.Defaults()
+		c.Part, c.Redis, c.JoinWork, c.Window = tc.part, "127.0.0.1:6379", 100*time.Microsecond, 10*time.Second
+		c.Input, c.Output = "jetstream://127.0.0.1:4222/it's: #in?group=ysb", "jetstream://127.0.0.1:4222/out"
+		conf, err := c.YAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := env.NewStreamBuilder().SetYAML(conf); err != nil {
+			t.Errorf("%s: the engine refuses its configuration: %v\n%s", tc.part, err, conf)
+		}
+		var doc struct {
+			Input struct {
+				Broker struct {
+					Inputs []struct {
+						CPInput struct {
+							URL         string `yaml:"url"`
+							MaxInFlight int    `yaml:"max_in_flight"`
+						} `yaml:"cp_input"`
+						Processors []map[string]any `yaml:"processors"`
+					} `yaml:"inputs"`
+				} `yaml:"broker"`
+			} `yaml:"input"`
+			Pipeline struct {
+				Processors []map[string]any `yaml:"processors"`
+			} `yaml:"pipeline"`
+		}
+		if err := yaml.Unmarshal([]byte(conf), &doc); err != nil || len(doc.Input.Broker.Inputs) != 1 {
+			t.Fatalf("%s: %v\n%s", tc.part, err, conf)
+		}
+		in := doc.Input.Broker.Inputs[0]
+		var steps []string
+		for _, p := range append(in.Processors, doc.Pipeline.Processors...) {
+			steps = append(steps, fmt.Sprint(p["label"]))
+		}
+		if in.CPInput.URL != c.Input || !slices.Equal(steps, tc.steps) || in.CPInput.MaxInFlight != 10*cpbenthos.DefaultInFlight {
+			t.Errorf("%s: url %q, steps %v, max_in_flight %d; want %q, %v, %d", tc.part, in.CPInput.URL, steps, in.CPInput.MaxInFlight, c.Input, tc.steps, 10*cpbenthos.DefaultInFlight)
+		}
+		if tc.part != ysb.PartFilter && !strings.Contains(conf, "work_per_tuple: 100µs") {
+			t.Errorf("%s: the join's injected work is not in it:\n%s", tc.part, conf)
+		}
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
 	"github.com/cloudprofiler-go/cp/scenarios"
@@ -45,7 +47,11 @@ func startYSB(t *testing.T, in, out, redisAddr string, fault func(yaml string) s
 		if err := ysb.LoadCampaigns(context.Background(), redisAddr, s); err != nil {
 			t.Fatal(err)
 		}
-		return runJobConfig(t, fault(c.YAML()))
+		conf, err := c.YAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runJobConfig(t, fault(conf))
 	}
 	return startJob(t, args...)
 }
@@ -162,30 +168,18 @@ func TestSweepNamesAFaultyJobsExactError(t *testing.T) {
 	natsAddr, _ := realserver.NATS(t)
 	redisAddr, _ := realserver.Redis(t)
 	for i, tc := range []struct {
-		name, after, insert, want string
+		name, after, insert, want string // insert: steps after the processor labelled after
 	}{
-		{"drops one view", "          - label: projection\n", "          - label: drop_one\n            mapping: 'root = if count(\"drop\") == 500 { deleted() }'\n", "1 missing"},
-		{"duplicates one view", "          - label: projection\n", "          - label: duplicate_one\n            mapping: 'root = if count(\"dup\") == 500 { [this, this] } else { [this] }'\n          - unarchive:\n              format: json_array\n", "1 more than owed"},
+		{"drops one view", "projection", "- label: drop_one\n  mapping: 'root = if count(\"drop\") == 500 { deleted() }'\n", "1 missing"},
+		{"duplicates one view", "projection", "- label: duplicate_one\n  mapping: 'root = if count(\"dup\") == 500 { [this, this] } else { [this] }'\n- unarchive:\n    format: json_array\n", "1 more than owed"},
 		// hostile output: every window written ten times over
-		{"writes every window ten times", "      ysb_window_count: {}\n", "    - label: ten_times\n      mapping: 'root = [this, this, this, this, this, this, this, this, this, this]'\n    - unarchive:\n        format: json_array\n", "nine times owed"},
-		{"counts a window one too high", "      ysb_window_count: {}\n", "    - label: miscount_one\n      mapping: |\n        root = this\n        root.count = if count(\"miscount\") == 20 { this.count + 1 } else { this.count }\n", "1 more than owed"},
-		{"counts a view in the next window", "          - label: projection\n", "          - label: one_late\n            mapping: |\n              root = this\n              root.event_time_ms = if count(\"late\") == 500 { this.event_time_ms + 1000 } else { this.event_time_ms }\n", "one window off"},
+		{"writes every window ten times", "window", "- label: ten_times\n  mapping: 'root = [this, this, this, this, this, this, this, this, this, this]'\n- unarchive:\n    format: json_array\n", "nine times owed"},
+		{"counts a window one too high", "window", "- label: miscount_one\n  mapping: |\n    root = this\n    root.count = if count(\"miscount\") == 20 { this.count + 1 } else { this.count }\n", "1 more than owed"},
+		{"counts a view in the next window", "projection", "- label: one_late\n  mapping: |\n    root = this\n    root.event_time_ms = if count(\"late\") == 500 { this.event_time_ms + 1000 } else { this.event_time_ms }\n", "one window off"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in, out := fmt.Sprintf("jetstream://%s/fault%d.in", natsAddr, i), fmt.Sprintf("jetstream://%s/fault%d.out", natsAddr, i)
-			startYSB(t, in, out, redisAddr, func(y string) string {
-				// the processor goes after the step's own lines (its
-				// label line and the next one)
-				at := strings.Index(y, tc.after)
-				if at < 0 {
-					t.Fatalf("no %q in the job's configuration", tc.after)
-				}
-				at += len(tc.after)
-				if !strings.HasSuffix(tc.after, "{}\n") {
-					at += strings.Index(y[at:], "\n") + 1
-				}
-				return y[:at] + tc.insert + y[at:]
-			})
+			startYSB(t, in, out, redisAddr, func(y string) string { return withSteps(t, y, tc.after, tc.insert) })
 			rep, p := runSweepAllowing(t, 2*time.Minute, []int{sweep.ExitNoRatePassed}, jobSweepArgs(in, out, "--search", "linear", "--from", "5k", "--to", "5k", "--step", "5k")...)
 			if len(rep.Result.Trials) != 1 {
 				t.Fatalf("%d trials\n%s", len(rep.Result.Trials), p.Stderr.String())
@@ -300,4 +294,46 @@ func TestSweepFaultsOfAJob(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withSteps is a job's configuration with steps (a YAML sequence of
+// processors) put right after the processor labelled after.
+func withSteps(t *testing.T, conf, after, steps string) string {
+	t.Helper()
+	var doc, add yaml.Node
+	if err := yaml.Unmarshal([]byte(conf), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal([]byte(steps), &add); err != nil || len(add.Content) != 1 || add.Content[0].Kind != yaml.SequenceNode {
+		t.Fatalf("steps %q: %v (want a sequence)", steps, err)
+	}
+	labelled := func(n *yaml.Node) bool {
+		for i := 0; n.Kind == yaml.MappingNode && i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == "label" && n.Content[i+1].Value == after {
+				return true
+			}
+		}
+		return false
+	}
+	var put func(n *yaml.Node) bool
+	put = func(n *yaml.Node) bool {
+		for i, c := range n.Content {
+			if n.Kind == yaml.SequenceNode && labelled(c) {
+				n.Content = slices.Concat(n.Content[:i+1], add.Content[0].Content, n.Content[i+1:])
+				return true
+			}
+			if put(c) {
+				return true
+			}
+		}
+		return false
+	}
+	if !put(&doc) {
+		t.Fatalf("no processor labelled %q in the job's configuration:\n%s", after, conf)
+	}
+	b, err := yaml.Marshal(&doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
