@@ -12,6 +12,7 @@
 // dgsend and dgrecv do (a stream is one sender thread, received by one
 // lane, consumed in order).
 //
-// Its sub-packages: rundir (the run directory itself), activity (the
-// program activity graph), report (report.html).
+// Its sub-packages: activity (the program activity graph), report
+// (report.html) and compare (two runs side by side); the run directory it
+// reads is package rundir's.
 package analysis

@@ -1,8 +1,11 @@
 // Package sweep finds the maximum sustainable throughput of a receiving
-// system: it runs trials (every sender at its share of a target rate for a
-// warm-up plus a measured window), judges each trial by explicit rules, and
-// searches over rates, linearly as the paper does (Fig. 9a) or fast
-// (exponential ramp, then bisection guided by the achieved rate). It also
-// holds the control API shared by the agents (dgsend/dgrecv --agent) and
-// the controller (cpsweep).
+// system. Its root is the controller and the trial loop: it starts every
+// agent's trial (every sender at its share of a target rate for a warm-up
+// plus a measured window), collects the outcomes, judges them (the rules
+// are sweep/verdict's), diagnoses each trial's limit, repeats the trials
+// other work on a host disturbed, and writes the run directory (rundir)
+// and the console's lines. The search over rates is sweep/search's, the
+// control API's messages and client sweep/protocol's, the agents
+// themselves sweep/agent's, finding them sweep/discover's, a job's own
+// metrics sweep/jobmetrics's, and live scraping sweep/watch's.
 package sweep
