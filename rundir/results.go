@@ -61,6 +61,12 @@ func (r *Writer) WriteCSV(name string, header []string, rows [][]string) error {
 	})
 }
 
+// NodeProfiles is where a node's collected profile logs go
+// (profiles/NODE/; the node's name is the agent's, checked by the caller).
+func (r *Writer) NodeProfiles(node string) string {
+	return filepath.Join(r.Dir, ProfilesDir, node)
+}
+
 func (r *Writer) write(name string, data []byte) error {
 	return atomicfile.Write(filepath.Join(r.Dir, name), data, 0o644)
 }

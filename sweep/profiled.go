@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sort"
 
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
@@ -74,7 +73,7 @@ func (s *Sweep) profiledTrial(ctx context.Context, res *rundir.Result, run func(
 	sort.Strings(keys)
 	var errs []error
 	for _, name := range keys {
-		files, err := names[name].FetchProfile(ctx, filepath.Join(s.Out.Dir, rundir.ProfilesDir, name))
+		files, err := names[name].FetchProfile(ctx, s.Out.NodeProfiles(name))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("collect profile of %s: %w", name, err))
 			continue

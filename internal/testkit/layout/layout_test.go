@@ -448,3 +448,42 @@ func TestOneNamePerThing(t *testing.T) {
 		t.Errorf("second names of this module's types and constants:\n%s", strings.Join(found, "\n"))
 	}
 }
+
+// TestRunDirectoryPathsOnlyInRundir: a path into a run directory is
+// built only by rundir's own methods: no filepath.Join outside it takes
+// one of rundir's names (19 calls in 11 files built them once).
+func TestRunDirectoryPathsOnlyInRundir(t *testing.T) {
+	var found []string
+	eachSource(t, []string{"rundir"}, func(rel string, f *ast.File) {
+		name := ""
+		for _, imp := range f.Imports {
+			if strings.Trim(imp.Path.Value, `"`) == "github.com/cloudprofiler-go/cp/rundir" {
+				name = "rundir"
+				if imp.Name != nil {
+					name = imp.Name.Name
+				}
+			}
+		}
+		if name == "" {
+			return
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			if fn, ok := call.Fun.(*ast.SelectorExpr); !ok || fn.Sel.Name != "Join" || fmt.Sprint(fn.X) != "filepath" {
+				return true
+			}
+			for _, a := range call.Args {
+				if sel, ok := a.(*ast.SelectorExpr); ok && fmt.Sprint(sel.X) == name {
+					found = append(found, fmt.Sprintf("%s: filepath.Join(..., %s.%s, ...)", rel, name, sel.Sel.Name))
+				}
+			}
+			return true
+		})
+	})
+	if len(found) > 0 {
+		t.Errorf("paths into a run directory built outside rundir:\n%s", strings.Join(found, "\n"))
+	}
+}
