@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/limits"
 	"github.com/cloudprofiler-go/cp/rundir"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/sweep/search"
 )
 
@@ -165,7 +167,8 @@ func WriteText(w io.Writer, r *rundir.Summary) {
 	if r.ProfileSkipped != "" {
 		fmt.Fprintf(w, "profiled trial skipped: %s\n", r.ProfileSkipped)
 	}
-	if line := profiledLine(res, r.ProfiledSearch); line != "" {
+	jobLogs := slices.ContainsFunc(r.Agents, func(a protocol.AgentInfo) bool { return a.Role == protocol.RoleJob })
+	if line := profiledLine(res, r.ProfiledSearch, jobLogs); line != "" {
 		fmt.Fprintln(w, line)
 	}
 	if r.Interrupted {
@@ -178,7 +181,11 @@ func WriteText(w io.Writer, r *rundir.Summary) {
 // answer and for its logs. The answer is the search's, found without the
 // profiler; a profiled trial below it that fails says that the answer had
 // less headroom than the profile costs, which a user must not miss.
-func profiledLine(res *rundir.Result, profiledSearch bool) string {
+//
+// jobLogs: a job's operators logged too, each tuple on its own thread: no
+// thread of the profiler's holds that cost, so the profiler's threads'
+// share does not bound it.
+func profiledLine(res *rundir.Result, profiledSearch, jobLogs bool) string {
 	var t *rundir.Trial
 	for i := range res.Trials {
 		if res.Trials[i].Purpose == rundir.PurposeProfile {
@@ -209,6 +216,12 @@ func profiledLine(res *rundir.Result, profiledSearch bool) string {
 			"  the search ran with the same profile and passed above this rate, so the profile's cost is\n" +
 			"  not the reason: the host was busier than during the search, and the answer may be\n" +
 			"  optimistic (run the sweep again and compare); the logs' latencies include queueing"
+	case res.LastPass > 0 && t.Rate <= res.LastPass && jobLogs:
+		return "profiled trial at " + at + " FAILED (" + strings.Join(t.Verdict.Failed(), "; ") + "):\n" +
+			"  the answer stands (the search ran without the profile), but this run did not keep up, so\n" +
+			"  the logs' latencies include queueing. The job's operators logged every tuple on their own\n" +
+			"  threads, a cost no profiler thread shows: compare the limiting operator's busy share here with\n" +
+			"  the search's trials (trials.json), and log less (a sampling handler, docs/profiler.md)"
 	case res.LastPass > 0 && t.Rate <= res.LastPass && costKnown && 2*share < 1-t.Rate/res.LastPass:
 		// Twice the threads' share: the calls on the stages' threads cost
 		// about as much again (docs/profiler.md, BENCHMARKS.md).
