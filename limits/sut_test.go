@@ -49,3 +49,18 @@ func TestTrialSUT(t *testing.T) {
 		})
 	}
 }
+
+// TestHostCPULineAddsUp: the host CPU limit's evidence lists the system
+// under test's cores beside the agents', once however many agents read
+// them, so that its parts add up to the busy share (issue 58).
+func TestHostCPULineAddsUp(t *testing.T) {
+	agent := func(node string, process float64) cpustat.AgentHost {
+		return cpustat.AgentHost{Node: node, Host: "vm", Summary: cpustat.Summary{CPUs: 2, HostBusy: 0.96, Process: process, SUT: 0.9,
+			Threads: []cpustat.ThreadShare{{Name: "thread0", Cores: 0.3, Runqueue: 0.4}}}}
+	}
+	tr := &rundir.Trial{Hosts: []cpustat.AgentHost{agent("sender0", 0.5), agent("receiver0", 0.5)}}
+	why, _ := HostCPUBehind(tr, "")
+	if !strings.Contains(why, "sender0 0.50 cores (thread0 0.30), receiver0 0.50 cores (thread0 0.30), the system under test 0.90 cores, other processes") {
+		t.Errorf("%q: want both agents and the system under test's cores once", why)
+	}
+}

@@ -162,9 +162,12 @@ func HostCPUBehind(t *rundir.Trial, named string) (why, short string) {
 		}
 		who = append(who, p)
 	}
-	others := 0.0
+	others, sut := 0.0, 0.0
 	for _, v := range cpustat.HostViews(t.Hosts) {
-		others = max(others, v.Others)
+		others, sut = max(others, v.Others), sut+v.SUT
+	}
+	if sut > 0 { // its cores are part of the busy share: the parts add up
+		who = append(who, fmt.Sprintf("the system under test %.2f cores", sut))
 	}
 	short = fmt.Sprintf("host busy %.0f%% of %d CPUs", 100*held.Busy, t.Hosts[0].CPUs)
 	why = fmt.Sprintf("%s: %s, other processes %.0f%%", short, strings.Join(who, ", "), 100*others)
