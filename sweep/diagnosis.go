@@ -274,17 +274,15 @@ func DiagnoseRun(dir string, o DiagnoseOptions) (*diagnose.RunFile, error) {
 		return nil, fmt.Errorf("%s: no trials/NNN.json (not a run directory, or no trial finished)", dir)
 	}
 	sort.Strings(files)
-	var rf *probing.RelationFile
-	if _, err := os.Stat(rundir.Path(dir, rundir.RelationFile)); err == nil {
-		if rf, err = probing.ReadRelationFile(rundir.Path(dir, rundir.RelationFile)); err != nil {
-			return nil, err
-		}
+	run, err := rundir.Open(dir)
+	if err != nil {
+		return nil, err
 	}
-	relay := false
-	var sum rundir.Summary
-	if rundir.ReadJSON(rundir.Path(dir, rundir.SummaryFile), &sum) == nil {
-		relay = sum.PlanFacts().Relay
+	if _, err := os.Stat(rundir.Path(dir, rundir.RelationFile)); err == nil && run.Relation == nil {
+		return nil, fmt.Errorf("%s: %s: %s", dir, rundir.RelationFile, strings.Join(run.Problems, "; ")) // a damaged relation aligns nothing
 	}
+	rf := run.Relation
+	relay := run.Summary != nil && run.Summary.PlanFacts().Relay
 	out := &diagnose.RunFile{FormatVersion: diagnose.FormatVersion, Confirm: max(o.Confirm, 1), Trials: []diagnose.Trial{}}
 	if o.Confirm <= 0 {
 		out.Confirm = diagnose.DefaultConfirm
