@@ -24,9 +24,6 @@ func NewDiagnoser(g *Graph) *Diagnoser {
 		carry: make([]uint64, n), c: NewCounters(n)}
 }
 
-// Labeler is the diagnoser's labeler (its Cycles describe the last step).
-func (d *Diagnoser) Labeler() *Labeler { return d.lb }
-
 // Step takes one snapshot: cumulative total and wait counters and the
 // current queues, by module. The first call only sets the baseline and
 // returns false; later calls label every module into out and return true.
@@ -97,21 +94,6 @@ func StallRuns(labels [][]Label, modules, confirm int) []Stretch {
 				}
 				start = -1
 			}
-		}
-	}
-	return out
-}
-
-// Confirmed marks, per snapshot and module, the STALLED labels that lie in
-// a confirmed run (see StallRuns).
-func Confirmed(labels [][]Label, modules, confirm int) [][]bool {
-	out := make([][]bool, len(labels))
-	for s := range out {
-		out[s] = make([]bool, modules)
-	}
-	for _, r := range StallRuns(labels, modules, confirm) {
-		for s := r.From; s <= r.To; s++ {
-			out[s][r.Module] = true
 		}
 	}
 	return out

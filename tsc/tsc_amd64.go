@@ -16,15 +16,6 @@ func Read() uint64 {
 	return t
 }
 
-// ReadCPU returns the TSC and the TSC_AUX register, which Linux sets to the
-// CPU number (low 12 bits) and NUMA node (bits 12+). Two reads on different
-// CPUs of a machine without a synchronised TSC cannot be subtracted; callers
-// that care compare the CPU ids.
-func ReadCPU() (ticks uint64, cpu uint32) {
-	t, aux := rdtscp()
-	return t, aux & 0xfff
-}
-
 // ReadFast returns the TSC with RDTSC (~11 ns): not ordered with respect to
 // earlier instructions, good enough for a busy-wait that compares against a
 // deadline.

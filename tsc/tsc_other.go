@@ -15,8 +15,5 @@ var epoch = time.Now()
 // Read returns monotonic nanoseconds since process start (fallback).
 func Read() uint64 { return uint64(time.Since(epoch)) }
 
-// ReadCPU returns Read and CPU 0: the fallback cannot tell migrations.
-func ReadCPU() (ticks uint64, cpu uint32) { return Read(), 0 }
-
 // ReadFast is Read on this architecture.
 func ReadFast() uint64 { return Read() }

@@ -144,9 +144,6 @@ func (s *Stream) Progress(wk int, t int64) {
 	}
 }
 
-// Late is the number of transfers that came after their window was built.
-func (s *Stream) Late() int { return s.b.late }
-
 // build analyses every window that can be built now.
 func (s *Stream) build() {
 	t0 := time.Now()

@@ -46,16 +46,6 @@ func (k Kind) String() string {
 	return fmt.Sprintf("kind(%d)", k)
 }
 
-// KindOf is the kind named s.
-func KindOf(s string) (Kind, bool) {
-	for k, n := range kindNames {
-		if n == s {
-			return Kind(k), true
-		}
-	}
-	return 0, false
-}
-
 // waitingKind says whether an activity of kind k waits on another worker.
 func waitingKind(k Kind) bool {
 	switch k {

@@ -45,9 +45,6 @@ type Writer struct {
 	buf []byte
 }
 
-// Bytes is the object so far (closed by End).
-func (w *Writer) Bytes() []byte { return w.buf }
-
 func (w *Writer) key(name string) {
 	if len(w.buf) == 0 {
 		w.buf = append(w.buf, '{')

@@ -146,13 +146,3 @@ func ConfineOthers(spec string) error {
 	return osthread.ConfineProcess(cpus)
 }
 
-// CheckStagePeriod refuses a --stage-period outside its range (0 is off).
-func (f *RunFlags) CheckStagePeriod() error {
-	if f.StagePeriod == 0 {
-		return nil
-	}
-	if err := stage.CheckPeriod(f.StagePeriod); err != nil {
-		return fmt.Errorf("--stage-period: %w", err)
-	}
-	return nil
-}
