@@ -145,4 +145,3 @@ func ConfineOthers(spec string) error {
 	}
 	return osthread.ConfineProcess(cpus)
 }
-
