@@ -227,7 +227,31 @@ func windowDelivery(o *rundir.Outcome) (bool, string) {
 	if len(diffs) > windowDiffsNamed {
 		more = fmt.Sprintf("; %d more", len(diffs)-windowDiffsNamed)
 	}
-	return false, fmt.Sprintf("; per key and window: %d of %d differ (%s%s)", len(diffs), len(owed)+extra, strings.Join(named, "; "), more)
+	return false, fmt.Sprintf("; per key and window: %d of %d differ (%s%s)%s", len(diffs), len(owed)+extra, strings.Join(named, "; "), more, foreignKeys(owed, got))
+}
+
+// foreignKeys says so when no key of the job's windows is a key the
+// senders sent ("": some are): a job keyed by another field than the one
+// declared differs in every window, and "401 of 401 differ" alone did not
+// say why.
+func foreignKeys(owed, got map[scenarios.WindowKey]uint64) string {
+	sent := map[string]bool{}
+	for k := range owed {
+		sent[k.Key] = true
+	}
+	theirs := map[string]bool{}
+	for k := range got {
+		if sent[k.Key] {
+			return ""
+		}
+		theirs[k.Key] = true
+	}
+	if len(theirs) == 0 || len(sent) == 0 {
+		return ""
+	}
+	first := func(keys map[string]bool) string { return slices.Min(slices.Collect(maps.Keys(keys))) }
+	return fmt.Sprintf("; none of the job's %d keys is a key the senders sent (the job's: %q, ...; the senders': %q, ...): is its output keyed by another field than the one declared (key= of the output's mapping, --events-key)?",
+		len(theirs), first(theirs), first(sent))
 }
 
 // jobRate is the input rate a job kept up with: what the senders emitted

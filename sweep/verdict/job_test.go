@@ -129,6 +129,10 @@ func TestJobWindowsAreComparedPerKeyAndWindow(t *testing.T) {
 		{"one given to another key", []scenarios.WindowCount{w("campaign-0000", 1000, 4), w("campaign-0001", 1000, 3), w("campaign-0000", 2000, 4), w("campaign-0002", 1000, 1)}, 0, false,
 			"2 of 4 differ (campaign-0000's window ending 00:00:01.000 counted 4, owes 5; campaign-0002's window ending 00:00:01.000 counted 1, owes 0)"},
 		{"not tallied", owed, 7, false, "not compared, the receivers could tally no more than 65536 windows (7 count(s) beyond)"},
+		// keyed by another field: every window differs, and the detail
+		// says why (it said "3 of 5 differ" and nothing more)
+		{"keyed by another field", []scenarios.WindowCount{w("ad-17", 1000, 8), w("ad-42", 2000, 4)}, 0, false,
+			`none of the job's 2 keys is a key the senders sent (the job's: "ad-17", ...; the senders': "campaign-0000", ...): is its output keyed by another field`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := passing()
@@ -141,6 +145,9 @@ func TestJobWindowsAreComparedPerKeyAndWindow(t *testing.T) {
 			for _, c := range v.Checks {
 				if c.Rule == RuleDelivery && (c.Pass != tc.pass || !strings.Contains(c.Detail, tc.detail)) {
 					t.Errorf("delivery: pass %v %q; want pass %v and %q", c.Pass, c.Detail, tc.pass, tc.detail)
+				}
+				if foreign := strings.Contains(c.Detail, "none of the job's"); c.Rule == RuleDelivery && foreign != strings.Contains(tc.detail, "none of the job's") {
+					t.Errorf("delivery %q: says the keys are foreign: %v", c.Detail, foreign)
 				}
 			}
 		})
