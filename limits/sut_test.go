@@ -26,13 +26,13 @@ func TestTrialSUT(t *testing.T) {
 		want    string
 	}{
 		{"a saturated thread", []cpustat.AgentHost{host([]cpustat.SUTThreadShare{{Process: "python3", PID: 7, Thread: "python3", TID: 7, Cores: 0.97}}, py)}, rundir.Verdict{}, 5925, true,
-			"python3: thread 7 busy 97% of a core; its input lag grew 5925"},
+			"python3: thread 7 busy 97% of a core; its input lag grew 5925 messages"},
 		{"a thread that waited for a core", []cpustat.AgentHost{host([]cpustat.SUTThreadShare{{Process: "node", Thread: "node", TID: 9, Cores: 0.8, Runqueue: 0.15}})}, rundir.Verdict{}, 0, false,
 			"node: thread 9 busy 80% of a core and waiting to run 15% of the time: it wanted a core 95% of the time"},
 		{"a named thread", []cpustat.AgentHost{host([]cpustat.SUTThreadShare{{Process: "java", Thread: "pipeline-0", TID: 11, Cores: 0.99}})}, rundir.Verdict{}, 0, false,
 			`java: thread "pipeline-0" (11) busy 99% of a core`},
 		{"work spread over threads, the lag grew", []cpustat.AgentHost{host([]cpustat.SUTThreadShare{{Process: "cpjob", TID: 3, Thread: "cpjob", Cores: 0.4}}, cpustat.SUTProcessShare{Process: "cpjob", Cores: 1.0, Busy: 3})}, rundir.Verdict{}, 300, true,
-			"its input lag grew 300 while the harness kept up; cpjob used 1.00 cores (3 busy thread(s)), no thread saturated"},
+			"its input lag grew 300 messages while the harness kept up; cpjob used 1.00 cores (3 busy thread(s)), no thread saturated"},
 		{"work spread, the output short", []cpustat.AgentHost{host(nil, cpustat.SUTProcessShare{Process: "nats-server", PID: 2, Cores: 0.4, Busy: 4}, cpustat.SUTProcessShare{Process: "cpjob", PID: 1, Cores: 0.7, Busy: 2})}, short, 0, true,
 			"its output was short while the harness kept up; cpjob used 0.70 cores (2 busy thread(s)), nats-server 0.40 (4), no thread"},
 		{"an idle process is left out", []cpustat.AgentHost{host(nil, cpustat.SUTProcessShare{Process: "nats-server", PID: 3, Cores: 0.001}, cpustat.SUTProcessShare{Process: "cpjob", PID: 1, Cores: 0.7, Busy: 2})}, short, 0, true,

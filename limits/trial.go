@@ -233,7 +233,7 @@ func TrialSUT(t *rundir.Trial, lagGrew float64, lagRead bool) string {
 	}
 	lag := ""
 	if lagRead && lagGrew >= minLagGrowth {
-		lag = fmt.Sprintf("its input lag grew %s", numfmt.Count(uint64(lagGrew)))
+		lag = fmt.Sprintf("its input lag grew %s messages%s", numfmt.Count(uint64(lagGrew)), t.Outcome.InEvents(lagGrew))
 	} else if short := jobOutputShort(t); short {
 		lag = "its output was short" // a job that reads ahead holds its backlog where the broker's lag cannot see it
 	}

@@ -412,3 +412,24 @@ func worstOf(a, b histo.Summary) histo.Summary {
 	a.Count += b.Count
 	return a
 }
+
+// InEvents says a count of a job's input messages in events, as a user
+// counts them (" (49,200 events)"), when each message is a bucket of more
+// than one and the senders agree on its size ("": one event a message, the
+// size unknown, or no outcome): 492 messages were 49,200 events.
+func (o *Outcome) InEvents(messages float64) string {
+	if o == nil {
+		return ""
+	}
+	bucket := 0
+	for _, s := range o.Senders {
+		if s == nil || (bucket != 0 && s.BucketSize != bucket) {
+			return ""
+		}
+		bucket = s.BucketSize
+	}
+	if bucket <= 1 || messages <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%s events)", numfmt.Count(uint64(messages)*uint64(bucket)))
+}

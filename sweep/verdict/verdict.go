@@ -194,17 +194,18 @@ func expectedWindow(o *rundir.Outcome) time.Duration {
 func addSystemBacklog(o *rundir.Outcome, rules Rules, add func(rule string, pass bool, format string, a ...any)) {
 	grew, limit, consumers, unread, ok := brokerLagGrowth(o, rules)
 	jobGrew, _, _, jobUnread, job := jobLagGrowth(o, rules)
+	events := o.InEvents(jobGrew)
 	switch {
 	case ok && job:
 		add(RuleSystemBacklog, grew <= limit && unread == 0 && jobGrew <= limit && jobUnread == 0,
-			"over the window the job's lag on its input grew %.0f messages and the broker's backlog on its output %.0f across %d receiver(s)' consumers (limit %.0f each: %g of a second's messages); %d receiver(s) could not read the job's lag, %d the output's",
-			jobGrew, grew, consumers, limit, rules.BacklogGrowth, jobUnread, unread)
+			"over the window the job's lag on its input grew %.0f messages%s and the broker's backlog on its output %.0f across %d receiver(s)' consumers (limit %.0f each: %g of a second's messages); %d receiver(s) could not read the job's lag, %d the output's",
+			jobGrew, events, grew, consumers, limit, rules.BacklogGrowth, jobUnread, unread)
 	case ok:
 		add(RuleSystemBacklog, grew <= limit && unread == 0, "over the window the broker's backlog grew %.0f messages across %d receiver(s)' consumers (limit %.0f: %g of a second's messages); %d receiver(s) could not read it",
 			grew, consumers, limit, rules.BacklogGrowth, unread)
 	case job:
-		add(RuleSystemBacklog, jobGrew <= limit && jobUnread == 0, "over the window the job's lag on its input grew %.0f messages (limit %.0f: %g of a second's messages); %d receiver(s) could not read it",
-			jobGrew, limit, rules.BacklogGrowth, jobUnread)
+		add(RuleSystemBacklog, jobGrew <= limit && jobUnread == 0, "over the window the job's lag on its input grew %.0f messages%s (limit %.0f: %g of a second's messages); %d receiver(s) could not read it",
+			jobGrew, events, limit, rules.BacklogGrowth, jobUnread)
 	}
 }
 
