@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 
@@ -91,6 +92,9 @@ func Open(paths []string) (*Comparison, error) {
 			return nil, fmt.Errorf("the runs' summaries are over compare's %s in all: compare fewer runs at once", numfmt.Bytes(MaxTotalSummary))
 		}
 	}
+	if err := distinct(paths); err != nil {
+		return nil, err
+	}
 	c := &Comparison{PlanDiffers: []string{}}
 	for _, p := range paths {
 		d, err := rundir.Open(p)
@@ -107,6 +111,26 @@ func Open(paths []string) (*Comparison, error) {
 	c.Statement = statement(c)
 	c.escape()
 	return c, nil
+}
+
+// distinct refuses a run given twice, by any path (a symbolic link, a
+// trailing slash): compared with itself it would look like two runs that
+// agree.
+func distinct(paths []string) error {
+	seen := make([]os.FileInfo, 0, len(paths))
+	for i, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("run directory: %w", err)
+		}
+		for j, other := range seen {
+			if os.SameFile(st, other) {
+				return fmt.Errorf("run directory %s is given twice (as %s and %s): compare needs different runs", termsafe.Escape(p), termsafe.Escape(paths[j]), termsafe.Escape(paths[i]))
+			}
+		}
+		seen = append(seen, st)
+	}
+	return nil
 }
 
 // escape shows every control character of the comparison's text as an

@@ -139,3 +139,23 @@ func TestCompareEscapesWhatARunSays(t *testing.T) {
 		t.Errorf("the name is not shown escaped:\n%s", out.String())
 	}
 }
+
+// TestCompareRefusesARunGivenTwice: the same run by two paths (as is, and
+// through a symbolic link) is refused, naming both; it compared with
+// itself as two runs that agree.
+func TestCompareRefusesARunGivenTwice(t *testing.T) {
+	plan := `{"duration_ns": 1000000000}`
+	a := runDir(t, "a", plan, "m1", 1e6, "")
+	link := filepath.Join(t.TempDir(), "again")
+	if err := os.Symlink(a, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, paths := range [][]string{{a, a}, {a, link}, {a + "/", runDir(t, "b", plan, "m1", 1e6, ""), a}} {
+		if _, err := Open(paths); err == nil || !strings.Contains(err.Error(), "is given twice") {
+			t.Errorf("%v: %v, want it refused", paths, err)
+		}
+	}
+	if _, err := Open([]string{a, runDir(t, "c", plan, "m1", 1e6, "")}); err != nil {
+		t.Errorf("two runs: %v", err)
+	}
+}
