@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
@@ -231,6 +232,13 @@ func flatten(prefix string, v any, out map[string]string) {
 		for k, e := range x {
 			flatten(strings.TrimPrefix(prefix+"."+k, "."), e, out)
 		}
+	case float64:
+		if strings.HasSuffix(prefix, "_ns") { // a duration: said in units (a warm-up of 1000000000 was one second)
+			out[prefix] = time.Duration(x).String()
+			return
+		}
+		b, _ := json.Marshal(x)
+		out[prefix] = string(b)
 	default:
 		b, _ := json.Marshal(x)
 		if len(b) > 80 {

@@ -52,6 +52,10 @@ func TestCompare(t *testing.T) {
 			runDir(t, "a", plan, "m1", 1e6, ""),
 			runDir(t, "b", `{"duration_ns": 1000000000, "bucket_size": 10}`, "m1", 2e6, ""),
 		}, []string{"differ in plan (1 field(s))", "bucket_size: 100 | 10"}, 1, false},
+		{"durations in units", []string{
+			runDir(t, "a", plan, "m1", 1e6, ""),
+			runDir(t, "b", `{"duration_ns": 500000000, "bucket_size": 100}`, "m1", 2e6, ""),
+		}, []string{"duration_ns: 1s | 500ms"}, 1, false},
 		{"other machines, one contradicted", []string{
 			runDir(t, "a", plan, "m1", 1e6, ""),
 			runDir(t, "b", plan, "m2", 2e6, `, "contradicted": "8 k/s passed"`),
