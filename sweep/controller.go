@@ -17,6 +17,7 @@ import (
 	"github.com/cloudprofiler-go/cp/sender/tally"
 	"github.com/cloudprofiler-go/cp/sweep/jobmetrics"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
+	"github.com/cloudprofiler-go/cp/sweep/remote"
 	"github.com/cloudprofiler-go/cp/sweep/verdict"
 	"github.com/cloudprofiler-go/cp/trialcfg"
 )
@@ -60,11 +61,11 @@ type TrialPlan struct {
 
 // Controller runs trials on a set of agents.
 type Controller struct {
-	Senders   []*protocol.Client
-	Receivers []*protocol.Client
+	Senders   []*remote.Agent
+	Receivers []*remote.Agent
 	// Jobs are job agents (cpjob --agent-addr): jobs under test that
 	// serve their own operators' accounting for each trial.
-	Jobs []*protocol.Client
+	Jobs []*remote.Agent
 	// JobMetrics are jobs read from their Prometheus metrics instead
 	// (cpsweep --job-metrics), scraped every stage period of each trial.
 	JobMetrics []jobmetrics.Source
@@ -161,7 +162,7 @@ func (c *Controller) Prepare(ctx context.Context) ([]protocol.AgentInfo, error) 
 func (c *Controller) WaitIdle(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	all := append(append(append([]*protocol.Client(nil), c.Receivers...), c.Senders...), c.Jobs...)
+	all := append(append(append([]*remote.Agent(nil), c.Receivers...), c.Senders...), c.Jobs...)
 	for {
 		var last error
 		for _, a := range all {
@@ -210,7 +211,7 @@ func (e *AgentError) Unwrap() error { return e.Err }
 const DefaultAgentTimeout = 5 * time.Second
 
 // agentFault wraps err as an *AgentError of agent a, unless it is one.
-func agentFault(a *protocol.Client, err error) error {
+func agentFault(a *remote.Agent, err error) error {
 	var ae *AgentError
 	if errors.As(err, &ae) {
 		return err
@@ -241,7 +242,7 @@ func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string)
 	}
 	tctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
-	r := &trialRun{c: c, ctx: ctx, tctx: tctx, deadline: deadline, o: o, done: map[*protocol.Client]*protocol.TrialStatus{}}
+	r := &trialRun{c: c, ctx: ctx, tctx: tctx, deadline: deadline, o: o, done: map[*remote.Agent]*protocol.TrialStatus{}}
 	invalid := func(err error) (rundir.Trial, error) {
 		r.stopAll()
 		r.stopWatches()
@@ -292,13 +293,13 @@ type trialRun struct {
 	c         *Controller
 	ctx, tctx context.Context // the caller's, and bounded by deadline
 	deadline  time.Duration
-	started   []*protocol.Client
-	jobs      []*protocol.Client // the job agents started (not in started: they end when the others have)
+	started   []*remote.Agent
+	jobs      []*remote.Agent // the job agents started (not in started: they end when the others have)
 	scrapers  []*jobmetrics.Scraper
 	// done is each agent's result, collected into the outcome in the
 	// agents' order (collect), not the order they finished in: the run
 	// directory names them by that order (sender0, job1, ...).
-	done    map[*protocol.Client]*protocol.TrialStatus
+	done    map[*remote.Agent]*protocol.TrialStatus
 	watched []*protocol.JobResult // the metrics scrapers' results
 	o       *rundir.Outcome
 	startAt time.Time // the senders' common start, fixed before the receivers start (zero: when the senders start)
@@ -307,10 +308,10 @@ type trialRun struct {
 // stopAll asks every started agent to stop (bounded, even when the
 // caller's context is done).
 func (r *trialRun) stopAll() {
-	sctx, scancel := context.WithTimeout(context.WithoutCancel(r.ctx), protocol.ControlTimeout)
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(r.ctx), remote.ControlTimeout)
 	defer scancel()
 	var wg sync.WaitGroup
-	for _, a := range append(append([]*protocol.Client(nil), r.started...), r.jobs...) {
+	for _, a := range append(append([]*remote.Agent(nil), r.started...), r.jobs...) {
 		wg.Add(1)
 		go func() { defer wg.Done(); _, _ = a.Stop(sctx) }()
 	}
@@ -371,7 +372,7 @@ func (r *trialRun) startSenders(rate float64) error {
 	wg.Wait()
 	var fault error
 	for i, err := range errs {
-		var se *protocol.StatusError
+		var se *remote.StatusError
 		switch {
 		case err == nil:
 			r.started = append(r.started, c.Senders[i])
@@ -393,8 +394,8 @@ func (r *trialRun) await() error {
 	if silentFor <= 0 {
 		silentFor = DefaultAgentTimeout
 	}
-	pending := append([]*protocol.Client(nil), r.started...)
-	lastOK := map[*protocol.Client]time.Time{}
+	pending := append([]*remote.Agent(nil), r.started...)
+	lastOK := map[*remote.Agent]time.Time{}
 	for _, a := range pending {
 		lastOK[a] = time.Now()
 	}
@@ -469,9 +470,9 @@ func (c *Controller) BlackBox() string {
 
 // NodeNames names the agents as the run directory does: receiver0, ...,
 // sender0, ..., job0, ... (the TSC relation and the collected profiles).
-func (c *Controller) NodeNames() map[string]*protocol.Client {
-	out := map[string]*protocol.Client{}
-	for prefix, agents := range map[string][]*protocol.Client{"receiver": c.Receivers, "sender": c.Senders, "job": c.Jobs} {
+func (c *Controller) NodeNames() map[string]*remote.Agent {
+	out := map[string]*remote.Agent{}
+	for prefix, agents := range map[string][]*remote.Agent{"receiver": c.Receivers, "sender": c.Senders, "job": c.Jobs} {
 		for i, a := range agents {
 			out[fmt.Sprintf("%s%d", prefix, i)] = a
 		}

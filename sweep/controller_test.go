@@ -18,6 +18,7 @@ import (
 	"github.com/cloudprofiler-go/cp/rundir"
 	sendtally "github.com/cloudprofiler-go/cp/sender/tally"
 	"github.com/cloudprofiler-go/cp/sweep/agent/sendagent"
+	"github.com/cloudprofiler-go/cp/sweep/remote"
 	"github.com/cloudprofiler-go/cp/sweep/search"
 	"github.com/cloudprofiler-go/cp/sweep/verdict"
 	"github.com/cloudprofiler-go/cp/trialcfg"
@@ -86,7 +87,7 @@ func newFake(t *testing.T, role, behave string) *fakeAgent {
 		st := protocol.TrialStatus{State: protocol.StateRunning}
 		switch {
 		case f.behave == "hang" && polls > 2:
-			time.Sleep(protocol.ControlTimeout + time.Second) // a poll that never answers in time
+			time.Sleep(remote.ControlTimeout + time.Second) // a poll that never answers in time
 		case (f.behave == "fail" || f.behave == "failonce" && started == 1) && polls > 2:
 			st = protocol.TrialStatus{State: protocol.StateFailed, Error: "bind tcp://*:5555: address in use"}
 		case f.behave == "late" && polls <= 6:
@@ -130,8 +131,8 @@ func newFake(t *testing.T, role, behave string) *fakeAgent {
 	return f
 }
 
-func (f *fakeAgent) client() *protocol.Client {
-	return protocol.NewClient(strings.TrimPrefix(f.srv.URL, "http://"), "")
+func (f *fakeAgent) client() *remote.Agent {
+	return remote.New(strings.TrimPrefix(f.srv.URL, "http://"), "")
 }
 
 func testPlan(t *testing.T) TrialPlan {
@@ -167,7 +168,7 @@ func TestRunTrialTellsAgentFaultsFromFailedRates(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			recv, send := newFake(t, protocol.RoleReceiver, tc.recv), newFake(t, protocol.RoleSender, tc.send)
-			c := &Controller{Senders: []*protocol.Client{send.client()}, Receivers: []*protocol.Client{recv.client()}, Plan: testPlan(t), AgentTimeout: time.Second}
+			c := &Controller{Senders: []*remote.Agent{send.client()}, Receivers: []*remote.Agent{recv.client()}, Plan: testPlan(t), AgentTimeout: time.Second}
 			if _, err := c.Prepare(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -215,7 +216,7 @@ func TestTrialsCarryTheirWorkloadInline(t *testing.T) {
 	if err := p.Resolve(); err != nil {
 		t.Fatal(err)
 	}
-	c := &Controller{Senders: []*protocol.Client{send.client()}, Receivers: []*protocol.Client{recv.client()}, Plan: p}
+	c := &Controller{Senders: []*remote.Agent{send.client()}, Receivers: []*remote.Agent{recv.client()}, Plan: p}
 	if _, err := c.Prepare(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +359,7 @@ func TestRateWalksFromThePlanToEveryThread(t *testing.T) {
 	senders := []*fakeAgent{newFake(t, protocol.RoleSender, "ok"), newFake(t, protocol.RoleSender, "ok")}
 	p := testPlan(t)
 	p.Threads = 3
-	c := &Controller{Receivers: []*protocol.Client{recv.client()}, Senders: []*protocol.Client{senders[0].client(), senders[1].client()}, Plan: p}
+	c := &Controller{Receivers: []*remote.Agent{recv.client()}, Senders: []*remote.Agent{senders[0].client(), senders[1].client()}, Plan: p}
 	if _, err := c.Prepare(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +393,7 @@ func TestRateWalksFromThePlanToEveryThread(t *testing.T) {
 func TestOutcomeIsInTheAgentsOrder(t *testing.T) {
 	recv := newFake(t, protocol.RoleReceiver, "ok")
 	late, early := newFake(t, protocol.RoleSender, "late"), newFake(t, protocol.RoleSender, "ok")
-	c := &Controller{Receivers: []*protocol.Client{recv.client()}, Senders: []*protocol.Client{late.client(), early.client()}, Plan: testPlan(t), AgentTimeout: 5 * time.Second}
+	c := &Controller{Receivers: []*remote.Agent{recv.client()}, Senders: []*remote.Agent{late.client(), early.client()}, Plan: testPlan(t), AgentTimeout: 5 * time.Second}
 	if _, err := c.Prepare(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -427,7 +428,7 @@ func TestWaitAnsweringWaitsForAgentsFoundTooEarly(t *testing.T) {
 		t.Cleanup(func() { _ = srv.Close() })
 	}()
 	recv := newFake(t, protocol.RoleReceiver, "ok")
-	c := &Controller{Receivers: []*protocol.Client{recv.client()}, Senders: []*protocol.Client{protocol.NewClient(addr, "")}}
+	c := &Controller{Receivers: []*remote.Agent{recv.client()}, Senders: []*remote.Agent{remote.New(addr, "")}}
 	start := time.Now()
 	c.WaitAnswering(context.Background(), 10*time.Second)
 	if took := time.Since(start); took < 500*time.Millisecond || took > 5*time.Second {
@@ -436,7 +437,7 @@ func TestWaitAnsweringWaitsForAgentsFoundTooEarly(t *testing.T) {
 	if _, err := c.Senders[0].Info(context.Background()); err != nil {
 		t.Errorf("the agent waited for does not answer: %v", err)
 	}
-	gone := &Controller{Senders: []*protocol.Client{protocol.NewClient("127.0.0.1:1", "")}}
+	gone := &Controller{Senders: []*remote.Agent{remote.New("127.0.0.1:1", "")}}
 	start = time.Now()
 	gone.WaitAnswering(context.Background(), time.Second)
 	if took := time.Since(start); took < time.Second || took > 3*time.Second {

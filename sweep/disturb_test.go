@@ -12,6 +12,7 @@ import (
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
+	"github.com/cloudprofiler-go/cp/sweep/remote"
 	"github.com/cloudprofiler-go/cp/sweep/search"
 )
 
@@ -102,7 +103,7 @@ func TestDisturbedTrialsAreRepeated(t *testing.T) {
 	}{{"busyonce", ExitAnswer}, {"busy", ExitDisturbed}} {
 		recv, send := newFake(t, protocol.RoleReceiver, "ok"), newFake(t, protocol.RoleSender, c.behave)
 		var log bytes.Buffer
-		s := &Sweep{Ctrl: &Controller{Senders: []*protocol.Client{send.client()}, Receivers: []*protocol.Client{recv.client()}, Plan: testPlan(t), AgentTimeout: time.Second},
+		s := &Sweep{Ctrl: &Controller{Senders: []*remote.Agent{send.client()}, Receivers: []*remote.Agent{recv.client()}, Plan: testPlan(t), AgentTimeout: time.Second},
 			Search: Search{Method: "linear", Linear: search.LinearPlan{From: 1000, To: 2000, Step: 1000}}, Name: "disturbed", Results: t.TempDir(),
 			Log: &log, Host: HostRules{MaxOthers: 0.15, MaxRepeats: 2}}
 		report, err := s.Execute(context.Background())

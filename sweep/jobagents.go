@@ -7,6 +7,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/sweep/jobmetrics"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
+	"github.com/cloudprofiler-go/cp/sweep/remote"
 )
 
 // prepareJobs checks that every job agent answers as a job.
@@ -42,7 +43,7 @@ func (r *trialRun) startJobs() error {
 
 // awaitJobs ends every job agent's window, now that the senders and the
 // receivers are done, and collects their operators' series.
-func (r *trialRun) awaitJobs(lastOK map[*protocol.Client]time.Time, silentFor time.Duration) error {
+func (r *trialRun) awaitJobs(lastOK map[*remote.Agent]time.Time, silentFor time.Duration) error {
 	for _, a := range r.jobs {
 		if _, err := a.Stop(r.tctx); err != nil {
 			return agentFault(a, fmt.Errorf("end the job's window: %w", err))
@@ -57,7 +58,7 @@ func (r *trialRun) awaitJobs(lastOK map[*protocol.Client]time.Time, silentFor ti
 		r.watched = append(r.watched, res)
 	}
 	r.scrapers = nil
-	pending := append([]*protocol.Client(nil), r.jobs...)
+	pending := append([]*remote.Agent(nil), r.jobs...)
 	for len(pending) > 0 {
 		next := pending[:0]
 		for _, a := range pending {

@@ -15,13 +15,13 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/driver"
-	"github.com/cloudprofiler-go/cp/sweep/protocol"
+	"github.com/cloudprofiler-go/cp/sweep/remote"
 )
 
 // LocalAgents are dgsend/dgrecv agent processes started on loopback, for a
 // sweep with no hosts given.
 type LocalAgents struct {
-	Senders, Receivers []*protocol.Client
+	Senders, Receivers []*remote.Agent
 	procs              []*exec.Cmd
 	logs               []*strings.Builder
 }
@@ -109,7 +109,7 @@ func StartLocal(ctx context.Context, t LocalTopology) (*LocalAgents, error) {
 	return la, nil
 }
 
-func (la *LocalAgents) start(ctx context.Context, bin string, args ...string) (*protocol.Client, error) {
+func (la *LocalAgents) start(ctx context.Context, bin string, args ...string) (*remote.Agent, error) {
 	cmd := exec.Command(bin, args...)
 	// The agents die with cpsweep, however it ends (a SIGPIPE, a kill):
 	// orphaned agents would hold their ports and CPUs and skew the next run.
@@ -141,7 +141,7 @@ func (la *LocalAgents) start(ctx context.Context, bin string, args ...string) (*
 	}()
 	select {
 	case addr := <-ready:
-		return protocol.NewClient(addr, ""), nil
+		return remote.New(addr, ""), nil
 	case <-time.After(15 * time.Second):
 		return nil, fmt.Errorf("%s agent did not become ready within 15 s", filepath.Base(bin))
 	case <-ctx.Done():

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
+	"github.com/cloudprofiler-go/cp/sweep/remote"
 )
 
 // poll asks one agent for its status: done with its result recorded, not
 // yet, or an error that makes the trial invalid.
-func (r *trialRun) poll(a *protocol.Client, lastOK map[*protocol.Client]time.Time, silentFor time.Duration) (bool, error) {
+func (r *trialRun) poll(a *remote.Agent, lastOK map[*remote.Agent]time.Time, silentFor time.Duration) (bool, error) {
 	st, err := a.Status(r.tctx)
 	switch {
 	case err != nil && r.ctx.Err() != nil:
@@ -74,7 +75,7 @@ func (r *trialRun) collect() {
 func (c *Controller) WaitAnswering(ctx context.Context, timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	pending := append(append(append([]*protocol.Client(nil), c.Receivers...), c.Senders...), c.Jobs...)
+	pending := append(append(append([]*remote.Agent(nil), c.Receivers...), c.Senders...), c.Jobs...)
 	for len(pending) > 0 {
 		next := pending[:0]
 		for _, a := range pending {

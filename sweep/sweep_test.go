@@ -15,6 +15,7 @@ import (
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
+	"github.com/cloudprofiler-go/cp/sweep/remote"
 	"github.com/cloudprofiler-go/cp/sweep/search"
 )
 
@@ -47,7 +48,7 @@ func TestSweepRecordsAgentFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			recv, send := newFake(t, protocol.RoleReceiver, tc.recv), newFake(t, protocol.RoleSender, "ok")
 			var log bytes.Buffer
-			s := &Sweep{Ctrl: &Controller{Senders: []*protocol.Client{send.client()}, Receivers: []*protocol.Client{recv.client()}, Plan: testPlan(t), AgentTimeout: time.Second},
+			s := &Sweep{Ctrl: &Controller{Senders: []*remote.Agent{send.client()}, Receivers: []*remote.Agent{recv.client()}, Plan: testPlan(t), AgentTimeout: time.Second},
 				Search: Search{Method: "linear", Linear: search.LinearPlan{From: 1000, To: 1000, Step: 1000}}, Name: "faults", Results: t.TempDir(),
 				Log: &log, RetryAgent: tc.retry, Profile: &profiler.Handlers{Default: profiler.Config{Handler: "buffered", Path: "x.log"}}}
 			report, err := s.Execute(context.Background())
@@ -136,7 +137,7 @@ func TestProfileSearch(t *testing.T) {
 	for _, profiled := range []bool{false, true} {
 		recv, send := newFake(t, protocol.RoleReceiver, "ok"), newFake(t, protocol.RoleSender, "ok")
 		var log bytes.Buffer
-		s := &Sweep{Ctrl: &Controller{Senders: []*protocol.Client{send.client()}, Receivers: []*protocol.Client{recv.client()}, Plan: testPlan(t), AgentTimeout: time.Second},
+		s := &Sweep{Ctrl: &Controller{Senders: []*remote.Agent{send.client()}, Receivers: []*remote.Agent{recv.client()}, Plan: testPlan(t), AgentTimeout: time.Second},
 			Search: Search{Method: "linear", Linear: search.LinearPlan{From: 1000, To: 2000, Step: 1000}}, Name: "profiled", Results: t.TempDir(),
 			Log: &log, Profile: &profiler.Handlers{Default: profiler.Config{Handler: "buffered", Path: "x.log"}}, ProfileSearch: profiled}
 		report, err := s.Execute(context.Background())
@@ -180,7 +181,7 @@ func TestProfiledTrialRate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			recv, send := newFake(t, protocol.RoleReceiver, "ok"), newFake(t, protocol.RoleSender, "ok")
 			var log bytes.Buffer
-			s := &Sweep{Ctrl: &Controller{Senders: []*protocol.Client{send.client()}, Receivers: []*protocol.Client{recv.client()}, Plan: testPlan(t), AgentTimeout: time.Second},
+			s := &Sweep{Ctrl: &Controller{Senders: []*remote.Agent{send.client()}, Receivers: []*remote.Agent{recv.client()}, Plan: testPlan(t), AgentTimeout: time.Second},
 				Search: Search{Method: "linear", Linear: search.LinearPlan{From: 1000, To: 2000, Step: 1000}}, Name: "at", Results: t.TempDir(), Log: &log,
 				Profile: &profiler.Handlers{Default: profiler.Config{Handler: "buffered", Path: "x.log"}}, ProfileAt: tc.at, ProfileAtLimit: tc.limit, ProfileRate: tc.rate}
 			report, err := s.Execute(context.Background())

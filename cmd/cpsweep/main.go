@@ -23,7 +23,7 @@ import (
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/sweep"
 	"github.com/cloudprofiler-go/cp/sweep/jobmetrics"
-	"github.com/cloudprofiler-go/cp/sweep/protocol"
+	"github.com/cloudprofiler-go/cp/sweep/remote"
 	"github.com/cloudprofiler-go/cp/sweep/search"
 	"github.com/cloudprofiler-go/cp/sweep/verdict"
 )
@@ -330,7 +330,7 @@ func (o *options) agents(ctx context.Context, ctrl *sweep.Controller, tok string
 		}
 	}
 	for _, a := range o.jobAgents {
-		ctrl.Jobs = append(ctrl.Jobs, protocol.NewClient(a, tok))
+		ctrl.Jobs = append(ctrl.Jobs, remote.New(a, tok))
 	}
 	for _, u := range o.jobMetrics {
 		ctrl.JobMetrics = append(ctrl.JobMetrics, jobmetrics.Source{URL: u, Mapping: o.jobMapping})
@@ -350,10 +350,10 @@ func (o *options) agents(ctx context.Context, ctrl *sweep.Controller, tok string
 		return func() { local.Close() }, nil
 	}
 	for _, a := range o.senders {
-		ctrl.Senders = append(ctrl.Senders, protocol.NewClient(a, tok))
+		ctrl.Senders = append(ctrl.Senders, remote.New(a, tok))
 	}
 	for _, a := range o.receivers {
-		ctrl.Receivers = append(ctrl.Receivers, protocol.NewClient(a, tok))
+		ctrl.Receivers = append(ctrl.Receivers, remote.New(a, tok))
 	}
 	if o.discover.senders != "" || o.discover.jobs != "" {
 		// in DNS before they answer: wait for them (Prepare names one that never does)

@@ -17,13 +17,14 @@ import (
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/sweep/agent"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
+	"github.com/cloudprofiler-go/cp/sweep/remote"
 	"github.com/cloudprofiler-go/cp/tsc"
 )
 
 const token = "job-token-job-token"
 
 // serve runs a job of two operators, join -> window, served as an agent.
-func serve(t *testing.T, stalls ...dataflow.Stall) (*protocol.Client, *dataflow.Operator, *dataflow.Operator) {
+func serve(t *testing.T, stalls ...dataflow.Stall) (*remote.Agent, *dataflow.Operator, *dataflow.Operator) {
 	t.Helper()
 	clock, err := tsc.NewClock(20 * time.Millisecond)
 	if err != nil {
@@ -54,7 +55,7 @@ func serve(t *testing.T, stalls ...dataflow.Stall) (*protocol.Client, *dataflow.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close(); srv.Close() })
-	return protocol.NewClient(ln.Addr().String(), token), join, window
+	return remote.New(ln.Addr().String(), token), join, window
 }
 
 // TestAJobServesItsOperatorsPerTrial: the job answers as a job, and a

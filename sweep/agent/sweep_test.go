@@ -22,6 +22,7 @@ import (
 	"github.com/cloudprofiler-go/cp/sweep/agent/recvagent"
 	"github.com/cloudprofiler-go/cp/sweep/agent/sendagent"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
+	"github.com/cloudprofiler-go/cp/sweep/remote"
 	"github.com/cloudprofiler-go/cp/sweep/search"
 	"github.com/cloudprofiler-go/cp/sweep/verdict"
 	"github.com/cloudprofiler-go/cp/trialcfg"
@@ -34,7 +35,7 @@ const sessionToken = "in-process-agents-token"
 // inProcessAgent serves a real agent (real sender or receiver on
 // loopback) and its TSC probe API from this test process, as
 // `dgsend --agent` / `dgrecv --agent` would.
-func inProcessAgent(t *testing.T, role agent.Role, clock *tsc.Clock) (*agent.Agent, *protocol.Client) {
+func inProcessAgent(t *testing.T, role agent.Role, clock *tsc.Clock) (*agent.Agent, *remote.Agent) {
 	t.Helper()
 	opts := agent.Options{Role: role, Token: sessionToken, Clock: clock, Logf: t.Logf}
 	if role.Name() == protocol.RoleReceiver {
@@ -57,7 +58,7 @@ func inProcessAgent(t *testing.T, role agent.Role, clock *tsc.Clock) (*agent.Age
 			t.Errorf("agent close: %v", err)
 		}
 	})
-	return a, protocol.NewClient(srv.Addr(), sessionToken)
+	return a, remote.New(srv.Addr(), sessionToken)
 }
 
 // TestSweepWithInProcessAgents runs a whole sweep (clock probes before
@@ -96,7 +97,7 @@ func TestSweepWithInProcessAgents(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
-	s := &sweep.Sweep{Plot: report.WriteSweepPlot, Ctrl: &sweep.Controller{Plan: plan, Senders: []*protocol.Client{sc}, Receivers: []*protocol.Client{rc}},
+	s := &sweep.Sweep{Plot: report.WriteSweepPlot, Ctrl: &sweep.Controller{Plan: plan, Senders: []*remote.Agent{sc}, Receivers: []*remote.Agent{rc}},
 		Search: search, Name: "inproc", Results: t.TempDir(), Log: &log, Clock: true, ClockCount: 20,
 		Profile: profile, ProfileYAML: profileYAML, ProfileAt: 0.5}
 	report, err := s.Execute(context.Background())
@@ -169,7 +170,7 @@ func TestSweepWithInProcessAgents(t *testing.T) {
 			}
 		}
 	}
-	for _, c := range []*protocol.Client{rc, sc} { // fetched once: removed
+	for _, c := range []*remote.Agent{rc, sc} { // fetched once: removed
 		if _, err := c.FetchProfile(context.Background(), t.TempDir()); err == nil || !strings.Contains(err.Error(), "404") {
 			t.Errorf("agent %s still serves its profile after the fetch: %v", c.Addr, err)
 		}
@@ -216,7 +217,7 @@ func TestProfileIsServedOnceAsATar(t *testing.T) {
 	}
 	call(t, srv, http.MethodPost, protocol.PathStop, "", "")
 	waitState(t, srv, protocol.StateDone)
-	c := protocol.NewClient(srv.Addr(), "")
+	c := remote.New(srv.Addr(), "")
 	out := t.TempDir()
 	files, err := c.FetchProfile(context.Background(), out)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
 	"strings"
 	"time"
 
@@ -78,7 +77,7 @@ type StageActivity struct {
 // refuses because it is above what its measured send cost allows: a fact
 // about the sender's capacity (the controller fails the trial), not a
 // fault (every other refusal makes the trial invalid).
-const StatusCapacity = http.StatusUnprocessableEntity
+const StatusCapacity = 422 // Unprocessable Entity (a number: this package links no net/http)
 
 // Roles of agents.
 const (

@@ -1,8 +1,7 @@
-// Package protocol is the agents' control API on its own: the paths, the
+// Package protocol is the agents' control API as data: the paths, the
 // request and response types (a sender's or a receiver's trial, the
 // trial's status and results, the agent's description, the live state
-// changes), their validation, and the client the controller drives an
-// agent with. dgsend, dgrecv and the agent server import it without
-// importing the sweep; it links no receiver (results travel as
-// receiver/tally) and no analysis.
+// changes) and their validation. It links no HTTP (the controller's
+// client is package remote) and no receiver (results travel as
+// receiver/tally), so a reader of a run directory can use it.
 package protocol

@@ -20,6 +20,7 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
 	"github.com/cloudprofiler-go/cp/sweep"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
+	"github.com/cloudprofiler-go/cp/sweep/remote"
 	"github.com/cloudprofiler-go/cp/wire"
 )
 
@@ -245,7 +246,7 @@ func TestHostileStrangersCannotLockOutAnAgent(t *testing.T) {
 	opened := floodConnections(a.addr, 70, stop)
 	defer close(stop)
 	time.Sleep(time.Second)
-	client := protocol.NewClient(a.addr, hostileToken)
+	client := remote.New(a.addr, hostileToken)
 	var lat []time.Duration
 	ok := 0
 	const asks = 200

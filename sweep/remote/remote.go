@@ -1,4 +1,4 @@
-package protocol
+package remote
 
 import (
 	"archive/tar"
@@ -13,10 +13,11 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
+	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
-// Client talks to one agent's control API.
-type Client struct {
+// Agent talks to one agent's control API.
+type Agent struct {
 	Addr  string // host:port
 	Token string
 	http  *http.Client
@@ -30,9 +31,9 @@ const (
 	StartTimeout   = 15 * time.Second
 )
 
-// NewClient returns a client for the agent at addr (host:port).
-func NewClient(addr, token string) *Client {
-	return &Client{Addr: addr, Token: token, http: httpapi.NewClient(0)}
+// New returns a client for the agent at addr (host:port).
+func New(addr, token string) *Agent {
+	return &Agent{Addr: addr, Token: token, http: httpapi.NewClient(0)}
 }
 
 // StatusError is an agent's refusal of a request.
@@ -55,7 +56,7 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("agent %s: %s (HTTP %d)", e.Agent, e.Msg, e.Code)
 }
 
-func (c *Client) do(ctx context.Context, timeout time.Duration, method, path string, in, out any) error {
+func (c *Agent) do(ctx context.Context, timeout time.Duration, method, path string, in, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var body io.Reader
@@ -99,34 +100,34 @@ func (c *Client) do(ctx context.Context, timeout time.Duration, method, path str
 }
 
 // Info describes the agent.
-func (c *Client) Info(ctx context.Context) (AgentInfo, error) {
-	var info AgentInfo
-	return info, c.do(ctx, ControlTimeout, http.MethodGet, PathInfo, nil, &info)
+func (c *Agent) Info(ctx context.Context) (protocol.AgentInfo, error) {
+	var info protocol.AgentInfo
+	return info, c.do(ctx, ControlTimeout, http.MethodGet, protocol.PathInfo, nil, &info)
 }
 
 // Start begins a trial (cfg is a SenderTrial or a ReceiverTrial).
-func (c *Client) Start(ctx context.Context, cfg any) (TrialStatus, error) {
-	var st TrialStatus
-	return st, c.do(ctx, StartTimeout, http.MethodPost, PathTrial, cfg, &st)
+func (c *Agent) Start(ctx context.Context, cfg any) (protocol.TrialStatus, error) {
+	var st protocol.TrialStatus
+	return st, c.do(ctx, StartTimeout, http.MethodPost, protocol.PathTrial, cfg, &st)
 }
 
 // Status returns the current or last trial's status.
-func (c *Client) Status(ctx context.Context) (TrialStatus, error) {
-	var st TrialStatus
-	return st, c.do(ctx, ControlTimeout, http.MethodGet, PathTrial, nil, &st)
+func (c *Agent) Status(ctx context.Context) (protocol.TrialStatus, error) {
+	var st protocol.TrialStatus
+	return st, c.do(ctx, ControlTimeout, http.MethodGet, protocol.PathTrial, nil, &st)
 }
 
 // Stop ends the current trial early.
-func (c *Client) Stop(ctx context.Context) (TrialStatus, error) {
-	var st TrialStatus
-	return st, c.do(ctx, ControlTimeout, http.MethodPost, PathStop, nil, &st)
+func (c *Agent) Stop(ctx context.Context) (protocol.TrialStatus, error) {
+	var st protocol.TrialStatus
+	return st, c.do(ctx, ControlTimeout, http.MethodPost, protocol.PathStop, nil, &st)
 }
 
 // FetchProfile downloads the agent's last profiled trial's logs into dir
 // (created if needed) and returns the files written. Only plain file names
 // are accepted from the archive.
-func (c *Client) FetchProfile(ctx context.Context, dir string) ([]string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.Addr+PathProfile, nil)
+func (c *Agent) FetchProfile(ctx context.Context, dir string) ([]string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.Addr+protocol.PathProfile, nil)
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: %w", c.Addr, err)
 	}
