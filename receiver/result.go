@@ -3,19 +3,16 @@ package receiver
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"time"
 	"unicode/utf8"
 
-	"github.com/prometheus/client_golang/prometheus"
-
+	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/internal/histo"
 	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/objfactory"
 	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/servicerate"
 	"github.com/cloudprofiler-go/cp/stage"
-	"github.com/cloudprofiler-go/cp/stage/stagemetrics"
 )
 
 func (r *Receiver) result(reason string) *tally.Result {
@@ -143,106 +140,64 @@ type Progress struct {
 	Backlog   int // decoded buckets waiting for the consumer
 	Streams   int
 	Ended     int
+	Lanes     []LaneProgress
+	Latency   histo.Counts // intended send to consumption, ns, per tuple
 }
 
-// Snapshot returns the live totals (any goroutine).
+// LaneProgress is one lane's published counters and its streams'.
+type LaneProgress struct {
+	Lane                int
+	Malformed           []uint64 // by objfactory.ReasonNames
+	Occupancy, Capacity int      // of the ring, in buckets
+	DecodeBusyS         float64
+	Stalls              uint64 // the deserializer waited for the consumer
+	Streams             []StreamProgress
+}
+
+// StreamProgress is one stream's published counters.
+type StreamProgress struct {
+	Stream                                                            uint32
+	Received, Buckets, Consumed, OutOfSeq, Duplicates, Stale, Missing uint64
+	Ended                                                             bool
+}
+
+// Snapshot returns the live totals (any goroutine). What is consumed is
+// read before what is received (it only grows), so that one snapshot
+// never shows more consumed than received.
 func (r *Receiver) Snapshot() Progress {
 	p := Progress{Elapsed: time.Since(time.Unix(0, r.started.Load())), Consumed: r.consumed.Load(), Malformed: r.malformedTotal()}
 	for _, l := range r.lanes {
 		p.Backlog += l.Occupancy()
 		p.Messages += l.Stats.Messages.Load()
+		lp := LaneProgress{Lane: l.ID, Occupancy: l.Occupancy(), Capacity: l.Capacity(), Stalls: l.Stats.StallCount.Load(),
+			DecodeBusyS: r.cfg.Clock.TicksToNs(l.Stats.BusyTicks.Load()) / 1e9}
+		for i := range objfactory.ReasonNames {
+			lp.Malformed = append(lp.Malformed, l.Stats.Malformed[i].Load())
+		}
 		for _, s := range l.streams.all() {
-			p.Received += s.recvTuples.Load()
+			sp := StreamProgress{Stream: s.id, Consumed: s.consumedTuples.Load(), Received: s.recvTuples.Load(), Buckets: s.recvBuckets.Load(),
+				OutOfSeq: s.outOfSeq.Load(), Duplicates: s.duplicates.Load(), Stale: s.stale.Load(), Missing: s.missing.Load(), Ended: s.ended.Load()}
+			p.Received += sp.Received
 			p.Streams++
-			if s.ended.Load() {
+			if sp.Ended {
 				p.Ended++
 			}
+			lp.Streams = append(lp.Streams, sp)
 		}
+		p.Lanes = append(p.Lanes, lp)
 	}
+	p.Latency.Add(&r.latency)
 	return p
-}
-
-var (
-	streamLabels  = []string{"lane", "stream"}
-	descRecvT     = prometheus.NewDesc("cp_receiver_tuples_received_total", "Tuples in well-formed data buckets received.", streamLabels, nil)
-	descRecvB     = prometheus.NewDesc("cp_receiver_buckets_received_total", "Data buckets received (duplicates excluded).", streamLabels, nil)
-	descConsT     = prometheus.NewDesc("cp_receiver_tuples_consumed_total", "Tuples handed to the consumer (the system under test's source).", streamLabels, nil)
-	descOOS       = prometheus.NewDesc("cp_receiver_buckets_out_of_sequence_total", "Buckets that did not arrive in sequence order.", streamLabels, nil)
-	descDup       = prometheus.NewDesc("cp_receiver_buckets_duplicate_total", "Buckets received twice (discarded).", streamLabels, nil)
-	descStale     = prometheus.NewDesc("cp_receiver_buckets_stale_total", "Buckets too far behind the stream's highest sequence number to check for duplication (discarded).", streamLabels, nil)
-	descGap       = prometheus.NewDesc("cp_receiver_buckets_missing", "Sequence numbers skipped and not (yet) received.", streamLabels, nil)
-	descEnded     = prometheus.NewDesc("cp_receiver_stream_ended", "1 once the stream's end marker was consumed.", streamLabels, nil)
-	descMalformed = prometheus.NewDesc("cp_receiver_malformed_messages_total", "Messages skipped because they could not be decoded.", []string{"lane", "reason"}, nil)
-	descOcc       = prometheus.NewDesc("cp_receiver_ring_occupancy_buckets", "Decoded buckets waiting for the consumer.", []string{"lane"}, nil)
-	descCap       = prometheus.NewDesc("cp_receiver_ring_capacity_buckets", "Buckets in the lane's ring.", []string{"lane"}, nil)
-	descBusy      = prometheus.NewDesc("cp_receiver_decode_busy_seconds_total", "Time the lane's deserializer spent decoding.", []string{"lane"}, nil)
-	descStall     = prometheus.NewDesc("cp_receiver_deserializer_stalls_total", "Times the deserializer waited for the consumer to free a bucket.", []string{"lane"}, nil)
-	descLat       = prometheus.NewDesc("cp_receiver_latency_seconds", "Intended send time to consumption, per tuple (sender and receiver clocks must agree: same host or NTP).", nil, nil)
-	descConsAll   = prometheus.NewDesc("cp_receiver_consumed_tuples_total", "Tuples consumed over all streams.", nil, nil)
-)
-
-// Describe implements prometheus.Collector.
-func (r *Receiver) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRecvT, descRecvB, descConsT, descOOS, descDup, descStale, descGap, descEnded, descMalformed, descOcc, descCap, descBusy, descStall, descLat, descConsAll} {
-		ch <- d
-	}
-	stagemetrics.Collector{Set: r.stages}.Describe(ch)
-	if r.rates != nil {
-		r.rates.Describe(ch)
-	}
-	r.cpu.Describe(ch)
 }
 
 // Stages is the receiver's stage accounting (nil: off).
 func (r *Receiver) Stages() *stage.Set { return r.stages }
 
-// Collect implements prometheus.Collector from the published counters.
-func (r *Receiver) Collect(ch chan<- prometheus.Metric) {
-	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
-	}
-	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
-	}
-	// What is consumed is read before what is received (it only grows), so
-	// that one scrape never shows more consumed than received.
-	consumed := r.consumed.Load()
-	for _, l := range r.lanes {
-		ln := strconv.Itoa(l.ID)
-		for _, s := range l.streams.all() {
-			lbl := []string{ln, strconv.FormatUint(uint64(s.id), 10)}
-			consT := s.consumedTuples.Load()
-			counter(descRecvT, s.recvTuples.Load(), lbl...)
-			counter(descRecvB, s.recvBuckets.Load(), lbl...)
-			counter(descConsT, consT, lbl...)
-			counter(descOOS, s.outOfSeq.Load(), lbl...)
-			counter(descDup, s.duplicates.Load(), lbl...)
-			counter(descStale, s.stale.Load(), lbl...)
-			gauge(descGap, float64(s.missing.Load()), lbl...)
-			ended := 0.0
-			if s.ended.Load() {
-				ended = 1
-			}
-			gauge(descEnded, ended, lbl...)
-		}
-		for i, name := range objfactory.ReasonNames {
-			counter(descMalformed, l.Stats.Malformed[i].Load(), ln, name)
-		}
-		gauge(descOcc, float64(l.Occupancy()), ln)
-		gauge(descCap, float64(l.Capacity()), ln)
-		ch <- prometheus.MustNewConstMetric(descBusy, prometheus.CounterValue, r.cfg.Clock.TicksToNs(l.Stats.BusyTicks.Load())/1e9, ln)
-		counter(descStall, l.Stats.StallCount.Load(), ln)
-	}
-	var c histo.Counts
-	c.Add(&r.latency)
-	ch <- c.Metric(descLat, 1e-9)
-	counter(descConsAll, consumed)
-	r.cpu.Collect(ch)
-	stagemetrics.Collector{Set: r.stages}.Collect(ch)
-	if r.rates != nil {
-		r.rates.Collect(ch)
-	}
-}
+// Rates is the receiver's service-rate tracker (nil: off).
+func (r *Receiver) Rates() *servicerate.Tracker { return r.rates }
+
+// CPU measures the process's threads and the host.
+func (r *Receiver) CPU() *cpustat.Sampler { return r.cpu }
 
 // satAdd adds counts without wrapping (a total of counts a peer announced
 // saturates instead).

@@ -3,15 +3,12 @@ package sender
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/sender/tally"
-	"github.com/cloudprofiler-go/cp/stage/stagemetrics"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cloudprofiler-go/cp/internal/histo"
 	"github.com/cloudprofiler-go/cp/internal/inject"
@@ -159,70 +156,41 @@ type Progress struct {
 	Emitted        uint64
 	DroppedBuckets uint64
 	LateSlots      uint64
+	Threads        []ThreadProgress
+	Running        bool          // the emission threads run
+	TargetRate     float64       // configured total (0: unpaced)
+	SendCost       time.Duration // measured cost of one send of one bucket
 }
 
-// Snapshot returns the live totals.
+// ThreadProgress is one emission thread's published counters.
+type ThreadProgress struct {
+	ID                                                         int
+	Stream                                                     uint32
+	Emitted, Buckets, DroppedBuckets, DroppedTuples, LateSlots uint64
+	Lateness                                                   histo.Counts // ns: the same buckets on every host
+}
+
+// Snapshot returns the live totals: it reads the threads' published
+// counters, so it costs the emission loops nothing.
 func (s *Sender) Snapshot() Progress {
-	p := Progress{Elapsed: time.Since(s.started)}
+	p := Progress{Elapsed: time.Since(s.started), Running: s.running.Load(), TargetRate: s.cfg.Rate, SendCost: s.sendCost}
 	for _, t := range s.threads {
-		p.Emitted += t.emittedTuples.Load()
-		p.DroppedBuckets += t.droppedBuckets.Load()
-		p.LateSlots += t.lateSlots.Load()
+		tp := ThreadProgress{ID: t.id, Stream: t.stream, Emitted: t.emittedTuples.Load(), Buckets: t.emittedBuckets.Load(),
+			DroppedBuckets: t.droppedBuckets.Load(), DroppedTuples: t.droppedTuples.Load(), LateSlots: t.lateSlots.Load()}
+		tp.Lateness.Add(&t.lateness)
+		p.Emitted += tp.Emitted
+		p.DroppedBuckets += tp.DroppedBuckets
+		p.LateSlots += tp.LateSlots
+		p.Threads = append(p.Threads, tp)
 	}
 	return p
-}
-
-var (
-	descEmitted = prometheus.NewDesc("cp_sender_tuples_emitted_total", "Tuples sent, per emission thread.", []string{"thread", "stream"}, nil)
-	descBuckets = prometheus.NewDesc("cp_sender_buckets_emitted_total", "Buckets (ZeroMQ messages) sent.", []string{"thread", "stream"}, nil)
-	descDropB   = prometheus.NewDesc("cp_sender_buckets_dropped_total", "Buckets not sent because the socket was full (overflow policy drop).", []string{"thread", "stream"}, nil)
-	descDropT   = prometheus.NewDesc("cp_sender_tuples_dropped_total", "Tuples in dropped buckets.", []string{"thread", "stream"}, nil)
-	descLate    = prometheus.NewDesc("cp_sender_late_slots_total", "Slots sent later than the late threshold after their intended time.", []string{"thread", "stream"}, nil)
-	descLatency = prometheus.NewDesc("cp_sender_lateness_seconds", "Actual minus intended send time of each bucket.", []string{"thread", "stream"}, nil)
-	descTarget  = prometheus.NewDesc("cp_sender_target_rate_tuples_per_second", "Configured total emission rate (0 = unpaced).", nil, nil)
-	descCost    = prometheus.NewDesc("cp_sender_send_cost_seconds", "Measured cost of one send of one bucket.", nil, nil)
-	descRunning = prometheus.NewDesc("cp_sender_running", "1 while the emission threads run.", nil, nil)
-)
-
-// Describe implements prometheus.Collector.
-func (s *Sender) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descEmitted, descBuckets, descDropB, descDropT, descLate, descLatency, descTarget, descCost, descRunning} {
-		ch <- d
-	}
-	stagemetrics.Collector{Set: s.stages}.Describe(ch)
-	if s.rates != nil {
-		s.rates.Describe(ch)
-	}
-	s.cpu.Describe(ch)
 }
 
 // Stages is the sender's stage accounting (nil: off).
 func (s *Sender) Stages() *stage.Set { return s.stages }
 
-// Collect implements prometheus.Collector: it reads the threads' published
-// counters, so a scrape costs the emission loops nothing.
-func (s *Sender) Collect(ch chan<- prometheus.Metric) {
-	for _, t := range s.threads {
-		labels := []string{strconv.Itoa(t.id), strconv.FormatUint(uint64(t.stream), 10)}
-		ch <- prometheus.MustNewConstMetric(descEmitted, prometheus.CounterValue, float64(t.emittedTuples.Load()), labels...)
-		ch <- prometheus.MustNewConstMetric(descBuckets, prometheus.CounterValue, float64(t.emittedBuckets.Load()), labels...)
-		ch <- prometheus.MustNewConstMetric(descDropB, prometheus.CounterValue, float64(t.droppedBuckets.Load()), labels...)
-		ch <- prometheus.MustNewConstMetric(descDropT, prometheus.CounterValue, float64(t.droppedTuples.Load()), labels...)
-		ch <- prometheus.MustNewConstMetric(descLate, prometheus.CounterValue, float64(t.lateSlots.Load()), labels...)
-		var c histo.Counts
-		c.Add(&t.lateness)
-		ch <- c.Metric(descLatency, 1e-9, labels...) // recorded in ns: the same buckets on every host
-	}
-	ch <- prometheus.MustNewConstMetric(descTarget, prometheus.GaugeValue, s.cfg.Rate)
-	ch <- prometheus.MustNewConstMetric(descCost, prometheus.GaugeValue, s.sendCost.Seconds())
-	running := 0.0
-	if s.running.Load() {
-		running = 1
-	}
-	ch <- prometheus.MustNewConstMetric(descRunning, prometheus.GaugeValue, running)
-	s.cpu.Collect(ch)
-	stagemetrics.Collector{Set: s.stages}.Collect(ch)
-	if s.rates != nil {
-		s.rates.Collect(ch)
-	}
-}
+// Rates is the sender's service-rate tracker (nil: off).
+func (s *Sender) Rates() *servicerate.Tracker { return s.rates }
+
+// CPU measures the process's threads and the host.
+func (s *Sender) CPU() *cpustat.Sampler { return s.cpu }

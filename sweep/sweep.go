@@ -18,6 +18,7 @@ import (
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/sweep/search"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
+	"github.com/cloudprofiler-go/cp/tsc/probing/probeapi"
 )
 
 // Search selects and configures the search method.
@@ -370,7 +371,7 @@ func (s *Sweep) probeClocks(ctx context.Context) (*probing.Session, error) {
 		count = 100
 	}
 	s.logf("probing the agents' TSCs (%d round trips per ordered pair)\n", count)
-	return probing.Probe(ctx, nodes, probing.Settings{Count: count, Gap: 200 * time.Microsecond, Timeout: 100 * time.Millisecond, Token: token})
+	return probeapi.Probe(ctx, nodes, probeapi.Settings{Count: count, Gap: 200 * time.Microsecond, Timeout: 100 * time.Millisecond, Token: token})
 }
 
 func (s *Sweep) logf(format string, args ...any) {

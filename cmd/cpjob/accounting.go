@@ -7,7 +7,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
 	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
@@ -136,7 +135,7 @@ func (a *accountingFlags) start(name string) (df *dataflow.Job, stop func() erro
 	}
 	// cp_stage_* as every agent serves them, and Flink's names, the
 	// convention cpsweep --job-metrics reads a job in any language by
-	metrics := collectors{stagemetrics.Collector{Set: df.Stages()}, stagemetrics.NewFlink(df.Stages(), name)}
+	metrics := httpapi.Collectors{stagemetrics.Collector{Set: df.Stages()}, stagemetrics.NewFlink(df.Stages(), name)}
 	addr, closeMetrics, err := httpapi.ServeMetrics(a.metricsAddr, metrics)
 	if err != nil {
 		return nil, nil, errors.Join(fmt.Errorf("--metrics-addr: %w", err), closeLogs())
@@ -165,19 +164,4 @@ func (a *accountingFlags) start(name string) (df *dataflow.Job, stop func() erro
 		closeMetrics()
 		return closeLogs()
 	}, nil
-}
-
-// collectors serves several collectors as one.
-type collectors []prometheus.Collector
-
-func (cs collectors) Describe(ch chan<- *prometheus.Desc) {
-	for _, c := range cs {
-		c.Describe(ch)
-	}
-}
-
-func (cs collectors) Collect(ch chan<- prometheus.Metric) {
-	for _, c := range cs {
-		c.Collect(ch)
-	}
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
+	"github.com/cloudprofiler-go/cp/tsc/probing/clockmetrics"
+	"github.com/cloudprofiler-go/cp/tsc/probing/probeapi"
 )
 
 func clockCommand(code *int) *cobra.Command {
@@ -76,8 +78,8 @@ func clockClientCommand() *cobra.Command {
 				return err
 			}
 			defer r.Close()
-			c := &probing.Client{Responder: r, Hz: hz, Advertise: advertise, Stamping: stamping}
-			srv, err := probing.Serve(control, token, c)
+			c := &probeapi.Client{Responder: r, Hz: hz, Advertise: advertise, Stamping: stamping}
+			srv, err := probeapi.Serve(control, token, c)
 			if err != nil {
 				return err
 			}
@@ -116,7 +118,7 @@ func clockProbeCommand() *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			ses, err := probing.Probe(ctx, ns, settings)
+			ses, err := probeapi.Probe(ctx, ns, settings)
 			if err != nil {
 				return err
 			}
@@ -153,20 +155,20 @@ func (pf *probeFlags) register(cmd *cobra.Command, countHelp string) {
 }
 
 // resolve reads the token and parses the nodes.
-func (pf *probeFlags) resolve() ([]probing.Node, probing.Settings, error) {
+func (pf *probeFlags) resolve() ([]probing.Node, probeapi.Settings, error) {
 	tok, err := pf.tok.Read()
 	if err != nil {
-		return nil, probing.Settings{}, err
+		return nil, probeapi.Settings{}, err
 	}
 	var ns []probing.Node
 	for _, spec := range pf.nodes {
 		name, addr, ok := strings.Cut(spec, "=")
 		if !ok || name == "" || addr == "" {
-			return nil, probing.Settings{}, fmt.Errorf("--node %q: want NAME=HOST:PORT (the client's control address)", spec)
+			return nil, probeapi.Settings{}, fmt.Errorf("--node %q: want NAME=HOST:PORT (the client's control address)", spec)
 		}
 		ns = append(ns, probing.Node{Name: name, Control: addr})
 	}
-	return ns, probing.Settings{Count: pf.count, Gap: pf.gap, Timeout: pf.timeout, Token: tok}, nil
+	return ns, probeapi.Settings{Count: pf.count, Gap: pf.gap, Timeout: pf.timeout, Token: tok}, nil
 }
 
 func clockMonitorCommand() *cobra.Command {
@@ -193,14 +195,14 @@ low rate during one. Each new relation is also written to --output.`,
 			if rounds == 1 || rounds < 0 {
 				return fmt.Errorf("--rounds %d: a relation needs two rounds (0 runs until interrupted)", rounds)
 			}
-			g := &probing.Gauges{}
+			g := &clockmetrics.Gauges{}
 			stop, err := cli.ServeMetricsFor("clock monitor", metrics, g)
 			if err != nil {
 				return err
 			}
 			defer stop()
 			ctx := cmd.Context()
-			return probing.ProbeEvery(ctx, ns, settings, reference, every, rounds, func(rf *probing.RelationFile) {
+			return probeapi.ProbeEvery(ctx, ns, settings, reference, every, rounds, func(rf *probing.RelationFile) {
 				g.Set(rf)
 				for _, r := range rf.Relations {
 					c := r.Compare

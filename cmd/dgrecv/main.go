@@ -17,9 +17,11 @@ import (
 	"github.com/cloudprofiler-go/cp/cmd/internal/brokers"
 	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
 	"github.com/cloudprofiler-go/cp/driver"
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/internal/termsafe"
 	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/receiver/recvmetrics"
 	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sweep/agent"
@@ -180,15 +182,16 @@ func (o *options) execute(ctx context.Context, scenarioSet bool, code *int) erro
 		return agent.Run(ctx, agent.Options{Role: recvagent.Role{Brokers: brokers.All(), JobInput: cfg.JobInput, Streams: &recvagent.StreamMemory{}}, Endpoints: cfg.Endpoints, Connect: cfg.Connect, CPUs: cfg.CPUs, IOThreads: cfg.IOThreads, ProbeAddr: o.probeAdr, MemoryBudget: cfg.MemoryBudget},
 			o.run.MetricsAddr, o.tok.Token, o.tok.File, o.run.Calibrate)
 	}
-	res, err := cli.RunCommand(ctx, o.run, func(clock *tsc.Clock, prof *cli.Profile) (cli.Runner[*tally.Result], error) {
+	res, err := cli.RunCommand(ctx, o.run, func(clock *tsc.Clock, prof *cli.Profile) (cli.Runner[*tally.Result], httpapi.Collectors, error) {
 		cfg.Clock, cfg.Profile, cfg.Handlers, cfg.Logf = clock, prof.Profiler, prof.Handlers, cli.Logf("dgrecv")
 		cfg.StagePeriod = o.run.StagePeriod
 		cfg.NoServiceRates = !o.run.ServiceRates
 		r, err := receiver.New(cfg)
-		if err == nil {
-			fmt.Fprintf(os.Stderr, "dgrecv: listening on %s (messages up to %s: --max-message, within --memory-budget)\n", strings.Join(r.BoundEndpoints(), " "), numfmt.Bytes(int64(r.MaxMessage())))
+		if err != nil {
+			return nil, nil, err
 		}
-		return r, err
+		fmt.Fprintf(os.Stderr, "dgrecv: listening on %s (messages up to %s: --max-message, within --memory-budget)\n", strings.Join(r.BoundEndpoints(), " "), numfmt.Bytes(int64(r.MaxMessage())))
+		return r, recvmetrics.For(r), nil
 	}, func(r cli.Runner[*tally.Result], done <-chan struct{}) {
 		reportProgress(r.(*receiver.Receiver), done)
 	})

@@ -14,10 +14,12 @@ import (
 
 	"github.com/cloudprofiler-go/cp/cmd/internal/brokers"
 	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/internal/termsafe"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
+	"github.com/cloudprofiler-go/cp/sender/sendmetrics"
 	"github.com/cloudprofiler-go/cp/sender/tally"
 	"github.com/cloudprofiler-go/cp/sweep/agent"
 	"github.com/cloudprofiler-go/cp/sweep/agent/sendagent"
@@ -182,10 +184,14 @@ func (o *options) execute(ctx context.Context) error {
 	if features, err := tsc.DetectFeatures(); err == nil && features.Problem() != "" {
 		fmt.Fprintf(os.Stderr, "dgsend: warning: %s\n", features.Problem())
 	}
-	res, err := cli.RunCommand(ctx, o.run, func(clock *tsc.Clock, prof *cli.Profile) (cli.Runner[*tally.Result], error) {
+	res, err := cli.RunCommand(ctx, o.run, func(clock *tsc.Clock, prof *cli.Profile) (cli.Runner[*tally.Result], httpapi.Collectors, error) {
 		cfg.Clock, cfg.Profile, cfg.Handlers, cfg.StagePeriod = clock, prof.Profiler, prof.Handlers, o.run.StagePeriod
 		cfg.NoServiceRates = !o.run.ServiceRates
-		return sender.New(cfg)
+		s, err := sender.New(cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		return s, sendmetrics.For(s), nil
 	}, func(s cli.Runner[*tally.Result], done <-chan struct{}) {
 		reportProgress(s.(*sender.Sender), cfg.Rate, done)
 	})

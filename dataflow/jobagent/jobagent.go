@@ -96,7 +96,7 @@ func (t *trial) Start(env agent.Env) (*agent.Started, error) {
 		return &protocol.TrialStatus{Job: res}, nil
 	}
 	return &agent.Started{
-		Metrics: stagemetrics.Collector{Set: set},
+		Metrics: httpapi.Collectors{stagemetrics.Collector{Set: set}},
 		Stages:  set,
 		Stop:    func() { once.Do(func() { close(stop) }) },
 		Wait:    wait,

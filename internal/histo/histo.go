@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 const log2Buckets = 65
@@ -68,11 +67,13 @@ type Counts struct {
 // Add merges h's published counts.
 func (c *Counts) Add(h *Log2) { h.AddTo(&c.Buckets, &c.Sum) }
 
-// Metric renders the counts as a Prometheus histogram; scale converts a
-// recorded value to the metric's base unit (e.g. seconds per tick).
-func (c *Counts) Metric(desc *prometheus.Desc, scale float64, labels ...string) prometheus.Metric {
-	upper := make(map[float64]uint64, log2Buckets)
-	var cum, total uint64
+// Cumulative gives the counts as a Prometheus-style histogram: the total,
+// the sum and the cumulative count at each bucket's upper bound; scale
+// converts a recorded value to the metric's base unit (e.g. seconds per
+// nanosecond).
+func (c *Counts) Cumulative(scale float64) (total uint64, sum float64, upper map[float64]uint64) {
+	upper = make(map[float64]uint64, log2Buckets)
+	var cum uint64
 	for _, n := range c.Buckets {
 		total += n
 	}
@@ -83,7 +84,7 @@ func (c *Counts) Metric(desc *prometheus.Desc, scale float64, labels ...string) 
 			upper[float64(uint64(1)<<i-1)*scale] = cum
 		}
 	}
-	return prometheus.MustNewConstHistogram(desc, total, float64(c.Sum)*scale, upper, labels...)
+	return total, float64(c.Sum) * scale, upper
 }
 
 // Precise is an HdrHistogram of nanoseconds (1 ns to 1 hour, 3 significant

@@ -10,14 +10,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/internal/redact"
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
+	"github.com/cloudprofiler-go/cp/tsc/probing/probeapi"
 )
 
 // Version is reported in AgentInfo.
@@ -49,11 +48,11 @@ type Options struct {
 
 // Agent runs trials one at a time.
 type Agent struct {
-	opts   Options
-	mu     sync.Mutex
-	status protocol.TrialStatus
-	stop   func()               // stops the running trial
-	coll   prometheus.Collector // the running (or last) trial's metrics
+	opts    Options
+	mu      sync.Mutex
+	status  protocol.TrialStatus
+	stop    func()         // stops the running trial
+	metrics httpapi.Switch // the running (or last) trial's
 	// stages is the running (or last) trial's stage accounting (nil:
 	// none), whose latest state changes GET /v1/trial/activity serves;
 	// stagesTrial is that trial's id.
@@ -223,7 +222,8 @@ func (a *Agent) handleStart(w http.ResponseWriter, r *http.Request) {
 	}
 	a.mu.Lock()
 	stop, wait := run.Stop, run.Wait
-	a.status.State, a.stop, a.coll = protocol.StateRunning, stop, run.Metrics
+	a.status.State, a.stop = protocol.StateRunning, stop
+	a.metrics.Set(run.Metrics)
 	a.stages, a.stagesTrial = run.Stages, id
 	st := a.status
 	stopNow := a.stopEarly // a stop that came while the trial was starting
@@ -266,28 +266,13 @@ func (a *Agent) setFailed(id int, err error) {
 	}
 }
 
-// Describe implements prometheus.Collector: the metrics are those of the
-// current trial, so their set changes (an unchecked collector).
-func (a *Agent) Describe(chan<- *prometheus.Desc) {}
-
-// Collect implements prometheus.Collector with the running (or last)
-// trial's metrics.
-func (a *Agent) Collect(ch chan<- prometheus.Metric) {
-	a.mu.Lock()
-	c := a.coll
-	a.mu.Unlock()
-	if c != nil {
-		c.Collect(ch)
-	}
-}
-
 // Serve serves the agent's control API, its metrics and, when clock is
 // set, its TSC client's API on ln (an address the caller bound, to learn
 // its port first), with the agent's token on every route.
-func Serve(ln net.Listener, a *Agent, clock *probing.Client) (*httpapi.Server, error) {
+func Serve(ln net.Listener, a *Agent, clock *probeapi.Client) (*httpapi.Server, error) {
 	routes := a.Routes()
 	if clock != nil {
 		routes = append(routes, clock.Routes()...)
 	}
-	return httpapi.Serve(httpapi.ServerConfig{Name: "agent", Listener: ln, Token: a.opts.Token, Routes: routes, Metrics: a})
+	return httpapi.Serve(httpapi.ServerConfig{Name: "agent", Listener: ln, Token: a.opts.Token, Routes: routes, Metrics: &a.metrics})
 }

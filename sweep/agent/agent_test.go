@@ -16,7 +16,7 @@ import (
 	"github.com/cloudprofiler-go/cp/sweep/agent/recvagent"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/tsc"
-	"github.com/cloudprofiler-go/cp/tsc/probing"
+	"github.com/cloudprofiler-go/cp/tsc/probing/probeapi"
 )
 
 func freePort(t *testing.T) int {
@@ -30,7 +30,7 @@ func freePort(t *testing.T) int {
 
 // serveAgent serves a (and clock, if set) on a free loopback port through
 // the agents' one server constructor.
-func serveAgent(t *testing.T, a *agent.Agent, clock *probing.Client) *httpapi.Server {
+func serveAgent(t *testing.T, a *agent.Agent, clock *probeapi.Client) *httpapi.Server {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -3,9 +3,8 @@ package agent
 import (
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/cloudprofiler-go/cp/diagnose"
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
@@ -57,7 +56,7 @@ type Env struct {
 
 // Started is a running trial.
 type Started struct {
-	Metrics prometheus.Collector
+	Metrics httpapi.Collectors
 	Stages  *stage.Set // nil: no stage accounting
 	Stop    func()
 	// Wait blocks until the trial ends and returns its result.
@@ -77,7 +76,6 @@ func (e *CodedError) Unwrap() error { return e.Err }
 
 // Measurer is what a role starts: a sender or a receiver.
 type Measurer interface {
-	prometheus.Collector
 	Stages() *stage.Set
 	Stop()
 	Close()
@@ -86,7 +84,7 @@ type Measurer interface {
 // Start wraps a role's new runner as a started trial: its stages are
 // watched for stalls, and Wait runs it, closes it and puts its result in a
 // status (result: the status of a run's result).
-func Start[R any](r Measurer, run func() (R, error), status func(R) *protocol.TrialStatus, logf func(string, ...any)) *Started {
+func Start[R any](r Measurer, metrics httpapi.Collectors, run func() (R, error), status func(R) *protocol.TrialStatus, logf func(string, ...any)) *Started {
 	if r.Stages() != nil {
 		diagnose.LogStalls(r.Stages(), diagnose.DefaultConfirm, logf)
 	}
@@ -98,5 +96,5 @@ func Start[R any](r Measurer, run func() (R, error), status func(R) *protocol.Tr
 		}
 		return status(res), nil
 	}
-	return &Started{Metrics: r, Stages: r.Stages(), Stop: r.Stop, Wait: wait}
+	return &Started{Metrics: metrics, Stages: r.Stages(), Stop: r.Stop, Wait: wait}
 }

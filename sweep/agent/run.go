@@ -12,7 +12,7 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/termsafe"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/tsc"
-	"github.com/cloudprofiler-go/cp/tsc/probing"
+	"github.com/cloudprofiler-go/cp/tsc/probing/probeapi"
 )
 
 // Run is the --agent mode of dgsend and dgrecv: it serves the control API
@@ -86,7 +86,7 @@ func Listen(opts Options, addr, token, tokenFile string, calibrate time.Duration
 		a.Close()
 		return nil, fmt.Errorf("TSC probes on udp %s: %w (pick another with --probe-addr)", probeAddr, err)
 	}
-	clock := &probing.Client{Responder: resp, Hz: opts.Clock.Hz}
+	clock := &probeapi.Client{Responder: resp, Hz: opts.Clock.Hz}
 	srv, err := Serve(ln, a, clock)
 	if err != nil {
 		ln.Close()

@@ -28,6 +28,7 @@ import (
 	"github.com/cloudprofiler-go/cp/trialcfg"
 	"github.com/cloudprofiler-go/cp/tsc"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
+	"github.com/cloudprofiler-go/cp/tsc/probing/probeapi"
 )
 
 const sessionToken = "in-process-agents-token"
@@ -49,7 +50,7 @@ func inProcessAgent(t *testing.T, role agent.Role, clock *tsc.Clock) (*agent.Age
 	if err != nil {
 		t.Fatal(err)
 	}
-	probe := &probing.Client{Responder: resp, Hz: clock.Hz}
+	probe := &probeapi.Client{Responder: resp, Hz: clock.Hz}
 	srv := serveAgent(t, a, probe)
 	t.Cleanup(func() {
 		srv.Close()

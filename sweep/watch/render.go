@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/cloudprofiler-go/cp/stage/stagemetrics"
 
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 )
@@ -108,31 +108,5 @@ func (w *Watcher) Routes() []httpapi.Route {
 
 // Serve serves the web view on addr, with the token on every route.
 func (w *Watcher) Serve(addr, token string) (*httpapi.Server, error) {
-	return httpapi.Serve(httpapi.ServerConfig{Name: "--http", Addr: addr, Token: token, Routes: w.Routes(), Metrics: w.Collector()})
-}
-
-// Collector exports the watcher's alerts as Prometheus series.
-func (w *Watcher) Collector() prometheus.Collector { return alertCollector{w} }
-
-var (
-	descFiring = prometheus.NewDesc("cp_watch_alert_firing", "1 while a live invariant does not hold (cpsweep watch), 0 once it holds again.", []string{"invariant", "stage"}, nil)
-	descFired  = prometheus.NewDesc("cp_watch_alerts_total", "Times a live invariant started not to hold (cpsweep watch).", []string{"invariant", "stage"}, nil)
-)
-
-// alertCollector exports the watcher's alerts.
-type alertCollector struct{ w *Watcher }
-
-func (c alertCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descFiring; ch <- descFired }
-
-func (c alertCollector) Collect(ch chan<- prometheus.Metric) {
-	firing := c.w.Firing()
-	for key, n := range c.w.Fired() {
-		inv, st, _ := strings.Cut(key, "/")
-		v := 0.0
-		if firing[key] {
-			v = 1
-		}
-		ch <- prometheus.MustNewConstMetric(descFiring, prometheus.GaugeValue, v, inv, st)
-		ch <- prometheus.MustNewConstMetric(descFired, prometheus.CounterValue, float64(n), inv, st)
-	}
+	return httpapi.Serve(httpapi.ServerConfig{Name: "--http", Addr: addr, Token: token, Routes: w.Routes(), Metrics: stagemetrics.Alerts{Of: w}})
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/stage"
+	"github.com/cloudprofiler-go/cp/stage/stagemetrics"
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
@@ -119,7 +120,7 @@ func TestWatcherRatesAndAlerts(t *testing.T) {
 	if len(v.Alerts) != 1 || v.Alerts[0].Invariant != "progress-max" || v.Alerts[0].Stage != "receiver0/consumer" || v.Stages[0].Label != "STALLED" {
 		t.Fatalf("after 240 ms without progress: alerts %+v, stages %+v", v.Alerts, v.Stages)
 	}
-	srv, err := httpapi.Serve(httpapi.ServerConfig{Addr: "127.0.0.1:0", Routes: w.Routes(), Metrics: w.Collector()})
+	srv, err := httpapi.Serve(httpapi.ServerConfig{Addr: "127.0.0.1:0", Routes: w.Routes(), Metrics: stagemetrics.Alerts{Of: w}})
 	if err != nil {
 		t.Fatal(err)
 	}

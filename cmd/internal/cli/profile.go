@@ -112,22 +112,5 @@ func (p *Profile) Collector(c prometheus.Collector) prometheus.Collector {
 	if p.Profiler == nil {
 		return c
 	}
-	return Collectors{c, profmetrics.Collector{P: p.Profiler}}
-}
-
-// Collectors is several collectors as one.
-type Collectors []prometheus.Collector
-
-// Describe implements prometheus.Collector.
-func (cs Collectors) Describe(ch chan<- *prometheus.Desc) {
-	for _, c := range cs {
-		c.Describe(ch)
-	}
-}
-
-// Collect implements prometheus.Collector.
-func (cs Collectors) Collect(ch chan<- prometheus.Metric) {
-	for _, c := range cs {
-		c.Collect(ch)
-	}
+	return httpapi.Collectors{c, profmetrics.Collector{P: p.Profiler}}
 }

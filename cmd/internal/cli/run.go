@@ -8,10 +8,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
 	"github.com/cloudprofiler-go/cp/diagnose"
+	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/internal/osthread"
 	"github.com/cloudprofiler-go/cp/internal/termsafe"
 	"github.com/cloudprofiler-go/cp/stage"
@@ -21,7 +21,6 @@ import (
 // Runner is what dgsend and dgrecv run: a sender or a receiver with its
 // result type R.
 type Runner[R any] interface {
-	prometheus.Collector
 	Run() (R, error)
 	Stop()
 	Close()
@@ -53,7 +52,7 @@ type RunFlags struct {
 // signal, show progress on a terminal, run it, write the result, and close
 // the profile (a lost record fails the run, after the result is out).
 // progress, if set, prints a line a second until done is closed.
-func RunCommand[R TextWriter](ctx context.Context, f RunFlags, build func(*tsc.Clock, *Profile) (Runner[R], error),
+func RunCommand[R TextWriter](ctx context.Context, f RunFlags, build func(*tsc.Clock, *Profile) (Runner[R], httpapi.Collectors, error),
 	progress func(r Runner[R], done <-chan struct{})) (res R, err error) {
 	clock, err := tsc.NewClock(f.Calibrate)
 	if err != nil {
@@ -69,7 +68,7 @@ func RunCommand[R TextWriter](ctx context.Context, f RunFlags, build func(*tsc.C
 			err = errors.Join(err, cerr)
 		}
 	}()
-	r, err := build(clock, prof)
+	r, metrics, err := build(clock, prof)
 	if err != nil {
 		return res, err
 	}
@@ -77,7 +76,7 @@ func RunCommand[R TextWriter](ctx context.Context, f RunFlags, build func(*tsc.C
 		diagnose.LogStalls(st.Stages(), diagnose.DefaultConfirm, Logf(f.Name))
 	}
 	defer r.Close()
-	stopMetrics, err := ServeMetricsFor(f.Name, f.MetricsAddr, prof.Collector(r))
+	stopMetrics, err := ServeMetricsFor(f.Name, f.MetricsAddr, prof.Collector(metrics))
 	if err != nil {
 		return res, err
 	}

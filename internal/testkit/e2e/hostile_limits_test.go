@@ -19,7 +19,7 @@ import (
 	zmq "github.com/pebbe/zmq4"
 
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
-	"github.com/cloudprofiler-go/cp/tsc/probing"
+	"github.com/cloudprofiler-go/cp/tsc/probing/probeapi"
 )
 
 // The second round of hostile tests: what a trial may cost in total, how
@@ -217,10 +217,10 @@ func TestHostileProbeRoundsAreBounded(t *testing.T) {
 	}
 	defer hole.Close()
 	round := func(count int, gap time.Duration) string {
-		b, _ := json.Marshal(probing.ProbeRequest{Peer: hole.LocalAddr().String(), Count: count, Gap: gap, Timeout: 5 * time.Second})
+		b, _ := json.Marshal(probeapi.ProbeRequest{Peer: hole.LocalAddr().String(), Count: count, Gap: gap, Timeout: 5 * time.Second})
 		return string(b)
 	}
-	if code, body := a.call(t, http.MethodPost, probing.PathProbe, round(100000, 100*time.Millisecond)); code != http.StatusBadRequest || !strings.Contains(body, "more than a round may") {
+	if code, body := a.call(t, http.MethodPost, probeapi.PathProbe, round(100000, 100*time.Millisecond)); code != http.StatusBadRequest || !strings.Contains(body, "more than a round may") {
 		t.Fatalf("a round of 100,000 probes 100 ms apart: %d %s", code, body)
 	}
 	base := fdCount(t, pid)
@@ -230,7 +230,7 @@ func TestHostileProbeRoundsAreBounded(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+a.addr+probing.PathProbe, bytes.NewBufferString(round(1000, 0)))
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+a.addr+probeapi.PathProbe, bytes.NewBufferString(round(1000, 0)))
 			req.Header.Set("Authorization", "Bearer "+hostileToken)
 			resp, err := http.DefaultClient.Do(req)
 			if err == nil {
@@ -247,7 +247,7 @@ func TestHostileProbeRoundsAreBounded(t *testing.T) {
 	}
 	var third int
 	for time.Now().Before(deadline) {
-		if third, _ = a.call(t, http.MethodPost, probing.PathProbe, round(1, 0)); third == http.StatusTooManyRequests {
+		if third, _ = a.call(t, http.MethodPost, probeapi.PathProbe, round(1, 0)); third == http.StatusTooManyRequests {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -266,7 +266,7 @@ func TestHostileProbeRoundsAreBounded(t *testing.T) {
 	}
 	// The slots are free again: a short round to a peer that never
 	// answers runs (and reports its losses) instead of a 429.
-	if code, body := a.call(t, http.MethodPost, probing.PathProbe, round(1, 0)); code != http.StatusOK || !strings.Contains(body, `"lost":1`) {
+	if code, body := a.call(t, http.MethodPost, probeapi.PathProbe, round(1, 0)); code != http.StatusOK || !strings.Contains(body, `"lost":1`) {
 		t.Fatalf("a round after the abandoned ones: %d %s", code, body)
 	}
 }

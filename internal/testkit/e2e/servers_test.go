@@ -26,7 +26,7 @@ import (
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/sweep/watch"
 	"github.com/cloudprofiler-go/cp/tsc"
-	"github.com/cloudprofiler-go/cp/tsc/probing"
+	"github.com/cloudprofiler-go/cp/tsc/probing/probeapi"
 )
 
 // Every HTTP server of the project is built by httpapi.Serve, which puts
@@ -116,7 +116,7 @@ func inProcessServers(t *testing.T) []servedServer {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := agent.Serve(ln, a, &probing.Client{Responder: resp, Hz: 2e9})
+		s, err := agent.Serve(ln, a, &probeapi.Client{Responder: resp, Hz: 2e9})
 		add(role.Name()+" agent", s, err)
 	}
 	resp, err := tsc.NewResponder("127.0.0.1:0")
@@ -124,7 +124,7 @@ func inProcessServers(t *testing.T) []servedServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { resp.Close() })
-	s, err := probing.Serve("127.0.0.1:0", serverToken, &probing.Client{Responder: resp, Hz: 2e9})
+	s, err := probeapi.Serve("127.0.0.1:0", serverToken, &probeapi.Client{Responder: resp, Hz: 2e9})
 	add("clock client", s, err)
 	file := filepath.Join(t.TempDir(), "handlers.yaml")
 	if err := os.WriteFile(file, []byte("default: {handler: null}\n"), 0o644); err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/driver"
+	"github.com/cloudprofiler-go/cp/receiver/recvmetrics"
 	"github.com/cloudprofiler-go/cp/receiver/tally"
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
@@ -132,7 +133,7 @@ func (tr trial) Start(env agent.Env) (*agent.Started, error) {
 	if err != nil {
 		return nil, err
 	}
-	return agent.Start(r, r.Run, func(res *tally.Result) *protocol.TrialStatus {
+	return agent.Start(r, recvmetrics.For(r), r.Run, func(res *tally.Result) *protocol.TrialStatus {
 		if tr.jobInput != "" {
 			tr.streams.remember(res)
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/driver"
+	"github.com/cloudprofiler-go/cp/sender/sendmetrics"
 	"github.com/cloudprofiler-go/cp/sender/tally"
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
@@ -65,5 +66,5 @@ func (tr trial) Start(env agent.Env) (*agent.Started, error) {
 	case err != nil:
 		return nil, err
 	}
-	return agent.Start(s, s.Run, func(res *tally.Result) *protocol.TrialStatus { return &protocol.TrialStatus{Sender: res} }, env.Logf), nil
+	return agent.Start(s, sendmetrics.For(s), s.Run, func(res *tally.Result) *protocol.TrialStatus { return &protocol.TrialStatus{Sender: res} }, env.Logf), nil
 }

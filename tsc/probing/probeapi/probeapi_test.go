@@ -1,4 +1,4 @@
-package probing
+package probeapi
 
 import (
 	"context"
@@ -10,13 +10,14 @@ import (
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/tsc"
+	"github.com/cloudprofiler-go/cp/tsc/probing"
 )
 
 // startClients runs n TSC clients in this process (they share the TSC, so
 // every relation must contain the identity).
-func startClients(t *testing.T, n int, token string) []Node {
+func startClients(t *testing.T, n int, token string) []probing.Node {
 	t.Helper()
-	var nodes []Node
+	var nodes []probing.Node
 	for i := 0; i < n; i++ {
 		r, err := tsc.NewResponder("127.0.0.1:0")
 		if err != nil {
@@ -28,7 +29,7 @@ func startClients(t *testing.T, n int, token string) []Node {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { srv.Close(); r.Close() })
-		nodes = append(nodes, Node{Name: string(rune('a' + i)), Control: srv.Addr()})
+		nodes = append(nodes, probing.Node{Name: string(rune('a' + i)), Control: srv.Addr()})
 	}
 	return nodes
 }
@@ -51,7 +52,7 @@ func TestSessionsRelationAndTranslate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rf, err := Relate([]*Session{before, after}, "a")
+	rf, err := probing.Relate([]*probing.Session{before, after}, "a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,14 +77,14 @@ func TestSessionsRelationAndTranslate(t *testing.T) {
 		t.Fatal("a value outside the probed window was translated")
 	}
 	b, _ := json.Marshal(rf)
-	var back RelationFile
+	var back probing.RelationFile
 	if err := json.Unmarshal(b, &back); err != nil || back.FormatVersion != 1 || len(back.Sessions) != 2 {
 		t.Fatalf("relation file does not round-trip: %v", err)
 	}
-	if _, err := Relate([]*Session{before}, "a"); err == nil {
+	if _, err := probing.Relate([]*probing.Session{before}, "a"); err == nil {
 		t.Fatal("one session accepted")
 	}
-	if _, err := Relate([]*Session{before, after}, "zz"); err == nil {
+	if _, err := probing.Relate([]*probing.Session{before, after}, "zz"); err == nil {
 		t.Fatal("unknown reference accepted")
 	}
 }

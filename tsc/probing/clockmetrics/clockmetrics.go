@@ -1,61 +1,24 @@
-package probing
+package clockmetrics
 
 import (
-	"context"
-	"fmt"
 	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-)
 
-// ProbeEvery probes every ordered pair of nodes once per period for rounds
-// rounds (0: until ctx ends) and, after each round from the second on,
-// relates the first session to the latest one and hands the result to
-// each. Between experiments (or at a low rate during one, §Fig. 2's
-// CP_BUSY) this keeps the relations and their Prometheus gauges current.
-func ProbeEvery(ctx context.Context, nodes []Node, s Settings, reference string, every time.Duration, rounds int, each func(*RelationFile)) error {
-	var first *Session
-	for round := 1; rounds == 0 || round <= rounds; round++ {
-		ses, err := Probe(ctx, nodes, s)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("probing round %d: %w", round, err)
-		}
-		if first == nil {
-			first = ses
-		} else {
-			rf, err := Relate([]*Session{first, ses}, reference)
-			if err != nil {
-				return err
-			}
-			each(rf)
-		}
-		if rounds != 0 && round == rounds {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(every):
-		}
-	}
-	return nil
-}
+	"github.com/cloudprofiler-go/cp/tsc/probing"
+)
 
 // Gauges exports the latest relation of every pair to Prometheus: MinRTT,
 // the bound's half-width by method, the width of the alpha interval in
 // ppm, the probe count and the status (1: a strict bound exists).
 type Gauges struct {
 	mu     sync.Mutex
-	rf     *RelationFile
+	rf     *probing.RelationFile
 	rounds int
 }
 
 // Set replaces the relation the gauges show.
-func (g *Gauges) Set(rf *RelationFile) {
+func (g *Gauges) Set(rf *probing.RelationFile) {
 	g.mu.Lock()
 	g.rf, g.rounds = rf, g.rounds+1
 	g.mu.Unlock()

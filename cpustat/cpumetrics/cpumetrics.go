@@ -1,6 +1,10 @@
-package cpustat
+package cpumetrics
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/cloudprofiler-go/cp/cpustat"
+)
 
 var (
 	descThreadCPU  = prometheus.NewDesc("cp_thread_cpu_seconds_total", "CPU time of the process's threads by role (thread<N>, lane<N>, consumer, zmq-io, zmq-reaper, other).", []string{"thread"}, nil)
@@ -9,8 +13,11 @@ var (
 	descHostCPU    = prometheus.NewDesc("cp_host_cpu_seconds_total", "The host's CPU time summed over every CPU: busy, steal (taken by the hypervisor) and idle.", []string{"mode"}, nil)
 )
 
+// Collector is a sampler's metrics; a nil sampler has none.
+type Collector struct{ S *cpustat.Sampler }
+
 // Describe implements prometheus.Collector.
-func (s *Sampler) Describe(ch chan<- *prometheus.Desc) {
+func (c Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descThreadCPU, descThreadWait, descThreadInv, descHostCPU} {
 		ch <- d
 	}
@@ -20,11 +27,11 @@ func (s *Sampler) Describe(ch chan<- *prometheus.Desc) {
 // (nothing where /proc cannot be read). A thread that exited leaves its
 // role's counters lower: a rate() over such a drop is the usual counter
 // reset.
-func (s *Sampler) Collect(ch chan<- prometheus.Metric) {
-	if s == nil {
+func (c Collector) Collect(ch chan<- prometheus.Metric) {
+	if c.S == nil {
 		return
 	}
-	smp, err := s.Read()
+	smp, err := c.S.Read()
 	if err != nil {
 		return
 	}
