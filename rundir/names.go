@@ -43,11 +43,6 @@ func HgrmFile(trial, receiver int) string {
 // Path is name's path in the run directory dir.
 func Path(dir, name string) string { return filepath.Join(dir, name) }
 
-// TrialFiles lists the trials' files of the run directory dir, in order.
-func TrialFiles(dir string) ([]string, error) {
-	return filepath.Glob(filepath.Join(dir, TrialsDir, "[0-9][0-9][0-9].json"))
-}
-
 // WriteFile writes data to name in the run directory dir, atomically (a
 // crash never leaves a half-written file).
 func WriteFile(dir, name string, data []byte) error {

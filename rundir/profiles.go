@@ -71,7 +71,7 @@ func (d *Dir) readProfiles() {
 			ch, isLog := logChannel(name)
 			if name == "counters.json" {
 				var cl profiler.CounterLog
-				if err := ReadJSON(path, &cl); err != nil {
+				if err := readJSON(path, MaxJSONFile, &cl); err != nil {
 					d.problem("%v", err)
 				} else {
 					nf.Counters = &cl

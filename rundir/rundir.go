@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -101,6 +102,33 @@ type NodeFiles struct {
 
 // Open reads the run directory at path.
 func Open(path string) (*Dir, error) {
+	d, err := OpenSummary(path, MaxJSONFile)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(path, RelationFile)); err == nil {
+		if rf, err := probing.ReadRelationFile(filepath.Join(path, RelationFile)); err != nil {
+			d.problem("%v", err)
+		} else {
+			d.Relation = rf
+		}
+	}
+	var diag diagnose.RunFile
+	switch err := readJSON(filepath.Join(path, DiagnosisFile), MaxJSONFile, &diag); {
+	case err == nil:
+		d.Diagnosis = &diag
+	case !errors.Is(err, os.ErrNotExist):
+		d.problem("%v", err)
+	}
+	d.readProfiles()
+	return d, nil
+}
+
+// OpenSummary reads only the run directory's format and its summary.json
+// of at most limit bytes: for reading many directories (the earlier
+// sweeps of a results directory), where Open would read every relation,
+// diagnosis and profile too.
+func OpenSummary(path string, limit int64) (*Dir, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("run directory: %w", err)
@@ -110,7 +138,7 @@ func Open(path string) (*Dir, error) {
 	}
 	d := &Dir{Path: path, Nodes: map[string]*NodeFiles{}}
 	var marker formatMarker
-	switch err := ReadJSON(filepath.Join(path, FormatFile), &marker); {
+	switch err := readJSON(filepath.Join(path, FormatFile), MaxJSONFile, &marker); {
 	case err == nil:
 		if marker.Format != formatName {
 			return nil, fmt.Errorf("run directory %s: %s says format %q, not a %s", path, FormatFile, marker.Format, formatName)
@@ -122,7 +150,7 @@ func Open(path string) (*Dir, error) {
 		return nil, fmt.Errorf("run directory %s: %w", path, err)
 	}
 	var sum Summary
-	switch err := ReadJSON(filepath.Join(path, SummaryFile), &sum); {
+	switch err := readJSON(filepath.Join(path, SummaryFile), limit, &sum); {
 	case err == nil:
 		if sum.Result == nil { // a sweep that ended before its search: no trials
 			sum.Result = &Result{}
@@ -139,21 +167,6 @@ func Open(path string) (*Dir, error) {
 	if d.Version < 1 || d.Version > FormatVersion {
 		return nil, fmt.Errorf("run directory %s: format version %d; this cpsweep reads versions 1 to %d (a newer cpsweep wrote it?)", path, d.Version, FormatVersion)
 	}
-	if _, err := os.Stat(filepath.Join(path, RelationFile)); err == nil {
-		if rf, err := probing.ReadRelationFile(filepath.Join(path, RelationFile)); err != nil {
-			d.problem("%v", err)
-		} else {
-			d.Relation = rf
-		}
-	}
-	var diag diagnose.RunFile
-	switch err := ReadJSON(filepath.Join(path, DiagnosisFile), &diag); {
-	case err == nil:
-		d.Diagnosis = &diag
-	case !errors.Is(err, os.ErrNotExist):
-		d.problem("%v", err)
-	}
-	d.readProfiles()
 	return d, nil
 }
 
@@ -161,10 +174,23 @@ func (d *Dir) problem(format string, args ...any) {
 	d.Problems = append(d.Problems, fmt.Sprintf(format, args...))
 }
 
+// Trials lists the numbers of the trials with a trials/NNN.json, in
+// order.
+func (d *Dir) Trials() ([]int, error) {
+	files, err := filepath.Glob(filepath.Join(d.Path, TrialsDir, "[0-9][0-9][0-9].json"))
+	var ns []int
+	for _, f := range files { // sorted by Glob; three digits each
+		if n, err := strconv.Atoi(strings.TrimSuffix(filepath.Base(f), ".json")); err == nil {
+			ns = append(ns, n)
+		}
+	}
+	return ns, err
+}
+
 // Trial reads trials/NNN.json of trial n.
 func (d *Dir) Trial(n int) (*TrialFile, error) {
 	var f TrialFile
-	if err := ReadJSON(filepath.Join(d.Path, TrialFileName(n)), &f); err != nil {
+	if err := readJSON(filepath.Join(d.Path, TrialFileName(n)), MaxJSONFile, &f); err != nil {
 		return nil, err
 	}
 	return &f, nil
@@ -204,10 +230,10 @@ type SweepPoint struct {
 // whole: far above what a sweep writes.
 const MaxJSONFile = 256 << 20
 
-// ReadJSON reads the JSON file at path into v, refusing one larger than
-// MaxJSONFile or not a regular file (readfile.Limited).
-func ReadJSON(path string, v any) error {
-	b, err := readfile.Limited(path, MaxJSONFile)
+// readJSON reads the JSON file at path into v, refusing one larger than
+// limit or not a regular file (readfile.Limited).
+func readJSON(path string, limit int64, v any) error {
+	b, err := readfile.Limited(path, limit)
 	if err != nil {
 		return err
 	}

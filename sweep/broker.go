@@ -3,15 +3,13 @@ package sweep
 import (
 	"errors"
 	"fmt"
-	"strings"
 
-	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/rundir"
 )
 
 // A broker between the senders and the receivers (package driver) is the
-// system under test: its failure, its backlog and its name in the
-// diagnosis are read from the agents' results here.
+// system under test: its failure is read from the agents' results here
+// (its name in the diagnosis: package rundiag).
 
 // systemFailure is the system under test's failure reported by any agent
 // (a broker gone mid-trial): the trial is invalid, never a failed rate.
@@ -35,21 +33,4 @@ func systemFailure(o *rundir.Outcome) error {
 		msg += fmt.Sprintf(" (and %d more)", len(all)-1)
 	}
 	return &AgentError{Agent: "the system under test", Err: errors.New(msg), System: true}
-}
-
-// brokerOf is the driver of the broker the trial's data went through ("":
-// none), from the receivers' lane endpoints.
-func brokerOf(o *rundir.Outcome) string {
-	for _, r := range o.Receivers {
-		if r == nil {
-			continue
-		}
-		for _, l := range r.Lanes {
-			if driver.IsBroker(l.Endpoint) {
-				scheme, _, _ := strings.Cut(l.Endpoint, "://")
-				return scheme
-			}
-		}
-	}
-	return ""
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/sweep/remote"
 	"github.com/cloudprofiler-go/cp/sweep/search"
+	"github.com/cloudprofiler-go/cp/sweep/verdict"
 )
 
 func agentHost(node, host string, busy, steal, process float64, threads ...cpustat.ThreadShare) cpustat.AgentHost {
@@ -137,7 +138,7 @@ func TestDisturbedTrialsAreRepeated(t *testing.T) {
 func TestOneVerdictOfTheLimit(t *testing.T) {
 	tr := rundir.Trial{Verdict: rundir.Verdict{Pass: false}, Hosts: []cpustat.AgentHost{agentHost("sender0", "vm", 0.97, 0, 0.9, cpustat.ThreadShare{Name: "thread0", Cores: 0.4, Runqueue: 0.3})}}
 	d := &diagnose.Diagnosis{Limiting: "none"}
-	verdictOfLimit(&tr, d)
+	verdict.Limit(&tr, d)
 	if tr.LimitingStage != diagnose.HostCPU || d.Limiting != tr.LimitingStage || d.Evidence != tr.LimitingEvidence {
 		t.Fatalf("trial %q (%q), diagnosis %q (%q)", tr.LimitingStage, tr.LimitingEvidence, d.Limiting, d.Evidence)
 	}
@@ -156,7 +157,7 @@ func TestLimitingInMostPeriods(t *testing.T) {
 		tr := rundir.Trial{Verdict: rundir.Verdict{Pass: false}}
 		d := &diagnose.Diagnosis{Limiting: "none", Snapshots: make([]diagnose.Snapshot, 90),
 			Summary: []diagnose.ModuleSummary{{Stage: "ysb/join", Limiting: 3}, {Stage: "ysb/window", Limiting: tc.periods}}}
-		verdictOfLimit(&tr, d)
+		verdict.Limit(&tr, d)
 		if tr.LimitingStage != tc.want || d.Limiting != tc.want || (tc.want != "none" && !strings.Contains(tr.LimitingEvidence, fmt.Sprintf("limiting in %d of the trial's 90 periods", tc.periods))) {
 			t.Errorf("%d periods: %q (%s), want %s", tc.periods, tr.LimitingStage, tr.LimitingEvidence, tc.want)
 		}

@@ -83,12 +83,12 @@ func priorAnswers(resultsDir, self string, plan TrialPlan, agents []protocol.Age
 		if !e.IsDir() || dir == filepath.Clean(self) {
 			continue
 		}
-		b, err := rundir.ReadFile(dir, rundir.SummaryFile, historyMaxBytes)
-		if err != nil {
+		d, err := rundir.OpenSummary(dir, historyMaxBytes)
+		if err != nil || d.Summary == nil {
 			continue
 		}
-		var p rundir.Summary
-		if json.Unmarshal(b, &p) != nil || !answered(&p) || !slices.Equal(machinesOf(p.Agents), machines) || !samePlan(p.Plan, want) || !sameJudging(p.HostRules, rules) {
+		p := *d.Summary
+		if !answered(&p) || !slices.Equal(machinesOf(p.Agents), machines) || !samePlan(p.Plan, want) || !sameJudging(p.HostRules, rules) {
 			continue
 		}
 		found = append(found, p.Result.LastPass)

@@ -56,7 +56,7 @@ func TestPriorAnswers(t *testing.T) {
 	write := func(name string, p TrialPlan, ag []protocol.AgentInfo, lastPass float64, extra map[string]any) {
 		t.Helper()
 		v := map[string]any{"started": time.Date(2026, 11, 26, 3, 0, len(name), 0, time.UTC), "plan": p, "agents": ag,
-			"result": map[string]any{"last_pass": lastPass, "boundary": map[string]any{"runs": 3}}, "host_rules": DefaultHostRules}
+			"result": map[string]any{"last_pass": lastPass, "boundary": map[string]any{"runs": 3}}, "host_rules": DefaultHostRules, "format_version": rundir.FormatVersion}
 		for k, x := range extra {
 			v[k] = x
 		}

@@ -7,14 +7,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cloudprofiler-go/cp/capacity"
 	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
-	"github.com/cloudprofiler-go/cp/sweep"
 	"github.com/cloudprofiler-go/cp/tsc"
 )
 
 func capacityCommand() *cobra.Command {
-	p := sweep.CapacityPlan{Bucket: 100, Scenario: "synthetic-100", Duration: 2 * time.Second, Repeats: 3}
+	p := capacity.Plan{Bucket: 100, Scenario: "synthetic-100", Duration: 2 * time.Second, Repeats: 3}
 	var jsonOut bool
 	var cpus cli.CPUChoice
 	var otherCPUs string
@@ -64,7 +64,7 @@ dgrecv --drain (its emission rate).`,
 			}
 			p.Clock = clock
 			p.Logf = func(format string, a ...any) { fmt.Fprintf(os.Stderr, "capacity: "+format+"\n", a...) }
-			res, err := sweep.MeasureCapacity(p)
+			res, err := capacity.Measure(p)
 			if err != nil {
 				return err
 			}

@@ -19,12 +19,12 @@ import (
 	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/rundir"
 	sendtally "github.com/cloudprofiler-go/cp/sender/tally"
-	"github.com/cloudprofiler-go/cp/sweep"
+	"github.com/cloudprofiler-go/cp/sweep/rundiag"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
 )
 
 func diagnoseCommand() *cobra.Command {
-	var o sweep.DiagnoseOptions
+	var o rundiag.Options
 	var jsonOut, relay, partial bool
 	var relation, output string
 	cmd := &cobra.Command{
@@ -71,7 +71,7 @@ as a label timeline per stage). With the JSON results of dgsend and dgrecv
 	return cmd
 }
 
-func diagnoseDir(dir string, o sweep.DiagnoseOptions, jsonOut, partial bool) error {
+func diagnoseDir(dir string, o rundiag.Options, jsonOut, partial bool) error {
 	// The one reader of run directories: its format version and its
 	// damaged parts, as analyze and report see them (a damaged
 	// diagnosis.json is what this command replaces, so it does not count).
@@ -88,11 +88,11 @@ func diagnoseDir(dir string, o sweep.DiagnoseOptions, jsonOut, partial bool) err
 	if err := refuseDamaged(damaged, partial); err != nil {
 		return err
 	}
-	rf, err := sweep.DiagnoseRun(dir, o)
+	rf, err := rundiag.Run(dir, o)
 	if rf == nil {
 		return err
 	}
-	if werr := sweep.WriteDiagnosis(dir, rf); werr != nil {
+	if werr := rundiag.Write(dir, rf); werr != nil {
 		return werr
 	}
 	if jsonOut {
@@ -137,7 +137,7 @@ func stallList(d *diagnose.Diagnosis) string {
 }
 
 // diagnoseFiles diagnoses one run from dgsend's and dgrecv's JSON results.
-func diagnoseFiles(paths []string, o sweep.DiagnoseOptions, relay bool, relation, output string, jsonOut bool) error {
+func diagnoseFiles(paths []string, o rundiag.Options, relay bool, relation, output string, jsonOut bool) error {
 	out := &rundir.Outcome{}
 	for _, p := range paths {
 		if err := readResult(p, out); err != nil {
@@ -145,19 +145,19 @@ func diagnoseFiles(paths []string, o sweep.DiagnoseOptions, relay bool, relation
 		}
 	}
 	if o.Period > 0 {
-		if err := sweep.Resample(out, o.Period); err != nil {
+		if err := rundiag.Resample(out, o.Period); err != nil {
 			return err
 		}
 	}
-	var align sweep.Align
+	var align rundiag.Align
 	if relation != "" {
 		rf, err := probing.ReadRelationFile(relation)
 		if err != nil {
 			return err
 		}
-		align = sweep.AlignWith(rf)
+		align = rundiag.AlignWith(rf)
 	}
-	d, err := sweep.DiagnoseOutcome(out, relay, align, diagnose.Options{Confirm: o.Confirm})
+	d, err := rundiag.Outcome(out, relay, align, diagnose.Options{Confirm: o.Confirm})
 	if err != nil {
 		return err
 	}

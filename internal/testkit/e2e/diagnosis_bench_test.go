@@ -13,7 +13,7 @@ import (
 	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/rundir"
 	sendtally "github.com/cloudprofiler-go/cp/sender/tally"
-	"github.com/cloudprofiler-go/cp/sweep"
+	"github.com/cloudprofiler-go/cp/sweep/rundiag"
 )
 
 // The diagnosis's figures (issue #13): stall detection per snapshot,
@@ -59,7 +59,7 @@ func runPairAt(t *testing.T, n *testNet, recvArgs, sendArgs []string) pairRun {
 		mustJSON(t, sp.Stdout.Bytes(), &out.send)
 		mustJSON(t, rp.Stdout.Bytes(), &out.recv)
 	}
-	d, err := sweep.DiagnoseOutcome(&rundir.Outcome{Senders: []*sendtally.Result{&out.send}, Receivers: []*tally.Result{&out.recv}}, false, nil, diagnose.Options{})
+	d, err := rundiag.Outcome(&rundir.Outcome{Senders: []*sendtally.Result{&out.send}, Receivers: []*tally.Result{&out.recv}}, false, nil, diagnose.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,8 +67,8 @@ func runPairAt(t *testing.T, n *testNet, recvArgs, sendArgs []string) pairRun {
 	return out
 }
 
-// capacity is the pair's consume rate, unpaced, in buckets of 100.
-func capacity(t *testing.T) float64 {
+// pairCapacity is the pair's consume rate, unpaced, in buckets of 100.
+func pairCapacity(t *testing.T) float64 {
 	pr := &Pair{Bin: binDir, RecvArgs: []string{"--schema", "synthetic", "--expect-streams", "1"},
 		SendArgs: sendArgs("--rate", "0", "--bucket", "100", "--count", "3000000", "--duration", "0")}
 	pr.Run(t)
@@ -182,7 +182,7 @@ func stallPlan(stage string, seed uint64) ([]string, time.Duration) {
 // 2.0%), no stall confirmed in a fault-free run.
 func TestBenchStallDetection(t *testing.T) {
 	benchOnly(t)
-	rate := 0.3 * capacity(t)
+	rate := 0.3 * pairCapacity(t)
 	for _, placement := range []string{"loopback", "namespaces"} {
 		var n *testNet
 		if placement == "namespaces" {
@@ -266,7 +266,7 @@ func TestBenchBottleneckNaming(t *testing.T) {
 		t.Logf("BOTTLENECK %s: named correctly in %d of 10 runs (target >= 9: %s); answers %s; truth %s", tc.name, right, verdict(right >= 9), strings.Join(got, " "), strings.Join(wants, " "))
 		record(t, "bottleneck", map[string]any{"case": tc.name, "right": right, "answers": got})
 	}
-	rate := 0.5 * capacity(t)
+	rate := 0.5 * pairCapacity(t)
 	none, all := 0, 0
 	for i := 0; i < 3; i++ {
 		r := runPairAt(t, nil, []string{"--schema", "synthetic", "--expect-streams", "1"}, sendArgs("--rate", fmt.Sprintf("%.0f", rate), "--bucket", "100", "--duration", "10s", "--idle", "sleep"))

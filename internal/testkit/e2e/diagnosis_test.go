@@ -16,7 +16,7 @@ import (
 	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/rundir"
 	sendtally "github.com/cloudprofiler-go/cp/sender/tally"
-	"github.com/cloudprofiler-go/cp/sweep"
+	"github.com/cloudprofiler-go/cp/sweep/rundiag"
 )
 
 // TestDiagnosisFindsInjectedStalls injects one stall in each of the three
@@ -37,7 +37,7 @@ func TestDiagnosisFindsInjectedStalls(t *testing.T) {
 	if pr.SendExit != 0 || pr.RecvExit != 0 {
 		t.Fatalf("exit codes send=%d recv=%d\n%s\n%s", pr.SendExit, pr.RecvExit, pr.SendProc.Stderr.String(), pr.RecvProc.Stderr.String())
 	}
-	d, err := sweep.DiagnoseOutcome(&rundir.Outcome{Senders: []*sendtally.Result{&pr.Send}, Receivers: []*tally.Result{&pr.Recv}}, false, nil, diagnose.Options{})
+	d, err := rundiag.Outcome(&rundir.Outcome{Senders: []*sendtally.Result{&pr.Send}, Receivers: []*tally.Result{&pr.Recv}}, false, nil, diagnose.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

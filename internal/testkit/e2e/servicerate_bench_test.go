@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/capacity"
 	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/servicerate"
 	"github.com/cloudprofiler-go/cp/sweep"
@@ -53,7 +54,7 @@ func TestBenchServiceRateVsCapacity(t *testing.T) {
 		})
 	}
 	placement := []string{"--cpus", "0,1", "--other-cpus", "0"}
-	capacity := func(work time.Duration, bucket int) float64 { return capacityAlone(t, work, bucket) }
+	measure := func(work time.Duration, bucket int) float64 { return capacityAlone(t, work, bucket) }
 	const maxAttempts = 3
 	for _, c := range cases {
 		// Each run's rate is a fraction of the capacity measured right
@@ -66,12 +67,12 @@ func TestBenchServiceRateVsCapacity(t *testing.T) {
 				var truth float64
 				var pr *Pair
 				for attempt := 1; ; attempt++ {
-					before := capacity(c.work, c.bucket)
+					before := measure(c.work, c.bucket)
 					pr = &Pair{Bin: binDir,
 						RecvArgs: append([]string{"--schema", "synthetic", "--expect-streams", "1", "--work", c.work.String()}, placement...),
 						SendArgs: sendArgs("--rate", fmt.Sprintf("%.0f", u*before), "--bucket", strconv.Itoa(c.bucket), "--duration", "5s", "--cpus", "0", "--other-cpus", "0")}
 					pr.Run(t)
-					after := capacity(c.work, c.bucket)
+					after := measure(c.work, c.bucket)
 					truth = (before + after) / 2
 					if steady(before, after) || attempt == maxAttempts {
 						break
@@ -171,7 +172,7 @@ func capacityAlone(t *testing.T, work time.Duration, bucket int) float64 {
 	if err != nil {
 		t.Fatalf("cpsweep %v: %v", args, err)
 	}
-	var res sweep.CapacityResult
+	var res capacity.Result
 	if err := json.Unmarshal(out, &res); err != nil || res.TuplesPerS <= 0 {
 		t.Fatalf("cpsweep capacity: %v (%s)", err, out)
 	}

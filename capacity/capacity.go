@@ -1,4 +1,4 @@
-package sweep
+package capacity
 
 import (
 	"errors"
@@ -16,10 +16,10 @@ import (
 	"github.com/cloudprofiler-go/cp/wire"
 )
 
-// CapacityPlan measures one stage's capacity alone: the ground truth for
+// Plan measures one stage's capacity alone: the ground truth for
 // its service-rate estimates (RaftLib §V-B: each kernel run by itself from
 // a large resident data source).
-type CapacityPlan struct {
+type Plan struct {
 	Stage    string // consumer or lane
 	Work     time.Duration
 	Bucket   int
@@ -37,32 +37,32 @@ type CapacityPlan struct {
 // The stages cpsweep capacity measures in process. The sender's capacity
 // is dgsend unpaced into dgrecv --drain (the command runs the binaries).
 const (
-	CapacityConsumer = "consumer"
-	CapacityLane     = "lane"
-	CapacitySender   = "sender"
+	Consumer = "consumer"
+	Lane     = "lane"
+	Sender   = "sender"
 )
 
 // Bounds of a capacity run's prefilled queue: enough buckets for the
 // asked duration at the rate a calibration run measured, within memory.
 const (
-	capacityMinBuckets = 200
-	capacityMaxBuckets = 1_000_000
-	capacityMaxBytes   = 1 << 30
+	minBuckets = 200
+	maxBuckets = 1_000_000
+	maxBytes   = 1 << 30
 )
 
-// CapacityResult is a stage's capacity, the median of the runs.
-type CapacityResult struct {
+// Result is a stage's capacity, the median of the runs.
+type Result struct {
 	Stage      string        `json:"stage"`
 	Work       time.Duration `json:"work_ns"`
 	Bucket     int           `json:"bucket"`
 	TuplesPerS float64       `json:"tuples_per_s"`
-	Runs       []CapacityRun `json:"runs"`
+	Runs       []Run `json:"runs"`
 }
 
-// CapacityRun is one measured run. Starved is the share of the run the
+// Run is one measured run. Starved is the share of the run the
 // stage spent without work (consumer: idle; lane: its ring full): above
 // MaxStarved the stage was not measured alone, and the run says so.
-type CapacityRun struct {
+type Run struct {
 	TuplesPerS float64 `json:"tuples_per_s"`
 	Tuples     uint64  `json:"tuples"`
 	Seconds    float64 `json:"seconds"`
@@ -73,12 +73,12 @@ type CapacityRun struct {
 // blocked and still count as measured alone.
 const MaxStarved = 0.05
 
-// MeasureCapacity runs the plan: a short calibration, then Repeats runs
+// Measure runs the plan: a short calibration, then Repeats runs
 // of about Duration each. It fails, rather than answer, when the stage was
 // not alone (starved or blocked for more than MaxStarved of a run).
-func MeasureCapacity(p CapacityPlan) (*CapacityResult, error) {
-	if p.Stage != CapacityConsumer && p.Stage != CapacityLane {
-		return nil, fmt.Errorf("capacity of %q: measured in process are %s and %s", p.Stage, CapacityConsumer, CapacityLane)
+func Measure(p Plan) (*Result, error) {
+	if p.Stage != Consumer && p.Stage != Lane {
+		return nil, fmt.Errorf("capacity of %q: measured in process are %s and %s", p.Stage, Consumer, Lane)
 	}
 	if p.Bucket < 1 || p.Bucket > sender.MaxBucketSize || p.Repeats < 1 || p.Duration <= 0 || p.Clock == nil {
 		return nil, fmt.Errorf("capacity: bucket must be 1..%d tuples, repeats and duration positive (got %d, %d, %v)", sender.MaxBucketSize, p.Bucket, p.Repeats, p.Duration)
@@ -95,14 +95,14 @@ func MeasureCapacity(p CapacityPlan) (*CapacityResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	maxBuckets := min(capacityMaxBuckets, capacityMaxBytes/max(len(tpls[0].Msg), 1))
-	if maxBuckets < capacityMinBuckets {
-		return nil, fmt.Errorf("capacity: buckets of %d tuples (%d bytes) are too large to prefill %d of them in %d MiB", p.Bucket, len(tpls[0].Msg), capacityMinBuckets, capacityMaxBytes>>20)
+	maxBuckets := min(maxBuckets, maxBytes/max(len(tpls[0].Msg), 1))
+	if maxBuckets < minBuckets {
+		return nil, fmt.Errorf("capacity: buckets of %d tuples (%d bytes) are too large to prefill %d of them in %d MiB", p.Bucket, len(tpls[0].Msg), minBuckets, maxBytes>>20)
 	}
 	// Calibrate on runs of growing length until one lasts 200 ms.
-	var cal CapacityRun
-	for c := capacityMinBuckets; ; c = min(c*8, maxBuckets) {
-		if cal, err = capacityRun(p, sc.Schema, tpls, c, true); err != nil {
+	var cal Run
+	for c := minBuckets; ; c = min(c*8, maxBuckets) {
+		if cal, err = measureRun(p, sc.Schema, tpls, c, true); err != nil {
 			return nil, fmt.Errorf("calibration run: %w", err)
 		}
 		if cal.Seconds >= 0.2 || c == maxBuckets {
@@ -110,13 +110,13 @@ func MeasureCapacity(p CapacityPlan) (*CapacityResult, error) {
 		}
 	}
 	n := int(cal.TuplesPerS * p.Duration.Seconds() / float64(p.Bucket))
-	n = max(capacityMinBuckets, min(n, maxBuckets))
+	n = max(minBuckets, min(n, maxBuckets))
 	if p.Logf != nil {
 		p.Logf("calibration: %.0f tuples/s; %d runs of %d buckets (~%v each)", cal.TuplesPerS, p.Repeats, n, p.Duration)
 	}
-	res := &CapacityResult{Stage: p.Stage, Work: p.Work, Bucket: p.Bucket}
+	res := &Result{Stage: p.Stage, Work: p.Work, Bucket: p.Bucket}
 	for i := 0; i < p.Repeats; i++ {
-		r, err := capacityRun(p, sc.Schema, tpls, n, false)
+		r, err := measureRun(p, sc.Schema, tpls, n, false)
 		if err != nil {
 			return res, fmt.Errorf("run %d: %w", i+1, err)
 		}
@@ -136,7 +136,7 @@ func MeasureCapacity(p CapacityPlan) (*CapacityResult, error) {
 
 // capacityRun measures one run of n prefilled buckets (a calibration only
 // its rate, however short).
-func capacityRun(p CapacityPlan, schema string, tpls []scenarios.Template, n int, calibration bool) (CapacityRun, error) {
+func measureRun(p Plan, schema string, tpls []scenarios.Template, n int, calibration bool) (Run, error) {
 	msgs := make([][]byte, 0, n+1)
 	now := time.Now().UnixNano()
 	for k := 0; k < n; k++ {
@@ -146,7 +146,7 @@ func capacityRun(p CapacityPlan, schema string, tpls []scenarios.Template, n int
 	}
 	end, err := wire.AppendEnd(nil, 1, wire.End{Tuples: uint64(n * p.Bucket), Buckets: uint64(n), Reason: "completed"})
 	if err != nil {
-		return CapacityRun{}, err
+		return Run{}, err
 	}
 	msgs = append(msgs, end)
 	cfg := receiver.Config{
@@ -158,38 +158,38 @@ func capacityRun(p CapacityPlan, schema string, tpls []scenarios.Template, n int
 		ExpectStreams: 1,
 		Clock:         p.Clock,
 	}
-	if p.Stage == CapacityLane {
+	if p.Stage == Lane {
 		cfg.WorkPerTuple = 0
 	}
 	r, err := receiver.New(cfg)
 	if err != nil {
-		return CapacityRun{}, err
+		return Run{}, err
 	}
 	defer r.Close()
 	if err := r.Prefill(0, msgs); err != nil {
-		return CapacityRun{}, err
+		return Run{}, err
 	}
 	res, err := r.Run()
 	if err != nil {
-		return CapacityRun{}, err
+		return Run{}, err
 	}
 	if !res.Complete || res.Consumed != uint64(n*p.Bucket) {
-		return CapacityRun{}, fmt.Errorf("consumed %d of %d tuples (%s)", res.Consumed, n*p.Bucket, res.Reason)
+		return Run{}, fmt.Errorf("consumed %d of %d tuples (%s)", res.Consumed, n*p.Bucket, res.Reason)
 	}
-	return capacityOf(p.Stage, res, calibration)
+	return runOf(p.Stage, res, calibration)
 }
 
 // capacityOf reads the stage's rate over its active time (the consumer:
 // from its first bucket to its last; the lane: from the start to its last
 // message), and from the stage series the share of that time it was
 // starved or blocked (up to the last sample before it finished).
-func capacityOf(name string, res *tally.Result, calibration bool) (CapacityRun, error) {
+func runOf(name string, res *tally.Result, calibration bool) (Run, error) {
 	s := res.StageSeries
 	if s == nil {
-		return CapacityRun{}, errors.New("no stage series")
+		return Run{}, errors.New("no stage series")
 	}
 	stageName := "consumer"
-	if name == CapacityLane {
+	if name == Lane {
 		stageName = "lane0"
 	}
 	for _, st := range s.Stages {
@@ -213,14 +213,14 @@ func capacityOf(name string, res *tally.Result, calibration bool) (CapacityRun, 
 		}
 		starved = sum - busy
 		secs := res.DurationS
-		if name == CapacityLane && len(res.Lanes) > 0 {
+		if name == Lane && len(res.Lanes) > 0 {
 			secs = res.Lanes[0].ActiveS
 		}
 		if secs <= 0 || (last == 0 && !calibration) {
-			return CapacityRun{}, errors.New("the run was too short to measure (less than one stage sample)")
+			return Run{}, errors.New("the run was too short to measure (less than one stage sample)")
 		}
 		tuples := res.Consumed
-		run := CapacityRun{Tuples: tuples, Seconds: secs, TuplesPerS: float64(tuples) / secs, Starved: float64(starved) / float64(max(sum, 1))}
+		run := Run{Tuples: tuples, Seconds: secs, TuplesPerS: float64(tuples) / secs, Starved: float64(starved) / float64(max(sum, 1))}
 		if calibration {
 			return run, nil
 		}
@@ -229,5 +229,5 @@ func capacityOf(name string, res *tally.Result, calibration bool) (CapacityRun, 
 		}
 		return run, nil
 	}
-	return CapacityRun{}, fmt.Errorf("no %s in the stage series", stageName)
+	return Run{}, fmt.Errorf("no %s in the stage series", stageName)
 }

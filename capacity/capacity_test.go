@@ -1,4 +1,4 @@
-package sweep
+package capacity
 
 import (
 	"strings"
@@ -19,7 +19,7 @@ func TestCapacityOfConsumer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := MeasureCapacity(CapacityPlan{Stage: CapacityConsumer, Work: 20 * time.Microsecond, Bucket: 10,
+	res, err := Measure(Plan{Stage: Consumer, Work: 20 * time.Microsecond, Bucket: 10,
 		Scenario: "synthetic-100", Duration: 500 * time.Millisecond, Repeats: 1, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +36,7 @@ func TestCapacityOfConsumer(t *testing.T) {
 }
 
 func TestCapacityRefusesUnknownStage(t *testing.T) {
-	_, err := MeasureCapacity(CapacityPlan{Stage: "network", Bucket: 1, Repeats: 1, Duration: time.Second, Clock: tsc.NewClockHz(1e9)})
+	_, err := Measure(Plan{Stage: "network", Bucket: 1, Repeats: 1, Duration: time.Second, Clock: tsc.NewClockHz(1e9)})
 	if err == nil || !strings.Contains(err.Error(), "consumer") {
 		t.Fatalf("err %v, want the stages it measures", err)
 	}
