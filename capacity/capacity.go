@@ -56,7 +56,7 @@ type Result struct {
 	Work       time.Duration `json:"work_ns"`
 	Bucket     int           `json:"bucket"`
 	TuplesPerS float64       `json:"tuples_per_s"`
-	Runs       []Run `json:"runs"`
+	Runs       []Run         `json:"runs"`
 }
 
 // Run is one measured run. Starved is the share of the run the
