@@ -3,7 +3,7 @@ package rundir
 import (
 	"testing"
 
-	"github.com/cloudprofiler-go/cp/sweep/protocol"
+	"github.com/cloudprofiler-go/cp/protocol"
 )
 
 // TestSummaryBlackBox: the system in the path is the one summary.json

@@ -9,10 +9,10 @@ import (
 	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/internal/histo"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
+	"github.com/cloudprofiler-go/cp/protocol"
 	"github.com/cloudprofiler-go/cp/receiver/tally"
 	sendtally "github.com/cloudprofiler-go/cp/sender/tally"
 	"github.com/cloudprofiler-go/cp/servicerate"
-	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // The records of a sweep, as summary.json and trials/NNN.json hold them:

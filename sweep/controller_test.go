@@ -26,9 +26,9 @@ import (
 	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/profiler"
+	"github.com/cloudprofiler-go/cp/protocol"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/sender"
-	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // fakeAgent answers the control API in-process; its behaviour picks how

@@ -5,7 +5,7 @@
 // (sweep/verdict) and diagnosed (sweep/rundiag), repeats the trials other
 // work on a host disturbed, and writes the run directory (rundir) and the
 // console's lines. The search over rates is sweep/search's, the control
-// API's messages sweep/protocol's and its client sweep/remote's, the
+// API's messages protocol's and its client sweep/remote's, the
 // agents themselves sweep/agent's, finding them sweep/discover's, a job's
 // own metrics sweep/jobmetrics's, and live scraping sweep/watch's.
 package sweep

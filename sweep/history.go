@@ -10,8 +10,8 @@ import (
 	"sort"
 
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
+	"github.com/cloudprofiler-go/cp/protocol"
 	"github.com/cloudprofiler-go/cp/rundir"
-	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // One sweep's repeats measure how its boundary moved while it ran; they

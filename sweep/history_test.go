@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/protocol"
 	"github.com/cloudprofiler-go/cp/rundir"
-	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/trialcfg"
 )
 

@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/cloudprofiler-go/cp/cpustat"
+	"github.com/cloudprofiler-go/cp/protocol"
 	"github.com/cloudprofiler-go/cp/rundir"
-	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // trialHosts takes every agent's host summary out of the trial's outcome;

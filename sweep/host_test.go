@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/cloudprofiler-go/cp/cpustat"
+	"github.com/cloudprofiler-go/cp/protocol"
 	"github.com/cloudprofiler-go/cp/rundir"
-	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // TestMachineNamesGroupPodsOfOneNode: agents in containers on one machine

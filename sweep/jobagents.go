@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/protocol"
 	"github.com/cloudprofiler-go/cp/sweep/jobmetrics"
-	"github.com/cloudprofiler-go/cp/sweep/protocol"
 	"github.com/cloudprofiler-go/cp/sweep/remote"
 )
 

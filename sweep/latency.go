@@ -1,8 +1,8 @@
 package sweep
 
 import (
+	"github.com/cloudprofiler-go/cp/protocol"
 	"github.com/cloudprofiler-go/cp/rundir"
-	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // WindowLatency is the latency of a windowed job's output (YSB's

@@ -7,9 +7,9 @@ import (
 
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
+	"github.com/cloudprofiler-go/cp/protocol"
 	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/servicerate"
-	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // trialRates gathers every agent's service-rate estimates, the stages

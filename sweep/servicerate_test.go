@@ -8,11 +8,11 @@ import (
 	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/limits"
+	"github.com/cloudprofiler-go/cp/protocol"
 	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/servicerate"
 	"github.com/cloudprofiler-go/cp/stage"
-	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 func rate(stageName string, kind stage.Kind, method string, v float64, tuples uint64) servicerate.Rate {

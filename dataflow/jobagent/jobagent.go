@@ -8,10 +8,10 @@ import (
 	"github.com/cloudprofiler-go/cp/dataflow"
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/profiler"
+	"github.com/cloudprofiler-go/cp/protocol"
 	"github.com/cloudprofiler-go/cp/servicerate"
 	"github.com/cloudprofiler-go/cp/stage/stagemetrics"
 	"github.com/cloudprofiler-go/cp/sweep/agent"
-	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // Role is the job agent's role: JobName names the job in the analyses

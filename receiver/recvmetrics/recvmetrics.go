@@ -9,6 +9,7 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/objfactory"
 	"github.com/cloudprofiler-go/cp/receiver"
+	"github.com/cloudprofiler-go/cp/servicerate/ratemetrics"
 	"github.com/cloudprofiler-go/cp/stage/stagemetrics"
 )
 
@@ -36,7 +37,7 @@ var (
 func For(r *receiver.Receiver) httpapi.Collectors {
 	cs := httpapi.Collectors{collector{r}, cpumetrics.Collector{S: r.CPU()}, stagemetrics.Collector{Set: r.Stages()}}
 	if r.Rates() != nil {
-		cs = append(cs, stagemetrics.Rates{Of: r.Rates()})
+		cs = append(cs, ratemetrics.Rates{Of: r.Rates()})
 	}
 	return cs
 }

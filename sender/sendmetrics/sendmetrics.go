@@ -8,6 +8,7 @@ import (
 	"github.com/cloudprofiler-go/cp/cpustat/cpumetrics"
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/sender"
+	"github.com/cloudprofiler-go/cp/servicerate/ratemetrics"
 	"github.com/cloudprofiler-go/cp/stage/stagemetrics"
 )
 
@@ -28,7 +29,7 @@ var (
 func For(s *sender.Sender) httpapi.Collectors {
 	cs := httpapi.Collectors{collector{s}, cpumetrics.Collector{S: s.CPU()}, stagemetrics.Collector{Set: s.Stages()}}
 	if s.Rates() != nil {
-		cs = append(cs, stagemetrics.Rates{Of: s.Rates()})
+		cs = append(cs, ratemetrics.Rates{Of: s.Rates()})
 	}
 	return cs
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
-	"github.com/cloudprofiler-go/cp/sweep/protocol"
+	"github.com/cloudprofiler-go/cp/protocol"
 )
 
 // handleActivity serves the trial's latest stage state changes after the

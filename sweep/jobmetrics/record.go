@@ -5,8 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/protocol"
 	"github.com/cloudprofiler-go/cp/stage"
-	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // Recorder turns scrapes into operator series: the times per second

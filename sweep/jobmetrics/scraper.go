@@ -13,8 +13,8 @@ import (
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/internal/redact"
+	"github.com/cloudprofiler-go/cp/protocol"
 	"github.com/cloudprofiler-go/cp/servicerate"
-	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // MaxBody bounds one scrape's body.

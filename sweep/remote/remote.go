@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
-	"github.com/cloudprofiler-go/cp/sweep/protocol"
+	"github.com/cloudprofiler-go/cp/protocol"
 )
 
 // Agent talks to one agent's control API.

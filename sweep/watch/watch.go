@@ -17,8 +17,8 @@ import (
 
 	"github.com/cloudprofiler-go/cp/analysis/activity"
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
+	"github.com/cloudprofiler-go/cp/protocol"
 	"github.com/cloudprofiler-go/cp/stage"
-	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // MaxMetricsBytes bounds one scrape: an agent's metrics are a few kB.

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
+	"github.com/cloudprofiler-go/cp/protocol"
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/stage/stagemetrics"
-	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // agent is a fake agent whose metrics and activity reply the test sets

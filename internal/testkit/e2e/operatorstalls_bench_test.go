@@ -14,9 +14,9 @@ import (
 
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
+	"github.com/cloudprofiler-go/cp/protocol"
 	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sweep"
-	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // operatorStallPlan is 20 seeded stalls of 250 ms to 2 s of one of

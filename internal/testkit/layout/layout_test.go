@@ -144,7 +144,7 @@ func TestImportRules(t *testing.T) {
 		forbidden    []string
 	}{
 		{"tsc/...", "the clocks know nothing of profiling or sweeps", []string{"profiler/...", "sweep/..."}},
-		{"sweep/protocol", "the contract between the binaries is data only: no role (sender, receiver), no sweep", []string{"sender", "receiver", "sweep", "sweep/agent/...", "analysis/...", "objfactory", "driver/...", "rundir"}},
+		{"protocol", "the contract between the binaries is data only: no role (sender, receiver), no sweep", []string{"sender", "receiver", "sweep", "sweep/agent/...", "analysis/...", "objfactory", "driver/...", "rundir"}},
 		{"sweep/agent", "the agent is role-agnostic: each binary links only its role", []string{"receiver", "sweep", "sweep/agent/recvagent", "sweep/agent/sendagent"}},
 		{"sender", "the sender is not the receiver's or the controller's", []string{"receiver", "sweep/...", "analysis/..."}},
 		{"receiver", "the receiver is not the sender's or the controller's", []string{"sweep/...", "analysis/..."}},
@@ -159,12 +159,12 @@ func TestImportRules(t *testing.T) {
 		{"analysis/...", "the analyses read run directories; they import nothing of the sweep that writes them (an arrow back up)", []string{"sweep/..."}},
 		{"trialcfg", "a trial's settings are data, embedded by the plan, the protocol and both roles: they import nothing that measures", []string{"sender/...", "receiver/...", "sweep/...", "profiler/...", "tsc/...", "stage", "driver/...", "analysis/...", "rundir"}},
 		{"limits", "what limits a run is worked out once, from the run's records, for the sweep's lines, summary.json, the report and the agreement alike: it imports neither the sweep nor an analysis", []string{"sweep/...", "analysis/...", "sender", "receiver", "driver/...", "profiler/..."}},
-		{"sweep/verdict", "the rules judge what the agents reported: they know nothing of agents' transport, the search or the sweep", []string{"sweep", "sweep/search", "sweep/agent/...", "sweep/protocol", "sender", "receiver", "driver/...", "analysis/...", "profiler/..."}},
+		{"sweep/verdict", "the rules judge what the agents reported: they know nothing of agents' transport, the search or the sweep", []string{"sweep", "sweep/search", "sweep/agent/...", "protocol", "sender", "receiver", "driver/...", "analysis/...", "profiler/..."}},
 		{"sweep/rundiag", "offline diagnosis reads a run directory: it knows nothing of the sweep that wrote it, the agents or the search", []string{"sweep", "sweep/search", "sweep/agent/...", "sweep/remote", "analysis/..."}},
 		{"capacity", "a stage measured alone shares nothing with the sweep", []string{"sweep/...", "analysis/...", "rundir", "limits"}},
-		{"sweep/search", "the search is driven by its TrialFunc: it reads trials and results (rundir), and knows nothing of agents, roles or the sweep that drives it", []string{"sweep", "sweep/agent/...", "sweep/protocol", "sender", "receiver", "driver/...", "analysis/...", "profiler/..."}},
+		{"sweep/search", "the search is driven by its TrialFunc: it reads trials and results (rundir), and knows nothing of agents, roles or the sweep that drives it", []string{"sweep", "sweep/agent/...", "protocol", "sender", "receiver", "driver/...", "analysis/...", "profiler/..."}},
 		{"sut/...", "the reference job is the harness's subject, not a part of it: it speaks the wire format through the drivers and links nothing that measures it", []string{"sweep/...", "analysis/...", "sender", "receiver", "objfactory", "rundir", "limits", "cmd/..."}},
-		{"rundir", "the run directory's owner is below the sweep that writes it and the analyses that read it; it records the agents' data-only contract (sweep/protocol)", []string{"sweep", "sweep/agent/...", "sweep/discover", "sweep/watch", "analysis/...", "cmd/..."}},
+		{"rundir", "the run directory's owner is below the sweep that writes it and the analyses that read it; it records the agents' data-only contract (protocol)", []string{"sweep", "sweep/agent/...", "sweep/discover", "sweep/watch", "analysis/...", "cmd/..."}},
 	}
 	for name, p := range all {
 		for _, imp := range inModule(p.Imports) {
@@ -304,7 +304,7 @@ func TestOneAtomicWriter(t *testing.T) {
 func TestBrokerClientsOnlyWhereAsked(t *testing.T) {
 	clients := []string{"github.com/nats-io/nats.go", "github.com/redis/go-redis/v9", "github.com/twmb/franz-go/pkg/kgo"}
 	all := listAll(t)
-	for _, name := range []string{"driver", "sweep", "sweep/protocol", "sweep/agent", "analysis", "analysis/report", "cmd/cpsweep", "sender", "receiver"} {
+	for _, name := range []string{"driver", "sweep", "protocol", "sweep/agent", "analysis", "analysis/report", "cmd/cpsweep", "sender", "receiver"} {
 		for _, d := range all[name].Deps {
 			for _, c := range clients {
 				if d == c {
@@ -331,7 +331,7 @@ func TestBrokerClientsOnlyWhereAsked(t *testing.T) {
 // sweep and the run-directory package link none of it.
 func TestPlottingOnlyInTheReport(t *testing.T) {
 	all := listAll(t)
-	for _, name := range []string{"sweep", "rundir", "sweep/protocol", "sweep/agent"} {
+	for _, name := range []string{"sweep", "rundir", "protocol", "sweep/agent"} {
 		for _, d := range all[name].Deps {
 			if strings.HasPrefix(d, "gonum.org/") {
 				t.Errorf("%s links the plotting library (%s)", name, d)

@@ -16,7 +16,7 @@ func TestReadersLinkNoHTTP(t *testing.T) {
 	all := listAll(t)
 	var checked []string
 	for name, p := range all {
-		if !(matches(name, "analysis/...") || name == "rundir" || name == "sweep/protocol" || name == "tsc/probing") {
+		if !(matches(name, "analysis/...") || name == "rundir" || name == "protocol" || name == "tsc/probing") {
 			continue
 		}
 		checked = append(checked, name)
@@ -32,7 +32,7 @@ func TestReadersLinkNoHTTP(t *testing.T) {
 }
 
 // TestPrometheusOnlyInMetricsPackages: the Prometheus client is imported
-// by the …metrics packages (profmetrics, stagemetrics, cpumetrics,
+// by the …metrics packages (profmetrics, stagemetrics, ratemetrics, cpumetrics,
 // sendmetrics, recvmetrics, clockmetrics), the HTTP server that serves
 // them (internal/httpapi) and the commands' wiring; a domain package
 // exposes its counters as plain values.

@@ -11,9 +11,9 @@ import (
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/profiler"
+	"github.com/cloudprofiler-go/cp/protocol"
 	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/sweep/agent"
-	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // Config is the trial as a receiver configuration on the agent's

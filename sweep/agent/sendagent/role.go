@@ -11,9 +11,9 @@ import (
 
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/profiler"
+	"github.com/cloudprofiler-go/cp/protocol"
 	"github.com/cloudprofiler-go/cp/sender"
 	"github.com/cloudprofiler-go/cp/sweep/agent"
-	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // Role is the sender agent's role.

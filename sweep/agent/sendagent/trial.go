@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/protocol"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sender"
-	"github.com/cloudprofiler-go/cp/sweep/protocol"
 )
 
 // Config is the trial as a sender configuration; the agent adds what is

@@ -1,4 +1,4 @@
-package stagemetrics
+package ratemetrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"

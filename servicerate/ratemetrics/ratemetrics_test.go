@@ -1,4 +1,4 @@
-package stagemetrics
+package ratemetrics
 
 import (
 	"testing"
