@@ -38,8 +38,9 @@ func (f *fakeConsumer) Close()              { f.closed++ }
 func testInput(c driver.Consumer, schema string) *input {
 	decode, _ := scenarios.DecoderFor(schema)
 	res := service.MockResources()
-	return &input{schema: schema, decode: decode, log: res.Logger(), slot: consumerSlot{c: c}, connected: func(string, string) {},
-		malformed: res.Metrics().NewCounter("m"), nacked: res.Metrics().NewCounter("n"), inflight: semaphore.NewWeighted(DefaultInFlight)}
+	return &input{consumerConn: consumerConn{name: "cp_input", unit: "tuple", log: res.Logger(), c: c, connected: func(string, string) {},
+		nacked: res.Metrics().NewCounter("n"), inflight: semaphore.NewWeighted(DefaultInFlight)},
+		schema: schema, decode: decode, malformed: res.Metrics().NewCounter("m")}
 }
 
 // rawBucket is one bucket of n raw tuples [id, intended] of 19 bytes.
@@ -126,8 +127,8 @@ func TestInputClosesAFailedConsumer(t *testing.T) {
 	if _, _, err := in.ReadBatch(context.Background()); !errors.Is(err, service.ErrNotConnected) {
 		t.Fatalf("%v, want ErrNotConnected", err)
 	}
-	if fc.closed != 1 || in.slot.get() != nil {
-		t.Errorf("closed %d times, consumer kept %v", fc.closed, in.slot.get() != nil)
+	if fc.closed != 1 || in.consumer() != nil {
+		t.Errorf("closed %d times, consumer kept %v", fc.closed, in.consumer() != nil)
 	}
 }
 

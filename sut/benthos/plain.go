@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
-	"golang.org/x/sync/semaphore"
 
 	"github.com/cloudprofiler-go/cp/dataflow"
 	"github.com/cloudprofiler-go/cp/driver"
@@ -36,8 +34,8 @@ func registerPlain(env *service.Environment, reg driver.Registry, connected Conn
 			if err != nil {
 				return nil, err
 			}
-			in := &plainInput{reg: reg, e: e, log: mgr.Logger(), connected: connected, inflight: flight,
-				nacked: mgr.Metrics().NewCounter("cp_broker_nacked_batches")}
+			in := &plainInput{consumerConn{reg: reg, e: e, plugin: "cp_broker", name: "cp_broker input", unit: "message", log: mgr.Logger(),
+				connected: connected, inflight: flight, nacked: mgr.Metrics().NewCounter("cp_broker_nacked_batches")}}
 			if in.op, err = operators.Declare(OpInput, nil); err != nil {
 				return nil, err
 			}
@@ -87,27 +85,7 @@ func plainEndpoint(conf *service.ParsedConfig) (driver.Endpoint, error) {
 	return e, nil
 }
 
-type plainInput struct {
-	reg       driver.Registry
-	e         driver.Endpoint
-	log       *service.Logger
-	connected Connected
-	op        *dataflow.Operator
-	inflight  *semaphore.Weighted
-	nacked    *service.MetricCounter
-	slot      consumerSlot
-	waiting   service.MessageBatch // read, waiting for room in flight (a ReadBatch's context ended first)
-}
-
-func (in *plainInput) Connect(context.Context) error {
-	c, err := in.reg.NewConsumer(in.e)
-	if err != nil {
-		return err
-	}
-	in.slot.set(c)
-	in.connected("cp_broker", in.e.Where())
-	return nil
-}
+type plainInput struct{ consumerConn }
 
 // plainBatch is the most messages one ReadBatch hands over: what the
 // client already holds after the first, so that a busy job reads in
@@ -117,13 +95,13 @@ const plainBatch = 256
 // ReadBatch returns the next message, and those the client holds behind
 // it, once they fit in flight.
 func (in *plainInput) ReadBatch(ctx context.Context) (service.MessageBatch, service.AckFunc, error) {
-	c := in.slot.get()
+	c := in.consumer()
 	if c == nil {
 		return nil, nil, service.ErrNotConnected
 	}
 	in.op.Waiting()
 	if in.waiting != nil {
-		return in.hand(ctx, in.waiting)
+		return in.hand(ctx, in.waiting, in.wBuckets)
 	}
 	for ctx.Err() == nil {
 		msg, err := c.Next(100 * time.Millisecond)
@@ -132,8 +110,7 @@ func (in *plainInput) ReadBatch(ctx context.Context) (service.MessageBatch, serv
 		}
 		in.op.Busy()
 		if err != nil {
-			in.log.Errorf("cp_broker input %s: %v", in.e.Where(), err)
-			in.slot.drop(c)
+			in.drop(c, err)
 			return nil, nil, service.ErrNotConnected
 		}
 		batch := service.MessageBatch{service.NewMessage(msg)}
@@ -145,37 +122,9 @@ func (in *plainInput) ReadBatch(ctx context.Context) (service.MessageBatch, serv
 			}
 			batch = append(batch, service.NewMessage(next))
 		}
-		return in.hand(ctx, batch)
+		return in.hand(ctx, batch, uint64(len(batch))) // a message is a bucket
 	}
 	return nil, nil, ctx.Err()
-}
-
-// hand gives the engine a batch once it fits in flight.
-func (in *plainInput) hand(ctx context.Context, batch service.MessageBatch) (service.MessageBatch, service.AckFunc, error) {
-	n := int64(len(batch))
-	in.op.Blocked()
-	if err := in.inflight.Acquire(ctx, n); err != nil {
-		in.waiting = batch // acknowledged to the broker already: the next call hands it over
-		return nil, nil, err
-	}
-	in.waiting = nil
-	in.op.Processed(uint64(n), uint64(n))
-	var once sync.Once
-	return batch, func(_ context.Context, err error) error {
-		once.Do(func() {
-			in.inflight.Release(n)
-			if err != nil {
-				in.nacked.Incr(1)
-				in.log.Warnf("cp_broker input %s: the engine failed a batch of %d message(s): %v (not read again: the broker's messages were acknowledged)", in.e.Where(), n, err)
-			}
-		})
-		return nil
-	}, nil
-}
-
-func (in *plainInput) Close(context.Context) error {
-	in.slot.close()
-	return nil
 }
 
 type plainOutput struct{ producerConn }

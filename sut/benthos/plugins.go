@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
-	"golang.org/x/sync/semaphore"
 
 	"github.com/cloudprofiler-go/cp/dataflow"
 	"github.com/cloudprofiler-go/cp/driver"
@@ -83,21 +81,11 @@ func outputSpec() *service.ConfigSpec {
 }
 
 type input struct {
-	reg       driver.Registry
-	e         driver.Endpoint
+	consumerConn
 	schema    string
 	decode    scenarios.Decoder
-	log       *service.Logger
 	malformed *service.MetricCounter
-	slot      consumerSlot
-	connected Connected
-	op        *dataflow.Operator // nil: not accounted
-	// ReadBatch's own (the engine reads a batch input from one goroutine)
-	cur      bucketCursor
-	waiting  service.MessageBatch // decoded, waiting for room in flight (a ReadBatch's context ended first)
-	wBuckets uint64
-	inflight *semaphore.Weighted // tuples handed over and not acknowledged
-	nacked   *service.MetricCounter
+	cur       bucketCursor // the rest of a large bucket (ReadBatch's own)
 }
 
 func newInput(conf *service.ParsedConfig, mgr *service.Resources, reg driver.Registry) (*input, error) {
@@ -113,10 +101,9 @@ func newInput(conf *service.ParsedConfig, mgr *service.Resources, reg driver.Reg
 		return nil, err
 	}
 	decode, _ := scenarios.DecoderFor(schema)
-	return &input{reg: reg, e: e, schema: schema, decode: decode, log: mgr.Logger(),
-		malformed: mgr.Metrics().NewCounter("cp_input_malformed_buckets"),
-		nacked:    mgr.Metrics().NewCounter("cp_input_nacked_batches"),
-		inflight:  flight}, nil
+	return &input{consumerConn: consumerConn{reg: reg, e: e, plugin: "cp_input", name: "cp_input", unit: "tuple", log: mgr.Logger(),
+		nacked: mgr.Metrics().NewCounter("cp_input_nacked_batches"), inflight: flight},
+		schema: schema, decode: decode, malformed: mgr.Metrics().NewCounter("cp_input_malformed_buckets")}, nil
 }
 
 // endpointAndSchema reads the url and schema fields of cp_input and cp_output.
@@ -133,23 +120,13 @@ func endpointAndSchema(conf *service.ParsedConfig) (driver.Endpoint, string, err
 	return e, schema, err
 }
 
-func (in *input) Connect(context.Context) error {
-	c, err := in.reg.NewConsumer(in.e)
-	if err != nil {
-		return err
-	}
-	in.slot.set(c)
-	in.connected("cp_input", in.e.Where())
-	return nil
-}
-
 // ReadBatch returns the next bucket's tuples, or the next
 // MaxBatchTuples of a larger one, once the engine holds fewer than
 // max_in_flight unacknowledged. A malformed bucket is counted, logged
 // and skipped; end markers are skipped. A consumer that fails is closed:
 // Connect makes the next.
 func (in *input) ReadBatch(ctx context.Context) (service.MessageBatch, service.AckFunc, error) {
-	c := in.slot.get()
+	c := in.consumer()
 	if c == nil {
 		return nil, nil, service.ErrNotConnected
 	}
@@ -176,8 +153,7 @@ func (in *input) ReadBatch(ctx context.Context) (service.MessageBatch, service.A
 		}
 		in.op.Busy()
 		if err != nil {
-			in.log.Errorf("cp_input %s: %v", in.e.Where(), err)
-			in.slot.drop(c)
+			in.drop(c, err)
 			return nil, nil, service.ErrNotConnected
 		}
 		if h, err := wire.ParseHeader(msg); err == nil && h.Kind == wire.KindData && h.Count > MaxBatchTuples {
@@ -199,42 +175,11 @@ func (in *input) ReadBatch(ctx context.Context) (service.MessageBatch, service.A
 	return nil, nil, ctx.Err()
 }
 
-// hand gives the engine a batch (buckets: the buckets it finishes) once
-// its tuples fit in flight; its acknowledgement frees them. The driver's
-// consumer acknowledged on receipt (docs/sut.md): a nack is counted and
-// logged, and the tuples are not read again.
-func (in *input) hand(ctx context.Context, batch service.MessageBatch, buckets uint64) (service.MessageBatch, service.AckFunc, error) {
-	n := int64(len(batch))
-	in.op.Blocked() // until the processors have taken the batch
-	if err := in.inflight.Acquire(ctx, n); err != nil {
-		in.waiting, in.wBuckets = batch, buckets // the next call hands it over
-		return nil, nil, err
-	}
-	in.waiting = nil
-	in.op.Processed(buckets, uint64(n))
-	var once sync.Once
-	return batch, func(_ context.Context, err error) error {
-		once.Do(func() {
-			in.inflight.Release(n)
-			if err != nil {
-				in.nacked.Incr(1)
-				in.log.Warnf("cp_input %s: the engine failed a batch of %d tuple(s): %v (not read again: the broker's message was acknowledged)", in.e.Where(), n, err)
-			}
-		})
-		return nil
-	}, nil
-}
-
 // skip counts and logs a malformed bucket.
 func (in *input) skip(err error) {
 	in.malformed.Incr(1)
 	in.log.Warnf("cp_input %s: a malformed bucket skipped: %v", in.e.Where(), err)
 	in.op.Waiting()
-}
-
-func (in *input) Close(context.Context) error {
-	in.slot.close()
-	return nil
 }
 
 type output struct {
