@@ -167,9 +167,10 @@ func (e *blockEncoder) encode(dst []byte, runs []run, records int) []byte {
 	return appendBlock(dst, codec, payload, records)
 }
 
-// appendBlock frames payload (codec, records records) onto dst, header in
-// place: a local array would escape through crc32 and allocate per block
-// (per record for the identity handler).
+// appendBlock appends payload framed as a block of records records
+// encoded with codec. The header is built in place in dst: a local array
+// would escape through crc32 and cost an allocation per block (per record
+// for the identity handler).
 func appendBlock(dst []byte, codec byte, payload []byte, records int) []byte {
 	start := len(dst)
 	dst = append(dst, make([]byte, blockHeader)...)
