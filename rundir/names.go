@@ -54,8 +54,8 @@ func WriteWith(dir, name string, write func(io.Writer) error) error {
 	return atomicfile.WriteWith(filepath.Join(dir, name), 0o644, write)
 }
 
-// ReadFile reads name in the run directory dir, a regular file of at
-// most limit bytes (readfile.Limited).
-func ReadFile(dir, name string, limit int64) ([]byte, error) {
-	return readfile.Limited(filepath.Join(dir, name), limit)
+// ReadFile reads name in the run directory, a regular file of at most
+// limit bytes (readfile.Limited): a file Open does not read itself.
+func (d *Dir) ReadFile(name string, limit int64) ([]byte, error) {
+	return readfile.Limited(filepath.Join(d.Path, name), limit)
 }

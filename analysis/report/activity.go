@@ -43,7 +43,7 @@ type pagViolation struct {
 // pagSectionOf reads pag.json when the run has one (nil otherwise; a
 // damaged one is a problem on the page).
 func pagSectionOf(d *rundir.Dir, pg *page) *pagSection {
-	b, err := rundir.ReadFile(d.Path, rundir.PAGFile, maxPAGBytes)
+	b, err := d.ReadFile(rundir.PAGFile, maxPAGBytes)
 	if err != nil {
 		return nil // none: the section is not there
 	}

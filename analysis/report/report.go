@@ -201,7 +201,7 @@ func (e *DamagedError) Error() string {
 }
 
 func loadAnalysis(d *rundir.Dir, pg *page) *analysis.Report {
-	if b, err := rundir.ReadFile(d.Path, rundir.AnalysisFile, rundir.MaxJSONFile); err == nil {
+	if b, err := d.ReadFile(rundir.AnalysisFile, rundir.MaxJSONFile); err == nil {
 		var an analysis.Report
 		if err := json.Unmarshal(b, &an); err == nil {
 			pg.damaged = append(pg.damaged, an.Damaged...) // analysed with --partial
