@@ -4,6 +4,9 @@ import (
 	"fmt"
 
 	"github.com/cloudprofiler-go/cp/diagnose"
+	"github.com/cloudprofiler-go/cp/internal/numfmt"
+	"github.com/cloudprofiler-go/cp/rundir"
+	"github.com/cloudprofiler-go/cp/servicerate"
 )
 
 // Named says what a diagnosis named as a trial's or the answer's limit,
@@ -37,4 +40,32 @@ func HostCPUNote(stage string) string {
 		return ""
 	}
 	return "The host's CPUs limited this trial, not a stage: a thread that waited to run on a busy host is neither busy nor blocked in its own accounting, so the stages read healthy below; the host accounting (the trials table's hosts) says who used the cores."
+}
+
+// NextLine says a trial's next limit for its progress line.
+func NextLine(t rundir.Trial) string {
+	n := t.NextLimit
+	if n == nil {
+		if len(t.ServiceRates) > 0 {
+			return "next limit: no stage's service rate converged (not_converged)"
+		}
+		return ""
+	}
+	other := ""
+	if n.Other > 0 {
+		m := servicerate.MethodBusyTime
+		if n.Method == servicerate.MethodBusyTime {
+			m = servicerate.MethodRaftLib
+		}
+		other = fmt.Sprintf("; %s %s", m, numfmt.Rate(n.Other))
+	}
+	if n.Inconsistent != "" {
+		return fmt.Sprintf("next limit: inconsistent: %s (%s %s%s): not a limit", n.Inconsistent, n.Method, numfmt.Rate(n.TuplesPerS), other)
+	}
+	through := ""
+	if n.Through != "" {
+		through = fmt.Sprintf(" of %s, held back by the host's CPUs: %s", n.Through, n.HeldBy)
+	}
+	return fmt.Sprintf("next limit: %s at %s (%s%s%s), headroom %+.0f%% over this trial's rate",
+		n.Stage, numfmt.Rate(n.TuplesPerS), n.Method, through, other, 100*n.Headroom)
 }

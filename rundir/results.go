@@ -1,10 +1,8 @@
 package rundir
 
 import (
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -48,17 +46,6 @@ func (r *Writer) WriteJSON(name string, v any) error {
 		return fmt.Errorf("encode %s: %w", name, err)
 	}
 	return r.write(name, append(b, '\n'))
-}
-
-// WriteCSV writes a header and rows to name inside the run directory.
-func (r *Writer) WriteCSV(name string, header []string, rows [][]string) error {
-	return atomicfile.WriteWith(filepath.Join(r.Dir, name), 0o644, func(f io.Writer) error {
-		w := csv.NewWriter(f)
-		_ = w.Write(header)
-		_ = w.WriteAll(rows)
-		w.Flush()
-		return w.Error()
-	})
 }
 
 // NodeProfiles is where a node's collected profile logs go

@@ -98,12 +98,9 @@ func (c *Controller) Prepare(ctx context.Context) ([]protocol.AgentInfo, error) 
 	machines := machineNames{}
 	recvOf := map[string]int{} // endpoint -> receiver index
 	for i, r := range c.Receivers {
-		info, err := r.Info(ctx)
+		info, err := describe(ctx, r, protocol.RoleReceiver, "")
 		if err != nil {
-			return nil, agentFault(r, err)
-		}
-		if info.Role != protocol.RoleReceiver {
-			return nil, &PlanError{Problems: []string{fmt.Sprintf("agent %s is a %s, not a receiver", r.Addr, info.Role)}}
+			return nil, err
 		}
 		if len(info.DataEndpoints) == 0 {
 			return nil, agentFault(r, errors.New("it reports no data endpoints"))
@@ -120,12 +117,9 @@ func (c *Controller) Prepare(ctx context.Context) ([]protocol.AgentInfo, error) 
 		c.hostOf[fmt.Sprintf("receiver%d", i)] = machines.host(info)
 	}
 	for i, s := range c.Senders {
-		info, err := s.Info(ctx)
+		info, err := describe(ctx, s, protocol.RoleSender, "")
 		if err != nil {
-			return nil, agentFault(s, err)
-		}
-		if info.Role != protocol.RoleSender {
-			return nil, &PlanError{Problems: []string{fmt.Sprintf("agent %s is a %s, not a sender", s.Addr, info.Role)}}
+			return nil, err
 		}
 		infos = append(infos, info)
 		c.hostOf[fmt.Sprintf("sender%d", i)] = machines.host(info)

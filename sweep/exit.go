@@ -3,7 +3,9 @@ package sweep
 import (
 	"context"
 	"errors"
+
 	"github.com/cloudprofiler-go/cp/rundir"
+	"github.com/cloudprofiler-go/cp/sweep/verdict"
 )
 
 // Exit statuses of cpsweep, so that a script can tell an answer from a
@@ -24,7 +26,7 @@ const (
 func ExitCode(r *rundir.Summary, err error) int {
 	var plan *PlanError
 	var agent *AgentError
-	var disturbed *DisturbedError
+	var disturbed *verdict.DisturbedError
 	switch {
 	case errors.As(err, &plan):
 		return ExitInvalidPlan

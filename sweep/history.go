@@ -12,6 +12,7 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/protocol"
 	"github.com/cloudprofiler-go/cp/rundir"
+	"github.com/cloudprofiler-go/cp/sweep/verdict"
 )
 
 // One sweep's repeats measure how its boundary moved while it ran; they
@@ -54,8 +55,8 @@ func machinesOf(agents []protocol.AgentInfo) []string {
 // often and how long they repeated a disturbed trial does not change what
 // an answer measured). A sweep that recorded no rules (before they were
 // recorded) is not known to have.
-func sameJudging(stored json.RawMessage, b HostRules) bool {
-	var a HostRules
+func sameJudging(stored json.RawMessage, b verdict.HostRules) bool {
+	var a verdict.HostRules
 	return len(stored) > 0 && string(stored) != "null" && json.Unmarshal(stored, &a) == nil && a.MaxOthers == b.MaxOthers && a.MaxSteal == b.MaxSteal && a.MaxWait == b.MaxWait
 }
 
@@ -63,7 +64,7 @@ func sameJudging(stored json.RawMessage, b HostRules) bool {
 // self) whose plan, machines and host rules are this sweep's, the most
 // recent HistorySweeps. A directory it cannot read is skipped: the history
 // is context, never a reason to fail a sweep.
-func priorAnswers(resultsDir, self string, plan TrialPlan, agents []protocol.AgentInfo, rules HostRules) []float64 {
+func priorAnswers(resultsDir, self string, plan TrialPlan, agents []protocol.AgentInfo, rules verdict.HostRules) []float64 {
 	want, err := json.Marshal(plan)
 	if err != nil || resultsDir == "" {
 		return nil

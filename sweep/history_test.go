@@ -10,6 +10,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/protocol"
 	"github.com/cloudprofiler-go/cp/rundir"
+	"github.com/cloudprofiler-go/cp/sweep/verdict"
 	"github.com/cloudprofiler-go/cp/trialcfg"
 )
 
@@ -56,7 +57,7 @@ func TestPriorAnswers(t *testing.T) {
 	write := func(name string, p TrialPlan, ag []protocol.AgentInfo, lastPass float64, extra map[string]any) {
 		t.Helper()
 		v := map[string]any{"started": time.Date(2026, 11, 26, 3, 0, len(name), 0, time.UTC), "plan": p, "agents": ag,
-			"result": map[string]any{"last_pass": lastPass, "boundary": map[string]any{"runs": 3}}, "host_rules": DefaultHostRules, "format_version": rundir.FormatVersion}
+			"result": map[string]any{"last_pass": lastPass, "boundary": map[string]any{"runs": 3}}, "host_rules": verdict.DefaultHostRules, "format_version": rundir.FormatVersion}
 		for k, x := range extra {
 			v[k] = x
 		}
@@ -80,18 +81,18 @@ func TestPriorAnswers(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "g-damaged", "summary.json"), []byte("{not json"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	accepting := DefaultHostRules
+	accepting := verdict.DefaultHostRules
 	accepting.MaxOthers = 0 // a spinning neighbour accepted: another host
 	write("i-busy-neighbour", plan, agents, 4e6, map[string]any{"host_rules": accepting})
 	write("j-rules-unknown", plan, agents, 5e6, map[string]any{"host_rules": nil})
-	slower := DefaultHostRules
+	slower := verdict.DefaultHostRules
 	slower.Backoff *= 4 // waits longer for a quiet host: judges it alike
 	write("h-self", plan, agents, 9e6, nil)
 	got := priorAnswers(dir, filepath.Join(dir, "h-self"), plan, agents, slower)
 	if len(got) != 2 || got[0]+got[1] != 14.2e6 {
 		t.Fatalf("prior answers %v, want the two sweeps of the same plan on the same machines (7 and 7.2 M)", got)
 	}
-	if got := priorAnswers(filepath.Join(dir, "missing"), "", plan, agents, DefaultHostRules); got != nil {
+	if got := priorAnswers(filepath.Join(dir, "missing"), "", plan, agents, verdict.DefaultHostRules); got != nil {
 		t.Fatalf("a missing results directory gave %v", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/protocol"
 	"github.com/cloudprofiler-go/cp/rundir"
+	"github.com/cloudprofiler-go/cp/sweep/verdict"
 )
 
 // TestMachineNamesGroupPodsOfOneNode: agents in containers on one machine
@@ -42,7 +43,7 @@ func TestSystemUnderTestIsNotOtherWork(t *testing.T) {
 	if len(v) != 1 || v[0].SUT != 0.8 || v[0].Others < 0.09 || v[0].Others > 0.11 {
 		t.Fatalf("views %+v: want the system's 0.8 cores once and 10%% others", v)
 	}
-	if line, _ := colocation([]cpustat.AgentHost{agent("sender0", 0.4, 0.8)}); !strings.Contains(line, "sender0 and the system under test share host vm") {
+	if line, _ := verdict.Colocation([]cpustat.AgentHost{agent("sender0", 0.4, 0.8)}); !strings.Contains(line, "sender0 and the system under test share host vm") {
 		t.Errorf("co-location %q: one agent beside the system is co-located too", line)
 	}
 	if !strings.Contains(hostLine(rundir.Trial{Hosts: []cpustat.AgentHost{agent("sender0", 0.4, 0.8)}}), "the system under test 0.80 cores") {

@@ -14,16 +14,26 @@ import (
 func (c *Controller) prepareJobs(ctx context.Context) ([]protocol.AgentInfo, error) {
 	var infos []protocol.AgentInfo
 	for _, j := range c.Jobs {
-		info, err := j.Info(ctx)
+		info, err := describe(ctx, j, protocol.RoleJob, " (cpjob --agent-addr)")
 		if err != nil {
-			return nil, agentFault(j, err)
-		}
-		if info.Role != protocol.RoleJob {
-			return nil, &PlanError{Problems: []string{fmt.Sprintf("agent %s is a %s, not a job (cpjob --agent-addr)", j.Addr, info.Role)}}
+			return nil, err
 		}
 		infos = append(infos, info)
 	}
 	return infos, nil
+}
+
+// describe asks an agent for its description, which must be of role
+// (hint: how to start one).
+func describe(ctx context.Context, a *remote.Agent, role, hint string) (protocol.AgentInfo, error) {
+	info, err := a.Info(ctx)
+	if err != nil {
+		return info, agentFault(a, err)
+	}
+	if info.Role != role {
+		return info, &PlanError{Problems: []string{fmt.Sprintf("agent %s is a %s, not a %s%s", a.Addr, info.Role, role, hint)}}
+	}
+	return info, nil
 }
 
 // startJobs starts every job agent's window; each runs until the

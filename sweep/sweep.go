@@ -17,6 +17,7 @@ import (
 	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sender"
 	"github.com/cloudprofiler-go/cp/sweep/search"
+	"github.com/cloudprofiler-go/cp/sweep/verdict"
 	"github.com/cloudprofiler-go/cp/tsc/probing"
 	"github.com/cloudprofiler-go/cp/tsc/probing/probeapi"
 )
@@ -81,9 +82,9 @@ type Sweep struct {
 	// overhead where it matters.
 	ProfileSearch bool
 	// Host says when a trial's host was too busy with other work to judge
-	// it (the zero value judges every trial: DefaultHostRules is cpsweep's
+	// it (the zero value judges every trial: verdict.DefaultHostRules is cpsweep's
 	// default).
-	Host   HostRules
+	Host   verdict.HostRules
 	report rundir.Summary
 	// prior are the earlier sweeps' answers to compare with (History),
 	// read once, when the first answer is saved.
@@ -129,7 +130,7 @@ func (s *Sweep) Execute(ctx context.Context) (*rundir.Summary, error) {
 	}
 	interrupted := ctx.Err() != nil
 	var agentErr *AgentError
-	var disturbed *DisturbedError
+	var disturbed *verdict.DisturbedError
 	failed := errors.As(err, &agentErr) || errors.As(err, &disturbed) || rec.writeErr != nil
 	profileErr := s.profile(ctx, res, rec.run, interrupted, failed)
 	var clockErr error
@@ -157,11 +158,11 @@ func (s *Sweep) Execute(ctx context.Context) (*rundir.Summary, error) {
 	return &s.report, nil
 }
 
-// undisturbed runs a trial, and again (at most HostRules.MaxRepeats more
+// undisturbed runs a trial, and again (at most verdict.HostRules.MaxRepeats more
 // times) while its host was disturbed: a disturbed run is neither a pass
 // nor a fail, and the search never moves on one. The runs it repeated are
 // kept in the trial (Disturbed). When every run was disturbed the sweep
-// ends with a *DisturbedError naming what disturbed it.
+// ends with a *verdict.DisturbedError naming what disturbed it.
 func (rec *recorder) undisturbed(ctx context.Context, n int, rate float64, purpose string) (rundir.Trial, error) {
 	s := rec.s
 	var attempts []rundir.Attempt
@@ -171,7 +172,7 @@ func (rec *recorder) undisturbed(ctx context.Context, n int, rate float64, purpo
 			return t, err
 		}
 		t.Hosts = trialHosts(t.Outcome, s.Ctrl.hostOf)
-		why := s.Host.disturbed(t.Hosts)
+		why := s.Host.Disturbed(t.Hosts)
 		if why == "" {
 			t.Disturbed = attempts
 			return t, nil
@@ -180,9 +181,9 @@ func (rec *recorder) undisturbed(ctx context.Context, n int, rate float64, purpo
 		if len(attempts) > s.Host.MaxRepeats || ctx.Err() != nil {
 			t.Disturbed = attempts
 			s.report.Disturbed = fmt.Sprintf("trial %d at %s: %s (%d run(s), every one disturbed)", n, numfmt.Rate(rate), why, len(attempts))
-			return t, &DisturbedError{Rate: rate, Attempts: len(attempts), Reason: why}
+			return t, &verdict.DisturbedError{Rate: rate, Attempts: len(attempts), Reason: why}
 		}
-		pause := s.Host.backoff(len(attempts))
+		pause := s.Host.Pause(len(attempts))
 		s.logf("trial %-3d %s  DISTURBED: %s; repeating in %v (%d of %d)\n", n, numfmt.Rate(rate), why, pause, len(attempts), s.Host.MaxRepeats)
 		select {
 		case <-ctx.Done():
@@ -250,13 +251,13 @@ func (rec *recorder) run(ctx context.Context, rate float64, purpose string) (run
 		return t, err
 	}
 	d := s.diagnoseTrial(&t)
-	t.ServiceRates = append(trialRates(t.Outcome), boxServiceRates(d, t.Outcome)...)
+	t.ServiceRates = limits.TrialRates(t.Outcome, d)
 	sofar := append(slices.Clip(rec.partial.Trials), t)
 	t.NextLimit = limits.Next(t.ServiceRates, rate, t.Verdict.Pass && t.Judged(), limits.HighestPass(sofar), limits.LowestFail(rec.partial.Trials))
 	limits.NextHostCPU(&t)
 	rec.partial.Trials = append(rec.partial.Trials, t)
 	s.logf("%s\n", s.trialLine(t))
-	if l := nextLimitLine(t); l != "" && s.Verbose {
+	if l := limits.NextLine(t); l != "" && s.Verbose {
 		s.logf("          %s\n", l)
 	}
 	if l := hostLine(t); l != "" {
@@ -388,7 +389,7 @@ func (s *Sweep) save(r *rundir.Result, interrupted bool) error {
 	s.report.Colocated, s.report.Unsteady = "", ""
 	for _, t := range r.Trials { // the agents' hosts in the latest judged trial
 		if t.Judged() && len(t.Hosts) > 0 {
-			s.report.Colocated, s.report.Unsteady = colocation(t.Hosts)
+			s.report.Colocated, s.report.Unsteady = verdict.Colocation(t.Hosts)
 		}
 	}
 	s.report.History = nil // only beside an answer the sweep stands by
@@ -399,15 +400,11 @@ func (s *Sweep) save(r *rundir.Result, interrupted bool) error {
 		s.report.History = history(b.Answer.Rate, s.prior)
 	}
 	s.report.LimitingStage, s.report.LimitingEvidence = limits.Answer(r.Trials, r.FirstFail)
-	rows := make([][]string, 0, len(r.Trials))
 	pts := make([]rundir.SweepPoint, 0, len(r.Trials))
 	for _, t := range r.Trials {
-		rows = append(rows, trialRow(t))
 		pts = append(pts, rundir.SweepPoint{Target: t.Rate, Achieved: t.Achieved, Pass: t.Verdict.Pass})
 	}
-	err := errors.Join(s.Out.WriteJSON(rundir.TrialsFile, r.Trials),
-		s.Out.WriteCSV(rundir.TrialsCSVFile, trialsHeader, rows),
-		s.Out.WriteJSON(rundir.SummaryFile, s.report))
+	err := errors.Join(s.Out.WriteTrials(r.Trials), s.Out.WriteJSON(rundir.SummaryFile, s.report))
 	if len(pts) > 0 && s.Plot != nil { // no plotter wired (a library's sweep): no sweep.svg
 		if perr := s.Plot(s.Out.Dir, fmt.Sprintf("%s: target vs achieved", s.Name), pts, r.LastPass, r.FirstFail); perr != nil {
 			err = errors.Join(err, perr)

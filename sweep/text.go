@@ -14,6 +14,7 @@ import (
 	"github.com/cloudprofiler-go/cp/protocol"
 	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sweep/search"
+	"github.com/cloudprofiler-go/cp/sweep/verdict"
 )
 
 // What a sweep prints for people: a line per trial, the estimate of the
@@ -145,7 +146,7 @@ func WriteText(w io.Writer, r *rundir.Summary) {
 	if l := historyLine(r.History); l != "" {
 		fmt.Fprintln(w, l)
 	}
-	if n := disturbedRuns(res.Trials); n > 0 {
+	if n := verdict.DisturbedRuns(res.Trials); n > 0 {
 		fmt.Fprintf(w, "disturbed: %d run(s) repeated because other work on the host disturbed them (trials.json: disturbed)\n", n)
 	}
 	if res.FirstFail > 0 && r.LimitingStage != "" {

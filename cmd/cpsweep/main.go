@@ -59,7 +59,7 @@ type options struct {
 	sut                      string
 	job                      jobFlags
 	agentTimeout, retryAgent time.Duration
-	host                     sweep.HostRules
+	host                     verdict.HostRules
 	jsonOut, clock           bool
 }
 
@@ -233,7 +233,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.BoolVar(&o.jsonOut, "json", false, "print the summary as JSON")
 	f.BoolVar(&o.verbose, "verbose", false, "print each trial's details too: the service rates' prediction of the next limit (trials.json and the report keep it either way)")
 	f.DurationVar(&o.agentTimeout, "agent-timeout", sweep.DefaultAgentTimeout, "an agent that answers no status poll for this long during a trial has failed (the sweep stops)")
-	o.host = sweep.DefaultHostRules
+	o.host = verdict.DefaultHostRules
 	f.Float64Var(&o.host.MaxOthers, "max-others", o.host.MaxOthers, "a trial during which other processes used more than this share of a host's CPUs is disturbed: repeated, never judged (0: off; docs/sweep.md says how the default was chosen)")
 	f.Float64Var(&o.host.MaxSteal, "max-steal", o.host.MaxSteal, "a trial during which the hypervisor stole more than this share of a host's CPUs is disturbed (0: off)")
 	f.DurationVar(&o.host.Backoff, "disturbed-backoff", o.host.Backoff, "pause before repeating a disturbed trial, doubled for each next repeat (at most 2m)")

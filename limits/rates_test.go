@@ -1,4 +1,4 @@
-package sweep
+package limits
 
 import (
 	"math"
@@ -7,7 +7,6 @@ import (
 
 	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/diagnose"
-	"github.com/cloudprofiler-go/cp/limits"
 	"github.com/cloudprofiler-go/cp/protocol"
 	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/rundir"
@@ -34,21 +33,21 @@ func TestNextLimitWeighsShares(t *testing.T) {
 		rate("receiver0/consumer", stage.Consumer, servicerate.MethodRaftLib, 100e3, 1000),
 		rate("receiver0/consumer", stage.Consumer, servicerate.MethodBusyTime, 90e3, 1000),
 	}
-	n := limits.Next(rates, 80e3, true, 0, 0)
+	n := Next(rates, 80e3, true, 0, 0)
 	if n == nil || n.Stage != "receiver0/consumer" || n.Method != servicerate.MethodBusyTime || n.TuplesPerS != 90e3 || n.Other != 100e3 {
 		t.Fatalf("next limit %+v, want the consumer's busy_time 90k (raftlib 100k)", n)
 	}
 	if math.Abs(n.Headroom-0.125) > 1e-9 {
 		t.Fatalf("headroom %v, want 0.125 over 80k", n.Headroom)
 	}
-	if got := nextLimitLine(rundir.Trial{NextLimit: n}); got == "" {
+	if got := NextLine(rundir.Trial{NextLimit: n}); got == "" {
 		t.Fatal("no progress line")
 	}
 	none := []servicerate.Rate{rate("receiver0/consumer", stage.Consumer, servicerate.MethodRaftLib, 0, 10)}
-	if n := limits.Next(none, 1e3, true, 0, 0); n != nil {
+	if n := Next(none, 1e3, true, 0, 0); n != nil {
 		t.Fatalf("a limit %+v from estimates that did not converge", n)
 	}
-	if l := nextLimitLine(rundir.Trial{ServiceRates: none}); l == "" {
+	if l := NextLine(rundir.Trial{ServiceRates: none}); l == "" {
 		t.Fatal("no line saying nothing converged")
 	}
 }
@@ -73,17 +72,17 @@ func TestNextLimitContradictedByTheTrials(t *testing.T) {
 		{"below an earlier pass", 7e6, false, 6.875e6, "passed"},
 		{"at the pass, within the margin", 540e3, true, 540e3, ""},
 	} {
-		n := limits.Next(rates, c.rate, c.passed, c.highestPass, 0)
+		n := Next(rates, c.rate, c.passed, c.highestPass, 0)
 		if (n.Inconsistent == "") != (c.want == "") || !strings.Contains(n.Inconsistent, c.want) {
 			t.Errorf("%s: %+v", c.name, n)
 		}
-		line := nextLimitLine(rundir.Trial{NextLimit: n})
+		line := NextLine(rundir.Trial{NextLimit: n})
 		if c.want != "" && (!strings.Contains(line, "inconsistent") || !strings.Contains(line, "raftlib 9.800 M/s") || strings.Contains(line, "headroom")) {
 			t.Errorf("%s: %q", c.name, line)
 		}
 	}
 	up := []servicerate.Rate{rate("receiver0/consumer", stage.Consumer, servicerate.MethodBusyTime, 2e6, 1000)}
-	if n := limits.Next(up, 1e6, false, 0, 0); n == nil || !strings.Contains(n.Inconsistent, "failed") {
+	if n := Next(up, 1e6, false, 0, 0); n == nil || !strings.Contains(n.Inconsistent, "failed") {
 		t.Errorf("headroom of +100%% in a failing trial: %+v", n)
 	}
 	// A passing trial's limit far above a rate the pipeline already failed
@@ -91,12 +90,12 @@ func TestNextLimitContradictedByTheTrials(t *testing.T) {
 	// is not the pipeline's next limit; one within the margin of it is.
 	fast := []servicerate.Rate{rate("receiver0/consumer", stage.Consumer, servicerate.MethodRaftLib, 661.9e6, 1000),
 		rate("receiver0/consumer", stage.Consumer, servicerate.MethodBusyTime, 0, 1000)}
-	if n := limits.Next(fast, 7.3e6, true, 7.3e6, 8e6); n == nil || !strings.Contains(n.Inconsistent, "the pipeline failed at 8.000 M/s") {
+	if n := Next(fast, 7.3e6, true, 7.3e6, 8e6); n == nil || !strings.Contains(n.Inconsistent, "the pipeline failed at 8.000 M/s") {
 		t.Errorf("a limit 80x above a failure: %+v", n)
 	}
 	near := []servicerate.Rate{rate("receiver0/consumer", stage.Consumer, servicerate.MethodRaftLib, 8.2e6, 1000),
 		rate("receiver0/consumer", stage.Consumer, servicerate.MethodBusyTime, 0, 1000)}
-	if n := limits.Next(near, 7.3e6, true, 7.3e6, 8e6); n == nil || n.Inconsistent != "" {
+	if n := Next(near, 7.3e6, true, 7.3e6, 8e6); n == nil || n.Inconsistent != "" {
 		t.Errorf("a limit within 5%% of the failure: %+v", n)
 	}
 }
@@ -141,7 +140,7 @@ func TestHostCPULimit(t *testing.T) {
 	} {
 		why := ""
 		if !c.t.Verdict.Pass {
-			why = limits.TrialHostCPU(&c.t)
+			why = TrialHostCPU(&c.t)
 		}
 		if (why != "") != c.want {
 			t.Errorf("%s: %q", c.name, why)
@@ -162,16 +161,16 @@ func TestHighestPassIsSustained(t *testing.T) {
 		{Rate: 49791, Purpose: "repeat", Verdict: fail},
 		{Rate: 45076, Purpose: "repeat", Verdict: pass},
 	}
-	if got := limits.HighestPass(trials); got != 45076 {
+	if got := HighestPass(trials); got != 45076 {
 		t.Fatalf("highest sustained %.0f, want 45076", got)
 	}
-	if got := limits.LowestFail(trials); got != 49791 {
+	if got := LowestFail(trials); got != 49791 {
 		t.Fatalf("lowest failure %.0f, want 49791", got)
 	}
 	// The profiled trial ran with the profiler on: its failure below the
 	// answer is not the search's evidence.
 	trials = append(trials, rundir.Trial{Rate: 40568, Purpose: "profile", Verdict: fail})
-	if got := limits.LowestFail(trials); got != 49791 {
+	if got := LowestFail(trials); got != 49791 {
 		t.Fatalf("lowest failure %.0f with a failed profiled trial, want 49791", got)
 	}
 }
@@ -191,7 +190,7 @@ func TestRecheckLimitsMarksWhatLaterTrialsDisproved(t *testing.T) {
 		{Rate: 479.7e3, Purpose: "close", Verdict: pass, NextLimit: limit(490e3)},
 		{Rate: 500e3, Purpose: "close", Verdict: fail},
 	}
-	limits.Recheck(trials)
+	Recheck(trials)
 	for i, want := range []string{"but 479.7 k/s passed (a later trial)", "but the pipeline failed at 500.0 k/s (a later trial)", "", ""} {
 		got := trials[i].NextLimit.Inconsistent
 		if (want == "") != (got == "") || !strings.Contains(got, want) {
@@ -225,7 +224,7 @@ func TestHostCPUNextLimit(t *testing.T) {
 			Threads: []cpustat.ThreadShare{{Name: "thread0", Cores: 0.5, Runqueue: 0.4}}}}}, diagnose.HostCPU, "sender0/thread0"},
 	} {
 		tr := rundir.Trial{Verdict: rundir.Verdict{Pass: c.pass}, Hosts: c.hosts, NextLimit: &rundir.NextLimit{Limit: servicerate.Limit{Stage: c.stage, Method: servicerate.MethodBacklog, TuplesPerS: 7.6e6}}}
-		limits.NextHostCPU(&tr)
+		NextHostCPU(&tr)
 		if n := tr.NextLimit; n.Stage != c.want || n.Through != c.through || (c.through != "") != (n.HostEvidence != "" && n.HeldBy != "") {
 			t.Errorf("%s: next limit %q through %q (%s), want %q through %q", c.name, n.Stage, n.Through, n.HostEvidence, c.want, c.through)
 		}
@@ -233,7 +232,7 @@ func TestHostCPUNextLimit(t *testing.T) {
 			tr.Rate = 7.8e6
 			tr.NextLimit.Headroom = -0.03
 			const want = "next limit: host CPU at 7.600 M/s (backlog of stream0, held back by the host's CPUs: sender0/zmq-io waited runnable 35% of the time), headroom -3% over this trial's rate"
-			if got := nextLimitLine(tr); got != want {
+			if got := NextLine(tr); got != want {
 				t.Errorf("line:\n got %s\nwant %s", got, want)
 			}
 		}
@@ -275,7 +274,7 @@ func TestAnswerLimitIsTheSearchs(t *testing.T) {
 		{Rate: 6.24e6, Purpose: "repeat", Verdict: rundir.Verdict{Pass: true}},
 		{Rate: 8.144e6, Purpose: "profile", Verdict: fail, LimitingStage: "stream0", LimitingEvidence: "stream0: lane0 idle 57%"},
 	}
-	if stage, why := limits.Answer(trials, 8.144e6); stage != diagnose.HostCPU || why != "host busy 86%" {
+	if stage, why := Answer(trials, 8.144e6); stage != diagnose.HostCPU || why != "host busy 86%" {
 		t.Fatalf("answer limited by %q (%s), want the search's host CPU", stage, why)
 	}
 }
@@ -292,7 +291,7 @@ func TestOperatorsLimitTheJobsInput(t *testing.T) {
 	job := &protocol.JobResult{Name: "ysb", Edges: [][2]string{{"filter", "join"}, {"filter.1", "join.1"}, {"join", "window"}, {"join.1", "window"}},
 		ServiceRates: []servicerate.Rate{rate("filter", 150, 90e3), rate("filter.1", 150, 90e3), rate("join", 50, 4e3), rate("join.1", 50, 5e3), rate("window", 100, 30e3)}}
 	got := map[string]float64{}
-	for _, l := range servicerate.Limits(trialRates(&rundir.Outcome{Jobs: []*protocol.JobResult{job}})) {
+	for _, l := range servicerate.Limits(agentRates(&rundir.Outcome{Jobs: []*protocol.JobResult{job}})) {
 		got[l.Stage] = l.TuplesPerS
 	}
 	// input 300: each filter half of it, each join a sixth, the window a third

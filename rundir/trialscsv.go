@@ -1,13 +1,32 @@
-package sweep
+package rundir
 
 import (
+	"encoding/csv"
 	"fmt"
+	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/cloudprofiler-go/cp/cpustat"
+	"github.com/cloudprofiler-go/cp/internal/atomicfile"
 	"github.com/cloudprofiler-go/cp/internal/histo"
-	"github.com/cloudprofiler-go/cp/rundir"
 )
+
+// WriteTrials writes trials.json and trials.csv, a row a trial.
+func (r *Writer) WriteTrials(trials []Trial) error {
+	if err := r.WriteJSON(TrialsFile, trials); err != nil {
+		return err
+	}
+	return atomicfile.WriteWith(filepath.Join(r.Dir, TrialsCSVFile), 0o644, func(f io.Writer) error {
+		w := csv.NewWriter(f)
+		_ = w.Write(trialsHeader)
+		for _, t := range trials {
+			_ = w.Write(trialRow(t))
+		}
+		w.Flush()
+		return w.Error()
+	})
+}
 
 // trialsHeader is trials.csv's header: the first seven columns as they
 // always were; the latency, lateness and CPU columns after them, so that
@@ -22,7 +41,7 @@ var trialsHeader = []string{"trial", "purpose", "target_rate", "achieved_rate", 
 // system under test's named processes, once a host), host_busy and other_processes
 // the busiest host's shares (0 to 1). A figure the trial did not record
 // is empty, never 0.
-func trialRow(t rundir.Trial) []string {
+func trialRow(t Trial) []string {
 	row := []string{fmt.Sprint(t.N), t.Purpose, fmt.Sprintf("%.0f", t.Rate), fmt.Sprintf("%.0f", t.Achieved),
 		fmt.Sprint(t.Verdict.Pass), strings.Join(t.Verdict.Failed(), "; "), fmt.Sprintf("%.3f", t.Elapsed.Seconds())}
 	ns := func(v int64, ok bool) string {

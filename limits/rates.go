@@ -1,4 +1,4 @@
-package sweep
+package limits
 
 import (
 	"fmt"
@@ -6,16 +6,21 @@ import (
 	"strings"
 
 	"github.com/cloudprofiler-go/cp/diagnose"
-	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/protocol"
 	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/servicerate"
 )
 
-// trialRates gathers every agent's service-rate estimates, the stages
-// named by their node (receiver0/consumer, sender1/thread0), a job's
-// operators by the job (ysb/join).
-func trialRates(o *rundir.Outcome) []servicerate.Rate {
+// TrialRates gathers a trial's service-rate estimates: every agent's, the
+// stages named by their node (receiver0/consumer, sender1/thread0), a
+// job's operators by the job (ysb/join), and the black boxes' of the
+// diagnosis d (nil: none).
+func TrialRates(o *rundir.Outcome, d *diagnose.Diagnosis) []servicerate.Rate {
+	return append(agentRates(o), boxServiceRates(d, o)...)
+}
+
+// agentRates are the agents' estimates, named.
+func agentRates(o *rundir.Outcome) []servicerate.Rate {
 	if o == nil {
 		return nil
 	}
@@ -120,32 +125,4 @@ func appendNamed(out []servicerate.Rate, prefix string, rates []servicerate.Rate
 		out = append(out, r)
 	}
 	return out
-}
-
-// nextLimitLine says it for the trial's progress line.
-func nextLimitLine(t rundir.Trial) string {
-	n := t.NextLimit
-	if n == nil {
-		if len(t.ServiceRates) > 0 {
-			return "next limit: no stage's service rate converged (not_converged)"
-		}
-		return ""
-	}
-	other := ""
-	if n.Other > 0 {
-		m := servicerate.MethodBusyTime
-		if n.Method == servicerate.MethodBusyTime {
-			m = servicerate.MethodRaftLib
-		}
-		other = fmt.Sprintf("; %s %s", m, numfmt.Rate(n.Other))
-	}
-	if n.Inconsistent != "" {
-		return fmt.Sprintf("next limit: inconsistent: %s (%s %s%s): not a limit", n.Inconsistent, n.Method, numfmt.Rate(n.TuplesPerS), other)
-	}
-	through := ""
-	if n.Through != "" {
-		through = fmt.Sprintf(" of %s, held back by the host's CPUs: %s", n.Through, n.HeldBy)
-	}
-	return fmt.Sprintf("next limit: %s at %s (%s%s%s), headroom %+.0f%% over this trial's rate",
-		n.Stage, numfmt.Rate(n.TuplesPerS), n.Method, through, other, 100*n.Headroom)
 }

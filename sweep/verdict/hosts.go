@@ -1,4 +1,4 @@
-package sweep
+package verdict
 
 import (
 	"fmt"
@@ -27,7 +27,7 @@ type HostRules struct {
 	// waits at its limit: that is the host CPU limit, not a disturbance).
 	MaxWait float64 `json:"max_wait"`
 	// MaxRepeats is how many times a disturbed trial is repeated before
-	// the sweep ends (ExitDisturbed).
+	// the sweep ends (sweep.ExitDisturbed).
 	MaxRepeats int `json:"max_repeats"`
 	// Backoff is the pause before the first repeat of a disturbed trial,
 	// doubled before each next one: a build or a test run beside the
@@ -68,9 +68,9 @@ func (h HostRules) Validate() error {
 // would otherwise overflow).
 const MaxBackoff = 2 * time.Minute
 
-// backoff is the pause before the repeat after the n-th disturbed run:
+// Pause is the pause before the repeat after the n-th disturbed run:
 // Backoff doubled n-1 times, at most MaxBackoff.
-func (h HostRules) backoff(n int) time.Duration {
+func (h HostRules) Pause(n int) time.Duration {
 	pause := h.Backoff
 	for i := 1; i < n && pause < MaxBackoff; i++ {
 		pause *= 2
@@ -90,10 +90,10 @@ func (e *DisturbedError) Error() string {
 	return fmt.Sprintf("the host stayed disturbed: %d run(s) at %.0f tuples/s, the last with %s", e.Attempts, e.Rate, e.Reason)
 }
 
-// disturbed says why the host disturbed a trial ("": it did not). The
+// Disturbed says why the host disturbed a trial ("": it did not). The
 // agents on one host (by host name) are one: other processes are that
 // host's busy share minus all of their CPU.
-func (h HostRules) disturbed(hosts []cpustat.AgentHost) string {
+func (h HostRules) Disturbed(hosts []cpustat.AgentHost) string {
 	var why []string
 	for _, v := range cpustat.HostViews(hosts) {
 		if v.CPUs <= 0 {
@@ -114,11 +114,11 @@ func (h HostRules) disturbed(hosts []cpustat.AgentHost) string {
 	return strings.Join(why, "; ")
 }
 
-// colocation says which agents share a host ("": none do), with the cores
+// Colocation says which agents share a host ("": none do), with the cores
 // each used in the trial: the answer is then a property of that host; and
 // unsteady, when a hot thread there waited for a core, says which: the
 // answer then moves between sweeps with the other work on that host.
-func colocation(hosts []cpustat.AgentHost) (line, unsteady string) {
+func Colocation(hosts []cpustat.AgentHost) (line, unsteady string) {
 	var out, moves []string
 	for _, v := range cpustat.HostViews(hosts) {
 		if len(v.Agents) < 2 && v.SUT == 0 { // an agent without a host name is alone under its node's
@@ -160,8 +160,8 @@ func nodeList(as []cpustat.AgentHost, sep string) string {
 	return strings.Join(n, sep)
 }
 
-// disturbedRuns counts the runs the host disturbed over a sweep's trials.
-func disturbedRuns(trials []rundir.Trial) int {
+// DisturbedRuns counts the runs the host disturbed over a sweep's trials.
+func DisturbedRuns(trials []rundir.Trial) int {
 	n := 0
 	for _, t := range trials {
 		n += len(t.Disturbed)

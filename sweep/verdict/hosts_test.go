@@ -1,8 +1,6 @@
-package sweep
+package verdict
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,11 +8,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/diagnose"
-	"github.com/cloudprofiler-go/cp/protocol"
 	"github.com/cloudprofiler-go/cp/rundir"
-	"github.com/cloudprofiler-go/cp/sweep/remote"
-	"github.com/cloudprofiler-go/cp/sweep/search"
-	"github.com/cloudprofiler-go/cp/sweep/verdict"
 )
 
 func agentHost(node, host string, busy, steal, process float64, threads ...cpustat.ThreadShare) cpustat.AgentHost {
@@ -46,7 +40,7 @@ func TestDisturbedByTheHost(t *testing.T) {
 			[]cpustat.AgentHost{agentHost("receiver0", "r", 0.5, 0, 1, cpustat.ThreadShare{Name: "consumer", Runqueue: 0.4}, cpustat.ThreadShare{Name: "other", Runqueue: 0.9})}, "receiver0/consumer waited runnable 40%"},
 		{"no accounting", rules, nil, ""},
 	} {
-		got := c.rules.disturbed(c.hosts)
+		got := c.rules.Disturbed(c.hosts)
 		if (got == "") != (c.want == "") || !strings.Contains(got, c.want) {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
@@ -57,19 +51,19 @@ func TestDisturbedByTheHost(t *testing.T) {
 }
 
 func TestColocation(t *testing.T) {
-	got, _ := colocation([]cpustat.AgentHost{agentHost("receiver0", "vm", 0.6, 0, 0.73), agentHost("sender0", "vm", 0.6, 0, 0.55)})
+	got, _ := Colocation([]cpustat.AgentHost{agentHost("receiver0", "vm", 0.6, 0, 0.73), agentHost("sender0", "vm", 0.6, 0, 0.55)})
 	if !strings.Contains(got, "receiver0 and sender0 share host vm's 2 CPUs (receiver0 0.73 cores, sender0 0.55 cores)") {
 		t.Fatalf("%q", got)
 	}
 	if strings.Contains(got, "waited runnable") {
 		t.Fatalf("no thread waited, but %q", got)
 	}
-	if got, _ := colocation([]cpustat.AgentHost{agentHost("receiver0", "r", 0.6, 0, 0.73), agentHost("sender0", "s", 0.6, 0, 0.55)}); got != "" {
+	if got, _ := Colocation([]cpustat.AgentHost{agentHost("receiver0", "r", 0.6, 0, 0.73), agentHost("sender0", "s", 0.6, 0, 0.55)}); got != "" {
 		t.Fatalf("agents on two hosts: %q", got)
 	}
 	// The harness's own threads filled the host: the answer moves between
 	// sweeps with their placement (the demo's quiet sweeps: 2.0-6.7 M/s).
-	got, unsteady := colocation([]cpustat.AgentHost{agentHost("receiver0", "vm", 0.8, 0, 0.7, cpustat.ThreadShare{Name: "consumer", Runqueue: 0.6}), agentHost("sender0", "vm", 0.8, 0, 0.9)})
+	got, unsteady := Colocation([]cpustat.AgentHost{agentHost("receiver0", "vm", 0.8, 0, 0.7, cpustat.ThreadShare{Name: "consumer", Runqueue: 0.6}), agentHost("sender0", "vm", 0.8, 0, 0.9)})
 	if !strings.Contains(got, "receiver0/consumer waited runnable 60%") || !strings.Contains(got, "compare several sweeps") || unsteady != "receiver0/consumer waited runnable 60% of the time" {
 		t.Fatalf("%q", got)
 	}
@@ -87,46 +81,9 @@ func TestColocation(t *testing.T) {
 	} {
 		a := agentHost("receiver0", "vm", 0.8, 0, 0.3)
 		a.SUT, a.SUTThreads = 0.6, c.threads
-		got, unsteady := colocation([]cpustat.AgentHost{a})
+		got, unsteady := Colocation([]cpustat.AgentHost{a})
 		if moves := strings.Contains(got, "moves between sweeps"); moves != (c.want != "") || !strings.Contains(got, c.want) || moves != (unsteady != "") {
 			t.Errorf("%s: %q (unsteady %q), want %q", c.name, got, unsteady, c.want)
-		}
-	}
-}
-
-// A trial its host disturbed is repeated, never judged, and kept in the
-// trial it was repeated for; a host that stays disturbed ends the sweep
-// without an answer, saying by what (ExitDisturbed).
-func TestDisturbedTrialsAreRepeated(t *testing.T) {
-	for _, c := range []struct {
-		behave   string
-		wantExit int
-	}{{"busyonce", ExitAnswer}, {"busy", ExitDisturbed}} {
-		recv, send := newFake(t, protocol.RoleReceiver, "ok"), newFake(t, protocol.RoleSender, c.behave)
-		var log bytes.Buffer
-		s := &Sweep{Ctrl: &Controller{Senders: []*remote.Agent{send.client()}, Receivers: []*remote.Agent{recv.client()}, Plan: testPlan(t), AgentTimeout: time.Second},
-			Search: Search{Method: "linear", Linear: search.LinearPlan{From: 1000, To: 2000, Step: 1000}}, Name: "disturbed", Results: t.TempDir(),
-			Log: &log, Host: HostRules{MaxOthers: 0.15, MaxRepeats: 2}}
-		report, err := s.Execute(context.Background())
-		if got := ExitCode(report, err); got != c.wantExit {
-			t.Fatalf("%s: exit %d (%v), want %d\n%s", c.behave, got, err, c.wantExit, log.String())
-		}
-		var text bytes.Buffer
-		WriteText(&text, report)
-		switch c.behave {
-		case "busyonce":
-			tr := report.Result.Trials
-			if len(tr) != 2 || len(tr[0].Disturbed) != 1 || !strings.Contains(tr[0].Disturbed[0].Reason, "other processes used 85%") || send.started != 3 {
-				t.Fatalf("busyonce: %d trials, %d agent runs: %+v", len(tr), send.started, tr)
-			}
-			if !strings.Contains(log.String(), "DISTURBED: other processes used 85%") || !strings.Contains(text.String(), "disturbed: 1 run(s) repeated") {
-				t.Fatalf("busyonce: the repeat is not said:\n%s\n%s", log.String(), text.String())
-			}
-		case "busy":
-			if send.started != 3 || !strings.Contains(report.Disturbed, "every one disturbed") || strings.Contains(text.String(), "max sustainable throughput") ||
-				!strings.Contains(text.String(), "no answer: the host stayed disturbed") {
-				t.Fatalf("busy: %d runs, report %q\n%s", send.started, report.Disturbed, text.String())
-			}
 		}
 	}
 }
@@ -138,7 +95,7 @@ func TestDisturbedTrialsAreRepeated(t *testing.T) {
 func TestOneVerdictOfTheLimit(t *testing.T) {
 	tr := rundir.Trial{Verdict: rundir.Verdict{Pass: false}, Hosts: []cpustat.AgentHost{agentHost("sender0", "vm", 0.97, 0, 0.9, cpustat.ThreadShare{Name: "thread0", Cores: 0.4, Runqueue: 0.3})}}
 	d := &diagnose.Diagnosis{Limiting: "none"}
-	verdict.Limit(&tr, d)
+	Limit(&tr, d)
 	if tr.LimitingStage != diagnose.HostCPU || d.Limiting != tr.LimitingStage || d.Evidence != tr.LimitingEvidence {
 		t.Fatalf("trial %q (%q), diagnosis %q (%q)", tr.LimitingStage, tr.LimitingEvidence, d.Limiting, d.Evidence)
 	}
@@ -157,7 +114,7 @@ func TestLimitingInMostPeriods(t *testing.T) {
 		tr := rundir.Trial{Verdict: rundir.Verdict{Pass: false}}
 		d := &diagnose.Diagnosis{Limiting: "none", Snapshots: make([]diagnose.Snapshot, 90),
 			Summary: []diagnose.ModuleSummary{{Stage: "ysb/join", Limiting: 3}, {Stage: "ysb/window", Limiting: tc.periods}}}
-		verdict.Limit(&tr, d)
+		Limit(&tr, d)
 		if tr.LimitingStage != tc.want || d.Limiting != tc.want || (tc.want != "none" && !strings.Contains(tr.LimitingEvidence, fmt.Sprintf("limiting in %d of the trial's 90 periods", tc.periods))) {
 			t.Errorf("%d periods: %q (%s), want %s", tc.periods, tr.LimitingStage, tr.LimitingEvidence, tc.want)
 		}
@@ -170,11 +127,11 @@ func TestLimitingInMostPeriods(t *testing.T) {
 func TestBackoffIsBounded(t *testing.T) {
 	h := HostRules{Backoff: 2 * time.Second}
 	for n, want := range map[int]time.Duration{1: 2 * time.Second, 2: 4 * time.Second, 3: 8 * time.Second, 100: MaxBackoff} {
-		if got := h.backoff(n); got != want {
+		if got := h.Pause(n); got != want {
 			t.Errorf("after %d disturbed runs: %v, want %v", n, got, want)
 		}
 	}
-	if got := (HostRules{Backoff: 10 * time.Minute}).backoff(100); got != MaxBackoff {
+	if got := (HostRules{Backoff: 10 * time.Minute}).Pause(100); got != MaxBackoff {
 		t.Errorf("10m after 100 runs: %v", got)
 	}
 }

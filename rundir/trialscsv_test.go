@@ -1,4 +1,4 @@
-package sweep
+package rundir
 
 import (
 	"testing"
@@ -6,7 +6,6 @@ import (
 	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/internal/histo"
 	"github.com/cloudprofiler-go/cp/receiver/tally"
-	"github.com/cloudprofiler-go/cp/rundir"
 	sendtally "github.com/cloudprofiler-go/cp/sender/tally"
 )
 
@@ -14,8 +13,8 @@ import (
 // lateness the worst sender's, the cores summed by role with the system
 // under test counted once a host; what a trial did not record is empty.
 func TestTrialsCSVRow(t *testing.T) {
-	tr := rundir.Trial{N: 3, Rate: 1000, Achieved: 990, Purpose: "ramp", Verdict: rundir.Verdict{Pass: true},
-		Outcome: &rundir.Outcome{
+	tr := Trial{N: 3, Rate: 1000, Achieved: 990, Purpose: "ramp", Verdict: Verdict{Pass: true},
+		Outcome: &Outcome{
 			Senders: []*sendtally.Result{{Lateness: histo.Summary{P99: 40}}, {Lateness: histo.Summary{P99: 90}}, nil},
 			Receivers: []*tally.Result{
 				{Latency: histo.Summary{Count: 5, P50: 10, P99: 200, P999: 300, Max: 400}},
@@ -39,7 +38,7 @@ func TestTrialsCSVRow(t *testing.T) {
 			t.Errorf("%s = %q, want %q", col, got[col], want)
 		}
 	}
-	bare := trialRow(rundir.Trial{N: 1, Outcome: &rundir.Outcome{Receivers: []*tally.Result{{}}}})
+	bare := trialRow(Trial{N: 1, Outcome: &Outcome{Receivers: []*tally.Result{{}}}})
 	for i, h := range trialsHeader[7:] {
 		if bare[7+i] != "" {
 			t.Errorf("a trial that recorded no %s shows %q", h, bare[7+i])
