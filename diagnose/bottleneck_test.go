@@ -156,7 +156,7 @@ func TestAnalyzeFindsTheSyntheticStall(t *testing.T) {
 			t.Errorf("stall %+v, want lane0 for 20 snapshots", s)
 		}
 	}
-	sum := d.Summary[tl.Graph.Index("lane0")]
+	sum := d.Summary[indexOf(tl.Graph, "lane0")]
 	if sum.Stalls != 3 || sum.MaxStall < 0.19 || sum.MaxStall > 0.21 || sum.Labels["STALLED"] != 60 {
 		t.Errorf("lane0 summary %+v", sum)
 	}

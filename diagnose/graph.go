@@ -93,23 +93,6 @@ func NewGraph(mods []Module, edges [][2]int) (*Graph, error) {
 // Len is the number of modules.
 func (g *Graph) Len() int { return len(g.Modules) }
 
-// Index returns a module's index by name, or -1.
-func (g *Graph) Index(name string) int {
-	for i, m := range g.Modules {
-		if m.Name == name {
-			return i
-		}
-	}
-	return -1
-}
-
-// Parents and Children return a module's neighbours.
-func (g *Graph) Parents(i int) []int32  { return g.parents[i] }
-func (g *Graph) Children(i int) []int32 { return g.children[i] }
-
-// Acyclic reports whether the graph has no cycle.
-func (g *Graph) Acyclic() bool { return g.topo != nil }
-
 // topoOrder is Kahn's order (ancestors first), or nil on a cycle.
 func topoOrder(children, parents [][]int32) []int32 {
 	n := len(children)

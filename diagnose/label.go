@@ -18,10 +18,6 @@ func NewLabeler(g *Graph) *Labeler {
 	return &Labeler{g: g}
 }
 
-// Cycles are the merged cycles of inactive modules (potential deadlocks)
-// of the last Label call: each module of one is given the cycle's label.
-func (lb *Labeler) Cycles() [][]int { return lb.cycles }
-
 // Label labels every module for one snapshot (Algorithm 1). On an acyclic
 // graph the cycle-breaking of Algorithm 2 removes only out-edges of
 // modules that are HEALTHY or have an empty queue, which neither pass

@@ -55,7 +55,7 @@ func TestTimelineAlignsHostsThroughTheRelation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	net := tl.Graph.Index("stream0")
+	net := indexOf(tl.Graph, "stream0")
 	M := tl.Graph.Len()
 	if tl.Aligned != "TSC relation into receiver0" || net < 0 {
 		t.Fatalf("aligned %q, network stage %d", tl.Aligned, net)
@@ -65,7 +65,7 @@ func TestTimelineAlignsHostsThroughTheRelation(t *testing.T) {
 			t.Fatalf("snapshot %d: network queue %d, want 30", s, q)
 		}
 	}
-	if p, c := tl.Graph.Parents(net), tl.Graph.Children(net); len(p) != 1 || tl.Graph.Modules[p[0]].Name != "thread0" || len(c) != 1 || tl.Graph.Modules[c[0]].Name != "lane0" {
+	if p, c := tl.Graph.parents[net], tl.Graph.children[net]; len(p) != 1 || tl.Graph.Modules[p[0]].Name != "thread0" || len(c) != 1 || tl.Graph.Modules[c[0]].Name != "lane0" {
 		t.Fatalf("network stage's edges: parents %v children %v", p, c)
 	}
 	in.Align = nil // the wall clocks: the sender seems not to have started yet
@@ -86,7 +86,7 @@ func TestTimelineNamesStagesOfSeveralProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tl.Graph.Index("receiver0/consumer") < 0 || tl.Graph.Index("receiver1/consumer") < 0 {
+	if indexOf(tl.Graph, "receiver0/consumer") < 0 || indexOf(tl.Graph, "receiver1/consumer") < 0 {
 		t.Fatalf("modules %+v", tl.Graph.Modules)
 	}
 	if _, err := BuildTimeline(Input{Processes: []Process{{Node: "receiver0", Role: "receiver"}}}); err == nil {
@@ -161,13 +161,13 @@ func TestAJobsOperatorsAreStages(t *testing.T) {
 			t.Fatal(err)
 		}
 		g := tl.Graph
-		join, window, box, l := g.Index("ysb/join"), g.Index("ysb/window"), g.Index("jetstream/stream0"), g.Index("lane0")
+		join, window, box, l := indexOf(g, "ysb/join"), indexOf(g, "ysb/window"), indexOf(g, "jetstream/stream0"), indexOf(g, "lane0")
 		if join < 0 || window < 0 || box < 0 || l < 0 {
 			t.Fatalf("modules %+v", g.Modules)
 		}
-		has := func(from, to int) bool { return slices.Contains(g.Children(from), int32(to)) }
+		has := func(from, to int) bool { return slices.Contains(g.children[from], int32(to)) }
 		if !has(box, join) || !has(join, window) || !has(window, l) || has(box, window) || has(join, l) {
-			t.Fatalf("edges: box -> %v, join -> %v, window -> %v", g.Children(box), g.Children(join), g.Children(window))
+			t.Fatalf("edges: box -> %v, join -> %v, window -> %v", g.children[box], g.children[join], g.children[window])
 		}
 		d := Analyze(tl, Options{})
 		if d.Limiting != tc.want || d.Evidence != tc.ev {
@@ -185,9 +185,9 @@ func TestAJobsOperatorsAreStages(t *testing.T) {
 			t.Fatal(err)
 		}
 		g = tl.Graph
-		join, window = g.Index("a/join"), g.Index("b/window")
+		join, window = indexOf(g, "a/join"), indexOf(g, "b/window")
 		if join < 0 || window < 0 || !has(box, join) || !has(join, window) || !has(window, l) || has(box, window) || has(join, l) {
-			t.Fatalf("two jobs: modules %+v; edges: box -> %v, a/join -> %v, b/window -> %v", g.Modules, g.Children(box), g.Children(join), g.Children(window))
+			t.Fatalf("two jobs: modules %+v; edges: box -> %v, a/join -> %v, b/window -> %v", g.Modules, g.children[box], g.children[join], g.children[window])
 		}
 		want := map[string]string{"ysb/join": "a/join", "ysb/window": "b/window"}[tc.want]
 		if d := Analyze(tl, Options{}); d.Limiting != want {
@@ -273,4 +273,14 @@ func TestOperatorsSharingAThread(t *testing.T) {
 			t.Errorf("filter busy %v: limiting %q (%s), want %s", time.Duration(tc.filter), d.Limiting, d.Evidence, tc.want)
 		}
 	}
+}
+
+// indexOf is a module's index by name, or -1.
+func indexOf(g *Graph, name string) int {
+	for i, m := range g.Modules {
+		if m.Name == name {
+			return i
+		}
+	}
+	return -1
 }

@@ -29,15 +29,11 @@ var ErrNoBound = errors.New("no linear relation fits the probes (clock step or m
 // margin widens every constraint by a tick to absorb float rounding.
 const margin = 1.0
 
-// NewLinearRelation intersects the constraints of every valid probe.
-func NewLinearRelation(probes []Probe) (*LinearRelation, error) {
-	return NewLinearRelationBoth(probes, nil)
-}
-
-// NewLinearRelationBoth also uses probes in the other direction (B probing
-// A: their A fields are B's stamps and their B fields A's). Those constrain
-// the same mapping: α·(B's send) + β ≤ A's receive and A's reply ≤
-// α·(B's return) + β.
+// NewLinearRelationBoth intersects the constraints of every valid probe
+// of A probing B, and of every one in the other direction (reverse, nil:
+// none; B probing A: their A fields are B's stamps and their B fields
+// A's). Those constrain the same mapping: α·(B's send) + β ≤ A's receive
+// and A's reply ≤ α·(B's return) + β.
 func NewLinearRelationBoth(probes, reverse []Probe) (*LinearRelation, error) {
 	ps := make([]Probe, 0, len(probes))
 	for _, p := range probes {

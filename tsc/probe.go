@@ -199,17 +199,12 @@ type ProbeStats struct {
 	Invalid    int `json:"invalid"`    // stamps out of order
 }
 
-// ProbePeer runs count round trips to the responder at peer, one at a
-// time (so a probe's reply is never confused with another's), each given up
-// after timeout. It returns the good probes (this node is A, the peer B).
-func ProbePeer(peer string, count int, gap, timeout time.Duration, nonce uint64) ([]Probe, ProbeStats, error) {
-	return ProbePeerOpts(context.Background(), peer, count, gap, timeout, nonce, Stamping{})
-}
-
-// ProbePeerOpts is ProbePeer stamping as o says. It ends early, with
-// ctx's error and the probes so far, when ctx is done: a probe in flight
-// waits no longer than ctx's deadline, and a cancelled ctx is seen within
-// one probe's timeout.
+// ProbePeerOpts runs count round trips to the responder at peer, one at
+// a time (so a probe's reply is never confused with another's), each
+// given up after timeout, stamping as o says. It returns the good probes
+// (this node is A, the peer B). It ends early, with ctx's error and the
+// probes so far, when ctx is done: a probe in flight waits no longer than
+// ctx's deadline, and a cancelled ctx is seen within one probe's timeout.
 func ProbePeerOpts(ctx context.Context, peer string, count int, gap, timeout time.Duration, nonce uint64, o Stamping) ([]Probe, ProbeStats, error) {
 	now := o.Now
 	if now == nil {

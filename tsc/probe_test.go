@@ -57,7 +57,7 @@ func TestProbeLoopback(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	probes, st, err := ProbePeer(r.Addr(), 200, 0, 200*time.Millisecond, 42)
+	probes, st, err := ProbePeerOpts(context.Background(), r.Addr(), 200, 0, 200*time.Millisecond, 42, Stamping{})
 	if err != nil || st.Good < 190 || len(probes) != st.Good {
 		t.Fatalf("probes %d, stats %+v, err %v", len(probes), st, err)
 	}
@@ -66,7 +66,7 @@ func TestProbeLoopback(t *testing.T) {
 			t.Fatalf("same-host probe out of order: %+v", p)
 		}
 	}
-	rel, err := NewLinearRelation(probes)
+	rel, err := NewLinearRelationBoth(probes, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestProbeProtocolSurvivesMischief(t *testing.T) {
 	}
 	defer r.Close()
 	m := newMischief(t, r.Addr())
-	probes, st, err := ProbePeer(m.conn.LocalAddr().String(), 300, 0, mischiefTimeout, 99)
+	probes, st, err := ProbePeerOpts(context.Background(), m.conn.LocalAddr().String(), 300, 0, mischiefTimeout, 99, Stamping{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestProbeProtocolSurvivesMischief(t *testing.T) {
 			t.Fatalf("a mismatched reply was accepted: %+v", p)
 		}
 	}
-	rel, err := NewLinearRelation(probes)
+	rel, err := NewLinearRelationBoth(probes, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -98,7 +98,7 @@ func TestScenario3AndBaselineByHand(t *testing.T) {
 func TestLinearRelationDegenerateInputs(t *testing.T) {
 	c := clockB{alpha: 0.75, beta: -1e12}
 	one := []Probe{c.probe(1e9, 20e3, 1e3, 30e3)}
-	r, err := NewLinearRelation(one)
+	r, err := NewLinearRelationBoth(one, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestLinearRelationDegenerateInputs(t *testing.T) {
 		t.Fatalf("one probe: %+v (%v), truth %v", got, err, c.a(one[0].BRecv))
 	}
 	// Identical probes: same as one.
-	same, err := NewLinearRelation([]Probe{one[0], one[0], one[0]})
+	same, err := NewLinearRelationBoth([]Probe{one[0], one[0], one[0]}, nil)
 	if err != nil || len(same.vertices) == 0 {
 		t.Fatalf("identical probes: %v", err)
 	}
@@ -118,7 +118,7 @@ func TestLinearRelationDegenerateInputs(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		close = append(close, c.probe(2e9+float64(i)*1e3, 20e3, 500, 20e3))
 	}
-	r, err = NewLinearRelation(close)
+	r, err = NewLinearRelationBoth(close, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,10 +129,10 @@ func TestLinearRelationDegenerateInputs(t *testing.T) {
 	// Empty intersection: B's clock steps back 1 ms between two probes.
 	stepped := clockB{alpha: c.alpha, beta: c.beta + 1e6}
 	broken := []Probe{c.probe(1e9, 20e3, 1e3, 20e3), stepped.probe(2e9, 20e3, 1e3, 20e3), c.probe(3e9, 20e3, 1e3, 20e3)}
-	if _, err := NewLinearRelation(broken); !errors.Is(err, ErrNoBound) {
+	if _, err := NewLinearRelationBoth(broken, nil); !errors.Is(err, ErrNoBound) {
 		t.Fatalf("clock step: err %v, want no bound", err)
 	}
-	if _, err := NewLinearRelation([]Probe{{ASend: 5, ABack: 4}}); err == nil {
+	if _, err := NewLinearRelationBoth([]Probe{{ASend: 5, ABack: 4}}, nil); err == nil {
 		t.Fatal("invalid probes accepted")
 	}
 }
@@ -178,7 +178,7 @@ func TestCoverageAndWidth(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			lin, err := NewLinearRelation(append(before, after...))
+			lin, err := NewLinearRelationBoth(append(before, after...), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -229,11 +229,11 @@ func TestClockStepIsDetected(t *testing.T) {
 	stepped := clockB{alpha: c.alpha, beta: c.beta - 200e3} // 200 us step; the bound is ~10 us
 	probes := append(cluster(rng, c, quietLAN, 1e9, 50), cluster(rng, c, quietLAN, 3e9, 20)...)
 	probes = append(probes, cluster(rng, stepped, quietLAN, 6e9, 50)...)
-	if _, err := NewLinearRelation(probes); !errors.Is(err, ErrNoBound) {
+	if _, err := NewLinearRelationBoth(probes, nil); !errors.Is(err, ErrNoBound) {
 		t.Fatalf("a 200 us clock step between probes went unnoticed: %v", err)
 	}
 	twoClusters := append(cluster(rng, c, quietLAN, 1e9, 50), cluster(rng, stepped, quietLAN, 6e9, 50)...)
-	if _, err := NewLinearRelation(twoClusters); err != nil {
+	if _, err := NewLinearRelationBoth(twoClusters, nil); err != nil {
 		t.Fatalf("two clusters always fit a line, got %v", err)
 	}
 }
@@ -257,7 +257,7 @@ func TestBothDirections(t *testing.T) {
 			rev = append(rev, c.reverse(at, d.rev+rng.ExpFloat64()*d.revJitter, d.proc, d.fwd+rng.ExpFloat64()*d.fwdJitter))
 		}
 	}
-	one, err := NewLinearRelation(fwd)
+	one, err := NewLinearRelationBoth(fwd, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

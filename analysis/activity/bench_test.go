@@ -71,7 +71,7 @@ func BenchmarkPAG(b *testing.B) {
 // graph and critical participation, metrics, 3-hops and the invariants.
 func BenchmarkAnalyze(b *testing.B) {
 	perEvent(b, func(tr *Trace) error {
-		_, err := Analyze(tr, Options{WindowNs: 1_000_000, WaitNs: DefaultWaitNs, MessageDelayNs: DefaultMessageDelayNs}, DefaultHops,
+		_, err := analyzeWhole(tr, Options{WindowNs: 1_000_000, WaitNs: DefaultWaitNs, MessageDelayNs: DefaultMessageDelayNs}, DefaultHops,
 			Limits{ProgressWorker: 2, ProgressMaxNs: 1e6, MessageMaxNs: 1e6, OperatorMaxNs: 1e6})
 		return err
 	})

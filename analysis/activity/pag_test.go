@@ -278,7 +278,7 @@ func TestInvariants(t *testing.T) {
 			if win == 0 {
 				win = 100
 			}
-			rep, err := Analyze(threeStages(c.err), Options{WindowNs: win, WaitNs: DefaultWaitNs}, 0, c.lim)
+			rep, err := analyzeWhole(threeStages(c.err), Options{WindowNs: win, WaitNs: DefaultWaitNs}, 0, c.lim)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -53,32 +53,6 @@ func newStream(workers []string, b *Builder, opt Options, k int, l Limits) *Stre
 		rep: &Report{WindowNs: opt.WindowNs, WaitNs: opt.WaitNs, MessageDelayNs: opt.MessageDelayNs, Workers: workers, Limits: l, Violations: []Violation{}}}
 }
 
-// Analyze analyses a whole trace: every window's graph, its critical
-// participation, metrics, k-hops (k > 0) and the invariants in l.
-func Analyze(tr *Trace, opt Options, k int, l Limits) (*Report, error) {
-	b, err := NewBuilder(tr, opt)
-	if err != nil {
-		return nil, err
-	}
-	s := newStream(tr.Workers, b, opt, k, l)
-	for _, x := range tr.Transfers {
-		s.check.transfer(x)
-	}
-	for wk, acts := range tr.Activities {
-		for _, a := range acts {
-			s.check.activity(wk, a)
-		}
-		s.rep.Events += len(acts)
-	}
-	s.rep.Events += len(tr.Transfers)
-	if l.ProgressWorker >= 0 && l.ProgressWorker < len(tr.Progress) {
-		for _, t := range tr.Progress[l.ProgressWorker] {
-			s.check.points.add(t)
-		}
-	}
-	return s.Close(), nil
-}
-
 // Activity adds worker wk's next activity: it may not begin before the
 // last one ended.
 func (s *Stream) Activity(wk int, a Activity) error {

@@ -81,7 +81,7 @@ func TestStreamEqualsWholeTrace(t *testing.T) {
 				tr.Transfers[i].ErrNs = tr.Transfers[i].RecvNs - tr.Transfers[i].SentNs + 1
 			}
 		}
-		whole, err := Analyze(tr, opt, DefaultHops, lim)
+		whole, err := analyzeWhole(tr, opt, DefaultHops, lim)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +131,7 @@ func TestStreamWithoutMessages(t *testing.T) {
 	tr.Transfers = nil
 	opt := Options{WindowNs: 50_000, WaitNs: DefaultWaitNs}
 	lim := Limits{ProgressWorker: 2, ProgressMaxNs: 1_500, EveryWindow: true}
-	whole, err := Analyze(tr, opt, 0, lim)
+	whole, err := analyzeWhole(tr, opt, 0, lim)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,4 +181,31 @@ func TestLateTransferCounted(t *testing.T) {
 	if m := rep.Windows[3].Metrics; !slices.ContainsFunc(m, func(x Metric) bool { return x.Kind == "message" }) {
 		t.Errorf("the transfer in time is not in window 3: %+v", m)
 	}
+}
+
+// analyzeWhole analyses a whole trace at once (the reference the
+// streaming analysis is checked against): every window's graph, its critical
+// participation, metrics, k-hops (k > 0) and the invariants in l.
+func analyzeWhole(tr *Trace, opt Options, k int, l Limits) (*Report, error) {
+	b, err := NewBuilder(tr, opt)
+	if err != nil {
+		return nil, err
+	}
+	s := newStream(tr.Workers, b, opt, k, l)
+	for _, x := range tr.Transfers {
+		s.check.transfer(x)
+	}
+	for wk, acts := range tr.Activities {
+		for _, a := range acts {
+			s.check.activity(wk, a)
+		}
+		s.rep.Events += len(acts)
+	}
+	s.rep.Events += len(tr.Transfers)
+	if l.ProgressWorker >= 0 && l.ProgressWorker < len(tr.Progress) {
+		for _, t := range tr.Progress[l.ProgressWorker] {
+			s.check.points.add(t)
+		}
+	}
+	return s.Close(), nil
 }

@@ -63,9 +63,3 @@ type CrossOriginError struct{ From, To string }
 func (e *CrossOriginError) Error() string {
 	return fmt.Sprintf("%s redirects to %s: another origin is not followed (the token would go with it); give the final URL", e.From, e.To)
 }
-
-// IsCrossOrigin says whether err is a refused redirect.
-func IsCrossOrigin(err error) bool {
-	var c *CrossOriginError
-	return errors.As(err, &c)
-}

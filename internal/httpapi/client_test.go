@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -46,7 +47,8 @@ func TestClientKeepsTheTokenInItsOrigin(t *testing.T) {
 		req.Header.Set("Authorization", "Bearer secret-token-0123456789")
 		return NewClient(5 * time.Second).Do(req)
 	}
-	if _, err := get("/away"); !IsCrossOrigin(err) {
+	var refused *CrossOriginError
+	if _, err := get("/away"); !errors.As(err, &refused) {
 		t.Errorf("a redirect to another port: %v, want the cross-origin refusal", err)
 	}
 	if leaked.Load() != 0 {

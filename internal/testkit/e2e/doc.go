@@ -1,4 +1,4 @@
 // Package e2e holds the end-to-end tests and benchmarks that build and run
-// the real dgsend and dgrecv binaries on loopback. It has no library code
-// beyond the process harness below.
+// the real binaries on loopback. It has no library code: the process
+// harness (binaries_test.go) is its tests' own.
 package e2e

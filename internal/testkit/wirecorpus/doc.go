@@ -6,6 +6,8 @@
 // other languages can run against their own code; dgrecv's tests run it
 // (receiver/conformance_test.go) and so does the Python test.
 //
-// The expectations here are written from the document's rules, by hand,
-// never by running a receiver.
+// The expectations are written from the document's rules, by hand, never
+// by running a receiver; the cases are built in build_test.go, which
+// checks the committed file against them. This package reads the file,
+// and compares a receiver's outcome with a case's.
 package wirecorpus
