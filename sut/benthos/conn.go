@@ -24,9 +24,9 @@ type consumerConn struct {
 	unit      string // what a batch holds: "tuple", "message"
 	connected Connected
 	log       *service.Logger
-	op        *dataflow.Operator     // nil: not accounted
-	inflight  *semaphore.Weighted    // items handed over and not acknowledged
-	nacked    *service.MetricCounter // batches the engine failed
+	op        *dataflow.Operator                  // nil: not accounted
+	inflight  *semaphore.Weighted                 // items handed over and not acknowledged
+	nacked    interface{ Incr(int64, ...string) } // batches the engine failed (a *service.MetricCounter)
 	// ReadBatch's own (the engine reads a batch input from one goroutine)
 	waiting  service.MessageBatch // read, waiting for room in flight (a ReadBatch's context ended first)
 	wBuckets uint64

@@ -132,6 +132,36 @@ func TestInputClosesAFailedConsumer(t *testing.T) {
 	}
 }
 
+// counter counts what a metric counter would.
+type counter struct{ n int64 }
+
+func (c *counter) Incr(n int64, _ ...string) { c.n += n }
+
+// TestNackIsCountedAndFreesItsTuples: a batch the engine fails is counted
+// (cp_input_nacked_batches) and its tuples leave the in-flight bound, once
+// however often the engine acknowledges it.
+func TestNackIsCountedAndFreesItsTuples(t *testing.T) {
+	fc := &fakeConsumer{msgs: [][]byte{rawBucket(10)}, err: driver.ErrTimeout}
+	in := testInput(fc, scenarios.SchemaRaw)
+	nacks := &counter{}
+	in.nacked, in.inflight = nacks, semaphore.NewWeighted(10)
+	batch, ack, err := in.ReadBatch(context.Background())
+	if err != nil || len(batch) != 10 {
+		t.Fatalf("%d tuples, %v", len(batch), err)
+	}
+	if in.inflight.TryAcquire(1) {
+		t.Fatal("the batch's tuples are not in flight")
+	}
+	for range 2 {
+		if err := ack(context.Background(), errors.New("processor failed")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if nacks.n != 1 || !in.inflight.TryAcquire(10) {
+		t.Errorf("%d nacks counted (want 1), in flight freed: %v", nacks.n, nacks.n == 1)
+	}
+}
+
 // TestInFlightBoundIsTheConfigured: max_in_flight sets how many tuples
 // cp_input and cp_broker leave unacknowledged in the engine (a window
 // buffer holds a window's: 32,768 made YSB on 1 s windows fail at 33.6 k/s);
