@@ -52,6 +52,12 @@ const DefaultPeriod = 100 * time.Millisecond
 // read (stage.Set.Live: 16 bytes each, from a view's first read on).
 const LiveChanges = 1 << 16
 
+// InputOperator names a job's operator that takes in what the senders
+// sent (cp_input, cp_broker; its copies are input.1, ...): its items are
+// the buckets (messages) it handed to the job, by which the sweep measures
+// the rate a job kept.
+const InputOperator = "input"
+
 // MaxOperators bounds a job's operators.
 const MaxOperators = 256
 

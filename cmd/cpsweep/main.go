@@ -283,6 +283,9 @@ func (o *options) check() (string, *profiler.Handlers, error) {
 		return "", nil, err
 	}
 	o.plan.Relay = len(o.plan.SenderTargets) > 0
+	if o.search.Method != "linear" { // a job's kept rate may fall short by what the search cannot resolve
+		o.plan.Rules.JobKept = o.search.Fast.Precision
+	}
 	if o.profileRate > 0 && o.profileFile == "" {
 		return "", nil, &sweep.PlanError{Problems: []string{"--profile-rate needs --profile handlers.yaml"}}
 	}

@@ -19,10 +19,6 @@ import (
 // says it is reading only once it is, not when the engine was built.
 type Connected func(plugin, where string)
 
-// OpInput names each cp_input in a job's operators (input, input.1, ...
-// for an input's copies; docs/dataflow.md).
-const OpInput = "input"
-
 // Register adds cp_input and cp_output, and the plain input and output
 // cp_broker (plain.go), to env, connecting through the drivers of reg;
 // connected (nil: none) is told of each connection. With operators (nil:
@@ -40,7 +36,7 @@ func Register(env *service.Environment, reg driver.Registry, connected Connected
 				return nil, err
 			}
 			in.connected = connected
-			if in.op, err = operators.Declare(OpInput, nil); err != nil {
+			if in.op, err = operators.Declare(dataflow.InputOperator, nil); err != nil {
 				return nil, err
 			}
 			operators.Reads(in.e.Topic())

@@ -116,7 +116,7 @@ func newFilter(conf *service.ParsedConfig, df *dataflow.Job, chains *chainedFilt
 	if err != nil {
 		return nil, err
 	}
-	if err := connectCopy(df, cpbenthos.OpInput, OpFilter, op); err != nil {
+	if err := connectCopy(df, dataflow.InputOperator, OpFilter, op); err != nil {
 		return nil, err
 	}
 	if chained && op != nil {
@@ -149,7 +149,7 @@ func newJoin(conf *service.ParsedConfig, mgr *service.Resources, df *dataflow.Jo
 	// after its copy's filter, or its input in the count part (no filter)
 	from := OpFilter
 	if op != nil && df.Op(sameCopy(OpFilter, OpJoin, op)) == nil {
-		from = cpbenthos.OpInput
+		from = dataflow.InputOperator
 	}
 	if err := connectCopy(df, from, OpJoin, op); err != nil {
 		return nil, err

@@ -2,11 +2,14 @@ package verdict
 
 import (
 	"fmt"
-	"github.com/cloudprofiler-go/cp/internal/termsafe"
 	"maps"
 	"slices"
+	"sort"
 	"strings"
 	"time"
+
+	"github.com/cloudprofiler-go/cp/dataflow"
+	"github.com/cloudprofiler-go/cp/internal/termsafe"
 
 	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/rundir"
@@ -256,23 +259,72 @@ func foreignKeys(owed, got map[scenarios.WindowKey]uint64) string {
 
 // jobRate is the input rate a job kept up with: what the senders emitted
 // per second, less the growth of the job's lag on its input (messages of a
-// bucket each) over the window. Its output's rate is no measure of it: a
-// filter keeps a share, a windowed count writes a window per key.
+// bucket each) over the window, and never more than what its input
+// operator took in (the lag misses what the job's client fetched and holds
+// unprocessed). Its output's rate is no measure of it: a filter keeps a
+// share, a windowed count writes a window per key.
 func jobRate(o *rundir.Outcome) float64 {
+	offered := offeredRate(o)
+	kept := offered
+	span := float64(o.Window[1]-o.Window[0]) / 1e9
+	grew, _, _, _, ok := jobLagGrowth(o, Rules{})
+	if ok && span > 0 && grew > 0 {
+		kept -= grew / span * float64(bucketSize(o))
+	}
+	if taken, _, ok := inputTaken(o); ok {
+		kept = min(kept, taken)
+	}
+	return max(kept, 0)
+}
+
+// offeredRate is what the senders emitted per second.
+func offeredRate(o *rundir.Outcome) float64 {
 	var emitted float64
 	for _, s := range o.Senders {
 		if s != nil && s.DurationS > 0 {
 			emitted += float64(s.Emitted) / s.DurationS
 		}
 	}
-	span := float64(o.Window[1]-o.Window[0]) / 1e9
-	grew, _, _, _, ok := jobLagGrowth(o, Rules{})
-	if ok && span > 0 && grew > 0 {
-		bucket := 1
-		if len(o.Senders) > 0 && o.Senders[0] != nil && o.Senders[0].BucketSize > 0 {
-			bucket = o.Senders[0].BucketSize
-		}
-		emitted -= grew / span * float64(bucket)
+	return emitted
+}
+
+// bucketSize is the senders' tuples (events) per bucket (message).
+func bucketSize(o *rundir.Outcome) int {
+	if len(o.Senders) > 0 && o.Senders[0] != nil && o.Senders[0].BucketSize > 0 {
+		return o.Senders[0].BucketSize
 	}
-	return max(emitted, 0)
+	return 1
+}
+
+// inputTaken is the rate at which the job's input operators
+// (dataflow.InputOperator and its copies) took in tuples over the window,
+// from their buckets between the first and the last stage sample inside
+// it; buckets is their count. ok is false unless exactly one job accounts
+// an input operator (a second job's input would be the first's output).
+func inputTaken(o *rundir.Outcome) (perS float64, buckets uint64, ok bool) {
+	jobs := 0
+	for _, j := range o.Jobs {
+		if j == nil || j.StageSeries == nil {
+			continue
+		}
+		s := j.StageSeries
+		var n uint64
+		found := false
+		for _, t := range s.Totals(o.Window[0], o.Window[1]) {
+			if t.Name == dataflow.InputOperator || strings.HasPrefix(t.Name, dataflow.InputOperator+".") {
+				n, found = n+t.Items, true
+			}
+		}
+		if !found {
+			continue
+		}
+		jobs++
+		lo := sort.Search(len(s.UnixNs), func(i int) bool { return s.UnixNs[i] >= o.Window[0] })
+		hi := sort.Search(len(s.UnixNs), func(i int) bool { return s.UnixNs[i] > o.Window[1] }) - 1
+		if hi <= lo {
+			return 0, 0, false
+		}
+		perS, buckets = float64(n)*float64(bucketSize(o))/(float64(s.UnixNs[hi]-s.UnixNs[lo])/1e9), n
+	}
+	return perS, buckets, jobs == 1
 }

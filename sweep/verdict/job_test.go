@@ -6,10 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/dataflow"
+	"github.com/cloudprofiler-go/cp/protocol"
 	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	sendtally "github.com/cloudprofiler-go/cp/sender/tally"
+	"github.com/cloudprofiler-go/cp/stage"
 )
 
 // TestJobDeliveryNamesTheExactDifference: through a job, the delivery rule
@@ -86,6 +89,77 @@ func TestJobRateIsTheInputTheJobKeptUpWith(t *testing.T) {
 			got := WindowRate(o)
 			if tc.want == 100_000 && (got < 99_000 || got > 100_000) || tc.want == 90_000 && math.Abs(got-90_000) > 100 {
 				t.Errorf("achieved %.0f tuples/s, want %.0f", got, tc.want)
+			}
+		})
+	}
+}
+
+// inputSeries is a job's stage series over 1 s, sampled every 100 ms,
+// whose input operator (and a copy) took in perSample buckets a sample
+// each, beside an operator that is no input.
+func inputSeries(perSample uint64) *stage.Series {
+	s := &stage.Series{PeriodNs: 1e8}
+	in, copy, join := stage.StageSeries{Name: dataflow.InputOperator}, stage.StageSeries{Name: dataflow.InputOperator + ".1"}, stage.StageSeries{Name: "join"}
+	for i := range 11 {
+		s.UnixNs = append(s.UnixNs, int64(i)*1e8)
+		s.TSC = append(s.TSC, uint64(i))
+		in.Items = append(in.Items, uint64(i)*(perSample/2))
+		copy.Items = append(copy.Items, uint64(i)*(perSample-perSample/2))
+		join.Items = append(join.Items, uint64(i)*1000)
+	}
+	s.Stages = []stage.StageSeries{in, copy, join}
+	return s
+}
+
+// TestTheRateTheJobKept: a job whose lag on its input did not grow but
+// whose input operators took in less than offered (its client fetched
+// the rest and holds it) achieved what its input took in, and fails the
+// system-backlog rule by name once that is short of the offered rate by
+// more than the search's precision; one that took in what was offered
+// passes, and a job without an input operator is judged by its lag alone.
+func TestTheRateTheJobKept(t *testing.T) {
+	zero := int64(0)
+	for _, tc := range []struct {
+		name      string
+		perSample uint64 // buckets of 100 tuples an input sample: 100 is the offered 100 k/s
+		jobs      int
+		achieved  float64
+		pass      bool
+	}{
+		{"took in what was offered", 100, 1, 100_000, true},
+		{"within the search's precision", 99, 1, 99_000, true},
+		{"took in 60% of it", 60, 1, 60_000, false},
+		{"two jobs: the input is not the senders'", 60, 2, 100_000, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := passing()
+			o.Job = rundir.JobTuples
+			o.Window = [2]int64{0, 1e9}
+			o.Senders[0].Emitted, o.Senders[0].DurationS, o.Senders[0].BucketSize = 1_000_000, 10, 100
+			o.Receivers[0].Backlog = nil
+			for i := range 11 {
+				o.Receivers[0].Backlog = append(o.Receivers[0].Backlog, tally.BacklogSample{UnixNs: int64(i) * 1e8, JobLag: &zero})
+			}
+			for range tc.jobs {
+				o.Jobs = append(o.Jobs, &protocol.JobResult{Name: "ysb", StageSeries: inputSeries(tc.perSample)})
+			}
+			if got := WindowRate(o); math.Abs(got-tc.achieved) > 1 {
+				t.Errorf("achieved %.0f tuples/s, want %.0f", got, tc.achieved)
+			}
+			var kept *rundir.Check
+			v := Judge(o, Rules{})
+			for i, c := range v.Checks {
+				if c.Rule == RuleSystemBacklog && strings.Contains(c.Detail, "the job's input took in") {
+					kept = &v.Checks[i]
+				}
+			}
+			switch {
+			case tc.jobs != 1 && kept != nil:
+				t.Errorf("judged by an input that is not the senders': %+v", kept)
+			case tc.jobs == 1 && (kept == nil || kept.Pass != tc.pass):
+				t.Errorf("kept check %+v, want pass %v", kept, tc.pass)
+			case tc.jobs == 1 && !tc.pass && !strings.Contains(kept.Detail, "took in 60.00 k/s of the 100.0 k/s offered"):
+				t.Errorf("the detail does not say what was kept: %s", kept.Detail)
 			}
 		})
 	}

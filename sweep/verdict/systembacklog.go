@@ -38,11 +38,7 @@ func JobLagGrew(o *rundir.Outcome) (grew float64, ok bool) {
 // lagLimit is rules.BacklogGrowth of the messages one second carries at
 // the target rate, and at least 10 messages.
 func lagLimit(o *rundir.Outcome, rules Rules) float64 {
-	bucket := 1
-	if len(o.Senders) > 0 && o.Senders[0] != nil && o.Senders[0].BucketSize > 0 {
-		bucket = o.Senders[0].BucketSize
-	}
-	return max(rules.BacklogGrowth*o.Rate/float64(bucket), 10)
+	return max(rules.BacklogGrowth*o.Rate/float64(bucketSize(o)), 10)
 }
 
 // lagGrowth adds up every receiver's trend of the lag series that lag

@@ -30,10 +30,14 @@ type Rules struct {
 	DelayGrowth float64 `json:"delay_growth"`
 	// LatencyP99 is an optional end-to-end objective (0: off).
 	LatencyP99 time.Duration `json:"latency_p99_ns,omitempty"`
+	// JobKept is the share of the offered rate a job's input may take in
+	// less of over the window and still keep up: the search's precision
+	// (a shortfall it could not resolve anyway).
+	JobKept float64 `json:"job_kept,omitempty"`
 }
 
 // DefaultRules are used when a rule is left at zero.
-var DefaultRules = Rules{LatenessBudgets: 5, LatenessFloor: 5 * time.Millisecond, BacklogGrowth: 0.10, DelayGrowth: 0.005}
+var DefaultRules = Rules{LatenessBudgets: 5, LatenessFloor: 5 * time.Millisecond, BacklogGrowth: 0.10, DelayGrowth: 0.005, JobKept: 0.02}
 
 // Validate checks the rules' ranges (zero means the default).
 func (r Rules) Validate() error {
@@ -45,6 +49,8 @@ func (r Rules) Validate() error {
 		return fmt.Errorf("--lateness-floor must be 0 (default) to 1m, got %v", r.LatenessFloor)
 	case !in(r.BacklogGrowth, 1):
 		return fmt.Errorf("--backlog-growth must be a fraction from 0 (default) to 1, got %v", r.BacklogGrowth)
+	case !in(r.JobKept, 1):
+		return fmt.Errorf("the job's kept share must be a fraction from 0 (default) to 1, got %v", r.JobKept)
 	case !in(r.DelayGrowth, 1):
 		return fmt.Errorf("delay growth must be a fraction from 0 (default) to 1, got %v", r.DelayGrowth)
 	case r.LatencyP99 < 0 || r.LatencyP99 > time.Hour:
@@ -65,6 +71,9 @@ func (r Rules) withDefaults() Rules {
 	}
 	if r.DelayGrowth <= 0 {
 		r.DelayGrowth = DefaultRules.DelayGrowth
+	}
+	if r.JobKept <= 0 {
+		r.JobKept = DefaultRules.JobKept
 	}
 	return r
 }
@@ -206,6 +215,12 @@ func addSystemBacklog(o *rundir.Outcome, rules Rules, add func(rule string, pass
 	case job:
 		add(RuleSystemBacklog, jobGrew <= limit && jobUnread == 0, "over the window the job's lag on its input grew %.0f messages%s (limit %.0f: %g of a second's messages); %d receiver(s) could not read it",
 			jobGrew, events, limit, rules.BacklogGrowth, jobUnread)
+	}
+	if taken, buckets, ok := inputTaken(o); ok && o.Job != "" {
+		offered := offeredRate(o)
+		add(RuleSystemBacklog, taken >= offered*(1-rules.JobKept),
+			"over the window the job's input took in %s of the %s offered (%d messages; at most %.0f%% less keeps up: the search's precision)",
+			numfmt.Rate(taken), numfmt.Rate(offered), buckets, 100*rules.JobKept)
 	}
 }
 
