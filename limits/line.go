@@ -66,6 +66,10 @@ func NextLine(t rundir.Trial) string {
 	if n.Through != "" {
 		through = fmt.Sprintf(" of %s, held back by the host's CPUs: %s", n.Through, n.HeldBy)
 	}
-	return fmt.Sprintf("next limit: %s at %s (%s%s%s), headroom %+.0f%% over this trial's rate",
-		n.Stage, numfmt.Rate(n.TuplesPerS), n.Method, through, other, 100*n.Headroom)
+	noisy := ""
+	if n.Noisy != "" {
+		noisy = "; the boundary is noisy: " + n.Noisy
+	}
+	return fmt.Sprintf("next limit: %s at %s (%s%s%s), headroom %+.0f%% over this trial's rate%s",
+		n.Stage, numfmt.Rate(n.TuplesPerS), n.Method, through, other, 100*n.Headroom, noisy)
 }

@@ -33,7 +33,7 @@ func TestNextLimitWeighsShares(t *testing.T) {
 		rate("receiver0/consumer", stage.Consumer, servicerate.MethodRaftLib, 100e3, 1000),
 		rate("receiver0/consumer", stage.Consumer, servicerate.MethodBusyTime, 90e3, 1000),
 	}
-	n := Next(rates, 80e3, true, 0, 0)
+	n := Next(rates, 80e3, true, Passes{}, 0)
 	if n == nil || n.Stage != "receiver0/consumer" || n.Method != servicerate.MethodBusyTime || n.TuplesPerS != 90e3 || n.Other != 100e3 {
 		t.Fatalf("next limit %+v, want the consumer's busy_time 90k (raftlib 100k)", n)
 	}
@@ -44,7 +44,7 @@ func TestNextLimitWeighsShares(t *testing.T) {
 		t.Fatal("no progress line")
 	}
 	none := []servicerate.Rate{rate("receiver0/consumer", stage.Consumer, servicerate.MethodRaftLib, 0, 10)}
-	if n := Next(none, 1e3, true, 0, 0); n != nil {
+	if n := Next(none, 1e3, true, Passes{}, 0); n != nil {
 		t.Fatalf("a limit %+v from estimates that did not converge", n)
 	}
 	if l := NextLine(rundir.Trial{ServiceRates: none}); l == "" {
@@ -72,7 +72,7 @@ func TestNextLimitContradictedByTheTrials(t *testing.T) {
 		{"below an earlier pass", 7e6, false, 6.875e6, "passed"},
 		{"at the pass, within the margin", 540e3, true, 540e3, ""},
 	} {
-		n := Next(rates, c.rate, c.passed, c.highestPass, 0)
+		n := Next(rates, c.rate, c.passed, Passes{Repeated: c.highestPass}, 0)
 		if (n.Inconsistent == "") != (c.want == "") || !strings.Contains(n.Inconsistent, c.want) {
 			t.Errorf("%s: %+v", c.name, n)
 		}
@@ -82,7 +82,7 @@ func TestNextLimitContradictedByTheTrials(t *testing.T) {
 		}
 	}
 	up := []servicerate.Rate{rate("receiver0/consumer", stage.Consumer, servicerate.MethodBusyTime, 2e6, 1000)}
-	if n := Next(up, 1e6, false, 0, 0); n == nil || !strings.Contains(n.Inconsistent, "failed") {
+	if n := Next(up, 1e6, false, Passes{}, 0); n == nil || !strings.Contains(n.Inconsistent, "failed") {
 		t.Errorf("headroom of +100%% in a failing trial: %+v", n)
 	}
 	// A passing trial's limit far above a rate the pipeline already failed
@@ -90,12 +90,12 @@ func TestNextLimitContradictedByTheTrials(t *testing.T) {
 	// is not the pipeline's next limit; one within the margin of it is.
 	fast := []servicerate.Rate{rate("receiver0/consumer", stage.Consumer, servicerate.MethodRaftLib, 661.9e6, 1000),
 		rate("receiver0/consumer", stage.Consumer, servicerate.MethodBusyTime, 0, 1000)}
-	if n := Next(fast, 7.3e6, true, 7.3e6, 8e6); n == nil || !strings.Contains(n.Inconsistent, "the pipeline failed at 8.000 M/s") {
+	if n := Next(fast, 7.3e6, true, Passes{Repeated: 7.3e6}, 8e6); n == nil || !strings.Contains(n.Inconsistent, "the pipeline failed at 8.000 M/s") {
 		t.Errorf("a limit 80x above a failure: %+v", n)
 	}
 	near := []servicerate.Rate{rate("receiver0/consumer", stage.Consumer, servicerate.MethodRaftLib, 8.2e6, 1000),
 		rate("receiver0/consumer", stage.Consumer, servicerate.MethodBusyTime, 0, 1000)}
-	if n := Next(near, 7.3e6, true, 7.3e6, 8e6); n == nil || n.Inconsistent != "" {
+	if n := Next(near, 7.3e6, true, Passes{Repeated: 7.3e6}, 8e6); n == nil || n.Inconsistent != "" {
 		t.Errorf("a limit within 5%% of the failure: %+v", n)
 	}
 }
@@ -161,8 +161,8 @@ func TestHighestPassIsSustained(t *testing.T) {
 		{Rate: 49791, Purpose: "repeat", Verdict: fail},
 		{Rate: 45076, Purpose: "repeat", Verdict: pass},
 	}
-	if got := HighestPass(trials); got != 45076 {
-		t.Fatalf("highest sustained %.0f, want 45076", got)
+	if got := HighestPasses(trials); got != (Passes{Repeated: 45076}) {
+		t.Fatalf("highest sustained %+v, want 45076 repeated, none once above it", got)
 	}
 	if got := LowestFail(trials); got != 49791 {
 		t.Fatalf("lowest failure %.0f, want 49791", got)
@@ -189,6 +189,7 @@ func TestRecheckLimitsMarksWhatLaterTrialsDisproved(t *testing.T) {
 		{Rate: 470e3, Purpose: "bisect", Verdict: pass, NextLimit: limit(475e3)},
 		{Rate: 479.7e3, Purpose: "close", Verdict: pass, NextLimit: limit(490e3)},
 		{Rate: 500e3, Purpose: "close", Verdict: fail},
+		{Rate: 479.7e3, Purpose: "repeat", Verdict: pass},
 	}
 	Recheck(trials)
 	for i, want := range []string{"but 479.7 k/s passed (a later trial)", "but the pipeline failed at 500.0 k/s (a later trial)", "", ""} {
@@ -196,6 +197,37 @@ func TestRecheckLimitsMarksWhatLaterTrialsDisproved(t *testing.T) {
 		if (want == "") != (got == "") || !strings.Contains(got, want) {
 			t.Errorf("trial %d: %q, want %q", i, got, want)
 		}
+	}
+}
+
+// A limit under a rate that another trial passed once, and no trial
+// repeated, is kept and said to sit under a noisy boundary (a join
+// measured at 9.8 k views/s was marked inconsistent because 12 k/s passed
+// once); a repeated pass, or the trial's own, contradicts it.
+func TestOnePassAboveALimitIsANoisyBoundary(t *testing.T) {
+	join := []servicerate.Rate{rate("ysb/join", stage.Operator, servicerate.MethodBusyTime, 9.8e3, 1000)}
+	n := Next(join, 9e3, true, Passes{Repeated: 9e3, Once: 12e3}, 0)
+	if n == nil || n.Inconsistent != "" || !strings.Contains(n.Noisy, "12.00 k/s passed once above it") {
+		t.Fatalf("one pass at 12 k/s: %+v", n)
+	}
+	if line := NextLine(rundir.Trial{NextLimit: n}); !strings.Contains(line, "next limit: ysb/join at 9.800 k/s") || !strings.Contains(line, "the boundary is noisy") {
+		t.Errorf("line %q", line)
+	}
+	if n := Next(join, 9e3, true, Passes{Repeated: 12e3}, 0); n == nil || !strings.Contains(n.Inconsistent, "but 12.00 k/s passed") || n.Noisy != "" {
+		t.Errorf("a repeated pass at 12 k/s: %+v", n)
+	}
+	if n := Next(join, 12e3, true, Passes{}, 0); n == nil || !strings.Contains(n.Inconsistent, "but 12.00 k/s passed") {
+		t.Errorf("the trial's own pass at 12 k/s: %+v", n)
+	}
+	pass := rundir.Verdict{Pass: true}
+	trials := []rundir.Trial{
+		{Rate: 9e3, Purpose: "ramp", Verdict: pass, NextLimit: &rundir.NextLimit{Limit: servicerate.Limit{Stage: "ysb/join", Method: servicerate.MethodBusyTime, TuplesPerS: 9.8e3}}},
+		{Rate: 9e3, Purpose: "repeat", Verdict: pass},
+		{Rate: 12e3, Purpose: "close", Verdict: pass},
+	}
+	Recheck(trials)
+	if l := trials[0].NextLimit; l.Inconsistent != "" || !strings.Contains(l.Noisy, "12.00 k/s passed once") {
+		t.Errorf("rechecked: %+v", l)
 	}
 }
 

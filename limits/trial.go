@@ -33,10 +33,12 @@ func NextHostCPU(t *rundir.Trial) {
 const inconsistentMargin = 0.05
 
 // Next is the smallest pipeline limit of a trial's estimates, checked
-// against the trial (passed or not, at rate), the highest rate the sweep
-// has sustained so far, this trial included (highestPass), and the lowest
-// that has failed (0: none).
-func Next(rates []servicerate.Rate, rate float64, passed bool, highestPass, lowestFail float64) *rundir.NextLimit {
+// against the trial itself (passed or not, at rate), the rates the sweep
+// has sustained so far (passes, this trial included) and the lowest that
+// has failed (0: none). A pass of another trial contradicts it only when
+// repeated: a limit below a rate that passed once is kept, and said to
+// sit under a noisy boundary.
+func Next(rates []servicerate.Rate, rate float64, passed bool, passes Passes, lowestFail float64) *rundir.NextLimit {
 	limits := servicerate.Limits(rates)
 	if len(limits) == 0 || rate <= 0 {
 		return nil
@@ -48,14 +50,30 @@ func Next(rates []servicerate.Rate, rate float64, passed bool, highestPass, lowe
 			break
 		}
 	}
-	n.Inconsistent = Contradiction(n, highestPass, 0)
+	if passed {
+		passes.Repeated = max(passes.Repeated, rate) // its own trial sustained the rate it measured at
+	}
+	n.Inconsistent = Contradiction(n, passes.Repeated, 0)
 	if n.Inconsistent == "" && !passed && n.Headroom > inconsistentMargin {
 		n.Inconsistent = fmt.Sprintf("%s gives %s headroom of %+.0f%% (%s), but this trial failed at %s", n.Method, n.Stage, 100*n.Headroom, numfmt.Rate(n.TuplesPerS), numfmt.Rate(rate))
 	}
 	if n.Inconsistent == "" {
 		n.Inconsistent = Contradiction(n, 0, lowestFail)
 	}
+	if n.Inconsistent == "" {
+		n.Noisy = noisy(n, passes.Once)
+	}
 	return n
+}
+
+// noisy says that a rate above the limit passed once and was not
+// repeated ("": none did): the boundary is noisy there, which one pass
+// cannot tell from a wrong estimate.
+func noisy(n *rundir.NextLimit, once float64) string {
+	if once > 0 && n.TuplesPerS < once*(1-inconsistentMargin) {
+		return fmt.Sprintf("%s passed once above it, not repeated", numfmt.Rate(once))
+	}
+	return ""
 }
 
 // Contradiction says how the sweep's trials contradict the limit ("":
@@ -87,38 +105,55 @@ func LowestFail(trials []rundir.Trial) float64 {
 	return l
 }
 
-// HighestPass is the highest rate that the pipeline sustained: judged
-// trials at it passed, and none failed (0: none). A rate that passed once
-// and failed when the boundary repeated it was not sustained, and a limit
-// below it is no contradiction.
-func HighestPass(trials []rundir.Trial) float64 {
-	failed := map[float64]bool{}
+// Passes are the highest rates the sweep's judged trials passed at and
+// never failed at: Repeated, passed more than once; Once, above it, passed
+// once (0: none).
+type Passes struct{ Repeated, Once float64 }
+
+// HighestPasses reads them from the trials. A rate that passed once and
+// failed when the boundary repeated it was not sustained at all.
+func HighestPasses(trials []rundir.Trial) Passes {
+	failed, passed := map[float64]bool{}, map[float64]int{}
 	for _, t := range trials {
-		if !t.Verdict.Pass && Searched(t) {
+		switch {
+		case !Searched(t):
+		case t.Verdict.Pass:
+			passed[t.Rate]++
+		default:
 			failed[t.Rate] = true
 		}
 	}
-	h := 0.0
-	for _, t := range trials {
-		if t.Verdict.Pass && Searched(t) && !failed[t.Rate] {
-			h = max(h, t.Rate)
+	var p Passes
+	for r, n := range passed {
+		switch {
+		case failed[r]:
+		case n > 1:
+			p.Repeated = max(p.Repeated, r)
+		default:
+			p.Once = max(p.Once, r)
 		}
 	}
-	return h
+	if p.Once <= p.Repeated {
+		p.Once = 0
+	}
+	return p
 }
 
 // Recheck judges every trial's next limit again against all the
 // trials so far: a limit printed during the ramp, consistent with what
-// had run by then, that a later pass or an earlier failure now
+// had run by then, that a later repeated pass or an earlier failure now
 // contradicts is marked inconsistent in the results (its progress line
-// was printed before the evidence came), so that trials.json and the
-// report never keep a limit the sweep itself disproved.
+// was printed before the evidence came), and one under a rate that later
+// passed once is marked noisy, so that trials.json and the report never
+// keep a limit the sweep itself disproved.
 func Recheck(trials []rundir.Trial) {
-	sustained, failed := HighestPass(trials), LowestFail(trials)
+	passes, failed := HighestPasses(trials), LowestFail(trials)
 	for i := range trials {
 		if n := trials[i].NextLimit; n != nil && n.Inconsistent == "" {
-			if c := Contradiction(n, sustained, failed); c != "" {
-				n.Inconsistent = c + " (a later trial)"
+			if c := Contradiction(n, passes.Repeated, failed); c != "" {
+				n.Inconsistent, n.Noisy = c+" (a later trial)", ""
+			} else if n.Noisy == "" {
+				n.Noisy = noisy(n, passes.Once)
 			}
 		}
 	}

@@ -264,6 +264,11 @@ type NextLimit struct {
 	// printed or used as one: the line says "inconsistent" with both
 	// numbers, and the hint ignores it.
 	Inconsistent string `json:"inconsistent,omitempty"`
+	// Noisy says that a rate above the limit passed once and was not
+	// repeated: not enough to call the limit wrong, since the boundary
+	// is noisy there (a join measured at 9.8 k views/s, a trial at 12 k
+	// that passed once). The limit stands.
+	Noisy string `json:"noisy,omitempty"`
 	// Through is the stage whose rate it is when the limit is the host's
 	// CPUs (Stage "host CPU"): the stage the estimate named could not run
 	// for want of CPU (diagnose.HostCPUHeld, the rule the diagnosis

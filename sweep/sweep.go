@@ -253,7 +253,7 @@ func (rec *recorder) run(ctx context.Context, rate float64, purpose string) (run
 	d := s.diagnoseTrial(&t)
 	t.ServiceRates = limits.TrialRates(t.Outcome, d)
 	sofar := append(slices.Clip(rec.partial.Trials), t)
-	t.NextLimit = limits.Next(t.ServiceRates, rate, t.Verdict.Pass && t.Judged(), limits.HighestPass(sofar), limits.LowestFail(rec.partial.Trials))
+	t.NextLimit = limits.Next(t.ServiceRates, rate, t.Verdict.Pass && t.Judged(), limits.HighestPasses(sofar), limits.LowestFail(rec.partial.Trials))
 	limits.NextHostCPU(&t)
 	rec.partial.Trials = append(rec.partial.Trials, t)
 	s.logf("%s\n", s.trialLine(t))
