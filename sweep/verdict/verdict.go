@@ -50,7 +50,7 @@ func (r Rules) Validate() error {
 	case !in(r.BacklogGrowth, 1):
 		return fmt.Errorf("--backlog-growth must be a fraction from 0 (default) to 1, got %v", r.BacklogGrowth)
 	case !in(r.JobKept, 1):
-		return fmt.Errorf("the job's kept share must be a fraction from 0 (default) to 1, got %v", r.JobKept)
+		return fmt.Errorf("the share a job's input may fall short of the offered rate by (--precision) must be a fraction from 0 (default) to 1, got %v", r.JobKept)
 	case !in(r.DelayGrowth, 1):
 		return fmt.Errorf("delay growth must be a fraction from 0 (default) to 1, got %v", r.DelayGrowth)
 	case r.LatencyP99 < 0 || r.LatencyP99 > time.Hour:
