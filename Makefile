@@ -131,7 +131,7 @@ fuzz: deps
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 30s ./sweep/watch/
 	$(GO) test -run '^$$' -fuzz FuzzActivityReply -fuzztime 30s ./sweep/watch/
 	$(GO) test -run '^$$' -fuzz FuzzParseSince -fuzztime 30s ./sweep/agent/
-	$(GO) test -run '^$$' -fuzz FuzzJobResult -fuzztime 30s ./sweep/protocol/
+	$(GO) test -run '^$$' -fuzz FuzzJobResult -fuzztime 30s ./protocol/
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./sweep/jobmetrics/
 	$(GO) test -run '^$$' -fuzz FuzzWireParse -fuzztime 30s ./driver/nats/
 

@@ -252,6 +252,29 @@ func (j *Job) Declare(base string, queue func() int64) (*Operator, error) {
 	return j.declare(name, queue)
 }
 
+// OnThread says that the operators run one after another on the thread
+// named thread (an engine's processors of one input: a filter and the
+// join after it), so that their busy times add up on it: a thread that is
+// full names its operators with their shares, where each alone is only
+// part busy (docs/dataflow.md).
+func (j *Job) OnThread(thread string, ops ...*Operator) error {
+	if j == nil {
+		return nil
+	}
+	for _, o := range ops {
+		if o == nil {
+			continue
+		}
+		if j.Op(o.name) != o {
+			return fmt.Errorf("dataflow: thread %q: operator %q is not of this job", thread, o.name)
+		}
+		if err := j.set.SetThread(o.acct, thread); err != nil {
+			return fmt.Errorf("dataflow: %w", err)
+		}
+	}
+	return nil
+}
+
 // MaxTopics bounds the topics a job reads, and those it writes.
 const MaxTopics = 16
 

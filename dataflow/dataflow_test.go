@@ -153,6 +153,8 @@ func TestADataflowIsDeclaredOnce(t *testing.T) {
 		{"no name", second(job.Operator("", nil)), "1 to 64 bytes"},
 		{"itself", job.Connect(a, a), "cannot feed itself"},
 		{"another job's", job.Connect(a, stranger), "operators of this job"},
+		{"a thread of another job's", job.OnThread("t", a, stranger), "not of this job"},
+		{"a thread without a name", job.OnThread("", a), "thread name"},
 	} {
 		if tc.err == nil || !strings.Contains(tc.err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.name, tc.err, tc.want)
@@ -165,6 +167,14 @@ func TestADataflowIsDeclaredOnce(t *testing.T) {
 	}
 	if e := job.Edges(); len(e) != 1 || e[0] != (dataflow.Edge{From: "filter", To: "join"}) {
 		t.Errorf("edges %v", e)
+	}
+	if err := job.OnThread("pipeline thread 0", a, b); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range job.Stages().Series().Stages {
+		if st.Thread != "pipeline thread 0" {
+			t.Errorf("%s on thread %q; want pipeline thread 0", st.Name, st.Thread)
+		}
 	}
 	if _, err := dataflow.New(dataflow.Config{}); err == nil {
 		t.Error("a job without a clock")

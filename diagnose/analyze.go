@@ -150,7 +150,7 @@ func Analyze(t *Timeline, o Options) *Diagnosis {
 		}
 		bn.Rank(act, &rk)
 		if rk.Limiting >= 0 {
-			d.Limiting, d.Evidence = g.Modules[rk.Limiting].Name, rk.Evidence
+			d.Limiting, d.Evidence = rk.Stage, rk.Evidence
 		}
 		d.BoxRates = t.boxRates(bn, lo, hi, act)
 	}

@@ -43,7 +43,11 @@ type Ranking struct {
 	// Rank per module: 1 for the limiting stage, 2.. for the other
 	// candidates by busy share, 0 for a stage that does not limit.
 	Rank     []int
-	Limiting int    // module index, -1: none
+	Limiting int // module index, -1: none
+	// Stage names what limits: the module Limiting, or the thread it
+	// shares with other operators when the thread is full and no one of
+	// them is most of it.
+	Stage    string
 	Evidence string // e.g. "consumer: busy 99%, lane0 blocked 63%, ring 100%"
 }
 
@@ -62,6 +66,9 @@ type Bottlenecks struct {
 	up   [][]int32 // nearest timed ancestors (through black boxes)
 	box  [][]int32 // black-box ancestors on the way to them
 	down [][]int32 // nearest timed descendants
+	// thread: the operators on each operator's shared thread, in module
+	// order (nil: its own thread, or not said)
+	thread [][]int32
 }
 
 // NewBottlenecks prepares the rule for g; timed says which modules
@@ -72,7 +79,28 @@ func NewBottlenecks(g *Graph, timed []bool, th Thresholds) *Bottlenecks {
 		b.up[m], b.box[m] = nearest(g.parents, timed, m)
 		b.down[m], _ = nearest(g.children, timed, m)
 	}
+	b.thread = sharedThreads(g, timed)
 	return b
+}
+
+// sharedThreads groups the timed operators by the thread they say they
+// share; an operator alone on its thread has none.
+func sharedThreads(g *Graph, timed []bool) [][]int32 {
+	on := map[string][]int32{}
+	for m, mod := range g.Modules {
+		if mod.Thread != "" && timed[m] {
+			on[mod.Thread] = append(on[mod.Thread], int32(m))
+		}
+	}
+	out := make([][]int32, g.Len())
+	for _, ms := range on {
+		if len(ms) > 1 {
+			for _, m := range ms {
+				out[m] = ms
+			}
+		}
+	}
+	return out
 }
 
 // nearest walks next from m through untimed modules and returns the
@@ -126,6 +154,14 @@ func (b *Bottlenecks) Rank(act []Activity, r *Ranking) {
 	for m := 0; m < n; m++ {
 		r.Rank[m] = 0
 		a := &act[m]
+		if on := b.thread[m]; on != nil {
+			if int(on[0]) == m { // the thread is judged once, by its first operator
+				if busy, ok := b.threadFull(on, act); ok {
+					cands = append(cands, cand{b.busiest(on, act), busy})
+				}
+			}
+			continue
+		}
 		if a.Timed {
 			if a.Busy >= b.th.Saturated || (a.Busy >= b.th.Busy && b.pressed(m, act)) || b.chained(m, act) {
 				cands = append(cands, cand{m, a.Busy})
@@ -140,10 +176,15 @@ func (b *Bottlenecks) Rank(act []Activity, r *Ranking) {
 	for i, c := range cands {
 		r.Rank[c.m] = i + 1
 	}
-	r.Limiting, r.Evidence = -1, ""
+	r.Limiting, r.Stage, r.Evidence = -1, "", ""
 	if len(cands) > 0 {
-		r.Limiting = cands[0].m
-		r.Evidence = b.evidence(cands[0].m, act)
+		m := cands[0].m
+		r.Limiting, r.Stage = m, b.g.Modules[m].Name
+		if on := b.thread[m]; on != nil {
+			r.Stage, r.Evidence = b.threadEvidence(m, on, act)
+		} else {
+			r.Evidence = b.evidence(m, act)
+		}
 	}
 }
 

@@ -54,6 +54,9 @@ type Module struct {
 	Kind     stage.Kind `json:"kind"`
 	HasWait  bool       `json:"has_wait"`
 	HasQueue bool       `json:"has_queue"`
+	// Thread names the thread an operator shares with others, prefixed as
+	// its name is (ysb/pipeline thread 0; "": its own).
+	Thread string `json:"thread,omitempty"`
 }
 
 // Graph is a dependency graph: an edge parent -> child says the parent

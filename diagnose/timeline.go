@@ -183,6 +183,17 @@ func (b *builder) prefix(p Process) string {
 	return ""
 }
 
+// timedModule is a process's timed stage as a module, named as the
+// process's stages are (pre), its shared thread too.
+func timedModule(pre string, st stage.StageSeries) Module {
+	// a consumer's idle time is not a wait for anything downstream
+	mod := Module{Name: pre + st.Name, Kind: st.Kind, HasWait: st.Kind != stage.Consumer, HasQueue: !st.NoQueue}
+	if st.Thread != "" && st.Kind == stage.Operator {
+		mod.Thread = pre + st.Thread
+	}
+	return mod
+}
+
 // modules lists the modules and edges of the trial's graph.
 func (b *builder) modules() error {
 	threadOf := map[uint32][2]int{} // stream -> (process, stage) of its thread
@@ -194,8 +205,7 @@ func (b *builder) modules() error {
 				st.Kind == stage.Operator && p.Role != roleJob:
 				continue
 			}
-			// a consumer's idle time is not a wait for anything downstream
-			b.add(Module{Name: pre + st.Name, Kind: st.Kind, HasWait: st.Kind != stage.Consumer, HasQueue: !st.NoQueue}, source{proc: pi, stage: si, sproc: -1}, true, st.QueueCap)
+			b.add(timedModule(pre, st), source{proc: pi, stage: si, sproc: -1}, true, st.QueueCap)
 			if id, ok := p.Streams[st.Name]; ok && st.Kind == stage.Sender {
 				threadOf[id] = [2]int{pi, si}
 			}

@@ -2,6 +2,7 @@ package limits
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -30,14 +31,18 @@ type Explanation struct {
 	// the stage ("its thread waited runnable 17% of the profiled trial":
 	// how much of a graph's top activity a CPU it did not get may be).
 	Note string `json:"note,omitempty"`
+	// Operators, when Stage is a thread that operators share, are those
+	// operators: an analysis that names one of them names what runs on
+	// that thread, and agrees with it.
+	Operators []string `json:"operators,omitempty"`
 }
 
 // Agreement is whether the analyses name the same stage.
 type Agreement struct {
 	Explanations []Explanation `json:"explanations"`
 	// Agree: every analysis that named a stage named the same one (by
-	// role: consumer, lane, sender thread, transport, host CPU), and at
-	// least two did.
+	// role: consumer, lane, sender thread, transport, host CPU), or an
+	// operator on the thread another named, and at least two did.
 	Agree bool `json:"agree"`
 	// Statement says so, and when they disagree names each answer and
 	// what the difference means.
@@ -73,7 +78,7 @@ func role(name string) string {
 	if i := strings.LastIndexByte(s, '.'); i > 0 && strings.TrimLeftFunc(s[i+1:], unicode.IsDigit) == "" {
 		s = s[:i] // a copy of an operator (join.1) is the operator
 	}
-	s = strings.TrimRightFunc(s, unicode.IsDigit)
+	s = strings.TrimSpace(strings.TrimRightFunc(s, unicode.IsDigit)) // pipeline thread 1 is pipeline thread
 	switch s {
 	case "thread":
 		return "sender thread"
@@ -81,6 +86,49 @@ func role(name string) string {
 		return "transport"
 	}
 	return s
+}
+
+// roles are what an explanation names: its stage's role, and the roles
+// of the operators on the thread it names.
+func (e Explanation) roles() []string {
+	r := role(e.Stage)
+	if r == "" {
+		return nil
+	}
+	out := []string{r}
+	for _, op := range e.Operators {
+		if o := role(op); o != "" && !slices.Contains(out, o) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// common is the role every named explanation names (its own, or one on
+// the thread it names), the first analysis's own first ("": none).
+func common(named []Explanation) string {
+	for _, e := range named {
+		r := role(e.Stage)
+		all := true
+		for _, o := range named {
+			all = all && slices.Contains(o.roles(), r)
+		}
+		if all {
+			return r
+		}
+	}
+	return ""
+}
+
+// onThread says the agreed role with the thread it runs on, when an
+// analysis named that thread: "pipeline thread, filter on it".
+func onThread(named []Explanation, agreed string) string {
+	for _, e := range named {
+		if r := role(e.Stage); r != agreed && len(e.Operators) > 0 {
+			return fmt.Sprintf("%s, %s on it", r, agreed)
+		}
+	}
+	return agreed
 }
 
 // Agree compares the explanations.
@@ -94,6 +142,7 @@ func Agree(ex []Explanation) Agreement {
 			roles[r] = true
 		}
 	}
+	agreed := common(named)
 	var each []string
 	for _, e := range ex {
 		s := e.Stage
@@ -108,9 +157,9 @@ func Agree(ex []Explanation) Agreement {
 	switch {
 	case len(named) < 2:
 		a.Statement = "fewer than two analyses named a stage (" + strings.Join(each, "; ") + "): nothing to compare"
-	case len(roles) == 1:
+	case agreed != "":
 		a.Agree = true
-		a.Statement = fmt.Sprintf("the analyses agree: %s (%s)", role(named[0].Stage), strings.Join(each, "; "))
+		a.Statement = fmt.Sprintf("the analyses agree: %s (%s)", onThread(named, agreed), strings.Join(each, "; "))
 	default:
 		a.Statement = "the analyses DISAGREE: " + strings.Join(each, "; ") + ". " + disagreement(roles, ex)
 	}

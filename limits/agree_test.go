@@ -27,6 +27,18 @@ func TestAgree(t *testing.T) {
 		{"a relay against its victim", ex("sut/stream0", "", "sender0/thread0"), false, []string{"DISAGREE", "the system under test is a black box"}},
 		{"a job's operator, three spellings", ex("ysb/join", "job0/join.1", "job0/op.join"), true, []string{"agree: join"}},
 		{"two operators", ex("ysb/filter", "job0/filter", "job0/op.join"), false, []string{"DISAGREE"}},
+		// A shared thread agrees with an operator on it, and with itself
+		// under another copy; not with an operator off it.
+		{"a thread and an operator on it", []Explanation{
+			{Analysis: "diagnosis", Stage: "ysb/pipeline thread 0", Operators: []string{"ysb/filter", "ysb/join"}},
+			{Analysis: "service rates", Stage: "ysb/pipeline thread 1", Operators: []string{"ysb/filter.1", "ysb/join.1"}},
+			{Analysis: "activity graph", Stage: "job0/op.join"}}, true, []string{"agree: pipeline thread, join on it", "diagnosis: ysb/pipeline thread 0"}},
+		{"a thread by two", []Explanation{
+			{Analysis: "diagnosis", Stage: "ysb/pipeline thread 0", Operators: []string{"ysb/filter", "ysb/join"}},
+			{Analysis: "service rates", Stage: "ysb/pipeline thread 0", Operators: []string{"ysb/filter", "ysb/join"}}}, true, []string{"agree: pipeline thread"}},
+		{"an operator off the thread", []Explanation{
+			{Analysis: "diagnosis", Stage: "ysb/pipeline thread 0", Operators: []string{"ysb/filter", "ysb/join"}},
+			{Analysis: "activity graph", Stage: "job0/op.window"}}, false, []string{"DISAGREE"}},
 		{"an agent's stream is the transport", ex("receiver0/stream0", "", "stream0"), true, []string{"agree: transport"}},
 		{"the graph below the answer is told to look at the limit", []Explanation{
 			{Analysis: "diagnosis", Stage: "consumer", Trial: "at the first failing rate above the answer", AboveAnswer: true},

@@ -2,6 +2,7 @@ package limits
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
@@ -70,6 +71,13 @@ func NextLine(t rundir.Trial) string {
 	if n.Noisy != "" {
 		noisy = "; the boundary is noisy: " + n.Noisy
 	}
+	stage := n.Stage
+	switch {
+	case n.Thread == n.Stage && n.Thread != "": // a shared thread: what runs on it
+		stage += " (" + strings.Join(n.Operators, ", ") + ")"
+	case n.Thread != "":
+		stage += " (on " + n.Thread + ")"
+	}
 	return fmt.Sprintf("next limit: %s at %s (%s%s%s), headroom %+.0f%% over this trial's rate%s",
-		n.Stage, numfmt.Rate(n.TuplesPerS), n.Method, through, other, 100*n.Headroom, noisy)
+		stage, numfmt.Rate(n.TuplesPerS), n.Method, through, other, 100*n.Headroom, noisy)
 }

@@ -122,6 +122,9 @@ func streamTraffic(o *rundir.Outcome, box string) (tuples, buckets uint64) {
 func appendNamed(out []servicerate.Rate, prefix string, rates []servicerate.Rate) []servicerate.Rate {
 	for _, r := range rates {
 		r.Stage = prefix + r.Stage
+		if r.Thread != "" {
+			r.Thread = prefix + r.Thread
+		}
 		out = append(out, r)
 	}
 	return out

@@ -334,3 +334,24 @@ func TestOperatorsLimitTheJobsInput(t *testing.T) {
 		}
 	}
 }
+
+// A thread that two operators share is the next limit, named with them,
+// below either operator's own (issue 58).
+func TestASharedThreadIsTheNextLimit(t *testing.T) {
+	on := func(r servicerate.Rate, share float64) servicerate.Rate {
+		r.Thread, r.InputShare = "ysb/pipeline thread 0", share
+		return r
+	}
+	rates := []servicerate.Rate{
+		on(rate("ysb/filter", stage.Operator, servicerate.MethodBusyTime, 25e3, 3000), 1),
+		on(rate("ysb/join", stage.Operator, servicerate.MethodBusyTime, 8.3e3, 1000), 1.0/3),
+	}
+	n := Next(rates, 10e3, true, Passes{}, 0)
+	want := 1 / (1/25e3 + 1/24.9e3) // 12.47 k events/s
+	if n == nil || n.Stage != "ysb/pipeline thread 0" || n.TuplesPerS < want-1 || n.TuplesPerS > want+1 {
+		t.Fatalf("next limit %+v; want the thread at %.0f", n, want)
+	}
+	if line := NextLine(rundir.Trial{NextLimit: n}); !strings.Contains(line, "next limit: ysb/pipeline thread 0 (ysb/filter, ysb/join) at 12.47 k/s") {
+		t.Errorf("line %q", line)
+	}
+}

@@ -2,6 +2,7 @@ package limits
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/rundir"
@@ -80,4 +81,18 @@ func RateTrial(s *rundir.Summary) *rundir.Trial {
 		return above
 	}
 	return best
+}
+
+// ThreadOperators are the operators on the thread named stage, by the
+// summary's trials' service rates (nil: stage is no shared thread).
+func ThreadOperators(s *rundir.Summary, stage string) []string {
+	var out []string
+	for _, t := range s.Result.Trials {
+		for _, r := range t.ServiceRates {
+			if r.Thread == stage && stage != "" && !slices.Contains(out, r.Stage) {
+				out = append(out, r.Stage)
+			}
+		}
+	}
+	return out
 }

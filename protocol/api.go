@@ -305,11 +305,12 @@ func (r *JobResult) Validate() error {
 		return fmt.Errorf("%d edges, at most %d", len(r.Edges), MaxJobEdges)
 	}
 	ops := map[string]bool{}
+	threadOf := map[string]string{}
 	for _, st := range r.StageSeries.Stages {
 		if st.Kind != stage.Operator {
 			return fmt.Errorf("stage %q is a %s, not an operator", st.Name, st.Kind)
 		}
-		ops[st.Name] = true
+		ops[st.Name], threadOf[st.Name] = true, st.Thread
 	}
 	for _, e := range r.Edges {
 		if !ops[e[0]] || !ops[e[1]] || e[0] == e[1] {
@@ -322,6 +323,9 @@ func (r *JobResult) Validate() error {
 	for _, sr := range r.ServiceRates {
 		if !ops[sr.Stage] {
 			return fmt.Errorf("a service rate of %q, not one of the job's operators", sr.Stage)
+		}
+		if sr.Thread != threadOf[sr.Stage] { // the analyses group operators by it
+			return fmt.Errorf("operator %s's service rate on thread %.80q, its series on %q", sr.Stage, sr.Thread, threadOf[sr.Stage])
 		}
 		if v, ok := sr.Value(); ok && (math.IsNaN(v) || math.IsInf(v, 0) || v < 0) {
 			return fmt.Errorf("operator %s's service rate %v", sr.Stage, v)

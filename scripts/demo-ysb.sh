@@ -17,6 +17,9 @@
 # agree on. Without it (DEMO_JOIN_WORK=0) YSB on one 2-vCPU host shares the
 # CPUs with the harness, the broker and Redis, and the host is the limit
 # (55 k events/s here, noisy: docs/sut.md).
+#
+# DEMO_JOB_ARGS adds flags to cpjob (e.g. "--filter-work 40us": a limit of
+# another shape, docs/sut.md), and DEMO_SWEEP_ARGS to cpsweep.
 set -euo pipefail
 bin=${BIN:-bin}
 start=${DEMO_START:-20k}
@@ -38,7 +41,7 @@ for _ in $(seq 50); do
 done
 in="jetstream://127.0.0.1:$nport/ysb.in" outp="jetstream://127.0.0.1:$nport/ysb.out"
 "$bin/cpjob" ysb --input "$in?group=ysb" --output "$outp" --redis "127.0.0.1:$rport" --window 1s --lateness 500ms \
-	--join-work "$join_work" --agent-addr "127.0.0.1:$aport" >"$out/job.log" 2>&1 & job=$!; pids+=($job)
+	--join-work "$join_work" --agent-addr "127.0.0.1:$aport" ${DEMO_JOB_ARGS:-} >"$out/job.log" 2>&1 & job=$!; pids+=($job)
 until grep -q "cpjob ysb: reading" "$out/job.log"; do kill -0 $job 2>/dev/null || { cat "$out/job.log"; exit 1; }; sleep 0.1; done
 echo "== cpsweep: YSB between $in and $outp, from $start ad events/s; each trial owes the views it sent, counted in each campaign's window"
 [ "$join_work" = 0 ] || echo "   (the join spends $join_work of CPU on each view: a known limit for the analyses to find; DEMO_JOIN_WORK=0 runs YSB as it is)"
@@ -46,7 +49,7 @@ status=0
 "$bin/cpsweep" --input "$in?group=ysb" --output "$outp" --scenario ad-event --schema window --expect-filter 'event_type == view' --expect-window 1s \
 	--start "$start" --duration 3s --warmup 1s --precision 0.05 --max-trials 12 --name demo-ysb \
 	--job-agent "127.0.0.1:$aport" --profile profiles/default.yaml \
-	--sut-process cpjob --sut-process nats-server --sut-process redis-server || status=$?
+	--sut-process cpjob --sut-process nats-server --sut-process redis-server ${DEMO_SWEEP_ARGS:-} || status=$?
 dir=$(ls -td runs/*-demo-ysb 2>/dev/null | head -1)
 if [ -n "$dir" ]; then
 	if [ -d "$dir/profiles" ]; then

@@ -2,6 +2,7 @@ package servicerate
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 
@@ -65,6 +66,10 @@ type Rate struct {
 	// traffic, which holds for stages side by side (lanes, threads), not
 	// for operators one after another.
 	InputShare float64 `json:"input_share,omitempty"`
+	// Thread names the thread the stage shares with other stages ("": its
+	// own): a period counts as busy by the thread's busy time, and Limits
+	// adds the thread's limit, its stages' costs added up.
+	Thread string `json:"thread,omitempty"`
 }
 
 // Value is the estimate and whether there is one.
@@ -116,6 +121,9 @@ type Tracker struct {
 	// reset: the first sample after Reset only drops the periods closed
 	// before it.
 	reset bool
+	// threadBusy is each shared thread's busy ticks over the latest
+	// sampling period, its stages' added (reused from sample to sample).
+	threadBusy map[string]uint64
 }
 
 type tracked struct {
@@ -143,7 +151,7 @@ func Track(set *stage.Set, clock *tsc.Clock) *Tracker {
 		return nil
 	}
 	set.EnableServicePeriods()
-	t := &Tracker{clock: clock, period: set.Period().Seconds(), st: map[*stage.Account]*tracked{}}
+	t := &Tracker{clock: clock, period: set.Period().Seconds(), st: map[*stage.Account]*tracked{}, threadBusy: map[string]uint64{}}
 	set.OnSample(t.sample)
 	return t
 }
@@ -175,6 +183,7 @@ func (t *Tracker) sample(s stage.Snapshot) {
 			}
 		}
 	}
+	t.sumThreads(s)
 	for i, a := range s.Accounts {
 		if !a.PeriodsOn() {
 			continue // a black box: no thread, no busy time
@@ -199,11 +208,15 @@ func (t *Tracker) sample(s stage.Snapshot) {
 			// pull the rate towards 0, or make it 0 when it is the only
 			// busy period of a mostly idle stage.
 			done := s.Readings[i].Tuples - x.last.Tuples
+			warm := db // a stage on a shared thread is warm when the thread is busy
+			if th := a.Thread(); th != "" {
+				warm = t.threadBusy[th]
+			}
 			switch {
 			case db > dt+dt/100: // busy longer than the period: not a reading to trust
 				x.implausible++
 				x.carry = 0
-			case done > 0 && (float64(db) >= busyShare*float64(dt) || x.carry > 0):
+			case done > 0 && (float64(warm) >= busyShare*float64(dt) || x.carry > 0):
 				x.busyPeriods++
 				x.busyTicks += db + x.carry
 				x.tuples += done
@@ -216,6 +229,18 @@ func (t *Tracker) sample(s stage.Snapshot) {
 		}
 		x.last, x.lastTSC = s.Readings[i], s.TSC
 		x.samples++
+	}
+}
+
+// sumThreads adds up, for each shared thread, its stages' busy ticks
+// since their previous sample.
+func (t *Tracker) sumThreads(s stage.Snapshot) {
+	clear(t.threadBusy)
+	for i, a := range s.Accounts {
+		th := a.Thread()
+		if x := t.st[a]; th != "" && x != nil && x.samples > 0 {
+			t.threadBusy[th] += busyTicks(a.Kind(), s.Readings[i]) - busyTicks(a.Kind(), x.last)
+		}
 	}
 }
 
@@ -246,7 +271,7 @@ func (t *Tracker) Rates() []Rate {
 			util = busyNs / el
 		}
 		tuples := x.last.Tuples - x.first.Tuples
-		rl := Rate{Stage: a.Name(), Kind: a.Kind(), Tuples: tuples, Method: MethodRaftLib, Status: NotConverged, Periods: x.raft.Periods(),
+		rl := Rate{Stage: a.Name(), Kind: a.Kind(), Thread: a.Thread(), Tuples: tuples, Method: MethodRaftLib, Status: NotConverged, Periods: x.raft.Periods(),
 			T: t.clock.TicksToNs(x.pstats.T) / 1e9, Utilisation: util, BlockedPeriods: x.pstats.Blocked,
 			DroppedPeriods: x.pstats.Dropped, Changes: x.raft.Changes(), Phases: x.raft.Phases()}
 		if v, ok := x.raft.Current(); ok {
@@ -256,7 +281,7 @@ func (t *Tracker) Rates() []Rate {
 				rl.TuplesPerS, rl.Status, rl.Converged = &v, Converged, true
 			}
 		}
-		bt := Rate{Stage: a.Name(), Kind: a.Kind(), Tuples: tuples, Method: MethodBusyTime, Status: NotConverged, Periods: x.busyPeriods,
+		bt := Rate{Stage: a.Name(), Kind: a.Kind(), Thread: a.Thread(), Tuples: tuples, Method: MethodBusyTime, Status: NotConverged, Periods: x.busyPeriods,
 			T: t.period, Utilisation: util, ImplausiblePeriods: x.implausible}
 		bt.judge(t.clock.TicksToNs(x.busyTicks), x.tuples)
 		out = append(out, rl, bt)
@@ -304,7 +329,14 @@ type Limit struct {
 	Method     string  `json:"method"`
 	TuplesPerS float64 `json:"tuples_per_s"` // the pipeline's rate at the stage's limit
 	Share      float64 `json:"share"`
+	// Thread, for a shared thread's limit, is the thread, and Operators
+	// the stages whose costs add up on it, in the order their rates came.
+	// Stage is the thread, or the one stage that costs it SoleShare of
+	// its time or more (stage.SoleShare: what to make faster).
+	Thread    string   `json:"thread,omitempty"`
+	Operators []string `json:"operators,omitempty"`
 }
+
 
 // Limits returns every converged estimate as a pipeline limit, smallest
 // first. Stages that carried no traffic have no share and are left out.
@@ -327,6 +359,53 @@ func Limits(rates []Rate) []Limit {
 		}
 		out = append(out, Limit{Stage: r.Stage, Method: r.Method, TuplesPerS: v / share, Share: share})
 	}
+	out = append(out, threadLimits(rates, out)...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].TuplesPerS < out[j].TuplesPerS })
+	return out
+}
+
+// threadLimits are the limits of the threads that stages share: each of
+// its stages costs the thread share/v seconds for each of the pipeline's
+// tuples, one after the other, so the thread saturates at 1 / Σ share/v.
+// A thread has a limit by a method only when every stage on it has one by
+// that method.
+func threadLimits(rates []Rate, stages []Limit) []Limit {
+	on := map[string][]string{} // thread -> its stages
+	var threads []string
+	for _, r := range rates {
+		if r.Thread == "" || slices.Contains(on[r.Thread], r.Stage) {
+			continue
+		}
+		if on[r.Thread] == nil {
+			threads = append(threads, r.Thread)
+		}
+		on[r.Thread] = append(on[r.Thread], r.Stage)
+	}
+	var out []Limit
+	for _, th := range threads {
+		if len(on[th]) < 2 {
+			continue
+		}
+		for _, method := range []string{MethodBusyTime, MethodRaftLib} {
+			cost, most, n := 0.0, 0.0, 0
+			name := th
+			for _, l := range stages {
+				if l.Method == method && slices.Contains(on[th], l.Stage) {
+					cost += 1 / l.TuplesPerS
+					n++
+					if 1/l.TuplesPerS > most {
+						most, name = 1/l.TuplesPerS, l.Stage
+					}
+				}
+			}
+			if n < len(on[th]) || cost <= 0 {
+				continue
+			}
+			if most < stage.SoleShare*cost {
+				name = th
+			}
+			out = append(out, Limit{Stage: name, Method: method, TuplesPerS: 1 / cost, Share: 1, Thread: th, Operators: on[th]})
+		}
+	}
 	return out
 }

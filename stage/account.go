@@ -101,6 +101,9 @@ type Account struct {
 	live atomic.Pointer[live]
 	c    cells
 	p    periods // service-rate periods (periods.go), off unless enabled
+	// thread names the thread the stage shares with others (Set.SetThread;
+	// nil: its own), read by the sampler while the stage runs.
+	thread atomic.Pointer[string]
 }
 
 // cells are the writer's words, on their own cache lines so that the
@@ -117,6 +120,15 @@ type cells struct {
 
 // Name is the stage's name (thread0, lane1, consumer).
 func (a *Account) Name() string { return a.name }
+
+// Thread is the thread the stage shares with other stages ("": one of
+// its own, or not said).
+func (a *Account) Thread() string {
+	if t := a.thread.Load(); t != nil {
+		return *t
+	}
+	return ""
+}
 
 // Kind is the stage's kind.
 func (a *Account) Kind() Kind { return a.kind }

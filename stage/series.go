@@ -35,6 +35,10 @@ type StageSeries struct {
 	// QueueCap is the queue's capacity (the consumer's rings), 0: unbounded
 	// or unknown.
 	QueueCap int64 `json:"queue_capacity,omitempty"`
+	// Thread names the thread the stage shares with the other stages of
+	// the same Thread ("": its own, or not said): their busy times add up
+	// on it (Set.SetThread).
+	Thread string `json:"thread,omitempty"`
 }
 
 // Len is the stage's number of samples.
@@ -129,6 +133,9 @@ func (st *StageSeries) validate(n int) error {
 	}
 	if st.From < 0 || st.From+len(st.Items) != n {
 		return fmt.Errorf("samples from %d with %d items do not end at the series' %d", st.From, len(st.Items), n)
+	}
+	if st.Thread != "" && !validThread(st.Thread) {
+		return fmt.Errorf("thread name %q: 1 to %d printable bytes", st.Thread, MaxThreadName)
 	}
 	if !st.NoQueue && len(st.Queue) != len(st.Items) {
 		return fmt.Errorf("%d queue samples for %d", len(st.Queue), len(st.Items))
@@ -287,7 +294,7 @@ func (s *Series) Cut(fromNs, toNs int64) *Series {
 		a, b := max(lo, st.From)-st.From, max(hi, st.From)-st.From
 		cs := StageSeries{Name: st.Name, Kind: st.Kind, States: append([]string(nil), st.States...),
 			From: max(st.From, lo) - lo, StateNs: make([][]int64, len(st.StateNs)),
-			Items: append([]uint64{}, st.Items[a:b]...), NoQueue: st.NoQueue, QueueCap: st.QueueCap}
+			Items: append([]uint64{}, st.Items[a:b]...), NoQueue: st.NoQueue, QueueCap: st.QueueCap, Thread: st.Thread}
 		if b <= a { // joined after the window: no samples in it
 			cs.From = hi - lo
 		}

@@ -131,6 +131,50 @@ func (s *Set) SetCapacity(a *Account, c int64) {
 	}
 }
 
+// SoleShare: a stage that took at least this share of the busy time of a
+// thread it shares is named alone for the thread's limit, the thread said
+// beside it (the diagnosis's and the service rates' rule alike): the
+// thread is full, but that stage is what to make faster.
+const SoleShare = 0.8
+
+// MaxThreadName bounds a thread's name (SetThread).
+const MaxThreadName = 64
+
+// SetThread says that a runs on the thread named thread, with the other
+// stages said to: their busy times add up on it, so that each is at most
+// a share of the thread's capacity (a job's operators chained on one
+// thread). The name is 1 to MaxThreadName printable bytes.
+func (s *Set) SetThread(a *Account, thread string) error {
+	if s == nil || a == nil {
+		return nil
+	}
+	if !validThread(thread) {
+		return fmt.Errorf("stage %q: thread name %q: 1 to %d printable bytes", a.name, thread, MaxThreadName)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, x := range s.accounts {
+		if x == a {
+			s.series.Stages[i].Thread = thread
+			a.thread.Store(&thread)
+			return nil
+		}
+	}
+	return fmt.Errorf("stage %q: not of this set", a.name)
+}
+
+func validThread(name string) bool {
+	if name == "" || len(name) > MaxThreadName {
+		return false
+	}
+	for _, c := range name {
+		if c < ' ' || c > '~' {
+			return false
+		}
+	}
+	return true
+}
+
 // OnSample registers fn, called on the sampling goroutine after every
 // sample (recorded or not) with the sample's readings.
 func (s *Set) OnSample(fn func(Snapshot)) {

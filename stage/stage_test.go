@@ -1,6 +1,7 @@
 package stage
 
 import (
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -226,6 +227,7 @@ func TestCutKeepsAWindowsDeltas(t *testing.T) {
 		return st
 	}
 	s.Stages = []StageSeries{mk("always", 0), mk("inside", 5), mk("after", 9)}
+	s.Stages[0].Thread = "pipeline thread 0"
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -245,11 +247,42 @@ func TestCutKeepsAWindowsDeltas(t *testing.T) {
 			t.Errorf("%s: %v", tc.name, err)
 			continue
 		}
+		if c.Stages[0].Thread != "pipeline thread 0" {
+			t.Errorf("%s: the cut lost the stage's thread (%q)", tc.name, c.Stages[0].Thread)
+		}
 		if len(c.TSC) != tc.samples || [3]int{c.Stages[0].From, c.Stages[1].From, c.Stages[2].From} != tc.froms {
 			t.Errorf("%s: %d samples, froms %d %d %d; want %d, %v", tc.name, len(c.TSC), c.Stages[0].From, c.Stages[1].From, c.Stages[2].From, tc.samples, tc.froms)
 		}
 		if want, got := s.Totals(c.UnixNs[0], c.UnixNs[len(c.UnixNs)-1]), c.Totals(c.UnixNs[0], c.UnixNs[len(c.UnixNs)-1]); got[0].Items != want[0].Items || got[0].Seconds["busy"] != want[0].Seconds["busy"] {
 			t.Errorf("%s: totals %+v, want %+v", tc.name, got[0], want[0])
 		}
+	}
+}
+
+// TestSetThread: a stage's shared thread is in its account and its
+// series; a name out of bounds, or a stage of another set, is refused,
+// and a series read back with a bad name does not validate.
+func TestSetThread(t *testing.T) {
+	clock := tsc.NewClockHz(1e9)
+	set, other := NewSet(clock, DefaultPeriod), NewSet(clock, DefaultPeriod)
+	a := set.Add("filter", Operator, nil)
+	for _, bad := range []string{"", strings.Repeat("x", MaxThreadName+1), "tab\there"} {
+		if err := set.SetThread(a, bad); err == nil {
+			t.Errorf("thread %q accepted", bad)
+		}
+	}
+	if err := other.SetThread(a, "t"); err == nil {
+		t.Error("a stage of another set accepted")
+	}
+	if err := set.SetThread(a, "pipeline thread 0"); err != nil {
+		t.Fatal(err)
+	}
+	s := set.Series()
+	if a.Thread() != "pipeline thread 0" || s.Stages[0].Thread != "pipeline thread 0" {
+		t.Fatalf("account on %q, series on %q", a.Thread(), s.Stages[0].Thread)
+	}
+	s.Stages[0].Thread = "new\nline"
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "thread name") {
+		t.Errorf("a bad thread name validated: %v", err)
 	}
 }

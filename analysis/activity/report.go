@@ -212,8 +212,10 @@ func (r *Report) AgreementWith(s *rundir.Summary) *limits.Agreement {
 		graphDetail += fmt.Sprintf("; only %d of %d windows had a path (in the rest every worker waited on something that logs no activity, such as the transport's I/O threads)", paths, len(r.Windows))
 	}
 	a := limits.Agree([]limits.Explanation{
-		{Analysis: "diagnosis", Stage: diag, Detail: s.LimitingEvidence, Trial: "at the first failing rate above the answer", AboveAnswer: true},
-		{Analysis: "service rates", Stage: rates, Detail: rateDetail, Trial: rateTrial, AboveAnswer: strings.Contains(rateTrial, "failing rate"), Note: rateNote},
+		{Analysis: "diagnosis", Stage: diag, Detail: s.LimitingEvidence, Trial: "at the first failing rate above the answer", AboveAnswer: true,
+			Operators: limits.ThreadOperators(s, diag)},
+		{Analysis: "service rates", Stage: rates, Detail: rateDetail, Trial: rateTrial, AboveAnswer: strings.Contains(rateTrial, "failing rate"), Note: rateNote,
+			Operators: limits.ThreadOperators(s, rates)},
 		{Analysis: "activity graph", Stage: graph, Detail: graphDetail, Trial: graphTrial, AboveAnswer: above, Note: graphNote},
 	})
 	return &a

@@ -235,6 +235,14 @@ func checkOperators(t *testing.T, df *dataflow.Job, events, views uint64) {
 			t.Errorf("operator %s (%s): %d tuples in %d batches, busy %d and waiting %d ticks; want %d tuples, busy and waiting for some of the run",
 				a.Name(), a.Kind(), r.Tuples, r.Items, r.Ticks[stage.OpBusy], r.Ticks[stage.OpWaiting], want)
 		}
+		// the filter and the join run on their input's processor thread
+		wantThread := ""
+		if a.Name() == ysb.OpFilter || a.Name() == ysb.OpJoin {
+			wantThread = "pipeline thread 0"
+		}
+		if a.Thread() != wantThread {
+			t.Errorf("operator %s on thread %q, want %q", a.Name(), a.Thread(), wantThread)
+		}
 	}
 }
 

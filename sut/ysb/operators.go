@@ -159,11 +159,27 @@ func newJoin(conf *service.ParsedConfig, mgr *service.Resources, df *dataflow.Jo
 			return nil, err
 		}
 	}
+	filter := chains.of(op)
+	if filter != nil { // one thread runs both, one after the other
+		if err := df.OnThread(copyThread(op), filter, op); err != nil {
+			return nil, err
+		}
+	}
 	c, err := connectRedis(addr)
 	if err != nil {
 		return nil, err
 	}
-	return &redisJoin{c: c, hash: hash, unknown: mgr.Metrics().NewCounter("ysb_unknown_ads"), op: op, filter: chains.of(op), work: work, delay: delay}, nil
+	return &redisJoin{c: c, hash: hash, unknown: mgr.Metrics().NewCounter("ysb_unknown_ads"), op: op, filter: filter, work: work, delay: delay}, nil
+}
+
+// copyThread names the thread that runs an input copy's processors
+// (join: pipeline thread 0, join.1: pipeline thread 1).
+func copyThread(op *dataflow.Operator) string {
+	n := "0"
+	if _, suffix, ok := strings.Cut(op.Name(), "."); ok {
+		n = suffix
+	}
+	return "pipeline thread " + n
 }
 
 // redisConnectTimeout bounds the join's first connection to Redis.

@@ -27,12 +27,16 @@ type operatorRow struct {
 	// profileRate profiles at this rate instead of at the limit (a row
 	// whose first rate fails has no answer to profile above)
 	profileRate string
+	// on: want is a thread these operators share, and the graph, which
+	// sees operators, names it by naming one of them
+	on []string
 }
 
 // TestBenchOperatorLimits: one injected limit per row (the filter with
 // work per event, the join waiting longer on each lookup as against a
 // slow Redis, the window operator with work per view, the harness's own
-// consumer with work per tuple),
+// consumer with work per tuple, the filter and the join each half of the
+// pipeline thread they share),
 // CP_BENCH_OPS sweeps per row (default 10; CP_BENCH_OPS_ROWS=window: the
 // rows whose name has one of these words), interleaved, each of YSB
 // through JetStream with its operators read two ways: from its agent
@@ -54,6 +58,9 @@ func TestBenchOperatorLimits(t *testing.T) {
 		{name: "join (a slow Redis)", want: "ysb/join", job: []string{"--join-delay", "10ms"}},
 		{name: "window", want: "ysb/window", job: []string{"--window-work", "300us"}},
 		{name: "harness consumer", want: "consumer", sweep: []string{"--work", "30ms"}, profileRate: "5k"},
+		// issue 58: each half of one full thread, neither busy 50% alone
+		{name: "shared thread", want: "ysb/pipeline thread 0", job: []string{"--filter-work", "40us", "--join-work", "120us"},
+			on: []string{"ysb/filter", "ysb/join"}},
 	}
 	if only := os.Getenv("CP_BENCH_OPS_ROWS"); only != "" { // e.g. window,consumer: those rows only
 		rows = slices.DeleteFunc(rows, func(r operatorRow) bool {
@@ -70,6 +77,13 @@ func TestBenchOperatorLimits(t *testing.T) {
 	for i := 0; i < n; i++ {
 		for _, row := range rows {
 			for _, mode := range modes {
+				if len(row.on) > 0 && mode != "api" {
+					// Flink's metrics say busy time per task (a thread) and
+					// records per operator; the job's export makes each
+					// operator a task of its own, so a thread shared is not
+					// said there (docs/dataflow.md)
+					continue
+				}
 				limit, next, graph := operatorSweep(t, natsAddr, redisAddr, row, mode, fmt.Sprintf("%d%s%d", i, mode[:1], len(answers)))
 				k := row.name + " / " + mode
 				if got[k] == nil {
@@ -83,7 +97,7 @@ func TestBenchOperatorLimits(t *testing.T) {
 				if next == row.want || strings.HasSuffix(next, "/"+row.want) { // the service rates name a harness stage by its node too (receiver0/consumer)
 					x.rates++
 				}
-				if sameStage(graph, row.want) {
+				if sameStage(graph, row.want) || slices.ContainsFunc(row.on, func(op string) bool { return sameStage(graph, op) }) {
 					x.graph++
 				}
 				answers = append(answers, fmt.Sprintf("%s %d: limited by %q, next limit %q, graph %q", k, i, limit, next, graph))
