@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -315,5 +316,23 @@ func TestAJobDeclaresTheTopicsItReadsAndWrites(t *testing.T) {
 	reads, writes := job.Topics()
 	if !slices.Equal(reads, []string{"jetstream:in", "kafka:in"}) || len(writes) != dataflow.MaxTopics || writes[0] != "redis:out0" {
 		t.Errorf("reads %v, writes %v: want two reads, the first %d writes", reads, writes, dataflow.MaxTopics)
+	}
+}
+
+// TestReadRuntime: a collection between two reads shows in their
+// difference, within the CPU the runtime says it used.
+func TestReadRuntime(t *testing.T) {
+	before := dataflow.ReadRuntime()
+	var keep [][]byte
+	for i := 0; i < 2000; i++ {
+		keep = append(keep, make([]byte, 64<<10))
+		if len(keep) > 16 {
+			keep = keep[1:]
+		}
+	}
+	runtime.GC()
+	d := dataflow.ReadRuntime().Sub(before)
+	if d.GCCycles < 1 || d.GCCPUSeconds <= 0 || d.CPUSeconds < d.GCCPUSeconds || d.GCPauseSeconds <= 0 || d.GOGC == 0 {
+		t.Fatalf("runtime over a forced collection: %+v; want a cycle, its CPU within the job's, its pauses and the setting", d)
 	}
 }

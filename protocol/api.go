@@ -249,7 +249,48 @@ type JobResult struct {
 	// Injected are the stalls injected into its operators in the trial
 	// (experiments only: cpjob --stall), as scheduled, Unix ns.
 	Injected []InjectedStall `json:"injected,omitempty"`
+	// GoRuntime is what a job in Go spent on its runtime over the trial
+	// (absent: not a Go job, or not said).
+	GoRuntime *GoRuntime `json:"go_runtime,omitempty"`
 }
+
+// GoRuntime is a Go job's runtime over a trial (dataflow.ReadRuntime's
+// deltas): its CPU, its garbage collector's share and pauses.
+type GoRuntime struct {
+	CPUSeconds     float64 `json:"cpu_s"`
+	GCCPUSeconds   float64 `json:"gc_cpu_s"`
+	GCPauseSeconds float64 `json:"gc_pause_s"`
+	GCCycles       uint64  `json:"gc_cycles"`
+	GOGC           int64   `json:"gogc"` // -1: off
+}
+
+// GCShare is the collector's share of the job's CPU (0: none used).
+func (g *GoRuntime) GCShare() float64 {
+	if g == nil || g.CPUSeconds <= 0 {
+		return 0
+	}
+	return min(1, g.GCCPUSeconds/g.CPUSeconds)
+}
+
+// validate: finite, not negative, the collector within the job's CPU.
+func (g *GoRuntime) validate() error {
+	for _, v := range []float64{g.CPUSeconds, g.GCCPUSeconds, g.GCPauseSeconds} {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > maxRuntimeSeconds {
+			return fmt.Errorf("go_runtime: %v seconds: want 0 to %v", v, maxRuntimeSeconds)
+		}
+	}
+	if g.GCCPUSeconds > 1.01*g.CPUSeconds+0.01 {
+		return fmt.Errorf("go_runtime: the collector's %.3f s of CPU exceed the job's %.3f s", g.GCCPUSeconds, g.CPUSeconds)
+	}
+	if g.GOGC < -1 {
+		return fmt.Errorf("go_runtime: GOGC %d", g.GOGC)
+	}
+	return nil
+}
+
+// maxRuntimeSeconds bounds a trial's runtime seconds: a day on 1,024
+// processors.
+const maxRuntimeSeconds = 1024 * 86400
 
 // InjectedStall is a stall injected into a job's operator.
 type InjectedStall struct {
@@ -329,6 +370,11 @@ func (r *JobResult) Validate() error {
 		}
 		if v, ok := sr.Value(); ok && (math.IsNaN(v) || math.IsInf(v, 0) || v < 0) {
 			return fmt.Errorf("operator %s's service rate %v", sr.Stage, v)
+		}
+	}
+	if r.GoRuntime != nil {
+		if err := r.GoRuntime.validate(); err != nil {
+			return err
 		}
 	}
 	if len(r.Injected) > inject.MaxStalls {

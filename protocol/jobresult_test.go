@@ -8,7 +8,8 @@ import (
 
 const goodJob = `{"name":"ysb","edges":[["join","window"]],"reads":["jetstream:ysb.in"],"writes":["jetstream:ysb.out"],"stage_series":{"period_ns":100000000,"tsc_hz":1e9,"tsc":[1,2],"unix_ns":[10,20],
 "stages":[{"name":"join","kind":"operator","states":["waiting","busy","blocked"],"from":0,"state_ns":[[0,1],[0,2],[0,0]],"items":[0,5],"no_queue":true},
-{"name":"window","kind":"operator","states":["waiting","busy","blocked"],"from":1,"state_ns":[[0],[0],[0]],"items":[0],"no_queue":true}]},"injected":[{"operator":"join","from_unix_ns":10,"to_unix_ns":20}]}`
+{"name":"window","kind":"operator","states":["waiting","busy","blocked"],"from":1,"state_ns":[[0],[0],[0]],"items":[0],"no_queue":true}]},"injected":[{"operator":"join","from_unix_ns":10,"to_unix_ns":20}],
+"go_runtime":{"cpu_s":2.5,"gc_cpu_s":0.85,"gc_pause_s":0.012,"gc_cycles":140,"gogc":5}}`
 
 // TestJobResultValidate: a job's result from the network is a valid
 // series of operators, with edges between them only.
@@ -29,6 +30,10 @@ func TestJobResultValidate(t *testing.T) {
 		{"a topic with a space", `"jetstream:ysb.out"`, `"jetstream:ysb out"`, "want driver:subject"},
 		{"a topic of control bytes", `"jetstream:ysb.out"`, `"jetstream:\u001b[2J"`, "want driver:subject"},
 		{"too many topics", `"reads":["jetstream:ysb.in"]`, `"reads":[` + strings.Repeat(`"a:b",`, MaxJobTopics) + `"a:c"]`, "17 topics"},
+		{"the collector above the job's CPU", `"gc_cpu_s":0.85`, `"gc_cpu_s":3.5`, "exceed the job's"},
+		{"negative runtime seconds", `"gc_pause_s":0.012`, `"gc_pause_s":-1`, "want 0 to"},
+		{"a GOGC below off", `"gogc":5`, `"gogc":-7`, "GOGC -7"},
+		{"a rate on a thread its series is not on", `"injected":[`, `"service_rates":[{"stage":"join","kind":"operator","method":"busy_time","status":"not_converged","tuples":5,"thread":"t9"}],"injected":[`, "on thread"},
 		{"a stall of an hour", `"to_unix_ns":20`, `"to_unix_ns":3600000000010`, "an injected stall"},
 	} {
 		var r JobResult

@@ -19,7 +19,8 @@
 # (55 k events/s here, noisy: docs/sut.md).
 #
 # DEMO_JOB_ARGS adds flags to cpjob (e.g. "--filter-work 40us": a limit of
-# another shape, docs/sut.md), and DEMO_SWEEP_ARGS to cpsweep.
+# another shape, docs/sut.md), DEMO_JOB_ENV sets its environment (e.g.
+# "GOGC=5"), and DEMO_SWEEP_ARGS adds flags to cpsweep.
 set -euo pipefail
 bin=${BIN:-bin}
 start=${DEMO_START:-20k}
@@ -40,7 +41,7 @@ for _ in $(seq 50); do
 	sleep 0.1
 done
 in="jetstream://127.0.0.1:$nport/ysb.in" outp="jetstream://127.0.0.1:$nport/ysb.out"
-"$bin/cpjob" ysb --input "$in?group=ysb" --output "$outp" --redis "127.0.0.1:$rport" --window 1s --lateness 500ms \
+env ${DEMO_JOB_ENV:-} "$bin/cpjob" ysb --input "$in?group=ysb" --output "$outp" --redis "127.0.0.1:$rport" --window 1s --lateness 500ms \
 	--join-work "$join_work" --agent-addr "127.0.0.1:$aport" ${DEMO_JOB_ARGS:-} >"$out/job.log" 2>&1 & job=$!; pids+=($job)
 until grep -q "cpjob ysb: reading" "$out/job.log"; do kill -0 $job 2>/dev/null || { cat "$out/job.log"; exit 1; }; sleep 0.1; done
 echo "== cpsweep: YSB between $in and $outp, from $start ad events/s; each trial owes the views it sent, counted in each campaign's window"

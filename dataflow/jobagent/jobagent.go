@@ -60,6 +60,7 @@ func (t *trial) Start(env agent.Env) (*agent.Started, error) {
 	from := env.Clock.NowUnixNano()
 	t.role.Rates.Reset() // before the sample: the trial's estimates start there
 	set.Sample()         // the window starts now, not at the last period's tick
+	rt := dataflow.ReadRuntime()
 	var trace *dataflow.Trace
 	if env.Profile != nil {
 		var err error
@@ -80,6 +81,10 @@ func (t *trial) Start(env agent.Env) (*agent.Started, error) {
 			trace.Stop() // before the agent closes the trial's profiler
 		}
 		res := &protocol.JobResult{Name: t.role.JobName, StageSeries: set.Series().Cut(from, to)}
+		if d := dataflow.ReadRuntime().Sub(rt); d.CPUSeconds > 0 {
+			res.GoRuntime = &protocol.GoRuntime{CPUSeconds: d.CPUSeconds, GCCPUSeconds: min(d.GCCPUSeconds, d.CPUSeconds),
+				GCPauseSeconds: d.GCPauseSeconds, GCCycles: d.GCCycles, GOGC: d.GOGC}
+		}
 		res.Reads, res.Writes = t.role.Job.Topics()
 		if t.role.Rates != nil {
 			res.ServiceRates = t.role.Rates.Rates()

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/dataflow"
+	"github.com/cloudprofiler-go/cp/diagnose"
+	"github.com/cloudprofiler-go/cp/limits"
 	"github.com/cloudprofiler-go/cp/protocol"
 	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/rundir"
@@ -404,5 +406,18 @@ func TestMalformedOutputFailsDelivery(t *testing.T) {
 		if c.Rule == RuleDelivery && (c.Pass || !strings.Contains(c.Detail, "exact; 0 receiver(s) incomplete; 5 malformed message(s) in the job's output, not counted (1 length, 4 tuple)")) {
 			t.Errorf("delivery: pass %v %q", c.Pass, c.Detail)
 		}
+	}
+}
+
+// A failed job trial that no operator limited, whose Go runtime's
+// collector took a third of the job's CPU, is limited by the collector,
+// in the trial and its diagnosis alike (issue 58: GOGC=5 named nothing).
+func TestTheGoRuntimesCollectorLimits(t *testing.T) {
+	tr := rundir.Trial{Verdict: rundir.Verdict{Pass: false}, Outcome: &rundir.Outcome{Job: "ysb",
+		Jobs: []*protocol.JobResult{{Name: "ysb", GoRuntime: &protocol.GoRuntime{CPUSeconds: 3, GCCPUSeconds: 1, GCCycles: 90, GOGC: 5}}}}}
+	d := &diagnose.Diagnosis{Limiting: "none"}
+	Limit(&tr, d)
+	if tr.LimitingStage != limits.GoGC || d.Limiting != limits.GoGC || !strings.Contains(tr.LimitingEvidence, "33% of ysb's CPU") {
+		t.Fatalf("limited by %q (%s); diagnosis %q", tr.LimitingStage, tr.LimitingEvidence, d.Limiting)
 	}
 }

@@ -28,9 +28,11 @@ func Limit(t *rundir.Trial, d *diagnose.Diagnosis) {
 		if why := limits.TrialHostCPU(t); why != "" {
 			t.LimitingStage, t.LimitingEvidence = diagnose.HostCPU, why
 		} else if t.Outcome != nil && (t.LimitingStage == "none" || isJobBox(d, t)) {
-			// a job's limit, seen from outside: its threads, its lag
+			// a job's limit, seen from outside: its runtime, its threads, its lag
 			grew, read := JobLagGrew(t.Outcome)
-			if why := limits.TrialSUT(t, grew, read); why != "" {
+			if why := limits.TrialGC(t); why != "" {
+				t.LimitingStage, t.LimitingEvidence = limits.GoGC, why
+			} else if why := limits.TrialSUT(t, grew, read); why != "" {
 				t.LimitingStage, t.LimitingEvidence = limits.SUT, why
 			} else if t.LimitingStage != "none" {
 				t.LimitingStage, t.LimitingEvidence = limits.SUT, "its input's backlog grew while the harness kept up ("+t.LimitingEvidence+")"
