@@ -14,10 +14,10 @@ import (
 const GoGC = "the Go runtime's garbage collection"
 
 // GCLimitShare is the collector's share of a Go job's CPU at and above
-// which it is named for a failed trial that no operator limited. A job
-// at its default setting spends a few percent there; one at GOGC=5 halved
-// YSB's capacity (issue 58).
-const GCLimitShare = 0.25
+// which it is named for a failed trial that no operator limited. YSB on
+// the engine at Go's default spent 16-18% there, and at GOGC=5, which
+// halved its capacity, 41-49% (BENCHMARKS.md, 2026-11-29).
+const GCLimitShare = 0.3
 
 // TrialGC says why a failed trial's job was limited by its Go runtime's
 // collector ("": no job of the trial said its runtime, or its collector

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
+	"github.com/cloudprofiler-go/cp/limits"
 	"github.com/cloudprofiler-go/cp/sweep"
 )
 
@@ -30,6 +31,13 @@ type operatorRow struct {
 	// on: want is a thread these operators share, and the graph, which
 	// sees operators, names it by naming one of them
 	on []string
+	// env is the job's environment (NAME=VALUE)
+	env []string
+	// noRate: no service rate measures want (the Go runtime's collector):
+	// the service rates are right to name no stage, and the agreement
+	// line says why; offPath: want logs no activity, so the graph cannot
+	// name it
+	noRate, offPath bool
 }
 
 // TestBenchOperatorLimits: one injected limit per row (the filter with
@@ -61,6 +69,7 @@ func TestBenchOperatorLimits(t *testing.T) {
 		// issue 58: each half of one full thread, neither busy 50% alone
 		{name: "shared thread", want: "ysb/pipeline thread 0", job: []string{"--filter-work", "40us", "--join-work", "120us"},
 			on: []string{"ysb/filter", "ysb/join"}},
+		{name: "GC pressure", want: limits.GoGC, env: []string{"GOGC=5"}, sweep: []string{"--to", "45k"}, noRate: true, offPath: true},
 	}
 	if only := os.Getenv("CP_BENCH_OPS_ROWS"); only != "" { // e.g. window,consumer: those rows only
 		rows = slices.DeleteFunc(rows, func(r operatorRow) bool {
@@ -77,11 +86,11 @@ func TestBenchOperatorLimits(t *testing.T) {
 	for i := 0; i < n; i++ {
 		for _, row := range rows {
 			for _, mode := range modes {
-				if len(row.on) > 0 && mode != "api" {
+				if (len(row.on) > 0 || row.noRate) && mode != "api" {
 					// Flink's metrics say busy time per task (a thread) and
 					// records per operator; the job's export makes each
 					// operator a task of its own, so a thread shared is not
-					// said there (docs/dataflow.md)
+					// said there, nor the Go runtime (docs/dataflow.md)
 					continue
 				}
 				limit, next, graph := operatorSweep(t, natsAddr, redisAddr, row, mode, fmt.Sprintf("%d%s%d", i, mode[:1], len(answers)))
@@ -94,7 +103,7 @@ func TestBenchOperatorLimits(t *testing.T) {
 				if limit == row.want {
 					x.diag++
 				}
-				if next == row.want || strings.HasSuffix(next, "/"+row.want) { // the service rates name a harness stage by its node too (receiver0/consumer)
+				if next == row.want || strings.HasSuffix(next, "/"+row.want) || row.noRate && next == "" { // the service rates name a harness stage by its node too (receiver0/consumer)
 					x.rates++
 				}
 				if sameStage(graph, row.want) || slices.ContainsFunc(row.on, func(op string) bool { return sameStage(graph, op) }) {
@@ -112,7 +121,10 @@ func TestBenchOperatorLimits(t *testing.T) {
 				continue
 			}
 			graph := "no logs to build it from"
-			if mode == "api" {
+			switch {
+			case row.offPath:
+				graph = "not on its paths (it logs no activity)"
+			case mode == "api":
 				graph = fmt.Sprintf("%d of %d (%s)", x.graph, x.runs, verdict(10*x.graph >= 9*x.runs))
 			}
 			t.Logf("OPLIMIT %s via %s: diagnosis %d of %d (%s), service rates %d of %d (%s), activity graph %s", row.name, mode,
@@ -142,7 +154,7 @@ func operatorSweep(t *testing.T, natsAddr, redisAddr string, row operatorRow, mo
 	} else {
 		jobArgs = append(jobArgs, "--metrics-addr", "127.0.0.1:0")
 	}
-	job := startJob(t, jobArgs...)
+	job := startJobEnv(t, row.env, jobArgs...)
 	defer func() { _ = job.Signal(syscall.SIGINT); _ = job.Wait(10 * time.Second) }()
 	var extra []string
 	if mode == "api" {

@@ -70,7 +70,13 @@ func runJobConfig(t *testing.T, yaml string) *Proc {
 // runs.
 func startJob(t *testing.T, args ...string) *Proc {
 	t.Helper()
-	job, err := Start(filepath.Join(binDir, "cpjob"), args...)
+	return startJobEnv(t, nil, args...)
+}
+
+// startJobEnv is startJob with env (NAME=VALUE) added to the job's.
+func startJobEnv(t *testing.T, env []string, args ...string) *Proc {
+	t.Helper()
+	job, err := StartEnv(env, filepath.Join(binDir, "cpjob"), args...)
 	if err != nil {
 		t.Fatal(err)
 	}
