@@ -35,6 +35,9 @@ type Explanation struct {
 	// operators: an analysis that names one of them names what runs on
 	// that thread, and agrees with it.
 	Operators []string `json:"operators,omitempty"`
+	// Tied are the stages the analysis found tied with Stage (service
+	// rates within their own spreads): any of them is its answer too.
+	Tied []string `json:"tied,omitempty"`
 }
 
 // Agreement is whether the analyses name the same stage.
@@ -98,7 +101,7 @@ func (e Explanation) roles() []string {
 		return nil
 	}
 	out := []string{r}
-	for _, op := range e.Operators {
+	for _, op := range slices.Concat(e.Operators, e.Tied) {
 		if o := role(op); o != "" && !slices.Contains(out, o) {
 			out = append(out, o)
 		}
@@ -126,8 +129,19 @@ func common(named []Explanation) string {
 // analysis named that thread: "pipeline thread, filter on it".
 func onThread(named []Explanation, agreed string) string {
 	for _, e := range named {
-		if r := role(e.Stage); r != agreed && len(e.Operators) > 0 {
+		if r := role(e.Stage); r != agreed && slices.ContainsFunc(e.Operators, func(op string) bool { return role(op) == agreed }) {
 			return fmt.Sprintf("%s, %s on it", r, agreed)
+		}
+	}
+	for _, e := range named {
+		if len(e.Tied) > 0 {
+			var tied []string
+			for _, st := range append([]string{e.Stage}, e.Tied...) {
+				if r := role(st); r != agreed {
+					tied = append(tied, r)
+				}
+			}
+			return fmt.Sprintf("%s, tied with %s by the %s", agreed, strings.Join(tied, ", "), e.Analysis)
 		}
 	}
 	return agreed

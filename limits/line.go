@@ -78,6 +78,14 @@ func NextLine(t rundir.Trial) string {
 	case n.Thread != "":
 		stage += " (on " + n.Thread + ")"
 	}
+	if len(n.Tie) > 0 { // no one of them: each with its spread
+		tie := []string{fmt.Sprintf("%s at %s ±%.0f%%", stage, numfmt.Rate(n.TuplesPerS), 100*n.Error)}
+		for _, l := range n.Tie {
+			tie = append(tie, fmt.Sprintf("%s at %s ±%.0f%%", l.Stage, numfmt.Rate(l.TuplesPerS), 100*l.Error))
+		}
+		return fmt.Sprintf("next limit: a tie: %s (%s%s%s), headroom %+.0f%% over this trial's rate%s",
+			strings.Join(tie, ", "), n.Method, through, other, 100*n.Headroom, noisy)
+	}
 	return fmt.Sprintf("next limit: %s at %s (%s%s%s), headroom %+.0f%% over this trial's rate%s",
 		stage, numfmt.Rate(n.TuplesPerS), n.Method, through, other, 100*n.Headroom, noisy)
 }

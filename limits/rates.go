@@ -66,6 +66,42 @@ func withInputShares(j *protocol.JobResult) []servicerate.Rate {
 	return out
 }
 
+// shareMargin: a share this much below the reference's is the
+// operator's lag, not the job's topology.
+const shareMargin = 0.05
+
+// KeptShares gives each of a failed trial's job operators the share of
+// the input it had in the latest judged trial that passed, when that was
+// larger: an operator at its capacity processes less than reaches it (a
+// window at 3.12 k views/s behind a join of 3.29 k read a share of 0.19,
+// not YSB's 0.33, and its limit in events/s came out 70% too high), while
+// in a trial that kept up everything that reached it was processed.
+func KeptShares(rates []servicerate.Rate, failed bool, earlier []rundir.Trial) []servicerate.Rate {
+	if !failed {
+		return rates
+	}
+	var ref *rundir.Trial
+	for i := len(earlier) - 1; i >= 0 && ref == nil; i-- {
+		if earlier[i].Verdict.Pass && Searched(earlier[i]) {
+			ref = &earlier[i]
+		}
+	}
+	if ref == nil {
+		return rates
+	}
+	shares := map[string]float64{}
+	for _, r := range ref.ServiceRates {
+		shares[r.Stage] = max(shares[r.Stage], r.InputShare)
+	}
+	for i := range rates {
+		r := &rates[i]
+		if s := shares[r.Stage]; r.InputShare > 0 && s > r.InputShare*(1+shareMargin) {
+			r.InputShare, r.InputShareTrial = s, ref.N
+		}
+	}
+	return rates
+}
+
 // boxServiceRates turns the diagnosis's black-box rates (buckets per
 // second of their backlogged periods) into service rates in tuples, by
 // the tuples per bucket each stream carried in the trial. The boxes are

@@ -96,3 +96,17 @@ func ThreadOperators(s *rundir.Summary, stage string) []string {
 	}
 	return out
 }
+
+// RateTied are the stages tied with the service rates' explanation
+// (Explanations), by RateTrial's next limit.
+func RateTied(s *rundir.Summary) []string {
+	t := RateTrial(s)
+	if t == nil {
+		return nil
+	}
+	var out []string
+	for _, l := range t.NextLimit.Tie {
+		out = append(out, l.Stage)
+	}
+	return out
+}

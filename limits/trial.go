@@ -63,7 +63,28 @@ func Next(rates []servicerate.Rate, rate float64, passed bool, passes Passes, lo
 	if n.Inconsistent == "" {
 		n.Noisy = noisy(n, passes.Once)
 	}
+	n.Tie = tied(limits)
 	return n
+}
+
+// tied are the limits of other stages, by the smallest limit's method,
+// within the two estimates' spreads of it (none when neither knows its
+// spread): two operators of equal capacity measure a few percent apart,
+// and the lower is no more the limit than the other. A stage on the
+// smallest limit's thread is part of it, not tied with it.
+func tied(limits []servicerate.Limit) []servicerate.Limit {
+	first := limits[0]
+	var out []servicerate.Limit
+	for _, l := range limits[1:] {
+		margin := first.Error + l.Error
+		if l.Method != first.Method || l.Stage == first.Stage || margin <= 0 || l.TuplesPerS > first.TuplesPerS*(1+margin) ||
+			slices.Contains(first.Operators, l.Stage) || slices.Contains(l.Operators, first.Stage) || (l.Thread != "" && l.Thread == first.Thread) ||
+			slices.ContainsFunc(out, func(o servicerate.Limit) bool { return o.Stage == l.Stage }) {
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 // noisy says that a rate above the limit passed once and was not

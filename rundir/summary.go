@@ -277,6 +277,10 @@ type NextLimit struct {
 	Through      string `json:"through,omitempty"`
 	HostEvidence string `json:"host_evidence,omitempty"`
 	HeldBy       string `json:"held_by,omitempty"`
+	// Tie are the other stages whose limits by the same method lie within
+	// the two estimates' own spreads of this one (Error): no one of them
+	// is the next limit, and all are named.
+	Tie []servicerate.Limit `json:"tie,omitempty"`
 }
 
 // RateRuns is what every judged run at one rate showed.

@@ -29,6 +29,7 @@ func BusyTimeOfSeries(s *stage.Series, fromNs, toNs int64) []Rate {
 		r := Rate{Stage: st.Name, Kind: st.Kind, Thread: st.Thread, Method: MethodBusyTime, Status: NotConverged, T: float64(s.PeriodNs) / 1e9}
 		var busyNs, tuples float64
 		var carry int64
+		var spread periodSpread
 		first := -1
 		for k := 1; k < len(st.Items); k++ {
 			at := s.UnixNs[st.From+k]
@@ -52,6 +53,7 @@ func BusyTimeOfSeries(s *stage.Series, fromNs, toNs int64) []Rate {
 				r.Periods++
 				busyNs += float64(db + carry)
 				tuples += float64(done)
+				spread.add(float64(done) / float64(db+carry))
 				carry = 0
 			case done == 0 && float64(db) >= busyShare*dt && st.Kind == stage.Operator:
 				carry += db
@@ -63,6 +65,9 @@ func BusyTimeOfSeries(s *stage.Series, fromNs, toNs int64) []Rate {
 			}
 		}
 		r.judge(busyNs, uint64(tuples))
+		if r.Converged {
+			r.Error = spread.relative()
+		}
 		out = append(out, r)
 	}
 	return out

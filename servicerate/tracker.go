@@ -60,12 +60,20 @@ type Rate struct {
 	// ImplausiblePeriods (busy_time) counts sampling periods whose busy
 	// time exceeded their length, left out: a clock or accounting error.
 	ImplausiblePeriods int `json:"implausible_periods,omitempty"`
+	// Error (busy_time) is the estimate's own spread: the relative
+	// half-width of a 95% interval of its periods' mean rate (0.04:
+	// ±4%), by which two stages' limits within their errors are a tie.
+	Error float64 `json:"error,omitempty"`
 	// InputShare, when set, is the stage's share of the pipeline's input
 	// tuples, from the topology (a job's operator after a filter sees a
 	// third of them): Limits uses it instead of the share of its kind's
 	// traffic, which holds for stages side by side (lanes, threads), not
 	// for operators one after another.
 	InputShare float64 `json:"input_share,omitempty"`
+	// InputShareTrial, when set, is the trial whose input share this is:
+	// a saturated operator takes in less than reaches it, so a failing
+	// trial uses the share the operator had in the latest passing one.
+	InputShareTrial int `json:"input_share_trial,omitempty"`
 	// Thread names the thread the stage shares with other stages ("": its
 	// own): a period counts as busy by the thread's busy time, and Limits
 	// adds the thread's limit, its stages' costs added up.
@@ -136,6 +144,7 @@ type tracked struct {
 	// busy time and tuples of the periods busy at least busyShare
 	busyPeriods       int
 	busyTicks, tuples uint64
+	spread            periodSpread
 	// carry: an operator's busy ticks of the periods in a row that
 	// finished no tuple, counted with the period that finishes one (its
 	// item outlasted a period); other stages' such periods are stalls
@@ -220,6 +229,7 @@ func (t *Tracker) sample(s stage.Snapshot) {
 				x.busyPeriods++
 				x.busyTicks += db + x.carry
 				x.tuples += done
+				x.spread.add(float64(done) / float64(db+x.carry))
 				x.carry = 0
 			case done == 0 && float64(db) >= busyShare*float64(dt) && a.Kind() == stage.Operator:
 				x.carry += db // a long item (a window's batch) finishes in a later period
@@ -284,6 +294,9 @@ func (t *Tracker) Rates() []Rate {
 		bt := Rate{Stage: a.Name(), Kind: a.Kind(), Thread: a.Thread(), Tuples: tuples, Method: MethodBusyTime, Status: NotConverged, Periods: x.busyPeriods,
 			T: t.period, Utilisation: util, ImplausiblePeriods: x.implausible}
 		bt.judge(t.clock.TicksToNs(x.busyTicks), x.tuples)
+		if bt.Converged {
+			bt.Error = x.spread.relative()
+		}
 		out = append(out, rl, bt)
 	}
 	return out
@@ -335,6 +348,9 @@ type Limit struct {
 	// its time or more (stage.SoleShare: what to make faster).
 	Thread    string   `json:"thread,omitempty"`
 	Operators []string `json:"operators,omitempty"`
+	// Error is the estimate's own spread, relative (Rate.Error; a
+	// thread's, its operators' largest).
+	Error float64 `json:"error,omitempty"`
 }
 
 
@@ -357,7 +373,7 @@ func Limits(rates []Rate) []Limit {
 		if r.InputShare > 0 {
 			share = r.InputShare
 		}
-		out = append(out, Limit{Stage: r.Stage, Method: r.Method, TuplesPerS: v / share, Share: share})
+		out = append(out, Limit{Stage: r.Stage, Method: r.Method, TuplesPerS: v / share, Share: share, Error: r.Error})
 	}
 	out = append(out, threadLimits(rates, out)...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].TuplesPerS < out[j].TuplesPerS })
@@ -387,11 +403,12 @@ func threadLimits(rates []Rate, stages []Limit) []Limit {
 			continue
 		}
 		for _, method := range []string{MethodBusyTime, MethodRaftLib} {
-			cost, most, n := 0.0, 0.0, 0
+			cost, most, spread, n := 0.0, 0.0, 0.0, 0
 			name := th
 			for _, l := range stages {
 				if l.Method == method && slices.Contains(on[th], l.Stage) {
 					cost += 1 / l.TuplesPerS
+					spread = max(spread, l.Error)
 					n++
 					if 1/l.TuplesPerS > most {
 						most, name = 1/l.TuplesPerS, l.Stage
@@ -404,7 +421,7 @@ func threadLimits(rates []Rate, stages []Limit) []Limit {
 			if most < stage.SoleShare*cost {
 				name = th
 			}
-			out = append(out, Limit{Stage: name, Method: method, TuplesPerS: 1 / cost, Share: 1, Thread: th, Operators: on[th]})
+			out = append(out, Limit{Stage: name, Method: method, TuplesPerS: 1 / cost, Share: 1, Thread: th, Operators: on[th], Error: spread})
 		}
 	}
 	return out

@@ -215,7 +215,7 @@ func (r *Report) AgreementWith(s *rundir.Summary) *limits.Agreement {
 		{Analysis: "diagnosis", Stage: diag, Detail: s.LimitingEvidence, Trial: "at the first failing rate above the answer", AboveAnswer: true,
 			Operators: limits.ThreadOperators(s, diag)},
 		{Analysis: "service rates", Stage: rates, Detail: rateDetail, Trial: rateTrial, AboveAnswer: strings.Contains(rateTrial, "failing rate"), Note: rateNote,
-			Operators: limits.ThreadOperators(s, rates)},
+			Operators: limits.ThreadOperators(s, rates), Tied: limits.RateTied(s)},
 		{Analysis: "activity graph", Stage: graph, Detail: graphDetail, Trial: graphTrial, AboveAnswer: above, Note: graphNote},
 	})
 	return &a
