@@ -353,7 +353,6 @@ type Limit struct {
 	Error float64 `json:"error,omitempty"`
 }
 
-
 // Limits returns every converged estimate as a pipeline limit, smallest
 // first. Stages that carried no traffic have no share and are left out.
 func Limits(rates []Rate) []Limit {
