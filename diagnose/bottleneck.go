@@ -185,8 +185,18 @@ func (b *Bottlenecks) Rank(act []Activity, r *Ranking) {
 		} else {
 			r.Evidence = b.evidence(m, act)
 		}
+		for _, c := range cands[1:] {
+			if c.score >= b.th.Saturated && cands[0].score-c.score <= tieBusy {
+				r.Evidence += fmt.Sprintf("; %s busy %s too: a tie", b.g.Modules[c.m].Name, pct(c.score))
+			}
+		}
 	}
 }
+
+// tieBusy: another saturated candidate within this much of the limiting
+// stage's busy share is as much the limit (two operators of one
+// capacity, one after the other, are both full).
+const tieBusy = 0.02
 
 // pressed says whether work waits for m: it is a root, a stage before it
 // is blocked, its queue grows or is full, or a black box before it grows.

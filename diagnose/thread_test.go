@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/cloudprofiler-go/cp/stage"
@@ -64,5 +65,20 @@ func TestSharedThread(t *testing.T) {
 				t.Fatalf("limiting %q (%q), want %q (%q); ranks %v", r.Stage, r.Evidence, tc.stage, tc.evident, r.Rank)
 			}
 		})
+	}
+}
+
+// Two saturated stages within two points of each other are a tie, said
+// in the evidence; one clearly busier is named alone.
+func TestASaturatedTie(t *testing.T) {
+	b := ysbThread(t, "")
+	var r Ranking
+	b.Rank([]Activity{timed(0.1, 0.9), timed(0.1, 0.85), timed(0.97, 0.02), timed(0.96, 0)}, &r)
+	if r.Stage != "ysb/join" || !strings.HasSuffix(r.Evidence, "; ysb/window busy 96% too: a tie") {
+		t.Fatalf("%q (%q)", r.Stage, r.Evidence)
+	}
+	b.Rank([]Activity{timed(0.1, 0.9), timed(0.1, 0.85), timed(0.99, 0.0), timed(0.95, 0)}, &r)
+	if strings.Contains(r.Evidence, "tie") {
+		t.Fatalf("four points apart: %q (%q)", r.Stage, r.Evidence)
 	}
 }

@@ -33,6 +33,9 @@ type operatorRow struct {
 	on []string
 	// env is the job's environment (NAME=VALUE)
 	env []string
+	// tie: want and tie have one capacity: either named is right, and
+	// the service rates are right when they name the tie
+	tie string
 	// noRate: no service rate measures want (the Go runtime's collector):
 	// the service rates are right to name no stage, and the agreement
 	// line says why; offPath: want logs no activity, so the graph cannot
@@ -69,6 +72,7 @@ func TestBenchOperatorLimits(t *testing.T) {
 		// issue 58: each half of one full thread, neither busy 50% alone
 		{name: "shared thread", want: "ysb/pipeline thread 0", job: []string{"--filter-work", "40us", "--join-work", "120us"},
 			on: []string{"ysb/filter", "ysb/join"}},
+		{name: "tie", want: "ysb/join", tie: "ysb/window", job: []string{"--join-work", "300us", "--window-work", "300us"}},
 		{name: "GC pressure", want: limits.GoGC, env: []string{"GOGC=5"}, sweep: []string{"--to", "45k"}, noRate: true, offPath: true},
 	}
 	if only := os.Getenv("CP_BENCH_OPS_ROWS"); only != "" { // e.g. window,consumer: those rows only
@@ -93,24 +97,29 @@ func TestBenchOperatorLimits(t *testing.T) {
 					// said there, nor the Go runtime (docs/dataflow.md)
 					continue
 				}
-				limit, next, graph := operatorSweep(t, natsAddr, redisAddr, row, mode, fmt.Sprintf("%d%s%d", i, mode[:1], len(answers)))
+				limit, next, tied, graph := operatorSweep(t, natsAddr, redisAddr, row, mode, fmt.Sprintf("%d%s%d", i, mode[:1], len(answers)))
 				k := row.name + " / " + mode
 				if got[k] == nil {
 					got[k] = &tally{}
 				}
 				x := got[k]
 				x.runs++
-				if limit == row.want {
+				if limit == row.want || row.tie != "" && limit == row.tie {
 					x.diag++
 				}
-				if next == row.want || strings.HasSuffix(next, "/"+row.want) || row.noRate && next == "" { // the service rates name a harness stage by its node too (receiver0/consumer)
+				switch {
+				case row.tie != "": // both named, one as the limit and the other tied with it
+					if pair := append([]string{next}, tied...); slices.Contains(pair, row.want) && slices.Contains(pair, row.tie) {
+						x.rates++
+					}
+				case next == row.want || strings.HasSuffix(next, "/"+row.want) || row.noRate && next == "": // the service rates name a harness stage by its node too (receiver0/consumer)
 					x.rates++
 				}
-				if sameStage(graph, row.want) || slices.ContainsFunc(row.on, func(op string) bool { return sameStage(graph, op) }) {
+				if sameStage(graph, row.want) || row.tie != "" && sameStage(graph, row.tie) || slices.ContainsFunc(row.on, func(op string) bool { return sameStage(graph, op) }) {
 					x.graph++
 				}
-				answers = append(answers, fmt.Sprintf("%s %d: limited by %q, next limit %q, graph %q", k, i, limit, next, graph))
-				t.Logf("OPLIMIT %s sweep %d: limited by %q, next limit %q, graph %q (want %s)", k, i, limit, next, graph, row.want)
+				answers = append(answers, fmt.Sprintf("%s %d: limited by %q, next limit %q (tied %q), graph %q", k, i, limit, next, tied, graph))
+				t.Logf("OPLIMIT %s sweep %d: limited by %q, next limit %q (tied %q), graph %q (want %s)", k, i, limit, next, tied, graph, row.want)
 			}
 		}
 	}
@@ -145,7 +154,7 @@ func sameStage(name, want string) bool {
 // returns what its first failing trial named: the diagnosis's limit and
 // the next limit's stage; with the job's agent (mode api), also the
 // activity graph's answer, from a profiled trial at the limit.
-func operatorSweep(t *testing.T, natsAddr, redisAddr string, row operatorRow, mode, id string) (string, string, string) {
+func operatorSweep(t *testing.T, natsAddr, redisAddr string, row operatorRow, mode, id string) (limit, next string, tied []string, graph string) {
 	t.Helper()
 	in, out := "jetstream://"+natsAddr+"/ops"+id+".in", "jetstream://"+natsAddr+"/ops"+id+".out"
 	jobArgs := append([]string{"ysb", "--input", in + "?group=ysb", "--output", out, "--redis", redisAddr, "--window", "1s", "--lateness", "500ms"}, row.job...)
@@ -178,6 +187,9 @@ func operatorSweep(t *testing.T, natsAddr, redisAddr string, row operatorRow, mo
 				Limiting  string `json:"limiting_stage"`
 				NextLimit *struct {
 					Stage string `json:"stage"`
+					Tie   []struct {
+						Stage string `json:"stage"`
+					} `json:"tie"`
 				} `json:"next_limit"`
 				Verdict struct {
 					Pass bool `json:"pass"`
@@ -189,19 +201,20 @@ func operatorSweep(t *testing.T, natsAddr, redisAddr string, row operatorRow, mo
 			t.Fatalf("trial %d: %v", i+1, err)
 		}
 		if !tf.Trial.Verdict.Pass {
-			next := ""
-			if tf.Trial.NextLimit != nil {
-				next = tf.Trial.NextLimit.Stage
+			if n := tf.Trial.NextLimit; n != nil {
+				next = n.Stage
+				for _, l := range n.Tie {
+					tied = append(tied, l.Stage)
+				}
 			}
-			graph := ""
 			if mode == "api" {
 				graph = graphLimit(t, rep.Dir)
 			}
-			return tf.Trial.Limiting, next, graph
+			return tf.Trial.Limiting, next, tied, graph
 		}
 	}
 	t.Logf("OPLIMIT %s: no trial failed:\n%s", row.name, strings.TrimSpace(p.Stderr.String()))
-	return "(no failing trial)", "", ""
+	return "(no failing trial)", "", nil, ""
 }
 
 // graphLimit is the activity graph's answer in a run directory (its
