@@ -218,9 +218,15 @@ func (b *builder) modules() error {
 		}
 	}
 	heads, tails := b.operators()
-	// The network (or system under test) between a thread and a lane:
-	// one module per stream that arrived, with the thread that sent it
-	// when that sender's series is here.
+	return b.boxes(threadOf, heads, tails)
+}
+
+// boxes adds the network (or system under test) between a thread and a
+// lane: one module per stream that arrived, with the thread that sent it
+// when that sender's series is here; in a job sweep, the job's heads
+// read from it and its tails write what the lane reads.
+func (b *builder) boxes(threadOf map[uint32][2]int, heads, tails []int) error {
+	input := b.jobInput()
 	for pi, p := range b.in.Processes {
 		if p.Role != "receiver" {
 			continue
@@ -249,9 +255,15 @@ func (b *builder) modules() error {
 				src.sproc, src.sstage = th[0], th[1]
 			}
 			src.lag = !sent && b.in.Relay && len(p.InputLag) > 0
+			if src.lag && input != "" { // the broker the job drains, by its topic
+				name = pre + input
+			}
 			n := b.add(Module{Name: name, Kind: kind, HasQueue: sent || src.lag}, src, false, 0)
 			if sent {
 				b.edges = append(b.edges, [2]int{b.byName[b.prefix(b.in.Processes[th[0]])+b.in.Processes[th[0]].Series.Stages[th[1]].Name], n})
+			}
+			if src.lag && input != "" { // every sender thread feeds it
+				b.senderEdges(threadOf, n)
 			}
 			for _, h := range heads { // the job's operators take the system's input
 				b.edges = append(b.edges, [2]int{n, h})

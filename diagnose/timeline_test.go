@@ -224,13 +224,13 @@ func TestAJobsInputLagIsItsBacklog(t *testing.T) {
 	}{{lag, "ysb/filter"}, {nil, "none"}} {
 		tl, err := BuildTimeline(Input{Relay: true, SUTName: "jetstream", Processes: []Process{
 			{Node: "receiver0", Role: "receiver", Series: seriesOf(n, 1000, 5e9, lane, out), Lanes: map[uint32]int{65280: 0}, InputLag: tc.lag},
-			{Node: "job0", Role: "job", Job: "ysb", Series: seriesOf(n, 1000, 5e9, filter)},
+			{Node: "job0", Role: "job", Job: "ysb", Series: seriesOf(n, 1000, 5e9, filter), Reads: []string{"jetstream:ysb.in"}},
 		}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		d := Analyze(tl, Options{})
-		if d.Limiting != tc.want || (tc.lag != nil && !strings.Contains(d.Evidence, "its input jetstream/stream65280 growing 0 -> 1500")) {
+		if d.Limiting != tc.want || (tc.lag != nil && !strings.Contains(d.Evidence, "its input jetstream ysb.in growing 0 -> 1500")) {
 			t.Errorf("lag %v: limiting %q (%s), want %s", tc.lag != nil, d.Limiting, d.Evidence, tc.want)
 		}
 	}

@@ -195,7 +195,7 @@ func disagreement(roles map[string]bool, ex []Explanation) string {
 	if roles["transport"] {
 		why = append(why, "the transport's I/O threads log no activities: the diagnosis sees them by their queue, the service rates only by what they delivered while backlogged (at or above their capacity), the graph only as messages in flight")
 	}
-	if roles["system under test"] {
+	if roles["system under test"] || slices.ContainsFunc(ex, func(e Explanation) bool { return diagnose.IsBroker(e.Stage) }) {
 		why = append(why, "the system under test is a black box: the service rates see it only by what it delivered while backlogged (at or above its capacity), and the graph only as messages in flight to a receiver that waited for them; the harness's stages around it are its victims, not its limit")
 	}
 	var trials []string

@@ -39,6 +39,8 @@ func TestAgree(t *testing.T) {
 		{"an operator off the thread", []Explanation{
 			{Analysis: "diagnosis", Stage: "ysb/pipeline thread 0", Operators: []string{"ysb/filter", "ysb/join"}},
 			{Analysis: "activity graph", Stage: "job0/op.window"}}, false, []string{"DISAGREE"}},
+		{"the broker a job drains, by its topic", ex("jetstream ysb.in", "", "jetstream ysb.in"), true, []string{"agree: jetstream ysb.in"}},
+		{"the broker against the job", ex("jetstream ysb.in", "ysb/join", ""), false, []string{"DISAGREE", "the system under test is a black box"}},
 		{"an agent's stream is the transport", ex("receiver0/stream0", "", "stream0"), true, []string{"agree: transport"}},
 		{"the graph below the answer is told to look at the limit", []Explanation{
 			{Analysis: "diagnosis", Stage: "consumer", Trial: "at the first failing rate above the answer", AboveAnswer: true},

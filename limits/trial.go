@@ -310,6 +310,24 @@ func TrialSUT(t *rundir.Trial, lagGrew float64, lagRead bool) string {
 	return ""
 }
 
+// SUTProcesses says what the system under test's processes used in the
+// trial, busiest first ("": none was named with --sut-process): beside a
+// broker named as the limit, whether its own process was the busy one.
+func SUTProcesses(t *rundir.Trial) string {
+	procs := map[int]cpustat.SUTProcessShare{}
+	for _, h := range t.Hosts {
+		for _, p := range h.SUTProcesses {
+			if p.Cores > procs[p.PID].Cores {
+				procs[p.PID] = p
+			}
+		}
+	}
+	if len(procs) == 0 {
+		return ""
+	}
+	return processCores(procs)
+}
+
 // processCores says what each of the system under test's processes used,
 // busiest first: "cpjob 1.00 cores (3 busy threads), nats-server 0.20 (4)".
 func processCores(procs map[int]cpustat.SUTProcessShare) string {

@@ -82,6 +82,28 @@ type PlanFacts struct {
 	Relay bool `json:"relay"`
 	// ExpectWindow: a windowed job's windows (--expect-window; 0: none).
 	ExpectWindow time.Duration `json:"expect_window_ns"`
+	// Job is the job swept between topics (nil: none): its input's URL.
+	Job *struct {
+		Input string `json:"input"`
+	} `json:"job"`
+}
+
+// JobInput is the topic the swept job reads (driver:subject; "": no
+// job, or a plan without it).
+func (p PlanFacts) JobInput() string {
+	if p.Job == nil {
+		return ""
+	}
+	scheme, rest, ok := strings.Cut(p.Job.Input, "://")
+	if !ok {
+		return ""
+	}
+	_, path, _ := strings.Cut(rest, "/")
+	subject, _, _ := strings.Cut(path, "?")
+	if subject == "" {
+		return ""
+	}
+	return scheme + ":" + subject
 }
 
 // PlanFacts reads them from the plan (zero: a damaged or missing plan).

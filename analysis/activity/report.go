@@ -190,6 +190,9 @@ func (r *Report) AgreementWith(s *rundir.Summary) *limits.Agreement {
 			// Time in flight after the worker is the black box's between
 			// it and its receiver, not the worker's own.
 			graph = inFlight(top.Worker, s.BlackBox())
+			if b := diagnose.Broker(s.PlanFacts().JobInput()); b != "" && !IsOperator(top.Worker) {
+				graph = b // a sender's messages in flight are in the broker the job drains
+			}
 			graphDetail = fmt.Sprintf("messages from %s in flight %.0f%% of the system's critical paths", top.Worker, 100*top.Value)
 		}
 	}

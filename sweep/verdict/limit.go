@@ -37,6 +37,11 @@ func Limit(t *rundir.Trial, d *diagnose.Diagnosis) {
 			} else if t.LimitingStage != "none" {
 				t.LimitingStage, t.LimitingEvidence = limits.SUT, "its input's backlog grew while the harness kept up ("+t.LimitingEvidence+")"
 			}
+		} else if diagnose.IsBroker(t.LimitingStage) {
+			// the broker the job drains, named by its topic: whose CPU it was
+			if p := limits.SUTProcesses(t); p != "" {
+				t.LimitingEvidence += "; " + p
+			}
 		}
 	}
 	d.Limiting, d.Evidence = t.LimitingStage, t.LimitingEvidence
@@ -44,9 +49,11 @@ func Limit(t *rundir.Trial, d *diagnose.Diagnosis) {
 
 // isJobBox says whether the diagnosis named the black box a job's output
 // streams make (its input's lag as their queue): a stage that means
-// nothing to a user ("jetstream/stream65280"), which is the job.
+// nothing to a user ("jetstream/stream65280"), which is the job. The
+// broker named by the topic the job reads (a job that says its topics)
+// is not: the senders feed it and the job drains it.
 func isJobBox(d *diagnose.Diagnosis, t *rundir.Trial) bool {
-	if t.Outcome.Job == "" {
+	if t.Outcome.Job == "" || diagnose.IsBroker(t.LimitingStage) {
 		return false
 	}
 	for _, m := range d.Modules {
