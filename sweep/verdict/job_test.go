@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/dataflow"
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/limits"
@@ -419,5 +420,17 @@ func TestTheGoRuntimesCollectorLimits(t *testing.T) {
 	Limit(&tr, d)
 	if tr.LimitingStage != limits.GoGC || d.Limiting != limits.GoGC || !strings.Contains(tr.LimitingEvidence, "33% of ysb's CPU") {
 		t.Fatalf("limited by %q (%s); diagnosis %q", tr.LimitingStage, tr.LimitingEvidence, d.Limiting)
+	}
+	// The collector's CPU filled the host: it is still the cause named,
+	// the host beside it; without it, the host.
+	tr.Hosts = []cpustat.AgentHost{agentHost("sender0", "vm", 0.97, 0, 0.9, cpustat.ThreadShare{Name: "thread0", Cores: 0.4, Runqueue: 0.3})}
+	Limit(&tr, &diagnose.Diagnosis{Limiting: "none"})
+	if tr.LimitingStage != limits.GoGC || !strings.Contains(tr.LimitingEvidence, "the host's CPUs were full too") {
+		t.Fatalf("with a full host: limited by %q (%s)", tr.LimitingStage, tr.LimitingEvidence)
+	}
+	tr.Outcome.Jobs[0].GoRuntime.GCCPUSeconds = 0.3
+	Limit(&tr, &diagnose.Diagnosis{Limiting: "none"})
+	if tr.LimitingStage != diagnose.HostCPU {
+		t.Fatalf("a collector at 10%% on a full host: limited by %q (%s)", tr.LimitingStage, tr.LimitingEvidence)
 	}
 }

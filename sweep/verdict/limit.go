@@ -25,14 +25,20 @@ func Limit(t *rundir.Trial, d *diagnose.Diagnosis) {
 		}
 	}
 	if !t.Verdict.Pass {
-		if why := limits.TrialHostCPU(t); why != "" {
-			t.LimitingStage, t.LimitingEvidence = diagnose.HostCPU, why
-		} else if t.Outcome != nil && (t.LimitingStage == "none" || isJobBox(d, t)) {
-			// a job's limit, seen from outside: its runtime, its threads, its lag
+		unexplained := t.Outcome != nil && (t.LimitingStage == "none" || isJobBox(d, t))
+		host, gc := limits.TrialHostCPU(t), limits.TrialGC(t)
+		if gc != "" && (unexplained || host != "") {
+			// the collector's CPU is what filled the host: name the cause
+			t.LimitingStage, t.LimitingEvidence = limits.GoGC, gc
+			if host != "" {
+				t.LimitingEvidence += "; the host's CPUs were full too (" + host + ")"
+			}
+		} else if host != "" {
+			t.LimitingStage, t.LimitingEvidence = diagnose.HostCPU, host
+		} else if unexplained {
+			// a job's limit, seen from outside: its threads, its lag
 			grew, read := JobLagGrew(t.Outcome)
-			if why := limits.TrialGC(t); why != "" {
-				t.LimitingStage, t.LimitingEvidence = limits.GoGC, why
-			} else if why := limits.TrialSUT(t, grew, read); why != "" {
+			if why := limits.TrialSUT(t, grew, read); why != "" {
 				t.LimitingStage, t.LimitingEvidence = limits.SUT, why
 			} else if t.LimitingStage != "none" {
 				t.LimitingStage, t.LimitingEvidence = limits.SUT, "its input's backlog grew while the harness kept up ("+t.LimitingEvidence+")"
