@@ -250,6 +250,9 @@ func (d *Diagnosis) summarise(labels [][]Label, works [][]work, confirm int) {
 		perItem[m] = perItemCost(works, labels, m)
 	}
 	for _, r := range StallRuns(labels, M, 1) {
+		if d.Modules[r.Module].LagQueue { // nothing of its own confirms it
+			continue
+		}
 		s := &d.Summary[r.Module]
 		length, before, after := stallLength(r, works, labels, perItem[r.Module])
 		if length < float64(confirm) {

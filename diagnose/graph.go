@@ -57,6 +57,10 @@ type Module struct {
 	// Thread names the thread an operator shares with others, prefixed as
 	// its name is (ysb/pipeline thread 0; "": its own).
 	Thread string `json:"thread,omitempty"`
+	// LagQueue: a black box whose queue is a job's lag on its input (read
+	// every 500 ms) and whose items are the job's output: a pause in them
+	// is the job's (a window's), so no stall of it is confirmed.
+	LagQueue bool `json:"lag_queue,omitempty"`
 }
 
 // Graph is a dependency graph: an edge parent -> child says the parent

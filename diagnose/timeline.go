@@ -258,7 +258,7 @@ func (b *builder) boxes(threadOf map[uint32][2]int, heads, tails []int) error {
 			if src.lag && input != "" { // the broker the job drains, by its topic
 				name = pre + input
 			}
-			n := b.add(Module{Name: name, Kind: kind, HasQueue: sent || src.lag}, src, false, 0)
+			n := b.add(Module{Name: name, Kind: kind, HasQueue: sent || src.lag, LagQueue: src.lag}, src, false, 0)
 			if sent {
 				b.edges = append(b.edges, [2]int{b.byName[b.prefix(b.in.Processes[th[0]])+b.in.Processes[th[0]].Series.Stages[th[1]].Name], n})
 			}

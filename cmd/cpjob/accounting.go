@@ -16,6 +16,7 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/servicerate"
+	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/stage/stagemetrics"
 	"github.com/cloudprofiler-go/cp/sweep/agent"
 	"github.com/cloudprofiler-go/cp/tsc"
@@ -27,6 +28,7 @@ type accountingFlags struct {
 	agentAddr, token, tokenFile      string
 	stalls                           []string
 	parsed                           []dataflow.Stall // stalls, as start read them
+	period                           time.Duration
 }
 
 func (a *accountingFlags) register(f *pflag.FlagSet) {
@@ -36,6 +38,7 @@ func (a *accountingFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&a.agentAddr, "agent-addr", "", "serve the operators' accounting to cpsweep as an agent does (cpsweep --job-agent HOST:PORT): its control API at HOST:PORT, TSC probes on the same port (UDP)")
 	f.StringVar(&a.token, "token", "", "the agent's bearer token (required off loopback; or --token-file)")
 	f.StringVar(&a.tokenFile, "token-file", "", "a file holding the agent's token")
+	f.DurationVar(&a.period, "stage-period", dataflow.DefaultPeriod, "how often the operators' states are sampled for the analyses (10ms to 10s): a stall is found from two periods on (run the sweep at the same --stage-period)")
 	f.StringArrayVar(&a.stalls, "stall", nil, "an injected stall (experiments only: how well the analyses find it): OPERATOR@START+LENGTH after the job's start, e.g. join@20s+500ms; the operator holds, busy, at its first batch in that span until its end; repeat; needs --agent-addr or --metrics-addr")
 }
 
@@ -99,6 +102,9 @@ func (a *accountingFlags) start(name string) (df *dataflow.Job, stop func() erro
 		return nil, nil, cli.Usage(err)
 	}
 	a.parsed = stalls
+	if err := stage.CheckPeriod(a.period); err != nil {
+		return nil, nil, cli.Usage(fmt.Errorf("--stage-period: %w", err))
+	}
 	if a.metricsAddr == "" && a.profile == "" && a.agentAddr == "" {
 		return nil, func() error { return nil }, nil
 	}
@@ -106,7 +112,7 @@ func (a *accountingFlags) start(name string) (df *dataflow.Job, stop func() erro
 	if err != nil {
 		return nil, nil, fmt.Errorf("the operators' clock: %w", err)
 	}
-	cfg := dataflow.Config{Clock: clock, Stalls: stalls}
+	cfg := dataflow.Config{Clock: clock, Stalls: stalls, Period: a.period}
 	if a.profile != "" {
 		if cfg.Handlers, err = profiler.LoadHandlers(a.profile); err != nil {
 			return nil, nil, fmt.Errorf("--profile: %w", err)

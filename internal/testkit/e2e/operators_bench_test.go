@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
 	"github.com/cloudprofiler-go/cp/limits"
 	"github.com/cloudprofiler-go/cp/sweep"
@@ -37,10 +38,14 @@ type operatorRow struct {
 	// the service rates are right when they name the tie
 	tie string
 	// noRate: no service rate measures want (the Go runtime's collector):
-	// the service rates are right to name no stage, and the agreement
-	// line says why; offPath: want logs no activity, so the graph cannot
-	// name it
+	// the service rates are right to name no stage, or a stage it slowed
+	// when the agreement line says why (it holds why); offPath: want logs
+	// no activity, so the graph cannot name it
 	noRate, offPath bool
+	why             string
+	// held: the row's own broker, held to this many cores (want is then
+	// the broker stage of the sweep's input topic: any broker's name)
+	held float64
 }
 
 // TestBenchOperatorLimits: one injected limit per row (the filter with
@@ -73,7 +78,10 @@ func TestBenchOperatorLimits(t *testing.T) {
 		{name: "shared thread", want: "ysb/pipeline thread 0", job: []string{"--filter-work", "40us", "--join-work", "120us"},
 			on: []string{"ysb/filter", "ysb/join"}},
 		{name: "tie", want: "ysb/join", tie: "ysb/window", job: []string{"--join-work", "300us", "--window-work", "300us"}},
-		{name: "GC pressure", want: limits.GoGC, env: []string{"GOGC=5"}, sweep: []string{"--to", "45k"}, noRate: true, offPath: true},
+		{name: "broker held to a CPU share", held: 0.2, sweep: []string{"--sut-process", "nats-server"}, noRate: true,
+			why: "the system under test is a black box"},
+		{name: "GC pressure", want: limits.GoGC, env: []string{"GOGC=5"}, sweep: []string{"--to", "45k"}, noRate: true, offPath: true,
+			why: "garbage collector runs in its operators' goroutines"},
 	}
 	if only := os.Getenv("CP_BENCH_OPS_ROWS"); only != "" { // e.g. window,consumer: those rows only
 		rows = slices.DeleteFunc(rows, func(r operatorRow) bool {
@@ -97,14 +105,15 @@ func TestBenchOperatorLimits(t *testing.T) {
 					// said there, nor the Go runtime (docs/dataflow.md)
 					continue
 				}
-				limit, next, tied, graph := operatorSweep(t, natsAddr, redisAddr, row, mode, fmt.Sprintf("%d%s%d", i, mode[:1], len(answers)))
+				a := operatorSweep(t, natsAddr, redisAddr, row, mode, fmt.Sprintf("%d%s%d", i, mode[:1], len(answers)))
+				limit, next, tied, graph := a.limit, a.next, a.tied, a.graph
 				k := row.name + " / " + mode
 				if got[k] == nil {
 					got[k] = &tally{}
 				}
 				x := got[k]
 				x.runs++
-				if limit == row.want || row.tie != "" && limit == row.tie {
+				if limit == row.want || row.tie != "" && limit == row.tie || row.held > 0 && diagnose.IsBroker(limit) {
 					x.diag++
 				}
 				switch {
@@ -112,10 +121,12 @@ func TestBenchOperatorLimits(t *testing.T) {
 					if pair := append([]string{next}, tied...); slices.Contains(pair, row.want) && slices.Contains(pair, row.tie) {
 						x.rates++
 					}
-				case next == row.want || strings.HasSuffix(next, "/"+row.want) || row.noRate && next == "": // the service rates name a harness stage by its node too (receiver0/consumer)
+				case next == row.want || strings.HasSuffix(next, "/"+row.want): // the service rates name a harness stage by its node too (receiver0/consumer)
+					x.rates++
+				case row.noRate && (next == "" || strings.Contains(a.statement, row.why)): // right to name none, or said why what they named is not it
 					x.rates++
 				}
-				if sameStage(graph, row.want) || row.tie != "" && sameStage(graph, row.tie) || slices.ContainsFunc(row.on, func(op string) bool { return sameStage(graph, op) }) {
+				if sameStage(graph, row.want) || row.tie != "" && sameStage(graph, row.tie) || row.held > 0 && diagnose.IsBroker(graph) || slices.ContainsFunc(row.on, func(op string) bool { return sameStage(graph, op) }) {
 					x.graph++
 				}
 				answers = append(answers, fmt.Sprintf("%s %d: limited by %q, next limit %q (tied %q), graph %q", k, i, limit, next, tied, graph))
@@ -154,8 +165,13 @@ func sameStage(name, want string) bool {
 // returns what its first failing trial named: the diagnosis's limit and
 // the next limit's stage; with the job's agent (mode api), also the
 // activity graph's answer, from a profiled trial at the limit.
-func operatorSweep(t *testing.T, natsAddr, redisAddr string, row operatorRow, mode, id string) (limit, next string, tied []string, graph string) {
+func operatorSweep(t *testing.T, natsAddr, redisAddr string, row operatorRow, mode, id string) (a sweepAnswer) {
 	t.Helper()
+	if row.held > 0 {
+		var stop func()
+		natsAddr, stop = realserver.NATSHeld(t, row.held)
+		defer stop()
+	}
 	in, out := "jetstream://"+natsAddr+"/ops"+id+".in", "jetstream://"+natsAddr+"/ops"+id+".out"
 	jobArgs := append([]string{"ysb", "--input", in + "?group=ysb", "--output", out, "--redis", redisAddr, "--window", "1s", "--lateness", "500ms"}, row.job...)
 	if mode == "api" {
@@ -201,25 +217,35 @@ func operatorSweep(t *testing.T, natsAddr, redisAddr string, row operatorRow, mo
 			t.Fatalf("trial %d: %v", i+1, err)
 		}
 		if !tf.Trial.Verdict.Pass {
+			a.limit = tf.Trial.Limiting
 			if n := tf.Trial.NextLimit; n != nil {
-				next = n.Stage
+				a.next = n.Stage
 				for _, l := range n.Tie {
-					tied = append(tied, l.Stage)
+					a.tied = append(a.tied, l.Stage)
 				}
 			}
 			if mode == "api" {
-				graph = graphLimit(t, rep.Dir)
+				a.graph, a.statement = graphLimit(t, rep.Dir)
 			}
-			return tf.Trial.Limiting, next, tied, graph
+			return a
 		}
 	}
 	t.Logf("OPLIMIT %s: no trial failed:\n%s", row.name, strings.TrimSpace(p.Stderr.String()))
-	return "(no failing trial)", "", nil, ""
+	return sweepAnswer{limit: "(no failing trial)"}
+}
+
+// sweepAnswer is what a sweep's first failing trial named: the
+// diagnosis's limit, the next limit's stage and the stages tied with it,
+// and the activity graph's answer and the agreement line (api mode).
+type sweepAnswer struct {
+	limit, next      string
+	tied             []string
+	graph, statement string
 }
 
 // graphLimit is the activity graph's answer in a run directory (its
 // line of the agreement; "" when it named none).
-func graphLimit(t *testing.T, dir string) string {
+func graphLimit(t *testing.T, dir string) (stage, statement string) {
 	t.Helper()
 	out, err := exec.Command(filepath.Join(binDir, "cpsweep"), "analyze", "--pag", "--json", dir).Output()
 	if err != nil && ExitCode(err) != 2 {
@@ -228,7 +254,7 @@ func graphLimit(t *testing.T, dir string) string {
 			stderr = ee.Stderr
 		}
 		t.Logf("analyze --pag: %v\n%s", err, stderr)
-		return "(no graph)"
+		return "(no graph)", ""
 	}
 	var both struct {
 		PAG struct {
@@ -240,21 +266,22 @@ func graphLimit(t *testing.T, dir string) string {
 				Explanations []struct {
 					Analysis, Stage, Detail string
 				} `json:"explanations"`
+				Statement string `json:"statement"`
 			} `json:"agreement"`
 		} `json:"pag"`
 	}
 	if err := json.Unmarshal(out, &both); err != nil || both.PAG.Agreement == nil {
 		t.Logf("analyze --pag: %v, no agreement", err)
-		return "(no graph)"
+		return "(no graph)", ""
 	}
 	for _, e := range both.PAG.Agreement.Explanations {
 		if e.Analysis == "activity graph" {
 			top := both.PAG.SystemCP[:min(8, len(both.PAG.SystemCP))]
-			t.Logf("OPLIMIT graph: %s (%s); the system's top shares %+v", e.Stage, e.Detail, top)
-			return e.Stage
+			t.Logf("OPLIMIT graph: %s (%s); the system's top shares %+v; %s", e.Stage, e.Detail, top, both.PAG.Agreement.Statement)
+			return e.Stage, both.PAG.Agreement.Statement
 		}
 	}
-	return ""
+	return "", both.PAG.Agreement.Statement
 }
 
 // TestBenchOperatorAccountingCost: YSB through JetStream at 30 k events/s

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,34 @@ func NATS(t testing.TB, extra ...string) (addr string, stop func()) {
 	return start(t, "nats-server", func(port int, dir string) []string {
 		return append([]string{"-a", "127.0.0.1", "-p", fmt.Sprint(port), "-js", "-sd", dir}, extra...)
 	})
+}
+
+// NATSHeld is NATS with the server held to cores of CPU by a cgroup's
+// quota (the cgroup v1 cpu controller at /sys/fs/cgroup/cpu), removed at
+// stop: a broker that is the limit. The test is skipped where the
+// controller cannot be written (not root, no cgroup v1).
+func NATSHeld(t testing.TB, cores float64) (addr string, stop func()) {
+	t.Helper()
+	const root = "/sys/fs/cgroup/cpu"
+	dir, err := os.MkdirTemp(root, "cp-nats-")
+	if err != nil {
+		t.Skipf("a CPU quota needs the cgroup v1 cpu controller at %s: %v", root, err)
+	}
+	var pid int
+	addr, stopServer := startWith(t, "nats-server", func(port int, d string) []string {
+		return []string{"-a", "127.0.0.1", "-p", fmt.Sprint(port), "-js", "-sd", d}
+	}, func(p int) { pid = p })
+	remove := func() { stopServer(); _ = os.Remove(dir) }
+	t.Cleanup(remove)
+	for file, v := range map[string]string{"cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": fmt.Sprint(int(cores * 100000))} {
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(v), 0o644); err != nil {
+			t.Fatalf("cgroup %s: %v", file, err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(fmt.Sprint(pid)), 0o644); err != nil {
+		t.Fatalf("move nats-server into its cgroup: %v", err)
+	}
+	return addr, remove
 }
 
 // EmbeddedNATS starts an in-process NATS server with JetStream (package
@@ -51,6 +80,12 @@ func Redis(t testing.TB, extra ...string) (addr string, stop func()) {
 
 func start(t testing.TB, name string, args func(port int, dir string) []string) (string, func()) {
 	t.Helper()
+	return startWith(t, name, args, nil)
+}
+
+// startWith is start, telling started the server's process id.
+func startWith(t testing.TB, name string, args func(port int, dir string) []string, started func(pid int)) (string, func()) {
+	t.Helper()
 	bin, err := exec.LookPath(name)
 	if err != nil {
 		why := fmt.Sprintf("%s is not installed (apt-get install %s; make test installs it)", name, name)
@@ -70,6 +105,9 @@ func start(t testing.TB, name string, args func(port int, dir string) []string) 
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
+	}
+	if started != nil {
+		started(cmd.Process.Pid)
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
