@@ -130,6 +130,7 @@ func sutThreadShares(a, b map[int]SUTThread, wall float64, n int) ([]SUTThreadSh
 			byPID[tb.PID] = p
 		}
 		p.Cores += ts.Cores
+		p.Runqueue += ts.Runqueue
 		if ts.Cores >= 0.05 {
 			p.Busy++
 		}
@@ -154,13 +155,16 @@ func sutThreadShares(a, b map[int]SUTThread, wall float64, n int) ([]SUTThreadSh
 }
 
 // SUTProcessShare is one process of the system under test over a run:
-// its cores over all its threads, and how many of them used 5% of a core
-// or more.
+// its cores over all its threads, how many of them used 5% of a core or
+// more, and the time its threads waited runnable, added up (thread-
+// seconds a second: a process held to a CPU quota, or on a full host,
+// waits to run as long as it runs or longer).
 type SUTProcessShare struct {
-	Process string  `json:"process"`
-	PID     int     `json:"pid"`
-	Cores   float64 `json:"cores"`
-	Busy    int     `json:"busy_threads"`
+	Process  string  `json:"process"`
+	PID      int     `json:"pid"`
+	Cores    float64 `json:"cores"`
+	Busy     int     `json:"busy_threads"`
+	Runqueue float64 `json:"runqueue"`
 }
 
 // SUTThreadShare is one thread of the system under test over a run: its

@@ -36,9 +36,11 @@ func Limit(t *rundir.Trial, d *diagnose.Diagnosis) {
 		} else if host != "" {
 			t.LimitingStage, t.LimitingEvidence = diagnose.HostCPU, host
 		} else if unexplained {
-			// a job's limit, seen from outside: its threads, its lag
+			// a job's limit, seen from outside: its broker, its threads, its lag
 			grew, read := JobLagGrew(t.Outcome)
-			if why := limits.TrialSUT(t, grew, read); why != "" {
+			if broker, why := limits.TrialBroker(t); broker != "" {
+				t.LimitingStage, t.LimitingEvidence = broker, why
+			} else if why := limits.TrialSUT(t, grew, read); why != "" {
 				t.LimitingStage, t.LimitingEvidence = limits.SUT, why
 			} else if t.LimitingStage != "none" {
 				t.LimitingStage, t.LimitingEvidence = limits.SUT, "its input's backlog grew while the harness kept up ("+t.LimitingEvidence+")"

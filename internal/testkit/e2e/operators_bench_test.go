@@ -78,7 +78,7 @@ func TestBenchOperatorLimits(t *testing.T) {
 		{name: "shared thread", want: "ysb/pipeline thread 0", job: []string{"--filter-work", "40us", "--join-work", "120us"},
 			on: []string{"ysb/filter", "ysb/join"}},
 		{name: "tie", want: "ysb/join", tie: "ysb/window", job: []string{"--join-work", "300us", "--window-work", "300us"}},
-		{name: "broker held to a CPU share", held: 0.2, sweep: []string{"--sut-process", "nats-server"}, noRate: true,
+		{name: "broker held to a CPU share", held: 0.05, sweep: []string{"--sut-process", "nats-server", "--sut-process", "cpjob"}, noRate: true,
 			why: "the system under test is a black box"},
 		{name: "GC pressure", want: limits.GoGC, env: []string{"GOGC=5"}, sweep: []string{"--to", "45k"}, noRate: true, offPath: true,
 			why: "garbage collector runs in its operators' goroutines"},
