@@ -70,16 +70,15 @@ func withInputShares(j *protocol.JobResult) []servicerate.Rate {
 // operator's lag, not the job's topology.
 const shareMargin = 0.05
 
-// KeptShares gives each of a failed trial's job operators the share of
-// the input it had in the latest judged trial that passed, when that was
-// larger: an operator at its capacity processes less than reaches it (a
-// window at 3.12 k views/s behind a join of 3.29 k read a share of 0.19,
-// not YSB's 0.33, and its limit in events/s came out 70% too high), while
-// in a trial that kept up everything that reached it was processed.
-func KeptShares(rates []servicerate.Rate, failed bool, earlier []rundir.Trial) []servicerate.Rate {
-	if !failed {
-		return rates
-	}
+// KeptShares gives each of a trial's job operators the share of the
+// input it had in the latest earlier judged trial that passed, when that
+// was larger: an operator at its capacity processes less than reaches it
+// (a window at 3.12 k views/s behind a join of 3.29 k read a share of
+// 0.19, not YSB's 0.33, and its limit in events/s came out 70% too high),
+// and a window whose last batch of a trial closes after the trial read
+// 0.23 in a trial that passed, while in a trial that kept up everything
+// that reached an operator was processed.
+func KeptShares(rates []servicerate.Rate, earlier []rundir.Trial) []servicerate.Rate {
 	var ref *rundir.Trial
 	for i := len(earlier) - 1; i >= 0 && ref == nil; i-- {
 		if earlier[i].Verdict.Pass && Searched(earlier[i]) {

@@ -386,10 +386,10 @@ func TestATieWithinTheEstimatesSpreads(t *testing.T) {
 	}
 }
 
-// A failed trial's saturated window read a smaller share of the input
-// than reached it: it takes the share it had in the latest passing trial
-// (issue 58: 0.19 instead of 0.33); a passing trial keeps its own, as
-// does an operator whose share did not fall.
+// A trial's saturated window read a smaller share of the input than
+// reached it: it takes the share it had in the latest passing trial
+// (issue 58: 0.19 instead of 0.33); an operator whose share did not fall
+// keeps its own, as does every operator when no trial passed before.
 func TestAFailedTrialKeepsTheSharesOfAPass(t *testing.T) {
 	share := func(name string, s float64) servicerate.Rate {
 		r := rate(name, stage.Operator, servicerate.MethodBusyTime, 3e3, 1000)
@@ -400,11 +400,11 @@ func TestAFailedTrialKeepsTheSharesOfAPass(t *testing.T) {
 		{N: 1, Verdict: rundir.Verdict{Pass: true}, ServiceRates: []servicerate.Rate{share("ysb/join", 0.33), share("ysb/window", 0.33)}},
 		{N: 2, Verdict: rundir.Verdict{Pass: false}, ServiceRates: []servicerate.Rate{share("ysb/join", 0.33), share("ysb/window", 0.12)}},
 	}
-	got := KeptShares([]servicerate.Rate{share("ysb/join", 0.33), share("ysb/window", 0.19)}, true, earlier)
+	got := KeptShares([]servicerate.Rate{share("ysb/join", 0.33), share("ysb/window", 0.19)}, earlier)
 	if got[0].InputShare != 0.33 || got[0].InputShareTrial != 0 || got[1].InputShare != 0.33 || got[1].InputShareTrial != 1 {
-		t.Fatalf("failed: %+v", got)
+		t.Fatalf("%+v", got)
 	}
-	if got := KeptShares([]servicerate.Rate{share("ysb/window", 0.19)}, false, earlier); got[0].InputShare != 0.19 {
-		t.Fatalf("passed: %+v", got)
+	if got := KeptShares([]servicerate.Rate{share("ysb/window", 0.19)}, earlier[1:]); got[0].InputShare != 0.19 {
+		t.Fatalf("no passing trial before: %+v", got)
 	}
 }

@@ -71,8 +71,8 @@ type Rate struct {
 	// for operators one after another.
 	InputShare float64 `json:"input_share,omitempty"`
 	// InputShareTrial, when set, is the trial whose input share this is:
-	// a saturated operator takes in less than reaches it, so a failing
-	// trial uses the share the operator had in the latest passing one.
+	// an operator that fell behind processed less than reached it, so the
+	// share it had in the latest earlier passing trial is used.
 	InputShareTrial int `json:"input_share_trial,omitempty"`
 	// Thread names the thread the stage shares with other stages ("": its
 	// own): a period counts as busy by the thread's busy time, and Limits

@@ -251,7 +251,7 @@ func (rec *recorder) run(ctx context.Context, rate float64, purpose string) (run
 		return t, err
 	}
 	d := s.diagnoseTrial(&t)
-	t.ServiceRates = limits.KeptShares(limits.TrialRates(t.Outcome, d), !t.Verdict.Pass && t.Judged(), rec.partial.Trials)
+	t.ServiceRates = limits.KeptShares(limits.TrialRates(t.Outcome, d), rec.partial.Trials)
 	sofar := append(slices.Clip(rec.partial.Trials), t)
 	t.NextLimit = limits.Next(t.ServiceRates, rate, t.Verdict.Pass && t.Judged(), limits.HighestPasses(sofar), limits.LowestFail(rec.partial.Trials))
 	limits.NextHostCPU(&t)
