@@ -72,7 +72,10 @@ func (b *Bottlenecks) busiest(on []int32, act []Activity) int {
 // threadEvidence names a full shared thread, or its operator m when m
 // was most of it, with each operator's busy share and the most blocked
 // stage before the thread: "ysb/pipeline thread 0: ysb/filter 47%,
-// ysb/join 50% (busy 97%), ysb/input blocked 96%".
+// ysb/join 50% (busy 97%), ysb/input blocked 96%", "ysb/join: busy 88%,
+// on ysb/pipeline thread 0 with ysb/filter 6%, ysb/input blocked 90%".
+// The operators before m on its thread are blocked while it works: that
+// is the thread's order, not pressure, and is not said.
 func (b *Bottlenecks) threadEvidence(m int, on []int32, act []Activity) (name, evidence string) {
 	g := b.g
 	thread := g.Modules[m].Thread
@@ -86,10 +89,11 @@ func (b *Bottlenecks) threadEvidence(m int, on []int32, act []Activity) (name, e
 			others = append(others, share)
 		}
 	}
+	name, evidence = thread, fmt.Sprintf("%s: %s (busy %s)", thread, strings.Join(shares, ", "), pct(min(total, 1)))
 	if act[m].Busy >= stage.SoleShare*total {
-		return g.Modules[m].Name, b.evidence(m, act) + fmt.Sprintf(", on %s with %s", thread, strings.Join(others, ", "))
+		name = g.Modules[m].Name
+		evidence = fmt.Sprintf("%s: busy %s, on %s with %s", name, pct(act[m].Busy), thread, strings.Join(others, ", "))
 	}
-	evidence = fmt.Sprintf("%s: %s (busy %s)", thread, strings.Join(shares, ", "), pct(min(total, 1)))
 	best := int32(-1)
 	for _, x := range on {
 		for _, u := range b.up[x] {
@@ -101,5 +105,5 @@ func (b *Bottlenecks) threadEvidence(m int, on []int32, act []Activity) (name, e
 	if best >= 0 && act[best].Blocked >= 0.005 {
 		evidence += ", " + g.Modules[best].Name + " blocked " + pct(act[best].Blocked)
 	}
-	return thread, evidence
+	return name, evidence
 }

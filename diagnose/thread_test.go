@@ -43,7 +43,7 @@ func TestSharedThread(t *testing.T) {
 			thread, "ysb/pipeline thread 0: ysb/filter 48%, ysb/join 49% (busy 97%), ysb/input blocked 1%"},
 		{"one operator most of it", thread,
 			[]Activity{timed(0.05, 0.9), timed(0.06, 0.85), timed(0.88, 0), timed(0.1, 0)},
-			"ysb/join", "ysb/join: busy 88%, ysb/filter blocked 85%, on ysb/pipeline thread 0 with ysb/filter 6%"},
+			"ysb/join", "ysb/join: busy 88%, on ysb/pipeline thread 0 with ysb/filter 6%, ysb/input blocked 90%"},
 		{"busy but keeping up", thread, // 85%, but nothing off the thread waits for it
 			[]Activity{timed(0.1, 0.01), timed(0.40, 0.45), timed(0.45, 0), timed(0.1, 0)},
 			"", ""},
