@@ -65,8 +65,8 @@ func role(name string) string {
 		return ""
 	case "host cpu":
 		return "host CPU"
-	case strings.ToLower(GoGC):
-		return "Go runtime GC"
+	case strings.ToLower(GoGC), strings.ToLower(RuntimeGC):
+		return "garbage collection"
 	}
 	if kind, ok := diagnose.BlackBox(s); ok {
 		if kind == stage.SUT {
@@ -189,8 +189,8 @@ func disagreement(roles map[string]bool, ex []Explanation) string {
 	if roles["host CPU"] {
 		why = append(why, "a host CPU limit shows in the graph only as its threads' wait for a CPU on the critical paths (cpu-wait, from their host accounting): where an activity outweighs that wait, the graph names the activity whose thread the missing CPU stretched, and a service rate that did not give way to the host names the stage it measured, so the host's cores are the limit, not that thread")
 	}
-	if roles["Go runtime GC"] {
-		why = append(why, "a Go job's garbage collector runs in its operators' goroutines (its assists) and beside them (its workers): the service rates see it only as operators slower than they would be, and the graph as their busy time, so an operator they name is one the collector slowed, not the limit")
+	if roles["garbage collection"] {
+		why = append(why, "a job's garbage collector runs in its operators' threads (a Go job's assists) and beside them (its workers): the service rates see it only as operators slower than they would be, and the graph as their busy time, so an operator they name is one the collector slowed, not the limit")
 	}
 	if roles["transport"] {
 		why = append(why, "the transport's I/O threads log no activities: the diagnosis sees them by their queue, the service rates only by what they delivered while backlogged (at or above their capacity), the graph only as messages in flight")

@@ -2,6 +2,7 @@ package limits
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,14 +20,60 @@ const GoGC = "the Go runtime's garbage collection"
 // halved its capacity, 41-49% (BENCHMARKS.md, 2026-11-29).
 const GCLimitShare = 0.3
 
-// TrialGC says why a failed trial's job was limited by its Go runtime's
-// collector ("": no job of the trial said its runtime, or its collector
-// took less than GCLimitShare of its CPU): its share, its collections
-// and pauses, and its setting.
-func TrialGC(t *rundir.Trial) string {
+// RuntimeGC names the collector of a job not in Go, seen from outside
+// by its threads' names (a JVM's "GC Thread#0", "G1 Conc#0"), as a
+// trial's limit.
+const RuntimeGC = "the runtime's garbage collection"
+
+// gcThreads are the names a runtime gives its collector's threads (a
+// Linux thread's name is at most 15 bytes): the JVM's collectors and
+// .NET's.
+var gcThreads = []string{"GC Thread", "G1 Conc", "G1 Refine", "G1 Main Marker", "G1 Service", "ZDirector", "ZDriver", "ZWorker",
+	"Shenandoah", "Parallel GC", ".NET BGC", ".NET Server GC", ".NET GC"}
+
+// TrialGC names a failed trial's job's garbage collector as its limit
+// ("" when it took less than GCLimitShare of the job's CPU): a Go job's
+// from its runtime's own accounting, with its share, collections, pauses
+// and setting; another runtime's from its collector's threads among the
+// system under test's busiest (--sut-process), by their names.
+func TrialGC(t *rundir.Trial) (stage, why string) {
 	if t.Outcome == nil || t.Verdict.Pass {
-		return ""
+		return "", ""
 	}
+	if why := goGC(t); why != "" {
+		return GoGC, why
+	}
+	if why := threadsGC(t); why != "" {
+		return RuntimeGC, why
+	}
+	return "", ""
+}
+
+// threadsGC says which process's collector threads used at least
+// GCLimitShare of its cores ("": none): a lower bound, from the busiest
+// threads the host accounting keeps.
+func threadsGC(t *rundir.Trial) string {
+	for _, h := range t.Hosts {
+		gc, names := map[int]float64{}, map[int][]string{}
+		for _, th := range h.SUTThreads {
+			if slices.ContainsFunc(gcThreads, func(p string) bool { return strings.HasPrefix(th.Thread, p) }) {
+				gc[th.PID] += th.Cores
+				names[th.PID] = append(names[th.PID], fmt.Sprintf("%q", th.Thread))
+			}
+		}
+		for _, p := range h.SUTProcesses {
+			if p.Cores > 0 && gc[p.PID] >= GCLimitShare*p.Cores {
+				return fmt.Sprintf("%s's collector threads (%s) used %.2f of its %.2f cores, %.0f%% at least",
+					p.Process, strings.Join(names[p.PID], ", "), gc[p.PID], p.Cores, 100*gc[p.PID]/p.Cores)
+			}
+		}
+	}
+	return ""
+}
+
+// goGC says which Go job's collector took at least GCLimitShare of its
+// CPU ("": none).
+func goGC(t *rundir.Trial) string {
 	var why []string
 	for _, j := range t.Outcome.Jobs {
 		if j == nil || j.GoRuntime.GCShare() < GCLimitShare {

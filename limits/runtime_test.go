@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/protocol"
 	"github.com/cloudprofiler-go/cp/rundir"
 )
@@ -27,12 +28,33 @@ func TestTrialGC(t *testing.T) {
 		{"the default's few percent", trial(false, &protocol.GoRuntime{CPUSeconds: 2.5, GCCPUSeconds: 0.1, GCCycles: 4, GOGC: 100}), ""},
 		{"no runtime said", trial(false, nil), ""},
 	} {
-		if got := TrialGC(tc.t); got != tc.want {
+		if _, got := TrialGC(tc.t); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
 	a := Agree([]Explanation{{Analysis: "diagnosis", Stage: GoGC}, {Analysis: "service rates", Stage: "ysb/join"}})
-	if a.Agree || !strings.Contains(a.Statement, "garbage collector runs in its operators' goroutines") {
+	if a.Agree || !strings.Contains(a.Statement, "garbage collector runs in its operators' threads") {
 		t.Errorf("the collector against an operator: %s", a.Statement)
+	}
+}
+
+// A job not in Go: its collector's threads among the busiest, by their
+// names, took a third of its process's cores.
+func TestTrialGCByThreadNames(t *testing.T) {
+	trial := func(gc float64) *rundir.Trial {
+		return &rundir.Trial{Verdict: rundir.Verdict{Pass: false}, Outcome: &rundir.Outcome{Job: "flink"},
+			Hosts: []cpustat.AgentHost{{Summary: cpustat.Summary{
+				SUTThreads: []cpustat.SUTThreadShare{
+					{Process: "java", PID: 7, Thread: "G1 Conc#0", Cores: gc},
+					{Process: "java", PID: 7, Thread: "GC Thread#1", Cores: gc},
+					{Process: "java", PID: 7, Thread: "Source: events", Cores: 0.6}},
+				SUTProcesses: []cpustat.SUTProcessShare{{Process: "java", PID: 7, Cores: 0.6 + 2*gc}}}}}}
+	}
+	stage, why := TrialGC(trial(0.3))
+	if stage != RuntimeGC || why != `java's collector threads ("G1 Conc#0", "GC Thread#1") used 0.60 of its 1.20 cores, 50% at least` {
+		t.Errorf("%q: %q", stage, why)
+	}
+	if stage, why := TrialGC(trial(0.05)); stage != "" {
+		t.Errorf("a collector at 14%%: %q (%s)", stage, why)
 	}
 }

@@ -26,10 +26,10 @@ func Limit(t *rundir.Trial, d *diagnose.Diagnosis) {
 	}
 	if !t.Verdict.Pass {
 		unexplained := t.Outcome != nil && (t.LimitingStage == "none" || isJobBox(d, t))
-		host, gc := limits.TrialHostCPU(t), limits.TrialGC(t)
-		if gc != "" && (unexplained || host != "") {
+		host := limits.TrialHostCPU(t)
+		if gc, why := limits.TrialGC(t); gc != "" && (unexplained || host != "") {
 			// the collector's CPU is what filled the host: name the cause
-			t.LimitingStage, t.LimitingEvidence = limits.GoGC, gc
+			t.LimitingStage, t.LimitingEvidence = gc, why
 			if host != "" {
 				t.LimitingEvidence += "; the host's CPUs were full too (" + host + ")"
 			}

@@ -83,7 +83,7 @@ func TestBenchOperatorLimits(t *testing.T) {
 		{name: "broker held to a CPU share", held: 0.05, sweep: []string{"--sut-process", "nats-server", "--sut-process", "cpjob"}, noRate: true,
 			why: "the system under test is a black box"},
 		{name: "GC pressure", want: limits.GoGC, env: []string{"GOGC=5"}, sweep: []string{"--to", "45k"}, noRate: true, offPath: true,
-			why: "garbage collector runs in its operators' goroutines"},
+			why: "garbage collector runs in its operators' threads"},
 	}
 	if only := os.Getenv("CP_BENCH_OPS_ROWS"); only != "" { // e.g. window,consumer: those rows only
 		rows = slices.DeleteFunc(rows, func(r operatorRow) bool {
