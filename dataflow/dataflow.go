@@ -53,10 +53,9 @@ const DefaultPeriod = 100 * time.Millisecond
 const LiveChanges = 1 << 16
 
 // InputOperator names a job's operator that takes in what the senders
-// sent (cp_input, cp_broker; its copies are input.1, ...): its items are
-// the buckets (messages) it handed to the job, by which the sweep measures
-// the rate a job kept.
-const InputOperator = "input"
+// sent (stage.InputOperator): declare it so, and the sweep measures the
+// rate the job kept by its items.
+const InputOperator = stage.InputOperator
 
 // MaxOperators bounds a job's operators.
 const MaxOperators = 256

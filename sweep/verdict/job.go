@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/dataflow"
 	"github.com/cloudprofiler-go/cp/internal/termsafe"
+	"github.com/cloudprofiler-go/cp/stage"
 
 	"github.com/cloudprofiler-go/cp/receiver/tally"
 	"github.com/cloudprofiler-go/cp/rundir"
@@ -297,7 +297,7 @@ func bucketSize(o *rundir.Outcome) int {
 }
 
 // inputTaken is the rate at which the job's input operators
-// (dataflow.InputOperator and its copies) took in tuples over the window,
+// (stage.InputOperator and its copies) took in tuples over the window,
 // from their buckets between the first and the last stage sample inside
 // it; buckets is their count. ok is false unless exactly one job accounts
 // an input operator (a second job's input would be the first's output).
@@ -311,7 +311,7 @@ func inputTaken(o *rundir.Outcome) (perS float64, buckets uint64, ok bool) {
 		var n uint64
 		found := false
 		for _, t := range s.Totals(o.Window[0], o.Window[1]) {
-			if t.Name == dataflow.InputOperator || strings.HasPrefix(t.Name, dataflow.InputOperator+".") {
+			if t.Name == stage.InputOperator || strings.HasPrefix(t.Name, stage.InputOperator+".") {
 				n, found = n+t.Items, true
 			}
 		}
