@@ -17,6 +17,8 @@ import (
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
 	"github.com/cloudprofiler-go/cp/limits"
+	"github.com/cloudprofiler-go/cp/rundir"
+	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/sweep"
 )
 
@@ -221,6 +223,7 @@ func operatorSweep(t *testing.T, natsAddr, redisAddr string, row operatorRow, mo
 			t.Fatalf("trial %d: %v", i+1, err)
 		}
 		if !tf.Trial.Verdict.Pass {
+			logKeptRate(t, row.name, filepath.Join(rep.Dir, "trials", fmt.Sprintf("%03d.json", i+1)))
 			a.limit = tf.Trial.Limiting
 			if n := tf.Trial.NextLimit; n != nil {
 				a.next = n.Stage
@@ -321,4 +324,34 @@ func TestBenchOperatorAccountingCost(t *testing.T) {
 	}
 	t.Logf("ACCOUNTING cpjob's CPU per event, accounting on over off: median %.3f of %d pairs %v (target <= 1.03: %s)", med, n, ratios, verdict(med <= 1.03))
 	record(t, "operator_accounting_cost", map[string]any{"pairs": n, "ratios": ratios, "median": med})
+}
+
+// logKeptRate logs a failing trial's offered and achieved rates beside
+// what the job's input operators took in over its window (the bench's
+// buckets of 100 events): the rate the job kept, in every failing row.
+func logKeptRate(t *testing.T, row, file string) {
+	t.Helper()
+	var tf rundir.TrialFile
+	b, err := os.ReadFile(file)
+	if err != nil || json.Unmarshal(b, &tf) != nil || tf.Trial == nil || tf.Outcome == nil {
+		t.Logf("OPRATE %s: %s unreadable: %v", row, file, err)
+		return
+	}
+	o := tf.Outcome
+	input := "no job input operator"
+	for _, j := range o.Jobs {
+		if j == nil || j.StageSeries == nil {
+			continue
+		}
+		var buckets uint64
+		for _, tot := range j.StageSeries.Totals(o.Window[0], o.Window[1]) {
+			if tot.Name == stage.InputOperator || strings.HasPrefix(tot.Name, stage.InputOperator+".") {
+				buckets += tot.Items
+			}
+		}
+		if secs := float64(o.Window[1]-o.Window[0]) / 1e9; secs > 0 {
+			input = fmt.Sprintf("the job's input took in %.0f/s", float64(buckets)*100/secs)
+		}
+	}
+	t.Logf("OPRATE %s: offered %.0f/s, achieved %.0f/s, %s", row, tf.Trial.Rate, tf.Trial.Achieved, input)
 }
