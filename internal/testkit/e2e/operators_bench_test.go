@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -343,14 +344,18 @@ func logKeptRate(t *testing.T, row, file string) {
 		if j == nil || j.StageSeries == nil {
 			continue
 		}
+		s := j.StageSeries
 		var buckets uint64
-		for _, tot := range j.StageSeries.Totals(o.Window[0], o.Window[1]) {
+		for _, tot := range s.Totals(o.Window[0], o.Window[1]) {
 			if tot.Name == stage.InputOperator || strings.HasPrefix(tot.Name, stage.InputOperator+".") {
 				buckets += tot.Items
 			}
 		}
-		if secs := float64(o.Window[1]-o.Window[0]) / 1e9; secs > 0 {
-			input = fmt.Sprintf("the job's input took in %.0f/s", float64(buckets)*100/secs)
+		// over the samples the totals span, as the verdict reads it
+		lo := sort.Search(len(s.UnixNs), func(i int) bool { return s.UnixNs[i] >= o.Window[0] })
+		hi := sort.Search(len(s.UnixNs), func(i int) bool { return s.UnixNs[i] > o.Window[1] }) - 1
+		if hi > lo {
+			input = fmt.Sprintf("the job's input took in %.0f/s", float64(buckets)*100/(float64(s.UnixNs[hi]-s.UnixNs[lo])/1e9))
 		}
 	}
 	t.Logf("OPRATE %s: offered %.0f/s, achieved %.0f/s, %s", row, tf.Trial.Rate, tf.Trial.Achieved, input)
