@@ -52,10 +52,6 @@ const DefaultPeriod = 100 * time.Millisecond
 // read (stage.Set.Live: 16 bytes each, from a view's first read on).
 const LiveChanges = 1 << 16
 
-// InputOperator names a job's operator that takes in what the senders
-// sent (stage.InputOperator): declare it so, and the sweep measures the
-// rate the job kept by its items.
-const InputOperator = stage.InputOperator
 
 // MaxOperators bounds a job's operators.
 const MaxOperators = 256

@@ -34,6 +34,22 @@ func IsBroker(name string) bool {
 	return false
 }
 
+// BrokerProcesses are the names of the processes that serve a topic's
+// broker (driver:subject), as ps shows them (--sut-process): a broker held
+// back shows in their CPU and in the time they waited to run.
+func BrokerProcesses(topic string) []string {
+	d, _, _ := strings.Cut(topic, ":")
+	switch d {
+	case driver.NATS, driver.JetStream:
+		return []string{"nats-server"}
+	case driver.Redis:
+		return []string{"redis-server"}
+	case driver.Kafka:
+		return []string{"java", "kafka", "redpanda"}
+	}
+	return nil
+}
+
 // jobInput is the broker stage of the topic the sweep's jobs read that
 // no job writes: the system's input ("": no job says its topics).
 func (b *builder) jobInput() string {

@@ -77,21 +77,6 @@ func JSONEndpoint(endpoint string) (Endpoint, bool) {
 	return e, err == nil && e.JSON()
 }
 
-// ServerProcesses are the names of the processes that serve a driver's
-// broker, as ps shows them (--sut-process): a broker held back shows in
-// their CPU and in the time they waited to run.
-func ServerProcesses(driverName string) []string {
-	switch driverName {
-	case NATS, JetStream:
-		return []string{"nats-server"}
-	case Redis:
-		return []string{"redis-server"}
-	case Kafka:
-		return []string{"java", "kafka", "redpanda"}
-	}
-	return nil
-}
-
 // IsBroker says whether an endpoint names a broker driver.
 func IsBroker(endpoint string) bool {
 	scheme, _, ok := strings.Cut(endpoint, "://")

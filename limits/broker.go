@@ -3,11 +3,9 @@ package limits
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/diagnose"
-	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/rundir"
 )
 
@@ -36,8 +34,7 @@ func TrialBroker(t *rundir.Trial) (stage, why string) {
 		return "", ""
 	}
 	topic := jobInput(t.Outcome)
-	drv, _, _ := strings.Cut(topic, ":")
-	names := driver.ServerProcesses(drv)
+	names := diagnose.BrokerProcesses(topic)
 	var starved cpustat.SUTProcessShare
 	others := 0.0 // the other processes' wait over their run, the most of them
 	for _, h := range t.Hosts {

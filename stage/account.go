@@ -25,7 +25,7 @@ const (
 // sent (cp_input, cp_broker; its copies are input.1, ...): its items are
 // the buckets (messages) it handed to the job, by which the sweep measures
 // the rate a job kept. It is the accounting's word, shared by the job
-// (dataflow.InputOperator) and the sweep that judges it.
+// (which declares an operator so) and the sweep that judges it.
 const InputOperator = "input"
 
 // Class says what a state means for the stage: doing its own work (busy),

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/dataflow"
 	"github.com/cloudprofiler-go/cp/driver"
+	"github.com/cloudprofiler-go/cp/stage"
 )
 
 // The plain input and output, cp_broker, carry a broker's messages as they
@@ -36,7 +37,7 @@ func registerPlain(env *service.Environment, reg driver.Registry, connected Conn
 			}
 			in := &plainInput{consumerConn{reg: reg, e: e, plugin: "cp_broker", name: "cp_broker input", unit: "message", log: mgr.Logger(),
 				connected: connected, inflight: flight, nacked: mgr.Metrics().NewCounter("cp_broker_nacked_batches")}}
-			if in.op, err = operators.Declare(dataflow.InputOperator, nil); err != nil {
+			if in.op, err = operators.Declare(stage.InputOperator, nil); err != nil {
 				return nil, err
 			}
 			operators.Reads(e.Topic())

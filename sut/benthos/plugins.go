@@ -11,6 +11,7 @@ import (
 	"github.com/cloudprofiler-go/cp/dataflow"
 	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/scenarios"
+	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/wire"
 )
 
@@ -36,7 +37,7 @@ func Register(env *service.Environment, reg driver.Registry, connected Connected
 				return nil, err
 			}
 			in.connected = connected
-			if in.op, err = operators.Declare(dataflow.InputOperator, nil); err != nil {
+			if in.op, err = operators.Declare(stage.InputOperator, nil); err != nil {
 				return nil, err
 			}
 			operators.Reads(in.e.Topic())

@@ -216,7 +216,7 @@ func TestYSBCountsEveryViewOnce(t *testing.T) {
 // others the views, each busy for part of the run.
 func checkOperators(t *testing.T, df *dataflow.Job, events, views uint64) {
 	t.Helper()
-	want := []dataflow.Edge{{From: dataflow.InputOperator, To: ysb.OpFilter}, {From: ysb.OpFilter, To: ysb.OpJoin}, {From: ysb.OpJoin, To: ysb.OpWindow}}
+	want := []dataflow.Edge{{From: stage.InputOperator, To: ysb.OpFilter}, {From: ysb.OpFilter, To: ysb.OpJoin}, {From: ysb.OpJoin, To: ysb.OpWindow}}
 	if e := df.Edges(); !slices.Equal(e, want) {
 		t.Errorf("the dataflow's edges: %v, want input -> filter -> join -> window", e)
 	}
@@ -228,7 +228,7 @@ func checkOperators(t *testing.T, df *dataflow.Job, events, views uint64) {
 	for i, a := range accounts {
 		r := readings[i]
 		want := views
-		if a.Name() == ysb.OpFilter || a.Name() == dataflow.InputOperator {
+		if a.Name() == ysb.OpFilter || a.Name() == stage.InputOperator {
 			want = events
 		}
 		if a.Kind() != stage.Operator || r.Tuples != want || r.Items == 0 || r.Ticks[stage.OpBusy] == 0 || r.Ticks[stage.OpWaiting] == 0 {

@@ -15,6 +15,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/cloudprofiler-go/cp/dataflow"
+	"github.com/cloudprofiler-go/cp/stage"
 	cpbenthos "github.com/cloudprofiler-go/cp/sut/benthos"
 )
 
@@ -116,7 +117,7 @@ func newFilter(conf *service.ParsedConfig, df *dataflow.Job, chains *chainedFilt
 	if err != nil {
 		return nil, err
 	}
-	if err := connectCopy(df, dataflow.InputOperator, OpFilter, op); err != nil {
+	if err := connectCopy(df, stage.InputOperator, OpFilter, op); err != nil {
 		return nil, err
 	}
 	if chained && op != nil {
@@ -149,7 +150,7 @@ func newJoin(conf *service.ParsedConfig, mgr *service.Resources, df *dataflow.Jo
 	// after its copy's filter, or its input in the count part (no filter)
 	from := OpFilter
 	if op != nil && df.Op(sameCopy(OpFilter, OpJoin, op)) == nil {
-		from = dataflow.InputOperator
+		from = stage.InputOperator
 	}
 	if err := connectCopy(df, from, OpJoin, op); err != nil {
 		return nil, err

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/cpustat"
-	"github.com/cloudprofiler-go/cp/dataflow"
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/limits"
 	"github.com/cloudprofiler-go/cp/protocol"
@@ -102,7 +101,7 @@ func TestJobRateIsTheInputTheJobKeptUpWith(t *testing.T) {
 // each, beside an operator that is no input.
 func inputSeries(perSample uint64) *stage.Series {
 	s := &stage.Series{PeriodNs: 1e8}
-	in, copy, join := stage.StageSeries{Name: dataflow.InputOperator}, stage.StageSeries{Name: dataflow.InputOperator + ".1"}, stage.StageSeries{Name: "join"}
+	in, copy, join := stage.StageSeries{Name: stage.InputOperator}, stage.StageSeries{Name: stage.InputOperator + ".1"}, stage.StageSeries{Name: "join"}
 	for i := range 11 {
 		s.UnixNs = append(s.UnixNs, int64(i)*1e8)
 		s.TSC = append(s.TSC, uint64(i))
