@@ -52,7 +52,6 @@ const DefaultPeriod = 100 * time.Millisecond
 // read (stage.Set.Live: 16 bytes each, from a view's first read on).
 const LiveChanges = 1 << 16
 
-
 // MaxOperators bounds a job's operators.
 const MaxOperators = 256
 
