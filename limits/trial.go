@@ -274,19 +274,14 @@ func jobOutputShort(t *rundir.Trial) bool {
 // lag's growth.
 func TrialSUT(t *rundir.Trial, lagGrew float64, lagRead bool) string {
 	var thread cpustat.SUTThreadShare
-	procs := map[int]cpustat.SUTProcessShare{} // by pid: agents on one host see the same
 	for _, h := range t.Hosts {
 		for _, th := range h.SUTThreads {
 			if th.Cores+th.Runqueue > thread.Cores+thread.Runqueue {
 				thread = th
 			}
 		}
-		for _, p := range h.SUTProcesses {
-			if p.Cores > procs[p.PID].Cores {
-				procs[p.PID] = p
-			}
-		}
 	}
+	procs := sutProcesses(t)
 	lag := ""
 	if lagRead && lagGrew >= minLagGrowth {
 		lag = fmt.Sprintf("its input lag grew %s messages%s", numfmt.Count(uint64(lagGrew)), t.Outcome.InEvents(lagGrew))
@@ -314,6 +309,17 @@ func TrialSUT(t *rundir.Trial, lagGrew float64, lagRead bool) string {
 // trial, busiest first ("": none was named with --sut-process): beside a
 // broker named as the limit, whether its own process was the busy one.
 func SUTProcesses(t *rundir.Trial) string {
+	procs := sutProcesses(t)
+	if len(procs) == 0 {
+		return ""
+	}
+	return processCores(procs)
+}
+
+// sutProcesses are the system under test's processes of a trial by pid,
+// each as the agent that saw it busiest saw it (agents on one host see
+// the same processes).
+func sutProcesses(t *rundir.Trial) map[int]cpustat.SUTProcessShare {
 	procs := map[int]cpustat.SUTProcessShare{}
 	for _, h := range t.Hosts {
 		for _, p := range h.SUTProcesses {
@@ -322,10 +328,7 @@ func SUTProcesses(t *rundir.Trial) string {
 			}
 		}
 	}
-	if len(procs) == 0 {
-		return ""
-	}
-	return processCores(procs)
+	return procs
 }
 
 // processCores says what each of the system under test's processes used,

@@ -33,6 +33,7 @@ func TestJobResultValidate(t *testing.T) {
 		{"the collector above the job's CPU", `"gc_cpu_s":0.85`, `"gc_cpu_s":3.5`, "exceed the job's"},
 		{"negative runtime seconds", `"gc_pause_s":0.012`, `"gc_pause_s":-1`, "want 0 to"},
 		{"a GOGC below off", `"gogc":5`, `"gogc":-7`, "GOGC -7"},
+		{"a rate's spread out of bounds", `"injected":[`, `"service_rates":[{"stage":"join","kind":"operator","method":"busy_time","status":"not_converged","tuples":5,"error":7}],"injected":[`, "spread 7"},
 		{"a rate on a thread its series is not on", `"injected":[`, `"service_rates":[{"stage":"join","kind":"operator","method":"busy_time","status":"not_converged","tuples":5,"thread":"t9"}],"injected":[`, "on thread"},
 		{"a stall of an hour", `"to_unix_ns":20`, `"to_unix_ns":3600000000010`, "an injected stall"},
 	} {

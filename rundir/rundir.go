@@ -94,16 +94,11 @@ func (p PlanFacts) JobInput() string {
 	if p.Job == nil {
 		return ""
 	}
-	scheme, rest, ok := strings.Cut(p.Job.Input, "://")
-	if !ok {
+	e, err := driver.Parse(p.Job.Input)
+	if err != nil {
 		return ""
 	}
-	_, path, _ := strings.Cut(rest, "/")
-	subject, _, _ := strings.Cut(path, "?")
-	if subject == "" {
-		return ""
-	}
-	return scheme + ":" + subject
+	return e.Topic()
 }
 
 // PlanFacts reads them from the plan (zero: a damaged or missing plan).
