@@ -213,7 +213,7 @@ func operatorSweep(t *testing.T, natsAddr, redisAddr string, row operatorRow, mo
 	for i := range rep.Result.Trials {
 		var tf struct {
 			Trial struct {
-				Pass      bool   `json:"-"`
+				Pass         bool               `json:"-"`
 				Limiting     string             `json:"limiting_stage"`
 				ServiceRates []servicerate.Rate `json:"service_rates"`
 				NextLimit    *struct {
