@@ -94,7 +94,9 @@ demo: build
 # The container image for Kubernetes (Containerfile; docs/kubernetes.md)
 # with podman or docker. Where no base image can be pulled (a closed
 # network), it is built from bin/ and this host's libraries instead.
-IMAGE ?= localhost/cp:dev
+# The same name as cpsweep deploy kubernetes's and the Helm chart's default
+# (deploy.DefaultImage; TestOneImageName).
+IMAGE ?= cloudprofiler-go/cp:latest
 image: build
 	@engine=$$(command -v podman || command -v docker) || { echo "make image needs podman or docker"; exit 1; }; \
 	if $$engine build -f Containerfile -t $(IMAGE) .; then echo "built $(IMAGE)"; \

@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"sigs.k8s.io/yaml"
 
 	"github.com/cloudprofiler-go/cp/internal/redact"
 )
@@ -363,6 +364,43 @@ func TestChartCredentialRuleIsTheCommands(t *testing.T) {
 	} {
 		if got, want := rule.MatchString(v), redact.Credentials(v); got != want {
 			t.Errorf("%q: the chart refuses it %v, the command %v", v, got, want)
+		}
+	}
+}
+
+// TestOneImageName: make image builds the image the manifests and the
+// chart run by default (they once named two different ones).
+func TestOneImageName(t *testing.T) {
+	mk, err := os.ReadFile("../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^IMAGE \?= (\S+)$`).FindSubmatch(mk)
+	if m == nil {
+		t.Fatal("the Makefile sets no IMAGE ?= default")
+	}
+	values, err := os.ReadFile("helm/cloudprofiler/values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Image struct{ Repository, Tag string } `json:"image"`
+	}
+	if err := yaml.Unmarshal(values, &v); err != nil {
+		t.Fatal(err)
+	}
+	script, err := os.ReadFile("../scripts/image-from-host.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, name := range map[string]string{
+		"make image":         string(m[1]),
+		"the chart's values": v.Image.Repository + ":" + v.Image.Tag,
+		"image-from-host.sh": regexp.MustCompile(`tag=\$\{1:-(\S+)\}`).FindStringSubmatch(string(script))[1],
+		"deploy's default":   Default().Image,
+	} {
+		if name != DefaultImage {
+			t.Errorf("%s names %s, not %s", what, name, DefaultImage)
 		}
 	}
 }

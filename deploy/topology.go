@@ -98,10 +98,14 @@ const (
 	DataPort     = 5555
 )
 
+// DefaultImage is the image the manifests and the Helm chart run unless
+// told otherwise: the name make image gives what it builds.
+const DefaultImage = "cloudprofiler-go/cp:latest"
+
 // Default is the topology of the flags' defaults.
 func Default() Topology {
 	return Topology{
-		Name: "cp", Namespace: "cp", Image: "cloudprofiler-go/cp:latest", PullPolicy: "IfNotPresent", ClusterDomain: "cluster.local",
+		Name: "cp", Namespace: "cp", Image: DefaultImage, PullPolicy: "IfNotPresent", ClusterDomain: "cluster.local",
 		Senders:   Role{Count: 1, CPUs: 2, Memory: "1Gi"},
 		Receivers: Role{Count: 1, CPUs: 2, Memory: "2Gi"},
 		Sweep:     Role{Count: 1, CPUs: 1, Memory: "512Mi"},

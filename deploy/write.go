@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -64,13 +65,20 @@ func SplitSecret(files []File) (secret, rest []File) {
 
 // DefaultSecretDir is where the Secret's file goes unless told otherwise:
 // a private folder under the user's configuration directory, never the
-// working tree.
-func DefaultSecretDir(t Topology) (string, error) {
+// working tree, one for each manifests' folder (out): a second deploy into
+// another --out is another deployment, whose Secret must not collide with
+// the first's (it did, and another --out did not help).
+func DefaultSecretDir(t Topology, out string) (string, error) {
 	base, err := os.UserConfigDir()
 	if err != nil {
 		return "", fmt.Errorf("no folder for the Secret (%v): give --secret-out", err)
 	}
-	return filepath.Join(base, "cp", "deploy", t.Namespace+"-"+t.Name), nil
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return "", fmt.Errorf("--out %s: %w", out, err)
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return filepath.Join(base, "cp", "deploy", fmt.Sprintf("%s-%s-%x", t.Namespace, t.Name, sum[:4])), nil
 }
 
 // NextSteps is what to type after the files are written; secretFile is

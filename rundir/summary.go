@@ -358,6 +358,12 @@ type AnswerLatency struct {
 	// The worst run's percentiles (the highest over runs and receivers).
 	P50Ns int64 `json:"p50_ns"`
 	P99Ns int64 `json:"p99_ns"`
+	// BestP50Ns and BestP99Ns are the best run's (each run's worst
+	// receiver's, the lowest over runs; 0: one run): with the worst run's,
+	// the spread the repeats at the answer show, by which compare tells a
+	// change from noise.
+	BestP50Ns int64 `json:"best_p50_ns,omitempty"`
+	BestP99Ns int64 `json:"best_p99_ns,omitempty"`
 	// ClockBoundNs bounds the clock error of each latency: 0 when every
 	// agent runs on one machine (one clock); -1 when they do not, and the
 	// live latencies rest on the hosts' clocks (NTP), which the harness

@@ -6,11 +6,11 @@
 # A statically linked build is not possible with Debian's libzmq.a: it is
 # built with GSSAPI, and Debian ships no static MIT Kerberos libraries
 # (docs/kubernetes.md).
-#   scripts/image-from-host.sh [TAG]     (default localhost/cp:dev)
+#   scripts/image-from-host.sh [TAG]     (default cloudprofiler-go/cp:latest, make image's)
 # EXTRA_BINS="/usr/bin/nats-server /usr/bin/redis-server" adds host programs
 # (the container test's broker and YSB's Redis; not for a real image).
 set -euo pipefail
-tag=${1:-localhost/cp:dev}
+tag=${1:-cloudprofiler-go/cp:latest}
 bin=${BIN:-bin}
 engine=${ENGINE:-podman}
 for b in dgsend dgrecv cpsweep cpjob; do

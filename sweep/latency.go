@@ -20,22 +20,34 @@ func answerLatency(r *rundir.Result, agents []protocol.AgentInfo) *rundir.Answer
 		if t.Rate != r.LastPass || !t.Verdict.Pass || t.Outcome == nil {
 			continue
 		}
+		var p50, p99 int64 // this run's worst receiver's
 		counted := false
 		for _, rr := range t.Outcome.Receivers {
 			if rr == nil || rr.Latency.Count == 0 {
 				continue
 			}
-			a.P50Ns, a.P99Ns, counted = max(a.P50Ns, rr.Latency.P50), max(a.P99Ns, rr.Latency.P99), true
+			p50, p99, counted = max(p50, rr.Latency.P50), max(p99, rr.Latency.P99), true
 		}
 		if t.Outcome.Job == rundir.JobWindows {
 			a.Definition = WindowLatency
 		}
-		if counted {
-			a.Runs++
+		if !counted {
+			continue
 		}
+		if a.Runs == 0 || p50 < a.BestP50Ns {
+			a.BestP50Ns = p50
+		}
+		if a.Runs == 0 || p99 < a.BestP99Ns {
+			a.BestP99Ns = p99
+		}
+		a.P50Ns, a.P99Ns = max(a.P50Ns, p50), max(a.P99Ns, p99)
+		a.Runs++
 	}
 	if a.Runs == 0 {
 		return nil
+	}
+	if a.Runs == 1 { // one run shows no spread
+		a.BestP50Ns, a.BestP99Ns = 0, 0
 	}
 	a.ClockBoundNs, a.Clock = -1, "the senders' and receivers' host clocks (NTP): not bounded by the harness; for bounded durations across hosts, profile with --clock and read cpsweep analyze"
 	if oneMachine(agents) {

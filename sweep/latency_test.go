@@ -22,6 +22,13 @@ func TestAnswerLatency(t *testing.T) {
 	if a == nil || a.Runs != 2 || a.P50Ns != 3000 || a.P99Ns != 5000 || a.ClockBoundNs != 0 {
 		t.Fatalf("one machine: %+v, want the worst of the 2 passing runs at the answer and no clock error", a)
 	}
+	if a.BestP50Ns != 1000 || a.BestP99Ns != 4000 { // each run's worst receiver's, the lower of the two runs
+		t.Errorf("the best run's: p50 %d, p99 %d; want 1000 and 4000", a.BestP50Ns, a.BestP99Ns)
+	}
+	single := &rundir.Result{LastPass: 1e6, Trials: []rundir.Trial{run(1e6, true, 1000, 5000)}}
+	if s := answerLatency(single, one); s == nil || s.BestP50Ns != 0 || s.BestP99Ns != 0 {
+		t.Errorf("one run: %+v: it shows no spread", s)
+	}
 	if s := a.Statement(); !strings.Contains(s, "2 run(s)") || !strings.Contains(s, "one clock") {
 		t.Errorf("statement %q", s)
 	}

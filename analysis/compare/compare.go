@@ -60,6 +60,11 @@ type Run struct {
 
 	summary *rundir.Summary
 	dir     *rundir.Dir
+	// the latency's runs at the answer, its rate, and its best run's
+	// percentiles (0: one run, or an older run directory)
+	latencyRuns      int
+	latencyRate      float64
+	bestP50, bestP99 int64
 }
 
 // Comparison is several runs side by side.
@@ -71,6 +76,9 @@ type Comparison struct {
 	// answers to different questions, and the comparison says so.
 	PlanDiffers    []string `json:"plan_differs"`
 	MachinesDiffer string   `json:"machines_differ,omitempty"`
+	// Changes are each later run's answer and latency beside run 1's,
+	// judged against the spread of the two runs' own repeats.
+	Changes []Change `json:"changes"`
 	// Statement sums it up in one line.
 	Statement string `json:"statement"`
 }
@@ -109,6 +117,7 @@ func Open(paths []string) (*Comparison, error) {
 	}
 	c.PlanDiffers = planDiffers(c.Runs)
 	c.MachinesDiffer = machinesDiffer(c.Runs)
+	c.Changes = changes(c.Runs)
 	c.Statement = statement(c)
 	c.escape()
 	return c, nil
@@ -178,6 +187,7 @@ func runOf(d *rundir.Dir) Run {
 	}
 	if l := s.Latency; l != nil {
 		r.LatencyP50Ns, r.LatencyP99Ns, r.Latency = l.P50Ns, l.P99Ns, l.Statement()
+		r.latencyRuns, r.latencyRate, r.bestP50, r.bestP99 = l.Runs, l.Rate, l.BestP50Ns, l.BestP99Ns
 	}
 	if s.Result.FirstFail > 0 {
 		r.Limit = limits.Line(s.LimitingStage, s.LimitingEvidence)

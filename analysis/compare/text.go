@@ -44,6 +44,12 @@ func (c *Comparison) WriteText(w io.Writer) {
 			fmt.Fprintf(w, "  hosts at the answer: %s\n", r.Hosts)
 		}
 	}
+	if len(c.Changes) > 0 {
+		fmt.Fprintln(w, "\nagainst run 1 (a change only when the runs' own repeats do not overlap):")
+		for _, ch := range c.Changes {
+			fmt.Fprintf(w, "  %s\n", ch.Statement)
+		}
+	}
 	if len(c.PlanDiffers) > 0 {
 		fmt.Fprintln(w, "\nthe plans differ (run 1 | run 2 | ...):")
 		for _, d := range c.PlanDiffers {

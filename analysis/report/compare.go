@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/cloudprofiler-go/cp/analysis/compare"
 	"github.com/cloudprofiler-go/cp/internal/atomicfile"
@@ -60,8 +61,16 @@ func WriteComparison(path string, c *compare.Comparison) error {
 	return atomicfile.Write(path, b.Bytes(), 0o644)
 }
 
+// runMarks are the passing trials' marks of the runs in order (a run's
+// failing trials are crosses in its colour): distinct shapes, so that one
+// run's trials never hide another's at the same rates.
+var runMarks = []struct {
+	shape draw.GlyphDrawer
+	kind  string
+}{{draw.CircleGlyph{}, "circle"}, {draw.TriangleGlyph{}, "triangle"}, {draw.SquareGlyph{}, "square"}}
+
 // overlaidSweeps draws every run's trials, achieved against target, one
-// color a run.
+// colour and one shape a run, its failed trials as crosses.
 func overlaidSweeps(c *compare.Comparison) (Figure, bool) {
 	p := plot.New()
 	p.Title.Text = "target vs achieved rate, every run"
@@ -71,30 +80,50 @@ func overlaidSweeps(c *compare.Comparison) (Figure, bool) {
 	var legend []LegendEntry
 	var rates []float64
 	lo, hi := math.Inf(1), 0.0
+	failed := false
 	for i, r := range c.Runs {
-		var xys plotter.XYs
+		var pass, fail plotter.XYs
 		for _, pt := range r.Points {
 			if pt.Target > 0 && pt.Achieved > 0 {
-				xys = append(xys, plotter.XY{X: pt.Target, Y: pt.Achieved})
+				xy := plotter.XY{X: pt.Target, Y: pt.Achieved}
+				if pt.Pass {
+					pass = append(pass, xy)
+				} else {
+					fail = append(fail, xy)
+				}
 				rates = append(rates, pt.Target)
 				lo, hi = math.Min(lo, math.Min(pt.Target, pt.Achieved)), math.Max(hi, math.Max(pt.Target, pt.Achieved))
 			}
 		}
-		if len(xys) == 0 {
+		if len(pass)+len(fail) == 0 {
 			continue
 		}
-		sc, err := plotter.NewScatter(xys)
-		if err != nil {
-			continue
+		col, m := palette[i%len(palette)], runMarks[i%len(runMarks)]
+		// the later runs' marks smaller, so that a mark on another stays visible
+		radius := vg.Points(6 - 1.5*float64(i%3))
+		for _, set := range []struct {
+			xys   plotter.XYs
+			shape draw.GlyphDrawer
+		}{{pass, m.shape}, {fail, draw.CrossGlyph{}}} {
+			if len(set.xys) == 0 {
+				continue
+			}
+			sc, err := plotter.NewScatter(set.xys)
+			if err != nil {
+				continue
+			}
+			sc.GlyphStyle = draw.GlyphStyle{Shape: set.shape, Color: col, Radius: radius}
+			p.Add(sc)
 		}
-		col := palette[i%len(palette)]
-		sc.Color = col
-		p.Add(sc)
-		legend = append(legend, LegendEntry{Label: fmt.Sprintf("run %d (%s): answer %s", i+1, r.Name, rateOr(r.LastPass)), Color: css(col), Kind: "circle"})
-		marks = append(marks, xys...)
+		failed = failed || len(fail) > 0
+		legend = append(legend, LegendEntry{Label: fmt.Sprintf("run %d (%s): answer %s; %d passed, %d failed", i+1, r.Name, rateOr(r.LastPass), len(pass), len(fail)), Color: css(col), Kind: m.kind})
+		marks = append(append(marks, pass...), fail...)
 	}
 	if len(marks) == 0 {
 		return Figure{}, false
+	}
+	if failed {
+		legend = append(legend, LegendEntry{Label: "a failed trial, in its run's colour", Color: "rgb(90,90,90)", Kind: "cross"})
 	}
 	rateAxis(&p.X, rates)
 	if hi/lo >= 10 {
@@ -107,7 +136,7 @@ func overlaidSweeps(c *compare.Comparison) (Figure, bool) {
 		return Figure{}, false
 	}
 	return Figure{ID: "sweeps", Title: "Sweeps", SVG: svg, Legend: legend, Check: chk,
-		Caption: "Every trial of every run, achieved against target, one color a run."}, true
+		Caption: "Every trial of every run, achieved against target: one colour and shape a run (the later runs' marks smaller, so that both show where they coincide), a failed trial as a cross in its run's colour."}, true
 }
 
 func rateOr(v float64) string {
@@ -144,6 +173,9 @@ var comparePageTemplate = template.Must(template.Must(template.New("compare").Fu
 <tr><th>#</th><th class="l">name</th><th class="l">started</th><th class="l">answer</th><th>reproducible</th><th>spread</th><th>latency p50</th><th>latency p99</th><th>trials</th><th class="l">to be used</th></tr>
 {{range $i, $r := .C.Runs}}<tr><td>{{inc $i}}</td><td class="l">{{$r.Name}}</td><td class="l">{{$r.Started}}</td><td class="why">{{$r.Answer}}</td><td>{{if not $r.Boundary}}-{{else if $r.Reproducible}}yes{{else}}no{{end}}</td><td>{{if $r.Boundary}}{{pct $r.Spread}}{{else}}-{{end}}</td><td>{{ns $r.LatencyP50Ns}}</td><td>{{ns $r.LatencyP99Ns}}</td><td>{{$r.Trials}}</td><td class="why">{{if $r.Trust}}NO: {{$r.Trust}}{{else}}yes{{end}}</td></tr>
 {{end}}</table>
+{{with .C.Changes}}<h2>Against run 1</h2>
+<p>A difference is a change only when the two runs' own repeats do not overlap.</p>
+<ul>{{range .}}<li>{{if .Exceeds}}<b>{{.Statement}}</b>{{else}}{{.Statement}}{{end}}</li>{{end}}</ul>{{end}}
 {{range .Figures}}<h2>{{.Title}}</h2>
 {{template "fig" .}}{{end}}
 <h2>What limited each run</h2>

@@ -99,7 +99,7 @@ The Helm chart deploy/helm/cloudprofiler renders the same objects.`,
 func writeDeploy(t deploy.Topology, out, secretOut string, files []deploy.File, force bool) (string, error) {
 	secret, rest := deploy.SplitSecret(files)
 	if secretOut == "" {
-		dir, err := deploy.DefaultSecretDir(t)
+		dir, err := deploy.DefaultSecretDir(t, out)
 		if err != nil {
 			return "", err
 		}
@@ -133,7 +133,7 @@ type deployFiles struct {
 
 func registerDeploy(f *pflag.FlagSet, t *deploy.Topology, d *deployFiles) {
 	f.StringVarP(d.out, "out", "o", "k8s", "write the manifests into this folder")
-	f.StringVar(d.secretOut, "secret-out", "", "write the token's Secret here, apart from the manifests (default: ~/.config/cp/deploy/NAMESPACE-NAME, mode 0700:\nnever the working tree, so that no git add commits the token)")
+	f.StringVar(d.secretOut, "secret-out", "", "write the token's Secret here, apart from the manifests (default: ~/.config/cp/deploy/NAMESPACE-NAME-HASH, one for each --out, mode 0700:\nnever the working tree, so that no git add commits the token)")
 	f.BoolVar(d.force, "force", false, "replace manifests already in --out and the Secret in --secret-out (a new token)")
 	f.StringVar(d.topology, "topology", "", "read the topology from this YAML file instead of the flags below (docs/kubernetes.md)")
 	f.StringVar(d.token, "token-file", "", "the agents' token (default: a new random one, written only into the Secret)")

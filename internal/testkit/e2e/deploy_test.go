@@ -116,18 +116,33 @@ func TestDeployKubernetesRefusesBadInput(t *testing.T) {
 }
 
 // TestDeployKeepsTheTokenOutOfTheWorkingTree: by default the Secret goes
-// to a private folder under the user's configuration directory, and no
-// file under the working directory holds the token.
+// to a private folder under the user's configuration directory, one for
+// each --out, and no file under the working directory holds the token. A
+// second deploy into another --out works; into the same one, it says
+// --force.
 func TestDeployKeepsTheTokenOutOfTheWorkingTree(t *testing.T) {
 	work, home := t.TempDir(), t.TempDir()
-	cmd := exec.Command(filepath.Join(binDir, "cpsweep"), "deploy", "kubernetes")
-	cmd.Dir = work
-	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME=")
-	out, err := cmd.CombinedOutput()
+	deployIn := func(extra ...string) ([]byte, error) {
+		cmd := exec.Command(filepath.Join(binDir, "cpsweep"), append([]string{"deploy", "kubernetes"}, extra...)...)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME=")
+		return cmd.CombinedOutput()
+	}
+	out, err := deployIn()
 	if err != nil {
 		t.Fatalf("%v:\n%s", err, out)
 	}
-	secretDir := filepath.Join(home, ".config", "cp", "deploy", "cp-cp")
+	if out, err := deployIn("--out", "k8s-second"); err != nil {
+		t.Fatalf("a second deploy into another --out: %v:\n%s", err, out)
+	}
+	if out, err := deployIn(); err == nil || !strings.Contains(string(out), "--force") {
+		t.Fatalf("a second deploy into the same --out: %v:\n%s", err, out)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(home, ".config", "cp", "deploy", "cp-cp-*"))
+	if len(dirs) != 2 {
+		t.Fatalf("Secret folders %v, want one for each --out", dirs)
+	}
+	secretDir := dirs[0]
 	secret, err := os.ReadFile(filepath.Join(secretDir, "01-token-secret.yaml"))
 	if err != nil {
 		t.Fatalf("the Secret is not in %s: %v\n%s", secretDir, err, out)

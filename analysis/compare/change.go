@@ -1,0 +1,158 @@
+package compare
+
+import (
+	"fmt"
+
+	"github.com/cloudprofiler-go/cp/internal/numfmt"
+)
+
+// Change is one figure of a run beside the first run's: the difference,
+// and whether it is larger than the spread that the two runs' own repeats
+// show. A difference inside that spread is noise, whatever its size.
+type Change struct {
+	// Run is the run compared with run 1 (2, 3, ...); Figure is "answer",
+	// "latency p50" or "latency p99".
+	Run    int    `json:"run"`
+	Figure string `json:"figure"`
+	// From is run 1's figure and To this run's: tuples/s for the answer,
+	// nanoseconds for a latency.
+	From float64 `json:"from"`
+	To   float64 `json:"to"`
+	// Difference is To / From - 1 (0.05: 5% higher).
+	Difference float64 `json:"difference"`
+	// Spread is the larger of the two runs' own relative spreads: for the
+	// answer, the width above it in which its boundary's repeats varied
+	// (or, with no repeats, the interval to its first failing rate); for
+	// a latency, the worst repeat at the answer over the best, minus 1.
+	Spread float64 `json:"spread"`
+	// Exceeds says that the runs' own ranges do not overlap: a change, not
+	// noise. Judged is false when the figure cannot be judged, and Why says
+	// why (a run without repeats at its answer, an answer not to be used).
+	Exceeds bool   `json:"exceeds"`
+	Judged  bool   `json:"judged"`
+	Why     string `json:"why,omitempty"`
+	// Statement is the line the text prints.
+	Statement string `json:"statement"`
+}
+
+// changes compares every run after the first with the first.
+func changes(runs []Run) []Change {
+	var out []Change
+	if len(runs) < 2 {
+		return out
+	}
+	base := runs[0]
+	for i, r := range runs[1:] {
+		out = append(out, answerChange(base, r, i+2))
+		out = append(out, latencyChanges(base, r, i+2)...)
+	}
+	return out
+}
+
+// span is a figure's range in one run: what its repeats showed.
+type span struct{ lo, hi float64 }
+
+func (a span) overlaps(b span) bool { return a.lo <= b.hi && b.lo <= a.hi }
+
+// relative is the span's width over its low end.
+func (a span) relative() float64 {
+	if a.lo <= 0 {
+		return 0
+	}
+	return a.hi/a.lo - 1
+}
+
+// answerSpan is where a run's answer lies: from the answer up to the
+// highest rate at which its repeats still varied, or, with no repeats, up
+// to its first failing rate (ok false: no upper end).
+func answerSpan(r Run) (span, bool) {
+	switch {
+	case r.Boundary:
+		return span{r.LastPass, r.LastPass * (1 + r.Spread)}, true
+	case r.FirstFail > 0:
+		return span{r.LastPass, r.FirstFail}, true
+	}
+	return span{}, false
+}
+
+func answerChange(base, r Run, n int) Change {
+	c := Change{Run: n, Figure: "answer", From: base.LastPass, To: r.LastPass}
+	switch {
+	case base.LastPass <= 0 || r.LastPass <= 0:
+		c.Why = "a run has no answer"
+	case base.Trust != "" || r.Trust != "":
+		c.Why = "a run's answer is not to be used"
+	}
+	if c.Why == "" {
+		a, okA := answerSpan(base)
+		b, okB := answerSpan(r)
+		c.Difference = r.LastPass/base.LastPass - 1
+		if okA && okB {
+			c.Judged, c.Spread, c.Exceeds = true, max(a.relative(), b.relative()), !a.overlaps(b)
+		} else {
+			c.Why = "a run failed no rate, so its answer has no upper end"
+		}
+	}
+	c.Statement = changeStatement(c, numfmt.Rate)
+	return c
+}
+
+func latencyChanges(base, r Run, n int) []Change {
+	var out []Change
+	for _, f := range []struct {
+		name         string
+		from, to     int64
+		bestA, bestB int64
+		runsA, runsB int
+		rateA, rateB float64
+	}{
+		{"latency p50", base.LatencyP50Ns, r.LatencyP50Ns, base.bestP50, r.bestP50, base.latencyRuns, r.latencyRuns, base.latencyRate, r.latencyRate},
+		{"latency p99", base.LatencyP99Ns, r.LatencyP99Ns, base.bestP99, r.bestP99, base.latencyRuns, r.latencyRuns, base.latencyRate, r.latencyRate},
+	} {
+		c := Change{Run: n, Figure: f.name, From: float64(f.from), To: float64(f.to)}
+		switch {
+		case f.from <= 0 || f.to <= 0:
+			c.Why = "a run recorded no latency at its answer"
+		case f.runsA < 2 || f.runsB < 2:
+			c.Why = "a run measured its answer once: one run shows no spread"
+		case f.bestA <= 0 || f.bestB <= 0:
+			c.Why = "a run directory keeps no best run (written before compare judged spreads)"
+		}
+		if f.from > 0 && f.to > 0 {
+			c.Difference = float64(f.to)/float64(f.from) - 1
+		}
+		if c.Why == "" {
+			a, b := span{float64(f.bestA), float64(f.from)}, span{float64(f.bestB), float64(f.to)}
+			c.Judged, c.Spread, c.Exceeds = true, max(a.relative(), b.relative()), !a.overlaps(b)
+		}
+		c.Statement = changeStatement(c, numfmt.Ns)
+		if c.Why == "" && f.rateA != f.rateB {
+			c.Statement += fmt.Sprintf(" (at the answers, %s and %s: latency moves with the rate)", numfmt.Rate(f.rateA), numfmt.Rate(f.rateB))
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// changeStatement says a change in a line: "run 2's answer: 1.050 M/s
+// against 1.000 M/s, +5.0%, within the runs' own spread (±2.0%)".
+func changeStatement(c Change, unit func(float64) string) string {
+	s := fmt.Sprintf("run %d's %s: %s against %s", c.Run, c.Figure, orNone(c.To, unit), orNone(c.From, unit))
+	if c.From > 0 && c.To > 0 {
+		s += fmt.Sprintf(", %+.1f%%", 100*c.Difference)
+	}
+	switch {
+	case !c.Judged:
+		return s + ": not judged, " + c.Why
+	case c.Exceeds:
+		return s + fmt.Sprintf(": a CHANGE, larger than the runs' own spread (%.1f%%)", 100*c.Spread)
+	}
+	return s + fmt.Sprintf(": within the runs' own spread (%.1f%%): noise", 100*c.Spread)
+}
+
+func orNone(v float64, unit func(float64) string) string {
+	if v <= 0 {
+		return "none"
+	}
+	return unit(v)
+}
