@@ -89,7 +89,7 @@ bench: build cref
 # runs/ (~1-2 min).
 demo: build
 	$(BIN)/cpsweep --duration 2s --warmup 500ms --start 500k --bucket 100 --name demo --clock --profile profiles/default.yaml --profile-at 0.9
-	@dir=$$(ls -td runs/*-demo | head -1) && $(BIN)/cpsweep analyze --pag $$dir && $(BIN)/cpsweep report $$dir && echo "open $$dir/report.html"
+	@dir=$$(ls -td runs/*-demo | head -1) && $(BIN)/cpsweep analyze --pag -q $$dir && $(BIN)/cpsweep report $$dir
 
 # The container image for Kubernetes (Containerfile; docs/kubernetes.md)
 # with podman or docker. Where no base image can be pulled (a closed

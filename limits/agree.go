@@ -50,6 +50,10 @@ type Agreement struct {
 	// Statement says so, and when they disagree names each answer and
 	// what the difference means.
 	Statement string `json:"statement"`
+	// Short says it for the default console, in at most two lines: who
+	// says what and, when they disagree, which one to trust where (the
+	// reasons are Statement's, behind -v and in the report).
+	Short string `json:"short"`
 }
 
 // role is what a stage name means across the analyses' spellings:
@@ -173,13 +177,45 @@ func Agree(ex []Explanation) Agreement {
 	switch {
 	case len(named) < 2:
 		a.Statement = "fewer than two analyses named a stage (" + strings.Join(each, "; ") + "): nothing to compare"
+		a.Short = "fewer than two analyses named a stage: nothing to compare"
 	case agreed != "":
 		a.Agree = true
 		a.Statement = fmt.Sprintf("the analyses agree: %s (%s)", onThread(named, agreed), strings.Join(each, "; "))
+		a.Short = "the analyses agree: " + onThread(named, agreed)
 	default:
 		a.Statement = "the analyses DISAGREE: " + strings.Join(each, "; ") + ". " + disagreement(roles, ex)
+		a.Short = "the analyses disagree: " + shortEach(ex) + "\n" + trust(ex)
 	}
 	return a
+}
+
+// shortEach names each analysis's stage, without its notes.
+func shortEach(ex []Explanation) string {
+	var each []string
+	for _, e := range ex {
+		s := e.Stage
+		if role(s) == "" {
+			s = "no stage"
+		}
+		each = append(each, e.Analysis+" "+s)
+	}
+	return strings.Join(each, ", ")
+}
+
+// trust says which analysis to trust where the analyses disagree: the
+// diagnosis, which reads the failing trial itself, at its rate; why they
+// differ is the long statement's.
+func trust(ex []Explanation) string {
+	for _, e := range ex {
+		if e.Analysis == "diagnosis" && role(e.Stage) != "" {
+			where := ""
+			if e.Trial != "" {
+				where = ", " + e.Trial
+			}
+			return fmt.Sprintf("trust the diagnosis (%s%s); why they differ: the report, or -v", e.Stage, where)
+		}
+	}
+	return "why they differ: the report, or -v"
 }
 
 // disagreement says what a disagreement between these roles most often

@@ -1,6 +1,7 @@
 package limits
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -69,6 +70,30 @@ func TestAgree(t *testing.T) {
 			if !strings.Contains(a.Statement, w) {
 				t.Errorf("%s: %q lacks %q", tc.name, a.Statement, w)
 			}
+		}
+	}
+}
+
+// The console's agreement is at most two lines, with no analysis's notes:
+// who says what, and when they disagree, which one to trust where.
+func TestAgreementShort(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ex   []Explanation
+		want []string
+	}{
+		{"agree", []Explanation{{Analysis: "diagnosis", Stage: "consumer"}, {Analysis: "service rates", Stage: "receiver0/consumer", Note: "through stream0"}},
+			[]string{"the analyses agree: consumer"}},
+		{"disagree", []Explanation{{Analysis: "diagnosis", Stage: "ysb/join", Trial: "at the first failing rate above the answer"},
+			{Analysis: "service rates", Stage: "ysb/join"}, {Analysis: "activity graph", Stage: "job0/op.window", Note: "busy 60%"}},
+			[]string{"the analyses disagree: diagnosis ysb/join, service rates ysb/join, activity graph job0/op.window",
+				"trust the diagnosis (ysb/join, at the first failing rate above the answer); why they differ: the report, or -v"}},
+		{"one named", []Explanation{{Analysis: "diagnosis", Stage: "consumer"}, {Analysis: "service rates"}},
+			[]string{"fewer than two analyses named a stage: nothing to compare"}},
+	} {
+		got := strings.Split(Agree(tc.ex).Short, "\n")
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 const (
 	FormatFile      = "format.json" // marks a run directory and names its format version
 	ConfigFile      = "config.json"
+	PlanFile        = "plan.yaml" // the sweep's settings as it ran: cpsweep --plan reads it, cpsweep rerun repeats it
 	SummaryFile     = "summary.json"
 	RelationFile    = "relation.json"
 	TrialsFile      = "trials.json"

@@ -48,6 +48,10 @@ func (r *Writer) WriteJSON(name string, v any) error {
 	return r.write(name, append(b, '\n'))
 }
 
+// WritePlan writes the sweep's settings as it ran (plan.yaml), as the
+// command line's plan file reads them back.
+func (r *Writer) WritePlan(plan []byte) error { return r.write(PlanFile, plan) }
+
 // NodeProfiles is where a node's collected profile logs go
 // (profiles/NODE/; the node's name is the agent's, checked by the caller).
 func (r *Writer) NodeProfiles(node string) string {

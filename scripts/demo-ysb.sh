@@ -47,10 +47,10 @@ until grep -q "cpjob ysb: reading" "$out/job.log"; do kill -0 $job 2>/dev/null |
 echo "== cpsweep: YSB between $in and $outp, from $start ad events/s; each trial owes the views it sent, counted in each campaign's window"
 [ "$join_work" = 0 ] || echo "   (the join spends $join_work of CPU on each view: a known limit for the analyses to find; DEMO_JOIN_WORK=0 runs YSB as it is)"
 status=0
-"$bin/cpsweep" --input "$in?group=ysb" --output "$outp" --scenario ad-event --schema window --expect-filter 'event_type == view' --expect-window 1s \
-	--start "$start" --duration 3s --warmup 1s --precision 0.05 --max-trials 12 --name demo-ysb \
-	--job-agent "127.0.0.1:$aport" --profile profiles/default.yaml \
-	--sut-process cpjob --sut-process nats-server --sut-process redis-server ${DEMO_SWEEP_ARGS:-} || status=$?
+# the plan holds the sweep's settings; the flags beside it give this
+# run's addresses (free ports), which win over the plan's
+"$bin/cpsweep" --plan examples/plans/ysb.yaml --input "$in?group=ysb" --output "$outp" --job-agent "127.0.0.1:$aport" \
+	--start "$start" --name demo-ysb ${DEMO_SWEEP_ARGS:-} || status=$?
 dir=$(ls -td runs/*-demo-ysb 2>/dev/null | head -1)
 if [ -n "$dir" ]; then
 	if [ -d "$dir/profiles" ]; then

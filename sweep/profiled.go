@@ -78,7 +78,9 @@ func (s *Sweep) profiledTrial(ctx context.Context, res *rundir.Result, run func(
 			errs = append(errs, fmt.Errorf("collect profile of %s: %w", name, err))
 			continue
 		}
-		s.logf("collected %d profile files from %s\n", len(files), name)
+		if s.Verbose {
+			s.logf("collected %d profile files from %s\n", len(files), name)
+		}
 	}
 	return errors.Join(errs...)
 }

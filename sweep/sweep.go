@@ -54,6 +54,10 @@ type Sweep struct {
 	// trial's record holds it either way.
 	Verbose bool
 	Args    []string // the command line, recorded in config.json
+	// Plan is every setting the sweep ran with, as a plan file (cpsweep
+	// --plan), secrets left out: written as plan.yaml, which cpsweep rerun
+	// repeats (nil: none written).
+	Plan []byte
 	// Clock probes the agents' TSCs before the first trial and after the
 	// last (ClockCount round trips per ordered pair) and writes
 	// relation.json, with the first receiver as the reference.
@@ -216,6 +220,11 @@ func (s *Sweep) begin(agents []protocol.AgentInfo) error {
 		"clock": s.Clock}); err != nil {
 		return err
 	}
+	if s.Plan != nil {
+		if err := s.Out.WritePlan(s.Plan); err != nil {
+			return fmt.Errorf("record the sweep's plan: %w", err)
+		}
+	}
 	s.logf("sweep %q: %s\nresults in %s\n", s.Name, s.report.Topology, s.Out.Dir)
 	return nil
 }
@@ -260,7 +269,7 @@ func (rec *recorder) run(ctx context.Context, rate float64, purpose string) (run
 	if l := limits.NextLine(t); l != "" && s.Verbose {
 		s.logf("          %s\n", l)
 	}
-	if l := hostLine(t); l != "" {
+	if l := hostLine(t); l != "" && s.Verbose {
 		s.logf("          %s\n", l)
 	}
 	if err := s.Out.WriteJSON(rundir.TrialFileName(n), rundir.TrialFile{Trial: &t, Outcome: t.Outcome}); err != nil {
@@ -271,7 +280,7 @@ func (rec *recorder) run(ctx context.Context, rate float64, purpose string) (run
 		rec.writeErr = err
 		return t, err
 	}
-	if left := s.estimateLeft(rec.partial); left != "" {
+	if left := s.estimateLeft(rec.partial); left != "" && s.Verbose {
 		s.logf("          %s\n", left)
 	}
 	return t, nil
@@ -299,6 +308,9 @@ func (s *Sweep) relate(ctx context.Context, before *probing.Session, rec *record
 		clock[n.Name] = n.Info.Clock()
 	}
 	for _, r := range rf.Relations {
+		if !s.Verbose && r.Status == "ok" {
+			continue // a relation that holds is relation.json's and the report's
+		}
 		same := ""
 		if c := clock[r.Node]; c != "" && c == clock["receiver0"] {
 			// The analysis reads one clock there (analysis: "same machine").

@@ -50,7 +50,7 @@ func TestSweepRecordsAgentFailures(t *testing.T) {
 			var log bytes.Buffer
 			s := &Sweep{Ctrl: &Controller{Senders: []*remote.Agent{send.client()}, Receivers: []*remote.Agent{recv.client()}, Plan: testPlan(t), AgentTimeout: time.Second},
 				Search: Search{Method: "linear", Linear: search.LinearPlan{From: 1000, To: 1000, Step: 1000}}, Name: "faults", Results: t.TempDir(),
-				Log: &log, RetryAgent: tc.retry, Profile: &profiler.Handlers{Default: profiler.Config{Handler: "buffered", Path: "x.log"}}}
+				Log: &log, Verbose: true, RetryAgent: tc.retry, Profile: &profiler.Handlers{Default: profiler.Config{Handler: "buffered", Path: "x.log"}}}
 			report, err := s.Execute(context.Background())
 			var ae *AgentError
 			if tc.wantErr != errors.As(err, &ae) {

@@ -26,13 +26,33 @@ func (s *Sweep) trialLine(t rundir.Trial) string {
 		outcome = "FAIL"
 	}
 	line := fmt.Sprintf("trial %2d  %-7s  %12s  %s  achieved %s  (%.1fs)", t.N, t.Purpose, numfmt.Rate(t.Rate), outcome, numfmt.Rate(t.Achieved), t.Elapsed.Seconds())
-	if f := t.Verdict.Failed(); len(f) > 0 {
-		line += "\n          " + strings.Join(f, "\n          ")
-		if l := limits.Line(t.LimitingStage, t.LimitingEvidence); l != "" {
-			line += "\n          " + l
+	f := t.Verdict.Failed()
+	if len(f) == 0 {
+		return line
+	}
+	if !s.Verbose { // one line: the rules that failed, and what limited it
+		line += "  failed: " + strings.Join(failedRules(t.Verdict), ", ")
+		if t.LimitingStage != "" && t.LimitingStage != "none" {
+			line += "; limited by " + t.LimitingStage
 		}
+		return line
+	}
+	line += "\n          " + strings.Join(f, "\n          ")
+	if l := limits.Line(t.LimitingStage, t.LimitingEvidence); l != "" {
+		line += "\n          " + l
 	}
 	return line
+}
+
+// failedRules are the names of the rules a verdict failed.
+func failedRules(v rundir.Verdict) []string {
+	var out []string
+	for _, c := range v.Checks {
+		if !c.Pass {
+			out = append(out, c.Rule)
+		}
+	}
+	return out
 }
 
 // estimateLeft guesses the trials (and time) a fast search still needs.
@@ -108,12 +128,21 @@ func repeatsLeft(r *rundir.Result, runsEach int) string {
 
 // WriteText prints the final table and the answer.
 func WriteText(w io.Writer, r *rundir.Summary) {
+	if r.Result != nil {
+		writeTrialTable(w, r.Result.Trials)
+	}
+	WriteAnswer(w, r)
+}
+
+// WriteAnswer prints the answer and what bears on it, without the trials'
+// table (the console has shown a line a trial; trials.csv and the report
+// keep them).
+func WriteAnswer(w io.Writer, r *rundir.Summary) {
 	res := r.Result
 	if res == nil {
 		fmt.Fprintln(w, "no trial ran")
 		return
 	}
-	writeTrialTable(w, res.Trials)
 	switch {
 	case r.Disturbed != "":
 		fmt.Fprintf(w, "no answer: the host stayed disturbed: %s\n", r.Disturbed)

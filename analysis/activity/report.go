@@ -315,8 +315,10 @@ func (r *Report) WriteCSV(w io.Writer) error {
 }
 
 // WriteText writes the summary a person reads first: the critical
-// participation over the trace, the ambiguous messages, the violations.
-func (r *Report) WriteText(w io.Writer) {
+// participation over the trace, the ambiguous messages, the violations,
+// and the analyses' agreement in at most two lines (verbose: the whole
+// statement, with why they differ).
+func (r *Report) WriteText(w io.Writer, verbose bool) {
 	fmt.Fprintf(w, "program activity graph: %d workers, %d events, %d windows of %s (waiting above %s)\n",
 		len(r.Workers), r.Events, len(r.Windows), time.Duration(r.WindowNs), time.Duration(r.WaitNs))
 	if len(r.CP) == 0 {
@@ -361,7 +363,11 @@ func (r *Report) WriteText(w io.Writer) {
 		}
 	}
 	if r.Agreement != nil {
-		fmt.Fprintln(w, r.Agreement.Statement)
+		if verbose || r.Agreement.Short == "" {
+			fmt.Fprintln(w, r.Agreement.Statement)
+		} else {
+			fmt.Fprintln(w, r.Agreement.Short)
+		}
 	}
 	fmt.Fprintf(w, "the graph: %d events in %.2f s of its own (%.2f M events/s); the whole pass, reading and joining the logs: %.2f s\n",
 		r.Events, r.GraphSeconds, r.EventsPerSec/1e6, r.Elapsed)

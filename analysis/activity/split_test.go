@@ -29,7 +29,7 @@ func TestSystemCPLeavesTheScheduleOut(t *testing.T) {
 		t.Fatalf("top %+v, shares add to %.3f", top, sum)
 	}
 	var out bytes.Buffer
-	r.WriteText(&out)
+	r.WriteText(&out, false)
 	if !strings.Contains(out.String(), "the input's schedule (senders waiting for their next slot, pacing): 88.3%") ||
 		strings.Contains(out.String(), "pacing      88") {
 		t.Fatalf("text:\n%s", out.String())

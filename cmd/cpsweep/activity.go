@@ -129,7 +129,7 @@ invariant held, 2 when at least one did not, 1 when the analysis failed.`,
 					return err
 				}
 			} else {
-				rep.WriteText(termsafe.NewWriter(os.Stdout))
+				rep.WriteText(termsafe.NewWriter(os.Stdout), true)
 			}
 			if len(rep.Violations) > 0 {
 				*code = ExitViolations

@@ -40,7 +40,7 @@ against the one clock's truth.`
 func analyzeCommand() *cobra.Command {
 	var pairs []string
 	var lag time.Duration
-	var jsonOut, partial, pag, relateAll bool
+	var jsonOut, partial, pag, relateAll, verbose, quiet bool
 	var pf pagFlags
 	cmd := &cobra.Command{
 		Use:   "analyze RUNDIR",
@@ -79,7 +79,7 @@ func analyzeCommand() *cobra.Command {
 			var pr *activity.Report
 			var pagErr error
 			if pag {
-				pr, o.Reuse, pagErr = buildPAG(d, &pf, lag, partial)
+				pr, o.Reuse, pagErr = buildPAG(d, &pf, lag, partial, quiet)
 			}
 			rep, err := analysis.Analyze(d, o)
 			if err != nil {
@@ -94,7 +94,7 @@ func analyzeCommand() *cobra.Command {
 			if pagErr != nil {
 				return pagErr
 			}
-			return writeAnalysis(d, rep, pr, jsonOut)
+			return writeAnalysis(d, rep, pr, output{json: jsonOut, verbose: verbose, quiet: quiet})
 		},
 	}
 	f := cmd.Flags()
@@ -104,6 +104,8 @@ func analyzeCommand() *cobra.Command {
 	f.BoolVar(&partial, "partial", false, "analyse what is intact in a run directory with missing or damaged files (listed in the output) instead of refusing it")
 	f.BoolVar(&relateAll, "relate-same-machine", false, "bound pairs of agents on one machine through the TSC relation, as if each were a machine of its own (a check of the bounds on namespaces or containers of one host)")
 	f.BoolVar(&pag, "pag", false, "also build the program activity graph: pag.json and pag.csv (docs/activity.md)")
+	f.BoolVarP(&verbose, "verbose", "v", false, "with --pag, say why the analyses differ when they do (the whole agreement statement)")
+	f.BoolVarP(&quiet, "quiet", "q", false, "write the files and print only the analyses' agreement (with --pag) and errors")
 	pf.register(f, true)
 	return cmd
 }
@@ -176,20 +178,25 @@ loads (<body data-check="ok">).`,
 
 // buildPAG builds the activity graph and writes pag.json and pag.csv; the
 // Run it returns holds its joins for the analysis to reuse.
-func buildPAG(d *rundir.Dir, pf *pagFlags, lag time.Duration, partial bool) (*activity.Report, *analysis.Joins, error) {
+func buildPAG(d *rundir.Dir, pf *pagFlags, lag time.Duration, partial, quiet bool) (*activity.Report, *analysis.Joins, error) {
 	pf.lag = lag
 	pr, run, problems, damaged, err := pf.build(d)
 	if err != nil {
 		return nil, nil, fmt.Errorf("program activity graph: %w", err)
 	}
+	note := func(p string) { // pag.json keeps them either way
+		if !quiet {
+			fmt.Fprintf(os.Stderr, "cpsweep: pag: %s\n", termsafe.Escape(p))
+		}
+	}
 	for _, p := range problems {
-		fmt.Fprintf(os.Stderr, "cpsweep: pag: %s\n", termsafe.Escape(p))
+		note(p)
 	}
 	if err := refuseDamagedQuietly(damaged, partial); err != nil {
 		return nil, nil, err
 	}
 	for _, p := range pr.AddRunnableWait(d, run) {
-		fmt.Fprintf(os.Stderr, "cpsweep: pag: %s\n", termsafe.Escape(p))
+		note(p)
 		problems = append(problems, p)
 	}
 	if d.Summary != nil {
@@ -201,9 +208,19 @@ func buildPAG(d *rundir.Dir, pf *pagFlags, lag time.Duration, partial bool) (*ac
 	return pr, run, nil
 }
 
+// output is how analyze prints: JSON, the text (verbose: the agreement's
+// whole statement), or quietly only the agreement.
+type output struct{ json, verbose, quiet bool }
+
 // writeAnalysis prints the analysis (and the activity graph, when built).
-func writeAnalysis(d *rundir.Dir, rep *analysis.Report, pr *activity.Report, jsonOut bool) error {
-	if jsonOut {
+func writeAnalysis(d *rundir.Dir, rep *analysis.Report, pr *activity.Report, out output) error {
+	if out.quiet && !out.json {
+		if pr != nil && pr.Agreement != nil {
+			fmt.Fprintln(termsafe.NewWriter(os.Stdout), pr.Agreement.Short)
+		}
+		return nil
+	}
+	if out.json {
 		if pr != nil {
 			return cli.WriteJSON(os.Stdout, map[string]any{"analysis": rep, "pag": pr})
 		}
@@ -213,7 +230,7 @@ func writeAnalysis(d *rundir.Dir, rep *analysis.Report, pr *activity.Report, jso
 	fmt.Fprintf(os.Stderr, "wrote %s and %s\n", rundir.Path(d.Path, rundir.AnalysisFile), rundir.Path(d.Path, rundir.AnalysisCSVFile))
 	if pr != nil {
 		fmt.Println()
-		pr.WriteText(termsafe.NewWriter(os.Stdout))
+		pr.WriteText(termsafe.NewWriter(os.Stdout), out.verbose)
 		fmt.Fprintf(os.Stderr, "wrote %s and %s\n", rundir.Path(d.Path, rundir.PAGFile), rundir.Path(d.Path, rundir.PAGCSVFile))
 	}
 	return nil

@@ -26,8 +26,9 @@ func deployCommand(code *int) *cobra.Command {
 var topologyFlags = []string{"name", "namespace", "image", "pull-policy", "cluster-domain", "sender-count", "receiver-count", "sender-cpus", "receiver-cpus", "sweep-cpus",
 	"sender-memory", "receiver-memory", "sweep-memory", "sender-node-selector", "receiver-node-selector", "sweep-node-selector", "lanes", "anti-affinity", "sut-selector", "host-network", "runs-size", "hold", "job-input", "job-output"}
 
-// reservedSweepFlags are set by the manifests themselves.
-var reservedSweepFlags = []string{"sender", "receiver", "senders-from", "receivers-from", "sender-count", "receiver-count", "token", "token-file", "results", "profile", "dns-server", "local-senders", "input", "output"}
+// reservedSweepFlags are set by the manifests themselves (--plan too: its
+// file is on this machine, not in the pod; the flags go after -- instead).
+var reservedSweepFlags = []string{"plan", "sender", "receiver", "senders-from", "receivers-from", "sender-count", "receiver-count", "token", "token-file", "results", "profile", "dns-server", "local-senders", "input", "output"}
 
 func kubernetesCommand(code *int) *cobra.Command {
 	t := deploy.Default()

@@ -61,7 +61,14 @@ type options struct {
 	agentTimeout, retryAgent time.Duration
 	host                     verdict.HostRules
 	jsonOut, clock           bool
+	planFile                 string // --plan: the settings' file
+	ran                      []byte // the settings the sweep ran with, as a plan file
 }
+
+// notInPlans are the settings a plan file neither holds nor records: the
+// plan itself, and the token, a secret (--token-file names a file, which
+// is no secret).
+var notInPlans = []string{"plan", "token"}
 
 // sweepExamples are cpsweep's --help examples.
 const sweepExamples = `  # on this machine: local agents on loopback
@@ -127,11 +134,14 @@ them ("limited by: consumer (...)"; cpsweep diagnose, docs/diagnosis.md).
 Ctrl-C stops the running trial and keeps every finished one.`,
 		Example:           sweepExamples,
 		Args:              cobra.NoArgs,
-		PersistentPreRunE: refuseCredentials(code),
+		PersistentPreRunE: applyPlan(code, &o.planFile),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
 			o.job.bucketGiven = cmd.Flags().Changed("bucket")
 			var err error
+			if o.ran, err = cli.PlanOf(cmd.Flags(), planHeader, notInPlans...); err != nil {
+				return err
+			}
 			if o.plan.Scenario, o.plan.Events, err = o.events.Scenario(o.plan.Scenario, cmd.Flags().Changed("scenario")); err != nil {
 				*code = sweep.ExitInvalidPlan
 				return err
@@ -143,7 +153,7 @@ Ctrl-C stops the running trial and keeps every finished one.`,
 		},
 	}
 	cmd.SetErr(termsafe.NewWriter(os.Stderr))
-	cmd.AddCommand(clockCommand(code), logsCommand(), profilerCommand(), analyzeCommand(), reportCommand(), diagnoseCommand(), capacityCommand(), invariantsCommand(code), watchCommand(), deployCommand(code), demoCommand(code), compareCommand())
+	cmd.AddCommand(clockCommand(code), logsCommand(), profilerCommand(), analyzeCommand(), reportCommand(), diagnoseCommand(), capacityCommand(), invariantsCommand(code), watchCommand(), deployCommand(code), demoCommand(code), compareCommand(), rerunCommand(code))
 	o.register(cmd.Flags())
 	cli.Conventions(cmd, func(c *cobra.Command, err error) string {
 		// A sweep flag given to a command that passes the sweep's flags
@@ -158,10 +168,23 @@ Ctrl-C stops the running trial and keeps every finished one.`,
 	return cmd
 }
 
-// refuseCredentials runs before every subcommand: a URL with credentials
-// in any flag or argument is an invalid plan.
-func refuseCredentials(code *int) func(*cobra.Command, []string) error {
+// planHeader heads the plan.yaml of every run directory.
+const planHeader = `cpsweep's settings as this sweep ran with them: its flags, without the dashes.
+cpsweep rerun RUN_DIR repeats the sweep; cpsweep --plan FILE reads this file,
+and a flag given beside it wins. The token is left out: give --token-file.`
+
+// applyPlan runs before every subcommand: the sweep's --plan file sets the
+// flags the command line did not, then a URL with credentials in any flag
+// or argument is an invalid plan, wherever it came from.
+func applyPlan(code *int, planFile *string) func(*cobra.Command, []string) error {
 	return func(c *cobra.Command, args []string) error {
+		if c.Flags().Lookup("plan") != nil && *planFile != "" {
+			if err := cli.ApplyPlan(c.Flags(), *planFile, notInPlans...); err != nil {
+				*code = sweep.ExitInvalidPlan
+				c.SilenceUsage = true
+				return err
+			}
+		}
 		if err := cli.RefuseCredentials(c.Flags(), args); err != nil {
 			*code = sweep.ExitInvalidPlan
 			c.SilenceUsage = true
@@ -173,6 +196,7 @@ func refuseCredentials(code *int) func(*cobra.Command, []string) error {
 
 func (o *options) register(f *pflag.FlagSet) {
 	p, s := &o.plan, &o.search
+	f.StringVar(&o.planFile, "plan", "", "read the sweep's settings from this YAML file: the flags' names without the dashes, a list for a flag given\nmore than once (examples/plans/; every run directory keeps its own as plan.yaml). A flag given beside it wins")
 	f.StringVar(&o.profileFile, "profile", "", "after the search, run one profiled trial with these handlers (YAML) on every agent and collect the logs into the run directory")
 	o.profileAt = cli.ProfileAt{Frac: 0.9}
 	f.Var(&o.profileAt, "profile-at", "the profiled trial's rate, as a fraction of the highest passing rate (latencies at a sustainable rate),\nor limit: the first failing rate, at least 110% of the answer (the activity graph names what limits the run)")
@@ -231,7 +255,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.StringVar(&o.resultsDir, "results", "runs", "the folder that run directories are written in (runs/<time>-<name>/)")
 	f.StringVar(&o.name, "name", "sweep", "name of this sweep (in the run directory's name)")
 	f.BoolVar(&o.jsonOut, "json", false, "print the summary as JSON")
-	f.BoolVar(&o.verbose, "verbose", false, "print each trial's details too: the service rates' prediction of the next limit (trials.json and the report keep it either way)")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "print each trial's details too: every failed rule's numbers, what limited it and the evidence, the hosts' CPU, the service rates'\nnext limit, the trials left, the clock relations, and the trials' table (trials.json and the report keep them either way)")
 	f.DurationVar(&o.agentTimeout, "agent-timeout", sweep.DefaultAgentTimeout, "an agent that answers no status poll for this long during a trial has failed (the sweep stops)")
 	o.host = verdict.DefaultHostRules
 	f.Float64Var(&o.host.MaxOthers, "max-others", o.host.MaxOthers, "a trial during which other processes used more than this share of a host's CPUs is disturbed: repeated, never judged (0: off; docs/sweep.md says how the default was chosen)")
@@ -390,7 +414,7 @@ func (o *options) execute(ctx context.Context, code *int) error {
 	if o.plan.Job != nil && len(o.plan.SUTProcesses) == 0 {
 		fmt.Fprintln(os.Stderr, "note: the job, its brokers and any store it reads (Redis) count as other processes on a shared host, which disturbs trials:\n      name them, e.g. --sut-process cpjob --sut-process nats-server --sut-process redis-server")
 	}
-	s := &sweep.Sweep{Ctrl: ctrl, Name: o.name, Results: o.resultsDir, Log: termsafe.NewWriter(os.Stderr), Verbose: o.verbose, Live: cli.IsTerminal(os.Stderr), Args: redact.Args(os.Args), Plot: report.WriteSweepPlot, Clock: o.clock,
+	s := &sweep.Sweep{Ctrl: ctrl, Name: o.name, Results: o.resultsDir, Log: termsafe.NewWriter(os.Stderr), Verbose: o.verbose, Live: cli.IsTerminal(os.Stderr), Args: redact.Args(os.Args), Plan: o.ran, Plot: report.WriteSweepPlot, Clock: o.clock,
 		Profile: profile, ProfileYAML: profileYAML, ProfileAt: o.profileAt.Frac, ProfileAtLimit: o.profileAt.Limit, ProfileRate: float64(o.profileRate), ProfileSearch: o.profileSearch, RetryAgent: o.retryAgent, Search: o.search, Host: o.host}
 	report, err := s.Execute(ctx)
 	if report != nil {
@@ -398,8 +422,10 @@ func (o *options) execute(ctx context.Context, code *int) error {
 			if werr := cli.WriteJSON(os.Stdout, report); werr != nil && err == nil {
 				err = werr
 			}
-		} else {
+		} else if o.verbose {
 			sweep.WriteText(os.Stdout, report)
+		} else {
+			sweep.WriteAnswer(os.Stdout, report)
 		}
 	}
 	*code = sweep.ExitCode(report, err)

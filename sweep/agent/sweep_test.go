@@ -99,7 +99,7 @@ func TestSweepWithInProcessAgents(t *testing.T) {
 	}
 	var log bytes.Buffer
 	s := &sweep.Sweep{Plot: report.WriteSweepPlot, Ctrl: &sweep.Controller{Plan: plan, Senders: []*remote.Agent{sc}, Receivers: []*remote.Agent{rc}},
-		Search: search, Name: "inproc", Results: t.TempDir(), Log: &log, Clock: true, ClockCount: 20,
+		Search: search, Name: "inproc", Results: t.TempDir(), Log: &log, Verbose: true, Clock: true, ClockCount: 20,
 		Profile: profile, ProfileYAML: profileYAML, ProfileAt: 0.5}
 	report, err := s.Execute(context.Background())
 	if err != nil {

@@ -126,6 +126,28 @@ func (v stallsValue) String() string {
 
 func (v stallsValue) Type() string { return "stage@start+length" }
 
+// Append, Replace and GetSlice make the flag a list (pflag.SliceValue):
+// a plan file gives its stalls as one.
+func (v stallsValue) Append(s string) error { return v.Set(s) }
+
+func (v stallsValue) Replace(list []string) error {
+	*v.p = nil
+	for _, s := range list {
+		if err := v.Set(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (v stallsValue) GetSlice() []string {
+	var out []string
+	for _, s := range *v.p {
+		out = append(out, s.String())
+	}
+	return out
+}
+
 // scheduleValue is a work schedule flag (inject.ParseSchedule).
 type scheduleValue struct {
 	p    *[]inject.Step

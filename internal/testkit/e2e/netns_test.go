@@ -141,9 +141,13 @@ func TestMultiHostSweep(t *testing.T) {
 	if err := os.WriteFile(handlers, []byte("default: {handler: buffered, path: \"{name}.log\"}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"--sender", n.hosts["s1"] + ":9101", "--sender", n.hosts["s2"] + ":9101",
+	// The two-host example plan (examples/plans/two-hosts.yaml: two
+	// threads a sender, the clocks related, one trial profiled), with
+	// this network's addresses, token and a short linear search beside it.
+	args := []string{"--plan", filepath.Join(moduleDir(t), "examples", "plans", "two-hosts.yaml"),
+		"--sender", n.hosts["s1"] + ":9101", "--sender", n.hosts["s2"] + ":9101",
 		"--receiver", n.hosts["r1"] + ":9102", "--token-file", token, "--search", "linear", "--from", "20k", "--to", "40k", "--step", "20k",
-		"--duration", "1s", "--warmup", "300ms", "--threads", "2", "--bucket", "10", "--clock", "--profile", handlers, "--profile-at", "0.5",
+		"--duration", "1s", "--warmup", "300ms", "--bucket", "10", "--profile", handlers, "--profile-at", "0.5",
 		"--lateness-floor", "500ms"} // these low rates pass on any host; a busy one must not fail them on lateness
 	rep, sp := runSweepAllowing(t, 3*time.Minute, []int{sweep.ExitNoRatePassed}, args...)
 	if rep.Result.LastPass <= 0 {
@@ -157,8 +161,22 @@ func TestMultiHostSweep(t *testing.T) {
 	if len(rep.Result.Trials) != 3 || !rep.Result.Trials[0].Verdict.Pass || rep.Result.Trials[2].Purpose != "profile" {
 		t.Fatalf("multi-host sweep: %+v\n%s", rep.Result, sp.Stderr.String())
 	}
-	// The receiver host saw four streams: two threads on each sender host,
-	// spread over its two lanes.
+	// The run directory kept the plan as it ran: the plan's settings and
+	// the flags' (which won), no token.
+	plan, err := os.ReadFile(filepath.Join(rep.Dir, "plan.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"threads: 2\n", "clock: true\n", "name: two-hosts\n", "  - " + n.hosts["s2"] + ":9101\n", "duration: 1s\n", "token-file: " + token} {
+		if !strings.Contains(string(plan), want) {
+			t.Errorf("plan.yaml lacks %q:\n%s", want, plan)
+		}
+	}
+	if strings.Contains(string(plan), "multi-host-test-token") || strings.Contains(string(plan), "10.0.0.2") {
+		t.Errorf("plan.yaml holds the token or the example's addresses:\n%s", plan)
+	}
+	// The receiver host saw four streams: two threads on each sender host
+	// (the plan's threads), spread over its two lanes.
 	data, err := os.ReadFile(filepath.Join(rep.Dir, "trials", "001.json"))
 	if err != nil {
 		t.Fatal(err)

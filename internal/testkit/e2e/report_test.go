@@ -26,7 +26,7 @@ func TestProfiledSweepReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, p := runSweep(t, 3*time.Minute, "--search", "linear", "--from", "50k", "--to", "100k", "--step", "50k", "--duration", "1s",
-		"--warmup", "200ms", "--bucket", "10", "--clock", "--profile", handlers, "--name", "report",
+		"--warmup", "200ms", "--bucket", "10", "--clock", "--profile", handlers, "--name", "report", "--verbose",
 		"--lateness-floor", "500ms") // a test of the report, not of this host's timing: a busy host must not fail these rates
 
 	if !strings.Contains(p.Stderr.String(), "collected") {

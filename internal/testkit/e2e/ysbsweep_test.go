@@ -98,7 +98,12 @@ func TestSweepAJobBetweenTopics(t *testing.T) {
 	redisAddr, _ := realserver.Redis(t)
 	in, out := "jetstream://"+natsAddr+"/ysb.in", "jetstream://"+natsAddr+"/ysb.out"
 	startYSB(t, in, out, redisAddr, nil)
-	rep, p := runSweep(t, 3*time.Minute, jobSweepArgs(in, out, "--search", "linear", "--from", "5k", "--to", "10k", "--step", "5k")...)
+	// The YSB example plan (examples/plans/ysb.yaml) gives the scenario,
+	// the window schema and what the job owes; beside it, this test's
+	// topics and a short linear search, no profiled trial.
+	rep, p := runSweep(t, 3*time.Minute, "--plan", filepath.Join(moduleDir(t), "examples", "plans", "ysb.yaml"),
+		"--input", in+"?group=ysb", "--output", out, "--search", "linear", "--from", "5k", "--to", "10k", "--step", "5k",
+		"--duration", "2s", "--warmup", "500ms", "--job-quiet", "2500ms", "--lateness-floor", "100ms", "--stage-period", "0", "--profile", "")
 	if len(rep.Result.Trials) != 2 {
 		t.Fatalf("%d trials\n%s", len(rep.Result.Trials), p.Stderr.String())
 	}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cloudprofiler-go/cp/rundir"
+	"github.com/cloudprofiler-go/cp/sweep"
+)
+
+func rerunCommand(code *int) *cobra.Command {
+	return &cobra.Command{
+		Use:   "rerun RUN_DIR [-- sweep flags]",
+		Short: "Repeat a sweep from the plan its run directory kept (plan.yaml)",
+		Long: `Runs the sweep again with the settings it ran with: cpsweep --plan
+RUN_DIR/plan.yaml, plus the flags after --, which win over the plan's. The
+new run gets a run directory of its own; cpsweep compare then says whether
+the two answers differ by more than their own repeats' spread. The plan
+leaves the token out: give --token-file after -- when the agents need one.
+Relative paths in the plan (--profile, --events) are read from the
+current directory, as when the sweep first ran.`,
+		Example: `  cpsweep rerun runs/20261129T080000Z-demo
+  cpsweep rerun runs/20261129T080000Z-demo -- --name demo-again --token-file token
+  cpsweep compare runs/20261129T080000Z-demo runs/*-demo-again`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cmd.SilenceUsage = true
+			*code = sweep.ExitInvalidPlan
+			d, err := rundir.Open(args[0])
+			if err != nil {
+				return err
+			}
+			if _, err := d.ReadFile(rundir.PlanFile, 1<<20); err != nil {
+				return fmt.Errorf("%s has no plan to repeat (%w): it was written before run directories kept plan.yaml", args[0], err)
+			}
+			extra := args[1:]
+			if _, set, err := parseSweepFlags(extra, []string{"plan"}); err != nil {
+				return err
+			} else if len(set) > 0 {
+				return errors.New("rerun gives the run directory's plan: leave --plan out")
+			}
+			self, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			child := exec.Command(self, append([]string{"--plan", rundir.Path(d.Path, rundir.PlanFile)}, extra...)...)
+			child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
+			fmt.Fprintf(os.Stderr, "cpsweep rerun: the plan of %s\n", d.Path)
+			err = child.Run()
+			var exit *exec.ExitError
+			switch {
+			case err == nil:
+				*code = sweep.ExitAnswer
+				return nil
+			case errors.As(err, &exit):
+				*code = exit.ExitCode() // the sweep said why
+				return nil
+			}
+			*code = sweep.ExitError
+			return fmt.Errorf("run the sweep: %w", err)
+		},
+	}
+}

@@ -1,0 +1,159 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"gopkg.in/yaml.v3"
+
+	"github.com/cloudprofiler-go/cp/internal/readfile"
+)
+
+// MaxPlanFile bounds a plan file: a sweep's settings are a few hundred
+// bytes.
+const MaxPlanFile = 1 << 20
+
+// ApplyPlan sets a command's flags from a plan file: a YAML mapping whose
+// keys are the flags' names (without the dashes) and whose values are a
+// flag's value, or a list of them for a flag given more than once. Each
+// value goes through the flag's own parser, so the file is checked
+// exactly as the flags are. A flag given on the command line overrides
+// the file's (a list as a whole). Settings in skip are refused (the plan
+// flag itself, a secret that has no place in a file).
+func ApplyPlan(f *pflag.FlagSet, path string, skip ...string) error {
+	b, err := readfile.Limited(path, MaxPlanFile)
+	if err != nil {
+		return fmt.Errorf("plan %s: %w", path, err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return fmt.Errorf("plan %s: %w", path, err)
+	}
+	if len(doc.Content) == 0 {
+		return fmt.Errorf("plan %s is empty: give it the sweep's flags as name: value", path)
+	}
+	m := doc.Content[0]
+	if m.Kind != yaml.MappingNode {
+		return fmt.Errorf("plan %s: not a mapping of settings (name: value, one a line)", path)
+	}
+	given := map[string]bool{}
+	f.Visit(func(fl *pflag.Flag) { given[fl.Name] = true })
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		name := strings.TrimLeft(k.Value, "-")
+		fl := f.Lookup(name)
+		switch {
+		case fl == nil:
+			return fmt.Errorf("plan %s, line %d: unknown setting %q: a plan's settings are the flags of --help, without the dashes", path, k.Line, k.Value)
+		case contains(skip, name):
+			return fmt.Errorf("plan %s, line %d: %q has no place in a plan file (give it as a flag)", path, k.Line, name)
+		case seen[name]:
+			return fmt.Errorf("plan %s, line %d: %q is set twice", path, k.Line, name)
+		}
+		seen[name] = true
+		if given[name] {
+			continue // the command line's value wins
+		}
+		values, err := planValues(v)
+		if err != nil {
+			return fmt.Errorf("plan %s, line %d: %s: %w", path, k.Line, name, err)
+		}
+		if len(values) > 1 && !isList(fl) {
+			return fmt.Errorf("plan %s, line %d: %s takes one value, not a list", path, k.Line, name)
+		}
+		for _, s := range values {
+			if err := f.Set(name, s); err != nil {
+				return fmt.Errorf("plan %s, line %d: %s: %w", path, k.Line, name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// planValues are a setting's values: a scalar, or a list of scalars.
+func planValues(v *yaml.Node) ([]string, error) {
+	switch v.Kind {
+	case yaml.ScalarNode:
+		return []string{v.Value}, nil
+	case yaml.SequenceNode:
+		var out []string
+		for _, e := range v.Content {
+			if e.Kind != yaml.ScalarNode {
+				return nil, fmt.Errorf("a list holds values, not lists or mappings")
+			}
+			out = append(out, e.Value)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("a value or a list of values, not a mapping")
+}
+
+func isList(fl *pflag.Flag) bool {
+	_, ok := fl.Value.(pflag.SliceValue)
+	return ok
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
+
+// PlanOf is the plan a command ran with: every flag that was set (on the
+// command line or by a plan file), as ApplyPlan reads it back, sorted by
+// name, leaving out the settings in skip (a secret, the plan flag). A
+// header says where it came from.
+func PlanOf(f *pflag.FlagSet, header string, skip ...string) ([]byte, error) {
+	type setting struct {
+		name   string
+		values []string
+		list   bool
+	}
+	var set []setting
+	f.Visit(func(fl *pflag.Flag) {
+		if contains(skip, fl.Name) {
+			return
+		}
+		s := setting{name: fl.Name}
+		if sv, ok := fl.Value.(pflag.SliceValue); ok {
+			s.values, s.list = sv.GetSlice(), true
+		} else {
+			s.values = []string{fl.Value.String()}
+		}
+		set = append(set, s)
+	})
+	sort.Slice(set, func(i, j int) bool { return set[i].name < set[j].name })
+	var b bytes.Buffer
+	for _, line := range strings.Split(strings.TrimSpace(header), "\n") {
+		fmt.Fprintf(&b, "# %s\n", line)
+	}
+	for _, s := range set {
+		if !s.list {
+			fmt.Fprintf(&b, "%s: %s\n", s.name, quote(s.values[0]))
+			continue
+		}
+		fmt.Fprintf(&b, "%s:\n", s.name)
+		for _, v := range s.values {
+			fmt.Fprintf(&b, "  - %s\n", quote(v))
+		}
+	}
+	return b.Bytes(), nil
+}
+
+// quote writes a value so that YAML reads back the same string (a value
+// such as "yes", "1e3", "a: b" or "" would otherwise change or break).
+func quote(v string) string {
+	var n yaml.Node
+	if err := n.Encode(v); err == nil && n.Style == 0 && n.Tag == "!!str" && v != "" && !strings.ContainsAny(v, ":#{}[],&*!|>'\"%@`") {
+		return v
+	}
+	return strconv.Quote(v)
+}
