@@ -11,6 +11,7 @@ import (
 	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/trialcfg"
+	"github.com/cloudprofiler-go/cp/wire/jsonev"
 )
 
 // JobPlan is a stream processor between the senders and the receivers
@@ -143,7 +144,7 @@ func (c *Controller) waitForJob(ctx context.Context) error {
 		case time.Now().After(deadline):
 			return &AgentError{Agent: "the system under test", Err: fmt.Errorf("the job is still %d message(s) behind on %s after %v: is it running? (--catch-up)", lag, j.Input, limit), System: true}
 		case !said && c.Progress != nil && err == nil:
-			c.Progress("waiting for the job to catch up with %d message(s) of its input", lag)
+			c.Progress("waiting up to %v for the job to catch up with %s of its input (its lag: %d message(s))", limit, c.lagEvents(lag), lag)
 			said = true
 		}
 		select {
@@ -152,6 +153,16 @@ func (c *Controller) waitForJob(ctx context.Context) error {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// lagEvents says a lag of messages in the user's unit: events, a
+// bucket's worth a message in the wire format, one in JSON.
+func (c *Controller) lagEvents(lag int64) string {
+	per := int64(max(c.Plan.BucketSize, 1))
+	if in, err := driver.Parse(c.Plan.Job.Input); err == nil && in.Format == jsonev.FormatJSON {
+		per = 1
+	}
+	return fmt.Sprintf("%d event(s)", lag*per)
 }
 
 // jobLag is the job's lag on its input, the highest any receiver agent

@@ -28,8 +28,10 @@ type pagSection struct {
 	Ambiguous  int
 	// Agreement says whether the diagnosis, the service rates and this
 	// graph name the same stage (pag.json's, as analyze printed it).
-	Agreement string
-	Disagree  bool
+	// Agreement is the analyses' whole statement, AgreementShort its two
+	// lines: the page shows those, the reasons behind a click.
+	Agreement, AgreementShort string
+	Disagree                  bool
 }
 
 type pagShare struct {
@@ -55,7 +57,7 @@ func pagSectionOf(d *rundir.Dir, pg *page) *pagSection {
 	r := f.Report
 	sec := &pagSection{Ambiguous: r.Ambiguous}
 	if a := r.Agreement; a != nil {
-		sec.Agreement, sec.Disagree = a.Statement, !a.Agree
+		sec.Agreement, sec.AgreementShort, sec.Disagree = a.Statement, a.Short, !a.Agree
 	}
 	shares := r.SystemCP // the system's own activities, the input's schedule left out
 	if len(shares) == 0 && r.InputShare == 0 {

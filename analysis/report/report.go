@@ -55,12 +55,15 @@ type trialRow struct {
 	N                                   int
 	Purpose, Target, Achieved, Verdict  string
 	Pass                                bool
-	Failed                              string
 	LatenessP99, LatencyP50, LatencyP99 string
 	LatencyP999, LatencyMax             string
-	// Host: per agent, the cores it used and the host's busy, stolen and
-	// other processes' shares during the trial.
-	Host string
+	// Failed is what failed in a line (the rules, and what limited the
+	// trial), FailedDetail every rule's numbers and the limit's evidence,
+	// behind a click: a cell shows at most three lines.
+	Failed, FailedDetail string
+	// Host is the busiest host's shares, HostDetail per agent the cores it
+	// used and the host's busy, stolen and other processes' shares.
+	Host, HostDetail string
 }
 
 type pairRow struct {
@@ -252,14 +255,22 @@ func trialRows(d *rundir.Dir) []trialRow {
 		if t.Verdict.Pass {
 			r.Verdict = "pass"
 		}
-		var failed []string
+		var rules, failed []string
 		for _, c := range t.Verdict.Checks {
 			if !c.Pass {
-				failed = append(failed, c.Rule+": "+c.Detail)
+				rules, failed = append(rules, c.Rule), append(failed, c.Rule+": "+c.Detail)
 			}
 		}
-		r.Failed = strings.Join(failed, "; ")
-		r.Host = cpustat.HostsLine(t.Hosts) // as the sweep's progress said it
+		if len(rules) > 0 {
+			r.Failed, r.FailedDetail = strings.Join(rules, ", "), strings.Join(failed, "; ")
+			if l := limits.Line(t.LimitingStage, t.LimitingEvidence); l != "" && t.LimitingStage != "none" {
+				r.Failed += "; limited by " + t.LimitingStage
+				r.FailedDetail += "; " + l
+			}
+		}
+		// as the sweep's progress said it (-v), the first host's shares shown
+		r.HostDetail = cpustat.HostsLine(t.Hosts)
+		r.Host, _, _ = strings.Cut(r.HostDetail, ";")
 		if o, err := d.Trial(t.N); err == nil && o.Outcome != nil {
 			// The worst agent's of each figure, as trials.csv has them.
 			if late, ok := o.Outcome.WorstLateness(); ok && late.P99 > 0 {

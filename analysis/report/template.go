@@ -36,7 +36,7 @@ var pageTemplate = template.Must(template.Must(template.New("report").Parse(figu
 {{with .Trials}}<h2>Trials</h2>
 <table>
 <tr><th>#</th><th class="l">purpose</th><th>target</th><th>achieved</th><th>verdict</th><th>lateness p99</th><th>latency p50</th><th>latency p99</th><th>p99.9</th><th>max</th><th class="l">failed rules</th><th class="l">hosts</th></tr>
-{{range .}}<tr><td>{{.N}}</td><td class="l">{{.Purpose}}</td><td>{{.Target}}</td><td>{{.Achieved}}</td><td class="{{.Verdict}}">{{.Verdict}}</td><td>{{.LatenessP99}}</td><td>{{.LatencyP50}}</td><td>{{.LatencyP99}}</td><td>{{.LatencyP999}}</td><td>{{.LatencyMax}}</td><td class="why">{{.Failed}}</td><td class="why">{{.Host}}</td></tr>
+{{range .}}<tr><td>{{.N}}</td><td class="l">{{.Purpose}}</td><td>{{.Target}}</td><td>{{.Achieved}}</td><td class="{{.Verdict}}">{{.Verdict}}</td><td>{{.LatenessP99}}</td><td>{{.LatencyP50}}</td><td>{{.LatencyP99}}</td><td>{{.LatencyP999}}</td><td>{{.LatencyMax}}</td><td class="why">{{if .Failed}}<details><summary>{{.Failed}}</summary>{{.FailedDetail}}</details>{{end}}</td><td class="why">{{if .Host}}<details><summary>{{.Host}}</summary>{{.HostDetail}}</details>{{end}}</td></tr>
 {{end}}</table>{{end}}
 
 {{range .Figures}}{{if eq .ID "lateness"}}{{template "fig" .}}{{end}}{{end}}
@@ -68,7 +68,7 @@ var pageTemplate = template.Must(template.Must(template.New("report").Parse(figu
 
 {{with .PAG}}<h2>What the progress waited for: the activity graph</h2>
 <p>From the profiled trial's activity channels and per-tuple points (cpsweep analyze --pag; docs/activity.md).{{if .Ambiguous}} {{.Ambiguous}} messages were ambiguous within the clock bound: marked, never on a path.{{end}}</p>
-{{if .Agreement}}<p>{{if .Disagree}}<b>{{.Agreement}}</b>{{else}}{{.Agreement}}{{end}}</p>{{end}}
+{{if .Agreement}}{{if .AgreementShort}}<details class="agreement"><summary>{{if .Disagree}}<b>{{.AgreementShort}}</b>{{else}}{{.AgreementShort}}{{end}}</summary><p>{{.Agreement}}</p></details>{{else}}<p>{{.Agreement}}</p>{{end}}{{end}}
 {{template "fig" .Figure}}
 {{with .Totals}}<table>
 <tr><th class="l">activity</th><th>critical participation over the run (share of the system's own)</th></tr>
