@@ -371,8 +371,8 @@ func (r *JobResult) Validate() error {
 		if v, ok := sr.Value(); ok && (math.IsNaN(v) || math.IsInf(v, 0) || v < 0) {
 			return fmt.Errorf("operator %s's service rate %v", sr.Stage, v)
 		}
-		if !(sr.Error >= 0 && sr.Error <= 1) { // a spread decides ties: NaN or a huge one would tie everything or nothing
-			return fmt.Errorf("operator %s's service rate's spread %v: want 0 to 1", sr.Stage, sr.Error)
+		if !(sr.Error >= 0 && sr.Error <= servicerate.MaxSpread) { // a spread decides ties: NaN or a huge one would tie everything or nothing
+			return fmt.Errorf("operator %s's service rate's spread %v: want 0 to %v", sr.Stage, sr.Error, servicerate.MaxSpread)
 		}
 	}
 	if r.GoRuntime != nil {

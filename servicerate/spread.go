@@ -30,8 +30,14 @@ func (p *periodSpread) relative() float64 {
 	}
 	mean := p.sum / float64(p.n)
 	variance := max(0, (p.sumSq-float64(p.n)*mean*mean)/float64(p.n-1))
-	return studentT975(p.n-1) * math.Sqrt(variance/float64(p.n)) / mean
+	return min(MaxSpread, studentT975(p.n-1)*math.Sqrt(variance/float64(p.n))/mean)
 }
+
+// MaxSpread caps a spread: at ±100% an estimate knows nothing of its rate
+// but that it is one, and a job agent's spread above it is refused (a
+// few periods far apart gave 1.74, Student's t at two degrees of freedom
+// being 4.3).
+const MaxSpread = 1.0
 
 // t975 are Student's t quantiles at 0.975 for 1 to 30 degrees of freedom.
 var t975 = [...]float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,

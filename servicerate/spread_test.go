@@ -22,6 +22,17 @@ func TestPeriodSpread(t *testing.T) {
 	}
 }
 
+// A spread is capped at ±100%: three periods far apart say nothing more.
+func TestPeriodSpreadCapped(t *testing.T) {
+	var p periodSpread
+	for _, r := range []float64{100, 1000, 5000} {
+		p.add(r)
+	}
+	if got := p.relative(); got != MaxSpread {
+		t.Fatalf("relative %v, want the cap %v", got, MaxSpread)
+	}
+}
+
 // Student's quantile falls towards the normal's as the periods grow, and
 // joins the table smoothly past it.
 func TestStudentT975(t *testing.T) {
