@@ -20,6 +20,25 @@ func demoCommand(code *int) *cobra.Command {
 	return cmd
 }
 
+// runSweepChild runs a sweep as a child of this process (self), on this
+// terminal; its exit status is the command's (the sweep said why).
+func runSweepChild(code *int, self string, args []string) error {
+	child := exec.Command(self, args...)
+	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
+	err := child.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		*code = sweep.ExitAnswer
+		return nil
+	case errors.As(err, &exit):
+		*code = exit.ExitCode()
+		return nil
+	}
+	*code = sweep.ExitError
+	return fmt.Errorf("run the sweep: %w", err)
+}
+
 func demoNATSCommand(code *int) *cobra.Command {
 	var drv, storage string
 	cmd := &cobra.Command{
@@ -71,19 +90,7 @@ deployment's (docs/brokers.md).`,
 			sweepArgs := append([]string{"--sut", sut}, args...)
 			// The broker runs in this process: its CPU is the system's.
 			sweepArgs = append(sweepArgs, "--sut-process", "cpsweep")
-			child := exec.Command(self, sweepArgs...)
-			child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
-			err = child.Run()
-			var exit *exec.ExitError
-			switch {
-			case err == nil:
-				*code = sweep.ExitAnswer
-				return nil
-			case errors.As(err, &exit):
-				*code = exit.ExitCode() // the sweep said why
-				return nil
-			}
-			return fmt.Errorf("run the sweep: %w", err)
+			return runSweepChild(code, self, sweepArgs)
 		},
 	}
 	cmd.Flags().StringVar(&drv, "driver", driver.JetStream, "jetstream (persisted, acknowledged publishes) or nats (core: at most once)")

@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 
 	"github.com/spf13/cobra"
 
+	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
 	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sweep"
 )
@@ -34,7 +34,7 @@ current directory, as when the sweep first ran.`,
 			if err != nil {
 				return err
 			}
-			if _, err := d.ReadFile(rundir.PlanFile, 1<<20); err != nil {
+			if _, err := d.ReadFile(rundir.PlanFile, cli.MaxPlanFile); err != nil {
 				return fmt.Errorf("%s has no plan to repeat (%w): it was written before run directories kept plan.yaml", args[0], err)
 			}
 			extra := args[1:]
@@ -47,21 +47,8 @@ current directory, as when the sweep first ran.`,
 			if err != nil {
 				return err
 			}
-			child := exec.Command(self, append([]string{"--plan", rundir.Path(d.Path, rundir.PlanFile)}, extra...)...)
-			child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
 			fmt.Fprintf(os.Stderr, "cpsweep rerun: the plan of %s\n", d.Path)
-			err = child.Run()
-			var exit *exec.ExitError
-			switch {
-			case err == nil:
-				*code = sweep.ExitAnswer
-				return nil
-			case errors.As(err, &exit):
-				*code = exit.ExitCode() // the sweep said why
-				return nil
-			}
-			*code = sweep.ExitError
-			return fmt.Errorf("run the sweep: %w", err)
+			return runSweepChild(code, self, append([]string{"--plan", rundir.Path(d.Path, rundir.PlanFile)}, extra...))
 		},
 	}
 }

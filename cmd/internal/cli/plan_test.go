@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// planFlags are a few flags of each kind a sweep has.
-func planFlags() (*pflag.FlagSet, *struct {
+// planSettings are the values planFlags binds.
+type planSettings struct {
 	d     time.Duration
 	n     int
 	s     string
@@ -19,16 +19,11 @@ func planFlags() (*pflag.FlagSet, *struct {
 	rate  float64
 	list  []string
 	token string
-}) {
-	v := &struct {
-		d     time.Duration
-		n     int
-		s     string
-		b     bool
-		rate  float64
-		list  []string
-		token string
-	}{}
+}
+
+// planFlags are a few flags of each kind a sweep has.
+func planFlags() (*pflag.FlagSet, *planSettings) {
+	v := &planSettings{}
 	f := pflag.NewFlagSet("t", pflag.ContinueOnError)
 	f.DurationVar(&v.d, "duration", 3*time.Second, "")
 	f.IntVar(&v.n, "threads", 1, "")
