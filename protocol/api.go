@@ -243,6 +243,11 @@ type JobResult struct {
 	// the sweep, never by the agent.
 	Node        string        `json:"node,omitempty"`
 	StageSeries *stage.Series `json:"stage_series"`
+	// ItemsAreRecords says that the series' items count records (tuples,
+	// events), as a job's metrics count them (Flink's numRecordsIn), not
+	// the batches (messages) a job agent counts: the input a job took in
+	// is then its items, not its items times the senders' bucket.
+	ItemsAreRecords bool `json:"items_are_records,omitempty"`
 	// ServiceRates are the operators' service rates over the trial, by
 	// both methods (docs/service-rate.md; absent: not estimated).
 	ServiceRates []servicerate.Rate `json:"service_rates,omitempty"`

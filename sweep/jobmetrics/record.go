@@ -106,7 +106,7 @@ func (r *Recorder) Samples() int { return len(r.series.UnixNs) }
 // Result is the job's operators as a job agent's result would carry
 // them, with their edges from the mapping (those between operators seen).
 func (r *Recorder) Result() *protocol.JobResult {
-	res := &protocol.JobResult{Name: r.m.Job, StageSeries: &r.series}
+	res := &protocol.JobResult{Name: r.m.Job, StageSeries: &r.series, ItemsAreRecords: true}
 	for _, e := range r.m.Edges {
 		_, a := r.idx[e[0]]
 		_, b := r.idx[e[1]]

@@ -299,9 +299,9 @@ func bucketSize(o *rundir.Outcome) int {
 // inputTaken is the rate at which the job's input operators
 // (stage.InputOperator and its copies) took in tuples over the window,
 // from their buckets between the first and the last stage sample inside
-// it; buckets is their count. ok is false unless exactly one job accounts
+// it; counted says how many (messages, or records by a job's metrics). ok is false unless exactly one job accounts
 // an input operator (a second job's input would be the first's output).
-func inputTaken(o *rundir.Outcome) (perS float64, buckets uint64, ok bool) {
+func inputTaken(o *rundir.Outcome) (perS float64, counted string, ok bool) {
 	jobs := 0
 	for _, j := range o.Jobs {
 		if j == nil || j.StageSeries == nil {
@@ -322,9 +322,13 @@ func inputTaken(o *rundir.Outcome) (perS float64, buckets uint64, ok bool) {
 		lo := sort.Search(len(s.UnixNs), func(i int) bool { return s.UnixNs[i] >= o.Window[0] })
 		hi := sort.Search(len(s.UnixNs), func(i int) bool { return s.UnixNs[i] > o.Window[1] }) - 1
 		if hi <= lo {
-			return 0, 0, false
+			return 0, "", false
 		}
-		perS, buckets = float64(n)*float64(bucketSize(o))/(float64(s.UnixNs[hi]-s.UnixNs[lo])/1e9), n
+		per, unit := float64(bucketSize(o)), "messages" // a job agent counts batches
+		if j.ItemsAreRecords {
+			per, unit = 1, "records" // a job's metrics count records
+		}
+		perS, counted = float64(n)*per/(float64(s.UnixNs[hi]-s.UnixNs[lo])/1e9), fmt.Sprintf("%d %s", n, unit)
 	}
-	return perS, buckets, jobs == 1
+	return perS, counted, jobs == 1
 }

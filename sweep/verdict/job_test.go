@@ -127,11 +127,15 @@ func TestTheRateTheJobKept(t *testing.T) {
 		jobs      int
 		achieved  float64
 		pass      bool
+		records   bool // the series' items are records (a job's metrics)
 	}{
-		{"took in what was offered", 100, 1, 100_000, true},
-		{"within the search's precision", 99, 1, 99_000, true},
-		{"took in 60% of it", 60, 1, 60_000, false},
-		{"two jobs: the input is not the senders'", 60, 2, 100_000, true},
+		{"took in what was offered", 100, 1, 100_000, true, false},
+		{"within the search's precision", 99, 1, 99_000, true, false},
+		{"took in 60% of it", 60, 1, 60_000, false, false},
+		{"two jobs: the input is not the senders'", 60, 2, 100_000, true, false},
+		// a job's metrics count records (tuples), not batches of 100
+		{"its metrics: took in 60% of it", 6000, 1, 60_000, false, true},
+		{"its metrics: took in what was offered", 10000, 1, 100_000, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := passing()
@@ -143,7 +147,7 @@ func TestTheRateTheJobKept(t *testing.T) {
 				o.Receivers[0].Backlog = append(o.Receivers[0].Backlog, tally.BacklogSample{UnixNs: int64(i) * 1e8, JobLag: &zero})
 			}
 			for range tc.jobs {
-				o.Jobs = append(o.Jobs, &protocol.JobResult{Name: "ysb", StageSeries: inputSeries(tc.perSample)})
+				o.Jobs = append(o.Jobs, &protocol.JobResult{Name: "ysb", StageSeries: inputSeries(tc.perSample), ItemsAreRecords: tc.records})
 			}
 			if got := WindowRate(o); math.Abs(got-tc.achieved) > 1 {
 				t.Errorf("achieved %.0f tuples/s, want %.0f", got, tc.achieved)

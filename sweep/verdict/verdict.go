@@ -216,11 +216,11 @@ func addSystemBacklog(o *rundir.Outcome, rules Rules, add func(rule string, pass
 		add(RuleSystemBacklog, jobGrew <= limit && jobUnread == 0, "over the window the job's lag on its input grew %.0f messages%s (limit %.0f: %g of a second's messages); %d receiver(s) could not read it",
 			jobGrew, events, limit, rules.BacklogGrowth, jobUnread)
 	}
-	if taken, buckets, ok := inputTaken(o); ok && o.Job != "" {
+	if taken, counted, ok := inputTaken(o); ok && o.Job != "" {
 		offered := offeredRate(o)
 		add(RuleSystemBacklog, taken >= offered*(1-rules.JobKept),
-			"over the window the job's input took in %s of the %s offered (%d messages; at most %.0f%% less keeps up: the search's precision)",
-			numfmt.Rate(taken), numfmt.Rate(offered), buckets, 100*rules.JobKept)
+			"over the window the job's input took in %s of the %s offered (%s; at most %.0f%% less keeps up: the search's precision)",
+			numfmt.Rate(taken), numfmt.Rate(offered), counted, 100*rules.JobKept)
 	}
 }
 

@@ -385,7 +385,11 @@ func logKeptRate(t *testing.T, row, file string) {
 		lo := sort.Search(len(s.UnixNs), func(i int) bool { return s.UnixNs[i] >= o.Window[0] })
 		hi := sort.Search(len(s.UnixNs), func(i int) bool { return s.UnixNs[i] > o.Window[1] }) - 1
 		if hi > lo {
-			input = fmt.Sprintf("the job's input took in %.0f/s", float64(buckets)*100/(float64(s.UnixNs[hi]-s.UnixNs[lo])/1e9))
+			per := 100.0 // the bench's buckets, as a job agent counts them
+			if j.ItemsAreRecords {
+				per = 1 // a job's metrics count records
+			}
+			input = fmt.Sprintf("the job's input took in %.0f/s", float64(buckets)*per/(float64(s.UnixNs[hi]-s.UnixNs[lo])/1e9))
 		}
 	}
 	t.Logf("OPRATE %s: offered %.0f/s, achieved %.0f/s, %s", row, tf.Trial.Rate, tf.Trial.Achieved, input)
