@@ -148,12 +148,17 @@ func PlanOf(f *pflag.FlagSet, header string, skip ...string) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// quote writes a value so that YAML reads back the same string (a value
-// such as "yes", "1e3", "a: b" or "" would otherwise change or break).
+// quote writes a value as ApplyPlan reads it back: plain where YAML reads
+// the same text back as a plain scalar (2, 10.0.0.2:9101, 500k), quoted
+// where it would not (a "# comment", "kind: a", a leading "-", "").
 func quote(v string) string {
-	var n yaml.Node
-	if err := n.Encode(v); err == nil && n.Style == 0 && n.Tag == "!!str" && v != "" && !strings.ContainsAny(v, ":#{}[],&*!|>'\"%@`") {
-		return v
+	var doc yaml.Node
+	if v != "" && yaml.Unmarshal([]byte("k: "+v+"\n"), &doc) == nil && len(doc.Content) == 1 {
+		if m := doc.Content[0]; m.Kind == yaml.MappingNode && len(m.Content) == 2 {
+			if n := m.Content[1]; n.Kind == yaml.ScalarNode && n.Style == 0 && n.Value == v {
+				return v
+			}
+		}
 	}
 	return strconv.Quote(v)
 }

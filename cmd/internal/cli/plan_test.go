@@ -98,6 +98,12 @@ func TestPlanRoundTrip(t *testing.T) {
 	if strings.Contains(string(b), "s3cret") || !strings.HasPrefix(string(b), "# a header\n# of two lines\n") {
 		t.Fatalf("plan:\n%s", b)
 	}
+	// plain where YAML reads the text back, quoted where it would not
+	for _, want := range []string{"duration: 1m30s\n", "start: 250k\n", "clock: true\n", "  - yes\n", `expect-filter: "kind: a # b"` + "\n", `  - ""` + "\n"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("plan lacks %q:\n%s", want, b)
+		}
+	}
 	g, v := planFlags()
 	if err := ApplyPlan(g, writePlan(t, string(b)), "plan", "token"); err != nil {
 		t.Fatalf("%v:\n%s", err, b)

@@ -24,7 +24,7 @@ func TestPlanRerunCompare(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no plan.yaml: %v\n%s", err, p.Stderr.String())
 	}
-	for _, want := range []string{"work: 100us\n", "search: linear\n", "from: 4k\n", "name: first\n", "json: true\n"} {
+	for _, want := range []string{"work: 100µs\n", "search: linear\n", "from: 4k\n", "name: first\n", "json: true\n"} {
 		if !strings.Contains(string(plan), want) {
 			t.Errorf("plan.yaml lacks %q:\n%s", want, plan)
 		}
@@ -39,7 +39,7 @@ func TestPlanRerunCompare(t *testing.T) {
 	if err := json.Unmarshal(out, &again); err != nil || again.Dir == "" || again.Dir == first.Dir || filepath.Dir(again.Dir) != filepath.Dir(first.Dir) {
 		t.Fatalf("rerun's report: %v, dir %q beside %q", err, again.Dir, first.Dir)
 	}
-	if b, _ := os.ReadFile(filepath.Join(again.Dir, "plan.yaml")); !strings.Contains(string(b), "name: again\n") || !strings.Contains(string(b), "work: 100us\n") {
+	if b, _ := os.ReadFile(filepath.Join(again.Dir, "plan.yaml")); !strings.Contains(string(b), "name: again\n") || !strings.Contains(string(b), "work: 100µs\n") {
 		t.Errorf("the rerun's plan.yaml: the plan with the flag beside it winning, got:\n%s", b)
 	}
 	cmp, err := exec.Command(cpsweep, "compare", "--json", first.Dir, again.Dir).Output()
