@@ -70,8 +70,10 @@ type Controller struct {
 	// (cpsweep --job-metrics), scraped every stage period of each trial.
 	JobMetrics []jobmetrics.Source
 	Plan       TrialPlan
-	// Progress, if set, is told what a trial is doing.
-	Progress func(format string, args ...any)
+	// Progress, if set, is told what a trial is doing (a detail), and
+	// Waiting what it waits for before it can start (said every time: a
+	// wait longer than a second says what it waits for).
+	Progress, Waiting func(format string, args ...any)
 	// TrialProfile, if set, profiles the trials started from now on with
 	// this handler configuration (YAML) on every agent.
 	TrialProfile *profiler.Handlers

@@ -143,8 +143,8 @@ func (c *Controller) waitForJob(ctx context.Context) error {
 			return &AgentError{Agent: "the system under test", Err: fmt.Errorf("the job's lag on %s could not be read for %v: %w", j.Input, limit, err), System: true}
 		case time.Now().After(deadline):
 			return &AgentError{Agent: "the system under test", Err: fmt.Errorf("the job is still %d message(s) behind on %s after %v: is it running? (--catch-up)", lag, j.Input, limit), System: true}
-		case !said && c.Progress != nil && err == nil:
-			c.Progress("waiting up to %v for the job to catch up with %s of its input (its lag: %d message(s))", limit, c.lagEvents(lag), lag)
+		case !said && c.Waiting != nil && err == nil:
+			c.Waiting("waiting up to %v for the job to catch up with %s of its input (its lag: %d message(s))", limit, c.lagEvents(lag), lag)
 			said = true
 		}
 		select {

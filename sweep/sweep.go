@@ -102,8 +102,12 @@ type Sweep struct {
 // profile or a TSC relation that was asked for and could not be made is
 // an error after the answer (which stands, and is saved).
 func (s *Sweep) Execute(ctx context.Context) (*rundir.Summary, error) {
-	if s.Ctrl.Progress == nil { // a wait says what it waits for
-		s.Ctrl.Progress = func(format string, args ...any) { s.logf("          "+format+"\n", args...) }
+	say := func(format string, args ...any) { s.logf("          "+format+"\n", args...) }
+	if s.Ctrl.Waiting == nil { // a wait says what it waits for
+		s.Ctrl.Waiting = say
+	}
+	if s.Ctrl.Progress == nil && s.Verbose {
+		s.Ctrl.Progress = say
 	}
 	agents, err := s.Ctrl.Prepare(ctx)
 	if err != nil {
