@@ -110,8 +110,20 @@ func TestSweepNamesASaturatedThreadFromOutside(t *testing.T) {
 	if len(rep.Result.Trials) != 1 || rep.Result.Trials[0].Verdict.Pass {
 		t.Fatalf("trials %+v\n%s", rep.Result.Trials, p.Stderr.String())
 	}
+	// the trial's line names the system under test; its record names the
+	// thread (the console's -v prints it)
+	var tf struct {
+		Trial struct {
+			Limiting string `json:"limiting_stage"`
+			Evidence string `json:"limiting_evidence"`
+		} `json:"trial"`
+	}
+	if b, err := os.ReadFile(filepath.Join(rep.Dir, "trials", "001.json")); err != nil || json.Unmarshal(b, &tf) != nil {
+		t.Fatalf("trials/001.json: %v", err)
+	}
 	line := p.Stderr.String()
-	if !strings.Contains(line, "limited by: the system under test (python3: thread ") || !strings.Contains(line, "% of a core") {
-		t.Errorf("the sweep does not name the saturated thread:\n%s", line)
+	if !strings.Contains(line, "; limited by "+limits.SUT+"\n") || tf.Trial.Limiting != limits.SUT ||
+		!strings.HasPrefix(tf.Trial.Evidence, "python3: thread ") || !strings.Contains(tf.Trial.Evidence, "% of a core") {
+		t.Errorf("the sweep does not name the saturated thread: %q (%s)\n%s", tf.Trial.Limiting, tf.Trial.Evidence, line)
 	}
 }
