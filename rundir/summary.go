@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/cloudprofiler-go/cp/cpustat"
@@ -221,6 +222,26 @@ func (v Verdict) Failed() []string {
 		}
 	}
 	return out
+}
+
+// FailedLine says a failing trial in a line: the rules that failed and
+// the stage that limited it ("lateness, backlog; limited by host CPU";
+// "": it passed). The console and the report both show it.
+func (t Trial) FailedLine() string {
+	var rules []string
+	for _, c := range t.Verdict.Checks {
+		if !c.Pass {
+			rules = append(rules, c.Rule)
+		}
+	}
+	if len(rules) == 0 {
+		return ""
+	}
+	line := strings.Join(rules, ", ")
+	if t.LimitingStage != "" && t.LimitingStage != "none" {
+		line += "; limited by " + t.LimitingStage
+	}
+	return line
 }
 
 // Outcome is what the agents reported for one trial.

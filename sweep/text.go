@@ -31,28 +31,13 @@ func (s *Sweep) trialLine(t rundir.Trial) string {
 		return line
 	}
 	if !s.Verbose { // one line: the rules that failed, and what limited it
-		line += "  failed: " + strings.Join(failedRules(t.Verdict), ", ")
-		if t.LimitingStage != "" && t.LimitingStage != "none" {
-			line += "; limited by " + t.LimitingStage
-		}
-		return line
+		return line + "  failed: " + t.FailedLine()
 	}
 	line += "\n          " + strings.Join(f, "\n          ")
 	if l := limits.Line(t.LimitingStage, t.LimitingEvidence); l != "" {
 		line += "\n          " + l
 	}
 	return line
-}
-
-// failedRules are the names of the rules a verdict failed.
-func failedRules(v rundir.Verdict) []string {
-	var out []string
-	for _, c := range v.Checks {
-		if !c.Pass {
-			out = append(out, c.Rule)
-		}
-	}
-	return out
 }
 
 // estimateLeft guesses the trials (and time) a fast search still needs.

@@ -100,34 +100,33 @@ func answerChange(base, r Run, n int) Change {
 func latencyChanges(base, r Run, n int) []Change {
 	var out []Change
 	for _, f := range []struct {
-		name         string
-		from, to     int64
-		bestA, bestB int64
-		runsA, runsB int
-		rateA, rateB float64
+		name string
+		// worst and best: a run's percentile at its answer, over its repeats
+		worst, best func(Run) int64
 	}{
-		{"latency p50", base.LatencyP50Ns, r.LatencyP50Ns, base.bestP50, r.bestP50, base.latencyRuns, r.latencyRuns, base.latencyRate, r.latencyRate},
-		{"latency p99", base.LatencyP99Ns, r.LatencyP99Ns, base.bestP99, r.bestP99, base.latencyRuns, r.latencyRuns, base.latencyRate, r.latencyRate},
+		{"latency p50", func(r Run) int64 { return r.LatencyP50Ns }, func(r Run) int64 { return r.bestP50 }},
+		{"latency p99", func(r Run) int64 { return r.LatencyP99Ns }, func(r Run) int64 { return r.bestP99 }},
 	} {
-		c := Change{Run: n, Figure: f.name, From: float64(f.from), To: float64(f.to)}
+		from, to := f.worst(base), f.worst(r)
+		c := Change{Run: n, Figure: f.name, From: float64(from), To: float64(to)}
 		switch {
-		case f.from <= 0 || f.to <= 0:
+		case from <= 0 || to <= 0:
 			c.Why = "a run recorded no latency at its answer"
-		case f.runsA < 2 || f.runsB < 2:
+		case base.latencyRuns < 2 || r.latencyRuns < 2:
 			c.Why = "a run measured its answer once: one run shows no spread"
-		case f.bestA <= 0 || f.bestB <= 0:
+		case f.best(base) <= 0 || f.best(r) <= 0:
 			c.Why = "a run directory keeps no best run (written before compare judged spreads)"
 		}
-		if f.from > 0 && f.to > 0 {
-			c.Difference = float64(f.to)/float64(f.from) - 1
+		if from > 0 && to > 0 {
+			c.Difference = float64(to)/float64(from) - 1
 		}
 		if c.Why == "" {
-			a, b := span{float64(f.bestA), float64(f.from)}, span{float64(f.bestB), float64(f.to)}
+			a, b := span{float64(f.best(base)), float64(from)}, span{float64(f.best(r)), float64(to)}
 			c.Judged, c.Spread, c.Exceeds = true, max(a.relative(), b.relative()), !a.overlaps(b)
 		}
 		c.Statement = changeStatement(c, numfmt.Ns)
-		if c.Why == "" && f.rateA != f.rateB {
-			c.Statement += fmt.Sprintf(" (at the answers, %s and %s: latency moves with the rate)", numfmt.Rate(f.rateA), numfmt.Rate(f.rateB))
+		if c.Why == "" && base.latencyRate != r.latencyRate {
+			c.Statement += fmt.Sprintf(" (at the answers, %s and %s: latency moves with the rate)", numfmt.Rate(base.latencyRate), numfmt.Rate(r.latencyRate))
 		}
 		out = append(out, c)
 	}

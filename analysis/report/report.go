@@ -255,16 +255,9 @@ func trialRows(d *rundir.Dir) []trialRow {
 		if t.Verdict.Pass {
 			r.Verdict = "pass"
 		}
-		var rules, failed []string
-		for _, c := range t.Verdict.Checks {
-			if !c.Pass {
-				rules, failed = append(rules, c.Rule), append(failed, c.Rule+": "+c.Detail)
-			}
-		}
-		if len(rules) > 0 {
-			r.Failed, r.FailedDetail = strings.Join(rules, ", "), strings.Join(failed, "; ")
+		if r.Failed = t.FailedLine(); r.Failed != "" {
+			r.FailedDetail = strings.Join(t.Verdict.Failed(), "; ")
 			if l := limits.Line(t.LimitingStage, t.LimitingEvidence); l != "" && t.LimitingStage != "none" {
-				r.Failed += "; limited by " + t.LimitingStage
 				r.FailedDetail += "; " + l
 			}
 		}

@@ -138,10 +138,8 @@ Ctrl-C stops the running trial and keeps every finished one.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
 			o.job.bucketGiven = cmd.Flags().Changed("bucket")
+			o.ran = cli.PlanOf(cmd.Flags(), planHeader, notInPlans...)
 			var err error
-			if o.ran, err = cli.PlanOf(cmd.Flags(), planHeader, notInPlans...); err != nil {
-				return err
-			}
 			if o.plan.Scenario, o.plan.Events, err = o.events.Scenario(o.plan.Scenario, cmd.Flags().Changed("scenario")); err != nil {
 				*code = sweep.ExitInvalidPlan
 				return err

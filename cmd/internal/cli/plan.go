@@ -111,7 +111,7 @@ func contains(list []string, s string) bool {
 // command line or by a plan file), as ApplyPlan reads it back, sorted by
 // name, leaving out the settings in skip (a secret, the plan flag). A
 // header says where it came from.
-func PlanOf(f *pflag.FlagSet, header string, skip ...string) ([]byte, error) {
+func PlanOf(f *pflag.FlagSet, header string, skip ...string) []byte {
 	type setting struct {
 		name   string
 		values []string
@@ -145,7 +145,7 @@ func PlanOf(f *pflag.FlagSet, header string, skip ...string) ([]byte, error) {
 			fmt.Fprintf(&b, "  - %s\n", quote(v))
 		}
 	}
-	return b.Bytes(), nil
+	return b.Bytes()
 }
 
 // quote writes a value as ApplyPlan reads it back: plain where YAML reads

@@ -91,10 +91,7 @@ func TestPlanRoundTrip(t *testing.T) {
 	if err := f.Parse(args); err != nil {
 		t.Fatal(err)
 	}
-	b, err := PlanOf(f, "a header\nof two lines", "plan", "token")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := PlanOf(f, "a header\nof two lines", "plan", "token")
 	if strings.Contains(string(b), "s3cret") || !strings.HasPrefix(string(b), "# a header\n# of two lines\n") {
 		t.Fatalf("plan:\n%s", b)
 	}
@@ -111,7 +108,7 @@ func TestPlanRoundTrip(t *testing.T) {
 	if v.d != 90*time.Second || v.s != "kind: a # b" || !v.b || v.rate != 250e3 || len(v.list) != 2 || v.list[0] != "yes" || v.list[1] != "" || v.token != "" {
 		t.Fatalf("read back %+v from:\n%s", v, b)
 	}
-	again, _ := PlanOf(g, "a header\nof two lines", "plan", "token")
+	again := PlanOf(g, "a header\nof two lines", "plan", "token")
 	if string(again) != string(b) {
 		t.Errorf("not the same plan twice:\n%s\n%s", b, again)
 	}
