@@ -1,7 +1,9 @@
 package receiver
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"time"
 	"unicode/utf8"
@@ -228,4 +230,17 @@ func truncate(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// WriteLatencyLog writes the latency histogram (intended send to
+// consumed) as HdrHistogram's interval log, its interval the first to the
+// last consumed tuple. Call it only after Run has returned: the consumer
+// owns the histogram until then.
+func (r *Receiver) WriteLatencyLog(w io.Writer) error {
+	first, last := r.firstData.Load(), r.lastConsum.Load()
+	if first == 0 {
+		return errors.New("no latency was recorded: nothing was consumed")
+	}
+	c := r.cfg.Clock
+	return r.precise.WriteLog(w, time.Unix(0, c.UnixNano(first)), time.Unix(0, c.UnixNano(last)))
 }

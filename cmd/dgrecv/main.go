@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/cloudprofiler-go/cp/cmd/internal/brokers"
 	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
 	"github.com/cloudprofiler-go/cp/driver"
+	"github.com/cloudprofiler-go/cp/internal/atomicfile"
 	"github.com/cloudprofiler-go/cp/internal/httpapi"
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/internal/termsafe"
@@ -52,6 +54,7 @@ type options struct {
 	agent         bool
 	tok           cli.TokenFlags
 	probeAdr      string
+	hgrm          string
 }
 
 func command(code *int) *cobra.Command {
@@ -81,6 +84,10 @@ error (nothing ran), 1 any other error.`,
 
   # an agent for cpsweep on another host, data on ports 5555-5556
   dgrecv --agent --bind tcp://*:5555 --lanes 2 --metrics-addr 0.0.0.0:9102 --token-file /etc/cp/token
+
+  # the latency distribution for HdrHistogram's plotter (lat.hgrm), and the
+  # histogram itself as its interval log (lat.hlog)
+  dgrecv --bind tcp://*:5555 --hgrm lat.hgrm
 
   # profiled: handlers from a configuration server, switched live when it changes
   dgrecv --bind tcp://*:5555 --profile http://cfg:9400/v1/profiler/handlers --profile-follow 1s`,
@@ -123,6 +130,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	o.run.Register(f, "dgrecv", "127.0.0.1:9102", profileChannels)
 	f.BoolVar(&o.agent, "agent", false, "run as a cpsweep agent: serve the control API on --metrics-addr; every trial binds the --bind endpoints")
 	f.StringVar(&o.probeAdr, "probe-addr", "", "agent: answer TSC probes (cpsweep --clock) on this UDP address (default: the --metrics-addr host and port, on UDP)")
+	f.StringVar(&o.hgrm, "hgrm", "", "write the latency distribution (intended send to consumed) to this file as HdrHistogram's .hgrm,\nand the histogram itself beside it as its interval log (.hlog), which HdrHistogram's tools decode (docs/results.md)")
 	o.tok.Register(f, "agent: shared token the controller must send (required unless --metrics-addr is loopback)")
 }
 
@@ -178,10 +186,19 @@ func (o *options) execute(ctx context.Context, scenarioSet bool, code *int) erro
 			return fmt.Errorf("--job-input %s: make its stream and the job's group where missing: %w", cfg.JobInput, err)
 		}
 	}
+	if o.agent && o.hgrm != "" {
+		return cli.Usage(errors.New("--hgrm is for a run of its own: an agent's trials are cpsweep's, whose report writes the answer's .hgrm (cpsweep report)"))
+	}
+	if o.hgrm != "" {
+		if err := checkWritableDir(o.hgrm); err != nil {
+			return cli.Usage(fmt.Errorf("--hgrm: %w", err))
+		}
+	}
 	if o.agent {
 		return agent.Run(ctx, agent.Options{Role: recvagent.Role{Brokers: brokers.All(), JobInput: cfg.JobInput, Streams: &recvagent.StreamMemory{}}, Endpoints: cfg.Endpoints, Connect: cfg.Connect, CPUs: cfg.CPUs, IOThreads: cfg.IOThreads, ProbeAddr: o.probeAdr, MemoryBudget: cfg.MemoryBudget},
 			o.run.MetricsAddr, o.tok.Token, o.tok.File, o.run.Calibrate)
 	}
+	var recv *receiver.Receiver
 	res, err := cli.RunCommand(ctx, o.run, func(clock *tsc.Clock, prof *cli.Profile) (cli.Runner[*tally.Result], httpapi.Collectors, error) {
 		cfg.Clock, cfg.Profile, cfg.Handlers, cfg.Logf = clock, prof.Profiler, prof.Handlers, cli.Logf("dgrecv")
 		cfg.StagePeriod = o.run.StagePeriod
@@ -190,6 +207,7 @@ func (o *options) execute(ctx context.Context, scenarioSet bool, code *int) erro
 		if err != nil {
 			return nil, nil, err
 		}
+		recv = r
 		fmt.Fprintf(os.Stderr, "dgrecv: listening on %s (messages up to %s: --max-message, within --memory-budget)\n", strings.Join(r.BoundEndpoints(), " "), numfmt.Bytes(int64(r.MaxMessage())))
 		return r, recvmetrics.For(r), nil
 	}, func(r cli.Runner[*tally.Result], done <-chan struct{}) {
@@ -198,7 +216,42 @@ func (o *options) execute(ctx context.Context, scenarioSet bool, code *int) erro
 	if res != nil && !res.Complete {
 		*code = exitIncomplete
 	}
+	if res != nil && o.hgrm != "" { // also for an incomplete run: what it measured is kept
+		err = errors.Join(err, writeHgrm(o.hgrm, res, recv))
+	}
 	return err
+}
+
+// writeHgrm writes the run's latency as HdrHistogram's .hgrm to path and
+// its histogram as an interval log beside it (path's .hlog).
+func writeHgrm(path string, res *tally.Result, r *receiver.Receiver) error {
+	if res.LatencyDistribution == nil {
+		return fmt.Errorf("--hgrm %s: no latency was recorded (nothing was consumed)", path)
+	}
+	if err := atomicfile.WriteWith(path, 0o644, res.LatencyDistribution.WriteHgrm); err != nil {
+		return fmt.Errorf("--hgrm: write %s: %w", path, err)
+	}
+	if err := atomicfile.WriteWith(hlogPath(path), 0o644, r.WriteLatencyLog); err != nil {
+		return fmt.Errorf("--hgrm: write %s: %w", hlogPath(path), err)
+	}
+	return nil
+}
+
+// hlogPath is where the histogram log goes beside a .hgrm file.
+func hlogPath(hgrm string) string { return strings.TrimSuffix(hgrm, ".hgrm") + ".hlog" }
+
+// checkWritableDir says, before a run, when path's directory is not
+// there to write in (the files are written at the end).
+func checkWritableDir(path string) error {
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("its directory: %w", err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	return nil
 }
 
 func expandLanes(endpoints []string, lanes int) ([]string, error) {

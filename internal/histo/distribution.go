@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // Bracket is one line of a percentile distribution: the value at or
@@ -82,4 +85,31 @@ func (d *Distribution) WriteHgrm(w io.Writer) error {
 	_, err := fmt.Fprintf(w, "#[Mean    = %12.3f, StdDeviation   = %12.3f]\n#[Max     = %12.3f, Total count    = %12d]\n#[Buckets = %12d, SubBuckets     = %12d]\n",
 		d.MeanNs/scale, d.StdDevNs/scale, float64(d.MaxNs)/scale, d.Count, 0, 0)
 	return err
+}
+
+// WriteLog writes the histogram itself as HdrHistogram's interval log
+// (.hlog): one interval from start to end, values in nanoseconds, the
+// counts compressed as every HdrHistogram port decodes them (its
+// HistogramLogProcessor prints a .hgrm from it again). The .hgrm is a
+// print of percentiles; this is what another tool can merge or re-read.
+func (p *Precise) WriteLog(w io.Writer, start, end time.Time) error {
+	p.h.SetStartTimeMs(start.UnixMilli())
+	p.h.SetEndTimeMs(end.UnixMilli())
+	lw := hdr.NewHistogramLogWriter(w)
+	lw.SetBaseTime(start.UnixMilli())
+	for _, step := range []func() error{
+		lw.OutputLogFormatVersion,
+		func() error {
+			return lw.OutputComment("[latency, intended send to consumed, in nanoseconds: cloudprofiler-go dgrecv]")
+		},
+		func() error { return lw.OutputStartTime(start.UnixMilli()) },
+		func() error { return lw.OutputBaseTime(start.UnixMilli()) },
+		lw.OutputLegend,
+		func() error { return lw.OutputIntervalHistogram(p.h) },
+	} {
+		if err := step(); err != nil {
+			return fmt.Errorf("write the histogram log: %w", err)
+		}
+	}
+	return nil
 }

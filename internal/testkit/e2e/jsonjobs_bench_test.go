@@ -132,9 +132,16 @@ func startExample(t *testing.T, env []string, bin string, args ...string) {
 // installed from the lock file.
 func npmExample(t *testing.T) string {
 	t.Helper()
+	return npmCopy(t, filepath.Join(moduleDir(t), "examples", "jobs", "node-filter"), "filter.js")
+}
+
+// npmCopy copies a Node package's manifest, lock file and scripts from
+// src into a temporary directory and installs its dependencies there
+// from the lock file (npm ci).
+func npmCopy(t *testing.T, src string, scripts ...string) string {
+	t.Helper()
 	dir := t.TempDir()
-	src := filepath.Join(moduleDir(t), "examples", "jobs", "node-filter")
-	for _, f := range []string{"package.json", "package-lock.json", "filter.js"} {
+	for _, f := range append([]string{"package.json", "package-lock.json"}, scripts...) {
 		b, err := os.ReadFile(filepath.Join(src, f))
 		if err != nil {
 			t.Fatal(err)
