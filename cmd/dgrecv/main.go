@@ -237,8 +237,9 @@ func writeHgrm(path string, res *tally.Result, r *receiver.Receiver) error {
 	return nil
 }
 
-// hlogPath is where the histogram log goes beside a .hgrm file.
-func hlogPath(hgrm string) string { return strings.TrimSuffix(hgrm, ".hgrm") + ".hlog" }
+// hlogPath is where the histogram log goes beside the .hgrm file: its
+// name with its extension (if any) replaced.
+func hlogPath(hgrm string) string { return strings.TrimSuffix(hgrm, filepath.Ext(hgrm)) + ".hlog" }
 
 // checkWritableDir says, before a run, when path's directory is not
 // there to write in (the files are written at the end).
@@ -250,6 +251,9 @@ func checkWritableDir(path string) error {
 	}
 	if !st.IsDir() {
 		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if hlogPath(path) == path {
+		return fmt.Errorf("%s would be both the .hgrm and the histogram log beside it: name it .hgrm", path)
 	}
 	return nil
 }

@@ -397,6 +397,7 @@ func TestCLIErrors(t *testing.T) {
 		{"dgrecv", []string{"--lanes", "2", "--bind", "tcp://*:x"}, "numeric port", usage},
 		{"dgrecv", []string{"extra"}, "Run 'dgrecv --help' for usage.", usage},
 		{"dgrecv", []string{"--hgrm", "/nonexistent/lat.hgrm"}, "--hgrm: its directory: stat /nonexistent", usage},
+		{"dgrecv", []string{"--hgrm", "lat.hlog"}, "would be both the .hgrm and the histogram log", usage},
 		{"dgrecv", []string{"--agent", "--hgrm", "lat.hgrm"}, "--hgrm is for a run of its own", usage},
 		{"cpsweep", []string{"analyse", "runs/x"}, `did you mean analyze?`, usage},
 		{"cpsweep", []string{"deploy", "kubernets"}, `did you mean kubernetes?`, usage},
