@@ -54,7 +54,8 @@ func TestProfiledLineSaysWhatTheVerdictMeans(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := profiledLine(&rundir.Result{LastPass: 1e6, FirstFail: 1.01e6, Trials: c.trials}, c.profiled, c.jobLogs)
+			res := &rundir.Result{LastPass: 1e6, FirstFail: 1.01e6, Trials: c.trials}
+			got := profiledLine(res, c.profiled, c.jobLogs, true)
 			if c.jobLogs && strings.Contains(got, "not the likely") {
 				t.Errorf("%q clears the profile, whose cost in the job no thread of its shows", got)
 			}
@@ -65,6 +66,14 @@ func TestProfiledLineSaysWhatTheVerdictMeans(t *testing.T) {
 				if !strings.Contains(got, w) {
 					t.Errorf("%q lacks %q", got, w)
 				}
+			}
+			// the default console: one line, the same verdict, no reasoning
+			brief := profiledLine(res, c.profiled, c.jobLogs, false)
+			if strings.Contains(brief, "\n") || (got == "") != (brief == "") || len(brief) > 160 {
+				t.Errorf("brief %q: not one short line", brief)
+			}
+			if strings.Contains(got, "FAILED") && !strings.Contains(brief, "FAILED (lateness): the answer stands") || strings.Contains(brief, "7.1ms") {
+				t.Errorf("brief %q: want the failed rule's name and what it means, not its numbers", brief)
 			}
 		})
 	}

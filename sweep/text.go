@@ -116,13 +116,16 @@ func WriteText(w io.Writer, r *rundir.Summary) {
 	if r.Result != nil {
 		writeTrialTable(w, r.Result.Trials)
 	}
-	WriteAnswer(w, r)
+	writeAnswer(w, r, true)
 }
 
-// WriteAnswer prints the answer and what bears on it, without the trials'
-// table (the console has shown a line a trial; trials.csv and the report
-// keep them).
-func WriteAnswer(w io.Writer, r *rundir.Summary) {
+// WriteAnswer prints the answer and what bears on it for a person,
+// without the trials' table (the console has shown a line a trial;
+// trials.csv and the report keep them), each fact on one line: WriteText
+// gives the details.
+func WriteAnswer(w io.Writer, r *rundir.Summary) { writeAnswer(w, r, false) }
+
+func writeAnswer(w io.Writer, r *rundir.Summary, verbose bool) {
 	res := r.Result
 	if res == nil {
 		fmt.Fprintln(w, "no trial ran")
@@ -154,8 +157,11 @@ func WriteAnswer(w io.Writer, r *rundir.Summary) {
 	if r.Latency != nil {
 		fmt.Fprintln(w, r.Latency.Statement())
 	}
-	if r.Colocated != "" {
+	switch {
+	case r.Colocated != "" && verbose:
 		fmt.Fprintf(w, "co-located: %s\n", r.Colocated)
+	case r.Colocated != "":
+		fmt.Fprintf(w, "co-located: %s\n", verdict.BriefColocation(r.Colocated, r.Unsteady))
 	}
 	if l := historyLine(r.History); l != "" {
 		fmt.Fprintln(w, l)
@@ -183,7 +189,7 @@ func WriteAnswer(w io.Writer, r *rundir.Summary) {
 		fmt.Fprintf(w, "profiled trial skipped: %s\n", r.ProfileSkipped)
 	}
 	jobLogs := slices.ContainsFunc(r.Agents, func(a protocol.AgentInfo) bool { return a.Role == protocol.RoleJob })
-	if line := profiledLine(res, r.ProfiledSearch, jobLogs); line != "" {
+	if line := profiledLine(res, r.ProfiledSearch, jobLogs, verbose); line != "" {
 		fmt.Fprintln(w, line)
 	}
 	if r.Interrupted {
@@ -199,8 +205,9 @@ func WriteAnswer(w io.Writer, r *rundir.Summary) {
 //
 // jobLogs: a job's operators logged too, each tuple on its own thread: no
 // thread of the profiler's holds that cost, so the profiler's threads'
-// share does not bound it.
-func profiledLine(res *rundir.Result, profiledSearch, jobLogs bool) string {
+// share does not bound it. Without verbose, a failure below the answer
+// is said in one line: what failed and what it means, not why.
+func profiledLine(res *rundir.Result, profiledSearch, jobLogs, verbose bool) string {
 	var t *rundir.Trial
 	for i := range res.Trials {
 		if res.Trials[i].Purpose == rundir.PurposeProfile {
@@ -215,7 +222,7 @@ func profiledLine(res *rundir.Result, profiledSearch, jobLogs bool) string {
 		notes = append(notes, fmt.Sprintf("%.0f%% of the answer", 100*t.Rate/res.LastPass))
 	}
 	cores, share, costKnown := t.ProfilerCost()
-	if costKnown {
+	if costKnown && verbose {
 		// Next to the verdict: what the profile cost is part of judging it.
 		notes = append(notes, fmt.Sprintf("the profiler's threads used %.3f cores, %.1f%% of the agents' CPU", cores, 100*share))
 	}
@@ -226,6 +233,9 @@ func profiledLine(res *rundir.Result, profiledSearch, jobLogs bool) string {
 	switch {
 	case t.Verdict.Pass:
 		return "profiled trial at " + at + " passed: its logs are under profiles/ (cpsweep analyze reads them)"
+	case res.LastPass > 0 && t.Rate <= res.LastPass && !verbose:
+		rules, _, _ := strings.Cut(t.FailedLine(), ";")
+		return "profiled trial at " + at + " FAILED (" + rules + "): the answer stands, but the logs' latencies include queueing (-v: why)"
 	case res.LastPass > 0 && t.Rate <= res.LastPass && profiledSearch:
 		return "profiled trial at " + at + " FAILED (" + strings.Join(t.Verdict.Failed(), "; ") + "):\n" +
 			"  the search ran with the same profile and passed above this rate, so the profile's cost is\n" +
@@ -252,6 +262,9 @@ func profiledLine(res *rundir.Result, profiledSearch, jobLogs bool) string {
 			"  with every point logged, so the logs' latencies include queueing. Either the profile costs\n" +
 			"  more than the answer's headroom (log less: a sampling handler, docs/profiler.md) or the\n" +
 			"  answer is optimistic on a busy host (run the sweep again and compare)"
+	case !verbose:
+		rules, _, _ := strings.Cut(t.FailedLine(), ";")
+		return "profiled trial at " + at + " failed, as a trial above the answer may (" + rules + "): its logs show the overloaded pipeline"
 	default:
 		return "profiled trial at " + at + " failed, as a trial above the answer may (" + strings.Join(t.Verdict.Failed(), "; ") + "): its logs show the overloaded pipeline"
 	}

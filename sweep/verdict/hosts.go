@@ -133,7 +133,7 @@ func Colocation(hosts []cpustat.AgentHost) (line, unsteady string) {
 			who += " and the system under test"
 			each = append(each, fmt.Sprintf("the system under test %.2f cores", v.SUT))
 		}
-		line := fmt.Sprintf("%s share host %s's %d CPUs (%s): the answer is a property of that host, not of the system alone", who, v.Name, v.CPUs, strings.Join(each, ", "))
+		line := fmt.Sprintf("%s share host %s's %d CPUs (%s)%s", who, v.Name, v.CPUs, strings.Join(each, ", "), colocationMeans)
 		if waiter, wait := diagnose.LongestWait(v.Agents); wait >= diagnose.HotThreadWait {
 			why := fmt.Sprintf("%s waited runnable %.0f%% of the time", waiter, 100*wait)
 			line += fmt.Sprintf("; their own threads filled it (%s), so the answer moves between sweeps with where the scheduler puts them: compare several sweeps, or put the sender and the receiver on separate hosts", why)
@@ -149,6 +149,34 @@ func Colocation(hosts []cpustat.AgentHost) (line, unsteady string) {
 		out = append(out, line)
 	}
 	return strings.Join(out, "; "), strings.Join(moves, "; ")
+}
+
+// colocationMeans ends the part of a Colocation line that says who
+// shared a host; BriefColocation keeps that part.
+const colocationMeans = ": the answer is a property of that host, not of the system alone"
+
+// BriefColocation is a Colocation line for a person's console: who shared
+// which host, and, when a thread there waited for a core (unsteady), that
+// the answer moves between sweeps. The cores each used and what to do
+// stay in the full line (-v, summary.json).
+func BriefColocation(line, unsteady string) string {
+	var shared []string
+	for _, part := range strings.Split(line, "; ") {
+		if who, _, ok := strings.Cut(part, colocationMeans); ok {
+			if i := strings.Index(who, " ("); i > 0 {
+				who = who[:i]
+			}
+			shared = append(shared, who)
+		}
+	}
+	if len(shared) == 0 {
+		return line
+	}
+	brief := strings.Join(shared, "; ") + ": the answer is that host's"
+	if unsteady != "" {
+		brief += ", and it moves between sweeps (" + unsteady + ")"
+	}
+	return brief
 }
 
 // nodeList names the agents, joined by sep.

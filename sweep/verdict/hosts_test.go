@@ -67,6 +67,15 @@ func TestColocation(t *testing.T) {
 	if !strings.Contains(got, "receiver0/consumer waited runnable 60%") || !strings.Contains(got, "compare several sweeps") || unsteady != "receiver0/consumer waited runnable 60% of the time" {
 		t.Fatalf("%q", got)
 	}
+	// a person's console: who shared which host and that the answer moves,
+	// not the cores or what to do (-v)
+	if b := BriefColocation(got, unsteady); b != "receiver0 and sender0 share host vm's 2 CPUs: the answer is that host's, and it moves between sweeps (receiver0/consumer waited runnable 60% of the time)" {
+		t.Errorf("brief: %q", b)
+	}
+	steady, _ := Colocation([]cpustat.AgentHost{agentHost("receiver0", "vm", 0.6, 0, 0.73), agentHost("sender0", "vm", 0.6, 0, 0.55)})
+	if b := BriefColocation(steady, ""); b != "receiver0 and sender0 share host vm's 2 CPUs: the answer is that host's" {
+		t.Errorf("brief: %q", b)
+	}
 	// The job's working thread waited for a core: flagged the same way;
 	// an idle thread's waits, or short ones, are not.
 	for _, c := range []struct {
