@@ -55,7 +55,7 @@ func (s *Sweep) profiledTrial(ctx context.Context, res *rundir.Result, run func(
 	case s.ProfileAtLimit:
 		rate = max(res.FirstFail, LimitOverload*res.LastPass)
 		s.logf("profiled trial at %s, at the limit (the first failing rate, at least %.0f%% of the answer): its activity graph shows what limits the overloaded run\n", numfmt.Rate(rate), 100*LimitOverload)
-	default:
+	case s.Verbose: // the trial's own line says "profile"; the summary, what it ran at
 		s.logf("profiled trial at %s (%.0f%% of the highest passing rate)\n", numfmt.Rate(rate), 100*at)
 	}
 	s.Ctrl.TrialProfile = s.Profile

@@ -182,7 +182,7 @@ func TestProfiledTrialRate(t *testing.T) {
 			recv, send := newFake(t, protocol.RoleReceiver, "ok"), newFake(t, protocol.RoleSender, "ok")
 			var log bytes.Buffer
 			s := &Sweep{Ctrl: &Controller{Senders: []*remote.Agent{send.client()}, Receivers: []*remote.Agent{recv.client()}, Plan: testPlan(t), AgentTimeout: time.Second},
-				Search: Search{Method: "linear", Linear: search.LinearPlan{From: 1000, To: 2000, Step: 1000}}, Name: "at", Results: t.TempDir(), Log: &log,
+				Search: Search{Method: "linear", Linear: search.LinearPlan{From: 1000, To: 2000, Step: 1000}}, Name: "at", Results: t.TempDir(), Log: &log, Verbose: true,
 				Profile: &profiler.Handlers{Default: profiler.Config{Handler: "buffered", Path: "x.log"}}, ProfileAt: tc.at, ProfileAtLimit: tc.limit, ProfileRate: tc.rate}
 			report, err := s.Execute(context.Background())
 			if err != nil {

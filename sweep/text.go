@@ -25,7 +25,7 @@ func (s *Sweep) trialLine(t rundir.Trial) string {
 	if !t.Verdict.Pass {
 		outcome = "FAIL"
 	}
-	line := fmt.Sprintf("trial %2d  %-7s  %12s  %s  achieved %s  (%.1fs)", t.N, t.Purpose, numfmt.Rate(t.Rate), outcome, numfmt.Rate(t.Achieved), t.Elapsed.Seconds())
+	line := fmt.Sprintf("trial %2d  %-9s  %12s  %s  achieved %s  (%.1fs)", t.N, t.Purpose, numfmt.Rate(t.Rate), outcome, numfmt.Rate(t.Achieved), t.Elapsed.Seconds())
 	f := t.Verdict.Failed()
 	if len(f) == 0 {
 		return line
