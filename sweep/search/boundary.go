@@ -276,16 +276,23 @@ func boundaryStatement(b *rundir.Boundary) string {
 		}
 		return s
 	}
-	var m []string
+	var m, few []string
+	var lastFew rundir.RateRuns
 	for _, r := range b.Mixed {
 		if r.AllPassed() {
 			// It passed every run it had, but had fewer than an answer
 			// needs: a reader must not take it for an answer above the
-			// answer.
-			m = append(m, fmt.Sprintf("%s passed %d of %d, too few runs to be an answer (%d of %d needed)", numfmt.Rate(r.Rate), r.Passes, r.Runs, b.Runs, b.Runs))
+			// answer. Such rates are said together.
+			few, lastFew = append(few, fmt.Sprintf("%s (%d of %d)", numfmt.Rate(r.Rate), r.Passes, r.Runs)), r
 			continue
 		}
 		m = append(m, fmt.Sprintf("%s passed %d of %d", numfmt.Rate(r.Rate), r.Passes, r.Runs))
+	}
+	switch {
+	case len(few) == 1:
+		m = append(m, fmt.Sprintf("%s passed %d of %d, too few runs to be an answer (%d of %d needed)", numfmt.Rate(lastFew.Rate), lastFew.Passes, lastFew.Runs, b.Runs, b.Runs))
+	case len(few) > 1:
+		m = append(m, fmt.Sprintf("%s passed too few runs to be an answer (%d of %d needed)", strings.Join(few, " and "), b.Runs, b.Runs))
 	}
 	s += fmt.Sprintf("; outcomes varied up to +%s above it (%s)", pct(b.Spread), strings.Join(m, ", "))
 	if fail != "" {

@@ -198,4 +198,10 @@ func TestBoundaryStatementSaysTooFewRuns(t *testing.T) {
 			t.Errorf("%q lacks %q", s, want)
 		}
 	}
+	// several such rates are said once together (make demo's line)
+	b.Mixed = append(b.Mixed, rundir.RateRuns{Rate: 5.6e6, Runs: 1, Passes: 1})
+	s = boundaryStatement(b)
+	if want := "5.450 M/s passed 1 of 2, 5.525 M/s (1 of 1) and 5.600 M/s (1 of 1) passed too few runs to be an answer (3 of 3 needed)"; !strings.Contains(s, want) || strings.Count(s, "too few") != 1 {
+		t.Errorf("%q lacks %q", s, want)
+	}
 }
