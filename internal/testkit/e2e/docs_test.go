@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cloudprofiler-go/cp/sweep"
 )
 
 // Every flag a binary or a cpsweep subcommand takes is documented: its
@@ -145,4 +148,54 @@ func docsText(t *testing.T, readme bool) string {
 		docs.WriteByte('\n')
 	}
 	return docs.String()
+}
+
+// TestReadmeIsForTheFirstTenMinutes: the README stays short (at most 250
+// lines), links only inside the repository, names every exit status of
+// cpsweep, and quotes make demo's output within one screen (at most 40
+// lines after the build) ending with the answer's lines and the report.
+func TestReadmeIsForTheFirstTenMinutes(t *testing.T) {
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	if n := strings.Count(text, "\n"); n > 250 {
+		t.Errorf("the README is %d lines: at most 250 (move reference material to docs/)", n)
+	}
+	for _, m := range regexp.MustCompile(`\]\(([^)#]+)`).FindAllStringSubmatch(text, -1) {
+		link := m[1]
+		if strings.Contains(link, "://") {
+			continue
+		}
+		if strings.HasPrefix(link, "..") || filepath.IsAbs(link) {
+			t.Errorf("the README links %s, outside the repository", link)
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(root, link)); err != nil {
+			t.Errorf("the README links %s: %v", link, err)
+		}
+	}
+	for _, code := range []int{sweep.ExitAnswer, sweep.ExitNoRatePassed, sweep.ExitInvalidPlan, sweep.ExitAgentFailure, sweep.ExitContradicted,
+		sweep.ExitDisturbed, sweep.ExitSystemFailed, sweep.ExitInterrupted, sweep.ExitError} {
+		if !regexp.MustCompile(fmt.Sprintf(`\b%d\b [a-z]`, code)).MatchString(text[strings.Index(text, "Exit status"):]) {
+			t.Errorf("the README's exit statuses lack %d", code)
+		}
+	}
+	_, quote, ok := strings.Cut(text, "```\n$ make demo\n")
+	quote, _, _ = strings.Cut(quote, "```")
+	lines := strings.Split(strings.TrimSpace(quote), "\n")
+	if !ok || len(lines) > 41 { // the build's line, then at most 40
+		t.Fatalf("the README's make demo quote is %d lines (ok %v): at most 40 after the build", len(lines), ok)
+	}
+	tail := strings.Join(lines[len(lines)-8:], "\n")
+	for _, want := range []string{"max sustainable throughput: ", "latency at ", "limited by: ", "results: runs/", "wrote runs/"} {
+		if !strings.Contains(tail, want) {
+			t.Errorf("the quote's end lacks %q:\n%s", want, tail)
+		}
+	}
 }
