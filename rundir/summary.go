@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -224,13 +225,15 @@ func (v Verdict) Failed() []string {
 	return out
 }
 
-// FailedLine says a failing trial in a line: the rules that failed and
-// the stage that limited it ("lateness, backlog; limited by host CPU";
-// "": it passed). The console and the report both show it.
+// FailedLine says a failing trial in a line: the rules that failed, each
+// once (a rule may judge several things: the job's lag and the receivers'
+// backlog are both system-backlog), and the stage that limited it
+// ("lateness, backlog; limited by host CPU"; "": it passed). The console
+// and the report both show it.
 func (t Trial) FailedLine() string {
 	var rules []string
 	for _, c := range t.Verdict.Checks {
-		if !c.Pass {
+		if !c.Pass && !slices.Contains(rules, c.Rule) {
 			rules = append(rules, c.Rule)
 		}
 	}

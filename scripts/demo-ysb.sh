@@ -7,10 +7,10 @@
 # (serving its operators' accounting to the sweep, as an agent does), then
 # cpsweep --input/--output --job-agent, which finds the highest rate at
 # which the job's windows stay exact and its lag on its input does not
-# grow, names the limiting operator, profiles a trial at the limit with the
+# grow, names the limiting operator, profiles a trial at 90% of the answer with the
 # agents' clocks related, and writes the report; cpsweep analyze then
 # joins the profiled trial's records across the processes. Everything is
-# stopped at the end (~3 min).
+# stopped at the end (~2.5 min).
 #
 # The join is given DEMO_JOIN_WORK of CPU a view (default 100us: about 10 k
 # views/s, 30 k ad events/s), a known limit for the analyses to find and

@@ -261,9 +261,11 @@ func trialRows(d *rundir.Dir) []trialRow {
 				r.FailedDetail += "; " + l
 			}
 		}
-		// as the sweep's progress said it (-v), the first host's shares shown
+		// as the sweep's progress said it (-v); shown: how busy the first
+		// host was ("vm busy 59% of 2 CPUs"), the rest on a click
 		r.HostDetail = cpustat.HostsLine(t.Hosts)
-		r.Host, _, _ = strings.Cut(r.HostDetail, ";")
+		r.Host, _, _ = strings.Cut(r.HostDetail, ",")
+		r.Host, _, _ = strings.Cut(r.Host, ";")
 		if o, err := d.Trial(t.N); err == nil && o.Outcome != nil {
 			// The worst agent's of each figure, as trials.csv has them.
 			if late, ok := o.Outcome.WorstLateness(); ok && late.P99 > 0 {

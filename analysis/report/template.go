@@ -8,7 +8,8 @@ import "html/template"
 // interval inside it and at least a point wide; no text of the plot outside
 // its canvas; and the legend (HTML, below the plot) not over the plot.
 // Every table must show every cell whole at the page's width (none cut off
-// by the table's scroll, none past the window's edge). Script errors are
+// by the table's scroll, none past the window's edge, none over three
+// lines tall: the rest belongs behind a click). Script errors are
 // recorded too. The result is in <body data-check="...">
 // ("ok", or every problem) for headless browsers and tests to read.
 var pageTemplate = template.Must(template.Must(template.New("report").Parse(figureTemplate)).Parse(`<!DOCTYPE html>
@@ -192,6 +193,19 @@ const selfCheckScript = `<script>
       t.querySelectorAll("td, th").forEach(function (c) {
         var r = c.getBoundingClientRect();
         if (r.width > 0 && r.right > view + 1) bad.push(name + ": a cell \"" + c.textContent.slice(0, 30) + "\" ends " + (r.right - view).toFixed(0) + " px off-screen");
+        // A cell shows at most three lines; the rest opens on a click.
+        // (its content's height: a row is as tall as its tallest cell)
+        var st = getComputedStyle(c), line = parseFloat(st.lineHeight) || 1.2 * parseFloat(st.fontSize);
+        // of what shows: a closed <details> is its summary
+        var top = Infinity, bottom = -Infinity;
+        c.childNodes.forEach(function (n) {
+          var b = null;
+          if (n.nodeType === 1) b = n.getBoundingClientRect();
+          else if (n.nodeType === 3 && n.textContent.trim()) { var rg = document.createRange(); rg.selectNodeContents(n); b = rg.getBoundingClientRect(); }
+          if (b && b.height > 0) { top = Math.min(top, b.top); bottom = Math.max(bottom, b.bottom); }
+        });
+        var lines = bottom > top ? (bottom - top) / line : 0;
+        if (r.width > 0 && lines > 3.5) bad.push(name + ": a cell \"" + c.textContent.slice(0, 30) + "\" is " + lines.toFixed(0) + " lines tall: at most 3");
       });
     });
     document.body.dataset.figures = String(figs.length);

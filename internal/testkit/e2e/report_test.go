@@ -142,6 +142,9 @@ func selfCheckCatches(t *testing.T, page string) {
 		{"a table wider than the page", "a column is cut off", func(s string) string {
 			return strings.Replace(s, "</table>", "<tr><td>"+strings.Repeat("wide ", 400)+"</td></tr></table>", 1)
 		}},
+		{"a cell over three lines", "lines tall: at most 3", func(s string) string {
+			return strings.Replace(s, `<td class="why">`, `<td class="why">`+strings.Repeat("a detail that belongs behind a click ", 40), 1)
+		}},
 		{"the answer outside the axes", "the answer's interval is outside the axes", func(s string) string {
 			return regexp.MustCompile(`(&#34;band&#34;:\[)`).ReplaceAllString(s, "${1}-500,")
 		}},
