@@ -79,7 +79,7 @@ func analyzeCommand() *cobra.Command {
 			var pr *activity.Report
 			var pagErr error
 			if pag {
-				pr, o.Reuse, pagErr = buildPAG(d, &pf, lag, partial, quiet)
+				pr, o.Reuse, pagErr = buildPAG(d, &pf, lag, partial, output{verbose: verbose, quiet: quiet})
 			}
 			rep, err := analysis.Analyze(d, o)
 			if err != nil {
@@ -177,18 +177,27 @@ loads (<body data-check="ok">).`,
 }
 
 // buildPAG builds the activity graph and writes pag.json and pag.csv; the
-// Run it returns holds its joins for the analysis to reuse.
-func buildPAG(d *rundir.Dir, pf *pagFlags, lag time.Duration, partial, quiet bool) (*activity.Report, *analysis.Joins, error) {
+// Run it returns holds its joins for the analysis to reuse. What the
+// joins noted (tuples left out, activities snapped) is printed with -v,
+// and counted in a line otherwise; pag.json keeps it either way.
+func buildPAG(d *rundir.Dir, pf *pagFlags, lag time.Duration, partial bool, out output) (*activity.Report, *analysis.Joins, error) {
 	pf.lag = lag
 	pr, run, problems, damaged, err := pf.build(d)
 	if err != nil {
 		return nil, nil, fmt.Errorf("program activity graph: %w", err)
 	}
-	note := func(p string) { // pag.json keeps them either way
-		if !quiet {
+	notes := 0
+	note := func(p string) {
+		notes++
+		if out.verbose {
 			fmt.Fprintf(os.Stderr, "cpsweep: pag: %s\n", termsafe.Escape(p))
 		}
 	}
+	defer func() {
+		if notes > 0 && !out.verbose && !out.quiet {
+			fmt.Fprintf(os.Stderr, "cpsweep: pag: %d note(s) on joining the logs (pag.json: problems; -v prints them)\n", notes)
+		}
+	}()
 	for _, p := range problems {
 		note(p)
 	}
