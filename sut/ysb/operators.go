@@ -401,13 +401,34 @@ type window struct {
 	intended int64  // the latest intended send time counted
 }
 
-// ProcessBatch counts one window's batch, busy while it does.
+// windowChunk is how many views the window reports done at a time: a
+// window's batch is the whole window (the buffer's), its work can last
+// longer than the accounting's period (4,767 views at 300 µs each took
+// 1.4 s), and a batch said done only at its end showed busy periods that
+// processed nothing, then one that processed everything: the service
+// rates' periods missed it when the end fell outside a trial.
+const windowChunk = 64
+
+// ProcessBatch counts one window's batch, busy while it does; with
+// injected work, its views are reported done a chunk at a time.
 func (w windowCount) ProcessBatch(_ context.Context, batch service.MessageBatch) ([]service.MessageBatch, error) {
 	w.op.Busy()
 	defer w.op.Waiting()
 	logPoints(w.op, batch)
-	defer w.op.Processed(1, uint64(len(batch)))
-	spin(w.work * time.Duration(len(batch)))
+	if w.work <= 0 { // counting alone takes microseconds a view
+		defer w.op.Processed(1, uint64(len(batch)))
+		return count(batch)
+	}
+	for done := 0; done < len(batch); {
+		n := min(windowChunk, len(batch)-done)
+		spin(w.work * time.Duration(n))
+		done += n
+		var batches uint64
+		if done == len(batch) {
+			batches = 1
+		}
+		w.op.Processed(batches, uint64(n))
+	}
 	return count(batch)
 }
 
