@@ -30,8 +30,11 @@ func NATS(t testing.TB, extra ...string) (addr string, stop func()) {
 
 // NATSHeld is NATS with the server held to cores of CPU by a cgroup's
 // quota (the cgroup v1 cpu controller at /sys/fs/cgroup/cpu), removed at
-// stop: a broker that is the limit. The test is skipped where the
-// controller cannot be written (not root, no cgroup v1).
+// stop: a broker that is the limit. The quota is given every 10 ms
+// (heldPeriodUs), not the kernel's default 100 ms: held to 10%, the
+// server ran 10 ms and then stopped for 90, and its capacity moved four
+// times over between sweeps (6 k to 24 k/s, BENCHMARKS.md). The test is
+// skipped where the controller cannot be written (not root, no cgroup v1).
 func NATSHeld(t testing.TB, cores float64) (addr string, stop func()) {
 	t.Helper()
 	const root = "/sys/fs/cgroup/cpu"
@@ -45,7 +48,7 @@ func NATSHeld(t testing.TB, cores float64) (addr string, stop func()) {
 	}, func(p int) { pid = p })
 	remove := func() { stopServer(); _ = os.Remove(dir) }
 	t.Cleanup(remove)
-	for file, v := range map[string]string{"cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": fmt.Sprint(int(cores * 100000))} {
+	for file, v := range map[string]string{"cpu.cfs_period_us": fmt.Sprint(heldPeriodUs), "cpu.cfs_quota_us": fmt.Sprint(max(1000, int(cores*heldPeriodUs)))} {
 		if err := os.WriteFile(filepath.Join(dir, file), []byte(v), 0o644); err != nil {
 			t.Fatalf("cgroup %s: %v", file, err)
 		}
@@ -55,6 +58,10 @@ func NATSHeld(t testing.TB, cores float64) (addr string, stop func()) {
 	}
 	return addr, remove
 }
+
+// heldPeriodUs is NATSHeld's CFS period in microseconds; the kernel
+// takes quotas from 1 ms up.
+const heldPeriodUs = 10_000
 
 // EmbeddedNATS starts an in-process NATS server with JetStream (package
 // embedded, as cpsweep demo nats runs it: nothing to install) and returns
