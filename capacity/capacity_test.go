@@ -20,7 +20,7 @@ func TestCapacityOfConsumer(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := Measure(Plan{Stage: Consumer, Work: 20 * time.Microsecond, Bucket: 10,
-		Scenario: "synthetic-100", Duration: 500 * time.Millisecond, Repeats: 1, Clock: clock})
+		Scenario: "synthetic-100", Duration: 500 * time.Millisecond, Repeats: 1, Clock: clock, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,6 +29,11 @@ func TestCapacityOfConsumer(t *testing.T) {
 	// run measured 18.9k).
 	if res.TuplesPerS > 50e3 || res.TuplesPerS < 5e3 || len(res.Runs) != 1 || res.Runs[0].Starved > MaxStarved {
 		t.Fatalf("capacity %+v: want below 50k tuples/s (20 µs each) and above 5k, not starved", res)
+	}
+	for _, r := range res.NotAlone {
+		if r.Starved <= MaxStarved {
+			t.Errorf("run %+v discarded as not alone, but starved at most %.0f%%", r, 100*MaxStarved)
+		}
 	}
 	if r := res.Runs[0]; r.Seconds <= 0 || r.TuplesPerS < 0.99*float64(r.Tuples)/r.Seconds || r.TuplesPerS > 1.01*float64(r.Tuples)/r.Seconds {
 		t.Errorf("run %+v: the rate is not its tuples over its seconds", r)
