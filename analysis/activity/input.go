@@ -389,8 +389,7 @@ func (ms *messages) add(in *Input, s *Stream, m analysis.Match) {
 		}
 	}
 	x := Transfer{From: from, To: to, SentNs: sent, RecvNs: recv, ErrNs: analysis.ClampNs(math.Ceil(m.ErrorNs)), Tuples: 1,
-		ToOperator: IsOperator(in.Workers[to])}
-	x.Internal = x.ToOperator && IsOperator(in.Workers[from])
+		Internal: IsOperator(in.Workers[to]) && IsOperator(in.Workers[from])}
 	if ms.have && ms.cur.From == x.From && ms.cur.To == x.To && ms.cur.SentNs == x.SentNs && ms.cur.RecvNs == x.RecvNs {
 		ms.cur.Tuples++
 		ms.cur.ErrNs = max(ms.cur.ErrNs, x.ErrNs)

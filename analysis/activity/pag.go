@@ -21,10 +21,10 @@ type Options struct {
 	// that sat in a queue while its receiver was busy did not hold the
 	// receiver up; its edge then joins the receiver's timeline inside
 	// what the receiver was doing, and paths follow that. A message whose
-	// receiver was waiting for input at that point is not clipped: the
-	// receiver was ready and the bucket was still on its way (in a relay,
-	// a broker or the transport), so its whole time in flight held the
-	// receiver up. The invariants always see the measured times.
+	// receiver was waiting for input from that point until it came is not
+	// clipped: the receiver was ready and the bucket was still on its way
+	// (in a relay, a broker or the transport), so its whole time in flight
+	// held the receiver up. The invariants always see the measured times.
 	MessageDelayNs int64
 	Releases       [][2]int // pairs [up, down] of a job's operators, up feeding down (release.go)
 }

@@ -17,8 +17,8 @@ func TestAReleaseCarriesPathsThroughAThread(t *testing.T) {
 			{{Busy, 0, 10, 1}, {Blocked, 10, 30, 0}, {Waiting, 30, 31, 0}, {Busy, 31, 50, 1}, {Blocked, 50, 70, 0}, {Waiting, 70, 71, 0}, {Busy, 71, 100, 1}},
 			{{Waiting, 0, 10, 0}, {Busy, 10, 30, 1}, {Waiting, 30, 50, 0}, {Busy, 50, 70, 1}, {Waiting, 70, 100, 0}},
 		},
-		Transfers: []Transfer{{From: 0, To: 1, SentNs: 10, RecvNs: 10, Tuples: 5, Internal: true, ToOperator: true},
-			{From: 0, To: 1, SentNs: 50, RecvNs: 50, Tuples: 5, Internal: true, ToOperator: true}},
+		Transfers: []Transfer{{From: 0, To: 1, SentNs: 10, RecvNs: 10, Tuples: 5, Internal: true},
+			{From: 0, To: 1, SentNs: 50, RecvNs: 50, Tuples: 5, Internal: true}},
 	}
 	for _, tc := range []struct {
 		name     string

@@ -84,11 +84,6 @@ type Transfer struct {
 	// time to pass (the job's own schedule, as pacing is the senders'),
 	// never in a transport: always clipped (Options.MessageDelayNs).
 	Internal bool
-	// ToOperator: received by a job's operator (its input, from the
-	// senders through a broker), whose waiting is brief between buckets
-	// it already holds: the message was in transit only if the operator
-	// waited for input from the clip point until it came.
-	ToOperator bool
 }
 
 // Trace is the input of the analysis: each worker's activities, sorted and

@@ -51,17 +51,17 @@ func TestActivityGraphOfRealRuns(t *testing.T) {
 	}
 	// The consumer's thread carries the paths: consuming, or (on a loaded
 	// host) runnable while consuming, which the graph books as cpu-wait.
-	// It is the largest share, and at least 0.45: alone on this host it
-	// is 0.7 or more, but under CI's other packages the sender's buckets
-	// waiting in flight took 0.27 and 0.45 against the consumer's 0.70
-	// and 0.53 (2026-11-29).
+	// Alone on this host it is 0.92 or more, under two CPU hogs 0.97; no
+	// other activity comes near. (Before a lane's brief wait stopped
+	// leaving queued buckets unclipped, the sender's messages took 0.1
+	// alone and up to 0.45 in CI.)
 	consumer := cp["receiver0/consumer consume"] + cp["receiver0/consumer cpu-wait"]
-	if consumer < 0.45 || cp["receiver0/consumer consume"] < 0.35 {
-		t.Fatalf("consumer-bound run: critical participation %v, want the consumer's consume (and its cpu-wait) >= 0.45", both.PAG.CP)
+	if consumer < 0.75 || cp["receiver0/consumer consume"] < 0.35 {
+		t.Fatalf("consumer-bound run: critical participation %v, want the consumer's consume (and its cpu-wait) >= 0.75", both.PAG.CP)
 	}
 	for k, v := range cp {
-		if !strings.HasPrefix(k, "receiver0/consumer ") && v >= consumer {
-			t.Fatalf("consumer-bound run: %s carries %.2f of the paths, as much as the consumer's %.2f: %v", k, v, consumer, both.PAG.CP)
+		if !strings.HasPrefix(k, "receiver0/consumer ") && v > 0.1 {
+			t.Fatalf("consumer-bound run: %s carries %.2f of the paths (at most 0.1 beside the consumer's %.2f): %v", k, v, consumer, both.PAG.CP)
 		}
 	}
 	if both.PAG.CPUWait == nil || both.PAG.CPUWait.PathWindows == 0 || len(both.PAG.CPUWait.Threads) < 3 {
