@@ -21,10 +21,11 @@ type Options struct {
 	// that sat in a queue while its receiver was busy did not hold the
 	// receiver up; its edge then joins the receiver's timeline inside
 	// what the receiver was doing, and paths follow that. A message whose
-	// receiver was waiting for input from that point until it came is not
-	// clipped: the receiver was ready and the bucket was still on its way
-	// (in a relay, a broker or the transport), so its whole time in flight
-	// held the receiver up. The invariants always see the measured times.
+	// receiver waited for input at least half of the time from that point
+	// until it came is not clipped: the receiver was ready and the bucket
+	// was still on its way (in a relay, a broker or the transport), so its
+	// whole time in flight held the receiver up (clip). The invariants
+	// always see the measured times.
 	MessageDelayNs int64
 	Releases       [][2]int // pairs [up, down] of a job's operators, up feeding down (release.go)
 }
@@ -82,22 +83,25 @@ const (
 // memory is one window's graph plus what is in flight, however long the
 // trace.
 type Builder struct {
-	opt     Options
-	acts    [][]Activity // per worker, from the one before the window (or what is retained)
-	done    []bool       // per worker: every activity is in
-	first   []int64      // per worker, its first activity's start (MaxInt64: none yet)
-	xdone   bool         // every transfer is in
-	floor   int64        // no transfer sent before it is still to come
-	retain  int64        // the feeder still looks up activities ending at or after it
-	queue   transferQueue
-	open    []Transfer // transfers sent before the current window's end, not yet received
-	minX    int64      // the earliest send or receive of a transfer in
-	late    int        // transfers sent before a window already built
-	builtTo int64      // the end of the last window built
-	next    []int      // per worker, its first activity not wholly before the window
-	started bool
-	t0, end int64
-	n       int
+	opt  Options
+	acts [][]Activity // per worker, from the one before the window (or what is retained)
+	// waitBefore, per worker and parallel to acts: the input wait of the
+	// worker's activities before each one (clip)
+	waitBefore [][]int64
+	done       []bool  // per worker: every activity is in
+	first      []int64 // per worker, its first activity's start (MaxInt64: none yet)
+	xdone      bool    // every transfer is in
+	floor      int64   // no transfer sent before it is still to come
+	retain     int64   // the feeder still looks up activities ending at or after it
+	queue      transferQueue
+	open       []Transfer // transfers sent before the current window's end, not yet received
+	minX       int64      // the earliest send or receive of a transfer in
+	late       int        // transfers sent before a window already built
+	builtTo    int64      // the end of the last window built
+	next       []int      // per worker, its first activity not wholly before the window
+	started    bool
+	t0, end    int64
+	n          int
 	// borrowed: the activities are the caller's (NewBuilder): never moved
 	borrowed bool
 	held     int // activities held over every worker (MaxHeld)
@@ -136,6 +140,7 @@ func NewBuilder(tr *Trace, opt Options) (*Builder, error) {
 	b.queue.xs = xs
 	for wk, acts := range tr.Activities {
 		b.acts[wk] = acts
+		b.waitBefore[wk] = appendWait(nil, nil, acts...)
 		if len(acts) > 0 {
 			b.first[wk] = acts[0].StartNs
 			b.end = max(b.end, acts[len(acts)-1].EndNs)
@@ -154,7 +159,7 @@ func newBuilder(n int, opt Options) (*Builder, error) {
 	if err := checkReleases(opt.Releases, n); err != nil {
 		return nil, err
 	}
-	b := &Builder{opt: opt, acts: make([][]Activity, n), done: make([]bool, n), first: make([]int64, n),
+	b := &Builder{opt: opt, acts: make([][]Activity, n), waitBefore: make([][]int64, n), done: make([]bool, n), first: make([]int64, n),
 		next: make([]int, n), floor: math.MinInt64, retain: math.MaxInt64, minX: math.MaxInt64,
 		t0: math.MaxInt64, end: math.MinInt64, builtTo: math.MinInt64}
 	for i := range b.first {
@@ -187,6 +192,7 @@ func (b *Builder) add(wk int, a Activity) error {
 		b.first[wk] = a.StartNs
 	}
 	b.held++
+	b.waitBefore[wk] = appendWait(b.waitBefore[wk], acts, a)
 	b.acts[wk] = append(acts, a)
 	b.end = max(b.end, a.EndNs)
 	return nil
@@ -310,6 +316,7 @@ func (b *Builder) trim(w0 int64) {
 		if cut > 0 && cut*2 >= len(acts) && !b.borrowed {
 			n := copy(acts, acts[cut:])
 			clear(acts[n:])
+			b.waitBefore[wk] = b.waitBefore[wk][:copy(b.waitBefore[wk], b.waitBefore[wk][cut:])]
 			b.held -= cut
 			b.acts[wk], b.next[wk] = acts[:n], max(b.next[wk]-cut, 0)
 		}

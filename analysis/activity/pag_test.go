@@ -58,10 +58,11 @@ func cpOf(w Window, src int, kind Kind, start int64) float64 {
 
 // TestClipOnlyWhereTheReceiverWasBusy: a message longer than the message
 // delay is clipped when its receiver was busy at the clip point (it sat
-// in a queue behind the receiver's work), and not when the receiver was
-// waiting for input from there until it came (it was still on its way: a
-// relay's or a broker's time, which held the receiver up). A receiver
-// that waited there but took other buckets first was not waiting for it.
+// in a queue behind the receiver's work), and not when the receiver
+// waited for input at least half of the time from there until it came (it
+// was on its way behind others, in a relay, a broker or the transport,
+// which held the receiver up). A receiver that waited at the clip point
+// but worked most of the way had it queued behind its own work.
 func TestClipOnlyWhereTheReceiverWasBusy(t *testing.T) {
 	b, err := NewBuilder(threeStages(0), Options{WindowNs: 100, WaitNs: DefaultWaitNs, MessageDelayNs: 5})
 	if err != nil {
@@ -75,8 +76,10 @@ func TestClipOnlyWhereTheReceiverWasBusy(t *testing.T) {
 		{"the lane waited for it (recv-wait 0-20)", Transfer{From: 0, To: 1, SentNs: 10, RecvNs: 20}, 20},
 		{"the lane was decoding (20-30)", Transfer{From: 0, To: 1, SentNs: 15, RecvNs: 28}, 20},
 		{"the consumer waited until it came (idle 5-35)", Transfer{From: 1, To: 2, SentNs: 0, RecvNs: 35}, 35},
-		{"the consumer worked before it came (idle 5-35, consume 35-55)", Transfer{From: 1, To: 2, SentNs: 0, RecvNs: 40}, 5},
-		{"the lane waited, then decoded others first (recv-wait 0-20, decode 20-30)", Transfer{From: 0, To: 1, SentNs: 5, RecvNs: 30}, 10},
+		{"the consumer waited most of the way (idle 5-35 of 5-40)", Transfer{From: 1, To: 2, SentNs: 0, RecvNs: 40}, 40},
+		{"the consumer waited at the clip point, then mostly worked (idle 30-35, consume 35-55)", Transfer{From: 1, To: 2, SentNs: 25, RecvNs: 55}, 30},
+		{"the lane waited at the clip point, then decoded others (recv-wait 19-20, decode 20-30)", Transfer{From: 0, To: 1, SentNs: 14, RecvNs: 30}, 19},
+		{"the lane waited half the way (recv-wait 15-20 and 30-35, decode 20-30)", Transfer{From: 0, To: 1, SentNs: 10, RecvNs: 35}, 35},
 		{"between two operators of a job, always", Transfer{From: 1, To: 2, SentNs: 0, RecvNs: 35, Internal: true}, 5},
 		{"the consumer was consuming (35-55)", Transfer{From: 1, To: 2, SentNs: 32, RecvNs: 50}, 37},
 		{"shorter than the delay", Transfer{From: 0, To: 1, SentNs: 60, RecvNs: 64}, 64},

@@ -52,9 +52,9 @@ func TestActivityGraphOfRealRuns(t *testing.T) {
 	// The consumer's thread carries the paths: consuming, or (on a loaded
 	// host) runnable while consuming, which the graph books as cpu-wait.
 	// Alone on this host it is 0.92 or more, under two CPU hogs 0.97; no
-	// other activity comes near. (Before a lane's brief wait stopped
-	// leaving queued buckets unclipped, the sender's messages took 0.1
-	// alone and up to 0.45 in CI.)
+	// other activity comes near. (While a lane's brief wait at the clip
+	// point left its queued buckets unclipped, the sender's messages took
+	// 0.1 alone and up to 0.45 in CI.)
 	consumer := cp["receiver0/consumer consume"] + cp["receiver0/consumer cpu-wait"]
 	if consumer < 0.75 || cp["receiver0/consumer consume"] < 0.35 {
 		t.Fatalf("consumer-bound run: critical participation %v, want the consumer's consume (and its cpu-wait) >= 0.75", both.PAG.CP)
