@@ -86,7 +86,8 @@ type Builder struct {
 	opt  Options
 	acts [][]Activity // per worker, from the one before the window (or what is retained)
 	// waitBefore, per worker and parallel to acts: the input wait of the
-	// worker's activities before each one (clip)
+	// worker's activities before each one (clip; none without a message
+	// delay)
 	waitBefore [][]int64
 	done       []bool  // per worker: every activity is in
 	first      []int64 // per worker, its first activity's start (MaxInt64: none yet)
@@ -140,7 +141,9 @@ func NewBuilder(tr *Trace, opt Options) (*Builder, error) {
 	b.queue.xs = xs
 	for wk, acts := range tr.Activities {
 		b.acts[wk] = acts
-		b.waitBefore[wk] = appendWait(nil, nil, acts...)
+		if opt.MessageDelayNs > 0 {
+			b.waitBefore[wk] = appendWait(make([]int64, 0, len(acts)), nil, acts...)
+		}
 		if len(acts) > 0 {
 			b.first[wk] = acts[0].StartNs
 			b.end = max(b.end, acts[len(acts)-1].EndNs)
@@ -192,7 +195,9 @@ func (b *Builder) add(wk int, a Activity) error {
 		b.first[wk] = a.StartNs
 	}
 	b.held++
-	b.waitBefore[wk] = appendWait(b.waitBefore[wk], acts, a)
+	if b.opt.MessageDelayNs > 0 {
+		b.waitBefore[wk] = appendWait(b.waitBefore[wk], acts, a)
+	}
 	b.acts[wk] = append(acts, a)
 	b.end = max(b.end, a.EndNs)
 	return nil
@@ -316,7 +321,9 @@ func (b *Builder) trim(w0 int64) {
 		if cut > 0 && cut*2 >= len(acts) && !b.borrowed {
 			n := copy(acts, acts[cut:])
 			clear(acts[n:])
-			b.waitBefore[wk] = b.waitBefore[wk][:copy(b.waitBefore[wk], b.waitBefore[wk][cut:])]
+			if w := b.waitBefore[wk]; len(w) > 0 {
+				b.waitBefore[wk] = w[:copy(w, w[cut:])]
+			}
 			b.held -= cut
 			b.acts[wk], b.next[wk] = acts[:n], max(b.next[wk]-cut, 0)
 		}
