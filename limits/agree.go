@@ -180,8 +180,21 @@ func Agree(ex []Explanation) Agreement {
 		a.Short = "fewer than two analyses named a stage: nothing to compare"
 	case agreed != "":
 		a.Agree = true
-		a.Statement = fmt.Sprintf("the analyses agree: %s (%s)", onThread(named, agreed), strings.Join(each, "; "))
-		a.Short = "the analyses agree: " + onThread(named, agreed)
+		who, silent := "the analyses agree", ""
+		if len(named) < len(ex) {
+			// one named no stage: that is not agreement, and the console
+			// must not read as if all three had said it
+			var none []string
+			for _, e := range ex {
+				if role(e.Stage) == "" {
+					none = append(none, "the "+e.Analysis)
+				}
+			}
+			who = fmt.Sprintf("%d of %d analyses agree", len(named), len(ex))
+			silent = fmt.Sprintf(" (%s named no stage)", strings.Join(none, " and "))
+		}
+		a.Statement = fmt.Sprintf("%s: %s (%s)", who, onThread(named, agreed), strings.Join(each, "; "))
+		a.Short = who + ": " + onThread(named, agreed) + silent
 	default:
 		a.Statement = "the analyses DISAGREE: " + strings.Join(each, "; ") + ". " + disagreement(roles, ex)
 		a.Short = "the analyses disagree: " + shortEach(ex) + "\n" + trust(ex)

@@ -88,6 +88,9 @@ func TestAgreementShort(t *testing.T) {
 			{Analysis: "service rates", Stage: "ysb/join"}, {Analysis: "activity graph", Stage: "job0/op.window", Note: "busy 60%"}},
 			[]string{"the analyses disagree: diagnosis ysb/join, service rates ysb/join, activity graph job0/op.window",
 				"trust the diagnosis (ysb/join, at the first failing rate above the answer); why they differ: the report, or -v"}},
+		{"two of three", []Explanation{{Analysis: "diagnosis", Stage: "none"}, {Analysis: "service rates", Stage: "sut/stream0"},
+			{Analysis: "activity graph", Stage: "sut/stream0"}},
+			[]string{"2 of 3 analyses agree: system under test (the diagnosis named no stage)"}},
 		{"one named", []Explanation{{Analysis: "diagnosis", Stage: "consumer"}, {Analysis: "service rates"}},
 			[]string{"fewer than two analyses named a stage: nothing to compare"}},
 	} {
