@@ -4,18 +4,21 @@ import "sort"
 
 // clip is x ending the message delay after it was sent if it is longer
 // (and longer than its error bound, so that it does not become
-// ambiguous), unless its receiver spent at least half of the time from
-// then until it came waiting for input and it is not Internal (see
-// Options.MessageDelayNs). A receiver that was ready most of that time
-// was held up by what was ahead of the bucket outside it (a relay, a
-// broker, the transport): behind a relay forwarding 300 k/s, lanes
-// waited 89-98% of every flight longer than 10 ms. One that was busy or
-// blocked most of it had the bucket queued behind its own work: in an
-// overloaded run the lane waited at most 6% of flights of up to 0.78 s,
-// which left whole (its brief waits between the transport's batches
-// caught the clip point) each spanned windows as a path of its own. A
-// receiver's activities not in yet are taken as busy: the clip SnailTrail
-// always makes.
+// ambiguous), as SnailTrail's PAG construction does with its message
+// delay: a bucket that sat in a queue while its receiver was busy did not
+// hold the receiver up; its edge then joins the receiver's timeline
+// inside what the receiver was doing, and paths follow that. A message
+// that is not Internal keeps its whole flight when its receiver spent at
+// least half of the time from the clip point until it came waiting for
+// input: the receiver was ready, and what was ahead of the bucket outside
+// it (a relay, a broker, the transport) held it up. Behind a relay
+// forwarding 300 k/s, lanes waited 89-98% of every flight longer than
+// 10 ms. A receiver busy or blocked most of the way had the bucket queued
+// behind its own work: in an overloaded run the lane waited at most 6% of
+// flights of up to 0.78 s, which, left whole because a brief wait between
+// the transport's batches caught the clip point, each spanned windows as
+// a path of its own. A receiver's activities not in yet are taken as
+// busy: the clip SnailTrail always makes.
 func (b *Builder) clip(x Transfer) Transfer {
 	d := b.opt.MessageDelayNs
 	if d <= 0 || x.Ambiguous() {
@@ -56,9 +59,14 @@ func inputWaitNs(a Activity, t int64) int64 {
 	return min(t, a.EndNs) - a.StartNs
 }
 
-// appendWait extends a worker's running input wait (Builder.waitBefore)
-// by its next activities.
-func appendWait(before []int64, prev []Activity, next ...Activity) []int64 {
+// appendWait extends a worker's running input wait (Builder.waitBefore:
+// the input wait of its activities before each one) by its next
+// activities. Only the clip reads it: without a message delay it is kept
+// empty.
+func (b *Builder) appendWait(before []int64, prev []Activity, next ...Activity) []int64 {
+	if b.opt.MessageDelayNs <= 0 {
+		return before
+	}
 	var sum int64
 	if n := len(before); n > 0 {
 		last := prev[n-1]
@@ -69,4 +77,13 @@ func appendWait(before []int64, prev []Activity, next ...Activity) []int64 {
 		sum += inputWaitNs(a, a.EndNs)
 	}
 	return before
+}
+
+// trimWait drops the first cut entries of a running input wait, as the
+// builder drops its activities.
+func trimWait(before []int64, cut int) []int64 {
+	if len(before) == 0 {
+		return before
+	}
+	return before[:copy(before, before[cut:])]
 }

@@ -15,17 +15,9 @@ type Options struct {
 	// WaitNs: a gap between two logged activities longer than this is
 	// waiting, shorter is busy (ST2's 15 µs).
 	WaitNs int64
-	// MessageDelayNs, if positive, clips every message longer than this
-	// (and than its error bound) to end that long after it was sent, as
-	// SnailTrail's PAG construction does with its message delay: a bucket
-	// that sat in a queue while its receiver was busy did not hold the
-	// receiver up; its edge then joins the receiver's timeline inside
-	// what the receiver was doing, and paths follow that. A message whose
-	// receiver waited for input at least half of the time from that point
-	// until it came is not clipped: the receiver was ready and the bucket
-	// was still on its way (in a relay, a broker or the transport), so its
-	// whole time in flight held the receiver up (clip). The invariants
-	// always see the measured times.
+	// MessageDelayNs, if positive, clips a message longer than this to
+	// end that long after it was sent, unless its receiver was waiting
+	// for it (Builder.clip). The invariants always see the measured times.
 	MessageDelayNs int64
 	Releases       [][2]int // pairs [up, down] of a job's operators, up feeding down (release.go)
 }
@@ -83,17 +75,14 @@ const (
 // memory is one window's graph plus what is in flight, however long the
 // trace.
 type Builder struct {
-	opt  Options
-	acts [][]Activity // per worker, from the one before the window (or what is retained)
-	// waitBefore, per worker and parallel to acts: the input wait of the
-	// worker's activities before each one (clip; none without a message
-	// delay)
-	waitBefore [][]int64
-	done       []bool  // per worker: every activity is in
-	first      []int64 // per worker, its first activity's start (MaxInt64: none yet)
-	xdone      bool    // every transfer is in
-	floor      int64   // no transfer sent before it is still to come
-	retain     int64   // the feeder still looks up activities ending at or after it
+	opt        Options
+	acts       [][]Activity // per worker, from the one before the window (or what is retained)
+	waitBefore [][]int64    // per worker, parallel to acts (appendWait)
+	done       []bool       // per worker: every activity is in
+	first      []int64      // per worker, its first activity's start (MaxInt64: none yet)
+	xdone      bool         // every transfer is in
+	floor      int64        // no transfer sent before it is still to come
+	retain     int64        // the feeder still looks up activities ending at or after it
 	queue      transferQueue
 	open       []Transfer // transfers sent before the current window's end, not yet received
 	minX       int64      // the earliest send or receive of a transfer in
@@ -141,9 +130,7 @@ func NewBuilder(tr *Trace, opt Options) (*Builder, error) {
 	b.queue.xs = xs
 	for wk, acts := range tr.Activities {
 		b.acts[wk] = acts
-		if opt.MessageDelayNs > 0 {
-			b.waitBefore[wk] = appendWait(make([]int64, 0, len(acts)), nil, acts...)
-		}
+		b.waitBefore[wk] = b.appendWait(make([]int64, 0, len(acts)), nil, acts...)
 		if len(acts) > 0 {
 			b.first[wk] = acts[0].StartNs
 			b.end = max(b.end, acts[len(acts)-1].EndNs)
@@ -195,9 +182,7 @@ func (b *Builder) add(wk int, a Activity) error {
 		b.first[wk] = a.StartNs
 	}
 	b.held++
-	if b.opt.MessageDelayNs > 0 {
-		b.waitBefore[wk] = appendWait(b.waitBefore[wk], acts, a)
-	}
+	b.waitBefore[wk] = b.appendWait(b.waitBefore[wk], acts, a)
 	b.acts[wk] = append(acts, a)
 	b.end = max(b.end, a.EndNs)
 	return nil
@@ -321,9 +306,7 @@ func (b *Builder) trim(w0 int64) {
 		if cut > 0 && cut*2 >= len(acts) && !b.borrowed {
 			n := copy(acts, acts[cut:])
 			clear(acts[n:])
-			if w := b.waitBefore[wk]; len(w) > 0 {
-				b.waitBefore[wk] = w[:copy(w, w[cut:])]
-			}
+			b.waitBefore[wk] = trimWait(b.waitBefore[wk], cut)
 			b.held -= cut
 			b.acts[wk], b.next[wk] = acts[:n], max(b.next[wk]-cut, 0)
 		}
