@@ -67,6 +67,9 @@ func (b *Builder) appendWait(before []int64, prev []Activity, next ...Activity) 
 	if b.opt.MessageDelayNs <= 0 {
 		return before
 	}
+	if before == nil {
+		before = make([]int64, 0, len(next))
+	}
 	var sum int64
 	if n := len(before); n > 0 {
 		last := prev[n-1]

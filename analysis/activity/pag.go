@@ -130,7 +130,7 @@ func NewBuilder(tr *Trace, opt Options) (*Builder, error) {
 	b.queue.xs = xs
 	for wk, acts := range tr.Activities {
 		b.acts[wk] = acts
-		b.waitBefore[wk] = b.appendWait(make([]int64, 0, len(acts)), nil, acts...)
+		b.waitBefore[wk] = b.appendWait(nil, nil, acts...)
 		if len(acts) > 0 {
 			b.first[wk] = acts[0].StartNs
 			b.end = max(b.end, acts[len(acts)-1].EndNs)
