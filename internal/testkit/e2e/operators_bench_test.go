@@ -87,10 +87,14 @@ func TestBenchOperatorLimits(t *testing.T) {
 		// 5% of a core passed 5 k/s alone and failed at 15 k/s, but in 3
 		// of 10 sweeps failed even 2 k/s (its throttled pauses made the
 		// windows drop events as late): 10%, from 2 k, so that a rate
-		// passes and the graph is of the limit
-		{name: "broker held to a CPU share", held: 0.1, sweep: []string{"--sut-process", "nats-server", "--sut-process", "cpjob", "--from", "2k", "--step", "4k", "--to", "22k"}, noRate: true,
+		// passes and the graph is of the limit; up to 82 k, since 10%
+		// first failed at 10-18 k/s on one host and at 42-82 k/s on
+		// another (2026-11-29)
+		{name: "broker held to a CPU share", held: 0.1, sweep: []string{"--sut-process", "nats-server", "--sut-process", "cpjob", "--from", "2k", "--step", "8k", "--to", "82k"}, noRate: true,
 			why: "the system under test is a black box"},
-		{name: "GC pressure", want: limits.GoGC, env: []string{"GOGC=5"}, sweep: []string{"--to", "45k"}, noRate: true, offPath: true,
+		// GOGC=5 kept 16.7 k/s of 25 k/s on one host, 65-83 k/s of
+		// 85 k/s on another (2026-11-29): up to 95 k
+		{name: "GC pressure", want: limits.GoGC, env: []string{"GOGC=5"}, sweep: []string{"--to", "95k"}, noRate: true, offPath: true,
 			why: "garbage collector runs in its operators' threads"},
 	}
 	if only := os.Getenv("CP_BENCH_OPS_ROWS"); only != "" { // e.g. window,consumer: those rows only
