@@ -40,13 +40,12 @@ func (b *Builder) clip(x Transfer) Transfer {
 // activities the builder still has.
 func (b *Builder) inputWaitTo(wk int, t int64) int64 {
 	acts, before := b.acts[wk], b.waitBefore[wk]
-	if len(acts) == 0 {
+	if len(before) == 0 {
 		return 0
 	}
 	i := sort.Search(len(acts), func(i int) bool { return acts[i].EndNs > t })
 	if i == len(acts) {
-		a := acts[i-1]
-		return before[i-1] + inputWaitNs(a, a.EndNs)
+		return before[i]
 	}
 	return before[i] + inputWaitNs(acts[i], t)
 }
@@ -60,33 +59,18 @@ func inputWaitNs(a Activity, t int64) int64 {
 }
 
 // appendWait extends a worker's running input wait (Builder.waitBefore:
-// the input wait of its activities before each one) by its next
-// activities. Only the clip reads it: without a message delay it is kept
-// empty.
-func (b *Builder) appendWait(before []int64, prev []Activity, next ...Activity) []int64 {
+// the input wait of its activities before each one, and last the whole
+// of it) by its next activities. Only the clip reads it: without a
+// message delay it is kept empty.
+func (b *Builder) appendWait(before []int64, next ...Activity) []int64 {
 	if b.opt.MessageDelayNs <= 0 {
 		return before
 	}
-	if before == nil {
-		before = make([]int64, 0, len(next))
-	}
-	var sum int64
-	if n := len(before); n > 0 {
-		last := prev[n-1]
-		sum = before[n-1] + inputWaitNs(last, last.EndNs)
+	if len(before) == 0 {
+		before = append(make([]int64, 0, len(next)+1), 0)
 	}
 	for _, a := range next {
-		before = append(before, sum)
-		sum += inputWaitNs(a, a.EndNs)
+		before = append(before, before[len(before)-1]+inputWaitNs(a, a.EndNs))
 	}
 	return before
-}
-
-// trimWait drops the first cut entries of a running input wait, as the
-// builder drops its activities.
-func trimWait(before []int64, cut int) []int64 {
-	if len(before) == 0 {
-		return before
-	}
-	return before[:copy(before, before[cut:])]
 }

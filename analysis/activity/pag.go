@@ -77,7 +77,7 @@ const (
 type Builder struct {
 	opt        Options
 	acts       [][]Activity // per worker, from the one before the window (or what is retained)
-	waitBefore [][]int64    // per worker, parallel to acts (appendWait)
+	waitBefore [][]int64    // per worker, beside acts (appendWait)
 	done       []bool       // per worker: every activity is in
 	first      []int64      // per worker, its first activity's start (MaxInt64: none yet)
 	xdone      bool         // every transfer is in
@@ -130,7 +130,7 @@ func NewBuilder(tr *Trace, opt Options) (*Builder, error) {
 	b.queue.xs = xs
 	for wk, acts := range tr.Activities {
 		b.acts[wk] = acts
-		b.waitBefore[wk] = b.appendWait(nil, nil, acts...)
+		b.waitBefore[wk] = b.appendWait(nil, acts...)
 		if len(acts) > 0 {
 			b.first[wk] = acts[0].StartNs
 			b.end = max(b.end, acts[len(acts)-1].EndNs)
@@ -182,7 +182,7 @@ func (b *Builder) add(wk int, a Activity) error {
 		b.first[wk] = a.StartNs
 	}
 	b.held++
-	b.waitBefore[wk] = b.appendWait(b.waitBefore[wk], acts, a)
+	b.waitBefore[wk] = b.appendWait(b.waitBefore[wk], a)
 	b.acts[wk] = append(acts, a)
 	b.end = max(b.end, a.EndNs)
 	return nil
@@ -306,7 +306,9 @@ func (b *Builder) trim(w0 int64) {
 		if cut > 0 && cut*2 >= len(acts) && !b.borrowed {
 			n := copy(acts, acts[cut:])
 			clear(acts[n:])
-			b.waitBefore[wk] = trimWait(b.waitBefore[wk], cut)
+			if w := b.waitBefore[wk]; len(w) > 0 {
+				b.waitBefore[wk] = w[:copy(w, w[cut:])]
+			}
 			b.held -= cut
 			b.acts[wk], b.next[wk] = acts[:n], max(b.next[wk]-cut, 0)
 		}
