@@ -56,7 +56,9 @@ func WriteWith(dir, name string, write func(io.Writer) error) error {
 }
 
 // ReadFile reads name in the run directory, a regular file of at most
-// limit bytes (readfile.Limited): a file Open does not read itself.
+// limit bytes directly inside the directory, never through a link
+// (readfile.InDir): a file Open does not read itself.
 func (d *Dir) ReadFile(name string, limit int64) ([]byte, error) {
-	return readfile.Limited(filepath.Join(d.Path, name), limit)
+	dir, base := filepath.Split(filepath.Join(d.Path, name))
+	return readfile.LimitedInDir(dir, base, limit)
 }

@@ -68,6 +68,10 @@ func (d *Dir) readProfiles() {
 				d.problem("profiles/%s/%s: a file name with control characters; skipped", n.Name(), termsafe.Escape(name))
 				continue
 			}
+			if f.Type()&os.ModeSymlink != 0 {
+				d.problem("profiles/%s/%s is a symbolic link: not read (a run directory's files are its own)", n.Name(), name)
+				continue
+			}
 			ch, isLog := logChannel(name)
 			if name == "counters.json" {
 				var cl profiler.CounterLog

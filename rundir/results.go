@@ -6,9 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/atomicfile"
+	"github.com/cloudprofiler-go/cp/internal/termsafe"
 )
 
 // FormatVersion is written into every run directory (format.json and the
@@ -21,6 +24,34 @@ type Writer struct {
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// CheckResults says whether run directories may be written in root: inside
+// the working directory root is made when missing; outside it (/, /etc,
+// a home directory named by a plan from elsewhere) it must already be a
+// directory of the user's, so that no setting makes the tools write where
+// the user did not choose to.
+func CheckResults(root string) error {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return fmt.Errorf("--results %s: %w", termsafe.Escape(root), err)
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return fmt.Errorf("--results: the working directory: %w", err)
+	}
+	if rel, err := filepath.Rel(cwd, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+		return nil
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return fmt.Errorf("--results %s is outside the working directory and is not there: run directories are written outside it only into a directory of yours that exists (mkdir it first)", termsafe.Escape(root))
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !st.IsDir() || !ok || int(sys.Uid) != os.Geteuid() {
+		return fmt.Errorf("--results %s is outside the working directory and is not a directory of yours: run directories are written outside it only into one you own", termsafe.Escape(root))
+	}
+	return nil
+}
 
 // Create makes root/<UTC timestamp>-<name>/ (name sanitised).
 func Create(root, name string, now time.Time) (*Writer, error) {

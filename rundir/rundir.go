@@ -218,7 +218,7 @@ func (d *Dir) Trial(n int) (*TrialFile, error) {
 // directory written before the sweep redacted its arguments, or by another
 // tool, still shows no token in a report.
 func (d *Dir) Config() json.RawMessage {
-	b, err := readfile.Limited(filepath.Join(d.Path, ConfigFile), MaxJSONFile)
+	b, err := readfile.LimitedInDir(d.Path, ConfigFile, MaxJSONFile)
 	if err != nil || !json.Valid(b) {
 		return nil
 	}
@@ -248,9 +248,10 @@ type SweepPoint struct {
 const MaxJSONFile = 256 << 20
 
 // readJSON reads the JSON file at path into v, refusing one larger than
-// limit or not a regular file (readfile.Limited).
+// limit or not a regular file directly in its directory (a link is
+// refused: readfile.InDir).
 func readJSON(path string, limit int64, v any) error {
-	b, err := readfile.Limited(path, limit)
+	b, err := readfile.LimitedInDir(filepath.Dir(path), filepath.Base(path), limit)
 	if err != nil {
 		return err
 	}

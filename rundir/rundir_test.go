@@ -2,6 +2,9 @@ package rundir
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -16,6 +19,37 @@ func TestPlanFactsJobInput(t *testing.T) {
 		s := Summary{Plan: json.RawMessage(tc.plan)}
 		if got := s.PlanFacts().JobInput(); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.plan, got, tc.want)
+		}
+	}
+}
+
+// TestCheckResults: run directories go inside the working directory, or
+// outside it only into an existing directory of the user's.
+func TestCheckResults(t *testing.T) {
+	cwd, _ := os.Getwd()
+	mine := t.TempDir()
+	for _, tc := range []struct {
+		root string
+		ok   bool
+	}{
+		{"runs", true},
+		{filepath.Join(cwd, "runs/deeper"), true},
+		{mine, true},
+		{filepath.Join(mine, "missing"), false},
+		{"../../../../../../../../nonexistent-results", false},
+	} {
+		err := CheckResults(tc.root)
+		if (err == nil) != tc.ok {
+			t.Errorf("CheckResults(%s) = %v, want ok %v", tc.root, err, tc.ok)
+		}
+	}
+	if os.Geteuid() == 0 { // a directory of another user's
+		theirs := filepath.Join(t.TempDir(), "theirs")
+		if err := os.Mkdir(theirs, 0o777); err != nil || os.Chown(theirs, 65534, 65534) != nil {
+			t.Fatal(err)
+		}
+		if err := CheckResults(theirs); err == nil || !strings.Contains(err.Error(), "not a directory of yours") {
+			t.Errorf("another user's directory: %v", err)
 		}
 	}
 }

@@ -157,6 +157,18 @@ func withoutValues(err error) string {
 	return quotedValue.ReplaceAllString(err.Error(), "a value")
 }
 
+// FileOf is the file that Load of nameOrPath reads ("" for a built-in or
+// a synthetic scenario).
+func FileOf(nameOrPath string) string {
+	if path, ok := strings.CutPrefix(nameOrPath, EventsPrefix); ok {
+		return path
+	}
+	if _, err := builtinFiles.ReadFile(nameOrPath + ".yaml"); err == nil || strings.HasPrefix(nameOrPath, "synthetic:") || nameOrPath == "" {
+		return ""
+	}
+	return nameOrPath
+}
+
 // Load returns a built-in scenario by name, a scenario file by path, or a
 // synthetic scenario of a given size written as "synthetic:SIZE".
 func Load(nameOrPath string) (*Scenario, error) {

@@ -176,6 +176,15 @@ func (s Shape) check() error {
 	return nil
 }
 
+// ShapeFileOf is the trace file that ParseShape of spec reads ("" for a
+// shape that reads none).
+func ShapeFileOf(spec string) string {
+	if kind, arg, _ := strings.Cut(strings.TrimSpace(spec), ":"); kind == "replay" {
+		return arg
+	}
+	return ""
+}
+
 // loadTrace reads "seconds rate" lines (times increasing from 0; each rate
 // holds until the next time; the last holds for the mean gap).
 func loadTrace(path string) (Shape, error) {

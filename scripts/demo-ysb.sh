@@ -49,7 +49,7 @@ echo "== cpsweep: YSB between $in and $outp, from $start ad events/s; each trial
 status=0
 # the plan holds the sweep's settings; the flags beside it give this
 # run's addresses (free ports), which win over the plan's
-"$bin/cpsweep" --plan examples/plans/ysb.yaml --input "$in?group=ysb" --output "$outp" --job-agent "127.0.0.1:$aport" \
+"$bin/cpsweep" --plan examples/plans/ysb.yaml --yes --input "$in?group=ysb" --output "$outp" --job-agent "127.0.0.1:$aport" \
 	--start "$start" --name demo-ysb ${DEMO_SWEEP_ARGS:-} || status=$?
 dir=$(ls -td runs/*-demo-ysb 2>/dev/null | head -1)
 if [ -n "$dir" ]; then

@@ -20,6 +20,8 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/redact"
 	"github.com/cloudprofiler-go/cp/internal/termsafe"
 	"github.com/cloudprofiler-go/cp/profiler"
+	"github.com/cloudprofiler-go/cp/rundir"
+	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/sweep"
 	"github.com/cloudprofiler-go/cp/sweep/jobmetrics"
@@ -62,13 +64,14 @@ type options struct {
 	host                     verdict.HostRules
 	jsonOut, clock           bool
 	planFile                 string // --plan: the settings' file
+	yes                      bool   // --yes: what a plan file reads and contacts was seen
 	ran                      []byte // the settings the sweep ran with, as a plan file
 }
 
 // notInPlans are the settings a plan file neither holds nor records: the
 // plan itself, and the token, a secret (--token-file names a file, which
 // is no secret).
-var notInPlans = []string{"plan", "token"}
+var notInPlans = []string{"plan", "token", "yes"}
 
 // sweepExamples are cpsweep's --help examples.
 const sweepExamples = `  # on this machine: local agents on loopback
@@ -134,7 +137,7 @@ them ("limited by: consumer (...)"; cpsweep diagnose, docs/diagnosis.md).
 Ctrl-C stops the running trial and keeps every finished one.`,
 		Example:           sweepExamples,
 		Args:              cobra.NoArgs,
-		PersistentPreRunE: applyPlan(code, &o.planFile),
+		PersistentPreRunE: applyPlan(code, &o.planFile, &o.yes),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
 			o.job.bucketGiven = cmd.Flags().Changed("bucket")
@@ -172,12 +175,19 @@ cpsweep rerun RUN_DIR repeats the sweep; cpsweep --plan FILE reads this file,
 and a flag given beside it wins. The token is left out: give --token-file.`
 
 // applyPlan runs before every subcommand: the sweep's --plan file sets the
-// flags the command line did not, then a URL with credentials in any flag
-// or argument is an invalid plan, wherever it came from.
-func applyPlan(code *int, planFile *string) func(*cobra.Command, []string) error {
+// flags the command line did not, and what those settings read, write and
+// contact is shown and goes on only when confirmed (a plan may come from
+// someone else: a run directory downloaded to rerun it); then a URL with
+// credentials in any flag or argument is an invalid plan, wherever it
+// came from.
+func applyPlan(code *int, planFile *string, yes *bool) func(*cobra.Command, []string) error {
 	return func(c *cobra.Command, args []string) error {
 		if c.Flags().Lookup("plan") != nil && *planFile != "" {
-			if err := cli.ApplyPlan(c.Flags(), *planFile, notInPlans...); err != nil {
+			set, err := cli.ApplyPlan(c.Flags(), *planFile, notInPlans...)
+			if err == nil {
+				err = confirmPlan(c.Flags(), set, *planFile, *yes)
+			}
+			if err != nil {
 				*code = sweep.ExitInvalidPlan
 				c.SilenceUsage = true
 				return err
@@ -192,9 +202,44 @@ func applyPlan(code *int, planFile *string) func(*cobra.Command, []string) error
 	}
 }
 
+// confirmPlan shows what the settings a plan file set read, write and
+// contact, and goes on when that is confirmed (--yes, or y on a terminal).
+func confirmPlan(f *pflag.FlagSet, set []string, planFile string, yes bool) error {
+	reach := cli.PlanReach(f, set, sweepFileOf)
+	if reach.Empty() {
+		return nil
+	}
+	w := termsafe.NewWriter(os.Stderr)
+	fmt.Fprintf(w, "the plan %s:\n", termsafe.Escape(planFile))
+	reach.Write(w)
+	return cli.Confirm(os.Stdin, w, yes, "the plan "+termsafe.Escape(planFile))
+}
+
+// sweepFileOf is the file a sweep setting's value reads: a scenario or a
+// shape may name a built-in instead.
+func sweepFileOf(name, value string) string {
+	switch name {
+	case "scenario":
+		return scenarios.FileOf(value)
+	case "shape":
+		return scenarios.ShapeFileOf(value)
+	}
+	return value
+}
+
+// markReach says which of the sweep's settings name files it reads, the
+// directory it writes in and the hosts it contacts (cli.PlanReach).
+func markReach(f *pflag.FlagSet) {
+	cli.MarkReach(f, cli.ReachReads, "events", "job-metrics-map", "profile", "scenario", "shape", "token-file")
+	cli.MarkReach(f, cli.ReachWrites, "results")
+	cli.MarkReach(f, cli.ReachContacts, "dns-server", "input", "job-agent", "job-metrics", "jobs-from", "output", "receiver",
+		"receivers-from", "relay-input", "sender", "senders-from", "sut")
+}
+
 func (o *options) register(f *pflag.FlagSet) {
 	p, s := &o.plan, &o.search
-	f.StringVar(&o.planFile, "plan", "", "read the sweep's settings from this YAML file: the flags' names without the dashes, a list for a flag given\nmore than once (examples/plans/; every run directory keeps its own as plan.yaml). A flag given beside it wins")
+	f.BoolVar(&o.yes, "yes", false, "go on with a --plan (or cpsweep rerun) that reads files, writes outside the working directory or contacts hosts,\nafter the list of them is shown, without asking (with no terminal to ask on, such a plan is refused without it)")
+	f.StringVar(&o.planFile, "plan", "", "read the sweep's settings from this YAML file: the flags' names without the dashes, a list for a flag given\nmore than once (examples/plans/; every run directory keeps its own as plan.yaml). A flag given beside it wins;\nthe files, directories and hosts it names are shown first, and used only when confirmed (--yes)")
 	f.StringVar(&o.profileFile, "profile", "", "after the search, run one profiled trial with these handlers (YAML) on every agent and collect the logs into the run directory")
 	o.profileAt = cli.ProfileAt{Frac: 0.9}
 	f.Var(&o.profileAt, "profile-at", "the profiled trial's rate, as a fraction of the highest passing rate (latencies at a sustainable rate),\nor limit: the first failing rate, at least 110% of the answer (the activity graph names what limits the run)")
@@ -262,6 +307,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.Float64Var(&o.host.MaxWait, "max-wait", o.host.MaxWait, "a trial whose hot threads waited runnable more than this share of the time is disturbed (0: off; see docs/sweep.md)")
 	f.IntVar(&o.host.MaxRepeats, "max-repeats", o.host.MaxRepeats, "how many times a disturbed trial is repeated before the sweep ends without an answer (exit 7)")
 	f.DurationVar(&o.retryAgent, "retry-agent", 0, "after an agent failure, wait this long for the agents to answer again and repeat the trial (0: stop the sweep)")
+	defer markReach(f)
 	f.BoolVar(&o.clock, "clock", false, "probe the agents' TSCs before the first trial and after the last, and write relation.json (see cpsweep clock --help);\non by default with --profile, whose records the analyses join across hosts by it (--clock=false: not probed)")
 }
 
@@ -280,6 +326,9 @@ func (o *options) check() (string, *profiler.Handlers, error) {
 		return "", nil, err
 	}
 	if err := checkSUT(o.sut, len(o.senders) > 0 || o.discover.senders != "", len(o.plan.SenderTargets) > 0); err != nil {
+		return "", nil, err
+	}
+	if err := rundir.CheckResults(o.resultsDir); err != nil {
 		return "", nil, err
 	}
 	if o.localSenders < 1 || o.localSenders > 64 || o.lanes < 1 || o.lanes > 64 {

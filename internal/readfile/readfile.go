@@ -4,10 +4,18 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
+
+// ReadTimeout bounds a whole-file read (Limited): a regular file on a
+// disk is read in milliseconds, and a file that waits for data (a kernel
+// interface a filter let through) must not hang a tool.
+const ReadTimeout = 10 * time.Second
 
 // Open opens path for reading if it is a regular file (after following
 // links): a FIFO, a device such as /dev/zero, /dev/urandom or /dev/ptmx, a
@@ -27,14 +35,67 @@ func Open(path string) (*os.File, error) {
 	if err := unix.Fstat(pfd, &st); err != nil {
 		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, fmt.Errorf("%s is not a regular file (%s): refused", path, fileType(st.Mode))
+	if err := regular(pfd, path, st.Mode); err != nil {
+		return nil, err
 	}
 	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(pfd), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	return os.NewFile(uintptr(fd), path), nil
+}
+
+// InDir opens the file name directly inside the directory dir, a regular
+// file and not a symbolic link: a run directory from elsewhere may hold a
+// link to any file of the reader's (plan.yaml to /etc/shadow), which is
+// never its own.
+func InDir(dir, name string) (*os.File, error) {
+	path := filepath.Join(dir, name)
+	if name == "" || strings.ContainsRune(name, '/') || name == "." || name == ".." {
+		return nil, fmt.Errorf("%s: not a file name inside %s", name, dir)
+	}
+	dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	defer unix.Close(dfd)
+	pfd, err := unix.Openat(dfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(pfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(pfd, &st); err != nil {
+		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if err := regular(pfd, path, st.Mode); err != nil {
+		return nil, err
+	}
+	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(pfd), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// regular refuses what is not a regular file on a disk: a device, FIFO,
+// socket, directory or link, and any file of a kernel interface (/proc,
+// /sys, debugfs), where a "regular file" such as /proc/kmsg waits for
+// data forever or /proc/self/mem reads another thing each time.
+func regular(fd int, path string, mode uint32) error {
+	if mode&unix.S_IFMT != unix.S_IFREG {
+		return fmt.Errorf("%s is not a regular file (%s): refused", path, fileType(mode))
+	}
+	var fs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &fs); err != nil {
+		return &os.PathError{Op: "statfs", Path: path, Err: err}
+	}
+	switch fs.Type {
+	case unix.PROC_SUPER_MAGIC, unix.SYSFS_MAGIC, unix.DEBUGFS_MAGIC, unix.TRACEFS_MAGIC, unix.SECURITYFS_MAGIC,
+		unix.CGROUP_SUPER_MAGIC, unix.CGROUP2_SUPER_MAGIC, unix.BPF_FS_MAGIC, unix.EFIVARFS_MAGIC:
+		return fmt.Errorf("%s is a file of the kernel's (/proc, /sys), not a file on a disk: refused", path)
+	}
+	return nil
 }
 
 // ID names a file by device and inode, so that the same file reached by
@@ -44,12 +105,17 @@ type ID struct{ Dev, Ino uint64 }
 // Identify returns the ID of the regular file at path (links followed),
 // without opening it; anything but a regular file is refused as Open does.
 func Identify(path string) (ID, int64, error) {
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
+	pfd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
 		return ID{}, 0, &os.PathError{Op: "stat", Path: path, Err: err}
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return ID{}, 0, fmt.Errorf("%s is not a regular file (%s): refused", path, fileType(st.Mode))
+	defer unix.Close(pfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(pfd, &st); err != nil {
+		return ID{}, 0, &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if err := regular(pfd, path, st.Mode); err != nil {
+		return ID{}, 0, err
 	}
 	return ID{Dev: st.Dev, Ino: st.Ino}, st.Size, nil
 }
@@ -78,13 +144,32 @@ func Limited(path string, limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return All(f, limit)
+}
+
+// All reads the opened file f whole, at most limit bytes, within
+// ReadTimeout, and closes it.
+func All(f *os.File, limit int64) ([]byte, error) {
 	defer f.Close()
+	// A file the poller can wait on (opened non-blocking) honours the
+	// deadline; a disk file ignores it and is read at once.
+	_ = f.SetReadDeadline(time.Now().Add(ReadTimeout))
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", f.Name(), err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes", f.Name(), limit)
+	}
+	return b, nil
+}
+
+// LimitedInDir reads the file name directly inside dir as InDir opens it,
+// at most limit bytes.
+func LimitedInDir(dir, name string, limit int64) ([]byte, error) {
+	f, err := InDir(dir, name)
 	if err != nil {
 		return nil, err
 	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
-	}
-	return b, nil
+	return All(f, limit)
 }

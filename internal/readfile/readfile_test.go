@@ -1,6 +1,7 @@
 package readfile
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -158,5 +159,72 @@ func TestOpenNeverOpensADevice(t *testing.T) {
 	b := make([]byte, 4)
 	if n, _ := f.Read(b); n != 1 || b[0] != 'x' {
 		t.Errorf("read %q through the link", b[:n])
+	}
+}
+
+// TestKernelFilesAreRefused: a file of /proc or /sys is a "regular file"
+// to stat, but /proc/kmsg waits for kernel messages forever and
+// /proc/self/environ is no one's data file: refused at once, also behind
+// a link, and a read that waits is cut by its deadline.
+func TestKernelFilesAreRefused(t *testing.T) {
+	dir := t.TempDir()
+	kmsg := filepath.Join(dir, "plan.yaml")
+	if err := os.Symlink("/proc/kmsg", kmsg); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{kmsg, "/proc/self/environ", "/proc/kmsg", "/sys/kernel/mm/transparent_hugepage/enabled"} {
+		done := make(chan error, 1)
+		go func() { _, err := Limited(p, 1<<20); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "refused") {
+				t.Errorf("Limited(%s): %v, want refused", p, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("Limited(%s) hangs", p)
+		}
+		if _, _, err := Identify(p); err == nil {
+			t.Errorf("Identify(%s) accepted it", p)
+		}
+	}
+}
+
+// TestInDirTakesOnlyItsOwnFiles: a run directory's file is read only when
+// it is a regular file inside the directory, never through a link.
+func TestInDirTakesOnlyItsOwnFiles(t *testing.T) {
+	dir, other := t.TempDir(), t.TempDir()
+	secret := filepath.Join(other, "secret")
+	if err := os.WriteFile(secret, []byte("root:*:20228:0"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plan.yaml"), []byte("name: x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(dir, "link.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/proc/kmsg", filepath.Join(dir, "kmsg.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, want string }{
+		{"plan.yaml", ""},
+		{"link.yaml", "symbolic link"},
+		{"kmsg.yaml", "symbolic link"},
+		{"sub", "directory"},
+		{"../" + filepath.Base(other) + "/secret", "not a file name"},
+		{"missing", "no such file"},
+	} {
+		b, err := LimitedInDir(dir, tc.name, 1<<20)
+		switch {
+		case tc.want == "" && (err != nil || string(b) != "name: x\n"):
+			t.Errorf("%s: %q, %v", tc.name, b, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %q, %v; want an error saying %q", tc.name, b, err, tc.want)
+		case strings.Contains(fmt.Sprint(err), "root:"):
+			t.Errorf("%s: the error shows the file's content: %v", tc.name, err)
+		}
 	}
 }

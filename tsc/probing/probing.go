@@ -4,7 +4,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cloudprofiler-go/cp/internal/readfile"
+	"os"
+
 	"github.com/cloudprofiler-go/cp/tsc"
 )
 
@@ -65,7 +66,7 @@ func (i Info) Clock() string {
 // (pod) on one machine and new at every boot ("" when unreadable): what
 // says that two processes read one TSC.
 func BootID() string {
-	b, err := readfile.Limited("/proc/sys/kernel/random/boot_id", 128)
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id") // the kernel's, at a fixed path
 	if err != nil {
 		return ""
 	}

@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/cloudprofiler-go/cp/internal/readfile"
+	"github.com/cloudprofiler-go/cp/internal/termsafe"
 )
 
 // MaxPlanFile bounds a plan file: a sweep's settings are a few hundred
@@ -23,37 +24,47 @@ const MaxPlanFile = 1 << 20
 // value goes through the flag's own parser, so the file is checked
 // exactly as the flags are. A flag given on the command line overrides
 // the file's (a list as a whole). Settings in skip are refused (the plan
-// flag itself, a secret that has no place in a file).
-func ApplyPlan(f *pflag.FlagSet, path string, skip ...string) error {
+// flag itself, a secret that has no place in a file). It returns the
+// names of the settings the file set (PlanReach shows what they reach).
+func ApplyPlan(f *pflag.FlagSet, path string, skip ...string) ([]string, error) {
 	b, err := readfile.Limited(path, MaxPlanFile)
 	if err != nil {
-		return fmt.Errorf("plan %s: %w", path, err)
+		return nil, fmt.Errorf("plan %s: %w", path, err)
 	}
+	return ApplyPlanText(f, path, b, skip...)
+}
+
+// ApplyPlanText is ApplyPlan of a plan already read (b), from path.
+func ApplyPlanText(f *pflag.FlagSet, path string, b []byte, skip ...string) ([]string, error) {
+	path = termsafe.Escape(path)
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return fmt.Errorf("plan %s: %w", path, err)
+		return nil, fmt.Errorf("plan %s: %w", path, err)
 	}
 	if len(doc.Content) == 0 {
-		return fmt.Errorf("plan %s is empty: give it the sweep's flags as name: value", path)
+		return nil, fmt.Errorf("plan %s is empty: give it the sweep's flags as name: value", path)
 	}
 	m := doc.Content[0]
 	if m.Kind != yaml.MappingNode {
-		return fmt.Errorf("plan %s: not a mapping of settings (name: value, one a line)", path)
+		return nil, fmt.Errorf("plan %s: not a mapping of settings (name: value, one a line)", path)
 	}
 	given := map[string]bool{}
 	f.Visit(func(fl *pflag.Flag) { given[fl.Name] = true })
 	seen := map[string]bool{}
+	var set []string
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := m.Content[i], m.Content[i+1]
 		name := strings.TrimLeft(k.Value, "-")
 		fl := f.Lookup(name)
 		switch {
-		case fl == nil:
-			return fmt.Errorf("plan %s, line %d: unknown setting %q: a plan's settings are the flags of --help, without the dashes", path, k.Line, k.Value)
+		case fl == nil && flagLike(name):
+			return nil, fmt.Errorf("plan %s, line %d: unknown setting %q: a plan's settings are the flags of --help, without the dashes", path, k.Line, k.Value)
+		case fl == nil: // not shown: a file that is no plan (a .env) may hold a secret there
+			return nil, fmt.Errorf("plan %s, line %d: not a setting: a plan's settings are the flags of --help, without the dashes", path, k.Line)
 		case contains(skip, name):
-			return fmt.Errorf("plan %s, line %d: %q has no place in a plan file (give it as a flag)", path, k.Line, name)
+			return nil, fmt.Errorf("plan %s, line %d: %q has no place in a plan file (give it as a flag)", path, k.Line, name)
 		case seen[name]:
-			return fmt.Errorf("plan %s, line %d: %q is set twice", path, k.Line, name)
+			return nil, fmt.Errorf("plan %s, line %d: %q is set twice", path, k.Line, name)
 		}
 		seen[name] = true
 		if given[name] {
@@ -61,18 +72,33 @@ func ApplyPlan(f *pflag.FlagSet, path string, skip ...string) error {
 		}
 		values, err := planValues(v)
 		if err != nil {
-			return fmt.Errorf("plan %s, line %d: %s: %w", path, k.Line, name, err)
+			return nil, fmt.Errorf("plan %s, line %d: %s: %w", path, k.Line, name, err)
 		}
 		if len(values) > 1 && !isList(fl) {
-			return fmt.Errorf("plan %s, line %d: %s takes one value, not a list", path, k.Line, name)
+			return nil, fmt.Errorf("plan %s, line %d: %s takes one value, not a list", path, k.Line, name)
 		}
 		for _, s := range values {
 			if err := f.Set(name, s); err != nil {
-				return fmt.Errorf("plan %s, line %d: %s: %w", path, k.Line, name, err)
+				return nil, fmt.Errorf("plan %s, line %d: %s: %w", path, k.Line, name, err)
 			}
 		}
+		set = append(set, name)
 	}
-	return nil
+	return set, nil
+}
+
+// flagLike says whether s could be a flag's name (lower-case words and
+// dashes), which an error may quote.
+func flagLike(s string) bool {
+	if s == "" || len(s) > 32 {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '-' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // planValues are a setting's values: a scalar, or a list of scalars.

@@ -52,7 +52,7 @@ func TestApplyPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := writePlan(t, "duration: 2s\nthreads: 2\nexpect-filter: 'event_type == view'\nclock: true\nstart: 1.5M\nsender:\n  - a:1\n  - b:2\n")
-	if err := ApplyPlan(f, p, "plan", "token"); err != nil {
+	if _, err := ApplyPlan(f, p, "plan", "token"); err != nil {
 		t.Fatal(err)
 	}
 	if v.d != 2*time.Second || v.n != 4 || v.s != "event_type == view" || !v.b || v.rate != 1.5e6 || strings.Join(v.list, ",") != "a:1,b:2" {
@@ -74,12 +74,60 @@ func TestApplyPlanRefuses(t *testing.T) {
 		{"- a\n- b\n", "not a mapping of settings"},
 		{"", "is empty"},
 		{"start: fast\n", "line 1: start"},
+		{"API_KEY: s3cret-value\n", "line 1: not a setting"},
 	} {
 		f, _ := planFlags()
-		err := ApplyPlan(f, writePlan(t, tc.body), "plan", "token")
-		if err == nil || !strings.Contains(err.Error(), tc.says) {
+		_, err := ApplyPlan(f, writePlan(t, tc.body), "plan", "token")
+		if err == nil || !strings.Contains(err.Error(), tc.says) || strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("%q: %v, want %q", tc.body, err, tc.says)
 		}
+	}
+}
+
+// TestPlanReach: the settings a plan sets that name files, directories
+// and hosts are listed, with the path each reads; a setting given on the
+// command line is the user's own and is not; an answer is asked for
+// unless --yes was given, and with no terminal it is a refusal.
+func TestPlanReach(t *testing.T) {
+	f, _ := planFlags()
+	f.String("events", "", "")
+	f.String("results", "runs", "")
+	MarkReach(f, ReachReads, "events")
+	MarkReach(f, ReachWrites, "results")
+	MarkReach(f, ReachContacts, "sender")
+	if err := f.Parse([]string{"--threads", "2"}); err != nil {
+		t.Fatal(err)
+	}
+	set, err := ApplyPlan(f, writePlan(t, "events: ~/customers.jsonl\nresults: /\nsender: [evil.example:9101]\nthreads: 4\nduration: 2s\n"), "plan", "token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := PlanReach(f, set, nil)
+	cwd, _ := os.Getwd()
+	if len(r.Reads) != 1 || r.Reads[0] != "events: ~/customers.jsonl ("+filepath.Join(cwd, "~/customers.jsonl")+")" ||
+		len(r.Writes) != 1 || r.Writes[0] != "results: /" || len(r.Contacts) != 1 || r.Contacts[0] != "sender: evil.example:9101" {
+		t.Fatalf("reach %+v", r)
+	}
+	var b strings.Builder
+	r.Write(&b)
+	for _, want := range []string{"reads these files", "customers.jsonl", "writes its run directory in", "contacts these hosts", "evil.example"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("listing lacks %q:\n%s", want, b.String())
+		}
+	}
+	if err := Confirm(nil, &b, true, "the plan"); err != nil {
+		t.Errorf("--yes: %v", err)
+	}
+	devnull, _ := os.Open(os.DevNull)
+	defer devnull.Close()
+	if err := Confirm(devnull, &b, false, "the plan"); err == nil || !strings.Contains(err.Error(), "--yes") {
+		t.Errorf("no terminal: %v", err)
+	}
+	f2, _ := planFlags()
+	MarkReach(f2, ReachContacts, "sender")
+	set, _ = ApplyPlan(f2, writePlan(t, "threads: 4\nduration: 2s\n"), "plan", "token")
+	if r := PlanReach(f2, set, nil); !r.Empty() {
+		t.Errorf("a plan of values reaches %+v", r)
 	}
 }
 
@@ -102,7 +150,7 @@ func TestPlanRoundTrip(t *testing.T) {
 		}
 	}
 	g, v := planFlags()
-	if err := ApplyPlan(g, writePlan(t, string(b)), "plan", "token"); err != nil {
+	if _, err := ApplyPlan(g, writePlan(t, string(b)), "plan", "token"); err != nil {
 		t.Fatalf("%v:\n%s", err, b)
 	}
 	if v.d != 90*time.Second || v.s != "kind: a # b" || !v.b || v.rate != 250e3 || len(v.list) != 2 || v.list[0] != "yes" || v.list[1] != "" || v.token != "" {

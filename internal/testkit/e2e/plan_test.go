@@ -30,7 +30,16 @@ func TestPlanRerunCompare(t *testing.T) {
 		}
 	}
 	cpsweep := filepath.Join(binDir, "cpsweep")
-	rerun := exec.Command(cpsweep, "rerun", first.Dir, "--", "--name", "again")
+	// With no terminal to ask on, a rerun goes on only with --yes; the
+	// plan is shown first either way.
+	refused := exec.Command(cpsweep, "rerun", first.Dir, "--", "--name", "refused")
+	if out, err := refused.CombinedOutput(); ExitCode(err) != sweep.ExitInvalidPlan || !strings.Contains(string(out), "work: 100µs") || !strings.Contains(string(out), "give --yes") {
+		t.Fatalf("rerun without --yes and no terminal: %v\n%s", err, out)
+	}
+	if runs, _ := filepath.Glob(filepath.Join(filepath.Dir(first.Dir), "*-refused")); len(runs) != 0 {
+		t.Fatalf("a refused rerun wrote %v", runs)
+	}
+	rerun := exec.Command(cpsweep, "rerun", "--yes", first.Dir, "--", "--name", "again")
 	out, err := rerun.Output()
 	if err != nil && ExitCode(err) != sweep.ExitNoRatePassed {
 		t.Fatalf("rerun: %v\n%s", err, out)

@@ -1,0 +1,200 @@
+package e2e
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/sweep"
+)
+
+// The fifth round of hostile inputs: a plan or a run directory from
+// someone else, files that never end, output that would overwrite, text
+// that would forge lines (docs/security.md).
+
+// strangerHost is a loopback listener standing for a host of the
+// stranger's: it counts the connections made to it.
+func strangerHost(t *testing.T) (string, *atomic.Int64) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	var n atomic.Int64
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			n.Add(1)
+			c.Close()
+		}
+	}()
+	return l.Addr().String(), &n
+}
+
+// TestStrangersPlanIsShownFirst: a run directory whose plan sends a file
+// of the user's to the stranger's broker, their token to the stranger's
+// agent and its run directory into /, rerun (and --plan) list all of it
+// and, with no terminal and no --yes, refuse (exit 4) with nothing read
+// and nothing sent.
+func TestStrangersPlanIsShownFirst(t *testing.T) {
+	broker, brokerConns := strangerHost(t)
+	agent, agentConns := strangerHost(t)
+	work := t.TempDir()
+	secret := filepath.Join(work, "customers.jsonl")
+	if err := os.WriteFile(secret, []byte(`{"customer":"c-1","card":"4111"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	token := filepath.Join(work, "api-token")
+	if err := os.WriteFile(token, []byte("a-token-of-the-users-0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(work, "20261206T000000Z-shared")
+	if err := os.Mkdir(run, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	plan := "name: shared\nevents: " + secret + "\ninput: nats://" + broker + "/in?format=json\noutput: nats://" + broker + "/out?format=json\n" +
+		"token-file: " + token + "\nsender: [" + agent + "]\nreceiver: [" + agent + "]\nresults: /\n"
+	if err := os.WriteFile(filepath.Join(run, "plan.yaml"), []byte(plan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	atimeBefore := atime(t, secret)
+	cpsweep := filepath.Join(binDir, "cpsweep")
+	for _, args := range [][]string{{"rerun", run}, {"--plan", filepath.Join(run, "plan.yaml")}} {
+		cmd := exec.Command(cpsweep, args...)
+		cmd.Dir = work
+		out, err := cmd.CombinedOutput()
+		if ExitCode(err) != sweep.ExitInvalidPlan {
+			t.Fatalf("%v: %v, want exit 4\n%s", args, err, out)
+		}
+		for _, want := range []string{"reads these files of yours", secret, token, "writes its run directory in", "results: /",
+			"contacts these hosts", broker, agent, "give --yes"} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("%v: the listing lacks %q:\n%s", args, want, out)
+			}
+		}
+		if strings.Contains(string(out), "4111") || strings.Contains(string(out), "a-token-of-the-users") {
+			t.Errorf("%v printed a file's content:\n%s", args, out)
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := brokerConns.Load() + agentConns.Load(); n != 0 {
+		t.Errorf("%d connection(s) to the stranger's hosts before anyone confirmed", n)
+	}
+	if atime(t, secret) != atimeBefore {
+		t.Errorf("the events file was read before anyone confirmed")
+	}
+	if entries, _ := filepath.Glob("/*-shared"); len(entries) != 0 {
+		t.Errorf("a run directory was written in /: %v", entries)
+	}
+}
+
+// atime is a file's last access time (read-only mounts aside, a read
+// moves it when it is older than its modification: relatime).
+func atime(t *testing.T, path string) time.Time {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return time.Unix(st.Atim.Sec, st.Atim.Nsec)
+}
+
+// TestRerunReadsOnlyItsOwnPlan: a plan.yaml that is a link (to a file of
+// the user's) is refused without printing a line of it, and a huge
+// summary.json is never read (rerun needs the plan alone).
+func TestRerunReadsOnlyItsOwnPlan(t *testing.T) {
+	work := t.TempDir()
+	private := filepath.Join(work, "private")
+	if err := os.WriteFile(private, []byte("root:*:20228:0:99999:7:::\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	linked := filepath.Join(work, "linked")
+	if err := os.Mkdir(linked, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(private, filepath.Join(linked, "plan.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	cpsweep := filepath.Join(binDir, "cpsweep")
+	out, err := exec.Command(cpsweep, "rerun", "--yes", linked).CombinedOutput()
+	if ExitCode(err) != sweep.ExitInvalidPlan || strings.Contains(string(out), "root:") || !strings.Contains(string(out), "symbolic link") {
+		t.Errorf("rerun of a linked plan.yaml: %v\n%s", err, out)
+	}
+	// A 1 GiB summary.json (sparse) beside a plan of values: rerun shows
+	// the plan and, unconfirmed, stops, in little memory and time.
+	big := filepath.Join(work, "big")
+	if err := os.Mkdir(big, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(big, "plan.yaml"), []byte("name: big\nduration: 1s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(big, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(1 << 30); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	cmd := exec.Command(cpsweep, "rerun", big)
+	start := time.Now()
+	out, err = cmd.CombinedOutput()
+	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss // KiB
+	if ExitCode(err) != sweep.ExitInvalidPlan || !strings.Contains(string(out), "duration: 1s") || rss > 100<<10 || time.Since(start) > 10*time.Second {
+		t.Errorf("rerun beside a 1 GiB summary.json: %v, %d KiB, %v\n%s", err, rss, time.Since(start), out)
+	}
+}
+
+// TestKernelFilesAsInputs: a link to /proc/kmsg as --events, --plan or a
+// rerun's plan.yaml is refused at once (it used to wait for kernel
+// messages forever).
+func TestKernelFilesAsInputs(t *testing.T) {
+	work := t.TempDir()
+	kmsg := filepath.Join(work, "events.jsonl")
+	if err := os.Symlink("/proc/kmsg", kmsg); err != nil {
+		t.Fatal(err)
+	}
+	plan := filepath.Join(work, "plan.yaml")
+	if err := os.Symlink("/proc/kmsg", plan); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		bin  string
+		args []string
+	}{
+		{"dgsend", []string{"--events", kmsg, "--connect", "nats://127.0.0.1:1/x?format=json", "--count", "1"}},
+		{"cpsweep", []string{"--events", kmsg, "--sut", "nats://127.0.0.1:1/x?format=json"}},
+		{"cpsweep", []string{"--plan", plan}},
+		{"cpsweep", []string{"rerun", "--yes", work}},
+	} {
+		cmd := exec.Command(filepath.Join(binDir, c.bin), c.args...)
+		done := make(chan error, 1)
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if ExitCode(err) == 0 || !strings.Contains(out.String(), "refused") {
+				t.Errorf("%s %v: %v\n%s", c.bin, c.args, err, out.String())
+			}
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+			t.Errorf("%s %v hangs on a link to /proc/kmsg", c.bin, c.args)
+		}
+	}
+}
