@@ -69,7 +69,7 @@ func ParseHandlers(data []byte, source string) (*Handlers, error) {
 	// An empty document is an error too: a file caught half-written (being
 	// saved) must not switch every channel to Null.
 	if err := dec.Decode(&h); err != nil {
-		return nil, fmt.Errorf("handler configuration %s: %w", source, err)
+		return nil, fmt.Errorf("handler configuration %s: %w", source, readfile.YAMLError(err))
 	}
 	if err := h.Validate(); err != nil {
 		return nil, fmt.Errorf("handler configuration %s: %w", source, err)

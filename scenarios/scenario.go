@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -135,7 +134,7 @@ func Parse(data []byte, source string) (*Scenario, error) {
 	dec := yaml.NewDecoder(strings.NewReader(string(data)))
 	dec.KnownFields(true)
 	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("parse scenario %s: %s", source, withoutValues(err))
+		return nil, fmt.Errorf("parse scenario %s: %w", source, readfile.YAMLError(err))
 	}
 	if s.Name == "" {
 		s.Name = strings.TrimSuffix(filepath.Base(source), filepath.Ext(source))
@@ -146,16 +145,6 @@ func Parse(data []byte, source string) (*Scenario, error) {
 	return &s, nil
 }
 
-// quotedValue is how the YAML decoder quotes a value of the input in its
-// errors.
-var quotedValue = regexp.MustCompile("`[^`]*`")
-
-// withoutValues is a YAML error without the input's values: a file given
-// by mistake (a secret, a binary) must not be echoed into a terminal or a
-// log.
-func withoutValues(err error) string {
-	return quotedValue.ReplaceAllString(err.Error(), "a value")
-}
 
 // FileOf is the file that Load of nameOrPath reads ("" for a built-in or
 // a synthetic scenario).

@@ -38,7 +38,7 @@ func TestLoadBuiltinsAndErrors(t *testing.T) {
 
 func TestParseRejectsTyposAndBadSchema(t *testing.T) {
 	for _, tc := range []struct{ yaml, want string }{
-		{"schema: synthetic\nsize: 100\nsizee: 3\n", "sizee"},
+		{"schema: synthetic\nsize: 100\nsizee: 3\n", "line 3: an unknown setting"},
 		{"schema: avro\n", "unknown schema"},
 		{"size: 100\n", "schema is missing"},
 		{"schema: [\n", "parse scenario"},

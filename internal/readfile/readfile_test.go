@@ -228,3 +228,20 @@ func TestInDirTakesOnlyItsOwnFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestYAMLErrorShowsNoText: a decoder's faults are told by line and kind,
+// without a field's name or a value of the file.
+func TestYAMLErrorShowsNoText(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"yaml: unmarshal errors:\n  line 1: field root:*:20228:0 not found in type profiler.Handlers\n  line 2: field hunter2 not found in type x",
+			"line 1: an unknown setting; line 2: an unknown setting (the file's text is not shown)"},
+		{"yaml: unmarshal errors:\n  line 3: cannot unmarshal !!str `s3cret` into int", "line 3: a value of the wrong kind"},
+		{"yaml: line 4: mapping values are not allowed in this context", "line 4: not valid YAML"},
+		{"EOF", "not a YAML document"},
+	} {
+		got := YAMLError(fmt.Errorf("%s", tc.in)).Error()
+		if !strings.Contains(got, tc.want) || strings.Contains(got, "root") || strings.Contains(got, "hunter2") || strings.Contains(got, "s3cret") {
+			t.Errorf("%q: %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

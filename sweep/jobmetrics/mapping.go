@@ -58,7 +58,7 @@ func LoadMapping(path string) (Mapping, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&m); err != nil {
-		return Mapping{}, fmt.Errorf("%s: %w", path, err)
+		return Mapping{}, fmt.Errorf("%s: %w", path, readfile.YAMLError(err))
 	}
 	if err := m.Validate(); err != nil {
 		return Mapping{}, fmt.Errorf("%s: %w", path, err)

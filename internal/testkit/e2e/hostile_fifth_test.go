@@ -198,3 +198,29 @@ func TestKernelFilesAsInputs(t *testing.T) {
 		}
 	}
 }
+
+// TestPrivateFileAsSettingShowsNoLine: a private file given where a
+// handler configuration, a scenario or a metrics mapping is expected is
+// refused naming the file and its lines, never printing a line of it.
+func TestPrivateFileAsSettingShowsNoLine(t *testing.T) {
+	work := t.TempDir()
+	private := filepath.Join(work, "shadow")
+	if err := os.WriteFile(private, []byte("root:*:20228:0:99999:7:::\nsecret_key: hunter2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, setting := range []string{"profile", "scenario", "job-metrics-map"} {
+		plan := filepath.Join(work, setting+".yaml")
+		body := setting + ": " + private + "\n"
+		if setting == "job-metrics-map" {
+			body += "job-metrics: [http://127.0.0.1:1/metrics]\n"
+		}
+		if err := os.WriteFile(plan, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(filepath.Join(binDir, "cpsweep"), "--plan", plan, "--yes").CombinedOutput()
+		if ExitCode(err) != sweep.ExitInvalidPlan || !strings.Contains(string(out), "line 1") || !strings.Contains(string(out), private) ||
+			strings.Contains(string(out), "root:") || strings.Contains(string(out), "secret_key") || strings.Contains(string(out), "hunter2") {
+			t.Errorf("%s: %v\n%s", setting, err, out)
+		}
+	}
+}
