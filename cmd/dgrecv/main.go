@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -55,6 +56,7 @@ type options struct {
 	tok           cli.TokenFlags
 	probeAdr      string
 	hgrm          string
+	force         bool // --force: --hgrm may replace existing files
 }
 
 func command(code *int) *cobra.Command {
@@ -128,6 +130,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.IntVar(&c.IOThreads, "io-threads", 1, "ZeroMQ I/O threads")
 	cli.CPUChoiceVar(f, &o.cpus, "cpus", "none", "CPUs for the lane deserializers then the consumer: none, auto, or a list like 0,1")
 	o.run.Register(f, "dgrecv", "127.0.0.1:9102", profileChannels)
+	f.BoolVar(&o.force, "force", false, "with --hgrm: replace the files that are there already (their modes kept); without it an existing file is refused before the run")
 	f.BoolVar(&o.agent, "agent", false, "run as a cpsweep agent: serve the control API on --metrics-addr; every trial binds the --bind endpoints")
 	f.StringVar(&o.probeAdr, "probe-addr", "", "agent: answer TSC probes (cpsweep --clock) on this UDP address (default: the --metrics-addr host and port, on UDP)")
 	f.StringVar(&o.hgrm, "hgrm", "", "write the latency distribution (intended send to consumed) to this file as HdrHistogram's .hgrm,\nand the histogram itself beside it as its interval log (.hlog), which HdrHistogram's tools decode (docs/results.md)")
@@ -189,8 +192,11 @@ func (o *options) execute(ctx context.Context, scenarioSet bool, code *int) erro
 	if o.agent && o.hgrm != "" {
 		return cli.Usage(errors.New("--hgrm is for a run of its own: an agent's trials are cpsweep's, whose report writes the answer's .hgrm (cpsweep report)"))
 	}
+	if o.force && o.hgrm == "" {
+		return cli.Usage(errors.New("--force lets --hgrm replace its files: give --hgrm too"))
+	}
 	if o.hgrm != "" {
-		if err := checkWritableDir(o.hgrm); err != nil {
+		if err := checkHgrm(o.hgrm, o.force); err != nil {
 			return cli.Usage(fmt.Errorf("--hgrm: %w", err))
 		}
 	}
@@ -217,22 +223,29 @@ func (o *options) execute(ctx context.Context, scenarioSet bool, code *int) erro
 		*code = exitIncomplete
 	}
 	if res != nil && o.hgrm != "" { // also for an incomplete run: what it measured is kept
-		err = errors.Join(err, writeHgrm(o.hgrm, res, recv))
+		err = errors.Join(err, writeHgrm(o.hgrm, o.force, res, recv))
 	}
 	return err
 }
 
 // writeHgrm writes the run's latency as HdrHistogram's .hgrm to path and
 // its histogram as an interval log beside it (path's .hlog).
-func writeHgrm(path string, res *tally.Result, r *receiver.Receiver) error {
+func writeHgrm(path string, force bool, res *tally.Result, r *receiver.Receiver) error {
 	if res.LatencyDistribution == nil {
-		return fmt.Errorf("--hgrm %s: no latency was recorded (nothing was consumed)", path)
+		return fmt.Errorf("--hgrm %s: no latency was recorded (nothing was consumed)", termsafe.Escape(path))
 	}
-	if err := atomicfile.WriteWith(path, 0o644, res.LatencyDistribution.WriteHgrm); err != nil {
-		return fmt.Errorf("--hgrm: write %s: %w", path, err)
-	}
-	if err := atomicfile.WriteWith(hlogPath(path), 0o644, r.WriteLatencyLog); err != nil {
-		return fmt.Errorf("--hgrm: write %s: %w", hlogPath(path), err)
+	for _, f := range []struct {
+		path  string
+		write func(io.Writer) error
+	}{{path, res.LatencyDistribution.WriteHgrm}, {hlogPath(path), r.WriteLatencyLog}} {
+		// checked again: the run may have lasted hours
+		mode, err := atomicfile.Target(f.path, force, 0o644)
+		if err == nil {
+			err = atomicfile.WriteWith(f.path, mode, f.write)
+		}
+		if err != nil {
+			return fmt.Errorf("--hgrm: %w", err)
+		}
 	}
 	return nil
 }
@@ -241,9 +254,16 @@ func writeHgrm(path string, res *tally.Result, r *receiver.Receiver) error {
 // name with its extension (if any) replaced.
 func hlogPath(hgrm string) string { return strings.TrimSuffix(hgrm, filepath.Ext(hgrm)) + ".hlog" }
 
-// checkWritableDir says, before a run, when path's directory is not
-// there to write in (the files are written at the end).
-func checkWritableDir(path string) error {
+// checkHgrm says, before a run, when path's directory is not there to
+// write in, or path or the log beside it may not be written (a device, a
+// FIFO, or a file already there without force): the files are written at
+// the end.
+func checkHgrm(path string, force bool) error {
+	for _, p := range []string{path, hlogPath(path)} {
+		if _, err := atomicfile.Target(p, force, 0o644); err != nil {
+			return err
+		}
+	}
 	dir := filepath.Dir(path)
 	st, err := os.Stat(dir)
 	if err != nil {

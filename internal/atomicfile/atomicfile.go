@@ -2,6 +2,7 @@ package atomicfile
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -50,4 +51,45 @@ func WriteWith(path string, mode fs.FileMode, fill func(io.Writer) error) error 
 	}
 	done = true
 	return nil
+}
+
+// Target says whether path may be written by a user's output flag (a
+// report, a histogram) and with which mode: a new file with mode, an
+// existing regular file only when replace is given, keeping its own mode.
+// A device, a FIFO, a socket or a directory is refused: renaming over
+// /dev/null, as root, would replace the device itself.
+func Target(path string, replace bool, mode fs.FileMode) (fs.FileMode, error) {
+	st, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return mode, nil
+	case err != nil:
+		return 0, fmt.Errorf("%s: %w", path, err)
+	case st.Mode()&fs.ModeSymlink != 0:
+		if !replace {
+			return 0, fmt.Errorf("%s is a symbolic link: give --force to replace the link with the file", path)
+		}
+		return mode, nil
+	case !st.Mode().IsRegular():
+		return 0, fmt.Errorf("%s is not a regular file (%s): name a file to write", path, kind(st.Mode()))
+	case !replace:
+		return 0, fmt.Errorf("%s exists: give --force to replace it (its mode is kept)", path)
+	}
+	return st.Mode().Perm(), nil
+}
+
+func kind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m.IsDir():
+		return "a directory"
+	}
+	return "not a regular file"
 }

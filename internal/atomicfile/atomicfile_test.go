@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -57,5 +59,44 @@ func TestPlantedLinkIsNotWrittenThrough(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(path); string(b) != "{}" {
 		t.Errorf("got %q", b)
+	}
+}
+
+// TestTarget: an output flag's file is written new, replaced only when
+// told (its mode kept), and never when it is a device, a FIFO or a
+// directory.
+func TestTarget(t *testing.T) {
+	dir := t.TempDir()
+	mine := filepath.Join(dir, "mine.hgrm")
+	if err := os.WriteFile(mine, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(mine, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path    string
+		replace bool
+		mode    os.FileMode
+		want    string
+	}{
+		{filepath.Join(dir, "new.hgrm"), false, 0o644, ""},
+		{mine, false, 0, "exists: give --force"},
+		{mine, true, 0o600, ""},
+		{link, false, 0, "symbolic link"},
+		{link, true, 0o644, ""},
+		{"/dev/null", true, 0, "a character device"},
+		{fifo, true, 0, "a FIFO"},
+		{dir, true, 0, "a directory"},
+	} {
+		mode, err := Target(tc.path, tc.replace, 0o644)
+		if tc.want == "" && (err != nil || mode != tc.mode) || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("Target(%s, %v) = %v, %v; want %v %q", tc.path, tc.replace, mode, err, tc.mode, tc.want)
+		}
 	}
 }

@@ -224,3 +224,50 @@ func TestPrivateFileAsSettingShowsNoLine(t *testing.T) {
 		}
 	}
 }
+
+// TestHgrmNeverOverwritesInSilence: dgrecv --hgrm refuses, before the
+// run, a device, a FIFO and a file that is already there; --force
+// replaces the files, keeping their modes; --force alone is refused.
+func TestHgrmNeverOverwritesInSilence(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.hgrm")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mine := filepath.Join(dir, "mine.hgrm")
+	if err := os.WriteFile(mine, []byte("the user's own\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "mine.hlog"), []byte("the user's own\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--hgrm", "/dev/null"}, "/dev/null is not a regular file (a character device)"},
+		{[]string{"--hgrm", fifo}, "(a FIFO)"},
+		{[]string{"--hgrm", mine}, "exists: give --force"},
+		{[]string{"--force"}, "--force lets --hgrm replace its files"},
+	} {
+		out, err := exec.Command(filepath.Join(binDir, "dgrecv"), tc.args...).CombinedOutput()
+		if ExitCode(err) != sweep.ExitInvalidPlan || !strings.Contains(string(out), tc.want) {
+			t.Errorf("dgrecv %v: %v, want exit 4 saying %q\n%s", tc.args, err, tc.want, out)
+		}
+	}
+	if st, err := os.Stat("/dev/null"); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		t.Fatalf("/dev/null is no longer a device: %v %v", st.Mode(), err)
+	}
+	pr := &Pair{Bin: binDir, RecvArgs: []string{"--hgrm", mine, "--force"},
+		SendArgs: []string{"--rate", "20k", "--bucket", "10", "--count", "2000", "--duration", "0"}}
+	pr.Run(t)
+	if pr.RecvExit != 0 {
+		t.Fatalf("dgrecv --force: exit %d\n%s", pr.RecvExit, pr.RecvProc.Stderr.String())
+	}
+	for name, mode := range map[string]os.FileMode{"mine.hgrm": 0o600, "mine.hlog": 0o640} {
+		st, err := os.Stat(filepath.Join(dir, name))
+		if err != nil || st.Mode().Perm() != mode || st.Size() < 100 {
+			t.Errorf("%s after --force: %v, %v bytes, mode %v, want %v", name, err, st.Size(), st.Mode().Perm(), mode)
+		}
+	}
+}
