@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/cloudprofiler-go/cp/internal/readfile"
+	"github.com/cloudprofiler-go/cp/internal/termsafe"
 	"github.com/cloudprofiler-go/cp/wire/jsonev"
 )
 
@@ -41,9 +42,10 @@ type EventsOptions struct {
 // skipped).
 func LoadEvents(path string, o EventsOptions) (*Scenario, error) {
 	data, err := readfile.Limited(path, MaxEventsBytes)
+	shown := termsafe.Escape(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("--events %s: no such file", path)
+			return nil, fmt.Errorf("--events %s: no such file", shown)
 		}
 		return nil, fmt.Errorf("--events: %w", err)
 	}
@@ -54,17 +56,38 @@ func LoadEvents(path string, o EventsOptions) (*Scenario, error) {
 			continue
 		}
 		if len(s.Events) == MaxDistinct {
-			return nil, fmt.Errorf("--events %s: more than %d events", path, MaxDistinct)
+			return nil, fmt.Errorf("--events %s: more than %d events", shown, MaxDistinct)
 		}
 		if len(line) > MaxEventBytes || !json.Valid(line) || line[0] != '{' {
-			return nil, fmt.Errorf("--events %s: line %d is not one JSON object of at most %d bytes", path, n+1, MaxEventBytes)
+			return nil, fmt.Errorf("--events %s: line %d is not one JSON object of at most %d bytes", shown, n+1, MaxEventBytes)
+		}
+		if err := checkEvent(line); err != nil {
+			return nil, fmt.Errorf("--events %s: line %d: %w", shown, n+1, err)
 		}
 		s.Events = append(s.Events, json.RawMessage(line))
 	}
 	if err := s.Validate(); err != nil {
-		return nil, fmt.Errorf("--events %s: %w", path, err)
+		return nil, fmt.Errorf("--events %s: %w", shown, err)
 	}
 	return s, nil
+}
+
+// checkEvent refuses what is JSON syntax but not one meaning: text that
+// is not UTF-8 (or escapes a lone surrogate), and a key given twice,
+// which the harness would count by the first and a job's parser by the
+// last.
+func checkEvent(e []byte) error {
+	if err := jsonev.CheckText(e); err != nil {
+		return err
+	}
+	members, err := jsonev.Members(e)
+	if err != nil {
+		return err
+	}
+	if k := jsonev.Duplicate(members); k != "" {
+		return fmt.Errorf("the key %.64q is given twice (parsers disagree on which counts)", k)
+	}
+	return nil
 }
 
 // validateEvents checks a user's events (from a file or the network): a
@@ -83,6 +106,9 @@ func (s *Scenario) validateEvents() error {
 		total += len(e)
 		if len(e) > MaxEventBytes || total > MaxEventsBytes {
 			return fmt.Errorf("event %d: the events are at most %d bytes each and %d in all", i+1, MaxEventBytes, MaxEventsBytes)
+		}
+		if err := checkEvent(e); err != nil {
+			return fmt.Errorf("event %d: %w", i+1, err)
 		}
 		members, err := jsonev.Members(e)
 		if err != nil {

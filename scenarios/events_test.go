@@ -131,3 +131,28 @@ func TestAMillionEvents(t *testing.T) {
 		t.Fatal("a file over the size limit was read")
 	}
 }
+
+// TestEventsThatAreNotOneMeaning: text that is not UTF-8, a lone
+// surrogate and a key given twice are refused, naming the line; a
+// surrogate pair and escaped text pass.
+func TestEventsThatAreNotOneMeaning(t *testing.T) {
+	for _, tc := range []struct{ line, want string }{
+		{"{\"k\":\"caf\xff\xfe\"}", "line 2: byte 10 is not UTF-8"},
+		{`{"k":"\ud800"}`, `line 2: byte 7: a lone surrogate (\ud800`},
+		{`{"k":"\udc00x"}`, "line 2: byte 7: a lone surrogate"},
+		{`{"k":"\ud83d\u0041"}`, "a lone surrogate"},
+		{`{"k":"c1","k":5}`, `line 2: the key "k" is given twice`},
+		{`{"k":"c1","\u006b":5}`, `the key "k" is given twice`},
+		{`{"k":"\ud83d\ude00 \"q\" \\u"}`, ""},
+		{`{"k":{"a":1},"a":1}`, ""},
+	} {
+		path := filepath.Join(t.TempDir(), "e.jsonl")
+		if err := os.WriteFile(path, []byte("{\"ok\":1}\n"+tc.line+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := LoadEvents(path, EventsOptions{})
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%q: %v, want %q", tc.line, err, tc.want)
+		}
+	}
+}

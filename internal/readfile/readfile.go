@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cloudprofiler-go/cp/internal/termsafe"
 )
 
 // ReadTimeout bounds a whole-file read (Limited): a regular file on a
@@ -28,19 +30,19 @@ const ReadTimeout = 10 * time.Second
 func Open(path string) (*os.File, error) {
 	pfd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		return nil, &os.PathError{Op: "open", Path: termsafe.Escape(path), Err: err}
 	}
 	defer unix.Close(pfd)
 	var st unix.Stat_t
 	if err := unix.Fstat(pfd, &st); err != nil {
-		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
+		return nil, &os.PathError{Op: "stat", Path: termsafe.Escape(path), Err: err}
 	}
 	if err := regular(pfd, path, st.Mode); err != nil {
 		return nil, err
 	}
 	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(pfd), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		return nil, &os.PathError{Op: "open", Path: termsafe.Escape(path), Err: err}
 	}
 	return os.NewFile(uintptr(fd), path), nil
 }
@@ -52,28 +54,28 @@ func Open(path string) (*os.File, error) {
 func InDir(dir, name string) (*os.File, error) {
 	path := filepath.Join(dir, name)
 	if name == "" || strings.ContainsRune(name, '/') || name == "." || name == ".." {
-		return nil, fmt.Errorf("%s: not a file name inside %s", name, dir)
+		return nil, fmt.Errorf("%s: not a file name inside %s", termsafe.Escape(name), termsafe.Escape(dir))
 	}
 	dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
+		return nil, &os.PathError{Op: "open", Path: termsafe.Escape(dir), Err: err}
 	}
 	defer unix.Close(dfd)
 	pfd, err := unix.Openat(dfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		return nil, &os.PathError{Op: "open", Path: termsafe.Escape(path), Err: err}
 	}
 	defer unix.Close(pfd)
 	var st unix.Stat_t
 	if err := unix.Fstat(pfd, &st); err != nil {
-		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
+		return nil, &os.PathError{Op: "stat", Path: termsafe.Escape(path), Err: err}
 	}
 	if err := regular(pfd, path, st.Mode); err != nil {
 		return nil, err
 	}
 	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(pfd), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		return nil, &os.PathError{Op: "open", Path: termsafe.Escape(path), Err: err}
 	}
 	return os.NewFile(uintptr(fd), path), nil
 }
@@ -84,16 +86,16 @@ func InDir(dir, name string) (*os.File, error) {
 // data forever or /proc/self/mem reads another thing each time.
 func regular(fd int, path string, mode uint32) error {
 	if mode&unix.S_IFMT != unix.S_IFREG {
-		return fmt.Errorf("%s is not a regular file (%s): refused", path, fileType(mode))
+		return fmt.Errorf("%s is not a regular file (%s): refused", termsafe.Escape(path), fileType(mode))
 	}
 	var fs unix.Statfs_t
 	if err := unix.Fstatfs(fd, &fs); err != nil {
-		return &os.PathError{Op: "statfs", Path: path, Err: err}
+		return &os.PathError{Op: "statfs", Path: termsafe.Escape(path), Err: err}
 	}
 	switch fs.Type {
 	case unix.PROC_SUPER_MAGIC, unix.SYSFS_MAGIC, unix.DEBUGFS_MAGIC, unix.TRACEFS_MAGIC, unix.SECURITYFS_MAGIC,
 		unix.CGROUP_SUPER_MAGIC, unix.CGROUP2_SUPER_MAGIC, unix.BPF_FS_MAGIC, unix.EFIVARFS_MAGIC:
-		return fmt.Errorf("%s is a file of the kernel's (/proc, /sys), not a file on a disk: refused", path)
+		return fmt.Errorf("%s is a file of the kernel's (/proc, /sys), not a file on a disk: refused", termsafe.Escape(path))
 	}
 	return nil
 }
@@ -107,12 +109,12 @@ type ID struct{ Dev, Ino uint64 }
 func Identify(path string) (ID, int64, error) {
 	pfd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return ID{}, 0, &os.PathError{Op: "stat", Path: path, Err: err}
+		return ID{}, 0, &os.PathError{Op: "stat", Path: termsafe.Escape(path), Err: err}
 	}
 	defer unix.Close(pfd)
 	var st unix.Stat_t
 	if err := unix.Fstat(pfd, &st); err != nil {
-		return ID{}, 0, &os.PathError{Op: "stat", Path: path, Err: err}
+		return ID{}, 0, &os.PathError{Op: "stat", Path: termsafe.Escape(path), Err: err}
 	}
 	if err := regular(pfd, path, st.Mode); err != nil {
 		return ID{}, 0, err
@@ -156,10 +158,10 @@ func All(f *os.File, limit int64) ([]byte, error) {
 	_ = f.SetReadDeadline(time.Now().Add(ReadTimeout))
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", f.Name(), err)
+		return nil, fmt.Errorf("read %s: %w", termsafe.Escape(f.Name()), err)
 	}
 	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes", f.Name(), limit)
+		return nil, fmt.Errorf("%s is larger than %d bytes", termsafe.Escape(f.Name()), limit)
 	}
 	return b, nil
 }

@@ -1,9 +1,12 @@
 package jsonev
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // MaxDepth bounds the nesting of the values a decoder passes over: a
@@ -430,4 +433,89 @@ func trailing(msg []byte, i int) error {
 		return ErrSyntax
 	}
 	return nil
+}
+
+// CheckText says whether msg is JSON text by RFC 8259 beyond its syntax:
+// valid UTF-8, with no lone surrogate escaped in a string (\ud800 alone),
+// which a JSON parser reads as a character that is not there.
+func CheckText(msg []byte) error {
+	if !utf8.Valid(msg) {
+		for i := 0; i < len(msg); {
+			r, n := utf8.DecodeRune(msg[i:])
+			if r == utf8.RuneError && n <= 1 {
+				return fmt.Errorf("byte %d is not UTF-8 (JSON text is UTF-8)", i+1)
+			}
+			i += n
+		}
+	}
+	in := false
+	for i := 0; i < len(msg); i++ {
+		switch c := msg[i]; {
+		case c == '"':
+			in = !in
+		case in && c == '\\' && i+1 < len(msg):
+			if msg[i+1] != 'u' {
+				i++
+				continue
+			}
+			r, ok := hex4(msg, i+2)
+			if !ok {
+				return fmt.Errorf("byte %d: a \\u escape needs four hex digits", i+1)
+			}
+			switch {
+			case r >= 0xd800 && r <= 0xdbff:
+				low, ok := hex4(msg, i+8)
+				if !ok || i+7 >= len(msg) || msg[i+6] != '\\' || msg[i+7] != 'u' || low < 0xdc00 || low > 0xdfff {
+					return fmt.Errorf("byte %d: a lone surrogate (\\u%04x without its pair) is no character", i+1, r)
+				}
+				i += 11
+			case r >= 0xdc00 && r <= 0xdfff:
+				return fmt.Errorf("byte %d: a lone surrogate (\\u%04x without its pair) is no character", i+1, r)
+			default:
+				i += 5
+			}
+		}
+	}
+	return nil
+}
+
+// hex4 reads four hex digits at msg[i:].
+func hex4(msg []byte, i int) (rune, bool) {
+	if i < 0 || i+4 > len(msg) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range msg[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+// Duplicate is the first key that members (an object's, Members) hold
+// twice ("" when none): parsers disagree on which of the two counts.
+func Duplicate(members []Member) string {
+	seen := make(map[string]bool, len(members))
+	for _, m := range members {
+		k := m.Key
+		if strings.ContainsRune(k, '\\') { // an escaped key is the same key as its unescaped spelling
+			var s string
+			if json.Unmarshal([]byte(`"`+k+`"`), &s) == nil {
+				k = s
+			}
+		}
+		if seen[k] {
+			return k
+		}
+		seen[k] = true
+	}
+	return ""
 }

@@ -130,8 +130,8 @@ func Confirm(in *os.File, out io.Writer, yes bool, what string) error {
 		return nil
 	}
 	if in == nil || !IsTerminal(in) {
-		return &ErrNotConfirmed{Why: fmt.Sprintf("%s reads, writes or contacts what is listed above: nothing was read or sent; "+
-			"give --yes to go on (no terminal to ask on)", what)}
+		return &ErrNotConfirmed{Why: fmt.Sprintf("%s (shown above) goes on only when confirmed: nothing was read or sent; "+
+			"give --yes to go on (there is no terminal to ask on)", what)}
 	}
 	fmt.Fprintf(out, "go on with %s? [y/N] ", what)
 	line, _ := bufio.NewReader(io.LimitReader(in, 256)).ReadString('\n')

@@ -271,3 +271,36 @@ func TestHgrmNeverOverwritesInSilence(t *testing.T) {
 		}
 	}
 }
+
+// TestNamesCannotForgeLines: a newline or a terminal escape in a path
+// the user gave, or in a run directory's name, is printed escaped: no
+// line of the output can be made to read like the tool's own.
+func TestNamesCannotForgeLines(t *testing.T) {
+	work := t.TempDir()
+	run := filepath.Join(work, "x\nFORGED: trial 1 PASS\x1b]0;title\x07\u009b")
+	if err := os.Mkdir(run, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(run, "plan.yaml"), []byte("name: x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		bin  string
+		args []string
+	}{
+		{"dgsend", []string{"--events", "evil\nFORGED: trial 1 PASS", "--connect", "nats://127.0.0.1:1/x?format=json"}},
+		{"cpsweep", []string{"--events", "evil\nFORGED: trial 1 PASS", "--sut", "nats://127.0.0.1:1/x?format=json"}},
+		{"cpsweep", []string{"rerun", run}},
+		{"cpsweep", []string{"rerun", filepath.Join(work, "missing\nFORGED: trial 1 PASS")}},
+	} {
+		out, err := exec.Command(filepath.Join(binDir, c.bin), c.args...).CombinedOutput()
+		if ExitCode(err) == 0 {
+			t.Errorf("%s %q: exit 0\n%s", c.bin, c.args, out)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(line, "FORGED") || strings.ContainsAny(line, "\x1b\x07\u009b") {
+				t.Errorf("%s %q printed a forged line or an escape:\n%q", c.bin, c.args, out)
+			}
+		}
+	}
+}
