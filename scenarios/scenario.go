@@ -145,7 +145,6 @@ func Parse(data []byte, source string) (*Scenario, error) {
 	return &s, nil
 }
 
-
 // FileOf is the file that Load of nameOrPath reads ("" for a built-in or
 // a synthetic scenario).
 func FileOf(nameOrPath string) string {
