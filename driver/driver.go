@@ -236,7 +236,7 @@ type failingConsumer struct {
 
 func (f failingConsumer) Next(wait time.Duration) ([]byte, error) {
 	b, err := f.Consumer.Next(wait)
-	if err == nil || errors.Is(err, ErrTimeout) {
+	if err == nil || errors.Is(err, ErrTimeout) || errors.Is(err, ErrNoPayload) {
 		return b, err
 	}
 	return nil, &Failure{f.where, err}

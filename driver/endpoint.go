@@ -43,6 +43,9 @@ type Endpoint struct {
 	// Redis only: XADD MAXLEN ~ N trims the stream (0: no limit); entries
 	// trimmed before they are read are lost, and counted as loss.
 	MaxLen int64
+	// Field is the stream entry's field that holds a message (Redis
+	// only: field=NAME, DefaultField when not given).
+	Field string
 	// Kafka only.
 	Acks       string        // all, leader or none
 	Idempotent bool          // with acks=all: idempotent produce (the default)
@@ -62,6 +65,15 @@ type Endpoint struct {
 	Format string
 	Fields jsonev.Fields
 }
+
+// DefaultField is the field of a Redis stream entry that holds a message
+// when the endpoint names none.
+const DefaultField = "d"
+
+// ErrNoPayload is a consumer's answer for a message that carries no
+// payload where the endpoint says (a Redis entry without its field): one
+// malformed message, counted and skipped, not the broker's failure.
+var ErrNoPayload = errors.New("a message without its payload")
 
 // JSON says whether the endpoint's messages are JSON events.
 func (e Endpoint) JSON() bool { return e.Format == jsonev.FormatJSON }
@@ -114,7 +126,7 @@ func Parse(endpoint string) (Endpoint, error) {
 	case JetStream:
 		e.Window = DefaultJSWindow
 	case Redis:
-		e.Window = DefaultRedisWindow
+		e.Window, e.Field = DefaultRedisWindow, DefaultField
 	case Kafka:
 		e.Window, e.Acks, e.Idempotent = DefaultKafkaWindow, "all", true
 	default:
@@ -174,6 +186,11 @@ func (e *Endpoint) options(endpoint string, query url.Values) error {
 				return fmt.Errorf("broker endpoint %q: maxlen %q: want a positive number of entries", endpoint, v)
 			}
 			e.MaxLen = n
+		case k == "field" && e.Driver == Redis:
+			if !jsonev.ValidName(v) {
+				return fmt.Errorf("broker endpoint %q: field %q: 1 to 64 letters, digits, '_', '-' and '.'", endpoint, v)
+			}
+			e.Field = v
 		case k == "format":
 			if v != jsonev.FormatBucket && v != jsonev.FormatJSON {
 				return fmt.Errorf("broker endpoint %q: format %q: want %s or %s", endpoint, v, jsonev.FormatBucket, jsonev.FormatJSON)
@@ -185,7 +202,7 @@ func (e *Endpoint) options(endpoint string, query url.Values) error {
 				return fmt.Errorf("broker endpoint %q: %w", endpoint, err)
 			}
 		default:
-			return fmt.Errorf("broker endpoint %q: option %s=%s is not one of %s's (window, format=bucket|json and with json its fields (docs/brokers.md); jetstream: storage=file|memory, ack=none|explicit, group=NAME; redis: maxlen=N, ack=none|explicit, group=NAME; kafka: acks=all|leader|none, idempotent=true|false, linger=D, group=NAME; core NATS keeps no group)", endpoint, k, v, e.Driver)
+			return fmt.Errorf("broker endpoint %q: option %s=%s is not one of %s's (window, format=bucket|json and with json its fields (docs/brokers.md); jetstream: storage=file|memory, ack=none|explicit, group=NAME; redis: maxlen=N, ack=none|explicit, group=NAME, field=NAME; kafka: acks=all|leader|none, idempotent=true|false, linger=D, group=NAME; core NATS keeps no group)", endpoint, k, v, e.Driver)
 		}
 	}
 	if mapped && !e.JSON() {

@@ -1,9 +1,13 @@
 package driver_test
 
 import (
+	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/cloudprofiler-go/cp/driver"
 
@@ -56,4 +60,68 @@ func TestRedisServerGoneIsAFailure(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatal("publishing to a stopped Redis gave no error for 10 s")
+}
+
+// TestRedisEntryWithoutItsField: a job's entry without the payload's
+// field is one malformed message (ErrNoPayload, not the broker's
+// failure), and the entries after it are read; field= names a job's own
+// field, for its producer too.
+func TestRedisEntryWithoutItsField(t *testing.T) {
+	addr, _ := realserver.Redis(t)
+	url := "redis://" + addr + "/job.out?group=cp&field=payload"
+	e, err := driver.Parse(url)
+	if err != nil || e.Field != "payload" {
+		t.Fatalf("%+v %v", e, err)
+	}
+	if d, _ := driver.Parse("redis://" + addr + "/x"); d.Field != driver.DefaultField {
+		t.Errorf("the default field: %q", d.Field)
+	}
+	for _, bad := range []string{"nats://" + addr + "/x?field=p", "redis://" + addr + "/x?field=a%20b"} {
+		if _, err := driver.Parse(bad); err == nil {
+			t.Errorf("Parse(%s) accepted it", bad)
+		}
+	}
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	ctx := context.Background()
+	for _, v := range [][]any{{"payload", "one"}, {"other", "no payload"}, {"payload", "two"}} {
+		if err := c.XAdd(ctx, &redis.XAddArgs{Stream: "job.out", Values: v}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cons, err := brokers.NewConsumer(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	var got []string
+	var missing int
+	for len(got)+missing < 3 {
+		m, err := cons.Next(time.Second)
+		switch {
+		case errors.Is(err, driver.ErrNoPayload):
+			missing++
+			if driver.IsFailure(err) || !strings.Contains(err.Error(), "has no field payload") {
+				t.Errorf("the entry without its field: %v", err)
+			}
+		case err != nil:
+			t.Fatalf("after %v: %v", got, err)
+		default:
+			got = append(got, string(m))
+		}
+	}
+	if strings.Join(got, ",") != "one,two" || missing != 1 {
+		t.Errorf("read %v, %d without the field", got, missing)
+	}
+	p, err := brokers.NewProducer(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Publish([]byte("three")); err != nil || p.Flush(5*time.Second) != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	if m, err := cons.Next(2 * time.Second); err != nil || string(m) != "three" {
+		t.Errorf("the producer's entry under field=payload: %q %v", m, err)
+	}
 }

@@ -2,6 +2,7 @@ package objfactory
 
 import (
 	"encoding/binary"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -111,6 +112,9 @@ func (s *fakeSource) Recv(b *Bucket) error {
 	if len(m) > 1<<20 {
 		return ErrOversized
 	}
+	if string(m) == "no payload" { // a broker's entry without its field
+		return &SourceError{Reason: ReasonField, Err: errors.New("stream entry 1-0 has no field d")}
+	}
 	b.Msg = m
 	return nil
 }
@@ -127,7 +131,7 @@ func TestLaneDeliversInOrderAndCountsMalformed(t *testing.T) {
 		tp.Patch(uint64(i), uint64(i*3), int64(i))
 		src.msgs = append(src.msgs, append([]byte(nil), tp.Msg...))
 		if i%100 == 0 {
-			src.msgs = append(src.msgs, []byte("garbage that is longer than a header"), make([]byte, 2<<20))
+			src.msgs = append(src.msgs, []byte("garbage that is longer than a header"), make([]byte, 2<<20), []byte("no payload"))
 		}
 	}
 	lane, err := NewLane(0, 4, scenarios.DecodeSynthetic)
@@ -175,6 +179,9 @@ func TestLaneDeliversInOrderAndCountsMalformed(t *testing.T) {
 	}
 	if got := lane.Stats.Malformed[ReasonOversized].Load(); got != 5 {
 		t.Errorf("%d oversized messages counted, want 5", got)
+	}
+	if got := lane.Stats.Malformed[ReasonField].Load(); got != 5 {
+		t.Errorf("%d messages without their payload counted, want 5 (and the lane goes on)", got)
 	}
 	if lane.Stats.StallCount.Load() == 0 {
 		t.Error("the deserializer never waited for a free bucket")

@@ -54,12 +54,26 @@ const (
 // ReasonNames are the label values of the malformed-message reasons.
 var ReasonNames = [numReasons]string{"short", "magic", "version", "kind", "length", "tuple", "oversized", "end_marker", "stream", "multipart", "after_end", "json", "field"}
 
+// SourceError is a Source's answer for one malformed message it skipped
+// before decoding (a broker's entry without its payload): counted under
+// Reason, and the lane goes on.
+type SourceError struct {
+	Reason int
+	Err    error
+}
+
+func (e *SourceError) Error() string { return e.Err.Error() }
+func (e *SourceError) Unwrap() error { return e.Err }
+
 // ErrMultipart is returned by a Source for every part of a multipart
 // message (the format is single-part: the parts are discarded).
 var ErrMultipart = errors.New("part of a multipart message")
 
 func reasonOf(err error) int {
+	var se *SourceError
 	switch {
+	case errors.As(err, &se) && se.Reason >= 0 && se.Reason < numReasons:
+		return se.Reason
 	case errors.Is(err, wire.ErrShort):
 		return ReasonShort
 	case errors.Is(err, wire.ErrMagic):
@@ -183,7 +197,7 @@ func (l *Lane) Run(src Source, stop *atomic.Bool, accept Accept) error {
 				l.Acct.Mark(tsc.ReadFast()) // the next call's interval begins now
 				continue
 			}
-			if err == ErrOversized || err == ErrMultipart {
+			if err == ErrOversized || err == ErrMultipart || errors.As(err, new(*SourceError)) {
 				l.malformed(err)
 				l.Acct.Mark(tsc.ReadFast())
 				continue

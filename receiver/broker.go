@@ -50,6 +50,8 @@ func (s brokerSource) Recv(b *objfactory.Bucket) error {
 	switch {
 	case errors.Is(err, driver.ErrTimeout):
 		return objfactory.ErrTimeout
+	case errors.Is(err, driver.ErrNoPayload):
+		return &objfactory.SourceError{Reason: objfactory.ReasonField, Err: err}
 	case err != nil:
 		return err
 	case len(msg) > s.max:

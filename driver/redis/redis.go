@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/driver"
+	"github.com/cloudprofiler-go/cp/internal/termsafe"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -33,6 +34,7 @@ type redisProducer struct {
 	c      *redis.Client
 	key    string
 	maxLen int64
+	field  string
 	window int
 
 	mu       sync.Mutex
@@ -53,7 +55,7 @@ func newRedisProducer(e driver.Endpoint) (*redisProducer, error) {
 		c.Close()
 		return nil, fmt.Errorf("connect to %s (redis): %w", e.Server, err)
 	}
-	p := &redisProducer{c: c, key: e.Subject, maxLen: e.MaxLen, window: e.Window,
+	p := &redisProducer{c: c, key: e.Subject, maxLen: e.MaxLen, field: e.Field, window: e.Window,
 		wake: make(chan struct{}, 1), done: make(chan struct{}), wrote: make(chan struct{})}
 	go p.writer()
 	return p, nil
@@ -118,7 +120,7 @@ func (p *redisProducer) write(batch [][]byte) error {
 	defer cancel()
 	pipe := p.c.Pipeline()
 	for _, m := range batch {
-		pipe.XAdd(ctx, &redis.XAddArgs{Stream: p.key, MaxLen: p.maxLen, Approx: p.maxLen > 0, Values: []any{"d", m}})
+		pipe.XAdd(ctx, &redis.XAddArgs{Stream: p.key, MaxLen: p.maxLen, Approx: p.maxLen > 0, Values: []any{p.field, m}})
 	}
 	_, err := pipe.Exec(ctx)
 	return err
@@ -148,7 +150,7 @@ func (p *redisProducer) Close() {
 
 type redisConsumer struct {
 	c               *redis.Client
-	key             string
+	key, field      string
 	group, consumer string
 	ack             bool
 	batch           []redis.XMessage // the lane's own: read by Next only
@@ -179,7 +181,7 @@ func newRedisConsumer(e driver.Endpoint) (*redisConsumer, error) {
 			return nil, fmt.Errorf("redis %s: create the group %s on %s: %w", e.Server, redisGroup, e.Subject, err)
 		}
 	}
-	return &redisConsumer{c: c, key: e.Subject, group: group, consumer: consumer, ack: e.Ack == "explicit"}, nil
+	return &redisConsumer{c: c, key: e.Subject, field: e.Field, group: group, consumer: consumer, ack: e.Ack == "explicit"}, nil
 }
 
 // ensureGroup makes the stream (if missing) and the group on it (if
@@ -197,7 +199,7 @@ func (c *redisConsumer) Next(wait time.Duration) ([]byte, error) {
 	if c.next < len(c.batch) {
 		m := c.batch[c.next]
 		c.next++
-		return messageBytes(m)
+		return c.messageBytes(m)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait+5*time.Second)
 	defer cancel()
@@ -222,11 +224,13 @@ func (c *redisConsumer) Next(wait time.Duration) ([]byte, error) {
 	return c.Next(wait)
 }
 
-// messageBytes is the payload of a stream entry: its field "d".
-func messageBytes(m redis.XMessage) ([]byte, error) {
-	s, ok := m.Values["d"].(string)
+// messageBytes is the payload of a stream entry: its field (d, or the
+// endpoint's field=). An entry without it is one malformed message of a
+// job's, not the end of the lane.
+func (c *redisConsumer) messageBytes(m redis.XMessage) ([]byte, error) {
+	s, ok := m.Values[c.field].(string)
 	if !ok {
-		return nil, fmt.Errorf("stream entry %s has no field d", m.ID)
+		return nil, fmt.Errorf("%w: stream entry %.40s has no field %s (name the job's with field=NAME)", driver.ErrNoPayload, termsafe.Escape(m.ID), c.field)
 	}
 	return []byte(s), nil
 }
