@@ -288,7 +288,7 @@ func TestCheckPlan(t *testing.T) {
 		var h *profiler.Handlers
 		p, s := good, fast
 		tc.edit(&p, &s, &h)
-		err := CheckPlan(p, s, 1, h, 0.9)
+		err := CheckPlan(p, s, 1, "", h, 0.9)
 		var pe *PlanError
 		switch {
 		case tc.problem == "" && err != nil:

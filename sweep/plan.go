@@ -68,8 +68,10 @@ func (p TrialPlan) receiverTrial(limit time.Duration) protocol.ReceiverTrial {
 // CheckPlan validates a whole sweep before it starts: the trials every agent
 // would be sent (with the same checks the agents make), the search, the
 // rules and the profiled trial's handlers. The plan must be resolved. One
-// error lists every problem.
-func CheckPlan(p TrialPlan, method Search, senders int, profile *profiler.Handlers, profileAt float64) error {
+// error lists every problem. target is where the senders send when the
+// caller knows it and the plan does not say (a broker as the system under
+// test, local mode); "" checks the senders on a placeholder endpoint.
+func CheckPlan(p TrialPlan, method Search, senders int, target string, profile *profiler.Handlers, profileAt float64) error {
 	var problems []string
 	add := func(err error) {
 		if err != nil {
@@ -108,7 +110,7 @@ func CheckPlan(p TrialPlan, method Search, senders int, profile *profiler.Handle
 		add(errors.New("--hint service-rate reads the stages' estimates: it needs the stage accounting (--stage-period above 0)"))
 	}
 	if p.ScenarioSpec != nil && p.Threads >= 1 && p.Threads <= sender.MaxThreads && err == nil {
-		add(p.checkSenderTrials(senders, lowest, highest))
+		add(p.checkSenderTrials(senders, target, lowest, highest))
 	}
 	// The receivers' lanes are known only once they answer: a lane a stall
 	// names is checked by the agent.
@@ -171,12 +173,15 @@ func (s Search) rates() (lowest, highest float64, err error) {
 }
 
 // checkSenderTrials checks the senders' trials at the lowest and highest
-// rates as an agent will, on the system's first input (or a placeholder
-// ZeroMQ endpoint), in its format.
-func (p TrialPlan) checkSenderTrials(senders int, lowest, highest float64) error {
+// rates as an agent will, on the system's first input (or target, or a
+// placeholder ZeroMQ endpoint), in its format.
+func (p TrialPlan) checkSenderTrials(senders int, target string, lowest, highest float64) error {
 	eps := []string{"tcp://127.0.0.1:1"}
-	if len(p.SenderTargets) > 0 {
+	switch {
+	case len(p.SenderTargets) > 0:
 		eps = p.SenderTargets[:1]
+	case target != "":
+		eps = []string{target}
 	}
 	for _, rate := range []float64{lowest, highest} {
 		t := p.senderTrial(eps, 0, senders, rate)

@@ -382,7 +382,7 @@ func (o *options) check() (string, *profiler.Handlers, error) {
 	if o.profileAt.Limit {
 		at = 1 // a fraction the check accepts: the limit's rate comes from the search
 	}
-	err := sweep.CheckPlan(o.plan, o.search, nSenders, handlers, at)
+	err := sweep.CheckPlan(o.plan, o.search, nSenders, o.sut, handlers, at)
 	var pe *sweep.PlanError
 	switch {
 	case len(problems) == 0:

@@ -53,6 +53,9 @@ func (j *jobFlags) apply(p *sweep.TrialPlan, sut string, relay bool, lanes int) 
 		if p.ExpectFilter != "" || p.ExpectWindow != 0 {
 			return errors.New("--expect-filter and --expect-window declare a job's filter and window: give the job's --input and --output too")
 		}
+		if e, err := driver.Parse(sut); err == nil && e.JSON() && !j.bucketGiven {
+			p.BucketSize = 1 // a broker of JSON events, one a message
+		}
 		return nil
 	case j.input == "" || j.output == "":
 		return errors.New("a job as the system under test needs both --input (with its group) and --output")

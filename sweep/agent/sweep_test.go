@@ -94,7 +94,7 @@ func TestSweepWithInProcessAgents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sweep.CheckPlan(plan, search, 1, profile, 0.5); err != nil {
+	if err := sweep.CheckPlan(plan, search, 1, "", profile, 0.5); err != nil {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer

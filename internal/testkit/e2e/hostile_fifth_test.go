@@ -304,3 +304,27 @@ func TestNamesCannotForgeLines(t *testing.T) {
 		}
 	}
 }
+
+// TestSUTOfJSONEventsTakesYourEvents: --sut naming a broker with
+// format=json carries --events (the plan check used to look at a
+// placeholder ZeroMQ target and refuse them); the bucket is one event.
+func TestSUTOfJSONEventsTakesYourEvents(t *testing.T) {
+	events := filepath.Join(t.TempDir(), "events.jsonl")
+	if err := os.WriteFile(events, []byte(`{"order":"o-1"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A port nothing listens on: the plan is checked, then the broker is
+	// not there, which is the trial's fault, not the plan's.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cmd := exec.Command(filepath.Join(binDir, "cpsweep"), "--sut", "redis://"+addr+"/k?format=json", "--events", events,
+		"--duration", "500ms", "--warmup", "0s", "--max-trials", "1", "--results", t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if ExitCode(err) == sweep.ExitInvalidPlan || strings.Contains(string(out), "your events go only as JSON") || strings.Contains(string(out), "--bucket 1, not") {
+		t.Errorf("--sut with format=json and --events: %v\n%s", err, out)
+	}
+}
