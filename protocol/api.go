@@ -15,6 +15,7 @@ import (
 	"github.com/cloudprofiler-go/cp/servicerate"
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/trialcfg"
+	"github.com/cloudprofiler-go/cp/wire"
 )
 
 // The agents' control API (HTTP/JSON, on the same port as /metrics):
@@ -152,6 +153,10 @@ type SenderTrial struct {
 	// a directory of the agent's own (GET PathProfile), and one that leads
 	// outside it is refused.
 	Profile *profiler.Handlers `json:"profile,omitempty"`
+	// Seal is the trial's key for the intended times, with a job between
+	// the senders and the receivers (wire.SealKey; zero: none), new for
+	// every trial: the job never sees it.
+	Seal wire.SealKey `json:"seal,omitzero"`
 }
 
 // ReceiverTrial configures a receiver agent for one trial (its endpoints are
@@ -177,6 +182,9 @@ type ReceiverTrial struct {
 	SenderThreads int `json:"sender_threads,omitempty"`
 	// Owed says which identities a declared filter keeps (receiver.Config).
 	Owed *scenarios.Owed `json:"owed,omitempty"`
+	// Seal is the trial's key the senders sealed the intended times with
+	// (SenderTrial.Seal).
+	Seal wire.SealKey `json:"seal,omitzero"`
 	// Stalls are injected stalls of the consumer and the lanes (receiver.Config).
 	Stalls []inject.Stall `json:"stalls,omitempty"`
 }

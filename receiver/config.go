@@ -16,6 +16,7 @@ import (
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/trialcfg"
 	"github.com/cloudprofiler-go/cp/tsc"
+	"github.com/cloudprofiler-go/cp/wire"
 )
 
 // Config describes one dgrecv run.
@@ -58,6 +59,10 @@ type Config struct {
 	// tuple it drops that arrives was invented. nil: every identity sent
 	// is owed.
 	Owed *scenarios.Owed
+	// Seal is the key the senders sealed every intended time with in a
+	// trial of a job (wire.SealKey; zero: none): an output tuple whose
+	// time does not unseal is counted as rewritten, never consumed.
+	Seal wire.SealKey `json:"-"`
 	// MaxMessage is the largest message a lane takes: the socket refuses a
 	// larger one before it is built (ZMQ_MAXMSGSIZE), and Validate lowers
 	// it so that every lane's queue and ring of such messages fit the

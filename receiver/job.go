@@ -153,13 +153,16 @@ const FutureSlack = time.Second
 
 // screen drops from a job's output bucket the tuples whose identity was
 // never sent (forged: a stream no sender of the trial has, or an intended
-// time after the bucket's arrival) and counts them on the stream; of a
-// map's or filter's output also those whose identity came before or that
-// the declared filter drops (r.ids counts them). It keeps the bucket's
-// order and its backing array.
+// time after the bucket's arrival) or whose intended time is not the one
+// its sender sealed (rewritten: the latency would be the job's word), and
+// counts them on the stream; of a map's or filter's output also those
+// whose identity came before or that the declared filter drops (r.ids
+// counts them). A kept tuple's intended time is its sender's, unsealed.
+// It keeps the bucket's order and its backing array.
 func (r *Receiver) screen(st *stream, b *objfactory.Bucket) {
 	keep := b.Tuples[:0]
 	future := r.cfg.Clock.UnixNano(tsc.ReadFast()) + int64(FutureSlack)
+	windows := r.cfg.Schema == scenarios.SchemaWindow
 	for i := range b.Tuples {
 		t := &b.Tuples[i]
 		if t.Window.NoIdentity { // nothing to check: its count is judged per key and window
@@ -171,6 +174,12 @@ func (r *Receiver) screen(st *stream, b *objfactory.Bucket) {
 			st.forged.Add(1)
 			continue
 		}
+		intended, ok := r.cfg.Seal.Unseal(t.ID, t.IntendedNs)
+		if !ok && !windows { // a window's highest id and latest time are two tuples': only its time is cleared
+			st.rewritten.Add(1)
+			continue
+		}
+		t.IntendedNs = intended
 		if r.ids != nil && !r.ids.take(t.ID) {
 			continue
 		}

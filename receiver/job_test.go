@@ -355,3 +355,57 @@ func TestForgedWindowCountsNeitherWrapNorPass(t *testing.T) {
 		t.Errorf("windows counted %d, malformed %d %v; want 10 (the two real windows) and 6 malformed (tuple)", res.WindowCount, res.Malformed, res.MalformedBy)
 	}
 }
+
+// sealedBucket is a map's output bucket of stream 0xff00 holding raw
+// tuples [id, intended] of sender stream 0 with their own intended times.
+func sealedBucket(seq uint64, tuples [][2]int64) []byte {
+	var body []byte
+	for _, tu := range tuples {
+		body = wire.AppendArrayLen(body, 2)
+		body = wire.AppendUint64Fixed(body, wire.TupleID(0, uint64(tu[0])))
+		body = wire.AppendInt64Fixed(body, tu[1])
+	}
+	msg := make([]byte, wire.HeaderSize, wire.HeaderSize+len(body))
+	wire.PutHeader(msg, wire.Header{Kind: wire.KindData, Stream: 0xff00, Seq: seq, Count: uint32(len(tuples)), BodyLen: uint32(len(body))})
+	return append(msg, body...)
+}
+
+// TestARewrittenIntendedTimeIsNotTheJobsWord: a job that held its tuples
+// 350 ms and carried their sealed intended times is measured at 350 ms or
+// more; the same job writing the time it writes instead (which would
+// read as no latency at all) is counted as rewritten, never consumed.
+func TestARewrittenIntendedTimeIsNotTheJobsWord(t *testing.T) {
+	addr := realserver.EmbeddedNATS(t)
+	in, out := "jetstream://"+addr+"/seal.in?group=job", "jetstream://"+addr+"/seal.out"
+	ensureJob(t, in, out)
+	key := wire.SealKey{0x5eed, 0xc0ffee}
+	start := time.Now()
+	sent := start.Add(-350 * time.Millisecond).UnixNano()
+	var honest, rewritten [][2]int64
+	for id := int64(0); id < 4; id++ {
+		honest = append(honest, [2]int64{id, key.Seal(uint64(id), sent)})
+	}
+	for id := int64(4); len(rewritten) < 4; id++ {
+		now := time.Now().UnixNano()
+		if _, ok := key.Unseal(uint64(id), now); ok {
+			continue // 1 in 256 times a written time holds by chance: not this test's case
+		}
+		rewritten = append(rewritten, [2]int64{id, now})
+	}
+	publish(t, out, 2, func(k int) []byte {
+		if k == 0 {
+			return sealedBucket(0, honest)
+		}
+		return sealedBucket(1, rewritten)
+	})
+	res := runJobTrial(t, in, out, start.Add(-time.Second/2), func(c *receiver.Config) {
+		c.Schema, c.Senders, c.SenderThreads, c.Seal = "raw", 1, 1, key
+		c.StreamNext = map[uint32]uint64{0xff00: 0}
+	})
+	if res.Consumed != 4 || res.Rewritten != 4 {
+		t.Errorf("consumed %d, rewritten %d; want the 4 honest tuples consumed and the 4 rewritten counted", res.Consumed, res.Rewritten)
+	}
+	if res.Latency.Count != 4 || res.Latency.P50 < int64(350*time.Millisecond) {
+		t.Errorf("latency %+v: want the honest tuples' 350 ms or more", res.Latency)
+	}
+}

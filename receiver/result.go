@@ -52,6 +52,7 @@ func (r *Receiver) result(reason string) *tally.Result {
 			res.Consumed += sr.ConsumedTuples
 			res.Earlier += sr.EarlierTuples
 			res.Forged += sr.ForgedTuples
+			res.Rewritten += sr.RewrittenTuples
 			res.Sent = satAdd(res.Sent, sr.SentTuples) // announced by peers: never let it wrap
 			res.Missing = satAdd(res.Missing, sr.Missing)
 			res.Duplicates += sr.Duplicates
@@ -104,7 +105,8 @@ func (s *stream) result(job bool) tally.StreamResult {
 	sr := tally.StreamResult{Stream: s.id, Sender: uint8(s.id >> 8), Thread: uint8(s.id), Lane: s.lane,
 		ReceivedTuples: s.recvTuples.Load(), ConsumedTuples: s.consumedTuples.Load(), Buckets: s.recvBuckets.Load(),
 		OutOfSeq: s.outOfSeq.Load(), Duplicates: s.duplicates.Load(), Stale: s.stale.Load(), GapBuckets: s.missing.Load(), Ended: s.ended.Load(),
-		FirstSeq: s.from, NextSeq: s.next, EarlierTuples: s.earlier.Load(), ForgedTuples: s.forged.Load()}
+		FirstSeq: s.from, NextSeq: s.next, EarlierTuples: s.earlier.Load(), ForgedTuples: s.forged.Load(),
+		RewrittenTuples: s.rewritten.Load()}
 	switch {
 	case s.id == jsonStream:
 		sr.Sender, sr.Thread = 0, 0

@@ -35,6 +35,7 @@ type stream struct {
 	resumed     bool          // (d) a job's stream resumed from an earlier trial: a first bucket 0 is a restart
 	earlier     atomic.Uint64 // (c) tuples of an earlier trial (not consumed)
 	forged      atomic.Uint64 // (c) tuples with an identity never sent (not consumed)
+	rewritten   atomic.Uint64 // (c) tuples whose sealed intended time was changed (not consumed)
 	seen        [seqWindow / 64]uint64
 	endSeen     bool // (d) the end marker has passed the deserializer
 

@@ -78,11 +78,12 @@ func UUID(b []byte) string {
 // patchJSON writes an event's identity and times as digits. A template
 // comes back every cycle of the scenario's events, its id and times a
 // little higher: their last eight digits are written every time, the
-// rest only when they changed.
-func (t *Template) patchJSON(id uint64, intendedNs int64) {
+// rest only when they changed. The event time is the intended time's, not
+// its sealed form's.
+func (t *Template) patchJSON(id uint64, sealedNs, intendedNs int64) {
 	m, o := t.Msg, t.offs[0]
 	t.hi[0] = putChanged(m[o.id:o.id+jsonev.IDDigits], id, t.hi[0])
-	t.hi[1] = putChanged(m[o.ts:o.ts+jsonev.IntendedDigits], uint64(intendedNs), t.hi[1])
+	t.hi[1] = putChanged(m[o.ts:o.ts+jsonev.IntendedDigits], uint64(sealedNs), t.hi[1])
 	for _, off := range t.etOffs { // one at most
 		t.hi[2] = putChanged(m[off:off+jsonev.EventMsDigits], uint64(intendedNs/1e6), t.hi[2])
 	}

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/cloudprofiler-go/cp/wire"
@@ -93,10 +94,17 @@ func BenchmarkPatchJSON(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ReportAllocs()
-	var id uint64
-	for b.Loop() {
-		id++
-		events[0].Patch(0, id, 1700000000123456789)
+	for _, sealed := range []bool{false, true} {
+		if sealed {
+			events[0].Seal(wire.SealKey{3, 5})
+		}
+		b.Run(fmt.Sprintf("sealed=%v", sealed), func(b *testing.B) {
+			b.ReportAllocs()
+			var id uint64
+			for b.Loop() {
+				id++
+				events[0].Patch(0, id, 1700000000123456789)
+			}
+		})
 	}
 }

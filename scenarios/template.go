@@ -21,7 +21,14 @@ type Template struct {
 	// last written (Patch rewrites those only when they change)
 	json bool
 	hi   [3]uint64
+	// seal, when not zero, seals each tuple's intended time under its id
+	// (wire.SealKey): a trial of a job, whose output's times are checked.
+	seal wire.SealKey
 }
+
+// Seal makes Patch seal every tuple's intended time under k (the zero key:
+// the times as they are).
+func (t *Template) Seal(k wire.SealKey) { t.seal = k }
 
 // tupleOffs are the offsets of a tuple's 8 id bytes and 8 intended-time
 // bytes in its bucket, checked against the bucket's length when the
@@ -92,7 +99,11 @@ func (t *Template) Count() int { return t.count }
 // now 74 ns (BenchmarkPatch).
 func (t *Template) Patch(seq, firstID uint64, intendedNs int64) {
 	if t.json { // no sequence: one event a message
-		t.patchJSON(firstID, intendedNs)
+		t.patchJSON(firstID, t.seal.Seal(firstID, intendedNs), intendedNs)
+		return
+	}
+	if t.seal != (wire.SealKey{}) {
+		t.patchSealed(seq, firstID, intendedNs)
 		return
 	}
 	m := t.Msg
@@ -109,6 +120,24 @@ func (t *Template) Patch(seq, firstID uint64, intendedNs int64) {
 		for _, off := range t.etOffs {
 			binary.BigEndian.PutUint64(m[off:], ms)
 		}
+	}
+}
+
+// patchSealed is Patch with each tuple's intended time sealed under its
+// own id (a keyed hash a tuple: ~20 ns each, paid only in a trial of a
+// job).
+func (t *Template) patchSealed(seq, firstID uint64, intendedNs int64) {
+	m := t.Msg
+	wire.PutSeq(m, seq)
+	base := unsafe.Pointer(unsafe.SliceData(m))
+	for i, o := range t.offs {
+		id := firstID + uint64(i)
+		binary.BigEndian.PutUint64((*[8]byte)(unsafe.Add(base, o.id))[:], id)
+		binary.BigEndian.PutUint64((*[8]byte)(unsafe.Add(base, o.ts))[:], uint64(t.seal.Seal(id, intendedNs)))
+	}
+	ms := uint64(intendedNs / 1e6)
+	for _, off := range t.etOffs {
+		binary.BigEndian.PutUint64(m[off:], ms)
 	}
 }
 

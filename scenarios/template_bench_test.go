@@ -1,9 +1,17 @@
 package scenarios
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+
+	"github.com/cloudprofiler-go/cp/wire"
+)
 
 // BenchmarkPatch: what the emission loop pays per bucket to give it its
-// sequence number, ids and intended time (issue 16's per-message budget).
+// sequence number, ids and intended time (issue 16's per-message budget),
+// and with each tuple's time sealed, as in a trial of a job
+// (wire.SealKey): the seal's cost a tuple is the difference over the
+// bucket's tuples.
 func BenchmarkPatch(b *testing.B) {
 	s, err := Load("synthetic-100")
 	if err != nil {
@@ -13,16 +21,23 @@ func BenchmarkPatch(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, bucket := range []int{1, 100} {
-		tpls, err := Templates(enc, 1, bucket)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Run(map[int]string{1: "bucket=1", 100: "bucket=100"}[bucket], func(b *testing.B) {
-			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
-				tpls[i%len(tpls)].Patch(uint64(i), uint64(i)*uint64(bucket), int64(i))
+	for _, sealed := range []bool{false, true} {
+		for _, bucket := range []int{1, 100} {
+			tpls, err := Templates(enc, 1, bucket)
+			if err != nil {
+				b.Fatal(err)
 			}
-		})
+			if sealed {
+				for i := range tpls {
+					tpls[i].Seal(wire.SealKey{3, 5})
+				}
+			}
+			b.Run(fmt.Sprintf("bucket=%d/sealed=%v", bucket, sealed), func(b *testing.B) {
+				b.ReportAllocs()
+				for i := 0; i < b.N; i++ {
+					tpls[i%len(tpls)].Patch(uint64(i), uint64(i)*uint64(bucket), int64(i))
+				}
+			})
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/cloudprofiler-go/cp/stage"
 	"github.com/cloudprofiler-go/cp/trialcfg"
 	"github.com/cloudprofiler-go/cp/tsc"
+	"github.com/cloudprofiler-go/cp/wire"
 )
 
 // Config describes one dgsend run.
@@ -61,7 +62,11 @@ type Config struct {
 	// Stalls are injected stalls of emission threads ("thread<N>"), from
 	// the run's start (a test fixture, see internal/inject): the thread
 	// stops sending, and its schedule runs on without it.
-	Stalls     []inject.Stall
+	Stalls []inject.Stall
+	// Seal, when not zero, seals every tuple's intended time under its id
+	// (wire.SealKey): in a trial of a job, whose output's times the
+	// receivers check with the same key.
+	Seal       wire.SealKey  `json:"-"`
 	EndTimeout time.Duration // how long to try delivering end markers
 	// NoServiceRates leaves out the service-rate estimates (and the
 	// periods they are made of) while accounting.

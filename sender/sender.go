@@ -243,6 +243,9 @@ func (s *Sender) addThread(i int, encoded []scenarios.Encoded) error {
 		}
 	}
 	t.json = json
+	for k := range t.tpls {
+		t.tpls[k].Seal(cfg.Seal)
+	}
 	if cfg.Count > 0 {
 		share := cfg.Count / uint64(cfg.Threads)
 		if uint64(i) < cfg.Count%uint64(cfg.Threads) {

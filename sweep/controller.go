@@ -2,6 +2,8 @@ package sweep
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -20,6 +22,7 @@ import (
 	"github.com/cloudprofiler-go/cp/sweep/remote"
 	"github.com/cloudprofiler-go/cp/sweep/verdict"
 	"github.com/cloudprofiler-go/cp/trialcfg"
+	"github.com/cloudprofiler-go/cp/wire"
 )
 
 // senderLead is how far ahead the common start of the senders is set:
@@ -253,6 +256,7 @@ func (c *Controller) RunTrial(ctx context.Context, rate float64, purpose string)
 			return invalid(err)
 		}
 		r.startAt = time.Now().Add(senderLead + jobLead) // the receivers are told the senders' start
+		r.seal = newSealKey()
 	}
 	if err := r.startJobs(); err != nil {
 		return invalid(err)
@@ -298,7 +302,16 @@ type trialRun struct {
 	done    map[*remote.Agent]*protocol.TrialStatus
 	watched []*protocol.JobResult // the metrics scrapers' results
 	o       *rundir.Outcome
-	startAt time.Time // the senders' common start, fixed before the receivers start (zero: when the senders start)
+	startAt time.Time    // the senders' common start, fixed before the receivers start (zero: when the senders start)
+	seal    wire.SealKey // the intended times' key in a trial of a job (zero: none)
+}
+
+// newSealKey is a trial's key for the intended times: random, so that a
+// job cannot know it from an earlier trial.
+func newSealKey() wire.SealKey {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24)
+	return wire.SealKey{binary.LittleEndian.Uint64(b[:8]), binary.LittleEndian.Uint64(b[8:]) | 1}
 }
 
 // stopAll asks every started agent to stop (bounded, even when the
@@ -325,7 +338,7 @@ func (r *trialRun) startReceivers() error {
 		if p.Job != nil {
 			cfg.TrialStart, cfg.SendersEnd = r.startAt, r.startAt.Add(p.Warmup+p.Duration)
 			cfg.Senders, cfg.SenderThreads = len(c.Senders), p.Threads
-			cfg.Owed = c.owed
+			cfg.Owed, cfg.Seal = c.owed, r.seal
 		}
 		if _, err := a.Start(r.tctx, cfg); err != nil {
 			return agentFault(a, fmt.Errorf("start receiver: %w", err))
@@ -358,7 +371,7 @@ func (r *trialRun) startSenders(rate float64) error {
 			eps[k] = targets[(i*p.Threads+k)%len(targets)]
 		}
 		cfg := p.senderTrial(eps, i, len(c.Senders), rate)
-		cfg.StartAt, cfg.Profile = startAt, c.TrialProfile
+		cfg.StartAt, cfg.Profile, cfg.Seal = startAt, c.TrialProfile, r.seal
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

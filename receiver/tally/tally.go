@@ -37,6 +37,11 @@ type Result struct {
 	// (a stream no sender of the trial has, an intended time after its
 	// arrival): not consumed, and the trial fails.
 	Forged uint64 `json:"forged_tuples,omitempty"`
+	// Rewritten counts a job's output tuples whose intended time is not
+	// the one their sender sealed (wire.SealKey): the job rewrote it, so
+	// its latency would be the job's word; not consumed, and the trial
+	// fails.
+	Rewritten uint64 `json:"rewritten_tuples,omitempty"`
 	// Identities judge a map's or a filter's output per identity, one
 	// entry per sender stream that the job's output named (absent for
 	// windows and without a job): what arrived once, again, or that the
@@ -145,8 +150,10 @@ type StreamResult struct {
 	NextSeq       uint64 `json:"next_seq"`
 	EarlierTuples uint64 `json:"earlier_tuples,omitempty"` // an earlier trial's (not consumed)
 	ForgedTuples  uint64 `json:"forged_tuples,omitempty"`  // identities never sent (not consumed)
-	Ended         bool   `json:"ended"`
-	SentBuckets   uint64 `json:"sent_buckets"` // from the end marker
+	// RewrittenTuples: intended times the job changed (not consumed)
+	RewrittenTuples uint64 `json:"rewritten_tuples,omitempty"`
+	Ended           bool   `json:"ended"`
+	SentBuckets     uint64 `json:"sent_buckets"` // from the end marker
 	// Complete: the end marker arrived, every bucket it announces arrived
 	// (buckets == sent_buckets) and every tuple it announces was consumed.
 	Complete      bool   `json:"complete"`

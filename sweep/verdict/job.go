@@ -34,10 +34,11 @@ func jobDelivery(o *rundir.Outcome, emitted uint64, incomplete int) (bool, strin
 		owed, what = matched, fmt.Sprintf("the %d of %d emitted that %q keeps", matched, emitted, filter)
 	}
 	idsExact, beyond, ids := identityDelivery(o)
-	var got, earlier, forged uint64
+	var got, earlier, forged, rewritten uint64
 	for _, r := range o.Receivers {
 		earlier += r.Earlier
 		forged += r.Forged
+		rewritten += r.Rewritten
 		if o.Job == rundir.JobWindows {
 			got += r.WindowCount
 		} else {
@@ -63,12 +64,15 @@ func jobDelivery(o *rundir.Outcome, emitted uint64, incomplete int) (bool, strin
 	if forged > 0 {
 		detail += fmt.Sprintf("; %d tuple(s) with an identity never sent (forged: a stream no sender has, or intended after it arrived; not counted)", forged)
 	}
+	if rewritten > 0 {
+		detail += fmt.Sprintf("; %d tuple(s) with their intended time rewritten (intended time rewritten: the job changed the time its sender sealed, so their latency would be the job's word; not counted)", rewritten)
+	}
 	detail += ids
 	malformed, bad := malformedOutput(o)
 	detail += bad
 	windowsExact, windows := windowDelivery(o)
 	detail += windows
-	return got == owed && idsExact && windowsExact && forged == 0 && malformed == 0 && incomplete == 0 && len(o.Receivers) > 0, detail
+	return got == owed && idsExact && windowsExact && forged == 0 && rewritten == 0 && malformed == 0 && incomplete == 0 && len(o.Receivers) > 0, detail
 }
 
 // malformedOutput counts the job's output messages the receivers could

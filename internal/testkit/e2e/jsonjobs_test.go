@@ -43,6 +43,11 @@ func TestSweepAPlainJSONFilter(t *testing.T) {
 		{"writes a time that is not a number",
 			"    - mapping: |\n        root = this\n        root.cp_intended_ns = if count(\"bad\") == 100 { \"soon\" } else { this.cp_intended_ns }\n",
 			false, []string{"1 malformed message(s) in the job's output", "1 field", `the latest: field "cp_intended_ns": want a whole number`}},
+		// A job that writes the time it writes as the intended time reads
+		// as no latency at all; the senders' seal tells it.
+		{"rewrites the intended time to when it writes",
+			"    - mapping: |\n        root = this\n        root.cp_intended_ns = now().ts_unix_nano()\n",
+			false, []string{"intended time rewritten"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			conf := filepath.Join(t.TempDir(), "filter.yaml")

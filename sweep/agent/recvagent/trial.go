@@ -21,7 +21,7 @@ import (
 func Config(t protocol.ReceiverTrial, endpoints []string, connect bool) receiver.Config {
 	return receiver.Config{Receiver: t.Receiver, Agent: t.Agent, Endpoints: endpoints, Connect: connect,
 		ExpectStreams: t.ExpectStreams, HWM: t.HWM, Duration: t.Duration, Stalls: t.Stalls,
-		TrialStart: t.TrialStart, SendersEnd: t.SendersEnd, Senders: t.Senders, SenderThreads: t.SenderThreads, Owed: t.Owed}
+		TrialStart: t.TrialStart, SendersEnd: t.SendersEnd, Senders: t.Senders, SenderThreads: t.SenderThreads, Owed: t.Owed, Seal: t.Seal}
 
 }
 

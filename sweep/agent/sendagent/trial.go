@@ -16,7 +16,7 @@ func Config(t protocol.SenderTrial) (sender.Config, error) {
 	sc := t.Scenario
 	cfg := sender.Config{Sender: t.Sender, Agent: t.Agent, Endpoints: t.Endpoints, SenderID: t.SenderID, Rate: t.Rate,
 		Duration: t.Duration, Warmup: t.Warmup, StartAt: t.StartAt, Shape: t.Shape, Scenario: &sc,
-		LateThreshold: t.LateThreshold, HWM: t.HWM, EndTimeout: 5 * time.Second, Stalls: t.Stalls}
+		LateThreshold: t.LateThreshold, HWM: t.HWM, EndTimeout: 5 * time.Second, Stalls: t.Stalls, Seal: t.Seal}
 	if t.ExpectFilter != "" {
 		var err error
 		if cfg.Expect, err = scenarios.ParsePredicate(sc.Schema, t.ExpectFilter); err != nil {
