@@ -3,6 +3,11 @@ package sweep
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cloudprofiler-go/cp/internal/numfmt"
 
 	"github.com/cloudprofiler-go/cp/rundir"
 	"github.com/cloudprofiler-go/cp/sweep/verdict"
@@ -19,6 +24,8 @@ const (
 	ExitContradicted = 6   // the trials contradict the answer (a rate well above it passed): the host moved
 	ExitDisturbed    = 7   // the host stayed disturbed (other processes, steal) through every repeat of a trial: no answer
 	ExitSystemFailed = 8   // the system under test failed (a broker closed its connections mid-trial): no answer
+	ExitChanged      = 9   // cpsweep compare --fail-on-change: a later run's figure changed beyond the runs' own ranges
+	ExitShort        = 10  // an answer that falls short of --expect-min-rate or --expect-p99 (a gate for CI)
 	ExitInterrupted  = 130 // stopped by a signal; the finished trials are kept
 )
 
@@ -46,4 +53,34 @@ func ExitCode(r *rundir.Summary, err error) int {
 		return ExitNoRatePassed
 	}
 	return ExitAnswer
+}
+
+// Expectation is what a CI asks of a sweep's answer: at least MinRate
+// tuples/s (--expect-min-rate), and a p99 latency at the answer of at most
+// P99 (--expect-p99); zero asks nothing.
+type Expectation struct {
+	MinRate float64
+	P99     time.Duration
+}
+
+// Shortfall says how an answer falls short of e ("" when it does not, or
+// when e asks nothing). Only an answer is judged: a sweep without one has
+// its own exit status already.
+func (e Expectation) Shortfall(r *rundir.Summary) string {
+	if r == nil || r.Result == nil || r.Result.LastPass <= 0 {
+		return ""
+	}
+	var short []string
+	if e.MinRate > 0 && r.Result.LastPass < e.MinRate {
+		short = append(short, fmt.Sprintf("the answer %s is below --expect-min-rate %s", numfmt.Rate(r.Result.LastPass), numfmt.Rate(e.MinRate)))
+	}
+	if e.P99 > 0 {
+		switch {
+		case r.Latency == nil || r.Latency.P99Ns <= 0:
+			short = append(short, "no latency was measured at the answer to hold to --expect-p99")
+		case time.Duration(r.Latency.P99Ns) > e.P99:
+			short = append(short, fmt.Sprintf("the p99 latency at the answer %s is above --expect-p99 %v", numfmt.Ns(float64(r.Latency.P99Ns)), e.P99))
+		}
+	}
+	return strings.Join(short, "; ")
 }

@@ -110,3 +110,34 @@ func TestPlanFactsReadTheSweepsPlan(t *testing.T) {
 		t.Fatalf("facts %+v of plan %s, want %+v", got, b, want)
 	}
 }
+
+// TestExpectationShortfall: the gate says each expectation the answer
+// misses, and nothing of a sweep without an answer (its own exit status
+// says that) or of one that asks nothing.
+func TestExpectationShortfall(t *testing.T) {
+	answer := func(rate float64, p99 int64) *rundir.Summary {
+		s := &rundir.Summary{Result: &rundir.Result{LastPass: rate}}
+		if p99 > 0 {
+			s.Latency = &rundir.AnswerLatency{P99Ns: p99}
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		e    Expectation
+		r    *rundir.Summary
+		want string
+	}{
+		{Expectation{}, answer(1e5, 1e6), ""},
+		{Expectation{MinRate: 5e4}, answer(1e5, 0), ""},
+		{Expectation{MinRate: 2e5}, answer(1e5, 0), "the answer 100.0 k/s is below --expect-min-rate 200.0 k/s"},
+		{Expectation{P99: 2 * time.Millisecond}, answer(1e5, 1e6), ""},
+		{Expectation{P99: time.Millisecond}, answer(1e5, 3e6), "the p99 latency at the answer 3.000 ms is above --expect-p99 1ms"},
+		{Expectation{P99: time.Millisecond}, answer(1e5, 0), "no latency was measured"},
+		{Expectation{MinRate: 2e5, P99: time.Millisecond}, answer(1e5, 3e6), "below --expect-min-rate 200.0 k/s; the p99"},
+		{Expectation{MinRate: 2e5}, answer(0, 0), ""},
+	} {
+		if got := tc.e.Shortfall(tc.r); tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("%+v: %q, want %q", tc.e, got, tc.want)
+		}
+	}
+}

@@ -25,6 +25,10 @@ type Change struct {
 	// (or, with no repeats, the interval to its first failing rate); for
 	// a latency, the worst repeat at the answer over the best, minus 1.
 	Spread float64 `json:"spread"`
+	// FromRange and ToRange are the two runs' own ranges of the figure
+	// (low, high), judged: whether they overlap is the verdict.
+	FromRange [2]float64 `json:"from_range,omitzero"`
+	ToRange   [2]float64 `json:"to_range,omitzero"`
 	// Exceeds says that the runs' own ranges do not overlap: a change, not
 	// noise. Judged is false when the figure cannot be judged, and Why says
 	// why (a run without repeats at its answer, an answer not to be used).
@@ -33,6 +37,17 @@ type Change struct {
 	Why     string `json:"why,omitempty"`
 	// Statement is the line the text prints.
 	Statement string `json:"statement"`
+}
+
+// ChangedFigures counts the figures judged a change (Exceeds).
+func (c *Comparison) ChangedFigures() int {
+	n := 0
+	for _, ch := range c.Changes {
+		if ch.Judged && ch.Exceeds {
+			n++
+		}
+	}
+	return n
 }
 
 // changes compares every run after the first with the first.
@@ -88,7 +103,7 @@ func answerChange(base, r Run, n int) Change {
 		b, okB := answerSpan(r)
 		c.Difference = r.LastPass/base.LastPass - 1
 		if okA && okB {
-			c.Judged, c.Spread, c.Exceeds = true, max(a.relative(), b.relative()), !a.overlaps(b)
+			c.judge(a, b)
 		} else {
 			c.Why = "a run failed no rate, so its answer has no upper end"
 		}
@@ -121,8 +136,7 @@ func latencyChanges(base, r Run, n int) []Change {
 			c.Difference = float64(to)/float64(from) - 1
 		}
 		if c.Why == "" {
-			a, b := span{float64(f.best(base)), float64(from)}, span{float64(f.best(r)), float64(to)}
-			c.Judged, c.Spread, c.Exceeds = true, max(a.relative(), b.relative()), !a.overlaps(b)
+			c.judge(span{float64(f.best(base)), float64(from)}, span{float64(f.best(r)), float64(to)})
 		}
 		c.Statement = changeStatement(c, numfmt.Ns)
 		if c.Why == "" && base.latencyRate != r.latencyRate {
@@ -133,20 +147,30 @@ func latencyChanges(base, r Run, n int) []Change {
 	return out
 }
 
-// changeStatement says a change in a line: "run 2's answer: 1.050 M/s
-// against 1.000 M/s, +5.0%, within the runs' own spread (±2.0%)".
+// judge decides a change once, from the two runs' ranges a (run 1's)
+// and b: a change when they do not overlap.
+func (c *Change) judge(a, b span) {
+	c.Judged, c.Spread, c.Exceeds = true, max(a.relative(), b.relative()), !a.overlaps(b)
+	c.FromRange, c.ToRange = [2]float64{a.lo, a.hi}, [2]float64{b.lo, b.hi}
+}
+
+// changeStatement says a change in a line, from the verdict and the
+// ranges it was judged by: "run 2's answer: 72.00 k/s against 97.64 k/s,
+// -26.3%: a CHANGE: the runs' ranges do not overlap (run 1 97.64 k/s to
+// 130.9 k/s, run 2 72.00 k/s to 80.00 k/s)".
 func changeStatement(c Change, unit func(float64) string) string {
 	s := fmt.Sprintf("run %d's %s: %s against %s", c.Run, c.Figure, orNone(c.To, unit), orNone(c.From, unit))
 	if c.From > 0 && c.To > 0 {
 		s += fmt.Sprintf(", %+.1f%%", 100*c.Difference)
 	}
-	switch {
-	case !c.Judged:
+	if !c.Judged {
 		return s + ": not judged, " + c.Why
-	case c.Exceeds:
-		return s + fmt.Sprintf(": a CHANGE, larger than the runs' own spread (%.1f%%)", 100*c.Spread)
 	}
-	return s + fmt.Sprintf(": within the runs' own spread (%.1f%%): noise", 100*c.Spread)
+	ranges := fmt.Sprintf("(run 1 %s to %s, run %d %s to %s)", unit(c.FromRange[0]), unit(c.FromRange[1]), c.Run, unit(c.ToRange[0]), unit(c.ToRange[1]))
+	if c.Exceeds {
+		return s + ": a CHANGE: the runs' own ranges do not overlap " + ranges
+	}
+	return s + ": noise: the runs' own ranges overlap " + ranges
 }
 
 func orNone(v float64, unit func(float64) string) string {

@@ -65,6 +65,8 @@ type options struct {
 	jsonOut, clock           bool
 	planFile                 string // --plan: the settings' file
 	yes                      bool   // --yes: what a plan file reads and contacts was seen
+	expect                   sweep.Expectation
+	expectMinRate            cli.Rate
 	ran                      []byte // the settings the sweep ran with, as a plan file
 }
 
@@ -154,7 +156,7 @@ Ctrl-C stops the running trial and keeps every finished one.`,
 		},
 	}
 	cmd.SetErr(termsafe.NewWriter(os.Stderr))
-	cmd.AddCommand(clockCommand(code), logsCommand(), profilerCommand(), analyzeCommand(), reportCommand(), diagnoseCommand(), capacityCommand(), invariantsCommand(code), watchCommand(), deployCommand(code), demoCommand(code), compareCommand(), rerunCommand(code))
+	cmd.AddCommand(clockCommand(code), logsCommand(), profilerCommand(), analyzeCommand(), reportCommand(), diagnoseCommand(), capacityCommand(), invariantsCommand(code), watchCommand(), deployCommand(code), demoCommand(code), compareCommand(code), rerunCommand(code))
 	o.register(cmd.Flags())
 	cli.Conventions(cmd, func(c *cobra.Command, err error) string {
 		// A sweep flag given to a command that passes the sweep's flags
@@ -289,6 +291,8 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.Float64Var(&p.Rules.LatenessBudgets, "lateness-budgets", verdict.DefaultRules.LatenessBudgets, "rule: p99 lateness at most this many slot budgets")
 	f.DurationVar(&p.Rules.LatenessFloor, "lateness-floor", verdict.DefaultRules.LatenessFloor, "rule: ... but never a bound below this")
 	f.Float64Var(&p.Rules.BacklogGrowth, "backlog-growth", verdict.DefaultRules.BacklogGrowth, "rule: receiver backlog may grow at most this fraction of the rings over the window")
+	f.Var(&o.expectMinRate, "expect-min-rate", "a gate for CI: exit with status 10 when the answer is below this rate (tuples/s, k/M suffixes), as k6's thresholds do")
+	f.DurationVar(&o.expect.P99, "expect-p99", 0, "a gate for CI: exit with status 10 when the p99 latency at the answer is above this (0: off)")
 	f.DurationVar(&p.Rules.LatencyP99, "latency-p99", 0, "rule: p99 end-to-end latency objective (0: off)")
 	f.IntVar(&o.lanes, "lanes", 1, "local mode: receiver lanes")
 	f.StringArrayVar(&p.SUTProcesses, "sut-process", nil, "the system under test's processes on the agents' hosts, by name (as ps shows it, e.g. nats-server; repeat): their CPU is the system's, not other processes' (--max-others)")
@@ -476,6 +480,11 @@ func (o *options) execute(ctx context.Context, code *int) error {
 		}
 	}
 	*code = sweep.ExitCode(report, err)
+	o.expect.MinRate = float64(o.expectMinRate)
+	if short := o.expect.Shortfall(report); short != "" && *code == sweep.ExitAnswer {
+		*code = sweep.ExitShort
+		fmt.Fprintf(os.Stderr, "cpsweep: SHORT of what was expected (exit status %d): %s\n", sweep.ExitShort, short)
+	}
 	if *code == sweep.ExitContradicted && o.jsonOut {
 		fmt.Fprintf(os.Stderr, "cpsweep: NOT TRUSTWORTHY (exit status 6): %s\n", report.Contradicted)
 	}
