@@ -144,6 +144,10 @@ Ctrl-C stops the running trial and keeps every finished one.`,
 			cmd.SilenceUsage = true
 			o.job.bucketGiven = cmd.Flags().Changed("bucket")
 			o.ran = cli.PlanOf(cmd.Flags(), planHeader, notInPlans...)
+			if err := checkNeeds(cmd.Flags()); err != nil {
+				*code = sweep.ExitInvalidPlan
+				return err
+			}
 			var err error
 			if o.plan.Scenario, o.plan.Events, err = o.events.Scenario(o.plan.Scenario, cmd.Flags().Changed("scenario")); err != nil {
 				*code = sweep.ExitInvalidPlan
