@@ -314,15 +314,27 @@ func newSealKey() wire.SealKey {
 	return wire.SealKey{binary.LittleEndian.Uint64(b[:8]), binary.LittleEndian.Uint64(b[8:]) | 1}
 }
 
-// stopAll asks every started agent to stop (bounded, even when the
-// caller's context is done).
+// stopAll asks every started agent to stop and waits until it has (a
+// stop ends a trial in the background; the next trial's start would find
+// it still running), bounded even when the caller's context is done.
 func (r *trialRun) stopAll() {
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(r.ctx), remote.ControlTimeout)
 	defer scancel()
 	var wg sync.WaitGroup
 	for _, a := range append(append([]*remote.Agent(nil), r.started...), r.jobs...) {
 		wg.Add(1)
-		go func() { defer wg.Done(); _, _ = a.Stop(sctx) }()
+		go func() {
+			defer wg.Done()
+			st, err := a.Stop(sctx)
+			for err == nil && (st.State == protocol.StateStarting || st.State == protocol.StateRunning) {
+				select {
+				case <-sctx.Done():
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
+				st, err = a.Status(sctx)
+			}
+		}()
 	}
 	wg.Wait()
 }

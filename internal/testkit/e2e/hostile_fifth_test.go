@@ -328,3 +328,17 @@ func TestSUTOfJSONEventsTakesYourEvents(t *testing.T) {
 		t.Errorf("--sut with format=json and --events: %v\n%s", err, out)
 	}
 }
+
+// TestARateAboveTheSendersGoesOn: a first rate far above what the
+// senders can send fails its trial on the send cost, and the next trial
+// starts (the receiver's refused trial used to be still stopping: "trial 1
+// is running: stop it first (POST /v1/trial/stop) (HTTP 409)", exit 5).
+func TestARateAboveTheSendersGoesOn(t *testing.T) {
+	cmd := exec.Command(filepath.Join(binDir, "cpsweep"), "--start", "1G", "--max-trials", "3", "--duration", "300ms", "--warmup", "100ms",
+		"--max-others", "0", "--max-steal", "0", "--results", t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if code := ExitCode(err); code == sweep.ExitAgentFailure || strings.Contains(string(out), "HTTP 409") || strings.Contains(string(out), "INVALID") ||
+		!strings.Contains(string(out), "send-cost") || !strings.Contains(string(out), "trial  2") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+}
