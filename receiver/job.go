@@ -96,7 +96,7 @@ func (e *endWatch) jobEnd(r *Receiver, now time.Time) string {
 	stuck := max(cfg.jobQuiet(), JobStuckAfter)
 	switch {
 	case lag == 0 && fresh && quiet >= cfg.jobQuiet():
-		return fmt.Sprintf("the job caught up (lag 0 on its input) and its output was quiet for %v", cfg.jobQuiet())
+		return fmt.Sprintf("%s (lag 0 on its input) and its output was quiet for %v", tally.ReasonJobCaughtUp, cfg.jobQuiet())
 	case lag != 0 && fresh && quiet >= stuck && now.Sub(e.lagMovedAt) >= stuck:
 		// Not a job too slow for the rate (its lag would fall): a job
 		// gone, or an input that cannot be read. The trial says nothing

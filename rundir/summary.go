@@ -63,6 +63,10 @@ type Summary struct {
 	// Disturbed says which trial's host stayed disturbed through every
 	// repeat, and by what: the sweep ended without an answer.
 	Disturbed string `json:"disturbed,omitempty"`
+	// WrongOutput says at which rate a job's output was found wrong while
+	// the job kept up, and how: the sweep stopped without an answer (exit
+	// status 11), since no rate can pass a job that is wrong, not slow.
+	WrongOutput string `json:"wrong_output,omitempty"`
 	// Colocated says which agents shared a host, with the cores each used
 	// in the last judged trial: the answer is then a property of that host.
 	Colocated string `json:"colocated,omitempty"`

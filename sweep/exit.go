@@ -26,6 +26,7 @@ const (
 	ExitSystemFailed = 8   // the system under test failed (a broker closed its connections mid-trial): no answer
 	ExitChanged      = 9   // cpsweep compare --fail-on-change: a later run's figure changed beyond the runs' own ranges
 	ExitShort        = 10  // an answer that falls short of --expect-min-rate or --expect-p99 (a gate for CI)
+	ExitWrongOutput  = 11  // a job's output was wrong while it kept up: wrong, not slow; no answer
 	ExitInterrupted  = 130 // stopped by a signal; the finished trials are kept
 )
 
@@ -43,6 +44,8 @@ func ExitCode(r *rundir.Summary, err error) int {
 		return ExitAgentFailure
 	case errors.As(err, &disturbed):
 		return ExitDisturbed
+	case errors.As(err, new(*verdict.WrongOutputError)):
+		return ExitWrongOutput
 	case errors.Is(err, context.Canceled) || (r != nil && r.Interrupted):
 		return ExitInterrupted
 	case err != nil:

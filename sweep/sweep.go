@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/internal/numfmt"
+	"github.com/cloudprofiler-go/cp/internal/termsafe"
 	"github.com/cloudprofiler-go/cp/limits"
 	"github.com/cloudprofiler-go/cp/profiler"
 	"github.com/cloudprofiler-go/cp/protocol"
@@ -142,7 +143,8 @@ func (s *Sweep) Execute(ctx context.Context) (*rundir.Summary, error) {
 	interrupted := ctx.Err() != nil
 	var agentErr *AgentError
 	var disturbed *verdict.DisturbedError
-	failed := errors.As(err, &agentErr) || errors.As(err, &disturbed) || rec.writeErr != nil
+	var wrong *verdict.WrongOutputError
+	failed := errors.As(err, &agentErr) || errors.As(err, &disturbed) || errors.As(err, &wrong) || rec.writeErr != nil
 	profileErr := s.profile(ctx, res, rec.run, interrupted, failed)
 	var clockErr error
 	if before != nil && !interrupted && !failed {
@@ -290,7 +292,39 @@ func (rec *recorder) run(ctx context.Context, rate float64, purpose string) (run
 	if left := s.estimateLeft(rec.partial); left != "" && s.Verbose {
 		s.logf("          %s\n", left)
 	}
+	if why := rec.wrongOutput(t); why != "" {
+		s.report.WrongOutput = fmt.Sprintf("trial %d at %s: %s", n, numfmt.Rate(rate), why)
+		if err := s.save(rec.partial, false); err != nil {
+			rec.writeErr = err
+		}
+		return t, &verdict.WrongOutputError{Rate: rate, Why: why}
+	}
 	return t, nil
+}
+
+// wrongOutput says why trial t shows a job's output to be wrong, not
+// slow, before any rate passed ("": it does not). A job that was right at
+// a lower rate and loses tuples at a higher one is at its limit, not
+// wrong: the search goes on.
+func (rec *recorder) wrongOutput(t rundir.Trial) string {
+	for _, p := range rec.partial.Trials {
+		if p.Verdict.Pass {
+			return ""
+		}
+	}
+	why := verdict.WrongOutput(t.Outcome, t.Verdict)
+	if why == "" {
+		return ""
+	}
+	var consumed uint64
+	for _, r := range t.Outcome.Receivers {
+		consumed += r.Consumed + r.WindowCount
+	}
+	if job := rec.s.Ctrl.Plan.Job; consumed == 0 && job != nil {
+		return fmt.Sprintf("nothing owed arrived on its output %s while it read its input %s to the end (is that the topic it writes, with the fields the mapping names?): %s",
+			termsafe.Escape(job.Output), termsafe.Escape(job.Input), why)
+	}
+	return why
 }
 
 // relate probes the agents' TSCs again and writes relation.json from

@@ -14,6 +14,11 @@ import (
 // as not tallied, and the per-window comparison says it cannot be made.
 const MaxWindows = 1 << 16
 
+// ReasonJobCaughtUp begins the Reason of a trial of a job that ended with
+// the job caught up on its input: whatever is missing then, the job did
+// not lose it by being slow.
+const ReasonJobCaughtUp = "the job caught up"
+
 // Result is the end-of-run accounting (--json prints it as is).
 type Result struct {
 	Complete bool   `json:"complete"` // every stream is complete (see StreamResult)

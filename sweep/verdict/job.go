@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cloudprofiler-go/cp/internal/numfmt"
 	"github.com/cloudprofiler-go/cp/internal/termsafe"
 	"github.com/cloudprofiler-go/cp/stage"
 
@@ -335,4 +336,41 @@ func inputTaken(o *rundir.Outcome) (perS float64, counted string, ok bool) {
 		perS, counted = float64(n)*per/(float64(s.UnixNs[hi]-s.UnixNs[lo])/1e9), fmt.Sprintf("%d %s", n, unit)
 	}
 	return perS, counted, jobs == 1
+}
+
+// WrongOutput says how a trial of a job failed on its output alone: its
+// delivery rule failed while every other rule passed, so the senders kept
+// their schedule, the receivers kept up and the job's lag did not grow.
+// Such a job is wrong, not slow ("": the trial says nothing of the kind).
+func WrongOutput(o *rundir.Outcome, v rundir.Verdict) string {
+	if o == nil || o.Job == "" || v.Pass || len(o.Receivers) == 0 {
+		return ""
+	}
+	for _, r := range o.Receivers {
+		if !strings.HasPrefix(r.Reason, tally.ReasonJobCaughtUp) {
+			return "" // the job had not caught up: what is missing may still be on its way
+		}
+	}
+	why := ""
+	for _, c := range v.Checks {
+		switch {
+		case c.Pass:
+		case c.Rule != RuleDelivery:
+			return "" // slow, late or backlogged somewhere: a rate may still pass
+		default:
+			why = c.Detail
+		}
+	}
+	return why
+}
+
+// WrongOutputError ends a sweep whose job's output was wrong while it
+// kept up: no rate can pass.
+type WrongOutputError struct {
+	Rate float64
+	Why  string
+}
+
+func (e *WrongOutputError) Error() string {
+	return fmt.Sprintf("the job's output is wrong at %s, not too slow (it kept up and nothing was backlogged): %s", numfmt.Rate(e.Rate), e.Why)
 }

@@ -437,3 +437,35 @@ func TestTheGoRuntimesCollectorLimits(t *testing.T) {
 		t.Fatalf("a collector at 10%% on a full host: limited by %q (%s)", tr.LimitingStage, tr.LimitingEvidence)
 	}
 }
+
+// TestWrongOutputIsToldFromASlowJob: a trial of a job that failed on its
+// output alone, with the job caught up, is wrong output; one whose job had
+// not caught up, or with another rule failing, or that passed, is not.
+func TestWrongOutputIsToldFromASlowJob(t *testing.T) {
+	caught := []*tally.Result{{Reason: tally.ReasonJobCaughtUp + " (lag 0 on its input) and its output was quiet for 1s"}}
+	late := []*tally.Result{{Reason: "the job did not catch up within 6s of the senders' end"}}
+	check := func(rule string, pass bool) rundir.Check { return rundir.Check{Rule: rule, Pass: pass, Detail: rule + " detail"} }
+	for _, tc := range []struct {
+		name      string
+		job       string
+		receivers []*tally.Result
+		checks    []rundir.Check
+		wrong     bool
+	}{
+		{"delivery alone, caught up", rundir.JobTuples, caught, []rundir.Check{check(RuleSchedule, true), check(RuleDelivery, false), check(RuleSystemBacklog, true)}, true},
+		{"delivery and the job's backlog", rundir.JobTuples, caught, []rundir.Check{check(RuleDelivery, false), check(RuleSystemBacklog, false)}, false},
+		{"delivery and the senders' lateness", rundir.JobWindows, caught, []rundir.Check{check(RuleDelivery, false), check(RuleLateness, false)}, false},
+		{"delivery alone, not caught up", rundir.JobTuples, late, []rundir.Check{check(RuleDelivery, false)}, false},
+		{"no job", "", caught, []rundir.Check{check(RuleDelivery, false)}, false},
+		{"passed", rundir.JobTuples, caught, []rundir.Check{check(RuleDelivery, true)}, false},
+	} {
+		o := &rundir.Outcome{Job: tc.job, Receivers: tc.receivers}
+		v := rundir.Verdict{Checks: tc.checks, Pass: true}
+		for _, c := range tc.checks {
+			v.Pass = v.Pass && c.Pass
+		}
+		if got := WrongOutput(o, v); (got != "") != tc.wrong || tc.wrong && got != "delivery detail" {
+			t.Errorf("%s: %q, want wrong %v", tc.name, got, tc.wrong)
+		}
+	}
+}

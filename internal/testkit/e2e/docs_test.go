@@ -181,7 +181,7 @@ func TestReadmeIsForTheFirstTenMinutes(t *testing.T) {
 		}
 	}
 	for _, code := range []int{sweep.ExitAnswer, sweep.ExitNoRatePassed, sweep.ExitInvalidPlan, sweep.ExitAgentFailure, sweep.ExitContradicted,
-		sweep.ExitDisturbed, sweep.ExitSystemFailed, sweep.ExitInterrupted, sweep.ExitError} {
+		sweep.ExitDisturbed, sweep.ExitSystemFailed, sweep.ExitShort, sweep.ExitWrongOutput, sweep.ExitInterrupted, sweep.ExitError} {
 		if !regexp.MustCompile(fmt.Sprintf(`\b%d\b [a-z]`, code)).MatchString(text[strings.Index(text, "Exit status"):]) {
 			t.Errorf("the README's exit statuses lack %d", code)
 		}

@@ -265,5 +265,10 @@ func sweepFilterCase(t *testing.T, job *Proc, in, out string, pass bool, want []
 	if len(rep.Result.Trials) == 0 {
 		t.Fatalf("no trial\n%s\n%s", p.Stderr.String(), job.Stderr.String())
 	}
+	// A wrong job is told from a slow one: it kept up, so the sweep stops
+	// at its first trial saying the output is wrong (exit 11).
+	if wrong := strings.Contains(p.Stderr.String(), "the job's output is wrong at 2.000 k/s, not too slow"); !pass && (!wrong || ExitCode(p.Wait(0)) != sweep.ExitWrongOutput || len(rep.Result.Trials) != 1) {
+		t.Errorf("a wrong job: exit %d, %d trial(s), stderr:\n%s", ExitCode(p.Wait(0)), len(rep.Result.Trials), p.Stderr.String())
+	}
 	checkDelivery(t, rep, pass, want)
 }
