@@ -148,8 +148,15 @@ func TestRegisteredThreadCountsFromItsRegistration(t *testing.T) {
 		defer close(done)
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
+		// spin for d of the thread's own CPU time: a busy host that
+		// preempts it must not shorten its work in the role
 		spin := func(d time.Duration) {
-			for end := time.Now().Add(d); time.Now().Before(end); {
+			cpu := func() time.Duration {
+				var ts unix.Timespec
+				_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
+				return time.Duration(ts.Nano())
+			}
+			for end := cpu() + d; cpu() < end; {
 			}
 		}
 		spin(300 * time.Millisecond) // the thread's earlier life
