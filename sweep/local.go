@@ -74,10 +74,41 @@ func (t LocalTopology) receiverData() ([]string, error) {
 	return []string{"--bind", fmt.Sprintf("tcp://127.0.0.1:%d", port)}, nil
 }
 
+// brokersAnswer makes sure that every broker the local agents would use
+// takes a connection, so that a broker that is not running is named by
+// its URL at once, as the system under test that failed (exit status 8),
+// not as an agent that did not become ready.
+func (t LocalTopology) brokersAnswer() error {
+	var urls []string
+	switch {
+	case t.Job != nil:
+		urls = []string{t.Job.Input, t.Job.Output}
+	case t.SUT != "":
+		urls = []string{t.SUT}
+	}
+	for _, u := range urls {
+		e, err := driver.Parse(u)
+		if err != nil {
+			return err
+		}
+		addr := strings.TrimPrefix(e.Server, "nats://")
+		c, err := net.DialTimeout("tcp", addr, driver.ConnectTimeout)
+		if err != nil {
+			return &AgentError{Agent: e.Where(), System: true,
+				Err: fmt.Errorf("the broker %s is not answering (%v): start it, or give its right host and port", e.Where(), err)}
+		}
+		c.Close()
+	}
+	return nil
+}
+
 // StartLocal starts one receiver agent and t.Senders sender agents on
 // loopback, and waits until all are ready.
 func StartLocal(ctx context.Context, t LocalTopology) (*LocalAgents, error) {
 	senders, lanes := t.Senders, t.Lanes
+	if err := t.brokersAnswer(); err != nil {
+		return nil, err
+	}
 	la := &LocalAgents{}
 	recvBin, err := FindBinary("dgrecv")
 	if err != nil {
@@ -125,7 +156,9 @@ func (la *LocalAgents) start(ctx context.Context, bin string, args ...string) (*
 	log := &strings.Builder{}
 	la.logs = append(la.logs, log)
 	ready := make(chan string, 1)
+	exited := make(chan struct{})
 	go func() {
+		defer close(exited)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			line := sc.Text()
@@ -142,11 +175,22 @@ func (la *LocalAgents) start(ctx context.Context, bin string, args ...string) (*
 	select {
 	case addr := <-ready:
 		return remote.New(addr, ""), nil
+	case <-exited: // it ended before it was ready: what it said is why
+		return nil, fmt.Errorf("the local %s agent ended before it was ready: %s", filepath.Base(bin), lastLine(log.String()))
 	case <-time.After(15 * time.Second):
-		return nil, fmt.Errorf("%s agent did not become ready within 15 s", filepath.Base(bin))
+		return nil, fmt.Errorf("the local %s agent did not become ready within 15 s", filepath.Base(bin))
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// lastLine is the last line an agent wrote ("it said nothing").
+func lastLine(log string) string {
+	lines := strings.Split(strings.TrimSpace(log), "\n")
+	if l := lines[len(lines)-1]; l != "" {
+		return l
+	}
+	return "it said nothing"
 }
 
 // Close stops the agents (SIGTERM, then kill after 5 s).

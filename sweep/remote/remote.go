@@ -51,9 +51,11 @@ func (e *StatusError) Error() string {
 		return fmt.Sprintf("agent %s: %s", e.Agent, e.Msg)
 	}
 	if e.Msg == "" {
-		return fmt.Sprintf("agent %s: HTTP %d", e.Agent, e.Code)
+		return fmt.Sprintf("agent %s answered with an error and no reason (HTTP %d)", e.Agent, e.Code)
 	}
-	return fmt.Sprintf("agent %s: %s (HTTP %d)", e.Agent, e.Msg, e.Code)
+	// The agent's reason is for a person; the status is the API's (the
+	// JSON and the code keep it).
+	return fmt.Sprintf("agent %s: %s", e.Agent, e.Msg)
 }
 
 func (c *Agent) do(ctx context.Context, timeout time.Duration, method, path string, in, out any) error {

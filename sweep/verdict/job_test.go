@@ -444,7 +444,9 @@ func TestTheGoRuntimesCollectorLimits(t *testing.T) {
 func TestWrongOutputIsToldFromASlowJob(t *testing.T) {
 	caught := []*tally.Result{{Reason: tally.ReasonJobCaughtUp + " (lag 0 on its input) and its output was quiet for 1s"}}
 	late := []*tally.Result{{Reason: "the job did not catch up within 6s of the senders' end"}}
-	check := func(rule string, pass bool) rundir.Check { return rundir.Check{Rule: rule, Pass: pass, Detail: rule + " detail"} }
+	check := func(rule string, pass bool) rundir.Check {
+		return rundir.Check{Rule: rule, Pass: pass, Detail: rule + " detail"}
+	}
 	for _, tc := range []struct {
 		name      string
 		job       string

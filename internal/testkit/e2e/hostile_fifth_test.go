@@ -342,3 +342,26 @@ func TestARateAboveTheSendersGoesOn(t *testing.T) {
 		t.Errorf("exit %d:\n%s", code, out)
 	}
 }
+
+// TestABrokerThatIsNotRunningIsNamed: a sweep whose broker is not there
+// names it by its URL, as the system under test, with one exit status
+// whether the broker is the system (--sut) or a job's (--input/--output).
+func TestABrokerThatIsNotRunningIsNamed(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	for _, args := range [][]string{
+		{"--sut", "jetstream://" + addr + "/cp"},
+		{"--input", "jetstream://" + addr + "/in?group=job", "--output", "jetstream://" + addr + "/out"},
+	} {
+		start := time.Now()
+		out, err := exec.Command(filepath.Join(binDir, "cpsweep"), append(args, "--results", t.TempDir())...).CombinedOutput()
+		if ExitCode(err) != sweep.ExitSystemFailed || !strings.Contains(string(out), "the broker jetstream://"+addr+"/") ||
+			!strings.Contains(string(out), "is not answering") || strings.Contains(string(out), "HTTP") || time.Since(start) > 10*time.Second {
+			t.Errorf("%v: exit %d after %v\n%s", args, ExitCode(err), time.Since(start), out)
+		}
+	}
+}
