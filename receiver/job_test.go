@@ -273,15 +273,11 @@ func TestWindowsConsumedAfterTheEndAreSampled(t *testing.T) {
 // tuples [id, intended] with the given sequence numbers of sender stream
 // 0 (sender 0, thread 0).
 func tupleBucket(seq uint64, intended time.Time, ids ...uint64) []byte {
-	var body []byte
-	for _, id := range ids {
-		body = wire.AppendArrayLen(body, 2)
-		body = wire.AppendUint64Fixed(body, wire.TupleID(0, id))
-		body = wire.AppendInt64Fixed(body, intended.UnixNano())
+	tuples := make([][2]int64, len(ids))
+	for i, id := range ids {
+		tuples[i] = [2]int64{int64(id), intended.UnixNano()}
 	}
-	msg := make([]byte, wire.HeaderSize, wire.HeaderSize+len(body))
-	wire.PutHeader(msg, wire.Header{Kind: wire.KindData, Stream: 0xff00, Seq: seq, Count: uint32(len(ids)), BodyLen: uint32(len(body))})
-	return append(msg, body...)
+	return sealedBucket(seq, tuples)
 }
 
 // TestAMapsOutputIsJudgedPerIdentity: the first bucket stamped a little

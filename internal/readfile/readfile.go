@@ -32,19 +32,7 @@ func Open(path string) (*os.File, error) {
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: termsafe.Escape(path), Err: err}
 	}
-	defer unix.Close(pfd)
-	var st unix.Stat_t
-	if err := unix.Fstat(pfd, &st); err != nil {
-		return nil, &os.PathError{Op: "stat", Path: termsafe.Escape(path), Err: err}
-	}
-	if err := regular(pfd, path, st.Mode); err != nil {
-		return nil, err
-	}
-	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(pfd), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: termsafe.Escape(path), Err: err}
-	}
-	return os.NewFile(uintptr(fd), path), nil
+	return reopen(pfd, path)
 }
 
 // InDir opens the file name directly inside the directory dir, a regular
@@ -65,6 +53,12 @@ func InDir(dir, name string) (*os.File, error) {
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: termsafe.Escape(path), Err: err}
 	}
+	return reopen(pfd, path)
+}
+
+// reopen opens for reading the file that the O_PATH descriptor pfd holds,
+// when it is a regular file on a disk, and closes pfd.
+func reopen(pfd int, path string) (*os.File, error) {
 	defer unix.Close(pfd)
 	var st unix.Stat_t
 	if err := unix.Fstat(pfd, &st); err != nil {
