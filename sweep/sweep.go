@@ -32,6 +32,10 @@ type Search struct {
 
 // Sweep runs one sweep and records it.
 type Sweep struct {
+	// partial is the search's result so far (the live line's estimate
+	// reads it).
+	partial *rundir.Result
+
 	Ctrl   *Controller
 	Search Search
 	Name   string
@@ -124,6 +128,7 @@ func (s *Sweep) Execute(ctx context.Context) (*rundir.Summary, error) {
 		}
 	}
 	rec := &recorder{s: s, partial: &rundir.Result{Method: s.Search.Method}}
+	s.partial = rec.partial
 	var res *rundir.Result
 	if s.ProfileSearch && s.Profile != nil {
 		s.Ctrl.TrialProfile, s.report.ProfiledSearch = s.Profile, true
@@ -373,7 +378,7 @@ const MaxAgentRetries = 3
 func (s *Sweep) runTrial(ctx context.Context, n int, rate float64, purpose string) (rundir.Trial, error) {
 	for retries := 0; ; retries++ {
 		if s.Live {
-			s.logf("trial %2d  %-7s  %12s  running ...", n, purpose, numfmt.Rate(rate))
+			s.logf("trial %2d  %-7s  %12s  running ... %s", n, purpose, numfmt.Rate(rate), s.aboutLeft(s.partial, n, rate))
 		}
 		t, err := s.Ctrl.RunTrial(ctx, rate, purpose)
 		if s.Live {

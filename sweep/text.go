@@ -88,13 +88,81 @@ func (s *Sweep) estimateLeft(r *rundir.Result) string {
 		}
 		return fmt.Sprintf("interval [%s, %s) is within %.2g%%: both rates are repeated next, to %d runs each", lo, hi, 100*p, runsEach)
 	}
-	left := 1 + math.Ceil(math.Max(0, math.Log2((firstFail-lastPass)/lastPass/p))/2) // hints close faster than halving
+	left := narrowingLeft(lastPass, firstFail, p)
+	return fmt.Sprintf("interval [%s, %s): about %d more trial(s), ~%v", lo, hi, left, (time.Duration(left) * s.perTrial(r)).Round(time.Second))
+}
+
+// narrowingLeft is about how many trials narrow [lastPass, firstFail) to
+// the precision p (hints close faster than halving).
+func narrowingLeft(lastPass, firstFail, p float64) int {
+	return 1 + int(math.Ceil(math.Max(0, math.Log2((firstFail-lastPass)/lastPass/p))/2))
+}
+
+// trialOverhead is what a trial takes beside its warm-up and window: the
+// agents' start, the end markers, the accounting (measured: 1.5-3 s).
+const trialOverhead = 2 * time.Second
+
+// perTrial is the trials' mean length so far, or the plan's.
+func (s *Sweep) perTrial(r *rundir.Result) time.Duration {
 	var total time.Duration
 	for _, t := range r.Trials {
 		total += t.Elapsed
 	}
-	per := total / time.Duration(len(r.Trials))
-	return fmt.Sprintf("interval [%s, %s): about %.0f more trial(s), ~%v", lo, hi, left, (time.Duration(left) * per).Round(time.Second))
+	if len(r.Trials) == 0 || total <= 0 {
+		return s.Ctrl.Plan.Warmup + s.Ctrl.Plan.Duration + trialOverhead
+	}
+	return total / time.Duration(len(r.Trials))
+}
+
+// aboutLeft says, on the live line of trial n at rate, about how many
+// trials the sweep runs in all and how long is left, counting this one
+// ("of about 14, ~1m20s left"); a ramp that has not failed yet says how
+// long a trial takes.
+func (s *Sweep) aboutLeft(r *rundir.Result, n int, rate float64) string {
+	if r == nil {
+		return ""
+	}
+	per := s.perTrial(r)
+	left := -1 // after this trial
+	switch s.Search.Method {
+	case "linear":
+		if l := s.Search.Linear; l.Step > 0 {
+			left = int(math.Floor((l.To-rate)/l.Step + 1e-9))
+		}
+	default:
+		runsEach := max(s.Search.Fast.Runs, 1)
+		var lastPass, firstFail float64
+		for _, t := range r.Trials {
+			if t.Judged() && !t.Verdict.Pass && (firstFail == 0 || t.Rate < firstFail) {
+				firstFail = t.Rate
+			}
+		}
+		for _, t := range r.Trials {
+			if t.Judged() && t.Verdict.Pass && (firstFail == 0 || t.Rate < firstFail) {
+				lastPass = math.Max(lastPass, t.Rate)
+			}
+		}
+		if lastPass > 0 && firstFail > 0 {
+			p := s.Search.Fast.Precision
+			if p <= 0 {
+				p = 0.01
+			}
+			left = narrowingLeft(lastPass, firstFail, p) + 2*(runsEach-1)
+			if (firstFail-lastPass)/lastPass <= p {
+				left = 2 * (runsEach - 1)
+			}
+		}
+		if m := s.Search.Fast.MaxTrials; m > 0 && left >= 0 && n+left > m {
+			left = max(m-n, 0)
+		}
+	}
+	switch {
+	case left < 0 && s.Search.Method != "linear" && s.Search.Fast.MaxTrials > 0:
+		return fmt.Sprintf("(of at most %d, ~%v a trial)", s.Search.Fast.MaxTrials, per.Round(time.Second))
+	case left < 0:
+		return fmt.Sprintf("(~%v a trial)", per.Round(time.Second))
+	}
+	return fmt.Sprintf("(of about %d, ~%v left)", n+left, (time.Duration(left+1) * per).Round(time.Second))
 }
 
 // repeatsLeft says how the boundary repeats stand: the runs so far of the

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cloudprofiler-go/cp/rundir"
+	"github.com/cloudprofiler-go/cp/sweep/search"
 )
 
 // By default a trial is one line: the target, the achieved rate, the
@@ -42,6 +43,36 @@ func TestTrialLine(t *testing.T) {
 		}
 		if !tc.verbose && strings.Contains(got, "schedule") {
 			t.Errorf("%s: a rule that passed is named: %q", tc.name, got)
+		}
+	}
+}
+
+// TestAboutLeft: the live line says the trial's place among about how
+// many and the time left: a linear search's steps exactly, a fast
+// search's narrowing and repeats once it has failed, bounded by
+// --max-trials; a ramp that has not failed says how long a trial takes.
+func TestAboutLeft(t *testing.T) {
+	trial := func(rate float64, pass bool) rundir.Trial {
+		return rundir.Trial{Rate: rate, Elapsed: 5 * time.Second, Verdict: rundir.Verdict{Pass: pass}}
+	}
+	plan := TrialPlan{Duration: 3 * time.Second, Warmup: time.Second}
+	linear := &Sweep{Ctrl: &Controller{Plan: plan}, Search: Search{Method: "linear", Linear: search.LinearPlan{From: 2e3, To: 20e3, Step: 2e3}}}
+	fast := &Sweep{Ctrl: &Controller{Plan: plan}, Search: Search{Method: "fast", Fast: search.FastPlan{Precision: 0.02, Runs: 3, MaxTrials: 24}}}
+	for _, tc := range []struct {
+		s    *Sweep
+		r    *rundir.Result
+		n    int
+		rate float64
+		want string
+	}{
+		{linear, &rundir.Result{}, 1, 2e3, "(of about 10, ~1m0s left)"},
+		{linear, &rundir.Result{Trials: []rundir.Trial{trial(2e3, true)}}, 2, 4e3, "(of about 10, ~45s left)"},
+		{fast, &rundir.Result{Trials: []rundir.Trial{trial(5e5, true)}}, 2, 1e6, "(of at most 24, ~5s a trial)"},
+		{fast, &rundir.Result{Trials: []rundir.Trial{trial(5e5, true), trial(1e6, false)}}, 3, 7.5e5, "(of about 11, ~45s left)"},
+		{fast, &rundir.Result{Trials: make([]rundir.Trial, 23)}, 24, 1e6, "(of at most 24, ~6s a trial)"},
+	} {
+		if got := tc.s.aboutLeft(tc.r, tc.n, tc.rate); got != tc.want {
+			t.Errorf("trial %d at %.0f after %d: %q, want %q", tc.n, tc.rate, len(tc.r.Trials), got, tc.want)
 		}
 	}
 }
