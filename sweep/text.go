@@ -208,8 +208,15 @@ func writeAnswer(w io.Writer, r *rundir.Summary, verbose bool) {
 	case r.Invalid != nil && res.LastPass <= 0:
 		fmt.Fprintf(w, "no answer: the sweep failed after %d judged trial(s)\n", len(res.Trials))
 	case res.Boundary != nil && res.LastPass > 0:
-		fmt.Fprintf(w, "max sustainable throughput: %s; %d trials in %v%s\n",
-			res.Boundary.Statement, len(res.Trials), res.Elapsed.Round(time.Second), profiledNote(r))
+		// The answer first, in a short line; the uncertainty and the
+		// search's resolution below it (the statement is the one the
+		// report and summary.json carry, in parts).
+		parts := topLevelParts(res.Boundary.Statement)
+		fmt.Fprintf(w, "max sustainable throughput: %s (%d trials in %v)%s\n",
+			parts[0], len(res.Trials), res.Elapsed.Round(time.Second), profiledNote(r))
+		if len(parts) > 1 {
+			fmt.Fprintf(w, "  %s\n", strings.Join(parts[1:], "; "))
+		}
 	case res.LastPass > 0 && res.FirstFail > 0:
 		lo, hi := numfmt.RateInterval(res.LastPass, res.FirstFail)
 		fmt.Fprintf(w, "max sustainable throughput: [%s, %s) (%.2f%% wide), %d trials in %v%s\n",
@@ -264,6 +271,26 @@ func writeAnswer(w io.Writer, r *rundir.Summary, verbose bool) {
 		fmt.Fprintln(w, "interrupted: the finished trials are kept")
 	}
 	fmt.Fprintf(w, "results: %s\n", r.Dir)
+}
+
+// topLevelParts splits a statement at its "; " outside parentheses.
+func topLevelParts(s string) []string {
+	var parts []string
+	depth, from := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case ';':
+			if depth == 0 && i+1 < len(s) && s[i+1] == ' ' {
+				parts = append(parts, s[from:i])
+				from = i + 2
+			}
+		}
+	}
+	return append(parts, s[from:])
 }
 
 // profiledLine says what the profiled trial's verdict means for the

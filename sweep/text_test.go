@@ -76,3 +76,24 @@ func TestAboutLeft(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswerLineIsShort: the answer's line holds the answer and its
+// runs, at most 120 characters; the uncertainty and the resolution follow
+// on lines of their own, and together they are the statement the report
+// and summary.json carry.
+func TestAnswerLineIsShort(t *testing.T) {
+	stmt := "5.121 M/s, passed 3 of 3 runs; outcomes varied up to +34% above it (5.160 M/s passed 1 of 2, 6.858 M/s passed 2 of 3, " +
+		"5.264 M/s (1 of 1) and 5.474 M/s (1 of 1) and 5.912 M/s (1 of 1) passed too few runs to be an answer (3 of 3 needed)); " +
+		"7.298 M/s failed 1 of 1; search resolution 0.77%"
+	r := &rundir.Summary{Dir: "runs/x", Result: &rundir.Result{LastPass: 5.121e6, FirstFail: 7.298e6, Elapsed: 52 * time.Second,
+		Trials: make([]rundir.Trial, 24), Boundary: &rundir.Boundary{Statement: stmt}}}
+	var b strings.Builder
+	WriteAnswer(&b, r)
+	lines := strings.Split(b.String(), "\n")
+	if lines[0] != "max sustainable throughput: 5.121 M/s, passed 3 of 3 runs (24 trials in 52s)" || len(lines[0]) > 120 {
+		t.Errorf("the answer's line (%d characters): %q", len(lines[0]), lines[0])
+	}
+	if got := "5.121 M/s, passed 3 of 3 runs; " + strings.TrimPrefix(lines[1], "  "); got != stmt {
+		t.Errorf("the lines are not the statement:\n%s\n%s", got, stmt)
+	}
+}
