@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -172,7 +173,8 @@ func TestSweepWithInProcessAgents(t *testing.T) {
 		}
 	}
 	for _, c := range []*remote.Agent{rc, sc} { // fetched once: removed
-		if _, err := c.FetchProfile(context.Background(), t.TempDir()); err == nil || !strings.Contains(err.Error(), "404") {
+		var se *remote.StatusError
+		if _, err := c.FetchProfile(context.Background(), t.TempDir()); !errors.As(err, &se) || se.Code != http.StatusNotFound {
 			t.Errorf("agent %s still serves its profile after the fetch: %v", c.Addr, err)
 		}
 	}
@@ -227,7 +229,8 @@ func TestProfileIsServedOnceAsATar(t *testing.T) {
 	if !contains(files, filepath.Join(out, "counters.json")) || !contains(files, filepath.Join(out, "receive.0.log")) {
 		t.Errorf("fetched %v", files)
 	}
-	if _, err := c.FetchProfile(context.Background(), t.TempDir()); err == nil || !strings.Contains(err.Error(), "HTTP 404") {
+	var se *remote.StatusError
+	if _, err := c.FetchProfile(context.Background(), t.TempDir()); !errors.As(err, &se) || se.Code != http.StatusNotFound {
 		t.Errorf("second fetch: %v", err)
 	}
 }
