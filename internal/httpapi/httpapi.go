@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"strings"
 
 	"github.com/cloudprofiler-go/cp/internal/readfile"
+	"github.com/cloudprofiler-go/cp/internal/termsafe"
 )
 
 // MinTokenLen is the shortest token accepted, in bytes: 16 random bytes
@@ -37,11 +39,14 @@ func ReadToken(token, file string) (string, error) {
 	}
 	if file != "" {
 		b, err := readfile.Limited(file, 4096)
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("token file %s is not there: make the agents' token first, the same file on every host (%s)", termsafe.Escape(file), TokenHint)
+		}
 		if err != nil {
 			return "", fmt.Errorf("read token file: %w", err)
 		}
 		if token = strings.TrimSpace(string(b)); token == "" {
-			return "", fmt.Errorf("token file %s is empty: %s", file, TokenHint)
+			return "", fmt.Errorf("token file %s is empty: %s", termsafe.Escape(file), TokenHint)
 		}
 	}
 	if err := CheckToken(token); err != nil {

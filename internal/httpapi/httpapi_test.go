@@ -46,7 +46,7 @@ func TestReadTokenRefusesShortTokens(t *testing.T) {
 		{"", long, "0123456789abcdef", ""},
 		{"", empty, "", "is empty"},
 		{"x", long, "", "not both"},
-		{"", filepath.Join(dir, "missing"), "", "read token file"},
+		{"", filepath.Join(dir, "missing"), "", "is not there: make the agents' token first"},
 	} {
 		got, err := ReadToken(tc.token, tc.file)
 		if got != tc.want || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
