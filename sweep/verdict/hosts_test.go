@@ -9,6 +9,8 @@ import (
 	"github.com/cloudprofiler-go/cp/cpustat"
 	"github.com/cloudprofiler-go/cp/diagnose"
 	"github.com/cloudprofiler-go/cp/rundir"
+	sendtally "github.com/cloudprofiler-go/cp/sender/tally"
+	"github.com/cloudprofiler-go/cp/stage"
 )
 
 func agentHost(node, host string, busy, steal, process float64, threads ...cpustat.ThreadShare) cpustat.AgentHost {
@@ -142,5 +144,36 @@ func TestBackoffIsBounded(t *testing.T) {
 	}
 	if got := (HostRules{Backoff: 10 * time.Minute}).Pause(100); got != MaxBackoff {
 		t.Errorf("10m after 100 runs: %v", got)
+	}
+}
+
+// TestTheHarnessIsNotBlamedOnTheJob: a trial of a job that failed only on
+// the sender's own lateness names the late sender thread (or the host's
+// full CPUs), never the job, whatever the diagnosis said; with a rule of
+// the system's failing too, the diagnosis stands.
+func TestTheHarnessIsNotBlamedOnTheJob(t *testing.T) {
+	late := rundir.Check{Rule: RuleLateness, Detail: "worst p99 lateness 7.43 ms (bound 5 ms)"}
+	lag := rundir.Check{Rule: RuleSystemBacklog, Pass: true, Detail: "the job's lag +221 (limit 3,414)"}
+	for _, tc := range []struct {
+		name   string
+		checks []rundir.Check
+		hosts  []cpustat.AgentHost
+		want   string
+	}{
+		{"late on its own", []rundir.Check{late, lag}, nil, "thread0"},
+		{"late on a full host", []rundir.Check{late, lag}, []cpustat.AgentHost{agentHost("sender0", "vm", 0.97, 0, 0.9, cpustat.ThreadShare{Name: "thread0", Cores: 0.4, Runqueue: 0.3})}, diagnose.HostCPU},
+		{"the job's lag grew too", []rundir.Check{late, {Rule: RuleSystemBacklog, Detail: "the job's lag grew"}}, nil, "ysb/join"},
+	} {
+		o := &rundir.Outcome{Job: rundir.JobTuples, Senders: []*sendtally.Result{{StageSeries: &stage.Series{},
+			Streams: []sendtally.StreamEnd{{Thread: 0, P99Lateness: int64(7430 * time.Microsecond)}}}}}
+		tr := rundir.Trial{Verdict: rundir.Verdict{Checks: tc.checks}, Outcome: o, Hosts: tc.hosts}
+		d := &diagnose.Diagnosis{Limiting: "ysb/join", Evidence: "busy 80%"}
+		Limit(&tr, d)
+		if tr.LimitingStage != tc.want || d.Limiting != tc.want {
+			t.Errorf("%s: %q (%s), want %q", tc.name, tr.LimitingStage, tr.LimitingEvidence, tc.want)
+		}
+		if tc.want != "ysb/join" && !strings.Contains(tr.LimitingEvidence, "only the harness's own rules failed (lateness)") {
+			t.Errorf("%s: the evidence does not say whose rules failed: %s", tc.name, tr.LimitingEvidence)
+		}
 	}
 }

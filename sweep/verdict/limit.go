@@ -2,6 +2,7 @@ package verdict
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cloudprofiler-go/cp/diagnose"
@@ -17,6 +18,11 @@ import (
 // trial's limiting stage and evidence, and the diagnosis's to match.
 func Limit(t *rundir.Trial, d *diagnose.Diagnosis) {
 	t.LimitingStage, t.LimitingEvidence = d.Limiting, d.Evidence
+	if name, why := harnessLimit(t); name != "" {
+		t.LimitingStage, t.LimitingEvidence = name, why
+		d.Limiting, d.Evidence = name, why
+		return
+	}
 	if d.Limiting == "none" && !t.Verdict.Pass {
 		if name, why := lateOnItsOwn(t); name != "" {
 			t.LimitingStage, t.LimitingEvidence = name, why
@@ -53,6 +59,39 @@ func Limit(t *rundir.Trial, d *diagnose.Diagnosis) {
 		}
 	}
 	d.Limiting, d.Evidence = t.LimitingStage, t.LimitingEvidence
+}
+
+// harnessLimit names what limited a failed trial of a job whose failing
+// rules are only the harness's own (the senders' lateness or send cost,
+// the receivers' backlog): a sender thread late on its own, or the host's
+// CPU; never the job, which kept up by every rule of its own ("": the
+// trial is not such a one, or neither is to blame, e.g. a sender blocked
+// by the job's broker, whose lateness is the system's).
+func harnessLimit(t *rundir.Trial) (string, string) {
+	if t.Verdict.Pass || t.Outcome == nil || t.Outcome.Job == "" {
+		return "", ""
+	}
+	var failed []string
+	for _, c := range t.Verdict.Checks {
+		switch {
+		case c.Pass:
+		case c.Rule == RuleLateness || c.Rule == RuleSendCost || c.Rule == RuleBacklog:
+			failed = append(failed, c.Rule)
+		default:
+			return "", "" // a rule of the system's failed too
+		}
+	}
+	if len(failed) == 0 {
+		return "", ""
+	}
+	note := fmt.Sprintf("; only the harness's own rules failed (%s): the job kept up by its own", strings.Join(failed, ", "))
+	if host := limits.TrialHostCPU(t); host != "" { // a full host made the thread late
+		return diagnose.HostCPU, host + note
+	}
+	if name, why := lateOnItsOwn(t); name != "" {
+		return name, why + note
+	}
+	return "", ""
 }
 
 // isJobBox says whether the diagnosis named the black box a job's output
