@@ -28,6 +28,10 @@ import (
 
 // Receiver runs the lanes and the consumer of one dgrecv process.
 type Receiver struct {
+	// windowFrom counts the JSON windows by what their latency is
+	// measured from (the lanes' decoders add to it).
+	windowFrom windowBasis
+
 	cfg     Config
 	cpu     *cpustat.Sampler // the process's threads and the host
 	ctx     *zmq.Context
@@ -126,7 +130,7 @@ func New(cfg Config) (*Receiver, error) {
 			r.Close()
 			return nil, err
 		}
-		l.DecodeMessage = jsonMessages(ep)
+		l.DecodeMessage = jsonMessages(ep, &r.windowFrom)
 		l.Acct = r.stages.Add(fmt.Sprintf("lane%d", i), stage.Lane, l.hasWork)
 		l.Queued = r.wakeConsumer
 		if cfg.Profile != nil {

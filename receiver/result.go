@@ -13,6 +13,7 @@ import (
 	"github.com/cloudprofiler-go/cp/internal/inject"
 	"github.com/cloudprofiler-go/cp/objfactory"
 	"github.com/cloudprofiler-go/cp/receiver/tally"
+	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/servicerate"
 	"github.com/cloudprofiler-go/cp/stage"
 )
@@ -70,6 +71,11 @@ func (r *Receiver) result(reason string) *tally.Result {
 		res.Identities = r.ids.results()
 	}
 	res.WindowCount = r.windowSum
+	if r.cfg.Schema == scenarios.SchemaWindow {
+		if res.WindowLatencyFrom = r.windowFrom.String(); res.WindowLatencyFrom == "" {
+			res.WindowLatencyFrom = WindowFromIdentity
+		}
+	}
 	if r.perWindow != nil {
 		res.Windows, res.WindowsNotTallied = r.perWindow.counts(), r.perWindow.notTallied
 	}

@@ -2,12 +2,20 @@ package sweep
 
 import (
 	"github.com/cloudprofiler-go/cp/protocol"
+	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/rundir"
 )
 
 // WindowLatency is the latency of a windowed job's output (YSB's
-// definition, docs/sut.md).
-const WindowLatency = "YSB's window latency: a window's latest event's intended send to the window's arrival"
+// definition, docs/sut.md), from what the receivers measured it from
+// (their window_latency_from: a window's latest event's intended send,
+// its latest event's time, or its end).
+func WindowLatency(from string) string {
+	if from == "" { // a receiver from before it said
+		from = receiver.WindowFromIdentity
+	}
+	return "YSB's window latency: from " + from + " to the window's arrival"
+}
 
 // answerLatency reads the latency of the runs at the answer (nil when
 // there is no answer or no run recorded latencies).
@@ -29,7 +37,13 @@ func answerLatency(r *rundir.Result, agents []protocol.AgentInfo) *rundir.Answer
 			p50, p99, counted = max(p50, rr.Latency.P50), max(p99, rr.Latency.P99), true
 		}
 		if t.Outcome.Job == rundir.JobWindows {
-			a.Definition = WindowLatency
+			var from string
+			for _, rr := range t.Outcome.Receivers {
+				if rr != nil && rr.WindowLatencyFrom != "" {
+					from = rr.WindowLatencyFrom
+				}
+			}
+			a.Definition = WindowLatency(from)
 		}
 		if !counted {
 			continue

@@ -34,6 +34,9 @@ type Result struct {
 	// counts what came beyond MaxWindows of them.
 	Windows           []scenarios.WindowCount `json:"windows,omitempty"`
 	WindowsNotTallied uint64                  `json:"windows_not_tallied,omitempty"`
+	// WindowLatencyFrom says what a windowed job's latency was measured
+	// from, to the window's arrival (schema window only).
+	WindowLatencyFrom string `json:"window_latency_from,omitempty"`
 	// Earlier counts the tuples of an earlier trial a job wrote late
 	// (meant to be sent before this trial began): not consumed, not in
 	// any figure (docs/sut.md).

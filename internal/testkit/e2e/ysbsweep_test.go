@@ -17,6 +17,7 @@ import (
 
 	"github.com/cloudprofiler-go/cp/driver"
 	"github.com/cloudprofiler-go/cp/internal/testkit/realserver"
+	"github.com/cloudprofiler-go/cp/receiver"
 	"github.com/cloudprofiler-go/cp/scenarios"
 	"github.com/cloudprofiler-go/cp/sut/ysb"
 	"github.com/cloudprofiler-go/cp/sweep"
@@ -137,7 +138,7 @@ func TestSweepAJobBetweenTopics(t *testing.T) {
 		}
 		checkFieldsDocumented(t, f, b, 20)
 	}
-	if s := p.Stderr.String() + p.Stdout.String(); !strings.Contains(s, sweep.WindowLatency) {
+	if s := p.Stderr.String() + p.Stdout.String(); !strings.Contains(s, sweep.WindowLatency(receiver.WindowFromIdentity)) {
 		t.Errorf("the answer's latency is not said to be YSB's window latency:\n%s", s)
 	}
 }
