@@ -7,8 +7,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/cloudprofiler-go/cp/internal/atomicfile"
 	"github.com/cloudprofiler-go/cp/internal/termsafe"
@@ -28,8 +29,9 @@ var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 // CheckResults says whether run directories may be written in root: inside
 // the working directory root is made when missing; outside it (/, /etc,
 // a home directory named by a plan from elsewhere) it must already be a
-// directory of the user's, so that no setting makes the tools write where
-// the user did not choose to.
+// directory the user can write in (a volume mounted for the run
+// directories), so that no setting makes the tools create a folder
+// where the user did not choose to; a plan's is shown before it is used.
 func CheckResults(root string) error {
 	abs, err := filepath.Abs(root)
 	if err != nil {
@@ -46,9 +48,8 @@ func CheckResults(root string) error {
 	if err != nil {
 		return fmt.Errorf("--results %s is outside the working directory and is not there: run directories are written outside it only into a directory of yours that exists (mkdir it first)", termsafe.Escape(root))
 	}
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	if !st.IsDir() || !ok || int(sys.Uid) != os.Geteuid() {
-		return fmt.Errorf("--results %s is outside the working directory and is not a directory of yours: run directories are written outside it only into one you own", termsafe.Escape(root))
+	if !st.IsDir() || unix.Access(abs, unix.W_OK|unix.X_OK) != nil {
+		return fmt.Errorf("--results %s is outside the working directory and is not a directory you can write in: run directories are written outside it only into one of yours that exists", termsafe.Escape(root))
 	}
 	return nil
 }

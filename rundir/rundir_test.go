@@ -24,7 +24,7 @@ func TestPlanFactsJobInput(t *testing.T) {
 }
 
 // TestCheckResults: run directories go inside the working directory, or
-// outside it only into an existing directory of the user's.
+// outside it only into an existing directory the user can write in.
 func TestCheckResults(t *testing.T) {
 	cwd, _ := os.Getwd()
 	mine := t.TempDir()
@@ -43,13 +43,13 @@ func TestCheckResults(t *testing.T) {
 			t.Errorf("CheckResults(%s) = %v, want ok %v", tc.root, err, tc.ok)
 		}
 	}
-	if os.Geteuid() == 0 { // a directory of another user's
+	if os.Geteuid() != 0 { // root writes anywhere
 		theirs := filepath.Join(t.TempDir(), "theirs")
-		if err := os.Mkdir(theirs, 0o777); err != nil || os.Chown(theirs, 65534, 65534) != nil {
+		if err := os.Mkdir(theirs, 0o555); err != nil {
 			t.Fatal(err)
 		}
-		if err := CheckResults(theirs); err == nil || !strings.Contains(err.Error(), "not a directory of yours") {
-			t.Errorf("another user's directory: %v", err)
+		if err := CheckResults(theirs); err == nil || !strings.Contains(err.Error(), "not a directory you can write in") {
+			t.Errorf("a directory not writable: %v", err)
 		}
 	}
 }

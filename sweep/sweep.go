@@ -149,7 +149,11 @@ func (s *Sweep) Execute(ctx context.Context) (*rundir.Summary, error) {
 	var agentErr *AgentError
 	var disturbed *verdict.DisturbedError
 	var wrong *verdict.WrongOutputError
-	failed := errors.As(err, &agentErr) || errors.As(err, &disturbed) || errors.As(err, &wrong) || rec.writeErr != nil
+	if errors.As(err, &wrong) { // a judged trial that ended the search: the recorder's trials hold it
+		res = rec.partial
+		res.FirstFail = wrong.Rate
+	}
+	failed := errors.As(err, &agentErr) || errors.As(err, &disturbed) || wrong != nil || rec.writeErr != nil
 	profileErr := s.profile(ctx, res, rec.run, interrupted, failed)
 	var clockErr error
 	if before != nil && !interrupted && !failed {

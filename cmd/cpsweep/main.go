@@ -63,8 +63,9 @@ type options struct {
 	agentTimeout, retryAgent time.Duration
 	host                     verdict.HostRules
 	jsonOut, clock           bool
-	planFile                 string // --plan: the settings' file
-	yes                      bool   // --yes: what a plan file reads and contacts was seen
+	planFile                 string   // --plan: the settings' file
+	yes                      bool     // --yes: what a plan file reads and contacts was seen
+	fromPlan                 []string // the settings the plan file set
 	expect                   sweep.Expectation
 	expectMinRate            cli.Rate
 	ran                      []byte // the settings the sweep ran with, as a plan file
@@ -139,16 +140,19 @@ them ("limited by: consumer (...)"; cpsweep diagnose, docs/diagnosis.md).
 Ctrl-C stops the running trial and keeps every finished one.`,
 		Example:           sweepExamples,
 		Args:              cobra.NoArgs,
-		PersistentPreRunE: applyPlan(code, &o.planFile, &o.yes),
+		PersistentPreRunE: applyPlan(code, &o.planFile, &o.yes, &o.fromPlan),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cmd.SilenceUsage = true
 			o.job.bucketGiven = cmd.Flags().Changed("bucket")
 			o.ran = cli.PlanOf(cmd.Flags(), planHeader, notInPlans...)
-			if err := checkNeeds(cmd.Flags()); err != nil {
+			unused, err := checkNeeds(cmd.Flags(), o.fromPlan)
+			if err != nil {
 				*code = sweep.ExitInvalidPlan
 				return err
 			}
-			var err error
+			if unused != "" {
+				fmt.Fprintf(termsafe.NewWriter(os.Stderr), "note: %s\n", unused)
+			}
 			if o.plan.Scenario, o.plan.Events, err = o.events.Scenario(o.plan.Scenario, cmd.Flags().Changed("scenario")); err != nil {
 				*code = sweep.ExitInvalidPlan
 				return err
@@ -186,10 +190,11 @@ and a flag given beside it wins. The token is left out: give --token-file.`
 // someone else: a run directory downloaded to rerun it); then a URL with
 // credentials in any flag or argument is an invalid plan, wherever it
 // came from.
-func applyPlan(code *int, planFile *string, yes *bool) func(*cobra.Command, []string) error {
+func applyPlan(code *int, planFile *string, yes *bool, fromPlan *[]string) func(*cobra.Command, []string) error {
 	return func(c *cobra.Command, args []string) error {
 		if c.Flags().Lookup("plan") != nil && *planFile != "" {
 			set, err := cli.ApplyPlan(c.Flags(), *planFile, notInPlans...)
+			*fromPlan = set
 			if err == nil {
 				err = confirmPlan(c.Flags(), set, *planFile, *yes)
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -70,30 +71,49 @@ func hostRulesOn(f *pflag.FlagSet) bool {
 	return false
 }
 
-// checkNeeds refuses every flag given that has no effect with the others:
-// a flag is never ignored in silence.
-func checkNeeds(f *pflag.FlagSet) error {
-	var problems []string
+// checkNeeds refuses every flag given on the command line that has no
+// effect with the others: a flag is never ignored in silence. A plan
+// file's setting (fromPlan) that has none is not refused (a plan for the
+// fast search, swept linearly by a flag beside it), but said: unused.
+func checkNeeds(f *pflag.FlagSet, fromPlan []string) (unused string, err error) {
+	var problems, notes []string
 	for _, n := range flagNeeds {
 		if n.holds(f) {
 			continue
 		}
-		var set []string
+		var set, planned []string
 		for _, name := range n.flags {
-			if fl := f.Lookup(name); fl != nil && fl.Changed {
+			switch fl := f.Lookup(name); {
+			case fl == nil || !fl.Changed:
+			case slices.Contains(fromPlan, name):
+				planned = append(planned, name)
+			default:
 				set = append(set, "--"+name)
 			}
 		}
-		switch len(set) {
-		case 0:
-		case 1:
-			problems = append(problems, fmt.Sprintf("%s takes effect only with %s", set[0], n.needs))
-		default:
-			problems = append(problems, fmt.Sprintf("%s take effect only with %s", strings.Join(set, ", "), n.needs))
+		if len(set) > 0 {
+			problems = append(problems, fmt.Sprintf("%s %s effect only with %s", strings.Join(set, ", "), takes(len(set)), n.needs))
+		}
+		if len(planned) > 0 {
+			notes = append(notes, fmt.Sprintf("the plan's %s %s no effect without %s", strings.Join(planned, ", "), has(len(planned)), n.needs))
 		}
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("%s: give what they need, or leave them out", strings.Join(problems, "; "))
+		return "", fmt.Errorf("%s: give what they need, or leave them out", strings.Join(problems, "; "))
 	}
-	return nil
+	return strings.Join(notes, "; "), nil
+}
+
+func takes(n int) string {
+	if n == 1 {
+		return "takes"
+	}
+	return "take"
+}
+
+func has(n int) string {
+	if n == 1 {
+		return "has"
+	}
+	return "have"
 }

@@ -37,7 +37,7 @@ func TestNoFlagIsIgnored(t *testing.T) {
 		if err := f.Parse(tc.args); err != nil {
 			t.Fatalf("%v: %v", tc.args, err)
 		}
-		err := checkNeeds(f)
+		_, err := checkNeeds(f, nil)
 		if tc.says == "" && err != nil || tc.says != "" && (err == nil || !strings.Contains(err.Error(), tc.says)) {
 			t.Errorf("%v: %v, want %q", tc.args, err, tc.says)
 		}
@@ -73,4 +73,22 @@ func TestEveryFlagIsARuleOrAlwaysTakesEffect(t *testing.T) {
 			t.Errorf("--%s is both", fl.Name)
 		}
 	})
+}
+
+// TestAPlansUnusedSettingIsSaidNotRefused: a plan for the fast search
+// swept linearly by flags beside it names its unused settings in a note.
+func TestAPlansUnusedSettingIsSaidNotRefused(t *testing.T) {
+	o := new(options)
+	f := pflag.NewFlagSet("cpsweep", pflag.ContinueOnError)
+	o.register(f)
+	if err := f.Parse([]string{"--search", "linear", "--from", "5k", "--to", "10k", "--step", "5k", "--start", "20k", "--max-trials", "12"}); err != nil {
+		t.Fatal(err)
+	}
+	unused, err := checkNeeds(f, []string{"start", "max-trials"})
+	if err != nil || unused != "the plan's start, max-trials have no effect without the fast search (leave out --search linear)" {
+		t.Errorf("%q, %v", unused, err)
+	}
+	if _, err := checkNeeds(f, []string{"start"}); err == nil || !strings.Contains(err.Error(), "--max-trials takes effect only with the fast search") {
+		t.Errorf("a flag of the command line's: %v", err)
+	}
 }

@@ -194,7 +194,10 @@ func TestWireRoundTripKeepsEveryPayload(t *testing.T) {
 		return (i * 37) % 3000
 	}
 	const n = 20000
+	published, stop := make(chan struct{}), make(chan struct{})
+	defer func() { close(stop); <-published }() // the publisher ends before the producer is closed
 	go func() {
+		defer close(published)
 		for i := 0; i < n; i++ {
 			msg := make([]byte, max(sizes(i), 8))[:sizes(i)]
 			if len(msg) >= 4 {
@@ -205,7 +208,11 @@ func TestWireRoundTripKeepsEveryPayload(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				time.Sleep(time.Millisecond)
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Millisecond):
+				}
 			}
 		}
 		if err := p.Flush(5 * time.Second); err != nil {

@@ -339,11 +339,15 @@ func inputTaken(o *rundir.Outcome) (perS float64, counted string, ok bool) {
 }
 
 // WrongOutput says how a trial of a job failed on its output alone: its
-// delivery rule failed while every other rule passed, so the senders kept
-// their schedule, the receivers kept up and the job's lag did not grow.
-// Such a job is wrong, not slow ("": the trial says nothing of the kind).
+// delivery rule failed while every other rule passed (the senders kept
+// their schedule, the receivers kept up, the job's lag did not grow), the
+// job had caught up by the trial's end, and its output holds what no
+// slowness makes (nothing at all, a tuple twice or invented, a time
+// rewritten, a malformed message, a window counted above what it owes).
+// Such a job is wrong, not slow ("": the trial says nothing of the kind;
+// a job that is short of tuples may have dropped late ones).
 func WrongOutput(o *rundir.Outcome, v rundir.Verdict) string {
-	if o == nil || o.Job == "" || v.Pass || len(o.Receivers) == 0 {
+	if o == nil || o.Job == "" || v.Pass || len(o.Receivers) == 0 || !slownessCannotExplain(o) {
 		return ""
 	}
 	for _, r := range o.Receivers {
@@ -362,6 +366,56 @@ func WrongOutput(o *rundir.Outcome, v rundir.Verdict) string {
 		}
 	}
 	return why
+}
+
+// slownessCannotExplain says whether a job's output holds what a job that
+// is only slow cannot write: nothing at all, more than it owes (a tuple
+// twice, one invented or the filter's to drop, a window counted too
+// high or never owed), a rewritten time, a forged identity or a malformed
+// message. A slow job only falls short: late events dropped, windows
+// counted low.
+func slownessCannotExplain(o *rundir.Outcome) bool {
+	var got uint64
+	for _, r := range o.Receivers {
+		if r.Forged+r.Rewritten+r.Malformed > 0 {
+			return true
+		}
+		got += r.Consumed + r.WindowCount
+		for _, id := range r.Identities {
+			if id.Duplicates+id.Unowed > 0 {
+				return true
+			}
+		}
+	}
+	if got == 0 {
+		return true
+	}
+	if _, beyond, _ := identityDelivery(o); beyond > 0 {
+		return true
+	}
+	owed := map[scenarios.WindowKey]uint64{}
+	for _, s := range o.Senders {
+		if s != nil {
+			for _, w := range s.ExpectedWindows {
+				owed[w.WindowKey] += w.Count
+			}
+		}
+	}
+	if len(owed) == 0 {
+		return false
+	}
+	counted := map[scenarios.WindowKey]uint64{}
+	for _, r := range o.Receivers {
+		for _, w := range r.Windows {
+			counted[w.WindowKey] += w.Count
+		}
+	}
+	for k, n := range counted {
+		if n > owed[k] {
+			return true
+		}
+	}
+	return false
 }
 
 // WrongOutputError ends a sweep whose job's output was wrong while it

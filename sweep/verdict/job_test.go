@@ -454,7 +454,10 @@ func TestWrongOutputIsToldFromASlowJob(t *testing.T) {
 		checks    []rundir.Check
 		wrong     bool
 	}{
-		{"delivery alone, caught up", rundir.JobTuples, caught, []rundir.Check{check(RuleSchedule, true), check(RuleDelivery, false), check(RuleSystemBacklog, true)}, true},
+		{"delivery alone, caught up, nothing arrived", rundir.JobTuples, caught, []rundir.Check{check(RuleSchedule, true), check(RuleDelivery, false), check(RuleSystemBacklog, true)}, true},
+		{"delivery alone, caught up, a tuple twice", rundir.JobTuples, []*tally.Result{{Reason: caught[0].Reason, Consumed: 9, Identities: []tally.Identities{{Duplicates: 1}}}}, []rundir.Check{check(RuleDelivery, false)}, true},
+		{"delivery alone, caught up, a time rewritten", rundir.JobTuples, []*tally.Result{{Reason: caught[0].Reason, Consumed: 9, Rewritten: 3}}, []rundir.Check{check(RuleDelivery, false)}, true},
+		{"delivery alone, caught up, only short (late events dropped)", rundir.JobTuples, []*tally.Result{{Reason: caught[0].Reason, Consumed: 9}}, []rundir.Check{check(RuleDelivery, false)}, false},
 		{"delivery and the job's backlog", rundir.JobTuples, caught, []rundir.Check{check(RuleDelivery, false), check(RuleSystemBacklog, false)}, false},
 		{"delivery and the senders' lateness", rundir.JobWindows, caught, []rundir.Check{check(RuleDelivery, false), check(RuleLateness, false)}, false},
 		{"delivery alone, not caught up", rundir.JobTuples, late, []rundir.Check{check(RuleDelivery, false)}, false},

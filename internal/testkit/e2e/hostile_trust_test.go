@@ -228,7 +228,7 @@ func TestHostileLinksCannotMultiplyMemory(t *testing.T) {
 			if err := os.Symlink("/dev/ptmx", filepath.Join(profiles, "emit.0.log")); err != nil {
 				t.Fatal(err)
 			}
-		}, "character device"},
+		}, "is a symbolic link: not read"}, // a run directory's files are its own
 	} {
 		dir := hostileRunDir(t, tc.put)
 		for _, args := range [][]string{{"analyze", dir}, {"analyze", "--pag", dir}, {"report", dir}, {"invariants", "--progress-max", "1s", dir}} {
