@@ -53,7 +53,10 @@ type Sweep struct {
 	// times); 0: an agent failure ends the sweep.
 	RetryAgent time.Duration
 	Log        io.Writer // progress lines (nil: none)
-	Live       bool      // Log is a terminal: show the running trial too
+	// Live is the terminal Log escapes its text to, itself: the running
+	// trial's line is cleared on it with a control sequence that Log
+	// would show as text (nil: no running line).
+	Live io.Writer
 	// Verbose prints each trial's prediction of its next limit (the
 	// service rates', at rates no trial ran) beside its outcome; the
 	// trial's record holds it either way.
@@ -381,12 +384,12 @@ const MaxAgentRetries = 3
 // and returns the *AgentError.
 func (s *Sweep) runTrial(ctx context.Context, n int, rate float64, purpose string) (rundir.Trial, error) {
 	for retries := 0; ; retries++ {
-		if s.Live {
+		if s.Live != nil && s.Log != nil {
 			s.logf("trial %2d  %-7s  %12s  running ... %s", n, purpose, numfmt.Rate(rate), s.aboutLeft(s.partial, n, rate))
 		}
 		t, err := s.Ctrl.RunTrial(ctx, rate, purpose)
-		if s.Live {
-			s.logf("\r\033[K")
+		if s.Live != nil && s.Log != nil {
+			fmt.Fprint(s.Live, "\r\033[K") // past the escaping: it clears the line, shows nothing
 		}
 		if err == nil || ctx.Err() != nil {
 			if ctx.Err() != nil {

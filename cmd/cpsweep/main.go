@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"strings"
@@ -474,7 +475,7 @@ func (o *options) execute(ctx context.Context, code *int) error {
 	if o.plan.Job != nil && len(o.plan.SUTProcesses) == 0 {
 		fmt.Fprintln(os.Stderr, "note: the job, its brokers and any store it reads (Redis) count as other processes on a shared host, which disturbs trials:\n      name them, e.g. --sut-process cpjob --sut-process nats-server --sut-process redis-server")
 	}
-	s := &sweep.Sweep{Ctrl: ctrl, Name: o.name, Results: o.resultsDir, Log: termsafe.NewWriter(os.Stderr), Verbose: o.verbose, Live: cli.IsTerminal(os.Stderr), Args: redact.Args(os.Args), Plan: o.ran, Plot: report.WriteSweepPlot, Clock: o.clock,
+	s := &sweep.Sweep{Ctrl: ctrl, Name: o.name, Results: o.resultsDir, Log: termsafe.NewWriter(os.Stderr), Verbose: o.verbose, Live: liveTerminal(), Args: redact.Args(os.Args), Plan: o.ran, Plot: report.WriteSweepPlot, Clock: o.clock,
 		Profile: profile, ProfileYAML: profileYAML, ProfileAt: o.profileAt.Frac, ProfileAtLimit: o.profileAt.Limit, ProfileRate: float64(o.profileRate), ProfileSearch: o.profileSearch, RetryAgent: o.retryAgent, Search: o.search, Host: o.host}
 	report, err := s.Execute(ctx)
 	if report != nil {
@@ -524,6 +525,15 @@ func (o *options) checkJobMetrics() error {
 		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 			return fmt.Errorf("--job-metrics %.64q: an http:// URL of the job's metrics, e.g. http://10.0.0.5:9105/metrics", u)
 		}
+	}
+	return nil
+}
+
+// liveTerminal is standard error when it is a terminal, where the running
+// trial's line is shown and cleared (nil: none).
+func liveTerminal() io.Writer {
+	if cli.IsTerminal(os.Stderr) {
+		return os.Stderr
 	}
 	return nil
 }

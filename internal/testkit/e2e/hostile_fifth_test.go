@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -363,5 +365,40 @@ func TestABrokerThatIsNotRunningIsNamed(t *testing.T) {
 			!strings.Contains(string(out), "is not answering") || strings.Contains(string(out), "HTTP") || time.Since(start) > 10*time.Second {
 			t.Errorf("%v: exit %d after %v\n%s", args, ExitCode(err), time.Since(start), out)
 		}
+	}
+}
+
+// TestTheRunningLineOnATerminal: on a terminal the running trial's line
+// says its place among about how many and the time left, and is cleared
+// in place when the trial ends: no escape shows as text (the clearing
+// went through the escaping writer and read "\r\x1b[K").
+func TestTheRunningLineOnATerminal(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		skipOrFail(t, "no tmux here (apt-get install tmux; .ci/run installs it): the terminal check is skipped")
+	}
+	dir := t.TempDir()
+	session := fmt.Sprintf("cpsweep%d", time.Now().UnixNano())
+	cmdline := fmt.Sprintf("cd %s && %s --search linear --from 20k --to 60k --step 20k --duration 2s --warmup 200ms --max-others 0 --max-steal 0; sleep 30",
+		dir, filepath.Join(binDir, "cpsweep"))
+	if out, err := exec.Command("tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "30", cmdline).CombinedOutput(); err != nil {
+		t.Fatalf("tmux: %v %s", err, out)
+	}
+	defer exec.Command("tmux", "kill-session", "-t", session).Run()
+	var running, done string
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline) && done == ""; time.Sleep(200 * time.Millisecond) {
+		out, err := exec.Command("tmux", "capture-pane", "-p", "-t", session).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		screen := string(out)
+		if m := regexp.MustCompile(`trial +\d+ +linear +[0-9.]+ k/s +running \.\.\. \(of about 3, ~\d+s left\)`).FindString(screen); m != "" {
+			running = m
+		}
+		if strings.Contains(screen, "max sustainable throughput") {
+			done = screen
+		}
+	}
+	if running == "" || done == "" || strings.Contains(done, `\x1b`) || strings.Contains(done, `\r`) || strings.Contains(done, "running ...") {
+		t.Fatalf("running line %q; the screen at the end:\n%s", running, done)
 	}
 }
