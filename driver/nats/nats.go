@@ -325,15 +325,33 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, e driver.Endpoint
 	if !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, fmt.Errorf("jetstream: which stream holds %s: %w", e.Subject, err)
 	}
+	return createCapturing(ctx, js, e)
+}
+
+// createCapturing makes CP_<subject> for e's subject, or takes the stream
+// another client made for it meanwhile (of that name, or a job's own).
+func createCapturing(ctx context.Context, js jetstream.JetStream, e driver.Endpoint) (jetstream.Stream, error) {
 	s, err := js.CreateStream(ctx, streamConfig(e))
 	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 		return js.Stream(ctx, streamName(e)) // made by another client meanwhile
+	}
+	var api *jetstream.APIError
+	if errors.As(err, &api) && api.ErrorCode == jsErrSubjectsOverlap {
+		// a job made a stream of its own for the subject meanwhile: it
+		// captures the subject, as one found above would have
+		if name, err := js.StreamNameBySubject(ctx, e.Subject); err == nil {
+			return js.Stream(ctx, name)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: create stream %s for %s: %w", streamName(e), e.Subject, err)
 	}
 	return s, nil
 }
+
+// jsErrSubjectsOverlap is JetStream's error code for a stream whose
+// subjects another stream already captures (nats.go names no constant).
+const jsErrSubjectsOverlap = 10065
 
 func (c *jsConsumer) Next(wait time.Duration) ([]byte, error) {
 	m, err := c.it.Next(jetstream.NextMaxWait(wait))
