@@ -124,8 +124,7 @@ func (t *Template) Patch(seq, firstID uint64, intendedNs int64) {
 }
 
 // patchSealed is Patch with each tuple's intended time sealed under its
-// own id (a keyed hash a tuple: ~20 ns each, paid only in a trial of a
-// job).
+// own id: a keyed hash a tuple, paid only in a trial of a job.
 func (t *Template) patchSealed(seq, firstID uint64, intendedNs int64) {
 	m := t.Msg
 	wire.PutSeq(m, seq)

@@ -32,10 +32,6 @@ type Search struct {
 
 // Sweep runs one sweep and records it.
 type Sweep struct {
-	// partial is the search's result so far (the live line's estimate
-	// reads it).
-	partial *rundir.Result
-
 	Ctrl   *Controller
 	Search Search
 	Name   string
@@ -131,7 +127,6 @@ func (s *Sweep) Execute(ctx context.Context) (*rundir.Summary, error) {
 		}
 	}
 	rec := &recorder{s: s, partial: &rundir.Result{Method: s.Search.Method}}
-	s.partial = rec.partial
 	var res *rundir.Result
 	if s.ProfileSearch && s.Profile != nil {
 		s.Ctrl.TrialProfile, s.report.ProfiledSearch = s.Profile, true
@@ -192,7 +187,7 @@ func (rec *recorder) undisturbed(ctx context.Context, n int, rate float64, purpo
 	s := rec.s
 	var attempts []rundir.Attempt
 	for {
-		t, err := s.runTrial(ctx, n, rate, purpose)
+		t, err := s.runTrial(ctx, rec.partial, n, rate, purpose)
 		if err != nil {
 			return t, err
 		}
@@ -305,10 +300,7 @@ func (rec *recorder) run(ctx context.Context, rate float64, purpose string) (run
 		s.logf("          %s\n", left)
 	}
 	if why := rec.wrongOutput(t); why != "" {
-		s.report.WrongOutput = fmt.Sprintf("trial %d at %s: %s", n, numfmt.Rate(rate), why)
-		if err := s.save(rec.partial, false); err != nil {
-			rec.writeErr = err
-		}
+		s.report.WrongOutput = fmt.Sprintf("trial %d at %s: %s", n, numfmt.Rate(rate), why) // saved by Execute
 		return t, &verdict.WrongOutputError{Rate: rate, Why: why}
 	}
 	return t, nil
@@ -382,10 +374,10 @@ const MaxAgentRetries = 3
 // runTrial runs one trial; after an agent failure it waits for the agents
 // and repeats the trial (with RetryAgent), or records the trial as invalid
 // and returns the *AgentError.
-func (s *Sweep) runTrial(ctx context.Context, n int, rate float64, purpose string) (rundir.Trial, error) {
+func (s *Sweep) runTrial(ctx context.Context, sofar *rundir.Result, n int, rate float64, purpose string) (rundir.Trial, error) {
 	for retries := 0; ; retries++ {
 		if s.Live != nil && s.Log != nil {
-			s.logf("trial %2d  %-7s  %12s  running ... %s", n, purpose, numfmt.Rate(rate), s.aboutLeft(s.partial, n, rate))
+			s.logf("trial %2d  %-7s  %12s  running ... %s", n, purpose, numfmt.Rate(rate), s.aboutLeft(sofar, n, rate))
 		}
 		t, err := s.Ctrl.RunTrial(ctx, rate, purpose)
 		if s.Live != nil && s.Log != nil {

@@ -58,22 +58,7 @@ func (s *Sweep) estimateLeft(r *rundir.Result) string {
 	case rundir.PurposeRepeat, rundir.PurposeRecheck, rundir.PurposeBound, rundir.PurposeCandidate:
 		return repeatsLeft(r, runsEach)
 	}
-	// The interval as the search holds it: the lowest failing rate, and
-	// the highest pass below it (a pass whose repeat failed is above).
-	var lastPass, firstFail float64
-	for _, t := range r.Trials {
-		if !t.Judged() {
-			continue // its verdict does not count
-		}
-		if !t.Verdict.Pass && (firstFail == 0 || t.Rate < firstFail) {
-			firstFail = t.Rate
-		}
-	}
-	for _, t := range r.Trials {
-		if t.Verdict.Pass && t.Judged() && (firstFail == 0 || t.Rate < firstFail) {
-			lastPass = math.Max(lastPass, t.Rate)
-		}
-	}
+	lastPass, firstFail := heldInterval(r)
 	if firstFail == 0 || lastPass == 0 {
 		return ""
 	}
@@ -92,6 +77,23 @@ func (s *Sweep) estimateLeft(r *rundir.Result) string {
 	return fmt.Sprintf("interval [%s, %s): about %d more trial(s), ~%v", lo, hi, left, (time.Duration(left) * s.perTrial(r)).Round(time.Second))
 }
 
+// heldInterval is the interval as the search holds it: the lowest failing
+// rate, and the highest pass below it (a pass whose repeat failed is
+// above); a trial that was not judged does not count.
+func heldInterval(r *rundir.Result) (lastPass, firstFail float64) {
+	for _, t := range r.Trials {
+		if t.Judged() && !t.Verdict.Pass && (firstFail == 0 || t.Rate < firstFail) {
+			firstFail = t.Rate
+		}
+	}
+	for _, t := range r.Trials {
+		if t.Judged() && t.Verdict.Pass && (firstFail == 0 || t.Rate < firstFail) {
+			lastPass = math.Max(lastPass, t.Rate)
+		}
+	}
+	return lastPass, firstFail
+}
+
 // narrowingLeft is about how many trials narrow [lastPass, firstFail) to
 // the precision p (hints close faster than halving).
 func narrowingLeft(lastPass, firstFail, p float64) int {
@@ -99,7 +101,7 @@ func narrowingLeft(lastPass, firstFail, p float64) int {
 }
 
 // trialOverhead is what a trial takes beside its warm-up and window: the
-// agents' start, the end markers, the accounting (measured: 1.5-3 s).
+// agents' start, the end markers and the accounting.
 const trialOverhead = 2 * time.Second
 
 // perTrial is the trials' mean length so far, or the plan's.
@@ -119,9 +121,6 @@ func (s *Sweep) perTrial(r *rundir.Result) time.Duration {
 // ("of about 14, ~1m20s left"); a ramp that has not failed yet says how
 // long a trial takes.
 func (s *Sweep) aboutLeft(r *rundir.Result, n int, rate float64) string {
-	if r == nil {
-		return ""
-	}
 	per := s.perTrial(r)
 	left := -1 // after this trial
 	switch s.Search.Method {
@@ -131,18 +130,7 @@ func (s *Sweep) aboutLeft(r *rundir.Result, n int, rate float64) string {
 		}
 	default:
 		runsEach := max(s.Search.Fast.Runs, 1)
-		var lastPass, firstFail float64
-		for _, t := range r.Trials {
-			if t.Judged() && !t.Verdict.Pass && (firstFail == 0 || t.Rate < firstFail) {
-				firstFail = t.Rate
-			}
-		}
-		for _, t := range r.Trials {
-			if t.Judged() && t.Verdict.Pass && (firstFail == 0 || t.Rate < firstFail) {
-				lastPass = math.Max(lastPass, t.Rate)
-			}
-		}
-		if lastPass > 0 && firstFail > 0 {
+		if lastPass, firstFail := heldInterval(r); lastPass > 0 && firstFail > 0 {
 			p := s.Search.Fast.Precision
 			if p <= 0 {
 				p = 0.01

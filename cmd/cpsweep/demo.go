@@ -65,7 +65,7 @@ deployment's (docs/brokers.md).`,
 			if storage != "file" && storage != "memory" {
 				return fmt.Errorf("--storage %q: file or memory", storage)
 			}
-			_, set, err := parseSweepFlags(args, []string{"sut", "sender", "senders-from"})
+			_, _, set, err := parseSweepFlags(args, []string{"sut", "sender", "senders-from"})
 			if err != nil {
 				return err
 			}

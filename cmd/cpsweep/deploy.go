@@ -193,7 +193,7 @@ func checkSweepArgs(args []string) (sweep.TrialPlan, error) {
 	if err := cli.RefuseCredentials(pflag.NewFlagSet("", pflag.ContinueOnError), args); err != nil {
 		return sweep.TrialPlan{}, fmt.Errorf("the topology's sweep arguments: %w", err)
 	}
-	o, set, err := parseSweepFlags(args, reservedSweepFlags)
+	o, _, set, err := parseSweepFlags(args, reservedSweepFlags)
 	if err != nil {
 		return o.plan, err
 	}
@@ -204,18 +204,18 @@ func checkSweepArgs(args []string) (sweep.TrialPlan, error) {
 }
 
 // parseSweepFlags parses args (after --) as cpsweep parses its own flags,
-// so that a typo is refused before anything starts, and returns which of
-// reserved were given.
-func parseSweepFlags(args, reserved []string) (*options, []string, error) {
+// so that a typo is refused before anything starts, and returns the
+// options and flags it set and which of reserved were given.
+func parseSweepFlags(args, reserved []string) (*options, *pflag.FlagSet, []string, error) {
 	o := new(options)
 	fs := pflag.NewFlagSet("cpsweep", pflag.ContinueOnError)
 	fs.SetOutput(new(strings.Builder))
 	o.register(fs)
 	if err := fs.Parse(args); err != nil {
-		return o, nil, fmt.Errorf("sweep flags after --: %w", err)
+		return o, fs, nil, fmt.Errorf("sweep flags after --: %w", err)
 	}
 	if fs.NArg() > 0 {
-		return o, nil, fmt.Errorf("sweep flags after --: %q is not a flag", fs.Arg(0))
+		return o, fs, nil, fmt.Errorf("sweep flags after --: %q is not a flag", fs.Arg(0))
 	}
 	var set []string
 	for _, name := range reserved {
@@ -223,7 +223,7 @@ func parseSweepFlags(args, reserved []string) (*options, []string, error) {
 			set = append(set, "--"+name)
 		}
 	}
-	return o, set, nil
+	return o, fs, set, nil
 }
 
 // deploySecrets reads or makes the token, and reads the handlers file.

@@ -68,7 +68,6 @@ type options struct {
 	yes                      bool     // --yes: what a plan file reads and contacts was seen
 	fromPlan                 []string // the settings the plan file set
 	expect                   sweep.Expectation
-	expectMinRate            cli.Rate
 	ran                      []byte // the settings the sweep ran with, as a plan file
 }
 
@@ -301,7 +300,7 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.Float64Var(&p.Rules.LatenessBudgets, "lateness-budgets", verdict.DefaultRules.LatenessBudgets, "rule: p99 lateness at most this many slot budgets")
 	f.DurationVar(&p.Rules.LatenessFloor, "lateness-floor", verdict.DefaultRules.LatenessFloor, "rule: ... but never a bound below this")
 	f.Float64Var(&p.Rules.BacklogGrowth, "backlog-growth", verdict.DefaultRules.BacklogGrowth, "rule: receiver backlog may grow at most this fraction of the rings over the window")
-	f.Var(&o.expectMinRate, "expect-min-rate", "a gate for CI: exit with status 10 when the answer is below this rate (tuples/s, k/M suffixes), as k6's thresholds do")
+	cli.RateVar(f, &o.expect.MinRate, "expect-min-rate", "a gate for CI: exit with status 10 when the answer is below this rate (tuples/s, k/M suffixes), as k6's thresholds do")
 	f.DurationVar(&o.expect.P99, "expect-p99", 0, "a gate for CI: exit with status 10 when the p99 latency at the answer is above this (0: off)")
 	f.DurationVar(&p.Rules.LatencyP99, "latency-p99", 0, "rule: p99 end-to-end latency objective (0: off)")
 	f.IntVar(&o.lanes, "lanes", 1, "local mode: receiver lanes")
@@ -321,8 +320,8 @@ func (o *options) register(f *pflag.FlagSet) {
 	f.Float64Var(&o.host.MaxWait, "max-wait", o.host.MaxWait, "a trial whose hot threads waited runnable more than this share of the time is disturbed (0: off; see docs/sweep.md)")
 	f.IntVar(&o.host.MaxRepeats, "max-repeats", o.host.MaxRepeats, "how many times a disturbed trial is repeated before the sweep ends without an answer (exit 7)")
 	f.DurationVar(&o.retryAgent, "retry-agent", 0, "after an agent failure, wait this long for the agents to answer again and repeat the trial (0: stop the sweep)")
-	defer markReach(f)
 	f.BoolVar(&o.clock, "clock", false, "probe the agents' TSCs before the first trial and after the last, and write relation.json (see cpsweep clock --help);\non by default with --profile, whose records the analyses join across hosts by it (--clock=false: not probed)")
+	markReach(f)
 }
 
 // check validates the whole plan before any agent starts and before a run
@@ -490,7 +489,6 @@ func (o *options) execute(ctx context.Context, code *int) error {
 		}
 	}
 	*code = sweep.ExitCode(report, err)
-	o.expect.MinRate = float64(o.expectMinRate)
 	if short := o.expect.Shortfall(report); short != "" && *code == sweep.ExitAnswer {
 		*code = sweep.ExitShort
 		fmt.Fprintf(os.Stderr, "cpsweep: SHORT of what was expected (exit status %d): %s\n", sweep.ExitShort, short)

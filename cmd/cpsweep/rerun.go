@@ -5,11 +5,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/cloudprofiler-go/cp/cmd/internal/cli"
 	"github.com/cloudprofiler-go/cp/internal/readfile"
@@ -52,17 +52,11 @@ is a regular file inside RUN_DIR (not a link).`,
 				return fmt.Errorf("%s has no plan to repeat (%w): it was written before run directories kept plan.yaml, or its plan.yaml is not a file of its own", termsafe.Escape(dir), err)
 			}
 			extra := args[1:]
-			o := new(options)
-			fs := pflag.NewFlagSet("cpsweep", pflag.ContinueOnError)
-			fs.SetOutput(new(strings.Builder))
-			o.register(fs)
-			if err := fs.Parse(extra); err != nil {
-				return fmt.Errorf("sweep flags after --: %w", err)
+			o, fs, reserved, err := parseSweepFlags(extra, []string{"plan"})
+			if err != nil {
+				return err
 			}
-			if fs.NArg() > 0 {
-				return fmt.Errorf("sweep flags after --: %q is not a flag", termsafe.Escape(fs.Arg(0)))
-			}
-			if fs.Changed("plan") {
+			if len(reserved) > 0 {
 				return errors.New("rerun gives the run directory's plan: leave --plan out")
 			}
 			planPath := rundir.Path(dir, rundir.PlanFile)
@@ -89,7 +83,7 @@ is a regular file inside RUN_DIR (not a link).`,
 }
 
 // writeSettings shows a plan's settings, its comments left out, escaped.
-func writeSettings(w interface{ Write([]byte) (int, error) }, plan []byte) {
+func writeSettings(w io.Writer, plan []byte) {
 	sc := bufio.NewScanner(bytes.NewReader(plan))
 	for n := 0; sc.Scan() && n < 200; n++ {
 		line := strings.TrimRight(sc.Text(), " \t\r")
